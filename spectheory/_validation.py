@@ -1,0 +1,103 @@
+"""Input validation shared by every public function.
+
+Every check raises :class:`ValueError` with a message that names the argument and
+the problem. Nothing is silently renormalised unless the caller asks
+(``normalize=True`` in :func:`as_law`).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+#: Absolute tolerance on ``|sum(row) - 1|`` accepted for a probability law.
+SUM_TOL = 1e-6
+
+
+def as_law(x, name: str = "law", *, atol: float = SUM_TOL, normalize: bool = False,
+           min_ndim: int = 1) -> np.ndarray:
+    """Return ``x`` as a float64 array of laws over its last axis, or raise.
+
+    Parameters
+    ----------
+    x : array_like, shape (..., V)
+        Probability vectors along the last axis.
+    name : str
+        Argument name used in error messages.
+    atol : float
+        Rows must satisfy ``|sum - 1| <= atol`` (default ``1e-6``).
+    normalize : bool
+        If True, divide each row by its sum (rows must still have positive mass).
+    min_ndim : int
+        Minimum number of dimensions.
+
+    Raises
+    ------
+    ValueError
+        Empty vocabulary, NaN/inf or negative entries, rows not summing to 1.
+    """
+    a = np.asarray(x, dtype=np.float64)
+    if a.ndim < min_ndim:
+        raise ValueError(f"{name}: expected at least {min_ndim} dimension(s), got shape {a.shape}")
+    if a.ndim == 0 or a.shape[-1] == 0:
+        raise ValueError(f"{name}: empty vocabulary (shape {a.shape})")
+    if a.size == 0:
+        raise ValueError(f"{name}: empty array (shape {a.shape})")
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: contains NaN or infinite entries")
+    if np.any(a < 0):
+        raise ValueError(f"{name}: contains negative entries (min {a.min():.3g})")
+    sums = a.sum(axis=-1)
+    if normalize:
+        if np.any(sums <= 0):
+            raise ValueError(f"{name}: a row has zero total mass, cannot normalise")
+        return a / sums[..., None]
+    bad = np.abs(sums - 1.0) > atol
+    if np.any(bad):
+        worst = sums.flat[np.argmax(np.abs(sums - 1.0).ravel())]
+        raise ValueError(f"{name}: rows must sum to 1 within {atol:g} (found a row summing to {worst:.10g})")
+    return a
+
+
+def as_law_pair(target, draft, *, atol: float = SUM_TOL):
+    """Validate two laws with identical shapes; return float64 arrays."""
+    t = as_law(target, "target", atol=atol)
+    d = as_law(draft, "draft", atol=atol)
+    if t.shape != d.shape:
+        raise ValueError(f"target and draft: shape mismatch {t.shape} vs {d.shape}")
+    return t, d
+
+
+def check_int(value, name: str, minimum: int | None = None) -> int:
+    """Return ``value`` as int, raising if it is not an integer ``>= minimum``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, (float, np.floating)) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ValueError(f"{name}: expected an integer, got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name}: must be >= {minimum}, got {value}")
+    return value
+
+
+def check_prob(value, name: str, *, open_low: bool = False, open_high: bool = False):
+    """Return ``value`` as a float array in [0, 1] (optionally open ends), or raise."""
+    a = np.asarray(value, dtype=np.float64)
+    if not np.all(np.isfinite(a)):
+        raise ValueError(f"{name}: must be finite, got {value!r}")
+    lo_bad = (a <= 0) if open_low else (a < 0)
+    hi_bad = (a >= 1) if open_high else (a > 1)
+    if np.any(lo_bad) or np.any(hi_bad):
+        lo = "(" if open_low else "["
+        hi = ")" if open_high else "]"
+        raise ValueError(f"{name}: must lie in {lo}0, 1{hi}, got {value!r}")
+    return a
+
+
+def check_nonneg(value, name: str):
+    """Return ``value`` as a float array of finite non-negative numbers, or raise."""
+    a = np.asarray(value, dtype=np.float64)
+    if not np.all(np.isfinite(a)) or np.any(a < 0):
+        raise ValueError(f"{name}: must be finite and >= 0, got {value!r}")
+    return a
