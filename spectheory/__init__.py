@@ -12,5 +12,6 @@ from .distributions import (tv, acceptance_rate, residual, acceptance_probs,
 from .closed_form import (expected_tokens_per_call, walltime_speedup, optimal_gamma,
                           accepted_count_law, arithmetic_operations_factor, mean_accepted,
                           causal_acceptance)
+from .chain import DecodingChain, ngram_counts
 
 __version__ = "0.1.0"

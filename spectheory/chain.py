@@ -1,0 +1,431 @@
+r"""DecodingChain: decoding over a finite vocabulary as a Markov chain.
+
+A decoding problem is a chain whose state :math:`s` summarises the prefix. In state
+:math:`s`, before emitting the token at position :math:`n` (1-based), the target and
+draft propose next-token laws :math:`p_n(\cdot \mid s)` (``target``) and
+:math:`q_n(\cdot \mid s)` (``draft``); emitting token :math:`x` moves the chain to
+``next_state[s, x]``.
+
+Position convention: kernel index ``n - 1`` (0-based) produces token ``n``
+(1-based), ``n = 1..T``. ``state_marginals(T)[n - 1]`` is the law of the state just
+before token ``n`` is emitted, under target sampling.
+
+Exact quantities (expected rejections, calls, laws) live in :mod:`spectheory.analysis`
+and are exposed here as methods; Monte Carlo lives in :mod:`spectheory.montecarlo`.
+"""
+from __future__ import annotations
+
+import itertools
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import SUM_TOL, as_law, check_int, check_nonneg, check_prob
+
+__all__ = ["DecodingChain", "ngram_counts"]
+
+
+class DecodingChain:
+    r"""A speculative-decoding problem as a (possibly time-inhomogeneous) Markov chain.
+
+    Parameters
+    ----------
+    target, draft : array_like, shape (S, V) or (T, S, V)
+        Next-token kernels, rows summing to 1 (within ``1e-6``). A 3-d array gives one
+        kernel per position (time-inhomogeneous); horizons are then limited to ``T``.
+    initial : array_like, shape (S,), optional
+        Law of the starting state. Default: uniform over the states.
+    next_state : array_like of int, shape (S, V), optional
+        State after emitting token ``v`` in state ``s``. Default: the last token
+        (first-order chain, requires ``S == V``), or the single state when ``S == 1``.
+
+    Attributes
+    ----------
+    n_states, vocab_size : int
+    max_horizon : int or None
+        ``T`` for time-inhomogeneous chains and prefix trees, otherwise None.
+
+    Examples
+    --------
+    >>> import numpy as np, spectheory as st
+    >>> chain = st.DecodingChain.random(4, concentration=1.0, rng=0)
+    >>> chain.tv_profile(3).shape
+    (3,)
+    >>> chain.n_states, chain.vocab_size, chain.is_homogeneous
+    (4, 4, True)
+    """
+
+    def __init__(self, target, draft, initial=None, next_state=None, *, atol: float = SUM_TOL,
+                 max_horizon: int | None = None):
+        t = as_law(target, "target", atol=atol, min_ndim=2)
+        d = as_law(draft, "draft", atol=atol, min_ndim=2)
+        if t.ndim > 3:
+            raise ValueError(f"target: expected shape (S, V) or (T, S, V), got {t.shape}")
+        if t.shape != d.shape:
+            raise ValueError(f"target and draft: shape mismatch {t.shape} vs {d.shape}")
+        S, V = t.shape[-2:]
+        if next_state is None:
+            if S == V:
+                next_state = np.broadcast_to(np.arange(V), (S, V))
+            elif S == 1:
+                next_state = np.zeros((1, V), dtype=np.int64)
+            else:
+                raise ValueError(f"next_state: required when n_states ({S}) != vocab_size ({V})")
+        ns = np.asarray(next_state)
+        if ns.shape != (S, V):
+            raise ValueError(f"next_state: expected shape ({S}, {V}), got {ns.shape}")
+        if not np.issubdtype(ns.dtype, np.integer):
+            raise ValueError("next_state: must be an integer array")
+        if ns.size and (ns.min() < 0 or ns.max() >= S):
+            raise ValueError(f"next_state: entries must lie in [0, {S})")
+        init = np.full(S, 1.0 / S) if initial is None else as_law(initial, "initial", atol=atol)
+        if init.shape != (S,):
+            raise ValueError(f"initial: expected shape ({S},), got {init.shape}")
+        self.target = _readonly(t)
+        self.draft = _readonly(d)
+        self.initial = _readonly(init)
+        self.next_state = _readonly(np.ascontiguousarray(ns, dtype=np.int64))
+        if t.ndim == 3:
+            max_horizon = t.shape[0] if max_horizon is None else min(max_horizon, t.shape[0])
+        self.max_horizon = max_horizon
+        self._marginals: dict[int, np.ndarray] = {}
+
+    # ------------------------------------------------------------------ basics
+    def __repr__(self) -> str:
+        kind = "homogeneous" if self.is_homogeneous else f"inhomogeneous T={self.target.shape[0]}"
+        return f"DecodingChain(S={self.n_states}, V={self.vocab_size}, {kind})"
+
+    @property
+    def n_states(self) -> int:
+        return self.target.shape[-2]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.target.shape[-1]
+
+    @property
+    def is_homogeneous(self) -> bool:
+        return self.target.ndim == 2
+
+    @cached_property
+    def is_first_order(self) -> bool:
+        """True when the state is the last token (``next_state[s, x] == x``)."""
+        return self.n_states == self.vocab_size and bool(
+            np.all(self.next_state == np.arange(self.vocab_size)))
+
+    def check_horizon(self, horizon) -> int:
+        """Validate a horizon ``T >= 1`` against ``max_horizon``; return it as int."""
+        T = check_int(horizon, "horizon", 1)
+        if self.max_horizon is not None and T > self.max_horizon:
+            raise ValueError(f"horizon: {T} exceeds this chain's max_horizon {self.max_horizon}")
+        return T
+
+    def kernels(self, n: int):
+        """``(target, draft)`` kernels, each ``[S, V]``, producing token ``n + 1`` (0-based ``n``)."""
+        if self.is_homogeneous:
+            return self.target, self.draft
+        return self.target[n], self.draft[n]
+
+    # ------------------------------------------------------------ derived tables
+    @cached_property
+    def tv_table(self) -> np.ndarray:
+        """TV(target(.|s), draft(.|s)) per state, shape ``[S]`` or ``[T, S]``."""
+        return np.clip(0.5 * np.abs(self.target - self.draft).sum(-1), 0.0, 1.0)
+
+    @cached_property
+    def acceptance_table(self) -> np.ndarray:
+        """Per-state acceptance ``sum_x min(target, draft)`` = ``1 - tv_table``."""
+        return np.clip(np.minimum(self.target, self.draft).sum(-1), 0.0, 1.0)
+
+    def transition_operator(self, mass):
+        r"""Matrix ``M[s, s'] = sum_{x : next_state[s, x] = s'} mass[s, x]``.
+
+        ``mass`` is any non-negative ``[S, V]`` array (a kernel, or the accepted part
+        ``min(target, draft)``, ...). For first-order chains ``M`` is ``mass`` itself;
+        otherwise a CSR sparse matrix. Row vectors propagate as ``vec @ M``.
+        """
+        mass = np.asarray(mass, dtype=np.float64)
+        if mass.shape != (self.n_states, self.vocab_size):
+            raise ValueError(f"mass: expected shape ({self.n_states}, {self.vocab_size}), got {mass.shape}")
+        if self.is_first_order:
+            return mass
+        rows = np.repeat(np.arange(self.n_states), self.vocab_size)
+        return sp.csr_matrix((mass.ravel(), (rows, self.next_state.ravel())),
+                             shape=(self.n_states, self.n_states))
+
+    @cached_property
+    def _target_ops(self):
+        if self.is_homogeneous:
+            return [self.transition_operator(self.target)]
+        return [self.transition_operator(k) for k in self.target]
+
+    def target_operator(self, n: int):
+        """Transition operator of target sampling at 0-based position ``n``."""
+        ops = self._target_ops
+        return ops[0] if self.is_homogeneous else ops[n]
+
+    def state_marginals(self, horizon) -> np.ndarray:
+        r"""Law of the state before each token under target sampling.
+
+        Returns
+        -------
+        ndarray, shape (T, S)
+            Row ``n - 1`` is :math:`P(s_{n-1} = s)`, with :math:`s_0 \sim` ``initial``.
+        """
+        T = self.check_horizon(horizon)
+        if T not in self._marginals:
+            out = np.empty((T, self.n_states))
+            vec = self.initial
+            for n in range(T):
+                out[n] = vec
+                if n + 1 < T:
+                    vec = np.asarray(vec @ self.target_operator(n)).ravel()
+            out.setflags(write=False)
+            self._marginals[T] = out
+        return self._marginals[T]
+
+    # --------------------------------------------------- exact analysis (delegates)
+    def tv_profile(self, horizon) -> np.ndarray:
+        r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``."""
+        from . import analysis
+        return analysis.tv_profile(self, horizon)
+
+    def expected_rejections(self, horizon, gamma=None, bonus=False, verifier="token"):
+        """Expected rejections over ``horizon`` tokens; see :func:`spectheory.analysis.expected_rejections`."""
+        from . import analysis
+        return analysis.expected_rejections(self, horizon, gamma=gamma, bonus=bonus, verifier=verifier)
+
+    def rejection_lower_bound(self, horizon):
+        """Theorem 2 lower bound of Yin et al.; see :func:`spectheory.analysis.rejection_lower_bound`."""
+        from . import analysis
+        return analysis.rejection_lower_bound(self, horizon)
+
+    def expected_target_calls(self, horizon, gamma, bonus=True, verifier="token"):
+        """Expected target calls (rounds); see :func:`spectheory.analysis.expected_target_calls`."""
+        from . import analysis
+        return analysis.expected_target_calls(self, horizon, gamma, bonus=bonus, verifier=verifier)
+
+    def expected_draft_tokens(self, horizon, gamma, bonus=True, verifier="token"):
+        """Expected draft forward steps; see :func:`spectheory.analysis.expected_draft_tokens`."""
+        from . import analysis
+        return analysis.expected_draft_tokens(self, horizon, gamma, bonus=bonus, verifier=verifier)
+
+    def accepted_count_law(self, horizon, gamma, bonus=True, per_state=False):
+        """Law of a round's accepted count; see :func:`spectheory.analysis.accepted_count_law`."""
+        from . import analysis
+        return analysis.accepted_count_law(self, horizon, gamma, bonus=bonus, per_state=per_state)
+
+    def expected_tokens_per_call(self, horizon, gamma, bonus=True, verifier="token"):
+        """``horizon / expected_target_calls``; see :func:`spectheory.analysis.expected_tokens_per_call`."""
+        from . import analysis
+        return analysis.expected_tokens_per_call(self, horizon, gamma, bonus=bonus, verifier=verifier)
+
+    def predicted_speedup(self, horizon, gamma, c, bonus=True, verifier="token"):
+        """Predicted walltime speedup; see :func:`spectheory.analysis.predicted_speedup`."""
+        from . import analysis
+        return analysis.predicted_speedup(self, horizon, gamma, c, bonus=bonus, verifier=verifier)
+
+    def sequence_law(self, horizon, gamma=None, bonus=True, method="speculative"):
+        """Exact law of the generated sequence; see :func:`spectheory.analysis.sequence_law`."""
+        from . import analysis
+        return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method)
+
+    def leviathan_gap(self, horizon, gamma, bonus=True):
+        """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.analysis.leviathan_gap`."""
+        from . import analysis
+        return analysis.leviathan_gap(self, horizon, gamma, bonus=bonus)
+
+    # ------------------------------------------------------------- constructors
+    @classmethod
+    def from_matrices(cls, target, draft, initial=None, next_state=None, **kwargs):
+        """Same as the constructor; provided for symmetry with the other constructors."""
+        return cls(target, draft, initial, next_state, **kwargs)
+
+    @classmethod
+    def iid(cls, target, draft):
+        """One-state chain: the same laws at every position (i.i.d. acceptance).
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> c = st.DecodingChain.iid([0.5, 0.5], [0.9, 0.1])
+        >>> round(float(c.tv_profile(2)[0]), 6)
+        0.4
+        """
+        t = as_law(target, "target")
+        d = as_law(draft, "draft")
+        if t.ndim != 1 or t.shape != d.shape:
+            raise ValueError(f"target and draft: expected two 1-d laws of equal length, got {t.shape}, {d.shape}")
+        return cls(t[None], d[None], np.ones(1), np.zeros((1, t.size), dtype=np.int64))
+
+    @classmethod
+    def random(cls, vocab_size, n_states=None, horizon=None, concentration=1.0,
+               draft_concentration=None, similarity=0.0, rng=None):
+        r"""Random chain with Dirichlet next-token laws.
+
+        Parameters
+        ----------
+        vocab_size : int
+        n_states : int, optional
+            Default ``vocab_size`` (first-order chain). Otherwise ``next_state`` is drawn
+            uniformly at random.
+        horizon : int, optional
+            If given, one independent kernel per position (shape ``[horizon, S, V]``).
+        concentration : float
+            Dirichlet concentration of the target rows (small = peaked).
+        draft_concentration : float, optional
+            Same for the independent part of the draft (default: ``concentration``).
+        similarity : float in [0, 1]
+            Draft rows are ``similarity * target + (1 - similarity) * Dirichlet``; 1 gives
+            draft == target.
+        rng : seed or Generator
+        """
+        V = check_int(vocab_size, "vocab_size", 1)
+        S = V if n_states is None else check_int(n_states, "n_states", 1)
+        conc = float(check_nonneg(concentration, "concentration"))
+        dconc = conc if draft_concentration is None else float(check_nonneg(draft_concentration, "draft_concentration"))
+        if conc <= 0 or dconc <= 0:
+            raise ValueError("concentration: must be > 0")
+        lam = float(check_prob(similarity, "similarity"))
+        rng = np.random.default_rng(rng)
+        lead = (S,) if horizon is None else (check_int(horizon, "horizon", 1), S)
+        t = _dirichlet(rng, conc, lead + (V,))
+        d = lam * t + (1.0 - lam) * _dirichlet(rng, dconc, lead + (V,))
+        ns = None if S == V or S == 1 else rng.integers(0, S, size=(S, V))
+        init = rng.dirichlet(np.ones(S))
+        return cls(t, d, init, ns)
+
+    @classmethod
+    def ngram(cls, target_counts, draft_counts, initial=None, smoothing=0.0):
+        r"""Order-k n-gram chain from token counts.
+
+        Parameters
+        ----------
+        target_counts, draft_counts : array_like, shape (V,) * (k + 1)
+            ``counts[c_1, ..., c_k, x]``: how often ``x`` followed the context
+            ``c_1 ... c_k`` (``k = 0``: unigram counts of shape ``(V,)``).
+        initial : array_like, shape (V**k,), optional
+            Law of the starting context (index ``sum_i c_i V**(k - i)``). Default: the
+            contexts' empirical frequency in ``target_counts``.
+        smoothing : float
+            Additive (Laplace) smoothing added to every count. Contexts with zero
+            total count get the uniform law.
+
+        The state is the last ``k`` tokens; ``next_state[s, x] = (s * V + x) mod V**k``.
+
+        Examples
+        --------
+        >>> import numpy as np, spectheory as st
+        >>> counts = st.ngram_counts([[0, 1, 1, 0, 1]], order=1, vocab_size=2)
+        >>> chain = st.DecodingChain.ngram(counts, counts + 1)
+        >>> chain.n_states
+        2
+        """
+        tc = check_nonneg(target_counts, "target_counts")
+        dc = check_nonneg(draft_counts, "draft_counts")
+        if tc.shape != dc.shape:
+            raise ValueError(f"target_counts and draft_counts: shape mismatch {tc.shape} vs {dc.shape}")
+        V = tc.shape[-1]
+        if V == 0 or any(n != V for n in tc.shape):
+            raise ValueError(f"target_counts: expected shape (V,)*(k+1), got {tc.shape}")
+        k = tc.ndim - 1
+        S = V ** k
+        alpha = float(check_nonneg(smoothing, "smoothing"))
+
+        def kernel(counts):
+            c = counts.reshape(S, V) + alpha
+            tot = c.sum(-1, keepdims=True)
+            return np.where(tot > 0, c / np.where(tot > 0, tot, 1.0), 1.0 / V)
+
+        ns = (np.arange(S)[:, None] * V + np.arange(V)[None, :]) % S
+        if initial is None:
+            ctx = tc.reshape(S, V).sum(-1) + alpha * V
+            initial = ctx / ctx.sum() if ctx.sum() > 0 else np.full(S, 1.0 / S)
+        return cls(kernel(tc), kernel(dc), initial, ns)
+
+    @classmethod
+    def prefix_tree(cls, target_fn, draft_fn, vocab_size, horizon):
+        r"""Exact chain of any autoregressive model, enumerated as a prefix tree.
+
+        The state is the whole prefix: ``S = sum_{n=0}^{T} V**n`` states (fine while
+        ``V**T`` is small). ``target_fn(prefix)`` and ``draft_fn(prefix)`` map a tuple
+        of tokens to a next-token law of length ``V``. Prefixes of length ``T`` are
+        terminal (their kernels are never used within the horizon). The prefix of
+        state ``i`` is ``chain.prefixes[i]``.
+
+        Examples
+        --------
+        >>> import numpy as np, spectheory as st
+        >>> tf = lambda prefix: np.array([0.5, 0.5]) if len(prefix) % 2 else np.array([0.9, 0.1])
+        >>> df = lambda prefix: np.array([0.5, 0.5])
+        >>> chain = st.DecodingChain.prefix_tree(tf, df, 2, 2)
+        >>> chain.n_states
+        7
+        """
+        V = check_int(vocab_size, "vocab_size", 1)
+        T = check_int(horizon, "horizon", 1)
+        prefixes = [p for n in range(T + 1) for p in itertools.product(range(V), repeat=n)]
+        if len(prefixes) > 2_000_000:
+            raise ValueError(f"horizon: prefix tree with V={V}, T={T} has {len(prefixes)} states (too many)")
+        index = {p: i for i, p in enumerate(prefixes)}
+        S = len(prefixes)
+        t = np.full((S, V), 1.0 / V)
+        d = np.full((S, V), 1.0 / V)
+        ns = np.zeros((S, V), dtype=np.int64)
+        for i, p in enumerate(prefixes):
+            if len(p) == T:
+                ns[i] = i
+                continue
+            t[i] = as_law(target_fn(p), f"target_fn{p}")
+            d[i] = as_law(draft_fn(p), f"draft_fn{p}")
+            ns[i] = [index[p + (x,)] for x in range(V)]
+        init = np.zeros(S)
+        init[0] = 1.0
+        chain = cls(t, d, init, ns, max_horizon=T)
+        chain.prefixes = prefixes
+        return chain
+
+
+def ngram_counts(sequences, order: int, vocab_size: int) -> np.ndarray:
+    """Count order-``order`` n-grams: ``counts[c_1..c_k, x]`` over token sequences.
+
+    Parameters
+    ----------
+    sequences : iterable of 1-d int arrays
+    order : int
+        Context length ``k >= 0``.
+    vocab_size : int
+
+    Returns
+    -------
+    ndarray, shape (vocab_size,) * (order + 1)
+    """
+    k = check_int(order, "order", 0)
+    V = check_int(vocab_size, "vocab_size", 1)
+    flat = np.zeros(V ** (k + 1))
+    for seq in sequences:
+        a = np.asarray(seq, dtype=np.int64)
+        if a.ndim != 1:
+            raise ValueError("sequences: each sequence must be 1-d")
+        if a.size and (a.min() < 0 or a.max() >= V):
+            raise ValueError(f"sequences: tokens must lie in [0, {V})")
+        if a.size <= k:
+            continue
+        idx = np.zeros(a.size - k, dtype=np.int64)
+        for j in range(k + 1):
+            idx = idx * V + a[j:a.size - k + j]
+        flat += np.bincount(idx, minlength=flat.size)
+    return flat.reshape((V,) * (k + 1))
+
+
+def _dirichlet(rng, conc, shape):
+    g = rng.gamma(conc, size=shape)
+    g = np.maximum(g, np.finfo(float).tiny)  # tiny concentrations can underflow to an all-zero row
+    return g / g.sum(-1, keepdims=True)
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
