@@ -1,0 +1,105 @@
+"""Shared figure style and output for the scripts in ``figures/``.
+
+Importing this module forces matplotlib's non-interactive ``Agg`` backend. Every
+figure script does::
+
+    from spectheory.plotting import figure, save_figure, PALETTE
+    fig, ax = figure()
+    ...
+    save_figure(fig, "fig_name", data={...}, out_dir=...)
+
+which writes ``fig_name.png``, ``fig_name.pdf`` and ``fig_name.json`` (the numbers the
+figure shows) side by side.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg", force=True)
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+#: Okabe-Ito colour-blind-safe palette.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+#: Default folder of generated figures (``figures/`` at the repository root).
+FIGURES_DIR = Path(__file__).resolve().parent.parent / "figures"
+
+STYLE = {
+    "figure.dpi": 150,
+    "savefig.dpi": 200,
+    "savefig.bbox": "tight",
+    "font.size": 9,
+    "axes.titlesize": 9,
+    "axes.labelsize": 9,
+    "legend.fontsize": 7.5,
+    "xtick.labelsize": 8,
+    "ytick.labelsize": 8,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "lines.linewidth": 1.5,
+    "lines.markersize": 4,
+    "pdf.fonttype": 42,
+}
+
+
+def figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2.6, **kwargs):
+    """A figure at single-column width (3.4 in per panel) in the project style."""
+    plt.rcParams.update(STYLE)
+    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
+                        constrained_layout=True, **kwargs)
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return _jsonable(obj.tolist())
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, float) and not np.isfinite(obj):
+        return None
+    return obj
+
+
+def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[Path]:
+    """Write ``name.png``, ``name.pdf`` and (if ``data``) ``name.json`` into ``out_dir``.
+
+    Returns the written paths. The figure is closed afterwards.
+    """
+    out = Path(out_dir) if out_dir is not None else FIGURES_DIR
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / f"{name}.png", out / f"{name}.pdf"]
+    for p in paths:
+        fig.savefig(p)
+    plt.close(fig)
+    if data is not None:
+        jp = out / f"{name}.json"
+        jp.write_text(json.dumps(_jsonable(data), indent=1))
+        paths.append(jp)
+    return paths
+
+
+def figure_args(doc: str, argv=None) -> argparse.Namespace:
+    """Standard command line of a figure script: ``--quick`` and ``--out DIR``."""
+    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
+    parser.add_argument("--out", default=None, help="output folder (default: figures/)")
+    return parser.parse_args(argv)
+
+
+def band(ax, x, mean, se, k: float = 1.96, **kwargs):
+    """Plot ``mean`` with a shaded ``+- k * se`` band (a 95% band by default)."""
+    x, mean, se = map(np.asarray, (x, mean, se))
+    line, = ax.plot(x, mean, **kwargs)
+    ax.fill_between(x, mean - k * se, mean + k * se, color=line.get_color(), alpha=0.2, lw=0)
+    return line
