@@ -1,0 +1,277 @@
+"""A byte-level GPT in one file, with a KV cache that supports ragged rollback.
+
+Read top to bottom: config -> KV cache -> attention -> MLP -> block -> GPT.
+Shapes use B = batch, L = tokens in this call, T = cache length, H = heads,
+D = head dim, C = n_embd = H * D, V = vocab_size = 256 (bytes).
+
+The model interface shared by every model in ``spectheory.decoder`` (GPT, n-gram,
+adapters) is:
+
+* ``model(ids)`` with ``ids`` a LongTensor ``[B, L]`` returns logits ``[B, L, V]``;
+  causal, no cache needed.
+* ``cache = model.new_cache(batch_size, max_len, device=None, dtype=None)``.
+* ``model(ids, cache=cache, start=start)`` with ``start`` a LongTensor ``[B]`` (the
+  position of ``ids[b, 0]`` in sequence ``b``) writes keys/values at positions
+  ``start[b] .. start[b] + L - 1`` and lets query ``i`` of sequence ``b`` attend to the
+  cache positions ``< start[b] + i + 1``. Entries past that are stale and masked, so
+  rolling back after a rejection is just calling again with a smaller ``start``.
+  Cached logits equal the uncached logits of the full sequence.
+* attributes ``vocab_size`` and ``max_seq_len`` (every position must be ``< max_seq_len``).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+__all__ = ["GPTConfig", "KVCache", "GPT", "check_ids_start"]
+
+
+# ----------------------------------------------------------------------------- config
+@dataclass
+class GPTConfig:
+    """Architecture of a :class:`GPT`.
+
+    Parameters
+    ----------
+    n_layer, n_head, n_embd : int
+        Transformer blocks, attention heads per block, residual width
+        (``n_embd % n_head == 0``).
+    block_size : int
+        Context length: positions ``0 .. block_size - 1`` have learned embeddings.
+    vocab_size : int
+        256 for bytes.
+
+    Examples
+    --------
+    >>> GPTConfig(n_layer=1, n_head=2, n_embd=32, block_size=64).head_dim
+    16
+    """
+
+    n_layer: int = 4
+    n_head: int = 4
+    n_embd: int = 256
+    block_size: int = 256
+    vocab_size: int = 256
+
+    def __post_init__(self):
+        for name in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if self.n_embd % self.n_head:
+            raise ValueError(
+                f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+
+    @property
+    def head_dim(self) -> int:
+        return self.n_embd // self.n_head
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+# ----------------------------------------------------------------------------- cache
+class KVCache:
+    """Per-layer keys and values, ``k[l], v[l]: [B, T, H, D]``, written in place.
+
+    The cache keeps no length: which entries are valid is decided per call by
+    ``start`` (see the module docstring), so a rollback needs no explicit truncation.
+    """
+
+    def __init__(self, n_layer, batch_size, max_len, n_head, head_dim, device, dtype):
+        shape = (n_layer, batch_size, max_len, n_head, head_dim)
+        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [n_layer, B, T, H, D]
+        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [n_layer, B, T, H, D]
+        self.batch_size = batch_size
+        self.max_len = max_len
+
+    def __repr__(self):
+        return (f"KVCache(batch_size={self.batch_size}, max_len={self.max_len}, "
+                f"dtype={self.k.dtype}, device={self.k.device})")
+
+
+def check_ids_start(ids, cache, start, max_seq_len, cache_batch, cache_len):
+    """Validate a model call; return ``pos [B, L]`` (absolute positions) or None.
+
+    Shared by every model of the package so that all raise the same errors.
+    """
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+        raise ValueError(f"ids must be a LongTensor [B, L], got {getattr(ids, 'shape', ids)!r}")
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"ids must be an integer tensor, got dtype {ids.dtype}")
+    B, L = ids.shape
+    if L < 1:
+        raise ValueError("ids must have at least one token (L >= 1)")
+    if cache is None:
+        if start is not None:
+            raise ValueError("start is only meaningful together with cache")
+        if L > max_seq_len:
+            raise ValueError(f"ids has {L} tokens, more than max_seq_len={max_seq_len}")
+        return None
+    if start is None:
+        raise ValueError("start (LongTensor [B]) is required when cache is given")
+    start = torch.as_tensor(start, device=ids.device)
+    if start.shape != (B,):
+        raise ValueError(f"start must have shape [B]=[{B}], got {tuple(start.shape)}")
+    if B != cache_batch:
+        raise ValueError(f"ids batch {B} does not match cache batch_size {cache_batch}")
+    pos = start.long()[:, None] + torch.arange(L, device=ids.device)[None, :]  # [B, L]
+    lo, hi = int(start.min()), int(pos.max())
+    if lo < 0:
+        raise ValueError(f"start must be >= 0, got min {lo}")
+    if hi >= min(cache_len, max_seq_len):
+        raise ValueError(
+            f"position {hi} out of range: cache max_len={cache_len}, "
+            f"max_seq_len={max_seq_len}")
+    return pos
+
+
+# ----------------------------------------------------------------------------- layers
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention, optionally reading/writing a KV cache."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.n_head, self.head_dim = config.n_head, config.head_dim
+        self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)   # C -> 3C
+        self.proj = nn.Linear(config.n_embd, config.n_embd)      # C -> C
+
+    def forward(self, x, layer_cache=None, pos=None):
+        B, L, C = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)                     # 3 x [B, L, C]
+        q = q.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
+        k = k.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
+        v = v.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
+        if layer_cache is None:
+            y = F.scaled_dot_product_attention(
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                is_causal=True)                                   # [B, H, L, D]
+        else:
+            k_cache, v_cache = layer_cache                        # [B, T, H, D] each
+            rows = torch.arange(B, device=x.device)[:, None]      # [B, 1]
+            k_cache[rows, pos] = k.to(k_cache.dtype)              # write at [b, pos[b, i]]
+            v_cache[rows, pos] = v.to(v_cache.dtype)
+            T_used = int(pos.max()) + 1                           # keys past this are never visible
+            keys = k_cache[:, :T_used].transpose(1, 2)            # [B, H, T_used, D]
+            values = v_cache[:, :T_used].transpose(1, 2)          # [B, H, T_used, D]
+            key_pos = torch.arange(T_used, device=x.device)       # [T_used]
+            mask = key_pos[None, None, :] <= pos[:, :, None]      # [B, L, T_used], True = attend
+            y = F.scaled_dot_product_attention(
+                q.transpose(1, 2), keys.to(q.dtype), values.to(q.dtype),
+                attn_mask=mask[:, None])                          # [B, H, L, D]
+        y = y.transpose(1, 2).reshape(B, L, C)                    # [B, L, C]
+        return self.proj(y)
+
+
+class MLP(nn.Module):
+    """Position-wise feed-forward: C -> 4C -> GELU -> C."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.fc = nn.Linear(config.n_embd, 4 * config.n_embd)
+        self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
+
+    def forward(self, x):                                         # [B, L, C]
+        return self.proj(F.gelu(self.fc(x)))                      # [B, L, C]
+
+
+class Block(nn.Module):
+    """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(config.n_embd)
+        self.attn = CausalSelfAttention(config)
+        self.ln_2 = nn.LayerNorm(config.n_embd)
+        self.mlp = MLP(config)
+
+    def forward(self, x, layer_cache=None, pos=None):             # [B, L, C]
+        x = x + self.attn(self.ln_1(x), layer_cache, pos)
+        x = x + self.mlp(self.ln_2(x))
+        return x                                                  # [B, L, C]
+
+
+# ----------------------------------------------------------------------------- model
+class GPT(nn.Module):
+    """Byte-level GPT: token + learned position embeddings, pre-LN blocks, tied head.
+
+    ``logits = LayerNorm(blocks(wte[ids] + wpe[pos])) @ wte.T`` with shape ``[B, L, V]``;
+    ``softmax(logits[b, i])`` is the model's next-byte law after ``ids[b, :i+1]``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)).eval()
+    >>> ids = torch.tensor([[104, 105, 33]])
+    >>> model(ids).shape
+    torch.Size([1, 3, 256])
+    >>> cache = model.new_cache(1, 32)
+    >>> a = model(ids[:, :2], cache=cache, start=torch.tensor([0]))
+    >>> b = model(ids[:, 2:], cache=cache, start=torch.tensor([2]))
+    >>> torch.allclose(b[0, 0], model(ids)[0, 2], atol=1e-5)
+    True
+    """
+
+    def __init__(self, config: GPTConfig):
+        super().__init__()
+        self.config = config
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)   # token embedding, tied head
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)   # learned positions
+        self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
+        self.ln_f = nn.LayerNorm(config.n_embd)
+        self.apply(self._init_weights)
+        for name, p in self.named_parameters():                     # GPT-2 scaled residual init
+            if name.endswith("proj.weight"):
+                nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+
+    @staticmethod
+    def _init_weights(module):
+        if isinstance(module, nn.Linear):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, nn.Embedding):
+            nn.init.normal_(module.weight, mean=0.0, std=0.02)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.config.vocab_size
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.config.block_size
+
+    def num_params(self) -> int:
+        """Number of parameters (the tied head counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+    def new_cache(self, batch_size, max_len, device=None, dtype=None) -> KVCache:
+        """An empty :class:`KVCache` for ``batch_size`` sequences of up to ``max_len``
+        positions (``max_len <= max_seq_len``); device/dtype default to the model's."""
+        for name, value in (("batch_size", batch_size), ("max_len", max_len)):
+            if not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if max_len > self.max_seq_len:
+            raise ValueError(f"max_len={max_len} exceeds max_seq_len={self.max_seq_len}")
+        ref = self.wte.weight
+        return KVCache(self.config.n_layer, batch_size, max_len, self.config.n_head,
+                       self.config.head_dim, device or ref.device, dtype or ref.dtype)
+
+    def forward(self, ids, cache: KVCache | None = None, start=None):
+        """Logits ``[B, L, V]`` for ``ids [B, L]``; see the module docstring for caching."""
+        cache_batch = cache.batch_size if cache is not None else None
+        cache_len = cache.max_len if cache is not None else None
+        pos = check_ids_start(ids, cache, start, self.max_seq_len, cache_batch, cache_len)
+        B, L = ids.shape
+        if pos is None:
+            x = self.wte(ids) + self.wpe(torch.arange(L, device=ids.device))  # [B, L, C]
+        else:
+            x = self.wte(ids) + self.wpe(pos)                                  # [B, L, C]
+        for layer, block in enumerate(self.blocks):
+            layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
+            x = block(x, layer_cache, pos)                                     # [B, L, C]
+        x = self.ln_f(x)                                                       # [B, L, C]
+        return x @ self.wte.weight.T                                           # [B, L, V]

@@ -1,0 +1,135 @@
+"""Tests of the shipped small models: GPT, n-gram, corpus split and registry."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+def tiny_gpt(seed=0, n_layer=2, block_size=40):
+    torch.manual_seed(seed)  # only to make the random init reproducible inside this test
+    model = GPT(GPTConfig(n_layer=n_layer, n_head=2, n_embd=32, block_size=block_size)).eval()
+    # larger-than-init weights so that attention is far from uniform and bugs show up
+    with torch.no_grad():
+        for p in model.parameters():
+            p.mul_(4.0)
+    return model
+
+
+def random_ids(shape, seed):
+    gen = torch.Generator().manual_seed(seed)
+    return torch.randint(0, 256, shape, generator=gen)
+
+
+# ----------------------------------------------------------------------------- GPT
+def test_gpt_shapes_and_attributes():
+    model = tiny_gpt()
+    ids = random_ids((3, 17), seed=1)
+    with torch.no_grad():
+        logits = model(ids)
+    assert logits.shape == (3, 17, 256)
+    assert logits.dtype == torch.float32
+    assert model.vocab_size == 256 and model.max_seq_len == 40
+    assert torch.isfinite(logits).all()
+
+
+def test_gpt_is_causal():
+    model = tiny_gpt()
+    ids = random_ids((2, 20), seed=2)
+    changed = ids.clone()
+    changed[:, 12] = (changed[:, 12] + 1) % 256
+    with torch.no_grad():
+        a, b = model(ids), model(changed)
+    np.testing.assert_array_equal(a[:, :12].numpy(), b[:, :12].numpy())
+    assert (a[:, 12:] - b[:, 12:]).abs().max() > 1e-3  # the change is visible afterwards
+
+
+def test_gpt_rows_independent_of_batch():
+    model = tiny_gpt()
+    ids = random_ids((4, 15), seed=3)
+    with torch.no_grad():
+        full = model(ids)
+        single = model(ids[2:3])
+    np.testing.assert_allclose(full[2:3].numpy(), single.numpy(), atol=1e-5)
+
+
+def test_gpt_cached_equals_uncached_ragged_with_rollback():
+    model = tiny_gpt(seed=4)
+    B, T = 3, 36
+    ids = random_ids((B, T), seed=5)
+    with torch.no_grad():
+        reference = model(ids)                                   # [B, T, V]
+        cache = model.new_cache(B, T)
+        # prefill with ragged lengths: each row gets the prefix of its own length,
+        # written in one call starting at 0 (the padding beyond is just stale cache)
+        lengths = torch.tensor([5, 9, 2])
+        model(ids[:, :9], cache=cache, start=torch.zeros(B, dtype=torch.long))
+        start = lengths.clone()
+        gen = torch.Generator().manual_seed(6)
+        for step in range(12):
+            L = int(torch.randint(1, 5, (1,), generator=gen))
+            L = min(L, T - int(start.max()))
+            chunk = torch.stack([ids[b, start[b]:start[b] + L] for b in range(B)])
+            out = model(chunk, cache=cache, start=start)        # [B, L, V]
+            for b in range(B):
+                np.testing.assert_allclose(
+                    out[b].numpy(), reference[b, start[b]:start[b] + L].numpy(),
+                    atol=2e-5, rtol=1e-5)
+            # advance by a random accepted count 0..L (rollback of the rest)
+            accepted = torch.randint(0, L + 1, (B,), generator=gen)
+            start = start + accepted
+            # write garbage from the rollback point on (as a draft would after a rejection)
+            # to prove stale entries are masked and rewritten on re-extension
+            n_garbage = min(L, T - int(start.max()))
+            if n_garbage >= 1:
+                model(random_ids((B, n_garbage), seed=100 + step), cache=cache, start=start)
+            # re-extend: the next call rewrites the true tokens after the rollback point
+
+
+def test_gpt_cached_single_token_decode_matches():
+    model = tiny_gpt(seed=7, n_layer=3)
+    ids = random_ids((2, 25), seed=8)
+    with torch.no_grad():
+        reference = model(ids)
+        cache = model.new_cache(2, 30)
+        outs = [model(ids[:, i:i + 1], cache=cache, start=torch.tensor([i, i]))
+                for i in range(25)]
+    np.testing.assert_allclose(torch.cat(outs, 1).numpy(), reference.numpy(), atol=2e-5)
+
+
+def test_gpt_bad_input():
+    model = tiny_gpt()
+    with pytest.raises(ValueError, match="ids"):
+        model(torch.zeros(5, dtype=torch.long))
+    with pytest.raises(ValueError, match="max_seq_len"):
+        model(torch.zeros(1, 41, dtype=torch.long))
+    cache = model.new_cache(2, 10)
+    with pytest.raises(ValueError, match="start"):
+        model(torch.zeros(2, 3, dtype=torch.long), cache=cache)
+    with pytest.raises(ValueError, match="position"):
+        model(torch.zeros(2, 3, dtype=torch.long), cache=cache, start=torch.tensor([0, 8]))
+    with pytest.raises(ValueError, match="batch"):
+        model(torch.zeros(3, 1, dtype=torch.long), cache=cache, start=torch.tensor([0, 0, 0]))
+    with pytest.raises(ValueError, match="max_len"):
+        model.new_cache(1, 41)
+    with pytest.raises(ValueError, match="n_embd"):
+        GPTConfig(n_head=3, n_embd=32)
+
+
+def test_gpt_dtype_follows_model_and_caller():
+    model = tiny_gpt(seed=9).to(torch.float64)
+    ids = random_ids((2, 12), seed=10)
+    with torch.no_grad():
+        reference = model(ids)
+        cache = model.new_cache(2, 12)
+        assert cache.k.dtype == torch.float64
+        out = torch.cat([model(ids[:, :7], cache=cache, start=torch.tensor([0, 0])),
+                         model(ids[:, 7:], cache=cache, start=torch.tensor([7, 7]))], 1)
+    np.testing.assert_allclose(out.numpy(), reference.numpy(), atol=1e-12)
+    half = tiny_gpt(seed=9).to(torch.bfloat16)
+    with torch.no_grad():
+        logits = half(ids, cache=half.new_cache(2, 12), start=torch.tensor([0, 0]))
+    assert logits.dtype == torch.bfloat16 and torch.isfinite(logits.float()).all()
