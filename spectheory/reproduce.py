@@ -1,0 +1,164 @@
+"""The main job: run every proof, simulation, decoder validation and figure; write a summary.
+
+Each step is a script of the repository run as its own process with ``--out DIR`` (and
+``--quick`` in quick mode). Steps run as independent tasks through
+:func:`spectheory.sweeps.run_sweep` (``--jobs N`` local processes, or a Dask scheduler),
+cached on disk by a hash of the script's content and arguments, so an interrupted run
+resumes and an unchanged step is not recomputed.
+
+Every JSON file a step writes may carry a ``"headline"`` list of
+``{"name", "value", "se" (optional), "note" (optional)}`` entries; these become the rows of
+``DIR/summary.md`` and ``DIR/summary.json``, each with the command that made it.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sweeps import run_sweep
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Step:
+    """One script of the main job."""
+    name: str
+    script: str                      # path relative to the repository root
+    args: tuple = ()                 # extra arguments (both modes)
+    quick_args: tuple = ("--quick",)
+    full_args: tuple = ()
+    kind: str = "simulation"         # proof | simulation | decoder | figure
+    needs: tuple = field(default=())  # names of steps whose outputs it reads
+
+    def argv(self, out: Path, quick: bool) -> list[str]:
+        extra = self.quick_args if quick else self.full_args
+        return [sys.executable, self.script, "--out", str(out), *self.args, *extra]
+
+
+def discover_steps() -> list[Step]:
+    """Every proof, simulation and figure script of the repository, in dependency order."""
+    steps = [Step("proofs", "proofs/__main__.py", quick_args=(), kind="proof")]
+    skip = {"train_models.py"}  # training is not part of the main job: the weights are shipped
+    for path in sorted((ROOT / "simulations").glob("*.py")):
+        if path.name in skip or path.name.startswith("_"):
+            continue
+        kind = "decoder" if path.name.startswith("decoder") else "simulation"
+        steps.append(Step(path.stem, f"simulations/{path.name}", kind=kind))
+    for path in sorted((ROOT / "figures").glob("fig*.py")):
+        steps.append(Step(path.stem, f"figures/{path.name}", kind="figure",
+                          needs=tuple(s.name for s in steps if s.kind != "figure")))
+    return steps
+
+
+def _run_step(name: str, argv: list, log: str, digest: str) -> dict:
+    """Run one step as a subprocess; ``digest`` (script content hash) only keys the cache."""
+    start = time.perf_counter()
+    with open(log, "w") as fh:
+        proc = subprocess.run(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+    return {"name": name, "rc": proc.returncode, "seconds": round(time.perf_counter() - start, 2),
+            "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv))}
+
+
+def _digest(step: Step) -> str:
+    h = hashlib.sha256((ROOT / step.script).read_bytes())
+    h.update(repr((step.args, step.quick_args, step.full_args)).encode())
+    return h.hexdigest()[:16]
+
+
+def run_steps(steps, out: Path, quick: bool, jobs: int = 1, scheduler=None) -> list[dict]:
+    """Run ``steps`` (figures after everything else); return one status dict per step."""
+    from .sweeps import task_key
+
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    cache = out / ".cache" / ("quick" if quick else "full")
+    statuses = []
+    for kinds in (("proof", "simulation", "decoder"), ("figure",)):
+        params = [{"name": s.name, "argv": s.argv(out / ("figures" if s.kind == "figure" else "results"), quick),
+                   "log": str(out / "logs" / f"{s.name}.log"), "digest": _digest(s)}
+                  for s in steps if s.kind in kinds]
+        results = run_sweep(_run_step, params, jobs=jobs, scheduler=scheduler, cache_dir=cache,
+                            desc="figures" if kinds == ("figure",) else "simulations")
+        for p, status in zip(params, results):
+            if status["rc"] != 0:  # never keep a failed step in the cache
+                (cache / f"{task_key(_run_step, p)}.pkl").unlink(missing_ok=True)
+        statuses += results
+    return statuses
+
+
+def collect_headlines(out: Path) -> list[dict]:
+    """Every ``headline`` entry of every JSON file under ``out`` (sorted by file)."""
+    rows = []
+    for path in sorted(out.rglob("*.json")):
+        if path.name.startswith("summary") or ".cache" in path.parts:
+            continue
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(data, dict) and isinstance(data.get("headline"), list):
+            for row in data["headline"]:
+                rows.append({**row, "source": str(path.relative_to(out)), "command": data.get("command", "")})
+    return rows
+
+
+def write_summary(out: Path, statuses: list[dict], quick: bool) -> dict:
+    """Write ``summary.json`` and ``summary.md`` into ``out``; return the summary dict."""
+    headlines = collect_headlines(out)
+    summary = {"quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
+               "steps": statuses, "headline": headlines}
+    (out / "summary.json").write_text(json.dumps(summary, indent=1))
+    lines = [f"# spectheory reproduce{' --quick' if quick else ''}", "",
+             f"Run on {summary['date']} (Python {summary['python']}).", "",
+             "| quantity | value | SE | source |", "|---|---|---|---|"]
+    for h in headlines:
+        se = h.get("se")
+        value = h.get("value")
+        fmt = (lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
+        lines.append(f"| {h.get('name', '?')} | {fmt(value)} | {fmt(se) if se is not None else ''} | "
+                     f"`{h.get('command') or h['source']}` |")
+    lines += ["", "| step | status | seconds |", "|---|---|---|"]
+    lines += [f"| {s['name']} | {'ok' if s['rc'] == 0 else 'FAILED (rc ' + str(s['rc']) + ')'} | {s['seconds']} |"
+              for s in statuses]
+    (out / "summary.md").write_text("\n".join(lines) + "\n")
+    return summary
+
+
+def reproduce(out="reproduce-out", quick: bool = False, jobs: int = 1, scheduler=None,
+              only=None) -> int:
+    """Run the main job into ``out``; return 0 if every step succeeded, else 1."""
+    out = Path(out).resolve()
+    steps = discover_steps()
+    if only:
+        steps = [s for s in steps if s.name in set(only)]
+    t0 = time.perf_counter()
+    statuses = run_steps(steps, out, quick, jobs=jobs, scheduler=scheduler)
+    write_summary(out, statuses, quick)
+    failed = [s["name"] for s in statuses if s["rc"] != 0]
+    print(f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
+          f"{time.perf_counter() - t0:.0f} s; summary in {out / 'summary.md'}")
+    if failed:
+        print(f"failed steps (logs in {out / 'logs'}): {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+def run_figures(names=None, quick: bool = False, out=None, jobs: int = 1) -> int:
+    """Regenerate the named figures (default all) into ``out`` (default ``figures/``)."""
+    steps = [s for s in discover_steps() if s.kind == "figure"]
+    known = {s.name for s in steps}
+    unknown = set(names or ()) - known
+    if unknown:
+        raise ValueError(f"unknown figure(s) {sorted(unknown)}; known: {sorted(known)}")
+    chosen = [s for s in steps if not names or s.name in names]
+    target = Path(out).resolve() if out else ROOT / "figures"
+    failed = 0
+    for s in chosen:
+        proc = subprocess.run(s.argv(target, quick), cwd=ROOT)
+        print(f"{s.name}: {'ok' if proc.returncode == 0 else 'FAILED'}")
+        failed += proc.returncode != 0
+    return 1 if failed else 0
