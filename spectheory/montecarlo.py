@@ -1,0 +1,387 @@
+r"""Vectorised Monte Carlo of speculative decoding on a :class:`~spectheory.DecodingChain`.
+
+The protocol (DESIGN.md, "The speculative decoding protocol"): a *round* starts with
+``n < T`` tokens generated; the draft proposes ``k = min(gamma, T - n)`` tokens along its
+own path; the target scores them in one call; a verifier accepts a prefix of ``j`` of them
+and, if ``j < k``, emits one residual token (a *rejection*); if ``j == k`` and ``n + k < T``
+and ``bonus=True``, it emits one bonus token from the target. Counted per generation:
+``target_calls`` (+1 per round), ``draft_tokens`` (+k per round), ``rejections``
+(+1 per round with ``j < k``), ``accepted`` (+j per round), and the accepted count ``j``
+of every round.
+
+Runs are simulated together: the loop is over rounds (and the ``gamma`` positions of a
+round), never over runs or over the vocabulary. Runs are processed in chunks so that the
+per-round law arrays ``[R, gamma + 1, V]`` stay small.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ._validation import check_int
+from .sampling_utils import (normalized_cdf, residual_weights, sample_categorical, sample_from_cdf,
+                             token_rule, token_verify_round)
+
+__all__ = ["simulate", "sample_target", "SimulationResult", "sample_categorical",
+           "token_rule", "token_verify_round", "mean_and_se"]
+
+#: Upper bound on the number of float64 entries of the per-round law arrays of one chunk.
+_CHUNK_ELEMS = 1 << 22
+#: progress=None shows a bar only once a run has lasted this many seconds.
+_PROGRESS_DELAY_S = 3.0
+
+STATISTICS = ("target_calls", "rejections", "draft_tokens", "accepted")
+
+
+def mean_and_se(values) -> tuple[float, float]:
+    """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (SE 0 when n == 1)."""
+    v = np.asarray(values, dtype=np.float64)
+    if v.size == 0:
+        raise ValueError("values: empty")
+    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
+    return float(v.mean()), se
+
+
+@dataclass
+class SimulationResult:
+    """Per-run counters of a speculative-decoding simulation.
+
+    Attributes
+    ----------
+    horizon, gamma : int
+    bonus : bool
+    verifier : str
+        ``"token"``, ``"block"`` or the callable's name.
+    target_calls, rejections, draft_tokens, accepted : ndarray of int64, shape (n_runs,)
+        Per-run totals over one generation of ``horizon`` tokens.
+    accepted_counts : ndarray of int64, shape (n_runs, gamma + 1)
+        ``accepted_counts[r, j]``: number of rounds of run ``r`` that accepted ``j`` drafts.
+    tokens : ndarray of int64, shape (n_runs, horizon), or None
+    """
+
+    horizon: int
+    gamma: int
+    bonus: bool
+    verifier: str
+    target_calls: np.ndarray
+    rejections: np.ndarray
+    draft_tokens: np.ndarray
+    accepted: np.ndarray
+    accepted_counts: np.ndarray
+    tokens: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.target_calls.shape[0])
+
+    @property
+    def accepted_hist(self) -> np.ndarray:
+        """Accepted-count histogram of all rounds of all runs, shape ``[gamma + 1]``."""
+        return self.accepted_counts.sum(axis=0)
+
+    def mean_se(self, name: str) -> tuple[float, float]:
+        """Mean and standard error of a per-run statistic (one of ``STATISTICS``)."""
+        if name not in STATISTICS:
+            raise ValueError(f"name: expected one of {STATISTICS}, got {name!r}")
+        return mean_and_se(getattr(self, name))
+
+    def summary(self) -> dict:
+        r"""Means and standard errors: ``{stat: {"mean": m, "se": se}}``.
+
+        Includes the four per-run statistics and ``tokens_per_call`` =
+        ``horizon / mean(target_calls)`` (SE by the delta method,
+        :math:`T\,\mathrm{se}_c / \bar c^2`), plus ``n_runs``.
+        """
+        out = {name: dict(zip(("mean", "se"), self.mean_se(name))) for name in STATISTICS}
+        c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
+        out["tokens_per_call"] = {"mean": self.horizon / c, "se": self.horizon * sc / c ** 2}
+        out["n_runs"] = self.n_runs
+        return out
+
+    def __str__(self) -> str:
+        s = self.summary()
+        head = (f"SimulationResult(horizon={self.horizon}, gamma={self.gamma}, bonus={self.bonus}, "
+                f"verifier={self.verifier}, n_runs={self.n_runs})")
+        rows = [f"  {name:<16s} {s[name]['mean']:12.5f} +- {s[name]['se']:.5f}"
+                for name in (*STATISTICS, "tokens_per_call")]
+        return "\n".join([head, f"  {'statistic':<16s} {'mean':>12s}    SE", *rows])
+
+
+def _resolve_verifier(verifier):
+    if callable(verifier):
+        return verifier, getattr(verifier, "__name__", type(verifier).__name__), True
+    if verifier == "token":
+        return None, "token", False  # the simulator's fused fast path (see _token_round_fast)
+    if verifier == "block":
+        try:
+            from .verifiers.block import block_verify_round
+        except ImportError as exc:
+            raise NotImplementedError(
+                "verifier='block': spectheory.verifiers.block.block_verify_round is not available "
+                "yet") from exc
+        return block_verify_round, "block", True
+    raise ValueError(f"verifier: unknown verifier {verifier!r}; expected 'token', 'block' or a callable")
+
+
+def _progress_bar(progress, total, desc):
+    from tqdm.auto import tqdm
+    if progress is False:
+        return tqdm(total=total, disable=True)
+    delay = 0.0 if progress is True else _PROGRESS_DELAY_S
+    return tqdm(total=total, desc=desc, unit="tok", unit_scale=True, delay=delay, leave=False)
+
+
+#: Chains with at most this many kernel entries get precomputed CDF tables (3 extra copies).
+_TABLE_LIMIT = 1 << 23
+_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+class _Sampler:
+    """Row access to a chain's kernels and CDFs along paths ``(m, s)`` (kernel index, state).
+
+    CDFs of the draft, the target and the token-verification residual
+    ``max(target - draft, 0)`` are precomputed once per chain (kernels are read-only) when
+    the chain has at most ``_TABLE_LIMIT`` entries, otherwise computed per call. Both give
+    identical numbers (:func:`normalized_cdf` on the same rows).
+    """
+
+    def __init__(self, chain):
+        self.hom = chain.is_homogeneous
+        self.target, self.draft, self.next_state = chain.target, chain.draft, chain.next_state
+        self.tables = None
+        if chain.target.size <= _TABLE_LIMIT:
+            tables = _TABLES.get(chain)
+            if tables is None:
+                tables = (normalized_cdf(chain.target), normalized_cdf(chain.draft),
+                          normalized_cdf(residual_weights(chain.target, chain.draft)))
+                for a in tables:
+                    a.setflags(write=False)
+                _TABLES[chain] = tables
+            self.tables = tables
+
+    def rows(self, kernel, m, s):
+        return kernel[s] if self.hom else kernel[m, s]
+
+    def probs(self, kernel, m, s, x):
+        return kernel[s, x] if self.hom else kernel[m, s, x]
+
+    def _cdf(self, which, m, s):
+        if self.tables is not None:
+            return self.rows(self.tables[which], m, s)
+        if which == 2:
+            return normalized_cdf(residual_weights(self.rows(self.target, m, s),
+                                                   self.rows(self.draft, m, s)))
+        return normalized_cdf(self.rows((self.target, self.draft)[which], m, s))
+
+    def target_cdf(self, m, s):
+        return self._cdf(0, m, s)
+
+    def draft_cdf(self, m, s):
+        return self._cdf(1, m, s)
+
+    def residual_cdf(self, m, s):
+        return self._cdf(2, m, s)
+
+
+def _sample_initial(chain, size, rng):
+    return sample_categorical(np.broadcast_to(chain.initial, (size, chain.n_states)), rng.random(size))
+
+
+def _chunk_size(n_runs, per_run_elems):
+    return max(1, min(n_runs, _CHUNK_ELEMS // max(1, per_run_elems)))
+
+
+def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="token",
+             return_tokens=False, progress=None) -> SimulationResult:
+    r"""Monte Carlo of the speculative decoding protocol, vectorised over runs.
+
+    Each of ``n_runs`` independent runs generates ``horizon`` tokens. In a round at
+    position ``n`` and state ``s``, every active run drafts ``k = min(gamma, T - n)``
+    tokens along its own path (``x_i ~ q_{n+i}(. | s_i)``, ``s_{i+1} = next_state[s_i,
+    x_i]``), the laws along the path are gathered, and the round verifier returns the
+    accepted count ``j`` and the final token (residual or bonus).
+
+    Parameters
+    ----------
+    chain : DecodingChain
+    horizon : int
+        Tokens per generation ``T >= 1`` (at most ``chain.max_horizon``).
+    gamma : int
+        Draft length ``>= 1``.
+    n_runs : int
+        Number of independent generations ``>= 1``.
+    rng : seed or numpy Generator, optional
+    bonus : bool
+        Emit a bonus token from the target when all ``k`` drafts are accepted and
+        ``n + k < T`` (Leviathan/Chen); ``False`` is the counting of Yin et al.
+    verifier : {"token", "block"} or callable
+        ``"token"``: standard token verification (:func:`token_rule`); ``"block"``:
+        :func:`spectheory.verifiers.block.block_verify_round`; a callable with the
+        signature of :func:`token_verify_round`.
+    return_tokens : bool
+        Keep the generated tokens ``[n_runs, T]``.
+    progress : bool or None
+        tqdm bar over generated tokens; ``None`` shows it only after 3 s.
+
+    Returns
+    -------
+    SimulationResult
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.5, 0.5])      # draft == target
+    >>> res = simulate(chain, horizon=10, gamma=4, n_runs=100, rng=0)
+    >>> int(res.rejections.max()), int(res.target_calls.max())   # 5 tokens per round, no rejection
+    (0, 2)
+    >>> sorted(res.summary())[:3]
+    ['accepted', 'draft_tokens', 'n_runs']
+    """
+    T = chain.check_horizon(horizon)
+    g = check_int(gamma, "gamma", 1)
+    N = check_int(n_runs, "n_runs", 1)
+    verify, name, _ = _resolve_verifier(verifier)
+    rng = np.random.default_rng(rng)
+    V = chain.vocab_size
+    out = {k: np.zeros(N, dtype=np.int64) for k in STATISTICS}
+    counts = np.zeros((N, g + 1), dtype=np.int64)
+    tokens = np.zeros((N, T), dtype=np.int64) if return_tokens else None
+    chunk = _chunk_size(N, (4 if verify is None else 2 * g + 1) * V)
+    with _progress_bar(progress, N * T, f"simulate gamma={g}") as bar:
+        for start in range(0, N, chunk):
+            sl = slice(start, min(N, start + chunk))
+            _simulate_chunk(chain, T, g, bool(bonus), verify, rng,
+                            {k: v[sl] for k, v in out.items()}, counts[sl],
+                            None if tokens is None else tokens[sl], bar)
+    return SimulationResult(T, g, bool(bonus), name, out["target_calls"], out["rejections"],
+                            out["draft_tokens"], out["accepted"], counts, tokens)
+
+
+def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
+    """Simulate ``len(counts)`` runs to the horizon, writing into the given views."""
+    R0 = counts.shape[0]
+    V = chain.vocab_size
+    smp = _Sampler(chain)
+    nxt = chain.next_state
+    pos = np.zeros(R0, dtype=np.int64)
+    state = _sample_initial(chain, R0, rng)
+    active = np.arange(R0)
+    cols = np.arange(g + 1)
+    while active.size:
+        R = active.size
+        rows = np.arange(R)
+        n = pos[active]
+        k = np.minimum(g, T - n)
+        states = np.empty((R, g + 1), dtype=np.int64)
+        states[:, 0] = state[active]
+        x = np.empty((R, g), dtype=np.int64)
+        u = rng.random((R, g))
+        if verify is None:
+            j, y = _token_round_fast(smp, T, g, n, k, states, x, u, rng)
+        else:
+            tl = np.empty((R, g + 1, V))
+            dl = np.empty((R, g, V))
+            for i in range(g + 1):
+                m = np.minimum(n + i, T - 1)       # padding rows (i > k) reuse the last kernel
+                s = states[:, i]
+                tl[:, i] = smp.rows(smp.target, m, s)
+                if i == g:
+                    break
+                dl[:, i] = smp.rows(smp.draft, m, s)
+                x[:, i] = sample_from_cdf(smp.draft_cdf(m, s), u[:, i])
+                states[:, i + 1] = nxt[s, x[:, i]]
+            j, y = verify(tl, dl, x, k, rng)
+            j = np.asarray(j, dtype=np.int64)
+            y = np.asarray(y, dtype=np.int64)
+            if j.shape != (R,) or y.shape != (R,):
+                raise ValueError(f"verifier: must return two arrays of shape ({R},), got {j.shape}, {y.shape}")
+            if np.any((j < 0) | (j > k)) or np.any((y < 0) | (y >= V)):
+                raise ValueError("verifier: returned an accepted count outside [0, k] or a token outside [0, V)")
+        rejected = j < k
+        emit_final = rejected | (bonus & (j == k) & (n + k < T))
+        e = j + emit_final
+        s_j = states[rows, j]
+        new_state = np.where(emit_final, nxt[s_j, y], s_j)
+        out["target_calls"][active] += 1
+        out["draft_tokens"][active] += k
+        out["rejections"][active] += rejected
+        out["accepted"][active] += j
+        counts[active, j] += 1                  # (active, j) pairs are distinct
+        if tokens is not None:
+            emitted = np.concatenate([x, np.zeros((R, 1), dtype=np.int64)], axis=1)
+            emitted[rows, j] = y
+            rr, cc = np.nonzero(cols[None, :] < e[:, None])
+            tokens[active[rr], n[rr] + cc] = emitted[rr, cc]
+        pos[active] = n + e
+        state[active] = new_state
+        bar.update(int(e.sum()))
+        active = active[pos[active] < T]
+
+
+def _token_round_fast(smp, T, g, n, k, states, x, u, rng):
+    """Standard token verification fused with drafting (``verify=None``).
+
+    Same rule and the same uniforms, in the same order, as drafting followed by
+    :func:`token_verify_round`, so both give identical results for one seed; but only the
+    draft CDF rows, the probabilities of the drafted tokens and one final CDF row per run
+    are gathered (not the full ``[R, gamma + 1, V]`` law arrays).
+    """
+    R = n.shape[0]
+    rows = np.arange(R)
+    tx = np.empty((R, g))
+    dx = np.empty((R, g))
+    for i in range(g):
+        m = np.minimum(n + i, T - 1)
+        s = states[:, i]
+        xi = sample_from_cdf(smp.draft_cdf(m, s), u[:, i])
+        x[:, i] = xi
+        dx[:, i] = smp.probs(smp.draft, m, s, xi)
+        tx[:, i] = smp.probs(smp.target, m, s, xi)
+        states[:, i + 1] = smp.next_state[s, xi]
+    u_accept = rng.random((R, g))
+    u_final = rng.random(R)
+    ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
+    j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
+    rejected = j < k
+    mj = np.minimum(n + j, T - 1)
+    sj = states[rows, j]
+    y = np.empty(R, dtype=np.int64)
+    acc = ~rejected
+    if acc.any():
+        y[acc] = sample_from_cdf(smp.target_cdf(mj[acc], sj[acc]), u_final[acc])
+    if rejected.any():
+        y[rejected] = sample_from_cdf(smp.residual_cdf(mj[rejected], sj[rejected]), u_final[rejected])
+    return j, y
+
+
+def sample_target(chain, horizon, n_runs, rng=None, progress=None) -> np.ndarray:
+    r"""Plain autoregressive sampling from the target: tokens ``[n_runs, horizon]``.
+
+    :math:`s_0 \sim` ``initial``, :math:`x_{n+1} \sim p_{n}(\cdot \mid s_n)`,
+    :math:`s_{n+1} =` ``next_state[s_n, x_{n+1}]`` (kernel index ``n`` is 0-based).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> chain = st.DecodingChain.iid([0.0, 1.0], [0.5, 0.5])
+    >>> sample_target(chain, 3, 2, rng=0).tolist()
+    [[1, 1, 1], [1, 1, 1]]
+    """
+    T = chain.check_horizon(horizon)
+    N = check_int(n_runs, "n_runs", 1)
+    rng = np.random.default_rng(rng)
+    smp = _Sampler(chain)
+    tokens = np.empty((N, T), dtype=np.int64)
+    chunk = _chunk_size(N, 2 * chain.vocab_size)
+    with _progress_bar(progress, N * T, "sample_target") as bar:
+        for start in range(0, N, chunk):
+            stop = min(N, start + chunk)
+            s = _sample_initial(chain, stop - start, rng)
+            for n in range(T):
+                x = sample_from_cdf(smp.target_cdf(n, s), rng.random(stop - start))
+                tokens[start:stop, n] = x
+                s = chain.next_state[s, x]
+                bar.update(stop - start)
+    return tokens
