@@ -1,0 +1,262 @@
+r"""Position-level engine shared by the rejection-based, batch and biased verifiers.
+
+Two independent tools for rules that act one position at a time (every emitted token
+is either a *check* of one draft token or a *bonus* token from the target):
+
+- :func:`phase_masses`: an exact forward recursion over (position, state, phase), where
+  the phase ``i`` is the number of draft tokens of the current round already accepted;
+- :func:`simulate_positional`: a Monte Carlo simulator vectorised over runs (the Python
+  loop runs over positions only), drawing the uniforms and delegating the decision to a
+  pure rule.
+
+Both follow the protocol of DESIGN.md: a round at position ``n0`` drafts
+``k = min(gamma, T - n0)`` tokens (``gamma=None`` means ``k = T - n0``, drafting to the
+end of the horizon); a rejection ends the round; when all ``k`` are accepted and
+``n0 + k < T`` a bonus token is drawn from the target if ``bonus=True``. Drafting lazily
+(the next draft token is drawn when its check comes) has the same law as drafting the
+``k`` tokens up front, since draft token ``i + 1`` depends only on the prefix.
+Notation: p = target, q = draft.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_int
+
+__all__ = ["round_length", "phase_masses", "PhaseMasses", "simulate_positional",
+           "PositionalResult"]
+
+
+def round_length(gamma, horizon: int, n0: int) -> int:
+    """Draft length ``k = min(gamma, T - n0)`` of a round at ``n0`` (``gamma=None``: ``T - n0``)."""
+    return horizon - n0 if gamma is None else min(gamma, horizon - n0)
+
+
+def _check_gamma(gamma):
+    return None if gamma is None else check_int(gamma, "gamma", 1)
+
+
+@dataclass
+class PhaseMasses:
+    """Exact results of :func:`phase_masses` (all float64).
+
+    Attributes
+    ----------
+    rejections : float
+        Expected number of rejections over the horizon.
+    target_calls : float
+        Expected number of rounds.
+    draft_tokens : float
+        Expected number of drafted tokens (``k`` per round).
+    rejection_profile : ndarray, shape (T,)
+        Probability that position ``n`` (token ``n + 1``) is a rejection.
+    round_start : ndarray, shape (T, S)
+        Mass of "a round starts at position ``n`` in state ``s``".
+    check_mass : ndarray, shape (T, S)
+        Mass of "position ``n`` is a draft check in state ``s``" (all phases).
+    state_law : ndarray, shape (T, S)
+        Law of the state before each position under the rule.
+    """
+
+    rejections: float
+    target_calls: float
+    draft_tokens: float
+    rejection_profile: np.ndarray
+    round_start: np.ndarray
+    check_mass: np.ndarray
+    state_law: np.ndarray
+
+
+def _prop(chain, vec, mass):
+    return np.asarray(vec @ chain.transition_operator(mass)).ravel()
+
+
+def phase_masses(chain, horizon, gamma, bonus, masses) -> PhaseMasses:
+    r"""Exact forward recursion of a position-level rule on a chain.
+
+    ``masses(n, i) -> (accepted [S, V], rejected [S, V])``: at kernel index ``n`` with
+    ``i`` draft tokens of the round already accepted, ``accepted[s, x]`` is the mass of
+    "draft token ``x`` proposed and accepted" and ``rejected[s, x]`` the mass of
+    "rejected, ``x`` emitted instead". The rejection probability in state ``s`` is
+    ``sum_x rejected[s, x]``. Bonus tokens follow the target kernel.
+
+    Recursion: let :math:`m_n^{(i)}(s)` be the mass of "position ``n`` is a check with
+    ``i`` accepted in the round (round start ``n0 = n - i``), state ``s``" and
+    :math:`\beta_n(s)` the mass of "position ``n`` is a bonus token". Then
+    :math:`m^{(i+1)}_{n+1} \mathrel{+}= m^{(i)}_n A_{n,i}` while ``i + 1 < k``,
+    :math:`m^{(0)}_{n+1} \mathrel{+}= m^{(i)}_n R_{n,i}`, a completed round moves to
+    :math:`\beta_{n+1}` (bonus due) or :math:`m^{(0)}_{n+1}`, and
+    :math:`m^{(0)}_{n+1} \mathrel{+}= \beta_n P_n`, with the transition operators of the
+    masses. Cost: ``O(T * min(gamma, T) * S * V)``.
+    """
+    T = chain.check_horizon(horizon)
+    gamma = _check_gamma(gamma)
+    S = chain.n_states
+    G = T if gamma is None else min(gamma, T)
+    m = np.zeros((G, S))          # m[i]: check mass at the current position with i accepted
+    m[0] = chain.initial
+    beta = np.zeros(S)
+    prof = np.zeros(T)
+    starts = np.zeros((T, S))
+    checks = np.zeros((T, S))
+    law = np.zeros((T, S))
+    draft_tokens = 0.0
+    for n in range(T):
+        starts[n] = m[0]
+        checks[n] = m.sum(0)
+        law[n] = checks[n] + beta
+        draft_tokens += m[0].sum() * round_length(gamma, T, n)
+        if n + 1 == T:
+            for i in range(G):
+                if m[i].any():
+                    prof[n] += m[i] @ masses(n, i)[1].sum(-1)
+            break
+        new = np.zeros_like(m)
+        new_beta = np.zeros(S)
+        if beta.any():
+            new[0] += _prop(chain, beta, chain.kernels(n)[0])
+        for i in range(G):
+            if not m[i].any():
+                continue
+            acc, rej = masses(n, i)
+            prof[n] += m[i] @ rej.sum(-1)
+            new[0] += _prop(chain, m[i], rej)
+            moved = _prop(chain, m[i], acc)
+            n0 = n - i
+            k = round_length(gamma, T, n0)
+            if i + 1 < k:
+                new[i + 1] += moved
+            elif bonus and n0 + k < T:
+                new_beta += moved
+            else:
+                new[0] += moved
+        m, beta = new, new_beta
+    return PhaseMasses(float(prof.sum()), float(starts.sum()), float(draft_tokens), prof,
+                       starts, checks, law)
+
+
+@dataclass
+class PositionalResult:
+    """Per-run counts from :func:`simulate_positional` (int64 arrays of shape ``[n_runs]``).
+
+    ``position_rejections[n]`` counts the runs whose position ``n`` was a rejection;
+    ``tokens`` is ``[n_runs, T]`` when requested. :meth:`mean` and :meth:`se` give the
+    sample mean and its standard error of a per-run statistic.
+    """
+
+    rejections: np.ndarray
+    target_calls: np.ndarray
+    draft_tokens: np.ndarray
+    accepted: np.ndarray
+    position_rejections: np.ndarray
+    tokens: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_runs(self) -> int:
+        return int(self.rejections.size)
+
+    def mean(self, name: str) -> float:
+        return float(np.mean(getattr(self, name)))
+
+    def se(self, name: str) -> float:
+        x = np.asarray(getattr(self, name), dtype=np.float64)
+        return float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+
+    def summary(self) -> dict:
+        """``{name: (mean, standard error)}`` for the per-run statistics."""
+        return {k: (self.mean(k), self.se(k))
+                for k in ("rejections", "target_calls", "draft_tokens", "accepted")}
+
+
+def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
+                        return_tokens=False, drafts_per_token=1, progress=None):
+    """Monte Carlo of a position-level rule, vectorised over runs.
+
+    Parameters
+    ----------
+    chain : DecodingChain
+    horizon : int
+    gamma : int or None
+        Draft length per round (None: to the end of the horizon).
+    n_runs : int
+    rng : seed or numpy Generator
+    step : callable
+        ``step(n, states [R], first: bool, rng) -> (tokens [R], rejected [R] bool)``: one
+        check at kernel index ``n`` for runs in ``states``; ``first`` is True for the
+        round's first draft token.
+    bonus : bool
+    return_tokens : bool
+    drafts_per_token : int
+        Drafted tokens counted per draft position (``M`` for batch decoding).
+    progress : bool or None
+        tqdm bar over positions (None: only when ``n_runs * T`` is large).
+    """
+    T = chain.check_horizon(horizon)
+    gamma = _check_gamma(gamma)
+    R = check_int(n_runs, "n_runs", 1)
+    rng = np.random.default_rng(rng)
+    kern0 = chain.initial
+    state = _categorical(np.broadcast_to(kern0, (R, kern0.size)), rng.random(R))
+    in_round = np.zeros(R, bool)
+    bonus_due = np.zeros(R, bool)
+    acc_i = np.zeros(R, np.int64)
+    k_run = np.zeros(R, np.int64)
+    n0_run = np.zeros(R, np.int64)
+    out = {name: np.zeros(R, np.int64) for name in ("rejections", "target_calls",
+                                                    "draft_tokens", "accepted")}
+    pos_rej = np.zeros(T, np.int64)
+    toks = np.zeros((R, T), np.int64) if return_tokens else None
+    it = range(T)
+    if progress or (progress is None and R * T > 5_000_000):
+        from tqdm.auto import tqdm
+        it = tqdm(it, desc="positions", leave=False)
+    for n in it:
+        start = ~in_round & ~bonus_due
+        if start.any():
+            k_new = round_length(gamma, T, n)
+            in_round[start] = True
+            acc_i[start] = 0
+            k_run[start] = k_new
+            n0_run[start] = n
+            out["target_calls"][start] += 1
+            out["draft_tokens"][start] += k_new * drafts_per_token
+        token = np.zeros(R, np.int64)
+        if bonus_due.any():
+            idx = np.flatnonzero(bonus_due)
+            tk = chain.kernels(n)[0][state[idx]]
+            token[idx] = _categorical(tk, rng.random(idx.size))
+        rejected = np.zeros(R, bool)
+        for first in (True, False):
+            sel = in_round & ((acc_i == 0) if first else (acc_i > 0))
+            if sel.any():
+                idx = np.flatnonzero(sel)
+                tk, rj = step(n, state[idx], first, rng)
+                token[idx] = tk
+                rejected[idx] = rj
+        checked = in_round.copy()
+        accepted = checked & ~rejected
+        out["rejections"] += rejected
+        pos_rej[n] = rejected.sum()
+        out["accepted"] += accepted
+        acc_i += accepted
+        done = accepted & (acc_i == k_run)
+        bonus_due[:] = False
+        if bonus:
+            bonus_due = done & (n0_run + k_run < T)
+        in_round &= ~(rejected | done)
+        if return_tokens:
+            toks[:, n] = token
+        state = chain.next_state[state, token]
+    return PositionalResult(out["rejections"], out["target_calls"], out["draft_tokens"],
+                            out["accepted"], pos_rej, toks)
+
+
+def _categorical(probs, u):
+    """Inverse-CDF sampling: smallest ``x`` with ``F(x) > u F(V - 1)`` (zero weights never drawn)."""
+    probs = np.asarray(probs, dtype=np.float64)
+    cdf = np.cumsum(probs, axis=-1)
+    thr = np.asarray(u, dtype=np.float64)[..., None] * cdf[..., -1:]
+    return np.minimum((cdf <= thr).sum(-1), probs.shape[-1] - 1).astype(np.int64)

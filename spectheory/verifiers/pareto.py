@@ -1,0 +1,188 @@
+r"""Sequence-level quality / speed trade-off of biased rules on a chain.
+
+For a rejection-based rule applied at every check of the speculative protocol (see
+:mod:`spectheory.verifiers.biased`), this module computes the TV distance between the law
+:math:`G` of the generated sequence :math:`X_{1:T}` and the target's law :math:`P_T`,
+
+.. math:: \mathrm{TV}(G, P_T) = \sum_{x_{1:T}} (G(x) - P_T(x))_+ = E_{X \sim G}\big[(1 - P_T(X)/G(X))_+\big],
+
+exactly by enumerating the :math:`V^T` sequences, or by Monte Carlo with the right-hand
+side (an unbiased estimator: sequences are simulated and both likelihoods are exact), and
+pairs it with the exact expected rejections: the data of a sequence-level front.
+
+The likelihood :math:`G(x)` is a forward pass over the hidden *phase* of the protocol
+(``i`` tokens of the round already accepted, or "bonus due"): a check in phase ``i``
+emits ``x`` by acceptance (mass ``a(x)``, phase ``i + 1``, or the bonus phase / a new
+round when the round is complete) or by rejection (mass ``rho P(x)``, new round); a bonus
+emits ``x`` with the target's probability. With ``bonus=False`` the phase does not matter
+and :math:`G` is the chain of output kernels :math:`a + \rho P`. Notation: p = target,
+q = draft.
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from .._validation import check_int
+from ._positional import _check_gamma, round_length
+from .rejection import RejectionRule, rule_expected_rejections, simulate_rule
+
+__all__ = ["all_sequences", "sequence_log_likelihoods", "sequence_tv", "sequence_tv_mc",
+           "sequence_front"]
+
+#: Largest number of sequences :func:`sequence_tv` enumerates.
+MAX_SEQUENCES = 2_000_000
+
+
+def all_sequences(vocab_size, horizon) -> np.ndarray:
+    """Every token sequence of length ``horizon``, shape ``[V**T, T]`` (lexicographic)."""
+    V = check_int(vocab_size, "vocab_size", 1)
+    T = check_int(horizon, "horizon", 1)
+    if V ** T > MAX_SEQUENCES:
+        raise ValueError(f"horizon: V**T = {V ** T} sequences is too many to enumerate")
+    return np.array(list(itertools.product(range(V), repeat=T)), dtype=np.int64).reshape(-1, T)
+
+
+def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=None,
+                             bonus=False):
+    r"""Log-likelihoods of token sequences under the rule and under the target.
+
+    Parameters
+    ----------
+    tokens : array_like of int, shape (N, T)
+
+    Returns
+    -------
+    log_generated, log_target : ndarray, shape (N,)
+        ``-inf`` where a sequence has probability zero.
+    """
+    T = chain.check_horizon(horizon)
+    gamma = _check_gamma(gamma)
+    X = np.asarray(tokens, dtype=np.int64)
+    if X.ndim != 2 or X.shape[1] != T:
+        raise ValueError(f"tokens: expected shape (N, {T}), got {X.shape}")
+    N = X.shape[0]
+    G = T if gamma is None else min(gamma, T)
+    S = chain.n_states
+    init = chain.initial
+    # the initial state is summed over (it is not part of the emitted sequence)
+    w = np.zeros((N, S, G + 1))  # [..., G] is the bonus phase
+    w[:, :, 0] = init[None, :]
+    logg = np.zeros(N)
+    logt = np.zeros(N)
+    wt = np.broadcast_to(init, (N, S)).copy()
+    cache = {}
+    rows = np.arange(N)[:, None]
+    for n in range(T):
+        key = 0 if chain.is_homogeneous else n
+        if key not in cache:
+            t, d = chain.kernels(n)
+            cache[key] = (t,) + rule.masses(t, d)
+        t, acc, rej = cache[key]
+        x = X[:, n]
+        ta = t[:, x].T       # [N, S]
+        aa = acc[:, x].T
+        ra = rej[:, x].T
+        new = np.zeros_like(w)
+        new[:, :, 0] += w[:, :, G] * ta
+        for i in range(G):
+            wi = w[:, :, i]
+            new[:, :, 0] += wi * ra
+            n0 = n - i
+            if n0 < 0:
+                continue
+            k = round_length(gamma, T, n0)
+            if i >= k:
+                continue
+            moved = wi * aa
+            if i + 1 < k:
+                new[:, :, i + 1] += moved
+            elif bonus and n0 + k < T:
+                new[:, :, G] += moved
+            else:
+                new[:, :, 0] += moved
+        nt = wt * ta
+        # move to the next state: ns[s, x]
+        ns = chain.next_state[:, x].T  # [N, S]
+        w = np.zeros_like(new)
+        wt2 = np.zeros_like(nt)
+        np.add.at(w, (rows, ns), new)
+        np.add.at(wt2, (rows, ns), nt)
+        c = w.sum((1, 2))
+        ct = wt2.sum(1)
+        with np.errstate(divide="ignore"):
+            logg += np.log(c)
+            logt += np.log(ct)
+        w = w / np.where(c > 0, c, 1.0)[:, None, None]
+        wt = wt2 / np.where(ct > 0, ct, 1.0)[:, None]
+    return logg, logt
+
+
+def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=False) -> float:
+    r"""Exact :math:`\mathrm{TV}(G, P_T)` by enumerating all :math:`V^T` sequences.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.verifiers.rejection import standard_rule
+    >>> from spectheory.verifiers.pareto import sequence_tv
+    >>> chain = st.DecodingChain.random(2, rng=0)
+    >>> bool(sequence_tv(chain, 4, standard_rule(), gamma=2, bonus=True) < 1e-12)
+    True
+    """
+    T = chain.check_horizon(horizon)
+    X = all_sequences(chain.vocab_size, T)
+    lg, lt = sequence_log_likelihoods(chain, T, rule, X, gamma, bonus)
+    g, t = np.exp(lg), np.exp(lt)
+    return float(0.5 * np.abs(g - t).sum())
+
+
+def sequence_tv_mc(chain, horizon, rule: RejectionRule, n_runs, rng=None, gamma=None,
+                   bonus=False):
+    r"""Monte Carlo :math:`\mathrm{TV}(G, P_T) = E_G[(1 - P_T(X)/G(X))_+]` with its standard error.
+
+    Sequences are simulated with :func:`~spectheory.verifiers.rejection.simulate_rule`;
+    the estimator is unbiased. Returns ``(estimate, standard_error, rejections)`` where
+    ``rejections`` is the simulation's per-run rejection counts.
+    """
+    res = simulate_rule(chain, horizon, rule, n_runs, rng, gamma=gamma, bonus=bonus,
+                        return_tokens=True)
+    lg, lt = sequence_log_likelihoods(chain, horizon, rule, res.tokens, gamma, bonus)
+    vals = np.maximum(1.0 - np.exp(lt - lg), 0.0)
+    se = float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else float("nan")
+    return float(vals.mean()), se, res.rejections
+
+
+def sequence_front(chain, horizon, rules, gamma=None, bonus=False, method="auto", n_runs=20000,
+                   rng=None):
+    """Expected rejections and sequence TV for each rule: the sequence-level front data.
+
+    Parameters
+    ----------
+    rules : iterable of RejectionRule
+    method : {"auto", "exact", "mc"}
+        ``auto``: exact when ``V**T <= 50_000``, else Monte Carlo.
+
+    Returns
+    -------
+    list of dict
+        ``name``, ``rejections`` (exact), ``sequence_tv``, ``sequence_tv_se`` (0 when exact),
+        ``method``.
+    """
+    T = chain.check_horizon(horizon)
+    if method not in ("auto", "exact", "mc"):
+        raise ValueError(f"method: expected 'auto', 'exact' or 'mc', got {method!r}")
+    if method == "auto":
+        method = "exact" if chain.vocab_size ** T <= 50_000 else "mc"
+    rng = np.random.default_rng(rng)
+    rows = []
+    for rule in rules:
+        rej = rule_expected_rejections(chain, T, rule, gamma=gamma, bonus=bonus)
+        if method == "exact":
+            tv, se = sequence_tv(chain, T, rule, gamma, bonus), 0.0
+        else:
+            tv, se, _ = sequence_tv_mc(chain, T, rule, n_runs, rng, gamma, bonus)
+        rows.append({"name": rule.name, "rejections": rej, "sequence_tv": tv,
+                     "sequence_tv_se": se, "method": method})
+    return rows

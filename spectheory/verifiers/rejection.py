@@ -1,0 +1,365 @@
+r"""General rejection-based verifiers and the optimality of speculative sampling.
+
+Yin et al. 2024 (arXiv 2411.00841), Theorems 1-2. Notation: p = target, q = draft.
+A *rejection-based verifier* at one position::
+
+    x ~ draft                       # the draft token
+    with probability b(x): emit x   # accepted
+    otherwise: emit y ~ P           # rejected: one rejection is counted
+
+for any acceptance function ``b(x) in [0, 1]`` and any rejection law ``P``. With the
+accepted mass :math:`a(x) = q(x) b(x)`:
+
+- rejection probability :math:`\rho = 1 - \sum_x a(x)`;
+- output law :math:`o = a + \rho P`;
+- unbiased (:math:`o = p`) iff :math:`a \le p` pointwise and, when :math:`\rho > 0`,
+  :math:`P = (p - a)/\rho`. Indeed :math:`P \ge 0` forces :math:`a \le p`; conversely
+  :math:`\sum (p - a) = \rho`, so :math:`(p - a)/\rho` is a law and makes :math:`o = p`.
+  The unbiased ``P`` is therefore unique when it exists (:func:`unbiased_rejection_law`).
+
+**Theorem 2 (per step).** If :math:`o = p` then :math:`a \le \min(p, q)` (since
+:math:`b \le 1`), so :math:`\rho = 1 - \sum a \ge 1 - \sum \min(p, q) = \mathrm{TV}(p, q)`,
+with equality iff :math:`a = \min(p, q)`, i.e. :math:`b = \min(1, p/q)` on the support of
+``q``: standard speculative sampling. **Over a horizon** (``bonus=False``, every position is
+a check): an unbiased rule keeps prefixes target-distributed, so the expected number of
+rejections is :math:`\sum_n E[\rho_n] \ge \sum_n E[\mathrm{TV}_n]` (Theorem 1 is the equality
+case); :func:`rule_expected_rejections` computes both exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from .._validation import as_law, as_law_pair, check_int, check_prob
+from ._positional import phase_masses, simulate_positional, _categorical
+
+__all__ = [
+    "standard_acceptance", "scaled_acceptance", "RejectionStep", "rejection_step",
+    "unbiased_rejection_law", "optimal_rejection_law", "is_unbiased", "rejection_verify",
+    "sample_rejection_step", "RejectionRule", "standard_rule", "scaled_rule",
+    "rule_expected_rejections", "simulate_rule",
+]
+
+#: Tolerance used by :func:`is_unbiased` and :func:`unbiased_rejection_law`.
+UNBIASED_ATOL = 1e-12
+
+
+def _ratio(t, d):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(d > 0, t / np.where(d > 0, d, 1.0), np.inf)
+
+
+def standard_acceptance(target, draft) -> np.ndarray:
+    r"""Acceptance :math:`b(x) = \min(1, p(x)/q(x))` of speculative sampling (1 where q = 0).
+
+    Examples
+    --------
+    >>> from spectheory.verifiers.rejection import standard_acceptance
+    >>> standard_acceptance([0.2, 0.8], [0.5, 0.5]).tolist()
+    [0.4, 1.0]
+    """
+    t, d = as_law_pair(target, draft)
+    return np.minimum(1.0, _ratio(t, d))
+
+
+def scaled_acceptance(target, draft, scale) -> np.ndarray:
+    r"""Scaled-down acceptance :math:`b(x) = s \min(1, p(x)/q(x))`, ``scale = s`` in [0, 1].
+
+    With its unique unbiased rejection law it is unbiased and rejects with probability
+    :math:`1 - s(1 - \mathrm{TV}) \ge \mathrm{TV}` (strictly if ``s < 1`` and TV < 1).
+    """
+    s = check_prob(scale, "scale")
+    return s * standard_acceptance(target, draft)
+
+
+def _check_accept(accept, shape):
+    b = np.asarray(accept, dtype=np.float64)
+    if b.shape != shape:
+        raise ValueError(f"accept: expected shape {shape}, got {b.shape}")
+    if not np.all(np.isfinite(b)) or np.any(b < 0) or np.any(b > 1):
+        raise ValueError("accept: acceptance probabilities must lie in [0, 1]")
+    return b
+
+
+@dataclass
+class RejectionStep:
+    """Exact single-step behaviour of a rejection-based verifier (arrays over ``[..., V]``).
+
+    Attributes: ``accepted`` (mass :math:`a = q b`), ``rejection`` (:math:`\\rho`, shape
+    ``[...]``), ``rejection_law`` (``P``), ``output`` (:math:`a + \\rho P`), ``loss``
+    (TV between output and target).
+    """
+
+    accepted: np.ndarray
+    rejection: np.ndarray
+    rejection_law: np.ndarray
+    output: np.ndarray
+    loss: np.ndarray
+
+
+def rejection_step(target, draft, accept, rejection) -> RejectionStep:
+    r"""Exact law and rejection probability of one rejection-based step.
+
+    Parameters
+    ----------
+    target, draft : array_like, shape (..., V)
+    accept : array_like, shape (..., V)
+        Acceptance probabilities ``b(x)`` in [0, 1].
+    rejection : array_like, shape (..., V)
+        Rejection law ``P`` (rows sum to 1).
+
+    Returns
+    -------
+    RejectionStep
+        ``output = q b + rho P`` with ``rho = 1 - sum q b``; ``loss = TV(output, target)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers.rejection import rejection_step, standard_acceptance
+    >>> t, d = np.array([0.2, 0.8]), np.array([0.5, 0.5])
+    >>> step = rejection_step(t, d, standard_acceptance(t, d), [0.0, 1.0])
+    >>> round(float(step.rejection), 12), step.output.round(12).tolist()
+    (0.3, [0.2, 0.8])
+    """
+    t, d = as_law_pair(target, draft)
+    b = _check_accept(accept, t.shape)
+    P = as_law(rejection, "rejection")
+    if P.shape != t.shape:
+        raise ValueError(f"rejection: expected shape {t.shape}, got {P.shape}")
+    a = d * b
+    rho = np.clip(1.0 - a.sum(-1), 0.0, 1.0)
+    out = a + rho[..., None] * P
+    loss = 0.5 * np.abs(out - t).sum(-1)
+    return RejectionStep(a, rho[()], P, out, loss[()])
+
+
+def unbiased_rejection_law(target, draft, accept, atol: float = UNBIASED_ATOL) -> np.ndarray:
+    r"""The unique rejection law making ``accept`` unbiased: :math:`P = (p - q b)/\rho`.
+
+    It exists iff :math:`q b \le p` pointwise (within ``atol``); when :math:`\rho = 0`
+    (then :math:`q b = p`) any law works and ``target`` is returned.
+
+    Raises
+    ------
+    ValueError
+        If :math:`q(x) b(x) > p(x) + atol` for some ``x``: no rejection law makes the rule
+        unbiased.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers.rejection import unbiased_rejection_law, scaled_acceptance
+    >>> t, d = np.array([0.2, 0.8]), np.array([0.5, 0.5])
+    >>> unbiased_rejection_law(t, d, scaled_acceptance(t, d, 0.5)).round(12).tolist()
+    [0.153846153846, 0.846153846154]
+    """
+    t, d = as_law_pair(target, draft)
+    a = d * _check_accept(accept, t.shape)
+    excess = a - t
+    if np.any(excess > atol):
+        raise ValueError(f"accept: no unbiased rejection law exists, draft*accept exceeds target "
+                         f"by up to {excess.max():.3g}")
+    gap = np.maximum(t - a, 0.0)
+    mass = gap.sum(-1, keepdims=True)
+    safe = mass > atol
+    return np.where(safe, gap / np.where(safe, mass, 1.0), t)
+
+
+def optimal_rejection_law(target, draft, accept) -> np.ndarray:
+    r"""Rejection law :math:`P^* = \mathrm{norm}(\max(p - q b, 0))` minimising the TV loss.
+
+    Equal to :func:`unbiased_rejection_law` whenever that exists; defined for every ``b``
+    (``target`` when the gap has zero mass). See :mod:`spectheory.verifiers.biased` for the
+    proof of optimality.
+    """
+    t, d = as_law_pair(target, draft)
+    a = d * _check_accept(accept, t.shape)
+    gap = np.maximum(t - a, 0.0)
+    mass = gap.sum(-1, keepdims=True)
+    safe = mass > 1e-15
+    return np.where(safe, gap / np.where(safe, mass, 1.0), t)
+
+
+def is_unbiased(target, draft, accept, rejection, atol: float = UNBIASED_ATOL):
+    """True where the output law ``q b + rho P`` equals ``target`` within ``atol`` (per row)."""
+    step = rejection_step(target, draft, accept, rejection)
+    t = as_law(target, "target")
+    return np.all(np.abs(step.output - t) <= atol, axis=-1)[()]
+
+
+def rejection_verify(accept_prob, rejection_law, draft_token, u_accept, u_rejection):
+    """The rule itself, on hand-given uniforms (no randomness inside).
+
+    Parameters
+    ----------
+    accept_prob : array_like, shape (R,)
+        ``b(x)`` of each run's draft token ``x``.
+    rejection_law : array_like, shape (R, V)
+    draft_token : array_like of int, shape (R,)
+    u_accept, u_rejection : array_like, shape (R,)
+        Uniforms in [0, 1).
+
+    Returns
+    -------
+    token : ndarray of int, shape (R,)
+        ``x`` if ``u_accept < b(x)``, else the inverse-CDF sample of ``P`` at ``u_rejection``.
+    rejected : ndarray of bool, shape (R,)
+
+    Examples
+    --------
+    >>> from spectheory.verifiers.rejection import rejection_verify
+    >>> tok, rej = rejection_verify([0.4, 0.4], [[0.0, 1.0], [0.0, 1.0]], [0, 0], [0.3, 0.5], [0.1, 0.1])
+    >>> tok.tolist(), rej.tolist()
+    ([0, 1], [False, True])
+    """
+    rejected = np.asarray(u_accept) >= np.asarray(accept_prob)
+    y = _categorical(np.asarray(rejection_law, dtype=np.float64), np.asarray(u_rejection, dtype=np.float64))
+    return np.where(rejected, y, np.asarray(draft_token)), rejected
+
+
+def sample_rejection_step(target, draft, accept, rejection, size, rng=None):
+    """Draw ``size`` independent steps of a rejection-based verifier at one position.
+
+    Draws the draft tokens and the uniforms, then calls :func:`rejection_verify`.
+    Returns ``(tokens [size], rejected [size])``.
+    """
+    t, d = as_law_pair(target, draft)
+    if t.ndim != 1:
+        raise ValueError(f"target: expected a 1-d law, got shape {t.shape}")
+    b = _check_accept(accept, t.shape)
+    P = as_law(rejection, "rejection")
+    n = check_int(size, "size", 1)
+    rng = np.random.default_rng(rng)
+    x = _categorical(np.broadcast_to(d, (n, d.size)), rng.random(n))
+    u1, u2 = rng.random(n), rng.random(n)
+    return rejection_verify(b[x], np.broadcast_to(P, (n, P.size)), x, u1, u2)
+
+
+# ----------------------------------------------------------------- rules on chains
+@dataclass(frozen=True)
+class RejectionRule:
+    """A rejection-based rule applied at every position of a chain.
+
+    ``accept(target [.., V], draft [.., V]) -> b`` and ``rejection`` one of
+    ``"unbiased"`` (:func:`unbiased_rejection_law`; raises if none exists),
+    ``"optimal"`` (:func:`optimal_rejection_law`), ``"target"`` (``P = target``), or a
+    callable ``(target, draft, b) -> P``.
+    """
+
+    accept: Callable
+    rejection: object = "optimal"
+    name: str = "rule"
+
+    def tables(self, target, draft):
+        """``(b, P, rho)`` for kernels ``[S, V]``."""
+        b = np.clip(np.asarray(self.accept(target, draft), dtype=np.float64), 0.0, 1.0)
+        if callable(self.rejection):
+            P = np.asarray(self.rejection(target, draft, b), dtype=np.float64)
+        elif self.rejection == "unbiased":
+            P = unbiased_rejection_law(target, draft, b, atol=1e-9)
+        elif self.rejection == "optimal":
+            P = optimal_rejection_law(target, draft, b)
+        elif self.rejection == "target":
+            P = np.asarray(target, dtype=np.float64)
+        else:
+            raise ValueError(f"rejection: expected 'unbiased', 'optimal', 'target' or a callable, "
+                             f"got {self.rejection!r}")
+        rho = np.clip(1.0 - (draft * b).sum(-1), 0.0, 1.0)
+        return b, P, rho
+
+    def masses(self, target, draft):
+        """``(accepted mass q b, rejected mass rho P)``, each ``[S, V]``."""
+        b, P, rho = self.tables(target, draft)
+        return draft * b, rho[..., None] * P
+
+
+def standard_rule() -> RejectionRule:
+    """Speculative sampling: ``b = min(1, p/q)``, ``P = norm(max(p - q, 0))``."""
+    return RejectionRule(standard_acceptance, "unbiased", "standard")
+
+
+def scaled_rule(scale) -> RejectionRule:
+    """Unbiased rule with acceptance ``scale * min(1, p/q)`` and its unique rejection law."""
+    s = float(check_prob(scale, "scale"))
+    return RejectionRule(lambda t, d: s * standard_acceptance(t, d), "unbiased", f"scaled({s:g})")
+
+
+def _rule_cache(chain, rule):
+    cache = {}
+
+    def masses(n, i=0):
+        key = 0 if chain.is_homogeneous else n
+        if key not in cache:
+            cache[key] = rule.masses(*chain.kernels(n))
+        return cache[key]
+    return masses
+
+
+def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, method="direct"):
+    r"""Exact expected rejections of a rejection-based rule over ``horizon`` tokens.
+
+    With ``bonus=False`` every position is a check whatever ``gamma`` is, and the state
+    law follows the output kernel :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
+    computes :math:`\sum_n E_{s \sim \text{output}}[\rho_n(s)]` by propagating that law.
+    ``method="phase"`` (required when ``bonus=True``) runs the phase recursion
+    (:func:`spectheory.verifiers._positional.phase_masses`). For unbiased rules the
+    state law is the target's, so the value is :math:`\ge \sum_n E[\mathrm{TV}_n]`
+    (Theorem 2) with equality for :func:`standard_rule` (Theorem 1).
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule, scaled_rule
+    >>> chain = st.DecodingChain.random(3, rng=1)
+    >>> r_std = rule_expected_rejections(chain, 5, standard_rule())
+    >>> bool(abs(r_std - chain.tv_profile(5).sum()) < 1e-12)
+    True
+    >>> bool(rule_expected_rejections(chain, 5, scaled_rule(0.8)) > r_std)
+    True
+    """
+    T = chain.check_horizon(horizon)
+    masses = _rule_cache(chain, rule)
+    if bonus and gamma is None:
+        raise ValueError("gamma: required when bonus=True")
+    if method == "phase" or bonus:
+        return phase_masses(chain, T, gamma, bonus, masses).rejections
+    if method != "direct":
+        raise ValueError(f"method: expected 'direct' or 'phase', got {method!r}")
+    vec = chain.initial
+    total = 0.0
+    for n in range(T):
+        acc, rej = masses(n)
+        total += float(vec @ rej.sum(-1))
+        if n + 1 < T:
+            vec = np.asarray(vec @ chain.transition_operator(acc + rej)).ravel()
+    return total
+
+
+def simulate_rule(chain, horizon, rule, n_runs, rng=None, gamma=None, bonus=False,
+                  return_tokens=False, progress=None):
+    """Monte Carlo of a rejection-based rule on a chain (see :func:`simulate_positional`).
+
+    Returns a :class:`~spectheory.verifiers._positional.PositionalResult`.
+    """
+    cache = {}
+
+    def step(n, states, first, rng_):
+        key = 0 if chain.is_homogeneous else n
+        if key not in cache:
+            t, d = chain.kernels(n)
+            cache[key] = (d,) + rule.tables(t, d)[:2]
+        d, b, P = cache[key]
+        R = states.size
+        x = _categorical(d[states], rng_.random(R))
+        u1, u2 = rng_.random(R), rng_.random(R)
+        return rejection_verify(b[states, x], P[states], x, u1, u2)
+
+    return simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=bonus,
+                               return_tokens=return_tokens, progress=progress)

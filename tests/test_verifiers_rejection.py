@@ -1,0 +1,159 @@
+"""Rejection-based verifiers: exact step laws, Theorem 1 attained, Theorem 2 (others reject more)."""
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as hst
+
+import spectheory as st
+from spectheory.verifiers._positional import phase_masses
+from spectheory.verifiers.rejection import (
+    RejectionRule, is_unbiased, optimal_rejection_law, rejection_step, rejection_verify,
+    rule_expected_rejections, sample_rejection_step, scaled_acceptance, scaled_rule,
+    simulate_rule, standard_acceptance, standard_rule, unbiased_rejection_law)
+
+from _verifier_laws import law_pair
+
+SEEDS = hst.integers(0, 2**32 - 1)
+
+
+def test_step_law_matches_fraction_enumeration():
+    t = [F(1, 6), F(1, 2), F(1, 3)]
+    d = [F(1, 2), F(1, 4), F(1, 4)]
+    b = [F(1, 5), F(2, 3), F(1)]
+    P = [F(1, 7), F(4, 7), F(2, 7)]
+    out = [F(0)] * 3
+    rho = F(0)
+    for x in range(3):               # enumerate draft token, then accept / reject branch
+        out[x] += d[x] * b[x]
+        for y in range(3):
+            out[y] += d[x] * (1 - b[x]) * P[y]
+        rho += d[x] * (1 - b[x])
+    step = rejection_step(*(np.array(v, dtype=float) for v in (t, d, b, P)))
+    np.testing.assert_allclose(step.output, np.array(out, dtype=float), atol=1e-12)
+    np.testing.assert_allclose(step.rejection, float(rho), atol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SEEDS, hst.floats(0.0, 1.0))
+def test_theorem2_per_step(seed, s):
+    t, d = law_pair(seed)
+    tv = float(st.tv(t, d))
+    std = rejection_step(t, d, standard_acceptance(t, d), st.residual(t, d))
+    np.testing.assert_allclose(std.output, t, atol=1e-12)
+    np.testing.assert_allclose(std.rejection, tv, atol=1e-12)       # standard attains TV
+    b = scaled_acceptance(t, d, s)
+    P = unbiased_rejection_law(t, d, b)
+    assert is_unbiased(t, d, b, P, atol=1e-10)
+    step = rejection_step(t, d, b, P)
+    np.testing.assert_allclose(step.rejection, 1 - s * (1 - tv), atol=1e-12)
+    assert step.rejection >= tv - 1e-12
+    # any unbiased acceptance b <= min(1, t/d), with random shrink factors
+    u = np.random.default_rng(seed).random(t.size)
+    b2 = u * standard_acceptance(t, d)
+    step2 = rejection_step(t, d, b2, unbiased_rejection_law(t, d, b2))
+    np.testing.assert_allclose(step2.output, t, atol=1e-10)
+    assert step2.rejection >= tv - 1e-12
+    np.testing.assert_allclose(optimal_rejection_law(t, d, b2), unbiased_rejection_law(t, d, b2),
+                               atol=1e-10)
+
+
+@settings(max_examples=100, deadline=None)
+@given(SEEDS)
+def test_unbiased_law_exists_iff_below_target(seed):
+    t, d = law_pair(seed)
+    b = np.ones_like(t)                               # accept everything: a = d
+    if np.any(d > t + 1e-12):
+        with pytest.raises(ValueError, match="accept"):
+            unbiased_rejection_law(t, d, b)
+    else:                                             # d <= t everywhere means d == t
+        np.testing.assert_allclose(d, t, atol=1e-9)
+    # naive law P = target with scaled acceptance: output - target = s (min(t, d) - (1 - TV) t),
+    # so it is unbiased iff min(t, d) is proportional to t
+    b = scaled_acceptance(t, d, 0.5)
+    proportional = np.all(np.abs(np.minimum(t, d) - (1 - st.tv(t, d)) * t) <= 1e-9)
+    assert bool(is_unbiased(t, d, b, t, atol=1e-9)) == bool(proportional)
+
+
+def test_rule_on_hand_picked_uniforms():
+    tok, rej = rejection_verify([0.4, 0.4, 1.0], [[0.0, 0.5, 0.5]] * 3, [0, 0, 2],
+                                [0.39, 0.4, 0.999], [0.5, 0.5, 0.1])
+    assert tok.tolist() == [0, 2, 2] and rej.tolist() == [False, True, False]
+
+
+def test_step_sampler_matches_exact_law():
+    t, d = np.array([0.1, 0.0, 0.5, 0.4]), np.array([0.3, 0.3, 0.2, 0.2])
+    b = scaled_acceptance(t, d, 0.7)
+    P = unbiased_rejection_law(t, d, b)
+    n = 200_000
+    tok, rej = sample_rejection_step(t, d, b, P, n, rng=7)
+    freq = np.bincount(tok, minlength=4) / n
+    se = np.sqrt(t * (1 - t) / n)
+    assert np.all(np.abs(freq - t) <= 5 * se + 1e-12)  # 5 SE per cell, seed fixed
+    rho = rejection_step(t, d, b, P).rejection
+    assert abs(rej.mean() - rho) <= 5 * np.sqrt(rho * (1 - rho) / n)
+
+
+CHAINS = [st.DecodingChain.random(4, rng=11),
+          st.DecodingChain.random(3, n_states=5, horizon=7, rng=12),
+          st.DecodingChain.random(5, concentration=0.3, rng=13)]
+
+
+@pytest.mark.parametrize("chain", CHAINS)
+def test_theorems_1_and_2_on_chains(chain):
+    T = 7
+    theorem1 = chain.tv_profile(T).sum()
+    std = rule_expected_rejections(chain, T, standard_rule())
+    np.testing.assert_allclose(std, theorem1, rtol=1e-12)
+    prev = std
+    for s in (0.9, 0.6, 0.3):                      # smaller acceptance -> strictly more rejections
+        r = rule_expected_rejections(chain, T, scaled_rule(s))
+        assert r > prev + 1e-9
+        prev = r
+    rng = np.random.default_rng(3)
+    shrink = rng.random((chain.n_states, chain.vocab_size))
+    rnd = RejectionRule(lambda t, d: shrink * standard_acceptance(t, d), "unbiased", "random")
+    assert rule_expected_rejections(chain, T, rnd) > std
+    for gamma in (1, 3, None):                     # every position is a check when bonus is off
+        np.testing.assert_allclose(rule_expected_rejections(chain, T, scaled_rule(0.6), gamma=gamma,
+                                                            method="phase"),
+                                   rule_expected_rejections(chain, T, scaled_rule(0.6)), rtol=1e-12)
+
+
+@pytest.mark.parametrize("gamma,bonus", [(3, True), (2, False), (None, False)])
+def test_chain_exact_vs_monte_carlo(gamma, bonus):
+    chain = CHAINS[1]
+    T, n = 7, 20_000
+    for rule in (standard_rule(), scaled_rule(0.6)):
+        cache = {}
+
+        def masses(k, i, rule=rule, cache=cache):
+            if k not in cache:
+                cache[k] = rule.masses(*chain.kernels(k))
+            return cache[k]
+        exact = phase_masses(chain, T, gamma, bonus, masses)
+        sim = simulate_rule(chain, T, rule, n, rng=5, gamma=gamma, bonus=bonus)
+        for name, value in (("rejections", exact.rejections), ("target_calls", exact.target_calls),
+                            ("draft_tokens", exact.draft_tokens)):
+            assert abs(sim.mean(name) - value) <= 5 * sim.se(name), name  # 5 SE, seed fixed
+        p = exact.rejection_profile
+        assert np.all(np.abs(sim.position_rejections / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)
+
+
+def test_bad_input():
+    t, d = [0.5, 0.5], [0.9, 0.1]
+    with pytest.raises(ValueError, match="scale"):
+        scaled_acceptance(t, d, 1.5)
+    with pytest.raises(ValueError, match="accept"):
+        rejection_step(t, d, [0.5, 1.2], t)
+    with pytest.raises(ValueError, match="accept"):
+        rejection_step(t, d, [0.5], t)
+    with pytest.raises(ValueError, match="rejection"):
+        rejection_step(t, d, [0.5, 0.5], [0.5, 0.6])
+    chain = CHAINS[0]
+    with pytest.raises(ValueError, match="gamma"):
+        rule_expected_rejections(chain, 4, standard_rule(), gamma=0, bonus=True)
+    with pytest.raises(ValueError, match="gamma"):
+        rule_expected_rejections(chain, 4, standard_rule(), bonus=True)
+    with pytest.raises(ValueError, match="rejection"):
+        rule_expected_rejections(chain, 4, RejectionRule(standard_acceptance, "bogus"))
