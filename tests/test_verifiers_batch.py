@@ -1,0 +1,215 @@
+"""Batch speculative decoding: unbiased first token, exact rejections, closed forms, limit, Monte Carlo."""
+import itertools
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as hst
+
+import spectheory as st
+from spectheory.verifiers.batch import (
+    batch_expected_rejections, batch_first_token, batch_first_token_masses, batch_limit_rejection,
+    batch_rejection_probability, batch_scales, batch_verify_first, bernoulli_batch_rejection,
+    iid_batch_expected_rejections, simulate_batch, uniform_batch_rejection)
+from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
+
+from _verifier_laws import law_pair
+
+SEEDS = hst.integers(0, 2**32 - 1)
+
+
+def _fraction_batch(t, d, M):
+    """Enumerate candidate tuples and accept/reject branches exactly; return (law, P(all rejected))."""
+    V = len(t)
+    out = [F(0)] * V
+    all_rej = F(0)
+    for cands in itertools.product(range(V), repeat=M):
+        w = F(1)
+        for x in cands:
+            w *= d[x]
+        if w == 0:
+            continue
+        r = list(t)
+        for x in cands:
+            acc = min(F(1), r[x] / d[x])
+            out[x] += w * acc
+            w *= 1 - acc
+            ex = [max(r[y] - d[y], F(0)) for y in range(V)]
+            z = sum(ex)
+            r = [e / z for e in ex] if z > 0 else r
+        all_rej += w
+        for y in range(V):
+            out[y] += w * r[y]
+    return out, all_rej
+
+
+@pytest.mark.parametrize("M", [1, 2, 3])
+def test_first_token_matches_fraction_enumeration(M):
+    t = [F(1, 10), F(3, 5), F(3, 10)]
+    d = [F(1, 2), F(1, 5), F(3, 10)]
+    law, rej = _fraction_batch(t, d, M)
+    assert law == t                                          # unbiased, exactly
+    tf, df = np.array(t, dtype=float), np.array(d, dtype=float)
+    step = batch_first_token(tf, df, M)
+    np.testing.assert_allclose(step.output, tf, atol=1e-12)
+    np.testing.assert_allclose(step.rejection, float(rej), atol=1e-12)
+    np.testing.assert_allclose(batch_rejection_probability(tf, df, M), float(rej), atol=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(SEEDS, hst.integers(1, 6))
+def test_first_token_properties(seed, M):
+    t, d = law_pair(seed)
+    step = batch_first_token(t, d, M)
+    np.testing.assert_allclose(step.output, t, atol=1e-10)              # unbiased
+    z = batch_rejection_probability(t, d, M)
+    np.testing.assert_allclose(step.rejection, z, atol=1e-10)           # product form == scale form
+    acc, rej = batch_first_token_masses(t, d, M)
+    np.testing.assert_allclose(acc, step.candidate_accepted.sum(0), atol=1e-10)
+    np.testing.assert_allclose(acc + rej, t, atol=1e-12)
+    tv = float(st.tv(t, d))
+    zs = [batch_rejection_probability(t, d, m) for m in range(1, M + 2)]
+    np.testing.assert_allclose(zs[0], tv, atol=1e-12)                   # M = 1 is standard
+    assert all(a >= b - 1e-12 for a, b in zip(zs, zs[1:]))              # decreasing in M
+    assert zs[-1] >= batch_limit_rejection(t, d) - 1e-12                # above the limit
+
+
+def test_limit_is_reached_or_approached():
+    t, d = np.array([0.3, 0.5, 0.2]), np.array([0.6, 0.4, 0.0])
+    lim = batch_limit_rejection(t, d)
+    assert lim == pytest.approx(0.2)
+    assert batch_rejection_probability(t, d, 60) == pytest.approx(lim, abs=1e-12)
+    assert batch_rejection_probability(t, d, np.inf) == lim
+    t2, d2 = np.array([0.3, 0.5, 0.2]), np.array([0.6, 0.3, 0.1])   # full support: -> 0
+    assert batch_rejection_probability(t2, d2, 200) < 1e-6
+
+
+@pytest.mark.parametrize("a,b", [(0.7, 0.4), (0.2, 0.9), (0.5, 0.5), (1.0, 0.0), (0.3, 0.0)])
+def test_bernoulli_closed_form(a, b):
+    for M in (1, 2, 5, 9):
+        np.testing.assert_allclose(bernoulli_batch_rejection(a, b, M),
+                                   batch_rejection_probability([1 - a, a], [1 - b, b], M), atol=1e-12)
+    lim = bernoulli_batch_rejection(a, b, np.inf)
+    np.testing.assert_allclose(lim, batch_limit_rejection([1 - a, a], [1 - b, b]), atol=1e-12)
+
+
+@pytest.mark.parametrize("a,b,k", [(2, 4, 2), (3, 5, 2), (4, 3, 2), (3, 3, 1), (2, 2, 0), (5, 2, 2)])
+def test_uniform_closed_form(a, b, k):
+    V = a + b - k
+    t = np.zeros(V)
+    d = np.zeros(V)
+    t[:a] = 1 / a
+    d[a - k:a - k + b] = 1 / b
+    for M in (1, 2, 3, 7):
+        np.testing.assert_allclose(uniform_batch_rejection(a, b, k, M),
+                                   batch_rejection_probability(t, d, M), atol=1e-12)
+    np.testing.assert_allclose(uniform_batch_rejection(a, b, k, np.inf), batch_limit_rejection(t, d))
+
+
+@pytest.mark.parametrize("t,d", [([0.3, 0.7], [0.6, 0.4]),
+                                 ([0.5, 0.5, 0.0, 0.0], [0.25] * 4),
+                                 ([0.2, 0.3, 0.5], [0.5, 0.5, 0.0])])
+def test_iid_chain_closed_form_against_recursion(t, d):
+    chain = st.DecodingChain.iid(t, d)
+    tv = float(st.tv(t, d))
+    for M in (1, 2, 4, np.inf):
+        res = batch_expected_rejections(chain, 9, M)
+        total, imp = iid_batch_expected_rejections(tv, batch_rejection_probability(t, d, M), 9)
+        np.testing.assert_allclose([res.total, res.improvement], [total, imp], atol=1e-12)
+
+
+CHAINS = [st.DecodingChain.random(4, rng=21),
+          st.DecodingChain.random(3, n_states=4, horizon=8, rng=22)]
+
+
+@pytest.mark.parametrize("chain", CHAINS)
+def test_chain_decomposition_and_monotonicity(chain):
+    T = 8
+    std = rule_expected_rejections(chain, T, standard_rule())
+    one = batch_expected_rejections(chain, T, 1, gamma=3)
+    np.testing.assert_allclose([one.total, one.improvement], [std, 0.0], atol=1e-12)
+    prev = one
+    for M in (2, 4, 8):
+        for gamma, bonus in ((None, False), (3, False), (3, True)):
+            r = batch_expected_rejections(chain, T, M, gamma=gamma, bonus=bonus)
+            np.testing.assert_allclose(r.total, r.checked_tv - r.improvement, rtol=1e-12)
+            assert r.improvement >= 0
+            if not bonus:
+                np.testing.assert_allclose(r.theorem1, std, rtol=1e-12)
+                np.testing.assert_allclose(r.checked_tv, r.theorem1, rtol=1e-12)
+        r = batch_expected_rejections(chain, T, M, gamma=3)
+        assert r.total < prev.total and r.improvement > prev.improvement
+        prev = r
+    lim = batch_expected_rejections(chain, T, np.inf, gamma=3)
+    assert 0 < lim.total <= prev.total
+
+
+def test_rejections_do_not_vanish_outside_support():
+    # draft misses token 2 in every state: the limit keeps that mass at every round start
+    t = np.array([[0.5, 0.3, 0.2], [0.1, 0.6, 0.3], [0.4, 0.4, 0.2]])
+    d = np.array([[0.7, 0.3, 0.0], [0.5, 0.5, 0.0], [0.2, 0.8, 0.0]])
+    chain = st.DecodingChain(t, d)
+    lim = batch_expected_rejections(chain, 6, np.inf)
+    marg0 = chain.initial @ t[:, 2]
+    assert lim.total >= marg0 > 0
+
+
+def test_verify_first_on_hand_picked_uniforms():
+    tok, rej, idx = batch_verify_first([[0.2, 0.5], [0.2, 0.5], [0.9, 1.0]], [[1, 2], [1, 2], [0, 0]],
+                                       [[0.0, 0.0, 0.0, 1.0]] * 3,
+                                       [[0.3, 0.6], [0.3, 0.4], [0.1, 0.9]], [0.5, 0.5, 0.5])
+    assert tok.tolist() == [3, 2, 0] and rej.tolist() == [True, False, False]
+    assert idx.tolist() == [2, 1, 0]
+
+
+@pytest.mark.parametrize("gamma,bonus,M", [(None, False, 3), (3, False, 2), (2, True, 4)])
+def test_exact_vs_monte_carlo(gamma, bonus, M):
+    chain = CHAINS[1]
+    T, n = 8, 20_000
+    exact = batch_expected_rejections(chain, T, M, gamma=gamma, bonus=bonus)
+    sim = simulate_batch(chain, T, gamma, M, n, rng=17, bonus=bonus)
+    for name, value in (("rejections", exact.total), ("target_calls", exact.target_calls),
+                        ("draft_tokens", exact.draft_tokens)):
+        assert abs(sim.mean(name) - value) <= 5 * sim.se(name), name   # 5 SE, seed fixed
+    p = exact.rejection_profile
+    assert np.all(np.abs(sim.position_rejections / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)
+
+
+def test_sampled_sequences_follow_the_target():
+    chain = st.DecodingChain.random(2, rng=4)
+    T, n = 3, 60_000
+    sim = simulate_batch(chain, T, None, 3, n, rng=8, return_tokens=True)
+    idx = sim.tokens @ (2 ** np.arange(T)[::-1])
+    freq = np.bincount(idx, minlength=2 ** T) / n
+    law = np.zeros(2 ** T)
+    for i, seq in enumerate(itertools.product(range(2), repeat=T)):
+        p = 0.0
+        for s0 in range(2):
+            q = chain.initial[s0]
+            s = s0
+            for x in seq:
+                q *= chain.target[s, x]
+                s = x
+            p += q
+        law[i] = p
+    se = np.sqrt(law * (1 - law) / n)
+    assert np.all(np.abs(freq - law) <= 5 * se + 1e-12)               # 5 SE per cell, seed fixed
+
+
+def test_bad_input():
+    t, d = [0.5, 0.5], [0.9, 0.1]
+    for bad in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="M"):
+            batch_rejection_probability(t, d, bad)
+    with pytest.raises(ValueError, match="M"):
+        batch_expected_rejections(CHAINS[0], 4, 0)
+    with pytest.raises(ValueError, match="gamma"):
+        batch_expected_rejections(CHAINS[0], 4, 2, gamma=0)
+    with pytest.raises(ValueError, match="gamma"):
+        simulate_batch(CHAINS[0], 4, 0, 2, 10, rng=0)
+    with pytest.raises(ValueError, match="overlap"):
+        uniform_batch_rejection(2, 3, 3, 2)
+    with pytest.raises(ValueError, match="p_target"):
+        bernoulli_batch_rejection(1.2, 0.5, 2)
+    with pytest.raises(ValueError, match="draft"):
+        batch_scales(t, [0.5, 0.6], 2)
