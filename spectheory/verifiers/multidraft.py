@@ -104,6 +104,7 @@ def _wo_paths(t, d, k):
     V = t.size
     acc = np.zeros(V)
     fin = np.zeros(V)
+    fail = 0.0
     # frontier of paths: arrays of prob [P], r [P, V], draft_cur [P, V]
     prob = np.ones(1)
     r = t[None].copy()
@@ -114,6 +115,7 @@ def _wo_paths(t, d, k):
         live = mass > MASS_TOL
         # paths whose draft support is exhausted draft nothing more: they go to the residual
         fin += (prob[~live, None] * r[~live]).sum(0)
+        fail += float(prob[~live].sum())
         prob, r, dc = prob[live], r[live], dc[live] / mass[live, None]
         if prob.size == 0:
             break
@@ -130,7 +132,7 @@ def _wo_paths(t, d, k):
         dc = dc[p_idx].copy()
         dc[np.arange(p_idx.size), x_idx] = 0.0
     fin += (prob[:, None] * r).sum(0)
-    return acc, fin, float(prob.sum())
+    return acc, fin, fail + float(prob.sum())
 
 
 def rrs_acceptance(target, draft, k, replacement=True) -> float:

@@ -239,9 +239,11 @@ class OptimalCoupling:
 def optimal_coupling_lp(target, draft, k, replacement=True) -> OptimalCoupling:
     r"""Solve the transport LP with HiGHS (``scipy.optimize.linprog``); small ``V`` only.
 
-    Variables ``pi[n, y] >= 0`` over (candidate tuple ``n``, output ``y``);
-    maximise ``sum_n sum_{y in tuple n} pi[n, y]`` subject to ``sum_y pi[n, y] = D(n)`` and
-    ``sum_n pi[n, y] = p(y)``. Independent of the prefix formula (used to check it).
+    Coupling ``pi[n, y] >= 0`` of (candidate tuple ``n``, output ``y``) with marginals ``D``
+    and ``p`` maximising ``sum_n sum_{y in tuple n} pi[n, y]``. Solved in max-flow form:
+    flow on the edges ``y in tuple n`` with row sums ``<= D(n)`` and column sums ``<= p(y)``;
+    the unmatched masses (equal totals) are then coupled independently, which keeps the
+    objective and gives exact marginals. Independent of the prefix formula (checks it).
 
     Examples
     --------
@@ -258,22 +260,34 @@ def optimal_coupling_lp(target, draft, k, replacement=True) -> OptimalCoupling:
     N = tup.shape[0]
     if N * V > 500_000:
         raise ValueError(f"k: LP with {N} tuples x {V} tokens is too large (keep V and k small)")
-    member = np.zeros((N, V))
+    member = np.zeros((N, V), dtype=bool)
     rows = np.repeat(np.arange(N), k)
     valid = tup.ravel() >= 0
-    member[rows[valid], tup.ravel()[valid]] = 1.0
-    c = -member.ravel()
-    a_rows = sp.kron(sp.eye(N), np.ones((1, V)))
-    a_cols = sp.kron(np.ones((1, N)), sp.eye(V))
-    # The last column constraint is implied by the others (both sides sum to 1); HiGHS's
-    # presolve can call the redundant system infeasible from rounding, so it is dropped.
-    a_eq = sp.vstack([a_rows, a_cols]).tocsr()[:-1]
-    b_eq = np.concatenate([law, t])[:-1]
-    sol = linprog(c, A_eq=a_eq, b_eq=b_eq, bounds=(0, None), method="highs")
+    member[rows[valid], tup.ravel()[valid]] = True
+    # Max-flow form: variables only on the edges (n, y in tuple n), rows <= D(n), columns <=
+    # p(y). Always feasible (0), so HiGHS never reports rounding-level infeasibility; the
+    # unmatched mass is then coupled independently, giving exact marginals D and p.
+    en, ey = np.nonzero(member)
+    E = en.size
+    a_ub = sp.vstack([sp.csr_matrix((np.ones(E), (en, np.arange(E))), shape=(N, E)),
+                      sp.csr_matrix((np.ones(E), (ey, np.arange(E))), shape=(V, E))]).tocsr()
+    b_ub = np.concatenate([law, t])
+    sol = linprog(-np.ones(E), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs",
+                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
     if sol.status != 0:
         raise RuntimeError(f"optimal_coupling_lp: HiGHS failed: {sol.message}")
-    plan = np.clip(sol.x.reshape(N, V), 0.0, None)
-    return OptimalCoupling(tup, law, plan, float((plan * member).sum()), V, k, replacement)
+    flow = np.zeros((N, V))
+    flow[en, ey] = np.clip(sol.x, 0.0, None)
+    # repair the solver's feasibility slack (<= 1e-10 per constraint): scale down rows, columns
+    rs = flow.sum(1)
+    flow *= np.where(rs > law, law / np.where(rs > 0, rs, 1.0), 1.0)[:, None]
+    cs = flow.sum(0)
+    flow *= np.where(cs > t, t / np.where(cs > 0, cs, 1.0), 1.0)[None, :]
+    left_rows = np.clip(law - flow.sum(1), 0.0, None)
+    left_cols = np.clip(t - flow.sum(0), 0.0, None)
+    tot = left_rows.sum()
+    plan = flow + (np.outer(left_rows, left_cols) / tot if tot > 1e-15 else 0.0)
+    return OptimalCoupling(tup, law, plan, float(plan[member].sum()), V, k, replacement)
 
 
 def optimal_rule(coupling: OptimalCoupling, candidates, u):
