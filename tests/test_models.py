@@ -133,3 +133,105 @@ def test_gpt_dtype_follows_model_and_caller():
     with torch.no_grad():
         logits = half(ids, cache=half.new_cache(2, 12), start=torch.tensor([0, 0]))
     assert logits.dtype == torch.bfloat16 and torch.isfinite(logits.float()).all()
+
+
+# ----------------------------------------------------------------------------- n-gram
+from spectheory.decoder.ngram import NGramModel  # noqa: E402
+
+
+def counted_law(data, context, order, alpha, V=256):
+    """Next-byte law after ``context`` from a direct count over ``data`` (independent
+    of NGramModel's vectorised counting and its state encoding)."""
+    k1 = order - 1
+    ctx = tuple(context[len(context) - k1:]) if k1 else ()
+    counts = np.zeros(V)
+    for i in range(k1, len(data)):
+        if tuple(data[i - k1:i]) == ctx:
+            counts[data[i]] += 1
+    return (counts + alpha) / (counts.sum() + V * alpha)
+
+
+@pytest.mark.parametrize("order,V", [(1, 256), (2, 256), (3, 16)])
+def test_ngram_laws_equal_count_formula(order, V):
+    rng = np.random.default_rng(order)
+    data = rng.integers(V - 4, V, size=400).astype(np.uint8)   # 4 symbols: many repeats
+    alpha = 0.3
+    model = NGramModel.from_bytes(data, order=order, alpha=alpha, vocab_size=V)
+    assert model.num_states == V ** (order - 1)
+    ids = torch.as_tensor(rng.integers(V - 4, V, size=(2, 9)))
+    with torch.no_grad():
+        laws = model(ids).double().exp()                      # [2, 9, 256]
+    for b in range(2):
+        for i in range(9):
+            context = ids[b, :i + 1].tolist()
+            if len(context) < order - 1:
+                continue  # short contexts are padded; covered by the kernel test below
+            np.testing.assert_allclose(laws[b, i].numpy(),
+                                       counted_law(data, context, order, alpha, V), rtol=1e-6)
+
+
+@pytest.mark.parametrize("order,V", [(1, 256), (2, 256), (3, 16)])
+def test_ngram_kernel_consistent_with_forward_and_next_state(order, V):
+    rng = np.random.default_rng(10 + order)
+    data = rng.integers(0, V, size=3000).astype(np.uint8)
+    model = NGramModel.from_bytes(data, order=order, alpha=0.5, vocab_size=V)
+    kernel, next_state = model.kernel(), model.next_state()
+    np.testing.assert_allclose(kernel.sum(1), 1.0, rtol=1e-12)
+    assert (kernel > 0).all()
+    ids = rng.integers(0, V, size=12)
+    with torch.no_grad():
+        laws = model(torch.as_tensor(ids)[None]).double().exp()[0].numpy()  # [12, 256]
+    state = model.initial_state
+    for i, token in enumerate(ids):
+        state = next_state[state, token]                       # chain walk
+        assert state == model.state_index(ids[:i + 1].tolist())
+        np.testing.assert_allclose(laws[i], kernel[state], rtol=1e-5)
+
+
+def test_ngram_cached_equals_uncached_with_rollback():
+    rng = np.random.default_rng(3)
+    V = 32
+    model = NGramModel.from_bytes(rng.integers(0, V, 5000).astype(np.uint8), order=3,
+                                  vocab_size=V)
+    B, T = 3, 30
+    ids = torch.as_tensor(rng.integers(0, V, size=(B, T)))
+    with torch.no_grad():
+        reference = model(ids)
+        cache = model.new_cache(B, T)
+        start = torch.tensor([0, 4, 1])
+        model(ids[:, :5], cache=cache, start=torch.zeros(B, dtype=torch.long))
+        for step in range(10):
+            L = min(int(rng.integers(1, 5)), T - int(start.max()))
+            chunk = torch.stack([ids[b, start[b]:start[b] + L] for b in range(B)])
+            out = model(chunk, cache=cache, start=start)
+            for b in range(B):
+                np.testing.assert_array_equal(out[b].numpy(),
+                                              reference[b, start[b]:start[b] + L].numpy())
+            start = start + torch.as_tensor(rng.integers(0, L + 1, size=B))
+            n_garbage = min(L, T - int(start.max()))
+            if n_garbage >= 1:   # stale writes past the rollback point must not matter
+                model(torch.as_tensor(rng.integers(0, V, (B, n_garbage))),
+                      cache=cache, start=start)
+
+
+def test_ngram_save_load_roundtrip(tmp_path):
+    rng = np.random.default_rng(4)
+    model = NGramModel.from_bytes(rng.integers(0, 256, 2000).astype(np.uint8), order=2,
+                                  alpha=0.25)
+    model.save(tmp_path / "m.npz")
+    loaded = NGramModel.load(tmp_path / "m.npz")
+    assert (loaded.order, loaded.alpha) == (2, 0.25)
+    np.testing.assert_array_equal(loaded.kernel(), model.kernel())
+
+
+def test_ngram_bad_input():
+    data = np.frombuffer(b"hello world", np.uint8)
+    with pytest.raises(ValueError, match="order"):
+        NGramModel.from_bytes(data, order=0)
+    with pytest.raises(ValueError, match="alpha"):
+        NGramModel.from_bytes(data, order=2, alpha=0.0)
+    with pytest.raises(ValueError, match="states"):
+        NGramModel.from_bytes(data, order=4)
+    model = NGramModel.from_bytes(data, order=2)
+    with pytest.raises(ValueError, match="start"):
+        model(torch.zeros(1, 2, dtype=torch.long), cache=model.new_cache(1, 4))

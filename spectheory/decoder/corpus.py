@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 __all__ = ["HELDOUT_FRACTION", "EXCLUDED_DIRS", "stdlib_dir", "corpus_files", "is_heldout",
-           "Corpus", "load_corpus", "train_bytes", "heldout_bytes", "corpus_sha256"]
+           "Corpus", "load_corpus", "train_bytes", "heldout_bytes", "corpus_sha256",
+           "heldout_windows"]
 
 HELDOUT_FRACTION = 0.05
 EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test",
@@ -122,3 +123,28 @@ def heldout_bytes() -> np.ndarray:
 def corpus_sha256() -> str:
     """SHA-256 of the default corpus (see the module docstring)."""
     return load_corpus().sha256
+
+
+def heldout_windows(n_windows: int, length: int, data: np.ndarray | None = None) -> np.ndarray:
+    """``n_windows`` evenly spaced, non-overlapping windows of held-out bytes.
+
+    Window ``j`` starts at ``j * ((len(data) - length) // (n_windows - 1))`` (one window
+    at 0 when ``n_windows == 1``); deterministic, so every model is scored on the same
+    bytes. Returns int64 ``[n_windows, length]``.
+
+    Examples
+    --------
+    >>> heldout_windows(4, 9).shape
+    (4, 9)
+    """
+    data = heldout_bytes() if data is None else np.asarray(data, dtype=np.uint8)
+    if not isinstance(n_windows, int) or n_windows < 1:
+        raise ValueError(f"n_windows must be a positive int, got {n_windows!r}")
+    if not isinstance(length, int) or length < 1:
+        raise ValueError(f"length must be a positive int, got {length!r}")
+    if n_windows * length > len(data):
+        raise ValueError(f"n_windows * length = {n_windows * length} exceeds the "
+                         f"{len(data)} held-out bytes")
+    stride = (len(data) - length) // max(n_windows - 1, 1)
+    starts = np.arange(n_windows) * stride
+    return np.stack([data[s:s + length] for s in starts]).astype(np.int64)

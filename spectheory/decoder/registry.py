@@ -1,0 +1,95 @@
+"""The small models shipped with spectheory: list, describe and load them.
+
+Shipped models (weights and JSON metadata in ``spectheory/decoder/weights/``, trained by
+``simulations/train_models.py`` on the Python standard library, see
+``spectheory.decoder.corpus``):
+
+========== ==============================================================
+name       model
+========== ==============================================================
+target     byte-level GPT, 4 layers, n_embd 256 (~3.3M parameters)
+draft-small byte-level GPT, 2 layers, n_embd 96 (< 1/8 of the target)
+draft-tiny byte-level GPT, 1 layer, n_embd 32
+draft-ngram order-2 byte n-gram from counts (next byte given the last byte)
+========== ==============================================================
+
+Each metadata file records the architecture, parameter count, training command, steps,
+held-out loss (nats/byte), corpus hash, date, torch version and, for drafts, the
+average acceptance against the target on held-out text.
+
+Examples
+--------
+>>> names = list_models()
+>>> names[0]
+'target'
+>>> model = load_model("draft-ngram")
+>>> model.vocab_size
+256
+>>> sorted(model_info("target"))[:3]
+['architecture', 'config', 'corpus']
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import torch
+
+from .model import GPT, GPTConfig
+from .ngram import NGramModel
+
+__all__ = ["MODEL_NAMES", "WEIGHTS_DIR", "list_models", "model_info", "load_model",
+           "load_model_from"]
+
+WEIGHTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
+MODEL_NAMES = ("target", "draft-small", "draft-tiny", "draft-ngram")
+
+
+def _available(folder):
+    return [n for n in MODEL_NAMES if os.path.exists(os.path.join(folder, f"{n}.json"))]
+
+
+def list_models() -> list[str]:
+    """Names of the shipped models, target first, then drafts from best to worst."""
+    return _available(WEIGHTS_DIR)
+
+
+def _check_name(name, folder):
+    names = _available(folder)
+    if name not in names:
+        raise ValueError(f"unknown model name {name!r}; valid names: {', '.join(names)}")
+
+
+def _read_info(folder, name):
+    _check_name(name, folder)
+    with open(os.path.join(folder, f"{name}.json")) as fh:
+        return json.load(fh)
+
+
+def model_info(name: str) -> dict:
+    """The metadata dict of a shipped model (see the module docstring for its fields)."""
+    return _read_info(WEIGHTS_DIR, name)
+
+
+def load_model_from(folder, name, device="cpu", dtype=None):
+    """Load model ``name`` from ``folder`` (holding ``<name>.json`` and its weights file)."""
+    info = _read_info(folder, name)
+    path = os.path.join(folder, info["weights_file"])
+    if info["kind"] == "gpt":
+        model = GPT(GPTConfig(**info["config"]))
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        model.load_state_dict({k: v.float() for k, v in state.items()})
+    elif info["kind"] == "ngram":
+        model = NGramModel.load(path)
+    else:
+        raise ValueError(f"model {name!r} has unknown kind {info['kind']!r}")
+    model = model.to(device=device)
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    return model.eval()
+
+
+def load_model(name: str, device="cpu", dtype=None):
+    """Load a shipped model in eval mode on ``device`` (weights cast to ``dtype``,
+    float32 by default; the stored weights are fp16)."""
+    return load_model_from(WEIGHTS_DIR, name, device=device, dtype=dtype)
