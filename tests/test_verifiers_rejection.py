@@ -120,6 +120,31 @@ def test_theorems_1_and_2_on_chains(chain):
                                    rule_expected_rejections(chain, T, scaled_rule(0.6)), rtol=1e-12)
 
 
+@pytest.mark.parametrize("chain", CHAINS[:2])
+def test_local_engine_matches_analysis_phase_recursion(chain):
+    from spectheory.analysis import phase_recursion
+    T = 7
+    for rule in (standard_rule(), scaled_rule(0.6)):
+        cache = {}
+
+        def masses(k, i, rule=rule, cache=cache):
+            key = 0 if chain.is_homogeneous else k
+            if key not in cache:
+                cache[key] = rule.masses(*chain.kernels(k))
+            return cache[key]
+        for gamma, bonus in ((1, False), (3, True), (3, False), (T, True)):
+            mine = phase_masses(chain, T, gamma, bonus, masses)
+            theirs = phase_recursion(chain, T, gamma, bonus, lambda n, i: masses(n, i)[0],
+                                     lambda n, i: masses(n, i)[1])
+            np.testing.assert_allclose(mine.rejection_profile, theirs.rejection_by_position, atol=1e-12)
+            np.testing.assert_allclose(mine.round_start, theirs.round_starts, atol=1e-12)
+            np.testing.assert_allclose(mine.draft_tokens, theirs.draft_tokens, rtol=1e-12)
+            np.testing.assert_allclose(rule_expected_rejections(chain, T, rule, gamma, bonus, "analysis"),
+                                       mine.rejections, rtol=1e-12)
+        np.testing.assert_allclose(rule_expected_rejections(chain, T, rule, 2, False, "analysis"),
+                                   rule_expected_rejections(chain, T, rule), rtol=1e-12)
+
+
 @pytest.mark.parametrize("gamma,bonus", [(3, True), (2, False), (None, False)])
 def test_chain_exact_vs_monte_carlo(gamma, bonus):
     chain = CHAINS[1]

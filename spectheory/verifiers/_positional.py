@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int
+from ..sampling_utils import sample_categorical
 
 __all__ = ["round_length", "phase_masses", "PhaseMasses", "simulate_positional",
            "PositionalResult"]
@@ -255,8 +256,5 @@ def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
 
 
 def _categorical(probs, u):
-    """Inverse-CDF sampling: smallest ``x`` with ``F(x) > u F(V - 1)`` (zero weights never drawn)."""
-    probs = np.asarray(probs, dtype=np.float64)
-    cdf = np.cumsum(probs, axis=-1)
-    thr = np.asarray(u, dtype=np.float64)[..., None] * cdf[..., -1:]
-    return np.minimum((cdf <= thr).sum(-1), probs.shape[-1] - 1).astype(np.int64)
+    """Inverse-CDF sampling (:func:`spectheory.sampling_utils.sample_categorical`)."""
+    return sample_categorical(probs, u)

@@ -305,8 +305,10 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     Phase 0 of each round uses the batch first-token masses
     (:func:`batch_first_token_masses`), later phases the plain token masses
     ``min(p, q)`` and ``max(p - q, 0)``; the phase recursion
-    (:func:`spectheory.verifiers._positional.phase_masses`) gives the total, the round
-    starts give the improvement term. ``M = numpy.inf`` gives the limit. ``gamma=None``
+    (:func:`spectheory.analysis.phase_recursion`) gives the total and the round starts,
+    which give the improvement term; ``checked_tv`` comes from the independent engine
+    :func:`spectheory.verifiers._positional.phase_masses`, so ``total == checked_tv -
+    improvement`` is a check between two implementations. ``M = numpy.inf`` gives the limit. ``gamma=None``
     drafts to the end of the horizon (then ``bonus`` has no effect).
 
     Examples
@@ -336,15 +338,19 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
         first, plain = tables(n)
         return first if i == 0 else plain
 
-    res = phase_masses(chain, T, gamma, bonus, masses)
+    from ..analysis import phase_recursion
+    G = T if gamma is None else gamma
+    res = phase_recursion(chain, T, G, bonus, lambda n, i: masses(n, i)[0],
+                          lambda n, i: masses(n, i)[1], phase_dependent=True)
+    checks = phase_masses(chain, T, gamma, bonus, masses).check_mass   # independent engine
     tvs = np.stack([chain.tv_table if chain.is_homogeneous else chain.tv_table[n] for n in range(T)])
     zb = np.stack([tables(n)[0][1].sum(-1) for n in range(T)])
     theorem1 = float(np.einsum("ns,ns->", chain.state_marginals(T), tvs))
-    checked = float(np.einsum("ns,ns->", res.check_mass, tvs))
-    imp = float(np.einsum("ns,ns->", res.round_start, tvs - zb))
+    checked = float(np.einsum("ns,ns->", checks, tvs))
+    imp = float(np.einsum("ns,ns->", res.round_starts, tvs - zb))
     mult = 1 if np.isinf(M) else M
     return BatchRejections(res.rejections, theorem1, checked, imp, res.target_calls,
-                           res.draft_tokens * mult, res.rejection_profile)
+                           res.draft_tokens * mult, res.rejection_by_position)
 
 
 def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u_final):

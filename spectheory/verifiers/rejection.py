@@ -304,8 +304,10 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     With ``bonus=False`` every position is a check whatever ``gamma`` is, and the state
     law follows the output kernel :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
     computes :math:`\sum_n E_{s \sim \text{output}}[\rho_n(s)]` by propagating that law.
-    ``method="phase"`` (required when ``bonus=True``) runs the phase recursion
-    (:func:`spectheory.verifiers._positional.phase_masses`). For unbiased rules the
+    ``method="analysis"`` (used whenever ``bonus=True``) runs
+    :func:`spectheory.analysis.phase_recursion` with the rule's masses;
+    ``method="phase"`` the independent engine
+    :func:`spectheory.verifiers._positional.phase_masses`. For unbiased rules the
     state law is the target's, so the value is :math:`\ge \sum_n E[\mathrm{TV}_n]`
     (Theorem 2) with equality for :func:`standard_rule` (Theorem 1).
 
@@ -328,10 +330,15 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     masses = _rule_cache(chain, rule)
     if bonus and gamma is None:
         raise ValueError("gamma: required when bonus=True")
-    if method == "phase" or bonus:
+    if method not in ("direct", "phase", "analysis"):
+        raise ValueError(f"method: expected 'direct', 'phase' or 'analysis', got {method!r}")
+    if method == "phase":
         return phase_masses(chain, T, gamma, bonus, masses).rejections
-    if method != "direct":
-        raise ValueError(f"method: expected 'direct' or 'phase', got {method!r}")
+    if method == "analysis" or bonus:
+        from ..analysis import phase_recursion
+        G = T if gamma is None else check_int(gamma, "gamma", 1)
+        return phase_recursion(chain, T, G, bonus, lambda n, i: masses(n)[0],
+                               lambda n, i: masses(n)[1], phase_dependent=False).rejections
     vec = chain.initial
     total = 0.0
     for n in range(T):
