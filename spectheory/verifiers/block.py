@@ -140,14 +140,17 @@ def block_rule(target_laws, draft_laws, draft_tokens, k, eta, u_final):
 
     Examples
     --------
-    Paper's binary example (p = (1/3, 2/3), q = (2/3, 1/3), g = 2), draft block (0, 1):
-    ``w_1 = 1/2``, ``w_2 = 1``, ``Z_2 = 1/3``, ``h_1 = (1/3)/(1/3 + 1/2) = 2/5``, ``h_2 = 1``.
+    Paper's binary example (p = (1/3, 2/3), q = (2/3, 1/3), g = 2), draft block (1, 0):
+    ``w_1 = 1``, ``Z_2 = sum_x max(p(x) - q(x), 0) = 1/3``, so ``h_1 = 1``; ``w_2 = h_2 = 1/2``.
+    With ``eta = (0.9, 0.5)`` only ``eta_1`` fires: ``tau = 1``, and the token after ``X_1``
+    comes from ``norm(max(w_1 p - q, 0)) = (0, 1)``.
 
     >>> import numpy as np
     >>> from spectheory.verifiers.block import block_rule
     >>> t = np.tile([1/3, 2/3], (1, 3, 1)); d = np.tile([2/3, 1/3], (1, 2, 1))
-    >>> block_rule(t, d, [[0, 1]], [2], eta=[[0.9, 0.5]], u_final=[0.0])[0].tolist()
-    [2]
+    >>> tau, token = block_rule(t, d, [[1, 0]], [2], eta=[[0.9, 0.5]], u_final=[0.0])
+    >>> tau.tolist(), token.tolist()
+    ([1], [1])
     """
     t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
     R, g = x.shape
