@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._validation import check_int
-from .sampling_utils import (normalized_cdf, residual_weights, sample_categorical, sample_from_cdf,
-                             token_rule, token_verify_round)
+from .sampling_utils import (CdfTable, normalized_cdf, residual_weights, sample_categorical,
+                             sample_from_cdf, token_rule, token_verify_round)
 
 __all__ = ["simulate", "sample_target", "SimulationResult", "sample_categorical",
            "token_rule", "token_verify_round", "mean_and_se"]
@@ -139,25 +139,27 @@ _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 class _Sampler:
-    """Row access to a chain's kernels and CDFs along paths ``(m, s)`` (kernel index, state).
+    """Sampling from a chain's kernels along paths ``(m, s)`` (kernel index, state).
 
     CDFs of the draft, the target and the token-verification residual
     ``max(target - draft, 0)`` are precomputed once per chain (kernels are read-only) when
-    the chain has at most ``_TABLE_LIMIT`` entries, otherwise computed per call. Both give
-    identical numbers (:func:`normalized_cdf` on the same rows).
+    the chain has at most ``_TABLE_LIMIT`` entries, and sampled with guide tables
+    (:class:`CdfTable`, O(1) expected per token); otherwise rows are gathered and their
+    CDFs computed per call (O(V)). Both give identical tokens for identical uniforms.
     """
 
     def __init__(self, chain):
         self.hom = chain.is_homogeneous
+        self.S = chain.n_states
         self.target, self.draft, self.next_state = chain.target, chain.draft, chain.next_state
+        self.V = chain.vocab_size
+        self._flat = {id(chain.target): chain.target.reshape(-1), id(chain.draft): chain.draft.reshape(-1)}
         self.tables = None
         if chain.target.size <= _TABLE_LIMIT:
             tables = _TABLES.get(chain)
             if tables is None:
-                tables = (normalized_cdf(chain.target), normalized_cdf(chain.draft),
-                          normalized_cdf(residual_weights(chain.target, chain.draft)))
-                for a in tables:
-                    a.setflags(write=False)
+                tables = tuple(CdfTable(w) for w in (chain.target, chain.draft,
+                                                     residual_weights(chain.target, chain.draft)))
                 _TABLES[chain] = tables
             self.tables = tables
 
@@ -165,28 +167,36 @@ class _Sampler:
         return kernel[s] if self.hom else kernel[m, s]
 
     def probs(self, kernel, m, s, x):
-        return kernel[s, x] if self.hom else kernel[m, s, x]
+        """``kernel[(m,) s, x]`` for a kernel of the chain (flat ``take``, faster than 2-d indexing)."""
+        row = s if self.hom else m * self.S + s
+        return np.take(self._flat[id(kernel)], row * self.V + x)
 
-    def _cdf(self, which, m, s):
+    def _sample(self, which, m, s, u):
         if self.tables is not None:
-            return self.rows(self.tables[which], m, s)
-        if which == 2:
-            return normalized_cdf(residual_weights(self.rows(self.target, m, s),
-                                                   self.rows(self.draft, m, s)))
-        return normalized_cdf(self.rows((self.target, self.draft)[which], m, s))
+            return self.tables[which].sample(s if self.hom else m * self.S + s, u)
+        t = self.rows(self.target, m, s)
+        if which == 1:
+            w = self.rows(self.draft, m, s)
+        elif which == 2:
+            w = residual_weights(t, self.rows(self.draft, m, s))
+        else:
+            w = t
+        return sample_from_cdf(normalized_cdf(w), u)
 
-    def target_cdf(self, m, s):
-        return self._cdf(0, m, s)
+    def sample_target(self, m, s, u):
+        return self._sample(0, m, s, u)
 
-    def draft_cdf(self, m, s):
-        return self._cdf(1, m, s)
+    def sample_draft(self, m, s, u):
+        return self._sample(1, m, s, u)
 
-    def residual_cdf(self, m, s):
-        return self._cdf(2, m, s)
+    def sample_residual(self, m, s, u):
+        return self._sample(2, m, s, u)
 
 
 def _sample_initial(chain, size, rng):
-    return sample_categorical(np.broadcast_to(chain.initial, (size, chain.n_states)), rng.random(size))
+    # inverse CDF of the initial law: searchsorted(side="right") counts entries <= u,
+    # the same rule as sample_categorical
+    return np.searchsorted(normalized_cdf(chain.initial), rng.random(size), side="right").astype(np.int64)
 
 
 def _chunk_size(n_runs, per_run_elems):
@@ -248,7 +258,13 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     out = {k: np.zeros(N, dtype=np.int64) for k in STATISTICS}
     counts = np.zeros((N, g + 1), dtype=np.int64)
     tokens = np.zeros((N, T), dtype=np.int64) if return_tokens else None
-    chunk = _chunk_size(N, (4 if verify is None else 2 * g + 1) * V)
+    if verify is not None:
+        per_run = (2 * g + 1) * V                # gathered law arrays of the generic path
+    elif chain.target.size <= _TABLE_LIMIT:
+        per_run = 8 * (g + 1)                    # fast path on CDF tables: O(gamma) per run
+    else:
+        per_run = 4 * V                          # fast path gathering rows
+    chunk = _chunk_size(N, per_run)
     with _progress_bar(progress, N * T, f"simulate gamma={g}") as bar:
         for start in range(0, N, chunk):
             sl = slice(start, min(N, start + chunk))
@@ -290,7 +306,7 @@ def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
                 if i == g:
                     break
                 dl[:, i] = smp.rows(smp.draft, m, s)
-                x[:, i] = sample_from_cdf(smp.draft_cdf(m, s), u[:, i])
+                x[:, i] = smp.sample_draft(m, s, u[:, i])
                 states[:, i + 1] = nxt[s, x[:, i]]
             j, y = verify(tl, dl, x, k, rng)
             j = np.asarray(j, dtype=np.int64)
@@ -325,17 +341,17 @@ def _token_round_fast(smp, T, g, n, k, states, x, u, rng):
 
     Same rule and the same uniforms, in the same order, as drafting followed by
     :func:`token_verify_round`, so both give identical results for one seed; but only the
-    draft CDF rows, the probabilities of the drafted tokens and one final CDF row per run
-    are gathered (not the full ``[R, gamma + 1, V]`` law arrays).
+    draft samples, the probabilities of the drafted tokens and one final sample per run are
+    computed (never the full ``[R, gamma + 1, V]`` law arrays).
     """
     R = n.shape[0]
     rows = np.arange(R)
     tx = np.empty((R, g))
     dx = np.empty((R, g))
     for i in range(g):
-        m = np.minimum(n + i, T - 1)
+        m = None if smp.hom else np.minimum(n + i, T - 1)   # kernel index (unused if homogeneous)
         s = states[:, i]
-        xi = sample_from_cdf(smp.draft_cdf(m, s), u[:, i])
+        xi = smp.sample_draft(m, s, u[:, i])
         x[:, i] = xi
         dx[:, i] = smp.probs(smp.draft, m, s, xi)
         tx[:, i] = smp.probs(smp.target, m, s, xi)
@@ -345,14 +361,14 @@ def _token_round_fast(smp, T, g, n, k, states, x, u, rng):
     ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
     j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
     rejected = j < k
-    mj = np.minimum(n + j, T - 1)
+    mj = np.zeros(R, dtype=np.int64) if smp.hom else np.minimum(n + j, T - 1)
     sj = states[rows, j]
     y = np.empty(R, dtype=np.int64)
     acc = ~rejected
     if acc.any():
-        y[acc] = sample_from_cdf(smp.target_cdf(mj[acc], sj[acc]), u_final[acc])
+        y[acc] = smp.sample_target(mj[acc], sj[acc], u_final[acc])
     if rejected.any():
-        y[rejected] = sample_from_cdf(smp.residual_cdf(mj[rejected], sj[rejected]), u_final[rejected])
+        y[rejected] = smp.sample_residual(mj[rejected], sj[rejected], u_final[rejected])
     return j, y
 
 
@@ -380,7 +396,7 @@ def sample_target(chain, horizon, n_runs, rng=None, progress=None) -> np.ndarray
             stop = min(N, start + chunk)
             s = _sample_initial(chain, stop - start, rng)
             for n in range(T):
-                x = sample_from_cdf(smp.target_cdf(n, s), rng.random(stop - start))
+                x = smp.sample_target(n, s, rng.random(stop - start))
                 tokens[start:stop, n] = x
                 s = chain.next_state[s, x]
                 bar.update(stop - start)

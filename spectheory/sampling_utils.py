@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sample_categorical", "sample_from_cdf", "normalized_cdf", "token_rule", "token_verify_round", "residual_weights",
+__all__ = ["sample_categorical", "sample_from_cdf", "CdfTable", "normalized_cdf", "token_rule", "token_verify_round", "residual_weights",
            "RESIDUAL_MASS_TOL"]
 
 #: Residual mass below this is rounding noise of (near-)equal laws: the residual is then
@@ -80,6 +80,60 @@ def sample_from_cdf(cdf, u) -> np.ndarray:
     token of positive weight, in ``[0, V)``.
     """
     return np.count_nonzero(cdf <= u[..., None], axis=-1).astype(np.int64)
+
+
+class CdfTable:
+    r"""Rows of normalised CDFs with a guide table, for exact O(1)-expected inverse CDF.
+
+    Guide-table (cutpoint) method: ``guide[r, c]`` is the first index ``x`` with
+    ``cdf[r, x] > c / V``. For ``u`` in ``[c/V, (c+1)/V)`` the inverse CDF (first ``x``
+    with ``cdf[r, x] > u``) is at or after ``guide[r, c]``, and a short forward scan finds
+    it (on average at most about one step). Results are identical to
+    ``sample_from_cdf(cdf[rows], u)`` for every ``u``.
+
+    Parameters
+    ----------
+    weights : array_like, shape (..., V)
+        Non-negative weights with positive row sums; flattened to ``M`` rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.sampling_utils import CdfTable
+    >>> table = CdfTable([[0.2, 0.0, 0.8], [0.0, 0.5, 0.5]])
+    >>> table.sample(np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.0, 0.5])).tolist()
+    [0, 2, 1, 2]
+    """
+
+    def __init__(self, weights):
+        w = np.asarray(weights, dtype=np.float64)
+        V = w.shape[-1]
+        self.cdf = np.ascontiguousarray(normalized_cdf(w).reshape(-1, V))
+        M = self.cdf.shape[0]
+        self.grid = np.arange(V) / V
+        # e[r, x]: first cell c with grid[c] >= cdf[r, x]; guide[r, c] = #{x : e[r, x] <= c}
+        #        = #{x : cdf[r, x] <= grid[c]}  (comparisons in floating point, as at sampling)
+        e = np.searchsorted(self.grid, self.cdf.ravel(), side="left")
+        cnt = np.bincount(np.repeat(np.arange(M) * (V + 1), V) + e, minlength=M * (V + 1))
+        self.guide = np.cumsum(cnt.reshape(M, V + 1)[:, :V], axis=1).astype(np.int32).ravel()
+        self.flat = self.cdf.ravel()
+        self.V = V
+        for a in (self.cdf, self.grid, self.guide):
+            a.setflags(write=False)
+
+    def sample(self, rows, u) -> np.ndarray:
+        """Inverse CDF of rows ``rows`` ``[R]`` at uniforms ``u`` ``[R]`` in ``[0, 1)``."""
+        V = self.V
+        u = np.asarray(u, dtype=np.float64)
+        c = np.minimum((u * V).astype(np.int64), V - 1)
+        c -= self.grid[c] > u                      # guard against rounding of u * V
+        base = np.asarray(rows, dtype=np.int64) * V
+        x = np.take(self.guide, base + c).astype(np.int64)  # first x with cdf > grid[c] <= u
+        idx = np.flatnonzero(np.take(self.flat, base + x) <= u)
+        while idx.size:                            # forward scan; cdf[V-1] = 1 > u stops it
+            x[idx] += 1
+            idx = idx[np.take(self.flat, base[idx] + x[idx]) <= u[idx]]
+        return x
 
 
 def residual_weights(target, draft) -> np.ndarray:

@@ -290,3 +290,20 @@ def test_chisquare_detects_a_lossy_verifier():
 
     res = simulate(chain, 4, 3, 30_000, rng=3, bonus=False, return_tokens=True, verifier=accept_all)
     assert _chisquare_sequences(res.tokens, law, 3) < P_MIN
+
+
+@pytest.mark.parametrize("V", [1, 2, 3, 7, 64, 1000])
+def test_guide_table_sampling_equals_inverse_cdf(V):
+    from spectheory.sampling_utils import CdfTable, normalized_cdf, sample_from_cdf
+    rng = np.random.default_rng(V)
+    w = rng.dirichlet(np.full(V, 0.3), size=40)
+    w[w < 0.01] = 0.0                       # zero-weight tokens, also runs of them
+    w[w.sum(1) == 0, 0] = 1.0
+    table = CdfTable(w)
+    rows = rng.integers(0, 40, 5000)
+    u = rng.random(5000)
+    u[:10], u[10:20] = 0.0, np.nextafter(1.0, 0.0)
+    u[20:40] = table.grid[rng.integers(0, V, 20)]   # uniforms exactly on guide cell edges
+    got = table.sample(rows, u)
+    np.testing.assert_array_equal(got, sample_from_cdf(normalized_cdf(w)[rows], u))
+    assert np.all(w[rows, got] > 0)
