@@ -33,6 +33,9 @@ import scipy.sparse as sp
 
 from ._validation import check_int
 
+#: Work (``T * gamma * S**2``) above which a progress bar appears by default.
+PROGRESS_WORK = 2e10
+
 __all__ = ["PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
            "token_masses", "scaled_masses", "token_accept_survival", "phase_sequence_law",
            "target_sequence_law"]
@@ -167,13 +170,21 @@ def _check_rows(acc_sum, rej_sum, n, i):
                          f"{acc_sum[s] + rej_sum[s]:.10g} at n={n}, i={i}, state {s}")
 
 
+def _positions(T, G, S, progress, desc):
+    show = (T * G * float(S) ** 2 > PROGRESS_WORK) if progress is None else bool(progress)
+    if not show:
+        return range(T)
+    from tqdm.auto import tqdm
+    return tqdm(range(T), desc=desc, leave=False)
+
+
 def _check_gamma(gamma):
     return check_int(gamma, "gamma", 1)
 
 
 # ------------------------------------------------------------ phase engine
 def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
-                    position_dependent=None, phase_dependent=True) -> PhaseResult:
+                    position_dependent=None, phase_dependent=True, progress=None) -> PhaseResult:
     r"""Exact expectations of a position-by-position verifier, by the phase recursion.
 
     Parameters
@@ -198,6 +209,8 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
     phase_dependent : bool
         Whether a callable's value depends on ``i`` (default True; False lets the
         engine move all phases with one matrix product).
+    progress : bool, optional
+        Show a tqdm bar over positions (default: only for large problems).
 
     Returns
     -------
@@ -236,7 +249,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
     bonus_tokens = 0.0
     Q = np.zeros((G + 1, S))
     Q[0] = chain.initial
-    for n in range(T):
+    for n in _positions(T, G, S, progress, "phase recursion"):
         nxt = np.zeros((G + 1, S))
         full = Q[G]
         full_mass = full.sum()
@@ -358,7 +371,7 @@ def token_accept_survival(chain, horizon, gamma):
 
 # ------------------------------------------------------------ round engine
 def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
-                    position_dependent=None) -> PhaseResult:
+                    position_dependent=None, progress=None) -> PhaseResult:
     r"""Exact expectations of any round-level verifier, by a recursion over round starts.
 
     Parameters
@@ -371,6 +384,8 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
     position_dependent : bool, optional
         Whether ``round_transition`` depends on ``n0`` (default: ``not chain.is_homogeneous``);
         otherwise it is called once per ``(k, emit_bonus)``.
+    progress : bool, optional
+        Show a tqdm bar over round starts (default: only for large problems).
 
     Returns
     -------
@@ -398,7 +413,7 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
     rej_pos = np.zeros(T)
     counts = np.zeros(G + 1)
     bonus_tokens = 0.0
-    for n0 in range(T):
+    for n0 in _positions(T, G, S, progress, "round recursion"):
         r = R[n0]
         if not np.any(r):
             continue

@@ -29,7 +29,7 @@ __all__ = [
     "expected_draft_tokens", "accepted_count_law", "expected_tokens_per_call",
     "predicted_speedup", "sequence_law", "leviathan_gap", "LeviathanGap", "protocol_result",
     "PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
-    "token_masses", "scaled_masses", "phase_sequence_law", "VERIFIERS",
+    "token_masses", "scaled_masses", "phase_sequence_law", "VERIFIERS", "easy_hard_chain",
 ]
 
 #: Names accepted by ``verifier=`` (a callable round transition is accepted too).
@@ -329,3 +329,48 @@ def leviathan_gap(chain, horizon, gamma, bonus=True, c=None) -> LeviathanGap:
         kw = dict(c=cc, exact_speedup=predicted_speedup(chain, T, G, cc, bonus),
                   formula_speedup=formula / (G * cc + 1.0))
     return LeviathanGap(T, G, alpha, exact, formula, iid_exact, formula / exact - 1.0, **kw)
+
+
+def easy_hard_chain(stay, easy_accept=0.95, hard_accept=0.3, group_size=4):
+    r"""A chain whose acceptance depends on context: easy and hard token groups.
+
+    Tokens ``0..m-1`` are *easy*, ``m..2m-1`` *hard* (``m = group_size``); token ``2m``
+    is a junk token the target never emits. The state is the last token. In a state of
+    group ``g`` the target emits a uniform token of the same group with probability
+    ``stay`` and of the other group otherwise; the draft is
+    ``a_g * target + (1 - a_g) * junk``, so the acceptance is exactly ``a_g``
+    (``easy_accept`` or ``hard_accept``). The initial state is uniform over real tokens,
+    so by symmetry every position has average acceptance
+    ``alpha = (easy_accept + hard_accept) / 2`` whatever ``stay``; ``stay`` only sets how
+    long easy and hard stretches last (``stay = 1/2``: i.i.d. groups).
+
+    Examples
+    --------
+    >>> from spectheory.analysis import easy_hard_chain
+    >>> chain = easy_hard_chain(0.9)
+    >>> round(float(1 - chain.tv_profile(5).mean()), 12)
+    0.625
+    """
+    from .chain import DecodingChain
+
+    st_ = float(stay)
+    if not 0.0 <= st_ <= 1.0:
+        raise ValueError(f"stay: must lie in [0, 1], got {stay!r}")
+    for name, a in (("easy_accept", easy_accept), ("hard_accept", hard_accept)):
+        if not 0.0 <= float(a) <= 1.0:
+            raise ValueError(f"{name}: must lie in [0, 1], got {a!r}")
+    m = check_int(group_size, "group_size", 1)
+    V = 2 * m + 1
+    target = np.zeros((V, V))
+    draft = np.zeros((V, V))
+    for s in range(V):
+        g = 0 if s < m else 1  # the junk state behaves like a hard one (never visited)
+        same = slice(0, m) if g == 0 else slice(m, 2 * m)
+        other = slice(m, 2 * m) if g == 0 else slice(0, m)
+        target[s, same] = st_ / m
+        target[s, other] = (1.0 - st_) / m
+        a = float(easy_accept) if g == 0 else float(hard_accept)
+        draft[s] = a * target[s]
+        draft[s, 2 * m] += 1.0 - a
+    initial = np.r_[np.full(2 * m, 1.0 / (2 * m)), 0.0]
+    return DecodingChain(target, draft, initial)
