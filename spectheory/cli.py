@@ -139,7 +139,7 @@ def cmd_simulate(args) -> int:
     bonus = not args.no_bonus
     rows, records = [], []
     for g in args.gammas:
-        sim = simulate(chain, args.horizon, g, args.runs, rng=args.seed, bonus=bonus)
+        sim = simulate(chain, args.horizon, g, args.runs, rng=[args.seed, g], bonus=bonus)
         exact = {
             "target_calls": chain.expected_target_calls(args.horizon, g, bonus=bonus),
             "rejections": chain.expected_rejections(args.horizon, gamma=g, bonus=bonus),
