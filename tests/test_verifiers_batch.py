@@ -10,7 +10,7 @@ import spectheory as st
 from spectheory.verifiers.batch import (
     batch_expected_rejections, batch_first_token, batch_first_token_masses, batch_limit_rejection,
     batch_rejection_probability, batch_scales, batch_verify_first, bernoulli_batch_rejection,
-    iid_batch_expected_rejections, simulate_batch, uniform_batch_rejection)
+    iid_batch_expected_rejections, sample_batch_first_token, simulate_batch, uniform_batch_rejection)
 from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
 
 from _verifier_laws import law_pair
@@ -160,6 +160,19 @@ def test_verify_first_on_hand_picked_uniforms():
                                        [[0.3, 0.6], [0.3, 0.4], [0.1, 0.9]], [0.5, 0.5, 0.5])
     assert tok.tolist() == [3, 2, 0] and rej.tolist() == [True, False, False]
     assert idx.tolist() == [2, 1, 0]
+
+
+def test_first_token_sampler():
+    t, d = np.array([0.3, 0.5, 0.2, 0.0]), np.array([0.6, 0.3, 0.0, 0.1])
+    n, M = 100_000, 3
+    tok, rej, idx = sample_batch_first_token(t, d, M, n, rng=19)
+    step = batch_first_token(t, d, M)
+    freq = np.bincount(tok, minlength=4) / n
+    assert np.all(np.abs(freq - t) <= 5 * np.sqrt(t * (1 - t) / n) + 1e-12)      # 5 SE, seed fixed
+    reach = np.bincount(idx, minlength=M + 1) / n                                 # which candidate won
+    won = np.append(step.reach[:-1] - step.reach[1:], step.reach[-1])
+    assert np.all(np.abs(reach - won) <= 5 * np.sqrt(won * (1 - won) / n) + 1e-12)
+    assert np.array_equal(rej, idx == M)
 
 
 @pytest.mark.parametrize("gamma,bonus,M", [(None, False, 3), (3, False, 2), (2, True, 4)])

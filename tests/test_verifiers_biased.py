@@ -9,11 +9,11 @@ from hypothesis import given, settings, strategies as hst
 import spectheory as st
 from spectheory.verifiers.biased import (
     additive_acceptance, biased_rule, biased_step, lenient_acceptance, over_accepts, pareto_front,
-    ratio_acceptance, typical_acceptance)
+    ratio_acceptance, sample_biased_step, typical_acceptance)
 from spectheory.verifiers.pareto import (
     all_sequences, sequence_front, sequence_log_likelihoods, sequence_tv, sequence_tv_mc)
 from spectheory.verifiers.rejection import (
-    rejection_step, rule_expected_rejections, sample_rejection_step, simulate_rule, standard_rule)
+    rejection_step, rule_expected_rejections, simulate_rule, standard_rule)
 
 from _verifier_laws import law_pair
 
@@ -124,10 +124,12 @@ def test_biased_step_sampler():
     for rej in ("optimal", "target"):
         step = biased_step(t, d, acc, rej)
         n = 200_000
-        tok, r = sample_rejection_step(t, d, step.accept, step.rejection_law, n, rng=3)
+        tok, r = sample_biased_step(t, d, acc, rej, size=n, rng=3)
         freq = np.bincount(tok, minlength=4) / n
         o = step.output
         assert np.all(np.abs(freq - o) <= 5 * np.sqrt(o * (1 - o) / n) + 1e-12)   # 5 SE, seed fixed
+        rho = float(step.rejection)
+        assert abs(r.mean() - rho) <= 5 * np.sqrt(rho * (1 - rho) / n) + 1e-12
 
 
 CHAIN = st.DecodingChain.random(3, rng=31)

@@ -57,7 +57,7 @@ __all__ = [
     "batch_scales", "batch_residuals", "BatchStep", "batch_first_token", "batch_rejection_probability",
     "batch_first_token_masses", "batch_limit_rejection", "bernoulli_batch_rejection",
     "uniform_batch_rejection", "iid_batch_expected_rejections", "BatchRejections",
-    "batch_expected_rejections", "batch_verify_first", "simulate_batch",
+    "batch_expected_rejections", "batch_verify_first", "sample_batch_first_token", "simulate_batch",
 ]
 
 
@@ -388,6 +388,25 @@ def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u
     y = _categorical(np.asarray(final_law, dtype=np.float64), np.asarray(u_final, dtype=np.float64))
     tok = np.where(anyacc, cand[np.arange(R), np.minimum(index, M - 1)], y)
     return tok, ~anyacc, index
+
+
+def sample_batch_first_token(target, draft, M, size, rng=None):
+    """Draw ``size`` independent first tokens of batch rounds at one position.
+
+    Draws ``M`` candidates from the draft and the uniforms, then calls
+    :func:`batch_verify_first`. Returns ``(tokens, rejected, index)``, each ``[size]``.
+    """
+    t, d = as_law_pair(target, draft)
+    if t.ndim != 1:
+        raise ValueError(f"target: expected a 1-d law, got shape {t.shape}")
+    M = _check_M(M)
+    n = check_int(size, "size", 1)
+    rng = np.random.default_rng(rng)
+    acc, final = _batch_tables(t[None], d[None], M)
+    cand = _categorical(np.broadcast_to(d, (n, M, d.size)), rng.random((n, M)))
+    p_acc = acc[np.arange(M)[None, :], 0, cand]
+    return batch_verify_first(p_acc, cand, np.broadcast_to(final[0], (n, d.size)),
+                              rng.random((n, M)), rng.random(n))
 
 
 def _batch_tables(t, d, M):

@@ -39,12 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_law_pair, check_int, check_nonneg, check_prob
-from .rejection import RejectionRule, optimal_rejection_law, standard_acceptance
+from .rejection import (RejectionRule, optimal_rejection_law, sample_rejection_step,
+                        standard_acceptance)
 
 __all__ = [
     "BiasedAcceptance", "additive_acceptance", "ratio_acceptance", "lenient_acceptance",
     "typical_acceptance", "BiasedStep", "biased_step", "over_accepts", "ParetoFront",
-    "pareto_front", "biased_rule",
+    "pareto_front", "biased_rule", "sample_biased_step",
 ]
 
 REJECTIONS = ("optimal", "target")
@@ -263,3 +264,13 @@ def biased_rule(accept, rejection="optimal") -> RejectionRule:
         raise ValueError(f"rejection: expected one of {REJECTIONS}, got {rejection!r}")
     name = getattr(accept, "name", "biased")
     return RejectionRule(accept, rejection, f"{name}/{rejection}")
+
+
+def sample_biased_step(target, draft, accept, rejection="optimal", size=1, rng=None):
+    """Draw ``size`` independent steps of a biased rule at one position.
+
+    Returns ``(tokens [size], rejected [size])``; the law of ``tokens`` is
+    ``biased_step(target, draft, accept, rejection).output``.
+    """
+    step = biased_step(target, draft, accept, rejection)
+    return sample_rejection_step(target, draft, step.accept, step.rejection_law, size, rng)
