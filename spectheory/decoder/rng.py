@@ -1,0 +1,117 @@
+"""Counter-based uniforms for the decoder: reproducible, batch invariant, device independent.
+
+Every random number the decoder uses is a pure function of
+``(sequence seed, counter_1, counter_2, ..., purpose)``, computed with 32-bit integer
+hashing carried out exactly in ``int64`` torch arithmetic. Hence
+
+- a sequence's uniforms never depend on which other sequences share the batch
+  (batch invariance);
+- the same seed gives bit-identical uniforms on CPU and CUDA;
+- no global random state is read or written.
+
+The hash is two independent 32-bit lanes, each a chain of Wellons' ``lowbias32`` mixer
+applied to ``state XOR word`` (a bijection of the word for a fixed state); the two 32-bit
+outputs are combined into a 53-bit float64 uniform ``(m + 1/2) / 2**53`` in ``(0, 1)``.
+"""
+from __future__ import annotations
+
+import numbers
+
+import torch
+
+_M32 = 0xFFFFFFFF
+_LANE_KEYS = (0x243F6A88, 0x85A308D3)  # digits of pi: the two lanes' initial states
+_GOLDEN = 0x9E3779B9
+
+#: Purposes: distinct streams for the distinct random decisions of the decoder.
+PURPOSE_DRAFT = 1      # inverse-CDF draw of a draft token
+PURPOSE_ACCEPT = 2     # accept/reject uniform of a draft token (or block Bernoulli)
+PURPOSE_EMIT = 3       # residual / bonus token of a round
+PURPOSE_AUTOREG = 4    # plain autoregressive sampling
+
+_MAX_SEED = 2 ** 63
+
+
+def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
+    """``(x * c) mod 2**32`` for ``0 <= x < 2**32`` without int64 overflow."""
+    lo, hi = c & 0xFFFF, c >> 16
+    return (x * lo + (((x * hi) & 0xFFFF) << 16)) & _M32
+
+
+def _mix32(x: torch.Tensor) -> torch.Tensor:
+    """Wellons' lowbias32 integer mixer (a bijection of 32-bit integers)."""
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def check_seeds(seed, batch_size: int) -> list[int]:
+    """Per-sequence seeds: an int ``s`` gives ``s, s+1, ...``; a sequence is taken as is.
+
+    Raises
+    ------
+    ValueError
+        Non-integer seeds, seeds outside ``[0, 2**63)``, or a list of the wrong length.
+    """
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        seeds = [int(seed) + b for b in range(batch_size)]
+    else:
+        try:
+            seeds = list(seed)
+        except TypeError:
+            raise ValueError(f"seed: expected an int or a sequence of ints, got {seed!r}") from None
+        if len(seeds) != batch_size:
+            raise ValueError(f"seed: got {len(seeds)} seeds for {batch_size} sequences")
+        for s in seeds:
+            if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+                raise ValueError(f"seed: expected integer seeds, got {s!r}")
+        seeds = [int(s) for s in seeds]
+    for s in seeds:
+        if not 0 <= s < _MAX_SEED:
+            raise ValueError(f"seed: seeds must lie in [0, 2**63), got {s}")
+    return seeds
+
+
+def seed_tensor(seeds, device=None) -> torch.Tensor:
+    """``int64`` tensor ``[B]`` of per-sequence seeds (see :func:`check_seeds`)."""
+    return torch.tensor(list(seeds), dtype=torch.int64, device=device)
+
+
+def uniforms(seeds: torch.Tensor, *counters) -> torch.Tensor:
+    """Uniforms in ``(0, 1)`` as a pure function of the seeds and integer counters.
+
+    Parameters
+    ----------
+    seeds : LongTensor
+        Per-sequence seeds in ``[0, 2**63)``; broadcast against the counters.
+    *counters : int or LongTensor
+        Non-negative integers (< 2**63), e.g. round index, slot, purpose; broadcast together.
+
+    Returns
+    -------
+    Tensor, float64, shape = broadcast shape of seeds and counters
+        ``u = (m + 0.5) / 2**53`` with ``m`` a 53-bit hash of all the inputs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> s = torch.tensor([0, 1, 2])
+    >>> u = uniforms(s[:, None], 7, torch.arange(4)[None, :], PURPOSE_DRAFT)
+    >>> u.shape, bool(((u > 0) & (u < 1)).all())
+    (torch.Size([3, 4]), True)
+    >>> bool(torch.equal(u[1], uniforms(s[1:2, None], 7, torch.arange(4)[None, :], 1)[0]))
+    True
+    """
+    words = [seeds] + [torch.as_tensor(c, dtype=torch.int64, device=seeds.device) for c in counters]
+    words = torch.broadcast_tensors(*words)
+    lanes = []
+    for key in _LANE_KEYS:
+        h = torch.full_like(words[0], key)
+        for w in words:
+            for part in (w & _M32, w >> 32):
+                h = _mix32(((h ^ part) + _GOLDEN) & _M32)
+        lanes.append(h)
+    m = (lanes[0] >> 5) * (2 ** 26) + (lanes[1] >> 6)  # 27 + 26 = 53 bits
+    return (m.to(torch.float64) + 0.5) / float(2 ** 53)

@@ -1,0 +1,340 @@
+"""Batched speculative decoding (and the autoregressive baseline) for any model of the contract.
+
+Model contract (every model of :mod:`spectheory.decoder` and :class:`~spectheory.decoder.hf.HFCausalLM`):
+``model(ids [B, L]) -> logits [B, L, V]`` (causal, no cache);
+``cache = model.new_cache(batch_size, max_len, device=, dtype=)``;
+``model(ids, cache=cache, start=start)`` with ``start`` LongTensor [B] the position of
+``ids[:, 0]`` in each row: it writes the rows' keys/values at ``start[b] .. start[b]+L-1`` and
+query ``i`` attends to cache positions ``< start[b]+i+1``. Positions beyond are stale and
+never read, so a rollback after a rejection is just a later call with a smaller ``start``.
+Attributes ``vocab_size`` and ``max_seq_len`` (``None`` if unbounded).
+
+Bookkeeping (per row ``b``): ``seq_len`` = committed tokens (prompt + generated);
+``*_cached`` = positions whose cached keys/values belong to committed tokens. Every call
+feeds the committed tokens not yet cached (at least the last one) plus, for the target, the
+drafts. Windows of a batched call are right-aligned on each row's last needed position
+(re-feeding already cached tokens where rows need fewer), so no write ever goes past
+``prompt_len + max_new_tokens``. The protocol is the one of DESIGN.md ("what is counted").
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import partial
+
+import numpy as np
+import torch
+
+from .._validation import check_int
+from .rng import PURPOSE_ACCEPT, PURPOSE_AUTOREG, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
+from .sampling import check_sampling_args, logits_to_probs, sample_from_uniform
+from .stats import DecodeStats, GenerationResult, StatsRecorder
+from . import verify as _verify
+
+__all__ = ["speculative_generate", "autoregressive_generate"]
+
+
+# ----------------------------------------------------------------------------- setup
+@dataclass
+class _Batch:
+    tokens: torch.Tensor      # [B, cap] committed tokens, then this round's drafts
+    prompt_len: torch.Tensor  # [B]
+    seq_len: torch.Tensor     # [B] committed length
+    end: torch.Tensor         # [B] prompt_len + max_new_tokens
+
+    @property
+    def remaining(self):
+        return self.end - self.seq_len
+
+
+def _as_prompt(p, i: int, vocab: int) -> list[int]:
+    if isinstance(p, (bytes, bytearray)):
+        ids = list(p)
+    elif isinstance(p, torch.Tensor):
+        ids = p.tolist() if p.ndim == 1 else None
+    else:
+        a = np.asarray(p)
+        ids = a.tolist() if a.ndim == 1 and (a.size == 0 or np.issubdtype(a.dtype, np.integer)) else None
+    if ids is None or not all(isinstance(t, int) for t in ids):
+        raise ValueError(f"prompts[{i}]: expected a 1-d sequence of integer token ids")
+    if not ids:
+        raise ValueError(f"prompts[{i}]: empty prompt")
+    if min(ids) < 0 or max(ids) >= vocab:
+        raise ValueError(f"prompts[{i}]: token ids must lie in [0, {vocab}), got {min(ids)}..{max(ids)}")
+    return ids
+
+
+def _make_batch(prompts, max_new_tokens: int, models: dict, device) -> _Batch:
+    if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__"):
+        raise ValueError("prompts: expected a list of token sequences (list of lists/arrays/bytes)")
+    if len(prompts) == 0:
+        raise ValueError("prompts: empty list")
+    vocab = next(iter(models.values())).vocab_size
+    ids = [_as_prompt(p, i, vocab) for i, p in enumerate(prompts)]
+    lens = [len(x) for x in ids]
+    for name, m in models.items():
+        limit = getattr(m, "max_seq_len", None)
+        if limit is not None and max(lens) + max_new_tokens > limit:
+            raise ValueError(f"max_new_tokens: prompt length {max(lens)} + max_new_tokens "
+                             f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}")
+    cap = max(lens) + max_new_tokens
+    tokens = torch.zeros(len(ids), cap, dtype=torch.int64)
+    for b, x in enumerate(ids):
+        tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
+    plen = torch.tensor(lens, dtype=torch.int64)
+    return _Batch(tokens.to(device), plen.to(device), plen.clone().to(device), (plen + max_new_tokens).to(device))
+
+
+def _place(model, device, dtype):
+    """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
+    if device is not None or dtype is not None:
+        model.to(device=device, dtype=dtype)
+    params = list(model.parameters()) + list(model.buffers())
+    floats = [p for p in params if p.is_floating_point()]
+    dev = torch.device(device) if device is not None else (params[0].device if params else torch.device("cpu"))
+    dt = dtype if dtype is not None else (floats[0].dtype if floats else torch.float32)
+    return dev, dt
+
+
+def _check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
+    sampling = check_sampling_args(temperature, top_k, top_p)
+    vocabs = {name: getattr(m, "vocab_size", None) for name, m in models.items()}
+    for name, v in vocabs.items():
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}: model has no valid integer vocab_size (got {v!r})")
+    if len(set(vocabs.values())) > 1:
+        raise ValueError(f"target and draft: mismatched vocabulary sizes {vocabs}")
+    return max_new_tokens, sampling
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# ----------------------------------------------------------------------------- model calls
+def _forward_window(model, cache, tokens, cached, end):
+    """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start."""
+    width = int((end - cached).max().item())
+    start = torch.clamp(torch.minimum(cached, end - width), min=0)
+    idx = (start[:, None] + torch.arange(width, device=tokens.device)).clamp(max=tokens.shape[1] - 1)
+    logits = model(tokens.gather(1, idx), cache=cache, start=start)
+    return logits, start
+
+
+def _prefill(model, cache, batch: _Batch) -> torch.Tensor:
+    """Cache every prompt token but the last; return the new ``cached`` lengths."""
+    cached = torch.zeros_like(batch.seq_len)
+    if int((batch.seq_len - 1).max().item()) > 0:
+        _forward_window(model, cache, batch.tokens, cached, batch.seq_len - 1)
+    return batch.seq_len - 1
+
+
+def _draft(draft, cache, batch, draft_cached, k, K, law, seeds, rnd):
+    """Draft ``k[b]`` tokens per row (``K = max k``); return tokens [B, K] and their laws [B, K, V]."""
+    rows = torch.arange(len(k), device=k.device)
+    cap = batch.tokens.shape[1]
+    xs, laws = [], []
+    for j in range(1, K + 1):
+        if j == 1:
+            logits, start = _forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len)
+            last = logits[rows, batch.seq_len - 1 - start]
+        else:  # feed x_{j-1}; idle rows rewrite the (never cached) slot of their x_k
+            pos = batch.seq_len - 2 + torch.where(k >= j, torch.full_like(k, j), k + 1)
+            last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
+        law_j = law(last)
+        x = sample_from_uniform(law_j, uniforms(seeds, rnd, j - 1, PURPOSE_DRAFT))
+        slot = (batch.seq_len + j - 1).clamp(max=cap - 1)
+        live = k >= j
+        batch.tokens[rows, slot] = torch.where(live, x, batch.tokens[rows, slot])
+        xs.append(x)
+        laws.append(law_j)
+    return torch.stack(xs, 1), torch.stack(laws, 1)
+
+
+def _score(target, cache, batch, target_cached, k, K, law):
+    """One target call over the pending tokens and the drafts; laws at the K+1 round positions."""
+    logits, start = _forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k)
+    idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(max=logits.shape[1] - 1)
+    picked = logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1]))
+    return law(picked)
+
+
+def _commit(batch, k, verdict):
+    """Append accepted drafts (already in place) and the emitted token; return new cached lengths."""
+    n, token, _ = verdict
+    emitted = token >= 0
+    rows = torch.arange(len(k), device=k.device)
+    slot = (batch.seq_len + n).clamp(max=batch.tokens.shape[1] - 1)
+    batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
+    old = batch.seq_len
+    new = old + n + emitted.to(torch.int64)
+    target_cached = torch.minimum(old + n, new - 1)            # rollback: drop rejected drafts
+    draft_cached = torch.minimum(target_cached, old + k - 1)   # draft never saw its own x_k
+    batch.seq_len = new
+    return target_cached, draft_cached
+
+
+def _new_tokens(batch, max_new_tokens):
+    out = batch.tokens.cpu().numpy()
+    return [out[b, p: p + max_new_tokens].copy() for b, p in enumerate(batch.prompt_len.tolist())]
+
+
+# ----------------------------------------------------------------------------- public API
+def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperature=1.0, top_k=None,
+                         top_p=None, bonus=True, verifier="token", seed=0, device=None, dtype=None):
+    """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
+
+    Each round, per sequence with ``r`` tokens still to generate: the draft proposes
+    ``k = min(gamma, r)`` tokens autoregressively from ``draft_law = S(draft logits)``; ONE
+    target call scores them all (``target_law = S(target logits)``, the same ``S`` =
+    :func:`~spectheory.decoder.sampling.logits_to_probs` with temperature/top-k/top-p); the
+    verifier accepts a prefix and emits one residual token after a rejection, or, if all
+    ``k`` are accepted, ``k < r`` and ``bonus``, one bonus token from the target. Sequences
+    advance by their own accepted lengths (ragged); caches roll back by position.
+    ``temperature=0`` returns exactly the target's greedy continuation.
+
+    Parameters
+    ----------
+    target, draft : models of the contract in the module docstring, same ``vocab_size``.
+    prompts : list of token sequences (lists of ints, 1-d integer arrays/tensors, bytes).
+    max_new_tokens, gamma : int >= 1
+    temperature : float >= 0;  top_k : int >= 1 or None;  top_p : float in (0, 1] or None
+    bonus : bool
+    verifier : {"token", "block"}
+        ``"token"``: :func:`~spectheory.decoder.verify.token_verify`; ``"block"``: block
+        verification, :func:`~spectheory.decoder.verify.block_verify`.
+    seed : int or sequence of int
+        Per-sequence seeds (an int ``s`` means ``s + b`` for sequence ``b``). Every uniform is
+        a hash of (sequence seed, round, slot, purpose): outputs are reproducible, identical
+        on CPU and CUDA up to the models' arithmetic, and do not depend on the rest of the batch.
+    device, dtype : optional
+        If given, both models are moved there in place (``model.to``); otherwise the target's.
+
+    Returns
+    -------
+    GenerationResult
+        ``.tokens``: list of ``max_new_tokens``-long int64 arrays; ``.stats``: DecodeStats.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectheory.decoder.speculative import speculative_generate
+    >>> class Bigram(torch.nn.Module):  # toy model of the contract: logits from the last token
+    ...     vocab_size, max_seq_len = 5, 64
+    ...     def __init__(self, seed):
+    ...         super().__init__()
+    ...         self.table = torch.nn.Parameter(torch.randn(5, 5, generator=torch.Generator().manual_seed(seed)))
+    ...     def new_cache(self, batch_size, max_len, device=None, dtype=None):
+    ...         return None
+    ...     def forward(self, ids, cache=None, start=None):
+    ...         return self.table[ids]
+    >>> res = speculative_generate(Bigram(0), Bigram(1), [[1, 2], [3]], 6, gamma=3, seed=7)
+    >>> [len(t) for t in res.tokens], int(sum(r.sum() for r in res.stats.round_tokens))
+    ([6, 6], 12)
+    """
+    models = {"target": target, "draft": draft}
+    max_new_tokens, (temperature, top_k, top_p) = _check_common(models, max_new_tokens, temperature, top_k, top_p)
+    gamma = check_int(gamma, "gamma", 1)
+    if verifier not in _verify.VERIFIERS:
+        raise ValueError(f"verifier: expected one of {sorted(_verify.VERIFIERS)}, got {verifier!r}")
+    rule = getattr(_verify, f"{verifier}_verify")  # looked up per call (tests may substitute it)
+    dev, dt_target = _place(target, device, dtype)
+    _, dt_draft = _place(draft, dev if device is not None else None, dtype)
+    batch = _make_batch(prompts, max_new_tokens, models, dev)
+    B, cap = batch.tokens.shape
+    seeds = seed_tensor(check_seeds(seed, B), dev)
+    law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
+    rec = StatsRecorder(B, gamma)
+    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
+    calls = dict(batch_draft_calls=0, batch_target_calls=0)
+    with torch.inference_mode():
+        _sync(dev)
+        t_start = time.perf_counter()
+        target_cache = target.new_cache(B, cap, device=dev, dtype=dt_target)
+        draft_cache = draft.new_cache(B, cap, device=dev, dtype=dt_draft)
+        target_cached = _prefill(target, target_cache, batch)
+        draft_cached = _prefill(draft, draft_cache, batch)
+        _sync(dev)
+        times["time_prefill"] = time.perf_counter() - t_start
+        rnd = 0
+        while True:
+            remaining = batch.remaining
+            k = torch.clamp(remaining, max=gamma)
+            K = int(k.max().item())
+            if K == 0:
+                break
+            t0 = time.perf_counter()
+            drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, seeds, rnd)
+            _sync(dev)
+            t1 = time.perf_counter()
+            target_laws = _score(target, target_cache, batch, target_cached, k, K, law)
+            _sync(dev)
+            t2 = time.perf_counter()
+            u_accept = uniforms(seeds[:, None], rnd, torch.arange(K, device=dev)[None, :], PURPOSE_ACCEPT)
+            u_emit = uniforms(seeds, rnd, 0, PURPOSE_EMIT)
+            allow_bonus = (k < remaining) & bool(bonus)
+            verdict = rule(target_laws, draft_laws, drafts, k, u_accept, u_emit, allow_bonus)
+            target_cached, draft_cached = _commit(batch, k, verdict)
+            rec.add_round(k.cpu().numpy(), verdict.n_accepted.cpu().numpy(),
+                          (verdict.next_token >= 0).cpu().numpy(), verdict.rejected.cpu().numpy())
+            times["time_draft"] += t1 - t0
+            times["time_target"] += t2 - t1
+            calls["batch_draft_calls"] += K
+            calls["batch_target_calls"] += 1
+            rnd += 1
+        tokens = _new_tokens(batch, max_new_tokens)
+        _sync(dev)
+        times["time_total"] = time.perf_counter() - t_start
+    stats = rec.finish(verifier, bool(bonus), **times)
+    stats.batch_draft_calls, stats.batch_target_calls = calls["batch_draft_calls"], calls["batch_target_calls"]
+    return GenerationResult(tokens, stats)
+
+
+def autoregressive_generate(model, prompts, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
+                            seed=0, device=None, dtype=None):
+    """Plain autoregressive sampling with the same options and seeding: the baseline.
+
+    Token ``n`` of sequence ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of
+    ``(seed_b, n, PURPOSE_AUTOREG)``; one model call per token after the prefill.
+    ``temperature=0`` is greedy decoding. Arguments as in :func:`speculative_generate`.
+
+    Returns
+    -------
+    GenerationResult
+        ``stats.target_calls`` = ``max_new_tokens`` per sequence; no draft statistics.
+    """
+    max_new_tokens, (temperature, top_k, top_p) = _check_common({"model": model}, max_new_tokens,
+                                                                temperature, top_k, top_p)
+    dev, dt = _place(model, device, dtype)
+    batch = _make_batch(prompts, max_new_tokens, {"model": model}, dev)
+    B, cap = batch.tokens.shape
+    seeds = seed_tensor(check_seeds(seed, B), dev)
+    rows = torch.arange(B, device=dev)
+    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
+    with torch.inference_mode():
+        _sync(dev)
+        t_start = time.perf_counter()
+        cache = model.new_cache(B, cap, device=dev, dtype=dt)
+        cached = _prefill(model, cache, batch)
+        _sync(dev)
+        times["time_prefill"] = time.perf_counter() - t_start
+        for n in range(max_new_tokens):
+            logits, start = _forward_window(model, cache, batch.tokens, cached, batch.seq_len)
+            law = logits_to_probs(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
+            x = sample_from_uniform(law, uniforms(seeds, n, PURPOSE_AUTOREG))
+            batch.tokens[rows, batch.seq_len] = x
+            cached, batch.seq_len = batch.seq_len, batch.seq_len + 1
+        tokens = _new_tokens(batch, max_new_tokens)
+        _sync(dev)
+        times["time_total"] = time.perf_counter() - t_start
+        times["time_target"] = times["time_total"] - times["time_prefill"]
+    z = np.zeros(B, dtype=np.int64)
+    stats = DecodeStats(
+        gamma=0, bonus=False, verifier="none", target_calls=z + max_new_tokens, draft_steps=z.copy(),
+        rejections=z.copy(), accepted_counts=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
+        round_tokens=[np.ones(max_new_tokens, np.int64) for _ in range(B)],
+        position_checked=np.zeros((B, 0), np.int64), position_accepted=np.zeros((B, 0), np.int64),
+        batch_target_calls=max_new_tokens, **times)
+    return GenerationResult(tokens, stats)

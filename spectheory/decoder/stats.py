@@ -1,0 +1,146 @@
+"""What a generation returns: the new tokens and per-sequence statistics.
+
+Counting follows the protocol of DESIGN.md ("what is counted"): one *round* = one target
+call; ``accepted_counts[b][r]`` is the number of draft tokens accepted in round ``r``;
+``round_tokens[b][r]`` the number of tokens the round emitted (accepted, plus a residual
+or bonus token if one was emitted). Per-position acceptance is the non-causal one: at slot
+``i`` of a round, ``position_accepted[b, i] / position_checked[b, i]``, where a slot is
+*checked* when the verifier decides on its draft token (slots after a rejection are not).
+Timings are wall-clock seconds for the whole batch (CUDA synchronised before reading).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class DecodeStats:
+    """Per-sequence counts of one call to the decoder (arrays have one entry per sequence).
+
+    Attributes
+    ----------
+    target_calls, draft_steps, rejections : int ndarray [B]
+        Rounds (target forward calls the sequence took part in after prefill), draft forward
+        steps spent on the sequence (``sum_r k_r``), rounds ending in a rejection.
+    accepted_counts, round_tokens : list of int ndarray
+        Per sequence, the accepted count and the emitted-token count of every round.
+    position_checked, position_accepted : int ndarray [B, gamma]
+    time_prefill, time_draft, time_target, time_total : float
+        Seconds; draft/target exclude prefill; total covers the whole call.
+    batch_draft_calls, batch_target_calls : int
+        Forward calls made on the whole batch after prefill.
+    """
+
+    gamma: int
+    bonus: bool
+    verifier: str
+    target_calls: np.ndarray
+    draft_steps: np.ndarray
+    rejections: np.ndarray
+    accepted_counts: list
+    round_tokens: list
+    position_checked: np.ndarray
+    position_accepted: np.ndarray
+    time_prefill: float = 0.0
+    time_draft: float = 0.0
+    time_target: float = 0.0
+    time_total: float = 0.0
+    batch_draft_calls: int = 0
+    batch_target_calls: int = 0
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def batch_size(self) -> int:
+        return len(self.target_calls)
+
+    @property
+    def accepted(self) -> np.ndarray:
+        """Draft tokens accepted, per sequence."""
+        return np.array([int(a.sum()) for a in self.accepted_counts], dtype=np.int64)
+
+    @property
+    def position_acceptance(self) -> np.ndarray:
+        """``[B, gamma]`` accepted / checked per slot (NaN where never checked)."""
+        out = np.full(self.position_checked.shape, np.nan)
+        np.divide(self.position_accepted, self.position_checked, out=out,
+                  where=self.position_checked > 0)
+        return out
+
+    def summary(self) -> dict:
+        """Batch totals and means (plain floats/ints, JSON-serialisable)."""
+        tokens = int(sum(int(r.sum()) for r in self.round_tokens))
+        calls = int(self.target_calls.sum())
+        checked = int(self.position_checked.sum())
+        accepted = int(self.position_accepted.sum())
+        rounds = np.concatenate(self.accepted_counts) if self.accepted_counts else np.zeros(0)
+        return {
+            "batch_size": self.batch_size, "gamma": self.gamma, "bonus": self.bonus,
+            "verifier": self.verifier, "tokens": tokens, "target_calls": calls,
+            "draft_steps": int(self.draft_steps.sum()), "rejections": int(self.rejections.sum()),
+            "accepted": accepted, "checked": checked,
+            "acceptance": accepted / checked if checked else float("nan"),
+            "tokens_per_call": tokens / calls if calls else float("nan"),
+            "mean_accepted_per_round": float(rounds.mean()) if rounds.size else float("nan"),
+            "time_prefill": self.time_prefill, "time_draft": self.time_draft,
+            "time_target": self.time_target, "time_total": self.time_total,
+            "tokens_per_second": tokens / self.time_total if self.time_total > 0 else float("nan"),
+            "batch_draft_calls": self.batch_draft_calls,
+            "batch_target_calls": self.batch_target_calls,
+        }
+
+    def as_dict(self) -> dict:
+        """Everything, per sequence, as JSON-serialisable lists."""
+        return {
+            "summary": self.summary(),
+            "target_calls": self.target_calls.tolist(), "draft_steps": self.draft_steps.tolist(),
+            "rejections": self.rejections.tolist(),
+            "accepted_counts": [a.tolist() for a in self.accepted_counts],
+            "round_tokens": [r.tolist() for r in self.round_tokens],
+            "position_checked": self.position_checked.tolist(),
+            "position_accepted": self.position_accepted.tolist(),
+        }
+
+
+@dataclass
+class GenerationResult:
+    """``tokens``: one 1-d int64 ndarray of new tokens per sequence; ``stats``: :class:`DecodeStats`."""
+
+    tokens: list
+    stats: DecodeStats
+
+    def summary(self) -> dict:
+        return self.stats.summary()
+
+
+class StatsRecorder:
+    """Accumulates per-round counts while the decoder runs (internal helper)."""
+
+    def __init__(self, batch_size: int, gamma: int):
+        self.batch_size, self.gamma = batch_size, gamma
+        self.rounds = []  # per round: (k, n_accepted, emitted, rejected), int ndarrays [B]
+
+    def add_round(self, k, n_accepted, emitted, rejected):
+        """Record one round; arguments are int/bool ndarrays [B]; rows with ``k == 0`` are idle."""
+        self.rounds.append(tuple(np.asarray(a, dtype=np.int64) for a in (k, n_accepted, emitted, rejected)))
+
+    def finish(self, verifier: str, bonus: bool, **times) -> DecodeStats:
+        B, R, g = self.batch_size, len(self.rounds), self.gamma
+        k, n, e, rej = (np.stack([r[i] for r in self.rounds], axis=1) if R else np.zeros((B, 0), np.int64)
+                        for i in range(4))
+        live = k > 0
+        slots = np.arange(g)[None, None, :]
+        checked = live[..., None] & (slots < k[..., None]) & (slots <= n[..., None])
+        accepted = live[..., None] & (slots < n[..., None])
+        return DecodeStats(
+            gamma=g, bonus=bonus, verifier=verifier,
+            target_calls=live.sum(1).astype(np.int64),
+            draft_steps=k.sum(1).astype(np.int64),
+            rejections=(rej * live).sum(1).astype(np.int64),
+            accepted_counts=[n[b][live[b]] for b in range(B)],
+            round_tokens=[(n[b] + e[b])[live[b]] for b in range(B)],
+            position_checked=checked.sum(1).astype(np.int64),
+            position_accepted=accepted.sum(1).astype(np.int64),
+            **times,
+        )
