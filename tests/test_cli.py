@@ -1,0 +1,61 @@
+"""The spectheory command line: output, JSON, and one-line errors (never a traceback)."""
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import spectheory as st
+from spectheory.cli import main
+
+
+def run_cli(*args):
+    return subprocess.run([sys.executable, "-m", "spectheory.cli", *args], capture_output=True, text=True)
+
+
+def test_analyze_json_matches_library(capsys):
+    assert main(["analyze", "--vocab", "5", "--seed", "3", "--horizon", "12", "--gammas", "1,3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    chain = st.DecodingChain.random(5, rng=3)
+    np.testing.assert_allclose(out["rejections_theorem1"], chain.tv_profile(12).sum(), rtol=1e-12)
+    np.testing.assert_allclose(out["per_gamma"][1]["target_calls"], chain.expected_target_calls(12, 3), rtol=1e-12)
+    assert out["optimal_gamma"] in (1, 3)
+
+
+def test_analyze_reads_chain_file(tmp_path, capsys):
+    chain = st.DecodingChain.random(3, rng=1)
+    path = tmp_path / "chain.npz"
+    np.savez(path, target=chain.target, draft=chain.draft, initial=chain.initial)
+    assert main(["analyze", "--chain", str(path), "--horizon", "6", "--gammas", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "E[calls]" in text and f"{chain.expected_target_calls(6, 2):.4f}" in text
+
+
+def test_simulate_agrees_with_exact(capsys):
+    assert main(["simulate", "--vocab", "4", "--horizon", "10", "--gammas", "2", "--runs", "4000", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    assert {r["quantity"] for r in rows} == {"target_calls", "rejections", "draft_tokens"}
+    for r in rows:  # 5 standard errors: a false failure about once in a million runs
+        assert abs(r["z"]) < 5, r
+
+
+@pytest.mark.parametrize("args", [
+    ["analyze", "--gammas", "0"],
+    ["analyze", "--vocab", "0"],
+    ["analyze", "--chain", "/nonexistent/chain.json"],
+    ["simulate", "--runs", "0"],
+    ["figures", "no_such_figure"],
+    ["nonsense"],
+])
+def test_bad_arguments_give_one_line_and_nonzero_exit(args):
+    proc = run_cli(*args)
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+
+
+def test_every_subcommand_has_help_with_example():
+    for name in ["reproduce", "analyze", "simulate", "decode", "demo", "figures", "prove"]:
+        proc = run_cli(name, "--help")
+        assert proc.returncode == 0 and "example: spectheory" in proc.stdout
