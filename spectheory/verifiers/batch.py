@@ -49,8 +49,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_law_pair, check_int, check_prob
+from .._validation import as_law_pair, check_int
 from ._positional import phase_masses, simulate_positional, _categorical, _check_gamma
+from .batch_closed_form import (bernoulli_batch_rejection, iid_batch_expected_rejections,
+                                uniform_batch_rejection)
 from .rejection import rejection_verify
 
 __all__ = [
@@ -196,78 +198,6 @@ def batch_limit_rejection(target, draft):
     r"""Limit :math:`M \to \infty` of the all-rejected probability: :math:`p(\{q = 0\})`."""
     t, d = as_law_pair(target, draft)
     return np.where(d > 0, 0.0, t).sum(-1)[()]
-
-
-def bernoulli_batch_rejection(p_target, p_draft, M):
-    r"""Closed form for ``target = (1 - a, a)``, ``draft = (1 - b, b)`` (``a = p_target``, ``b = p_draft``).
-
-    Let :math:`x_+` be the token with :math:`p > q` and :math:`x_-` the other. Then
-    :math:`r_2 = \delta_{x_+}` and :math:`r_m = \delta_{x_+}` for all :math:`m \ge 2`, so
-    :math:`\mathrm{TV}(q, r_m) = q(x_-)` and
-
-    .. math:: P(\text{all rejected}) = |a - b| \; q(x_-)^{M-1}, \qquad
-              q(x_-) = 1 - b \text{ if } a > b, \; b \text{ if } a < b.
-
-    Limit: 0 unless :math:`q(x_-) = 1`, i.e. the draft puts no mass on :math:`x_+`
-    (then the value is :math:`p(x_+)`, the target mass outside the draft's support).
-    """
-    a = check_prob(p_target, "p_target")
-    b = check_prob(p_draft, "p_draft")
-    M = _check_M(M, allow_inf=True)
-    q_minus = np.where(a > b, 1.0 - b, b)
-    delta = np.abs(a - b)
-    if np.isinf(M):
-        return np.where(q_minus >= 1.0, delta, 0.0)[()]
-    return (delta * q_minus ** (M - 1))[()]
-
-
-def uniform_batch_rejection(target_size, draft_size, overlap, M):
-    r"""Closed form for target uniform on a set ``A`` and draft uniform on ``B``.
-
-    With :math:`a = |A|`, :math:`b = |B|`, :math:`k = |A \cap B|`:
-    :math:`Z(c) = \sum_x (p - c q)_+ = \max(1 - k/a,\; 1 - k c / b)`, and the recursion
-    :math:`c_{m+1} = c_m + Z(c_m)` gives :math:`Z_m = \max(u, r^{m-1})` with
-    :math:`u = 1 - k/a` (target mass outside ``B``) and :math:`r = 1 - k/b` (while
-    :math:`1 - k c_m/b > u`, :math:`c_m = (b/k)(1 - r^{m-1})`; afterwards :math:`Z = u`).
-    Hence
-
-    .. math:: P(\text{all } M \text{ rejected}) = \max\big(1 - k/a,\; (1 - k/b)^M\big),
-
-    which is :math:`\mathrm{TV} = 1 - k/\max(a, b)` at :math:`M = 1` and tends to
-    :math:`1 - k/a` (no improvement at all when :math:`a \ge b`).
-    """
-    a = check_int(target_size, "target_size", 1)
-    b = check_int(draft_size, "draft_size", 1)
-    k = check_int(overlap, "overlap", 0)
-    if k > min(a, b):
-        raise ValueError(f"overlap: must be <= min(target_size, draft_size), got {k}")
-    M = _check_M(M, allow_inf=True)
-    u = 1.0 - k / a
-    if np.isinf(M):
-        return u  # (1 - k/b)^M -> 0 unless k = 0, where u = 1 anyway
-    return max(u, (1.0 - k / b) ** M)
-
-
-def iid_batch_expected_rejections(tv, rho_batch, horizon):
-    r"""Closed form on a one-state chain with ``gamma=None`` (drafts to the end), no bonus.
-
-    A position starts a round iff it is the first or follows a rejection. With
-    :math:`\delta = \mathrm{TV}`, :math:`\rho_B` the batch first-token rejection and
-    :math:`\lambda = \rho_B - \delta`, the start probability obeys
-    :math:`\pi_0 = 1`, :math:`\pi_{n+1} = \delta + \lambda \pi_n`, so
-    :math:`\sum_{n<T} \pi_n = T\pi^* + (1 - \pi^*)(1 - \lambda^T)/(1 - \lambda)` with
-    :math:`\pi^* = \delta/(1 - \lambda)`. Returns ``(total, improvement)`` with
-    improvement :math:`= (\delta - \rho_B)\sum_{n<T}\pi_n` and total :math:`= T\delta -`
-    improvement.
-    """
-    delta = float(check_prob(tv, "tv"))
-    rho = float(check_prob(rho_batch, "rho_batch"))
-    T = check_int(horizon, "horizon", 1)
-    lam = rho - delta
-    pistar = delta / (1.0 - lam)
-    s = T * pistar + (1.0 - pistar) * (1.0 - lam ** T) / (1.0 - lam)
-    imp = (delta - rho) * s
-    return T * delta - imp, imp
 
 
 @dataclass
