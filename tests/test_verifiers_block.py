@@ -134,7 +134,6 @@ def test_block_at_least_token_per_round(seed, k):
 
 @pytest.mark.parametrize("seed", range(8))
 def test_block_fewer_calls_than_token_on_chains(seed):
-    rng = np.random.default_rng(seed)
     kind = seed % 3
     if kind == 0:
         chain = st.DecodingChain.random(3, concentration=0.5, rng=seed)

@@ -89,7 +89,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
         ``norm(max(w_j p_{j+1} - q_{j+1}, 0))`` for ``j < k`` and :math:`p_{k+1}` for ``j = k``.
     """
     t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
-    R, g, V = d.shape
+    R, g = d.shape[:2]
     rows = np.arange(R)
     w = np.ones((R, g + 1))
     for i in range(1, g + 1):
@@ -250,10 +250,9 @@ def block_round_transition(chain, n0, k, emit_bonus):
     k = check_int(k, "k", 1)
     if chain.max_horizon is not None and n0 + k + bool(emit_bonus) > chain.max_horizon:
         raise ValueError(f"n0, k: positions {n0}..{n0 + k + bool(emit_bonus) - 1} exceed max_horizon {chain.max_horizon}")
-    S, V = chain.n_states, chain.vocab_size
+    S = chain.n_states
     x, states, t_laws, d_laws, dprob = _enumerate_blocks(chain, n0, k, bool(emit_bonus))
     _, tau_law, final = block_weights(t_laws, d_laws, x, k)
-    N = x.shape[0]
     mass = dprob[:, None] * tau_law                                    # [N, k+1]
     Q = np.zeros((S, k + 1, S))
     s0 = states[:, 0]

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_law_pair, check_int
+from ..sampling_utils import sample_categorical
 
 __all__ = [
     "rrs_acceptance", "rrs_output_law", "rrs_residuals", "rrs_rule", "rrs_verify",
@@ -72,13 +73,10 @@ def _norm_excess(r, d):
 
 
 def _categorical(weights, u):
-    """Inverse-CDF sampling of unnormalised non-negative ``weights [..., V]`` with ``u [...]``."""
-    cdf = np.cumsum(weights, axis=-1)
-    x = (cdf <= (u * cdf[..., -1])[..., None]).sum(-1)
-    # Never return a zero-weight token at the top end (rounding): step back to the last positive one.
-    x = np.minimum(x, weights.shape[-1] - 1)
-    last_pos = weights.shape[-1] - 1 - np.argmax(weights[..., ::-1] > 0, axis=-1)
-    return np.minimum(x, last_pos).astype(np.int64)
+    """Inverse-CDF sampling of unnormalised non-negative ``weights [..., V]`` with ``u [...]``
+    (the core's :func:`spectheory.sampling_utils.sample_categorical`)."""
+    w = np.asarray(weights, dtype=np.float64)
+    return sample_categorical(w, np.broadcast_to(np.asarray(u, dtype=np.float64), w.shape[:-1]))
 
 
 def rrs_residuals(target, draft, k):
