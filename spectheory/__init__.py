@@ -13,5 +13,6 @@ from .closed_form import (expected_tokens_per_call, walltime_speedup, optimal_ga
                           accepted_count_law, arithmetic_operations_factor, mean_accepted,
                           causal_acceptance)
 from .chain import DecodingChain, ngram_counts
+from .montecarlo import simulate, sample_target, SimulationResult
 
 __version__ = "0.1.0"
