@@ -13,7 +13,7 @@ import sys
 import numpy as np
 
 EXAMPLES = {
-    "reproduce": "spectheory reproduce --quick --out reproduce-out --jobs 2",
+    "reproduce": "spectheory reproduce --quick --out /tmp/st-out --jobs 2",
     "analyze": "spectheory analyze --vocab 16 --seed 0 --horizon 64 --gammas 1,2,4,8 --cost 0.05",
     "simulate": "spectheory simulate --vocab 16 --seed 0 --horizon 64 --gammas 2,4 --runs 5000",
     "decode": 'spectheory decode --prompt "def main(" --draft draft-small --gamma 4 --tokens 64',
@@ -208,7 +208,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reproduce", cmd_reproduce, "regenerate every result and figure (the main job)")
     p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
-    p.add_argument("--out", default="reproduce-out", help="output folder (default reproduce-out)")
+    p.add_argument("--out", default=None,
+                   help="output folder (default: the repository's own results/ and figures/)")
     p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
     p.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
 

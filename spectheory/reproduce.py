@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -56,11 +57,14 @@ def discover_steps() -> list[Step]:
     return steps
 
 
-def _run_step(name: str, argv: list, log: str, digest: str) -> dict:
+def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1) -> dict:
     """Run one step as a subprocess; ``digest`` (script content hash) only keys the cache."""
     start = time.perf_counter()
+    env = dict(os.environ)
+    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        env.setdefault(var, str(threads))  # parallel steps must not oversubscribe the cores
     with open(log, "w") as fh:
-        proc = subprocess.run(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT)
+        proc = subprocess.run(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
     return {"name": name, "rc": proc.returncode, "seconds": round(time.perf_counter() - start, 2),
             "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv))}
 
@@ -71,16 +75,34 @@ def _digest(step: Step) -> str:
     return h.hexdigest()[:16]
 
 
-def run_steps(steps, out: Path, quick: bool, jobs: int = 1, scheduler=None) -> list[dict]:
+@dataclass(frozen=True)
+class Layout:
+    """Where the main job writes: results (JSON), figures, logs, cache, and the summary."""
+    results: Path
+    figures: Path
+    logs: Path
+    cache: Path
+
+    @classmethod
+    def at(cls, out=None) -> "Layout":
+        """``out=None``: the repository itself (results/, figures/); else everything under ``out``."""
+        if out is None:
+            return cls(ROOT / "results", ROOT / "figures", ROOT / "results" / "logs", ROOT / ".cache" / "reproduce")
+        out = Path(out).resolve()
+        return cls(out / "results", out / "figures", out / "logs", out / ".cache")
+
+
+def run_steps(steps, layout: Layout, quick: bool, jobs: int = 1, scheduler=None) -> list[dict]:
     """Run ``steps`` (figures after everything else); return one status dict per step."""
     from .sweeps import task_key
 
-    (out / "logs").mkdir(parents=True, exist_ok=True)
-    cache = out / ".cache" / ("quick" if quick else "full")
+    layout.logs.mkdir(parents=True, exist_ok=True)
+    cache = layout.cache / ("quick" if quick else "full")
+    threads = max(1, (os.cpu_count() or 1) // jobs)
     statuses = []
     for kinds in (("proof", "simulation", "decoder"), ("figure",)):
-        params = [{"name": s.name, "argv": s.argv(out / ("figures" if s.kind == "figure" else "results"), quick),
-                   "log": str(out / "logs" / f"{s.name}.log"), "digest": _digest(s)}
+        params = [{"name": s.name, "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
+                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s), "threads": threads}
                   for s in steps if s.kind in kinds]
         results = run_sweep(_run_step, params, jobs=jobs, scheduler=scheduler, cache_dir=cache,
                             desc="figures" if kinds == ("figure",) else "simulations")
@@ -92,10 +114,10 @@ def run_steps(steps, out: Path, quick: bool, jobs: int = 1, scheduler=None) -> l
 
 
 def collect_headlines(out: Path) -> list[dict]:
-    """Every ``headline`` entry of every JSON file under ``out`` (sorted by file)."""
+    """Every ``headline`` entry of every JSON file directly in ``out`` (sorted by file)."""
     rows = []
-    for path in sorted(out.rglob("*.json")):
-        if path.name.startswith("summary") or ".cache" in path.parts:
+    for path in sorted(out.glob("*.json")):
+        if path.name.startswith("summary"):
             continue
         try:
             data = json.loads(path.read_text())
@@ -107,9 +129,10 @@ def collect_headlines(out: Path) -> list[dict]:
     return rows
 
 
-def write_summary(out: Path, statuses: list[dict], quick: bool) -> dict:
-    """Write ``summary.json`` and ``summary.md`` into ``out``; return the summary dict."""
-    headlines = collect_headlines(out)
+def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -> dict:
+    """Write ``summary.json`` and ``summary.md`` into ``out`` from the JSON files in ``results``."""
+    out.mkdir(parents=True, exist_ok=True)
+    headlines = collect_headlines(results)
     summary = {"quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
                "steps": statuses, "headline": headlines}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -129,21 +152,26 @@ def write_summary(out: Path, statuses: list[dict], quick: bool) -> dict:
     return summary
 
 
-def reproduce(out="reproduce-out", quick: bool = False, jobs: int = 1, scheduler=None,
-              only=None) -> int:
-    """Run the main job into ``out``; return 0 if every step succeeded, else 1."""
-    out = Path(out).resolve()
+def reproduce(out=None, quick: bool = False, jobs: int = 1, scheduler=None, only=None) -> int:
+    """Run the main job; return 0 if every step succeeded, else 1.
+
+    ``out=None`` regenerates the repository's own ``results/`` (with ``summary.md`` and
+    ``summary.json``) and ``figures/``; ``out=DIR`` writes ``DIR/summary.md``,
+    ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead.
+    """
+    layout = Layout.at(out)
+    summary_dir = layout.results if out is None else Path(out).resolve()
     steps = discover_steps()
     if only:
         steps = [s for s in steps if s.name in set(only)]
     t0 = time.perf_counter()
-    statuses = run_steps(steps, out, quick, jobs=jobs, scheduler=scheduler)
-    write_summary(out, statuses, quick)
+    statuses = run_steps(steps, layout, quick, jobs=jobs, scheduler=scheduler)
+    summary = write_summary(summary_dir, layout.results, statuses, quick)
     failed = [s["name"] for s in statuses if s["rc"] != 0]
     print(f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
-          f"{time.perf_counter() - t0:.0f} s; summary in {out / 'summary.md'}")
+          f"{time.perf_counter() - t0:.0f} s; summary in {summary_dir / 'summary.md'}")
     if failed:
-        print(f"failed steps (logs in {out / 'logs'}): {', '.join(failed)}")
+        print(f"failed steps (logs in {layout.logs}): {', '.join(failed)}")
     return 1 if failed else 0
 
 

@@ -2,11 +2,12 @@
 
 - :mod:`.rejection`   general rejection-based verifiers and optimality (Yin et al. 2024, Thms 1-2)
 - :mod:`.batch`       batch speculative decoding with M draft sequences (Yin et al. 2024)
-- :mod:`.multidraft`  k candidates at one position: recursive rejection, K-SEQ, optimal transport
+- :mod:`.multidraft`  k candidates at one position: recursive rejection (with/without replacement)
+- :mod:`.kseq`        K-SEQ (SpecTr)
+- :mod:`.optimal_transport`  optimal multi-draft acceptance, its LP, an optimal verifier
 - :mod:`.block`       block verification (Sun et al.)
 - :mod:`.biased`      biased (lossy) acceptance and the rejection/quality Pareto front
 - :mod:`.pareto`      sequence-level TV of lossy rules against their rejections
-- :mod:`.kseq`, :mod:`.optimal_transport`  K-SEQ (SpecTr) and the optimal multi-draft acceptance
 """
 from .rejection import *  # noqa: F401,F403
 from .batch import *  # noqa: F401,F403
