@@ -44,7 +44,9 @@ class Step:
 
 def discover_steps() -> list[Step]:
     """Every proof, simulation and figure script of the repository, in dependency order."""
-    steps = [Step("proofs", "proofs/__main__.py", quick_args=(), kind="proof")]
+    steps = []
+    if (ROOT / "proofs" / "__main__.py").exists():
+        steps.append(Step("proofs", "proofs/__main__.py", quick_args=(), kind="proof"))
     skip = {"train_models.py"}  # training is not part of the main job: the weights are shipped
     for path in sorted((ROOT / "simulations").glob("*.py")):
         if path.name in skip or path.name.startswith("_"):
@@ -69,8 +71,17 @@ def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1) ->
             "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv))}
 
 
-def _digest(step: Step) -> str:
+def _library_digest() -> str:
+    """Hash of the library's sources: a changed library invalidates every cached step."""
+    h = hashlib.sha256()
+    for path in sorted((ROOT / "spectheory").rglob("*.py")):
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def _digest(step: Step, library: str) -> str:
     h = hashlib.sha256((ROOT / step.script).read_bytes())
+    h.update(library.encode())
     h.update(repr((step.args, step.quick_args, step.full_args)).encode())
     return h.hexdigest()[:16]
 
@@ -99,10 +110,11 @@ def run_steps(steps, layout: Layout, quick: bool, jobs: int = 1, scheduler=None)
     layout.logs.mkdir(parents=True, exist_ok=True)
     cache = layout.cache / ("quick" if quick else "full")
     threads = max(1, (os.cpu_count() or 1) // jobs)
+    library = _library_digest()
     statuses = []
     for kinds in (("proof", "simulation", "decoder"), ("figure",)):
         params = [{"name": s.name, "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
-                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s), "threads": threads}
+                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library), "threads": threads}
                   for s in steps if s.kind in kinds]
         results = run_sweep(_run_step, params, jobs=jobs, scheduler=scheduler, cache_dir=cache,
                             desc="figures" if kinds == ("figure",) else "simulations")
@@ -129,10 +141,19 @@ def collect_headlines(out: Path) -> list[dict]:
     return rows
 
 
+def _cell(v) -> str:
+    """A markdown table cell: 4 significant digits for floats, pipes escaped."""
+    text = f"{v:.4g}" if isinstance(v, float) else str(v)
+    return text.replace("|", "\\|")
+
+
 def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -> dict:
     """Write ``summary.json`` and ``summary.md`` into ``out`` from the JSON files in ``results``."""
     out.mkdir(parents=True, exist_ok=True)
     headlines = collect_headlines(results)
+    commands = {st["name"]: st["command"] for st in statuses}
+    for h in headlines:  # scripts that do not record their command: the one reproduce ran
+        h["command"] = h.get("command") or commands.get(Path(h["source"]).stem, "")
     summary = {"quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
                "steps": statuses, "headline": headlines}
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -142,8 +163,7 @@ def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -
     for h in headlines:
         se = h.get("se")
         value = h.get("value")
-        fmt = (lambda v: f"{v:.4g}" if isinstance(v, float) else str(v))
-        lines.append(f"| {h.get('name', '?')} | {fmt(value)} | {fmt(se) if se is not None else ''} | "
+        lines.append(f"| {_cell(h.get('name', '?'))} | {_cell(value)} | {_cell(se) if se is not None else ''} | "
                      f"`{h.get('command') or h['source']}` |")
     lines += ["", "| step | status | seconds |", "|---|---|---|"]
     lines += [f"| {s['name']} | {'ok' if s['rc'] == 0 else 'FAILED (rc ' + str(s['rc']) + ')'} | {s['seconds']} |"
