@@ -3,7 +3,7 @@
 Models (all on the Python standard library's ``.py`` sources, see
 ``spectheory.decoder.corpus``):
 
-* ``target``      GPT, 4 layers, n_embd 256, 4 heads, context 256 (~3.3M parameters);
+* ``target``      GPT, 4 layers, n_embd 224, 4 heads, context 256 (~2.5M parameters);
 * ``draft-small`` GPT, 2 layers, n_embd 96, 4 heads (< 1/8 of the target's parameters);
 * ``draft-tiny``  GPT, 1 layer, n_embd 32, 2 heads;
 * ``draft-ngram`` order-2 byte n-gram (next byte given the last byte) from counts,
@@ -26,8 +26,8 @@ for every draft present (run it after retraining the target).
 
 Examples
 --------
-    python simulations/train_models.py --model target --steps 600 --threads 1
-    python simulations/train_models.py --model draft-small --steps 1500
+    python simulations/train_models.py --model target --steps 800
+    python simulations/train_models.py --model draft-small --steps 1000
     python simulations/train_models.py --model draft-ngram
     python simulations/train_models.py --model acceptance
     python simulations/train_models.py --model target --steps 5 --out /tmp/w   # smoke test
@@ -54,15 +54,15 @@ DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__fil
                            "spectheory", "decoder", "weights")
 
 ARCHS = {
-    "target": dict(n_layer=4, n_head=4, n_embd=256, block_size=256),
+    "target": dict(n_layer=4, n_head=4, n_embd=224, block_size=256),
     "draft-small": dict(n_layer=2, n_head=4, n_embd=96, block_size=256),
     "draft-tiny": dict(n_layer=1, n_head=2, n_embd=32, block_size=256),
 }
 # default optimisation settings per model; CLI flags override them
 TRAIN_DEFAULTS = {
-    "target": dict(steps=600, batch_size=16, seq_len=256, lr=3e-3, warmup=30),
-    "draft-small": dict(steps=1500, batch_size=16, seq_len=256, lr=3e-3, warmup=100),
-    "draft-tiny": dict(steps=1500, batch_size=16, seq_len=256, lr=5e-3, warmup=100),
+    "target": dict(steps=800, batch_size=8, seq_len=256, lr=3e-3, warmup=50),
+    "draft-small": dict(steps=1000, batch_size=16, seq_len=256, lr=3e-3, warmup=50),
+    "draft-tiny": dict(steps=1500, batch_size=16, seq_len=256, lr=5e-3, warmup=50),
 }
 NGRAM_ORDER, NGRAM_ALPHA = 2, 0.5
 EVAL_WINDOWS, EVAL_LEN = 256, 256     # held-out bytes scored: 256 windows x 256 positions

@@ -66,11 +66,17 @@ class NGramModel(nn.Module):
         ``k >= 1``; the context is ``k - 1`` bytes.
     alpha : float
         Smoothing, ``> 0``.
+    vocab_size : int
+        ``V`` (256 for bytes; smaller vocabularies are for tests and toy chains).
+    pad_byte : int, optional
+        Left padding of short histories; default newline (10), or 0 when ``V <= 10``.
     """
 
-    def __init__(self, index, counts, order, alpha, vocab_size=256, pad_byte=10,
+    def __init__(self, index, counts, order, alpha, vocab_size=256, pad_byte=None,
                  max_seq_len=1 << 16):
         super().__init__()
+        if pad_byte is None:
+            pad_byte = 10 if vocab_size > 10 else 0
         if not isinstance(order, int) or order < 1:
             raise ValueError(f"order must be an int >= 1, got {order!r}")
         if not (np.isfinite(alpha) and alpha > 0):

@@ -4,14 +4,14 @@ Shipped models (weights and JSON metadata in ``spectheory/decoder/weights/``, tr
 ``simulations/train_models.py`` on the Python standard library, see
 ``spectheory.decoder.corpus``):
 
-========== ==============================================================
-name       model
-========== ==============================================================
-target     byte-level GPT, 4 layers, n_embd 256 (~3.3M parameters)
+=========== ==============================================================
+name        model
+=========== ==============================================================
+target      byte-level GPT, 4 layers, n_embd 224 (~2.5M parameters)
 draft-small byte-level GPT, 2 layers, n_embd 96 (< 1/8 of the target)
-draft-tiny byte-level GPT, 1 layer, n_embd 32
+draft-tiny  byte-level GPT, 1 layer, n_embd 32
 draft-ngram order-2 byte n-gram from counts (next byte given the last byte)
-========== ==============================================================
+=========== ==============================================================
 
 Each metadata file records the architecture, parameter count, training command, steps,
 held-out loss (nats/byte), corpus hash, date, torch version and, for drafts, the
