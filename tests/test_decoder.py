@@ -473,3 +473,60 @@ def test_autoregressive_bad_input():
         autoregressive_generate(target, [[1]], 0)
     with pytest.raises(ValueError, match="temperature"):
         autoregressive_generate(target, [[1]], 3, temperature=-1)
+
+
+# ------------------------------------------------------------------ the project's own models
+def small_gpt(seed, n_layer=2, n_embd=32, sharpen=8.0):
+    """A random byte-level GPT; embeddings scaled up so next-byte laws are far from uniform."""
+    from spectheory.decoder.model import GPT, GPTConfig
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = GPT(GPTConfig(n_layer=n_layer, n_head=2, n_embd=n_embd, block_size=96)).eval()
+    with torch.no_grad():
+        model.wte.weight.mul_(sharpen)
+    return model
+
+
+def byte_ngram(order=2):
+    from spectheory.decoder.ngram import NGramModel
+    text = b"def f(x):\n    return x + 1\n\nclass A:\n    pass\n" * 3
+    return NGramModel.from_bytes(np.frombuffer(text, dtype=np.uint8), order=order, alpha=0.5)
+
+
+BYTE_PROMPTS = [b"def ", b"class A", b"\n", b"import os\nimport sys\n"]
+
+
+@pytest.mark.parametrize("draft_kind,verifier", [("gpt", "token"), ("ngram", "token"), ("gpt", "block")])
+def test_gpt_target_greedy_and_cached_logits(draft_kind, verifier):
+    target = small_gpt(0).double()
+    draft = small_gpt(1, n_layer=1, n_embd=16).double() if draft_kind == "gpt" else byte_ngram()
+    rec = Recorder(target)
+    res = speculative_generate(rec, draft, BYTE_PROMPTS, 24, 4, temperature=0, verifier=verifier)
+    full = [list(p) + t.tolist() for p, t in zip(BYTE_PROMPTS, res.tokens)]
+    assert [t.tolist() for t in res.tokens] == greedy_reference(target, [list(p) for p in BYTE_PROMPTS], 24)
+    assert res.stats.rejections.sum() > 0
+    with torch.no_grad():
+        for ids, start, out, _ in rec.calls:  # used logits equal the uncached forward
+            for b in range(ids.shape[0]):
+                s = int(start[b])
+                ok = [i for i in range(ids.shape[1]) if ids[b, : i + 1].tolist() == full[b][s: s + i + 1]]
+                if ok:
+                    expect = target(torch.tensor([full[b][: s + max(ok) + 1]]))[0, s:]
+                    torch.testing.assert_close(out[b, : max(ok) + 1], expect, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("kind", ["gpt", "ngram"])
+def test_own_model_as_its_own_draft_never_rejects(kind):
+    import copy
+    target = small_gpt(0).double() if kind == "gpt" else byte_ngram(order=3)
+    res = speculative_generate(target, copy.deepcopy(target), BYTE_PROMPTS, 20, 3, seed=4)
+    assert res.stats.rejections.sum() == 0 and res.stats.accepted.sum() == res.stats.draft_steps.sum()
+
+
+def test_gpt_batch_invariance_float32():
+    target, draft = small_gpt(0), small_gpt(1, n_layer=1, n_embd=16)
+    seeds = [5, 6, 7, 8]
+    full = speculative_generate(target, draft, BYTE_PROMPTS, 16, 3, seed=seeds, top_p=0.95)
+    for b in (0, 3):
+        alone = speculative_generate(target, draft, [BYTE_PROMPTS[b]], 16, 3, seed=[seeds[b]], top_p=0.95)
+        assert np.array_equal(alone.tokens[0], full.tokens[b])
