@@ -1,0 +1,38 @@
+"""Conformance kit for speculative samplers: does yours preserve the target law, and is it optimal?
+
+Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_tokens [k], rng)
+-> emitted tokens`` (see :mod:`spectheory.testing.reference`) and run::
+
+    from spectheory.testing import assert_verifier_lossless
+    assert_verifier_lossless(my_verify)          # in a pytest test
+
+* :func:`check_verifier` / :func:`assert_verifier_lossless` -- the kit (:mod:`.kit`);
+* :func:`reference_verify` -- a correct verifier (standard speculative sampling);
+* :func:`as_batched`, :func:`from_round_verifier`, and
+  :func:`spectheory.testing.torch_adapter.from_torch_sampler` -- adapters for batched samplers;
+* :mod:`spectheory.testing.strategies` -- hypothesis strategies (needs ``hypothesis``);
+* :mod:`spectheory.testing.gallery` -- deliberately buggy verifiers the kit catches.
+
+>>> from spectheory.testing import check_verifier, reference_verify
+>>> check_verifier(reference_verify, n_samples=500).passed
+True
+"""
+from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
+from .kit import CHECKS, CheckResult, Report, assert_verifier_lossless, check_verifier
+from .reference import (PAD, BatchedVerifier, accepted_count, as_batched, from_round_verifier,
+                        reference_verify, reference_verify_batch)
+
+__all__ = ["check_verifier", "assert_verifier_lossless", "Report", "CheckResult", "CHECKS",
+           "reference_verify", "reference_verify_batch", "accepted_count", "as_batched",
+           "BatchedVerifier", "from_round_verifier", "PAD", "Instance", "FAMILIES", "make_instance",
+           "constant_uniform_rng"]
+
+
+def __getattr__(name):
+    if name == "from_torch_sampler":          # torch is optional: imported on first use
+        from .torch_adapter import from_torch_sampler
+        return from_torch_sampler
+    if name in ("strategies", "gallery", "torch_adapter"):
+        import importlib
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,254 @@
+r"""The verifier interface of the conformance kit, and a correct reference verifier.
+
+**Interface.** A user wraps their speculative sampler in a function ::
+
+    verify(target_probs, draft_probs, draft_tokens, rng) -> emitted
+
+* ``target_probs`` -- ``[k+1, V]`` float64: row ``j`` is the target law (p) at draft position
+  ``j`` given the drafts before it; row ``k`` is the bonus law after all ``k`` drafts;
+* ``draft_probs`` -- ``[k, V]``: row ``j`` is the draft law (q) the token ``draft_tokens[j]``
+  was sampled from;
+* ``draft_tokens`` -- ``[k]`` int;
+* ``rng`` -- a :class:`numpy.random.Generator` (the verifier's only source of randomness);
+* ``emitted`` -- 1-d int array of length ``n + 1``: the accepted prefix
+  ``draft_tokens[:n]`` followed by one token (the residual sample after a rejection at
+  position ``n < k``, or the bonus token when ``n = k``).
+
+Batched samplers (the common engine shape) implement ``verify_batch(target_probs [N, k+1, V],
+draft_probs [N, k, V], draft_tokens [N, k], rng) -> [N, k+1]`` int with ``-1`` after the
+emitted tokens; wrap such a function with :func:`as_batched` (or, for torch engines, with
+:func:`spectheory.testing.torch_adapter.from_torch_sampler`).
+
+**Reference.** :func:`reference_verify` is standard speculative sampling (Leviathan et al.
+2023; Chen et al. 2023), p = target, q = draft::
+
+    for j in 0..k-1:
+        if u_j * q_j(x_j) < p_j(x_j):  accept x_j          # u_j < min(1, p_j(x_j) / q_j(x_j))
+        else: emit y ~ norm(max(p_j - q_j, 0)); stop
+    emit y ~ p_k                                          # bonus token
+
+The uniforms are drawn apart from the rule (:func:`accepted_count`,
+:func:`spectheory.sampling_utils.sample_categorical`) so the rule can be checked with
+hand-picked uniforms.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..sampling_utils import _token_rule, residual_weights, sample_categorical
+
+__all__ = ["accepted_count", "reference_verify", "reference_verify_batch", "as_batched",
+           "BatchedVerifier", "from_round_verifier", "PAD"]
+
+#: Padding value of the batched interface (positions after the emitted tokens).
+PAD = -1
+
+
+def _check_args(target_probs, draft_probs, draft_tokens, batched=False):
+    t = np.asarray(target_probs, dtype=np.float64)
+    d = np.asarray(draft_probs, dtype=np.float64)
+    x = np.asarray(draft_tokens)
+    lead = 1 if batched else 0
+    shape = "[N, k, V]" if batched else "[k, V]"
+    if d.ndim != 2 + lead or d.shape[-2] < 1:
+        raise ValueError(f"draft_probs: expected shape {shape} with k >= 1, got {d.shape}")
+    k, V = d.shape[-2:]
+    if t.shape != d.shape[:-2] + (k + 1, V):
+        raise ValueError(f"target_probs: expected shape {d.shape[:-2] + (k + 1, V)}, got {t.shape}")
+    if x.shape != d.shape[:-1] or not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"draft_tokens: expected an int array of shape {d.shape[:-1]}, got {x.dtype} {x.shape}")
+    if x.size and (x.min() < 0 or x.max() >= V):
+        raise ValueError(f"draft_tokens: entries must lie in [0, {V})")
+    if not (np.all(np.isfinite(t)) and np.all(np.isfinite(d))) or t.min() < 0 or d.min() < 0:
+        raise ValueError("target_probs, draft_probs: entries must be finite and >= 0")
+    return t, d, x.astype(np.int64)
+
+
+def accepted_count(target_probs, draft_probs, draft_tokens, uniforms) -> int:
+    r"""Number of accepted drafts given the acceptance uniforms (the rule, without randomness).
+
+    Draft ``j`` is accepted iff ``uniforms[j] * q_j(x_j) < p_j(x_j)``, i.e.
+    :math:`u_j < \min(1, p_j(x_j)/q_j(x_j))` (strict, so a token with :math:`p_j(x_j) = 0`
+    is never accepted, even at ``u = 0``); the count stops at the first rejection.
+
+    Examples
+    --------
+    >>> from spectheory.testing import accepted_count
+    >>> t = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]]; d = [[0.8, 0.2], [0.8, 0.2]]
+    >>> accepted_count(t, d, [0, 0], [0.6, 0.7])     # 0.6 < 0.625 accepted, 0.7 rejected
+    1
+    >>> accepted_count(t, d, [0, 1], [0.6, 0.99])    # p/q = 2.5 for token 1
+    2
+    """
+    t, d, x = _check_args(target_probs, draft_probs, draft_tokens)
+    u = np.asarray(uniforms, dtype=np.float64)
+    k = x.shape[0]
+    if u.shape != (k,):
+        raise ValueError(f"uniforms: expected shape ({k},), got {u.shape}")
+    j = np.arange(k)
+    ok = u * d[j, x] < t[j, x]
+    return int(k if ok.all() else np.argmin(ok))
+
+
+def reference_verify(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+    r"""Standard speculative sampling of one round (correct; the kit passes it).
+
+    Parameters
+    ----------
+    target_probs : array_like, shape (k+1, V)
+    draft_probs : array_like, shape (k, V)
+    draft_tokens : array_like of int, shape (k,)
+    rng : anything :func:`numpy.random.default_rng` accepts
+        Draws ``k`` acceptance uniforms, then one uniform for the final token.
+
+    Returns
+    -------
+    ndarray of int64, shape (n+1,)
+        ``draft_tokens[:n]`` and the residual (``n < k``) or bonus (``n == k``) token.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.testing import reference_verify
+    >>> t = np.array([[0.0, 1.0], [0.5, 0.5]]); d = np.array([[1.0, 0.0]])
+    >>> reference_verify(t, d, [0], rng=0).tolist()    # token 0 has target 0: rejected
+    [1]
+    """
+    t, d, x = _check_one(target_probs, draft_probs, draft_tokens)
+    rng = np.random.default_rng(rng)
+    k = x.shape[0]
+    u = rng.random(k)
+    j = _ARANGE[:k] if k <= _ARANGE.size else np.arange(k)
+    ok = u * d[j, x] < t[j, x]
+    n = int(np.argmin(ok)) if not ok.all() else k
+    if n == k:
+        law = t[k]
+    else:
+        law = np.maximum(t[n] - d[n], 0.0)
+        if not law.sum() > 1e-15:          # zero residual mass: target == draft up to rounding
+            law = t[n]
+    cdf = np.cumsum(law)
+    cdf /= cdf[-1]                         # last entry exactly 1
+    y = int(np.count_nonzero(cdf <= rng.random()))   # first index whose CDF exceeds u
+    out = np.empty(n + 1, dtype=np.int64)
+    out[:n] = x[:n]
+    out[n] = y
+    return out
+
+
+_ARANGE = np.arange(64)
+
+
+def _check_one(target_probs, draft_probs, draft_tokens):
+    """Cheap validation of one round (shapes, dtype, token range, finite non-negative laws)."""
+    t = np.asarray(target_probs, dtype=np.float64)
+    d = np.asarray(draft_probs, dtype=np.float64)
+    x = np.asarray(draft_tokens)
+    if d.ndim != 2 or d.shape[0] < 1:
+        raise ValueError(f"draft_probs: expected shape [k, V] with k >= 1, got {d.shape}")
+    k, V = d.shape
+    if t.shape != (k + 1, V):
+        raise ValueError(f"target_probs: expected shape {(k + 1, V)}, got {t.shape}")
+    if x.shape != (k,) or x.dtype.kind not in "iu":
+        raise ValueError(f"draft_tokens: expected an int array of shape ({k},), got {x.dtype} {x.shape}")
+    if x.min() < 0 or x.max() >= V:
+        raise ValueError(f"draft_tokens: entries must lie in [0, {V})")
+    if not (t.min() >= 0 and d.min() >= 0 and np.isfinite(t.sum() + d.sum())):
+        raise ValueError("target_probs, draft_probs: entries must be finite and >= 0")
+    return t, d, x
+
+
+def reference_verify_batch(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+    r"""Vectorised :func:`reference_verify` over a batch axis (same rule, other uniforms layout).
+
+    Shapes ``[N, k+1, V]``, ``[N, k, V]``, ``[N, k]``; returns ``[N, k+1]`` int64, padded with
+    :data:`PAD` (``-1``) after the emitted tokens.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.testing import reference_verify_batch
+    >>> t = np.full((2, 2, 2), 0.5); d = np.full((2, 1, 2), 0.5)
+    >>> reference_verify_batch(t, d, np.array([[0], [1]]), rng=0)[:, 0].tolist()   # t == d: accepted
+    [0, 1]
+    """
+    t, d, x = _check_args(target_probs, draft_probs, draft_tokens, batched=True)
+    rng = np.random.default_rng(rng)
+    N, k = x.shape
+    n, y = _token_rule(t, d, x, np.full(N, k, dtype=np.int64), rng.random((N, k)), rng.random(N))
+    out = np.full((N, k + 1), PAD, dtype=np.int64)
+    pos = np.arange(k + 1)[None, :]
+    xx = np.concatenate([x, np.zeros((N, 1), np.int64)], axis=1)
+    out = np.where(pos < n[:, None], xx, out)
+    out[np.arange(N), n] = y
+    return out
+
+
+class BatchedVerifier:
+    """A batched verifier usable by the kit and, one round at a time, as a plain ``verify``.
+
+    Parameters
+    ----------
+    verify_batch : callable
+        ``verify_batch(target_probs [N,k+1,V], draft_probs [N,k,V], draft_tokens [N,k], rng)
+        -> [N, k+1]`` int, padded with ``pad_value`` after the emitted tokens.
+    pad_value : int
+        Padding used by ``verify_batch`` (converted to the kit's ``-1``).
+    name : str, optional
+    """
+
+    def __init__(self, verify_batch, pad_value: int = PAD, name: str | None = None):
+        if not callable(verify_batch):
+            raise ValueError("verify_batch: must be callable")
+        self._fn = verify_batch
+        self.pad_value = int(pad_value)
+        self.__name__ = name or getattr(verify_batch, "__name__", "batched_verifier")
+
+    def verify_batch(self, target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+        out = np.asarray(self._fn(target_probs, draft_probs, draft_tokens, rng))
+        if self.pad_value != PAD and np.issubdtype(out.dtype, np.integer):
+            out = np.where(out == self.pad_value, PAD, out)
+        return out
+
+    def __call__(self, target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+        out = self.verify_batch(np.asarray(target_probs)[None], np.asarray(draft_probs)[None],
+                                np.asarray(draft_tokens)[None], rng)[0]
+        stop = np.flatnonzero(out == PAD)
+        return out[: stop[0]] if stop.size else out
+
+    def __repr__(self) -> str:
+        return f"BatchedVerifier({self.__name__})"
+
+
+def as_batched(verify_batch, pad_value: int = PAD, name: str | None = None) -> BatchedVerifier:
+    """Wrap a batched numpy verifier (see :class:`BatchedVerifier`) so the kit calls it batched.
+
+    Examples
+    --------
+    >>> from spectheory.testing import as_batched, reference_verify_batch, check_verifier
+    >>> report = check_verifier(as_batched(reference_verify_batch), n_samples=2000, seed=1)
+    >>> report.passed
+    True
+    """
+    return BatchedVerifier(verify_batch, pad_value, name)
+
+
+def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifier:
+    """Adapt the package's round signature (:mod:`spectheory.sampling_utils`) to the kit.
+
+    ``verify_round(target_laws [N,k+1,V], draft_laws [N,k,V], draft_tokens [N,k], k [N], rng)
+    -> (n_accepted [N], final_token [N])``, e.g. :func:`spectheory.sampling_utils.token_verify_round`
+    or :func:`spectheory.verifiers.block.block_verify_round`.
+    """
+    def verify_batch(target_probs, draft_probs, draft_tokens, rng):
+        x = np.asarray(draft_tokens, dtype=np.int64)
+        N, k = x.shape
+        n, y = verify_round(target_probs, draft_probs, x, np.full(N, k, dtype=np.int64), rng)
+        n = np.asarray(n, dtype=np.int64)
+        pos = np.arange(k + 1)[None, :]
+        xx = np.concatenate([x, np.zeros((N, 1), np.int64)], axis=1)
+        out = np.where(pos < n[:, None], xx, PAD)
+        out[np.arange(N), n] = y
+        return out
+
+    return BatchedVerifier(verify_batch, PAD, name or getattr(verify_round, "__name__", "round_verifier"))
