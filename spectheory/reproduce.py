@@ -34,7 +34,7 @@ class Step:
     args: tuple = ()                 # extra arguments (both modes)
     quick_args: tuple = ("--quick",)
     full_args: tuple = ()
-    kind: str = "simulation"         # proof | simulation | decoder | figure
+    kind: str = "simulation"         # proof | simulation | decoder | benchmark | figure
     needs: tuple = field(default=())  # names of steps whose outputs it reads
 
     def argv(self, out: Path, quick: bool) -> list[str]:
@@ -53,6 +53,9 @@ def discover_steps() -> list[Step]:
             continue
         kind = "decoder" if path.name.startswith("decoder") else "simulation"
         steps.append(Step(path.stem, f"simulations/{path.name}", kind=kind))
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        if not path.name.startswith("_"):
+            steps.append(Step(path.stem, f"benchmarks/{path.name}", kind="benchmark"))
     for path in sorted((ROOT / "figures").glob("fig*.py")):
         steps.append(Step(path.stem, f"figures/{path.name}", kind="figure",
                           needs=tuple(s.name for s in steps if s.kind != "figure")))
@@ -112,7 +115,7 @@ def run_steps(steps, layout: Layout, quick: bool, jobs: int = 1, scheduler=None)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     library = _library_digest()
     statuses = []
-    for kinds in (("proof", "simulation", "decoder"), ("figure",)):
+    for kinds in (("proof", "simulation", "decoder", "benchmark"), ("figure",)):
         params = [{"name": s.name, "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
                    "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library), "threads": threads}
                   for s in steps if s.kind in kinds]
@@ -188,6 +191,8 @@ def reproduce(out=None, quick: bool = False, jobs: int = 1, scheduler=None, only
     statuses = run_steps(steps, layout, quick, jobs=jobs, scheduler=scheduler)
     summary = write_summary(summary_dir, layout.results, statuses, quick)
     failed = [s["name"] for s in statuses if s["rc"] != 0]
+    if out is None and only is None and (ROOT / "scripts" / "update_readme.py").exists():
+        subprocess.run([sys.executable, str(ROOT / "scripts" / "update_readme.py")], cwd=ROOT, check=False)
     print(f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
           f"{time.perf_counter() - t0:.0f} s; summary in {summary_dir / 'summary.md'}")
     if failed:
