@@ -38,7 +38,7 @@ PROGRESS_WORK = 2e10
 
 __all__ = ["PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
            "token_masses", "scaled_masses", "token_accept_survival", "phase_sequence_law",
-           "target_sequence_law"]
+           "target_sequence_law", "calls_law"]
 
 _ROW_TOL = 1e-6
 
@@ -288,6 +288,51 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
         Q = nxt
     counts[1:] += Q[1:].sum(-1)  # rounds reaching position T with everything accepted
     return PhaseResult(T, G, bonus, starts, rej_pos, counts, float(bonus_tokens))
+
+
+def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elements=2 ** 26):
+    r"""Exact law of the number of target calls (rounds), ``P(calls = c)`` for ``c = 0..T``.
+
+    The phase recursion with the mass split by the number of rounds started so far,
+    ``Q_n[i, c, s]``: a round start at position ``n < T`` moves mass from ``c`` to
+    ``c + 1``. Masses must be phase-independent (token-like rules). Cost ``T`` times
+    a ``[gamma (T + 1), S] @ [S, S]`` product; raises ``ValueError`` when
+    ``(gamma + 1) (T + 1) S`` exceeds ``max_elements``.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory._recursions import calls_law, token_masses
+    >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])
+    >>> calls_law(chain, 2, 1, True, *token_masses(chain)).tolist()  # one round if accepted
+    [0.0, 0.5, 0.5]
+    """
+    T = chain.check_horizon(horizon)
+    G = _check_gamma(gamma)
+    S = chain.n_states
+    C = T + 1
+    if (G + 1) * C * S > max_elements:
+        raise ValueError(f"horizon: calls law needs (gamma+1)(T+1)S = {(G + 1) * C * S} entries (> {max_elements})")
+    A = _MassOps(chain, accept_mass, "accept_mass", None, False)
+    R = _MassOps(chain, reject_mass, "reject_mass", None, False)
+    Q = np.zeros((G + 1, C, S))
+    Q[0, 0] = chain.initial
+    for n in _positions(T, G * C, S, None, "calls law"):
+        nxt = np.zeros_like(Q)
+        full = Q[G]
+        if bonus:
+            nxt[0] += _vm(full, chain.target_operator(n))
+        else:
+            Q[0] += full
+        Q[0, 1:] = Q[0, :-1].copy()  # a round starts here: one more call
+        Q[0, 0] = 0.0
+        (aop, asum), (rop, rsum) = A.get(n, 0), R.get(n, 0)
+        _check_rows(asum, rsum, n, 0)
+        live = Q[:G]
+        nxt[1:] = _vm(live.reshape(G * C, S), aop).reshape(G, C, S)
+        nxt[0] += _vm(live.sum(0), rop)
+        Q = nxt
+    return Q.sum((0, 2))
 
 
 def token_masses(chain):

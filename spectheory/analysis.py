@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._recursions import (PhaseResult, phase_recursion, phase_sequence_law, round_recursion,
+from ._recursions import (PhaseResult, calls_law, phase_recursion, phase_sequence_law, round_recursion,
                           scaled_masses, target_sequence_law, token_accept_survival,
                           token_masses, token_round_transition)
 from ._validation import check_int, check_nonneg
@@ -26,7 +26,7 @@ from .closed_form import expected_tokens_per_call as _formula_tokens_per_call
 
 __all__ = [
     "tv_profile", "expected_rejections", "rejection_lower_bound", "expected_target_calls",
-    "expected_draft_tokens", "accepted_count_law", "expected_tokens_per_call",
+    "expected_draft_tokens", "accepted_count_law", "expected_tokens_per_call", "target_calls_law",
     "predicted_speedup", "sequence_law", "leviathan_gap", "LeviathanGap", "protocol_result",
     "PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
     "token_masses", "scaled_masses", "phase_sequence_law", "VERIFIERS", "easy_hard_chain",
@@ -205,13 +205,30 @@ def accepted_count_law(chain, horizon, gamma, bonus=True, per_state=False) -> np
     return protocol_result(chain, horizon, gamma, bonus).accepted_count_law
 
 
-def expected_tokens_per_call(chain, horizon, gamma, bonus=True, verifier="token") -> float:
-    r"""Tokens per target call, ``T / E[calls]``.
+def target_calls_law(chain, horizon, gamma, bonus=True) -> np.ndarray:
+    """Exact law of the number of target calls in a generation (token verification), shape ``[T + 1]``.
 
-    This ratio of expectations equals the mean number of tokens per round pooled over
-    rounds (total tokens over total rounds, what long runs measure). It is not the
-    per-generation mean ``E[T / calls]``, which is larger by Jensen's inequality (see
-    :func:`spectheory.enumeration.outcome_expectation` for exact values on tiny cases).
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])
+    >>> target_calls_law(chain, 3, 2).tolist()  # acceptance 1/2, gamma = 2, T = 3
+    [0.0, 0.25, 0.5, 0.25]
+    """
+    acc, rej = token_masses(chain)
+    return calls_law(chain, horizon, gamma, bonus, acc, rej)
+
+
+def expected_tokens_per_call(chain, horizon, gamma, bonus=True, verifier="token",
+                             per_generation=False) -> float:
+    r"""Tokens per target call: ``T / E[calls]`` (default) or ``E[T / calls]``.
+
+    ``T / E[calls]`` (a ratio of expectations) equals the mean number of tokens per
+    round pooled over rounds (total tokens over total rounds, what long runs and the
+    Monte Carlo summary measure). ``per_generation=True`` gives the mean over
+    generations of each generation's own ratio, ``E[T / calls]``, which is larger by
+    Jensen's inequality; it is computed from :func:`target_calls_law` (token
+    verification only; moderate ``T * S``).
     Leviathan's formula is the pooled mean of an untruncated round under i.i.d.
     acceptance; the end of the horizon truncates the last rounds, so even a one-state
     chain gives a slightly smaller value at finite ``T``.
@@ -223,6 +240,13 @@ def expected_tokens_per_call(chain, horizon, gamma, bonus=True, verifier="token"
     >>> chain.expected_tokens_per_call(10, 4)
     5.0
     """
+    if per_generation:
+        if verifier != "token":
+            raise ValueError("per_generation: only available for verifier='token'")
+        T = chain.check_horizon(horizon)
+        law = target_calls_law(chain, T, gamma, bonus)
+        c = np.arange(1, T + 1)
+        return float(law[1:] @ (T / c))
     return protocol_result(chain, horizon, gamma, bonus, verifier).tokens_per_call
 
 

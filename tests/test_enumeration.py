@@ -140,6 +140,20 @@ def test_tokens_per_call_ratio_vs_mean_ratio():
     mean_ratio = outcome_expectation(out, None, lambda o: Fraction(T, o.calls))
     np.testing.assert_allclose(chain.expected_tokens_per_call(T, gamma), float(ratio), atol=1e-12)
     assert mean_ratio > ratio
+    np.testing.assert_allclose(analysis.expected_tokens_per_call(chain, T, gamma, per_generation=True),
+                               float(mean_ratio), atol=1e-12)
+
+
+@pytest.mark.parametrize("name, make, T", CASES, ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("bonus", [False, True])
+def test_calls_law_matches_enumeration(name, make, T, bonus):
+    chain = make()
+    gamma = 2
+    law = analysis.target_calls_law(chain, T, gamma, bonus)
+    exact = np.zeros(T + 1)
+    for o, p in protocol_outcomes(chain, T, gamma, bonus).items():
+        exact[o.calls] += float(p)
+    np.testing.assert_allclose(law, exact, rtol=0, atol=1e-12)
 
 
 def test_enumeration_bad_inputs():
