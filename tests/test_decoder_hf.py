@@ -1,0 +1,90 @@
+"""The Hugging Face adapter: tiny random models saved to a temporary folder, never downloaded."""
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+from spectheory.decoder import HFCausalLM, autoregressive_generate, speculative_generate  # noqa: E402
+
+VOCAB = 48
+
+
+def save_tiny(tmp_path, name, arch="gpt2", seed=0):
+    """Random tiny causal LM saved with save_pretrained; returns its folder."""
+    if arch == "gpt2":
+        config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=64)
+        cls = transformers.GPT2LMHeadModel
+    else:
+        config = transformers.LlamaConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
+                                          num_attention_heads=2, num_key_value_heads=1, vocab_size=VOCAB,
+                                          max_position_embeddings=64)
+        cls = transformers.LlamaForCausalLM
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = cls(config)
+        with torch.no_grad():  # sharpen the random laws so that greedy has clear winners
+            model.get_output_embeddings().weight.mul_(20.0)
+    folder = tmp_path / name
+    model.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("hf")
+    target = HFCausalLM.from_pretrained(save_tiny(tmp, "target", "gpt2", seed=0), dtype=torch.float64)
+    draft = HFCausalLM.from_pretrained(save_tiny(tmp, "draft", "llama", seed=1), dtype=torch.float64)
+    return target, draft
+
+
+PROMPTS = [[1, 2, 3], [7], [40, 41, 42, 43, 44, 45]]
+
+
+def test_adapter_contract_cached_equals_uncached(pair):
+    for lm in pair:
+        assert lm.vocab_size == VOCAB and lm.max_seq_len == 64
+        ids = torch.tensor([[5, 6, 7, 8, 9], [1, 2, 3, 4, 5]])
+        full = lm(ids)
+        cache = lm.new_cache(2, 16)
+        a = lm(ids[:, :2], cache=cache, start=torch.tensor([0, 0]))
+        lm(torch.tensor([[30], [31]]), cache=cache, start=torch.tensor([2, 2]))  # written, then rolled back
+        b = lm(ids[:, 2:], cache=cache, start=torch.tensor([2, 2]))
+        torch.testing.assert_close(torch.cat([a, b], 1), full)
+        ragged = lm(torch.tensor([[8, 9], [3, 4]]), cache=cache, start=torch.tensor([3, 2]))
+        torch.testing.assert_close(ragged[0], full[0, 3:5])
+        torch.testing.assert_close(ragged[1], full[1, 2:4])
+
+
+def test_greedy_speculative_equals_greedy(pair):
+    target, draft = pair
+    res = speculative_generate(target, draft, PROMPTS, 12, 3, temperature=0)
+    auto = autoregressive_generate(target, PROMPTS, 12, temperature=0)
+    for b, p in enumerate(PROMPTS):
+        ids = list(p)
+        with torch.no_grad():
+            for _ in range(12):
+                ids.append(int(target(torch.tensor([ids]))[0, -1].argmax()))
+        assert res.tokens[b].tolist() == ids[len(p):] == auto.tokens[b].tolist()
+    assert res.stats.rejections.sum() > 0  # two unrelated random models disagree
+
+
+def test_sampling_is_seeded_and_batch_invariant(pair):
+    target, draft = pair
+    full = speculative_generate(target, draft, PROMPTS, 10, 2, seed=[3, 4, 5], top_k=10)
+    again = speculative_generate(target, draft, PROMPTS, 10, 2, seed=[3, 4, 5], top_k=10)
+    alone = speculative_generate(target, draft, [PROMPTS[2]], 10, 2, seed=[5], top_k=10)
+    assert all(np.array_equal(x, y) for x, y in zip(full.tokens, again.tokens))
+    assert np.array_equal(alone.tokens[0], full.tokens[2])
+    assert all(t.min() >= 0 and t.max() < VOCAB for t in full.tokens)
+
+
+def test_bad_input(tmp_path, pair):
+    with pytest.raises(ValueError, match="local directory"):
+        HFCausalLM.from_pretrained(str(tmp_path / "missing"))
+    target, _ = pair
+    small = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=VOCAB + 1))
+    with pytest.raises(ValueError, match="vocabulary"):
+        speculative_generate(target, HFCausalLM(small), PROMPTS, 4, 2)
+    with pytest.raises(ValueError, match="max_seq_len"):
+        speculative_generate(target, target, PROMPTS, 60, 2)
