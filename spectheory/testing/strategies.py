@@ -1,0 +1,156 @@
+r"""Hypothesis strategies for property-testing speculative samplers (needs ``hypothesis``).
+
+Every strategy draws its randomness from an integer seed (and a few small structural
+choices), so failing examples shrink to small seeds and small vocabularies. p = target,
+q = draft.
+
+* :func:`laws` -- probability vectors, including exact zeros, one-hots, near-one-hots
+  (``1 - 1e-6`` and the rest spread), tiny entries (``~1e-6``) and uniform laws;
+* :func:`law_pairs` -- ``(target, draft)`` with total variation in a chosen band;
+* :func:`verification_instances` -- ``(target_probs [k+1,V], draft_probs [k,V], draft_tokens [k])``
+  with the drafts sampled from the draft rows, ready for ``verify(..., rng)``;
+* :func:`chains` -- small first-order chains as arrays ``(target [S,V], draft [S,V], initial [S])``;
+  :func:`decoding_chains` -- the same as :class:`spectheory.DecodingChain`;
+* :func:`kit_instances` -- :class:`~spectheory.testing.Instance` objects for
+  :func:`~spectheory.testing.check_verifier` (``instances=[...]``).
+
+Examples
+--------
+>>> from hypothesis import given, settings
+>>> from spectheory.testing import strategies as sst, reference_verify
+>>> @settings(max_examples=20, deadline=None)
+... @given(sst.verification_instances(), sst.seeds())
+... def test_prefix(instance, seed):
+...     target_probs, draft_probs, draft_tokens = instance
+...     out = reference_verify(target_probs, draft_probs, draft_tokens, seed)
+...     assert list(out[:-1]) == list(draft_tokens[:len(out) - 1])
+>>> test_prefix()
+"""
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from .._validation import check_int
+from .instances import FAMILIES, make_instance
+
+__all__ = ["seeds", "laws", "law_pairs", "verification_instances", "chains", "decoding_chains",
+           "kit_instances", "LAW_KINDS"]
+
+#: Shapes of laws that :func:`laws` draws from.
+LAW_KINDS = ("dirichlet", "peaked", "zeros", "one_hot", "near_one_hot", "tiny", "uniform")
+
+
+def seeds():
+    """Integer seeds (shrink towards 0)."""
+    return st.integers(0, 2**32 - 1)
+
+
+def _vocab(vocab_size, min_vocab, max_vocab):
+    if vocab_size is None:
+        return st.integers(check_int(min_vocab, "min_vocab", 1), check_int(max_vocab, "max_vocab", 1))
+    return st.just(check_int(vocab_size, "vocab_size", 1))
+
+
+def _law(rng, V, kind):
+    if V == 1:
+        return np.ones(1)
+    if kind == "dirichlet":
+        w = rng.dirichlet(np.ones(V))
+    elif kind == "peaked":
+        w = rng.dirichlet(np.full(V, 0.2))
+    elif kind == "zeros":
+        w = rng.dirichlet(np.ones(V))
+        w[rng.choice(V, size=rng.integers(1, V), replace=False)] = 0.0
+    elif kind == "one_hot":
+        w = np.eye(V)[rng.integers(V)]
+    elif kind == "near_one_hot":
+        w = 1e-6 * rng.dirichlet(np.ones(V))
+        w[rng.integers(V)] = 1.0 - 1e-6
+    elif kind == "tiny":
+        w = rng.dirichlet(np.ones(V))
+        w[rng.choice(V, size=rng.integers(1, V), replace=False)] = 1e-6
+    elif kind == "uniform":
+        w = np.ones(V)
+    else:  # pragma: no cover - guarded by sampled_from
+        raise ValueError(f"kind: unknown {kind!r}")
+    w = np.maximum(w, 0.0)
+    if w.sum() == 0:
+        w[rng.integers(V)] = 1.0
+    return w / w.sum()
+
+
+@st.composite
+def laws(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 8, kinds=LAW_KINDS):
+    """A probability vector ``[V]`` (float64, sums to 1) of one of ``kinds`` (see :data:`LAW_KINDS`)."""
+    V = draw(_vocab(vocab_size, min_vocab, max_vocab))
+    kind = draw(st.sampled_from(tuple(kinds)))
+    rng = np.random.default_rng(draw(seeds()))
+    return _law(rng, V, kind)
+
+
+@st.composite
+def law_pairs(draw, vocab_size=None, *, tv=(0.0, 1.0), min_vocab: int = 2, max_vocab: int = 8, kinds=LAW_KINDS):
+    r"""``(target, draft)`` with :math:`\mathrm{TV}(p, q)` in the band ``tv = (lo, hi)``.
+
+    The draft is the mixture :math:`q = (1 - \lambda) p + \lambda o` with ``o`` one-hot on a
+    least likely target token, so :math:`\mathrm{TV}(p, q) = \lambda (1 - \min_x p(x))`;
+    :math:`\lambda` is chosen to hit a TV drawn from the band (clipped to the largest TV this
+    construction reaches, ``1 - min p``; use a band within it). With probability 1/4 the draft
+    is instead an independent law of the same kinds (any TV, band not enforced) when
+    ``tv`` is the full ``(0, 1)``.
+    """
+    lo, hi = float(tv[0]), float(tv[1])
+    if not 0.0 <= lo <= hi <= 1.0:
+        raise ValueError(f"tv: expected 0 <= lo <= hi <= 1, got {tv!r}")
+    V = draw(_vocab(vocab_size, min_vocab, max_vocab))
+    target = draw(laws(V, kinds=kinds))
+    if lo == 0.0 and hi == 1.0 and draw(st.integers(0, 3)) == 0:
+        return target, draw(laws(V, kinds=kinds))
+    goal = draw(st.floats(lo, hi))
+    a = int(np.argmin(target))
+    reach = 1.0 - target[a]
+    lam = 0.0 if reach == 0 else min(1.0, goal / reach)
+    draft = (1.0 - lam) * target
+    draft[a] += lam
+    return target, draft / draft.sum()
+
+
+@st.composite
+def verification_instances(draw, vocab_size=None, k=None, *, min_vocab: int = 2, max_vocab: int = 6,
+                           max_k: int = 4, kinds=LAW_KINDS):
+    """``(target_probs [k+1, V], draft_probs [k, V], draft_tokens [k])``, drafts sampled from the draft rows."""
+    V = draw(_vocab(vocab_size, min_vocab, max_vocab))
+    kk = draw(st.integers(1, max_k)) if k is None else check_int(k, "k", 1)
+    pairs = [draw(law_pairs(V, kinds=kinds)) for _ in range(kk)]
+    target = np.array([p[0] for p in pairs] + [draw(laws(V, kinds=kinds))])
+    draft = np.array([p[1] for p in pairs])
+    rng = np.random.default_rng(draw(seeds()))
+    tokens = np.array([rng.choice(V, p=row) for row in draft], dtype=np.int64)
+    return target, draft, tokens
+
+
+@st.composite
+def chains(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 5, kinds=LAW_KINDS):
+    """A first-order chain as arrays ``(target [V, V], draft [V, V], initial [V])`` (state = last token)."""
+    V = draw(_vocab(vocab_size, min_vocab, max_vocab))
+    rows = [draw(law_pairs(V, kinds=kinds)) for _ in range(V)]
+    initial = draw(laws(V, kinds=("dirichlet", "zeros", "one_hot", "uniform")))
+    return np.array([r[0] for r in rows]), np.array([r[1] for r in rows]), initial
+
+
+@st.composite
+def decoding_chains(draw, vocab_size=None, **kwargs):
+    """A :class:`spectheory.DecodingChain` built from :func:`chains`."""
+    from ..chain import DecodingChain
+    target, draft, initial = draw(chains(vocab_size, **kwargs))
+    return DecodingChain(target, draft, initial)
+
+
+@st.composite
+def kit_instances(draw, families=None, *, min_vocab: int = 2, max_vocab: int = 5, max_k: int = 3):
+    """A kit :class:`~spectheory.testing.Instance` of one of ``families`` (default: all)."""
+    fam = draw(st.sampled_from(tuple(families or FAMILIES)))
+    V = draw(st.integers(max(2, min_vocab), max_vocab))
+    k = draw(st.integers(1, max_k))
+    return make_instance(fam, V, k, draw(seeds()))

@@ -1,0 +1,145 @@
+r"""Adapter for batched PyTorch rejection samplers of the common serving-engine shape.
+
+Engines verify a batch of sequences at once, e.g. (vLLM's rejection sampler and similar)::
+
+    fn(target_probs [B, k+1, V], draft_probs [B, k, V], draft_token_ids [B, k], generator)
+        -> output_token_ids [B, k+1]     # accepted drafts, then the recovered/bonus token, then padding
+
+:func:`from_torch_sampler` turns such a function into a verifier for
+:func:`spectheory.testing.check_verifier` (batched: one call per instance). The kit's numpy
+``rng`` seeds a fresh ``torch.Generator`` per call, so runs are reproducible. Configurable:
+the padding value, the call signature (some engines take bonus token ids sampled by the
+caller), the output layout (padded ids, or ids plus a count), device and dtype.
+torch is imported only when the adapter is built.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .reference import PAD, BatchedVerifier
+
+__all__ = ["from_torch_sampler", "torch_reference_sampler"]
+
+SIGNATURES = ("kit", "bonus_ids")
+OUTPUTS = ("padded", "tokens_and_num_emitted", "tokens_and_num_accepted")
+
+
+def _torch():
+    try:
+        import torch
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("from_torch_sampler needs PyTorch (pip install 'spectheory[decoder]')") from exc
+    return torch
+
+
+def from_torch_sampler(fn, *, signature="kit", pad_value: int = -1, output: str = "padded",
+                       device="cpu", dtype=None, name: str | None = None) -> BatchedVerifier:
+    r"""Wrap a batched torch rejection sampler as a kit verifier.
+
+    Parameters
+    ----------
+    fn : callable
+        The engine's sampler.
+    signature : {"kit", "bonus_ids"} or callable
+        ``"kit"``: ``fn(target_probs, draft_probs, draft_token_ids, generator)``.
+        ``"bonus_ids"``: ``fn(target_probs, bonus_token_ids [B, 1], draft_probs, draft_token_ids,
+        generator)``, the bonus token being drawn by the caller (here: the adapter, from
+        ``target_probs[:, k]`` with ``torch.multinomial``). A callable
+        ``signature(fn, target_probs, draft_probs, draft_token_ids, generator)`` makes the call
+        itself.
+    pad_value : int
+        Value the sampler writes after the emitted tokens (``-1`` in vLLM).
+    output : {"padded", "tokens_and_num_emitted", "tokens_and_num_accepted"}
+        ``"padded"``: a ``[B, k+1]`` tensor padded with ``pad_value``. Otherwise a pair
+        ``(tokens [B, k+1], counts [B])`` where ``counts`` is the number of emitted tokens, or
+        of accepted drafts (emitted = accepted + 1); entries past the count are ignored.
+    device : str or torch.device
+        Where the tensors are built (``"cuda"`` to test a GPU kernel).
+    dtype : torch.dtype, optional
+        Probability dtype (default ``torch.float32``, as engines use).
+    name : str, optional
+
+    Returns
+    -------
+    BatchedVerifier
+        Usable by the kit (``verify_batch``) and as a per-round ``verify``.
+
+    Examples
+    --------
+    >>> from spectheory.testing import check_verifier
+    >>> from spectheory.testing.torch_adapter import from_torch_sampler, torch_reference_sampler
+    >>> verify = from_torch_sampler(torch_reference_sampler)
+    >>> check_verifier(verify, n_samples=2000, seed=0).passed
+    True
+    """
+    torch = _torch()
+    if not callable(fn):
+        raise ValueError("fn: must be callable")
+    if not (callable(signature) or signature in SIGNATURES):
+        raise ValueError(f"signature: expected one of {SIGNATURES} or a callable, got {signature!r}")
+    if output not in OUTPUTS:
+        raise ValueError(f"output: expected one of {OUTPUTS}, got {output!r}")
+    dtype = torch.float32 if dtype is None else dtype
+    dev = torch.device(device)
+
+    def verify_batch(target_probs, draft_probs, draft_tokens, rng):
+        rng = np.random.default_rng(rng)
+        gen = torch.Generator(device=dev)
+        gen.manual_seed(int(rng.integers(2**63)))
+        t = torch.as_tensor(np.asarray(target_probs), dtype=dtype, device=dev)
+        d = torch.as_tensor(np.asarray(draft_probs), dtype=dtype, device=dev)
+        ids = torch.as_tensor(np.asarray(draft_tokens, dtype=np.int64), device=dev)
+        B, k = ids.shape
+        with torch.no_grad():
+            if callable(signature):
+                res = signature(fn, t, d, ids, gen)
+            elif signature == "kit":
+                res = fn(t, d, ids, gen)
+            else:
+                bonus = torch.multinomial(t[:, k].float(), 1, generator=gen)
+                res = fn(t, bonus, d, ids, gen)
+        if output == "padded":
+            out = res.detach().to("cpu").numpy().astype(np.int64)
+            return np.where(out == pad_value, PAD, out) if pad_value != PAD else out
+        tokens, counts = res
+        tokens = tokens.detach().to("cpu").numpy().astype(np.int64)
+        counts = np.asarray(counts.detach().to("cpu").numpy() if hasattr(counts, "detach") else counts,
+                            dtype=np.int64).reshape(-1)
+        if output == "tokens_and_num_accepted":
+            counts = counts + 1
+        keep = np.arange(tokens.shape[1])[None, :] < counts[:, None]
+        return np.where(keep, tokens, PAD)
+
+    return BatchedVerifier(verify_batch, PAD, name or getattr(fn, "__name__", "torch_sampler"))
+
+
+def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generator):
+    r"""Standard speculative sampling, batched in torch, in the engine shape (pads with ``-1``).
+
+    p = target, q = draft. For each row: accept draft ``j`` while ``u_j q_j(x_j) < p_j(x_j)``;
+    at the first rejection emit a sample of ``max(p_j - q_j, 0)`` (``torch.multinomial``
+    normalises), else the bonus token from ``p_k``. Shapes ``[B, k+1, V]``, ``[B, k, V]``,
+    ``[B, k]``; returns ``[B, k+1]`` int64.
+    """
+    torch = _torch()
+    B, k, V = draft_probs.shape
+    dev = draft_probs.device
+    u = torch.rand(B, k, generator=generator, device=dev, dtype=torch.float64)
+    idx = draft_token_ids.long()
+    tx = target_probs[:, :k].gather(-1, idx[..., None])[..., 0].double()
+    dx = draft_probs.gather(-1, idx[..., None])[..., 0].double()
+    ok = u * dx < tx
+    n = torch.cumprod(ok.long(), dim=1).sum(dim=1)                    # accepted count
+    rows = torch.arange(B, device=dev)
+    j = n.clamp(max=k - 1)
+    excess = (target_probs[rows, j] - draft_probs[rows, j]).clamp_min(0).double()
+    mass = excess.sum(-1, keepdim=True)
+    excess = torch.where(mass > 1e-15, excess, target_probs[rows, j].double())
+    law = torch.where((n < k)[:, None], excess, target_probs[:, k].double())
+    y = torch.multinomial(law, 1, generator=generator)[:, 0]
+    out = torch.full((B, k + 1), -1, dtype=torch.long, device=dev)
+    pos = torch.arange(k + 1, device=dev)[None, :]
+    padded_ids = torch.cat([idx, torch.zeros(B, 1, dtype=torch.long, device=dev)], dim=1)
+    out = torch.where(pos < n[:, None], padded_ids, out)
+    out[rows, n] = y
+    return out
