@@ -26,6 +26,8 @@ drafts, and the all-accepted event is read off at phase ``gamma`` (or at ``n = T
 """
 from __future__ import annotations
 
+import functools
+from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +37,30 @@ from ._validation import check_int
 
 #: Work (``T * gamma * S**2``) above which a progress bar appears by default.
 PROGRESS_WORK = 2e10
+
+#: Up to this many states the per-position products are too small for BLAS threads to pay;
+#: on a busy machine extra BLAS threads slow them down by up to 10x, so the recursions run
+#: them single-threaded.
+SINGLE_THREAD_STATES = 4096
+
+
+def blas_single_thread(S):
+    """Context limiting BLAS to one thread while ``S <= SINGLE_THREAD_STATES``."""
+    if S > SINGLE_THREAD_STATES:
+        return nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        return nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def _single_threaded(fn):
+    @functools.wraps(fn)
+    def wrapper(chain, *args, **kwargs):
+        with blas_single_thread(chain.n_states):
+            return fn(chain, *args, **kwargs)
+    return wrapper
 
 __all__ = ["PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
            "token_masses", "scaled_masses", "token_accept_survival", "phase_sequence_law",
@@ -183,6 +209,7 @@ def _check_gamma(gamma):
 
 
 # ------------------------------------------------------------ phase engine
+@_single_threaded
 def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
                     position_dependent=None, phase_dependent=True, progress=None) -> PhaseResult:
     r"""Exact expectations of a position-by-position verifier, by the phase recursion.
@@ -290,6 +317,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
     return PhaseResult(T, G, bonus, starts, rej_pos, counts, float(bonus_tokens))
 
 
+@_single_threaded
 def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elements=2 ** 26):
     r"""Exact law of the number of target calls (rounds), ``P(calls = c)`` for ``c = 0..T``.
 
@@ -376,6 +404,7 @@ def scaled_masses(chain, scale):
     return acc, rej
 
 
+@_single_threaded
 def token_accept_survival(chain, horizon, gamma):
     r"""Per-start law of a round's accepted count under token verification.
 
@@ -415,6 +444,7 @@ def token_accept_survival(chain, horizon, gamma):
 
 
 # ------------------------------------------------------------ round engine
+@_single_threaded
 def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
                     position_dependent=None, progress=None) -> PhaseResult:
     r"""Exact expectations of any round-level verifier, by a recursion over round starts.

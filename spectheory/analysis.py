@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._recursions import (PhaseResult, calls_law, phase_recursion, phase_sequence_law, round_recursion,
+from ._recursions import (PhaseResult, blas_single_thread, calls_law, phase_recursion, phase_sequence_law, round_recursion,
                           scaled_masses, target_sequence_law, token_accept_survival,
                           token_masses, token_round_transition)
 from ._validation import check_int, check_nonneg
@@ -55,7 +55,8 @@ def tv_profile(chain, horizon) -> np.ndarray:
     [0.3, 0.3, 0.3]
     """
     T = chain.check_horizon(horizon)
-    marg = chain.state_marginals(T)
+    with blas_single_thread(chain.n_states):
+        marg = chain.state_marginals(T)
     tvs = chain.tv_table
     if chain.is_homogeneous:
         return marg @ tvs
