@@ -87,7 +87,7 @@ def uniforms(seeds: torch.Tensor, *counters) -> torch.Tensor:
     seeds : LongTensor
         Per-sequence seeds in ``[0, 2**63)``; broadcast against the counters.
     *counters : int or LongTensor
-        Non-negative integers (< 2**63), e.g. round index, slot, purpose; broadcast together.
+        Integers in ``[0, 2**32)``, e.g. round index, slot, purpose; broadcast together.
 
     Returns
     -------
@@ -104,14 +104,15 @@ def uniforms(seeds: torch.Tensor, *counters) -> torch.Tensor:
     >>> bool(torch.equal(u[1], uniforms(s[1:2, None], 7, torch.arange(4)[None, :], 1)[0]))
     True
     """
-    words = [seeds] + [torch.as_tensor(c, dtype=torch.int64, device=seeds.device) for c in counters]
-    words = torch.broadcast_tensors(*words)
-    lanes = []
-    for key in _LANE_KEYS:
-        h = torch.full_like(words[0], key)
-        for w in words:
-            for part in (w & _M32, w >> 32):
-                h = _mix32(((h ^ part) + _GOLDEN) & _M32)
-        lanes.append(h)
-    m = (lanes[0] >> 5) * (2 ** 26) + (lanes[1] >> 6)  # 27 + 26 = 53 bits
+    for c in counters:
+        if isinstance(c, int) and not 0 <= c < 2 ** 32:
+            raise ValueError(f"counters: must lie in [0, 2**32), got {c}")
+    dev = seeds.device
+    words = [seeds & _M32, seeds >> 32] + [torch.as_tensor(c, dtype=torch.int64, device=dev) for c in counters]
+    shape = torch.broadcast_shapes(*(w.shape for w in words))
+    keys = torch.tensor(_LANE_KEYS, dtype=torch.int64, device=dev).view((2,) + (1,) * len(shape))
+    h = keys.expand((2,) + tuple(shape))  # both lanes at once, lane = leading axis
+    for w in words:
+        h = _mix32(((h ^ w) + _GOLDEN) & _M32)
+    m = (h[0] >> 5) * (2 ** 26) + (h[1] >> 6)  # 27 + 26 = 53 bits
     return (m.to(torch.float64) + 0.5) / float(2 ** 53)

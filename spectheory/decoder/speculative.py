@@ -131,8 +131,9 @@ def _prefill(model, cache, batch: _Batch) -> torch.Tensor:
     return batch.seq_len - 1
 
 
-def _draft(draft, cache, batch, draft_cached, k, K, law, seeds, rnd):
-    """Draft ``k[b]`` tokens per row (``K = max k``); return tokens [B, K] and their laws [B, K, V]."""
+def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft):
+    """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` [B, K];
+    return the tokens [B, K] and the laws they were sampled from [B, K, V]."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     xs, laws = [], []
@@ -144,7 +145,7 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, seeds, rnd):
             pos = batch.seq_len - 2 + torch.where(k >= j, torch.full_like(k, j), k + 1)
             last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
         law_j = law(last)
-        x = sample_from_uniform(law_j, uniforms(seeds, rnd, j - 1, PURPOSE_DRAFT))
+        x = sample_from_uniform(law_j, u_draft[:, j - 1])
         slot = (batch.seq_len + j - 1).clamp(max=cap - 1)
         live = k >= j
         batch.tokens[rows, slot] = torch.where(live, x, batch.tokens[rows, slot])
@@ -159,6 +160,15 @@ def _score(target, cache, batch, target_cached, k, K, law):
     idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(max=logits.shape[1] - 1)
     picked = logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1]))
     return law(picked)
+
+
+def _round_uniforms(seeds, rnd, K):
+    """All uniforms of round ``rnd``: ``[B, K, 3]`` = (draft draw, accept test, emit draw) per slot.
+
+    ``u[b, i, p]`` hashes ``(seed_b, rnd, i, purpose_p)``; only slot 0 of the emit draw is used."""
+    slots = torch.arange(K, device=seeds.device)[None, :, None]
+    purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=seeds.device)
+    return uniforms(seeds[:, None, None], rnd, slots, purposes[None, None, :])
 
 
 def _commit(batch, k, verdict):
@@ -266,16 +276,15 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             if K == 0:
                 break
             t0 = time.perf_counter()
-            drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, seeds, rnd)
+            u = _round_uniforms(seeds, rnd, K)
+            drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0])
             _sync(dev)
             t1 = time.perf_counter()
             target_laws = _score(target, target_cache, batch, target_cached, k, K, law)
             _sync(dev)
             t2 = time.perf_counter()
-            u_accept = uniforms(seeds[:, None], rnd, torch.arange(K, device=dev)[None, :], PURPOSE_ACCEPT)
-            u_emit = uniforms(seeds, rnd, 0, PURPOSE_EMIT)
             allow_bonus = (k < remaining) & bool(bonus)
-            verdict = rule(target_laws, draft_laws, drafts, k, u_accept, u_emit, allow_bonus)
+            verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
             target_cached, draft_cached = _commit(batch, k, verdict)
             rec.add_round(k.cpu().numpy(), verdict.n_accepted.cpu().numpy(),
                           (verdict.next_token >= 0).cpu().numpy(), verdict.rejected.cpu().numpy())
