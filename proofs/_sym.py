@@ -43,16 +43,25 @@ def sign_patterns(keys: list) -> list[dict]:
     return [dict(zip(keys, signs)) for signs in itertools.product((1, -1), repeat=len(keys))]
 
 
-def _sign_of(diff, signs: dict) -> int:
-    """+1 if ``diff >= 0`` and -1 if ``diff <= 0`` on the pattern, else AssertionError."""
+def _sign_of(diff, signs: dict, simplex: dict | None = None) -> int:
+    """+1 if ``diff >= 0`` and -1 if ``diff <= 0`` on the pattern, else AssertionError.
+
+    ``simplex`` (optional) maps the last entry of each law to ``1 - sum(others)``; it is
+    applied to the numerator only, so the comparison is read on the simplex, while the
+    denominator keeps its positive symbols."""
     num, den = sp.fraction(sp.together(diff))
-    num = sp.expand(num)
+    num = sp.expand(num.subs(simplex) if simplex else num)
     if num == 0:
         return 1
     den_sign = 1 if den.is_positive else (-1 if den.is_negative else 0)
     if den_sign == 0:
         raise AssertionError(f"cannot certify the sign of the denominator {den}")
-    for key, s in signs.items():
+    for key, s in signs.items():                     # fast path: num = +-key
+        if sp.expand(num - key) == 0:
+            return s * den_sign
+        if sp.expand(num + key) == 0:
+            return -s * den_sign
+    for key, s in signs.items():                     # num = (positive or negative factor) * key
         ratio = sp.cancel(num / key)
         if ratio.is_positive:
             return s * den_sign
@@ -61,14 +70,15 @@ def _sign_of(diff, signs: dict) -> int:
     raise AssertionError(f"cannot certify the sign of {diff} from the case split {signs}")
 
 
-def resolve(expr, signs: dict):
-    """Replace every Min/Max/Abs in ``expr`` by the argument it equals on the pattern ``signs``."""
+def resolve(expr, signs: dict, simplex: dict | None = None):
+    """Replace every Min/Max/Abs in ``expr`` by the argument it equals on the pattern ``signs``
+    (``simplex``: see :func:`_sign_of`)."""
     def pick(e):
         if isinstance(e, sp.Abs):
-            return e.args[0] if _sign_of(e.args[0], signs) > 0 else -e.args[0]
+            return e.args[0] if _sign_of(e.args[0], signs, simplex) > 0 else -e.args[0]
         best = e.args[0]
         for other in e.args[1:]:
-            s = _sign_of(best - other, signs)
+            s = _sign_of(best - other, signs, simplex)
             if isinstance(e, sp.Min) and s > 0:
                 best = other
             elif isinstance(e, sp.Max) and s < 0:
@@ -77,11 +87,10 @@ def resolve(expr, signs: dict):
 
     expr = sp.sympify(expr)
     while expr.has(sp.Min, sp.Max, sp.Abs):
-        # innermost first: replace atoms whose arguments are already free of Min/Max/Abs
-        expr = expr.replace(
-            lambda e: isinstance(e, (sp.Min, sp.Max, sp.Abs))
-            and not any(a.has(sp.Min, sp.Max, sp.Abs) for a in e.args),
-            pick)
+        # innermost first: atoms whose arguments are already free of Min/Max/Abs, each once
+        inner = [e for e in expr.atoms(sp.Min, sp.Max, sp.Abs)
+                 if not any(a.has(sp.Min, sp.Max, sp.Abs) for a in e.args)]
+        expr = expr.xreplace({e: pick(e) for e in inner})
     return expr
 
 
