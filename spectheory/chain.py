@@ -216,10 +216,11 @@ class DecodingChain:
         from . import analysis
         return analysis.accepted_count_law(self, horizon, gamma, bonus=bonus, per_state=per_state)
 
-    def expected_tokens_per_call(self, horizon, gamma, bonus=True, verifier="token"):
-        """``horizon / expected_target_calls``; see :func:`spectheory.analysis.expected_tokens_per_call`."""
+    def expected_tokens_per_call(self, horizon, gamma, bonus=True, verifier="token", per_generation=False):
+        """Tokens per target call; see :func:`spectheory.analysis.expected_tokens_per_call`."""
         from . import analysis
-        return analysis.expected_tokens_per_call(self, horizon, gamma, bonus=bonus, verifier=verifier)
+        return analysis.expected_tokens_per_call(self, horizon, gamma, bonus=bonus, verifier=verifier,
+                                                 per_generation=per_generation)
 
     def predicted_speedup(self, horizon, gamma, c, bonus=True, verifier="token"):
         """Predicted walltime speedup; see :func:`spectheory.analysis.predicted_speedup`."""
@@ -231,10 +232,10 @@ class DecodingChain:
         from . import analysis
         return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method)
 
-    def leviathan_gap(self, horizon, gamma, bonus=True):
+    def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
         """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.analysis.leviathan_gap`."""
         from . import analysis
-        return analysis.leviathan_gap(self, horizon, gamma, bonus=bonus)
+        return analysis.leviathan_gap(self, horizon, gamma, bonus=bonus, c=c)
 
     # ------------------------------------------------------------- constructors
     @classmethod
