@@ -8,15 +8,13 @@ effect of context alone), Leviathan's formula, and formula / exact - 1. Then, at
 optimal gamma by the formula against the exact optimum on the chain and the speedup lost by trusting
 the formula. All numbers are exact (no sampling).
 
-    python simulations/leviathan_gap.py [--quick] [--c 0.05] [--json out.json]
+    python simulations/leviathan_gap.py [--quick] [--c 0.05] [--out DIR]
 """
-import argparse
-import json
-
 import numpy as np
 
 import spectheory as st
 from spectheory.analysis import easy_hard_chain, leviathan_gap, predicted_speedup
+from spectheory.results import headline, script_parser, write_results
 
 
 def families(quick):
@@ -28,14 +26,12 @@ def families(quick):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
+    parser = script_parser(__doc__)
     parser.add_argument("--c", type=float, default=0.05, help="cost ratio t_draft / t_target")
-    parser.add_argument("--json", default=None, help="write the table as JSON")
     args = parser.parse_args(argv)
     T = 300 if args.quick else 2000
     gammas = range(1, (6 if args.quick else 12) + 1)
-    rows = []
+    rows, optima = [], []
     print(f"T = {T}, bonus = True, c = {args.c}")
     print(f"{'chain':28s} {'gamma':>5s} {'alpha':>7s} {'exact':>8s} {'iid_exact':>9s} {'formula':>8s} {'rel.err':>8s}")
     for name, chain in families(args.quick):
@@ -52,12 +48,18 @@ def main(argv=None):
         g_formula = st.optimal_gamma(alpha, args.c, max_gamma=max(gammas))
         g_exact = int(np.argmax(best)) + 1
         s_formula = predicted_speedup(chain, T, g_formula, args.c)
+        optima.append(dict(chain=name, alpha=alpha, gamma_formula=g_formula, gamma_exact=g_exact,
+                           speedup_exact_opt=max(best), speedup_at_formula_gamma=s_formula,
+                           speedup_promised=float(st.walltime_speedup(alpha, g_formula, args.c))))
         print(f"  optimal gamma at c={args.c}: formula {g_formula}, exact {g_exact}; exact speedup "
               f"{max(best):.4f} vs {s_formula:.4f} at the formula's gamma "
               f"(formula promised {st.walltime_speedup(alpha, g_formula, args.c):.4f})")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(rows, fh, indent=1)
+    worst = max(rows, key=lambda r: abs(r["relative_error"]))
+    path = write_results(__file__, {"horizon": T, "c": args.c, "rows": rows, "optima": optima}, args.out, argv, [
+        headline("Leviathan i.i.d. formula vs exact chain: worst relative error in tokens per call",
+                 worst["relative_error"], note=f"{worst['chain']}, gamma={worst['gamma']}, T={T}"),
+    ])
+    print(f"wrote {path}")
     return rows
 
 

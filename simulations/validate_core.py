@@ -5,20 +5,14 @@ For a random homogeneous chain, the non-stationary 7-state chain of Yin et al.'s
 the exact expectation (spectheory.analysis), the Monte Carlo mean, its standard error and
 the z-score of target calls, rejections, draft tokens and accepted drafts, plus the p-value
 of a chi-square (Hotelling) test of the accepted-count histogram. Agreement means |z| < 5
-and p > 1e-6. Writes results/validate_core.json.
+and p > 1e-6. Writes validate_core.json into --out (default results/).
 
-Usage: python simulations/validate_core.py [--quick] [--runs N] [--out PATH]
+Usage: python simulations/validate_core.py [--quick] [--runs N] [--out DIR]
 """
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
-import os
-import platform
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -26,8 +20,8 @@ from scipy import stats
 import spectheory as st
 from spectheory import analysis
 from spectheory.montecarlo import simulate
+from spectheory.results import headline, script_parser, write_results
 
-ROOT = Path(__file__).resolve().parent.parent
 STATS = ("target_calls", "rejections", "draft_tokens", "accepted")
 Z_MAX, P_MIN = 5.0, 1e-6
 
@@ -98,11 +92,9 @@ def format_table(rows):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2,000 runs per setting (CI)")
+    ap = script_parser(__doc__)
     ap.add_argument("--runs", type=int, default=None, help="runs per setting (default 20,000)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--out", default=str(ROOT / "results" / "validate_core.json"))
     args = ap.parse_args(argv)
     n_runs = args.runs or (2000 if args.quick else 20000)
     t0 = time.perf_counter()
@@ -113,16 +105,14 @@ def main(argv=None):
     zs = np.array([r[k]["z"] for r in rows for k in STATS])
     print(f"\n{n_ok}/{len(rows)} settings agree (|z| < {Z_MAX:g}, histogram p > {P_MIN:g}); "
           f"max |z| = {np.abs(zs).max():.2f}; {n_runs} runs per setting; {elapsed:.1f} s")
-    out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                       "python": platform.python_version()},
-           "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] +
-                                           (argv if argv is not None else sys.argv[1:])),
-           "n_runs": n_runs, "seconds": elapsed, "z_max": Z_MAX, "p_min": P_MIN,
-           "all_ok": n_ok == len(rows), "max_abs_z": float(np.abs(zs).max()), "rows": rows}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    data = {"n_runs": n_runs, "seconds": elapsed, "z_max": Z_MAX, "p_min": P_MIN,
+            "all_ok": n_ok == len(rows), "max_abs_z": float(np.abs(zs).max()), "rows": rows}
+    path = write_results(__file__, data, args.out, argv, [
+        headline(f"core chains: exact vs Monte Carlo settings agreeing (|z| < {Z_MAX:g}, {n_runs} runs each)",
+                 f"{n_ok}/{len(rows)}"),
+        headline("core chains: exact vs Monte Carlo, max |z|", float(np.abs(zs).max())),
+    ])
+    print(f"wrote {path}")
     return 0 if n_ok == len(rows) else 1
 
 
