@@ -251,7 +251,9 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
         raise ValueError(f"verifier: expected one of {sorted(_verify.VERIFIERS)}, got {verifier!r}")
     rule = getattr(_verify, f"{verifier}_verify")  # looked up per call (tests may substitute it)
     dev, dt_target = _place(target, device, dtype)
-    _, dt_draft = _place(draft, dev if device is not None else None, dtype)
+    dev_draft, dt_draft = _place(draft, dev if device is not None else None, dtype)
+    if dev_draft != dev:
+        raise ValueError(f"draft: on {dev_draft} while target is on {dev}; pass device= to move both")
     batch = _make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     seeds = seed_tensor(check_seeds(seed, B), dev)

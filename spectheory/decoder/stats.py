@@ -10,7 +10,7 @@ Timings are wall-clock seconds for the whole batch (CUDA synchronised before rea
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -49,7 +49,6 @@ class DecodeStats:
     time_total: float = 0.0
     batch_draft_calls: int = 0
     batch_target_calls: int = 0
-    extra: dict = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
