@@ -288,8 +288,9 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             allow_bonus = (k < remaining) & bool(bonus)
             verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
             target_cached, draft_cached = _commit(batch, k, verdict)
-            rec.add_round(k.cpu().numpy(), verdict.n_accepted.cpu().numpy(),
-                          (verdict.next_token >= 0).cpu().numpy(), verdict.rejected.cpu().numpy())
+            counts = torch.stack([k, verdict.n_accepted, (verdict.next_token >= 0).to(torch.int64),
+                                  verdict.rejected.to(torch.int64)]).cpu().numpy()  # one transfer
+            rec.add_round(*counts)
             times["time_draft"] += t1 - t0
             times["time_target"] += t2 - t1
             calls["batch_draft_calls"] += K
