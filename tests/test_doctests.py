@@ -14,6 +14,8 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(spectheory.__path__, "spe
 def test_docstring_examples(name):
     if name.startswith("spectheory.decoder") or name.startswith("spectheory.testing.torch"):
         pytest.importorskip("torch")
+    if name == "spectheory.decoder.hf":
+        pytest.importorskip("transformers")
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
