@@ -23,6 +23,8 @@ matplotlib.use("Agg", force=True)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from .results import _plain  # noqa: E402
+
 #: Okabe-Ito colour-blind-safe palette.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
@@ -57,20 +59,6 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2
                         constrained_layout=True, **kwargs)
 
 
-def _jsonable(obj):
-    if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
-    if isinstance(obj, np.ndarray):
-        return _jsonable(obj.tolist())
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, float) and not np.isfinite(obj):
-        return None
-    return obj
-
-
 def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[Path]:
     """Write ``name.png``, ``name.pdf`` and (if ``data``) ``name.json`` into ``out_dir``.
 
@@ -84,7 +72,7 @@ def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[
     plt.close(fig)
     if data is not None:
         jp = out / f"{name}.json"
-        jp.write_text(json.dumps(_jsonable(data), indent=1))
+        jp.write_text(json.dumps(_plain(data), indent=1))
         paths.append(jp)
     return paths
 

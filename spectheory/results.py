@@ -55,6 +55,7 @@ def headline(name: str, value, se=None, note: str | None = None) -> dict:
 
 
 def _plain(obj):
+    """JSON-ready copy: numpy arrays/scalars to Python, non-finite floats to None."""
     if isinstance(obj, dict):
         return {str(k): _plain(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
