@@ -249,7 +249,6 @@ def _content_violations(out, lengths, x, V):
 # ------------------------------------------------------------------------------ the kit
 def _plan(vocab_sizes, gammas, families, seed):
     fams = list(families)
-    combos = [(V, g) for V in vocab_sizes for g in gammas]
     n_inst = max(len(fams), len(vocab_sizes), len(gammas))
     ss = np.random.SeedSequence(seed)
     rngs = ss.spawn(n_inst + 1)
@@ -262,7 +261,6 @@ def _plan(vocab_sizes, gammas, families, seed):
         if FAMILIES[fam][2]:
             g = max(gammas)
         plan.append(make_instance(fam, V, g, rngs[i]))
-    del combos
     return plan, rngs[-1]
 
 
