@@ -1,0 +1,262 @@
+r"""Rao-Blackwellised theory predictions for the real decoder, and what the decoder measures.
+
+Notation: p = target, q = draft (laws after temperature/top-k/top-p); a generation of
+``T`` new tokens after a prompt; the protocol of ``DESIGN.md``.
+
+**Rejections (bonus off), Theorem 1 of Yin et al.** With ``bonus=False`` every position is
+produced by a draft check, so
+
+.. math:: E[\text{rejections}] = \sum_{n=1}^{T} E_{x_{<n} \sim p}\,\mathrm{TV}(p(\cdot|x_{<n}), q(\cdot|x_{<n})).
+
+:func:`path_statistics` samples target paths and evaluates the exact TV at every position
+with one forward pass of each model; the mean over paths of ``sum_n TV_n`` is unbiased,
+with its standard error over paths (the prefixes are sampled, the TVs are exact).
+
+**Everything else, given a target path (exact round bookkeeping).** The decoder's output is
+target-distributed, and the joint law of a trajectory factorises as
+``prod_n p(x_n|x_<n)`` times, at every *checked* position, ``min(p, q)(x_n)/p(x_n)``
+(accepted) or ``(p - q)^+(x_n)/p(x_n)`` (rejected, the token came from the residual); bonus
+positions carry no factor. So, given the output sequence, the checks are independent
+Bernoulli rejections with
+
+.. math:: r_n = \max(0, 1 - q(x_n|x_{<n}) / p(x_n|x_{<n})),
+
+and which positions are checked follows from the earlier outcomes. :func:`round_dp` runs
+the rounds as an exact dynamic programme over (round start position) given ``r``, giving
+the conditional expectations of target calls, rejections, draft steps and the number of
+rounds with each accepted count ``j``; averaging over target paths gives unbiased
+predictions for every ``gamma`` and both bonus settings from one set of paths. (Round
+starts are *not* target-typical prefixes — they follow rejections — which is why the
+accepted-count law is not the average of per-prefix laws over all positions.)
+
+**First round, along draft paths.** The first round starts at the prompt. Given a draft path
+``y_1..y_gamma ~ q``, the round accepts at least ``j`` tokens with probability
+``prod_{i<=j} min(1, p(y_i)/q(y_i))`` (per-position acceptances along the draft path);
+:func:`first_round_law` averages this over draft paths: the law of the first round's
+accepted count, compared with the decoder's first rounds.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validation import check_int
+from .sampling import logits_to_probs
+
+__all__ = ["repeat_prompts", "PathStatistics", "path_statistics", "sample_paths", "round_dp",
+           "rb_predictions", "first_round_law", "measure_decoder", "zscore", "mean_se"]
+
+
+def mean_se(x, axis=0):
+    """Mean and standard error of the mean over ``axis`` (ddof = 1)."""
+    x = np.asarray(x, dtype=np.float64)
+    n = x.shape[axis]
+    se = x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.full(np.mean(x, axis).shape, np.nan)
+    return x.mean(axis=axis), se
+
+
+def zscore(a, se_a, b, se_b):
+    """``(a - b) / sqrt(se_a**2 + se_b**2)`` (0 where both are exact and equal)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    s = np.sqrt(np.asarray(se_a, float) ** 2 + np.asarray(se_b, float) ** 2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.where(s > 0, (a - b) / np.where(s > 0, s, 1.0), np.where(a == b, 0.0, np.inf))
+    return z
+
+
+def repeat_prompts(prompts, n):
+    """``n`` prompts cycling through ``prompts`` (sequence ``i`` gets ``prompts[i % P]``);
+    int64 array ``[n, L]`` (all prompts must have the same length)."""
+    arr = np.asarray(prompts, dtype=np.int64)
+    if arr.ndim != 2 or arr.shape[1] == 0:
+        raise ValueError(f"prompts: expected equal-length non-empty prompts, shape (P, L), got {arr.shape}")
+    n = check_int(n, "n", 1)
+    return arr[np.arange(n) % arr.shape[0]]
+
+
+def sample_paths(model, prompts, horizon, seed, batch_size=1024, sampling=(1.0, None, None), device=None):
+    """Plain autoregressive samples: int64 ``[N, L + T]`` (prompt followed by ``T`` tokens)."""
+    from .speculative import autoregressive_generate
+    prompts = np.asarray(prompts, dtype=np.int64)
+    out = []
+    for lo in range(0, len(prompts), batch_size):
+        chunk = prompts[lo:lo + batch_size]
+        res = autoregressive_generate(model, list(chunk), horizon, *sampling, seed=seed + lo, device=device)
+        out.append(np.concatenate([chunk, np.stack(res.tokens)], axis=1))
+    return np.concatenate(out)
+
+
+@dataclass
+class PathStatistics:
+    """Per-path, per-position exact quantities along given token paths.
+
+    ``tv`` [N, T]: TV(p, q) before token n; ``reject`` [N, T]: ``max(0, 1 - q(x_n)/p(x_n))``;
+    ``accept`` [N, T]: ``min(1, p(x_n)/q(x_n))``; ``target_laws``/``draft_laws``
+    [N, T, V] float32 when kept (for fitting chains), else None.
+    """
+
+    tv: np.ndarray
+    reject: np.ndarray
+    accept: np.ndarray
+    target_laws: np.ndarray | None = None
+    draft_laws: np.ndarray | None = None
+
+
+@torch.inference_mode()
+def path_statistics(target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256,
+                    keep_laws=False, device=None) -> PathStatistics:
+    """Evaluate both models once along ``paths`` [N, L + T] (see :class:`PathStatistics`).
+
+    ``n_prompt = L``: token ``n`` (1-based) of the generation is ``paths[:, L + n - 1]`` and
+    its laws are read from the logits at position ``L + n - 2``.
+    """
+    paths = np.asarray(paths, dtype=np.int64)
+    L = check_int(n_prompt, "n_prompt", 1)
+    T = paths.shape[1] - L
+    if T < 1:
+        raise ValueError("paths: no generated tokens after the prompt")
+    from .theory_lossless import model_device
+    dev = device if device is not None else model_device(target)
+    tv, rej, acc, tl, dl = [], [], [], [], []
+    for lo in range(0, len(paths), batch_size):
+        ids = torch.as_tensor(paths[lo:lo + batch_size], device=dev)
+        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1:], *sampling)     # [b, T, V]
+        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1:], *sampling)
+        x = ids[:, L:, None]
+        px, qx = pt.gather(-1, x)[..., 0], pd.gather(-1, x)[..., 0]
+        tv.append((0.5 * (pt - pd).abs().sum(-1)).cpu().numpy())
+        rej.append(torch.clamp(1.0 - qx / px, min=0.0).cpu().numpy())
+        acc.append(torch.where(qx > 0, torch.clamp(px / torch.where(qx > 0, qx, 1.0), max=1.0),
+                               torch.ones_like(px)).cpu().numpy())
+        if keep_laws:
+            tl.append(pt.float().cpu().numpy())
+            dl.append(pd.float().cpu().numpy())
+    cat = np.concatenate
+    return PathStatistics(cat(tv), cat(rej), cat(acc), cat(tl) if keep_laws else None,
+                          cat(dl) if keep_laws else None)
+
+
+def round_dp(reject, gamma, bonus):
+    """Exact expected round statistics given per-position rejection probabilities.
+
+    Rounds start at position 0; a round at ``n`` checks ``k = min(gamma, T - n)`` positions
+    ``n..n+k-1``, each rejected independently with probability ``reject[:, m]``; it stops
+    at the first rejection (which emits the residual at that position) or, after ``k``
+    acceptances, emits a bonus token at ``n + k`` if ``bonus`` and ``n + k < T``.
+
+    Parameters
+    ----------
+    reject : array, shape (N, T), entries in [0, 1]
+    gamma : int >= 1
+    bonus : bool
+
+    Returns
+    -------
+    dict of arrays: ``target_calls``, ``rejections``, ``draft_tokens`` [N] and
+    ``counts`` [N, gamma + 1] (expected number of rounds accepting ``j`` drafts).
+
+    Examples
+    --------
+    >>> out = round_dp([[0.0, 0.0, 0.0]], 2, bonus=True)   # always accepted: 2 + bonus
+    >>> out["target_calls"].tolist(), out["counts"].tolist()
+    ([1.0], [[0.0, 0.0, 1.0]])
+    >>> out = round_dp([[0.5, 0.5]], 1, bonus=False)
+    >>> out["rejections"].tolist()
+    [1.0]
+    """
+    r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
+    gamma = check_int(gamma, "gamma", 1)
+    N, T = r.shape
+    start = np.zeros((N, T + 2))
+    start[:, 0] = 1.0
+    calls = np.zeros(N)
+    rej = np.zeros(N)
+    drafts = np.zeros(N)
+    counts = np.zeros((N, gamma + 1))
+    for n in range(T):
+        f = start[:, n]
+        if not f.any():
+            continue
+        k = min(gamma, T - n)
+        calls += f
+        drafts += f * k
+        surv = f.copy()
+        for j in range(k):
+            stop = surv * r[:, n + j]
+            counts[:, j] += stop
+            rej += stop
+            start[:, n + j + 1] += stop
+            surv = surv - stop
+        counts[:, k] += surv
+        start[:, n + k + (1 if (bonus and n + k < T) else 0)] += surv
+    return {"target_calls": calls, "rejections": rej, "draft_tokens": drafts, "counts": counts}
+
+
+def rb_predictions(stats: PathStatistics, gammas, bonus_settings=(False, True)):
+    """Predicted means and standard errors over target paths for each (gamma, bonus).
+
+    Returns a dict ``{(gamma, bonus): {stat: (mean, se)}}`` with stats ``target_calls``,
+    ``rejections``, ``draft_tokens``, ``counts`` (arrays ``[gamma + 1]``), and for
+    ``bonus=False`` also ``rejections_tv`` (the Theorem-1 sum of exact TVs, which does not
+    depend on gamma).
+    """
+    out = {}
+    tv_sum = stats.tv.sum(1)
+    for g in gammas:
+        for b in bonus_settings:
+            dp = round_dp(stats.reject, g, b)
+            entry = {key: mean_se(val) for key, val in dp.items()}
+            if not b:
+                entry["rejections_tv"] = mean_se(tv_sum)
+            out[(int(g), bool(b))] = entry
+    return out
+
+
+def first_round_law(target, draft, prompts, gamma, seed, sampling=(1.0, None, None), batch_size=1024,
+                    device=None):
+    """Law of the first round's accepted count from per-position acceptances along draft paths.
+
+    For each prompt, a draft path ``y_1..y_gamma ~ q``; ``P(J >= j | path) = prod_{i<=j} a_i``
+    with ``a_i = min(1, p(y_i)/q(y_i))``. Returns ``(mean, se)`` arrays ``[gamma + 1]``
+    over the paths (one path per prompt row).
+    """
+    prompts = np.asarray(prompts, dtype=np.int64)
+    paths = sample_paths(draft, prompts, gamma, seed, batch_size=batch_size, sampling=sampling, device=device)
+    st = path_statistics(target, draft, paths, prompts.shape[1], sampling, device=device)
+    surv = np.concatenate([np.ones((len(paths), 1)), np.cumprod(st.accept, axis=1)], axis=1)  # P(J >= j)
+    law = surv - np.concatenate([surv[:, 1:], np.zeros((len(paths), 1))], axis=1)
+    return mean_se(law)
+
+
+def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, sampling=(1.0, None, None),
+                    batch_size=1024, device=None, dtype=None):
+    """Run :func:`speculative_generate` on ``prompts`` and return per-sequence statistics.
+
+    Returns a dict of arrays: ``target_calls``, ``rejections``, ``draft_tokens`` [N],
+    ``counts`` [N, gamma + 1] (rounds with each accepted count), ``first`` [N, gamma + 1]
+    (one-hot accepted count of the first round; its length is ``min(gamma, T)``),
+    ``accepted``, ``checked`` [N]; and ``time_total`` (s).
+    """
+    from .speculative import speculative_generate
+    prompts = np.asarray(prompts, dtype=np.int64)
+    keys = ("target_calls", "rejections", "draft_tokens", "counts", "first", "accepted", "checked")
+    acc = {k: [] for k in keys}
+    seconds = 0.0
+    for lo in range(0, len(prompts), batch_size):
+        chunk = list(prompts[lo:lo + batch_size])
+        res = speculative_generate(target, draft, chunk, horizon, gamma, *sampling, bonus=bonus,
+                                   seed=seed + lo, device=device, dtype=dtype)
+        s = res.stats
+        seconds += s.time_total
+        acc["target_calls"].append(s.target_calls)
+        acc["rejections"].append(s.rejections)
+        acc["draft_tokens"].append(s.draft_steps)
+        acc["counts"].append(np.stack([np.bincount(a, minlength=gamma + 1) for a in s.accepted_counts]))
+        acc["first"].append(np.eye(gamma + 1)[[int(a[0]) for a in s.accepted_counts]])
+        acc["accepted"].append(s.position_accepted.sum(1))
+        acc["checked"].append(s.position_checked.sum(1))
+    out = {k: np.concatenate(v).astype(np.float64) for k, v in acc.items()}
+    out["time_total"] = seconds
+    return out
