@@ -46,7 +46,8 @@ from .._validation import check_int
 from .sampling import logits_to_probs
 
 __all__ = ["repeat_prompts", "PathStatistics", "path_statistics", "sample_paths", "round_dp",
-           "rb_predictions", "first_round_law", "measure_decoder", "zscore", "mean_se"]
+           "rb_predictions", "first_round_law", "measure_decoder", "zscore", "mean_se",
+           "compare_theory"]
 
 
 def mean_se(x, axis=0):
@@ -260,3 +261,61 @@ def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, samplin
     out = {k: np.concatenate(v).astype(np.float64) for k, v in acc.items()}
     out["time_total"] = seconds
     return out
+
+
+STATS = ("target_calls", "rejections", "draft_tokens")
+
+
+def compare_theory(target, draft, prompts, horizon, gammas, n_sequences, seed=0, bonus_settings=(False, True),
+                   n_paths=None, batch_size=1024, device=None, z_max=5.0):
+    """Rao-Blackwellised predictions against the decoder's measurements, per (gamma, bonus).
+
+    ``n_paths`` target paths (default ``n_sequences``) give the predictions; the decoder runs
+    ``n_sequences`` sequences per (gamma, bonus), prompts cycling through ``prompts``. Each
+    row compares one statistic: ``predicted`` +- ``predicted_se``, ``measured`` +-
+    ``measured_se``, ``z`` (combined SE) and ``agree = |z| < z_max``. Statistics:
+    ``target_calls``, ``rejections``, ``draft_tokens``, ``count[j]`` (rounds accepting ``j``),
+    ``first[j]`` (first round accepting ``j``, predicted along draft paths) and, for
+    ``bonus=False``, ``rejections_tv`` (the Theorem-1 sum of TVs). Also returns the pooled
+    accepted-count laws (``law_predicted``/``law_measured``) for figures.
+    """
+    prompts = np.asarray(prompts, dtype=np.int64)
+    L = prompts.shape[1]
+    n_paths = n_sequences if n_paths is None else n_paths
+    rows, laws = [], []
+    tpaths = sample_paths(target, repeat_prompts(prompts, n_paths), horizon, seed + 10_000_019,
+                          batch_size=batch_size, device=device)
+    pstats = path_statistics(target, draft, tpaths, L, batch_size=min(batch_size, 256), device=device)
+    pred = rb_predictions(pstats, gammas, bonus_settings)
+    seq_prompts = repeat_prompts(prompts, n_sequences)
+
+    def row(g, b, name, pm, ps, mm, ms):
+        z = float(zscore(pm, ps, mm, ms))
+        rows.append({"gamma": g, "bonus": b, "stat": name, "predicted": float(pm), "predicted_se": float(ps),
+                     "measured": float(mm), "measured_se": float(ms), "z": z, "agree": bool(abs(z) < z_max)})
+
+    for g in gammas:
+        first = first_round_law(target, draft, repeat_prompts(prompts, n_paths), min(g, horizon),
+                                seed + 20_000_033 + g, batch_size=batch_size, device=device)
+        for b in bonus_settings:
+            meas = measure_decoder(target, draft, seq_prompts, horizon, g, b, seed, batch_size=batch_size,
+                                   device=device)
+            p = pred[(int(g), bool(b))]
+            for name in STATS:
+                row(g, b, name, *p[name], *mean_se(meas[name]))
+            if not b:
+                row(g, b, "rejections_tv", *p["rejections_tv"], *mean_se(meas["rejections"]))
+            cm, cs = mean_se(meas["counts"])
+            for j in range(g + 1):
+                row(g, b, f"count[{j}]", p["counts"][0][j], p["counts"][1][j], cm[j], cs[j])
+            fm, fs = mean_se(meas["first"][:, : len(first[0])])
+            for j in range(len(first[0])):
+                row(g, b, f"first[{j}]", first[0][j], first[1][j], fm[j], fs[j])
+            laws.append({"gamma": g, "bonus": b,
+                         "law_predicted": (p["counts"][0] / p["counts"][0].sum()).tolist(),
+                         "law_measured": (meas["counts"].sum(0) / meas["counts"].sum()).tolist(),
+                         "acceptance_measured": float(meas["accepted"].sum() / max(meas["checked"].sum(), 1)),
+                         "time_decoder": meas["time_total"]})
+    return {"rows": rows, "laws": laws, "tv_profile": pstats.tv.mean(0).tolist(),
+            "acceptance_predicted": float(1.0 - pstats.tv.mean()), "n_paths": n_paths,
+            "n_sequences": n_sequences, "horizon": horizon}
