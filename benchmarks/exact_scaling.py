@@ -5,14 +5,14 @@ recursion behind expected_target_calls / expected_rejections(bonus=True) /
 expected_draft_tokens / accepted_count_law (computed once, then cached), plus tv_profile.
 Sweeps V at fixed T and T at fixed V (gamma = 8), fits log-log slopes, and checks the
 issue's budget: V = S = 1024, T = 512, gamma = 8 in under 10 s. Writes
-results/exact_scaling.json.
+``exact_scaling.json`` into ``--out`` (default ``results/``).
 
 BLAS threads default to 1 (set before numpy is imported; override with the usual
 OPENBLAS_NUM_THREADS / OMP_NUM_THREADS / MKL_NUM_THREADS): on a shared 2-core machine,
 multi-threaded BLAS oversubscribes the cores and made the V = 1024 case ~10x slower in
 wall time.
 
-Usage: python benchmarks/exact_scaling.py [--quick]
+Usage: python benchmarks/exact_scaling.py [--quick] [--out DIR]
 """
 from __future__ import annotations
 
@@ -21,20 +21,13 @@ import os
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import json  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
 import time  # noqa: E402
-from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 import spectheory as st  # noqa: E402
 from spectheory import analysis  # noqa: E402
-
-ROOT = Path(__file__).resolve().parent.parent
+from spectheory.results import headline, script_parser, write_results  # noqa: E402
 
 
 def time_exact(V, T, gamma, seed=0):
@@ -60,10 +53,7 @@ def slope(xs, ys):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(ROOT / "results" / "exact_scaling.json"))
-    args = ap.parse_args(argv)
+    args = script_parser(__doc__).parse_args(argv)
     gamma = 8
     Vs = [64, 128, 256] if args.quick else [64, 128, 256, 512, 1024]
     Ts = [64, 128, 256] if args.quick else [64, 128, 256, 512, 1024]
@@ -86,17 +76,21 @@ def main(argv=None):
         print(f"budget case V=S=1024, T=512, gamma=8: {budget['seconds_recursion']:.2f} s wall, "
               f"{budget['cpu_seconds_recursion']:.2f} s cpu "
               f"(requirement < 10 s: {'met' if budget['seconds_recursion'] < 10 else 'NOT met'})")
-    out = {"date": datetime.datetime.now().isoformat(timespec="seconds"),
-           "machine": {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-                       "python": platform.python_version(), "numpy": np.__version__},
-           "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] +
-                                           (argv if argv is not None else sys.argv[1:])),
-           "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+    out = {"blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
            "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
            "by_V": by_V, "by_T": by_T, "slope_V": sV, "slope_T": sT, "budget_case": budget}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    rows = []
+    if budget is not None:
+        rows.append(headline("exact recursion, budget case V=S=1024, T=512, gamma=8: wall seconds (requirement < 10)",
+                             budget["seconds_recursion"], note=f"{budget['cpu_seconds_recursion']:.2f} s cpu"))
+    else:
+        big = by_V[-1]
+        rows.append(headline(f"exact recursion, V=S={big['V']}, T={big['T']}, gamma={gamma}: wall seconds",
+                             big["seconds_recursion"], note="--quick: budget case not run"))
+    rows += [headline(f"exact recursion time, log-log slope in V (T={T_fix})", sV),
+             headline(f"exact recursion time, log-log slope in T (V={V_fix})", sT)]
+    path = write_results(__file__, out, args.out, argv, rows)
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

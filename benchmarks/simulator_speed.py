@@ -11,28 +11,21 @@ Compares ``spectheory.simulate`` (V = 1000, gamma = 4, T = 64 by default) with
    guide tables, ``n_runs`` at a time; the simulator must be within 4x of it.
 
 Both simulators are checked to agree on the mean number of target calls (5 SE), so the
-speed is not bought by doing something else. Writes results/simulator_speed.json.
+speed is not bought by doing something else. Writes ``simulator_speed.json`` into ``--out``
+(default ``results/``).
 
-Usage: python benchmarks/simulator_speed.py [--quick] [--runs N] [--ref-runs N]
+Usage: python benchmarks/simulator_speed.py [--quick] [--runs N] [--ref-runs N] [--out DIR]
 """
 from __future__ import annotations
 
-import argparse
-import datetime
-import json
-import os
-import platform
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import spectheory as st
 from spectheory import montecarlo as mc
+from spectheory.results import headline, script_parser, write_results
 from spectheory.sampling_utils import CdfTable
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def reference_simulate(chain, horizon, gamma, n_runs, rng, bonus=True, sampler="choice"):
@@ -117,21 +110,13 @@ def timed(fn, repeat=1):
     return best, out
 
 
-def machine():
-    return {"platform": platform.platform(), "processor": platform.processor() or platform.machine(),
-            "cpu_count": os.cpu_count(), "python": platform.python_version(),
-            "numpy": np.__version__}
-
-
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="fewer runs")
+    ap = script_parser(__doc__)
     ap.add_argument("--vocab", type=int, default=1000)
     ap.add_argument("--gamma", type=int, default=4)
     ap.add_argument("--horizon", type=int, default=64)
     ap.add_argument("--runs", type=int, default=None, help="simulator runs (default 4000, quick 1000)")
     ap.add_argument("--ref-runs", type=int, default=None, help="reference-loop runs (default 40, quick 10)")
-    ap.add_argument("--out", default=str(ROOT / "results" / "simulator_speed.json"))
     args = ap.parse_args(argv)
     n_runs = args.runs or (1000 if args.quick else 4000)
     n_ref = args.ref_runs or (10 if args.quick else 40)
@@ -163,9 +148,6 @@ def main(argv=None):
     per_run_sim = t_sim / n_runs
     per_run_ref = t_ref / n_ref
     out = {
-        "date": datetime.datetime.now().isoformat(timespec="seconds"),
-        "machine": machine(),
-        "command": "python " + " ".join([os.path.relpath(__file__, ROOT)] + (argv if argv is not None else sys.argv[1:])),
         "setting": {"vocab": V, "gamma": g, "horizon": T, "sim_runs": n_runs, "ref_runs": n_ref,
                     "chain": "DecodingChain.random(V, concentration=0.3, similarity=0.5, rng=0)"},
         "seconds_per_run": {"simulator": per_run_sim, "reference_loop": per_run_ref,
@@ -189,9 +171,15 @@ def main(argv=None):
     print(f"  sampling floor   {t_floor / n_runs * 1e3:9.4f} ms/run   -> simulator / floor = {out['ratio_to_floor']:.2f}")
     print(f"  without CDF tables {t_notab / n_runs * 1e3:7.4f} ms/run   -> / floor = {out['ratio_to_floor_without_tables']:.2f}")
     print(f"  mean target calls: simulator {m_sim:.3f} +- {se_sim:.3f}, reference {m_ref:.3f} +- {se_ref:.3f} (z = {z:.2f}), tuned {m_ref2:.3f} +- {se_ref2:.3f} (z = {z2:.2f})")
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(out, indent=1))
-    print(f"wrote {args.out}")
+    path = write_results(__file__, out, args.out, argv, [
+        headline(f"simulator speedup vs per-token reference loop (V={V}, gamma={g}, T={T}; requirement >= 100x)",
+                 out["speedup_vs_reference"], note="rng.choice per token"),
+        headline("simulator speedup vs tuned reference loop (cumsum + searchsorted per token)",
+                 out["speedup_vs_tuned_reference"]),
+        headline("simulator time / vectorised sampling floor (requirement <= 4)", out["ratio_to_floor"]),
+        headline("simulator vs reference loop, mean target calls z", z),
+    ])
+    print(f"wrote {path}")
     return out
 
 

@@ -8,9 +8,6 @@ against the scale recursion. Writes ``batch_rejections.json`` into ``--out``.
 
 Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 """
-import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
@@ -18,6 +15,7 @@ import spectheory as st
 from spectheory.verifiers.batch import (batch_expected_rejections, batch_rejection_probability,
                                         bernoulli_batch_rejection, simulate_batch,
                                         uniform_batch_rejection)
+from spectheory.results import headline, script_parser, write_results
 
 
 def holey_chain(seed=7, V=7, T=50):
@@ -30,10 +28,7 @@ def holey_chain(seed=7, V=7, T=50):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
-    args = ap.parse_args(argv)
+    args = script_parser(__doc__).parse_args(argv)
     n_runs = 1000 if args.quick else 10000
     Ms = [1, 2, 4, 8] if args.quick else [1, 2, 4, 8, 16, 32]
     chain, T = holey_chain(), 50
@@ -72,15 +67,13 @@ def main(argv=None):
                            "recursion": float(batch_rejection_probability(t, d, M))})
     err = max(abs(c["closed_form"] - c["recursion"]) for c in closed)
     print(f"\nper-step closed forms (Bernoulli, uniform) vs recursion: max |diff| = {err:.2e}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     lim = [r for r in rows if r["M"] is None and r["gamma"] is None][0]
-    data = {"chain": {"states": 7, "horizon": T, "n_runs": n_runs}, "rows": rows, "closed_forms": closed,
-            "headline": [
-                {"name": "batch SD limit M->inf expected rejections (7-state chain, T=50)",
-                 "value": lim["exact"], "note": f"Theorem 1 term {lim['theorem1']:.3f}"},
-                {"name": "batch closed forms vs recursion, max abs diff", "value": err}]}
-    (out / "batch_rejections.json").write_text(json.dumps(data, indent=1))
+    data = {"chain": {"states": 7, "horizon": T, "n_runs": n_runs}, "rows": rows, "closed_forms": closed}
+    path = write_results(__file__, data, args.out, argv, [
+        headline("batch SD limit M->inf expected rejections (7-state chain, T=50)", lim["exact"],
+                 note=f"Theorem 1 term {lim['theorem1']:.3f}"),
+        headline("batch closed forms vs recursion, max abs diff", err)])
+    print(f"wrote {path}")
     assert all(abs(r.get("z", 0)) < 5 for r in rows), "exact and Monte Carlo disagree beyond 5 SE"
 
 

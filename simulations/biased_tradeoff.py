@@ -10,9 +10,6 @@ both at 5 SE. Writes ``biased_tradeoff.json`` into ``--out``.
 
 Usage: python simulations/biased_tradeoff.py [--quick] [--out DIR]
 """
-import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
@@ -21,6 +18,7 @@ from spectheory.verifiers.biased import (additive_acceptance, biased_rule, biase
                                          pareto_front, ratio_acceptance, typical_acceptance)
 from spectheory.verifiers.pareto import sequence_front, sequence_tv_mc
 from spectheory.verifiers.rejection import rule_expected_rejections
+from spectheory.results import headline, script_parser, write_results
 
 EPS = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4]
 LEN = [1.0, 0.9, 0.75, 0.5, 0.3, 0.15]
@@ -37,10 +35,7 @@ def families():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
-    args = ap.parse_args(argv)
+    args = script_parser(__doc__).parse_args(argv)
     n_runs = 4000 if args.quick else 40000
     rng = np.random.default_rng(11)
     t = rng.dirichlet(np.full(8, 0.6))
@@ -76,14 +71,13 @@ def main(argv=None):
                        "rej_exact": ex_rej, "rej_mc": float(rej.mean()), "rej_se": float(rse)})
         print(f"{rule.name:>34} {seq[idx]['sequence_tv']:9.4f} {est:8.4f} {se:7.4f} {ex_rej:9.4f} "
               f"{rej.mean():8.4f} {rse:6.4f}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     on_line = max(abs(r["excess"]) for r in step_rows if r["rejection_law"] == "optimal" and r["family"] != "typical")
     data = {"step": {"target": t.tolist(), "draft": d.tolist(), "tv": front.tv, "rows": step_rows},
             "sequence": {"vocab": 3, "horizon": T, "rows": seq, "mc_checks": checks,
-                         "theorem1": float(chain.tv_profile(T).sum())},
-            "headline": [{"name": "over-accepting rules with optimal law: max |rho + loss - TV|", "value": on_line}]}
-    (out / "biased_tradeoff.json").write_text(json.dumps(data, indent=1, default=float))
+                         "theorem1": float(chain.tv_profile(T).sum())}}
+    path = write_results(__file__, data, args.out, argv, [
+        headline("over-accepting rules with optimal law: max |rho + loss - TV|", on_line)])
+    print(f"wrote {path}")
     for c in checks:
         assert abs(c["tv_mc"] - c["tv_exact"]) <= 5 * c["tv_se"] + 1e-12
         assert abs(c["rej_mc"] - c["rej_exact"]) <= 5 * c["rej_se"] + 1e-12

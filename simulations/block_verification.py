@@ -10,23 +10,18 @@ into ``--out`` (default ``results/``).
 
 Usage: python simulations/block_verification.py [--quick] [--out DIR]
 """
-import argparse
-import json
 from fractions import Fraction as F
-from pathlib import Path
 
 import numpy as np
 
 import spectheory as st
 from spectheory.montecarlo import simulate
 from spectheory.verifiers.block import block_emission_law
+from spectheory.results import headline, script_parser, write_results
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
-    args = ap.parse_args(argv)
+    args = script_parser(__doc__).parse_args(argv)
     n_runs = 3000 if args.quick else 30_000
     G = 4 if args.quick else 6
     T = 16 if args.quick else 32
@@ -55,19 +50,16 @@ def main(argv=None):
                          "token_tokens_per_call": T / tok, "block_tokens_per_call": T / blk})
             print(f"{name:>10} {gamma:5d} {tok:8.4f} {blk:8.4f} {m:9.4f} {se:6.4f} {z:6.2f} "
                   f"{T / tok:12.4f} {T / blk:12.4f}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     best = max(rows, key=lambda r: r["block_tokens_per_call"] / r["token_tokens_per_call"])
     data = {"T": T, "n_runs": n_runs, "paper_example": {"token": str(token_acc), "block": str(block_acc)},
-            "rows": rows, "max_abs_z": max(abs(r["z"]) for r in rows),
-            "headline": [
-                {"name": "block verification, paper's binary example (gamma=2): accepted drafts token vs block",
-                 "value": f"{token_acc} vs {block_acc}"},
-                {"name": f"largest block/token tokens-per-call ratio ({best['chain']}, gamma={best['gamma']}, T={T})",
-                 "value": best["block_tokens_per_call"] / best["token_tokens_per_call"]},
-                {"name": "block verification exact vs Monte Carlo target calls, max |z|",
-                 "value": max(abs(r["z"]) for r in rows)}]}
-    (out / "block_verification.json").write_text(json.dumps(data, indent=1))
+            "rows": rows, "max_abs_z": max(abs(r["z"]) for r in rows)}
+    path = write_results(__file__, data, args.out, argv, [
+        headline("block verification, paper's binary example (gamma=2): accepted drafts token vs block",
+                 f"{token_acc} vs {block_acc}"),
+        headline(f"largest block/token tokens-per-call ratio ({best['chain']}, gamma={best['gamma']}, T={T})",
+                 best["block_tokens_per_call"] / best["token_tokens_per_call"]),
+        headline("block verification exact vs Monte Carlo target calls, max |z|", data["max_abs_z"])])
+    print(f"wrote {path}")
     assert block_acc == F(11, 9) and token_acc == F(10, 9)
     assert all(r["block_calls"] <= r["token_calls"] + 1e-12 for r in rows)
     assert max(abs(r["z"]) for r in rows) < 5, "exact and Monte Carlo disagree beyond 5 SE"

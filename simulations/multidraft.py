@@ -9,9 +9,6 @@ output law against the target; writes ``multidraft.json`` into ``--out`` (defaul
 
 Usage: python simulations/multidraft.py [--quick] [--out DIR]
 """
-import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 from scipy import stats
@@ -20,6 +17,7 @@ from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
 from spectheory.verifiers.optimal_transport import (optimal_coupling_lp, optimal_multidraft_acceptance,
                                                     optimal_verify)
+from spectheory.results import headline, script_parser, write_results
 
 
 def chi2_pvalue(tokens, law):
@@ -33,10 +31,7 @@ def chi2_pvalue(tokens, law):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
-    args = ap.parse_args(argv)
+    args = script_parser(__doc__).parse_args(argv)
     n_runs = 4000 if args.quick else 50_000
     n_pairs = 2 if args.quick else 4
     K = 4 if args.quick else 6
@@ -94,17 +89,15 @@ def main(argv=None):
 
     zs = [abs(r["z"]) for r in rows if "z" in r]
     ps = [r["chi2_p"] for r in rows if "chi2_p" in r]
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     k4 = [r for r in rows if r["pair"] == 0 and r["k"] == min(4, K)]
     data = {"n_runs": n_runs, "pairs": pairs, "rows": rows, "kseq_worst_ratio": worst,
-            "max_abs_z": max(zs), "min_chi2_p": min(ps),
-            "headline": [{"name": f"multi-draft acceptance, V=8 pair, k={min(4, K)}: " +
-                          ", ".join(f"{r['rule']} {r['exact']:.3f}" for r in k4), "value": k4[0]["exact"]},
-                         {"name": "worst K-SEQ/optimal ratio at k=4 over random pairs (bound 0.684)",
-                          "value": worst[4]},
-                         {"name": "multi-draft exact vs Monte Carlo, max |z|", "value": max(zs)}]}
-    (out / "multidraft.json").write_text(json.dumps(data, indent=1))
+            "max_abs_z": max(zs), "min_chi2_p": min(ps)}
+    path = write_results(__file__, data, args.out, argv, [
+        headline(f"multi-draft acceptance, V=8 pair, k={min(4, K)}: " +
+                 ", ".join(f"{r['rule']} {r['exact']:.3f}" for r in k4), k4[0]["exact"]),
+        headline("worst K-SEQ/optimal ratio at k=4 over random pairs (bound 0.684)", worst[4]),
+        headline("multi-draft exact vs Monte Carlo, max |z|", max(zs))])
+    print(f"wrote {path}")
     print(f"max |z| = {max(zs):.2f}; min chi-square p = {min(ps):.3g}")
     assert max(zs) < 5, "exact and Monte Carlo disagree beyond 5 SE"
     assert all(v >= 1 - (1 - 1 / k) ** k - 1e-12 for k, v in worst.items())

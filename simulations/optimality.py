@@ -9,9 +9,6 @@ sum ``sum_n E[TV_n]``. Writes ``optimality.json`` into ``--out`` (default ``resu
 
 Usage: python simulations/optimality.py [--quick] [--out DIR]
 """
-import argparse
-import json
-from pathlib import Path
 
 import numpy as np
 
@@ -19,13 +16,11 @@ import spectheory as st
 from spectheory.verifiers.rejection import (rejection_step, rule_expected_rejections, scaled_acceptance,
                                             scaled_rule, simulate_rule, standard_rule,
                                             unbiased_rejection_law)
+from spectheory.results import headline, script_parser, write_results
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
-    args = ap.parse_args(argv)
+    args = script_parser(__doc__).parse_args(argv)
     n_runs = 2000 if args.quick else 20000
     rng = np.random.default_rng(2024)
 
@@ -59,17 +54,14 @@ def main(argv=None):
         z = (m - ex) / se
         rows.append({"rule": rule.name, "exact": ex, "mc_mean": m, "mc_se": se, "z": z})
         print(f"{rule.name:>14} {ex:9.4f} {m:9.4f} {se:7.4f} {z:6.2f}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     data = {"per_step": {"max_abs_standard_minus_tv": gap_std, "min_scaled09_minus_tv": min_gap_scaled},
-            "chain": {"states": 7, "horizon": T, "theorem1": theorem1, "rules": rows, "n_runs": n_runs},
-            "headline": [
-                {"name": "Theorem 1 sum E[TV] (7-state chain, T=50)", "value": theorem1},
-                {"name": "standard SD expected rejections, Monte Carlo", "value": rows[0]["mc_mean"],
-                 "se": rows[0]["mc_se"]},
-                {"name": "scaled acceptance s=0.5 (unbiased) expected rejections", "value": rows[-1]["exact"],
-                 "note": "strictly above the Theorem 2 bound"}]}
-    (out / "optimality.json").write_text(json.dumps(data, indent=1))
+            "chain": {"states": 7, "horizon": T, "theorem1": theorem1, "rules": rows, "n_runs": n_runs}}
+    path = write_results(__file__, data, args.out, argv, [
+        headline("Theorem 1 sum E[TV] (7-state chain, T=50)", theorem1),
+        headline("standard SD expected rejections, Monte Carlo", rows[0]["mc_mean"], se=rows[0]["mc_se"]),
+        headline("scaled acceptance s=0.5 (unbiased) expected rejections", rows[-1]["exact"],
+                 note="strictly above the Theorem 2 bound")])
+    print(f"wrote {path}")
     assert all(abs(r["z"]) < 5 for r in rows), "exact and Monte Carlo disagree beyond 5 SE"
 
 
