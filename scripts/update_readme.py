@@ -119,14 +119,17 @@ def block_testing() -> str:
     alarms = _load(ROOT / "results" / "testing_kit_false_alarms.json")
     lines = []
     if alarms:
-        lines += [f"False alarms of the correct reference verifier: {alarms.get('flagged', '?')} of "
-                  f"{alarms.get('n_seeds', '?')} seeds (`{alarms.get('command', 'python simulations/testing_kit_false_alarms.py')}`).", ""]
-    if power and isinstance(power.get("rows"), list):
-        lines += [f"Statistical power (`{power.get('command', 'python simulations/testing_kit_power.py')}`): the smallest "
-                  "samples per instance at which the kit flags each bug class.", "",
-                  "| bug class | smallest sample size detected |", "|---|---|"]
+        lines += [f"False alarms: the correct reference verifier was flagged in {alarms['runs_flagged']} of "
+                  f"{alarms['n_seeds']} seeds (expected {alarms['expected_flags']:.2g}; `{alarms['command']}`).", ""]
+    if power:
+        big = f"> {power['grid'][-1]}"
+        lines += [f"Statistical power (`{power['command']}`): samples per instance at which the kit flags each bug "
+                  f"class in every one of {power['repeats']} seeds.", "",
+                  "| bug class | samples needed (all families) | samples needed (families without exact zeros) |",
+                  "|---|---:|---:|"]
         for r in power["rows"]:
-            lines.append(f"| {_cell(r.get('bug', r.get('name', '?')))} | {_cell(r.get('min_samples', r.get('n', '?')))} |")
+            n, n0 = r["smallest_n_samples"], r["zero_free_smallest_n_samples"]
+            lines.append(f"| {_cell(r['description'])} | {n if n is not None else big} | {n0 if n0 is not None else big} |")
     return "\n".join(lines) + "\n" if lines else "_No conformance-kit results yet._\n"
 
 

@@ -10,14 +10,13 @@ Writes ``testing_kit_false_alarms.json`` into ``--out``.
 
 Usage: python simulations/testing_kit_false_alarms.py [--quick] [--seeds N] [--per-round] [--out DIR]
 """
-import argparse
-import json
+import sys
 import time
-from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
+from spectheory.results import headline, script_parser, write_results
 from spectheory.testing import as_batched, check_verifier, reference_verify, reference_verify_batch
 
 
@@ -47,21 +46,19 @@ def run(n_seeds: int, per_round: bool = False, n_samples: int = 20_000, first_se
                      "fraction_below": {str(a): float(np.mean(p < a)) for a in levels},
                      "min": float(p.min()) if p.size else None},
         "seconds": round(time.perf_counter() - t0, 1),
-        "command": "python simulations/testing_kit_false_alarms.py" + (" --per-round" if per_round else ""),
     }
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="10 seeds")
+    ap = script_parser(__doc__)
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--per-round", action="store_true", help="use reference_verify (slower)")
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
     args = ap.parse_args(argv)
     res = run(10 if args.quick else args.seeds, per_round=args.per_round)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "testing_kit_false_alarms.json").write_text(json.dumps(res, indent=1))
+    write_results(__file__, res, args.out, argv, [
+        headline("conformance kit: runs flagging the correct verifier", f"{res['runs_flagged']}/{res['n_seeds']}",
+                 note=f"expected {res['expected_flags']:.3g} (alpha = 1e-4 per run)"),
+    ])
     print(f"{res['runs_flagged']} of {res['n_seeds']} runs flagged the correct verifier "
           f"(expected {res['expected_flags']:.3g}); {res['p_values']['count']} p-values, fraction below "
           + ", ".join(f"{a}: {v:.4f}" for a, v in res["p_values"]["fraction_below"].items()))
@@ -69,4 +66,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(0 if main()["runs_flagged"] <= 1 else 1)

@@ -12,13 +12,11 @@ Prints a table and writes ``testing_kit_power.json`` into ``--out``.
 
 Usage: python simulations/testing_kit_power.py [--quick] [--repeats R] [--out DIR]
 """
-import argparse
-import json
 import time
-from pathlib import Path
 
 from tqdm.auto import tqdm
 
+from spectheory.results import headline, script_parser, write_results
 from spectheory.testing import check_verifier
 from spectheory.testing.gallery import GALLERY
 
@@ -43,10 +41,8 @@ def smallest_detecting_n(verify, repeats: int, grid=GRID, first_seed: int = 500,
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="2 repeats, grid up to 5000")
+    ap = script_parser(__doc__)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--out", default=str(Path(__file__).resolve().parent.parent / "results"))
     args = ap.parse_args(argv)
     repeats = 2 if args.quick else args.repeats
     grid = tuple(n for n in GRID if n <= 5000) if args.quick else GRID
@@ -59,11 +55,13 @@ def main(argv=None):
                      "zero_free_smallest_n_samples": n0, "zero_free_flagged_by": checks0})
     res = {"repeats": repeats, "grid": list(grid), "rows": rows, "kit": "check_verifier defaults except n_samples",
            "zero_free_families": list(ZERO_FREE),
-           "seconds": round(time.perf_counter() - t0, 1),
-           "command": "python simulations/testing_kit_power.py" + (" --quick" if args.quick else "")}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "testing_kit_power.json").write_text(json.dumps(res, indent=1))
+           "seconds": round(time.perf_counter() - t0, 1)}
+    caught = [r for r in rows if r["smallest_n_samples"] is not None]
+    write_results(__file__, res, args.out, argv, [
+        headline("conformance kit: buggy verifiers flagged", f"{len(caught)}/{len(rows)}"),
+        headline("conformance kit: largest samples per instance needed to flag a bug",
+                 max((r["smallest_n_samples"] for r in caught), default=None)),
+    ])
     print(table(res))
     return res
 

@@ -319,22 +319,3 @@ def test_torch_adapter():
     assert check_verifier(from_torch_sampler(counts, output="tokens_and_num_accepted"), n_samples=3000, seed=4).passed
     with pytest.raises(ValueError, match="output"):
         from_torch_sampler(counts, output="nope")
-
-
-# ------------------------------------------------------------------------- README example
-def test_readme_example_runs():
-    # the README section "Test your own speculative sampler", verbatim
-    import numpy as np
-    from spectheory.testing import assert_verifier_lossless, check_verifier
-
-    def my_verify(target_probs, draft_probs, draft_tokens, rng):
-        """Your sampler: accept the prefix, then one residual or bonus token."""
-        k = len(draft_tokens)
-        for j, x in enumerate(draft_tokens):
-            if rng.random() * draft_probs[j, x] >= target_probs[j, x]:          # reject
-                residual = np.maximum(target_probs[j] - draft_probs[j], 0)
-                return np.append(draft_tokens[:j], rng.choice(len(residual), p=residual / residual.sum()))
-        return np.append(draft_tokens, rng.choice(target_probs.shape[1], p=target_probs[k]))
-
-    assert_verifier_lossless(my_verify, n_samples=2000)        # in your pytest suite
-    print(check_verifier(my_verify, n_samples=2000))          # or read the report
