@@ -1,0 +1,66 @@
+"""The main job: steps run as cached tasks, failures are reported and not cached, summary rows."""
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from spectheory.reproduce import ROOT, Layout, Step, discover_steps, reproduce, run_steps, write_summary
+
+SCRIPT = textwrap.dedent('''
+    import json, sys, pathlib
+    args = sys.argv[1:]
+    out = pathlib.Path(args[args.index("--out") + 1]); out.mkdir(parents=True, exist_ok=True)
+    counter = pathlib.Path(__file__).with_suffix(".count")
+    counter.write_text(str(int(counter.read_text()) + 1 if counter.exists() else 1))
+    (out / "toy.json").write_text(json.dumps({"command": "python toy.py", "headline": [
+        {"name": "answer | with a pipe", "value": 0.5, "se": 0.01}]}))
+    sys.exit(int("--fail" in args))
+''')
+
+
+def _toy(tmp_path, fail=False):
+    script = tmp_path / "toy.py"
+    script.write_text(SCRIPT)
+    return Step("toy", str(script), args=("--fail",) if fail else ())
+
+
+def test_steps_are_cached_and_failures_are_not(tmp_path):
+    layout = Layout.at(tmp_path / "out")
+    ok = _toy(tmp_path)
+    first = run_steps([ok], layout, quick=True)
+    assert first[0]["rc"] == 0
+    again = run_steps([ok], layout, quick=True)
+    assert again == first and (tmp_path / "toy.count").read_text() == "1"  # cached: not rerun
+    bad = _toy(tmp_path, fail=True)
+    assert run_steps([bad], layout, quick=True)[0]["rc"] == 1
+    assert run_steps([bad], layout, quick=True)[0]["rc"] == 1
+    assert (tmp_path / "toy.count").read_text() == "3"  # a failed step is run again
+
+
+def test_summary_collects_headlines(tmp_path):
+    layout = Layout.at(tmp_path / "out")
+    statuses = run_steps([_toy(tmp_path)], layout, quick=True)
+    summary = write_summary(tmp_path / "out", layout.results, statuses, quick=True)
+    assert summary["headline"][0]["value"] == 0.5
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "answer \\| with a pipe | 0.5 | 0.01 | `python toy.py`" in md
+    assert json.loads((tmp_path / "out" / "summary.json").read_text())["steps"][0]["rc"] == 0
+
+
+def test_every_script_is_a_step_and_takes_the_conventions():
+    steps = discover_steps()
+    names = {s.name for s in steps}
+    assert "train_models" not in names  # the weights are shipped; training is not the main job
+    for s in steps:
+        text = (ROOT / s.script).read_text()
+        assert "--quick" in text or "figure_args" in text or "script_parser" in text or s.kind == "proof", s.name
+
+
+@pytest.mark.slow
+def test_quick_main_job_runs_every_step(tmp_path):
+    assert reproduce(out=tmp_path, quick=True, jobs=2) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert all(s["rc"] == 0 for s in summary["steps"])
+    assert len(summary["headline"]) >= 10
+    assert (tmp_path / "figures" / "fig1_theorem1.png").exists()
