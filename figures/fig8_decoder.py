@@ -1,0 +1,87 @@
+"""The real decoder against the theory. (a) Accepted-count law of a round (gamma = 4, bonus on): the Rao-Blackwellised prediction (bars) against the decoder's measured histogram (points, 95% intervals), per draft model. (b) E[rejections] with bonus off: the Theorem-1 sum of exact TVs along target paths against the decoder's measured mean, per draft and gamma in {1, 2, 4, 8}, with the y = x line. (c) Walltime speedup on CPU (batch 1): measured against Leviathan's prediction from the measured cost ratio c and acceptance, against gamma.
+
+Usage: python figures/fig8_decoder.py [--quick] [--out DIR] [--target NAME]
+"""
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import torch
+
+from spectheory.decoder import load_model
+from spectheory.decoder.corpus import heldout_windows
+from spectheory.decoder.validation import compare_theory, measure_speed, resolve_models
+from spectheory.plotting import PALETTE, figure, save_figure
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--out", default=None)
+    ap.add_argument("--target", default=None)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(2)
+    target_name, drafts = resolve_models(args.target, None)
+    q = args.quick
+    gammas = [1, 4] if q else [1, 2, 4, 8]
+    T, N = (10, 64) if q else (48, 384)
+    target = load_model(target_name)
+    prompts = heldout_windows(8 if q else 48, 16 if q else 32)
+    data = {"target": target_name, "drafts": drafts, "gammas": gammas, "horizon": T, "sequences": N,
+            "theory": {}, "speed": {}}
+    for name in drafts:
+        draft = load_model(name)
+        data["theory"][name] = compare_theory(target, draft, prompts, T, gammas, N, seed=0)
+        data["speed"][name] = measure_speed(target, draft, heldout_windows(1, 32), 24 if q else 128,
+                                            [1, 4] if q else list(range(1, 9)), repeats=1 if q else 3)
+    fig, axes = figure(ncols=3, width=3.0, height=2.6)
+    ax = axes[0]
+    g_hist = 4
+    w = 0.8 / len(drafts)
+    for i, name in enumerate(drafts):
+        law = next(x for x in data["theory"][name]["laws"] if x["gamma"] == g_hist and x["bonus"])
+        rows = {r["stat"]: r for r in data["theory"][name]["rows"] if r["gamma"] == g_hist and r["bonus"]}
+        calls = rows["target_calls"]["measured"]
+        j = np.arange(g_hist + 1)
+        ax.bar(j + (i - (len(drafts) - 1) / 2) * w, law["law_predicted"], width=w, color=PALETTE[i], alpha=0.45,
+               label=f"{name} (theory)")
+        m = np.array([rows[f"count[{k}]"]["measured"] for k in j]) / calls
+        se = np.array([rows[f"count[{k}]"]["measured_se"] for k in j]) / calls
+        ax.errorbar(j + (i - (len(drafts) - 1) / 2) * w, m, yerr=1.96 * se, fmt="o", color=PALETTE[i], ms=3)
+    ax.set_xlabel(f"accepted drafts per round (gamma = {g_hist})")
+    ax.set_ylabel("fraction of rounds")
+    ax.set_title("(a) accepted-count law")
+    ax.legend(loc="upper center", fontsize=6)
+    ax = axes[1]
+    lo, hi = np.inf, 0
+    for i, name in enumerate(drafts):
+        rows = [r for r in data["theory"][name]["rows"] if r["stat"] == "rejections_tv"]
+        x = [r["predicted"] for r in rows]
+        y = [r["measured"] for r in rows]
+        ax.errorbar(x, y, xerr=[1.96 * r["predicted_se"] for r in rows], yerr=[1.96 * r["measured_se"] for r in rows],
+                    fmt="o", color=PALETTE[i], label=name, ms=3)
+        lo, hi = min(lo, *x, *y), max(hi, *x, *y)
+    ax.plot([0.9 * lo, 1.1 * hi], [0.9 * lo, 1.1 * hi], color="0.4", lw=0.8, ls="--")
+    ax.set_xlabel(r"predicted $\sum_n E[\mathrm{TV}_n]$")
+    ax.set_ylabel("measured rejections (bonus off)")
+    ax.set_title(f"(b) rejections, T = {T}, gamma in {gammas}")
+    ax.legend(fontsize=6)
+    ax = axes[2]
+    for i, name in enumerate(drafts):
+        rows = data["speed"][name]["rows"]
+        g = [r["gamma"] for r in rows]
+        ax.plot(g, [r["predicted"] for r in rows], "--", color=PALETTE[i])
+        ax.plot(g, [r["measured"] for r in rows], "o-", color=PALETTE[i],
+                label=f"{name} (c = {data['speed'][name]['c']:.2f})")
+    ax.axhline(1.0, color="0.5", lw=0.8)
+    ax.set_xlabel("gamma")
+    ax.set_ylabel("walltime speedup")
+    ax.set_title("(c) measured (solid) vs predicted (dashed)")
+    ax.legend(fontsize=6)
+    paths = save_figure(fig, "fig8_decoder", data=data, out_dir=args.out)
+    print("wrote", *paths)
+
+
+if __name__ == "__main__":
+    main()
