@@ -13,15 +13,8 @@ import numpy as np
 import spectheory as st
 from spectheory.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.verifiers.batch import (batch_expected_rejections, batch_rejection_probability,
-                                        bernoulli_batch_rejection, simulate_batch, uniform_batch_rejection)
-
-
-def holey_chain(seed=7, V=7, T=50):
-    base = st.DecodingChain.random(V, horizon=T, rng=seed)
-    d = np.array(base.draft)
-    d[:, ::2, 0] = 0.0
-    d /= d.sum(-1, keepdims=True)
-    return st.DecodingChain(base.target, d, base.initial)
+                                        bernoulli_batch_rejection, holey_chain, simulate_batch,
+                                        uniform_batch_rejection, uniform_instance)
 
 
 def main(argv=None):
@@ -58,9 +51,7 @@ def main(argv=None):
     inst = [("Bernoulli t=0.7, d=0.4", lambda M: bernoulli_batch_rejection(0.7, 0.4, M), [0.3, 0.7], [0.6, 0.4]),
             ("Bernoulli t=0.2, d=0.9", lambda M: bernoulli_batch_rejection(0.2, 0.9, M), [0.8, 0.2], [0.1, 0.9])]
     for (a, b, k) in ((4, 8, 3), (6, 3, 3)):
-        tt = np.zeros(a + b - k)
-        dd = np.zeros_like(tt)
-        tt[:a], dd[a - k:] = 1 / a, 1 / b
+        tt, dd = uniform_instance(a, b, k)
         inst.append((f"uniform |A|={a}, |B|={b}, overlap {k}",
                      lambda M, a=a, b=b, k=k: uniform_batch_rejection(a, b, k, M), tt, dd))
     for j, (name, closed, tt, dd) in enumerate(inst):

@@ -11,20 +11,10 @@ Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 
 import numpy as np
 
-import spectheory as st
 from spectheory.verifiers.batch import (batch_expected_rejections, batch_rejection_probability,
-                                        bernoulli_batch_rejection, simulate_batch,
-                                        uniform_batch_rejection)
+                                        bernoulli_batch_rejection, holey_chain, simulate_batch,
+                                        uniform_batch_rejection, uniform_instance)
 from spectheory.results import headline, script_parser, write_results
-
-
-def holey_chain(seed=7, V=7, T=50):
-    """Random inhomogeneous chain whose draft puts no mass on token 0 in half of the states."""
-    base = st.DecodingChain.random(V, horizon=T, rng=seed)
-    d = np.array(base.draft)
-    d[:, ::2, 0] = 0.0
-    d /= d.sum(-1, keepdims=True)
-    return st.DecodingChain(base.target, d, base.initial)
 
 
 def main(argv=None):
@@ -58,9 +48,7 @@ def main(argv=None):
                            "closed_form": float(bernoulli_batch_rejection(a, b, M)),
                            "recursion": float(batch_rejection_probability([1 - a, a], [1 - b, b], M))})
     for (na, nb, k) in ((4, 8, 3), (8, 4, 3), (5, 5, 4)):
-        t = np.zeros(na + nb - k)
-        d = np.zeros_like(t)
-        t[:na], d[na - k:] = 1 / na, 1 / nb
+        t, d = uniform_instance(na, nb, k)
         for M in (1, 2, 4, 8):
             closed.append({"instance": f"uniform(a={na},b={nb},k={k})", "M": M,
                            "closed_form": float(uniform_batch_rejection(na, nb, k, M)),

@@ -26,8 +26,24 @@ import numpy as np
 from .._validation import check_int
 from ..sampling_utils import sample_categorical
 
-__all__ = ["round_length", "phase_masses", "PhaseMasses", "simulate_positional",
+__all__ = ["per_kernel", "round_length", "phase_masses", "PhaseMasses", "simulate_positional",
            "PositionalResult"]
+
+
+def per_kernel(chain, build):
+    """``n -> build(target_n, draft_n)``, computed once per distinct kernel and cached.
+
+    Homogeneous chains share one kernel for every position; otherwise the value is cached
+    per position index ``n``.
+    """
+    cache = {}
+
+    def get(n):
+        key = 0 if chain.is_homogeneous else n
+        if key not in cache:
+            cache[key] = build(*chain.kernels(n))
+        return cache[key]
+    return get
 
 
 def round_length(gamma, horizon: int, n0: int) -> int:

@@ -50,16 +50,17 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_law_pair, check_int
-from ._positional import phase_masses, simulate_positional, _categorical, _check_gamma
+from ._positional import per_kernel, phase_masses, simulate_positional, _categorical, _check_gamma
 from .batch_closed_form import (bernoulli_batch_rejection, iid_batch_expected_rejections,
-                                uniform_batch_rejection)
-from .rejection import rejection_verify
+                                uniform_batch_rejection, uniform_instance)
+from .rejection import optimal_rejection_law, rejection_verify, standard_acceptance
 
 __all__ = [
     "batch_scales", "batch_residuals", "BatchStep", "batch_first_token", "batch_rejection_probability",
     "batch_first_token_masses", "batch_limit_rejection", "bernoulli_batch_rejection",
-    "uniform_batch_rejection", "iid_batch_expected_rejections", "BatchRejections",
+    "uniform_batch_rejection", "uniform_instance", "iid_batch_expected_rejections", "BatchRejections",
     "batch_expected_rejections", "batch_verify_first", "sample_batch_first_token", "simulate_batch",
+    "holey_chain",
 ]
 
 
@@ -253,16 +254,8 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     T = chain.check_horizon(horizon)
     M = _check_M(M, allow_inf=True)
     gamma = _check_gamma(gamma)
-    cache = {}
-
-    def tables(n):
-        key = 0 if chain.is_homogeneous else n
-        if key not in cache:
-            t, d = chain.kernels(n)
-            first = batch_first_token_masses(t, d, M)
-            plain = (np.minimum(t, d), np.maximum(t - d, 0.0))
-            cache[key] = (first, plain)
-        return cache[key]
+    tables = per_kernel(chain, lambda t, d: (batch_first_token_masses(t, d, M),
+                                             (np.minimum(t, d), np.maximum(t - d, 0.0))))
 
     def masses(n, i):
         first, plain = tables(n)
@@ -369,20 +362,12 @@ def simulate_batch(chain, horizon, gamma, M, n_runs, rng=None, bonus=False, retu
     Returns a :class:`~spectheory.verifiers._positional.PositionalResult`.
     """
     M = _check_M(M)
-    cache = {}
 
-    def tables(n):
-        key = 0 if chain.is_homogeneous else n
-        if key not in cache:
-            t, d = chain.kernels(n)
-            acc, final = _batch_tables(t, d, M)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                b = np.where(d > 0, np.minimum(1.0, t / np.where(d > 0, d, 1.0)), 1.0)
-            ex = np.maximum(t - d, 0.0)
-            mass = ex.sum(-1, keepdims=True)
-            res = np.where(mass > 1e-15, ex / np.where(mass > 1e-15, mass, 1.0), t)
-            cache[key] = (d, acc, final, b, res)
-        return cache[key]
+    def build(t, d):
+        acc, final = _batch_tables(t, d, M)
+        b = standard_acceptance(t, d)
+        return d, acc, final, b, optimal_rejection_law(t, d, b)
+    tables = per_kernel(chain, build)
 
     def step(n, states, first, rng_):
         d, acc, final, b, res = tables(n)
@@ -399,3 +384,27 @@ def simulate_batch(chain, horizon, gamma, M, n_runs, rng=None, bonus=False, retu
 
     return simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=bonus,
                                return_tokens=return_tokens, drafts_per_token=M, progress=progress)
+
+
+def holey_chain(seed=7, vocab_size=7, horizon=50):
+    """A random non-stationary chain whose draft puts no mass on token 0 in half of the states.
+
+    :meth:`DecodingChain.random` with ``vocab_size`` tokens and ``horizon`` positions, then
+    the draft's token-0 mass is removed (rows renormalised) in the even states. The target
+    mass outside the draft's support keeps a rejection mass as ``M -> infinity`` (the
+    batch example of ``simulations/batch_rejections.py`` and ``figures/fig2_batch.py``).
+
+    Examples
+    --------
+    >>> from spectheory.verifiers.batch import holey_chain
+    >>> chain = holey_chain(vocab_size=3, horizon=4)
+    >>> float(chain.draft[:, ::2, 0].max()), chain.vocab_size
+    (0.0, 3)
+    """
+    from ..chain import DecodingChain
+
+    base = DecodingChain.random(vocab_size, horizon=horizon, rng=seed)
+    d = np.array(base.draft)
+    d[:, ::2, 0] = 0.0
+    d /= d.sum(-1, keepdims=True)
+    return DecodingChain(base.target, d, base.initial)

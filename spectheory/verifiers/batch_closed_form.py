@@ -11,7 +11,8 @@ import numpy as np
 
 from .._validation import check_int, check_prob
 
-__all__ = ["bernoulli_batch_rejection", "uniform_batch_rejection", "iid_batch_expected_rejections"]
+__all__ = ["bernoulli_batch_rejection", "uniform_batch_rejection", "uniform_instance",
+           "iid_batch_expected_rejections"]
 
 
 def _check_M(M):
@@ -68,6 +69,34 @@ def uniform_batch_rejection(target_size, draft_size, overlap, M):
     if np.isinf(M):
         return u  # (1 - k/b)^M -> 0 unless k = 0, where u = 1 anyway
     return max(u, (1.0 - k / b) ** M)
+
+
+def uniform_instance(target_size, draft_size, overlap):
+    r"""The laws of :func:`uniform_batch_rejection`: target uniform on ``A``, draft uniform on ``B``.
+
+    Tokens ``0..a-1`` form ``A`` and ``a-k..a+b-k-1`` form ``B`` (``|A| = a``, ``|B| = b``,
+    ``|A \cap B| = k``), over ``V = a + b - k`` tokens.
+
+    Returns
+    -------
+    target, draft : ndarray, shape (a + b - k,)
+
+    Examples
+    --------
+    >>> from spectheory.verifiers.batch_closed_form import uniform_instance
+    >>> t, d = uniform_instance(2, 2, 1)
+    >>> t.tolist(), d.tolist()
+    ([0.5, 0.5, 0.0], [0.0, 0.5, 0.5])
+    """
+    a = check_int(target_size, "target_size", 1)
+    b = check_int(draft_size, "draft_size", 1)
+    k = check_int(overlap, "overlap", 0)
+    if k > min(a, b):
+        raise ValueError(f"overlap: must be <= min(target_size, draft_size), got {k}")
+    target = np.zeros(a + b - k)
+    draft = np.zeros_like(target)
+    target[:a], draft[a - k:] = 1 / a, 1 / b
+    return target, draft
 
 
 def iid_batch_expected_rejections(tv, rho_batch, horizon):

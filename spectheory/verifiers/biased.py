@@ -39,8 +39,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_law_pair, check_int, check_nonneg, check_prob
-from .rejection import (RejectionRule, optimal_rejection_law, sample_rejection_step,
-                        standard_acceptance)
+from .rejection import (RejectionRule, _check_accept, optimal_rejection_law, rejection_step,
+                        sample_rejection_step, standard_acceptance)
 
 __all__ = [
     "BiasedAcceptance", "additive_acceptance", "ratio_acceptance", "lenient_acceptance",
@@ -131,13 +131,8 @@ def typical_acceptance(epsilon=0.09, delta=0.3) -> BiasedAcceptance:
 
 
 def _acceptance_array(target, draft, accept):
-    b = accept(target, draft) if callable(accept) else accept
-    b = np.asarray(b, dtype=np.float64)
-    if b.shape != np.shape(target):
-        raise ValueError(f"accept: expected shape {np.shape(target)}, got {b.shape}")
-    if not np.all(np.isfinite(b)) or np.any(b < 0) or np.any(b > 1):
-        raise ValueError("accept: acceptance probabilities must lie in [0, 1]")
-    return b
+    """``b`` from a callable ``accept(target, draft)`` or an array, checked to lie in [0, 1]."""
+    return _check_accept(accept(target, draft) if callable(accept) else accept, np.shape(target))
 
 
 @dataclass
@@ -194,13 +189,10 @@ def biased_step(target, draft, accept, rejection="optimal") -> BiasedStep:
     if rejection not in REJECTIONS:
         raise ValueError(f"rejection: expected one of {REJECTIONS}, got {rejection!r}")
     b = _acceptance_array(t, d, accept)
-    a = d * b
-    rho = np.clip(1.0 - a.sum(-1), 0.0, 1.0)
     P = optimal_rejection_law(t, d, b) if rejection == "optimal" else t
-    out = a + rho[..., None] * P
-    loss = 0.5 * np.abs(out - t).sum(-1)
+    step = rejection_step(t, d, b, P)
     tv = 0.5 * np.abs(t - d).sum(-1)
-    return BiasedStep(b, a, rho[()], P, out, loss[()], tv[()])
+    return BiasedStep(b, step.accepted, step.rejection, P, step.output, step.loss, tv[()])
 
 
 def over_accepts(target, draft, accept, atol: float = 1e-12):

@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
-from ._positional import phase_masses, simulate_positional, _categorical
+from ._positional import per_kernel, phase_masses, simulate_positional, _categorical
 
 __all__ = [
     "standard_acceptance", "scaled_acceptance", "RejectionStep", "rejection_step",
@@ -288,14 +288,8 @@ def scaled_rule(scale) -> RejectionRule:
 
 
 def _rule_cache(chain, rule):
-    cache = {}
-
-    def masses(n, i=0):
-        key = 0 if chain.is_homogeneous else n
-        if key not in cache:
-            cache[key] = rule.masses(*chain.kernels(n))
-        return cache[key]
-    return masses
+    get = per_kernel(chain, rule.masses)
+    return lambda n, i=0: get(n)
 
 
 def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, method="direct"):
@@ -355,14 +349,10 @@ def simulate_rule(chain, horizon, rule, n_runs, rng=None, gamma=None, bonus=Fals
 
     Returns a :class:`~spectheory.verifiers._positional.PositionalResult`.
     """
-    cache = {}
+    tables = per_kernel(chain, lambda t, d: (d,) + rule.tables(t, d)[:2])
 
     def step(n, states, first, rng_):
-        key = 0 if chain.is_homogeneous else n
-        if key not in cache:
-            t, d = chain.kernels(n)
-            cache[key] = (d,) + rule.tables(t, d)[:2]
-        d, b, P = cache[key]
+        d, b, P = tables(n)
         R = states.size
         x = _categorical(d[states], rng_.random(R))
         u1, u2 = rng_.random(R), rng_.random(R)
