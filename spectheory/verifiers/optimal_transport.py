@@ -65,8 +65,10 @@ def ratio_order(target, draft) -> np.ndarray:
 def drafted_set_law(draft, k):
     r"""Law of the *set* of ``k`` candidates drawn by successive sampling (no replacement).
 
-    Dynamic programme over bitmasks: ``P(A + x) += P(A) q(x) / (1 - q(A))``. When the draft
-    support is exhausted (``q(A) = 1``) fewer than ``k`` candidates exist and ``A`` stays.
+    Dynamic programme over bitmasks: ``P(A + x) += P(A) q(x) / q(not A)``. When the draft
+    support is exhausted (``q(not A) = 0``) fewer than ``k`` candidates exist and ``A`` stays.
+    ``q(not A)`` is summed directly over the tokens left (not as ``1 - q(A)``, which loses
+    all precision when the mass left is tiny).
 
     Returns
     -------
@@ -79,10 +81,10 @@ def drafted_set_law(draft, k):
         raise ValueError(f"draft: exact drafted-set law limited to V <= 62, got V={V}")
     masks = np.zeros(1, dtype=np.int64)
     probs = np.ones(1)
-    removed = np.zeros(1)
+    left = np.full(1, d.sum())
     bits = np.int64(1) << np.arange(V, dtype=np.int64)
     for _ in range(k):
-        rem = 1.0 - removed
+        rem = left
         done = rem <= MASS_TOL
         live_m, live_p, live_r = masks[~done], probs[~done], rem[~done]
         inset = (live_m[:, None] & bits[None]) != 0                 # [M, V]
@@ -94,7 +96,7 @@ def drafted_set_law(draft, k):
         new_p = np.concatenate([probs[done], live_p[mi] * w[mi, xi]])
         masks, inv = np.unique(new_m, return_inverse=True)
         probs = np.bincount(inv, weights=new_p, minlength=masks.size)
-        removed = ((masks[:, None] & bits[None]) != 0) @ d
+        left = ((masks[:, None] & bits[None]) == 0) @ d
     return masks, probs
 
 
@@ -189,8 +191,12 @@ def draft_tuple_law(draft, k, replacement=True):
         raise ValueError(f"k: {len(perms)} draft tuples is too many to enumerate")
     tup = np.array(perms, dtype=np.int64).reshape(-1, kk)
     dp = d[tup]
-    before = np.concatenate([np.zeros((tup.shape[0], 1)), np.cumsum(dp, 1)[:, :-1]], 1)
-    probs = np.prod(dp / np.clip(1.0 - before, 1e-300, None), axis=1)
+    used = np.zeros((tup.shape[0], d.size), dtype=bool)
+    left = np.empty_like(dp)
+    for j in range(kk):                      # mass left before draw j, summed directly
+        left[:, j] = np.where(used, 0.0, d[None]).sum(1)
+        used[np.arange(tup.shape[0]), tup[:, j]] = True
+    probs = np.prod(dp / np.clip(left, 1e-300, None), axis=1)
     if kk < k:
         tup = np.concatenate([tup, np.full((tup.shape[0], k - kk), -1, dtype=np.int64)], 1)
     return tup, probs
