@@ -12,6 +12,7 @@ _EXPORTS = {
     "NGramModel": "ngram",
     "speculative_generate": "speculative", "autoregressive_generate": "speculative",
     "HFCausalLM": "hf",
+    "lossless_check": "validation", "compare_theory": "validation", "fit_order_k_chain": "validation",
 }
 
 __all__ = sorted(_EXPORTS)
