@@ -96,8 +96,8 @@ def resolve(expr, signs: dict, simplex: dict | None = None):
 
 def assert_zero(expr, what: str) -> None:
     """Raise AssertionError unless the rational expression ``expr`` cancels to 0."""
-    reduced = sp.cancel(sp.together(sp.expand(expr)))
-    if reduced != 0:
+    reduced = sp.cancel(sp.together(sp.sympify(expr)))
+    if reduced != 0 and sp.count_ops(reduced) < 400:   # small leftovers: try harder
         reduced = sp.simplify(reduced)
     if reduced != 0:
         raise AssertionError(f"{what}: sympy reduces the difference to {reduced}, not 0")
