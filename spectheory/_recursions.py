@@ -87,6 +87,9 @@ class PhaseResult:
         with ``k < gamma`` that accepts everything counts at ``j = k``).
     bonus_tokens : float
         Expected number of bonus tokens.
+    check_mass : ndarray, shape (T, S), or None
+        ``check_mass[n, s]`` = P(position ``n`` is a draft check in state ``s``), all
+        phases (:func:`phase_recursion` only; ``None`` from :func:`round_recursion`).
     """
 
     horizon: int
@@ -96,6 +99,7 @@ class PhaseResult:
     rejection_by_position: np.ndarray
     accepted_counts: np.ndarray
     bonus_tokens: float
+    check_mass: np.ndarray | None = None
 
     @property
     def round_start_prob(self) -> np.ndarray:
@@ -271,6 +275,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
     R = _MassOps(chain, reject_mass, "reject_mass", position_dependent, phase_dependent)
     checked = set()
     starts = np.zeros((T, S))
+    checks = np.zeros((T, S))
     rej_pos = np.zeros(T)
     counts = np.zeros(G + 1)
     bonus_tokens = 0.0
@@ -289,6 +294,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
                 Q[0] += full
         starts[n] = Q[0]
         live = Q[:G]
+        checks[n] = live.sum(0)
         if A.phase or R.phase:
             for i in range(G):
                 (aop, asum), (rop, rsum) = A.get(n, i), R.get(n, i)
@@ -314,7 +320,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
             rej_pos[n] = r.sum()
         Q = nxt
     counts[1:] += Q[1:].sum(-1)  # rounds reaching position T with everything accepted
-    return PhaseResult(T, G, bonus, starts, rej_pos, counts, float(bonus_tokens))
+    return PhaseResult(T, G, bonus, starts, rej_pos, counts, float(bonus_tokens), checks)
 
 
 @_single_threaded

@@ -25,3 +25,15 @@ def law_pair(seed):
     if rng.random() < 1 / 6:
         return t, t.copy()
     return t, law(rng, V, kinds[rng.integers(3)])
+
+
+def assert_positional_mc(sim, rejections, target_calls, draft_tokens, rejection_profile):
+    """A position-level simulation (``PositionalResult``) against exact values: per-run means
+    of rejections, target calls and draft tokens within 5 SE, and each position's rejection
+    frequency within 5 binomial SE (seeds are fixed by the callers)."""
+    n = sim.n_runs
+    for name, value in (("rejections", rejections), ("target_calls", target_calls),
+                        ("draft_tokens", draft_tokens)):
+        assert abs(sim.mean(name) - value) <= 5 * sim.se(name), name
+    p = np.asarray(rejection_profile)
+    assert np.all(np.abs(sim.position_rejections / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)

@@ -13,7 +13,7 @@ from spectheory.verifiers.batch import (
     iid_batch_expected_rejections, sample_batch_first_token, simulate_batch, uniform_batch_rejection)
 from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
 
-from _verifier_laws import law_pair
+from _verifier_laws import assert_positional_mc, law_pair
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -181,11 +181,8 @@ def test_exact_vs_monte_carlo(gamma, bonus, M):
     T, n = 8, 20_000
     exact = batch_expected_rejections(chain, T, M, gamma=gamma, bonus=bonus)
     sim = simulate_batch(chain, T, gamma, M, n, rng=17, bonus=bonus)
-    for name, value in (("rejections", exact.total), ("target_calls", exact.target_calls),
-                        ("draft_tokens", exact.draft_tokens)):
-        assert abs(sim.mean(name) - value) <= 5 * sim.se(name), name   # 5 SE, seed fixed
-    p = exact.rejection_profile
-    assert np.all(np.abs(sim.position_rejections / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)
+    assert_positional_mc(sim, exact.total, exact.target_calls, exact.draft_tokens,   # 5 SE, seed fixed
+                         exact.rejection_profile)
 
 
 def test_sampled_sequences_follow_the_target():

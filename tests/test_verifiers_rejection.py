@@ -6,13 +6,13 @@ import pytest
 from hypothesis import given, settings, strategies as hst
 
 import spectheory as st
-from spectheory.verifiers._positional import phase_masses
+from spectheory.analysis import phase_recursion
 from spectheory.verifiers.rejection import (
     RejectionRule, is_unbiased, optimal_rejection_law, rejection_step, rejection_verify,
     rule_expected_rejections, sample_rejection_step, scaled_acceptance, scaled_rule,
     simulate_rule, standard_acceptance, standard_rule, unbiased_rejection_law)
 
-from _verifier_laws import law_pair
+from _verifier_laws import assert_positional_mc, law_pair
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -116,31 +116,35 @@ def test_theorems_1_and_2_on_chains(chain):
     assert rule_expected_rejections(chain, T, rnd) > std
     for gamma in (1, 3, None):                     # every position is a check when bonus is off
         np.testing.assert_allclose(rule_expected_rejections(chain, T, scaled_rule(0.6), gamma=gamma,
-                                                            method="phase"),
+                                                            method="analysis"),
                                    rule_expected_rejections(chain, T, scaled_rule(0.6)), rtol=1e-12)
 
 
-@pytest.mark.parametrize("chain", CHAINS[:2])
-def test_local_engine_matches_analysis_phase_recursion(chain):
-    from spectheory.analysis import phase_recursion
-    T = 7
-    for rule in (standard_rule(), scaled_rule(0.6)):
-        cache = {}
+def _rule_recursion(chain, T, gamma, bonus, rule):
+    """The exact phase recursion with a rule's masses (``gamma=None``: drafts to the end)."""
+    def masses(n):
+        return rule.masses(*chain.kernels(n))
+    return phase_recursion(chain, T, T if gamma is None else gamma, bonus,
+                           lambda n, i: masses(n)[0], lambda n, i: masses(n)[1])
 
-        def masses(k, i, rule=rule, cache=cache):
-            key = 0 if chain.is_homogeneous else k
-            if key not in cache:
-                cache[key] = rule.masses(*chain.kernels(k))
-            return cache[key]
+
+@pytest.mark.parametrize("chain", CHAINS[:2])
+def test_phase_recursion_state_masses_with_rule_masses(chain):
+    T = 7
+    target_law = chain.state_marginals(T)
+    for rule in (standard_rule(), scaled_rule(0.6)):
+        rho = np.stack([rule.tables(*chain.kernels(n))[2] for n in range(T)])
         for gamma, bonus in ((1, False), (3, True), (3, False), (T, True)):
-            mine = phase_masses(chain, T, gamma, bonus, masses)
-            theirs = phase_recursion(chain, T, gamma, bonus, lambda n, i: masses(n, i)[0],
-                                     lambda n, i: masses(n, i)[1])
-            np.testing.assert_allclose(mine.rejection_profile, theirs.rejection_by_position, atol=1e-12)
-            np.testing.assert_allclose(mine.round_start, theirs.round_starts, atol=1e-12)
-            np.testing.assert_allclose(mine.draft_tokens, theirs.draft_tokens, rtol=1e-12)
+            res = _rule_recursion(chain, T, gamma, bonus, rule)
+            # rejections at n = (check mass at n) . rho_n
+            np.testing.assert_allclose(res.rejection_by_position, np.einsum("ns,ns->n", res.check_mass, rho),
+                                       atol=1e-12)
+            # every position is a check or a bonus token
+            np.testing.assert_allclose(res.check_mass.sum() + res.bonus_tokens, T, rtol=1e-12)
+            if not bonus:   # unbiased rule, all positions checked: the state law is the target's
+                np.testing.assert_allclose(res.check_mass, target_law, atol=1e-12)
             np.testing.assert_allclose(rule_expected_rejections(chain, T, rule, gamma, bonus, "analysis"),
-                                       mine.rejections, rtol=1e-12)
+                                       res.rejections, rtol=1e-12)
         np.testing.assert_allclose(rule_expected_rejections(chain, T, rule, 2, False, "analysis"),
                                    rule_expected_rejections(chain, T, rule), rtol=1e-12)
 
@@ -150,19 +154,10 @@ def test_chain_exact_vs_monte_carlo(gamma, bonus):
     chain = CHAINS[1]
     T, n = 7, 20_000
     for rule in (standard_rule(), scaled_rule(0.6)):
-        cache = {}
-
-        def masses(k, i, rule=rule, cache=cache):
-            if k not in cache:
-                cache[k] = rule.masses(*chain.kernels(k))
-            return cache[k]
-        exact = phase_masses(chain, T, gamma, bonus, masses)
+        exact = _rule_recursion(chain, T, gamma, bonus, rule)
         sim = simulate_rule(chain, T, rule, n, rng=5, gamma=gamma, bonus=bonus)
-        for name, value in (("rejections", exact.rejections), ("target_calls", exact.target_calls),
-                            ("draft_tokens", exact.draft_tokens)):
-            assert abs(sim.mean(name) - value) <= 5 * sim.se(name), name  # 5 SE, seed fixed
-        p = exact.rejection_profile
-        assert np.all(np.abs(sim.position_rejections / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)
+        assert_positional_mc(sim, exact.rejections, exact.target_calls, exact.draft_tokens,  # 5 SE, seed fixed
+                             exact.rejection_by_position)
 
 
 def test_bad_input():

@@ -1,15 +1,13 @@
-r"""Position-level engine shared by the rejection-based, batch and biased verifiers.
+r"""Monte Carlo engine shared by the rejection-based, batch and biased verifiers.
 
-Two independent tools for rules that act one position at a time (every emitted token
-is either a *check* of one draft token or a *bonus* token from the target):
+For rules that act one position at a time (every emitted token is either a *check* of
+one draft token or a *bonus* token from the target), :func:`simulate_positional` is a
+Monte Carlo simulator vectorised over runs (the Python loop runs over positions only),
+drawing the uniforms and delegating the decision to a pure rule. The exact counterpart
+is :func:`spectheory.analysis.phase_recursion` (``gamma=None`` here is ``gamma=T``
+there).
 
-- :func:`phase_masses`: an exact forward recursion over (position, state, phase), where
-  the phase ``i`` is the number of draft tokens of the current round already accepted;
-- :func:`simulate_positional`: a Monte Carlo simulator vectorised over runs (the Python
-  loop runs over positions only), drawing the uniforms and delegating the decision to a
-  pure rule.
-
-Both follow the protocol of DESIGN.md: a round at position ``n0`` drafts
+It follows the protocol of DESIGN.md: a round at position ``n0`` drafts
 ``k = min(gamma, T - n0)`` tokens (``gamma=None`` means ``k = T - n0``, drafting to the
 end of the horizon); a rejection ends the round; when all ``k`` are accepted and
 ``n0 + k < T`` a bonus token is drawn from the target if ``bonus=True``. Drafting lazily
@@ -26,8 +24,7 @@ import numpy as np
 from .._validation import check_int
 from ..sampling_utils import sample_categorical
 
-__all__ = ["per_kernel", "round_length", "phase_masses", "PhaseMasses", "simulate_positional",
-           "PositionalResult"]
+__all__ = ["per_kernel", "round_length", "simulate_positional", "PositionalResult"]
 
 
 def per_kernel(chain, build):
@@ -53,105 +50,6 @@ def round_length(gamma, horizon: int, n0: int) -> int:
 
 def _check_gamma(gamma):
     return None if gamma is None else check_int(gamma, "gamma", 1)
-
-
-@dataclass
-class PhaseMasses:
-    """Exact results of :func:`phase_masses` (all float64).
-
-    Attributes
-    ----------
-    rejections : float
-        Expected number of rejections over the horizon.
-    target_calls : float
-        Expected number of rounds.
-    draft_tokens : float
-        Expected number of drafted tokens (``k`` per round).
-    rejection_profile : ndarray, shape (T,)
-        Probability that position ``n`` (token ``n + 1``) is a rejection.
-    round_start : ndarray, shape (T, S)
-        Mass of "a round starts at position ``n`` in state ``s``".
-    check_mass : ndarray, shape (T, S)
-        Mass of "position ``n`` is a draft check in state ``s``" (all phases).
-    state_law : ndarray, shape (T, S)
-        Law of the state before each position under the rule.
-    """
-
-    rejections: float
-    target_calls: float
-    draft_tokens: float
-    rejection_profile: np.ndarray
-    round_start: np.ndarray
-    check_mass: np.ndarray
-    state_law: np.ndarray
-
-
-def _prop(chain, vec, mass):
-    return np.asarray(vec @ chain.transition_operator(mass)).ravel()
-
-
-def phase_masses(chain, horizon, gamma, bonus, masses) -> PhaseMasses:
-    r"""Exact forward recursion of a position-level rule on a chain.
-
-    ``masses(n, i) -> (accepted [S, V], rejected [S, V])``: at kernel index ``n`` with
-    ``i`` draft tokens of the round already accepted, ``accepted[s, x]`` is the mass of
-    "draft token ``x`` proposed and accepted" and ``rejected[s, x]`` the mass of
-    "rejected, ``x`` emitted instead". The rejection probability in state ``s`` is
-    ``sum_x rejected[s, x]``. Bonus tokens follow the target kernel.
-
-    Recursion: let :math:`m_n^{(i)}(s)` be the mass of "position ``n`` is a check with
-    ``i`` accepted in the round (round start ``n0 = n - i``), state ``s``" and
-    :math:`\beta_n(s)` the mass of "position ``n`` is a bonus token". Then
-    :math:`m^{(i+1)}_{n+1} \mathrel{+}= m^{(i)}_n A_{n,i}` while ``i + 1 < k``,
-    :math:`m^{(0)}_{n+1} \mathrel{+}= m^{(i)}_n R_{n,i}`, a completed round moves to
-    :math:`\beta_{n+1}` (bonus due) or :math:`m^{(0)}_{n+1}`, and
-    :math:`m^{(0)}_{n+1} \mathrel{+}= \beta_n P_n`, with the transition operators of the
-    masses. Cost: ``O(T * min(gamma, T) * S * V)``.
-    """
-    T = chain.check_horizon(horizon)
-    gamma = _check_gamma(gamma)
-    S = chain.n_states
-    G = T if gamma is None else min(gamma, T)
-    m = np.zeros((G, S))          # m[i]: check mass at the current position with i accepted
-    m[0] = chain.initial
-    beta = np.zeros(S)
-    prof = np.zeros(T)
-    starts = np.zeros((T, S))
-    checks = np.zeros((T, S))
-    law = np.zeros((T, S))
-    draft_tokens = 0.0
-    for n in range(T):
-        starts[n] = m[0]
-        checks[n] = m.sum(0)
-        law[n] = checks[n] + beta
-        draft_tokens += m[0].sum() * round_length(gamma, T, n)
-        if n + 1 == T:
-            for i in range(G):
-                if m[i].any():
-                    prof[n] += m[i] @ masses(n, i)[1].sum(-1)
-            break
-        new = np.zeros_like(m)
-        new_beta = np.zeros(S)
-        if beta.any():
-            new[0] += _prop(chain, beta, chain.kernels(n)[0])
-        for i in range(G):
-            if not m[i].any():
-                continue
-            acc, rej = masses(n, i)
-            prof[n] += m[i] @ rej.sum(-1)
-            new[0] += _prop(chain, m[i], rej)
-            moved = _prop(chain, m[i], acc)
-            n0 = n - i
-            k = round_length(gamma, T, n0)
-            if i + 1 < k:
-                new[i + 1] += moved
-            elif bonus and n0 + k < T:
-                new_beta += moved
-            else:
-                new[0] += moved
-        m, beta = new, new_beta
-    return PhaseMasses(float(prof.sum()), float(starts.sum()), float(draft_tokens), prof,
-                       starts, checks, law)
 
 
 @dataclass

@@ -50,7 +50,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_law_pair, check_int
-from ._positional import per_kernel, phase_masses, simulate_positional, _categorical, _check_gamma
+from ._positional import per_kernel, simulate_positional, _categorical, _check_gamma
 from .batch_closed_form import (bernoulli_batch_rejection, iid_batch_expected_rejections,
                                 uniform_batch_rejection, uniform_instance)
 from .rejection import optimal_rejection_law, rejection_verify, standard_acceptance
@@ -237,10 +237,10 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     (:func:`batch_first_token_masses`), later phases the plain token masses
     ``min(p, q)`` and ``max(p - q, 0)``; the phase recursion
     (:func:`spectheory.analysis.phase_recursion`) gives the total and the round starts,
-    which give the improvement term; ``checked_tv`` comes from the independent engine
-    :func:`spectheory.verifiers._positional.phase_masses`, so ``total == checked_tv -
-    improvement`` is a check between two implementations. ``M = numpy.inf`` gives the limit. ``gamma=None``
-    drafts to the end of the horizon (then ``bonus`` has no effect).
+    which give the improvement term, and the check masses, which give ``checked_tv``;
+    ``total == checked_tv - improvement`` relates the recursion's rejection count to its
+    state masses. ``M = numpy.inf`` gives the limit. ``gamma=None`` drafts to the end of
+    the horizon (then ``bonus`` has no effect).
 
     Examples
     --------
@@ -265,7 +265,7 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     G = T if gamma is None else gamma
     res = phase_recursion(chain, T, G, bonus, lambda n, i: masses(n, i)[0],
                           lambda n, i: masses(n, i)[1], phase_dependent=True)
-    checks = phase_masses(chain, T, gamma, bonus, masses).check_mass   # independent engine
+    checks = res.check_mass
     tvs = np.stack([chain.tv_table if chain.is_homogeneous else chain.tv_table[n] for n in range(T)])
     zb = np.stack([tables(n)[0][1].sum(-1) for n in range(T)])
     theorem1 = float(np.einsum("ns,ns->", chain.state_marginals(T), tvs))

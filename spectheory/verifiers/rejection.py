@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
-from ._positional import per_kernel, phase_masses, simulate_positional, _categorical
+from ._positional import per_kernel, simulate_positional, _categorical
 
 __all__ = [
     "standard_acceptance", "scaled_acceptance", "RejectionStep", "rejection_step",
@@ -299,9 +299,8 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     law follows the output kernel :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
     computes :math:`\sum_n E_{s \sim \text{output}}[\rho_n(s)]` by propagating that law.
     ``method="analysis"`` (used whenever ``bonus=True``) runs
-    :func:`spectheory.analysis.phase_recursion` with the rule's masses;
-    ``method="phase"`` the independent engine
-    :func:`spectheory.verifiers._positional.phase_masses`. For unbiased rules the
+    :func:`spectheory.analysis.phase_recursion` with the rule's masses (``gamma=None``:
+    drafts to the end of the horizon). For unbiased rules the
     state law is the target's, so the value is :math:`\ge \sum_n E[\mathrm{TV}_n]`
     (Theorem 2) with equality for :func:`standard_rule` (Theorem 1).
 
@@ -324,10 +323,8 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     masses = _rule_cache(chain, rule)
     if bonus and gamma is None:
         raise ValueError("gamma: required when bonus=True")
-    if method not in ("direct", "phase", "analysis"):
-        raise ValueError(f"method: expected 'direct', 'phase' or 'analysis', got {method!r}")
-    if method == "phase":
-        return phase_masses(chain, T, gamma, bonus, masses).rejections
+    if method not in ("direct", "analysis"):
+        raise ValueError(f"method: expected 'direct' or 'analysis', got {method!r}")
     if method == "analysis" or bonus:
         from ..analysis import phase_recursion
         G = T if gamma is None else check_int(gamma, "gamma", 1)
