@@ -1,0 +1,277 @@
+r"""``spectheory demo``: speculative decoding, step by step, on a toy word-level vocabulary.
+
+A teacher projects the terminal and presses Enter between steps. Each round shows the
+draft's proposals; for each proposed word the target's and the draft's next-word laws as
+text bars, the uniform drawn, the ratio p/q and the decision (accept iff u < p/q, i.e. with
+probability min(1, p/q)); on a rejection the residual law norm(max(p - q, 0)) and the word
+drawn from it; when all proposals pass, the bonus word drawn from the target. After each
+round a running tally compares what happened with the exact theory (expected accepted
+words and rejections per round, from the per-state acceptance
+:math:`\min(p, q)` of the toy chain; see :mod:`spectheory.teaching.toy`).
+
+Notation: p = target, q = draft.
+
+Examples
+--------
+>>> import io
+>>> from spectheory.demo import run_demo
+>>> result = run_demo(seed=1, gamma=2, auto=True, n_rounds=2, out=io.StringIO())
+>>> len(result.rounds)
+2
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ._validation import check_int
+from .distributions import acceptance_rate
+from .teaching.render import bar_char, law_table, save_bonus_figure, save_step_figure
+from .teaching.toy import (ToyModels, expected_accepted, play_round, rejection_probability,
+                           toy_models)
+
+__all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS"]
+
+#: Rounds played when ``n_rounds`` is not given.
+DEFAULT_ROUNDS = 5
+RULE = "=" * 72
+
+
+@dataclass
+class DemoResult:
+    """What a demo run did: the ``rounds`` (:class:`~spectheory.teaching.toy.RoundRecord`), the
+    generated ``words``, observed and predicted totals, and the figure files ``saved``."""
+
+    rounds: list = field(default_factory=list)
+    words: list = field(default_factory=list)
+    accepted: int = 0
+    rejections: int = 0
+    predicted_accepted: float = 0.0
+    predicted_rejections: float = 0.0
+    saved: list = field(default_factory=list)
+    quit_early: bool = False
+
+
+class _Quit(Exception):
+    pass
+
+
+def _q(word: str) -> str:
+    return f'"{word}"'
+
+
+def run_demo(seed=0, gamma: int = 3, auto: bool = False, save=None, n_rounds: int = DEFAULT_ROUNDS,
+             out=None, input_fn=input, models: ToyModels | None = None) -> DemoResult:
+    """Walk through ``n_rounds`` rounds of speculative decoding on the toy vocabulary.
+
+    Parameters
+    ----------
+    seed : int or anything :func:`numpy.random.default_rng` accepts
+        All randomness comes from ``np.random.default_rng(seed)``; same seed, same demo.
+    gamma : int
+        Draft words proposed per round, ``>= 1``.
+    auto : bool
+        Run without pauses. Otherwise ``input_fn`` is called between steps; answering
+        ``q`` ends the demo early (the summary is still printed).
+    save : str or Path, optional
+        Folder for one PNG per step (target, draft, min and residual bar charts).
+    n_rounds : int
+        Rounds to play, ``>= 1``.
+    out : text stream
+        Where to print (default ``sys.stdout``).
+    input_fn : callable
+        Called with a prompt string to wait for the presenter.
+    models : ToyModels, optional
+        The toy pair (default :func:`~spectheory.teaching.toy.toy_models`).
+
+    Returns
+    -------
+    DemoResult
+
+    Raises
+    ------
+    ValueError
+        ``gamma < 1`` or ``n_rounds < 1`` (or not integers).
+    """
+    gamma = check_int(gamma, "gamma", 1)
+    n_rounds = check_int(n_rounds, "n_rounds", 1)
+    out = sys.stdout if out is None else out
+    models = toy_models() if models is None else models
+    rng = np.random.default_rng(seed)
+    words = models.words
+    char = bar_char(out)
+    save_dir = None
+    if save is not None:
+        save_dir = Path(save)
+        save_dir.mkdir(parents=True, exist_ok=True)
+    exp_acc = expected_accepted(models, gamma)
+    p_rej = rejection_probability(models, gamma)
+    result = DemoResult(words=[words[models.start]])
+
+    def say(line: str = "") -> None:
+        print(line, file=out)
+
+    def pause() -> None:
+        if auto:
+            return
+        try:
+            answer = input_fn("  [Enter] next step, q to quit > ")
+        except EOFError:                     # no terminal: keep going without pauses
+            return
+        if str(answer).strip().lower() in ("q", "quit"):
+            raise _Quit
+
+    say(RULE)
+    say("Speculative decoding, step by step")
+    say(RULE)
+    say(f"Vocabulary ({len(words)} words): " + " ".join(words))
+    say("target p = the big model's next-word law; draft q = the small model's guess.")
+    say(f"Each round the draft proposes gamma = {gamma} words; the target checks them in one")
+    say("call: accept word x iff a uniform u < p(x)/q(x), i.e. with probability min(1, p/q).")
+    say("At the first rejection a word is drawn from the residual norm(max(p - q, 0)).")
+    say("If all are accepted, the target adds a bonus word. The output follows p exactly.")
+    say(f"Seed {seed!r}, {n_rounds} rounds.")
+    pause()
+
+    state = models.start
+    try:
+        for r in range(1, n_rounds + 1):
+            record = play_round(models, state, gamma, rng)
+            result.rounds.append(record)
+            say("")
+            say(f"=== Round {r} of {n_rounds} " + "=" * max(0, 56 - len(str(r)) - len(str(n_rounds))))
+            say("Text so far: " + " ".join(result.words))
+            say(f"Context word {_q(words[state])}. The draft proposes {gamma} word"
+                f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(words[x]) for x in record.proposals))
+            for i, step in enumerate(record.steps, start=1):
+                pause()
+                x = words[step.proposal]
+                say("")
+                say(f"  Step {i} of {gamma}: check {_q(x)} after {_q(words[step.state])}")
+                for line in law_table(words, {"target p": step.target, "draft q": step.draft},
+                                      mark=step.proposal, char=char):
+                    say(line)
+                p, q = step.target[step.proposal], step.draft[step.proposal]
+                say(f"    Acceptance in this context: sum min(p, q) = "
+                    f"{acceptance_rate(step.target, step.draft):.3f} = 1 - TV(p, q)")
+                say(f"    p/q = {p:.3f} / {q:.3f} = {step.ratio:.3f}   "
+                    f"accept probability min(1, p/q) = {min(1.0, step.ratio):.3f}")
+                if step.accepted:
+                    say(f"    u = {step.u:.3f} < {step.ratio:.3f}  ->  ACCEPT {_q(x)}")
+                    headline = (f"round {r}, step {i}: {x!r} accepted "
+                                f"(u = {step.u:.3f} < p/q = {step.ratio:.3f})")
+                else:
+                    y = words[step.emitted]
+                    say(f"    u = {step.u:.3f} >= {step.ratio:.3f}  ->  REJECT {_q(x)}")
+                    say("    The target draws the word from the residual norm(max(p - q, 0)):")
+                    for line in law_table(words, {"residual": step.residual}, mark=step.emitted,
+                                          char=char):
+                        say(line)
+                    say(f"    Drawn from the residual: {_q(y)}. The round ends.")
+                    headline = (f"round {r}, step {i}: {x!r} rejected (u = {step.u:.3f} >= "
+                                f"p/q = {step.ratio:.3f}); residual gives {y!r}")
+                if save_dir is not None:
+                    result.saved.append(save_step_figure(
+                        save_dir / f"round{r:02d}_step{i}.png", words, step, headline))
+            if record.bonus is not None:
+                pause()
+                b = words[record.bonus]
+                say("")
+                say(f"  All {gamma} proposals accepted. The same target call also scored the word")
+                say(f"  after {_q(words[record.proposals[-1]])}, so a bonus word is drawn from p:")
+                for line in law_table(words, {"target p": record.bonus_law}, mark=record.bonus,
+                                      char=char):
+                    say(line)
+                say(f"    Bonus word: {_q(b)}")
+                if save_dir is not None:
+                    result.saved.append(save_bonus_figure(
+                        save_dir / f"round{r:02d}_bonus.png", words, record.bonus_law,
+                        record.bonus, f"round {r}: all accepted, bonus word {b!r}"))
+            # tally
+            result.words.extend(words[w] for w in record.emitted)
+            result.accepted += record.n_accepted
+            result.rejections += int(record.rejected)
+            result.predicted_accepted += float(exp_acc[state])
+            result.predicted_rejections += float(p_rej[state])
+            say("")
+            say(f"  Round {r}: {record.n_accepted} of {gamma} accepted (theory expects "
+                f"{exp_acc[state]:.2f} from {_q(words[state])}), "
+                f"{len(record.emitted)} word{'s' if len(record.emitted) != 1 else ''} "
+                "for one target call.")
+            _tally(say, result, r)
+            state = record.emitted[-1]
+            pause()
+    except _Quit:
+        result.quit_early = True
+        say("")
+        say("  (stopped by the presenter)")
+
+    say("")
+    say(RULE)
+    say("Generated text: " + " ".join(result.words))
+    n = len(result.rounds)
+    if n:
+        say(f"{n} target calls produced {len(result.words) - 1} words "
+            f"({(len(result.words) - 1) / n:.2f} per call; plain decoding gives 1.00).")
+    if save_dir is not None:
+        say(f"Saved {len(result.saved)} figures to {save_dir}")
+    say(RULE)
+    return result
+
+
+def _tally(say, result: DemoResult, rounds: int) -> None:
+    emitted = len(result.words) - 1
+    predicted_words = result.predicted_accepted + rounds
+    say(f"  Running tally after {rounds} round{'s' if rounds != 1 else ''}:")
+    say(f"    {'':<28}{'observed':>10}{'theory':>10}")
+    say(f"    {'accepted draft words':<28}{result.accepted:>10d}{result.predicted_accepted:>10.2f}")
+    say(f"    {'rejections':<28}{result.rejections:>10d}{result.predicted_rejections:>10.2f}")
+    say(f"    {'words emitted':<28}{emitted:>10d}{predicted_words:>10.2f}")
+
+
+class _OneLineError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):                      # one line, no usage dump
+        raise _OneLineError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="spectheory demo",
+        description="Speculative decoding, step by step, on a toy word-level vocabulary.",
+        epilog="example: spectheory demo --seed 0 --gamma 3 --auto --save slides/",
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--gamma", type=int, default=3, help="draft words per round (default 3)")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help=f"rounds to play (default {DEFAULT_ROUNDS})")
+    parser.add_argument("--auto", action="store_true", help="no key presses (tests, recordings)")
+    parser.add_argument("--save", default=None, metavar="DIR",
+                        help="write one PNG per step into DIR (for slides)")
+    return parser
+
+
+def main(argv=None) -> int:
+    """Command line entry point; returns the exit status (2 on bad arguments, one line)."""
+    try:
+        args = build_parser().parse_args(argv)
+        run_demo(seed=args.seed, gamma=args.gamma, auto=args.auto, save=args.save,
+                 n_rounds=args.rounds)
+    except (_OneLineError, ValueError) as exc:
+        print(f"spectheory demo: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("spectheory demo: interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
