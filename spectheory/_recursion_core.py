@@ -1,0 +1,233 @@
+r"""Shared parts of the exact recursions (:mod:`spectheory._recursions`).
+
+:class:`PhaseResult` (what every engine returns), the mass-provider operators and row
+checks, the standard and scaled token-verification masses, and the single-threaded BLAS
+context for the small per-position products. Notation: p = target, q = draft.
+"""
+from __future__ import annotations
+
+import functools
+from contextlib import nullcontext
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ._validation import check_int
+
+__all__ = ["PhaseResult", "token_masses", "scaled_masses", "blas_single_thread"]
+
+#: Work (``T * gamma * S**2``) above which a progress bar appears by default.
+PROGRESS_WORK = 2e10
+
+#: Up to this many states the per-position products are too small for BLAS threads to pay;
+#: on a busy machine extra BLAS threads slow them down by up to 10x, so the recursions run
+#: them single-threaded.
+SINGLE_THREAD_STATES = 4096
+
+
+def blas_single_thread(S):
+    """Context limiting BLAS to one thread while ``S <= SINGLE_THREAD_STATES``."""
+    if S > SINGLE_THREAD_STATES:
+        return nullcontext()
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover - threadpoolctl is a dependency
+        return nullcontext()
+    return threadpool_limits(1, user_api="blas")
+
+
+def _single_threaded(fn):
+    @functools.wraps(fn)
+    def wrapper(chain, *args, **kwargs):
+        with blas_single_thread(chain.n_states):
+            return fn(chain, *args, **kwargs)
+    return wrapper
+
+
+_ROW_TOL = 1e-6
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    r"""Exact expectations of one generation of ``horizon`` tokens.
+
+    Attributes
+    ----------
+    horizon, gamma : int
+    bonus : bool
+    round_starts : ndarray, shape (T, S)
+        ``round_starts[n, s]`` = P(a round starts at position ``n`` in state ``s``);
+        its total is the expected number of target calls.
+    rejection_by_position : ndarray, shape (T,)
+        P(the token at kernel index ``n`` is emitted by a rejection).
+    accepted_counts : ndarray, shape (gamma + 1,)
+        ``E[#rounds whose accepted count is j]`` (truncated rounds included: a round
+        with ``k < gamma`` that accepts everything counts at ``j = k``).
+    bonus_tokens : float
+        Expected number of bonus tokens.
+    check_mass : ndarray, shape (T, S), or None
+        ``check_mass[n, s]`` = P(position ``n`` is a draft check in state ``s``), all
+        phases (:func:`phase_recursion` only; ``None`` from :func:`round_recursion`).
+    """
+
+    horizon: int
+    gamma: int
+    bonus: bool
+    round_starts: np.ndarray
+    rejection_by_position: np.ndarray
+    accepted_counts: np.ndarray
+    bonus_tokens: float
+    check_mass: np.ndarray | None = None
+
+    @property
+    def round_start_prob(self) -> np.ndarray:
+        """P(a round starts at position ``n``), shape ``[T]``."""
+        return self.round_starts.sum(-1)
+
+    @property
+    def target_calls(self) -> float:
+        """Expected number of rounds (target calls)."""
+        return float(self.round_starts.sum())
+
+    @property
+    def draft_tokens(self) -> float:
+        """Expected draft forward steps: ``sum_n P(start at n) * min(gamma, T - n)``."""
+        k = np.minimum(self.gamma, self.horizon - np.arange(self.horizon))
+        return float(self.round_start_prob @ k)
+
+    @property
+    def rejections(self) -> float:
+        """Expected number of rounds ended by a rejection."""
+        return float(self.rejection_by_position.sum())
+
+    @property
+    def accepted(self) -> float:
+        """Expected number of accepted draft tokens."""
+        return float(np.arange(self.gamma + 1) @ self.accepted_counts)
+
+    @property
+    def accepted_count_law(self) -> np.ndarray:
+        """Accepted count of a round, pooled over the rounds: ``accepted_counts / target_calls``."""
+        return self.accepted_counts / self.accepted_counts.sum()
+
+    @property
+    def tokens_per_call(self) -> float:
+        """``T / E[calls]`` (= total tokens over total rounds, pooled)."""
+        return self.horizon / self.target_calls
+
+
+# ----------------------------------------------------------------- operators
+class _MassOps:
+    """Transition operators of a mass provider, cached by (position, phase) key."""
+
+    def __init__(self, chain, mass, name, position_dependent, phase_dependent):
+        self.chain, self.name = chain, name
+        S, V = chain.n_states, chain.vocab_size
+        if callable(mass):
+            self.fn = mass
+            self.pos = (not chain.is_homogeneous) if position_dependent is None else bool(position_dependent)
+            self.phase = bool(phase_dependent)
+        else:
+            arr = np.asarray(mass, dtype=np.float64)
+            if arr.shape == (S, V):
+                self.fn, self.pos, self.phase = (lambda n, i: arr), False, False
+            elif arr.ndim == 3 and arr.shape[1:] == (S, V):
+                self.fn, self.pos, self.phase = (lambda n, i: arr[n]), True, False
+            else:
+                raise ValueError(f"{name}: expected a callable or an array of shape ({S}, {V}) "
+                                 f"or (T, {S}, {V}), got {arr.shape}")
+        self.cache: dict = {}
+
+    def key(self, n, i):
+        return (n if self.pos else 0, i if self.phase else 0)
+
+    def mass(self, n, i):
+        m = np.asarray(self.fn(n, i), dtype=np.float64)
+        S, V = self.chain.n_states, self.chain.vocab_size
+        if m.shape != (S, V):
+            raise ValueError(f"{self.name}: expected shape ({S}, {V}) at n={n}, i={i}, got {m.shape}")
+        if not np.all(np.isfinite(m)) or np.any(m < 0):
+            raise ValueError(f"{self.name}: entries must be finite and >= 0 (n={n}, i={i})")
+        return m
+
+    def get(self, n, i):
+        """``(op, rowsum)``: operator for ``vec @ op`` (dense or CSR) and the row sums ``[S]``."""
+        key = self.key(n, i)
+        hit = self.cache.get(key)
+        if hit is None:
+            m = self.mass(n, i)
+            hit = (self.chain.transition_operator(m), m.sum(-1))
+            if self.pos:
+                self.cache.clear()  # keep only the current position's operators
+            self.cache[key] = hit
+        return hit
+
+
+def _vm(x, op):
+    """Row vectors ``x`` ([S] or [r, S]) times an operator (dense ndarray or sparse)."""
+    if sp.issparse(op):
+        return np.asarray((op.T @ np.asarray(x).T).T)
+    return x @ op
+
+
+def _check_rows(acc_sum, rej_sum, n, i):
+    bad = np.abs(acc_sum + rej_sum - 1.0) > _ROW_TOL
+    if np.any(bad):
+        s = int(np.argmax(bad))
+        raise ValueError(f"accept_mass + reject_mass: rows must sum to 1 (accept or reject), got "
+                         f"{acc_sum[s] + rej_sum[s]:.10g} at n={n}, i={i}, state {s}")
+
+
+def _positions(T, G, S, progress, desc):
+    show = (T * G * float(S) ** 2 > PROGRESS_WORK) if progress is None else bool(progress)
+    if not show:
+        return range(T)
+    from tqdm.auto import tqdm
+    return tqdm(range(T), desc=desc, leave=False)
+
+
+def _check_gamma(gamma):
+    return check_int(gamma, "gamma", 1)
+
+
+# ------------------------------------------------------ token-like masses
+def token_masses(chain):
+    """Standard token verification: ``(accept, reject)`` mass providers ``(n, i) -> [S, V]``.
+
+    ``accept = min(target, draft)``, ``reject = max(target - draft, 0)``; independent
+    of the phase. Returns arrays for homogeneous chains, callables otherwise.
+    """
+    if chain.is_homogeneous:
+        return (np.minimum(chain.target, chain.draft),
+                np.maximum(chain.target - chain.draft, 0.0))
+
+    def acc(n, i):
+        return np.minimum(chain.target[n], chain.draft[n])
+
+    def rej(n, i):
+        return np.maximum(chain.target[n] - chain.draft[n], 0.0)
+    return acc, rej
+
+
+def scaled_masses(chain, scale):
+    r"""Token verification with acceptance scaled down: ``b(x) = s * min(1, target/draft)``.
+
+    The rejection law that keeps the output equal to the target is
+    ``P = (target - s min(target, draft)) / (1 - s sum min(target, draft))``, so the
+    reject *mass* is ``target - s min(target, draft)`` and the rejection probability
+    ``1 - s (1 - TV) >= TV``, with equality only where ``s = 1`` or ``TV = 1``.
+    ``scale`` must lie in ``(0, 1]``.
+    """
+    s = float(scale)
+    if not (0.0 < s <= 1.0):
+        raise ValueError(f"scale: must lie in (0, 1], got {scale!r}")
+
+    def acc(n, i):
+        t, d = chain.kernels(n)
+        return s * np.minimum(t, d)
+
+    def rej(n, i):
+        t, d = chain.kernels(n)
+        return np.maximum(t - s * np.minimum(t, d), 0.0)
+    return acc, rej
