@@ -10,15 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int, check_prob
+from .batch_step import _check_M
 
 __all__ = ["bernoulli_batch_rejection", "uniform_batch_rejection", "uniform_instance",
            "iid_batch_expected_rejections"]
-
-
-def _check_M(M):
-    if isinstance(M, float) and np.isinf(M) and M > 0:
-        return np.inf
-    return check_int(M, "M", 1)
 
 
 def bernoulli_batch_rejection(p_target, p_draft, M):
@@ -36,7 +31,7 @@ def bernoulli_batch_rejection(p_target, p_draft, M):
     """
     a = check_prob(p_target, "p_target")
     b = check_prob(p_draft, "p_draft")
-    M = _check_M(M)
+    M = _check_M(M, allow_inf=True)
     q_minus = np.where(a > b, 1.0 - b, b)
     delta = np.abs(a - b)
     if np.isinf(M):
@@ -64,7 +59,7 @@ def uniform_batch_rejection(target_size, draft_size, overlap, M):
     k = check_int(overlap, "overlap", 0)
     if k > min(a, b):
         raise ValueError(f"overlap: must be <= min(target_size, draft_size), got {k}")
-    M = _check_M(M)
+    M = _check_M(M, allow_inf=True)
     u = 1.0 - k / a
     if np.isinf(M):
         return u  # (1 - k/b)^M -> 0 unless k = 0, where u = 1 anyway

@@ -1,0 +1,227 @@
+r"""Batch speculative decoding at one position: scales, residuals, first-token law and rule.
+
+The math is in :mod:`spectheory.verifiers.batch` (which re-exports these names).
+Notation: p = target, q = draft.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import as_law_pair, check_int
+from ._positional import _categorical
+
+__all__ = [
+    "batch_scales", "batch_residuals", "BatchStep", "batch_first_token", "batch_rejection_probability",
+    "batch_first_token_masses", "batch_limit_rejection", "batch_verify_first", "sample_batch_first_token",
+]
+
+
+def _check_M(M, allow_inf=False):
+    if allow_inf and isinstance(M, float) and np.isinf(M) and M > 0:
+        return np.inf
+    return check_int(M, "M", 1)
+
+
+def batch_scales(target, draft, M):
+    r"""Scales :math:`c_m` and masses :math:`Z_m`, ``m = 1..M+1`` (see the module docstring).
+
+    Returns
+    -------
+    c, Z : ndarray, shape (M + 1, ...)
+        ``Z[M]`` is the probability that all ``M`` candidates are rejected.
+
+    Examples
+    --------
+    >>> from spectheory.verifiers.batch import batch_scales
+    >>> c, Z = batch_scales([0.2, 0.8], [0.5, 0.5], 2)
+    >>> c.round(12).tolist(), Z.round(12).tolist()
+    ([0.0, 1.0, 1.3], [1.0, 0.3, 0.15])
+    """
+    t, d = as_law_pair(target, draft)
+    M = _check_M(M)
+    c = np.zeros((M + 1,) + t.shape[:-1])
+    Z = np.zeros_like(c)
+    for m in range(M + 1):
+        if m:
+            c[m] = c[m - 1] + Z[m - 1]
+        Z[m] = np.clip(np.maximum(t - c[m][..., None] * d, 0.0).sum(-1), 0.0, 1.0)
+    return c, Z
+
+
+def batch_residuals(target, draft, M) -> np.ndarray:
+    r"""Explicit recursion :math:`r_1 = p`, :math:`r_{m+1} = \mathrm{norm}(\max(r_m - q, 0))`.
+
+    When :math:`r_m = q` (zero excess) candidate ``m`` is always accepted and
+    :math:`r_{m+1}` is never used; it is then set to :math:`r_m`.
+
+    Returns
+    -------
+    ndarray, shape (M + 1, ..., V)
+    """
+    t, d = as_law_pair(target, draft)
+    M = _check_M(M)
+    r = np.empty((M + 1,) + t.shape)
+    r[0] = t
+    for m in range(M):
+        ex = np.maximum(r[m] - d, 0.0)
+        mass = ex.sum(-1, keepdims=True)
+        safe = mass > 1e-15
+        r[m + 1] = np.where(safe, ex / np.where(safe, mass, 1.0), r[m])
+    return r
+
+
+@dataclass
+class BatchStep:
+    """Exact first-token behaviour of batch verification.
+
+    Attributes
+    ----------
+    candidate_accepted : ndarray, shape (M, ..., V)
+        Mass of "candidate ``m`` is the first accepted and it is ``x``".
+    reach : ndarray, shape (M + 1, ...)
+        Probability that candidate ``m`` is examined (``reach[M]``: all rejected).
+    rejection : ndarray, shape (...)
+        :math:`\\prod_m \\mathrm{TV}(q, r_m)`.
+    final_law : ndarray, shape (..., V)
+        :math:`r_{M+1}`, sampled when all are rejected.
+    output : ndarray, shape (..., V)
+        Law of the emitted first token (equals the target).
+    """
+
+    candidate_accepted: np.ndarray
+    reach: np.ndarray
+    rejection: np.ndarray
+    final_law: np.ndarray
+    output: np.ndarray
+
+
+def batch_first_token(target, draft, M) -> BatchStep:
+    r"""Exact law of the first token of a batch round, from the explicit residuals.
+
+    .. math:: P(\text{emit } x) = \sum_{m=1}^M \Big[\prod_{j<m} \mathrm{TV}(q, r_j)\Big] \min(r_m(x), q(x))
+              + \Big[\prod_{m=1}^M \mathrm{TV}(q, r_m)\Big] r_{M+1}(x) = p(x).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers.batch import batch_first_token
+    >>> step = batch_first_token([0.2, 0.8], [0.5, 0.5], 3)
+    >>> round(float(step.rejection), 12), step.output.round(12).tolist()
+    (0.075, [0.2, 0.8])
+    """
+    t, d = as_law_pair(target, draft)
+    M = _check_M(M)
+    r = batch_residuals(t, d, M)
+    reach = np.ones((M + 1,) + t.shape[:-1])
+    cand = np.empty((M,) + t.shape)
+    for m in range(M):
+        cand[m] = reach[m][..., None] * np.minimum(r[m], d)
+        tv_m = np.clip(1.0 - np.minimum(r[m], d).sum(-1), 0.0, 1.0)
+        reach[m + 1] = reach[m] * tv_m
+    out = cand.sum(0) + reach[M][..., None] * r[M]
+    return BatchStep(cand, reach, reach[M][()], r[M], out)
+
+
+def batch_rejection_probability(target, draft, M):
+    r"""Probability that all ``M`` first tokens are rejected, :math:`Z_{M+1}` (scale form).
+
+    ``M = numpy.inf`` gives the limit :func:`batch_limit_rejection`.
+    """
+    M = _check_M(M, allow_inf=True)
+    if np.isinf(M):
+        return batch_limit_rejection(target, draft)
+    return batch_scales(target, draft, M)[1][M][()]
+
+
+def batch_first_token_masses(target, draft, M):
+    r"""``(accepted, rejected)`` masses of a batch round's first token, each ``[..., V]``.
+
+    accepted :math:`= \min(p, c_{M+1} q)`, rejected :math:`= (p - c_{M+1} q)_+`;
+    ``M = numpy.inf``: accepted :math:`= p\,[q > 0]`, rejected :math:`= p\,[q = 0]`.
+    """
+    t, d = as_law_pair(target, draft)
+    M = _check_M(M, allow_inf=True)
+    if np.isinf(M):
+        return np.where(d > 0, t, 0.0), np.where(d > 0, 0.0, t)
+    c = batch_scales(t, d, M)[0][M][..., None]
+    return np.minimum(t, c * d), np.maximum(t - c * d, 0.0)
+
+
+def batch_limit_rejection(target, draft):
+    r"""Limit :math:`M \to \infty` of the all-rejected probability: :math:`p(\{q = 0\})`."""
+    t, d = as_law_pair(target, draft)
+    return np.where(d > 0, 0.0, t).sum(-1)[()]
+
+
+def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u_final):
+    """The recursive-rejection rule over ``M`` candidates, on hand-given uniforms.
+
+    Parameters
+    ----------
+    candidate_accept_prob : array_like, shape (R, M)
+        :math:`\\min(1, r_m(x_m)/q(x_m))` of each run's candidate ``m``.
+    candidates : array_like of int, shape (R, M)
+    final_law : array_like, shape (R, V)
+        :math:`r_{M+1}`, sampled (inverse CDF at ``u_final``) when all are rejected.
+    u_accept : array_like, shape (R, M)
+    u_final : array_like, shape (R,)
+
+    Returns
+    -------
+    token : ndarray of int, shape (R,)
+    rejected : ndarray of bool, shape (R,)
+    index : ndarray of int, shape (R,)
+        The accepted candidate (``M`` when all were rejected).
+
+    Examples
+    --------
+    >>> from spectheory.verifiers.batch import batch_verify_first
+    >>> tok, rej, idx = batch_verify_first([[0.5, 0.9]], [[0, 1]], [[0.0, 0.0, 1.0]], [[0.7, 0.2]], [0.3])
+    >>> tok.tolist(), rej.tolist(), idx.tolist()
+    ([1], [False], [1])
+    """
+    acc = np.asarray(u_accept) < np.asarray(candidate_accept_prob)
+    cand = np.asarray(candidates)
+    R, M = acc.shape
+    anyacc = acc.any(1)
+    index = np.where(anyacc, np.argmax(acc, 1), M)
+    y = _categorical(np.asarray(final_law, dtype=np.float64), np.asarray(u_final, dtype=np.float64))
+    tok = np.where(anyacc, cand[np.arange(R), np.minimum(index, M - 1)], y)
+    return tok, ~anyacc, index
+
+
+def sample_batch_first_token(target, draft, M, size, rng=None):
+    """Draw ``size`` independent first tokens of batch rounds at one position.
+
+    Draws ``M`` candidates from the draft and the uniforms, then calls
+    :func:`batch_verify_first`. Returns ``(tokens, rejected, index)``, each ``[size]``.
+    """
+    t, d = as_law_pair(target, draft)
+    if t.ndim != 1:
+        raise ValueError(f"target: expected a 1-d law, got shape {t.shape}")
+    M = _check_M(M)
+    n = check_int(size, "size", 1)
+    rng = np.random.default_rng(rng)
+    acc, final = _batch_tables(t[None], d[None], M)
+    cand = _categorical(np.broadcast_to(d, (n, M, d.size)), rng.random((n, M)))
+    p_acc = acc[np.arange(M)[None, :], 0, cand]
+    return batch_verify_first(p_acc, cand, np.broadcast_to(final[0], (n, d.size)),
+                              rng.random((n, M)), rng.random(n))
+
+
+def _batch_tables(t, d, M):
+    """Per-state candidate acceptance ``[M, S, V]`` and final law ``[S, V]``."""
+    c, Z = batch_scales(t, d, M)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(d > 0, t / np.where(d > 0, d, 1.0), np.inf)
+    acc = np.empty((M,) + t.shape)
+    for m in range(M):
+        zm = Z[m][:, None]
+        num = np.maximum(ratio - c[m][:, None], 0.0)
+        acc[m] = np.where(zm > 1e-15, np.minimum(1.0, num / np.where(zm > 1e-15, zm, 1.0)), 1.0)
+    ex = np.maximum(t - c[M][:, None] * d, 0.0)
+    mass = ex.sum(-1, keepdims=True)
+    final = np.where(mass > 1e-15, ex / np.where(mass > 1e-15, mass, 1.0), t)
+    return acc, final
