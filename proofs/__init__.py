@@ -42,6 +42,11 @@ class ProofResult:
     seconds: float
     message: str = ""
 
+    @property
+    def passed(self) -> bool:
+        """Alias of ``ok``."""
+        return self.ok
+
 
 def run_one(name: str) -> ProofResult:
     """Import ``proofs.<name>`` and run its ``check()``; never raises for a failed proof."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,6 +59,10 @@ class DemoResult:
 
 class _Quit(Exception):
     pass
+
+
+def _wrap(line: str) -> str:
+    return textwrap.fill(line, width=78, subsequent_indent="    ")
 
 
 def _q(word: str) -> str:
@@ -144,7 +149,7 @@ def run_demo(seed=0, gamma: int = 3, auto: bool = False, save=None, n_rounds: in
             result.rounds.append(record)
             say("")
             say(f"=== Round {r} of {n_rounds} " + "=" * max(0, 56 - len(str(r)) - len(str(n_rounds))))
-            say("Text so far: " + " ".join(result.words))
+            say(_wrap("Text so far: " + " ".join(result.words)))
             say(f"Context word {_q(words[state])}. The draft proposes {gamma} word"
                 f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(words[x]) for x in record.proposals))
             for i, step in enumerate(record.steps, start=1):
@@ -212,7 +217,7 @@ def run_demo(seed=0, gamma: int = 3, auto: bool = False, save=None, n_rounds: in
 
     say("")
     say(RULE)
-    say("Generated text: " + " ".join(result.words))
+    say(_wrap("Generated text: " + " ".join(result.words)))
     n = len(result.rounds)
     if n:
         say(f"{n} target calls produced {len(result.words) - 1} words "
