@@ -378,3 +378,33 @@ def test_bad_laws_and_rho():
         kseq_acceptance([0.2, 0.8], [0.8, 0.2], 3, rho=1.0)
     with pytest.raises(ValueError, match="method"):
         optimal_multidraft_acceptance([0.5, 0.5], [0.5, 0.5], 2, method="magic")
+
+
+# ---------------------------------------------------------------- tiny draft masses
+@pytest.mark.parametrize("eps", [1e-9, 1e-14, 1e-16, 1e-20])
+def test_tiny_draft_mass_is_still_drafted_without_replacement(eps):
+    """A token with tiny positive draft mass is drafted by successive sampling once the rest
+    of the support is used up, so with ``k = V`` every token is drafted and acceptance is 1
+    (the final residual never emits a drafted token). The exact values must agree with the
+    sampler: they used to drop such tokens (mass <= 1e-15) and report 0.8348."""
+    t = np.array([0.245, 0.0285, 0.1652, 0.5613])
+    t /= t.sum()
+    d = np.array([0.9331, 0.066, eps, 0.0009])
+    d /= d.sum()
+    k = t.size
+    assert rrs_acceptance(t, d, k, replacement=False) == pytest.approx(1.0, abs=1e-12)
+    acc, fin = rrs_output_law(t, d, k, replacement=False, parts=True)
+    np.testing.assert_allclose(acc, t, atol=1e-12)
+    for method in ("prefix", "subsets"):
+        assert optimal_multidraft_acceptance(t, d, k, False, method) == pytest.approx(1.0, abs=1e-12)
+    masks, probs = drafted_set_law(d, k)
+    assert masks.tolist() == [2 ** k - 1] and probs.sum() == pytest.approx(1.0, abs=1e-12)
+    idx, tok = rrs_verify(t, d, k, 2000, rng=3, replacement=False)
+    assert np.all(idx >= 0)                 # probability 1: every token is a candidate
+    # k = V - 1 against the rational enumeration of the same (exactly normalised) laws
+    tf = [F(x) for x in t]
+    df = [F(x) for x in d]
+    tf = [x / sum(tf) for x in tf]
+    df = [x / sum(df) for x in df]
+    fa, _ = frac_rrs(tf, df, k - 1, False)
+    assert rrs_acceptance(t, d, k - 1, replacement=False) == pytest.approx(float(fa), abs=1e-12)

@@ -109,8 +109,8 @@ def _wo_paths(t, d, k):
     dc = d[None].copy()
     n_paths = 1
     for _ in range(k):
-        mass = dc.sum(-1)
-        live = mass > MASS_TOL
+        mass = dc.sum(-1)                    # summed directly over the tokens left
+        live = mass > 0                      # any positive mass is drafted, as by the sampler
         # paths whose draft support is exhausted draft nothing more: they go to the residual
         fin += (prob[~live, None] * r[~live]).sum(0)
         fail += float(prob[~live].sum())

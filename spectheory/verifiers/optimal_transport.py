@@ -44,7 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int
-from .multidraft import MASS_TOL, _categorical, check_multidraft_args, sample_candidates
+from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
 __all__ = ["ratio_order", "drafted_set_law", "prob_all_in_prefixes", "optimal_multidraft_acceptance",
            "draft_tuple_law", "optimal_coupling_lp", "OptimalCoupling", "optimal_rule", "optimal_verify"]
@@ -85,7 +85,7 @@ def drafted_set_law(draft, k):
     bits = np.int64(1) << np.arange(V, dtype=np.int64)
     for _ in range(k):
         rem = left
-        done = rem <= MASS_TOL
+        done = rem <= 0                      # any positive mass left is drafted (as by the sampler)
         live_m, live_p, live_r = masks[~done], probs[~done], rem[~done]
         inset = (live_m[:, None] & bits[None]) != 0                 # [M, V]
         w = np.where(inset, 0.0, d[None]) / live_r[:, None]
