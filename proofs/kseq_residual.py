@@ -45,7 +45,7 @@ import sympy as sp
 
 from ._sym import assert_equal, assert_zero, law_symbols, pull_constants, resolve, sign_patterns
 
-TITLE = "K-SEQ residual (SpecTr): law iff valid, sums to 1, output = target"
+TITLE = "K-SEQ residual (SpecTr): a law when valid (iff, given a token with 0 < p <= rho q), output = target"
 
 
 def _general() -> None:

@@ -161,13 +161,16 @@ def cmd_simulate(args) -> int:
 
 
 def cmd_prove(args) -> int:
+    from pathlib import Path
+
+    root = str(Path(__file__).resolve().parent.parent)  # proofs/ sits beside the package
+    if root not in sys.path:
+        sys.path.insert(0, root)
     try:
-        import proofs
+        from proofs.__main__ import main as proofs_main
     except ImportError:
-        raise CLIError("the proofs/ package is not importable (run from the repository root)") from None
-    results = proofs.run_all()
-    failed = [r for r in results if not getattr(r, "passed", r.get("passed") if isinstance(r, dict) else False)]
-    return 1 if failed else 0
+        raise CLIError("the proofs/ folder is not importable (use a checkout of the repository)") from None
+    return proofs_main([])
 
 
 def cmd_demo(args) -> int:

@@ -36,17 +36,24 @@ class Step:
     full_args: tuple = ()
     kind: str = "simulation"         # proof | simulation | decoder | benchmark | figure
     needs: tuple = field(default=())  # names of steps whose outputs it reads
+    module: str | None = None        # run as ``python -m module`` (a package's __main__)
 
     def argv(self, out: Path, quick: bool) -> list[str]:
         extra = self.quick_args if quick else self.full_args
-        return [sys.executable, self.script, "--out", str(out), *self.args, *extra]
+        run = ["-m", self.module] if self.module else [self.script]
+        return [sys.executable, *run, "--out", str(out), *self.args, *extra]
+
+    def sources(self) -> list[Path]:
+        """Files whose content keys the cache: the script, or the whole package of a module."""
+        path = ROOT / self.script
+        return sorted(path.parent.rglob("*.py")) if self.module else [path]
 
 
 def discover_steps() -> list[Step]:
     """Every proof, simulation and figure script of the repository, in dependency order."""
     steps = []
     if (ROOT / "proofs" / "__main__.py").exists():
-        steps.append(Step("proofs", "proofs/__main__.py", quick_args=(), kind="proof"))
+        steps.append(Step("proofs", "proofs/__main__.py", kind="proof", module="proofs"))
     skip = {"train_models.py"}  # training is not part of the main job: the weights are shipped
     for path in sorted((ROOT / "simulations").glob("*.py")):
         if path.name in skip or path.name.startswith("_"):
@@ -83,8 +90,9 @@ def _library_digest() -> str:
 
 
 def _digest(step: Step, library: str) -> str:
-    h = hashlib.sha256((ROOT / step.script).read_bytes())
-    h.update(library.encode())
+    h = hashlib.sha256(library.encode())
+    for path in step.sources():
+        h.update(path.read_bytes())
     h.update(repr((step.args, step.quick_args, step.full_args)).encode())
     return h.hexdigest()[:16]
 

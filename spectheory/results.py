@@ -87,14 +87,22 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
     """
     script = Path(script_file).resolve()
     args = list(sys.argv[1:] if argv is None else argv)
-    try:
-        shown = script.relative_to(ROOT)
-    except ValueError:
-        shown = script.name
+    if "--out" in args:  # where the output went is not part of what made it
+        i = args.index("--out")
+        del args[i:i + 2]
+    args = [a for a in args if not a.startswith("--out=")]
+    if script.stem == "__main__":
+        shown = ["-m", script.parent.name]
+    else:
+        try:
+            shown = [str(script.relative_to(ROOT))]
+        except ValueError:
+            shown = [script.name]
     record = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
-              "command": " ".join(["python", str(shown), *args]), **data, "headline": list(headlines)}
+              "command": " ".join(["python", *shown, *args]), **data, "headline": list(headlines)}
     folder = Path(out) if out is not None else RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{script.stem}.json"
+    stem = script.parent.name if script.stem == "__main__" else script.stem  # python -m package
+    path = folder / f"{stem}.json"
     path.write_text(json.dumps(_plain(record), indent=1))
     return path

@@ -59,3 +59,17 @@ def test_every_subcommand_has_help_with_example():
     for name in ["reproduce", "analyze", "simulate", "decode", "demo", "figures", "prove"]:
         proc = run_cli(name, "--help")
         assert proc.returncode == 0 and "example: spectheory" in proc.stdout
+
+
+def test_prove_runs_every_proof():
+    proc = run_cli("prove")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) >= 6 and all(line.startswith("PASS") for line in lines)
+
+
+def test_demo_auto_plays_and_reports(tmp_path):
+    proc = run_cli("demo", "--auto", "--rounds", "3", "--seed", "1", "--save", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    assert "ACCEPT" in proc.stdout or "REJECT" in proc.stdout
+    assert list(tmp_path.glob("*.png"))
