@@ -177,3 +177,35 @@ def test_bad_input():
         rule_expected_rejections(chain, 4, standard_rule(), bonus=True)
     with pytest.raises(ValueError, match="rejection"):
         rule_expected_rejections(chain, 4, RejectionRule(standard_acceptance, "bogus"))
+
+
+@pytest.mark.parametrize("accept", [lambda t, d: np.full_like(t, 5.0), lambda t, d: np.full_like(t, -0.5),
+                                    lambda t, d: np.full_like(t, np.nan), lambda t, d: np.ones(3)])
+def test_rule_acceptance_outside_unit_interval_raises(accept):
+    """A rule's acceptance is checked like rejection_step's (it used to be clipped silently:
+    acceptance 5 gave 0 rejections)."""
+    chain = st.DecodingChain.random(2, rng=0)
+    for fn in (lambda r: rule_expected_rejections(chain, 3, r),
+               lambda r: simulate_rule(chain, 3, r, 10, rng=0)):
+        with pytest.raises(ValueError, match="accept"):
+            fn(RejectionRule(accept, "optimal"))
+
+
+@pytest.mark.parametrize("law", [lambda t, d, b: 2 * t, lambda t, d, b: t - 0.5, lambda t, d, b: t[..., :1]])
+def test_rule_callable_rejection_law_must_be_a_law(law):
+    chain = st.DecodingChain.random(2, rng=0)
+    with pytest.raises(ValueError, match="rejection"):
+        rule_expected_rejections(chain, 3, RejectionRule(standard_acceptance, law))
+
+
+def test_unbiased_and_optimal_laws_agree_on_a_tiny_gap():
+    """Both laws normalise any gap mass above one shared threshold: a gap of 1e-11 (below the
+    unbiased tolerance 1e-9 used by rules, above rounding) is a real residual, not target."""
+    t = np.array([0.5, 0.5])
+    d = np.array([0.5 + 1e-11, 0.5 - 1e-11])
+    b = standard_acceptance(t, d)
+    opt = optimal_rejection_law(t, d, b)
+    np.testing.assert_allclose(opt, [0.0, 1.0], atol=1e-4)
+    np.testing.assert_allclose(unbiased_rejection_law(t, d, b, atol=1e-9), opt, rtol=0, atol=0)
+    b_rule, P_rule, _ = standard_rule().tables(t[None], d[None])
+    np.testing.assert_allclose(P_rule[0], opt, rtol=0, atol=0)

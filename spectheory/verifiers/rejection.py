@@ -33,6 +33,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
+from ..sampling_utils import RESIDUAL_MASS_TOL
 from ._positional import per_kernel, simulate_positional, _categorical
 
 __all__ = [
@@ -44,6 +45,15 @@ __all__ = [
 
 #: Tolerance used by :func:`is_unbiased` and :func:`unbiased_rejection_law`.
 UNBIASED_ATOL = 1e-12
+
+#: A gap ``max(p - q b, 0)`` with at most this mass is rounding noise (``P = target`` then);
+#: shared by :func:`unbiased_rejection_law` and :func:`optimal_rejection_law` (and equal to
+#: the residual threshold of :func:`spectheory.sampling_utils.residual_weights`).
+GAP_MASS_TOL = RESIDUAL_MASS_TOL
+
+#: Rounding slack for a rule's acceptance: values in ``[-ACCEPT_ATOL, 1 + ACCEPT_ATOL]`` are
+#: clipped to [0, 1] by :class:`RejectionRule`; anything further out raises.
+ACCEPT_ATOL = 1e-12
 
 
 def _ratio(t, d):
@@ -74,13 +84,16 @@ def scaled_acceptance(target, draft, scale) -> np.ndarray:
     return s * standard_acceptance(target, draft)
 
 
-def _check_accept(accept, shape):
+def _check_accept(accept, shape, atol=0.0):
+    """``accept`` as float64 of shape ``shape`` with entries in [0, 1] (within ``atol``, then
+    clipped), or ValueError."""
     b = np.asarray(accept, dtype=np.float64)
     if b.shape != shape:
         raise ValueError(f"accept: expected shape {shape}, got {b.shape}")
-    if not np.all(np.isfinite(b)) or np.any(b < 0) or np.any(b > 1):
-        raise ValueError("accept: acceptance probabilities must lie in [0, 1]")
-    return b
+    if not np.all(np.isfinite(b)) or np.any(b < -atol) or np.any(b > 1 + atol):
+        bad = b[~(np.isfinite(b) & (b >= -atol) & (b <= 1 + atol))].flat[0]
+        raise ValueError(f"accept: acceptance probabilities must lie in [0, 1], found {bad!r}")
+    return np.clip(b, 0.0, 1.0) if atol > 0 else b
 
 
 @dataclass
@@ -162,9 +175,14 @@ def unbiased_rejection_law(target, draft, accept, atol: float = UNBIASED_ATOL) -
     if np.any(excess > atol):
         raise ValueError(f"accept: no unbiased rejection law exists, draft*accept exceeds target "
                          f"by up to {excess.max():.3g}")
+    return _gap_law(t, a)
+
+
+def _gap_law(t, a):
+    """``norm(max(t - a, 0))``, or ``t`` where the gap mass is at most :data:`GAP_MASS_TOL`."""
     gap = np.maximum(t - a, 0.0)
     mass = gap.sum(-1, keepdims=True)
-    safe = mass > atol
+    safe = mass > GAP_MASS_TOL
     return np.where(safe, gap / np.where(safe, mass, 1.0), t)
 
 
@@ -176,11 +194,7 @@ def optimal_rejection_law(target, draft, accept) -> np.ndarray:
     proof of optimality.
     """
     t, d = as_law_pair(target, draft)
-    a = d * _check_accept(accept, t.shape)
-    gap = np.maximum(t - a, 0.0)
-    mass = gap.sum(-1, keepdims=True)
-    safe = mass > 1e-15
-    return np.where(safe, gap / np.where(safe, mass, 1.0), t)
+    return _gap_law(t, d * _check_accept(accept, t.shape))
 
 
 def is_unbiased(target, draft, accept, rejection, atol: float = UNBIASED_ATOL):
@@ -247,6 +261,10 @@ class RejectionRule:
     ``"unbiased"`` (:func:`unbiased_rejection_law`; raises if none exists),
     ``"optimal"`` (:func:`optimal_rejection_law`), ``"target"`` (``P = target``), or a
     callable ``(target, draft, b) -> P``.
+
+    :meth:`tables` validates what the callables return: ``b`` must have the kernels' shape
+    and lie in [0, 1] (rounding slack :data:`ACCEPT_ATOL`, then clipped), a callable's ``P``
+    must be laws of that shape; otherwise ValueError naming ``accept`` or ``rejection``.
     """
 
     accept: Callable
@@ -255,9 +273,12 @@ class RejectionRule:
 
     def tables(self, target, draft):
         """``(b, P, rho)`` for kernels ``[S, V]``."""
-        b = np.clip(np.asarray(self.accept(target, draft), dtype=np.float64), 0.0, 1.0)
+        t = np.asarray(target, dtype=np.float64)
+        b = _check_accept(self.accept(target, draft), t.shape, ACCEPT_ATOL)
         if callable(self.rejection):
-            P = np.asarray(self.rejection(target, draft, b), dtype=np.float64)
+            P = as_law(self.rejection(target, draft, b), "rejection")
+            if P.shape != t.shape:
+                raise ValueError(f"rejection: the rejection law must have shape {t.shape}, got {P.shape}")
         elif self.rejection == "unbiased":
             P = unbiased_rejection_law(target, draft, b, atol=1e-9)
         elif self.rejection == "optimal":
