@@ -223,3 +223,14 @@ def test_bad_input():
         bernoulli_batch_rejection(1.2, 0.5, 2)
     with pytest.raises(ValueError, match="draft"):
         batch_scales(t, [0.5, 0.6], 2)
+
+
+def test_batch_verify_first_rejects_bad_input():
+    ok = dict(candidate_accept_prob=[[0.2, 0.5]], candidates=[[1, 2]], final_law=[[0.0, 0.0, 0.0, 1.0]],
+              u_accept=[[0.3, 0.6]], u_final=[0.5])
+    for name, bad in (("candidate_accept_prob", [[0.2, 1.5]]), ("candidate_accept_prob", [[np.nan, 0.5]]),
+                      ("candidates", [[1, 4]]), ("candidates", [[-1, 2]]),
+                      ("final_law", [[-0.5, 0.5, 0.0, 1.0]]), ("final_law", [[np.nan, 0.0, 0.0, 1.0]]),
+                      ("u_accept", [[0.3]])):
+        with pytest.raises(ValueError, match=name):
+            batch_verify_first(**{**ok, name: bad})

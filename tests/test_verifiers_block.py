@@ -252,3 +252,43 @@ def test_bad_input():
     short = st.DecodingChain.random(2, horizon=3, rng=0)
     with pytest.raises(ValueError, match="max_horizon"):
         block_round_transition(short, 1, 2, True)
+
+
+def test_block_weights_zero_weight_prefix_meets_overflowing_ratio():
+    """``w_1 = 0`` (target gives the first draft token zero mass) followed by a draft mass so
+    small that ``p/q`` overflows to inf: ``w_2 = min(1, 0 * inf)`` used to be NaN. A zero
+    prefix weight stays zero, so the round is the same as with a draft mass of 1e-300."""
+    t = np.array([[[0.0, 1.0], [0.5, 0.5], [0.5, 0.5]]])
+    x = [[0, 1]]
+    out = {}
+    for tiny in (1e-320, 1e-300):
+        d = np.array([[[0.5, 0.5], [1.0 - tiny, tiny]]])
+        with np.errstate(all="raise"):
+            out[tiny] = block_weights(t, d, x, 2)
+        h, tau_law, final = out[tiny]
+        assert np.all(np.isfinite(h)) and np.all(np.isfinite(tau_law)) and np.all(np.isfinite(final))
+        np.testing.assert_allclose(tau_law, [[1.0, 0.0, 0.0]], atol=0)
+        tau, tok = block_rule(t, d, x, 2, [[0.0, 0.0]], [0.0])
+        assert tau.tolist() == [0] and tok.tolist() == [1]    # residual of p_1 - q_1 is token 1
+    for a, b in zip(out[1e-320], out[1e-300]):
+        np.testing.assert_allclose(a, b, atol=0)
+
+
+@pytest.mark.parametrize("rule", ["block", "token"])
+def test_round_rules_reject_bad_tokens_and_laws(rule):
+    from spectheory.sampling_utils import token_rule
+    fn = block_rule if rule == "block" else token_rule
+    t = np.full((1, 3, 2), 0.5)
+    d = np.full((1, 2, 2), 0.5)
+    args = (np.zeros((1, 2)), np.zeros(1))
+    for bad_x in ([[0, 7]], [[-1, 0]]):
+        with pytest.raises(ValueError, match="draft_tokens"):
+            fn(t, d, bad_x, [2], *args)
+    neg = t.copy()
+    neg[0, 0] = [-0.5, 1.5]
+    with pytest.raises(ValueError, match="target_laws"):
+        fn(neg, d, [[0, 1]], [2], *args)
+    nan = d.copy()
+    nan[0, 1, 0] = np.nan
+    with pytest.raises(ValueError, match="draft_laws"):
+        fn(t, nan, [[0, 1]], [2], *args)

@@ -408,3 +408,9 @@ def test_tiny_draft_mass_is_still_drafted_without_replacement(eps):
     df = [x / sum(df) for x in df]
     fa, _ = frac_rrs(tf, df, k - 1, False)
     assert rrs_acceptance(t, d, k - 1, replacement=False) == pytest.approx(float(fa), abs=1e-12)
+
+
+def test_rrs_rule_rejects_out_of_range_candidates():
+    for bad in ([[5, 0]], [[-2, 0]]):
+        with pytest.raises(ValueError, match="candidates"):
+            rrs_rule([0.5, 0.5], [0.5, 0.5], bad, [[0.1, 0.1]], [0.1])

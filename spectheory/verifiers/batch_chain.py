@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ._positional import per_kernel, simulate_positional, _categorical, _check_gamma
-from .batch_step import _batch_tables, _check_M, batch_first_token_masses, batch_verify_first
+from .batch_step import _batch_tables, _batch_verify_first, _check_M, batch_first_token_masses
 from .rejection import optimal_rejection_law, rejection_verify, standard_acceptance
 
 __all__ = ["BatchRejections", "batch_expected_rejections", "simulate_batch", "holey_chain"]
@@ -119,8 +119,8 @@ def simulate_batch(chain, horizon, gamma, M, n_runs, rng=None, bonus=False, retu
             cand = _categorical(np.broadcast_to(d[states][:, None, :], (R, M, d.shape[-1])),
                                 rng_.random((R, M)))
             p_acc = acc[np.arange(M)[None, :], states[:, None], cand]
-            tok, rej, _ = batch_verify_first(p_acc, cand, final[states], rng_.random((R, M)),
-                                             rng_.random(R))
+            tok, rej, _ = _batch_verify_first(p_acc, cand, final[states], rng_.random((R, M)),
+                                              rng_.random(R))
             return tok, rej
         x = _categorical(d[states], rng_.random(R))
         return rejection_verify(b[states, x], res[states], x, rng_.random(R), rng_.random(R))

@@ -182,6 +182,31 @@ def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u
     >>> tok.tolist(), rej.tolist(), idx.tolist()
     ([1], [False], [1])
     """
+    p = np.asarray(candidate_accept_prob, dtype=np.float64)
+    cand = np.asarray(candidates)
+    law = np.asarray(final_law, dtype=np.float64)
+    ua = np.asarray(u_accept, dtype=np.float64)
+    uf = np.asarray(u_final, dtype=np.float64)
+    if p.ndim != 2:
+        raise ValueError(f"candidate_accept_prob: expected shape (R, M), got {p.shape}")
+    R, M = p.shape
+    for a, name, shape in ((cand, "candidates", (R, M)), (ua, "u_accept", (R, M)), (uf, "u_final", (R,))):
+        if a.shape != shape:
+            raise ValueError(f"{name}: expected shape {shape}, got {a.shape}")
+    if law.ndim != 2 or law.shape[0] != R or law.shape[1] == 0:
+        raise ValueError(f"final_law: expected shape ({R}, V), got {law.shape}")
+    if not np.all((p >= 0) & (p <= 1)):
+        raise ValueError("candidate_accept_prob: acceptance probabilities must lie in [0, 1]")
+    if not np.issubdtype(cand.dtype, np.integer) or (cand.size and (cand.min() < 0 or cand.max() >= law.shape[1])):
+        raise ValueError(f"candidates: expected integer tokens in [0, {law.shape[1]})")
+    if not np.all(np.isfinite(law) & (law >= 0)):
+        raise ValueError("final_law: laws must be finite and non-negative")
+    return _batch_verify_first(p, cand, law, ua, uf)
+
+
+def _batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u_final):
+    """:func:`batch_verify_first` without the input checks (the simulator's hot path: its
+    tables come from a validated chain)."""
     acc = np.asarray(u_accept) < np.asarray(candidate_accept_prob)
     cand = np.asarray(candidates)
     R, M = acc.shape
@@ -207,8 +232,8 @@ def sample_batch_first_token(target, draft, M, size, rng=None):
     acc, final = _batch_tables(t[None], d[None], M)
     cand = _categorical(np.broadcast_to(d, (n, M, d.size)), rng.random((n, M)))
     p_acc = acc[np.arange(M)[None, :], 0, cand]
-    return batch_verify_first(p_acc, cand, np.broadcast_to(final[0], (n, d.size)),
-                              rng.random((n, M)), rng.random(n))
+    return _batch_verify_first(p_acc, cand, np.broadcast_to(final[0], (n, d.size)),
+                               rng.random((n, M)), rng.random(n))
 
 
 def _batch_tables(t, d, M):

@@ -37,6 +37,7 @@ import itertools
 import numpy as np
 
 from .._validation import check_int
+from ..sampling_utils import check_round_laws
 from .multidraft import MASS_TOL, _categorical
 
 __all__ = ["block_weights", "block_rule", "block_verify_round", "block_round_transition",
@@ -58,6 +59,8 @@ def _check_round_arrays(target_laws, draft_laws, draft_tokens, k):
         raise ValueError(f"target_laws: expected shape {(R, g + 1, d.shape[2])}, got {t.shape}")
     if x.shape != (R, g):
         raise ValueError(f"draft_tokens: expected shape {(R, g)}, got {x.shape}")
+    if x.size and (x.min() < 0 or x.max() >= d.shape[2]):
+        raise ValueError(f"draft_tokens: entries must lie in [0, {d.shape[2]})")
     kk = np.broadcast_to(np.asarray(k, dtype=np.int64), (R,))
     if np.any(kk < 1) or np.any(kk > g):
         raise ValueError(f"k: entries must lie in [1, {g}]")
@@ -96,8 +99,11 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
         xi = x[:, i - 1]
         tx = t[rows, i - 1, xi]
         dx = d[rows, i - 1, xi]
-        ratio = np.where(dx > 0, tx / np.where(dx > 0, dx, 1.0), 0.0)
-        w[:, i] = np.minimum(1.0, w[:, i - 1] * ratio)
+        with np.errstate(over="ignore", invalid="ignore"):   # p/q may overflow to inf
+            ratio = np.where(dx > 0, tx / np.where(dx > 0, dx, 1.0), 0.0)
+            prev = w[:, i - 1]
+            # a zero prefix weight stays zero (0 * inf would be NaN)
+            w[:, i] = np.where(prev > 0, np.minimum(1.0, prev * ratio), 0.0)
     h = np.zeros((R, g))
     final = t.copy()
     idx = np.arange(g + 1)[None, :]
@@ -153,6 +159,12 @@ def block_rule(target_laws, draft_laws, draft_tokens, k, eta, u_final):
     ([1], [1])
     """
     t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
+    check_round_laws(t, d)
+    return _block_rule(t, d, x, kk, eta, u_final)
+
+
+def _block_rule(t, d, x, kk, eta, u_final):
+    """:func:`block_rule` on checked shapes, without the law-value check."""
     R, g = x.shape
     eta = np.asarray(eta, dtype=np.float64)
     uf = np.asarray(u_final, dtype=np.float64)
@@ -171,14 +183,16 @@ def block_verify_round(target_laws, draft_laws, draft_tokens, k, rng):
 
     Draws ``eta [R, g]`` and ``u_final [R]`` from ``rng`` and applies :func:`block_rule`.
     Returns ``(n_accepted [R], final_token [R])``; ``final_token`` is the residual sample when
-    ``n_accepted < k`` and the bonus sample from ``target_laws[r, k]`` otherwise.
+    ``n_accepted < k`` and the bonus sample from ``target_laws[r, k]`` otherwise. Checks
+    shapes, token range and ``k`` but not the law values (the simulator's hot path; see
+    :mod:`spectheory.sampling_utils`).
     """
-    d = np.asarray(draft_laws)
+    t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
     rng = np.random.default_rng(rng)
-    R, g = d.shape[:2]
+    R, g = x.shape
     eta = rng.random((R, g))
     uf = rng.random(R)
-    return block_rule(target_laws, draft_laws, draft_tokens, k, eta, uf)
+    return _block_rule(t, d, x, kk, eta, uf)
 
 
 def _enumerate_blocks(chain, n0, k, with_bonus_row):

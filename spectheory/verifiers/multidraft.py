@@ -269,6 +269,8 @@ def rrs_rule(target, draft, candidates, u_accept, u_final, replacement=True):
     uf = np.asarray(u_final, dtype=np.float64)
     if ua.shape != (R, k) or uf.shape != (R,):
         raise ValueError(f"u_accept, u_final: expected shapes {(R, k)} and {(R,)}, got {ua.shape}, {uf.shape}")
+    if x.size and (x.min() < -1 or x.max() >= t.size):
+        raise ValueError(f"candidates: entries must lie in [0, {t.size}) (or -1 for no candidate)")
     r = np.broadcast_to(t, (R, t.size)).copy()
     dc = np.broadcast_to(d, (R, d.size)).copy()
     idx = np.full(R, -1, dtype=np.int64)
