@@ -26,8 +26,8 @@ for every draft present (run it after retraining the target).
 
 Examples
 --------
-    python simulations/train_models.py --model target --steps 800
-    python simulations/train_models.py --model draft-small --steps 1000
+    python simulations/train_models.py --model target --steps 1400
+    python simulations/train_models.py --model draft-small --steps 1400
     python simulations/train_models.py --model draft-ngram
     python simulations/train_models.py --model acceptance
     python simulations/train_models.py --model target --steps 5 --out /tmp/w   # smoke test
@@ -60,8 +60,8 @@ ARCHS = {
 }
 # default optimisation settings per model; CLI flags override them
 TRAIN_DEFAULTS = {
-    "target": dict(steps=800, batch_size=8, seq_len=256, lr=3e-3, warmup=50),
-    "draft-small": dict(steps=1000, batch_size=16, seq_len=256, lr=3e-3, warmup=50),
+    "target": dict(steps=1400, batch_size=8, seq_len=256, lr=3e-3, warmup=50),
+    "draft-small": dict(steps=1400, batch_size=8, seq_len=256, lr=3e-3, warmup=50),
     "draft-tiny": dict(steps=1500, batch_size=16, seq_len=256, lr=5e-3, warmup=50),
 }
 NGRAM_ORDER, NGRAM_ALPHA = 2, 0.5

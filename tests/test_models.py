@@ -283,12 +283,6 @@ REQUIRED_FIELDS = ("name", "kind", "architecture", "config", "num_params", "trai
                    "torch_version", "weights_file")
 
 
-# TEMPORARY (removed once the weights are committed): skip while training runs
-weights_pending = pytest.mark.skipif(
-    list_models() != list(MODEL_NAMES), reason="shipped weights not trained yet")
-
-
-@weights_pending
 @pytest.mark.parametrize("name", list(MODEL_NAMES))
 def test_shipped_model_loads_and_is_finite(name):
     model = load_model(name, device="cpu")
@@ -312,7 +306,6 @@ def test_shipped_model_loads_and_is_finite(name):
         assert sum(p.numel() for p in model.parameters()) == info["num_params"]
 
 
-@weights_pending
 def test_shipped_models_set_and_sizes():
     names = list_models()
     assert names == list(MODEL_NAMES)
@@ -329,7 +322,6 @@ def test_shipped_models_set_and_sizes():
     assert acc == sorted(acc, reverse=True)
 
 
-@weights_pending
 def test_load_model_dtype_and_bad_name():
     model = load_model("draft-ngram", dtype=torch.float64)
     with torch.no_grad():
