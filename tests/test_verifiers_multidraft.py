@@ -414,3 +414,15 @@ def test_rrs_rule_rejects_out_of_range_candidates():
     for bad in ([[5, 0]], [[-2, 0]]):
         with pytest.raises(ValueError, match="candidates"):
             rrs_rule([0.5, 0.5], [0.5, 0.5], bad, [[0.1, 0.1]], [0.1])
+
+
+@pytest.mark.parametrize("rho", [10.0, 2.0 + 1e-9, 0.5, np.inf, np.nan, "a"])
+def test_kseq_rho_outside_one_to_k_raises(rho):
+    """SpecTr's division factor lives in [1, k] (rho = 10 with k = 2 used to give 0.19)."""
+    t, d = [0.3, 0.7], [0.6, 0.4]
+    for fn in (kseq_acceptance, kseq_output_law, kseq_residual):
+        with pytest.raises(ValueError, match="rho"):
+            fn(t, d, 2, rho=rho)
+    with pytest.raises(ValueError, match="rho"):
+        kseq_rule(t, d, [[0, 1]], [[0.5, 0.5]], [0.5], rho=rho)
+    assert kseq_acceptance(t, d, 2, rho=2.0) == pytest.approx(1 - (1 - kseq_beta(t, d, 2.0)) ** 2)

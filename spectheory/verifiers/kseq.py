@@ -82,16 +82,19 @@ def kseq_rho(target, draft, k, tol: float = 1e-14) -> float:
 def _resolve_rho(t, d, k, rho):
     if rho is None:
         return kseq_rho(t, d, k)
-    rho = float(rho)
-    if not np.isfinite(rho) or rho < 1.0:
-        raise ValueError(f"rho: must be a finite number >= 1, got {rho!r}")
+    try:
+        rho = float(rho)
+    except (TypeError, ValueError):
+        raise ValueError(f"rho: expected a number in [1, k], got {rho!r}") from None
+    if not np.isfinite(rho) or rho < 1.0 or rho > k:
+        raise ValueError(f"rho: the division factor must lie in [1, k] = [1, {k}], got {rho!r}")
     if _validity(t, d, k, rho) < -1e-12:
         raise ValueError(f"rho: {rho} is not valid for K-SEQ (1 - (1 - beta)^k > rho * beta: the rule would be biased)")
     return rho
 
 
 def kseq_acceptance(target, draft, k, rho=None) -> float:
-    r"""K-SEQ acceptance :math:`1 - (1 - \beta(\rho))^k` at the optimal (or a given valid) ``rho``.
+    r"""K-SEQ acceptance :math:`1 - (1 - \beta(\rho))^k` at the optimal (or a given valid) ``rho`` in [1, k].
 
     Examples
     --------
@@ -147,6 +150,8 @@ def kseq_rule(target, draft, candidates, u_accept, u_final, rho=None):
     Parameters
     ----------
     candidates : int array, shape (R, k) (drawn i.i.d. from ``draft``)
+    rho : float in [1, k], optional
+        Division factor (default :func:`kseq_rho`); ValueError outside [1, k] or if invalid.
     u_accept : array, shape (R, k)
     u_final : array, shape (R,)
 
@@ -157,6 +162,8 @@ def kseq_rule(target, draft, candidates, u_accept, u_final, rho=None):
     x = np.asarray(candidates, dtype=np.int64)
     R, k = x.shape
     t, d, k = check_multidraft_args(target, draft, k)
+    if x.size and (x.min() < 0 or x.max() >= t.size):
+        raise ValueError(f"candidates: entries must lie in [0, {t.size})")
     rho, _, _, res = _parts(t, d, k, rho)
     ua = np.asarray(u_accept, dtype=np.float64)
     uf = np.asarray(u_final, dtype=np.float64)
