@@ -225,12 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("decode", cmd_decode, "run the real decoder on the shipped models")
     p.add_argument("--prompt", default="def ", help="prompt text")
-    p.add_argument("--draft", default="draft-small", help="draft model name (see list in --help of load_model)")
+    p.add_argument("--draft", default="draft-small",
+                   help="draft model: draft-small, draft-tiny or draft-ngram (spectheory.decoder.list_models())")
     p.add_argument("--gamma", type=int, default=4)
     p.add_argument("--tokens", type=int, default=64, help="new tokens (default 64)")
     p.add_argument("--temperature", type=float, default=1.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--no-bonus", action="store_true", help="no bonus tokens (Yin et al.'s counting)")
     p.add_argument("--json", action="store_true")
 
     p = add("demo", cmd_demo, "step-by-step teaching demo in the terminal")

@@ -73,3 +73,12 @@ def test_demo_auto_plays_and_reports(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "ACCEPT" in proc.stdout or "REJECT" in proc.stdout
     assert list(tmp_path.glob("*.png"))
+
+
+def test_decode_runs_the_shipped_models(capsys):
+    pytest.importorskip("torch")
+    assert main(["decode", "--draft", "draft-tiny", "--tokens", "24", "--gamma", "3", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    m = out["measured"]
+    assert m["tokens"] == 24 and sum(out["accepted_counts"]) == m["accepted"]
+    assert 0 < out["predicted"]["mean_acceptance"] <= 1

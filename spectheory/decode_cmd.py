@@ -1,0 +1,84 @@
+"""``spectheory decode``: the real decoder on the shipped models, next to the theory's prediction.
+
+The prediction uses the two models' next-token laws along the generated text (which has the
+target's law): per position the acceptance :math:`\\beta_n = \\sum_x \\min(p_n(x), q_n(x))`,
+so :math:`E[\\text{rejections}]` without bonus tokens is :math:`\\sum_n (1 - \\beta_n)`
+(Yin et al., Theorem 1, one sample of the prefix), and Leviathan's i.i.d. formula with
+:math:`\\alpha = \\bar\\beta` gives the expected tokens per target call,
+:math:`\\sum_{i=0}^{\\gamma} \\alpha^i` with bonus tokens and :math:`\\sum_{i=0}^{\\gamma-1} \\alpha^i`
+without (a round then emits :math:`\\min(N + 1, \\gamma)` tokens).
+"""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from .closed_form import expected_tokens_per_call
+
+
+def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=None, top_p=None):
+    """Per-position acceptance ``sum_x min(target_n, draft_n)`` along ``prompt + new`` tokens.
+
+    Both models score the whole sequence in one (uncached) call each; the laws are formed with
+    the decoder's own :func:`~spectheory.decoder.sampling.logits_to_probs`, so they are the laws
+    the decoder samples from. Returns a float64 array with one entry per new token.
+    """
+    import torch
+
+    from .decoder.sampling import logits_to_probs
+    from .decoder.theory_lossless import model_device
+
+    ids = torch.tensor([list(prompt_ids) + list(new_ids)], dtype=torch.long, device=model_device(target))
+    n0 = len(prompt_ids)
+    with torch.no_grad():
+        laws = [logits_to_probs(m(ids)[0, n0 - 1:-1].double(), temperature, top_k, top_p) for m in (target, draft)]
+    return torch.minimum(*laws).sum(-1).cpu().numpy()
+
+
+def run_decode(args) -> int:
+    """Run the decoder on ``args.prompt`` and print text, measured statistics and prediction."""
+    from .decoder import list_models, load_model
+    from .decoder.speculative import speculative_generate
+
+    names = list_models()
+    if args.draft not in names or "target" not in names:
+        raise ValueError(f"--draft: unknown model {args.draft!r}; shipped models: {', '.join(names)}")
+    if args.gamma < 1:
+        raise ValueError(f"--gamma: must be >= 1, got {args.gamma}")
+    target = load_model("target", device=args.device)
+    draft = load_model(args.draft, device=args.device)
+    prompt = list(args.prompt.encode("utf-8"))
+    bonus = not args.no_bonus
+    res = speculative_generate(target, draft, [prompt], args.tokens, args.gamma, temperature=args.temperature,
+                               bonus=bonus, seed=args.seed, device=args.device)
+    new = res.tokens[0].tolist()
+    measured = res.summary()
+    rounds = np.asarray(res.stats.accepted_counts[0])
+    beta = acceptance_along(target, draft, prompt, new, temperature=args.temperature)
+    alpha = float(beta.mean())
+    predicted = {
+        "mean_acceptance": alpha,
+        "rejections_without_bonus": float((1.0 - beta).sum()),
+        # with bonus tokens sum_{i<=gamma} alpha^i; without, a round emits min(N + 1, gamma) tokens
+        "tokens_per_call_iid": float(expected_tokens_per_call(min(alpha, 1.0), args.gamma - (not bonus))),
+    }
+    if args.json:
+        print(json.dumps({"prompt": args.prompt, "text": bytes(new).decode("utf-8", "replace"),
+                          "measured": measured, "accepted_counts": rounds.tolist(),
+                          "predicted": predicted}, indent=1))
+        return 0
+    print(f"target + {args.draft}, gamma = {args.gamma}, bonus = {bonus}, temperature = {args.temperature}, "
+          f"seed = {args.seed}")
+    print("-" * 72)
+    print(args.prompt + bytes(new).decode("utf-8", "replace"))
+    print("-" * 72)
+    print(f"{'':32s} {'measured':>10s} {'theory':>10s}")
+    print(f"{'acceptance per checked token':32s} {measured['acceptance']:10.3f} {alpha:10.3f}")
+    print(f"{'tokens per target call':32s} {measured['tokens_per_call']:10.3f} {predicted['tokens_per_call_iid']:10.3f}"
+          "  (Leviathan, i.i.d.)")
+    print(f"{'target calls':32s} {measured['target_calls']:10d}")
+    note = "(sum of TV: Theorem 1)" if not bonus else "(sum of TV: an upper bound with bonus tokens)"
+    print(f"{'rejections':32s} {measured['rejections']:10d} {predicted['rejections_without_bonus']:10.2f}  {note}")
+    print(f"accepted count per round: {np.bincount(rounds, minlength=args.gamma + 1).tolist()}")
+    return 0
