@@ -1,6 +1,7 @@
 """Leviathan et al. closed forms under i.i.d. acceptance."""
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as hst
 
 import spectheory as st
 
@@ -60,3 +61,47 @@ def test_operations_factor():
 def test_bad_input_raises(call):
     with pytest.raises(ValueError):
         call()
+
+
+@pytest.mark.parametrize("alpha,c", [([0.5, 0.8], 0.1), (0.5, [0.1, 0.2]), (np.array([0.5]), 0.1)])
+def test_optimal_gamma_array_input_raises_value_error(alpha, c):
+    with pytest.raises(ValueError, match="scalar"):
+        st.optimal_gamma(alpha, c)
+
+
+def _argmax_by_cumsum(alpha, c, n):
+    """Independent brute force: S(g) = cumsum(alpha^i) / (g c + 1) on g = 1..n (first max)."""
+    e = np.cumsum(alpha ** np.arange(n + 1))[1:]
+    g = np.arange(1, n + 1)
+    return int(g[np.argmax(e / (g * c + 1.0))])
+
+
+@given(hst.floats(0.0, 0.9999), hst.floats(1e-5, 2.0))
+@settings(max_examples=200, deadline=None)
+def test_optimal_gamma_matches_brute_force_over_a_wide_range(alpha, c):
+    g = st.optimal_gamma(alpha, c)
+    n = 200_000
+    assert g < n
+    assert g == _argmax_by_cumsum(alpha, c, n) or \
+        st.walltime_speedup(alpha, g, c) == pytest.approx(
+            st.walltime_speedup(alpha, _argmax_by_cumsum(alpha, c, n), c), rel=1e-13)   # a rounding tie
+
+
+def test_optimal_gamma_is_fast_near_alpha_one():
+    """alpha = 0.999999, c = 1e-7: the argmax is about 2.6 million (the old step-up loop took
+    seconds). S is quasi-concave, so a strict local maximum (ties to the smaller gamma) is the
+    argmax; checked with 60-digit arithmetic (float64 cannot resolve S this close to its peak)."""
+    import time
+    import mpmath
+    start = time.perf_counter()
+    g = st.optimal_gamma(0.999999, 1e-7)
+    assert time.perf_counter() - start < 0.5
+    assert 1_000_000 < g < 5_000_000
+    with mpmath.workdps(60):
+        a, c = mpmath.mpf(0.999999), mpmath.mpf(1e-7)
+
+        def speedup(n):
+            return (1 - a ** (n + 1)) / ((1 - a) * (n * c + 1))
+        assert speedup(g) > speedup(g - 1) and speedup(g) >= speedup(g + 1)
+    assert st.optimal_gamma(0.999999, 1e-7, max_gamma=1000) == 1000
+    assert st.optimal_gamma(0.5, 0.0, max_gamma=77) == 77          # unbounded: S increases forever
