@@ -235,3 +235,22 @@ def test_bad_masses_raise():
         analysis.scaled_masses(chain, 0.0)
     with pytest.raises(ValueError, match="round_transition"):
         analysis.round_recursion(chain, 4, 2, True, lambda n0, k, b: np.zeros((3, k, 3)))
+
+
+def test_leviathan_gap_lives_in_iid_gap_and_is_re_exported():
+    """The i.i.d.-formula comparison moved to spectheory.iid_gap; analysis re-exports the same
+    objects, the chain method delegates, and either module can be imported first."""
+    import subprocess
+    import sys
+
+    from spectheory import iid_gap
+    from spectheory.analysis import LeviathanGap, easy_hard_chain, leviathan_gap
+    assert (leviathan_gap, LeviathanGap, easy_hard_chain) == \
+        (iid_gap.leviathan_gap, iid_gap.LeviathanGap, iid_gap.easy_hard_chain)
+    chain = easy_hard_chain(0.9)
+    assert chain.leviathan_gap(50, 3) == iid_gap.leviathan_gap(chain, 50, 3)
+    for first in ("spectheory.iid_gap", "spectheory.analysis"):
+        code = (f"import {first}; from spectheory.analysis import leviathan_gap; "
+                "from spectheory.iid_gap import easy_hard_chain; print(leviathan_gap.__module__)")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == "spectheory.iid_gap"
