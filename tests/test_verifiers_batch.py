@@ -234,3 +234,20 @@ def test_batch_verify_first_rejects_bad_input():
                       ("u_accept", [[0.3]])):
         with pytest.raises(ValueError, match=name):
             batch_verify_first(**{**ok, name: bad})
+
+
+def test_limit_drafts_infinitely_many_tokens():
+    """M = inf is the limit of infinitely many drafts per round: draft_tokens is inf (it used
+    to report k per round, the count of a single draft)."""
+    chain = CHAINS[0]
+    assert batch_expected_rejections(chain, 6, np.inf, gamma=3).draft_tokens == np.inf
+    two = batch_expected_rejections(chain, 6, 2, gamma=3)
+    assert np.isfinite(two.draft_tokens) and two.draft_tokens >= 2 * two.target_calls
+
+
+def test_single_run_standard_error_is_zero_like_mean_and_se():
+    from spectheory.montecarlo import mean_and_se
+    sim = simulate_batch(CHAINS[0], 4, 2, 2, 1, rng=0)
+    for name in ("rejections", "target_calls", "draft_tokens", "accepted"):
+        assert (sim.mean(name), sim.se(name)) == mean_and_se(getattr(sim, name))
+    assert sim.se("rejections") == 0.0

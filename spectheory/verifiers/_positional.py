@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int
+from ..montecarlo import mean_and_se
 from ..sampling_utils import sample_categorical
 
 __all__ = ["per_kernel", "round_length", "simulate_positional", "PositionalResult"]
@@ -77,8 +78,8 @@ class PositionalResult:
         return float(np.mean(getattr(self, name)))
 
     def se(self, name: str) -> float:
-        x = np.asarray(getattr(self, name), dtype=np.float64)
-        return float(np.std(x, ddof=1) / np.sqrt(x.size)) if x.size > 1 else float("nan")
+        """Standard error of the mean (0 for a single run, as :func:`spectheory.montecarlo.mean_and_se`)."""
+        return mean_and_se(getattr(self, name))[1]
 
     def summary(self) -> dict:
         """``{name: (mean, standard error)}`` for the per-run statistics."""

@@ -32,7 +32,7 @@ class BatchRejections:
         :math:`\\sum_{n,s} P(\\text{start}_n, s)(\\mathrm{TV}_n(s) - Z_{M+1,n}(s)) \\ge 0`;
         ``total == checked_tv - improvement``.
     target_calls, draft_tokens : float
-        Expected rounds, and drafted tokens (``M * k`` per round).
+        Expected rounds, and drafted tokens (``M * k`` per round; ``inf`` for ``M = inf``).
     rejection_profile : ndarray, shape (T,)
     """
 
@@ -86,9 +86,10 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     theorem1 = float(np.einsum("ns,ns->", chain.state_marginals(T), tvs))
     checked = float(np.einsum("ns,ns->", checks, tvs))
     imp = float(np.einsum("ns,ns->", res.round_starts, tvs - zb))
-    mult = 1 if np.isinf(M) else M
+    # the limit M = inf drafts infinitely many tokens per round
+    drafted = np.inf if np.isinf(M) else res.draft_tokens * M
     return BatchRejections(res.rejections, theorem1, checked, imp, res.target_calls,
-                           res.draft_tokens * mult, res.rejection_by_position)
+                           drafted, res.rejection_by_position)
 
 
 def simulate_batch(chain, horizon, gamma, M, n_runs, rng=None, bonus=False, return_tokens=False,
