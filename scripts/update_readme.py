@@ -89,7 +89,7 @@ def block_speed() -> str:
                   f"V^{ex['slope_V']:.2f} and T^{ex['slope_T']:.2f}.", ""]
     dec = _load(ROOT / "results" / "decoder_speed.json")
     if dec and isinstance(dec.get("headline"), list):
-        lines += [f"Real decoder on CPU (`{dec.get('command', 'python simulations/decoder_speed.py')}`):", "",
+        lines += [f"Real decoder on CPU (`{dec.get('command', 'python benchmarks/decoder_speed.py')}`):", "",
                   "| quantity | value |", "|---|---|"]
         lines += [f"| {_cell(h['name'])} | {_cell(h['value'])} |" for h in dec["headline"]]
         lines.append("")

@@ -10,22 +10,20 @@ Usage: python simulations/decoder_gpu.py [--quick] [--out DIR] [--device cuda|cp
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 import torch
 
 from spectheory.decoder import load_model
+from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.validation import (compare_theory, exact_two_token_law, lossless_check, measure_speed,
                                            resolve_models, write_result)
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="results")
+    ap = script_parser(__doc__)
     ap.add_argument("--device", default=None)
     ap.add_argument("--target", default=None)
     ap.add_argument("--drafts", default=None)

@@ -12,13 +12,13 @@ Usage: python simulations/decoder_markov_gap.py [--quick] [--out DIR] [--target 
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 import torch
 
 from spectheory.decoder import load_model
+from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.validation import (chain_predictions, fit_order_k_chain, mean_se, measure_decoder,
                                            path_statistics, rb_predictions, repeat_prompts, resolve_models,
@@ -26,9 +26,7 @@ from spectheory.decoder.validation import (chain_predictions, fit_order_k_chain,
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="results")
+    ap = script_parser(__doc__)
     ap.add_argument("--target", default=None)
     ap.add_argument("--drafts", default=None)
     ap.add_argument("--device", default="cpu")

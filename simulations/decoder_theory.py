@@ -12,13 +12,13 @@ Usage: python simulations/decoder_theory.py [--quick] [--out DIR] [--target NAME
 """
 from __future__ import annotations
 
-import argparse
 import time
 
 import numpy as np
 import torch
 
 from spectheory.decoder import load_model
+from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.validation import compare_theory, resolve_models, write_result
 
@@ -26,9 +26,7 @@ Z_MAX = 5.0
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default="results")
+    ap = script_parser(__doc__)
     ap.add_argument("--target", default=None)
     ap.add_argument("--drafts", default=None)
     ap.add_argument("--sequences", type=int, default=None)

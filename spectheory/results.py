@@ -69,7 +69,7 @@ def _plain(obj):
     return obj
 
 
-def write_results(script_file: str, data: dict, out=None, argv=None, headlines=()) -> Path:
+def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(), name: str | None = None) -> Path:
     """Write ``<out>/<script stem>.json`` with ``data`` plus date, machine, command and headline.
 
     Parameters
@@ -84,6 +84,8 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
         The script's arguments (default ``sys.argv[1:]``), recorded in ``command``.
     headlines : iterable of dict
         Rows made with :func:`headline`.
+    name : str, optional
+        Output file stem (default: the script's stem).
     """
     script = Path(script_file).resolve()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -103,6 +105,6 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
     folder = Path(out) if out is not None else RESULTS_DIR
     folder.mkdir(parents=True, exist_ok=True)
     stem = script.parent.name if script.stem == "__main__" else script.stem  # python -m package
-    path = folder / f"{stem}.json"
+    path = folder / f"{name or stem}.json"
     path.write_text(json.dumps(_plain(record), indent=1))
     return path

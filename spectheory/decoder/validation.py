@@ -126,32 +126,28 @@ def resolve_models(target=None, drafts=None):
     return target, list(drafts)
 
 
-def write_result(out_dir, name, data, headline, argv=None, device="cpu"):
-    """Write ``out_dir/name.json`` with ``data``, ``command``, ``date``, ``device`` and
-    ``headline`` (list of ``{"name", "value", "se", "note"}``); return the path."""
-    import datetime
-    import json
-    import os
+def describe_device(device) -> str:
+    """``"cuda:0 (NVIDIA ...)"`` or ``"cpu (x86_64, 2 threads)"``: where a result was measured."""
     import platform
-    import sys
+
     import torch
-    argv = sys.argv if argv is None else argv
-    os.makedirs(out_dir, exist_ok=True)
     dev = str(device)
     if dev.startswith("cuda") and torch.cuda.is_available():
-        dev = f"{dev} ({torch.cuda.get_device_name(0)})"
-    else:
-        dev = f"{dev} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-    payload = {"command": "python " + " ".join(argv), "date": datetime.datetime.now().isoformat(timespec="seconds"),
-               "device": dev, "torch": torch.__version__, "headline": headline, **data}
-    path = os.path.join(out_dir, f"{name}.json")
+        return f"{dev} ({torch.cuda.get_device_name(0)})"
+    return f"{dev} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
-    def default(o):
-        if isinstance(o, np.generic):
-            return o.item()
-        if isinstance(o, np.ndarray):
-            return o.tolist()
-        raise TypeError(type(o))
-    with open(path, "w") as fh:
-        json.dump(payload, fh, indent=1, default=default)
-    return path
+
+def write_result(out_dir, name, data, headline, argv=None, device="cpu"):
+    """Write ``out_dir/name.json`` with ``data``, the device, and the provenance and ``headline``
+    rows of :func:`spectheory.results.write_results`; return the path.
+
+    ``argv`` is the full command line (default ``sys.argv``; its first entry is the script).
+    """
+    import sys
+
+    import torch
+
+    from ..results import write_results
+    argv = sys.argv if argv is None else argv
+    return write_results(argv[0], {"device": describe_device(device), "torch": torch.__version__, **data},
+                         out_dir, list(argv[1:]), headline, name=name)
