@@ -27,9 +27,9 @@ RATIO_MIN = 0.8
 def run(args, name="decoder_speed"):
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)
-    T = 32 if args.quick else 128
+    T = 32 if args.quick else 200
     gammas = [1, 4] if args.quick else list(range(1, 9))
-    repeats = 1 if args.quick else 3
+    repeats = 1 if args.quick else 9
     prompts = heldout_windows(args.batch, 32)
     target = load_model(target_name, device=args.device)
     results, headline = {}, []

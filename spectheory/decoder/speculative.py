@@ -162,13 +162,28 @@ def _score(target, cache, batch, target_cached, k, K, law):
     return law(picked)
 
 
-def _round_uniforms(seeds, rnd, K):
+class _RoundUniforms:
     """All uniforms of round ``rnd``: ``[B, K, 3]`` = (draft draw, accept test, emit draw) per slot.
 
-    ``u[b, i, p]`` hashes ``(seed_b, rnd, i, purpose_p)``; only slot 0 of the emit draw is used."""
-    slots = torch.arange(K, device=seeds.device)[None, :, None]
-    purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=seeds.device)
-    return uniforms(seeds[:, None, None], rnd, slots, purposes[None, None, :])
+    ``u[b, i, p]`` hashes ``(seed_b, rnd, i, purpose_p)``; only slot 0 of the emit draw is used.
+    They are hashed for ``block`` rounds at a time (a pure function of the counters, so the
+    values are the same as one round at a time): per-round hashing of a few numbers cost as
+    much as a draft step of the smallest models.
+    """
+
+    def __init__(self, seeds, gamma: int, block: int = 64):
+        self.seeds, self.gamma, self.block = seeds, gamma, block
+        self.first, self.values = None, None
+
+    def __call__(self, rnd: int, K: int) -> torch.Tensor:
+        if self.first is None or not self.first <= rnd < self.first + self.block:
+            self.first = rnd - rnd % self.block
+            dev = self.seeds.device
+            rounds = torch.arange(self.first, self.first + self.block, device=dev)[None, :, None, None]
+            slots = torch.arange(self.gamma, device=dev)[None, None, :, None]
+            purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[None, None, None, :]
+            self.values = uniforms(self.seeds[:, None, None, None], rounds, slots, purposes)
+        return self.values[:, rnd - self.first, :K]
 
 
 def _commit(batch, k, verdict):
@@ -270,6 +285,7 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
         draft_cached = _prefill(draft, draft_cache, batch)
         _sync(dev)
         times["time_prefill"] = time.perf_counter() - t_start
+        round_uniforms = _RoundUniforms(seeds, gamma)
         rnd = 0
         while True:
             remaining = batch.remaining
@@ -278,7 +294,7 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             if K == 0:
                 break
             t0 = time.perf_counter()
-            u = _round_uniforms(seeds, rnd, K)
+            u = round_uniforms(rnd, K)
             drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0])
             _sync(dev)
             t1 = time.perf_counter()
