@@ -1,43 +1,27 @@
 """The real decoder against the theory. (a) Accepted-count law of a round (gamma = 4, bonus on): the Rao-Blackwellised prediction (bars) against the decoder's measured histogram (points, 95% intervals), per draft model. (b) E[rejections] with bonus off: the Theorem-1 sum of exact TVs along target paths against the decoder's measured mean, per draft and gamma in {1, 2, 4, 8}, with the y = x line. (c) Walltime speedup on CPU (batch 1): measured against Leviathan's prediction from the measured cost ratio c and acceptance, against gamma.
 
-Usage: python figures/fig8_decoder.py [--quick] [--out DIR] [--target NAME]
+The numbers are those of simulations/decoder_theory.py (panels a, b) and benchmarks/decoder_speed.py
+(panel c), read from the results folder beside the figures folder.
+
+Usage: python figures/fig8_decoder.py [--out DIR]
 """
 from __future__ import annotations
 
-import argparse
-
 import numpy as np
-import torch
 
-from spectheory.decoder import load_model
-from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import compare_theory, measure_speed, resolve_models
-from spectheory.plotting import PALETTE, figure, save_figure
+from spectheory.plotting import PALETTE, figure, figure_args, load_results, save_figure
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", default=None)
-    ap.add_argument("--target", default=None)
-    args = ap.parse_args(argv)
-    torch.set_num_threads(2)
-    target_name, drafts = resolve_models(args.target, None)
-    q = args.quick
-    gammas = [1, 4] if q else [1, 2, 4, 8]
-    T, N = (10, 64) if q else (48, 384)
-    target = load_model(target_name)
-    prompts = heldout_windows(8 if q else 48, 16 if q else 32)
-    data = {"target": target_name, "drafts": drafts, "gammas": gammas, "horizon": T, "sequences": N,
-            "theory": {}, "speed": {}}
-    for name in drafts:
-        draft = load_model(name)
-        data["theory"][name] = compare_theory(target, draft, prompts, T, gammas, N, seed=0)
-        data["speed"][name] = measure_speed(target, draft, heldout_windows(1, 32), 24 if q else 128,
-                                            [1, 4] if q else list(range(1, 9)), repeats=1 if q else 3)
+    args = figure_args(__doc__, argv)
+    theory, speed = load_results("decoder_theory", args.out), load_results("decoder_speed", args.out)
+    drafts, gammas, T = theory["drafts"], theory["gammas"], theory["horizon"]
+    data = {"target": theory["target"], "drafts": drafts, "gammas": gammas, "horizon": T,
+            "sequences": theory["sequences"], "theory": theory["results"], "speed": speed["results"],
+            "sources": [theory["command"], speed["command"]]}
     fig, axes = figure(ncols=3, width=3.0, height=2.6)
     ax = axes[0]
-    g_hist = 4
+    g_hist = 4 if 4 in gammas else gammas[-1]
     w = 0.8 / len(drafts)
     for i, name in enumerate(drafts):
         law = next(x for x in data["theory"][name]["laws"] if x["gamma"] == g_hist and x["bonus"])
@@ -68,7 +52,7 @@ def main(argv=None):
     ax.set_title(f"(b) rejections, T = {T}, gamma in {gammas}")
     ax.legend(fontsize=6)
     ax = axes[2]
-    for i, name in enumerate(drafts):
+    for i, name in enumerate(d for d in drafts if d in data["speed"]):
         rows = data["speed"][name]["rows"]
         g = [r["gamma"] for r in rows]
         ax.plot(g, [r["predicted"] for r in rows], "--", color=PALETTE[i])

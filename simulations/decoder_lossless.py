@@ -35,7 +35,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)
-    n = args.samples or (3000 if args.quick else 20000)
+    n = args.samples or (3000 if args.quick else 10000)
     gammas = [1] if args.quick else [1, 2]
     target = load_model(target_name, device=args.device)
     prompt = heldout_windows(1, 12 if args.quick else 32)[0].tolist()

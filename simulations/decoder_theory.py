@@ -36,7 +36,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)
-    N = args.sequences or (96 if args.quick else 512)
+    N = args.sequences or (96 if args.quick else 256)
     T = args.horizon or (12 if args.quick else 48)
     gammas = [1, 4] if args.quick else [1, 2, 4, 8]
     prompts = heldout_windows(8 if args.quick else 64, 16 if args.quick else 32)

@@ -85,6 +85,24 @@ def figure_args(doc: str, argv=None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def results_dir(out=None) -> Path:
+    """The results folder that sits beside a figures folder (``out`` or ``figures/``)."""
+    return (Path(out) if out is not None else FIGURES_DIR).resolve().parent / "results"
+
+
+def load_results(name: str, out=None) -> dict:
+    """Read ``<results>/<name>.json`` written by ``simulations/<name>.py`` (or a benchmark).
+
+    Figures whose data cost minutes to compute (the real decoder's) plot what the main job's
+    simulations wrote, instead of computing it a second time.
+    """
+    path = results_dir(out) / f"{name}.json"
+    if not path.exists():
+        raise FileNotFoundError(f"{path} is missing: run the script that writes {name}.json first "
+                                "(spectheory reproduce runs simulations before figures)")
+    return json.loads(path.read_text())
+
+
 def band(ax, x, mean, se, k: float = 1.96, **kwargs):
     """Plot ``mean`` with a shaded ``+- k * se`` band (a 95% band by default)."""
     x, mean, se = map(np.asarray, (x, mean, se))
