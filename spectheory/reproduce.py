@@ -133,12 +133,15 @@ def run_steps(steps, layout: Layout, quick: bool, jobs: int = 1, scheduler=None)
     threads = max(1, (os.cpu_count() or 1) // jobs)
     library = _library_digest()
     statuses = []
-    for kinds in (("proof", "simulation", "decoder", "benchmark"), ("figure",)):
+    # benchmarks time things, so they run one at a time with the machine to themselves
+    groups = ((("proof", "simulation", "decoder"), jobs, scheduler, "simulations"),
+              (("benchmark",), 1, None, "benchmarks"), (("figure",), jobs, scheduler, "figures"))
+    for kinds, n_jobs, sched, desc in groups:
+        n_threads = threads if n_jobs > 1 or sched else max(1, os.cpu_count() or 1)
         params = [{"name": s.name, "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
-                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library), "threads": threads}
+                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library), "threads": n_threads}
                   for s in steps if s.kind in kinds]
-        results = run_sweep(_run_step, params, jobs=jobs, scheduler=scheduler, cache_dir=cache,
-                            desc="figures" if kinds == ("figure",) else "simulations")
+        results = run_sweep(_run_step, params, jobs=n_jobs, scheduler=sched, cache_dir=cache, desc=desc)
         for p, status in zip(params, results):
             if status["rc"] != 0:  # never keep a failed step in the cache
                 (cache / f"{task_key(_run_step, p)}.pkl").unlink(missing_ok=True)
