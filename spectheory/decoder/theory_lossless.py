@@ -149,6 +149,14 @@ def pooled_chisquare(samples, law, min_expected=5.0):
 
 
 # ----------------------------------------------------------------------------- broken rules
+def _correct_from(verdict, laws, u_emit):
+    """``verdict`` with every rejected row's correction redrawn from ``laws[row, n_accepted]``."""
+    n = verdict.n_accepted.clamp(max=laws.shape[1] - 1)
+    wrong = sample_from_uniform(laws.to(torch.float64)[torch.arange(len(n), device=n.device), n], u_emit)
+    return _verify.Verdict(verdict.n_accepted, torch.where(verdict.rejected, wrong, verdict.next_token),
+                           verdict.rejected)
+
+
 def broken_target_correction(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
     """WRONG on purpose: accept with ``min(1, target/draft)`` but, after a rejection, draw the
     correction from ``target`` instead of the residual ``normalize(max(target - draft, 0))``.
@@ -157,22 +165,14 @@ def broken_target_correction(target_probs, draft_probs, draft_tokens, k, u_accep
     as :func:`~spectheory.decoder.verify.token_verify`, whose verdict it modifies.
     """
     verdict = _verify.VERIFIERS["token"](target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
-    n = verdict.n_accepted.clamp(max=target_probs.shape[1] - 1)
-    t_n = target_probs.to(torch.float64)[torch.arange(len(n), device=n.device), n]
-    wrong = sample_from_uniform(t_n, u_emit)
-    token = torch.where(verdict.rejected, wrong, verdict.next_token)
-    return _verify.Verdict(verdict.n_accepted, token, verdict.rejected)
+    return _correct_from(verdict, target_probs, u_emit)
 
 
 def broken_draft_correction(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
     """WRONG on purpose: skip the residual — after a rejection, draw the correction from the
     ``draft`` law it was rejected under. The first token's law becomes ``min(p, q) + TV * q``."""
     verdict = _verify.VERIFIERS["token"](target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
-    n = verdict.n_accepted.clamp(max=draft_probs.shape[1] - 1)
-    d_n = draft_probs.to(torch.float64)[torch.arange(len(n), device=n.device), n]
-    wrong = sample_from_uniform(d_n, u_emit)
-    token = torch.where(verdict.rejected, wrong, verdict.next_token)
-    return _verify.Verdict(verdict.n_accepted, token, verdict.rejected)
+    return _correct_from(verdict, draft_probs, u_emit)
 
 
 #: Deliberately broken rules (name -> rule with the signature of ``token_verify``).
