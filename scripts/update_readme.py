@@ -85,7 +85,7 @@ def block_speed() -> str:
     if ex:
         b = ex["budget_case"]
         lines += [f"Exact recursions (`{ex['command']}`): V = S = {b['V']}, T = {b['T']}, gamma = {b['gamma']} in "
-                  f"{b['seconds_recursion']:.2f} s wall ({ex.get('blas_threads')} BLAS thread); time grows as "
+                  f"{b['seconds_recursion']:.2f} s wall ({ex.get('blas_threads')} BLAS thread(s)); time grows as "
                   f"V^{ex['slope_V']:.2f} and T^{ex['slope_T']:.2f}.", ""]
     dec = _load(ROOT / "results" / "decoder_speed.json")
     if dec and isinstance(dec.get("headline"), list):
