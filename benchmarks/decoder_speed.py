@@ -17,9 +17,8 @@ from __future__ import annotations
 import torch
 
 from spectheory.decoder import load_model
-from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import measure_speed, resolve_models, write_result
+from spectheory.decoder.validation import decoder_script_parser, measure_speed, resolve_models, write_result
 
 RATIO_MIN = 0.8
 
@@ -63,12 +62,8 @@ def run(args, name="decoder_speed"):
 
 
 def parser(doc):
-    ap = script_parser(doc)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--drafts", default=None)
+    ap = decoder_script_parser(doc, threads=1)
     ap.add_argument("--batch", type=int, default=1)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=1)
     return ap
 
 

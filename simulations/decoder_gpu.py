@@ -16,17 +16,13 @@ import numpy as np
 import torch
 
 from spectheory.decoder import load_model
-from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import (compare_theory, exact_two_token_law, lossless_check, measure_speed,
-                                           resolve_models, write_result)
+from spectheory.decoder.validation import (compare_theory, decoder_script_parser, exact_two_token_law,
+                                           lossless_check, measure_speed, resolve_models, write_result)
 
 
 def main(argv=None):
-    ap = script_parser(__doc__)
-    ap.add_argument("--device", default=None)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--drafts", default=None)
+    ap = decoder_script_parser(__doc__, device=None, threads=None)
     args = ap.parse_args(argv)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if device == "cpu":

@@ -17,21 +17,16 @@ import numpy as np
 import torch
 
 from spectheory.decoder import load_model
-from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import (BROKEN_RULES, exact_two_token_law, lossless_check,
-                                           resolve_models, write_result)
+from spectheory.decoder.validation import (BROKEN_RULES, decoder_script_parser, exact_two_token_law,
+                                           lossless_check, resolve_models, write_result)
 
 P_PASS, P_FAIL = 1e-4, 1e-6
 
 
 def main(argv=None):
-    ap = script_parser(__doc__)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--drafts", default=None)
+    ap = decoder_script_parser(__doc__)
     ap.add_argument("--samples", type=int, default=None)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)

@@ -18,19 +18,14 @@ import numpy as np
 import torch
 
 from spectheory.decoder import load_model
-from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import (chain_predictions, fit_order_k_chain, mean_se, measure_decoder,
-                                           path_statistics, rb_predictions, repeat_prompts, resolve_models,
-                                           sample_paths, write_result)
+from spectheory.decoder.validation import (chain_predictions, decoder_script_parser, fit_order_k_chain,
+                                           mean_se, measure_decoder, path_statistics, rb_predictions,
+                                           repeat_prompts, resolve_models, sample_paths, write_result)
 
 
 def main(argv=None):
-    ap = script_parser(__doc__)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--drafts", default=None)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=2)
+    ap = decoder_script_parser(__doc__)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)

@@ -18,21 +18,16 @@ import numpy as np
 import torch
 
 from spectheory.decoder import load_model
-from spectheory.results import script_parser
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import compare_theory, resolve_models, write_result
+from spectheory.decoder.validation import decoder_script_parser, compare_theory, resolve_models, write_result
 
 Z_MAX = 5.0
 
 
 def main(argv=None):
-    ap = script_parser(__doc__)
-    ap.add_argument("--target", default=None)
-    ap.add_argument("--drafts", default=None)
+    ap = decoder_script_parser(__doc__)
     ap.add_argument("--sequences", type=int, default=None)
     ap.add_argument("--horizon", type=int, default=None)
-    ap.add_argument("--device", default="cpu")
-    ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)

@@ -126,6 +126,20 @@ def resolve_models(target=None, drafts=None):
     return target, list(drafts)
 
 
+def decoder_script_parser(doc: str, device="cpu", threads: int | None = 2):
+    """:func:`spectheory.results.script_parser` plus the decoder scripts' model options:
+    ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
+    ``--threads`` (torch CPU threads; omitted when ``threads`` is None)."""
+    from ..results import script_parser
+    ap = script_parser(doc)
+    ap.add_argument("--target", default=None, help="target model (default: target)")
+    ap.add_argument("--drafts", default=None, help="comma-separated draft models (default: all shipped)")
+    ap.add_argument("--device", default=device, help=f"torch device (default: {device or 'cuda if available'})")
+    if threads is not None:
+        ap.add_argument("--threads", type=int, default=threads, help=f"torch CPU threads (default {threads})")
+    return ap
+
+
 def describe_device(device) -> str:
     """``"cuda:0 (NVIDIA ...)"`` or ``"cpu (x86_64, 2 threads)"``: where a result was measured."""
     import platform
