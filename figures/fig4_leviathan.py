@@ -13,6 +13,16 @@ import spectheory as st
 from spectheory.plotting import PALETTE, figure, figure_args, save_figure
 
 
+def speedup_curve(ax, gammas, alpha, c, color, label):
+    """Plot the speedup against gamma with a star at the optimal gamma (if in range)."""
+    s = np.array([st.walltime_speedup(alpha, g, c) for g in gammas])
+    g_opt = st.optimal_gamma(alpha, c, max_gamma=1000)
+    ax.plot(gammas, s, color=color, label=label)
+    if g_opt <= gammas[-1]:
+        ax.plot(g_opt, st.walltime_speedup(alpha, g_opt, c), "*", color=color, ms=9, mec="k", mew=0.5)
+    return s, g_opt
+
+
 def main(argv=None):
     args = figure_args(__doc__, argv)
     gmax = 10 if args.quick else 16
@@ -31,21 +41,13 @@ def main(argv=None):
         exact = np.array([chain.expected_tokens_per_call(T, int(g)) for g in gammas])
         axes[0].plot(gammas, e, color=color, label=f"$\\alpha$={a}")
         axes[0].plot(gammas, exact, "o", color=color, ms=2.5)
-        s = np.array([st.walltime_speedup(a, g, c_fixed) for g in gammas])
-        g_opt = st.optimal_gamma(a, c_fixed, max_gamma=1000)
-        axes[1].plot(gammas, s, color=color, label=f"$\\alpha$={a}")
-        if g_opt <= gmax:
-            axes[1].plot(g_opt, st.walltime_speedup(a, g_opt, c_fixed), "*", color=color, ms=9, mec="k", mew=0.5)
+        s, g_opt = speedup_curve(axes[1], gammas, a, c_fixed, color, f"$\\alpha$={a}")
         data["tokens_per_call"][a] = e
         data["chain_tokens_per_call"][a] = exact
         data["speedup_c_fixed"][a] = s
         data["optimal_gamma_c_fixed"][a] = g_opt
     for color, c in zip(PALETTE, costs):
-        s = np.array([st.walltime_speedup(alpha_fixed, g, c) for g in gammas])
-        g_opt = st.optimal_gamma(alpha_fixed, c, max_gamma=1000)
-        axes[2].plot(gammas, s, color=color, label=f"c={c}")
-        if g_opt <= gmax:
-            axes[2].plot(g_opt, st.walltime_speedup(alpha_fixed, g_opt, c), "*", color=color, ms=9, mec="k", mew=0.5)
+        s, g_opt = speedup_curve(axes[2], gammas, alpha_fixed, c, color, f"c={c}")
         data["speedup_alpha_fixed"][c] = s
         data["optimal_gamma_alpha_fixed"][c] = g_opt
     axes[0].set(xlabel="draft length $\\gamma$", ylabel="E[tokens per target call]", title="(a) tokens per call")
