@@ -133,30 +133,19 @@ def cmd_analyze(args) -> int:
 
 
 def cmd_simulate(args) -> int:
-    from .montecarlo import simulate
+    from .tasks import exact_vs_monte_carlo
 
     chain = load_chain(args)
     bonus = not args.no_bonus
-    rows, records = [], []
-    for g in args.gammas:
-        sim = simulate(chain, args.horizon, g, args.runs, rng=[args.seed, g], bonus=bonus)
-        exact = {
-            "target_calls": chain.expected_target_calls(args.horizon, g, bonus=bonus),
-            "rejections": chain.expected_rejections(args.horizon, gamma=g, bonus=bonus),
-            "draft_tokens": chain.expected_draft_tokens(args.horizon, g, bonus=bonus),
-        }
-        for name, value in exact.items():
-            x = np.asarray(getattr(sim, name), dtype=float)
-            mean, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
-            z = (mean - value) / se if se > 0 else 0.0
-            records.append({"gamma": g, "quantity": name, "exact": float(value), "mc_mean": float(mean),
-                            "mc_se": float(se), "z": float(z)})
-            rows.append([g, name, f"{value:.4f}", f"{mean:.4f}", f"{se:.4f}", f"{z:+.2f}"])
+    records = [{"gamma": g, **row} for g in args.gammas
+               for row in exact_vs_monte_carlo(chain, args.horizon, g, args.runs, rng=[args.seed, g], bonus=bonus)]
     if args.json:
         print(json.dumps({"chain": repr(chain), "runs": args.runs, "rows": records}, indent=1))
         return 0
     print(f"{chain!r}, T = {args.horizon}, bonus = {bonus}, {args.runs} Monte Carlo runs")
-    _print_table(["gamma", "quantity", "exact", "MC mean", "MC SE", "z"], rows)
+    _print_table(["gamma", "quantity", "exact", "MC mean", "MC SE", "z"],
+                 [[r["gamma"], r["quantity"], f"{r['exact']:.4f}", f"{r['mc_mean']:.4f}", f"{r['mc_se']:.4f}",
+                   f"{r['z']:+.2f}"] for r in records])
     return 0
 
 

@@ -7,7 +7,42 @@ from __future__ import annotations
 
 from .chain import DecodingChain
 
-__all__ = ["chain_task"]
+__all__ = ["COUNTERS", "exact_vs_monte_carlo", "chain_task"]
+
+
+#: The protocol counters compared exactly against Monte Carlo, by SimulationResult field name.
+COUNTERS = ("target_calls", "rejections", "draft_tokens")
+
+
+def exact_vs_monte_carlo(chain, horizon: int, gamma: int, n_runs: int, rng=None, bonus: bool = True,
+                         progress=None) -> list[dict]:
+    """Exact expectation and Monte Carlo mean, SE and z-score of each protocol counter.
+
+    Returns one dict per counter of :data:`COUNTERS`: ``quantity``, ``exact``, ``mc_mean``,
+    ``mc_se`` and ``z = (mc_mean - exact) / mc_se`` (0 when the SE is 0).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> rows = exact_vs_monte_carlo(st.DecodingChain.random(3, rng=0), 6, 2, 500, rng=1)
+    >>> [r["quantity"] for r in rows]
+    ['target_calls', 'rejections', 'draft_tokens']
+    """
+    from .montecarlo import mean_and_se, simulate
+
+    sim = simulate(chain, horizon, gamma, n_runs, rng=rng, bonus=bonus, progress=progress)
+    exact = {
+        "target_calls": chain.expected_target_calls(horizon, gamma, bonus=bonus),
+        "rejections": chain.expected_rejections(horizon, gamma=gamma, bonus=bonus),
+        "draft_tokens": chain.expected_draft_tokens(horizon, gamma, bonus=bonus),
+    }
+    rows = []
+    for name in COUNTERS:
+        mean, se = mean_and_se(getattr(sim, name))
+        value = float(exact[name])
+        rows.append({"quantity": name, "exact": value, "mc_mean": mean, "mc_se": se,
+                     "z": (mean - value) / se if se > 0 else 0.0})
+    return rows
 
 
 def chain_task(seed: int, gamma: int, vocab_size: int = 8, horizon: int = 32, n_runs: int = 2000,
@@ -23,22 +58,10 @@ def chain_task(seed: int, gamma: int, vocab_size: int = 8, horizon: int = 32, n_
     >>> sorted(r)[:3]
     ['calls_exact', 'calls_mc', 'calls_se']
     """
-    from .montecarlo import simulate
-
     chain = DecodingChain.random(vocab_size, n_states=n_states, concentration=concentration, rng=seed)
-    sim = simulate(chain, horizon, gamma, n_runs, rng=seed + 1, bonus=bonus, progress=False)
-    exact = {
-        "calls": chain.expected_target_calls(horizon, gamma, bonus=bonus),
-        "rejections": chain.expected_rejections(horizon, gamma=gamma, bonus=bonus),
-        "draft_tokens": chain.expected_draft_tokens(horizon, gamma, bonus=bonus),
-    }
-    sampled = {"calls": sim.target_calls, "rejections": sim.rejections, "draft_tokens": sim.draft_tokens}
     out = {}
-    for name, value in exact.items():
-        x = sampled[name]
-        mean, se = float(x.mean()), float(x.std(ddof=1) / len(x) ** 0.5)
-        out[f"{name}_exact"] = float(value)
-        out[f"{name}_mc"] = mean
-        out[f"{name}_se"] = se
-        out[f"{name}_z"] = (mean - float(value)) / se if se > 0 else 0.0
+    for row in exact_vs_monte_carlo(chain, horizon, gamma, n_runs, rng=seed + 1, bonus=bonus, progress=False):
+        name = "calls" if row["quantity"] == "target_calls" else row["quantity"]
+        out.update({f"{name}_exact": row["exact"], f"{name}_mc": row["mc_mean"],
+                    f"{name}_se": row["mc_se"], f"{name}_z": row["z"]})
     return out
