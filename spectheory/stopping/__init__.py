@@ -1,0 +1,29 @@
+r"""How long to draft: draft-length policies, their exact evaluation, the optimum and Monte Carlo.
+
+After each drafted token a policy decides whether to draft another (:mod:`.policies`): a
+fixed gamma (Leviathan et al.), SpecDec++'s threshold on the probability that some drafted
+token is rejected, HuggingFace's confidence threshold and +2/-1 schedule, an entropy rule.
+:func:`evaluate_policy` computes a policy's expected target calls, draft steps and time
+exactly on a :class:`~spectheory.DecodingChain`; :func:`optimal_policy` the best policy
+with state or full (path) information; :func:`long_run_optimum` the best long-run rate;
+:func:`simulate_policy` checks all of it by Monte Carlo. Derivations: ``docs/stopping.md``.
+
+>>> import spectheory as st
+>>> from spectheory import stopping
+>>> chain = st.DecodingChain.random(3, concentration=0.5, rng=0)
+>>> opt = stopping.optimal_policy(chain, 16, 0.1, max_depth=6)
+>>> fix = stopping.evaluate_policy(chain, stopping.FixedGamma(3), 16, 0.1)
+>>> bool(opt.time <= fix.time)
+True
+"""
+from .cost import Cost, as_cost
+from .policies import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule, Policy,
+                       RejectionThreshold, StartStatePolicy, StopContext, leviathan_policy)
+from .evaluate import PolicyValue, evaluate_policy
+from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
+from .simulate import StoppingSimulation, simulate_policy
+
+__all__ = ["Cost", "as_cost", "Policy", "StopContext", "FixedGamma", "ConfidenceThreshold",
+           "EntropyRule", "RejectionThreshold", "HFSchedule", "StartStatePolicy", "leviathan_policy",
+           "PolicyValue", "evaluate_policy", "optimal_policy", "compare_policies", "long_run_optimum",
+           "LongRunResult", "simulate_policy", "StoppingSimulation"]

@@ -1,0 +1,50 @@
+"""Per-position kernel tables of a chain that the stopping engines share (internal)."""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+#: Components of every value vector: (target calls, draft steps, target-call time).
+CALLS, DRAFTS, TTIME = 0, 1, 2
+N_COMP = 3
+
+
+class Laws:
+    """The tables of one kernel index: target, draft, accepted/rejected masses, draft statistics."""
+
+    def __init__(self, target, draft):
+        self.target = target
+        self.draft = draft
+        self.acc = np.minimum(target, draft)                       # accepted mass min(p, q)
+        self.rej = np.maximum(target - draft, 0.0)                 # residual mass max(p - q, 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.ratio = np.where(draft > 0, np.minimum(1.0, target / np.where(draft > 0, draft, 1.0)), 0.0)
+            logq = np.where(draft > 0, np.log(np.where(draft > 0, draft, 1.0)), 0.0)
+        self.top = draft.max(-1)                                   # top probability per state
+        self.entropy = -(draft * logq).sum(-1)                     # entropy (nats) per state
+
+
+class Kernels:
+    """Access to a chain's laws by kernel index, and the operator ``vec -> sum_x mass[s,x] vec[next(s,x)]``."""
+
+    def __init__(self, chain):
+        self.chain = chain
+        self.S, self.V = chain.n_states, chain.vocab_size
+        self.hom = chain.is_homogeneous
+        self.first_order = chain.is_first_order
+        self.next_state = chain.next_state
+        self._hom = Laws(chain.target, chain.draft) if self.hom else None
+        self._at = lru_cache(maxsize=64)(self._build)
+
+    def _build(self, n):
+        return Laws(self.chain.target[n], self.chain.draft[n])
+
+    def at(self, n: int) -> Laws:
+        return self._hom if self.hom else self._at(int(n))
+
+    def apply(self, mass, vec):
+        """``out[s] = sum_x mass[s, x] * vec[next_state[s, x]]`` for ``vec`` of shape ``[S, ...]``."""
+        if self.first_order:
+            return np.tensordot(mass, vec, axes=(1, 0))
+        return np.einsum("sv,sv...->s...", mass, vec[self.next_state])

@@ -1,0 +1,250 @@
+r"""Exact evaluation of any draft-length policy on a :class:`~spectheory.DecodingChain`.
+
+Backward recursion over round starts (``docs/stopping.md``). ``W_n[m, s]`` holds the expected
+remaining (target calls, draft steps, target-call time) of a generation that has emitted
+``n`` tokens, is in chain state ``s`` and whose policy memory is ``m``; ``W_T = 0``. Within a
+round the cost splits into a part paid whatever the verifier decides (draft steps and the
+call, which depend only on the drafted path) and a part paid only while every drafted token
+is still accepted (the continuation after the residual or bonus token). With
+``A = min(p, q)``, ``R = max(p - q, 0)`` (p = target, q = draft), ``sigma`` the stop decision
+on the edge ``(s, x)`` and ``B_d(s) = sum_y p(y|s) W_{n+d+1}(next(s, y))`` the value of
+stopping alive at depth ``d``:
+
+.. math::
+    X_i(s) &= e_{\rm draft} + \sum_x q(x|s)\,[\sigma\, t(i+1) e_{\rm call\,time}
+              + (1 - \sigma) X_{i+1}(s')],\\
+    Y_i(s) &= \sum_y R(y|s) W_{n+i+1}(s'_y) + \sum_x A(x|s)\,[\sigma B_{i+1}(s') + (1-\sigma) Y_{i+1}(s')],
+
+and ``W_n(s) = e_calls + X_0(s) + Y_0(s)`` (kernels at index ``n + i``, ``s' = next(s, x)``).
+Policies with memory run it once per memory state, with the memory after an all-accepted
+or a rejected round in the two continuations. Policies that use the path (the oracle
+acceptance probability) are evaluated by enumerating drafted paths
+(:mod:`spectheory.stopping.paths`); :class:`FixedGamma` by the phase engine
+(:func:`spectheory.exact.phase_recursion`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..exact import blas_single_thread, phase_recursion, token_masses
+from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels
+from .cost import Cost, as_cost
+from .policies import FixedGamma, Policy, StartStatePolicy, StopContext
+
+__all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
+
+_E = np.eye(N_COMP)
+
+
+@dataclass
+class PolicyValue:
+    """Exact expectations of one generation of ``horizon`` tokens under a policy.
+
+    Attributes
+    ----------
+    horizon : int
+    cost : Cost
+    target_calls, draft_steps, target_time : float
+        Expected rounds, draft forward steps and total target-call time ``sum t(k)``.
+    policy : str
+    extra : dict
+        Method-specific details (e.g. the optimal policy's decisions).
+    """
+
+    horizon: int
+    cost: Cost
+    target_calls: float
+    draft_steps: float
+    target_time: float
+    policy: str = ""
+    extra: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def time(self) -> float:
+        """Expected time ``c * draft_steps + target_time`` (units of one target call)."""
+        return self.cost.c * self.draft_steps + self.target_time
+
+    @property
+    def tokens_per_call(self) -> float:
+        """``horizon / target_calls`` (as :meth:`SimulationResult.summary` reports it)."""
+        return self.horizon / self.target_calls
+
+    @property
+    def time_per_token(self) -> float:
+        return self.time / self.horizon
+
+    @property
+    def speedup(self) -> float:
+        """``horizon / time``: speedup over plain decoding at one unit of time per token."""
+        return self.horizon / self.time
+
+    def as_dict(self) -> dict:
+        return {"policy": self.policy, "horizon": self.horizon, "c": self.cost.c,
+                "target_calls": self.target_calls, "draft_steps": self.draft_steps,
+                "target_time": self.target_time, "time": self.time,
+                "tokens_per_call": self.tokens_per_call, "time_per_token": self.time_per_token}
+
+
+def _value(T, cost, vec, policy, extra=None):
+    return PolicyValue(T, cost, float(vec[CALLS]), float(vec[DRAFTS]), float(vec[TTIME]),
+                       getattr(policy, "name", str(policy)), extra or {})
+
+
+def evaluate_policy(chain, policy: Policy, horizon, cost=None, *, bonus=True, method="auto",
+                    max_nodes=2_000_000, progress=None) -> PolicyValue:
+    r"""Exact expected target calls, draft steps and time of ``policy`` over ``horizon`` tokens.
+
+    Parameters
+    ----------
+    chain : DecodingChain
+    policy : Policy
+        Any :mod:`spectheory.stopping.policies` object.
+    horizon : int
+        Tokens per generation ``T``.
+    cost : Cost or float, optional
+        A :class:`Cost` or the draft step cost ``c`` (default 0).
+    bonus : bool
+        Only ``True`` (the protocol's default) is supported.
+    method : {"auto", "rounds"}
+        ``"auto"`` evaluates :class:`FixedGamma` with the phase engine; ``"rounds"`` forces
+        the round recursion above (the tests compare both).
+    max_nodes : int
+        Size limit of the drafted-path enumeration (path policies): ``ValueError`` beyond it.
+
+    Returns
+    -------
+    PolicyValue
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import FixedGamma, evaluate_policy
+    >>> chain = st.DecodingChain.random(3, concentration=1.0, rng=0)
+    >>> a = evaluate_policy(chain, FixedGamma(3), 12, 0.1)
+    >>> b = evaluate_policy(chain, FixedGamma(3), 12, 0.1, method="rounds")
+    >>> abs(a.time - b.time) < 1e-12
+    True
+    """
+    T = chain.check_horizon(horizon)
+    cost = as_cost(cost)
+    if not bonus:
+        raise ValueError("bonus: only bonus=True is supported by the stopping engines")
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
+    if method not in ("auto", "rounds"):
+        raise ValueError(f"method: expected 'auto' or 'rounds', got {method!r}")
+    if policy.uses_path:
+        from .paths import evaluate_paths
+        return evaluate_paths(chain, policy, T, cost, max_nodes=max_nodes, progress=progress)
+    if isinstance(policy, FixedGamma) and method == "auto":
+        return _fixed_gamma(chain, policy, T, cost)
+    K = Kernels(chain)
+    with blas_single_thread(chain.n_states):
+        if isinstance(policy, StartStatePolicy):
+            W0 = start_class_recursion(K, T, cost, policy=policy, progress=progress)[0]
+        else:
+            W0 = _edge_recursion(K, policy, T, cost, progress)
+    return _value(T, cost, chain.initial @ W0, policy)
+
+
+def _fixed_gamma(chain, policy, T, cost):
+    acc, rej = token_masses(chain)
+    res = phase_recursion(chain, T, policy.gamma, True, acc, rej, phase_dependent=False)
+    k = np.minimum(policy.gamma, T - np.arange(T))
+    ttime = float(res.round_start_prob @ cost.call_times(policy.gamma)[k - 1])
+    return PolicyValue(T, cost, res.target_calls, res.draft_tokens, ttime, policy.name)
+
+
+def edge_context(K, policy, n, i, memory):
+    """Context of every edge ``(s, x)`` for the decision after drafting token ``i + 1`` of a round at ``n``."""
+    laws = K.at(n + i)
+    S, V = K.S, K.V
+    prev = np.broadcast_to(np.arange(S)[:, None], (S, V))
+    return StopContext(depth=i + 1, position=np.full((S, V), n), start_state=prev,
+                       prev_state=prev, token=np.broadcast_to(np.arange(V), (S, V)),
+                       state=K.next_state, top=laws.top[prev], entropy=laws.entropy[prev],
+                       token_prob=laws.draft, accept_prob=None, memory=np.full((S, V), memory))
+
+
+def backward_positions(total, desc, progress, work):
+    """``total - 1, ..., 0`` with a tqdm bar when the work is large (or ``progress=True``)."""
+    from tqdm.auto import tqdm
+    show = (work > 2e9) if progress is None else bool(progress)
+    return tqdm(range(total - 1, -1, -1), desc=desc, disable=not show, leave=False)
+
+
+def bonus_value(K, W, n, T, memory=0):
+    """``B(s) = sum_y p_n(y|s) W_{n+1}[memory](next(s, y))`` (0 at ``n = T``: no bonus at the end)."""
+    if n >= T:
+        return np.zeros((K.S, N_COMP))
+    return K.apply(K.at(n).target, W[n + 1][memory])
+
+
+def _edge_recursion(K, policy, T, cost, progress):
+    D = policy.max_depth
+    M = policy.n_memory
+    tk = cost.call_times(D)
+    W = np.zeros((T + 1, M, K.S, N_COMP))
+    for n in backward_positions(T, "evaluate policy", progress, T * D * M * K.S * K.V):
+        for m in range(M):
+            m_acc = int(policy.next_memory(m, True))
+            m_rej = int(policy.next_memory(m, False))
+            kmax = min(D, T - n)
+            X = Y = None
+            for i in range(kmax - 1, -1, -1):
+                laws = K.at(n + i)
+                d = i + 1
+                if d == kmax:
+                    sig = np.ones((K.S, K.V))
+                else:
+                    sig = np.asarray(policy.stop(edge_context(K, policy, n, i, m)), dtype=np.float64)
+                qs = laws.draft * sig
+                Xn = _E[DRAFTS] + qs.sum(-1)[:, None] * (tk[d - 1] * _E[TTIME])
+                Yn = K.apply(laws.rej, W[n + i + 1][m_rej]) + K.apply(laws.acc * sig, bonus_value(K, W, n + d, T, m_acc))
+                if X is not None:
+                    Xn = Xn + K.apply(laws.draft - qs, X)
+                    Yn = Yn + K.apply(laws.acc * (1.0 - sig), Y)
+                X, Y = Xn, Yn
+            W[n, m] = _E[CALLS] + X + Y
+    return W[0, policy.initial_memory]
+
+
+def start_class_recursion(K, T, cost, *, policy=None, max_depth=None, progress=None):
+    r"""Round-start recursion for policies that fix ``k`` at the round start (state information).
+
+    With ``H_m^{(0)} = B(m)`` and ``H_m^{(r)} = R_m W_{m+1} + A_m H_{m+1}^{(r-1)}`` (the
+    alive-side value of a round suffix at position ``m`` with ``r`` drafts left), a round
+    at ``n`` drafting ``k`` tokens is worth ``e_calls + k e_draft + t(k) e_time + H_n^{(k)}``.
+    With ``policy`` (a :class:`StartStatePolicy`) ``k`` is read from it; otherwise ``k``
+    minimises the time (ties: the smaller ``k``), the dynamic programme of
+    :func:`~spectheory.stopping.optimal_policy`. Cost ``O(T D S V)``.
+
+    Returns ``(W_0 [S, 3], lengths [T, S])``.
+    """
+    D = policy.max_depth if policy is not None else int(max_depth)
+    tk = cost.call_times(D)
+    w = cost.weights()
+    S = K.S
+    W_next = np.zeros((S, N_COMP))              # W_{n+1}
+    H_next = np.zeros((S, D + 1, N_COMP))       # H_{n+1}^{(r)}
+    lengths = np.zeros((T, S), dtype=np.int64)
+    ks = np.arange(1, D + 1)
+    base = _E[CALLS] + ks[:, None] * _E[DRAFTS] + tk[:, None] * _E[TTIME]   # [D, 3]
+    for n in backward_positions(T, "state DP", progress, T * D * S * K.V):
+        laws = K.at(n)
+        kmax = min(D, T - n)
+        H = np.empty((S, D + 1, N_COMP))
+        H[:, 0] = K.apply(laws.target, W_next)      # B(n), n < T
+        H[:, 1:kmax + 1] = (K.apply(laws.rej, W_next)[:, None]
+                            + K.apply(laws.acc, H_next[:, :kmax]))
+        vals = base[None, :kmax] + H[:, 1:kmax + 1]                         # [S, kmax, 3]
+        if policy is None:
+            k = np.argmin(vals @ w, axis=1) + 1
+        else:
+            k = np.minimum(policy.length(n, np.arange(S)), kmax)
+        lengths[n] = k
+        W_next = vals[np.arange(S), k - 1]
+        H_next = H
+    return W_next, lengths

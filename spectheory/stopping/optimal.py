@@ -1,0 +1,221 @@
+r"""The optimal draft-length policy, exactly: finite horizon by dynamic programming, long run by Dinkelbach.
+
+Two information structures (``docs/stopping.md``):
+
+* ``information="state"``: the policy knows the position, the depth and the chain state at
+  the round's start (the last state target and draft agree on), so it chooses the round's
+  length ``k(n, s)``. The generation is then a Markov decision process over round starts
+  and the Bellman recursion of :func:`~spectheory.stopping.evaluate.start_class_recursion`
+  is exact; cost ``O(T D S V)``. It dominates every policy that fixes the length at the
+  round start, with or without memory (:class:`FixedGamma`, Leviathan's gamma,
+  :class:`HFSchedule`).
+* ``information="path"``: the policy knows the drafted path and the target's laws (an
+  oracle). The state and the probability that all drafted tokens are accepted are a
+  sufficient statistic, and the optimum is computed on the enumerated path tree
+  (:mod:`spectheory.stopping.paths`; small chains). It dominates every policy.
+
+Policies that look at the state *along the drafted path* without the target (a confidence
+or entropy rule) lie between the two classes: the probability that the round is still
+accepted is hidden from them, so no exact Bellman recursion over (depth, current state)
+exists (a partially observed problem); they are evaluated exactly, and compared with both.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..exact import blas_single_thread
+from ._kernels import Kernels
+from .cost import as_cost
+from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
+from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
+from .._validation import check_int
+
+__all__ = ["optimal_policy", "long_run_optimum", "LongRunResult", "compare_policies", "INFORMATION"]
+
+INFORMATION = ("state", "path")
+
+
+def optimal_policy(chain, horizon, cost=None, information="state", max_depth=DEFAULT_MAX_DEPTH, *,
+                   max_nodes=2_000_000, progress=None) -> PolicyValue:
+    r"""The exact optimum over draft-length policies with the given information, over ``horizon`` tokens.
+
+    Parameters
+    ----------
+    chain : DecodingChain
+    horizon : int
+    cost : Cost or float
+    information : {"state", "path"}
+        See the module docstring.
+    max_depth : int
+        Longest draft allowed.
+
+    Returns
+    -------
+    PolicyValue
+        The optimum's expectations; for ``"state"``, ``extra["policy"]`` is the optimal
+        :class:`StartStatePolicy` and ``extra["lengths"]`` its ``[T, S]`` table.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import FixedGamma, evaluate_policy, optimal_policy
+    >>> chain = st.DecodingChain.random(3, concentration=0.5, rng=1)
+    >>> best = optimal_policy(chain, 20, 0.1, max_depth=4)
+    >>> full = optimal_policy(chain, 20, 0.1, information="path", max_depth=4)
+    >>> fixed = evaluate_policy(chain, FixedGamma(3), 20, 0.1)
+    >>> bool(full.time <= best.time <= fixed.time)
+    True
+    """
+    T = chain.check_horizon(horizon)
+    cost = as_cost(cost)
+    D = check_int(max_depth, "max_depth", 1)
+    if information == "path":
+        from .paths import optimal_paths
+        return optimal_paths(chain, T, cost, D, max_nodes=max_nodes, progress=progress)
+    if information != "state":
+        raise ValueError(f"information: expected one of {INFORMATION}, got {information!r}")
+    K = Kernels(chain)
+    with blas_single_thread(chain.n_states):
+        W0, lengths = start_class_recursion(K, T, cost, max_depth=D, progress=progress)
+    policy = StartStatePolicy(lengths)
+    return _value(T, cost, chain.initial @ W0, f"optimum (state, max_depth={D})",
+                  {"information": "state", "lengths": lengths, "policy": policy})
+
+
+def compare_policies(chain, policies, horizon, cost=None, information=("state", "path"),
+                     max_depth=DEFAULT_MAX_DEPTH, **kwargs) -> list[dict]:
+    """Each policy's exact value and its time as a ratio to each optimum (``time / optimum time``).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import FixedGamma, compare_policies
+    >>> rows = compare_policies(st.DecodingChain.random(3, rng=0), [FixedGamma(2)], 10, 0.1,
+    ...                         information=("state",), max_depth=4)
+    >>> bool(rows[0]["ratio_state"] >= 1.0)
+    True
+    """
+    opts = {info: optimal_policy(chain, horizon, cost, info, max_depth, **kwargs) for info in information}
+    rows = []
+    for policy in policies:
+        v = evaluate_policy(chain, policy, horizon, cost)
+        row = v.as_dict()
+        for info, opt in opts.items():
+            row[f"ratio_{info}"] = v.time / opt.time
+        rows.append(row)
+    for info, opt in opts.items():
+        row = opt.as_dict()
+        row.update({f"ratio_{i}": opt.time / o.time for i, o in opts.items()})
+        rows.append(row)
+    return rows
+
+
+@dataclass
+class LongRunResult:
+    """Long-run optimum of a homogeneous chain (state information).
+
+    Attributes
+    ----------
+    rate : float
+        Tokens per unit time (speedup over one target call per token).
+    lengths : ndarray of int, shape (S,)
+        Optimal draft length per round-start state.
+    tokens_per_round, time_per_round : float
+        Expectations per round under the stationary law of round starts.
+    iterations : int
+        Dinkelbach iterations.
+    """
+
+    rate: float
+    lengths: np.ndarray
+    tokens_per_round: float
+    time_per_round: float
+    iterations: int
+
+    @property
+    def time_per_token(self) -> float:
+        return 1.0 / self.rate
+
+
+def _dense(op):
+    return op.toarray() if hasattr(op, "toarray") else np.asarray(op, dtype=np.float64)
+
+
+def _gain(P, r):
+    """Average reward per round ``g`` and bias ``h`` (``h[0] = 0``) of a unichain round chain."""
+    S = P.shape[0]
+    M = np.eye(S) - P
+    M[:, 0] = 1.0                       # column 0 now carries the gain g (h[0] = 0)
+    sol = np.linalg.solve(M, r)
+    h = sol.copy()
+    h[0] = 0.0
+    return sol[0], h
+
+
+def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRunResult:
+    r"""Maximum long-run tokens per unit time over round-start policies ``k(s)``, by Dinkelbach's method.
+
+    The rate of a stationary policy is a ratio of expectations per round under the
+    stationary law ``nu`` of round starts, ``nu . e_k / nu . tau_k`` (renewal-reward;
+    ``e_k(s) = 1 + sum_{j=1}^{k} P(J >= j | s)`` tokens and ``tau_k = c k + t(k)`` time per
+    round). Dinkelbach: for ``lambda`` solve the average-reward problem with reward
+    ``e - lambda tau`` exactly by policy iteration; set ``lambda`` to the rate of its
+    solution; stop when the policy repeats. The optimum's average reward is 0 exactly at
+    the optimal rate (proof in ``docs/stopping.md``). Homogeneous, unichain chains.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import long_run_optimum
+    >>> res = long_run_optimum(st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0]), 0.05)
+    >>> int(res.lengths[0]), st.optimal_gamma(0.8, 0.05)
+    (8, 8)
+    """
+    if not chain.is_homogeneous:
+        raise ValueError("chain: the long-run objective needs a homogeneous chain")
+    cost = as_cost(cost)
+    D = check_int(max_depth, "max_depth", 1)
+    K = Kernels(chain)
+    laws = K.at(0)
+    S = chain.n_states
+    A = _dense(chain.transition_operator(laws.acc))
+    R = _dense(chain.transition_operator(laws.rej))
+    P = _dense(chain.transition_operator(laws.target))
+    Mj, cumR = np.eye(S), np.zeros((S, S))
+    trans, tokens = np.empty((D, S, S)), np.empty((D, S))
+    ej = np.ones(S)
+    with blas_single_thread(S):
+        for k in range(1, D + 1):
+            cumR += Mj @ R
+            Mj = Mj @ A
+            trans[k - 1] = cumR + Mj @ P
+            ej = ej + Mj.sum(1)
+            tokens[k - 1] = ej
+    tau = cost.c * np.arange(1, D + 1) + cost.call_times(D)
+    pol = np.zeros(S, dtype=np.int64)
+    lam, it = None, 0
+    rows = np.arange(S)
+    for it in range(1, max_iter + 1):
+        Pp = trans[pol, rows]
+        ge, _ = _gain(Pp, tokens[pol, rows])
+        gt, _ = _gain(Pp, tau[pol])
+        lam = ge / gt
+        for _ in range(max_iter):                       # policy iteration at this lambda
+            r = tokens - lam * tau[:, None]
+            _, h = _gain(trans[pol, rows], r[pol, rows])
+            q = r + trans @ h                           # [D, S]
+            best = q.max(0)
+            keep = q[pol, rows] >= best - 1e-12 * (1.0 + np.abs(best))
+            new = np.where(keep, pol, q.argmax(0))
+            if np.array_equal(new, pol):
+                break
+            pol = new
+        Pp = trans[pol, rows]
+        ge, _ = _gain(Pp, tokens[pol, rows])
+        gt, _ = _gain(Pp, tau[pol])
+        if ge / gt <= lam * (1 + 1e-14):
+            lam = max(lam, ge / gt)
+            break
+    return LongRunResult(float(lam), pol + 1, float(ge), float(gt), it)

@@ -1,0 +1,125 @@
+r"""Drafted-path enumeration: exact values of path (oracle) policies and the full-information optimum.
+
+After drafting ``x_1..x_i`` from a round start, what remains of the round depends on the path
+only through the current state ``s_i`` and the probability that every drafted token is
+still accepted, :math:`\rho_i = \prod_{j \le i} \min(1, p(x_j)/q(x_j))` (p = target,
+q = draft; ``docs/stopping.md``). A node of the drafted-path tree at depth ``i`` carries its
+path probability ``w = prod q(x_j)`` and its alive mass ``w rho``; its value (absolute, per
+round start) is
+
+* stop: ``w t(i) e_time + w rho B_i(s_i)`` (the bonus token, then the next round);
+* continue: ``w e_draft + w rho sum_y R(y|s_i) W(next(s_i, y)) + sum_children value``.
+
+A policy picks one per node; the optimum picks the cheaper (ties: stop). The tree has up to
+``S (V + ... + V^D)`` nodes (children of zero draft probability are pruned); a
+``ValueError`` is raised past ``max_nodes``.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..exact import blas_single_thread
+from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels
+from .evaluate import PolicyValue, backward_positions, bonus_value
+from .policies import StopContext
+
+__all__ = ["evaluate_paths", "optimal_paths", "path_tree"]
+
+_E = np.eye(N_COMP)
+
+
+class _Level:
+    __slots__ = ("parent", "prev", "token", "state", "root", "w", "rho", "top", "entropy", "token_prob")
+
+
+def path_tree(K, n, depth, max_nodes=2_000_000):
+    """Levels ``0..depth`` of the drafted-path tree of rounds starting at kernel index ``n`` (all start states)."""
+    S = K.S
+    root = _Level()
+    root.state = root.root = np.arange(S)
+    root.w = root.rho = np.ones(S)
+    levels = [root]
+    total = S
+    for i in range(depth):
+        laws = K.at(n + i)
+        up = levels[-1]
+        q = laws.draft[up.state]
+        par, x = np.nonzero(q > 0)
+        total += par.size
+        if total > max_nodes:
+            raise ValueError(f"max_nodes: the drafted-path tree (S={S}, V={K.V}, depth {depth}) has more "
+                             f"than {max_nodes} nodes; lower max_depth or use a smaller chain")
+        lv = _Level()
+        lv.parent, lv.token = par, x
+        lv.prev = up.state[par]
+        lv.state = K.next_state[lv.prev, x]
+        lv.root = up.root[par]
+        lv.token_prob = q[par, x]
+        lv.w = up.w[par] * lv.token_prob
+        lv.rho = up.rho[par] * laws.ratio[lv.prev, x]
+        lv.top, lv.entropy = laws.top[lv.prev], laws.entropy[lv.prev]
+        levels.append(lv)
+    return levels
+
+
+def _round(K, levels, n, kmax, T, W, tk, policy, weights):
+    """Round values ``[S, 3]`` for rounds at ``n`` (memory 0), decisions by ``policy`` or optimal."""
+    J = None
+    for L in range(kmax, 0, -1):
+        lv = levels[L]
+        alive = (lv.w * lv.rho)[:, None]
+        stopv = lv.w[:, None] * (tk[L - 1] * _E[TTIME]) + alive * bonus_value(K, W, n + L, T)[lv.state]
+        if L == kmax:
+            J, stop = stopv, np.ones(lv.w.size, dtype=bool)
+        else:
+            child = _sum_children(levels[L + 1].parent, J, lv.w.size)
+            rej = K.apply(K.at(n + L).rej, W[n + L + 1][0])[lv.state]
+            contv = lv.w[:, None] * _E[DRAFTS] + alive * rej + child
+            if policy is not None:
+                ctx = StopContext(depth=L, position=np.full(lv.w.size, n), start_state=lv.root,
+                                  prev_state=lv.prev, token=lv.token, state=lv.state, top=lv.top,
+                                  entropy=lv.entropy, token_prob=lv.token_prob, accept_prob=lv.rho,
+                                  memory=np.zeros(lv.w.size, dtype=np.int64))
+                stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), lv.w.shape)
+            else:
+                stop = stopv @ weights <= contv @ weights
+            J = np.where(stop[:, None], stopv, contv)
+    root_rej = K.apply(K.at(n).rej, W[n + 1][0])
+    return _E[CALLS] + _E[DRAFTS] + root_rej + _sum_children(levels[1].parent, J, K.S)
+
+
+def _sum_children(parent, J, size):
+    return np.stack([np.bincount(parent, weights=J[:, c], minlength=size) for c in range(N_COMP)], axis=1)
+
+
+def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name):
+    K = Kernels(chain)
+    D = max_depth
+    tk = cost.call_times(D)
+    weights = cost.weights()
+    W = np.zeros((T + 1, 1, K.S, N_COMP))
+    tree = None
+    with blas_single_thread(K.S):
+        for n in backward_positions(T, name, progress, T * K.S * K.V ** min(D, 12)):
+            kmax = min(D, T - n)
+            if tree is None or not K.hom:
+                tree = path_tree(K, n, kmax if not K.hom else D, max_nodes)
+            W[n, 0] = _round(K, tree, n, kmax, T, W, tk, policy, weights)
+    return chain.initial @ W[0, 0]
+
+
+def evaluate_paths(chain, policy, horizon, cost, *, max_nodes=2_000_000, progress=None) -> PolicyValue:
+    """Exact value of a (memoryless) policy that may use the drafted path, by enumeration."""
+    if policy.n_memory != 1:
+        raise ValueError("policy: path enumeration supports memoryless policies only")
+    T = chain.check_horizon(horizon)
+    v = _run(chain, policy, T, cost, policy.max_depth, max_nodes, progress, "evaluate on paths")
+    return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]), policy.name)
+
+
+def optimal_paths(chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progress=None) -> PolicyValue:
+    """The full-information optimum (decisions on the drafted path and the target's laws), exactly."""
+    T = chain.check_horizon(horizon)
+    v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum")
+    return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]),
+                       f"optimum (path, max_depth={max_depth})", {"information": "path"})

@@ -1,0 +1,258 @@
+r"""Draft-length policies: after each drafted token, draft another or stop and verify.
+
+A policy sees what a drafter can know after drafting token ``i`` of a round
+(:class:`StopContext`): the depth ``i``, the round's start position and state, the state
+before and after the token, the token, statistics of the draft law that proposed it (top
+probability, entropy, the token's probability) and, for *oracle* policies only, the true
+probability that all ``i`` drafted tokens will be accepted,
+:math:`\rho_i = \prod_{j \le i} \min(1, p(x_j)/q(x_j))` (p = target, q = draft). Policies with
+``n_memory > 1`` carry a state between rounds (:class:`HFSchedule`'s counter). Every policy
+stops at ``max_depth`` and at the end of the horizon.
+
+The classes are pure rules (vectorised over the entries of the context); the exact engines
+(:func:`~spectheory.stopping.evaluate_policy`) and the simulator
+(:func:`~spectheory.stopping.simulate_policy`) call the same ``stop`` method.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._validation import check_int
+
+__all__ = ["StopContext", "Policy", "FixedGamma", "ConfidenceThreshold", "EntropyRule",
+           "RejectionThreshold", "HFSchedule", "StartStatePolicy", "leviathan_policy"]
+
+#: Default cap on the draft length of the adaptive rules.
+DEFAULT_MAX_DEPTH = 16
+
+
+@dataclass
+class StopContext:
+    """What a policy may look at after drafting token ``depth`` (arrays broadcast together).
+
+    Attributes
+    ----------
+    depth : int
+        Tokens drafted so far in this round (``>= 1``).
+    position, start_state : int arrays
+        The round's start (tokens generated before it) and the chain state there.
+    prev_state, token, state : int arrays
+        State before the last drafted token, the token, and the state after it.
+    top, entropy, token_prob : float arrays
+        Top probability, entropy (nats) and ``q(token)`` of the draft law that proposed
+        the last token (q = draft; computed already, so no extra draft step).
+    accept_prob : float array or None
+        Oracle only: P(all drafted tokens of the round are accepted | drafted path).
+    memory : int array
+        The policy's memory between rounds (0 for memoryless policies).
+    """
+
+    depth: int
+    position: np.ndarray
+    start_state: np.ndarray
+    prev_state: np.ndarray
+    token: np.ndarray
+    state: np.ndarray
+    top: np.ndarray
+    entropy: np.ndarray
+    token_prob: np.ndarray
+    accept_prob: np.ndarray | None
+    memory: np.ndarray
+
+
+class Policy:
+    """Base class: ``stop(ctx) -> bool array``; see :class:`StopContext`.
+
+    Class attributes say what the exact engines must track: ``uses_path`` (the decision
+    uses ``accept_prob``, so exact evaluation enumerates drafted paths), ``uses_start``
+    (it uses the round's start state), ``n_memory`` (memory states between rounds).
+    """
+
+    uses_path = False
+    uses_start = False
+    n_memory = 1
+    initial_memory = 0
+    max_depth = DEFAULT_MAX_DEPTH
+
+    def stop(self, ctx: StopContext) -> np.ndarray:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def next_memory(self, memory, all_accepted):
+        """Memory after a round (``all_accepted``: every drafted token was accepted)."""
+        return np.zeros_like(np.asarray(memory))
+
+    @property
+    def name(self) -> str:
+        return repr(self)
+
+
+def _threshold(value, name, low=0.0, high=np.inf):
+    v = float(value)
+    if not (np.isfinite(v) or v == high) or not low <= v <= high:
+        raise ValueError(f"{name}: must lie in [{low}, {high}], got {value!r}")
+    return v
+
+
+class FixedGamma(Policy):
+    """Draft ``gamma`` tokens every round (Leviathan et al.; truncated at the horizon).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import FixedGamma, evaluate_policy
+    >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])   # always accepted
+    >>> evaluate_policy(chain, FixedGamma(4), 10, 0.1).target_calls
+    2.0
+    """
+
+    uses_start = False
+
+    def __init__(self, gamma):
+        self.gamma = check_int(gamma, "gamma", 1)
+        self.max_depth = self.gamma
+
+    def stop(self, ctx):
+        return np.broadcast_to(ctx.depth >= self.gamma, np.shape(ctx.state))
+
+    def __repr__(self):
+        return f"FixedGamma({self.gamma})"
+
+
+class ConfidenceThreshold(Policy):
+    """HuggingFace's assistant confidence rule: stop when the draft's confidence < threshold.
+
+    ``statistic="top"``: the top probability of the draft law that proposed the last token;
+    ``"token"``: the probability of the token itself (HF's ``assistant_confidence_threshold``,
+    default 0.4; equal to ``"top"`` under greedy drafting).
+    """
+
+    def __init__(self, threshold=0.4, max_depth=DEFAULT_MAX_DEPTH, statistic="top"):
+        self.threshold = _threshold(threshold, "threshold", 0.0, 1.0)
+        self.max_depth = check_int(max_depth, "max_depth", 1)
+        if statistic not in ("top", "token"):
+            raise ValueError(f"statistic: expected 'top' or 'token', got {statistic!r}")
+        self.statistic = statistic
+
+    def stop(self, ctx):
+        value = ctx.top if self.statistic == "top" else ctx.token_prob
+        return np.asarray(value) < self.threshold
+
+    def __repr__(self):
+        return f"ConfidenceThreshold({self.threshold:g}, {self.statistic})"
+
+
+class EntropyRule(Policy):
+    """Stop when the entropy (nats) of the draft law that proposed the last token exceeds ``threshold`` (SVIP-like)."""
+
+    def __init__(self, threshold, max_depth=DEFAULT_MAX_DEPTH):
+        self.threshold = _threshold(threshold, "threshold")
+        self.max_depth = check_int(max_depth, "max_depth", 1)
+
+    def stop(self, ctx):
+        return np.asarray(ctx.entropy) > self.threshold
+
+    def __repr__(self):
+        return f"EntropyRule({self.threshold:g})"
+
+
+class RejectionThreshold(Policy):
+    r"""SpecDec++ (oracle): stop when P(some drafted token is rejected) exceeds ``threshold``.
+
+    Uses the true :math:`1 - \rho_i = 1 - \prod_{j\le i} \min(1, p(x_j)/q(x_j))`; SpecDec++
+    learns a head predicting it. Exact evaluation enumerates drafted paths.
+    """
+
+    uses_path = True
+
+    def __init__(self, threshold, max_depth=DEFAULT_MAX_DEPTH):
+        self.threshold = _threshold(threshold, "threshold", 0.0, 1.0)
+        self.max_depth = check_int(max_depth, "max_depth", 1)
+
+    def stop(self, ctx):
+        if ctx.accept_prob is None:
+            raise ValueError("RejectionThreshold: needs accept_prob (an oracle policy; evaluate on paths)")
+        return 1.0 - np.asarray(ctx.accept_prob) > self.threshold
+
+    def __repr__(self):
+        return f"RejectionThreshold({self.threshold:g})"
+
+
+class HFSchedule(Policy):
+    """HuggingFace's heuristic schedule: ``num_assistant_tokens`` +2 after a fully accepted round, -1 otherwise.
+
+    The counter starts at ``initial``, never drops below 1 and is capped at ``max_depth``; it
+    carries over between rounds (memory ``counter - 1``). With ``confidence`` set, a round
+    also stops early on a low top probability (HF runs both rules together).
+    """
+
+    def __init__(self, initial=5, increase=2, decrease=1, max_depth=DEFAULT_MAX_DEPTH, confidence=None):
+        self.max_depth = check_int(max_depth, "max_depth", 1)
+        self.initial = min(check_int(initial, "initial", 1), self.max_depth)
+        self.increase = check_int(increase, "increase", 0)
+        self.decrease = check_int(decrease, "decrease", 0)
+        self.confidence = None if confidence is None else _threshold(confidence, "confidence", 0.0, 1.0)
+        self.n_memory = self.max_depth
+        self.initial_memory = self.initial - 1
+
+    def stop(self, ctx):
+        out = ctx.depth >= np.asarray(ctx.memory) + 1
+        if self.confidence is not None:
+            out = out | (np.asarray(ctx.top) < self.confidence)
+        return np.broadcast_to(out, np.broadcast_shapes(np.shape(out), np.shape(ctx.state)))
+
+    def next_memory(self, memory, all_accepted):
+        m = np.asarray(memory)
+        return np.where(all_accepted, np.minimum(m + self.increase, self.max_depth - 1),
+                        np.maximum(m - self.decrease, 0))
+
+    def __repr__(self):
+        conf = "" if self.confidence is None else f", confidence={self.confidence:g}"
+        return f"HFSchedule({self.initial}, +{self.increase}/-{self.decrease}{conf})"
+
+
+class StartStatePolicy(Policy):
+    """Draft ``k[position, state]`` tokens, chosen from the round's start (the state-information optimum).
+
+    ``lengths`` has shape ``[T, S]`` (or ``[S]`` for every position).
+    """
+
+    uses_start = True
+
+    def __init__(self, lengths):
+        k = np.asarray(lengths)
+        if k.ndim not in (1, 2) or not np.issubdtype(k.dtype, np.integer) or k.size == 0 or k.min() < 1:
+            raise ValueError("lengths: expected an int array [S] or [T, S] with entries >= 1")
+        self.lengths = k if k.ndim == 2 else k[None]
+        self.max_depth = int(k.max())
+
+    def length(self, position, start_state):
+        pos = np.minimum(position, self.lengths.shape[0] - 1)
+        return self.lengths[pos, start_state]
+
+    def stop(self, ctx):
+        return ctx.depth >= self.length(np.asarray(ctx.position), np.asarray(ctx.start_state))
+
+    def __repr__(self):
+        return f"StartStatePolicy(max={self.max_depth})"
+
+
+def leviathan_policy(chain, horizon, cost, max_depth=DEFAULT_MAX_DEPTH) -> FixedGamma:
+    r"""Leviathan et al.'s choice: ``FixedGamma(optimal_gamma(alpha, c))`` for the chain's mean acceptance.
+
+    ``alpha`` is the mean of ``1 - E[TV]`` over the ``horizon`` positions (the i.i.d. model
+    fitted to the chain); the formula assumes ``t(k) = 1``.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import leviathan_policy
+    >>> leviathan_policy(st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0]), 50, 0.05)
+    FixedGamma(8)
+    """
+    from ..laws.closed_form import optimal_gamma
+    from .cost import as_cost
+    T = chain.check_horizon(horizon)
+    alpha = float(np.clip(1.0 - chain.tv_profile(T).mean(), 0.0, 1.0))
+    return FixedGamma(optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1)))
