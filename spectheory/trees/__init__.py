@@ -1,0 +1,33 @@
+r"""Token trees, exactly: draft trees, tree verifiers, exact values on chains, Sequoia audited.
+
+Notation: p = target, q = draft (code says ``target``/``draft``). See docs/trees.md for the
+tree protocol, what is counted and the losslessness proofs.
+
+- :class:`DraftTree` -- topologies (parent list, per-depth branching, M paths, Sequoia shape);
+- :mod:`.rules` -- pure tree verifiers with injected uniforms (``rrs``, ``traversal``) and
+  their exact outcome law given the drafted tokens;
+- :mod:`.verifiers` -- :class:`TreeVerifier` objects and their registry
+  (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``, ``traversal_iid``);
+- :func:`tree_protocol` -- exact expectations on a :class:`~spectheory.DecodingChain`;
+- :func:`simulate_tree` -- the same by Monte Carlo;
+- :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
+- :mod:`.sequoia` -- Sequoia's positional DP and its audit.
+
+>>> import spectheory as st
+>>> from spectheory.trees import DraftTree, tree_protocol
+>>> chain = st.DecodingChain.random(4, rng=1)
+>>> res = tree_protocol(chain, 16, DraftTree.from_branching([3, 1]), "tree_rrs_wo")
+>>> 1 < res.tokens_per_call < 3
+True
+"""
+from .draft_tree import DraftTree
+from .rules import outcome_law, tree_rule
+from .verifiers import TREE_VERIFIERS, TreeVerifier, get_tree_verifier, register_tree_verifier
+from .exact import TreeProtocolResult, node_laws, tree_protocol, tree_round_law
+from .enumerate import enumerate_realisations, tree_sequence_law
+from .simulate import TreeSimulationResult, draw_children, simulate_tree
+
+__all__ = ["DraftTree", "tree_rule", "outcome_law", "TreeVerifier", "get_tree_verifier",
+           "register_tree_verifier", "TREE_VERIFIERS", "TreeProtocolResult", "node_laws",
+           "tree_protocol", "tree_round_law", "enumerate_realisations", "tree_sequence_law",
+           "simulate_tree", "TreeSimulationResult", "draw_children"]

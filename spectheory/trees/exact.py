@@ -1,0 +1,302 @@
+r"""Exact tree speculative decoding on a chain: the protocol's expectations, per node.
+
+Notation: p = target, q = draft. The tree protocol (docs/trees.md): a round starts at a
+prefix with ``n < T`` tokens; the draft tree is truncated to depth ``k = min(depth, T - n)``;
+the target scores every node in one call; the verifier returns an accepted path ending at
+node ``v`` (depth ``j``). If ``v`` had drafted children (all rejected) one correction token
+is emitted; if ``v`` is a leaf and ``n + j < T``, a bonus token from ``p`` is emitted
+(``bonus=True``) or nothing (``bonus=False``). Counted: ``target_calls`` (rounds),
+``rejections`` (rounds that emitted a correction), ``draft_tokens`` (tree nodes within
+the truncated depth), ``accepted`` (accepted path lengths), the law of a round's accepted
+length, and ``tokens_per_call = T / E[target_calls]``.
+
+**Per-node engine** (node-local rules, i.e. ``rrs`` with any child policy). At a node in
+state ``s`` with ``k`` children the rule accepts slot ``j`` with token ``x`` with mass
+``A_j(s, x)`` and emits a correction ``y`` with mass ``R(s, y)``; the subtree under the
+accepted child is drafted afresh from its token's state, so the round is a branching
+recursion over tree nodes. Propagating the round-start mass vector through the nodes
+(``m_c = m_u A_j`` pushed through ``next_state``) gives every expectation at a cost of
+``O(nodes * S * V)`` per round start. For ``"iid"`` the laws are closed-form
+(``A_j = reach_j min(r_j, q)``, ``reach_{j+1} = reach_j (1 - sum min(r_j, q))``), for
+``"topk"`` ``A_j(s, x) = p(s, x) [x = top_j(s)]`` (the telescoping product of the
+renormalisations), for ``"wo"`` an enumeration of rejected candidates (small ``V``).
+Non-local rules (traversal) use :mod:`spectheory.trees.enumerate`.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._validation import check_int
+from ..verifiers.multidraft import MAX_PATHS, _norm_excess
+from .draft_tree import DraftTree
+from .verifiers import get_tree_verifier
+
+__all__ = ["node_laws", "TreeProtocolResult", "tree_protocol", "tree_round_law"]
+
+
+def node_laws(target, draft, k, policy):
+    r"""Exact per-node laws of recursive rejection with ``k`` children, per state.
+
+    Parameters
+    ----------
+    target, draft : array, shape (S, V)
+    k : int >= 1
+    policy : {"iid", "wo", "topk"}
+
+    Returns
+    -------
+    accept : ndarray, shape (k, S, V)
+        ``accept[j, s, x]`` = P(child slot ``j`` is accepted and has token ``x``).
+    residual : ndarray, shape (S, V)
+        ``residual[s, y]`` = P(all children rejected and correction ``y``).
+        ``accept.sum((0, 2)) + residual.sum(1) == 1`` and
+        ``accept.sum(0) + residual == target`` (losslessness at a node).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.trees.exact import node_laws
+    >>> t, d = np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]])
+    >>> A, R = node_laws(t, d, 2, "iid")
+    >>> round(float(A.sum()), 6), np.round(A.sum(0) + R, 12).tolist()
+    (0.64, [[0.5, 0.5]])
+    """
+    t = np.atleast_2d(np.asarray(target, dtype=np.float64))
+    d = np.atleast_2d(np.asarray(draft, dtype=np.float64))
+    k = check_int(k, "k", 1)
+    S, V = t.shape
+    A = np.zeros((k, S, V))
+    if policy == "iid":
+        r, reach = t.copy(), np.ones(S)
+        for j in range(k):
+            a = np.minimum(r, d)
+            A[j] = reach[:, None] * a
+            reach = reach * np.clip(1.0 - a.sum(-1), 0.0, 1.0)
+            r = _norm_excess(r, d)[0]
+        return A, reach[:, None] * r
+    if policy == "topk":
+        order = np.argsort(-d, axis=-1, kind="stable")
+        rows = np.arange(S)
+        res = t.copy()
+        for j in range(min(k, V)):
+            x = order[:, j]
+            A[j, rows, x] = t[rows, x]
+            res[rows, x] = 0.0
+        return A, res
+    if policy == "wo":
+        res = np.zeros((S, V))
+        sid = np.arange(S)
+        prob = np.ones(S)
+        r = t.copy()
+        dc = d.copy()
+        n_paths = S
+        for j in range(k):
+            mass = dc.sum(-1)
+            live = mass > 0
+            np.add.at(res, sid[~live], prob[~live, None] * r[~live])
+            sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
+            if prob.size == 0:
+                break
+            np.add.at(A[j], sid, prob[:, None] * np.minimum(r, dc))
+            rej = prob[:, None] * np.maximum(dc - r, 0.0)
+            r_next = _norm_excess(r, dc)[0]
+            p_idx, x_idx = np.nonzero(rej > 0)
+            n_paths += p_idx.size
+            if n_paths > MAX_PATHS:
+                raise ValueError(f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
+                                 f"paths (S={S}, V={V}, k={k}); use Monte Carlo")
+            sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
+            dc = dc[p_idx].copy()
+            dc[np.arange(p_idx.size), x_idx] = 0.0
+        np.add.at(res, sid, prob[:, None] * r)
+        return A, res
+    raise ValueError(f"policy: expected one of ('iid', 'wo', 'topk'), got {policy!r}")
+
+
+@dataclass
+class TreeProtocolResult:
+    """Exact expectations of one generation of ``horizon`` tokens with a draft tree.
+
+    Attributes
+    ----------
+    horizon : int
+    target_calls, rejections, draft_tokens, accepted : float
+        Expected rounds, corrections, drafted nodes, accepted drafts.
+    tokens_per_call : float
+        ``horizon / target_calls``.
+    accepted_length_law : ndarray, shape (depth + 1,)
+        Law of a round's accepted length: expected rounds with ``j`` accepted drafts over
+        expected rounds.
+    round_starts : ndarray, shape (T, S)
+        P(a round starts at position ``n`` in state ``s``).
+    """
+
+    horizon: int
+    target_calls: float
+    rejections: float
+    draft_tokens: float
+    accepted: float
+    tokens_per_call: float
+    accepted_length_law: np.ndarray
+    round_starts: np.ndarray = field(repr=False)
+
+
+class _Accumulator:
+    """Forward masses over round starts: ``starts[n]`` is ``[S]`` or ``[B, S]``."""
+
+    def __init__(self, T, D, init, start=0):
+        init = np.asarray(init, dtype=np.float64)
+        self.starts = np.zeros((T + 1,) + init.shape)
+        self.starts[start] = init
+        lead = init.shape[:-1]
+        self.length = np.zeros((D + 1,) + lead)
+        self.rejections = np.zeros(lead)
+        self.accepted = np.zeros(lead)
+        self.drafted = np.zeros(lead)
+
+
+def _check_tree(tree):
+    if not isinstance(tree, DraftTree):
+        raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+    return tree
+
+
+def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
+    """Per-node engine over round starts ``start..stop-1``; ``init`` is ``[S]`` or ``[B, S]``."""
+    acc = _Accumulator(T, tree.max_depth, init, start)
+    cache: dict = {}
+    hom = chain.is_homogeneous
+    for n0 in range(start, stop):
+        m0 = acc.starts[n0]
+        if not np.any(m0):
+            continue
+        k = min(tree.max_depth, T - n0)
+        acc.drafted += m0.sum(-1) * tree.nodes_within(k)
+        mass = {0: m0}
+        for u in range(tree.n_nodes):
+            d = int(tree.depth[u])
+            if d > k or u not in mass:
+                continue
+            m = mass.pop(u)
+            tot = m.sum(-1)
+            if u:
+                acc.accepted += tot                   # node u is on the accepted path
+            if n0 + d == T:                           # horizon reached: nothing more emitted
+                acc.length[d] += tot
+                continue
+            n = n0 + d
+            kids = tree.children[u]
+            if not kids:
+                acc.length[d] += tot
+                if bonus:
+                    acc.starts[n + 1] += np.asarray(m @ chain.target_operator(n))
+                else:
+                    acc.starts[n] += m
+                continue
+            key = (0 if hom else n, len(kids))
+            if key not in cache:
+                t, dr = chain.kernels(n)
+                A, Rm = verifier.node_laws(t, dr, len(kids))
+                cache[key] = ([chain.transition_operator(a) for a in A], chain.transition_operator(Rm),
+                              Rm.sum(-1))
+            ops, rop, rmass = cache[key]
+            for j, c in enumerate(kids):
+                mass[c] = np.asarray(m @ ops[j])
+            rej = m @ rmass
+            acc.rejections += rej
+            acc.length[d] += rej
+            acc.starts[n + 1] += np.asarray(m @ rop)
+    return acc
+
+
+def _result(acc, T):
+    calls = float(acc.starts[:T].sum())
+    law = acc.length / max(acc.length.sum(), 1e-300)
+    return TreeProtocolResult(T, calls, float(acc.rejections), float(acc.drafted), float(acc.accepted),
+                              T / calls, law, acc.starts[:T].copy())
+
+
+def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method="auto") -> TreeProtocolResult:
+    r"""Exact expectations of tree speculative decoding over ``horizon`` tokens.
+
+    Parameters
+    ----------
+    chain : DecodingChain
+    horizon : int >= 1
+    tree : DraftTree
+    verifier : str or TreeVerifier
+        ``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``, ...
+    bonus : bool
+        Emit a target token after an accepted leaf (default; the protocol of DESIGN.md).
+    method : {"auto", "nodes", "enumerate"}
+        ``"nodes"``: the per-node engine (rrs rules); ``"enumerate"``: enumerate every draft
+        tree (any rule; small ``V`` and trees); ``"auto"`` picks ``"nodes"`` when it applies.
+
+    Returns
+    -------
+    TreeProtocolResult
+
+    Examples
+    --------
+    A single path of 2 drafts is ordinary speculative decoding with gamma = 2:
+
+    >>> import numpy as np, spectheory as st
+    >>> from spectheory.trees import DraftTree, tree_protocol
+    >>> chain = st.DecodingChain.random(3, rng=0)
+    >>> res = tree_protocol(chain, 8, DraftTree.from_branching([1, 1]), "tree_rrs")
+    >>> bool(np.isclose(res.target_calls, chain.expected_target_calls(8, 2)))
+    True
+    """
+    T = chain.check_horizon(horizon)
+    tree = _check_tree(tree)
+    v = get_tree_verifier(verifier)
+    if method not in ("auto", "nodes", "enumerate"):
+        raise ValueError(f"method: expected 'auto', 'nodes' or 'enumerate', got {method!r}")
+    if method == "nodes" and not v.node_local:
+        raise ValueError(f"method: the per-node engine needs a node-local rule; {v.name!r} is not")
+    if method == "enumerate" or not v.node_local:
+        from .enumerate import enumerated_forward
+        acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
+    else:
+        acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
+    return _result(acc, T)
+
+
+def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method="auto"):
+    r"""Law of one round's accepted length from each start state at position ``n0``.
+
+    Returns
+    -------
+    ndarray, shape (S, depth + 1)
+        Row ``s``: P(accepted length ``j`` | round starts in state ``s``). The tree is
+        truncated at ``horizon - n0`` when ``horizon`` is given.
+
+    Examples
+    --------
+    Traversal verification on a single path is block verification (11/9 accepted drafts
+    on Sun et al.'s binary example at gamma = 2; token verification gets 10/9):
+
+    >>> import spectheory as st
+    >>> from spectheory.trees import DraftTree, tree_round_law
+    >>> chain = st.DecodingChain.iid([1/3, 2/3], [2/3, 1/3])
+    >>> path = DraftTree.from_branching([1, 1])
+    >>> round(float(tree_round_law(chain, path, "traversal")[0] @ [0, 1, 2]) * 9, 10)
+    11.0
+    >>> round(float(tree_round_law(chain, path, "tree_rrs")[0] @ [0, 1, 2]) * 9, 10)
+    10.0
+    """
+    tree = _check_tree(tree)
+    v = get_tree_verifier(verifier)
+    n0 = check_int(n0, "n0", 0)
+    T = n0 + tree.max_depth + 1 if horizon is None else chain.check_horizon(horizon)
+    if n0 >= T:
+        raise ValueError(f"n0: must be < horizon {T}, got {n0}")
+    eye = np.eye(chain.n_states)
+    if method == "enumerate" or not v.node_local:
+        from .enumerate import enumerated_forward
+        acc = enumerated_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
+    else:
+        acc = _node_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
+    return acc.length.T.copy()
