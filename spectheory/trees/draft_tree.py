@@ -13,7 +13,7 @@ Examples
 >>> from spectheory.trees import DraftTree
 >>> t = DraftTree.from_branching([2, 1])
 >>> t.parents.tolist(), t.depth.tolist(), t.size
-([-1, 0, 0, 1, 2], [0, 1, 1, 2, 2], 4)
+([-1, 0, 1, 0, 3], [0, 1, 2, 1, 2], 4)
 >>> DraftTree.paths(2, 3).children[0]
 (1, 4)
 """
