@@ -1,6 +1,7 @@
 """Per-position kernel tables of a chain that the stopping engines share (internal)."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import lru_cache
 
 import numpy as np
@@ -8,6 +9,14 @@ import numpy as np
 #: Components of every value vector: (target calls, draft steps, target-call time).
 CALLS, DRAFTS, TTIME = 0, 1, 2
 N_COMP = 3
+
+
+def single_thread(S):
+    """BLAS limited to one thread for mid-sized problems (tiny ones skip threadpoolctl's overhead)."""
+    if S < 64:
+        return nullcontext()
+    from ..exact import blas_single_thread
+    return blas_single_thread(S)
 
 
 class Laws:
@@ -46,5 +55,6 @@ class Kernels:
     def apply(self, mass, vec):
         """``out[s] = sum_x mass[s, x] * vec[next_state[s, x]]`` for ``vec`` of shape ``[S, ...]``."""
         if self.first_order:
-            return np.tensordot(mass, vec, axes=(1, 0))
+            flat = vec.reshape(vec.shape[0], -1)
+            return (mass @ flat).reshape((mass.shape[0],) + vec.shape[1:])
         return np.einsum("sv,sv...->s...", mass, vec[self.next_state])

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exact import blas_single_thread, phase_recursion, token_masses
-from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels
+from ..exact import phase_recursion, token_masses
+from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
 from .cost import Cost, as_cost
 from .policies import FixedGamma, Policy, StartStatePolicy, StopContext
 
@@ -141,7 +141,7 @@ def evaluate_policy(chain, policy: Policy, horizon, cost=None, *, bonus=True, me
     if isinstance(policy, FixedGamma) and method == "auto":
         return _fixed_gamma(chain, policy, T, cost)
     K = Kernels(chain)
-    with blas_single_thread(chain.n_states):
+    with single_thread(chain.n_states):
         if isinstance(policy, StartStatePolicy):
             W0 = start_class_recursion(K, T, cost, policy=policy, progress=progress)[0]
         else:
@@ -187,22 +187,38 @@ def _edge_recursion(K, policy, T, cost, progress):
     M = policy.n_memory
     tk = cost.call_times(D)
     W = np.zeros((T + 1, M, K.S, N_COMP))
+    stops, bon, rej = {}, {}, {}
+    cache_stops = K.hom and not getattr(policy, "position_dependent", False)
+
+    def stop_table(n, i, m):
+        key = (i, m) if cache_stops else (n, i, m)
+        if key not in stops:
+            stops[key] = np.asarray(policy.stop(edge_context(K, policy, n, i, m)), dtype=np.float64)
+        return stops[key]
+
+    def bonus(pos, m):          # cached: W_{pos+1} is final once computed
+        if (pos, m) not in bon:
+            bon[(pos, m)] = bonus_value(K, W, pos, T, m)
+        return bon[(pos, m)]
+
+    def reject(pos, m):
+        if (pos, m) not in rej:
+            rej[(pos, m)] = K.apply(K.at(pos).rej, W[pos + 1][m])
+        return rej[(pos, m)]
+
+    after = [(int(policy.next_memory(m, True)), int(policy.next_memory(m, False))) for m in range(M)]
     for n in backward_positions(T, "evaluate policy", progress, T * D * M * K.S * K.V):
         for m in range(M):
-            m_acc = int(policy.next_memory(m, True))
-            m_rej = int(policy.next_memory(m, False))
+            m_acc, m_rej = after[m]
             kmax = min(D, T - n)
             X = Y = None
             for i in range(kmax - 1, -1, -1):
                 laws = K.at(n + i)
                 d = i + 1
-                if d == kmax:
-                    sig = np.ones((K.S, K.V))
-                else:
-                    sig = np.asarray(policy.stop(edge_context(K, policy, n, i, m)), dtype=np.float64)
+                sig = np.ones((K.S, K.V)) if d == kmax else stop_table(n, i, m)
                 qs = laws.draft * sig
                 Xn = _E[DRAFTS] + qs.sum(-1)[:, None] * (tk[d - 1] * _E[TTIME])
-                Yn = K.apply(laws.rej, W[n + i + 1][m_rej]) + K.apply(laws.acc * sig, bonus_value(K, W, n + d, T, m_acc))
+                Yn = reject(n + i, m_rej) + K.apply(laws.acc * sig, bonus(n + d, m_acc))
                 if X is not None:
                     Xn = Xn + K.apply(laws.draft - qs, X)
                     Yn = Yn + K.apply(laws.acc * (1.0 - sig), Y)

@@ -25,8 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..exact import blas_single_thread
-from ._kernels import Kernels
+from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
@@ -77,7 +76,7 @@ def optimal_policy(chain, horizon, cost=None, information="state", max_depth=DEF
     if information != "state":
         raise ValueError(f"information: expected one of {INFORMATION}, got {information!r}")
     K = Kernels(chain)
-    with blas_single_thread(chain.n_states):
+    with single_thread(chain.n_states):
         W0, lengths = start_class_recursion(K, T, cost, max_depth=D, progress=progress)
     policy = StartStatePolicy(lengths)
     return _value(T, cost, chain.initial @ W0, f"optimum (state, max_depth={D})",
@@ -186,7 +185,7 @@ def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRun
     Mj, cumR = np.eye(S), np.zeros((S, S))
     trans, tokens = np.empty((D, S, S)), np.empty((D, S))
     ej = np.ones(S)
-    with blas_single_thread(S):
+    with single_thread(S):
         for k in range(1, D + 1):
             cumR += Mj @ R
             Mj = Mj @ A

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..exact import blas_single_thread
-from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels
+from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
 from .evaluate import PolicyValue, backward_positions, bonus_value
 from .policies import StopContext
 
@@ -99,7 +98,7 @@ def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name):
     weights = cost.weights()
     W = np.zeros((T + 1, 1, K.S, N_COMP))
     tree = None
-    with blas_single_thread(K.S):
+    with single_thread(K.S):
         for n in backward_positions(T, name, progress, T * K.S * K.V ** min(D, 12)):
             kmax = min(D, T - n)
             if tree is None or not K.hom:

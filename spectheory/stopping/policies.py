@@ -67,10 +67,13 @@ class Policy:
 
     Class attributes say what the exact engines must track: ``uses_path`` (the decision
     uses ``accept_prob``, so exact evaluation enumerates drafted paths), ``uses_start``
-    (it uses the round's start state), ``n_memory`` (memory states between rounds).
+    (it uses the round's start state), ``position_dependent`` (it uses ``ctx.position``;
+    otherwise its stop tables are computed once per depth), ``n_memory`` (memory states
+    between rounds).
     """
 
     uses_path = False
+    position_dependent = False
     uses_start = False
     n_memory = 1
     initial_memory = 0
@@ -219,6 +222,7 @@ class StartStatePolicy(Policy):
     """
 
     uses_start = True
+    position_dependent = True
 
     def __init__(self, lengths):
         k = np.asarray(lengths)

@@ -1,0 +1,141 @@
+"""Draft-length policies: exact evaluation cross-checked between engines, the optimum against
+brute force and against every heuristic, and the long-run optimum against Leviathan's optimal_gamma."""
+import itertools
+
+import numpy as np
+import pytest
+
+import spectheory as st
+from spectheory.stopping import (ConfidenceThreshold, Cost, EntropyRule, FixedGamma, HFSchedule,
+                                 RejectionThreshold, StartStatePolicy, evaluate_policy,
+                                 leviathan_policy, long_run_optimum, optimal_policy)
+from spectheory.stopping.paths import evaluate_paths
+
+
+def _chains():
+    yield st.DecodingChain.random(4, concentration=0.7, similarity=0.3, rng=11)
+    yield st.DecodingChain.random(3, n_states=5, concentration=0.5, rng=12)          # S != V
+    yield st.DecodingChain.random(3, horizon=9, concentration=0.8, rng=13)           # inhomogeneous
+    yield st.DecodingChain.iid([0.6, 0.3, 0.1], [0.3, 0.3, 0.4])
+
+
+@pytest.mark.parametrize("chain", list(_chains()), ids=lambda c: repr(c))
+@pytest.mark.parametrize("gamma", [1, 2, 5])
+def test_fixed_gamma_matches_chain_methods_and_round_recursion(chain, gamma):
+    T = 9
+    cost = Cost(0.2, target_call=lambda k: 1.0 + 0.1 * k)
+    v = evaluate_policy(chain, FixedGamma(gamma), T, cost)
+    assert abs(v.target_calls - chain.expected_target_calls(T, gamma)) < 1e-12
+    assert abs(v.draft_steps - chain.expected_draft_tokens(T, gamma)) < 1e-12
+    for other in (evaluate_policy(chain, FixedGamma(gamma), T, cost, method="rounds"),
+                  evaluate_policy(chain, StartStatePolicy(np.full(chain.n_states, gamma)), T, cost),
+                  evaluate_paths(chain, FixedGamma(gamma), T, cost)):
+        np.testing.assert_allclose([other.target_calls, other.draft_steps, other.target_time],
+                                   [v.target_calls, v.draft_steps, v.target_time], rtol=0, atol=1e-12)
+
+
+def test_call_cost_curve_on_an_always_accepted_chain():
+    chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+    v = evaluate_policy(chain, FixedGamma(4), 12, Cost(0.5, target_call=lambda k: k))
+    # rounds at 0, 5, 10 draft 4, 4, 2 tokens; time 0.5 * 10 + (4 + 4 + 2)
+    assert (v.target_calls, v.draft_steps, v.target_time, v.time) == (3.0, 10.0, 10.0, 15.0)
+
+
+@pytest.mark.parametrize("policy", [ConfidenceThreshold(0.5, max_depth=4),
+                                    ConfidenceThreshold(0.3, max_depth=3, statistic="token"),
+                                    EntropyRule(0.8, max_depth=4)], ids=repr)
+@pytest.mark.parametrize("chain", list(_chains())[:3], ids=lambda c: repr(c))
+def test_edge_recursion_equals_path_enumeration(chain, policy):
+    cost = Cost(0.1)
+    a = evaluate_policy(chain, policy, 8, cost)
+    b = evaluate_paths(chain, policy, 8, cost)
+    np.testing.assert_allclose([a.target_calls, a.draft_steps, a.time],
+                               [b.target_calls, b.draft_steps, b.time], rtol=1e-12, atol=1e-12)
+
+
+def test_state_optimum_equals_brute_force_over_start_policies():
+    chain = st.DecodingChain.random(2, concentration=0.6, rng=5)
+    T, D, cost = 4, 2, Cost(0.3)
+    best = optimal_policy(chain, T, cost, max_depth=D)
+    times = [evaluate_policy(chain, StartStatePolicy(np.array(k).reshape(T, 2)), T, cost).time
+             for k in itertools.product(range(1, D + 1), repeat=2 * T)]
+    assert abs(best.time - min(times)) < 1e-12
+    again = evaluate_policy(chain, best.extra["policy"], T, cost)
+    assert abs(again.time - best.time) < 1e-12
+
+
+def _heuristics(chain, T, cost, D):
+    yield from (FixedGamma(g) for g in range(1, D + 1))
+    yield leviathan_policy(chain, T, cost, max_depth=D)
+    yield HFSchedule(2, max_depth=D)
+    yield HFSchedule(1, max_depth=D, confidence=0.5)
+
+
+def _path_only(D):
+    yield ConfidenceThreshold(0.4, max_depth=D)
+    yield ConfidenceThreshold(0.6, max_depth=D, statistic="token")
+    yield EntropyRule(0.7, max_depth=D)
+    for h in (0.2, 0.5, 0.8):
+        yield RejectionThreshold(h, max_depth=D)
+
+
+def test_optimum_never_worse_than_any_heuristic_on_100_random_chains():
+    T, D = 6, 4
+    rng = np.random.default_rng(2024)
+    for trial in range(100):
+        chain = st.DecodingChain.random(3, concentration=float(rng.uniform(0.2, 2.0)),
+                                        similarity=float(rng.uniform(0, 0.9)), rng=rng)
+        cost = Cost(float(rng.uniform(0.0, 0.5)))
+        state = optimal_policy(chain, T, cost, max_depth=D).time
+        path = optimal_policy(chain, T, cost, "path", max_depth=D).time
+        assert path <= state + 1e-12, trial
+        for policy in _heuristics(chain, T, cost, D):
+            v = evaluate_policy(chain, policy, T, cost).time
+            assert state <= v + 1e-12, (trial, policy)
+            assert path <= v + 1e-12, (trial, policy)
+        for policy in _path_only(D):
+            assert path <= evaluate_policy(chain, policy, T, cost).time + 1e-12, (trial, policy)
+
+
+@pytest.mark.parametrize("alpha", [0.1, 0.35, 0.6, 0.8, 0.9, 0.97])
+@pytest.mark.parametrize("c", [0.0, 0.01, 0.05, 0.2, 0.5, 1.0])
+def test_one_state_long_run_optimum_is_optimal_gamma(alpha, c):
+    chain = st.DecodingChain.iid([alpha, 1 - alpha], [1.0, 0.0])     # acceptance exactly alpha
+    D = 64
+    res = long_run_optimum(chain, c, max_depth=D)
+    g = st.optimal_gamma(alpha, c, max_gamma=D)
+    speed = st.walltime_speedup(alpha, g, c)
+    np.testing.assert_allclose(res.rate, speed, rtol=1e-12)
+    others = [st.walltime_speedup(alpha, h, c) for h in (g - 1, g + 1) if 1 <= h <= D]
+    if all(o < speed * (1 - 1e-9) for o in others):            # no near-tie: the same gamma
+        assert int(res.lengths[0]) == g
+
+
+def test_long_run_optimum_beats_fixed_gamma_on_a_context_dependent_chain():
+    from spectheory.exact.iid_gap import easy_hard_chain
+    chain = easy_hard_chain(0.9)
+    res = long_run_optimum(chain, 0.05, max_depth=32)
+    assert len(set(res.lengths[:8].tolist())) == 2                     # easy and hard states differ
+    T = 400                                                            # the finite optimum approaches it
+    fin = optimal_policy(chain, T, 0.05, max_depth=32)
+    assert abs(T / fin.time - res.rate) / res.rate < 0.02
+
+
+def test_bad_input():
+    chain = st.DecodingChain.random(3, rng=0)
+    with pytest.raises(ValueError, match="information"):
+        optimal_policy(chain, 5, 0.1, information="depth")
+    with pytest.raises(ValueError, match="max_nodes"):
+        evaluate_policy(chain, RejectionThreshold(0.5, max_depth=8), 10, 0.1, max_nodes=1000)
+    with pytest.raises(ValueError, match="c:"):
+        Cost(-1.0)
+    with pytest.raises(ValueError, match="target_call"):
+        evaluate_policy(chain, FixedGamma(2), 5, Cost(0.1, target_call=lambda k: -1.0))
+    with pytest.raises(ValueError, match="bonus"):
+        evaluate_policy(chain, FixedGamma(2), 5, 0.1, bonus=False)
+    with pytest.raises(ValueError, match="gamma"):
+        FixedGamma(0)
+    with pytest.raises(ValueError, match="threshold"):
+        ConfidenceThreshold(1.5)
+    with pytest.raises(ValueError, match="policy"):
+        evaluate_policy(chain, "fixed", 5, 0.1)
