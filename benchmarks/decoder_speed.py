@@ -18,7 +18,8 @@ import torch
 
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import decoder_script_parser, measure_speed, resolve_models, write_result
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.validation import measure_speed, resolve_models
 
 RATIO_MIN = 0.8
 

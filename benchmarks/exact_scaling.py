@@ -1,4 +1,4 @@
-"""Scaling of the exact recursions (spectheory.analysis) in the vocabulary size V and horizon T.
+"""Scaling of the exact recursions (spectheory.exact.expectations) in the vocabulary size V and horizon T.
 
 Times one full exact analysis of a fresh random first-order chain (V = S): the protocol
 recursion behind expected_target_calls / expected_rejections(bonus=True) /
@@ -26,8 +26,8 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import spectheory as st  # noqa: E402
-from spectheory import analysis  # noqa: E402
-from spectheory.results import headline, script_parser, write_results  # noqa: E402
+from spectheory.exact import expectations as analysis  # noqa: E402
+from spectheory.app.results import headline, script_parser, write_results  # noqa: E402
 
 
 def time_exact(V, T, gamma, seed=0):

@@ -23,9 +23,9 @@ import time
 import numpy as np
 
 import spectheory as st
-from spectheory import montecarlo as mc
-from spectheory.results import headline, script_parser, write_results
-from spectheory.sampling_utils import CdfTable
+from spectheory.montecarlo import simulator as mc
+from spectheory.app.results import headline, script_parser, write_results
+from spectheory.laws.sampling import CdfTable
 
 
 def reference_simulate(chain, horizon, gamma, n_runs, rng, bonus=True, sampler="choice"):

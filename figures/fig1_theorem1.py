@@ -13,7 +13,7 @@ import numpy as np
 
 import spectheory as st
 from spectheory.montecarlo import simulate
-from spectheory.plotting import PALETTE, band, figure, figure_args, save_figure
+from spectheory.app.plotting import PALETTE, band, figure, figure_args, save_figure
 
 NAME = "fig1_theorem1"
 

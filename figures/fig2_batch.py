@@ -11,8 +11,8 @@ the target mass outside the draft's support, and is zero for uniform laws with |
 import numpy as np
 
 import spectheory as st
-from spectheory.plotting import PALETTE, figure, figure_args, save_figure
-from spectheory.verifiers.batch import (batch_expected_rejections, batch_rejection_probability,
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
+from spectheory.verifiers import (batch_expected_rejections, batch_rejection_probability,
                                         bernoulli_batch_rejection, holey_chain, simulate_batch,
                                         uniform_batch_rejection, uniform_instance)
 

@@ -16,7 +16,7 @@ below the mixture curve, while the naive law stays above the optimal one.
 import numpy as np
 
 import spectheory as st
-from spectheory.plotting import PALETTE, figure, figure_args, save_figure
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.verifiers.biased import (additive_acceptance, biased_rule, biased_step, lenient_acceptance,
                                          pareto_front, ratio_acceptance, typical_acceptance)
 from spectheory.verifiers.pareto import sequence_front

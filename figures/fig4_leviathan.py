@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 import spectheory as st
-from spectheory.plotting import PALETTE, figure, figure_args, save_figure
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 
 
 def speedup_curve(ax, gammas, alpha, c, color, label):

@@ -9,7 +9,7 @@ optimum.
 """
 import numpy as np
 
-from spectheory.plotting import PALETTE, figure, figure_args, save_figure
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
 from spectheory.verifiers.optimal_transport import optimal_multidraft_acceptance

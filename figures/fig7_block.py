@@ -10,7 +10,7 @@ import numpy as np
 
 import spectheory as st
 from spectheory.montecarlo import simulate
-from spectheory.plotting import PALETTE, figure, figure_args, save_figure
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 
 
 def main(argv=None):

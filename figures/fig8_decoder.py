@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from spectheory.plotting import PALETTE, figure, figure_args, load_results, save_figure
+from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
 
 
 def main(argv=None):

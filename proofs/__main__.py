@@ -30,7 +30,7 @@ def main(argv=None) -> int:
             failed += 1
             print("      " + r.message.replace("\n", "\n      "), flush=True)
     if args.out:
-        from spectheory.results import headline, write_results
+        from spectheory.app.results import headline, write_results
         rows = [{"name": r.name, "title": r.title, "ok": r.ok, "seconds": r.seconds} for r in results]
         write_results(__file__, {"proofs": rows}, args.out, argv, [
             headline("sympy proofs passing (python -m proofs)", f"{len(results) - failed}/{len(results)}")])

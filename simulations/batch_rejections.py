@@ -11,10 +11,10 @@ Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 
 import numpy as np
 
-from spectheory.verifiers.batch import (batch_expected_rejections, batch_rejection_probability,
+from spectheory.verifiers import (batch_expected_rejections, batch_rejection_probability,
                                         bernoulli_batch_rejection, holey_chain, simulate_batch,
                                         uniform_batch_rejection, uniform_instance)
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 
 
 def main(argv=None):

@@ -18,7 +18,7 @@ from spectheory.verifiers.biased import (additive_acceptance, biased_rule, biase
                                          pareto_front, ratio_acceptance, typical_acceptance)
 from spectheory.verifiers.pareto import sequence_front, sequence_tv_mc
 from spectheory.verifiers.rejection import rule_expected_rejections
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 
 EPS = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4]
 LEN = [1.0, 0.9, 0.75, 0.5, 0.3, 0.15]

@@ -17,7 +17,7 @@ import numpy as np
 import spectheory as st
 from spectheory.montecarlo import simulate
 from spectheory.verifiers.block import block_emission_law
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 
 
 def main(argv=None):

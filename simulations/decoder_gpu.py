@@ -17,8 +17,8 @@ import torch
 
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import (compare_theory, decoder_script_parser, exact_two_token_law,
-                                           lossless_check, measure_speed, resolve_models, write_result)
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.validation import compare_theory, exact_two_token_law, lossless_check, measure_speed, resolve_models
 
 
 def main(argv=None):

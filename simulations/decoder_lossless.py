@@ -18,8 +18,8 @@ import torch
 
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import (BROKEN_RULES, decoder_script_parser, exact_two_token_law,
-                                           lossless_check, resolve_models, write_result)
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.validation import BROKEN_RULES, exact_two_token_law, lossless_check, resolve_models
 
 P_PASS, P_FAIL = 1e-4, 1e-6
 

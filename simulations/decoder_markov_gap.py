@@ -3,7 +3,7 @@
 Order-k chains (k = 0..3) are fitted to samples of both models (target kernels from target
 samples, draft kernels from draft samples; soft counts = the models' exact next-token laws,
 and hard counts = sampled bytes; sparse contexts with back-off, see
-spectheory.decoder.theory_markov). The chains' exact predictions (spectheory.analysis) of
+spectheory.validation.markov). The chains' exact predictions (spectheory.exact.expectations) of
 E[rejections] (bonus off) and of target calls (bonus on) are compared with what the real
 decoder measures, per draft model and gamma; the gap is reported as k grows, next to the
 Rao-Blackwellised prediction (the k = infinity limit).
@@ -19,9 +19,8 @@ import torch
 
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import (chain_predictions, decoder_script_parser, fit_order_k_chain,
-                                           mean_se, measure_decoder, path_statistics, rb_predictions,
-                                           repeat_prompts, resolve_models, sample_paths, write_result)
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.validation import chain_predictions, fit_order_k_chain, mean_se, measure_decoder, path_statistics, rb_predictions, repeat_prompts, resolve_models, sample_paths
 
 
 def main(argv=None):

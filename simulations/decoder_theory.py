@@ -1,6 +1,6 @@
 """Theory against the real decoder: rejections, calls, draft steps, accepted lengths (issue 4, validation 2).
 
-Predictions (spectheory.decoder.theory_predict): E[rejections] with bonus off as the
+Predictions (spectheory.validation.predict): E[rejections] with bonus off as the
 Theorem-1 sum of exact TVs along target-sampled prefixes; calls, rejections, draft steps and
 the expected number of rounds with each accepted count by the exact round bookkeeping given
 target paths (both bonus settings); the first round's accepted-count law from per-position
@@ -19,7 +19,8 @@ import torch
 
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.validation import decoder_script_parser, compare_theory, resolve_models, write_result
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.validation import compare_theory, resolve_models
 
 Z_MAX = 5.0
 

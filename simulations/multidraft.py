@@ -17,7 +17,7 @@ from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
 from spectheory.verifiers.optimal_transport import (optimal_coupling_lp, optimal_multidraft_acceptance,
                                                     optimal_verify)
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 
 
 def chi2_pvalue(tokens, law):

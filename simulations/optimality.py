@@ -16,7 +16,7 @@ import spectheory as st
 from spectheory.verifiers.rejection import (rejection_step, rule_expected_rejections, scaled_acceptance,
                                             scaled_rule, simulate_rule, standard_rule,
                                             unbiased_rejection_law)
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 
 
 def main(argv=None):

@@ -1,7 +1,7 @@
 """A parameter sweep as independent tasks: exact vs Monte Carlo over a grid of random chains.
 
 Grid: vocabulary sizes x Dirichlet concentrations x draft lengths gamma x seeds. Each task
-(:func:`spectheory.tasks.chain_task`) builds its own seeded chain, computes the exact expected
+(:func:`spectheory.app.tasks.chain_task`) builds its own seeded chain, computes the exact expected
 target calls, rejections and draft tokens, simulates them, and returns the z-scores. Tasks run in
 local processes (``--jobs N``) or on a Dask cluster (``--scheduler tcp://host:port``), with
 identical results for identical seeds, and are cached on disk (``--cache DIR``) so an interrupted
@@ -13,9 +13,9 @@ import sys
 
 import numpy as np
 
-from spectheory.results import headline, script_parser, write_results
-from spectheory.sweeps import grid, run_sweep
-from spectheory.tasks import chain_task
+from spectheory.app.results import headline, script_parser, write_results
+from spectheory.app.sweeps import grid, run_sweep
+from spectheory.app.tasks import chain_task
 
 
 def main(argv=None):

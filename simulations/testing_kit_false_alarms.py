@@ -16,7 +16,7 @@ import time
 import numpy as np
 from tqdm.auto import tqdm
 
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 from spectheory.testing import as_batched, check_verifier, reference_verify, reference_verify_batch
 
 

@@ -16,7 +16,7 @@ import time
 
 from tqdm.auto import tqdm
 
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 from spectheory.testing import check_verifier
 from spectheory.testing.gallery import GALLERY
 

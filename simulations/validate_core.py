@@ -2,7 +2,7 @@
 
 For a random homogeneous chain, the non-stationary 7-state chain of Yin et al.'s simulation
 (T = 50) and an order-2 n-gram chain, for gamma in {1, 3, 8} and both bonus settings, prints
-the exact expectation (spectheory.analysis), the Monte Carlo mean, its standard error and
+the exact expectation (spectheory.exact.expectations), the Monte Carlo mean, its standard error and
 the z-score of target calls, rejections, draft tokens and accepted drafts, plus the p-value
 of a chi-square (Hotelling) test of the accepted-count histogram. Agreement means |z| < 5
 and p > 1e-6. Writes validate_core.json into --out (default results/).
@@ -18,9 +18,9 @@ import numpy as np
 from scipy import stats
 
 import spectheory as st
-from spectheory import analysis
+from spectheory.exact import expectations as analysis
 from spectheory.montecarlo import simulate
-from spectheory.results import headline, script_parser, write_results
+from spectheory.app.results import headline, script_parser, write_results
 
 STATS = ("target_calls", "rejections", "draft_tokens", "accepted")
 Z_MAX, P_MIN = 5.0, 1e-6

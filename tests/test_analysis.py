@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory import analysis
-from spectheory._recursions import token_accept_survival
+from spectheory.exact import expectations as analysis
+from spectheory.exact import token_accept_survival
 
 
 def yin_chain(seed=0, T=50):
@@ -238,19 +238,19 @@ def test_bad_masses_raise():
 
 
 def test_leviathan_gap_lives_in_iid_gap_and_is_re_exported():
-    """The i.i.d.-formula comparison moved to spectheory.iid_gap; analysis re-exports the same
+    """The i.i.d.-formula comparison moved to spectheory.exact.iid_gap; analysis re-exports the same
     objects, the chain method delegates, and either module can be imported first."""
     import subprocess
     import sys
 
-    from spectheory import iid_gap
-    from spectheory.analysis import LeviathanGap, easy_hard_chain, leviathan_gap
+    from spectheory.exact import iid_gap
+    from spectheory.exact.expectations import LeviathanGap, easy_hard_chain, leviathan_gap
     assert (leviathan_gap, LeviathanGap, easy_hard_chain) == \
         (iid_gap.leviathan_gap, iid_gap.LeviathanGap, iid_gap.easy_hard_chain)
     chain = easy_hard_chain(0.9)
     assert chain.leviathan_gap(50, 3) == iid_gap.leviathan_gap(chain, 50, 3)
-    for first in ("spectheory.iid_gap", "spectheory.analysis"):
-        code = (f"import {first}; from spectheory.analysis import leviathan_gap; "
-                "from spectheory.iid_gap import easy_hard_chain; print(leviathan_gap.__module__)")
+    for first in ("spectheory.exact.iid_gap", "spectheory.exact.expectations"):
+        code = (f"import {first}; from spectheory.exact.expectations import leviathan_gap; "
+                "from spectheory.exact.iid_gap import easy_hard_chain; print(leviathan_gap.__module__)")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        assert out.stdout.strip() == "spectheory.iid_gap"
+        assert out.stdout.strip() == "spectheory.exact.iid_gap"

@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.cli import main
+from spectheory.app.cli import main
 
 
 def run_cli(*args):
-    return subprocess.run([sys.executable, "-m", "spectheory.cli", *args], capture_output=True, text=True)
+    return subprocess.run([sys.executable, "-m", "spectheory.app.cli", *args], capture_output=True, text=True)
 
 
 def test_analyze_json_matches_library(capsys):

@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
-from spectheory.decoder import validation as V  # noqa: E402
+import spectheory.validation as V  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not {"draft-small", "draft-tiny", "draft-ngram"} <= set(list_models()),
                                 reason="shipped draft models not present")

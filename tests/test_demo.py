@@ -1,4 +1,4 @@
-"""The teaching demo (spectheory.demo, spectheory.teaching) and its notebook."""
+"""The teaching demo (spectheory.teaching.demo, spectheory.teaching) and its notebook."""
 from __future__ import annotations
 
 import io
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.demo import main, run_demo
+from spectheory.teaching.demo import main, run_demo
 from spectheory.teaching import (accepts, expected_accepted, play_round, rejection_probability,
                                  toy_models)
 

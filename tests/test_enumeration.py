@@ -1,7 +1,7 @@
 """Fraction enumeration of the protocol against the float recursions (tiny cases).
 
-The enumeration (spectheory.enumeration) walks every draft token and accept/reject branch
-with fractions.Fraction; the recursions (spectheory.analysis) never enumerate. Chains have
+The enumeration (spectheory.exact.enumeration) walks every draft token and accept/reject branch
+with fractions.Fraction; the recursions (spectheory.exact.expectations) never enumerate. Chains have
 dyadic entries (k / 16), exact in float64, so their rows sum to exactly 1 as Fractions and
 losslessness must hold *exactly*.
 """
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory import analysis
-from spectheory.enumeration import (accepted_histogram, outcome_expectation, outcome_sequence_law,
+from spectheory.exact import expectations as analysis
+from spectheory.exact.enumeration import (accepted_histogram, outcome_expectation, outcome_sequence_law,
                                     protocol_outcomes, target_sequence_law_exact)
 
 

@@ -5,7 +5,7 @@ once in 1.7 million per statistic); histograms of accepted counts use a chi-squa
 test with p-value threshold 1e-6. Seeds are fixed.
 
 The brute force below enumerates every draft path of every round (V**k of them) and is
-independent of spectheory.analysis (which uses a phase recursion over accepted counts).
+independent of spectheory.exact.expectations (which uses a phase recursion over accepted counts).
 """
 import itertools
 
@@ -14,18 +14,18 @@ import pytest
 from scipy import stats
 
 import spectheory as st
-from spectheory.montecarlo import simulate, token_verify_round
+from spectheory.montecarlo.simulator import simulate, token_verify_round
 
 Z_MAX = 5.0   # Monte Carlo tolerance in standard errors
 P_MIN = 1e-6  # chi-square p-value threshold
 
-try:  # spectheory.analysis is written concurrently by another helper
-    from spectheory.analysis import (accepted_count_law, expected_draft_tokens,  # noqa: F401
+try:  # spectheory.exact.expectations is written concurrently by another helper
+    from spectheory.exact.expectations import (accepted_count_law, expected_draft_tokens,  # noqa: F401
                                      expected_rejections, expected_target_calls)
     HAVE_ANALYSIS = True
 except ImportError:  # pragma: no cover - only while analysis.py is incomplete
     HAVE_ANALYSIS = False
-needs_analysis = pytest.mark.skipif(not HAVE_ANALYSIS, reason="spectheory.analysis exact recursions "
+needs_analysis = pytest.mark.skipif(not HAVE_ANALYSIS, reason="spectheory.exact.expectations exact recursions "
                                     "(expected_target_calls, ...) not available yet")
 
 
@@ -93,7 +93,7 @@ def brute_force(chain, T, gamma, bonus):
 
 
 def exact_values(chain, T, gamma, bonus):
-    """Exact expectations from spectheory.analysis, in the form of :func:`brute_force`."""
+    """Exact expectations from spectheory.exact.expectations, in the form of :func:`brute_force`."""
     calls = expected_target_calls(chain, T, gamma, bonus=bonus)
     law = np.asarray(accepted_count_law(chain, T, gamma, bonus=bonus))
     counts = law * calls

@@ -15,7 +15,7 @@ BLOCK_TORCH = (
 def test_library_imports_and_works_without_torch():
     code = BLOCK_TORCH + (
         "import numpy as np\n"
-        "import spectheory as st, spectheory.verifiers, spectheory.testing, spectheory.cli, spectheory.decoder\n"
+        "import spectheory as st, spectheory.verifiers, spectheory.testing, spectheory.app.cli, spectheory.decoder\n"
         "chain = st.DecodingChain.random(4, rng=0)\n"
         "assert st.simulate(chain, 8, 2, 100, rng=0).target_calls.shape == (100,)\n"
         "try:\n"

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats
 
 import spectheory as st
-from spectheory import montecarlo as mc
-from spectheory.montecarlo import (sample_categorical, sample_target, simulate, token_rule,
+from spectheory.montecarlo import simulator as mc
+from spectheory.montecarlo.simulator import (sample_categorical, sample_target, simulate, token_rule,
                                    token_verify_round)
 
 P_MIN = 1e-6  # chi-square p-value threshold, ~ a 5 SE two-sided bound
@@ -294,7 +294,7 @@ def test_chisquare_detects_a_lossy_verifier():
 
 @pytest.mark.parametrize("V", [1, 2, 3, 7, 64, 1000])
 def test_guide_table_sampling_equals_inverse_cdf(V):
-    from spectheory.sampling_utils import CdfTable, normalized_cdf, sample_from_cdf
+    from spectheory.laws.sampling import CdfTable, normalized_cdf, sample_from_cdf
     rng = np.random.default_rng(V)
     w = rng.dirichlet(np.full(V, 0.3), size=40)
     w[w < 0.01] = 0.0                       # zero-weight tokens, also runs of them

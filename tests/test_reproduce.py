@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from spectheory.reproduce import ROOT, Layout, Step, discover_steps, reproduce, run_steps, write_summary
+from spectheory.app.reproduce import ROOT, Layout, Step, discover_steps, reproduce, run_steps, write_summary
 
 SCRIPT = textwrap.dedent('''
     import json, sys, pathlib

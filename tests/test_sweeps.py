@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from spectheory.sweeps import grid, run_sweep, task_key
-from spectheory.tasks import chain_task
+from spectheory.app.sweeps import grid, run_sweep, task_key
+from spectheory.app.tasks import chain_task
 
 
 PARAMS = grid(seed=[0, 1], gamma=[1, 3], vocab_size=[4], horizon=[6], n_runs=[200])

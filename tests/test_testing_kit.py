@@ -36,7 +36,7 @@ def test_reference_batch_passes_full_default_kit():
     assert report.config["n_samples"] == 20_000
 
 
-@pytest.mark.parametrize("module, fn", [("spectheory.sampling_utils", "token_verify_round"),
+@pytest.mark.parametrize("module, fn", [("spectheory.laws.sampling", "token_verify_round"),
                                         ("spectheory.verifiers.block", "block_verify_round")])
 def test_package_samplers_pass_kit(module, fn):
     import importlib

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as hst
 
 import spectheory as st
-from spectheory.verifiers.batch import (
+from spectheory.verifiers import (
     batch_expected_rejections, batch_first_token, batch_first_token_masses, batch_limit_rejection,
     batch_rejection_probability, batch_scales, batch_verify_first, bernoulli_batch_rejection,
     iid_batch_expected_rejections, sample_batch_first_token, simulate_batch, uniform_batch_rejection)

@@ -15,7 +15,7 @@ from scipy import stats
 
 import spectheory as st
 from spectheory.montecarlo import simulate
-from spectheory._recursions import token_round_transition
+from spectheory.exact import token_round_transition
 from spectheory.verifiers.block import (block_emission_law, block_round_transition, block_rule,
                                         block_verify_round, block_weights, round_accepted_means)
 
@@ -276,7 +276,7 @@ def test_block_weights_zero_weight_prefix_meets_overflowing_ratio():
 
 @pytest.mark.parametrize("rule", ["block", "token"])
 def test_round_rules_reject_bad_tokens_and_laws(rule):
-    from spectheory.sampling_utils import token_rule
+    from spectheory.laws.sampling import token_rule
     fn = block_rule if rule == "block" else token_rule
     t = np.full((1, 3, 2), 0.5)
     d = np.full((1, 2, 2), 0.5)

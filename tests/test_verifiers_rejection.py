@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as hst
 
 import spectheory as st
-from spectheory.analysis import phase_recursion
+from spectheory.exact.expectations import phase_recursion
 from spectheory.verifiers.rejection import (
     RejectionRule, is_unbiased, optimal_rejection_law, rejection_step, rejection_verify,
     rule_expected_rejections, sample_rejection_step, scaled_acceptance, scaled_rule,

@@ -1,4 +1,5 @@
-"""The PyTorch speculative decoder, the shipped small models and model adapters.
+"""The PyTorch speculative decoder, the shipped small models and model adapters (torch only; the
+theory-versus-decoder checks live in :mod:`spectheory.validation`).
 
 Needs torch (``pip install "spectheory[decoder]"``); the rest of spectheory imports
 without it. Names are resolved lazily so that ``import spectheory.decoder`` itself
@@ -12,7 +13,6 @@ _EXPORTS = {
     "NGramModel": "ngram",
     "speculative_generate": "speculative", "autoregressive_generate": "speculative",
     "HFCausalLM": "hf",
-    "lossless_check": "validation", "compare_theory": "validation", "fit_order_k_chain": "validation",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -81,7 +81,7 @@ def _new_figure(ncols: int, width: float = 3.2, height: float = 2.8):
 def save_step_figure(path, words, step, headline: str) -> Path:
     """Four bar charts for one verification step: target, draft, min(target, draft) and the
     residual norm(max(target - draft, 0)); the proposed word is highlighted. Writes a PNG."""
-    from ..distributions import residual
+    from ..laws.distributions import residual
     fig, axes = _new_figure(4)
     t, d = step.target, step.draft
     res = step.residual if step.residual is not None else residual(t, d)

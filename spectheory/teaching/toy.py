@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import as_law_pair, check_int
-from ..distributions import acceptance_rate, residual
+from ..laws.distributions import acceptance_rate, residual
 
 __all__ = ["WORDS", "ToyModels", "toy_models", "accepts", "acceptance_ratio", "StepRecord",
            "RoundRecord", "play_round", "expected_accepted", "rejection_probability"]

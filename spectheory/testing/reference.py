@@ -28,14 +28,14 @@ emitted tokens; wrap such a function with :func:`as_batched` (or, for torch engi
     emit y ~ p_k                                          # bonus token
 
 The uniforms are drawn apart from the rule (:func:`accepted_count`,
-:func:`spectheory.sampling_utils.sample_categorical`) so the rule can be checked with
+:func:`spectheory.laws.sampling.sample_categorical`) so the rule can be checked with
 hand-picked uniforms.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..sampling_utils import _token_rule, residual_weights, sample_categorical
+from ..laws.sampling import _token_rule, residual_weights, sample_categorical
 
 __all__ = ["accepted_count", "reference_verify", "reference_verify_batch", "as_batched",
            "BatchedVerifier", "from_round_verifier", "PAD"]
@@ -234,10 +234,10 @@ def as_batched(verify_batch, pad_value: int = PAD, name: str | None = None) -> B
 
 
 def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifier:
-    """Adapt the package's round signature (:mod:`spectheory.sampling_utils`) to the kit.
+    """Adapt the package's round signature (:mod:`spectheory.laws.sampling`) to the kit.
 
     ``verify_round(target_laws [N,k+1,V], draft_laws [N,k,V], draft_tokens [N,k], k [N], rng)
-    -> (n_accepted [N], final_token [N])``, e.g. :func:`spectheory.sampling_utils.token_verify_round`
+    -> (n_accepted [N], final_token [N])``, e.g. :func:`spectheory.laws.sampling.token_verify_round`
     or :func:`spectheory.verifiers.block.block_verify_round`.
     """
     def verify_batch(target_probs, draft_probs, draft_tokens, rng):

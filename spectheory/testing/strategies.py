@@ -142,7 +142,7 @@ def chains(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 5, kin
 @st.composite
 def decoding_chains(draw, vocab_size=None, **kwargs):
     """A :class:`spectheory.DecodingChain` built from :func:`chains`."""
-    from ..chain import DecodingChain
+    from ..chain.core import DecodingChain
     target, draft, initial = draw(chains(vocab_size, **kwargs))
     return DecodingChain(target, draft, initial)
 

@@ -1,7 +1,8 @@
 """Verification rules, one module per family.
 
 - :mod:`.rejection`   general rejection-based verifiers and optimality (Yin et al. 2024, Thms 1-2)
-- :mod:`.batch`       batch speculative decoding with M draft sequences (Yin et al. 2024)
+- :mod:`.batch_step`, :mod:`.batch_chain`, :mod:`.batch_closed_form`  batch speculative decoding
+  with M draft sequences (first-token construction, consistent with Yin et al. 2024, Theorem 3)
 - :mod:`.multidraft`  k candidates at one position: recursive rejection (with/without replacement)
 - :mod:`.kseq`        K-SEQ (SpecTr)
 - :mod:`.optimal_transport`  optimal multi-draft acceptance, its LP, an optimal verifier
@@ -10,7 +11,9 @@
 - :mod:`.pareto`      sequence-level TV of lossy rules against their rejections
 """
 from .rejection import *  # noqa: F401,F403
-from .batch import *  # noqa: F401,F403
+from .batch_step import *  # noqa: F401,F403
+from .batch_chain import *  # noqa: F401,F403
+from .batch_closed_form import *  # noqa: F401,F403
 from .biased import *  # noqa: F401,F403
 from .pareto import *  # noqa: F401,F403
 from .multidraft import *  # noqa: F401,F403

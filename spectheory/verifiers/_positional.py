@@ -4,7 +4,7 @@ For rules that act one position at a time (every emitted token is either a *chec
 one draft token or a *bonus* token from the target), :func:`simulate_positional` is a
 Monte Carlo simulator vectorised over runs (the Python loop runs over positions only),
 drawing the uniforms and delegating the decision to a pure rule. The exact counterpart
-is :func:`spectheory.analysis.phase_recursion` (``gamma=None`` here is ``gamma=T``
+is :func:`spectheory.exact.expectations.phase_recursion` (``gamma=None`` here is ``gamma=T``
 there).
 
 It follows the protocol of DESIGN.md: a round at position ``n0`` drafts
@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int
-from ..montecarlo import mean_and_se
-from ..sampling_utils import sample_categorical
+from ..montecarlo.simulator import mean_and_se
+from ..laws.sampling import sample_categorical
 
 __all__ = ["per_kernel", "round_length", "simulate_positional", "PositionalResult"]
 
@@ -171,5 +171,5 @@ def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
 
 
 def _categorical(probs, u):
-    """Inverse-CDF sampling (:func:`spectheory.sampling_utils.sample_categorical`)."""
+    """Inverse-CDF sampling (:func:`spectheory.laws.sampling.sample_categorical`)."""
     return sample_categorical(probs, u)

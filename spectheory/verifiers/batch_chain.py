@@ -1,6 +1,6 @@
 r"""Batch speculative decoding on a chain: exact expected rejections and Monte Carlo.
 
-The math is in :mod:`spectheory.verifiers.batch` (which re-exports these names).
+The math is in :mod:`spectheory.verifiers` (which re-exports these names).
 Notation: p = target, q = draft.
 """
 from __future__ import annotations
@@ -51,7 +51,7 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     Phase 0 of each round uses the batch first-token masses
     (:func:`batch_first_token_masses`), later phases the plain token masses
     ``min(p, q)`` and ``max(p - q, 0)``; the phase recursion
-    (:func:`spectheory.analysis.phase_recursion`) gives the total and the round starts,
+    (:func:`spectheory.exact.expectations.phase_recursion`) gives the total and the round starts,
     which give the improvement term, and the check masses, which give ``checked_tv``;
     ``total == checked_tv - improvement`` relates the recursion's rejection count to its
     state masses. ``M = numpy.inf`` gives the limit. ``gamma=None`` drafts to the end of
@@ -60,7 +60,7 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers.batch import batch_expected_rejections
+    >>> from spectheory.verifiers import batch_expected_rejections
     >>> chain = st.DecodingChain.random(3, rng=0)
     >>> res = batch_expected_rejections(chain, 6, M=4)
     >>> bool(abs(res.total - (res.theorem1 - res.improvement)) < 1e-12), res.improvement > 0
@@ -76,7 +76,7 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
         first, plain = tables(n)
         return first if i == 0 else plain
 
-    from ..analysis import phase_recursion
+    from ..exact.expectations import phase_recursion
     G = T if gamma is None else gamma
     res = phase_recursion(chain, T, G, bonus, lambda n, i: masses(n, i)[0],
                           lambda n, i: masses(n, i)[1], phase_dependent=True)
@@ -140,12 +140,12 @@ def holey_chain(seed=7, vocab_size=7, horizon=50):
 
     Examples
     --------
-    >>> from spectheory.verifiers.batch import holey_chain
+    >>> from spectheory.verifiers import holey_chain
     >>> chain = holey_chain(vocab_size=3, horizon=4)
     >>> float(chain.draft[:, ::2, 0].max()), chain.vocab_size
     (0.0, 3)
     """
-    from ..chain import DecodingChain
+    from ..chain.core import DecodingChain
 
     base = DecodingChain.random(vocab_size, horizon=horizon, rng=seed)
     d = np.array(base.draft)

@@ -1,6 +1,6 @@
 r"""Batch speculative decoding at one position: scales, residuals, first-token law and rule.
 
-The math is in :mod:`spectheory.verifiers.batch` (which re-exports these names).
+The math is in :mod:`spectheory.verifiers` (which re-exports these names).
 Notation: p = target, q = draft.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def batch_scales(target, draft, M):
 
     Examples
     --------
-    >>> from spectheory.verifiers.batch import batch_scales
+    >>> from spectheory.verifiers import batch_scales
     >>> c, Z = batch_scales([0.2, 0.8], [0.5, 0.5], 2)
     >>> c.round(12).tolist(), Z.round(12).tolist()
     ([0.0, 1.0, 1.3], [1.0, 0.3, 0.15])
@@ -106,7 +106,7 @@ def batch_first_token(target, draft, M) -> BatchStep:
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.verifiers.batch import batch_first_token
+    >>> from spectheory.verifiers import batch_first_token
     >>> step = batch_first_token([0.2, 0.8], [0.5, 0.5], 3)
     >>> round(float(step.rejection), 12), step.output.round(12).tolist()
     (0.075, [0.2, 0.8])
@@ -177,7 +177,7 @@ def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u
 
     Examples
     --------
-    >>> from spectheory.verifiers.batch import batch_verify_first
+    >>> from spectheory.verifiers import batch_verify_first
     >>> tok, rej, idx = batch_verify_first([[0.5, 0.9]], [[0, 1]], [[0.0, 0.0, 1.0]], [[0.7, 0.2]], [0.3])
     >>> tok.tolist(), rej.tolist(), idx.tolist()
     ([1], [False], [1])

@@ -28,7 +28,7 @@ Uniform convention: ``eta_i = 1`` iff ``u_i < h_i`` for ``u_i`` uniform on ``[0,
 
 Integration with the core (see ``CORE_CONTRACT``): :func:`block_verify_round` has the
 simulator's round-verification signature; :func:`block_round_transition` gives the exact
-round transition ``Q [S, k+1, S]`` used by :func:`spectheory.analysis.round_recursion`.
+round transition ``Q [S, k+1, S]`` used by :func:`spectheory.exact.expectations.round_recursion`.
 """
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ import itertools
 import numpy as np
 
 from .._validation import check_int
-from ..sampling_utils import check_round_laws
+from ..laws.sampling import check_round_laws
 from .multidraft import MASS_TOL, _categorical
 
 __all__ = ["block_weights", "block_rule", "block_verify_round", "block_round_transition",
@@ -185,7 +185,7 @@ def block_verify_round(target_laws, draft_laws, draft_tokens, k, rng):
     Returns ``(n_accepted [R], final_token [R])``; ``final_token`` is the residual sample when
     ``n_accepted < k`` and the bonus sample from ``target_laws[r, k]`` otherwise. Checks
     shapes, token range and ``k`` but not the law values (the simulator's hot path; see
-    :mod:`spectheory.sampling_utils`).
+    :mod:`spectheory.laws.sampling`).
     """
     t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
     rng = np.random.default_rng(rng)

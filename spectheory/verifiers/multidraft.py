@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_law_pair, check_int
-from ..sampling_utils import sample_categorical
+from ..laws.sampling import sample_categorical
 
 __all__ = [
     "rrs_acceptance", "rrs_output_law", "rrs_residuals", "rrs_rule", "rrs_verify",
@@ -74,7 +74,7 @@ def _norm_excess(r, d):
 
 def _categorical(weights, u):
     """Inverse-CDF sampling of unnormalised non-negative ``weights [..., V]`` with ``u [...]``
-    (the core's :func:`spectheory.sampling_utils.sample_categorical`)."""
+    (the core's :func:`spectheory.laws.sampling.sample_categorical`)."""
     w = np.asarray(weights, dtype=np.float64)
     return sample_categorical(w, np.broadcast_to(np.asarray(u, dtype=np.float64), w.shape[:-1]))
 

@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
-from ..sampling_utils import RESIDUAL_MASS_TOL
+from ..laws.sampling import RESIDUAL_MASS_TOL
 from ._positional import per_kernel, simulate_positional, _categorical
 
 __all__ = [
@@ -48,7 +48,7 @@ UNBIASED_ATOL = 1e-12
 
 #: A gap ``max(p - q b, 0)`` with at most this mass is rounding noise (``P = target`` then);
 #: shared by :func:`unbiased_rejection_law` and :func:`optimal_rejection_law` (and equal to
-#: the residual threshold of :func:`spectheory.sampling_utils.residual_weights`).
+#: the residual threshold of :func:`spectheory.laws.sampling.residual_weights`).
 GAP_MASS_TOL = RESIDUAL_MASS_TOL
 
 #: Rounding slack for a rule's acceptance: values in ``[-ACCEPT_ATOL, 1 + ACCEPT_ATOL]`` are
@@ -320,7 +320,7 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     law follows the output kernel :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
     computes :math:`\sum_n E_{s \sim \text{output}}[\rho_n(s)]` by propagating that law.
     ``method="analysis"`` (used whenever ``bonus=True``) runs
-    :func:`spectheory.analysis.phase_recursion` with the rule's masses (``gamma=None``:
+    :func:`spectheory.exact.expectations.phase_recursion` with the rule's masses (``gamma=None``:
     drafts to the end of the horizon). For unbiased rules the
     state law is the target's, so the value is :math:`\ge \sum_n E[\mathrm{TV}_n]`
     (Theorem 2) with equality for :func:`standard_rule` (Theorem 1).
@@ -347,7 +347,7 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     if method not in ("direct", "analysis"):
         raise ValueError(f"method: expected 'direct' or 'analysis', got {method!r}")
     if method == "analysis" or bonus:
-        from ..analysis import phase_recursion
+        from ..exact.expectations import phase_recursion
         G = T if gamma is None else check_int(gamma, "gamma", 1)
         return phase_recursion(chain, T, G, bonus, lambda n, i: masses(n)[0],
                                lambda n, i: masses(n)[1], phase_dependent=False).rejections

@@ -58,7 +58,7 @@ def sample_categorical(probs, u) -> np.ndarray:
 
     Examples
     --------
-    >>> from spectheory.sampling_utils import sample_categorical
+    >>> from spectheory.laws.sampling import sample_categorical
     >>> sample_categorical([[0.2, 0.0, 0.8], [0.2, 0.0, 0.8]], [0.19, 0.2]).tolist()
     [0, 2]
     """
@@ -107,7 +107,7 @@ class CdfTable:
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.sampling_utils import CdfTable
+    >>> from spectheory.laws.sampling import CdfTable
     >>> table = CdfTable([[0.2, 0.0, 0.8], [0.0, 0.5, 0.5]])
     >>> table.sample(np.array([0, 0, 1, 1]), np.array([0.1, 0.2, 0.0, 0.5])).tolist()
     [0, 2, 1, 2]
@@ -234,7 +234,7 @@ def token_rule(target_laws, draft_laws, draft_tokens, k, u_accept, u_final):
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.sampling_utils import token_rule
+    >>> from spectheory.laws.sampling import token_rule
     >>> target = np.array([[[0.5, 0.5], [0.5, 0.5]]])      # R=1, g=1, V=2
     >>> draft = np.array([[[0.8, 0.2]]])
     >>> # draft token 0: accepted iff u * 0.8 < 0.5, i.e. u < 0.625; residual is token 1
@@ -268,7 +268,7 @@ def token_verify_round(target_laws, draft_laws, draft_tokens, k, rng=None):
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.sampling_utils import token_verify_round
+    >>> from spectheory.laws.sampling import token_verify_round
     >>> laws = np.full((3, 2, 4), 0.25)        # target == draft: everything accepted
     >>> j, y = token_verify_round(laws, laws[:, :1], np.zeros((3, 1), int), np.ones(3, int), rng=0)
     >>> j.tolist()

@@ -24,8 +24,8 @@ import torch
 from scipy import stats as _stats
 
 from .._validation import check_int
-from . import verify as _verify
-from .sampling import logits_to_probs, sample_from_uniform
+from ..decoder import verify as _verify
+from ..decoder.sampling import logits_to_probs, sample_from_uniform
 
 __all__ = ["model_device", "exact_two_token_law", "decoder_two_token_samples", "pooled_chisquare",
            "BROKEN_RULES", "broken_target_correction", "broken_draft_correction",
@@ -84,7 +84,7 @@ def decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=0, b
     Sequence ``i`` uses seed ``seed + i`` (the decoder is batch invariant, so the batching
     does not change the samples). Returns an int64 array ``[n_samples, 2]``.
     """
-    from .speculative import speculative_generate
+    from ..decoder.speculative import speculative_generate
     n_samples = check_int(n_samples, "n_samples", 1)
     out = []
     for lo in range(0, n_samples, batch_size):

@@ -1,34 +1,12 @@
-"""The theory checked against the real decoder: one import for the validation toolkit.
-
-- losslessness measured (:mod:`.theory_lossless`): :func:`exact_two_token_law`,
-  :func:`lossless_check`, :data:`BROKEN_RULES`;
-- Rao-Blackwellised predictions of rejections, calls, draft steps and accepted-count laws
-  (:mod:`.theory_predict`): :func:`sample_paths`, :func:`path_statistics`,
-  :func:`rb_predictions`, :func:`first_round_law`, :func:`measure_decoder`;
-- the Markov abstraction (:mod:`.theory_markov`): :func:`fit_order_k_chain`,
-  :func:`chain_predictions`;
-- speed (here): :func:`measure_speed`, measured walltime speedup against Leviathan's
-  prediction from the measured cost ratio ``c`` and acceptance ``alpha``.
-"""
+"""Measured walltime speedup of the real decoder against Leviathan et al.'s prediction."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..closed_form import walltime_speedup
+from ..laws.closed_form import walltime_speedup
 from .._validation import check_int
-from .theory_lossless import (BROKEN_RULES, decoder_two_token_samples, exact_two_token_law,  # noqa: F401
-                              lossless_check, model_device, pooled_chisquare, substituted_rule)
-from .theory_markov import chain_predictions, context_keys, fit_order_k_chain  # noqa: F401
-from .theory_predict import (PathStatistics, compare_theory, first_round_law, mean_se, measure_decoder,  # noqa: F401
-                             path_statistics, rb_predictions, repeat_prompts, round_dp,
-                             sample_paths, zscore)
 
-__all__ = ["BROKEN_RULES", "exact_two_token_law", "lossless_check", "pooled_chisquare",
-           "substituted_rule", "decoder_two_token_samples", "model_device",
-           "fit_order_k_chain", "chain_predictions", "context_keys",
-           "PathStatistics", "path_statistics", "rb_predictions", "first_round_law",
-           "measure_decoder", "compare_theory", "mean_se", "zscore", "repeat_prompts", "round_dp", "sample_paths",
-           "measure_speed", "resolve_models", "write_result"]
+__all__ = ["measure_speed", "resolve_models"]
 
 
 def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, device=None):
@@ -59,7 +37,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     -------
     dict with ``c``, ``t_target``, ``t_draft``, ``rows`` (one dict per gamma).
     """
-    from .speculative import autoregressive_generate, speculative_generate
+    from ..decoder.speculative import autoregressive_generate, speculative_generate
     T = check_int(horizon, "horizon", 1)
     repeats = check_int(repeats, "repeats", 1)
     prompts = [list(p) for p in np.asarray(prompts, dtype=np.int64)]
@@ -111,7 +89,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
 def resolve_models(target=None, drafts=None):
     """Names of the target and drafts to validate: ``target`` defaults to ``"target"``;
     ``drafts`` (comma-separated string or list) to every other shipped model."""
-    from .registry import list_models
+    from ..decoder.registry import list_models
     names = list_models()
     target = target or "target"
     if target not in names:
@@ -124,44 +102,3 @@ def resolve_models(target=None, drafts=None):
         if d not in names:
             raise ValueError(f"drafts: model {d!r} is not shipped (available: {', '.join(names)})")
     return target, list(drafts)
-
-
-def decoder_script_parser(doc: str, device="cpu", threads: int | None = 2):
-    """:func:`spectheory.results.script_parser` plus the decoder scripts' model options:
-    ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
-    ``--threads`` (torch CPU threads; omitted when ``threads`` is None)."""
-    from ..results import script_parser
-    ap = script_parser(doc)
-    ap.add_argument("--target", default=None, help="target model (default: target)")
-    ap.add_argument("--drafts", default=None, help="comma-separated draft models (default: all shipped)")
-    ap.add_argument("--device", default=device, help=f"torch device (default: {device or 'cuda if available'})")
-    if threads is not None:
-        ap.add_argument("--threads", type=int, default=threads, help=f"torch CPU threads (default {threads})")
-    return ap
-
-
-def describe_device(device) -> str:
-    """``"cuda:0 (NVIDIA ...)"`` or ``"cpu (x86_64, 2 threads)"``: where a result was measured."""
-    import platform
-
-    import torch
-    dev = str(device)
-    if dev.startswith("cuda") and torch.cuda.is_available():
-        return f"{dev} ({torch.cuda.get_device_name(0)})"
-    return f"{dev} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
-
-
-def write_result(out_dir, name, data, headline, argv=None, device="cpu"):
-    """Write ``out_dir/name.json`` with ``data``, the device, and the provenance and ``headline``
-    rows of :func:`spectheory.results.write_results`; return the path.
-
-    ``argv`` is the full command line (default ``sys.argv``; its first entry is the script).
-    """
-    import sys
-
-    import torch
-
-    from ..results import write_results
-    argv = sys.argv if argv is None else argv
-    return write_results(argv[0], {"device": describe_device(device), "torch": torch.__version__, **data},
-                         out_dir, list(argv[1:]), headline, name=name)

@@ -43,7 +43,7 @@ import numpy as np
 import torch
 
 from .._validation import check_int
-from .sampling import logits_to_probs
+from ..decoder.sampling import logits_to_probs
 
 __all__ = ["repeat_prompts", "PathStatistics", "path_statistics", "sample_paths", "round_dp",
            "rb_predictions", "first_round_law", "measure_decoder", "zscore", "mean_se",
@@ -79,7 +79,7 @@ def repeat_prompts(prompts, n):
 
 def sample_paths(model, prompts, horizon, seed, batch_size=1024, sampling=(1.0, None, None), device=None):
     """Plain autoregressive samples: int64 ``[N, L + T]`` (prompt followed by ``T`` tokens)."""
-    from .speculative import autoregressive_generate
+    from ..decoder.speculative import autoregressive_generate
     prompts = np.asarray(prompts, dtype=np.int64)
     out = []
     for lo in range(0, len(prompts), batch_size):
@@ -118,7 +118,7 @@ def path_statistics(target, draft, paths, n_prompt, sampling=(1.0, None, None), 
     T = paths.shape[1] - L
     if T < 1:
         raise ValueError("paths: no generated tokens after the prompt")
-    from .theory_lossless import model_device
+    from .lossless import model_device
     dev = device if device is not None else model_device(target)
     tv, rej, acc, tl, dl = [], [], [], [], []
     for lo in range(0, len(paths), batch_size):
@@ -240,7 +240,7 @@ def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, samplin
     (one-hot accepted count of the first round; its length is ``min(gamma, T)``),
     ``accepted``, ``checked`` [N]; and ``time_total`` (s).
     """
-    from .speculative import speculative_generate
+    from ..decoder.speculative import speculative_generate
     prompts = np.asarray(prompts, dtype=np.int64)
     keys = ("target_calls", "rejections", "draft_tokens", "counts", "first", "accepted", "checked")
     acc = {k: [] for k in keys}

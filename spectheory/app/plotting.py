@@ -3,7 +3,7 @@
 Importing this module forces matplotlib's non-interactive ``Agg`` backend. Every
 figure script does::
 
-    from spectheory.plotting import figure, save_figure, PALETTE
+    from spectheory.app.plotting import figure, save_figure, PALETTE
     fig, ax = figure()
     ...
     save_figure(fig, "fig_name", data={...}, out_dir=...)

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validation import check_int
-from .sampling_utils import (CdfTable, normalized_cdf, residual_weights, sample_categorical,
+from .._validation import check_int
+from ..laws.sampling import (CdfTable, normalized_cdf, residual_weights, sample_categorical,
                              sample_from_cdf, token_rule, token_verify_round)
 
 __all__ = ["simulate", "sample_target", "SimulationResult", "sample_categorical",
@@ -116,7 +116,7 @@ def _resolve_verifier(verifier):
         return None, "token", False  # the simulator's fused fast path (see _token_round_fast)
     if verifier == "block":
         try:
-            from .verifiers.block import block_verify_round
+            from ..verifiers.block import block_verify_round
         except ImportError as exc:
             raise NotImplementedError(
                 "verifier='block': spectheory.verifiers.block.block_verify_round is not available "

@@ -14,7 +14,7 @@ Notation: p = target, q = draft.
 Examples
 --------
 >>> import io
->>> from spectheory.demo import run_demo
+>>> from spectheory.teaching.demo import run_demo
 >>> result = run_demo(seed=1, gamma=2, auto=True, n_rounds=2, out=io.StringIO())
 >>> len(result.rounds)
 2
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validation import check_int
-from .distributions import acceptance_rate
-from .teaching.render import bar_char, law_table, save_bonus_figure, save_step_figure
-from .teaching.toy import (ToyModels, expected_accepted, play_round, rejection_probability,
+from .._validation import check_int
+from ..laws.distributions import acceptance_rate
+from .render import bar_char, law_table, save_bonus_figure, save_step_figure
+from .toy import (ToyModels, expected_accepted, play_round, rejection_probability,
                            toy_models)
 
 __all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS"]

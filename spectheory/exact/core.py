@@ -1,4 +1,4 @@
-r"""Shared parts of the exact recursions (:mod:`spectheory._recursions`).
+r"""Shared parts of the exact recursions (:mod:`spectheory.exact`).
 
 :class:`PhaseResult` (what every engine returns), the mass-provider operators and row
 checks, the standard and scaled token-verification masses, and the single-threaded BLAS
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import check_int
+from .._validation import check_int
 
 __all__ = ["PhaseResult", "token_masses", "scaled_masses", "blas_single_thread"]
 

@@ -1,11 +1,11 @@
 """Self-contained sweep tasks: each takes plain parameters (seed included) and returns plain data.
 
-They are module-level functions so that :func:`spectheory.sweeps.run_sweep` can ship them to
+They are module-level functions so that :func:`spectheory.app.sweeps.run_sweep` can ship them to
 local processes or a Dask cluster, and their results are identical wherever they run.
 """
 from __future__ import annotations
 
-from .chain import DecodingChain
+from ..chain.core import DecodingChain
 
 __all__ = ["COUNTERS", "exact_vs_monte_carlo", "chain_task"]
 
@@ -28,7 +28,7 @@ def exact_vs_monte_carlo(chain, horizon: int, gamma: int, n_runs: int, rng=None,
     >>> [r["quantity"] for r in rows]
     ['target_calls', 'rejections', 'draft_tokens']
     """
-    from .montecarlo import mean_and_se, simulate
+    from ..montecarlo.simulator import mean_and_se, simulate
 
     sim = simulate(chain, horizon, gamma, n_runs, rng=rng, bonus=bonus, progress=progress)
     exact = {

@@ -2,7 +2,7 @@
 
 Each step is a script of the repository run as its own process with ``--out DIR`` (and
 ``--quick`` in quick mode). Steps run as independent tasks through
-:func:`spectheory.sweeps.run_sweep` (``--jobs N`` local processes, or a Dask scheduler),
+:func:`spectheory.app.sweeps.run_sweep` (``--jobs N`` local processes, or a Dask scheduler),
 cached on disk by a hash of the script's content and arguments, so an interrupted run
 resumes and an unchanged step is not recomputed.
 

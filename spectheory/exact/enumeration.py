@@ -1,6 +1,6 @@
 r"""Exact enumeration of the speculative decoding protocol with rational arithmetic.
 
-An implementation independent of the recursions in :mod:`spectheory.analysis`: it walks
+An implementation independent of the recursions in :mod:`spectheory.exact.expectations`: it walks
 the protocol of ``DESIGN.md`` literally, branching over every draft token, every
 accept/reject outcome, every residual and bonus token, and multiplies probabilities as
 :class:`fractions.Fraction`. Chain entries are converted with ``Fraction(float)``, which
@@ -15,7 +15,7 @@ Notation: p = target, q = draft; the acceptance rule is ``b(x) = s * min(1, targ
 Examples
 --------
 >>> import spectheory as st
->>> from spectheory.enumeration import protocol_outcomes, outcome_expectation
+>>> from spectheory.exact.enumeration import protocol_outcomes, outcome_expectation
 >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.75, 0.25])
 >>> out = protocol_outcomes(chain, 2, gamma=1, bonus=False)
 >>> outcome_expectation(out, "rejections")  # = 2 * TV = 2 * 1/4
@@ -27,7 +27,7 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import NamedTuple
 
-from ._validation import check_int
+from .._validation import check_int
 
 __all__ = ["Outcome", "protocol_outcomes", "outcome_expectation", "outcome_sequence_law",
            "target_sequence_law_exact", "accepted_histogram", "fraction_kernel"]

@@ -8,11 +8,11 @@ qualified name and its parameters, so an interrupted sweep resumes where it stop
 
 Examples
 --------
->>> from spectheory.sweeps import grid, run_sweep
+>>> from spectheory.app.sweeps import grid, run_sweep
 >>> params = grid(alpha=[0.5, 0.9], gamma=[1, 2])
 >>> len(params)
 4
->>> import spectheory.closed_form as cf
+>>> import spectheory.laws.closed_form as cf
 >>> [round(float(r), 3) for r in run_sweep(cf.expected_tokens_per_call, params, progress=False)]
 [1.5, 1.75, 1.9, 2.71]
 """
@@ -29,7 +29,7 @@ from typing import Callable, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
-from ._validation import check_int
+from .._validation import check_int
 
 __all__ = ["grid", "task_key", "run_sweep"]
 

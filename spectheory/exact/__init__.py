@@ -1,4 +1,4 @@
-r"""Exact recursions for the speculative decoding protocol on a :class:`DecodingChain`.
+r"""Exact engines for the speculative decoding protocol on a :class:`DecodingChain`.
 
 Two engines, both linear in the horizon ``T``:
 
@@ -15,7 +15,7 @@ Two engines, both linear in the horizon ``T``:
   it moves the mass of round starts ``R_n[s]`` with a round transition
   ``Q[s, j, s']`` (dense, small ``S``).
 
-Protocol (``DESIGN.md``): a round starting at position ``n0`` (``n0`` tokens emitted)
+Protocol (``docs/protocol.md``): a round starting at position ``n0`` (``n0`` tokens emitted)
 drafts ``k = min(gamma, T - n0)`` tokens. Its phase at position ``n`` is ``i = n - n0``.
 It ends by a rejection at phase ``j < k`` (one token from the rejection law, next
 round at ``n0 + j + 1``) or with all ``k`` accepted; then, if ``bonus`` and
@@ -24,17 +24,19 @@ otherwise the next round starts at ``n0 + k``. Because ``i == k`` happens exactl
 when ``i == gamma`` or ``n == T``, every phase ``i < gamma`` at a position ``n < T``
 drafts, and the all-accepted event is read off at phase ``gamma`` (or at ``n = T``).
 
-The code is split by concept: :mod:`._recursion_core` (:class:`PhaseResult`, mass
-operators, token masses), :mod:`._phase_engine`, :mod:`._round_engine` and
-:mod:`._sequence_laws`; this module re-exports their names.
+Modules: :mod:`.core` (:class:`PhaseResult`, mass operators, token masses), :mod:`.phase`,
+:mod:`.rounds`, :mod:`.sequence_laws`, :mod:`.expectations` (the chain-level expectations the
+:class:`~spectheory.DecodingChain` methods return), :mod:`.enumeration` (Fractions) and
+:mod:`.iid_gap` (Leviathan's i.i.d. formula against the exact chain values). This package never
+imports :mod:`spectheory.chain` or :mod:`spectheory.verifiers`: callers hand it kernels (a chain
+object, duck-typed) and rule objects. The protocol and its counters are documented in
+``docs/protocol.md``.
 """
-from __future__ import annotations
-
-from ._phase_engine import calls_law, phase_recursion, token_accept_survival
-from ._recursion_core import (PROGRESS_WORK, SINGLE_THREAD_STATES, PhaseResult, blas_single_thread,
-                              scaled_masses, token_masses)
-from ._round_engine import round_recursion, token_round_transition
-from ._sequence_laws import phase_sequence_law, target_sequence_law
+from .core import (PROGRESS_WORK, SINGLE_THREAD_STATES, PhaseResult, blas_single_thread,
+                   scaled_masses, token_masses)
+from .phase import calls_law, phase_recursion, token_accept_survival
+from .rounds import round_recursion, token_round_transition
+from .sequence_laws import phase_sequence_law, target_sequence_law
 
 __all__ = ["PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
            "token_masses", "scaled_masses", "token_accept_survival", "phase_sequence_law",

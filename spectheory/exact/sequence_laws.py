@@ -1,13 +1,13 @@
 r"""Exact laws of the whole generated sequence (enumeration over the ``V**T`` prefixes).
 
-The phase recursion of :mod:`spectheory._phase_engine` run on the state augmented by the
+The phase recursion of :mod:`spectheory.exact.phase` run on the state augmented by the
 prefix; the target's own sequence law for comparison.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._recursion_core import _MassOps, _check_gamma, _check_rows
+from .core import _MassOps, _check_gamma, _check_rows
 
 __all__ = ["target_sequence_law", "phase_sequence_law"]
 

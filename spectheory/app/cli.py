@@ -60,7 +60,7 @@ def _add_chain_args(p: argparse.ArgumentParser) -> None:
 
 def load_chain(args):
     """Build the DecodingChain named by the command-line arguments."""
-    from .chain import DecodingChain
+    from ..chain.core import DecodingChain
 
     if args.chain:
         path = args.chain
@@ -163,7 +163,7 @@ def cmd_prove(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .demo import main as demo_main
+    from ..teaching.demo import main as demo_main
     argv = ["--seed", str(args.seed), "--gamma", str(args.gamma)]
     argv += ["--rounds", str(args.rounds)] if args.rounds is not None else []
     argv += ["--auto"] if args.auto else []

@@ -12,7 +12,7 @@ given the last ``k`` tokens (its state). :func:`fit_order_k_chain` fits one to s
   order-0 state), both for transitions and for draft kernels at contexts the draft samples
   never visited.
 
-The chain's exact expectations (:mod:`spectheory.analysis`) are then the Markov
+The chain's exact expectations (:mod:`spectheory.exact.expectations`) are then the Markov
 abstraction's predictions; :func:`chain_predictions` collects the ones the decoder measures.
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int
-from ..chain import DecodingChain
+from ..chain.core import DecodingChain
 
 __all__ = ["context_keys", "fit_order_k_chain", "chain_predictions"]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import check_int, check_nonneg, check_prob
+from .._validation import check_int, check_nonneg, check_prob
 
 __all__ = [
     "expected_tokens_per_call", "walltime_speedup", "optimal_gamma", "accepted_count_law",

@@ -10,7 +10,7 @@ Position convention: kernel index ``n - 1`` (0-based) produces token ``n``
 (1-based), ``n = 1..T``. ``state_marginals(T)[n - 1]`` is the law of the state just
 before token ``n`` is emitted, under target sampling.
 
-Exact quantities (expected rejections, calls, laws) live in :mod:`spectheory.analysis`
+Exact quantities (expected rejections, calls, laws) live in :mod:`spectheory.exact.expectations`
 and are exposed here as methods; Monte Carlo lives in :mod:`spectheory.montecarlo`.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ._validation import SUM_TOL, as_law, check_int, check_nonneg, check_prob
+from .._validation import SUM_TOL, as_law, check_int, check_nonneg, check_prob
 
 __all__ = ["DecodingChain", "ngram_counts"]
 
@@ -188,53 +188,53 @@ class DecodingChain:
     # --------------------------------------------------- exact analysis (delegates)
     def tv_profile(self, horizon) -> np.ndarray:
         r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``."""
-        from . import analysis
+        from ..exact import expectations as analysis
         return analysis.tv_profile(self, horizon)
 
     def expected_rejections(self, horizon, gamma=None, bonus=False, verifier="token"):
-        """Expected rejections over ``horizon`` tokens; see :func:`spectheory.analysis.expected_rejections`."""
-        from . import analysis
+        """Expected rejections over ``horizon`` tokens; see :func:`spectheory.exact.expectations.expected_rejections`."""
+        from ..exact import expectations as analysis
         return analysis.expected_rejections(self, horizon, gamma=gamma, bonus=bonus, verifier=verifier)
 
     def rejection_lower_bound(self, horizon):
-        """Theorem 2 lower bound of Yin et al.; see :func:`spectheory.analysis.rejection_lower_bound`."""
-        from . import analysis
+        """Theorem 2 lower bound of Yin et al.; see :func:`spectheory.exact.expectations.rejection_lower_bound`."""
+        from ..exact import expectations as analysis
         return analysis.rejection_lower_bound(self, horizon)
 
     def expected_target_calls(self, horizon, gamma, bonus=True, verifier="token"):
-        """Expected target calls (rounds); see :func:`spectheory.analysis.expected_target_calls`."""
-        from . import analysis
+        """Expected target calls (rounds); see :func:`spectheory.exact.expectations.expected_target_calls`."""
+        from ..exact import expectations as analysis
         return analysis.expected_target_calls(self, horizon, gamma, bonus=bonus, verifier=verifier)
 
     def expected_draft_tokens(self, horizon, gamma, bonus=True, verifier="token"):
-        """Expected draft forward steps; see :func:`spectheory.analysis.expected_draft_tokens`."""
-        from . import analysis
+        """Expected draft forward steps; see :func:`spectheory.exact.expectations.expected_draft_tokens`."""
+        from ..exact import expectations as analysis
         return analysis.expected_draft_tokens(self, horizon, gamma, bonus=bonus, verifier=verifier)
 
     def accepted_count_law(self, horizon, gamma, bonus=True, per_state=False):
-        """Law of a round's accepted count; see :func:`spectheory.analysis.accepted_count_law`."""
-        from . import analysis
+        """Law of a round's accepted count; see :func:`spectheory.exact.expectations.accepted_count_law`."""
+        from ..exact import expectations as analysis
         return analysis.accepted_count_law(self, horizon, gamma, bonus=bonus, per_state=per_state)
 
     def expected_tokens_per_call(self, horizon, gamma, bonus=True, verifier="token", per_generation=False):
-        """Tokens per target call; see :func:`spectheory.analysis.expected_tokens_per_call`."""
-        from . import analysis
+        """Tokens per target call; see :func:`spectheory.exact.expectations.expected_tokens_per_call`."""
+        from ..exact import expectations as analysis
         return analysis.expected_tokens_per_call(self, horizon, gamma, bonus=bonus, verifier=verifier,
                                                  per_generation=per_generation)
 
     def predicted_speedup(self, horizon, gamma, c, bonus=True, verifier="token"):
-        """Predicted walltime speedup; see :func:`spectheory.analysis.predicted_speedup`."""
-        from . import analysis
+        """Predicted walltime speedup; see :func:`spectheory.exact.expectations.predicted_speedup`."""
+        from ..exact import expectations as analysis
         return analysis.predicted_speedup(self, horizon, gamma, c, bonus=bonus, verifier=verifier)
 
     def sequence_law(self, horizon, gamma=None, bonus=True, method="speculative"):
-        """Exact law of the generated sequence; see :func:`spectheory.analysis.sequence_law`."""
-        from . import analysis
+        """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""
+        from ..exact import expectations as analysis
         return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method)
 
     def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
-        """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.analysis.leviathan_gap`."""
-        from . import analysis
+        """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.expectations.leviathan_gap`."""
+        from ..exact import expectations as analysis
         return analysis.leviathan_gap(self, horizon, gamma, bonus=bonus, c=c)
 
     # ------------------------------------------------------------- constructors

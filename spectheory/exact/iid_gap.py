@@ -2,11 +2,11 @@ r"""Leviathan et al.'s i.i.d. formula against the exact value on a chain.
 
 Leviathan et al. (2023) predict the tokens per target call from one number, the average
 acceptance :math:`\alpha`: :math:`(1 - \alpha^{\gamma+1})/(1 - \alpha)`
-(:func:`spectheory.closed_form.expected_tokens_per_call`). On a chain whose acceptance
+(:func:`spectheory.laws.closed_form.expected_tokens_per_call`). On a chain whose acceptance
 depends on the context this is only an approximation; :func:`leviathan_gap` computes both
-(the exact value by :mod:`spectheory.analysis`) and :func:`easy_hard_chain` builds chains
+(the exact value by :mod:`spectheory.exact.expectations`) and :func:`easy_hard_chain` builds chains
 with the same average acceptance and any amount of context dependence. The names are
-re-exported by :mod:`spectheory.analysis`.
+re-exported by :mod:`spectheory.exact.expectations`.
 """
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_int, check_nonneg
-from .analysis import expected_tokens_per_call, predicted_speedup, tv_profile
-from .closed_form import expected_tokens_per_call as _formula_tokens_per_call
+from .._validation import check_int, check_nonneg
+from .expectations import expected_tokens_per_call, predicted_speedup, tv_profile
+from ..laws.closed_form import expected_tokens_per_call as _formula_tokens_per_call
 
 __all__ = ["LeviathanGap", "leviathan_gap", "easy_hard_chain"]
 
@@ -55,7 +55,7 @@ def leviathan_gap(chain, horizon, gamma, bonus=True, c=None) -> LeviathanGap:
     >>> round(gap.formula, 6), abs(gap.relative_error) < 1e-3
     (1.875, True)
     """
-    from .chain import DecodingChain
+    from ..chain.core import DecodingChain
 
     T = chain.check_horizon(horizon)
     G = check_int(gamma, "gamma", 1)
@@ -87,12 +87,12 @@ def easy_hard_chain(stay, easy_accept=0.95, hard_accept=0.3, group_size=4):
 
     Examples
     --------
-    >>> from spectheory.iid_gap import easy_hard_chain
+    >>> from spectheory.exact.iid_gap import easy_hard_chain
     >>> chain = easy_hard_chain(0.9)
     >>> round(float(1 - chain.tv_profile(5).mean()), 12)
     0.625
     """
-    from .chain import DecodingChain
+    from ..chain.core import DecodingChain
 
     st_ = float(stay)
     if not 0.0 <= st_ <= 1.0:

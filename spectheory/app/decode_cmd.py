@@ -14,7 +14,7 @@ import json
 
 import numpy as np
 
-from .closed_form import expected_tokens_per_call
+from ..laws.closed_form import expected_tokens_per_call
 
 
 def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=None, top_p=None):
@@ -26,8 +26,8 @@ def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=
     """
     import torch
 
-    from .decoder.sampling import logits_to_probs
-    from .decoder.theory_lossless import model_device
+    from ..decoder.sampling import logits_to_probs
+    from ..validation.lossless import model_device
 
     ids = torch.tensor([list(prompt_ids) + list(new_ids)], dtype=torch.long, device=model_device(target))
     n0 = len(prompt_ids)
@@ -38,8 +38,8 @@ def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=
 
 def run_decode(args) -> int:
     """Run the decoder on ``args.prompt`` and print text, measured statistics and prediction."""
-    from .decoder import list_models, load_model
-    from .decoder.speculative import speculative_generate
+    from ..decoder import list_models, load_model
+    from ..decoder.speculative import speculative_generate
 
     names = list_models()
     if args.draft not in names or "target" not in names:

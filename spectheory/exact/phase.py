@@ -1,13 +1,13 @@
 r"""The phase engine: exact recursions for rules that verify one draft token at a time.
 
-See :mod:`spectheory._recursions` for the protocol and the state ``Q_n[i, s]``
+See :mod:`spectheory.exact` for the protocol and the state ``Q_n[i, s]``
 (position ``n``, ``i`` drafts of the round accepted, state ``s``).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ._recursion_core import (PhaseResult, _MassOps, _check_gamma, _check_rows, _positions,
+from .core import (PhaseResult, _MassOps, _check_gamma, _check_rows, _positions,
                               _single_threaded, _vm, token_masses)
 
 __all__ = ["phase_recursion", "calls_law", "token_accept_survival"]
@@ -60,7 +60,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory._recursions import phase_recursion, token_masses
+    >>> from spectheory.exact import phase_recursion, token_masses
     >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.9, 0.1])
     >>> acc, rej = token_masses(chain)
     >>> res = phase_recursion(chain, 3, 1, False, acc, rej)
@@ -136,7 +136,7 @@ def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elemen
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory._recursions import calls_law, token_masses
+    >>> from spectheory.exact import calls_law, token_masses
     >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])
     >>> calls_law(chain, 2, 1, True, *token_masses(chain)).tolist()  # one round if accepted
     [0.0, 0.5, 0.5]

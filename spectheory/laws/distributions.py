@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._validation import as_law, as_law_pair
+from .._validation import as_law, as_law_pair
 
 __all__ = [
     "tv", "acceptance_rate", "residual", "acceptance_probs", "speculative_step_law",

@@ -1,13 +1,13 @@
 r"""The round engine: exact recursion over round starts for round-level rules (block verification).
 
-See :mod:`spectheory._recursions` for the protocol.
+See :mod:`spectheory.exact` for the protocol.
 """
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-from ._recursion_core import PhaseResult, _check_gamma, _positions, _single_threaded, token_masses
+from .core import PhaseResult, _check_gamma, _positions, _single_threaded, token_masses
 
 __all__ = ["round_recursion", "token_round_transition"]
 
@@ -39,7 +39,7 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory._recursions import round_recursion, token_round_transition
+    >>> from spectheory.exact import round_recursion, token_round_transition
     >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.9, 0.1])
     >>> res = round_recursion(chain, 3, 1, False, token_round_transition(chain))
     >>> round(res.rejections, 12)

@@ -6,12 +6,12 @@ position ``n0`` drafts ``k = min(gamma, T - n0)`` tokens, costs one target call 
 ``k`` draft steps, and is a *rejection* when it accepts fewer than ``k`` drafts; with
 ``bonus=True`` an all-accepted round with ``n0 + k < T`` emits one extra target token.
 
-The engines live in :mod:`spectheory._recursions` (:func:`phase_recursion` for
+The engines live in :mod:`spectheory.exact` (:func:`phase_recursion` for
 token-by-token rules, :func:`round_recursion` for round-level rules such as block
 verification) and are re-exported here. Results are cached per chain (chains are
 immutable), so the chain methods can be called repeatedly at no cost. The comparison with
 Leviathan et al.'s i.i.d. formula (``leviathan_gap``, ``LeviathanGap``, ``easy_hard_chain``)
-lives in :mod:`spectheory.iid_gap` and is re-exported here.
+lives in :mod:`spectheory.exact.iid_gap` and is re-exported here.
 """
 from __future__ import annotations
 
@@ -19,10 +19,10 @@ import weakref
 
 import numpy as np
 
-from ._recursions import (PhaseResult, blas_single_thread, calls_law, phase_recursion, phase_sequence_law, round_recursion,
+from . import (PhaseResult, blas_single_thread, calls_law, phase_recursion, phase_sequence_law, round_recursion,
                           scaled_masses, target_sequence_law, token_accept_survival,
                           token_masses, token_round_transition)
-from ._validation import check_int, check_nonneg
+from .._validation import check_int, check_nonneg
 
 __all__ = [
     "tv_profile", "expected_rejections", "rejection_lower_bound", "expected_target_calls",
@@ -65,7 +65,7 @@ def tv_profile(chain, horizon) -> np.ndarray:
 
 def _block_transition(chain):
     try:
-        from .verifiers.block import block_round_transition
+        from ..verifiers.block import block_round_transition
     except ImportError as exc:  # pragma: no cover - depends on another module's progress
         raise NotImplementedError("verifier='block' needs spectheory.verifiers.block."
                                   "block_round_transition, which is not available") from exc
@@ -309,7 +309,7 @@ _MOVED = ("leviathan_gap", "LeviathanGap", "easy_hard_chain")
 
 
 def __getattr__(name):
-    """Re-export the i.i.d.-formula comparison from :mod:`spectheory.iid_gap` (lazily: that
+    """Re-export the i.i.d.-formula comparison from :mod:`spectheory.exact.iid_gap` (lazily: that
     module imports this one)."""
     if name in _MOVED:
         from . import iid_gap

@@ -1,0 +1,48 @@
+"""Command-line plumbing shared by the decoder validation scripts: the model options and the
+results file with the device it was measured on."""
+from __future__ import annotations
+
+from .results import script_parser, write_results
+
+__all__ = ["decoder_script_parser", "describe_device", "write_result"]
+
+
+def decoder_script_parser(doc: str, device="cpu", threads: int | None = 2):
+    """:func:`spectheory.app.results.script_parser` plus the decoder scripts' model options:
+    ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
+    ``--threads`` (torch CPU threads; omitted when ``threads`` is None)."""
+    from ..app.results import script_parser
+    ap = script_parser(doc)
+    ap.add_argument("--target", default=None, help="target model (default: target)")
+    ap.add_argument("--drafts", default=None, help="comma-separated draft models (default: all shipped)")
+    ap.add_argument("--device", default=device, help=f"torch device (default: {device or 'cuda if available'})")
+    if threads is not None:
+        ap.add_argument("--threads", type=int, default=threads, help=f"torch CPU threads (default {threads})")
+    return ap
+
+
+def describe_device(device) -> str:
+    """``"cuda:0 (NVIDIA ...)"`` or ``"cpu (x86_64, 2 threads)"``: where a result was measured."""
+    import platform
+
+    import torch
+    dev = str(device)
+    if dev.startswith("cuda") and torch.cuda.is_available():
+        return f"{dev} ({torch.cuda.get_device_name(0)})"
+    return f"{dev} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+
+
+def write_result(out_dir, name, data, headline, argv=None, device="cpu"):
+    """Write ``out_dir/name.json`` with ``data``, the device, and the provenance and ``headline``
+    rows of :func:`spectheory.app.results.write_results`; return the path.
+
+    ``argv`` is the full command line (default ``sys.argv``; its first entry is the script).
+    """
+    import sys
+
+    import torch
+
+    from ..app.results import write_results
+    argv = sys.argv if argv is None else argv
+    return write_results(argv[0], {"device": describe_device(device), "torch": torch.__version__, **data},
+                         out_dir, list(argv[1:]), headline, name=name)

@@ -1,0 +1,23 @@
+"""The theory checked against the real decoder (needs torch).
+
+- losslessness measured (:mod:`.lossless`): :func:`exact_two_token_law`, :func:`lossless_check`,
+  :data:`BROKEN_RULES`;
+- Rao-Blackwellised predictions of rejections, calls, draft steps and accepted-count laws
+  (:mod:`.predict`): :func:`sample_paths`, :func:`path_statistics`, :func:`rb_predictions`,
+  :func:`first_round_law`, :func:`measure_decoder`, :func:`compare_theory`;
+- the Markov abstraction (:mod:`.markov`): :func:`fit_order_k_chain`, :func:`chain_predictions`;
+- speed (:mod:`.speed`): :func:`measure_speed`.
+"""
+from .lossless import (BROKEN_RULES, decoder_two_token_samples, exact_two_token_law, lossless_check,
+                       model_device, pooled_chisquare, substituted_rule)
+from .markov import chain_predictions, context_keys, fit_order_k_chain
+from .predict import (PathStatistics, compare_theory, first_round_law, mean_se, measure_decoder,
+                      path_statistics, rb_predictions, repeat_prompts, round_dp, sample_paths, zscore)
+from .speed import measure_speed, resolve_models
+
+__all__ = ["BROKEN_RULES", "exact_two_token_law", "lossless_check", "pooled_chisquare",
+           "substituted_rule", "decoder_two_token_samples", "model_device",
+           "fit_order_k_chain", "chain_predictions", "context_keys",
+           "PathStatistics", "path_statistics", "rb_predictions", "first_round_law",
+           "measure_decoder", "compare_theory", "mean_se", "zscore", "repeat_prompts", "round_dp",
+           "sample_paths", "measure_speed", "resolve_models"]
