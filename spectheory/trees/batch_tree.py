@@ -1,0 +1,254 @@
+r"""Batch speculative decoding with ``M`` draft sequences, both readings, exactly.
+
+Notation: p = target, q = draft. A round drafts ``M`` sequences i.i.d. from the draft,
+``k = min(gamma, T - n)`` tokens each (``gamma=None``: to the end of the horizon): a tree
+of ``M`` paths (:meth:`DraftTree.paths`). Two verification readings:
+
+- **first-token** (:mod:`spectheory.verifiers.batch`, "derived, consistent with Yin et
+  al.'s Theorem 3"): recursive rejection (with replacement) over the ``M`` first tokens,
+  then plain token checks along the one accepted sequence. It is ``tree_rrs`` on the
+  ``M``-path tree (tested).
+- **tree** (this module): recursive rejection at *every* position over all the drafts that
+  still agree with the accepted prefix. If ``c`` drafts agree at a position, their next
+  tokens are ``c`` i.i.d. draws from ``q(. | prefix)`` whatever happened before (the
+  verifier only looked at earlier positions), so recursive rejection over them emits
+  exactly ``p(. | prefix)``: the reading is lossless. The accepted token ``x`` sits at some
+  slot ``i`` and no earlier slot holds ``x`` (a rejected ``x`` has zero residual mass
+  afterwards), so the number of drafts agreeing after the position is
+  ``1 + Binomial(c - i, q(x))``.
+
+The exact engine runs the round on the extended state ``(s, c)``: with ``A_i(s, x) =
+reach_i min(r_i, q)`` (SpecInfer's slot laws), the accepted mass moves as
+
+.. math:: m'(s', c') = \sum_{s, x: s' = \mathrm{next}(s, x)} \sum_c m(s, c) \sum_{i \le c}
+          A_i(s, x)\, \mathrm{Bin}(c' - 1;\, c - i,\, q(s, x)),
+
+and a correction is emitted with mass ``reach_{c+1} r_{c+1}``. As ``M -> infinity`` every
+accepted token has infinitely many agreeing drafts, the emitted token at every checked
+position is ``p`` and it is a rejection exactly when it lies outside the draft's support:
+with ``gamma=None`` and ``bonus=False`` the limit is
+:math:`\sum_n E_{p}[\,p_n(\{x : q_n(x) = 0\})\,]` (zero when the draft covers every token).
+The limit is discontinuous in the draft: a token with draft mass ``1e-4`` counts as
+proposable, but needs ``M >> 1e4`` drafts before the finite-``M`` values approach it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import binom
+
+from .._validation import check_int
+from .exact import node_laws
+from .rules import tree_rule
+
+__all__ = ["BatchTreeResult", "batch_tree_expected", "batch_tree_limit_mass", "simulate_batch_tree",
+           "batch_readings"]
+
+
+@dataclass
+class BatchTreeResult:
+    """Exact expectations of batch decoding, tree reading.
+
+    Attributes
+    ----------
+    rejections, target_calls, accepted, draft_tokens : float
+        ``draft_tokens`` is ``M * k`` per round (``inf`` for ``M = inf``).
+    rejection_profile : ndarray, shape (T,)
+        Expected rejections whose correction sits at position ``n``.
+    """
+
+    rejections: float
+    target_calls: float
+    accepted: float
+    draft_tokens: float
+    rejection_profile: np.ndarray
+
+
+def _check_M(M):
+    if isinstance(M, float) and np.isinf(M) and M > 0:
+        return np.inf
+    return check_int(M, "M", 1)
+
+
+def _tables(target, draft, M):
+    """``G [S, V, M+1, M+1]`` (accepted moves) and ``Rc [M+1, S, V]`` (corrections with c drafts)."""
+    S, V = target.shape
+    if np.isinf(M):
+        cover = draft > 0
+        G = np.where(cover, target, 0.0)[:, :, None, None]
+        return G, np.where(cover, 0.0, target)[None]
+    A, _ = node_laws(target, draft, M, "iid")                     # [M, S, V], slot i = 1..M
+    Rc = np.zeros((M + 1, S, V))
+    r, reach = target.copy(), np.ones(S)
+    for c in range(1, M + 1):
+        a = np.minimum(r, draft)
+        reach = reach * np.clip(1.0 - a.sum(-1), 0.0, 1.0)
+        ex = np.maximum(r - draft, 0.0)
+        mass = ex.sum(-1, keepdims=True)
+        r = np.where(mass > 1e-15, ex / np.where(mass > 1e-15, mass, 1.0), r)
+        Rc[c] = reach[:, None] * r
+    G = np.zeros((S, V, M + 1, M + 1))
+    cp = np.arange(1, M + 1)
+    # P[s, x, n, c'] = Bin(c' - 1; n, q(s, x)) for the n = c - i drafts after the accepted slot
+    P = binom.pmf(cp[None, None, None, :] - 1, np.arange(M)[None, None, :, None], draft[:, :, None, None])
+    for c in range(1, M + 1):
+        G[:, :, c, 1:] = np.einsum("iSV,SVic->SVc", A[:c], P[:, :, c - np.arange(1, c + 1)])
+    return G, Rc
+
+
+def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTreeResult:
+    r"""Exact expectations of batch decoding with ``M`` drafts, tree reading.
+
+    ``M = numpy.inf`` gives the limit. Defaults (``gamma=None``, ``bonus=False``) match
+    :func:`spectheory.verifiers.batch.batch_expected_rejections`.
+
+    Examples
+    --------
+    >>> import numpy as np, spectheory as st
+    >>> from spectheory.trees.batch_tree import batch_tree_expected
+    >>> from spectheory.verifiers.batch_chain import batch_expected_rejections
+    >>> chain = st.DecodingChain.random(3, rng=0)
+    >>> tree, first = batch_tree_expected(chain, 6, 4), batch_expected_rejections(chain, 6, 4)
+    >>> bool(tree.rejections <= first.total), round(batch_tree_expected(chain, 6, np.inf).rejections, 12)
+    (True, 0.0)
+    """
+    T = chain.check_horizon(horizon)
+    M = _check_M(M)
+    G_ = T if gamma is None else check_int(gamma, "gamma", 1)
+    S = chain.n_states
+    C = 1 if np.isinf(M) else M + 1
+    c0 = 0 if np.isinf(M) else M
+    ns = chain.next_state
+    starts = np.zeros((T + 1, S))
+    starts[0] = chain.initial
+    prof = np.zeros(T)
+    accepted = 0.0
+    cache: dict = {}
+
+    def tables(n):
+        key = 0 if chain.is_homogeneous else n        # one table per kernel, kept for all rounds
+        if key not in cache:
+            cache[key] = _tables(*chain.kernels(n), M)
+        return cache[key]
+
+    def push(vec_sv, n_dest):
+        """Add ``vec [S, V]`` (mass on (state, emitted token)) to ``starts[n_dest]``."""
+        np.add.at(starts[n_dest], ns.ravel(), vec_sv.ravel())
+
+    for n0 in range(T):
+        m0 = starts[n0]
+        if not np.any(m0):
+            continue
+        k = min(G_, T - n0)
+        m = np.zeros((S, C))
+        m[:, c0] = m0
+        for d in range(k):
+            n = n0 + d
+            G, Rc = tables(n)
+            rej = np.einsum("sc,csv->sv", m, Rc[:C] if C > 1 else Rc)
+            prof[n] += rej.sum()
+            push(rej, n + 1)
+            moved = np.einsum("sc,svcd->svd", m, G)                    # [S, V, C]
+            m = np.zeros((S, C))
+            np.add.at(m, ns.ravel(), moved.reshape(S * chain.vocab_size, C))
+            accepted += m.sum()
+        end = m.sum(1)
+        if n0 + k < T:
+            if bonus:
+                push(end[:, None] * chain.kernels(n0 + k)[0], n0 + k + 1)
+            else:
+                starts[n0 + k] += end
+    calls = float(starts[:T].sum())
+    drafted = np.inf if np.isinf(M) else float(sum(starts[n].sum() * M * min(G_, T - n) for n in range(T)))
+    return BatchTreeResult(float(prof.sum()), calls, accepted, drafted, prof)
+
+
+def batch_tree_limit_mass(chain, horizon) -> float:
+    r""":math:`\sum_{n<T} E_{p}[p_n(\{x: q_n(x) = 0\})]`: the target mass the draft cannot
+    propose, summed over target-distributed prefixes (the tree reading's ``M -> inf``
+    limit with ``gamma=None``, ``bonus=False``)."""
+    T = chain.check_horizon(horizon)
+    marg = chain.state_marginals(T)
+    out = 0.0
+    for n in range(T):
+        t, d = chain.kernels(n)
+        out += float(marg[n] @ np.where(d > 0, 0.0, t).sum(-1))
+    return out
+
+
+def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=False):
+    """Monte Carlo of the tree reading with ``M`` actual draft sequences per round.
+
+    Position by position, the ``c`` agreeing drafts' next tokens are drawn i.i.d. from the
+    draft and verified by :func:`spectheory.trees.rules.tree_rule` on a depth-1 tree of
+    ``M`` slots (slots beyond ``c`` are not drafted); ``c`` becomes the number of drafts
+    equal to the accepted token. Returns a dict of per-run arrays (``rejections``,
+    ``target_calls``, ``accepted``).
+    """
+    from .draft_tree import DraftTree
+    T = chain.check_horizon(horizon)
+    M = check_int(M, "M", 1)
+    G_ = T if gamma is None else check_int(gamma, "gamma", 1)
+    n_runs = check_int(n_runs, "n_runs", 1)
+    rng = np.random.default_rng(rng)
+    star = DraftTree.from_branching([M])
+    R, V = n_runs, chain.vocab_size
+    pos = np.zeros(R, dtype=np.int64)
+    state = rng.choice(chain.n_states, size=R, p=chain.initial)
+    depth = np.zeros(R, dtype=np.int64)
+    count = np.zeros(R, dtype=np.int64)
+    rej, calls, acc = np.zeros(R), np.zeros(R), np.zeros(R)
+    target, draft = np.asarray(chain.target), np.asarray(chain.draft)
+
+    def laws(arr, n, s):
+        return arr[s] if arr.ndim == 2 else arr[np.minimum(n, arr.shape[0] - 1), s]
+    while True:
+        live = np.flatnonzero(pos < T)
+        if live.size == 0:
+            break
+        n, s = pos[live], state[live]
+        new = depth[live] == 0
+        calls[live[new]] += 1
+        count[live[new]] = M
+        c = count[live]
+        k = np.minimum(G_, T - (n - depth[live]))
+        t, d = laws(target, n, s), laws(draft, n, s)
+        cum = np.cumsum(d, 1)
+        u = rng.random((live.size, M))
+        cand = np.minimum((u[:, :, None] >= cum[:, None, :]).sum(-1), V - 1)
+        cand = np.where(np.arange(M)[None] < c[:, None], cand, -1)
+        toks = np.concatenate([np.full((live.size, 1), -1), cand], 1)
+        node, y, res = tree_rule(star, toks, np.broadcast_to(t[:, None], (live.size, M + 1, V)),
+                                 np.broadcast_to(d[:, None], (live.size, M + 1, V)),
+                                 rng.random((live.size, M + 1)), rng.random(live.size))
+        ok = node > 0
+        x = np.where(ok, toks[np.arange(live.size), node], y)
+        count[live] = np.where(ok, (cand == x[:, None]).sum(1), 0)
+        rej[live] += ~ok
+        acc[live] += ok
+        state[live] = chain.next_state[s, x]
+        pos[live] = n + 1
+        depth[live] = np.where(ok, depth[live] + 1, 0)
+        full = ok & (depth[live] >= k)                       # all k drafts accepted: round ends
+        if bonus:
+            b = full & (pos[live] < T)
+            bl = live[b]
+            if bl.size:
+                tb = laws(target, pos[bl], state[bl])
+                yb = np.minimum((rng.random(bl.size)[:, None] >= np.cumsum(tb, 1)).sum(1), V - 1)
+                state[bl] = chain.next_state[state[bl], yb]
+                pos[bl] += 1
+        depth[live[full]] = 0
+    return {"rejections": rej, "target_calls": calls, "accepted": acc}
+
+
+def batch_readings(chain, horizon, Ms, gamma=None, bonus=False) -> dict:
+    """Both readings' exact expected rejections for each ``M`` in ``Ms`` (``inf`` allowed).
+
+    Returns ``{"M": [...], "first_token": [...], "tree": [...]}``.
+    """
+    from ..verifiers.batch_chain import batch_expected_rejections
+    first = [batch_expected_rejections(chain, horizon, M, gamma=gamma, bonus=bonus).total for M in Ms]
+    tree = [batch_tree_expected(chain, horizon, M, gamma=gamma, bonus=bonus).rejections for M in Ms]
+    return {"M": list(Ms), "first_token": first, "tree": tree}
