@@ -111,11 +111,22 @@ def test_one_state_long_run_optimum_is_optimal_gamma(alpha, c):
         assert int(res.lengths[0]) == g
 
 
+def test_long_run_rate_of_fixed_gamma_is_the_limit_of_the_finite_horizon():
+    from spectheory.stopping.optimal import long_run_rate
+    chain = st.DecodingChain.random(3, concentration=0.5, rng=4)
+    rate = long_run_rate(chain, 3, 0.1)
+    # time(T) = T / rate + O(1): the difference quotient over T is exact up to the transient
+    t1, t2 = (evaluate_policy(chain, FixedGamma(3), T, 0.1).time for T in (300, 600))
+    assert abs(300 / (t2 - t1) - rate) < 1e-6 * rate
+
+
 def test_long_run_optimum_beats_fixed_gamma_on_a_context_dependent_chain():
-    from spectheory.exact.iid_gap import easy_hard_chain
+    from spectheory.chain.examples import easy_hard_chain
     chain = easy_hard_chain(0.9)
     res = long_run_optimum(chain, 0.05, max_depth=32)
     assert len(set(res.lengths[:8].tolist())) == 2                     # easy and hard states differ
+    from spectheory.stopping.optimal import long_run_rate
+    assert res.rate > max(long_run_rate(chain, k, 0.05) for k in range(1, 33)) * 1.01
     T = 400                                                            # the finite optimum approaches it
     fin = optimal_policy(chain, T, 0.05, max_depth=32)
     assert abs(T / fin.time - res.rate) / res.rate < 0.02

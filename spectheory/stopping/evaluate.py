@@ -187,14 +187,21 @@ def _edge_recursion(K, policy, T, cost, progress):
     M = policy.n_memory
     tk = cost.call_times(D)
     W = np.zeros((T + 1, M, K.S, N_COMP))
-    stops, bon, rej = {}, {}, {}
-    cache_stops = K.hom and not getattr(policy, "position_dependent", False)
+    masses, xs, bon, rej = {}, {}, {}, {}
+    cacheable = K.hom and not getattr(policy, "position_dependent", False)
 
-    def stop_table(n, i, m):
-        key = (i, m) if cache_stops else (n, i, m)
-        if key not in stops:
-            stops[key] = np.asarray(policy.stop(edge_context(K, policy, n, i, m)), dtype=np.float64)
-        return stops[key]
+    def split(n, i, m, last):
+        """Draft/accept masses of edges after which the round stops or goes on (cached)."""
+        key = (last, i, m) if cacheable else (n, last, i, m)
+        if key not in masses:
+            laws = K.at(n + i)
+            if last:
+                masses[key] = (None, None, laws.acc, None)
+            else:
+                sig = np.asarray(policy.stop(edge_context(K, policy, n, i, m)), dtype=np.float64)
+                qs = laws.draft * sig
+                masses[key] = (qs.sum(-1), laws.draft - qs, laws.acc * sig, laws.acc * (1.0 - sig))
+        return masses[key]
 
     def bonus(pos, m):          # cached: W_{pos+1} is final once computed
         if (pos, m) not in bon:
@@ -213,15 +220,20 @@ def _edge_recursion(K, policy, T, cost, progress):
             kmax = min(D, T - n)
             X = Y = None
             for i in range(kmax - 1, -1, -1):
-                laws = K.at(n + i)
                 d = i + 1
-                sig = np.ones((K.S, K.V)) if d == kmax else stop_table(n, i, m)
-                qs = laws.draft * sig
-                Xn = _E[DRAFTS] + qs.sum(-1)[:, None] * (tk[d - 1] * _E[TTIME])
-                Yn = reject(n + i, m_rej) + K.apply(laws.acc * sig, bonus(n + d, m_acc))
-                if X is not None:
-                    Xn = Xn + K.apply(laws.draft - qs, X)
-                    Yn = Yn + K.apply(laws.acc * (1.0 - sig), Y)
+                q_stop, q_cont, acc_stop, acc_cont = split(n, i, m, d == kmax)
+                xkey = (kmax, i, m) if cacheable else None
+                if xkey in xs:
+                    Xn = xs[xkey]
+                elif d == kmax:
+                    Xn = np.broadcast_to(_E[DRAFTS] + tk[d - 1] * _E[TTIME], (K.S, N_COMP))
+                else:
+                    Xn = _E[DRAFTS] + q_stop[:, None] * (tk[d - 1] * _E[TTIME]) + K.apply(q_cont, X)
+                if xkey is not None:
+                    xs[xkey] = Xn
+                Yn = reject(n + i, m_rej) + K.apply(acc_stop, bonus(n + d, m_acc))
+                if Y is not None:
+                    Yn = Yn + K.apply(acc_cont, Y)
                 X, Y = Xn, Yn
             W[n, m] = _E[CALLS] + X + Y
     return W[0, policy.initial_memory]

@@ -31,7 +31,8 @@ from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursio
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
 from .._validation import check_int
 
-__all__ = ["optimal_policy", "long_run_optimum", "LongRunResult", "compare_policies", "INFORMATION"]
+__all__ = ["optimal_policy", "long_run_optimum", "long_run_rate", "LongRunResult", "compare_policies",
+           "INFORMATION"]
 
 INFORMATION = ("state", "path")
 
@@ -172,27 +173,10 @@ def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRun
     >>> int(res.lengths[0]), st.optimal_gamma(0.8, 0.05)
     (8, 8)
     """
-    if not chain.is_homogeneous:
-        raise ValueError("chain: the long-run objective needs a homogeneous chain")
     cost = as_cost(cost)
     D = check_int(max_depth, "max_depth", 1)
-    K = Kernels(chain)
-    laws = K.at(0)
+    trans, tokens, tau = _round_start_tables(chain, cost, D)
     S = chain.n_states
-    A = _dense(chain.transition_operator(laws.acc))
-    R = _dense(chain.transition_operator(laws.rej))
-    P = _dense(chain.transition_operator(laws.target))
-    Mj, cumR = np.eye(S), np.zeros((S, S))
-    trans, tokens = np.empty((D, S, S)), np.empty((D, S))
-    ej = np.ones(S)
-    with single_thread(S):
-        for k in range(1, D + 1):
-            cumR += Mj @ R
-            Mj = Mj @ A
-            trans[k - 1] = cumR + Mj @ P
-            ej = ej + Mj.sum(1)
-            tokens[k - 1] = ej
-    tau = cost.c * np.arange(1, D + 1) + cost.call_times(D)
     pol = np.zeros(S, dtype=np.int64)
     lam, it = None, 0
     rows = np.arange(S)
@@ -218,3 +202,50 @@ def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRun
             lam = max(lam, ge / gt)
             break
     return LongRunResult(float(lam), pol + 1, float(ge), float(gt), it)
+
+
+def _round_start_tables(chain, cost, D):
+    """Per round length ``k = 1..D``: round-start kernels ``[D, S, S]``, tokens ``[D, S]``, time ``[D]``."""
+    if not chain.is_homogeneous:
+        raise ValueError("chain: the long-run objective needs a homogeneous chain")
+    K = Kernels(chain)
+    laws = K.at(0)
+    S = chain.n_states
+    A = _dense(chain.transition_operator(laws.acc))
+    R = _dense(chain.transition_operator(laws.rej))
+    P = _dense(chain.transition_operator(laws.target))
+    Mj, cumR = np.eye(S), np.zeros((S, S))
+    trans, tokens = np.empty((D, S, S)), np.empty((D, S))
+    ej = np.ones(S)
+    with single_thread(S):
+        for k in range(1, D + 1):
+            cumR += Mj @ R
+            Mj = Mj @ A
+            trans[k - 1] = cumR + Mj @ P
+            ej = ej + Mj.sum(1)
+            tokens[k - 1] = ej
+    return trans, tokens, cost.c * np.arange(1, D + 1) + cost.call_times(D)
+
+
+def long_run_rate(chain, lengths, cost=None) -> float:
+    """Long-run tokens per unit time of drafting ``lengths[s]`` tokens from round-start state ``s`` (an int: fixed gamma).
+
+    ``g(e) / g(tau)`` under the stationary law of round starts (``docs/stopping.md``, Theorem 3).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping.optimal import long_run_rate
+    >>> chain = st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0])
+    >>> round(long_run_rate(chain, 4, 0.1), 12) == round(st.walltime_speedup(0.8, 4, 0.1), 12)
+    True
+    """
+    cost = as_cost(cost)
+    S = chain.n_states
+    k = np.broadcast_to(np.asarray(lengths, dtype=np.int64), (S,))
+    if k.min() < 1:
+        raise ValueError("lengths: draft lengths must be >= 1")
+    trans, tokens, tau = _round_start_tables(chain, cost, int(k.max()))
+    rows = np.arange(S)
+    Pp = trans[k - 1, rows]
+    return float(_gain(Pp, tokens[k - 1, rows])[0] / _gain(Pp, tau[k - 1])[0])
