@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validation import check_int
+from ..exact.core import blas_single_thread
 from ..verifiers.multidraft import MAX_PATHS, _norm_excess
 from .draft_tree import DraftTree
 from .verifiers import get_tree_verifier
@@ -164,10 +165,17 @@ def _check_tree(tree):
 
 
 def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
-    """Per-node engine over round starts ``start..stop-1``; ``init`` is ``[S]`` or ``[B, S]``."""
+    """Per-node engine over round starts ``start..stop-1``; ``init`` is ``[S]`` or ``[B, S]``.
+
+    Level by level, the masses of all nodes with the same number of children are stacked
+    and pushed through each slot's operator in one matrix product.
+    """
     acc = _Accumulator(T, tree.max_depth, init, start)
     cache: dict = {}
     hom = chain.is_homogeneous
+    levels = [np.flatnonzero(tree.depth == d) for d in range(tree.max_depth + 1)]
+    nkids = tree.n_children
+    kids_of = tree.children
     for n0 in range(start, stop):
         m0 = acc.starts[n0]
         if not np.any(m0):
@@ -175,39 +183,46 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
         k = min(tree.max_depth, T - n0)
         acc.drafted += m0.sum(-1) * tree.nodes_within(k)
         mass = {0: m0}
-        for u in range(tree.n_nodes):
-            d = int(tree.depth[u])
-            if d > k or u not in mass:
-                continue
-            m = mass.pop(u)
-            tot = m.sum(-1)
-            if u:
-                acc.accepted += tot                   # node u is on the accepted path
+        for d in range(k + 1):
+            nodes = [int(u) for u in levels[d] if int(u) in mass]
+            if not nodes:
+                break
+            tot = sum(mass[u] for u in nodes).sum(-1)
+            if d:
+                acc.accepted += tot
             if n0 + d == T:                           # horizon reached: nothing more emitted
                 acc.length[d] += tot
-                continue
+                break
             n = n0 + d
-            kids = tree.children[u]
-            if not kids:
-                acc.length[d] += tot
-                if bonus:
-                    acc.starts[n + 1] += np.asarray(m @ chain.target_operator(n))
-                else:
-                    acc.starts[n] += m
-                continue
-            key = (0 if hom else n, len(kids))
-            if key not in cache:
-                t, dr = chain.kernels(n)
-                A, Rm = verifier.node_laws(t, dr, len(kids))
-                cache[key] = ([chain.transition_operator(a) for a in A], chain.transition_operator(Rm),
-                              Rm.sum(-1))
-            ops, rop, rmass = cache[key]
-            for j, c in enumerate(kids):
-                mass[c] = np.asarray(m @ ops[j])
-            rej = m @ rmass
-            acc.rejections += rej
-            acc.length[d] += rej
-            acc.starts[n + 1] += np.asarray(m @ rop)
+            groups: dict = {}
+            for u in nodes:
+                groups.setdefault(int(nkids[u]), []).append(u)
+            for nk, us in groups.items():
+                stack = np.stack([mass.pop(u) for u in us])            # [G, (B,) S]
+                if nk == 0:
+                    acc.length[d] += stack.sum(0).sum(-1)
+                    if bonus:
+                        acc.starts[n + 1] += np.asarray(stack.sum(0) @ chain.target_operator(n))
+                    else:
+                        acc.starts[n] += stack.sum(0)
+                    continue
+                key = (0 if hom else n, nk)
+                if key not in cache:
+                    t, dr = chain.kernels(n)
+                    A, Rm = verifier.node_laws(t, dr, nk)
+                    cache[key] = ([chain.transition_operator(a) for a in A], chain.transition_operator(Rm),
+                                  Rm.sum(-1))
+                ops, rop, rmass = cache[key]
+                flat = stack.reshape(-1, stack.shape[-1])
+                for j in range(nk):
+                    moved = np.asarray(flat @ ops[j]).reshape(stack.shape)
+                    for g, u in enumerate(us):
+                        mass[kids_of[u][j]] = moved[g]
+                summed = stack.sum(0)
+                rej = summed @ rmass
+                acc.rejections += rej
+                acc.length[d] += rej
+                acc.starts[n + 1] += np.asarray(summed @ rop)
     return acc
 
 
@@ -256,11 +271,12 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
         raise ValueError(f"method: expected 'auto', 'nodes' or 'enumerate', got {method!r}")
     if method == "nodes" and not v.node_local:
         raise ValueError(f"method: the per-node engine needs a node-local rule; {v.name!r} is not")
-    if method == "enumerate" or not v.node_local:
-        from .enumerate import enumerated_forward
-        acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
-    else:
-        acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
+    with blas_single_thread(chain.n_states):      # small products: extra BLAS threads only contend
+        if method == "enumerate" or not v.node_local:
+            from .enumerate import enumerated_forward
+            acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
+        else:
+            acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
     return _result(acc, T)
 
 
@@ -294,9 +310,10 @@ def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method=
     if n0 >= T:
         raise ValueError(f"n0: must be < horizon {T}, got {n0}")
     eye = np.eye(chain.n_states)
-    if method == "enumerate" or not v.node_local:
-        from .enumerate import enumerated_forward
-        acc = enumerated_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
-    else:
-        acc = _node_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
+    with blas_single_thread(chain.n_states):
+        if method == "enumerate" or not v.node_local:
+            from .enumerate import enumerated_forward
+            acc = enumerated_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
+        else:
+            acc = _node_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
     return acc.length.T.copy()
