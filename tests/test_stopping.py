@@ -97,6 +97,27 @@ def test_optimum_never_worse_than_any_heuristic_on_100_random_chains():
             assert path <= evaluate_policy(chain, policy, T, cost).time + 1e-12, (trial, policy)
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_path_optimum_has_threshold_structure(seed):
+    """docs/stopping.md Theorem 2: at each (position, depth, state) the optimum stops iff rho <= rho*."""
+    from spectheory.stopping.paths import optimal_paths
+    rng = np.random.default_rng(seed)
+    chain = st.DecodingChain.random(3, concentration=float(rng.uniform(0.2, 1.5)),
+                                    similarity=float(rng.uniform(0, 0.8)), rng=rng)
+    cost = Cost(float(rng.uniform(0, 0.4)), target_call=lambda k: 1.0 + 0.03 * k)   # non-decreasing t
+    res = optimal_paths(chain, 10, cost, 5, record_decisions=True)
+    n_mixed = 0
+    for rec in res.extra["decisions"]:
+        live = rec["weight"] > 0
+        for s in np.unique(rec["state"]):
+            sel = live & (rec["state"] == s)
+            stop, rho = rec["stop"][sel], rec["accept_prob"][sel]
+            if stop.any() and (~stop).any():
+                n_mixed += 1
+                assert rho[stop].max() <= rho[~stop].min() + 1e-12
+    assert n_mixed > 0 or seed > 2          # the structure is exercised (both decisions at one state)
+
+
 @pytest.mark.parametrize("alpha", [0.1, 0.35, 0.6, 0.8, 0.9, 0.97])
 @pytest.mark.parametrize("c", [0.0, 0.01, 0.05, 0.2, 0.5, 1.0])
 def test_one_state_long_run_optimum_is_optimal_gamma(alpha, c):

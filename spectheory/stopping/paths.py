@@ -61,7 +61,7 @@ def path_tree(K, n, depth, max_nodes=2_000_000):
     return levels
 
 
-def _round(K, levels, n, kmax, T, W, tk, policy, weights):
+def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
     """Round values ``[S, 3]`` for rounds at ``n`` (memory 0), decisions by ``policy`` or optimal."""
     J = None
     for L in range(kmax, 0, -1):
@@ -83,6 +83,9 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights):
             else:
                 stop = stopv @ weights <= contv @ weights
             J = np.where(stop[:, None], stopv, contv)
+            if record is not None:
+                record.append({"position": n, "depth": L, "state": lv.state, "accept_prob": lv.rho,
+                               "weight": lv.w, "stop": stop})
     root_rej = K.apply(K.at(n).rej, W[n + 1][0])
     return _E[CALLS] + _E[DRAFTS] + root_rej + _sum_children(levels[1].parent, J, K.S)
 
@@ -91,7 +94,7 @@ def _sum_children(parent, J, size):
     return np.stack([np.bincount(parent, weights=J[:, c], minlength=size) for c in range(N_COMP)], axis=1)
 
 
-def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name):
+def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name, record=None):
     K = Kernels(chain)
     D = max_depth
     tk = cost.call_times(D)
@@ -103,7 +106,7 @@ def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name):
             kmax = min(D, T - n)
             if tree is None or not K.hom:
                 tree = path_tree(K, n, kmax if not K.hom else D, max_nodes)
-            W[n, 0] = _round(K, tree, n, kmax, T, W, tk, policy, weights)
+            W[n, 0] = _round(K, tree, n, kmax, T, W, tk, policy, weights, record)
     return chain.initial @ W[0, 0]
 
 
@@ -116,9 +119,19 @@ def evaluate_paths(chain, policy, horizon, cost, *, max_nodes=2_000_000, progres
     return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]), policy.name)
 
 
-def optimal_paths(chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progress=None) -> PolicyValue:
-    """The full-information optimum (decisions on the drafted path and the target's laws), exactly."""
+def optimal_paths(chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progress=None,
+                  record_decisions=False) -> PolicyValue:
+    """The full-information optimum (decisions on the drafted path and the target's laws), exactly.
+
+    With ``record_decisions``, ``extra["decisions"]`` lists, per position and depth below the
+    forced stop, the nodes' states, ``accept_prob`` (rho), path probabilities and stop flags
+    (used to check the threshold structure, ``docs/stopping.md`` Theorem 2).
+    """
     T = chain.check_horizon(horizon)
-    v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum")
+    record = [] if record_decisions else None
+    v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum", record)
+    extra = {"information": "path"}
+    if record is not None:
+        extra["decisions"] = record
     return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]),
-                       f"optimum (path, max_depth={max_depth})", {"information": "path"})
+                       f"optimum (path, max_depth={max_depth})", extra)
