@@ -12,7 +12,8 @@ import spectheory as st
 from spectheory.trees import DraftTree, tree_protocol
 from spectheory.trees.batch_tree import (batch_readings, batch_tree_expected, batch_tree_limit_mass,
                                          simulate_batch_tree)
-from spectheory.verifiers.batch_chain import batch_expected_rejections, holey_chain
+from spectheory.chain.examples import holey_chain
+from spectheory.verifiers.batch_chain import batch_expected_rejections
 
 
 @pytest.mark.parametrize("gamma,bonus", [(None, False), (2, False), (2, True)])
