@@ -33,7 +33,7 @@ MAX_FRONT_SEQUENCES = 100_000
 
 @dataclass
 class PrefixForest:
-    """Level arrays of a chain's prefix forest (see the module docstring for the layout).
+    r"""Level arrays of a chain's prefix forest (see the module docstring for the layout).
 
     Attributes
     ----------
