@@ -140,7 +140,7 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)   # C -> 3C
         self.proj = nn.Linear(config.n_embd, config.n_embd)      # C -> C
 
-    def forward(self, x, layer_cache=None, pos=None):
+    def forward(self, x, layer_cache=None, pos=None, attn_mask=None):
         B, L, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)                     # 3 x [B, L, C]
         q = q.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
@@ -158,8 +158,11 @@ class CausalSelfAttention(nn.Module):
             T_used = int(pos.max()) + 1                           # keys past this are never visible
             keys = k_cache[:, :T_used].transpose(1, 2)            # [B, H, T_used, D]
             values = v_cache[:, :T_used].transpose(1, 2)          # [B, H, T_used, D]
-            key_pos = torch.arange(T_used, device=x.device)       # [T_used]
-            mask = key_pos[None, None, :] <= pos[:, :, None]      # [B, L, T_used], True = attend
+            if attn_mask is None:
+                key_pos = torch.arange(T_used, device=x.device)   # [T_used]
+                mask = key_pos[None, None, :] <= pos[:, :, None]  # [B, L, T_used], True = attend
+            else:                                                 # tree attention: caller's mask
+                mask = attn_mask[:, :, :T_used]
             y = F.scaled_dot_product_attention(
                 q.transpose(1, 2), keys.to(q.dtype), values.to(q.dtype),
                 attn_mask=mask[:, None])                          # [B, H, L, D]
@@ -189,8 +192,8 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd)
         self.mlp = MLP(config)
 
-    def forward(self, x, layer_cache=None, pos=None):             # [B, L, C]
-        x = x + self.attn(self.ln_1(x), layer_cache, pos)
+    def forward(self, x, layer_cache=None, pos=None, attn_mask=None):  # [B, L, C]
+        x = x + self.attn(self.ln_1(x), layer_cache, pos, attn_mask)
         x = x + self.mlp(self.ln_2(x))
         return x                                                  # [B, L, C]
 
@@ -260,18 +263,53 @@ class GPT(nn.Module):
         return KVCache(self.config.n_layer, batch_size, max_len, self.config.n_head,
                        self.config.head_dim, device or ref.device, dtype or ref.dtype)
 
-    def forward(self, ids, cache: KVCache | None = None, start=None):
-        """Logits ``[B, L, V]`` for ``ids [B, L]``; see the module docstring for caching."""
+    def forward(self, ids, cache: KVCache | None = None, start=None, positions=None, attn_mask=None,
+                return_hidden=False):
+        """Logits ``[B, L, V]`` for ``ids [B, L]``; see the module docstring for caching.
+
+        Tree attention (used by :mod:`spectheory.decoder.tree_attention`): with a cache,
+        ``positions [B, L]`` replaces the position ids ``start + i`` of the embeddings and
+        ``attn_mask [B, L, T]`` (bool, True = attend, ``T >= start + L``) replaces the causal
+        visibility of the cache slots; keys/values are still written at slots
+        ``start .. start + L - 1``. ``return_hidden=True`` also returns the final hidden
+        state ``ln_f(x) [B, L, C]`` (the input of the tied LM head; Medusa heads read it).
+        """
         cache_batch = cache.batch_size if cache is not None else None
         cache_len = cache.max_len if cache is not None else None
-        pos = check_ids_start(ids, cache, start, self.max_seq_len, cache_batch, cache_len)
+        if positions is None and attn_mask is None:
+            pos = check_ids_start(ids, cache, start, self.max_seq_len, cache_batch, cache_len)
+            emb_pos = pos
+        else:
+            pos, emb_pos = self._tree_positions(ids, cache, start, positions, attn_mask)
         B, L = ids.shape
-        if pos is None:
+        if emb_pos is None:
             x = self.wte(ids) + self.wpe(torch.arange(L, device=ids.device))  # [B, L, C]
         else:
-            x = self.wte(ids) + self.wpe(pos)                                  # [B, L, C]
+            x = self.wte(ids) + self.wpe(emb_pos)                              # [B, L, C]
         for layer, block in enumerate(self.blocks):
             layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
-            x = block(x, layer_cache, pos)                                     # [B, L, C]
+            x = block(x, layer_cache, pos, attn_mask)                          # [B, L, C]
         x = self.ln_f(x)                                                       # [B, L, C]
-        return x @ self.wte.weight.T                                           # [B, L, V]
+        logits = x @ self.wte.weight.T                                         # [B, L, V]
+        return (logits, x) if return_hidden else logits
+
+    def _tree_positions(self, ids, cache, start, positions, attn_mask):
+        """Validate a tree-attention call; return (cache slots [B, L], position ids [B, L])."""
+        if cache is None or positions is None or attn_mask is None:
+            raise ValueError("positions and attn_mask: tree attention needs cache, start, positions and attn_mask")
+        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
+            raise ValueError(f"ids must be a LongTensor [B, L], got {getattr(ids, 'shape', ids)!r}")
+        B, L = ids.shape
+        if B != cache.batch_size:
+            raise ValueError(f"ids batch {B} does not match cache batch_size {cache.batch_size}")
+        start = torch.as_tensor(start, device=ids.device).long()
+        slots = start[:, None] + torch.arange(L, device=ids.device)[None, :]
+        if positions.shape != (B, L):
+            raise ValueError(f"positions: expected shape {(B, L)}, got {tuple(positions.shape)}")
+        if attn_mask.dim() != 3 or attn_mask.shape[:2] != (B, L) or attn_mask.dtype != torch.bool:
+            raise ValueError(f"attn_mask: expected a bool tensor [B, L, T] with B, L = {B}, {L}")
+        if int(start.min()) < 0 or int(slots.max()) >= min(cache.max_len, attn_mask.shape[2]):
+            raise ValueError(f"start: slots out of range (cache max_len={cache.max_len}, mask width {attn_mask.shape[2]})")
+        if int(positions.min()) < 0 or int(positions.max()) >= self.max_seq_len:
+            raise ValueError(f"positions: must lie in [0, {self.max_seq_len})")
+        return slots, positions.long()

@@ -1,0 +1,202 @@
+r"""Tree attention: score a whole draft tree in one model call, keep the accepted path.
+
+A round of tree decoding starts with ``n`` committed tokens ``x_0..x_{n-1}``; the last
+one, ``x_{n-1}``, is the *root* of the draft tree (:class:`~spectheory.trees.DraftTree`,
+node 0) and is not yet in the model's KV cache. The tree's nodes are laid out in
+*level order* (breadth first, slot order kept) at consecutive cache slots after the
+prefix: node with level-order offset ``o`` (root ``o = 0``) sits at slot ``n - 1 + o``
+and has position id ``n - 1 + depth``. Node ``i``'s query attends to
+
+- every committed slot ``< n - 1`` (the cached prefix), and
+- the slots of its ancestors and itself in the tree (the *tree mask*),
+
+so its logits are exactly those of the sequence ``prefix + path(i)``. Level order makes
+the nodes of one depth contiguous, so a draft model can extend the tree level by level
+with one call per level. After verification, :func:`compact_path` copies the keys/values
+of the accepted path's nodes to slots ``n, n + 1, ...`` (their true positions) and the
+rest of the tree is dropped (it is stale: later calls never attend past the path).
+
+Models: the shipped :class:`~spectheory.decoder.model.GPT` takes the mask and positions
+directly (``positions=``, ``attn_mask=``); an order-2 n-gram needs no context (its law
+after a node depends on the node's token only); any other model of the decoder contract
+falls back to recomputing each node's full path without cache (correct, slower).
+
+Examples
+--------
+>>> from spectheory.trees import DraftTree
+>>> lay = TreeLayout(DraftTree.from_branching([2, 1]))
+>>> lay.order.tolist(), lay.offset_depth.tolist()     # level order: root, depth 1, depth 2
+([0, 1, 3, 2, 4], [0, 1, 1, 2, 2])
+>>> lay.ancestors.astype(int)[3].tolist()             # offset 3 = node 2: root, node 1, itself
+[1, 1, 0, 1, 0]
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import torch
+
+from .model import GPT, KVCache
+from .ngram import NGramModel
+
+__all__ = ["TreeLayout", "tree_attn_mask", "tree_logits", "compact_path", "new_tree_cache", "supports_tree_cache"]
+
+
+class TreeLayout:
+    """Level-order layout of a :class:`~spectheory.trees.DraftTree` in the cache.
+
+    Attributes
+    ----------
+    tree : DraftTree
+    order : ndarray [N]
+        ``order[o]`` = tree node at level-order offset ``o`` (``order[0] = 0``, the root).
+    offset : ndarray [N]
+        Inverse of ``order``: ``offset[node]``.
+    offset_depth : ndarray [N]
+        Depth of the node at each offset.
+    ancestors : ndarray [N, N] bool
+        ``ancestors[o, o']``: the node at ``o'`` is an ancestor of (or is) the node at ``o``.
+    level_start : ndarray [D + 2]
+        Offsets of depth ``d`` are ``level_start[d] .. level_start[d + 1] - 1``.
+    """
+
+    def __init__(self, tree):
+        self.tree = tree
+        depth = np.asarray(tree.depth)
+        self.order = np.argsort(depth, kind="stable")
+        self.offset = np.empty_like(self.order)
+        self.offset[self.order] = np.arange(self.order.size)
+        self.offset_depth = depth[self.order]
+        N = self.order.size
+        anc = np.zeros((N, N), dtype=bool)
+        for o, node in enumerate(self.order):
+            anc[o, 0] = True
+            for u in tree.path_to(node):
+                anc[o, self.offset[u]] = True
+        self.ancestors = anc
+        self.level_start = np.searchsorted(self.offset_depth, np.arange(tree.max_depth + 2))
+
+    @property
+    def n_nodes(self) -> int:
+        return int(self.order.size)
+
+    @cached_property
+    def parent_offset(self) -> np.ndarray:
+        """Offset of each offset's parent (-1 for the root)."""
+        par = np.asarray(self.tree.parents)[self.order]
+        return np.where(par >= 0, self.offset[np.maximum(par, 0)], -1)
+
+    def torch_tables(self, device):
+        """``(ancestors, offset_depth)`` as tensors on ``device`` (cached per device)."""
+        key = str(device)
+        cache = self.__dict__.setdefault("_tables", {})
+        if key not in cache:
+            cache[key] = (torch.as_tensor(self.ancestors, device=device),
+                          torch.as_tensor(self.offset_depth, device=device))
+        return cache[key]
+
+
+def tree_attn_mask(layout, root_slot, lo, hi, width):
+    """Boolean mask ``[B, hi - lo, width]`` for the nodes at offsets ``lo .. hi - 1``.
+
+    Row ``b``'s query at offset ``o`` may attend to slot ``t`` iff ``t < root_slot[b]``
+    or ``t = root_slot[b] + o'`` with ``ancestors[o, o']``.
+    """
+    anc, _ = layout.torch_tables(root_slot.device)
+    t = torch.arange(width, device=root_slot.device)
+    rel = t[None, :] - root_slot[:, None]                          # [B, width]
+    inside = (rel >= 0) & (rel < layout.n_nodes)
+    a = anc[lo:hi][None, :, :].expand(root_slot.shape[0], -1, -1)  # [B, L, N]
+    tree_part = torch.gather(a, 2, rel.clamp(0, layout.n_nodes - 1)[:, None, :].expand(-1, hi - lo, -1))
+    return (rel < 0)[:, None, :] | (inside[:, None, :] & tree_part)
+
+
+def supports_tree_cache(model) -> bool:
+    """True for models whose cached call takes ``positions``/``attn_mask`` (the shipped GPT)."""
+    return isinstance(model, GPT)
+
+
+def new_tree_cache(model, batch_size, max_len, device, dtype):
+    """A cache with room for the tree past ``max_seq_len`` slots (positions stay in range)."""
+    if isinstance(model, GPT):
+        c = model.config
+        return KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
+    return None
+
+
+def _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi):
+    """Recompute each node's full path (prefix + ancestors + node) without a cache."""
+    B = prefix.shape[0]
+    anc = torch.as_tensor(layout.ancestors, device=prefix.device)
+    depth = layout.offset_depth
+    seqs, last = [], []
+    for o in range(lo, hi):
+        path = torch.nonzero(anc[o]).flatten()                     # offsets root -> node, level order
+        toks = node_tokens[:, path]                                # [B, d + 1]
+        seqs.append((toks, int(depth[o])))
+    L = int(root_slot.max()) + int(depth[lo:hi].max()) + 1
+    out = []
+    for toks, d in seqs:
+        ids = torch.zeros(B, L, dtype=torch.long, device=prefix.device)
+        w = min(prefix.shape[1], L)
+        ids[:, :w] = prefix[:, :w]
+        rows = torch.arange(B, device=prefix.device)[:, None]
+        cols = root_slot[:, None] + torch.arange(d + 1, device=prefix.device)[None, :]
+        ids[rows, cols] = toks
+        logits = model(ids)
+        out.append(logits[torch.arange(B), root_slot + d])
+    return torch.stack(out, 1)
+
+
+def tree_logits(model, cache, prefix, root_slot, node_tokens, layout, lo, hi, return_hidden=False):
+    """Logits ``[B, hi - lo, V]`` after the nodes at offsets ``lo .. hi - 1``, in one call.
+
+    Parameters
+    ----------
+    model : model of the decoder contract
+    cache : the model's cache from :func:`new_tree_cache` (GPT), or ``None``
+    prefix : LongTensor [B, cap]
+        Committed tokens (``prefix[b, :root_slot[b] + 1]`` valid, the root last).
+    root_slot : LongTensor [B]
+        ``n - 1``: slot (and position) of the root. Slots ``< root_slot`` must be cached
+        (GPT) when ``lo = 0``; for ``lo > 0`` the offsets ``< lo`` must have been fed.
+    node_tokens : LongTensor [B, N]
+        Tokens in level order (offset 0 = the root; absent nodes any valid id).
+    """
+    ids = node_tokens[:, lo:hi]
+    if isinstance(model, GPT):
+        _, dep = layout.torch_tables(root_slot.device)
+        positions = root_slot[:, None] + dep[lo:hi][None, :]
+        width = int(root_slot.max()) + hi
+        mask = tree_attn_mask(layout, root_slot, lo, hi, width)
+        return model(ids, cache=cache, start=root_slot + lo, positions=positions, attn_mask=mask,
+                     return_hidden=return_hidden)
+    if return_hidden:
+        raise ValueError("return_hidden: only the shipped GPT returns hidden states")
+    if isinstance(model, NGramModel) and model.order <= 2:
+        B, L = ids.shape
+        return model(ids.reshape(B * L, 1)).reshape(B, L, -1)
+    return _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi)
+
+
+def compact_path(cache, root_slot, path_offsets, n_keep):
+    """Keep the accepted path in a GPT :class:`KVCache`: copy slot ``root + path_offsets[b, d-1]``
+    to slot ``root + d`` for ``d = 1 .. n_keep[b]`` (the rest of the tree becomes stale).
+
+    Safe in place: in level order a node of depth ``d`` has offset ``>= d``, so a copy never
+    overwrites a source still to be read (sources are read before any write, all at once).
+    """
+    if cache is None or path_offsets.shape[1] == 0:
+        return
+    D = path_offsets.shape[1]
+    d = torch.arange(1, D + 1, device=root_slot.device)[None, :]
+    keep = d <= n_keep[:, None]                                    # [B, D]
+    src = root_slot[:, None] + torch.where(keep, path_offsets, d)  # unchanged where not kept
+    dst = root_slot[:, None] + d
+    src = src.clamp(max=cache.max_len - 1)
+    dst = dst.clamp(max=cache.max_len - 1)
+    rows = torch.arange(root_slot.shape[0], device=root_slot.device)[:, None]
+    for store in (cache.k, cache.v):                               # [n_layer, B, T, H, Dh]
+        moved = store[:, rows, src]                                # [n_layer, B, D, H, Dh]
+        store[:, rows, dst] = torch.where(keep[None, :, :, None, None], moved, store[:, rows, dst])

@@ -1,0 +1,328 @@
+r"""Tree speculative decoding in the real decoder: draft a tree, score it in one target call.
+
+Notation: p = target, q = draft (laws after temperature/top-k/top-p). One *round* per
+sequence with ``n`` committed tokens and ``r`` still to generate (the tree protocol of
+docs/trees.md, ``bonus=True`` by default):
+
+1. the drafter builds the draft tree (:class:`~spectheory.trees.DraftTree`) truncated at
+   depth ``k = min(depth, r)``: a draft model level by level (one draft call per level,
+   tree attention in its cache), children drawn by the verifier's *child policy*
+   (``"iid"``, ``"wo"`` without replacement, ``"topk"``), or Medusa heads
+   (:mod:`spectheory.decoder.medusa`);
+2. ONE target call scores the root and every node (:mod:`.tree_attention`);
+3. the tree verifier -- the pure rule of :mod:`spectheory.trees.rules` (or any callable of
+   the same signature, e.g. Medusa's typical acceptance) -- runs on the laws with
+   uniforms hashed from ``(seed, round, node, purpose)``, and returns the accepted path
+   and the next token (a correction after a rejection, or the bonus ``~ p`` at a leaf
+   if tokens remain and ``bonus``);
+4. the accepted path's keys/values are kept in both caches, the rest dropped.
+
+The rule is the library's own numpy function applied to the laws (float64, on CPU), so
+the decoder and the exact theory share one definition of every tree verifier.
+``temperature=0`` returns the target's greedy continuation exactly.
+"""
+from __future__ import annotations
+
+import time
+from functools import partial
+
+import numpy as np
+import torch
+
+from .._validation import check_int
+from ..trees import DraftTree, get_tree_verifier
+from ..trees.verifiers import TreeVerifier
+from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
+from .sampling import logits_to_probs, sample_from_uniform
+from .speculative import _check_common, _forward_window, _make_batch, _new_tokens, _place, _prefill, _sync
+from .stats import GenerationResult, StatsRecorder
+from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
+
+__all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
+
+
+# ----------------------------------------------------------------------------- drafting
+def draw_level(parent_laws, layout, d, policy, u_draft, present_parent):
+    """Tokens of the depth-``d`` nodes from their parents' draft laws (torch, one level).
+
+    Parameters
+    ----------
+    parent_laws : Tensor [B, n_{d-1}, V]
+        Draft laws at the depth ``d - 1`` nodes (level order).
+    u_draft : Tensor [B, N]
+        Per-node uniforms (column = level-order offset).
+    present_parent : BoolTensor [B, n_{d-1}]
+
+    Returns
+    -------
+    tokens : LongTensor [B, n_d] (``-1`` = not drafted), present : BoolTensor [B, n_d]
+
+    The ``j``-th child's law is the policy's slot law of :mod:`spectheory.trees.rules`:
+    ``q`` (iid), ``q`` without the earlier siblings renormalised (wo; absent when no mass
+    is left), or the point mass on the ``j``-th largest entry (topk, stable order).
+    """
+    lo_p = layout.level_start[d - 1]
+    lo, hi = layout.level_start[d], layout.level_start[d + 1]
+    slots = np.asarray(layout.tree.slot)[layout.order]
+    B, _, V = parent_laws.shape
+    rows = torch.arange(B, device=parent_laws.device)
+    toks, pres = [], []
+    order = None
+    removed = {}
+    for o in range(lo, hi):
+        p = int(layout.parent_offset[o]) - lo_p
+        j = int(slots[o])
+        law = parent_laws[:, p]
+        ok = present_parent[:, p].clone()
+        if policy == "iid":
+            x = sample_from_uniform(law, u_draft[:, o])
+        elif policy == "wo":
+            rem = removed.get(p)
+            rem = law.clone() if rem is None else rem
+            mass = rem.sum(-1)
+            ok &= mass > 1e-300
+            x = sample_from_uniform(torch.where(ok[:, None], rem, law), u_draft[:, o])
+            rem = rem.clone()
+            rem[rows, x] = 0.0
+            removed[p] = rem
+        elif policy == "topk":
+            if order is None:
+                order = torch.sort(parent_laws, dim=-1, descending=True, stable=True).indices
+            if j >= V:
+                ok &= False
+            x = order[:, p, min(j, V - 1)]
+        else:
+            raise ValueError(f"policy: expected 'iid', 'wo' or 'topk', got {policy!r}")
+        toks.append(torch.where(ok, x, torch.full_like(x, -1)))
+        pres.append(ok)
+    return torch.stack(toks, 1), torch.stack(pres, 1)
+
+
+class ModelDrafter:
+    """Drafts the tree with a draft model, one call per level (tree attention when it is a GPT)."""
+
+    needs_hidden = False
+
+    def __init__(self, draft, law, dev, dtype, batch, layout):
+        self.draft, self.law, self.layout = draft, law, layout
+        cap = batch.tokens.shape[1]
+        self.cached_model = supports_tree_cache(draft)
+        self.cache = (new_tree_cache(draft, batch.tokens.shape[0], cap + layout.n_nodes, dev, dtype)
+                      if self.cached_model else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype))
+        self.cached = _prefill(draft, self.cache, batch)
+
+    def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
+        """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
+        lay = self.layout
+        B = node_tokens.shape[0]
+        rows = torch.arange(B, device=node_tokens.device)
+        logits, start = _forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
+        root_law = self.law(logits[rows, batch.seq_len - 1 - start])
+        V = root_law.shape[-1]
+        laws = torch.zeros(B, lay.n_nodes, V, dtype=root_law.dtype, device=root_law.device)
+        laws[:, 0] = root_law
+        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
+        present[:, 0] = present_root
+        root_slot = batch.seq_len - 1
+        calls = 1
+        for d in range(1, K + 1):
+            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
+            x, ok = draw_level(laws[:, lo_p:lo], lay, d, policy, u_draft, present[:, lo_p:lo])
+            ok &= (d <= self.k)[:, None]
+            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
+            present[:, lo:hi] = ok
+            if d < K:                                        # laws after depth-d nodes
+                lg = tree_logits(self.draft, self.cache if self.cached_model else None, batch.tokens,
+                                 root_slot, node_tokens, lay, lo, hi)
+                laws[:, lo:hi] = self.law(lg)
+                calls += 1
+        self.fed = K - 1
+        return node_tokens, present, laws, calls
+
+    def commit(self, batch, root_slot, path_offsets, j):
+        keep = torch.clamp(j, max=self.fed)
+        if self.cached_model:
+            compact_path(self.cache, root_slot, path_offsets, keep)
+            self.cached = root_slot + 1 + keep
+        else:
+            self.cached = root_slot + 1                         # history caches: the path is re-fed
+
+
+# ----------------------------------------------------------------------------- verification
+def resolve_rule(verifier, policy=None):
+    """``(rule, policy, name)`` from a tree-verifier name/object or a callable rule.
+
+    A callable must have the signature of :func:`spectheory.trees.rules.tree_rule`
+    without ``policy``/``rule`` (``fn(tree, tokens, target_laws, draft_laws, u_accept,
+    u_final) -> (node, token, residual)``) and needs ``policy``.
+    """
+    if isinstance(verifier, (str, TreeVerifier)):
+        v = get_tree_verifier(verifier)
+        if policy is not None and policy != v.policy:
+            raise ValueError(f"policy: verifier {v.name!r} draws children {v.policy!r}, got {policy!r}")
+        return v.verify, v.policy, v.name
+    if callable(verifier):
+        if policy is None:
+            raise ValueError("policy: a callable verifier needs the child policy ('iid', 'wo' or 'topk')")
+        return verifier, policy, getattr(verifier, "name", getattr(verifier, "__name__", "custom"))
+    raise ValueError(f"verifier: expected a tree verifier name, TreeVerifier or callable, got {verifier!r}")
+
+
+def _tree_tables(tree, layout):
+    """``path_offsets [N, D]`` (level-order offsets of the path to each node, padded 0)."""
+    D = max(tree.max_depth, 1)
+    tab = np.zeros((tree.n_nodes, D), dtype=np.int64)
+    for v in range(tree.n_nodes):
+        for i, u in enumerate(tree.path_to(v)):
+            tab[v, i] = layout.offset[u]
+    return tab
+
+
+def _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws, u_acc, u_fin):
+    """Run the numpy rule on the round's laws (tree node numbering); return torch tensors."""
+    offs = layout.offset
+    tok = torch.where(present, node_tokens, -1).cpu().numpy()[:, offs]
+    tok[:, 0] = -1
+    tl = target_laws.to(torch.float64).cpu().numpy()[:, offs]
+    dl = draft_laws.to(torch.float64).cpu().numpy()[:, offs]
+    missing = dl.sum(-1) <= 0                                  # leaves: no draft law needed
+    dl[missing] = tl[missing]
+    ua = u_acc.cpu().numpy()[:, offs]
+    node, token, residual = rule(tree, tok, tl, dl, ua, u_fin.cpu().numpy())
+    dev = node_tokens.device
+    return (torch.as_tensor(np.asarray(node), device=dev), torch.as_tensor(np.asarray(token), device=dev),
+            torch.as_tensor(np.asarray(residual), device=dev))
+
+
+# ----------------------------------------------------------------------------- generation
+def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_rrs", temperature=1.0,
+                  top_k=None, top_p=None, bonus=True, seed=0, device=None, dtype=None, policy=None,
+                  drafter=None):
+    """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
+
+    Parameters
+    ----------
+    target, draft : models of the decoder contract (same ``vocab_size``); ``draft`` may be
+        ``None`` when ``drafter`` is given (Medusa heads).
+    prompts : list of token sequences
+    max_new_tokens : int >= 1
+    tree : DraftTree
+    verifier : str, TreeVerifier or callable
+        A tree verifier (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``,
+        ...), or a callable rule (then ``policy`` is required), e.g.
+        :func:`spectheory.decoder.medusa.typical_rule`.
+    temperature, top_k, top_p, bonus, seed, device, dtype : as in
+        :func:`~spectheory.decoder.speculative.speculative_generate`.
+    drafter : callable, optional
+        ``drafter(batch, law, dev, dtype, layout, target_cache) -> object`` with the
+        methods of :class:`ModelDrafter`; default: a :class:`ModelDrafter` on ``draft``.
+
+    Returns
+    -------
+    GenerationResult
+        ``stats.gamma`` is the tree depth; ``accepted_counts`` the accepted path lengths;
+        ``draft_steps`` the draft levels run per sequence.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectheory.decoder.model import GPT, GPTConfig
+    >>> from spectheory.trees import DraftTree
+    >>> torch.manual_seed(0) and None
+    >>> t = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
+    >>> d = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
+    >>> res = tree_generate(t, d, [[1, 2, 3], [4]], 8, DraftTree.from_branching([2, 1]), seed=3)
+    >>> [len(x) for x in res.tokens]
+    [8, 8]
+    """
+    if not isinstance(tree, DraftTree):
+        raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+    rule, policy, name = resolve_rule(verifier, policy)
+    models = {"target": target} if draft is None else {"target": target, "draft": draft}
+    max_new_tokens, (temperature, top_k, top_p) = _check_common(models, max_new_tokens, temperature, top_k, top_p)
+    dev, dt = _place(target, device, dtype)
+    if draft is not None:
+        _place(draft, dev if device is not None else None, dtype)
+    batch = _make_batch(prompts, max_new_tokens, models, dev)
+    B, cap = batch.tokens.shape
+    layout = TreeLayout(tree)
+    N, D = layout.n_nodes, tree.max_depth
+    paths = torch.as_tensor(_tree_tables(tree, layout), device=dev)
+    depth_of = torch.as_tensor(np.asarray(tree.depth), device=dev)
+    seeds = seed_tensor(check_seeds(seed, B), dev)
+    law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
+    rec = StatsRecorder(B, D)
+    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
+    node_ids = torch.arange(N, device=dev)[None, :]
+    with torch.inference_mode():
+        _sync(dev)
+        t_start = time.perf_counter()
+        cached_target = supports_tree_cache(target)
+        tcache = new_tree_cache(target, B, cap + N, dev, dt) if cached_target else None
+        if drafter is None:
+            dr = ModelDrafter(draft, law, dev, dt, batch, layout)
+        else:
+            dr = drafter(batch, law, dev, dt, layout, tcache)
+        if cached_target and not getattr(dr, "prefilled_target", False):
+            _prefill(target, tcache, batch)
+        _sync(dev)
+        times["time_prefill"] = time.perf_counter() - t_start
+        rnd, calls = 0, 0
+        while True:
+            remaining = batch.remaining
+            k = torch.clamp(remaining, max=D)
+            K = int(k.max().item())
+            if K == 0:
+                break
+            t0 = time.perf_counter()
+            u_d = uniforms(seeds[:, None], rnd, node_ids, PURPOSE_DRAFT)
+            u_a = uniforms(seeds[:, None], rnd, node_ids, PURPOSE_ACCEPT)
+            u_f = uniforms(seeds, rnd, 0, PURPOSE_EMIT)
+            node_tokens = torch.zeros(B, N, dtype=torch.long, device=dev)
+            root_slot = batch.seq_len - 1
+            node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
+            dr.k = k
+            node_tokens, present, draft_laws, n_calls = dr.laws(batch, node_tokens, K, policy, u_d, k > 0)
+            _sync(dev)
+            t1 = time.perf_counter()
+            out = tree_logits(target, tcache, batch.tokens, root_slot, node_tokens, layout, 0, N,
+                              return_hidden=dr.needs_hidden)
+            logits, hidden = out if dr.needs_hidden else (out, None)
+            target_laws = law(logits)
+            _sync(dev)
+            t2 = time.perf_counter()
+            node, token, residual = _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws,
+                                            u_a, u_f)
+            j = depth_of[node]
+            emitted = residual | (bool(bonus) & (j < remaining) & (k > 0))
+            rows = torch.arange(B, device=dev)
+            path_off = paths[node]                                       # [B, D]
+            path_tok = node_tokens.gather(1, path_off)                   # [B, D]
+            d_idx = torch.arange(D, device=dev)[None, :]
+            keep = d_idx < j[:, None]                                    # accepted path, in place
+            r_idx, d_sel = torch.nonzero(keep, as_tuple=True)
+            batch.tokens[r_idx, batch.seq_len[r_idx] + d_sel] = path_tok[r_idx, d_sel]
+            slot = (batch.seq_len + j).clamp(max=cap - 1)
+            batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
+            if tcache is not None:
+                compact_path(tcache, root_slot, path_off, j)
+            dr.commit(batch, root_slot, path_off, j)
+            if dr.needs_hidden:
+                dr.observe(hidden[rows, layout_offset(layout, node, dev)])
+            batch.seq_len = batch.seq_len + j + emitted.to(torch.int64)
+            rec.add_round(*torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)]).cpu().numpy())
+            times["time_draft"] += t1 - t0
+            times["time_target"] += t2 - t1
+            calls += n_calls
+            rnd += 1
+        tokens = _new_tokens(batch, max_new_tokens)
+        _sync(dev)
+        times["time_total"] = time.perf_counter() - t_start
+    stats = rec.finish(name, bool(bonus), **times)
+    stats.batch_draft_calls, stats.batch_target_calls = calls, rnd
+    return GenerationResult(tokens, stats)
+
+
+def layout_offset(layout, node, device):
+    """Level-order offsets of tree nodes ``node [B]`` (torch)."""
+    return torch.as_tensor(layout.offset, device=device)[node]
