@@ -1,4 +1,4 @@
-"""How long to draft: the exact expected time per generated token of the draft-length rules that engines ship, as a ratio to the exact optimum (1 = optimal), against the draft step cost c (T = 32 tokens, at most 6 drafts per round). (a) Random first-order chains over V = 4 tokens (mean over 4 chains), ratio to the full-information optimum (an oracle that knows the drafted path and the target's laws: SpecDec++'s rule with per-state thresholds); (b) the easy/hard chain (acceptance 0.95 or 0.3 by context, stretches of mean length 10); (c) random chains over V = 16 tokens, ratio to the state-information optimum (the round's length chosen from its start state, by dynamic programming). Leviathan's gamma and the best fixed gamma coincide on most chains; HuggingFace's confidence rule and schedule lose up to a quarter of the time at high c; a single SpecDec++ threshold, tuned, comes within a few percent of the oracle.
+"""How long to draft: the exact expected time per generated token of the draft-length rules that engines ship, as a ratio to the exact optimum (1 = optimal), against the draft step cost c (T = 32 tokens, at most 6 drafts per round). (a) Random first-order chains over V = 4 tokens (mean over 4 chains), ratio to the full-information optimum (an oracle that knows the drafted path and the target's laws: SpecDec++'s rule with per-state thresholds); (b) the easy/hard chain (acceptance 0.95 or 0.3 by context, stretches of mean length 10); (c) random chains over V = 16 tokens and (d) order-1 chains fitted to samples of the shipped byte-level target and each draft (V = 256), ratio to the state-information optimum (the round's length chosen from its start state, by dynamic programming; rules that look along the drafted path can go below 1 there). Leviathan's gamma and the best fixed gamma coincide on most chains; HuggingFace's confidence rule (top probability < 0.4) stops too early wherever the draft is spread out (up to 1.8 times the optimal time) and its +2/-1 schedule loses 5-30%; a single SpecDec++ threshold, tuned, comes within a few percent of the oracle.
 
 The numbers are those of simulations/stopping_policies.py, read from the results folder beside the
 figures folder (computed here at small sizes when that file is absent).
@@ -41,13 +41,20 @@ def main(argv=None):
     except FileNotFoundError:
         res = _compute_small()
     rows, costs = res["rows"], res["costs"]
-    fams = [f for f in ("random V=4", "easy/hard", "random V=16 (vs state optimum)")
+    models = "shipped models, order-1 fits (vs state optimum)"
+    fams = [f for f in ("random V=4", "easy/hard", "random V=16 (vs state optimum)", models)
             if any(r["family"] == f for r in rows)]
     titles = {"random V=4": "(a) random chains, V = 4", "easy/hard": "(b) easy/hard chain",
-              "random V=16 (vs state optimum)": "(c) random chains, V = 16 (vs state optimum)"}
-    fig, axes = figure(ncols=len(fams), width=3.0, height=2.8, squeeze=False)
+              "random V=16 (vs state optimum)": "(c) random chains, V = 16 (vs state optimum)",
+              models: "(d) shipped models' order-1 chains (vs state opt.)"}
+    ncols = 2 if len(fams) > 2 else len(fams)
+    nrows = -(-len(fams) // ncols)
+    fig, grid = figure(ncols=ncols, nrows=nrows, width=3.2, height=2.6, squeeze=False)
+    axes = grid.ravel()
+    for ax in axes[len(fams):]:
+        ax.set_visible(False)
     data = {"T": res["T"], "max_depth": res["max_depth"], "costs": costs, "source": res.get("command"), "panels": {}}
-    for ax, fam in zip(axes[0], fams):
+    for ax, fam in zip(axes, fams):
         panel = {}
         for name in POLICY_NAMES:
             vals = []
@@ -65,7 +72,7 @@ def main(argv=None):
         ax.set_ylabel("time / optimum")
         ax.set_title(titles[fam])
         data["panels"][fam] = panel
-    handles, labels = axes[0][0].get_legend_handles_labels()
+    handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=5, fontsize=6.5)
     save_figure(fig, "fig10_stopping", data=data, out_dir=args.out)
 

@@ -9,7 +9,9 @@ confidence rule), an entropy rule and SpecDec++'s threshold on the true rejectio
 length from its start state, by dynamic programming; path information: the oracle, by
 enumerating drafted paths). Every time is reported as a ratio to the path optimum (to the
 state optimum for V = 16). Then Monte Carlo of each rule on one chain (z = (MC - exact)/SE),
-and the long-run optimum (Dinkelbach) of the easy/hard chain. Writes ``stopping_policies.json``.
+and the long-run optimum (Dinkelbach) of the easy/hard chain. In full mode, when torch is
+installed, also order-1 chains fitted to samples of the shipped target and each draft (S up to
+257 contexts, V = 256 bytes; state optimum only). Writes ``stopping_policies.json``.
 
 Usage: python simulations/stopping_policies.py [--quick] [--out DIR]
 """
@@ -43,6 +45,38 @@ def chains(quick):
     return out
 
 
+MODEL_FAMILY = "shipped models, order-1 fits (vs state optimum)"
+
+
+def model_chains(T):
+    """Order-1 chains fitted to samples of the shipped target and each draft (soft counts); needs torch."""
+    try:
+        import torch
+        from spectheory.decoder import load_model
+        from spectheory.decoder.corpus import heldout_windows
+        from spectheory.validation import (fit_order_k_chain, path_statistics, repeat_prompts, resolve_models,
+                                           sample_paths)
+    except ImportError:
+        print("torch is not installed: skipping the shipped models' fitted chains")
+        return []
+    torch.set_num_threads(1)
+    L, N = 16, 96
+    prompts = heldout_windows(24, L)
+    pr = repeat_prompts(prompts, N)
+    target_name, drafts = resolve_models(None, None)
+    target = load_model(target_name)
+    tpaths = sample_paths(target, pr, T, seed=10_000_019)
+    out = []
+    for name in drafts:
+        draft = load_model(name)
+        st_ = path_statistics(target, draft, tpaths, L, keep_laws=True)
+        dpaths = sample_paths(draft, pr, T, seed=30_000_001)
+        sd = path_statistics(target, draft, dpaths, L, keep_laws=True)
+        chain = fit_order_k_chain(1, tpaths, st_.target_laws, dpaths, sd.draft_laws, L, prompts)
+        out.append((MODEL_FAMILY, f"{target_name}/{name}", chain))
+    return out
+
+
 def monte_carlo(chain, T, cost, D, n_runs, rng):
     policies = [leviathan_policy(chain, T, cost, max_depth=D), ConfidenceThreshold(0.4, max_depth=D),
                 HFSchedule(min(5, D), max_depth=D), HFSchedule(min(5, D), max_depth=D, confidence=0.4),
@@ -65,13 +99,15 @@ def main(argv=None):
     T, D = (16, 4) if args.quick else (32, 6)
     costs = [0.05, 0.2] if args.quick else [0.01, 0.05, 0.1, 0.2, 0.4]
     rows = []
-    todo = [(fam, label, ch, c) for fam, label, ch in chains(args.quick) for c in costs]
+    families = chains(args.quick) + ([] if args.quick else model_chains(T))
+    todo = [(fam, label, ch, c) for fam, label, ch in families for c in costs]
     for fam, label, chain, c in tqdm(todo, desc="policies x chains x costs"):
         tab = policy_table(chain, T, c, max_depth=D)
         for name, r in tab.items():
             rows.append({"family": fam, "chain": label, "c": c, "policy": name, "ratio": r["ratio"],
-                         "time": r["time"], "tokens_per_call": r["tokens_per_call"], "detail": r["detail"]})
-    print(f"\ntime / optimum (path optimum; state optimum for V=16), T={T}, max depth {D}")
+                         "reference": r["reference"], "time": r["time"], "tokens_per_call": r["tokens_per_call"],
+                         "detail": r["detail"], "states": chain.n_states, "vocab": chain.vocab_size})
+    print(f"\ntime / optimum (path optimum; state optimum for V=16 and the models), T={T}, max depth {D}")
     summary = {}
     for fam in dict.fromkeys(r["family"] for r in rows):
         print(f"\n{fam}")
@@ -119,13 +155,22 @@ def main(argv=None):
     heads.append(headline(f"HF confidence 0.4: time / path optimum, easy/hard chain stay 0.9, c={costs[-1]}",
                           float(np.mean([r["ratio"] for r in rows if r["family"] == "easy/hard" and r["chain"] ==
                                          "stay=0.9" and r["policy"] == "HF confidence 0.4" and r["c"] == costs[-1]]))))
+    lr = next(r for r in long_run if r["c"] == c_head)
+    heads.append(headline(f"easy/hard chain stay 0.9, c={c_head}: long-run optimum rate / best fixed gamma's",
+                          lr["rate"] / lr["best_fixed_rate"], note=f"k = {lr['k_easy']} easy, {lr['k_hard']} hard"))
+    for name in ("Leviathan gamma", "HF confidence 0.4", "HF schedule"):
+        sel = [r["ratio"] for r in rows if r["family"] == MODEL_FAMILY and r["policy"] == name and r["c"] == c_head]
+        if sel:
+            heads.append(headline(f"{name}: time / state optimum, shipped models' order-1 chains, c={c_head} "
+                                  "(mean over drafts)", float(np.mean(sel))))
     heads.append(headline("stopping policies exact vs Monte Carlo, max |z|", max_z))
     data = {"T": T, "max_depth": D, "costs": costs, "rows": rows, "summary": summary,
             "monte_carlo": mc, "long_run_easy_hard": long_run}
     path = write_results(__file__, data, args.out, argv, heads)
     print(f"wrote {path}")
     assert max_z < 5, "exact and Monte Carlo disagree beyond 5 SE"
-    assert all(r["ratio"] >= 1 - 1e-12 for r in rows if "V=16" not in r["family"] or "path" not in r["policy"])
+    start_class = ("Leviathan gamma", "best fixed gamma", "HF schedule", "optimum (state)")
+    assert all(r["ratio"] >= 1 - 1e-12 for r in rows if r["reference"] == "path" or r["policy"] in start_class)
 
 
 if __name__ == "__main__":
