@@ -14,10 +14,9 @@ name              rule         policy    who uses it
 ``traversal_iid`` traversal    iid       traversal on i.i.d. children (same proof)
 ================  ===========  ========  ==============================================
 
-The shared ``Verifier`` registry of :mod:`spectheory.verifiers` (``base.py``) did not exist
-when this module was written; :func:`get_tree_verifier` / :func:`register_tree_verifier`
-form a small registry of their own, and registration into the shared one is attempted
-when it appears.
+The shared ``Verifier`` registry of :mod:`spectheory.verifiers` (``base.py``) describes
+single-path rounds (``draft_tokens [R, g]``); a tree verifier takes a whole tree, so
+:func:`get_tree_verifier` / :func:`register_tree_verifier` keep a registry of their own.
 
 Examples
 --------
@@ -91,15 +90,10 @@ TREE_VERIFIERS: dict = {}
 
 
 def register_tree_verifier(verifier: TreeVerifier):
-    """Add ``verifier`` to the tree registry (and to the shared registry if it exists)."""
+    """Add ``verifier`` to the tree registry; returns it."""
     if not isinstance(verifier, TreeVerifier):
         raise ValueError(f"verifier: expected a TreeVerifier, got {type(verifier).__name__}")
     TREE_VERIFIERS[verifier.name] = verifier
-    try:                                           # the lead's shared registry, when present
-        from ..verifiers import base as _base      # type: ignore
-        _base.register_verifier(verifier)
-    except Exception:                              # noqa: BLE001 - absent or incompatible
-        pass
     return verifier
 
 

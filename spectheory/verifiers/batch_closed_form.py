@@ -1,7 +1,7 @@
 r"""Closed forms of batch speculative decoding for Bernoulli and uniform instances.
 
-Per-step all-rejected probabilities derived from the scale form of the recursive
-residuals (see :mod:`spectheory.verifiers`), and the expected rejections on a
+Per-step all-rejected probabilities of the first-token construction, derived from the
+scale form of the recursive residuals (see :mod:`spectheory.verifiers.batch_step`), and the expected rejections on a
 one-state chain when each round drafts to the end of the horizon. The tests check each
 against the recursions. Notation: p = target, q = draft.
 """

@@ -1,7 +1,44 @@
-r"""Batch speculative decoding at one position: scales, residuals, first-token law and rule.
+r"""Batch speculative decoding, first-token construction: scales, residuals, first-token law, rule.
 
-The math is in :mod:`spectheory.verifiers` (which re-exports these names).
-Notation: p = target, q = draft.
+Everything in :mod:`.batch_step`, :mod:`.batch_chain` and :mod:`.batch_closed_form` is about
+one reading of batch decoding with ``M`` draft sequences: the **first-token construction**,
+"derived, consistent with Yin et al. 2024 (arXiv 2411.00841), Theorem 3" (their pseudo-code
+could not be read; this is the construction that fits what secondary sources report). The
+other natural reading -- recursive rejection at *every* position over all drafts that agree
+with the accepted prefix -- is :mod:`spectheory.trees.batch_tree`; it never rejects more
+and its limit differs (docs/trees.md). Formulas are written with ``target`` and ``draft``
+(p = target, q = draft in the papers' letters)::
+
+    at a round start (state s, k = min(gamma, T - n0) tokens to draft):
+        draw M draft sequences i.i.d. from the draft, first tokens x_1..x_M ~ draft
+        r_1 = target
+        for m = 1..M:                       # recursive rejection over the first tokens
+            accept x_m with probability min(1, r_m(x_m) / draft(x_m))
+            if accepted: emit x_m, continue along sequence m with plain token checks
+                         (accept with min(1, target/draft), residual norm(max(target - draft, 0))); stop
+            r_{m+1} = norm(max(r_m - draft, 0))
+        if all M rejected: emit y ~ r_{M+1}, count one rejection, end the round
+
+**Scale form of the residuals.** By induction
+:math:`r_m = (\mathrm{target} - c_m\,\mathrm{draft})_+ / Z_m` with :math:`c_1 = 0`,
+:math:`Z_m = \sum_x (\mathrm{target} - c_m\,\mathrm{draft})_+`, :math:`c_{m+1} = c_m + Z_m`.
+Hence :math:`\mathrm{TV}(\mathrm{draft}, r_m) = Z_{m+1}/Z_m` and
+:math:`P(\text{all } M \text{ first tokens rejected}) = Z_{M+1}` (a telescoping product,
+:math:`Z_1 = 1`). Since :math:`\min(r_m, \mathrm{draft}) + \mathrm{TV}(\mathrm{draft}, r_m)\,
+r_{m+1} = r_m`, the first token's law is ``target`` (unbiased); it is accepted with mass
+:math:`\min(\mathrm{target}, c_{M+1}\,\mathrm{draft})`: one batch step acts like a standard
+step whose draft is scaled by :math:`c_{M+1} \ge 1`. The rest of the accepted sequence is
+draft-distributed given its first token, so later tokens are plain token checks.
+
+**Expected rejections** (``bonus=False``): every position is a check; it rejects with
+:math:`\mathrm{TV}_n(s)` unless it starts a round, where it rejects with
+:math:`Z_{M+1,n}(s) \le \mathrm{TV}_n(s)`; so under this construction the improvement over
+Theorem 1's :math:`\sum_n E[\mathrm{TV}_n]` comes only from round starts.
+
+**Limit** :math:`M \to \infty` (of this construction): :math:`Z_m \downarrow Z_\infty =
+\mathrm{target}(\{x: \mathrm{draft}(x) = 0\})`; round starts keep that rejection and later
+positions keep their TV, so rejections saturate above zero. Under the tree reading the limit
+is the target mass outside the draft's support at *every* position instead.
 """
 from __future__ import annotations
 
