@@ -101,3 +101,67 @@ def check_nonneg(value, name: str):
     if not np.all(np.isfinite(a)) or np.any(a < 0):
         raise ValueError(f"{name}: must be finite and >= 0, got {value!r}")
     return a
+
+
+def check_bool(value, name: str) -> bool:
+    """Return ``value`` as a bool, raising if it is not one.
+
+    ``True``/``False`` and numpy booleans pass; anything else (``"no"``, ``0``, ``None``)
+    raises, because ``bool("no")`` is ``True`` and a silent reading is worse than an error.
+
+    Examples
+    --------
+    >>> check_bool(False, "bonus")
+    False
+    >>> check_bool("no", "bonus")
+    Traceback (most recent call last):
+    ...
+    ValueError: bonus: expected True or False, got 'no'
+    """
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise ValueError(f"{name}: expected True or False, got {value!r}")
+
+
+def memory_limit() -> int:
+    """Bytes one array allocation may take: ``SPECTHEORY_MAX_BYTES`` or half the physical memory."""
+    import os
+
+    env = os.environ.get("SPECTHEORY_MAX_BYTES")
+    if env:
+        return int(float(env))
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
+        return 8 << 30
+
+
+def format_bytes(n: float) -> str:
+    """``1.5 GiB``-style size."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
+        n /= 1024.0
+    return f"{n:.1f} PiB"  # pragma: no cover
+
+
+def check_memory(nbytes: float, name: str, what: str = "arrays", limit: int | None = None) -> None:
+    """Refuse, before allocating, a request whose arrays would take more than ``limit`` bytes.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument that sets the size, the estimated memory and the limit (default
+        :func:`memory_limit`, i.e. half the physical memory or ``SPECTHEORY_MAX_BYTES``).
+
+    Examples
+    --------
+    >>> check_memory(10 ** 12, "vocab_size", "the two kernels", limit=2 ** 30)
+    Traceback (most recent call last):
+    ...
+    ValueError: vocab_size: the two kernels would need 931.3 GiB of memory (limit 1.0 GiB); use a smaller vocab_size
+    """
+    limit = memory_limit() if limit is None else int(limit)
+    if nbytes > limit:
+        raise ValueError(f"{name}: {what} would need {format_bytes(nbytes)} of memory "
+                         f"(limit {format_bytes(limit)}); use a smaller {name}")

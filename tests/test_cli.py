@@ -82,3 +82,9 @@ def test_decode_runs_the_shipped_models(capsys):
     m = out["measured"]
     assert m["tokens"] == 24 and sum(out["accepted_counts"]) == m["accepted"]
     assert 0 < out["predicted"]["mean_acceptance"] <= 1
+    # every setting is in the JSON; the histogram runs over 0..gamma; a plain-target baseline
+    s = out["settings"]
+    assert (s["draft"], s["seed"], s["temperature"], s["gamma"], s["horizon"]) == ("draft-tiny", 0, 1.0, 3, 24)
+    hist = out["accepted_count_histogram"]
+    assert len(hist) == 4 and sum(hist) == m["target_calls"]
+    assert out["baseline"]["time_total"] > 0 and out["baseline"]["speedup_measured"] > 0

@@ -175,3 +175,19 @@ def test_notebook_executes():
                       for o in c.outputs)
     assert "one-step law equals the target in all 10 contexts" in outputs
     assert "accepted per round: MC" in outputs
+
+
+def test_default_seed_shows_a_rejection_discarded_drafts_and_a_bonus_word():
+    """The default demo (no --seed) must show every case a teacher wants to explain."""
+    from spectheory.teaching.demo import DEFAULT_ROUNDS, DEFAULT_SEED
+
+    result, text = _run(seed=DEFAULT_SEED, gamma=3, n_rounds=DEFAULT_ROUNDS)
+    assert any(r.bonus is not None for r in result.rounds)
+    assert any(r.rejected for r in result.rounds)
+    flat = " ".join(text.split())
+    assert "discarded" in flat and "drafted after a rejected word" in flat
+
+
+def test_tally_explains_the_theory_column():
+    _, text = _run(seed=1, gamma=2, n_rounds=2)
+    assert "probability that the round ends in a rejection" in " ".join(text.split())

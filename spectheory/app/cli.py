@@ -1,16 +1,21 @@
 """The ``spectheory`` command line.
 
 Subcommands: ``reproduce`` (the main job), ``analyze``, ``simulate``, ``decode``, ``demo``,
-``figures``, ``prove``. Bad arguments print one line and exit with status 2; errors inside
-a command print one line and exit with status 1 (``--traceback`` shows the full trace).
+``figures``, ``prove``. A user mistake (a bad argument, an unreadable file, a request too big
+for memory) prints one line naming the argument and exits with status 2, never a traceback;
+``--traceback`` (before or after the subcommand) shows the full trace. An unexpected internal
+error prints one line and exits with status 1. Output cut short by a closed pipe
+(``spectheory analyze --json | head``) ends quietly.
 """
 from __future__ import annotations
 
 import argparse
-import json
+import os
 import sys
 
-import numpy as np
+from . import cli_args as A
+from .chain_cmd import (SIMULATE_CHUNK, CLIError, add_chain_args, analyze_table, cmd_analyze,  # noqa: F401
+                        cmd_simulate, load_chain)
 
 EXAMPLES = {
     "reproduce": "spectheory reproduce --quick --out /tmp/st-out --jobs 2",
@@ -23,130 +28,20 @@ EXAMPLES = {
 }
 
 
-class CLIError(Exception):
-    """An error to report in one line."""
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message):  # one line, no usage block
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
 
 
-def _gammas(text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError("gammas must be integers >= 1")
-    return values
+class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpFormatter):
+    """Defaults shown for every option; the description and example kept as written."""
 
-
-def _add_chain_args(p: argparse.ArgumentParser) -> None:
-    src = p.add_argument_group("chain (a file, or a random instance)")
-    src.add_argument("--chain", help="JSON or NPZ file with arrays target, draft [, initial, next_state]")
-    src.add_argument("--vocab", type=int, default=8, help="vocabulary size of a random chain (default 8)")
-    src.add_argument("--states", type=int, default=None, help="number of states (default: vocab)")
-    src.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    src.add_argument("--concentration", type=float, default=1.0, help="Dirichlet concentration (default 1)")
-    src.add_argument("--similarity", type=float, default=0.0, help="draft = s*target + (1-s)*noise (default 0)")
-    p.add_argument("--horizon", type=int, default=32, help="tokens generated, T (default 32)")
-    p.add_argument("--gammas", type=_gammas, default=[1, 2, 4, 8], help="draft lengths (default 1,2,4,8)")
-    p.add_argument("--cost", type=float, default=0.05, help="cost ratio c = t_draft / t_target (default 0.05)")
-    p.add_argument("--no-bonus", action="store_true", help="count without bonus tokens (Yin et al.)")
-    p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def load_chain(args):
-    """Build the DecodingChain named by the command-line arguments."""
-    from ..chain.core import DecodingChain
-
-    if args.chain:
-        path = args.chain
-        try:
-            if path.endswith(".npz"):
-                with np.load(path) as z:
-                    data = {k: z[k] for k in z.files}
-            else:
-                with open(path) as fh:
-                    data = json.load(fh)
-        except OSError as exc:
-            raise CLIError(f"cannot read chain file {path!r}: {exc.strerror}") from None
-        except (ValueError, KeyError) as exc:
-            raise CLIError(f"cannot parse chain file {path!r}: {exc}") from None
-        missing = {"target", "draft"} - set(data)
-        if missing:
-            raise CLIError(f"chain file {path!r} lacks {sorted(missing)}")
-        return DecodingChain(data["target"], data["draft"], data.get("initial"), data.get("next_state"))
-    return DecodingChain.random(args.vocab, n_states=args.states, concentration=args.concentration,
-                                similarity=args.similarity, rng=args.seed)
-
-
-def analyze_table(chain, horizon: int, gammas, cost: float, bonus: bool) -> dict:
-    """Exact quantities of a chain as a JSON-ready dict (used by ``analyze`` and ``simulate``)."""
-    profile = chain.tv_profile(horizon)
-    rows = []
-    for g in gammas:
-        gap = chain.leviathan_gap(horizon, g, bonus=bonus)
-        rows.append({
-            "gamma": g,
-            "target_calls": float(chain.expected_target_calls(horizon, g, bonus=bonus)),
-            "rejections": float(chain.expected_rejections(horizon, gamma=g, bonus=bonus)),
-            "draft_tokens": float(chain.expected_draft_tokens(horizon, g, bonus=bonus)),
-            "speedup": float(chain.predicted_speedup(horizon, g, cost, bonus=bonus)),
-            "leviathan": gap if isinstance(gap, dict) else getattr(gap, "__dict__", str(gap)),
-        })
-    best = max(rows, key=lambda r: r["speedup"])
-    return {
-        "chain": repr(chain), "horizon": horizon, "bonus": bonus, "cost": cost,
-        "tv_profile_mean": float(profile.mean()),
-        "tv_profile_first": [float(x) for x in profile[:8]],
-        "rejections_theorem1": float(profile.sum()),
-        "rejection_lower_bound": float(chain.rejection_lower_bound(horizon)),
-        "per_gamma": rows, "optimal_gamma": best["gamma"],
-    }
-
-
-def _print_table(header, rows) -> None:
-    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
-    print("  ".join(str(h).rjust(w) for h, w in zip(header, widths)))
-    for r in rows:
-        print("  ".join(str(v).rjust(w) for v, w in zip(r, widths)))
-
-
-def cmd_analyze(args) -> int:
-    chain = load_chain(args)
-    out = analyze_table(chain, args.horizon, args.gammas, args.cost, not args.no_bonus)
-    if args.json:
-        print(json.dumps(out, indent=1, default=float))
-        return 0
-    print(f"{out['chain']}, T = {args.horizon}, bonus = {out['bonus']}, cost ratio c = {args.cost}")
-    print(f"mean TV(target, draft) along target prefixes: {out['tv_profile_mean']:.4f}")
-    print(f"E[rejections], Theorem 1 (no bonus): {out['rejections_theorem1']:.4f}  "
-          f"(lower bound for any unbiased rejection verifier: {out['rejection_lower_bound']:.4f})")
-    _print_table(["gamma", "E[calls]", "E[rejections]", "E[draft tokens]", "speedup(c)"],
-                 [[r["gamma"], f"{r['target_calls']:.4f}", f"{r['rejections']:.4f}",
-                   f"{r['draft_tokens']:.4f}", f"{r['speedup']:.4f}"] for r in out["per_gamma"]])
-    print(f"best gamma among {args.gammas} for c = {args.cost}: {out['optimal_gamma']}")
-    return 0
-
-
-def cmd_simulate(args) -> int:
-    from .tasks import exact_vs_monte_carlo
-
-    chain = load_chain(args)
-    bonus = not args.no_bonus
-    records = [{"gamma": g, **row} for g in args.gammas
-               for row in exact_vs_monte_carlo(chain, args.horizon, g, args.runs, rng=[args.seed, g], bonus=bonus)]
-    if args.json:
-        print(json.dumps({"chain": repr(chain), "runs": args.runs, "rows": records}, indent=1))
-        return 0
-    print(f"{chain!r}, T = {args.horizon}, bonus = {bonus}, {args.runs} Monte Carlo runs")
-    _print_table(["gamma", "quantity", "exact", "MC mean", "MC SE", "z"],
-                 [[r["gamma"], r["quantity"], f"{r['exact']:.4f}", f"{r['mc_mean']:.4f}", f"{r['mc_se']:.4f}",
-                   f"{r['z']:+.2f}"] for r in records])
-    return 0
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "default" in text or any(action.default is d for d in (None, False, argparse.SUPPRESS)) or not action.option_strings:
+            return text
+        return text + " (default: %(default)s)"
 
 
 def cmd_prove(args) -> int:
@@ -164,7 +59,7 @@ def cmd_prove(args) -> int:
 
 def cmd_demo(args) -> int:
     from ..teaching.demo import main as demo_main
-    argv = ["--seed", str(args.seed), "--gamma", str(args.gamma)]
+    argv = ["--gamma", str(args.gamma)] + (["--seed", str(args.seed)] if args.seed is not None else [])
     argv += ["--rounds", str(args.rounds)] if args.rounds is not None else []
     argv += ["--auto"] if args.auto else []
     argv += ["--save", args.save] if args.save else []
@@ -173,7 +68,24 @@ def cmd_demo(args) -> int:
 
 def cmd_figures(args) -> int:
     from .reproduce import run_figures
-    return run_figures(args.names, quick=args.quick, out=args.out, jobs=args.jobs)
+    out = args.out
+    if args.quick and out is None:  # never overwrite the committed full-size figures with quick ones
+        out = quick_figures_dir()
+        print(f"spectheory figures --quick: writing into {out} (pass --out to choose; the committed "
+              "figures/ are untouched)")
+    return run_figures(args.names, quick=args.quick, out=out, jobs=args.jobs)
+
+
+def quick_figures_dir() -> str:
+    """A fresh folder for quick figures, with ``results`` linked to the repository's results."""
+    import tempfile
+    from pathlib import Path
+
+    root = Path(tempfile.mkdtemp(prefix="spectheory-figures-quick-"))
+    repo_results = Path(__file__).resolve().parent.parent.parent / "results"
+    if repo_results.is_dir():  # figures of the decoder read what the simulations wrote
+        (root / "results").symlink_to(repo_results, target_is_directory=True)
+    return str(root / "figures")
 
 
 def cmd_decode(args) -> int:
@@ -186,70 +98,116 @@ def cmd_reproduce(args) -> int:
     return reproduce(out=args.out, quick=args.quick, jobs=args.jobs, scheduler=args.scheduler)
 
 
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version("spectheory")
+    except Exception:  # noqa: BLE001 - not installed: the source tree's own version
+        from .. import __version__
+        return __version__
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spectheory", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"spectheory {_version()}")
     parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
+    common = argparse.ArgumentParser(add_help=False)  # --traceback also after the subcommand
+    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
+                        help="show full tracebacks on errors")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     def add(name, func, help_):
         p = sub.add_parser(name, help=help_, description=help_, epilog=f"example: {EXAMPLES[name]}",
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+                           formatter_class=_Help, parents=[common])
         p.set_defaults(func=func)
         return p
 
     p = add("reproduce", cmd_reproduce, "regenerate every result and figure (the main job)")
-    p.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
-    p.add_argument("--out", default=None,
+    p.add_argument("--quick", action="store_true", help="small sizes, a few minutes (default: full sizes)")
+    p.add_argument("--out", type=A.writable_dir, default=None, metavar="DIR",
                    help="output folder (default: the repository's own results/ and figures/)")
-    p.add_argument("--jobs", type=int, default=1, help="local worker processes (default 1)")
-    p.add_argument("--scheduler", default=None, help="dask.distributed scheduler address")
+    p.add_argument("--jobs", type=A.positive_int, default=1, help="local worker processes")
+    p.add_argument("--scheduler", default=None,
+                   help="dask.distributed scheduler address (default: none, run locally)")
 
     p = add("analyze", cmd_analyze, "exact quantities of a chain (file or random instance)")
-    _add_chain_args(p)
+    add_chain_args(p)
 
     p = add("simulate", cmd_simulate, "Monte Carlo of a chain, side by side with the exact values")
-    _add_chain_args(p)
-    p.add_argument("--runs", type=int, default=2000, help="Monte Carlo runs per gamma (default 2000)")
+    add_chain_args(p)
+    p.add_argument("--runs", type=A.positive_int, default=2000,
+                   help=f"Monte Carlo runs per gamma, simulated {SIMULATE_CHUNK:,} at a time")
 
     p = add("decode", cmd_decode, "run the real decoder on the shipped models")
-    p.add_argument("--prompt", default="def ", help="prompt text")
-    p.add_argument("--draft", default="draft-small",
-                   help="draft model: draft-small, draft-tiny or draft-ngram (spectheory.decoder.list_models())")
-    p.add_argument("--gamma", type=int, default=4)
-    p.add_argument("--tokens", type=int, default=64, help="new tokens (default 64)")
-    p.add_argument("--temperature", type=float, default=1.0)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--no-bonus", action="store_true", help="no bonus tokens (Yin et al.'s counting)")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--prompt", default="def ", help="prompt text (default: %(default)r)")
+    p.add_argument("--draft", default="draft-small", choices=A.shipped_drafts(), help="draft model")
+    p.add_argument("--gamma", type=A.positive_int, default=4, help="draft tokens per round")
+    p.add_argument("--tokens", type=A.positive_int, default=64, help="new tokens")
+    p.add_argument("--temperature", type=A.nonneg_float, default=1.0, help="sampling temperature (0 = greedy)")
+    p.add_argument("--seed", type=A.nonneg_int, default=0, help="random seed")
+    p.add_argument("--device", type=A.device_name, default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
+    p.add_argument("--no-bonus", action="store_true", help="no bonus tokens (Yin et al.'s counting; default: bonus)")
+    p.add_argument("--json", action="store_true", help="machine-readable output (default: text)")
 
     p = add("demo", cmd_demo, "step-by-step teaching demo in the terminal")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--gamma", type=int, default=3)
-    p.add_argument("--rounds", type=int, default=None, help="rounds to play (default: the demo's own)")
-    p.add_argument("--auto", action="store_true", help="no key presses (for tests and recordings)")
-    p.add_argument("--save", default=None, metavar="DIR", help="write one figure per step into DIR")
+    p.add_argument("--seed", type=A.nonneg_int, default=None, help="random seed (default: the demo's own)")
+    p.add_argument("--gamma", type=A.positive_int, default=3, help="draft tokens per round")
+    p.add_argument("--rounds", type=A.positive_int, default=None, help="rounds to play (default: the demo's own)")
+    p.add_argument("--auto", action="store_true", help="no key presses, for tests and recordings (default: off)")
+    p.add_argument("--save", type=A.writable_dir, default=None, metavar="DIR",
+                   help="write one figure per step into DIR (default: none)")
 
     p = add("figures", cmd_figures, "regenerate some or all figures")
     p.add_argument("names", nargs="*", help="figure names (default: all)")
-    p.add_argument("--quick", action="store_true")
-    p.add_argument("--out", default=None, help="output folder (default figures/)")
-    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--quick", action="store_true",
+                   help="small sizes, marked QUICK in the image; without --out they go to a fresh "
+                        "temporary folder (default: full sizes)")
+    p.add_argument("--out", type=A.writable_dir, default=None, metavar="DIR",
+                   help="output folder (default: figures/, or a fresh folder with --quick)")
+    p.add_argument("--jobs", type=A.positive_int, default=1, help="figures made at once")
 
     add("prove", cmd_prove, "run the symbolic proofs (sympy)")
     return parser
+
+
+def _quiet_broken_pipe() -> None:
+    """Point stdout at /dev/null so that the interpreter's final flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # pragma: no cover - stdout without a file descriptor
+        pass
 
 
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        return int(args.func(args) or 0)
-    except (CLIError, ValueError, NotImplementedError, FileNotFoundError) as exc:
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        _quiet_broken_pipe()
+        return 0
+    except KeyboardInterrupt:
         if args.traceback:
             raise
-        sys.stderr.write(f"spectheory {args.command}: error: {exc}\n")
+        sys.stderr.write(f"spectheory {args.command}: interrupted\n")
+        return 130
+    except (CLIError, ValueError, TypeError, OSError, MemoryError, NotImplementedError) as exc:
+        if args.traceback:
+            raise
+        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if isinstance(exc, MemoryError):
+            text = f"out of memory ({text}); use smaller sizes"
+        sys.stderr.write(f"spectheory {args.command}: error: {text}\n")
+        return 2
+    except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, trace on request
+        if args.traceback:
+            raise
+        sys.stderr.write(f"spectheory {args.command}: internal error: {type(exc).__name__}: {exc} "
+                         "(rerun with --traceback and report it)\n")
         return 1
 
 

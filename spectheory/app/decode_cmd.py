@@ -36,40 +36,59 @@ def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=
     return torch.minimum(*laws).sum(-1).cpu().numpy()
 
 
+def _settings(args) -> dict:
+    return {"target": "target", "draft": args.draft, "prompt": args.prompt, "gamma": args.gamma,
+            "horizon": args.tokens, "temperature": args.temperature, "seed": args.seed,
+            "device": args.device, "bonus": not args.no_bonus}
+
+
 def run_decode(args) -> int:
-    """Run the decoder on ``args.prompt`` and print text, measured statistics and prediction."""
+    """Run the decoder on ``args.prompt``; print text, measured statistics, the plain-target
+    baseline and the theory's prediction (``--json``: the same as one object with the settings)."""
+    from .cli_args import check_device_available
+
+    check_device_available(args.device)  # before the models load
     from ..decoder import list_models, load_model
-    from ..decoder.speculative import speculative_generate
+    from ..decoder.speculative import autoregressive_generate, speculative_generate
+    from ..laws.closed_form import walltime_speedup
 
     names = list_models()
     if args.draft not in names or "target" not in names:
         raise ValueError(f"--draft: unknown model {args.draft!r}; shipped models: {', '.join(names)}")
-    if args.gamma < 1:
-        raise ValueError(f"--gamma: must be >= 1, got {args.gamma}")
     target = load_model("target", device=args.device)
     draft = load_model(args.draft, device=args.device)
     prompt = list(args.prompt.encode("utf-8"))
     bonus = not args.no_bonus
-    res = speculative_generate(target, draft, [prompt], args.tokens, args.gamma, temperature=args.temperature,
-                               bonus=bonus, seed=args.seed, device=args.device)
+    sampling = dict(temperature=args.temperature, seed=args.seed, device=args.device)
+    autoregressive_generate(target, [prompt], min(args.tokens, 4), **sampling)  # warm-up (allocator, kernels)
+    res = speculative_generate(target, draft, [prompt], args.tokens, args.gamma, bonus=bonus, **sampling)
+    plain = autoregressive_generate(target, [prompt], args.tokens, **sampling).stats
+    plain_draft = autoregressive_generate(draft, [prompt], args.tokens, **sampling).stats
     new = res.tokens[0].tolist()
     measured = res.summary()
     rounds = np.asarray(res.stats.accepted_counts[0])
+    hist = np.bincount(rounds, minlength=args.gamma + 1).tolist()
     beta = acceptance_along(target, draft, prompt, new, temperature=args.temperature)
     alpha = float(beta.mean())
+    cost = plain_draft.time_total / plain.time_total  # c = t_draft / t_target, per token, measured
     predicted = {
         "mean_acceptance": alpha,
         "rejections_without_bonus": float((1.0 - beta).sum()),
         # with bonus tokens sum_{i<=gamma} alpha^i; without, a round emits min(N + 1, gamma) tokens
         "tokens_per_call_iid": float(expected_tokens_per_call(min(alpha, 1.0), args.gamma - (not bonus))),
+        "cost_ratio_measured": cost,
+        "speedup_iid": float(walltime_speedup(min(alpha, 1.0 - 1e-12), args.gamma, cost)) if bonus else None,
     }
+    baseline = {"time_total": plain.time_total, "tokens_per_second": args.tokens / plain.time_total,
+                "speedup_measured": plain.time_total / res.stats.time_total}
     if args.json:
-        print(json.dumps({"prompt": args.prompt, "text": bytes(new).decode("utf-8", "replace"),
+        print(json.dumps({"settings": _settings(args), "text": bytes(new).decode("utf-8", "replace"),
                           "measured": measured, "accepted_counts": rounds.tolist(),
+                          "accepted_count_histogram": hist, "baseline": baseline,
                           "predicted": predicted}, indent=1))
         return 0
-    print(f"target + {args.draft}, gamma = {args.gamma}, bonus = {bonus}, temperature = {args.temperature}, "
-          f"seed = {args.seed}")
+    print(f"target + {args.draft}, gamma = {args.gamma}, {args.tokens} tokens, bonus = {bonus}, "
+          f"temperature = {args.temperature}, seed = {args.seed}, device = {args.device}")
     print("-" * 72)
     print(args.prompt + bytes(new).decode("utf-8", "replace"))
     print("-" * 72)
@@ -80,5 +99,12 @@ def run_decode(args) -> int:
     print(f"{'target calls':32s} {measured['target_calls']:10d}")
     note = "(sum of TV: Theorem 1)" if not bonus else "(sum of TV: an upper bound with bonus tokens)"
     print(f"{'rejections':32s} {measured['rejections']:10d} {predicted['rejections_without_bonus']:10.2f}  {note}")
-    print(f"accepted count per round: {np.bincount(rounds, minlength=args.gamma + 1).tolist()}")
+    spec_s = res.stats.time_total
+    print(f"{'wall time, speculative':32s} {spec_s:9.3f}s")
+    print(f"{'wall time, target alone':32s} {plain.time_total:9.3f}s  (plain autoregressive baseline)")
+    theory = f"{predicted['speedup_iid']:10.2f}" if bonus else f"{'':>10s}"
+    print(f"{'speedup':32s} {baseline['speedup_measured']:10.2f} {theory}  (theory: Leviathan with the "
+          f"measured cost ratio c = {cost:.3f}; one short run, timings are noisy)")
+    print("rounds by accepted drafts (j = 0.." + str(args.gamma) + "): "
+          + ", ".join(f"j={j}: {n}" for j, n in enumerate(hist)))
     return 0

@@ -59,6 +59,10 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2
                         constrained_layout=True, **kwargs)
 
 
+#: Set by :func:`figure_args` from ``--quick``: quick figures are stamped as such.
+_QUICK = {"on": False}
+
+
 def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[Path]:
     """Write ``name.png``, ``name.pdf`` and (if ``data``) ``name.json`` into ``out_dir``.
 
@@ -66,6 +70,9 @@ def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[
     """
     out = Path(out_dir) if out_dir is not None else FIGURES_DIR
     out.mkdir(parents=True, exist_ok=True)
+    if _QUICK["on"]:  # a quick (CI-size) figure must not pass for the real one
+        fig.text(0.99, 0.01, "QUICK RUN (small sizes, not the published figure)", ha="right", va="bottom",
+                 fontsize=7, color="#D55E00", alpha=0.9)
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p)
@@ -82,7 +89,9 @@ def figure_args(doc: str, argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
     parser.add_argument("--out", default=None, help="output folder (default: figures/)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    _QUICK["on"] = bool(args.quick)
+    return args
 
 
 def results_dir(out=None) -> Path:

@@ -79,15 +79,54 @@ def discover_steps() -> list[Step]:
     return steps
 
 
+#: Seconds between the "still running" lines of a long step.
+HEARTBEAT_S = 30.0
+
+
+def _last_line(log: str) -> str:
+    """The last non-empty line of a log (progress bars rewrite their line with ``\\r``)."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 4096))
+            tail = fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+    parts = [p.strip() for p in tail.replace("\r", "\n").splitlines() if p.strip()]
+    return parts[-1][:100] if parts else ""
+
+
 def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1) -> dict:
-    """Run one step as a subprocess; ``digest`` (script content hash) only keys the cache."""
+    """Run one step as a subprocess; ``digest`` (script content hash) only keys the cache.
+
+    Prints one line on stderr when the step starts, and every :data:`HEARTBEAT_S` seconds
+    while it runs (elapsed time and the last line of its log, e.g. its progress bar), so a
+    long step shows that it is alive and what it is doing.
+    """
     start = time.perf_counter()
     env = dict(os.environ)
     for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
         env.setdefault(var, str(threads))  # parallel steps must not oversubscribe the cores
+    sys.stderr.write(f"reproduce: {name} started (log: {log})\n")
+    sys.stderr.flush()
     with open(log, "w") as fh:
-        proc = subprocess.run(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
-    return {"name": name, "rc": proc.returncode, "seconds": round(time.perf_counter() - start, 2),
+        proc = subprocess.Popen(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        next_beat = start + HEARTBEAT_S
+        while True:
+            try:
+                proc.wait(timeout=min(1.0, HEARTBEAT_S))
+                break
+            except subprocess.TimeoutExpired:
+                now = time.perf_counter()
+                if now >= next_beat:
+                    next_beat = now + HEARTBEAT_S
+                    last = _last_line(log)
+                    sys.stderr.write(f"reproduce: {name} still running, {now - start:.0f} s"
+                                     f"{': ' + last if last else ''}\n")
+                    sys.stderr.flush()
+    seconds = round(time.perf_counter() - start, 2)
+    sys.stderr.write(f"reproduce: {name} {'done' if proc.returncode == 0 else 'FAILED'} in {seconds:.0f} s\n")
+    return {"name": name, "rc": proc.returncode, "seconds": seconds,
             "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv))}
 
 
@@ -203,6 +242,9 @@ def reproduce(out=None, quick: bool = False, jobs: int = 1, scheduler=None, only
     ``summary.json``) and ``figures/``; ``out=DIR`` writes ``DIR/summary.md``,
     ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead.
     """
+    from .._validation import check_int
+
+    jobs = check_int(jobs, "jobs", 1)  # (0 divided the cores by zero)
     layout = Layout.at(out)
     summary_dir = layout.results if out is None else Path(out).resolve()
     steps = discover_steps()
@@ -223,6 +265,9 @@ def reproduce(out=None, quick: bool = False, jobs: int = 1, scheduler=None, only
 
 def run_figures(names=None, quick: bool = False, out=None, jobs: int = 1) -> int:
     """Regenerate the named figures (default all) into ``out`` (default ``figures/``)."""
+    from .._validation import check_int
+
+    check_int(jobs, "jobs", 1)
     steps = [s for s in discover_steps() if s.kind == "figure"]
     known = {s.name for s in steps}
     unknown = set(names or ()) - known
@@ -231,8 +276,9 @@ def run_figures(names=None, quick: bool = False, out=None, jobs: int = 1) -> int
     chosen = [s for s in steps if not names or s.name in names]
     target = Path(out).resolve() if out else ROOT / "figures"
     failed = 0
-    for s in chosen:
+    for i, s in enumerate(chosen, 1):
+        print(f"[{i}/{len(chosen)}] {s.name} ...", flush=True)
         proc = subprocess.run(s.argv(target, quick), cwd=ROOT)
-        print(f"{s.name}: {'ok' if proc.returncode == 0 else 'FAILED'}")
+        print(f"[{i}/{len(chosen)}] {s.name}: {'ok' if proc.returncode == 0 else 'FAILED'}", flush=True)
         failed += proc.returncode != 0
     return 1 if failed else 0

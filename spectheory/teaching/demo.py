@@ -35,10 +35,14 @@ from .render import bar_char, law_table, save_bonus_figure, save_step_figure
 from .toy import (ToyModels, expected_accepted, play_round, rejection_probability,
                            toy_models)
 
-__all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS"]
+__all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS", "DEFAULT_SEED"]
 
 #: Rounds played when ``n_rounds`` is not given.
 DEFAULT_ROUNDS = 5
+#: Seed used when none is given: with the defaults (gamma = 3, 5 rounds) its demo shows a
+#: rejection, the discarded drafts after it, and a round whose proposals all pass with a bonus
+#: word (tests/test_demo.py checks that it still does).
+DEFAULT_SEED = 2
 RULE = "=" * 72
 
 
@@ -69,7 +73,7 @@ def _q(word: str) -> str:
     return f'"{word}"'
 
 
-def run_demo(seed=0, gamma: int = 3, auto: bool = False, save=None, n_rounds: int = DEFAULT_ROUNDS,
+def run_demo(seed=DEFAULT_SEED, gamma: int = 3, auto: bool = False, save=None, n_rounds: int = DEFAULT_ROUNDS,
              out=None, input_fn=input, models: ToyModels | None = None) -> DemoResult:
     """Walk through ``n_rounds`` rounds of speculative decoding on the toy vocabulary.
 
@@ -177,6 +181,12 @@ def run_demo(seed=0, gamma: int = 3, auto: bool = False, save=None, n_rounds: in
                                           char=char):
                         say(line)
                     say(f"    Drawn from the residual: {_q(y)}. The round ends.")
+                    later = record.proposals[i:]
+                    if len(later):
+                        say(_wrap(f"    The later proposal{'s' if len(later) > 1 else ''} "
+                                  + ", ".join(_q(words[w]) for w in later)
+                                  + f" {'are' if len(later) > 1 else 'is'} discarded: drafted after a "
+                                  "rejected word, they continue a text that no longer exists."))
                     headline = (f"round {r}, step {i}: {x!r} rejected (u = {step.u:.3f} >= "
                                 f"p/q = {step.ratio:.3f}); residual gives {y!r}")
                 if save_dir is not None:
@@ -236,6 +246,12 @@ def _tally(say, result: DemoResult, rounds: int) -> None:
     say(f"    {'accepted draft words':<28}{result.accepted:>10d}{result.predicted_accepted:>10.2f}")
     say(f"    {'rejections':<28}{result.rejections:>10d}{result.predicted_rejections:>10.2f}")
     say(f"    {'words emitted':<28}{emitted:>10d}{predicted_words:>10.2f}")
+    if rounds == 1:
+        say(_wrap("    (theory: the expected values given each round's starting word, summed over the "
+                  "rounds played. A round has at most one rejection, so its 'rejections' term is the "
+                  "probability that the round ends in a rejection, 1 - P(all proposals accepted); "
+                  "'accepted' adds P(the first i proposals pass) over i; each round also emits one "
+                  "residual or bonus word.)"))
 
 
 class _OneLineError(Exception):
@@ -253,7 +269,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Speculative decoding, step by step, on a toy word-level vocabulary.",
         epilog="example: spectheory demo --seed 0 --gamma 3 --auto --save slides/",
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                        help=f"random seed (default {DEFAULT_SEED}: shows a rejection and a bonus word)")
     parser.add_argument("--gamma", type=int, default=3, help="draft words per round (default 3)")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
                         help=f"rounds to play (default {DEFAULT_ROUNDS})")
