@@ -14,6 +14,7 @@ from hypothesis import strategies as hst
 
 import spectheory as st
 from spectheory.testing import (FAMILIES, Instance, accepted_count, as_batched, assert_verifier_lossless,
+                                assert_verifier_optimal,
                                 check_verifier, constant_uniform_rng, from_round_verifier, make_instance,
                                 reference_verify, reference_verify_batch)
 from spectheory.testing import strategies as sst
@@ -71,7 +72,7 @@ def test_false_alarms_full_run():
 def test_power_search_smoke():
     sim = _load_simulation("testing_kit_power")
     n, checks = sim.smallest_detecting_n(GALLERY["leq_accepts_zero"][0], repeats=1, grid=(50,))
-    assert n == 50 and "zero_probability" in checks
+    assert n == 50 and "forced_uniforms" in checks
     n, checks = sim.smallest_detecting_n(reference_verify, repeats=1, grid=(50,))
     assert n is None
 
@@ -88,8 +89,8 @@ def test_gallery_bug_is_flagged(name):
     if name == "wasteful_lossless":     # lossless: only the efficiency checks may flag it
         assert report.lossless_passed, str(report)
         with pytest.raises(AssertionError):
-            assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=7)
-        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=7, efficiency=False)
+            assert_verifier_optimal(verify, n_samples=GALLERY_SAMPLES, seed=7)
+        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=7)   # losslessness only
 
 
 def test_gallery_has_ten_bug_classes():
@@ -107,7 +108,7 @@ def test_assert_raises_with_readable_report():
 
 def test_minimal_failing_instance_reproduces_exact_failure():
     report = check_verifier(GALLERY["leq_accepts_zero"][0], n_samples=500, seed=0)
-    inst = report["zero_probability"].failing_instance
+    inst = report["forced_uniforms"].failing_instance
     assert "constant_uniform_rng('low')" in inst
 
 

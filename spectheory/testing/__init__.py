@@ -6,23 +6,32 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
     from spectheory.testing import assert_verifier_lossless
     assert_verifier_lossless(my_verify)          # in a pytest test
 
-* :func:`check_verifier` / :func:`assert_verifier_lossless` -- the kit (:mod:`.kit`);
+* :func:`check_verifier` / :func:`assert_verifier_lossless` (law only) /
+  :func:`assert_verifier_optimal` (law and efficiency) -- the kit (:mod:`.kit`); protocols
+  with the bonus off or a stop token; torch's random draws routed through the kit
+  (:mod:`.torch_random`);
+* :func:`check_sampler` -- whole samplers that draft too, handed the two models (:mod:`.whole`);
 * :func:`reference_verify` -- a correct verifier (standard speculative sampling);
-* :func:`as_batched`, :func:`from_round_verifier`, and
-  :func:`spectheory.testing.torch_adapter.from_torch_sampler` -- adapters for batched samplers;
+* :mod:`spectheory.testing.adapters` -- HuggingFace's ``_speculative_sampling`` and vLLM-style
+  ``[B, k, V]`` samplers; :func:`as_batched`, :func:`from_round_verifier`,
+  :func:`spectheory.testing.torch_adapter.from_torch_sampler` -- other batched samplers;
 * :mod:`spectheory.testing.strategies` -- hypothesis strategies (needs ``hypothesis``);
-* :mod:`spectheory.testing.gallery` -- deliberately buggy verifiers the kit catches.
+* :mod:`spectheory.testing.gallery`, :mod:`.gallery_field`, :mod:`.gallery_samplers` --
+  deliberately buggy verifiers and samplers the kit catches (field bugs with their reports).
 
 >>> from spectheory.testing import check_verifier, reference_verify
 >>> check_verifier(reference_verify, n_samples=500).passed
 True
 """
 from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
-from .kit import CHECKS, CheckResult, Report, assert_verifier_lossless, check_verifier
+from .kit import (CHECKS, CheckResult, Report, assert_verifier_lossless, assert_verifier_optimal,
+                  check_verifier)
+from .whole import assert_sampler_lossless, check_sampler
 from .reference import (PAD, BatchedVerifier, accepted_count, as_batched, from_round_verifier,
                         reference_verify, reference_verify_batch)
 
-__all__ = ["check_verifier", "assert_verifier_lossless", "Report", "CheckResult", "CHECKS",
+__all__ = ["check_sampler", "assert_sampler_lossless", "check_verifier", "assert_verifier_lossless",
+           "assert_verifier_optimal", "Report", "CheckResult", "CHECKS",
            "reference_verify", "reference_verify_batch", "accepted_count", "as_batched",
            "BatchedVerifier", "from_round_verifier", "PAD", "Instance", "FAMILIES", "make_instance",
            "constant_uniform_rng"]
@@ -32,7 +41,7 @@ def __getattr__(name):
     if name == "from_torch_sampler":          # torch is optional: imported on first use
         from .torch_adapter import from_torch_sampler
         return from_torch_sampler
-    if name in ("strategies", "gallery", "torch_adapter"):
+    if name in ("strategies", "gallery", "gallery_samplers", "torch_adapter", "adapters", "torch_random", "whole"):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

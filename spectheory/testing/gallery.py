@@ -211,7 +211,7 @@ GALLERY = {
     "shared_uniform": (shared_uniform, "one uniform reused across positions", ("sequence_law",)),
     "first_draft_unverified": (first_draft_unverified, "first draft token never verified", ("first_token_law",)),
     "no_stop_after_rejection": (no_stop_after_rejection, "no stop after a rejection", ("output_format",)),
-    "leq_accepts_zero": (leq_accepts_zero, "`<=` lets a zero-probability token through", ("zero_probability",)),
+    "leq_accepts_zero": (leq_accepts_zero, "`<=` lets a zero-probability token through", ("forced_uniforms",)),
     "bonus_from_draft": (bonus_from_draft, "bonus token drawn from the draft law", ("position_laws",)),
     "bonus_row_off_by_one": (bonus_row_off_by_one, "bonus token from the previous target row (off by one)",
                              ("position_laws",)),

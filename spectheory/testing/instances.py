@@ -102,12 +102,20 @@ class Instance:
             out.append(out[-1] @ self.target[j])
         return np.array(out)
 
-    def accepted_count_law(self) -> np.ndarray:
-        r"""Law of the number ``N`` of accepted drafts under standard token verification, ``(k+1,)``."""
+    def accepted_count_law(self, stop_token: int | None = None) -> np.ndarray:
+        r"""Law of the number ``N`` of accepted drafts under standard token verification, ``(k+1,)``.
+
+        With a ``stop_token``, a round ends once that token is accepted (no further drafts are
+        verified): :math:`a_i(s)` then only continues from :math:`a_{i-1}(s')` with
+        :math:`s' \ne` the stop token (for :math:`i \ge 2`).
+        """
         a = np.zeros(self.vocab_size)
         a[self.s0] = 1.0
         at_least = [1.0]
         for j in range(self.k):
+            if stop_token is not None and j >= 1:
+                a = a.copy()
+                a[stop_token] = 0.0
             a = a @ np.minimum(self.target[j], self.draft[j])
             at_least.append(min(float(a.sum()), at_least[-1]))
         at_least = np.clip(np.array(at_least + [0.0]), 0.0, 1.0)
@@ -116,6 +124,16 @@ class Instance:
     def first_acceptance(self) -> float:
         r""":math:`\beta = \sum_x \min(p_0(x), q_0(x))`, the optimal acceptance of the first draft."""
         return float(np.clip(np.minimum(self.target[0, self.s0], self.draft[0, self.s0]).sum(), 0.0, 1.0))
+
+    def absorbing(self, stop_token: int) -> "Instance":
+        """The target laws of a protocol that stops at ``stop_token``: after it, only it (absorbing).
+
+        The law a stop-aware sampler must produce, once its output is completed by this
+        instance's target (the completion repeats the stop token). Draft laws are unchanged.
+        """
+        t = self.target.copy()
+        t[1:, stop_token] = np.eye(self.vocab_size)[stop_token]
+        return Instance(self.name, self.description, t, self.draft, self.s0, self.family)
 
     # ---------------------------------------------------------------- sampling
     def sample_drafts(self, n: int, rng):

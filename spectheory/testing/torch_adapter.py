@@ -18,7 +18,7 @@ import numpy as np
 
 from .reference import PAD, BatchedVerifier
 
-__all__ = ["from_torch_sampler", "torch_reference_sampler"]
+__all__ = ["from_torch_sampler", "torch_reference_sampler", "vllm_style_sampler"]
 
 SIGNATURES = ("kit", "bonus_ids")
 OUTPUTS = ("padded", "tokens_and_num_emitted", "tokens_and_num_accepted")
@@ -113,13 +113,15 @@ def from_torch_sampler(fn, *, signature="kit", pad_value: int = -1, output: str 
     return BatchedVerifier(verify_batch, PAD, name or getattr(fn, "__name__", "torch_sampler"))
 
 
-def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generator):
+def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generator=None, *, strict=True):
     r"""Standard speculative sampling, batched in torch, in the engine shape (pads with ``-1``).
 
     p = target, q = draft. For each row: accept draft ``j`` while ``u_j q_j(x_j) < p_j(x_j)``;
     at the first rejection emit a sample of ``max(p_j - q_j, 0)`` (``torch.multinomial``
     normalises), else the bonus token from ``p_k``. Shapes ``[B, k+1, V]``, ``[B, k, V]``,
-    ``[B, k]``; returns ``[B, k+1]`` int64.
+    ``[B, k]``; returns ``[B, k+1]`` int64. ``strict=False`` accepts with ``<=`` instead
+    (a bug: at ``u = 0`` a draft of target probability 0 is accepted; the kit's forced
+    uniforms flag it, :mod:`spectheory.testing.torch_random`).
     """
     torch = _torch()
     B, k, V = draft_probs.shape
@@ -128,7 +130,7 @@ def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generato
     idx = draft_token_ids.long()
     tx = target_probs[:, :k].gather(-1, idx[..., None])[..., 0].double()
     dx = draft_probs.gather(-1, idx[..., None])[..., 0].double()
-    ok = u * dx < tx
+    ok = u * dx < tx if strict else u * dx <= tx
     n = torch.cumprod(ok.long(), dim=1).sum(dim=1)                    # accepted count
     rows = torch.arange(B, device=dev)
     j = n.clamp(max=k - 1)
@@ -142,4 +144,41 @@ def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generato
     padded_ids = torch.cat([idx, torch.zeros(B, 1, dtype=torch.long, device=dev)], dim=1)
     out = torch.where(pos < n[:, None], padded_ids, out)
     out[rows, n] = y
+    return out
+
+
+def vllm_style_sampler(target_probs, bonus_token_ids, draft_probs, draft_token_ids, *,
+                       disable_bonus_tokens: bool = False):
+    r"""A correct rejection sampler in vLLM's ``[B, k, V]`` convention (modelled on vLLM 0.5).
+
+    ``target_probs [B, k, V]`` (the draft positions only), ``bonus_token_ids [B, 1]`` (drawn
+    by the caller from the target's next row), ``draft_probs [B, k, V]``,
+    ``draft_token_ids [B, k]`` -> ``[B, k+1]`` padded with ``-1``. Accepts draft ``j`` while
+    ``u_j < min(1, p_j(x_j)/q_j(x_j))`` (float32 ``torch.rand``), recovers from
+    ``max(p - q, 0)`` renormalised by the exponential race ``argmax(w / E)``
+    (``Tensor.exponential_``), and appends the bonus token after ``k`` acceptances unless
+    ``disable_bonus_tokens``. For :func:`spectheory.testing.adapters.from_batched_probs`.
+    """
+    torch = _torch()
+    B, k, V = draft_probs.shape
+    rows = torch.arange(B)[:, None]
+    pos = torch.arange(k)[None, :]
+    ids = draft_token_ids.long()
+    sel_t = target_probs[rows, pos, ids]
+    sel_d = draft_probs[rows, pos, ids]
+    u = torch.rand(B, k, dtype=torch.float32)
+    accepted = u < torch.clamp(sel_t / sel_d, max=1.0)
+    rejected = ~accepted
+    limits = torch.where(rejected.any(1), rejected.float().argmax(1), torch.full((B,), k))
+    diff = (target_probs - draft_probs).clamp_min(0)
+    mass = diff.sum(-1, keepdim=True)
+    w = torch.where(mass > 0, diff, target_probs)
+    e = torch.empty_like(w).exponential_(1.0)
+    recovered = (w / e).argmax(-1)                                       # [B, k]
+    out = torch.full((B, k + 1), -1, dtype=torch.long)
+    out[:, :k] = torch.where(pos < limits[:, None], ids, torch.full_like(ids, -1))
+    at = pos == limits[:, None]
+    out[:, :k] = torch.where(at, recovered, out[:, :k])
+    if not disable_bonus_tokens:
+        out[:, k] = torch.where(limits == k, bonus_token_ids[:, 0].long(), torch.full((B,), -1))
     return out

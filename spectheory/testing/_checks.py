@@ -1,0 +1,198 @@
+r"""The checks the kit runs on one instance (called by :func:`spectheory.testing.check_verifier`).
+
+Protocol options change what a correct verifier emits, and so how the kit reads an output:
+
+* ``bonus=True`` (the default): ``draft_tokens[:n]`` and one more token (residual or bonus),
+  ``1 <= len <= k+1``; the accepted count is ``len - 1``.
+* ``bonus=False`` (e.g. vLLM's ``disable_bonus_tokens=True``): after ``k`` accepted drafts
+  nothing follows, so ``len <= k``, and an output of length ``k`` whose last token is the last
+  draft accepted all ``k`` drafts (a residual never equals the draft it replaces).
+* ``stop_token=s``: once the draft ``s`` is accepted the round ends (no bonus, no further
+  draft); an output ending in an accepted ``s`` counts it as accepted. The target law a
+  correct sampler produces is then the *absorbing* one (after ``s`` only ``s``,
+  :meth:`~spectheory.testing.Instance.absorbing`), and the optimal accepted-count law stops
+  at ``s`` too (:meth:`~spectheory.testing.Instance.accepted_count_law`).
+
+The efficiency checks compare each protocol with its own optimum: the first-draft
+acceptance :math:`\sum_x \min(p_0, q_0)` (p = target, q = draft) and the accepted-count law
+of standard token verification under the same protocol.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ._runner import boundary_run, content_violations, determinism, fmt_call, violation_reason
+from .instances import Instance
+from .report import Finding
+from .stats import bernstein_lower_test, binomial_test, chi2_test
+
+MAX_SEQUENCE_CELLS = 100_000
+N_BOUNDARY = 16
+N_DETERMINISM = 8
+FORCED = {"low": "0", "high": "their largest value below 1"}
+
+
+def accepted_counts(out, lengths, x, bonus=True, stop_token=None) -> np.ndarray:
+    """Accepted drafts of each round, read according to the protocol (see the module docstring)."""
+    n, k = x.shape
+    acc = lengths - 1
+    if bonus and stop_token is None:
+        return acc
+    rows = np.arange(n)
+    last = out[rows, np.maximum(lengths - 1, 0)]
+    draft_last = (lengths <= k) & (last == x[rows, np.clip(lengths - 1, 0, k - 1)])
+    cond = np.zeros(n, dtype=bool)
+    if not bonus:
+        cond |= draft_last & (lengths == k)
+    if stop_token is not None:
+        cond |= draft_last & (last == stop_token)
+    return np.where(cond, lengths, acc)
+
+
+def n_tests(inst: Instance, efficiency: bool) -> int:
+    n = 1 + inst.k + 1                       # first token, later positions, sequence
+    if efficiency:
+        n += 1 + (1 if inst.k >= 2 else 0)
+    return n
+
+
+def cells(counts, probs, V=None, L=1, top=6) -> str:
+    n = counts.sum()
+    exp = n * probs
+    score = np.where(exp > 0, (counts - exp) ** 2 / np.maximum(exp, 1e-300), np.where(counts > 0, np.inf, 0))
+    worst = np.argsort(-score)[:top]
+    lines = ["most deviating cells (observed vs expected):"]
+    for c in worst:
+        lab = c if L == 1 else tuple(int(v) for v in np.unravel_index(c, (V,) * L))
+        lines.append(f"  {lab}: {int(counts[c])} vs {exp[c]:.1f}")
+    return "\n".join(lines)
+
+
+def check_instance(inst: Instance, ss, runner, n: int, a_i: float, efficiency: bool, found,
+                   bonus=True, stop_token=None):
+    """Run every check on one instance; append :class:`Finding` objects to ``found[check]``."""
+    V, k = inst.vocab_size, inst.k
+    size = V * (k + 1)
+    law = inst if stop_token is None else inst.absorbing(stop_token)
+    r_draft, r_verify, r_complete, r_edge, r_torch = [np.random.default_rng(s) for s in ss.spawn(5)]
+    tp, dp, x = inst.sample_drafts(n, r_draft)
+    out, lengths, bad, err, notes = runner.run(tp, dp, x, r_verify, torch_seed=r_torch)
+
+    def fail(check, summary, example):
+        found[check].append(Finding(inst.name, False, summary=summary, example=example, size=size))
+
+    def ok(check):
+        found[check].append(Finding(inst.name, True, size=size))
+
+    # ---- exact checks on the sampled rounds
+    if err is not None:
+        i, msg, tb = err
+        fail("runs_without_error", f"raised {msg}", f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i])
+             + f"\n{tb.strip().splitlines()[-1]}")
+    else:
+        ok("runs_without_error")
+    viol = content_violations(out, lengths, x, V, bonus, stop_token)
+    fmt_bad = bad | viol[0] | viol[1] | viol[2] | viol[3]
+    if fmt_bad.any():
+        i = int(np.flatnonzero(fmt_bad)[0])
+        why = notes.get(i) or violation_reason(i, *viol, stop_token)
+        fail("output_format", f"{int(fmt_bad.sum())} of {n} rounds malformed: {why}",
+             f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: max(lengths[i], 1)].tolist()))
+    else:
+        ok("output_format")
+    valid = ~fmt_bad & (lengths > 0)
+    if err is not None:
+        valid[err[0]:] = False
+    zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, lengths, 0))
+    if zero.any():
+        i = int(np.flatnonzero(zero)[0])
+        fail("zero_probability", f"{int(zero.sum())} of {n} rounds emitted a token of target probability 0",
+             f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: lengths[i]].tolist()))
+    else:
+        ok("zero_probability")
+
+    # ---- forced uniforms (0 and just below 1) and determinism, on fresh draft paths
+    tpb, dpb, xb = inst.sample_drafts(N_BOUNDARY, r_edge)
+    problem = _forced(runner, law, tpb, dpb, xb, bonus, stop_token)
+    if problem is None:
+        ok("forced_uniforms")
+    else:
+        fail("forced_uniforms", problem[0], f"instance {inst.name}\n" + problem[1])
+    det = determinism(runner, tpb[:N_DETERMINISM], dpb[:N_DETERMINISM], xb[:N_DETERMINISM], ss)
+    if det is None:
+        ok("determinism")
+    else:
+        fail("determinism", det[0], f"instance {inst.name}\n" + det[1])
+
+    # ---- statistical checks on valid rounds
+    if err is not None or valid.sum() == 0:
+        return
+    o, L = out[valid], lengths[valid]
+    nv = int(valid.sum())
+    comp = law.complete(o, L, r_complete)
+    pos_laws = law.position_laws()
+    for j in range(k + 1):
+        counts = np.bincount(comp[:, j], minlength=V)
+        res = chi2_test(counts, pos_laws[j], a_i)
+        name = "first_token_law" if j == 0 else "position_laws"
+        ex = "" if res.passed else (f"instance {inst.name}, position {j}\n"
+                                    + cells(counts, pos_laws[j]) + "\n" + inst.describe())
+        found[name].append(Finding(f"{inst.name} pos {j}" if j else inst.name, res.passed, res.statistic,
+                                   res.threshold, res.p_value, res.summary, ex, size))
+    Ls = k + 1
+    while Ls > 1 and V ** Ls > MAX_SEQUENCE_CELLS:
+        Ls -= 1
+    idx = np.zeros(nv, dtype=np.int64)
+    for j in range(Ls):
+        idx = idx * V + comp[:, j]
+    seq = law.sequence_law(Ls).ravel()
+    counts = np.bincount(idx, minlength=seq.size)
+    res = chi2_test(counts, seq, a_i)
+    ex = "" if res.passed else (f"instance {inst.name}, first {Ls} tokens\n" + cells(counts, seq, V, Ls)
+                                + "\n" + inst.describe())
+    found["sequence_law"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
+                                         res.summary + ("" if Ls == k + 1 else f" (first {Ls} positions)"), ex, size))
+    if not efficiency:
+        return
+    acc = accepted_counts(o, L, x[valid], bonus, stop_token)
+    beta = inst.first_acceptance()
+    res = binomial_test(int(np.sum(acc >= 1)), nv, beta, a_i)
+    ex = "" if res.passed else f"instance {inst.name}\n" + inst.describe()
+    found["acceptance_rate"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
+                                            res.summary, ex, size))
+    if k >= 2:
+        law_n = inst.accepted_count_law(stop_token)
+        mu = float(np.arange(k + 1) @ law_n)
+        var = float(np.arange(k + 1) ** 2 @ law_n - mu ** 2)
+        res = bernstein_lower_test(float(np.mean(acc)), nv, mu, max(var, 0.0), k, a_i)
+        ex = "" if res.passed else (f"instance {inst.name}\naccepted-count histogram observed "
+                                    f"{np.bincount(acc, minlength=k + 1).tolist()}, optimal law "
+                                    f"{np.round(law_n, 5).tolist()}\n" + inst.describe())
+        found["mean_accepted"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
+                                              res.summary, ex, size))
+
+
+def _forced(runner, law, tp, dp, x, bonus, stop_token):
+    """First problem with forced uniforms, as ``(summary, example)``, or None."""
+    V = law.vocab_size
+    for which in ("low", "high"):
+        note = (f"rng = spectheory.testing.constant_uniform_rng({which!r})"
+                + ("; torch draws forced: spectheory.testing.torch_random.kit_torch_random("
+                   f"force={which!r})" if runner.routed else ""))
+        what = f"with uniforms forced to {FORCED[which]}"
+        ob, lb, badb, errb, _ = boundary_run(runner, tp, dp, x, which)
+        if errb is not None:
+            i, msg, tb = errb
+            return f"raised {msg} {what}", fmt_call(tp[i], dp[i], x[i], rng_note=note)
+        viol = content_violations(ob, lb, x, V, bonus, stop_token)
+        fb = badb | viol[0] | viol[1] | viol[2] | viol[3]
+        if fb.any():
+            i = int(np.flatnonzero(fb)[0])
+            return (f"malformed output {what}: {violation_reason(i, *viol, stop_token)}",
+                    fmt_call(tp[i], dp[i], x[i], ob[i][: max(lb[i], 1)].tolist(), rng_note=note))
+        zb = law.emitted_target_prob_zero(ob, lb)
+        if zb.any():
+            i = int(np.flatnonzero(zb)[0])
+            return (f"emitted a token of target probability 0 {what}",
+                    fmt_call(tp[i], dp[i], x[i], ob[i][: lb[i]].tolist(), rng_note=note))
+    return None

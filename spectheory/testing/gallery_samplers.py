@@ -1,0 +1,74 @@
+r"""Whole samplers (drafting included) for :func:`spectheory.testing.check_sampler`: a correct one and field bugs.
+
+:func:`make_sampler` builds a sampler of the interface
+``sampler(target_model, draft_model, prefix, k, rng) -> new tokens``: it drafts ``k`` tokens
+from the draft model's processed law (temperature, top-k, top-p by
+:func:`~spectheory.testing.whole.process_logits`), calls the target once on the prompt and
+the drafts, and verifies with :func:`~spectheory.testing.reference_verify` (p = target,
+q = draft). ``bug`` switches in one glue mistake reported in the field:
+
+* ``"greedy_draft_soft_q"`` -- drafts by argmax but hands the verifier the soft draft law
+  (HuggingFace transformers issue #32867: output law [0.75, 0.25] instead of [0.6, 0.4]);
+* ``"processed_vs_raw_q"`` -- drafts from the processed logits but hands over the raw
+  (temperature only, no top-k / top-p) draft law (HuggingFace transformers issue #47932).
+
+``make_sampler(greedy=True)`` is the correct greedy variant (its ``q`` is the one-hot law it
+drafted from): lossless, only slower.
+
+>>> from spectheory.testing import check_sampler
+>>> from spectheory.testing.gallery_samplers import make_sampler
+>>> check_sampler(make_sampler(bug="greedy_draft_soft_q"), n_samples=500).passed
+False
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .reference import reference_verify
+from .whole import process_logits
+
+__all__ = ["make_sampler", "SAMPLER_BUGS"]
+
+BUGS = (None, "greedy_draft_soft_q", "processed_vs_raw_q")
+
+
+def make_sampler(temperature: float = 1.0, top_k=None, top_p=None, *, bug=None, greedy: bool = False):
+    """A whole speculative sampler with the given processing (and optionally one field bug)."""
+    if bug not in BUGS:
+        raise ValueError(f"bug: expected one of {BUGS}, got {bug!r}")
+
+    def sampler(target_model, draft_model, prefix, k, rng):
+        seq = [int(t) for t in prefix]
+        draft_probs, drafts = [], []
+        for _ in range(k):
+            logits = draft_model(np.array(seq))[-1]
+            q = process_logits(logits, temperature, top_k, top_p)
+            if greedy or bug == "greedy_draft_soft_q":
+                x = int(np.argmax(q))
+                if greedy:
+                    q = np.eye(q.size)[x]                       # the law it drafted from
+            else:
+                cdf = np.cumsum(q)
+                x = min(int(np.count_nonzero(cdf <= rng.random() * cdf[-1])), q.size - 1)
+            if bug == "processed_vs_raw_q":
+                q = process_logits(logits, temperature)         # BUG: raw (unprocessed) law handed over
+            draft_probs.append(q)
+            drafts.append(x)
+            seq.append(x)
+        target_probs = process_logits(target_model(np.array(seq))[-(k + 1):], temperature, top_k, top_p)
+        return reference_verify(target_probs, np.array(draft_probs), np.array(drafts, dtype=np.int64), rng)
+
+    sampler.__name__ = f"sampler({bug or ('greedy' if greedy else 'correct')})"
+    return sampler
+
+
+#: name -> (sampler, description, checks of which at least one fails, reported by, check_sampler options)
+SAMPLER_BUGS = {
+    "greedy_draft_soft_q": (make_sampler(bug="greedy_draft_soft_q"),
+                            "greedy (argmax) draft verified with the soft draft law", ("first_token_law",),
+                            "huggingface/transformers issue #32867", {}),
+    "processed_vs_raw_q": (make_sampler(top_k=2, bug="processed_vs_raw_q"),
+                           "drafts from top-k-processed logits, raw draft law handed to the verifier",
+                           ("first_token_law", "position_laws", "sequence_law"), "huggingface/transformers issue #47932",
+                           {"top_k": 2}),
+}

@@ -1,0 +1,315 @@
+r"""Whole-sampler checks: the user's code drafts *and* verifies; the kit checks what comes out.
+
+:func:`check_verifier` draws the draft tokens itself, so bugs in the glue around the
+verifier -- drafting greedily while handing over the soft draft law (HuggingFace issue
+#32867), sampling drafts from top-k-processed logits while handing over the raw ones (issue
+#47932) -- cannot happen there. :func:`check_sampler` hands the user's sampler the two
+*models* instead::
+
+    sampler(target_model, draft_model, prefix, k, rng) -> new tokens (1-d ints)
+
+* ``target_model(tokens)``, ``draft_model(tokens)`` -- raw next-token logits, shape
+  ``[len(tokens), V]`` for a 1-d token sequence (row ``i``: the logits after
+  ``tokens[:i+1]``, as a causal language model returns them; ``[B, L, V]`` for ``[B, L]``);
+  the sampler applies its own temperature / top-k / top-p to both;
+* ``prefix`` -- the prompt (one token), ``k`` -- the draft length to use, ``rng`` -- a numpy
+  Generator (torch draws are routed through the kit as in :func:`check_verifier`);
+* the return value -- the tokens generated after ``prefix``: one round (accepted drafts and
+  one more token) or more; the kit keeps the first ``k+1``.
+
+The kit tells the sampler nothing about the laws; it checks the law of the output, once
+completed to ``k+1`` tokens by the target, against the target's *processed* law
+:math:`\prod_j p'_j(y_j|y_{j-1})`, where ``p' =`` :func:`process_logits` of the target's
+logits with the ``temperature``, ``top_k`` and ``top_p`` the user declares (the order of
+HuggingFace's warpers: temperature, then top-k, then top-p). Checks: ``runs_without_error``,
+``output_format``, ``zero_probability`` (no token outside the processed target's support),
+``forced_uniforms``, ``determinism``, ``first_token_law``, ``position_laws``,
+``sequence_law``; no efficiency check (the kit cannot see which tokens were accepted).
+"""
+from __future__ import annotations
+
+import contextlib
+import sys
+import traceback
+
+import numpy as np
+
+from .._validation import check_int, check_prob
+from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
+from .instances import FAMILIES, Instance, constant_uniform_rng
+from .kit import CHECKS, _name, _plan
+from .report import Finding, Report, summarise
+from .stats import chi2_test
+
+__all__ = ["check_sampler", "assert_sampler_lossless", "process_logits", "ToyModel", "SAMPLER_CHECKS"]
+
+SAMPLER_CHECKS = [c for c, (_, kind) in CHECKS.items() if kind != "efficiency"]
+
+
+def process_logits(logits, temperature: float = 1.0, top_k=None, top_p=None) -> np.ndarray:
+    r"""The processed law ``softmax(warp(logits))``: temperature, then top-k, then top-p (last axis).
+
+    Top-k keeps the ``top_k`` largest logits; top-p then drops the least likely tokens while
+    their cumulative probability stays ``<= 1 - top_p`` (HuggingFace's ``TopPLogitsWarper``;
+    at least one token is kept). Tokens dropped get probability exactly 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.testing.whole import process_logits
+    >>> process_logits(np.log([0.5, 0.3, 0.2]), top_k=2).round(3).tolist()
+    [0.625, 0.375, 0.0]
+    >>> process_logits(np.log([0.5, 0.3, 0.2]), top_p=0.7).round(3).tolist()
+    [0.625, 0.375, 0.0]
+    """
+    z = np.asarray(logits, dtype=np.float64)
+    if temperature != 1.0:
+        z = z / float(temperature)
+    V = z.shape[-1]
+    if top_k is not None and top_k < V:
+        kth = np.partition(z, V - top_k, axis=-1)[..., V - top_k][..., None]
+        z = np.where(z < kth, -np.inf, z)
+    m = np.max(z, axis=-1, keepdims=True)
+    w = np.exp(z - m)
+    law = w / w.sum(-1, keepdims=True)
+    if top_p is not None and top_p < 1.0:
+        order = np.argsort(law, axis=-1, kind="stable")             # ascending
+        srt = np.take_along_axis(law, order, -1)
+        drop_sorted = np.cumsum(srt, -1) <= 1.0 - top_p
+        drop_sorted[..., -1] = False                                  # keep at least one token
+        drop = np.zeros_like(drop_sorted)
+        np.put_along_axis(drop, order, drop_sorted, -1)
+        law = np.where(drop, 0.0, law)
+        law = law / law.sum(-1, keepdims=True)
+    return law
+
+
+class ToyModel:
+    """A first-order toy language model: logits of the next token from the position and the last token.
+
+    ``model(tokens)`` returns ``log(law[min(i - offset, last), tokens[i]])`` for each row ``i``
+    (``-inf`` where the law is 0): shape ``[L, V]`` for ``L`` tokens, ``[B, L, V]`` for
+    ``[B, L]``. ``offset = len(prefix) - 1`` makes row ``len(prefix) - 1`` the round's
+    position 0.
+
+    Parameters
+    ----------
+    laws : ndarray, shape (P, V, V)
+        ``laws[j, s]``: next-token law at position ``j`` after token ``s``.
+    offset : int
+    """
+
+    def __init__(self, laws, offset: int = 0):
+        with np.errstate(divide="ignore"):
+            self.logits_table = np.log(np.asarray(laws, dtype=np.float64))
+        self.vocab_size = self.logits_table.shape[-1]
+        self.offset = offset
+        self.calls = 0
+
+    def __call__(self, tokens) -> np.ndarray:
+        tok = np.asarray(tokens, dtype=np.int64)
+        if tok.ndim not in (1, 2) or tok.shape[-1] < 1:
+            raise ValueError(f"tokens: expected a non-empty [L] or [B, L] int sequence, got shape {tok.shape}")
+        if tok.min() < 0 or tok.max() >= self.vocab_size:
+            raise ValueError(f"tokens: entries must lie in [0, {self.vocab_size})")
+        self.calls += 1
+        pos = np.clip(np.arange(tok.shape[-1]) - self.offset, 0, self.logits_table.shape[0] - 1)
+        return self.logits_table[pos, tok] if tok.ndim == 1 else self.logits_table[pos[None, :], tok]
+
+
+def _torch_ctx(torch_random, seed=None, force=None):
+    if torch_random is False or (torch_random is None and "torch" not in sys.modules):
+        return contextlib.nullcontext()
+    from .torch_random import kit_torch_random
+    return kit_torch_random(seed, force=force)
+
+
+def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None):
+    """Call the sampler ``n`` times; ``(out [n, k+1] padded -1, lengths, bad, error, note)``."""
+    k, V = inst.k, inst.vocab_size
+    target = ToyModel(inst.target)
+    draft = ToyModel(inst.draft)
+    prefix = np.array([inst.s0], dtype=np.int64)
+    out = np.full((n, k + 1), -1, dtype=np.int64)
+    lengths = np.zeros(n, dtype=np.int64)
+    bad = np.zeros(n, dtype=bool)
+    note = ""
+    with _torch_ctx(torch_random, torch_seed, force):
+        for i in range(n):
+            r = constant_uniform_rng(force) if force else rng
+            try:
+                o = np.asarray(sampler(target, draft, prefix.copy(), k, r))
+            except Exception as exc:  # noqa: BLE001 - any failure of the user's code is a finding
+                return out, lengths, bad, (i, repr(exc), traceback.format_exc(limit=3)), note
+            if o.ndim != 1 or o.shape[0] < 1 or o.dtype.kind not in "iu" or o.min() < 0 or o.max() >= V:
+                bad[i] = True
+                note = note or f"returned {o.dtype} array of shape {o.shape}: {o.tolist()[:8]}"
+                continue
+            m = min(o.shape[0], k + 1)
+            out[i, :m] = o[:m]
+            lengths[i] = m
+    return out, lengths, bad, None, note
+
+
+def check_sampler(sampler, *, temperature: float = 1.0, top_k=None, top_p=None, vocab_sizes=(3, 5),
+                  gammas=(1, 3), n_samples: int = 20_000, seed=0, families=None, alpha: float = 1e-4,
+                  instances=None, progress=None, torch_random=None) -> Report:
+    r"""Check a whole speculative sampler (drafting included) against the processed target law.
+
+    Parameters
+    ----------
+    sampler : callable
+        ``sampler(target_model, draft_model, prefix, k, rng) -> new tokens`` (module docstring).
+    temperature, top_k, top_p : float, int, float
+        The processing the sampler applies to the target's logits (and, for its efficiency
+        only, to the draft's); defines the law the output must follow.
+    vocab_sizes, gammas, n_samples, seed, families, alpha, instances, progress, torch_random
+        As in :func:`~spectheory.testing.check_verifier`.
+
+    Returns
+    -------
+    Report
+        Without efficiency checks.
+
+    Examples
+    --------
+    >>> from spectheory.testing import check_sampler
+    >>> from spectheory.testing.gallery_samplers import make_sampler
+    >>> check_sampler(make_sampler(top_k=2), top_k=2, n_samples=500).passed
+    True
+    """
+    from tqdm.auto import tqdm
+
+    if not callable(sampler):
+        raise ValueError("sampler: must be callable")
+    temperature = float(temperature)
+    if not (np.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature: must be finite and > 0, got {temperature}")
+    if top_k is not None:
+        top_k = check_int(top_k, "top_k", 1)
+    if top_p is not None:
+        top_p = float(check_prob(top_p, "top_p", open_low=True))
+    n_samples = check_int(n_samples, "n_samples", 1)
+    alpha = float(check_prob(alpha, "alpha", open_low=True, open_high=True))
+    vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
+    gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
+    fams = list(FAMILIES) if families is None else list(families)
+    for f in fams:
+        if f not in FAMILIES:
+            raise ValueError(f"families: unknown {f!r}; choose from {sorted(FAMILIES)}")
+    if instances is None:
+        insts, base = _plan(vocab_sizes, gammas, fams, seed)
+    else:
+        insts = list(instances)
+        if not insts or not all(isinstance(i, Instance) for i in insts):
+            raise ValueError("instances: expected a non-empty sequence of Instance")
+        base = np.random.SeedSequence(seed)
+    M = sum(inst.k + 2 for inst in insts)
+    a_i = alpha / M
+    found = {name: [] for name in SAMPLER_CHECKS}
+    routed = torch_random is True or (torch_random is None and "torch" in sys.modules)
+    for inst, ss in tqdm(list(zip(insts, base.spawn(len(insts)))), desc="check_sampler",
+                         disable=None if progress is None else not progress, leave=False):
+        with np.errstate(divide="ignore"):
+            logits = np.log(inst.target)
+        law = Instance(inst.name, inst.description, process_logits(logits, temperature, top_k, top_p),
+                       inst.draft, inst.s0, inst.family)
+        _check(sampler, inst, law, ss, n_samples, a_i, found, torch_random)
+    checks = [summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
+              for name in SAMPLER_CHECKS]
+    config = {"vocab_sizes": list(vocab_sizes), "gammas": list(gammas), "n_samples": n_samples,
+              "seed": seed if np.isscalar(seed) else str(seed), "families": fams, "n_instances": len(insts),
+              "instances": [i.name for i in insts], "torch_random": routed,
+              "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p}}
+    return Report(_name(sampler), checks, config, M, alpha)
+
+
+def assert_sampler_lossless(sampler, **kwargs) -> Report:
+    """Run :func:`check_sampler` and raise ``AssertionError`` (with the report) if a check fails."""
+    report = check_sampler(sampler, **kwargs)
+    if not report.passed:
+        raise AssertionError("\n" + str(report))
+    return report
+
+
+def _example(inst, out=None, note="") -> str:
+    s = f"instance {inst.name}: sampler(target_model, draft_model, prefix=[{inst.s0}], k={inst.k}, rng)"
+    if out is not None:
+        s += f"\noutput = {out}"
+    return s + (f"\n{note}" if note else "") + "\n" + inst.describe()
+
+
+def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
+    V, k = inst.vocab_size, inst.k
+    size = V * (k + 1)
+    r_run, r_complete, r_torch = [np.random.default_rng(s) for s in ss.spawn(3)]
+
+    def add(check, passed, summary="", example=""):
+        found[check].append(Finding(inst.name, passed, summary=summary, example=example, size=size))
+
+    out, L, bad, err, note = _run(sampler, inst, n, r_run, torch_random, torch_seed=r_torch)
+    if err is not None:
+        add("runs_without_error", False, f"raised {err[1]}", _example(inst, note=err[2].strip().splitlines()[-1]))
+    else:
+        add("runs_without_error", True)
+    if bad.any():
+        add("output_format", False, f"{int(bad.sum())} of {n} outputs malformed: {note}", _example(inst))
+    else:
+        add("output_format", True)
+    valid = ~bad & (L > 0)
+    if err is not None:
+        valid[err[0]:] = False
+    zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, L, 0))
+    if zero.any():
+        i = int(np.flatnonzero(zero)[0])
+        add("zero_probability", False, f"{int(zero.sum())} of {n} outputs contain a token of processed target "
+            f"probability 0", _example(inst, out[i][: L[i]].tolist()))
+    else:
+        add("zero_probability", True)
+    problem = None
+    for which in ("low", "high"):
+        ob, lb, bb, eb, nb = _run(sampler, inst, N_BOUNDARY, None, torch_random, force=which)
+        what = f"with uniforms forced to {'0' if which == 'low' else 'their largest value below 1'}"
+        rn = f"rng = spectheory.testing.constant_uniform_rng({which!r})"
+        if eb is not None:
+            problem = (f"raised {eb[1]} {what}", _example(inst, note=rn))
+        elif bb.any():
+            problem = (f"malformed output {what}: {nb}", _example(inst, note=rn))
+        else:
+            zb = law.emitted_target_prob_zero(ob, lb)
+            if zb.any():
+                i = int(np.flatnonzero(zb)[0])
+                problem = (f"emitted a token of processed target probability 0 {what}",
+                           _example(inst, ob[i][: lb[i]].tolist(), rn))
+        if problem:
+            break
+    add("forced_uniforms", problem is None, *(problem or ()))
+    s = int(ss.generate_state(1)[0])
+    a = _run(sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s)
+    b = _run(sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s)
+    same = a[3] is not None or b[3] is not None or np.array_equal(a[0], b[0])
+    add("determinism", bool(same), "" if same else f"two runs with rng = numpy.random.default_rng({s}) differ: "
+        f"{a[0][0].tolist()} then {b[0][0].tolist()}", "" if same else _example(inst))
+    if err is not None or valid.sum() == 0:
+        return
+    comp = law.complete(out[valid], L[valid], r_complete)
+    pos_laws = law.position_laws()
+    for j in range(k + 1):
+        counts = np.bincount(comp[:, j], minlength=V)
+        res = chi2_test(counts, pos_laws[j], a_i)
+        ex = "" if res.passed else f"position {j}\n" + cells(counts, pos_laws[j]) + "\n" + _example(law)
+        found["first_token_law" if j == 0 else "position_laws"].append(
+            Finding(f"{inst.name} pos {j}" if j else inst.name, res.passed, res.statistic, res.threshold,
+                    res.p_value, res.summary, ex, size))
+    Ls = k + 1
+    while Ls > 1 and V ** Ls > MAX_SEQUENCE_CELLS:
+        Ls -= 1
+    idx = np.zeros(comp.shape[0], dtype=np.int64)
+    for j in range(Ls):
+        idx = idx * V + comp[:, j]
+    seq = law.sequence_law(Ls).ravel()
+    counts = np.bincount(idx, minlength=seq.size)
+    res = chi2_test(counts, seq, a_i)
+    ex = "" if res.passed else f"first {Ls} tokens\n" + cells(counts, seq, V, Ls) + "\n" + _example(law)
+    found["sequence_law"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
+                                         res.summary, ex, size))
