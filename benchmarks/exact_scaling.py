@@ -26,19 +26,19 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import spectheory as st  # noqa: E402
-from spectheory.exact import expectations as analysis  # noqa: E402
+import spectheory.exact as analysis  # noqa: E402
 from spectheory.app.results import headline, script_parser, write_results  # noqa: E402
 
 
 def time_exact(V, T, gamma, seed=0):
     chain = st.DecodingChain.random(V, concentration=0.5, similarity=0.5, rng=seed)
     t0, c0 = time.perf_counter(), time.process_time()
-    calls = analysis.expected_target_calls(chain, T, gamma, bonus=True)
+    calls = chain.expected_target_calls(T, gamma, bonus=True)
     t_rec, c_rec = time.perf_counter() - t0, time.process_time() - c0
     t0 = time.perf_counter()
-    analysis.expected_rejections(chain, T, gamma, bonus=True)
-    analysis.expected_draft_tokens(chain, T, gamma, bonus=True)
-    analysis.accepted_count_law(chain, T, gamma, bonus=True)
+    chain.expected_rejections(T, gamma, bonus=True)
+    chain.expected_draft_tokens(T, gamma, bonus=True)
+    chain.accepted_count_law(T, gamma, bonus=True)
     t_cached = time.perf_counter() - t0
     t0 = time.perf_counter()
     tvs = analysis.tv_profile(st.DecodingChain(chain.target, chain.draft, chain.initial), T)

@@ -66,7 +66,7 @@ def main(argv=None):
     chain = st.DecodingChain.random(3, concentration=0.8, rng=5)
     T = 6
     lams = np.linspace(0, 1, 6 if args.quick else 21)
-    mix = sequence_front(chain, T, [mixture(float(v)) for v in lams], method="exact")
+    mix = sequence_front(chain, T, [mixture(float(v)) for v in lams])
     bx.plot([r["rejections"] for r in mix], [r["sequence_tv"] for r in mix], color="0.6", lw=3, alpha=0.6,
             label="mixture, optimal law")
     data["panel_b"]["mixture"] = {"lambda": lams, "rejections": [r["rejections"] for r in mix],
@@ -75,7 +75,7 @@ def main(argv=None):
         c = PALETTE[j]
         entry = {"params": params}
         for rej, fill, ls in (("optimal", c, "-"), ("target", "none", "--")):
-            rows = sequence_front(chain, T, [biased_rule(a, rej) for a in accs], method="exact")
+            rows = sequence_front(chain, T, [biased_rule(a, rej) for a in accs])
             x = [r["rejections"] for r in rows]
             y = [r["sequence_tv"] for r in rows]
             bx.plot(x, y, ls=ls, marker=mk, color=c, mfc=fill, lw=0.8, ms=3.5)

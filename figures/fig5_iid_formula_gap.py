@@ -1,6 +1,6 @@
 """Leviathan's i.i.d. formula against the exact chain value when acceptance depends on context.
 
-(a) Exact tokens per target call T / E[calls] (solid) on easy/hard chains (spectheory.exact.expectations.easy_hard_chain:
+(a) Exact tokens per target call T / E[calls] (solid) on easy/hard chains (spectheory.chain.examples.easy_hard_chain:
 acceptance 0.95 in easy states, 0.3 in hard ones, average alpha = 0.625 at every position) whose stretches
 of easy and hard tokens last longer as the stay probability grows, and Leviathan's formula with
 alpha = average acceptance (dashed; the same for every chain). (b) Relative error formula / exact - 1
@@ -14,7 +14,8 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 import spectheory as st
-from spectheory.exact.expectations import easy_hard_chain, leviathan_gap
+from spectheory.chain.examples import easy_hard_chain
+from spectheory.exact.iid_gap import leviathan_gap
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 
 

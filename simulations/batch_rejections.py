@@ -11,8 +11,10 @@ Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 
 import numpy as np
 
+from spectheory.chain.examples import holey_chain
+from spectheory.montecarlo import simulate_batch
 from spectheory.verifiers import (batch_expected_rejections, batch_rejection_probability,
-                                        bernoulli_batch_rejection, holey_chain, simulate_batch,
+                                        bernoulli_batch_rejection,
                                         uniform_batch_rejection, uniform_instance)
 from spectheory.app.results import headline, script_parser, write_results
 

@@ -16,7 +16,8 @@ import numpy as np
 import spectheory as st
 from spectheory.verifiers.biased import (additive_acceptance, biased_rule, biased_step, lenient_acceptance,
                                          pareto_front, ratio_acceptance, typical_acceptance)
-from spectheory.verifiers.pareto import sequence_front, sequence_tv_mc
+from spectheory.montecarlo import sequence_tv_mc
+from spectheory.verifiers.pareto import sequence_front
 from spectheory.verifiers.rejection import rule_expected_rejections
 from spectheory.app.results import headline, script_parser, write_results
 
@@ -54,7 +55,7 @@ def main(argv=None):
     chain = st.DecodingChain.random(3, concentration=0.8, rng=5)
     T = 6
     rules = [biased_rule(acc, rej) for _, _, acc in families() for rej in ("optimal", "target")]
-    seq = sequence_front(chain, T, rules, gamma=None, bonus=False, method="exact")
+    seq = sequence_front(chain, T, rules, gamma=None, bonus=False)
     meta = [(fam, par, rej) for fam, par, _ in families() for rej in ("optimal", "target")]
     for row, (fam, par, rej) in zip(seq, meta):
         row.update(family=fam, param=par, rejection_law=rej)

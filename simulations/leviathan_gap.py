@@ -1,6 +1,6 @@
 """How far Leviathan et al.'s i.i.d. formula is from the exact chain value when acceptance depends on context.
 
-For easy/hard chains (spectheory.exact.expectations.easy_hard_chain: acceptance 0.95 / 0.3, average 0.625 at
+For easy/hard chains (spectheory.chain.examples.easy_hard_chain: acceptance 0.95 / 0.3, average 0.625 at
 every position, stretches lasting longer as `stay` grows) and random first-order Dirichlet chains,
 prints per gamma: the average acceptance alpha, the exact T / E[calls] on the chain, the same protocol
 on a one-state chain with acceptance alpha (iid_exact: same T, so the difference to `exact` is the
@@ -13,7 +13,8 @@ the formula. All numbers are exact (no sampling).
 import numpy as np
 
 import spectheory as st
-from spectheory.exact.expectations import easy_hard_chain, leviathan_gap, predicted_speedup
+from spectheory.chain.examples import easy_hard_chain
+from spectheory.exact.iid_gap import leviathan_gap
 from spectheory.app.results import headline, script_parser, write_results
 
 

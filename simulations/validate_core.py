@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 import spectheory as st
-from spectheory.exact import expectations as analysis
+import spectheory.exact as analysis
 from spectheory.montecarlo import simulate
 from spectheory.app.results import headline, script_parser, write_results
 
@@ -39,11 +39,9 @@ def core_chains():
 
 
 def exact_values(chain, T, gamma, bonus):
-    calls = analysis.expected_target_calls(chain, T, gamma, bonus=bonus)
-    counts = np.asarray(analysis.accepted_count_law(chain, T, gamma, bonus=bonus)) * calls
-    return {"target_calls": calls,
-            "rejections": analysis.expected_rejections(chain, T, gamma, bonus=bonus),
-            "draft_tokens": analysis.expected_draft_tokens(chain, T, gamma, bonus=bonus),
+    res = chain.protocol(T, gamma, bonus=bonus)
+    counts = np.asarray(res.accepted_count_law) * res.target_calls
+    return {"target_calls": res.target_calls, "rejections": res.rejections, "draft_tokens": res.draft_tokens,
             "accepted": float(counts @ np.arange(gamma + 1)), "counts": counts}
 
 

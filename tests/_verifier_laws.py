@@ -36,4 +36,4 @@ def assert_positional_mc(sim, rejections, target_calls, draft_tokens, rejection_
                         ("draft_tokens", draft_tokens)):
         assert abs(sim.mean(name) - value) <= 5 * sim.se(name), name
     p = np.asarray(rejection_profile)
-    assert np.all(np.abs(sim.position_rejections / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)
+    assert np.all(np.abs(sim.rejection_by_position / n - p) <= 5 * np.sqrt(p * (1 - p) / n) + 1e-12)

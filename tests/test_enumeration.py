@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.exact import expectations as analysis
+import spectheory.exact as analysis
 from spectheory.exact.enumeration import (accepted_histogram, outcome_expectation, outcome_sequence_law,
                                     protocol_outcomes, target_sequence_law_exact)
 
@@ -69,7 +69,7 @@ def test_enumeration_agrees_with_recursion(name, make, T, gamma, bonus):
     chain = make()
     out = protocol_outcomes(chain, T, gamma, bonus)
     assert sum(out.values()) == 1
-    res = analysis.protocol_result(chain, T, gamma, bonus)
+    res = chain.protocol(T, gamma, bonus=bonus)
     for field, value in [("calls", res.target_calls), ("rejections", res.rejections),
                          ("draft_tokens", res.draft_tokens)]:
         np.testing.assert_allclose(float(outcome_expectation(out, field)), value, rtol=0, atol=1e-12,
@@ -140,7 +140,7 @@ def test_tokens_per_call_ratio_vs_mean_ratio():
     mean_ratio = outcome_expectation(out, None, lambda o: Fraction(T, o.calls))
     np.testing.assert_allclose(chain.expected_tokens_per_call(T, gamma), float(ratio), atol=1e-12)
     assert mean_ratio > ratio
-    np.testing.assert_allclose(analysis.expected_tokens_per_call(chain, T, gamma, per_generation=True),
+    np.testing.assert_allclose(chain.expected_tokens_per_call(T, gamma, per_generation=True),
                                float(mean_ratio), atol=1e-12)
 
 

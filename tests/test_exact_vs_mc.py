@@ -14,19 +14,21 @@ import pytest
 from scipy import stats
 
 import spectheory as st
-from spectheory.montecarlo.simulator import simulate, token_verify_round
+from spectheory.montecarlo.simulator import simulate
+from spectheory.verifiers import TokenVerifier
+
+
+class UnfusedToken(TokenVerifier):
+    """Token verification through the simulator's generic path (no fused fast path)."""
+
+    name = "token_unfused"
+
+    def fused_round(self, *args):
+        return NotImplemented
 
 Z_MAX = 5.0   # Monte Carlo tolerance in standard errors
 P_MIN = 1e-6  # chi-square p-value threshold
 
-try:  # spectheory.exact.expectations is written concurrently by another helper
-    from spectheory.exact.expectations import (accepted_count_law, expected_draft_tokens,  # noqa: F401
-                                     expected_rejections, expected_target_calls)
-    HAVE_ANALYSIS = True
-except ImportError:  # pragma: no cover - only while analysis.py is incomplete
-    HAVE_ANALYSIS = False
-needs_analysis = pytest.mark.skipif(not HAVE_ANALYSIS, reason="spectheory.exact.expectations exact recursions "
-                                    "(expected_target_calls, ...) not available yet")
 
 
 # ---------------------------------------------------------------- brute force
@@ -94,12 +96,13 @@ def brute_force(chain, T, gamma, bonus):
 
 def exact_values(chain, T, gamma, bonus):
     """Exact expectations from spectheory.exact.expectations, in the form of :func:`brute_force`."""
-    calls = expected_target_calls(chain, T, gamma, bonus=bonus)
-    law = np.asarray(accepted_count_law(chain, T, gamma, bonus=bonus))
+    res = chain.protocol(T, gamma, bonus=bonus)
+    calls = res.target_calls
+    law = np.asarray(res.accepted_count_law)
     counts = law * calls
     return {"target_calls": calls,
-            "rejections": expected_rejections(chain, T, gamma, bonus=bonus),
-            "draft_tokens": expected_draft_tokens(chain, T, gamma, bonus=bonus),
+            "rejections": res.rejections,
+            "draft_tokens": res.draft_tokens,
             "accepted": float(counts @ np.arange(gamma + 1)), "counts": counts}
 
 
@@ -168,7 +171,6 @@ def test_brute_force_matches_theorem1_and_closed_form():
     np.testing.assert_allclose([bf["target_calls"], bf["draft_tokens"], bf["rejections"]], [2, 6, 0])
 
 
-@needs_analysis
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_analysis_matches_brute_force(name):
     make, T = TINY[name]
@@ -209,7 +211,6 @@ CHAINS = {
 }
 
 
-@needs_analysis
 @pytest.mark.parametrize("name", sorted(CHAINS))
 @pytest.mark.parametrize("gamma", [1, 3, 8])
 def test_monte_carlo_matches_exact(name, gamma):
@@ -236,7 +237,7 @@ def test_generic_verifier_path_matches_exact():
     # the generic path (callable verifier) against the brute force, independently of the fast path
     make, T = TINY["inhomogeneous"]
     chain = make()
-    res = simulate(chain, T, 3, 4000, rng=5, bonus=True, verifier=token_verify_round)
+    res = simulate(chain, T, 3, 4000, rng=5, bonus=True, verifier=UnfusedToken())
     _check_against(res, brute_force(chain, T, 3, True), "generic path")
 
 

@@ -11,8 +11,21 @@ from scipy import stats
 
 import spectheory as st
 from spectheory.montecarlo import simulator as mc
-from spectheory.montecarlo.simulator import (sample_categorical, sample_target, simulate, token_rule,
-                                   token_verify_round)
+from spectheory.laws.sampling import sample_categorical
+from spectheory.montecarlo.simulator import sample_target, simulate
+from spectheory.verifiers import TokenVerifier, get_verifier
+
+token_rule = get_verifier("token").rule
+token_verify_round = get_verifier("token").verify_round
+
+
+class UnfusedToken(TokenVerifier):
+    """Token verification without the simulator's fused fast path (the generic path)."""
+
+    name = "token_unfused"
+
+    def fused_round(self, *args):
+        return NotImplemented
 
 P_MIN = 1e-6  # chi-square p-value threshold, ~ a 5 SE two-sided bound
 
@@ -147,23 +160,22 @@ def test_simulate_bad_inputs():
 def test_simulate_rejects_a_verifier_with_bad_output():
     chain = st.DecodingChain.random(3, rng=0)
 
-    def bad(t, d, x, k, rng):
-        return k + 1, np.zeros_like(k)
+    class Bad(UnfusedToken):
+        name = "bad"
+
+        def _rule(self, t, d, x, k, u_accept, u_final):
+            return k + 1, np.zeros_like(k)
 
     with pytest.raises(ValueError, match="verifier"):
-        simulate(chain, 5, 2, 10, verifier=bad)
+        simulate(chain, 5, 2, 10, verifier=Bad())
+    with pytest.raises(ValueError, match="verifier"):
+        simulate(chain, 5, 2, 10, verifier=lambda *a: None)   # a bare function is not a Verifier
 
 
-def test_block_verifier_dispatch():
+def test_block_verifier_by_name():
     chain = st.DecodingChain.random(3, rng=0)
-    try:
-        from spectheory.verifiers.block import block_verify_round  # noqa: F401
-    except ImportError:
-        with pytest.raises(NotImplementedError, match="block"):
-            simulate(chain, 5, 2, 10, verifier="block")
-    else:
-        res = simulate(chain, 5, 2, 50, rng=0, verifier="block")
-        assert res.verifier == "block"
+    res = simulate(chain, 5, 2, 50, rng=0, verifier="block")
+    assert res.verifier == "block"
 
 
 @pytest.mark.parametrize("tables", [True, False])
@@ -176,7 +188,7 @@ def test_fast_token_path_equals_generic_path(monkeypatch, tables):
     for bonus in (True, False):
         a = simulate(chain, 9, 3, 300, rng=11, bonus=bonus, return_tokens=True)
         b = simulate(chain, 9, 3, 300, rng=11, bonus=bonus, return_tokens=True,
-                     verifier=token_verify_round)
+                     verifier=UnfusedToken())
         for name in ("target_calls", "rejections", "draft_tokens", "accepted",
                      "accepted_counts", "tokens"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
@@ -285,10 +297,14 @@ def test_chisquare_detects_a_lossy_verifier():
     chain = CHAINS["homogeneous"]()
     law = _exact_target_law(chain, 4)
 
-    def accept_all(t, d, x, k, rng):
-        return k.copy(), np.zeros_like(k)
+    class AcceptAll(UnfusedToken):
+        name = "accept_all"
+        lossless = False
 
-    res = simulate(chain, 4, 3, 30_000, rng=3, bonus=False, return_tokens=True, verifier=accept_all)
+        def _rule(self, t, d, x, k, u_accept, u_final):
+            return k.copy(), np.zeros_like(k)
+
+    res = simulate(chain, 4, 3, 30_000, rng=3, bonus=False, return_tokens=True, verifier=AcceptAll())
     assert _chisquare_sequences(res.tokens, law, 3) < P_MIN
 
 

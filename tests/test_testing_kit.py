@@ -37,11 +37,11 @@ def test_reference_batch_passes_full_default_kit():
     assert report.config["n_samples"] == 20_000
 
 
-@pytest.mark.parametrize("module, fn", [("spectheory.laws.sampling", "token_verify_round"),
-                                        ("spectheory.verifiers.block", "block_verify_round")])
+@pytest.mark.parametrize("module, fn", [("spectheory.verifiers.token", "TOKEN"),
+                                        ("spectheory.verifiers.block", "BLOCK")])
 def test_package_samplers_pass_kit(module, fn):
     import importlib
-    verify_round = getattr(importlib.import_module(module), fn)
+    verify_round = getattr(importlib.import_module(module), fn).verify_round
     report = check_verifier(from_round_verifier(verify_round), seed=13)
     assert report.passed, str(report)
 

@@ -11,9 +11,11 @@ from spectheory.verifiers.biased import (
     additive_acceptance, biased_rule, biased_step, lenient_acceptance, over_accepts, pareto_front,
     ratio_acceptance, sample_biased_step, typical_acceptance)
 from spectheory.verifiers.pareto import (
-    all_sequences, sequence_front, sequence_log_likelihoods, sequence_tv, sequence_tv_mc)
+    all_sequences, sequence_front, sequence_log_likelihoods, sequence_tv)
+from spectheory.montecarlo import sequence_tv_mc
 from spectheory.verifiers.rejection import (
-    rejection_step, rule_expected_rejections, simulate_rule, standard_rule)
+    rejection_step, rule_expected_rejections, standard_rule)
+from spectheory.montecarlo import simulate
 
 from _verifier_laws import law_pair
 
@@ -174,7 +176,7 @@ def test_sampled_sequence_law_with_bonus():
     rule = RULES[2]
     X = all_sequences(3, T)
     lg, _ = sequence_log_likelihoods(CHAIN, T, rule, X, gamma=1, bonus=True)
-    sim = simulate_rule(CHAIN, T, rule, n, rng=13, gamma=1, bonus=True, return_tokens=True)
+    sim = simulate(CHAIN, T, 1, n, rng=13, bonus=True, verifier=rule, return_tokens=True)
     freq = np.bincount(sim.tokens @ (3 ** np.arange(T)[::-1]), minlength=27) / n
     g = np.exp(lg)
     assert np.all(np.abs(freq - g) <= 5 * np.sqrt(g * (1 - g) / n) + 1e-12)   # 5 SE per cell
@@ -207,6 +209,6 @@ def test_bad_input():
         biased_step([0.5, 0.5], [0.9, 0.1], [0.5, 1.5])
     with pytest.raises(ValueError, match="num"):
         pareto_front([0.5, 0.5], [0.9, 0.1], num=1)
-    with pytest.raises(ValueError, match="method"):
-        sequence_front(CHAIN, 2, RULES[:1], method="guess")
+    with pytest.raises(ValueError, match="max_sequences"):
+        sequence_front(CHAIN, 4, RULES[:1], max_sequences=10)
     assert list(itertools.islice(all_sequences(2, 2).tolist(), 2)) == [[0, 0], [0, 1]]

@@ -16,8 +16,12 @@ from scipy import stats
 import spectheory as st
 from spectheory.montecarlo import simulate
 from spectheory.exact import token_round_transition
-from spectheory.verifiers.block import (block_emission_law, block_round_transition, block_rule,
-                                        block_verify_round, block_weights, round_accepted_means)
+from spectheory.verifiers import get_verifier
+from spectheory.verifiers.block import (block_emission_law, block_round_transition, block_weights,
+                                        round_accepted_means)
+
+block_rule = get_verifier("block").rule
+block_verify_round = get_verifier("block").verify_round
 
 T_BIN, D_BIN = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
 
@@ -276,8 +280,7 @@ def test_block_weights_zero_weight_prefix_meets_overflowing_ratio():
 
 @pytest.mark.parametrize("rule", ["block", "token"])
 def test_round_rules_reject_bad_tokens_and_laws(rule):
-    from spectheory.laws.sampling import token_rule
-    fn = block_rule if rule == "block" else token_rule
+    fn = get_verifier(rule).rule
     t = np.full((1, 3, 2), 0.5)
     d = np.full((1, 2, 2), 0.5)
     args = (np.zeros((1, 2)), np.zeros(1))

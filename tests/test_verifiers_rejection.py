@@ -6,11 +6,12 @@ import pytest
 from hypothesis import given, settings, strategies as hst
 
 import spectheory as st
-from spectheory.exact.expectations import phase_recursion
+from spectheory.exact import phase_recursion
 from spectheory.verifiers.rejection import (
     RejectionRule, is_unbiased, optimal_rejection_law, rejection_step, rejection_verify,
     rule_expected_rejections, sample_rejection_step, scaled_acceptance, scaled_rule,
-    simulate_rule, standard_acceptance, standard_rule, unbiased_rejection_law)
+    standard_acceptance, standard_rule, unbiased_rejection_law)
+from spectheory.montecarlo import simulate
 
 from _verifier_laws import assert_positional_mc, law_pair
 
@@ -155,7 +156,7 @@ def test_chain_exact_vs_monte_carlo(gamma, bonus):
     T, n = 7, 20_000
     for rule in (standard_rule(), scaled_rule(0.6)):
         exact = _rule_recursion(chain, T, gamma, bonus, rule)
-        sim = simulate_rule(chain, T, rule, n, rng=5, gamma=gamma, bonus=bonus)
+        sim = simulate(chain, T, T if gamma is None else gamma, n, rng=5, bonus=bonus, verifier=rule)
         assert_positional_mc(sim, exact.rejections, exact.target_calls, exact.draft_tokens,  # 5 SE, seed fixed
                              exact.rejection_by_position)
 
@@ -186,7 +187,7 @@ def test_rule_acceptance_outside_unit_interval_raises(accept):
     acceptance 5 gave 0 rejections)."""
     chain = st.DecodingChain.random(2, rng=0)
     for fn in (lambda r: rule_expected_rejections(chain, 3, r),
-               lambda r: simulate_rule(chain, 3, r, 10, rng=0)):
+               lambda r: simulate(chain, 3, 3, 10, rng=0, verifier=r)):
         with pytest.raises(ValueError, match="accept"):
             fn(RejectionRule(accept, "optimal"))
 

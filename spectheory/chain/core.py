@@ -21,7 +21,11 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import SUM_TOL, as_law, check_int, check_nonneg, check_prob
+from .._validation import SUM_TOL, as_law, check_int, check_memory, check_nonneg, check_prob
+from ..exact import expectations as analysis
+from ..exact import iid_gap
+from ..exact.core import ProtocolResult
+from ..verifiers.base import get_verifier
 
 __all__ = ["DecodingChain", "ngram_counts"]
 
@@ -185,57 +189,135 @@ class DecodingChain:
             self._marginals[T] = out
         return self._marginals[T]
 
-    # --------------------------------------------------- exact analysis (delegates)
+    # --------------------------------------------------- exact analysis (views of protocol)
+    def protocol(self, horizon, gamma, *, bonus=True, verifier="token") -> ProtocolResult:
+        r"""Every exact expectation of the protocol in one result (cached).
+
+        One generation of ``horizon`` tokens with draft length ``gamma`` under ``verifier``
+        (a registered name or a :class:`~spectheory.verifiers.Verifier`); ``bonus=True`` (the
+        default everywhere: exact, Monte Carlo, decoder, command line) emits a target token
+        after a fully accepted round. What is counted: ``docs/protocol.md``.
+
+        Returns
+        -------
+        ProtocolResult
+            ``target_calls``, ``rejections``, ``draft_tokens``, ``accepted``,
+            ``tokens_per_call``, ``accepted_count_law`` (pooled over rounds), the per-position
+            profiles ``round_starts`` and ``rejection_by_position``, and ``speedup(c)``.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])      # acceptance 1/2
+        >>> res = chain.protocol(12, 2)
+        >>> round(res.tokens_per_call, 6), res.accepted_count_law.round(3).tolist()
+        (1.714286, [0.5, 0.25, 0.25])
+        """
+        return analysis.protocol_result(self, horizon, gamma, bonus, get_verifier(verifier))
+
     def tv_profile(self, horizon) -> np.ndarray:
-        r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``."""
-        from ..exact import expectations as analysis
+        r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``.
+
+        Its sum is Yin et al.'s Theorem 1: the expected rejections with ``bonus=False``
+        (every position a draft check), whatever ``gamma``; see :meth:`rejection_lower_bound`.
+        """
         return analysis.tv_profile(self, horizon)
 
-    def expected_rejections(self, horizon, gamma=None, bonus=False, verifier="token"):
-        """Expected rejections over ``horizon`` tokens; see :func:`spectheory.exact.expectations.expected_rejections`."""
-        from ..exact import expectations as analysis
-        return analysis.expected_rejections(self, horizon, gamma=gamma, bonus=bonus, verifier=verifier)
-
-    def rejection_lower_bound(self, horizon):
-        """Theorem 2 lower bound of Yin et al.; see :func:`spectheory.exact.expectations.rejection_lower_bound`."""
-        from ..exact import expectations as analysis
+    def rejection_lower_bound(self, horizon) -> float:
+        """Theorem 1 = the Theorem 2 bound: ``tv_profile(T).sum()``; see
+        :func:`spectheory.exact.expectations.rejection_lower_bound`."""
         return analysis.rejection_lower_bound(self, horizon)
 
-    def expected_target_calls(self, horizon, gamma, bonus=True, verifier="token"):
-        """Expected target calls (rounds); see :func:`spectheory.exact.expectations.expected_target_calls`."""
-        from ..exact import expectations as analysis
-        return analysis.expected_target_calls(self, horizon, gamma, bonus=bonus, verifier=verifier)
+    def expected_rejections(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+        """``protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections``.
 
-    def expected_draft_tokens(self, horizon, gamma, bonus=True, verifier="token"):
-        """Expected draft forward steps; see :func:`spectheory.exact.expectations.expected_draft_tokens`."""
-        from ..exact import expectations as analysis
-        return analysis.expected_draft_tokens(self, horizon, gamma, bonus=bonus, verifier=verifier)
+        With ``bonus=False`` and token verification it equals :meth:`rejection_lower_bound`
+        (Theorem 1) for every ``gamma``; with ``bonus=True`` that sum is an upper bound.
 
-    def accepted_count_law(self, horizon, gamma, bonus=True, per_state=False):
-        """Law of a round's accepted count; see :func:`spectheory.exact.expectations.accepted_count_law`."""
-        from ..exact import expectations as analysis
-        return analysis.accepted_count_law(self, horizon, gamma, bonus=bonus, per_state=per_state)
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.8, 0.2])
+        >>> round(chain.expected_rejections(4, 2, bonus=False), 12)   # 4 * TV
+        1.2
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections
 
-    def expected_tokens_per_call(self, horizon, gamma, bonus=True, verifier="token", per_generation=False):
-        """Tokens per target call; see :func:`spectheory.exact.expectations.expected_tokens_per_call`."""
-        from ..exact import expectations as analysis
-        return analysis.expected_tokens_per_call(self, horizon, gamma, bonus=bonus, verifier=verifier,
-                                                 per_generation=per_generation)
+    def expected_target_calls(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+        """``protocol(...).target_calls``: expected rounds.
 
-    def predicted_speedup(self, horizon, gamma, c, bonus=True, verifier="token"):
-        """Predicted walltime speedup; see :func:`spectheory.exact.expectations.predicted_speedup`."""
-        from ..exact import expectations as analysis
-        return analysis.predicted_speedup(self, horizon, gamma, c, bonus=bonus, verifier=verifier)
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])  # always accepted
+        >>> chain.expected_target_calls(10, 4)  # rounds emit 5, 5 tokens
+        2.0
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).target_calls
 
-    def sequence_law(self, horizon, gamma=None, bonus=True, method="speculative"):
+    def expected_draft_tokens(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+        """``protocol(...).draft_tokens``: each round at ``n0`` drafts ``min(gamma, T - n0)``.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+        >>> chain.expected_draft_tokens(7, 4)  # rounds at 0 (4 drafts) and 5 (2 drafts)
+        6.0
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).draft_tokens
+
+    def accepted_count_law(self, horizon, gamma, bonus=True, *, verifier="token", per_state=False):
+        """``protocol(...).accepted_count_law`` (pooled over rounds, shape ``[gamma + 1]``), or with
+        ``per_state=True`` the law given the round's start state (token verification;
+        :func:`spectheory.exact.expectations.accepted_count_per_state`)."""
+        if per_state:
+            return analysis.accepted_count_per_state(self, horizon, gamma)
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).accepted_count_law
+
+    def expected_tokens_per_call(self, horizon, gamma, bonus=True, *, verifier="token", per_generation=False):
+        """``protocol(...).tokens_per_call`` (``T / E[calls]``, pooled), or with
+        ``per_generation=True`` ``E[T / calls]`` (token verification;
+        :func:`spectheory.exact.expectations.tokens_per_call_per_generation`).
+
+        Leviathan's formula is the pooled mean of an untruncated round under i.i.d.
+        acceptance; the end of the horizon truncates the last rounds, so even a one-state
+        chain gives a slightly smaller value at finite ``T``.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+        >>> chain.expected_tokens_per_call(10, 4)
+        5.0
+        """
+        if per_generation:
+            if get_verifier(verifier).name != "token":
+                raise ValueError("per_generation: only available for token verification")
+            return analysis.tokens_per_call_per_generation(self, horizon, gamma, bonus)
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).tokens_per_call
+
+    def predicted_speedup(self, horizon, gamma, c, bonus=True, *, verifier="token") -> float:
+        r"""``protocol(...).speedup(c)``: :math:`T / (E[\text{calls}] + c\,E[\text{draft tokens}])`
+        with ``c`` = draft step time / target call time.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+        >>> chain.predicted_speedup(10, 4, 0.0)
+        5.0
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).speedup(check_nonneg(c, "c"))
+
+    def sequence_law(self, horizon, gamma=None, bonus=True, *, method="speculative", verifier="token"):
         """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""
-        from ..exact import expectations as analysis
-        return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method)
+        return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method,
+                                     verifier=get_verifier(verifier))
 
     def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
-        """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.expectations.leviathan_gap`."""
-        from ..exact import expectations as analysis
-        return analysis.leviathan_gap(self, horizon, gamma, bonus=bonus, c=c)
+        """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.iid_gap.leviathan_gap`."""
+        return iid_gap.leviathan_gap(self, horizon, gamma, bonus=bonus, c=c)
 
     # ------------------------------------------------------------- constructors
     @classmethod
@@ -289,8 +371,11 @@ class DecodingChain:
         if conc <= 0 or dconc <= 0:
             raise ValueError("concentration: must be > 0")
         lam = float(check_prob(similarity, "similarity"))
-        rng = np.random.default_rng(rng)
         lead = (S,) if horizon is None else (check_int(horizon, "horizon", 1), S)
+        # refuse before allocating: target, draft and ~6 same-size temporaries and tables
+        check_memory(8.0 * 8 * int(np.prod(lead)) * V, "vocab_size" if n_states is None else "n_states",
+                     f"a random chain with {S} states x {V} tokens")
+        rng = np.random.default_rng(rng)
         t = _dirichlet(rng, conc, lead + (V,))
         d = lam * t + (1.0 - lam) * _dirichlet(rng, dconc, lead + (V,))
         ns = None if S == V or S == 1 else rng.integers(0, S, size=(S, V))

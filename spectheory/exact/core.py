@@ -15,7 +15,7 @@ import scipy.sparse as sp
 
 from .._validation import check_int
 
-__all__ = ["PhaseResult", "token_masses", "scaled_masses", "blas_single_thread"]
+__all__ = ["ProtocolResult", "token_masses", "scaled_masses", "blas_single_thread"]
 
 #: Work (``T * gamma * S**2``) above which a progress bar appears by default.
 PROGRESS_WORK = 2e10
@@ -49,8 +49,12 @@ _ROW_TOL = 1e-6
 
 
 @dataclass(frozen=True)
-class PhaseResult:
-    r"""Exact expectations of one generation of ``horizon`` tokens.
+class ProtocolResult:
+    r"""Exact expectations of one generation of ``horizon`` tokens (``chain.protocol(...)``).
+
+    Every counter of ``docs/protocol.md`` in one object, with the per-position profiles
+    behind them. The names match :class:`spectheory.montecarlo.SimulationResult` (whose
+    per-run means estimate them) and the decoder's ``DecodeStats``.
 
     Attributes
     ----------
@@ -115,6 +119,26 @@ class PhaseResult:
     def tokens_per_call(self) -> float:
         """``T / E[calls]`` (= total tokens over total rounds, pooled)."""
         return self.horizon / self.target_calls
+
+    def speedup(self, c) -> float:
+        r"""Predicted walltime speedup over plain decoding with draft/target cost ratio ``c``.
+
+        .. math:: \frac{T}{E[\text{calls}] + c\, E[\text{draft tokens}]}
+        """
+        cc = float(c)
+        if not cc >= 0:
+            raise ValueError(f"c: must be a non-negative number, got {c!r}")
+        return self.horizon / (self.target_calls + cc * self.draft_tokens)
+
+    def summary(self) -> dict:
+        """``{stat: {"mean": value, "se": 0.0}}`` for the protocol counters and tokens per call:
+        the shape of :meth:`spectheory.montecarlo.SimulationResult.summary` (exact: no SE)."""
+        names = ("target_calls", "rejections", "draft_tokens", "accepted", "tokens_per_call")
+        return {name: {"mean": float(getattr(self, name)), "se": 0.0} for name in names}
+
+
+#: Former name of :class:`ProtocolResult` (kept while the tree and stopping code moves over).
+PhaseResult = ProtocolResult
 
 
 # ----------------------------------------------------------------- operators

@@ -1,41 +1,36 @@
-r"""Exact expectations and laws of speculative decoding on a :class:`DecodingChain`.
+r"""Exact expectations and laws of speculative decoding on a chain.
 
 All results are float64 and exact up to rounding (no sampling). Notation: p = target,
-q = draft. The protocol and what is counted are those of ``DESIGN.md``: a round at
+q = draft. The protocol and what is counted are in ``docs/protocol.md``: a round at
 position ``n0`` drafts ``k = min(gamma, T - n0)`` tokens, costs one target call and
 ``k`` draft steps, and is a *rejection* when it accepts fewer than ``k`` drafts; with
-``bonus=True`` an all-accepted round with ``n0 + k < T`` emits one extra target token.
+``bonus=True`` (the default everywhere) an all-accepted round with ``n0 + k < T`` emits one
+extra target token.
 
-The engines live in :mod:`spectheory.exact` (:func:`phase_recursion` for
-token-by-token rules, :func:`round_recursion` for round-level rules such as block
-verification) and are re-exported here. Results are cached per chain (chains are
-immutable), so the chain methods can be called repeatedly at no cost. The comparison with
-Leviathan et al.'s i.i.d. formula (``leviathan_gap``, ``LeviathanGap``, ``easy_hard_chain``)
-lives in :mod:`spectheory.exact.iid_gap` and is re-exported here.
+:func:`protocol_result` runs a rule's exact engine (``verifier.exact``: the phase recursion
+for token-by-token rules, the round recursion for whole-round rules) and caches the
+:class:`~spectheory.exact.ProtocolResult` per chain (chains are immutable), so the
+:class:`~spectheory.DecodingChain` methods, which are views of it, cost nothing when
+called again. This module never imports :mod:`spectheory.chain` or
+:mod:`spectheory.verifiers`: the chain hands it a resolved rule object.
 """
 from __future__ import annotations
 
+import dataclasses
 import weakref
 
 import numpy as np
 
-from . import (PhaseResult, blas_single_thread, calls_law, phase_recursion, phase_sequence_law, round_recursion,
-                          scaled_masses, target_sequence_law, token_accept_survival,
-                          token_masses, token_round_transition)
-from .._validation import check_int, check_nonneg
+from .._validation import check_bool, check_int
+from .core import ProtocolResult, blas_single_thread, token_masses
+from .phase import calls_law, token_accept_survival
+from .sequence_laws import phase_sequence_law, target_sequence_law
 
-__all__ = [
-    "tv_profile", "expected_rejections", "rejection_lower_bound", "expected_target_calls",
-    "expected_draft_tokens", "accepted_count_law", "expected_tokens_per_call", "target_calls_law",
-    "predicted_speedup", "sequence_law", "leviathan_gap", "LeviathanGap", "protocol_result",
-    "PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
-    "token_masses", "scaled_masses", "phase_sequence_law", "VERIFIERS", "easy_hard_chain",
-]
-
-#: Names accepted by ``verifier=`` (a callable round transition is accepted too).
-VERIFIERS = ("token", "block")
+__all__ = ["tv_profile", "rejection_lower_bound", "protocol_result", "accepted_count_per_state",
+           "target_calls_law", "tokens_per_call_per_generation", "sequence_law"]
 
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_MAX_PAD = 1 << 20  # gamma from which accepted_counts is not padded to gamma + 1 entries
 
 
 def tv_profile(chain, horizon) -> np.ndarray:
@@ -63,69 +58,31 @@ def tv_profile(chain, horizon) -> np.ndarray:
     return np.einsum("ns,ns->n", marg, tvs[:T])
 
 
-def _block_transition(chain):
-    try:
-        from ..verifiers.block import block_round_transition
-    except ImportError as exc:  # pragma: no cover - depends on another module's progress
-        raise NotImplementedError("verifier='block' needs spectheory.verifiers.block."
-                                  "block_round_transition, which is not available") from exc
-    return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus)
+def protocol_result(chain, horizon, gamma, bonus, verifier) -> ProtocolResult:
+    """Exact :class:`~spectheory.exact.ProtocolResult` of one generation (cached per chain,
+    arguments and rule).
 
-
-def protocol_result(chain, horizon, gamma, bonus=True, verifier="token") -> PhaseResult:
-    """Exact :class:`PhaseResult` of one generation (cached per chain and arguments).
-
-    ``verifier`` is ``"token"`` (phase recursion), ``"block"`` (round recursion with
-    :func:`spectheory.verifiers.block.block_round_transition`) or a callable round
-    transition ``(n0, k, emit_bonus) -> [S, k + 1, S]``.
+    ``verifier`` is a rule object with an ``exact(chain, horizon, gamma, bonus)`` method (a
+    :class:`spectheory.verifiers.Verifier`; :meth:`DecodingChain.protocol` resolves names).
+    A round drafts ``k = min(gamma, T - n0) <= T`` tokens, so any ``gamma > T`` behaves as
+    ``gamma = T`` (computed so; ``accepted_counts`` is padded with zeros to ``gamma + 1``
+    entries, or kept at ``T + 1`` entries when ``gamma >= 2**20``).
     """
     T = chain.check_horizon(horizon)
     G = check_int(gamma, "gamma", 1)
-    if not (callable(verifier) or verifier in VERIFIERS):
-        raise ValueError(f"verifier: unknown verifier {verifier!r}; expected one of {VERIFIERS} "
-                         "or a callable round transition")
-    key = (T, G, bool(bonus), verifier)
+    bonus = check_bool(bonus, "bonus")
+    if not callable(getattr(verifier, "exact", None)):
+        raise ValueError(f"verifier: expected a rule object with an exact() method, got {verifier!r}")
+    key = (T, G, bonus, verifier)
     store = _CACHE.setdefault(chain, {})
     if key not in store:
-        if verifier == "token":
-            acc, rej = token_masses(chain)
-            res = phase_recursion(chain, T, G, bonus, acc, rej, phase_dependent=False)
-        elif verifier == "block":
-            res = round_recursion(chain, T, G, bonus, _block_transition(chain))
-        else:
-            res = round_recursion(chain, T, G, bonus, verifier)
+        g_run = min(G, T)   # the engines' arrays grow with gamma: 10**9 would allocate gigabytes
+        res = verifier.exact(chain, T, g_run, bonus)
+        if g_run < G:  # counts j > T are impossible: pad them with zeros unless that is itself huge
+            counts = res.accepted_counts if G >= _MAX_PAD else np.pad(res.accepted_counts, (0, G - g_run))
+            res = dataclasses.replace(res, gamma=G, accepted_counts=counts)
         store[key] = res
     return store[key]
-
-
-def expected_rejections(chain, horizon, gamma=None, bonus=False, verifier="token") -> float:
-    r"""Expected number of rejections in a generation of ``T`` tokens.
-
-    With ``bonus=False`` and token verification every position is produced by a draft
-    check whose rejection probability is ``TV(p_n, q_n)`` at the current state, and the
-    output follows the target, so (Yin et al. 2024, Theorem 1)
-
-    .. math:: E[\text{rejections}] = \sum_{n=1}^{T} E_{s \sim p}[\mathrm{TV}(p_n(\cdot|s), q_n(\cdot|s))],
-
-    independent of ``gamma`` (returned as ``tv_profile(T).sum()``; the tests check it
-    against the phase recursion for several ``gamma``). With ``bonus=True`` bonus tokens
-    skip the check, the count depends on ``gamma`` (required) and the sum above is an
-    upper bound. Other verifiers need ``gamma``.
-
-    Examples
-    --------
-    >>> import spectheory as st
-    >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.8, 0.2])
-    >>> round(chain.expected_rejections(4), 12)
-    1.2
-    """
-    if verifier == "token" and not bonus:
-        if gamma is not None:
-            check_int(gamma, "gamma", 1)
-        return float(tv_profile(chain, horizon).sum())
-    if gamma is None:
-        raise ValueError("gamma: required when bonus=True or verifier != 'token'")
-    return protocol_result(chain, horizon, gamma, bonus, verifier).rejections
 
 
 def rejection_lower_bound(chain, horizon) -> float:
@@ -156,43 +113,14 @@ def rejection_lower_bound(chain, horizon) -> float:
     return float(tv_profile(chain, horizon).sum())
 
 
-def expected_target_calls(chain, horizon, gamma, bonus=True, verifier="token") -> float:
-    """Expected number of target calls (rounds) to generate ``T`` tokens.
+def accepted_count_per_state(chain, horizon, gamma) -> np.ndarray:
+    r"""Law of the number ``J`` of accepted drafts in a round given its start state (token
+    verification).
 
-    Examples
-    --------
-    >>> import spectheory as st
-    >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])  # always accepted
-    >>> chain.expected_target_calls(10, 4)  # rounds emit 5, 5 tokens
-    2.0
-    """
-    return protocol_result(chain, horizon, gamma, bonus, verifier).target_calls
-
-
-def expected_draft_tokens(chain, horizon, gamma, bonus=True, verifier="token") -> float:
-    """Expected draft forward steps: each round at ``n0`` drafts ``min(gamma, T - n0)``.
-
-    Examples
-    --------
-    >>> import spectheory as st
-    >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
-    >>> chain.expected_draft_tokens(7, 4)  # rounds at 0 (4 drafts) and 5 (2 drafts)
-    6.0
-    """
-    return protocol_result(chain, horizon, gamma, bonus, verifier).draft_tokens
-
-
-def accepted_count_law(chain, horizon, gamma, bonus=True, per_state=False) -> np.ndarray:
-    r"""Law of the number ``J`` of accepted drafts in a round (token verification).
-
-    ``per_state=False``: pooled over the rounds of a generation,
-    ``E[#rounds with J = j] / E[#rounds]``, shape ``[gamma + 1]`` (what a Monte Carlo
-    histogram of all rounds estimates; truncated rounds near the end included).
-
-    ``per_state=True``: the law given the round's start state. Homogeneous chains:
-    a full, untruncated round, shape ``[S, gamma + 1]`` (``horizon`` and ``bonus``
+    Homogeneous chains: a full, untruncated round, shape ``[S, gamma + 1]`` (``horizon``
     unused). Inhomogeneous chains: the round started at position ``n0`` as the protocol
-    runs it (``k = min(gamma, T - n0)``), shape ``[T, S, gamma + 1]``.
+    runs it (``k = min(gamma, T - n0)``), shape ``[T, S, gamma + 1]``. The law pooled over the
+    rounds of a generation is ``chain.protocol(T, gamma).accepted_count_law``.
 
     Examples
     --------
@@ -201,9 +129,7 @@ def accepted_count_law(chain, horizon, gamma, bonus=True, per_state=False) -> np
     >>> chain.accepted_count_law(10, 2, per_state=True).tolist()
     [[0.5, 0.25, 0.25]]
     """
-    if per_state:
-        return token_accept_survival(chain, horizon, gamma)
-    return protocol_result(chain, horizon, gamma, bonus).accepted_count_law
+    return token_accept_survival(chain, horizon, gamma)
 
 
 def target_calls_law(chain, horizon, gamma, bonus=True) -> np.ndarray:
@@ -220,62 +146,34 @@ def target_calls_law(chain, horizon, gamma, bonus=True) -> np.ndarray:
     return calls_law(chain, horizon, gamma, bonus, acc, rej)
 
 
-def expected_tokens_per_call(chain, horizon, gamma, bonus=True, verifier="token",
-                             per_generation=False) -> float:
-    r"""Tokens per target call: ``T / E[calls]`` (default) or ``E[T / calls]``.
+def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True) -> float:
+    r"""``E[T / calls]``: the mean over generations of each generation's tokens per call.
 
-    ``T / E[calls]`` (a ratio of expectations) equals the mean number of tokens per
-    round pooled over rounds (total tokens over total rounds, what long runs and the
-    Monte Carlo summary measure). ``per_generation=True`` gives the mean over
-    generations of each generation's own ratio, ``E[T / calls]``, which is larger by
-    Jensen's inequality; it is computed from :func:`target_calls_law` (token
-    verification only; moderate ``T * S``).
-    Leviathan's formula is the pooled mean of an untruncated round under i.i.d.
-    acceptance; the end of the horizon truncates the last rounds, so even a one-state
-    chain gives a slightly smaller value at finite ``T``.
+    Larger than the pooled ``T / E[calls]`` (``ProtocolResult.tokens_per_call``, what long runs
+    and the Monte Carlo summary measure) by Jensen's inequality; computed from
+    :func:`target_calls_law` (token verification; moderate ``T * S``).
 
     Examples
     --------
     >>> import spectheory as st
     >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
-    >>> chain.expected_tokens_per_call(10, 4)
+    >>> chain.expected_tokens_per_call(10, 4, per_generation=True)
     5.0
     """
-    if per_generation:
-        if verifier != "token":
-            raise ValueError("per_generation: only available for verifier='token'")
-        T = chain.check_horizon(horizon)
-        law = target_calls_law(chain, T, gamma, bonus)
-        c = np.arange(1, T + 1)
-        return float(law[1:] @ (T / c))
-    return protocol_result(chain, horizon, gamma, bonus, verifier).tokens_per_call
-
-
-def predicted_speedup(chain, horizon, gamma, c, bonus=True, verifier="token") -> float:
-    r"""Predicted walltime speedup over plain decoding.
-
-    .. math:: \frac{T\, t_\text{target}}{E[\text{calls}]\, t_\text{target} + E[\text{draft tokens}]\, t_\text{draft}}
-              = \frac{T}{E[\text{calls}] + c\, E[\text{draft tokens}]}, \quad c = t_\text{draft} / t_\text{target}.
-
-    Examples
-    --------
-    >>> import spectheory as st
-    >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
-    >>> chain.predicted_speedup(10, 4, 0.0)
-    5.0
-    """
-    cc = float(check_nonneg(c, "c"))
-    res = protocol_result(chain, horizon, gamma, bonus, verifier)
-    return res.horizon / (res.target_calls + cc * res.draft_tokens)
+    T = chain.check_horizon(horizon)
+    law = target_calls_law(chain, T, gamma, bonus)
+    c = np.arange(1, T + 1)
+    return float(law[1:] @ (T / c))
 
 
 def sequence_law(chain, horizon, gamma=None, bonus=True, method="speculative",
-                 max_elements=2 ** 24) -> np.ndarray:
+                 max_elements=2 ** 24, verifier=None) -> np.ndarray:
     r"""Exact law of the ``T`` generated tokens, by enumeration of all ``V**T`` sequences.
 
     ``method="target"``: plain sampling from the target. ``method="speculative"``:
-    the protocol with token verification (``gamma`` required), computed by the phase
-    recursion on the state augmented with the prefix. Losslessness says both are equal.
+    the protocol (``gamma`` required) with ``verifier`` (a token-by-token rule object with
+    ``phase_masses``; default: token verification), computed by the phase recursion on the
+    state augmented with the prefix. Losslessness says both are equal.
 
     Returns
     -------
@@ -301,17 +199,12 @@ def sequence_law(chain, horizon, gamma=None, bonus=True, method="speculative",
         raise ValueError(f"method: expected 'speculative' or 'target', got {method!r}")
     if gamma is None:
         raise ValueError("gamma: required for method='speculative'")
-    acc, rej = token_masses(chain)
+    if verifier is None:
+        acc, rej = token_masses(chain)
+    else:
+        masses = verifier.phase_masses(chain)
+        if masses is None:
+            raise NotImplementedError(f"verifier: {verifier!r} has no phase_masses (sequence laws need a "
+                                      "token-by-token rule)")
+        acc, rej, _ = masses
     return phase_sequence_law(chain, horizon, gamma, bonus, acc, rej, max_elements)
-
-
-_MOVED = ("leviathan_gap", "LeviathanGap", "easy_hard_chain")
-
-
-def __getattr__(name):
-    """Re-export the i.i.d.-formula comparison from :mod:`spectheory.exact.iid_gap` (lazily: that
-    module imports this one)."""
-    if name in _MOVED:
-        from . import iid_gap
-        return getattr(iid_gap, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import (PhaseResult, _MassOps, _check_gamma, _check_rows, _positions,
+from .core import (ProtocolResult, _MassOps, _check_gamma, _check_rows, _positions,
                               _single_threaded, _vm, token_masses)
 
 __all__ = ["phase_recursion", "calls_law", "token_accept_survival"]
@@ -15,7 +15,7 @@ __all__ = ["phase_recursion", "calls_law", "token_accept_survival"]
 
 @_single_threaded
 def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
-                    position_dependent=None, phase_dependent=True, progress=None) -> PhaseResult:
+                    position_dependent=None, phase_dependent=True, progress=None) -> ProtocolResult:
     r"""Exact expectations of a position-by-position verifier, by the phase recursion.
 
     Parameters
@@ -45,7 +45,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
 
     Returns
     -------
-    PhaseResult
+    ProtocolResult
 
     Notes
     -----
@@ -120,7 +120,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
             rej_pos[n] = r.sum()
         Q = nxt
     counts[1:] += Q[1:].sum(-1)  # rounds reaching position T with everything accepted
-    return PhaseResult(T, G, bonus, starts, rej_pos, counts, float(bonus_tokens), checks)
+    return ProtocolResult(T, G, bonus, starts, rej_pos, counts, float(bonus_tokens), checks)
 
 
 @_single_threaded

@@ -7,14 +7,14 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .core import PhaseResult, _check_gamma, _positions, _single_threaded, token_masses
+from .core import ProtocolResult, _check_gamma, _positions, _single_threaded, token_masses
 
 __all__ = ["round_recursion", "token_round_transition"]
 
 
 @_single_threaded
 def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
-                    position_dependent=None, progress=None) -> PhaseResult:
+                    position_dependent=None, progress=None) -> ProtocolResult:
     r"""Exact expectations of any round-level verifier, by a recursion over round starts.
 
     Parameters
@@ -32,7 +32,7 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
 
     Returns
     -------
-    PhaseResult
+    ProtocolResult
         ``rejection_by_position[n]`` counts rejections whose replacement token sits at
         kernel index ``n``.
 
@@ -81,7 +81,7 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
         R[n0 + k + eb] += out[k]
         if eb:
             bonus_tokens += tot[k]
-    return PhaseResult(T, G, bonus, R[:T].copy(), rej_pos, counts, float(bonus_tokens))
+    return ProtocolResult(T, G, bonus, R[:T].copy(), rej_pos, counts, float(bonus_tokens))
 
 
 def _dense(op):

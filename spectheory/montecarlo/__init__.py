@@ -1,5 +1,11 @@
-"""One Monte Carlo simulator of the protocol (:func:`simulate`, vectorised over runs) and its
-result type (:class:`SimulationResult`)."""
+"""Monte Carlo of the protocol, vectorised over runs, with one result type
+(:class:`SimulationResult`): :func:`simulate` for every single-path
+:class:`~spectheory.verifiers.Verifier`, :func:`simulate_batch` for batch decoding with ``M``
+drafts (first-token construction), :func:`sequence_tv_mc` for the sequence-level TV of lossy
+rules, :func:`sample_target` for plain target sampling."""
 from .simulator import STATISTICS, SimulationResult, mean_and_se, sample_target, simulate
+from .positional import simulate_batch, simulate_positional
+from .sequence_tv import sequence_tv_mc
 
-__all__ = ["simulate", "sample_target", "SimulationResult", "mean_and_se", "STATISTICS"]
+__all__ = ["simulate", "sample_target", "SimulationResult", "mean_and_se", "STATISTICS",
+           "simulate_batch", "simulate_positional", "sequence_tv_mc"]

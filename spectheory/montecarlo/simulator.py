@@ -20,12 +20,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_int
-from ..laws.sampling import (CdfTable, normalized_cdf, residual_weights, sample_categorical,
-                             sample_from_cdf, token_rule, token_verify_round)
+from .._validation import check_bool, check_int, check_memory
+from ..laws.sampling import CdfTable, normalized_cdf, residual_weights, sample_from_cdf
+from ..verifiers.base import Verifier, get_verifier
 
-__all__ = ["simulate", "sample_target", "SimulationResult", "sample_categorical",
-           "token_rule", "token_verify_round", "mean_and_se"]
+__all__ = ["simulate", "sample_target", "SimulationResult", "mean_and_se"]
 
 #: Upper bound on the number of float64 entries of the per-round law arrays of one chunk.
 _CHUNK_ELEMS = 1 << 22
@@ -35,13 +34,32 @@ _PROGRESS_DELAY_S = 3.0
 STATISTICS = ("target_calls", "rejections", "draft_tokens", "accepted")
 
 
-def mean_and_se(values) -> tuple[float, float]:
-    """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (SE 0 when n == 1)."""
+def mean_and_se(values, axis=None):
+    """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (NaN when n < 2).
+
+    The one definition every result type uses (:class:`SimulationResult`, the decoder's
+    ``DecodeStats``, the validation tables). ``axis=None`` pools all values and returns
+    floats; an integer axis returns arrays.
+
+    Examples
+    --------
+    >>> mean_and_se([1.0, 2.0, 3.0])
+    (2.0, 0.5773502691896258)
+    >>> mean_and_se([4.0])
+    (4.0, nan)
+    """
     v = np.asarray(values, dtype=np.float64)
-    if v.size == 0:
+    n = v.size if axis is None else v.shape[axis]
+    if n == 0:
         raise ValueError("values: empty")
-    se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
-    return float(v.mean()), se
+    mean = v.mean(axis=axis)
+    if n > 1:
+        se = v.std(axis=axis, ddof=1) / np.sqrt(n)
+    else:
+        se = np.full_like(mean, np.nan) if axis is not None else np.nan
+    if axis is None:
+        return float(mean), float(se)
+    return mean, se
 
 
 @dataclass
@@ -53,11 +71,15 @@ class SimulationResult:
     horizon, gamma : int
     bonus : bool
     verifier : str
-        ``"token"``, ``"block"`` or the callable's name.
+        The verifier's name.
     target_calls, rejections, draft_tokens, accepted : ndarray of int64, shape (n_runs,)
         Per-run totals over one generation of ``horizon`` tokens.
     accepted_counts : ndarray of int64, shape (n_runs, gamma + 1)
-        ``accepted_counts[r, j]``: number of rounds of run ``r`` that accepted ``j`` drafts.
+        ``accepted_counts[r, j]``: number of rounds of run ``r`` that accepted ``j`` drafts
+        (its mean over runs estimates ``ProtocolResult.accepted_counts``).
+    rejection_by_position : ndarray of int64, shape (horizon,)
+        Number of runs whose token at position ``n`` was emitted by a rejection (divided by
+        ``n_runs`` it estimates ``ProtocolResult.rejection_by_position``).
     tokens : ndarray of int64, shape (n_runs, horizon), or None
     """
 
@@ -70,6 +92,7 @@ class SimulationResult:
     draft_tokens: np.ndarray
     accepted: np.ndarray
     accepted_counts: np.ndarray
+    rejection_by_position: np.ndarray
     tokens: np.ndarray | None = field(default=None, repr=False)
 
     @property
@@ -86,6 +109,14 @@ class SimulationResult:
         if name not in STATISTICS:
             raise ValueError(f"name: expected one of {STATISTICS}, got {name!r}")
         return mean_and_se(getattr(self, name))
+
+    def mean(self, name: str) -> float:
+        """Mean over runs of a per-run statistic (one of ``STATISTICS``)."""
+        return self.mean_se(name)[0]
+
+    def se(self, name: str) -> float:
+        """Standard error of :meth:`mean` (NaN for a single run)."""
+        return self.mean_se(name)[1]
 
     def summary(self) -> dict:
         r"""Means and standard errors: ``{stat: {"mean": m, "se": se}}``.
@@ -107,22 +138,6 @@ class SimulationResult:
         rows = [f"  {name:<16s} {s[name]['mean']:12.5f} +- {s[name]['se']:.5f}"
                 for name in (*STATISTICS, "tokens_per_call")]
         return "\n".join([head, f"  {'statistic':<16s} {'mean':>12s}    SE", *rows])
-
-
-def _resolve_verifier(verifier):
-    if callable(verifier):
-        return verifier, getattr(verifier, "__name__", type(verifier).__name__), True
-    if verifier == "token":
-        return None, "token", False  # the simulator's fused fast path (see _token_round_fast)
-    if verifier == "block":
-        try:
-            from ..verifiers.block import block_verify_round
-        except ImportError as exc:
-            raise NotImplementedError(
-                "verifier='block': spectheory.verifiers.block.block_verify_round is not available "
-                "yet") from exc
-        return block_verify_round, "block", True
-    raise ValueError(f"verifier: unknown verifier {verifier!r}; expected 'token', 'block' or a callable")
 
 
 def _progress_bar(progress, total, desc):
@@ -226,10 +241,11 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     bonus : bool
         Emit a bonus token from the target when all ``k`` drafts are accepted and
         ``n + k < T`` (Leviathan/Chen); ``False`` is the counting of Yin et al.
-    verifier : {"token", "block"} or callable
-        ``"token"``: standard token verification (:func:`token_rule`); ``"block"``:
-        :func:`spectheory.verifiers.block.block_verify_round`; a callable with the
-        signature of :func:`token_verify_round`.
+    verifier : str or Verifier
+        A registered name (``"token"``, ``"block"``, ...) or a
+        :class:`~spectheory.verifiers.Verifier`; its :meth:`~spectheory.verifiers.Verifier.fused_round`
+        fast path is used when it has one, else :meth:`~spectheory.verifiers.Verifier.verify_round`
+        on the laws gathered along each draft path.
     return_tokens : bool
         Keep the generated tokens ``[n_runs, T]``.
     progress : bool or None
@@ -249,33 +265,41 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     >>> sorted(res.summary())[:3]
     ['accepted', 'draft_tokens', 'n_runs']
     """
+    if not callable(getattr(chain, "check_horizon", None)):
+        raise TypeError(f"chain: expected a DecodingChain (e.g. st.DecodingChain(target, draft) or "
+                        f"st.DecodingChain.iid(target, draft)), got {type(chain).__name__}")
     T = chain.check_horizon(horizon)
     g = check_int(gamma, "gamma", 1)
     N = check_int(n_runs, "n_runs", 1)
-    verify, name, _ = _resolve_verifier(verifier)
+    bonus = check_bool(bonus, "bonus")
+    # the per-run results are kept whole (the work itself is chunked): refuse before allocating
+    check_memory(8.0 * N * (len(STATISTICS) + g + 1 + (T if return_tokens else 0)), "n_runs",
+                 f"the per-run results of {N} runs (split them over several calls)")
+    verifier = get_verifier(verifier)
     rng = np.random.default_rng(rng)
     V = chain.vocab_size
     out = {k: np.zeros(N, dtype=np.int64) for k in STATISTICS}
     counts = np.zeros((N, g + 1), dtype=np.int64)
     tokens = np.zeros((N, T), dtype=np.int64) if return_tokens else None
-    if verify is not None:
+    by_position = np.zeros(T, dtype=np.int64)
+    if type(verifier).fused_round is Verifier.fused_round:
         per_run = (2 * g + 1) * V                # gathered law arrays of the generic path
     elif chain.target.size <= _TABLE_LIMIT:
-        per_run = 8 * (g + 1)                    # fast path on CDF tables: O(gamma) per run
+        per_run = 8 * (g + 1)                    # fused path on CDF tables: O(gamma) per run
     else:
-        per_run = 4 * V                          # fast path gathering rows
+        per_run = 4 * V                          # fused path gathering rows
     chunk = _chunk_size(N, per_run)
     with _progress_bar(progress, N * T, f"simulate gamma={g}") as bar:
         for start in range(0, N, chunk):
             sl = slice(start, min(N, start + chunk))
-            _simulate_chunk(chain, T, g, bool(bonus), verify, rng,
+            _simulate_chunk(chain, T, g, bool(bonus), verifier, rng,
                             {k: v[sl] for k, v in out.items()}, counts[sl],
-                            None if tokens is None else tokens[sl], bar)
-    return SimulationResult(T, g, bool(bonus), name, out["target_calls"], out["rejections"],
-                            out["draft_tokens"], out["accepted"], counts, tokens)
+                            None if tokens is None else tokens[sl], by_position, bar)
+    return SimulationResult(T, g, bool(bonus), verifier.name, out["target_calls"], out["rejections"],
+                            out["draft_tokens"], out["accepted"], counts, by_position, tokens)
 
 
-def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
+def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_position, bar):
     """Simulate ``len(counts)`` runs to the horizon, writing into the given views."""
     R0 = counts.shape[0]
     V = chain.vocab_size
@@ -294,8 +318,9 @@ def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
         states[:, 0] = state[active]
         x = np.empty((R, g), dtype=np.int64)
         u = rng.random((R, g))
-        if verify is None:
-            j, y = _token_round_fast(smp, T, g, n, k, states, x, u, rng)
+        fused = verifier.fused_round(smp, T, g, n, k, states, x, u, rng)
+        if fused is not NotImplemented:
+            j, y = fused
         else:
             tl = np.empty((R, g + 1, V))
             dl = np.empty((R, g, V))
@@ -308,7 +333,7 @@ def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
                 dl[:, i] = smp.rows(smp.draft, m, s)
                 x[:, i] = smp.sample_draft(m, s, u[:, i])
                 states[:, i + 1] = nxt[s, x[:, i]]
-            j, y = verify(tl, dl, x, k, rng)
+            j, y = verifier.verify_round(tl, dl, x, k, rng)
             j = np.asarray(j, dtype=np.int64)
             y = np.asarray(y, dtype=np.int64)
             if j.shape != (R,) or y.shape != (R,):
@@ -323,6 +348,7 @@ def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
         out["target_calls"][active] += 1
         out["draft_tokens"][active] += k
         out["rejections"][active] += rejected
+        np.add.at(by_position, (n + j)[rejected], 1)
         out["accepted"][active] += j
         counts[active, j] += 1                  # (active, j) pairs are distinct
         if tokens is not None:
@@ -334,42 +360,6 @@ def _simulate_chunk(chain, T, g, bonus, verify, rng, out, counts, tokens, bar):
         state[active] = new_state
         bar.update(int(e.sum()))
         active = active[pos[active] < T]
-
-
-def _token_round_fast(smp, T, g, n, k, states, x, u, rng):
-    """Standard token verification fused with drafting (``verify=None``).
-
-    Same rule and the same uniforms, in the same order, as drafting followed by
-    :func:`token_verify_round`, so both give identical results for one seed; but only the
-    draft samples, the probabilities of the drafted tokens and one final sample per run are
-    computed (never the full ``[R, gamma + 1, V]`` law arrays).
-    """
-    R = n.shape[0]
-    rows = np.arange(R)
-    tx = np.empty((R, g))
-    dx = np.empty((R, g))
-    for i in range(g):
-        m = None if smp.hom else np.minimum(n + i, T - 1)   # kernel index (unused if homogeneous)
-        s = states[:, i]
-        xi = smp.sample_draft(m, s, u[:, i])
-        x[:, i] = xi
-        dx[:, i] = smp.probs(smp.draft, m, s, xi)
-        tx[:, i] = smp.probs(smp.target, m, s, xi)
-        states[:, i + 1] = smp.next_state[s, xi]
-    u_accept = rng.random((R, g))
-    u_final = rng.random(R)
-    ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
-    j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
-    rejected = j < k
-    mj = np.zeros(R, dtype=np.int64) if smp.hom else np.minimum(n + j, T - 1)
-    sj = states[rows, j]
-    y = np.empty(R, dtype=np.int64)
-    acc = ~rejected
-    if acc.any():
-        y[acc] = smp.sample_target(mj[acc], sj[acc], u_final[acc])
-    if rejected.any():
-        y[rejected] = smp.sample_residual(mj[rejected], sj[rejected], u_final[rejected])
-    return j, y
 
 
 def sample_target(chain, horizon, n_runs, rng=None, progress=None) -> np.ndarray:

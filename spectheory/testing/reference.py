@@ -35,7 +35,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..laws.sampling import _token_rule, residual_weights, sample_categorical
+from ..laws.sampling import residual_weights, sample_categorical
+from ..verifiers.token import TOKEN
 
 __all__ = ["accepted_count", "reference_verify", "reference_verify_batch", "as_batched",
            "BatchedVerifier", "from_round_verifier", "PAD"]
@@ -175,7 +176,7 @@ def reference_verify_batch(target_probs, draft_probs, draft_tokens, rng) -> np.n
     t, d, x = _check_args(target_probs, draft_probs, draft_tokens, batched=True)
     rng = np.random.default_rng(rng)
     N, k = x.shape
-    n, y = _token_rule(t, d, x, np.full(N, k, dtype=np.int64), rng.random((N, k)), rng.random(N))
+    n, y = TOKEN._rule(t, d, x, np.full(N, k, dtype=np.int64), rng.random((N, k)), rng.random(N))
     out = np.full((N, k + 1), PAD, dtype=np.int64)
     pos = np.arange(k + 1)[None, :]
     xx = np.concatenate([x, np.zeros((N, 1), np.int64)], axis=1)
@@ -237,8 +238,8 @@ def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifie
     """Adapt the package's round signature (:mod:`spectheory.laws.sampling`) to the kit.
 
     ``verify_round(target_laws [N,k+1,V], draft_laws [N,k,V], draft_tokens [N,k], k [N], rng)
-    -> (n_accepted [N], final_token [N])``, e.g. :func:`spectheory.laws.sampling.token_verify_round`
-    or :func:`spectheory.verifiers.block.block_verify_round`.
+    -> (n_accepted [N], final_token [N])``, e.g. the ``verify_round`` method of a
+    :class:`~spectheory.verifiers.Verifier` (``get_verifier("block").verify_round``).
     """
     def verify_batch(target_probs, draft_probs, draft_tokens, rng):
         x = np.asarray(draft_tokens, dtype=np.int64)

@@ -26,9 +26,10 @@ tiny cases) and compare with the target's law and with token verification.
 
 Uniform convention: ``eta_i = 1`` iff ``u_i < h_i`` for ``u_i`` uniform on ``[0, 1)``.
 
-Integration with the core (see ``CORE_CONTRACT``): :func:`block_verify_round` has the
-simulator's round-verification signature; :func:`block_round_transition` gives the exact
-round transition ``Q [S, k+1, S]`` used by :func:`spectheory.exact.expectations.round_recursion`.
+As a :class:`~spectheory.verifiers.base.Verifier` (:class:`BlockVerifier`, registered as
+``"block"``): the pure rule on given uniforms, the exact round transition ``Q [S, k+1, S]``
+(:func:`block_round_transition`) for :func:`spectheory.exact.round_recursion`, and the torch
+rule :func:`spectheory.decoder.verify.block_verify`.
 """
 from __future__ import annotations
 
@@ -37,34 +38,15 @@ import itertools
 import numpy as np
 
 from .._validation import check_int
-from ..laws.sampling import check_round_laws
+from .base import Verifier, check_round_arrays, register_verifier
 from .multidraft import MASS_TOL, _categorical
 
-__all__ = ["block_weights", "block_rule", "block_verify_round", "block_round_transition",
+__all__ = ["BlockVerifier", "BLOCK", "block_weights", "block_round_transition",
            "round_accepted_means", "block_emission_law", "MAX_BLOCK_ELEMENTS"]
 
 #: Largest ``S * V**k * (k + 1) * V`` handled by the exact enumeration in
 #: :func:`block_round_transition`.
 MAX_BLOCK_ELEMENTS = 30_000_000
-
-
-def _check_round_arrays(target_laws, draft_laws, draft_tokens, k):
-    t = np.asarray(target_laws, dtype=np.float64)
-    d = np.asarray(draft_laws, dtype=np.float64)
-    x = np.asarray(draft_tokens, dtype=np.int64)
-    if t.ndim != 3 or d.ndim != 3:
-        raise ValueError(f"target_laws, draft_laws: expected 3-d arrays [R, g+1, V] and [R, g, V], got {t.shape}, {d.shape}")
-    R, g = d.shape[:2]
-    if t.shape != (R, g + 1, d.shape[2]):
-        raise ValueError(f"target_laws: expected shape {(R, g + 1, d.shape[2])}, got {t.shape}")
-    if x.shape != (R, g):
-        raise ValueError(f"draft_tokens: expected shape {(R, g)}, got {x.shape}")
-    if x.size and (x.min() < 0 or x.max() >= d.shape[2]):
-        raise ValueError(f"draft_tokens: entries must lie in [0, {d.shape[2]})")
-    kk = np.broadcast_to(np.asarray(k, dtype=np.int64), (R,))
-    if np.any(kk < 1) or np.any(kk > g):
-        raise ValueError(f"k: entries must lie in [1, {g}]")
-    return t, d, x, kk
 
 
 def block_weights(target_laws, draft_laws, draft_tokens, k):
@@ -91,7 +73,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
         Law of the token emitted after :math:`X_1..X_j` when :math:`\tau = j`: the residual
         ``norm(max(w_j p_{j+1} - q_{j+1}, 0))`` for ``j < k`` and :math:`p_{k+1}` for ``j = k``.
     """
-    t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
+    t, d, x, kk = check_round_arrays(target_laws, draft_laws, draft_tokens, k)
     R, g = d.shape[:2]
     rows = np.arange(R)
     w = np.ones((R, g + 1))
@@ -126,73 +108,6 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
         tail[:, j] = tail[:, j + 1] * one_minus[:, j]
     tau_law = np.where(idx <= kk[:, None], h_ext * tail, 0.0)
     return h, tau_law, final
-
-
-def block_rule(target_laws, draft_laws, draft_tokens, k, eta, u_final):
-    r"""Pure block-verification rule on hand-given uniforms.
-
-    ``tau = max{i <= k : eta[:, i-1] < h_i}`` (0 if none); the final token is sampled from
-    ``final_weights[:, tau]`` (residual or bonus law) by inverse CDF with ``u_final``.
-
-    Parameters
-    ----------
-    eta : array, shape (R, g)
-    u_final : array, shape (R,)
-
-    Returns
-    -------
-    n_accepted : ndarray of int, shape (R,)   (``tau``)
-    final_token : ndarray of int, shape (R,)
-
-    Examples
-    --------
-    Paper's binary example (p = (1/3, 2/3), q = (2/3, 1/3), g = 2), draft block (1, 0):
-    ``w_1 = 1``, ``Z_2 = sum_x max(p(x) - q(x), 0) = 1/3``, so ``h_1 = 1``; ``w_2 = h_2 = 1/2``.
-    With ``eta = (0.9, 0.5)`` only ``eta_1`` fires: ``tau = 1``, and the token after ``X_1``
-    comes from ``norm(max(w_1 p - q, 0)) = (0, 1)``.
-
-    >>> import numpy as np
-    >>> from spectheory.verifiers.block import block_rule
-    >>> t = np.tile([1/3, 2/3], (1, 3, 1)); d = np.tile([2/3, 1/3], (1, 2, 1))
-    >>> tau, token = block_rule(t, d, [[1, 0]], [2], eta=[[0.9, 0.5]], u_final=[0.0])
-    >>> tau.tolist(), token.tolist()
-    ([1], [1])
-    """
-    t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
-    check_round_laws(t, d)
-    return _block_rule(t, d, x, kk, eta, u_final)
-
-
-def _block_rule(t, d, x, kk, eta, u_final):
-    """:func:`block_rule` on checked shapes, without the law-value check."""
-    R, g = x.shape
-    eta = np.asarray(eta, dtype=np.float64)
-    uf = np.asarray(u_final, dtype=np.float64)
-    if eta.shape != (R, g) or uf.shape != (R,):
-        raise ValueError(f"eta, u_final: expected shapes {(R, g)} and {(R,)}, got {eta.shape}, {uf.shape}")
-    h, _, final = block_weights(t, d, x, kk)
-    fired = eta < h                                                    # h = 0 beyond k
-    last = g - np.argmax(fired[:, ::-1], axis=1)
-    tau = np.where(fired.any(1), last, 0)
-    token = _categorical(final[np.arange(R), tau], uf)
-    return tau.astype(np.int64), token
-
-
-def block_verify_round(target_laws, draft_laws, draft_tokens, k, rng):
-    """Block verification of one round per run (the simulator's ``verify_round`` signature).
-
-    Draws ``eta [R, g]`` and ``u_final [R]`` from ``rng`` and applies :func:`block_rule`.
-    Returns ``(n_accepted [R], final_token [R])``; ``final_token`` is the residual sample when
-    ``n_accepted < k`` and the bonus sample from ``target_laws[r, k]`` otherwise. Checks
-    shapes, token range and ``k`` but not the law values (the simulator's hot path; see
-    :mod:`spectheory.laws.sampling`).
-    """
-    t, d, x, kk = _check_round_arrays(target_laws, draft_laws, draft_tokens, k)
-    rng = np.random.default_rng(rng)
-    R, g = x.shape
-    eta = rng.random((R, g))
-    uf = rng.random(R)
-    return _block_rule(t, d, x, kk, eta, uf)
 
 
 def _enumerate_blocks(chain, n0, k, with_bonus_row):
@@ -377,3 +292,50 @@ def block_emission_law(target_fn, draft_fn, vocab_size, gamma, prefix=()):
                 key = block[:j] + (y,)
                 out[key] = out.get(key, 0) + qx * pj * weights[y] / tot
     return out
+
+
+class BlockVerifier(Verifier):
+    r"""Block verification as a :class:`~spectheory.verifiers.base.Verifier` (lossless).
+
+    The pure rule: ``tau = max{i <= k : u_accept[:, i-1] < h_i}`` (0 if none; the uniforms
+    play the role of ``eta``); the final token is sampled from ``final_weights[:, tau]``
+    (residual or bonus law, :func:`block_weights`) by inverse CDF with ``u_final``. Exact
+    values: :func:`block_round_transition` (whole-round rule).
+
+    Examples
+    --------
+    Paper's binary example (p = (1/3, 2/3), q = (2/3, 1/3), g = 2), draft block (1, 0):
+    ``w_1 = 1``, ``Z_2 = sum_x max(p(x) - q(x), 0) = 1/3``, so ``h_1 = 1``; ``w_2 = h_2 = 1/2``.
+    With ``eta = (0.9, 0.5)`` only ``eta_1`` fires: ``tau = 1``, and the token after ``X_1``
+    comes from ``norm(max(w_1 p - q, 0)) = (0, 1)``.
+
+    >>> import numpy as np
+    >>> from spectheory.verifiers import get_verifier
+    >>> t = np.tile([1/3, 2/3], (1, 3, 1)); d = np.tile([2/3, 1/3], (1, 2, 1))
+    >>> tau, token = get_verifier("block").rule(t, d, [[1, 0]], [2], [[0.9, 0.5]], [0.0])
+    >>> tau.tolist(), token.tolist()
+    ([1], [1])
+    """
+
+    name = "block"
+    lossless = True
+
+    def _rule(self, t, d, x, kk, eta, u_final):
+        R, g = x.shape
+        h, _, final = block_weights(t, d, x, kk)
+        fired = eta < h                                                    # h = 0 beyond k
+        last = g - np.argmax(fired[:, ::-1], axis=1)
+        tau = np.where(fired.any(1), last, 0)
+        token = _categorical(final[np.arange(R), tau], u_final)
+        return tau.astype(np.int64), token
+
+    def round_transition(self, chain):
+        return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus)
+
+    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+        from ..decoder.verify import block_verify
+        return block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
+
+
+#: The registered instance (``get_verifier("block")``).
+BLOCK = register_verifier(BlockVerifier())

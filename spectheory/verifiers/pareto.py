@@ -26,9 +26,9 @@ import numpy as np
 
 from .._validation import check_int
 from ._positional import _check_gamma, round_length
-from .rejection import RejectionRule, rule_expected_rejections, simulate_rule
+from .rejection import RejectionRule, rule_expected_rejections
 
-__all__ = ["all_sequences", "sequence_log_likelihoods", "sequence_tv", "sequence_tv_mc",
+__all__ = ["all_sequences", "sequence_log_likelihoods", "sequence_tv",
            "sequence_front"]
 
 #: Largest number of sequences :func:`sequence_tv` enumerates.
@@ -138,51 +138,24 @@ def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=False) ->
     return float(0.5 * np.abs(g - t).sum())
 
 
-def sequence_tv_mc(chain, horizon, rule: RejectionRule, n_runs, rng=None, gamma=None,
-                   bonus=False):
-    r"""Monte Carlo :math:`\mathrm{TV}(G, P_T) = E_G[(1 - P_T(X)/G(X))_+]` with its standard error.
+def sequence_front(chain, horizon, rules, gamma=None, bonus=False, max_sequences=50_000):
+    """Exact expected rejections and sequence TV for each rule: the sequence-level front data.
 
-    Sequences are simulated with :func:`~spectheory.verifiers.rejection.simulate_rule`;
-    the estimator is unbiased. Returns ``(estimate, standard_error, rejections)`` where
-    ``rejections`` is the simulation's per-run rejection counts.
-    """
-    res = simulate_rule(chain, horizon, rule, n_runs, rng, gamma=gamma, bonus=bonus,
-                        return_tokens=True)
-    lg, lt = sequence_log_likelihoods(chain, horizon, rule, res.tokens, gamma, bonus)
-    vals = np.maximum(1.0 - np.exp(lt - lg), 0.0)
-    se = float(vals.std(ddof=1) / np.sqrt(vals.size)) if vals.size > 1 else float("nan")
-    return float(vals.mean()), se, res.rejections
-
-
-def sequence_front(chain, horizon, rules, gamma=None, bonus=False, method="auto", n_runs=20000,
-                   rng=None):
-    """Expected rejections and sequence TV for each rule: the sequence-level front data.
+    Both by enumeration of the ``V**T`` sequences (refused above ``max_sequences``; the
+    Monte Carlo estimate for longer horizons is :func:`spectheory.montecarlo.sequence_tv_mc`).
 
     Parameters
     ----------
     rules : iterable of RejectionRule
-    method : {"auto", "exact", "mc"}
-        ``auto``: exact when ``V**T <= 50_000``, else Monte Carlo.
 
     Returns
     -------
     list of dict
-        ``name``, ``rejections`` (exact), ``sequence_tv``, ``sequence_tv_se`` (0 when exact),
-        ``method``.
+        ``name``, ``rejections``, ``sequence_tv``.
     """
     T = chain.check_horizon(horizon)
-    if method not in ("auto", "exact", "mc"):
-        raise ValueError(f"method: expected 'auto', 'exact' or 'mc', got {method!r}")
-    if method == "auto":
-        method = "exact" if chain.vocab_size ** T <= 50_000 else "mc"
-    rng = np.random.default_rng(rng)
-    rows = []
-    for rule in rules:
-        rej = rule_expected_rejections(chain, T, rule, gamma=gamma, bonus=bonus)
-        if method == "exact":
-            tv, se = sequence_tv(chain, T, rule, gamma, bonus), 0.0
-        else:
-            tv, se, _ = sequence_tv_mc(chain, T, rule, n_runs, rng, gamma, bonus)
-        rows.append({"name": rule.name, "rejections": rej, "sequence_tv": tv,
-                     "sequence_tv_se": se, "method": method})
-    return rows
+    if chain.vocab_size ** T > max_sequences:
+        raise ValueError(f"horizon: V**T = {chain.vocab_size}**{T} sequences exceed max_sequences = "
+                         f"{max_sequences}; use spectheory.montecarlo.sequence_tv_mc")
+    return [{"name": rule.name, "rejections": rule_expected_rejections(chain, T, rule, gamma=gamma, bonus=bonus),
+             "sequence_tv": sequence_tv(chain, T, rule, gamma, bonus)} for rule in rules]

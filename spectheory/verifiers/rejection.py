@@ -33,14 +33,15 @@ from typing import Callable
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
-from ..laws.sampling import RESIDUAL_MASS_TOL
-from ._positional import per_kernel, simulate_positional, _categorical
+from ..laws.sampling import RESIDUAL_MASS_TOL, sample_categorical
+from ._positional import per_kernel, _categorical
+from .base import Verifier
 
 __all__ = [
     "standard_acceptance", "scaled_acceptance", "RejectionStep", "rejection_step",
     "unbiased_rejection_law", "optimal_rejection_law", "is_unbiased", "rejection_verify",
     "sample_rejection_step", "RejectionRule", "standard_rule", "scaled_rule",
-    "rule_expected_rejections", "simulate_rule",
+    "rule_expected_rejections",
 ]
 
 #: Tolerance used by :func:`is_unbiased` and :func:`unbiased_rejection_law`.
@@ -253,9 +254,10 @@ def sample_rejection_step(target, draft, accept, rejection, size, rng=None):
 
 
 # ----------------------------------------------------------------- rules on chains
-@dataclass(frozen=True)
-class RejectionRule:
-    """A rejection-based rule applied at every position of a chain.
+@dataclass(frozen=True, repr=False)
+class RejectionRule(Verifier):
+    """A rejection-based rule applied at every drafted position: a token-by-token
+    :class:`~spectheory.verifiers.base.Verifier`.
 
     ``accept(target [.., V], draft [.., V]) -> b`` and ``rejection`` one of
     ``"unbiased"`` (:func:`unbiased_rejection_law`; raises if none exists),
@@ -265,11 +267,51 @@ class RejectionRule:
     :meth:`tables` validates what the callables return: ``b`` must have the kernels' shape
     and lie in [0, 1] (rounding slack :data:`ACCEPT_ATOL`, then clipped), a callable's ``P``
     must be laws of that shape; otherwise ValueError naming ``accept`` or ``rejection``.
+
+    As a Verifier, the pure rule accepts draft ``i`` iff ``u_accept[i] < b_i(x_i)``; at the
+    first rejection the final token is ``P_i``'s inverse-CDF sample at ``u_final``, after
+    ``k`` acceptances the target's bonus law's. Exact values come from the phase recursion
+    with the masses ``q b`` and ``rho P`` (:meth:`masses`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers import standard_rule
+    >>> rule = standard_rule()                     # b = min(1, p/q): token verification
+    >>> t = np.array([[[0.5, 0.5], [0.5, 0.5]]]); d = np.array([[[0.8, 0.2]]])
+    >>> rule.rule(t, d, [[0]], [1], [[0.6]], [0.3])   # b(0) = 0.625 > 0.6: accepted
+    (array([1]), array([0]))
+    >>> rule.lossless
+    True
     """
 
     accept: Callable
     rejection: object = "optimal"
     name: str = "rule"
+
+    @property
+    def lossless(self) -> bool:
+        """True for the ``"unbiased"`` rejection law (the output is the target's)."""
+        return isinstance(self.rejection, str) and self.rejection == "unbiased"
+
+    def _rule(self, t, d, x, k, u_accept, u_final):
+        R, g, _ = d.shape
+        rows = np.arange(R)
+        b, P, _ = self.tables(t[:, :g], d)
+        bx = np.take_along_axis(b, x[..., None], axis=-1)[..., 0]
+        ok = (u_accept < bx) & (np.arange(g)[None, :] < k[:, None])
+        j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
+        rejected = j < k
+        jc = np.minimum(j, g - 1)
+        law = np.where(rejected[:, None], P[rows, jc], t[rows, k])
+        return j, sample_categorical(law, u_final)
+
+    def phase_masses(self, chain):
+        masses = per_kernel(chain, self.masses)
+        return (lambda n, i: masses(n)[0]), (lambda n, i: masses(n)[1]), False
+
+    def __repr__(self) -> str:
+        return f"RejectionRule(name={self.name!r}, rejection={self.rejection!r})"
 
     def tables(self, target, draft):
         """``(b, P, rho)`` for kernels ``[S, V]``."""
@@ -308,11 +350,6 @@ def scaled_rule(scale) -> RejectionRule:
     return RejectionRule(lambda t, d: s * standard_acceptance(t, d), "unbiased", f"scaled({s:g})")
 
 
-def _rule_cache(chain, rule):
-    get = per_kernel(chain, rule.masses)
-    return lambda n, i=0: get(n)
-
-
 def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, method="direct"):
     r"""Exact expected rejections of a rejection-based rule over ``horizon`` tokens.
 
@@ -341,16 +378,14 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     True
     """
     T = chain.check_horizon(horizon)
-    masses = _rule_cache(chain, rule)
+    masses = per_kernel(chain, rule.masses)
     if bonus and gamma is None:
         raise ValueError("gamma: required when bonus=True")
     if method not in ("direct", "analysis"):
         raise ValueError(f"method: expected 'direct' or 'analysis', got {method!r}")
     if method == "analysis" or bonus:
-        from ..exact.expectations import phase_recursion
         G = T if gamma is None else check_int(gamma, "gamma", 1)
-        return phase_recursion(chain, T, G, bonus, lambda n, i: masses(n)[0],
-                               lambda n, i: masses(n)[1], phase_dependent=False).rejections
+        return rule.exact(chain, T, G, bonus).rejections
     vec = chain.initial
     total = 0.0
     for n in range(T):
@@ -359,22 +394,3 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
         if n + 1 < T:
             vec = np.asarray(vec @ chain.transition_operator(acc + rej)).ravel()
     return total
-
-
-def simulate_rule(chain, horizon, rule, n_runs, rng=None, gamma=None, bonus=False,
-                  return_tokens=False, progress=None):
-    """Monte Carlo of a rejection-based rule on a chain (see :func:`simulate_positional`).
-
-    Returns a :class:`~spectheory.verifiers._positional.PositionalResult`.
-    """
-    tables = per_kernel(chain, lambda t, d: (d,) + rule.tables(t, d)[:2])
-
-    def step(n, states, first, rng_):
-        d, b, P = tables(n)
-        R = states.size
-        x = _categorical(d[states], rng_.random(R))
-        u1, u2 = rng_.random(R), rng_.random(R)
-        return rejection_verify(b[states, x], P[states], x, u1, u2)
-
-    return simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=bonus,
-                               return_tokens=return_tokens, progress=progress)

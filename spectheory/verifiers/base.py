@@ -1,0 +1,238 @@
+r"""The :class:`Verifier` protocol: one object per verification rule, and the registry.
+
+A single-path speculative round (``docs/protocol.md``) drafts ``k <= g`` tokens
+``x_0..x_{k-1}`` along the draft's path, scores them with the target in one call and hands
+the rule, per row ``r`` of a batch (p = target, q = draft):
+
+- ``target_laws`` ``[R, g+1, V]``: the target's law at each drafted position and, at index
+  ``k[r]``, the law after all drafts (the bonus law);
+- ``draft_laws`` ``[R, g, V]``: the draft's laws the tokens were sampled from;
+- ``draft_tokens`` ``[R, g]`` int; ``k`` ``[R]`` int in ``[1, g]`` (slots ``>= k`` are padding);
+- ``u_accept`` ``[R, g]`` and ``u_final`` ``[R]``: uniforms in ``[0, 1)``.
+
+It returns ``(n_accepted [R], final_token [R])``: a prefix of ``n_accepted`` drafts is kept,
+then one token -- the correction after a rejection (``n_accepted < k``) or the bonus token
+(``n_accepted == k``; the protocol drops it when ``bonus=False`` or the horizon is reached).
+
+A :class:`Verifier` carries everything each engine needs, so a new rule is one class:
+
+====================  ===========================================  ==========================
+engine                method                                       default
+====================  ===========================================  ==========================
+pure rule (tests)     :meth:`rule` (validates, then :meth:`_rule`)  --  (``_rule`` is abstract)
+Monte Carlo           :meth:`verify_round` (draws the uniforms)    uniforms + ``_rule``
+exact (chains)        :meth:`exact` from :meth:`phase_masses` or    ``NotImplementedError``
+                      :meth:`round_transition`                     naming both
+real decoder (torch)  :meth:`torch_rule`                           the numpy rule, adapted
+====================  ===========================================  ==========================
+
+Every entry point (``chain.protocol``, :func:`spectheory.simulate`,
+``speculative_generate``, the conformance kit) takes a Verifier or a registered name;
+:func:`get_verifier` resolves it. ``docs/verifiers.md`` has a worked "add your own rule"
+example.
+
+Examples
+--------
+>>> from spectheory.verifiers import get_verifier
+>>> token = get_verifier("token")
+>>> token.name, token.lossless
+('token', True)
+>>> get_verifier(token) is token
+True
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..laws.sampling import check_round_laws
+
+__all__ = ["Verifier", "register_verifier", "get_verifier", "list_verifiers", "check_round_arrays"]
+
+
+def check_round_arrays(target_laws, draft_laws, draft_tokens, k):
+    """Shape, dtype and range checks of a round's arrays (ValueError naming the argument).
+
+    Returns float64 ``target_laws``, ``draft_laws`` and int64 ``draft_tokens``, ``k``. Law
+    values are not checked here (see :func:`spectheory.laws.sampling.check_round_laws`).
+    """
+    t = np.asarray(target_laws, dtype=np.float64)
+    d = np.asarray(draft_laws, dtype=np.float64)
+    x = np.asarray(draft_tokens)
+    kk = np.asarray(k)
+    if d.ndim != 3:
+        raise ValueError(f"draft_laws: expected shape (R, g, V), got {d.shape}")
+    R, g, V = d.shape
+    if g < 1:
+        raise ValueError("draft_laws: need at least one drafted position (g >= 1)")
+    if t.shape != (R, g + 1, V):
+        raise ValueError(f"target_laws: expected shape {(R, g + 1, V)}, got {t.shape}")
+    if x.shape != (R, g) or not np.issubdtype(x.dtype, np.integer):
+        raise ValueError(f"draft_tokens: expected an int array of shape {(R, g)}, got {x.dtype} {x.shape}")
+    if x.size and (x.min() < 0 or x.max() >= V):
+        raise ValueError(f"draft_tokens: entries must lie in [0, {V})")
+    if kk.ndim == 0 and np.issubdtype(kk.dtype, np.integer):
+        kk = np.full(R, int(kk))
+    if kk.shape != (R,) or not np.issubdtype(kk.dtype, np.integer):
+        raise ValueError(f"k: expected an int array of shape ({R},), got {kk.dtype} {kk.shape}")
+    if kk.size and (kk.min() < 1 or kk.max() > g):
+        raise ValueError(f"k: entries must lie in [1, {g}]")
+    return t, d, x.astype(np.int64), kk.astype(np.int64)
+
+
+def _check_uniforms(u_accept, u_final, R, g):
+    ua = np.asarray(u_accept, dtype=np.float64)
+    uf = np.asarray(u_final, dtype=np.float64)
+    if ua.shape != (R, g):
+        raise ValueError(f"u_accept: expected shape {(R, g)}, got {ua.shape}")
+    if uf.shape != (R,):
+        raise ValueError(f"u_final: expected shape ({R},), got {uf.shape}")
+    if np.any((ua < 0) | (ua >= 1)) or np.any((uf < 0) | (uf >= 1)):
+        raise ValueError("u_accept, u_final: uniforms must lie in [0, 1)")
+    return ua, uf
+
+
+class Verifier:
+    """Base class of single-path verification rules (see the module docstring).
+
+    Subclasses set :attr:`name` and :attr:`lossless` and implement :meth:`_rule`; they
+    provide exact values by implementing :meth:`phase_masses` (rules that check one draft
+    token at a time) or :meth:`round_transition` (rules that decide on the whole round),
+    and may override :meth:`torch_rule` with a native torch implementation.
+    """
+
+    #: Registry key and the label results carry.
+    name: str = "verifier"
+    #: Whether the emitted tokens follow the target's law exactly.
+    lossless: bool = True
+
+    # ----------------------------------------------------------------- the pure rule
+    def _rule(self, target_laws, draft_laws, draft_tokens, k, u_accept, u_final):
+        """The rule on checked arrays (float64 laws, int64 tokens and ``k``, uniforms)."""
+        raise NotImplementedError(f"verifier {self.name!r}: define _rule (the pure rule on given uniforms)")
+
+    def rule(self, target_laws, draft_laws, draft_tokens, k, u_accept, u_final):
+        """The rule on hand-given uniforms, with every input validated.
+
+        Returns ``(n_accepted [R], final_token [R])`` as int64 arrays.
+        """
+        t, d, x, kk = check_round_arrays(target_laws, draft_laws, draft_tokens, k)
+        ua, uf = _check_uniforms(u_accept, u_final, *x.shape)
+        check_round_laws(t, d)
+        return self._rule(t, d, x, kk, ua, uf)
+
+    def verify_round(self, target_laws, draft_laws, draft_tokens, k, rng=None):
+        """One round per row with fresh uniforms from ``rng`` (``u_accept`` first, then
+        ``u_final``). Checks shapes, token range and ``k``; skips the law-value pass (the
+        simulator's hot path: its laws come from a validated chain)."""
+        t, d, x, kk = check_round_arrays(target_laws, draft_laws, draft_tokens, k)
+        rng = np.random.default_rng(rng)
+        R, g = x.shape
+        return self._rule(t, d, x, kk, rng.random((R, g)), rng.random(R))
+
+    def fused_round(self, sampler, horizon, gamma, n, k, states, x, u, rng):
+        """Optional fast path of the simulator that drafts and verifies without gathering
+        the full ``[R, g+1, V]`` laws; return ``NotImplemented`` to use :meth:`verify_round`."""
+        return NotImplemented
+
+    # ----------------------------------------------------------------- exact values
+    def phase_masses(self, chain):
+        """``(accept_mass, reject_mass, phase_dependent)`` for
+        :func:`spectheory.exact.phase_recursion`, or ``None`` if the rule is not a
+        token-by-token rule."""
+        return None
+
+    def round_transition(self, chain):
+        """``(n0, k, emit_bonus) -> Q [S, k+1, S]`` for :func:`spectheory.exact.round_recursion`,
+        or ``None``."""
+        return None
+
+    def exact(self, chain, horizon, gamma, bonus=True):
+        """Exact :class:`~spectheory.exact.ProtocolResult` of one generation on ``chain``."""
+        from ..exact import phase_recursion, round_recursion
+        masses = self.phase_masses(chain)
+        if masses is not None:
+            acc, rej, phase_dependent = masses
+            return phase_recursion(chain, horizon, gamma, bonus, acc, rej, phase_dependent=phase_dependent)
+        transition = self.round_transition(chain)
+        if transition is not None:
+            return round_recursion(chain, horizon, gamma, bonus, transition)
+        raise NotImplementedError(f"verifier {self.name!r}: exact values need phase_masses(chain) "
+                                  "(token-by-token rules) or round_transition(chain) (whole-round rules)")
+
+    # ----------------------------------------------------------------- torch
+    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+        """The rule on torch tensors, for the real decoder (rows with ``k = 0`` are inactive).
+
+        Returns a :class:`spectheory.decoder.verify.Verdict`. The default moves the tensors
+        to numpy, applies :meth:`_rule` in float64 and moves the result back (correct for
+        any rule; a native torch version is faster on a GPU).
+        """
+        import torch
+
+        from ..decoder.verify import Verdict
+        dev = draft_tokens.device
+        kk = k.detach().cpu().numpy().astype(np.int64)
+        B = kk.shape[0]
+        n = np.zeros(B, dtype=np.int64)
+        y = np.full(B, -1, dtype=np.int64)
+        live = np.flatnonzero(kk > 0)
+        if live.size:
+            t = target_probs.detach().to(torch.float64).cpu().numpy()[live]
+            d = draft_probs.detach().to(torch.float64).cpu().numpy()[live]
+            x = draft_tokens.detach().cpu().numpy().astype(np.int64)[live]
+            ua = u_accept.detach().to(torch.float64).cpu().numpy()[live]
+            uf = u_emit.detach().to(torch.float64).cpu().numpy()[live]
+            j, tok = self._rule(t, d, x, kk[live], ua, uf)
+            n[live] = j
+            y[live] = tok
+        rejected = n < kk
+        emit = rejected | (allow_bonus.detach().cpu().numpy() & (kk > 0))
+        y = np.where(emit, y, -1)
+        as_t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
+        return Verdict(as_t(n), as_t(y), as_t(rejected))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, lossless={self.lossless})"
+
+
+_REGISTRY: dict[str, Verifier] = {}
+
+
+def register_verifier(verifier: Verifier, *, replace: bool = False) -> Verifier:
+    """Make ``verifier`` available by its name to every entry point; returns it.
+
+    Raises ValueError if the object is not a :class:`Verifier` or its name is taken (pass
+    ``replace=True`` to overwrite).
+    """
+    if not isinstance(verifier, Verifier):
+        raise ValueError(f"verifier: expected a Verifier instance, got {type(verifier).__name__}")
+    name = verifier.name
+    if not isinstance(name, str) or not name:
+        raise ValueError("verifier: its name must be a non-empty string")
+    if name in _REGISTRY and _REGISTRY[name] is not verifier and not replace:
+        raise ValueError(f"verifier: the name {name!r} is already registered (pass replace=True)")
+    _REGISTRY[name] = verifier
+    return verifier
+
+
+def get_verifier(verifier) -> Verifier:
+    """The :class:`Verifier` for a registered name, or the object itself.
+
+    Examples
+    --------
+    >>> from spectheory.verifiers import get_verifier
+    >>> get_verifier("block").name
+    'block'
+    """
+    if isinstance(verifier, Verifier):
+        return verifier
+    if isinstance(verifier, str):
+        if verifier in _REGISTRY:
+            return _REGISTRY[verifier]
+        raise ValueError(f"verifier: unknown verifier {verifier!r}; registered: {sorted(_REGISTRY)}")
+    raise ValueError(f"verifier: expected a registered name or a Verifier, got {type(verifier).__name__}")
+
+
+def list_verifiers() -> list[str]:
+    """Names of the registered verifiers."""
+    return sorted(_REGISTRY)

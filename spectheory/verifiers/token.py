@@ -1,0 +1,109 @@
+r"""Standard token verification (Leviathan et al. 2023; Chen et al. 2023) as a :class:`Verifier`.
+
+Pseudo-code, per row (p = target, q = draft)::
+
+    for i in 0 .. k-1:
+        if u_accept[i] * q_i(x_i) < p_i(x_i):       # i.e. u < min(1, p_i(x_i)/q_i(x_i))
+            continue                                  # accept draft token x_i
+        return i, inverse_cdf(max(p_i - q_i, 0), u_final)   # reject: residual sample
+    return k, inverse_cdf(p_k, u_final)               # all accepted: bonus sample
+
+The comparison ``u * q(x) < p(x)`` is the ratio test without a division: a token with
+``p >= q`` is always accepted (``u < 1``) and one with ``p(x) = 0`` never, even at ``u = 0``.
+A residual with no mass (``p == q`` up to rounding) falls back to ``p``
+(:func:`spectheory.laws.sampling.residual_weights`).
+
+Exact values: the phase recursion with the masses ``min(p, q)`` (accepted) and
+``max(p - q, 0)`` (rejected, then the residual token) -- :func:`spectheory.exact.token_masses`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..laws.sampling import residual_weights, sample_categorical
+from .base import Verifier, register_verifier
+
+__all__ = ["TokenVerifier", "TOKEN"]
+
+
+class TokenVerifier(Verifier):
+    """Standard token verification (lossless; optimal among token-by-token rules, Yin et al.
+    Theorem 2).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers import get_verifier
+    >>> token = get_verifier("token")
+    >>> target = np.array([[[0.5, 0.5], [0.5, 0.5]]])      # R=1, g=1, V=2
+    >>> draft = np.array([[[0.8, 0.2]]])
+    >>> # draft token 0: accepted iff u * 0.8 < 0.5, i.e. u < 0.625; the residual is token 1
+    >>> token.rule(target, draft, [[0]], [1], [[0.7]], [0.3])
+    (array([0]), array([1]))
+    >>> token.rule(target, draft, [[0]], [1], [[0.6]], [0.3])
+    (array([1]), array([0]))
+    """
+
+    name = "token"
+    lossless = True
+
+    def _rule(self, t, d, x, k, u_accept, u_final):
+        R, g, _ = d.shape
+        rows = np.arange(R)
+        tx = np.take_along_axis(t[:, :g], x[..., None], axis=-1)[..., 0]
+        dx = np.take_along_axis(d, x[..., None], axis=-1)[..., 0]
+        ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
+        j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
+        rejected = j < k
+        jc = np.minimum(j, g - 1)
+        law = np.where(rejected[:, None], residual_weights(t[rows, jc], d[rows, jc]), t[rows, k])
+        return j, sample_categorical(law, u_final)
+
+    def fused_round(self, sampler, horizon, gamma, n, k, states, x, u, rng):
+        """Drafting fused with verification (the simulator's fast path).
+
+        Same rule and the same uniforms, in the same order, as drafting followed by
+        :meth:`verify_round`, so both give identical results for one seed; but only the
+        draft samples, the probabilities of the drafted tokens and one final sample per row
+        are computed (never the full ``[R, gamma + 1, V]`` law arrays).
+        """
+        smp, T, g = sampler, horizon, gamma
+        R = n.shape[0]
+        rows = np.arange(R)
+        tx = np.empty((R, g))
+        dx = np.empty((R, g))
+        for i in range(g):
+            m = None if smp.hom else np.minimum(n + i, T - 1)   # kernel index (unused if homogeneous)
+            s = states[:, i]
+            xi = smp.sample_draft(m, s, u[:, i])
+            x[:, i] = xi
+            dx[:, i] = smp.probs(smp.draft, m, s, xi)
+            tx[:, i] = smp.probs(smp.target, m, s, xi)
+            states[:, i + 1] = smp.next_state[s, xi]
+        u_accept = rng.random((R, g))
+        u_final = rng.random(R)
+        ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
+        j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
+        rejected = j < k
+        mj = np.zeros(R, dtype=np.int64) if smp.hom else np.minimum(n + j, T - 1)
+        sj = states[rows, j]
+        y = np.empty(R, dtype=np.int64)
+        acc = ~rejected
+        if acc.any():
+            y[acc] = smp.sample_target(mj[acc], sj[acc], u_final[acc])
+        if rejected.any():
+            y[rejected] = smp.sample_residual(mj[rejected], sj[rejected], u_final[rejected])
+        return j, y
+
+    def phase_masses(self, chain):
+        from ..exact import token_masses
+        acc, rej = token_masses(chain)
+        return acc, rej, False
+
+    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+        from ..decoder.verify import token_verify
+        return token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
+
+
+#: The registered instance (``get_verifier("token")``).
+TOKEN = register_verifier(TokenVerifier())
