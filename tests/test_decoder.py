@@ -16,6 +16,7 @@ from torch import nn  # noqa: E402
 
 from spectheory.decoder import autoregressive_generate, speculative_generate  # noqa: E402
 from spectheory.decoder import verify as verify_mod  # noqa: E402
+from spectheory.verifiers import TokenVerifier  # noqa: E402
 from spectheory.decoder.rng import PURPOSE_ACCEPT, uniforms  # noqa: E402
 from spectheory.decoder.sampling import logits_to_probs, sample_from_uniform  # noqa: E402
 
@@ -311,11 +312,23 @@ def t_last(x):
     return x.shape[1] - 1
 
 
+class TorchRuleVerifier(TokenVerifier):
+    """Token verification whose torch rule is replaced (the decoder runs ``torch_rule``)."""
+
+    lossless = False
+
+    def __init__(self, fn):
+        self.fn, self.name = fn, fn.__name__
+
+    def torch_rule(self, *args):
+        return self.fn(*args)
+
+
 @pytest.mark.parametrize("broken", [sqrt_acceptance, no_residual])
-def test_lossless_check_catches_a_broken_rule(monkeypatch, broken):
+def test_lossless_check_catches_a_broken_rule(broken):
     target, draft = TinyRNN(vocab=4, seed=0, scale=0.8), TinyRNN(vocab=4, seed=5, scale=0.8)
-    monkeypatch.setattr(verify_mod, "token_verify", broken)
-    res = speculative_generate(target, draft, [PROMPT] * N_LOSSLESS, 2, 1, seed=list(range(N_LOSSLESS)))
+    res = speculative_generate(target, draft, [PROMPT] * N_LOSSLESS, 2, 1, seed=list(range(N_LOSSLESS)),
+                               verifier=TorchRuleVerifier(broken))
     assert two_token_chi2_pvalue(res.tokens, exact_two_token_law(target, PROMPT)) < P_MIN
 
 

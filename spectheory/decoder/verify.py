@@ -13,7 +13,9 @@ For a batch of ``B`` sequences and a round of at most ``K`` draft tokens, a rule
   (the protocol allows it iff ``bonus=True`` and tokens remain after the ``k`` drafts).
 
 It returns a :class:`Verdict`. No random numbers are drawn here, so every rule can be
-checked with hand-picked uniforms. All arithmetic is float64.
+checked with hand-picked uniforms. All arithmetic is float64. These are the torch forms of
+the registered :class:`~spectheory.verifiers.Verifier` objects ``"token"`` and ``"block"``
+(their ``torch_rule``); the decoder reaches them only through the Verifier.
 """
 from __future__ import annotations
 
@@ -153,5 +155,3 @@ def block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, a
     emit = rejected | (allow_bonus & (k > 0))
     return Verdict(tau, _emit(weights, t_n, u_emit, emit), rejected)
 
-
-VERIFIERS = {"token": token_verify, "block": block_verify}

@@ -8,15 +8,15 @@
 - the Markov abstraction (:mod:`.markov`): :func:`fit_order_k_chain`, :func:`chain_predictions`;
 - speed (:mod:`.speed`): :func:`measure_speed`.
 """
-from .lossless import (BROKEN_RULES, decoder_two_token_samples, exact_two_token_law, lossless_check,
-                       model_device, pooled_chisquare, substituted_rule)
+from .lossless import (BROKEN_RULES, BrokenCorrection, decoder_two_token_samples, exact_two_token_law,
+                       lossless_check, model_device, pooled_chisquare)
 from .markov import chain_predictions, context_keys, fit_order_k_chain
 from .predict import (PathStatistics, compare_theory, first_round_law, mean_se, measure_decoder,
                       path_statistics, rb_predictions, repeat_prompts, round_dp, sample_paths, zscore)
 from .speed import measure_speed, resolve_models
 
 __all__ = ["BROKEN_RULES", "exact_two_token_law", "lossless_check", "pooled_chisquare",
-           "substituted_rule", "decoder_two_token_samples", "model_device",
+           "BrokenCorrection", "decoder_two_token_samples", "model_device",
            "fit_order_k_chain", "chain_predictions", "context_keys",
            "PathStatistics", "path_statistics", "rb_predictions", "first_round_law",
            "measure_decoder", "compare_theory", "mean_se", "zscore", "repeat_prompts", "round_dp",

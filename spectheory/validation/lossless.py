@@ -10,26 +10,23 @@ decoder's samples of two new tokens (independent sequences with distinct seeds) 
 compared with it by Pearson's chi-square test, cells with expected count below
 ``min_expected`` pooled into one cell.
 
-To show that the test has power, :data:`BROKEN_RULES` holds deliberately wrong acceptance
-rules built from the decoder's own pure rule :func:`spectheory.decoder.verify.token_verify`
-(nothing in the decoder is edited): the decoder looks its rule up at call time, and
-:func:`substituted_rule` swaps it in for the duration of a ``with`` block.
+To show that the test has power, :data:`BROKEN_RULES` holds deliberately wrong rules:
+:class:`~spectheory.verifiers.Verifier` objects whose torch rule draws the correction from
+the wrong law; the decoder runs them like any other verifier (``verifier=``).
 """
 from __future__ import annotations
-
-import contextlib
 
 import numpy as np
 import torch
 from scipy import stats as _stats
 
 from .._validation import check_int
-from ..decoder import verify as _verify
 from ..decoder.sampling import logits_to_probs, sample_from_uniform
+from ..decoder.verify import Verdict
+from ..verifiers import TokenVerifier, get_verifier
 
 __all__ = ["model_device", "exact_two_token_law", "decoder_two_token_samples", "pooled_chisquare",
-           "BROKEN_RULES", "broken_target_correction", "broken_draft_correction",
-           "substituted_rule", "lossless_check"]
+           "BROKEN_RULES", "BrokenCorrection", "lossless_check"]
 
 
 def model_device(model) -> torch.device:
@@ -78,7 +75,8 @@ def exact_two_token_law(target, prompt, temperature=1.0, top_k=None, top_p=None,
 
 
 def decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=0, batch_size=4096,
-                              temperature=1.0, top_k=None, top_p=None, device=None, dtype=None):
+                              temperature=1.0, top_k=None, top_p=None, device=None, dtype=None,
+                              verifier="token"):
     """``n_samples`` independent pairs ``(x1, x2)`` from :func:`speculative_generate`.
 
     Sequence ``i`` uses seed ``seed + i`` (the decoder is batch invariant, so the batching
@@ -90,7 +88,8 @@ def decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=0, b
     for lo in range(0, n_samples, batch_size):
         b = min(batch_size, n_samples - lo)
         res = speculative_generate(target, draft, [list(prompt)] * b, 2, gamma, temperature=temperature,
-                                   top_k=top_k, top_p=top_p, seed=seed + lo, device=device, dtype=dtype)
+                                   top_k=top_k, top_p=top_p, seed=seed + lo, device=device, dtype=dtype,
+                                   verifier=verifier)
         out.append(np.stack(res.tokens))
     return np.concatenate(out).astype(np.int64)
 
@@ -153,69 +152,52 @@ def _correct_from(verdict, laws, u_emit):
     """``verdict`` with every rejected row's correction redrawn from ``laws[row, n_accepted]``."""
     n = verdict.n_accepted.clamp(max=laws.shape[1] - 1)
     wrong = sample_from_uniform(laws.to(torch.float64)[torch.arange(len(n), device=n.device), n], u_emit)
-    return _verify.Verdict(verdict.n_accepted, torch.where(verdict.rejected, wrong, verdict.next_token),
-                           verdict.rejected)
+    return Verdict(verdict.n_accepted, torch.where(verdict.rejected, wrong, verdict.next_token),
+                   verdict.rejected)
 
 
-def broken_target_correction(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
-    """WRONG on purpose: accept with ``min(1, target/draft)`` but, after a rejection, draw the
-    correction from ``target`` instead of the residual ``normalize(max(target - draft, 0))``.
+class BrokenCorrection(TokenVerifier):
+    """WRONG on purpose: token verification whose correction after a rejection is drawn from
+    the ``target`` law (``source="target"``; first-token law ``min(p, q) + TV * p`` instead of
+    ``p``) or from the ``draft`` law it was rejected under (``source="draft"``;
+    ``min(p, q) + TV * q``), instead of the residual ``normalize(max(p - q, 0))``.
 
-    The first token's law becomes ``min(p, q) + TV * p`` instead of ``p``. Same signature
-    as :func:`~spectheory.decoder.verify.token_verify`, whose verdict it modifies.
+    Only the torch rule (what the decoder runs) is broken; the lossless check must flag it.
     """
-    verdict = _verify.VERIFIERS["token"](target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
-    return _correct_from(verdict, target_probs, u_emit)
+
+    lossless = False
+
+    def __init__(self, source):
+        if source not in ("target", "draft"):
+            raise ValueError(f"source: expected 'target' or 'draft', got {source!r}")
+        self.source = source
+        self.name = f"broken_{source}_correction"
+
+    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+        verdict = super().torch_rule(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
+        return _correct_from(verdict, target_probs if self.source == "target" else draft_probs, u_emit)
 
 
-def broken_draft_correction(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
-    """WRONG on purpose: skip the residual — after a rejection, draw the correction from the
-    ``draft`` law it was rejected under. The first token's law becomes ``min(p, q) + TV * q``."""
-    verdict = _verify.VERIFIERS["token"](target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
-    return _correct_from(verdict, draft_probs, u_emit)
-
-
-#: Deliberately broken rules (name -> rule with the signature of ``token_verify``).
-BROKEN_RULES = {"target_correction": broken_target_correction, "draft_correction": broken_draft_correction}
-
-
-@contextlib.contextmanager
-def substituted_rule(rule):
-    """Within the block, ``speculative_generate(..., verifier="token")`` uses ``rule``.
-
-    The decoder looks ``verify.token_verify`` up at call time; this swaps the module
-    attribute and always restores it (not thread safe). ``rule=None`` changes nothing.
-    """
-    if rule is None:
-        yield
-        return
-    saved = _verify.token_verify
-    _verify.token_verify = rule
-    try:
-        yield
-    finally:
-        _verify.token_verify = saved
+#: Deliberately broken rules (name -> Verifier).
+BROKEN_RULES = {"target_correction": BrokenCorrection("target"), "draft_correction": BrokenCorrection("draft")}
 
 
 def lossless_check(target, draft, prompt, n_samples, gamma, seed=0, rule=None, min_expected=5.0,
                    batch_size=4096, device=None, dtype=None, law=None):
     """Chi-square test of the decoder's two-token samples against the target's exact law.
 
-    ``rule``: ``None`` (the decoder's own rule) or a name in :data:`BROKEN_RULES` or a
-    callable. ``law``: the exact law if already computed. Returns the dict of
+    ``rule``: ``None`` (token verification), a name in :data:`BROKEN_RULES`, or any
+    :class:`~spectheory.verifiers.Verifier` (or registered verifier name) the decoder runs. ``law``: the exact law if already computed. Returns the dict of
     :func:`pooled_chisquare` plus ``tv_empirical`` (TV between the empirical and exact
     laws), ``gamma``, ``rule``.
     """
-    name = rule if isinstance(rule, str) or rule is None else getattr(rule, "__name__", "custom")
-    fn = BROKEN_RULES[rule] if isinstance(rule, str) else rule
-    if isinstance(rule, str) and rule not in BROKEN_RULES:
-        raise ValueError(f"rule: expected None or one of {sorted(BROKEN_RULES)}, got {rule!r}")
+    verifier = get_verifier(BROKEN_RULES.get(rule, rule) if isinstance(rule, str) else (rule or "token"))
+    name = rule if isinstance(rule, str) else (None if rule is None else verifier.name)
     dev = device if device is not None else model_device(target)
     if law is None:
         law = exact_two_token_law(target, prompt, device=dev)
-    with substituted_rule(fn):
-        samples = decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=seed,
-                                            batch_size=batch_size, device=device, dtype=dtype)
+    samples = decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=seed,
+                                        batch_size=batch_size, device=device, dtype=dtype, verifier=verifier)
     out = pooled_chisquare(samples, law, min_expected)
     emp = np.bincount(np.ravel_multi_index(tuple(samples.T), law.shape), minlength=law.size) / len(samples)
     out.update(tv_empirical=float(0.5 * np.abs(emp - law.ravel()).sum()), gamma=int(gamma),
