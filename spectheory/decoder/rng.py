@@ -1,7 +1,9 @@
 """Counter-based uniforms for the decoder: reproducible, batch invariant, device independent.
 
 Every random number the decoder uses is a pure function of
-``(sequence seed, counter_1, counter_2, ..., purpose)``, computed with 32-bit integer
+``(sequence seed, counter_1, counter_2, ..., purpose)``; an integer seed ``s`` of a batch
+gives row ``b`` the seed ``hash63(s, b)`` (:func:`row_seeds`: independent streams per row,
+never ``s + b``, which made row 1 of seed 0 equal to row 0 of seed 1), computed with 32-bit integer
 hashing carried out exactly in ``int64`` torch arithmetic. Hence
 
 - a sequence's uniforms never depend on which other sequences share the batch
@@ -28,6 +30,7 @@ PURPOSE_DRAFT = 1      # inverse-CDF draw of a draft token
 PURPOSE_ACCEPT = 2     # accept/reject uniform of a draft token (or block Bernoulli)
 PURPOSE_EMIT = 3       # residual / bonus token of a round
 PURPOSE_AUTOREG = 4    # plain autoregressive sampling
+PURPOSE_ROW = 5        # per-row seed derived from an integer seed (see check_seeds)
 
 _MAX_SEED = 2 ** 63
 
@@ -47,8 +50,42 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
+def _hash_lanes(words) -> torch.Tensor:
+    """The two 32-bit hash lanes ``[2, *shape]`` of broadcast int64 words (each in [0, 2**32))."""
+    dev = words[0].device
+    words = [w.to(dev) for w in words]
+    shape = torch.broadcast_shapes(*(w.shape for w in words))
+    keys = torch.tensor(_LANE_KEYS, dtype=torch.int64, device=dev).view((2,) + (1,) * len(shape))
+    h = keys.expand((2,) + tuple(shape))  # both lanes at once, lane = leading axis
+    for w in words:
+        h = _mix32(((h ^ w) + _GOLDEN) & _M32)
+    return h
+
+
+def row_seeds(seed: int, batch_size: int) -> list[int]:
+    """Independent per-row seeds of one integer seed: row ``b`` gets ``hash63(seed, b)``.
+
+    The hash is the module's two-lane counter hash of ``(seed, b, PURPOSE_ROW)``; lane 0 is a
+    bijection of ``b`` for a fixed seed, so the rows of one seed never share a seed, and
+    row ``b`` does not depend on ``batch_size`` (batch invariance). Unlike ``seed + b``
+    (row 1 of seed 0 was row 0 of seed 1), different integer seeds give unrelated rows: two
+    rows of different seeds coincide with probability ``2**-63``.
+
+    Examples
+    --------
+    >>> a, b = row_seeds(0, 3), row_seeds(1, 3)
+    >>> a[1] != b[0], row_seeds(0, 2) == a[:2], len(set(a + b))
+    (True, True, 6)
+    """
+    s = torch.tensor([int(seed)], dtype=torch.int64)
+    rows = torch.arange(batch_size, dtype=torch.int64)
+    h = _hash_lanes([s & _M32, s >> 32, rows, torch.tensor(PURPOSE_ROW)])
+    return ((h[0] << 31) | (h[1] >> 1)).tolist()  # 32 + 31 = 63 bits, in [0, 2**63)
+
+
 def check_seeds(seed, batch_size: int) -> list[int]:
-    """Per-sequence seeds: an int ``s`` gives ``s, s+1, ...``; a sequence is taken as is.
+    """Per-sequence seeds: an int ``s`` gives :func:`row_seeds` ``(s, batch_size)``; a
+    sequence gives one seed per row, taken as is.
 
     Raises
     ------
@@ -56,18 +93,19 @@ def check_seeds(seed, batch_size: int) -> list[int]:
         Non-integer seeds, seeds outside ``[0, 2**63)``, or a list of the wrong length.
     """
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-        seeds = [int(seed) + b for b in range(batch_size)]
-    else:
-        try:
-            seeds = list(seed)
-        except TypeError:
-            raise ValueError(f"seed: expected an int or a sequence of ints, got {seed!r}") from None
-        if len(seeds) != batch_size:
-            raise ValueError(f"seed: got {len(seeds)} seeds for {batch_size} sequences")
-        for s in seeds:
-            if isinstance(s, bool) or not isinstance(s, numbers.Integral):
-                raise ValueError(f"seed: expected integer seeds, got {s!r}")
-        seeds = [int(s) for s in seeds]
+        if not 0 <= int(seed) < _MAX_SEED:
+            raise ValueError(f"seed: seeds must lie in [0, 2**63), got {seed}")
+        return row_seeds(int(seed), batch_size)
+    try:
+        seeds = list(seed)
+    except TypeError:
+        raise ValueError(f"seed: expected an int or a sequence of ints, got {seed!r}") from None
+    if len(seeds) != batch_size:
+        raise ValueError(f"seed: got {len(seeds)} seeds for {batch_size} sequences")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, numbers.Integral):
+            raise ValueError(f"seed: expected integer seeds, got {s!r}")
+    seeds = [int(s) for s in seeds]
     for s in seeds:
         if not 0 <= s < _MAX_SEED:
             raise ValueError(f"seed: seeds must lie in [0, 2**63), got {s}")
@@ -109,10 +147,6 @@ def uniforms(seeds: torch.Tensor, *counters) -> torch.Tensor:
             raise ValueError(f"counters: must lie in [0, 2**32), got {c}")
     dev = seeds.device
     words = [seeds & _M32, seeds >> 32] + [torch.as_tensor(c, dtype=torch.int64, device=dev) for c in counters]
-    shape = torch.broadcast_shapes(*(w.shape for w in words))
-    keys = torch.tensor(_LANE_KEYS, dtype=torch.int64, device=dev).view((2,) + (1,) * len(shape))
-    h = keys.expand((2,) + tuple(shape))  # both lanes at once, lane = leading axis
-    for w in words:
-        h = _mix32(((h ^ w) + _GOLDEN) & _M32)
+    h = _hash_lanes(words)
     m = (h[0] >> 5) * (2 ** 26) + (h[1] >> 6)  # 27 + 26 = 53 bits
     return (m.to(torch.float64) + 0.5) / float(2 ** 53)

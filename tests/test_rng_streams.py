@@ -1,0 +1,89 @@
+"""Random streams: an integer seed fans out into independent rows; the decoder hashes only the
+uniforms a call can use; ``bonus`` must be a bool everywhere."""
+import numpy as np
+import pytest
+
+import spectheory as st
+
+torch = pytest.importorskip("torch")
+
+from spectheory.decoder import rng as drng  # noqa: E402
+from spectheory.decoder import speculative as spec  # noqa: E402
+from spectheory.decoder.speculative import speculative_generate  # noqa: E402
+
+
+class Bigram(torch.nn.Module):
+    """Toy model of the decoder's contract: logits from the last token."""
+    vocab_size, max_seq_len = 6, 128
+
+    def __init__(self, seed):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(6, 6, generator=torch.Generator().manual_seed(seed)))
+
+    def new_cache(self, batch_size, max_len, device=None, dtype=None):
+        return None
+
+    def forward(self, ids, cache=None, start=None):
+        return self.table[ids]
+
+
+def test_integer_seeds_do_not_overlap_between_calls():
+    """Row 1 of seed 0 was row 0 of seed 1 (seeds s + b): repeated calls shared streams."""
+    a, b = drng.check_seeds(0, 4), drng.check_seeds(1, 4)
+    assert a[1] != b[0] and not set(a) & set(b)
+    assert len(set(drng.check_seeds(7, 1000))) == 1000
+    assert drng.check_seeds(5, 3) == drng.check_seeds(5, 10)[:3]  # a row does not depend on the batch size
+    assert all(0 <= s < 2 ** 63 for s in a + b)
+
+
+def test_decoder_rows_of_consecutive_seeds_differ():
+    target, draft = Bigram(0), Bigram(1)
+    prompts = [[1, 2]] * 3
+    r0 = speculative_generate(target, draft, prompts, 12, 2, seed=0)
+    r1 = speculative_generate(target, draft, prompts, 12, 2, seed=1)
+    assert not np.array_equal(r0.tokens[1], r1.tokens[0])
+    # an int seed is batch invariant: row b is the same whatever else is in the batch
+    alone = speculative_generate(target, draft, prompts[:1], 12, 2, seed=0)
+    np.testing.assert_array_equal(alone.tokens[0], r0.tokens[0])
+
+
+def test_round_uniforms_only_for_what_the_call_can_use(monkeypatch):
+    """2 new tokens need at most 2 rounds of min(gamma, 2) slots: not 64 rounds of gamma slots."""
+    hashed = []
+    real = spec.uniforms
+
+    def counting(seeds, *counters):
+        out = real(seeds, *counters)
+        hashed.append(out.numel())
+        return out
+
+    monkeypatch.setattr(spec, "uniforms", counting)
+    B = 50
+    res = speculative_generate(Bigram(0), Bigram(1), [[1]] * B, 2, 8, seed=3)
+    assert sum(hashed) <= B * 2 * 2 * 3, hashed  # rows x rounds x slots x purposes
+    assert all(len(t) == 2 for t in res.tokens)
+
+
+def test_blocked_uniforms_equal_one_round_at_a_time():
+    seeds = drng.seed_tensor(drng.check_seeds(11, 4))
+    blocked = spec._RoundUniforms(seeds, 3, block=64)
+    single = spec._RoundUniforms(seeds, 3, block=1)
+    for rnd in range(70):
+        torch.testing.assert_close(blocked(rnd, 3, 70 - rnd), single(rnd, 3, 1), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("bad", ["no", 0, 1, None, "False"])
+def test_bonus_must_be_a_bool(bad):
+    chain = st.DecodingChain.random(3, rng=0)
+    with pytest.raises(ValueError, match="bonus"):
+        chain.expected_target_calls(6, 2, bonus=bad)
+    with pytest.raises(ValueError, match="bonus"):
+        chain.expected_rejections(6, gamma=2, bonus=bad)
+    with pytest.raises(ValueError, match="bonus"):
+        speculative_generate(Bigram(0), Bigram(1), [[1]], 4, 2, bonus=bad)
+
+
+def test_numpy_bool_bonus_is_fine():
+    chain = st.DecodingChain.random(3, rng=0)
+    np.testing.assert_allclose(chain.expected_target_calls(6, 2, bonus=np.bool_(False)),
+                               chain.expected_target_calls(6, 2, bonus=False), rtol=1e-15)
