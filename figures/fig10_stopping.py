@@ -44,7 +44,7 @@ def main(argv=None):
     models = "shipped models, order-1 fits (vs state optimum)"
     fams = [f for f in ("random V=4", "easy/hard", "random V=16 (vs state optimum)", models)
             if any(r["family"] == f for r in rows)]
-    titles = {"random V=4": "(a) random chains, V = 4", "easy/hard": "(b) easy/hard chain",
+    titles = {"random V=4": "(a) random chains, V = 4", "easy/hard": "(b) easy/hard chain, stay 0.9",
               "random V=16 (vs state optimum)": "(c) random chains, V = 16 (vs state optimum)",
               models: "(d) shipped models' order-1 chains (vs state opt.)"}
     ncols = 2 if len(fams) > 2 else len(fams)

@@ -135,7 +135,7 @@ def evaluate_policy(chain, policy: Policy, horizon, cost=None, *, bonus=True, me
         raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
     if method not in ("auto", "rounds"):
         raise ValueError(f"method: expected 'auto' or 'rounds', got {method!r}")
-    if policy.uses_path:
+    if policy.uses_path or (policy.uses_start and not isinstance(policy, StartStatePolicy)):
         from .paths import evaluate_paths
         return evaluate_paths(chain, policy, T, cost, max_nodes=max_nodes, progress=progress)
     if isinstance(policy, FixedGamma) and method == "auto":
