@@ -1,0 +1,238 @@
+r"""Tree decoding in the real decoder against the exact tree theory.
+
+Notation: p = target, q = draft (laws after temperature/top-k/top-p); the tree protocol
+of docs/trees.md (``bonus=True``); ``T`` new tokens after a prompt.
+
+**Rao-Blackwellised prediction along target paths** (node-local rules: ``rrs`` with any
+child policy). The decoder's output is target-distributed, and at a tree node ``u`` at
+prefix ``x_{<m}`` with ``k`` children the verifier emits ``x_m`` via child slot ``j`` with
+mass ``A_j(x_m)`` or as a correction with mass ``R(x_m)`` (the exact per-node laws
+:func:`spectheory.trees.exact.node_laws`, ``sum_j A_j + R = p``). Given the output
+sequence the outcomes at different nodes are independent, with
+
+.. math:: P(\text{slot } j \mid x_m) = A_j(x_m) / p(x_m), \qquad
+          P(\text{correction} \mid x_m) = R(x_m) / p(x_m),
+
+so an exact dynamic programme over (round start, tree node) along each sampled target
+path gives ``E[target calls | path]`` (:func:`tree_round_dp`); averaging over target paths
+is unbiased (the single-path version is :func:`spectheory.validation.predict.round_dp`).
+For draft models the draft law at a node is the draft's law at the path's prefix; for
+Medusa heads it is head ``d``'s law at the round start's hidden state, so the tables are
+indexed by (round start, depth).
+
+**First round, every verifier** (traversal included): :func:`first_round_prediction`
+records each first round's drafted tree and laws inside the decoder and evaluates the
+verifier's exact outcome law given them (:func:`spectheory.trees.rules.outcome_law`):
+``E[accepted length | tree]`` averaged over independent trees, compared with the
+decoder's first rounds in separate runs.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trees import DraftTree, get_tree_verifier
+from ..trees.exact import node_laws
+from ..trees.rules import tree_rule
+from ..verifiers.multidraft import _categorical
+
+__all__ = ["node_acceptance", "tree_round_dp", "first_round_prediction", "broken_tree_rule",
+           "tree_two_token_samples"]
+
+
+def node_acceptance(target_laws, draft_laws, tokens, k, policy, chunk=4096):
+    r"""``(a [k, M], res [M])``: ``A_j(x)/p(x)`` and ``R(x)/p(x)`` per row.
+
+    ``target_laws, draft_laws [M, V]`` are the laws at ``M`` prefixes and ``tokens [M]`` the
+    target path's token there. Rows with ``p(x) = 0`` get ``res = 1``.
+    """
+    t = np.asarray(target_laws, dtype=np.float64)
+    d = np.asarray(draft_laws, dtype=np.float64)
+    x = np.asarray(tokens, dtype=np.int64)
+    M = t.shape[0]
+    a = np.zeros((k, M))
+    res = np.ones(M)
+    step = chunk if policy != "wo" or k == 1 else max(1, 2_000_000 // (t.shape[1] ** (k - 1)))
+    for lo in range(0, M, step):
+        sl = slice(lo, min(M, lo + step))
+        A, R = node_laws(t[sl], d[sl], k, policy)
+        rows = np.arange(sl.stop - sl.start)
+        px = t[sl][rows, x[sl]]
+        ok = px > 0
+        a[:, sl] = np.where(ok, A[:, rows, x[sl]] / np.where(ok, px, 1.0), 0.0)
+        res[sl] = np.where(ok, R[rows, x[sl]] / np.where(ok, px, 1.0), 1.0)
+    return a, res
+
+
+def tree_round_dp(tree, tables, T):
+    r"""Exact expected round statistics per path given per-node acceptances.
+
+    Parameters
+    ----------
+    tree : DraftTree
+    tables : dict ``k -> (a [k, N, T, D], res [N, T, D])``
+        For a node at depth ``du`` in a round starting after ``n`` generated tokens,
+        with ``k`` children, ``a[j][:, n, du]`` = P(slot ``j`` accepted | output) and
+        ``res[:, n, du]`` = P(correction | output) at the node's position ``n + du``.
+    T : int
+        Tokens generated.
+
+    Returns
+    -------
+    dict: ``target_calls [N]``, ``accepted [N]`` (expected accepted drafts),
+    ``first_accepted [N]`` (first round's expected accepted length).
+
+    Examples
+    --------
+    Always accepting a single path of 2 drafts: 2 accepted + bonus per round, 6 tokens
+    in 2 calls.
+
+    >>> from spectheory.trees import DraftTree
+    >>> tree = DraftTree.from_branching([1, 1])
+    >>> one = np.ones((1, 1, 6, 2)); zero = np.zeros((1, 6, 2))
+    >>> out = tree_round_dp(tree, {1: (one, zero)}, 6)
+    >>> out["target_calls"].tolist(), out["first_accepted"].tolist()
+    ([2.0], [2.0])
+    """
+    N = next(iter(tables.values()))[1].shape[0]
+    start = np.zeros((N, T + 2))
+    start[:, 0] = 1.0
+    calls, acc, first = np.zeros(N), np.zeros(N), np.zeros(N)
+    depth = np.asarray(tree.depth)
+    for n in range(T):
+        f = start[:, n]
+        if not f.any():
+            continue
+        calls += f
+        kmax = min(tree.max_depth, T - n)
+        mass = {0: f}
+        for u in range(tree.n_nodes):
+            du = int(depth[u])
+            if du > kmax or u not in mass:
+                continue
+            m = mass.pop(u)
+            if u:
+                acc += m
+                if n == 0:
+                    first += m
+            pos = n + du
+            if pos >= T:
+                continue
+            kids = tree.children[u] if du < kmax else ()
+            if kids:
+                a, res = tables[len(kids)]
+                for j, c in enumerate(kids):
+                    mass[c] = m * a[j][:, n, du]
+                start[:, pos + 1] += m * res[:, n, du]
+            else:
+                start[:, pos + 1] += m
+    return {"target_calls": calls, "accepted": acc, "first_accepted": first}
+
+
+def first_round_prediction(run, verifier, tree):
+    r"""Exact expected first-round accepted length per sequence, from the decoder's own trees.
+
+    ``run(rule)`` must call the decoder with the callable ``rule`` (child policy = the
+    verifier's) over the prompts; the rule records, for the *first* round, the verifier's
+    exact outcome law given the drafted tree (uniforms integrated out) and then applies
+    the verifier itself. Returns ``E[j | tree]`` per sequence ``[B]``.
+    """
+    v = get_tree_verifier(verifier)
+    depth = np.asarray(tree.depth, dtype=np.float64)
+    seen = []
+
+    def rule(tree_, tokens, tl, dl, ua, uf):
+        if not seen:
+            accept, _ = v.outcome_law(tree_, tokens, tl, dl)
+            seen.append(accept @ depth)
+        return v.verify(tree_, tokens, tl, dl, ua, uf)
+
+    rule.name = v.name
+    run(rule)
+    return seen[0]
+
+
+def broken_tree_rule(policy="iid"):
+    """WRONG on purpose: recursive rejection (``rrs``) whose correction is drawn from the
+    target law at the node instead of the residual (built on the library's rule)."""
+
+    def rule(tree, tokens, tl, dl, ua, uf):
+        node, tok, residual = tree_rule(tree, tokens, tl, dl, ua, uf, policy, "rrs")
+        rows = np.arange(len(node))
+        wrong = _categorical(np.asarray(tl, dtype=np.float64)[rows, node], np.asarray(uf, dtype=np.float64))
+        return node, np.where(residual, wrong, tok), residual
+
+    rule.name = "broken_target_correction"
+    return rule
+
+
+def tree_two_token_samples(generate, prompt, n_samples, seed=0, batch_size=2048):
+    """``n_samples`` pairs of new tokens ``[n, 2]`` from ``generate(prompts, seed) -> GenerationResult``
+    (2 new tokens per prompt; sequence ``i`` has seed ``seed + i``)."""
+    out = []
+    for lo in range(0, n_samples, batch_size):
+        b = min(batch_size, n_samples - lo)
+        res = generate([list(prompt)] * b, seed + lo)
+        out.append(np.stack(res.tokens))
+    return np.concatenate(out).astype(np.int64)
+
+
+def check_tree(tree):
+    if not isinstance(tree, DraftTree):
+        raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+    return tree
+
+
+def _child_counts(tree):
+    return sorted({len(k) for k in tree.children if k})
+
+
+def draft_tables(target_laws, draft_laws, tokens, tree, policy):
+    """Tables of :func:`tree_round_dp` for a draft model: laws along target paths.
+
+    ``target_laws, draft_laws [N, T, V]``: the laws before generated token ``m`` on each
+    path (:func:`spectheory.validation.predict.path_statistics` with ``keep_laws``);
+    ``tokens [N, T]`` the path's tokens. The draft law at a node depends on its prefix only,
+    so the entry for (round start ``n``, depth ``du``) is the one at ``m = n + du``.
+    """
+    t = np.asarray(target_laws, dtype=np.float64)
+    N, T, V = t.shape
+    D = tree.max_depth
+    out = {}
+    for k in _child_counts(tree):
+        a, res = node_acceptance(t.reshape(-1, V), np.asarray(draft_laws, np.float64).reshape(-1, V),
+                                 np.asarray(tokens).reshape(-1), k, policy)
+        a, res = a.reshape(k, N, T), res.reshape(N, T)
+        A = np.zeros((k, N, T, D))
+        Rm = np.ones((N, T, D))
+        for du in range(D):
+            A[:, :, : T - du, du] = a[:, :, du:]
+            Rm[:, : T - du, du] = res[:, du:]
+        out[k] = (A, Rm)
+    return out
+
+
+def medusa_tables(target_laws, head_laws, tokens, tree, policy):
+    """Tables of :func:`tree_round_dp` for Medusa heads.
+
+    ``head_laws [N, T, K, V]``: for a round starting after ``n`` generated tokens, the
+    laws of heads ``1..K`` at the hidden state of the token before the root (absolute
+    position ``L + n - 2``); a node at depth ``du`` drafts its children from head
+    ``du + 1``. ``target_laws [N, T, V]`` and ``tokens [N, T]`` as in :func:`draft_tables`.
+    """
+    t = np.asarray(target_laws, dtype=np.float64)
+    h = np.asarray(head_laws, dtype=np.float64)
+    N, T, V = t.shape
+    D = tree.max_depth
+    out = {}
+    for k in _child_counts(tree):
+        A = np.zeros((k, N, T, D))
+        Rm = np.ones((N, T, D))
+        for du in range(D):
+            m = T - du                                     # round starts with a node at this depth in range
+            tl = t[:, du:].reshape(-1, V)
+            dl = h[:, :m, du].reshape(-1, V)
+            a, res = node_acceptance(tl, dl, np.asarray(tokens)[:, du:].reshape(-1), k, policy)
+            A[:, :, :m, du] = a.reshape(k, N, m)
+            Rm[:, :m, du] = res.reshape(N, m)
+        out[k] = (A, Rm)
+    return out
