@@ -23,7 +23,8 @@ from pathlib import Path
 
 from .sweeps import run_sweep
 
-ROOT = Path(__file__).resolve().parent.parent
+#: The installed package (its sources key the cache); the repository is always passed in.
+PACKAGE = Path(__file__).resolve().parent.parent
 
 
 @dataclass(frozen=True)
@@ -43,9 +44,9 @@ class Step:
         run = ["-m", self.module] if self.module else [self.script]
         return [sys.executable, *run, "--out", str(out), *self.args, *extra]
 
-    def sources(self) -> list[Path]:
+    def sources(self, root) -> list[Path]:
         """Files whose content keys the cache: the script, or the whole package of a module."""
-        path = ROOT / self.script
+        path = Path(root) / self.script
         return sorted(path.parent.rglob("*.py")) if self.module else [path]
 
 
@@ -57,23 +58,23 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def discover_steps() -> list[Step]:
+def discover_steps(root) -> list[Step]:
     """Every proof, simulation and figure script of the repository, in dependency order."""
     steps = []
-    if (ROOT / "proofs" / "__main__.py").exists():
+    if (Path(root) / "proofs" / "__main__.py").exists():
         steps.append(Step("proofs", "proofs/__main__.py", kind="proof", module="proofs"))
-    skip = {"train_models.py"}  # training is not part of the main job: the weights are shipped
+    skip = {"train_models.py", "train_medusa.py"}  # training is not part of the main job: the weights are shipped
     if not _cuda_available():  # the GPU run is committed from a CUDA machine (its CPU mode is a test)
         skip.add("decoder_gpu.py")
-    for path in sorted((ROOT / "simulations").glob("*.py")):
+    for path in sorted((Path(root) / "simulations").glob("*.py")):
         if path.name in skip or path.name.startswith("_"):
             continue
         kind = "decoder" if path.name.startswith("decoder") else "simulation"
         steps.append(Step(path.stem, f"simulations/{path.name}", kind=kind))
-    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+    for path in sorted((Path(root) / "benchmarks").glob("*.py")):
         if not path.name.startswith("_"):
             steps.append(Step(path.stem, f"benchmarks/{path.name}", kind="benchmark"))
-    for path in sorted((ROOT / "figures").glob("fig*.py")):
+    for path in sorted((Path(root) / "figures").glob("fig*.py")):
         steps.append(Step(path.stem, f"figures/{path.name}", kind="figure",
                           needs=tuple(s.name for s in steps if s.kind != "figure")))
     return steps
@@ -96,7 +97,7 @@ def _last_line(log: str) -> str:
     return parts[-1][:100] if parts else ""
 
 
-def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1) -> dict:
+def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1, cwd: str = ".") -> dict:
     """Run one step as a subprocess; ``digest`` (script content hash) only keys the cache.
 
     Prints one line on stderr when the step starts, and every :data:`HEARTBEAT_S` seconds
@@ -110,7 +111,7 @@ def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1) ->
     sys.stderr.write(f"reproduce: {name} started (log: {log})\n")
     sys.stderr.flush()
     with open(log, "w") as fh:
-        proc = subprocess.Popen(argv, cwd=ROOT, stdout=fh, stderr=subprocess.STDOUT, env=env)
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, env=env)
         next_beat = start + HEARTBEAT_S
         while True:
             try:
@@ -133,14 +134,14 @@ def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1) ->
 def _library_digest() -> str:
     """Hash of the library's sources: a changed library invalidates every cached step."""
     h = hashlib.sha256()
-    for path in sorted((ROOT / "spectheory").rglob("*.py")):
+    for path in sorted(PACKAGE.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()
 
 
-def _digest(step: Step, library: str) -> str:
+def _digest(step: Step, library: str, root) -> str:
     h = hashlib.sha256(library.encode())
-    for path in step.sources():
+    for path in step.sources(root):
         h.update(path.read_bytes())
     h.update(repr((step.args, step.quick_args, step.full_args)).encode())
     return h.hexdigest()[:16]
@@ -155,16 +156,18 @@ class Layout:
     cache: Path
 
     @classmethod
-    def at(cls, out=None) -> "Layout":
-        """``out=None``: the repository itself (results/, figures/); else everything under ``out``."""
+    def at(cls, root, out=None) -> "Layout":
+        """``out=None``: the repository ``root`` itself (results/, figures/); else everything under ``out``."""
         if out is None:
-            return cls(ROOT / "results", ROOT / "figures", ROOT / "results" / "logs", ROOT / ".cache" / "reproduce")
+            root = Path(root)
+            return cls(root / "results", root / "figures", root / "results" / "logs", root / ".cache" / "reproduce")
         out = Path(out).resolve()
         return cls(out / "results", out / "figures", out / "logs", out / ".cache")
 
 
-def run_steps(steps, layout: Layout, quick: bool, jobs: int = 1, scheduler=None) -> list[dict]:
-    """Run ``steps`` (figures after everything else); return one status dict per step."""
+def run_steps(steps, layout: Layout, quick: bool, root, jobs: int = 1, scheduler=None) -> list[dict]:
+    """Run ``steps`` of the repository ``root`` (figures after everything else); return one
+    status dict per step."""
     from .sweeps import task_key
 
     layout.logs.mkdir(parents=True, exist_ok=True)
@@ -178,7 +181,8 @@ def run_steps(steps, layout: Layout, quick: bool, jobs: int = 1, scheduler=None)
     for kinds, n_jobs, sched, desc in groups:
         n_threads = threads if n_jobs > 1 or sched else max(1, os.cpu_count() or 1)
         params = [{"name": s.name, "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
-                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library), "threads": n_threads}
+                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library, root), "threads": n_threads,
+                   "cwd": str(root)}
                   for s in steps if s.kind in kinds]
         results = run_sweep(_run_step, params, jobs=n_jobs, scheduler=sched, cache_dir=cache, desc=desc)
         for p, status in zip(params, results):
@@ -235,27 +239,28 @@ def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -
     return summary
 
 
-def reproduce(out=None, quick: bool = False, jobs: int = 1, scheduler=None, only=None) -> int:
-    """Run the main job; return 0 if every step succeeded, else 1.
+def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None, only=None) -> int:
+    """Run the main job of the repository checkout ``root``; return 0 if every step succeeded, else 1.
 
     ``out=None`` regenerates the repository's own ``results/`` (with ``summary.md`` and
     ``summary.json``) and ``figures/``; ``out=DIR`` writes ``DIR/summary.md``,
     ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead.
     """
+    root = Path(root).resolve()
     from .._validation import check_int
 
     jobs = check_int(jobs, "jobs", 1)  # (0 divided the cores by zero)
-    layout = Layout.at(out)
+    layout = Layout.at(root, out)
     summary_dir = layout.results if out is None else Path(out).resolve()
-    steps = discover_steps()
+    steps = discover_steps(root)
     if only:
         steps = [s for s in steps if s.name in set(only)]
     t0 = time.perf_counter()
-    statuses = run_steps(steps, layout, quick, jobs=jobs, scheduler=scheduler)
+    statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler)
     summary = write_summary(summary_dir, layout.results, statuses, quick)
     failed = [s["name"] for s in statuses if s["rc"] != 0]
-    if out is None and only is None and (ROOT / "scripts" / "update_readme.py").exists():
-        subprocess.run([sys.executable, str(ROOT / "scripts" / "update_readme.py")], cwd=ROOT, check=False)
+    if out is None and only is None and (root / "scripts" / "update_readme.py").exists():
+        subprocess.run([sys.executable, str(root / "scripts" / "update_readme.py")], cwd=root, check=False)
     print(f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
           f"{time.perf_counter() - t0:.0f} s; summary in {summary_dir / 'summary.md'}")
     if failed:
@@ -263,22 +268,24 @@ def reproduce(out=None, quick: bool = False, jobs: int = 1, scheduler=None, only
     return 1 if failed else 0
 
 
-def run_figures(names=None, quick: bool = False, out=None, jobs: int = 1) -> int:
-    """Regenerate the named figures (default all) into ``out`` (default ``figures/``)."""
+def run_figures(root, names=None, quick: bool = False, out=None, jobs: int = 1) -> int:
+    """Regenerate the named figures (default all) of the checkout ``root`` into ``out``
+    (default ``root/figures/``)."""
     from .._validation import check_int
 
     check_int(jobs, "jobs", 1)
-    steps = [s for s in discover_steps() if s.kind == "figure"]
+    root = Path(root).resolve()
+    steps = [s for s in discover_steps(root) if s.kind == "figure"]
     known = {s.name for s in steps}
     unknown = set(names or ()) - known
     if unknown:
         raise ValueError(f"unknown figure(s) {sorted(unknown)}; known: {sorted(known)}")
     chosen = [s for s in steps if not names or s.name in names]
-    target = Path(out).resolve() if out else ROOT / "figures"
+    target = Path(out).resolve() if out else root / "figures"
     failed = 0
     for i, s in enumerate(chosen, 1):
         print(f"[{i}/{len(chosen)}] {s.name} ...", flush=True)
-        proc = subprocess.run(s.argv(target, quick), cwd=ROOT)
+        proc = subprocess.run(s.argv(target, quick), cwd=root)
         print(f"[{i}/{len(chosen)}] {s.name}: {'ok' if proc.returncode == 0 else 'FAILED'}", flush=True)
         failed += proc.returncode != 0
     return 1 if failed else 0
