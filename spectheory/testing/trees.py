@@ -1,0 +1,214 @@
+r"""Conformance kit for tree verifiers: is yours lossless, and how does it compare?
+
+Notation: p = target, q = draft. Wrap your tree verifier as a batched callable::
+
+    verify(tree, tokens, target_laws, draft_laws, rng) -> (node, token)
+
+with ``tree`` a :class:`~spectheory.trees.DraftTree`, ``tokens [R, N]`` (column 0 unused,
+``-1`` = not drafted), ``target_laws``/``draft_laws [R, N, V]`` the laws *after* each node,
+``node [R]`` the last node of the accepted path (0 = nothing accepted) and ``token [R]`` the
+token emitted after it (correction, or the bonus at a leaf). The children of every node are
+drawn by the kit with the ``policy`` your verifier expects (``"iid"``, ``"wo"``, ``"topk"``).
+
+:func:`check_tree_verifier` drafts trees on small Markov instances, runs your verifier, and
+completes every emitted sequence by sampling the target to a fixed length ``depth + 1``;
+lossless means that completed sequence has the target's law exactly, which is tested cell
+by cell against the exact law (chi-square, cells expecting fewer than 5 pooled, false-alarm
+rate ``alpha``). It also reports your
+mean accepted length beside the exact values of the library's verifiers for the same policy
+(:mod:`spectheory.trees`). :data:`TREE_GALLERY` holds deliberately buggy verifiers that the
+kit catches.
+
+>>> from spectheory.testing.trees import check_tree_verifier, reference_tree_verify
+>>> check_tree_verifier(reference_tree_verify("traversal"), policy="wo", n_samples=3000, rng=0).passed
+True
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
+
+from ..trees import DraftTree, get_tree_verifier, tree_round_law
+from ..trees.simulate import draw_children
+from ..trees.rules import slot_law, _categorical
+
+__all__ = ["check_tree_verifier", "assert_tree_verifier_lossless", "reference_tree_verify",
+           "tree_instances", "TreeReport", "TREE_GALLERY"]
+
+
+def reference_tree_verify(verifier):
+    """A correct tree verifier from :mod:`spectheory.trees` as a kit callable."""
+    v = get_tree_verifier(verifier)
+
+    def verify(tree, tokens, target_laws, draft_laws, rng):
+        R, N = tokens.shape
+        node, tok, _ = v.verify(tree, tokens, target_laws, draft_laws, rng.random((R, N)), rng.random(R))
+        return node, tok
+    verify.__name__ = f"reference_{v.name}"
+    return verify
+
+
+def tree_instances():
+    """Kit instances: ``(name, chain, tree)``, first-order chains over 3 and 5 tokens."""
+    import spectheory as st
+    far = st.DecodingChain.from_matrices([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]],
+                                         [[0.1, 0.3, 0.6], [0.6, 0.2, 0.2], [0.4, 0.5, 0.1]])
+    near = st.DecodingChain.random(3, concentration=1.0, similarity=0.6, rng=3)
+    wide = st.DecodingChain.random(5, concentration=0.5, rng=3)
+    return [("far, [2, 1]", far, DraftTree.from_branching([2, 1])),
+            ("V=5, [3]", wide, DraftTree.from_branching([3])),
+            ("far, [3]", far, DraftTree.from_branching([3])),
+            ("near, [1, 1]", near, DraftTree.from_branching([1, 1])),
+            ("near, mixed", near, DraftTree.from_parents([-1, 0, 1, 0]))]
+
+
+def _draft_trees(chain, tree, policy, R, rng, s0=0):
+    N = tree.n_nodes
+    tok = np.full((R, N), -1, dtype=np.int64)
+    st_ = np.full((R, N), s0, dtype=np.int64)
+    ok = np.zeros((R, N), dtype=bool)
+    ok[:, 0] = True
+    for u in range(N):
+        kids = tree.children[u]
+        if kids:
+            x = draw_children(chain.draft[st_[:, u]], len(kids), policy, rng)
+            for j, c in enumerate(kids):
+                ok[:, c] = ok[:, u] & (x[:, j] >= 0)
+                tok[:, c] = np.where(ok[:, c], x[:, j], -1)
+                st_[ok[:, c], c] = chain.next_state[st_[ok[:, c], u], x[ok[:, c], j]]
+    return tok, st_, chain.target[st_], chain.draft[st_]
+
+
+@dataclass
+class TreeReport:
+    """Result of :func:`check_tree_verifier`: one row per instance."""
+
+    passed: bool
+    rows: list = field(default_factory=list)
+
+    def __str__(self):
+        lines = [f"tree verifier {'PASSED' if self.passed else 'FAILED'}"]
+        for r in self.rows:
+            ref = ", ".join(f"{k} {v:.3f}" for k, v in r["reference_accepted"].items())
+            lines.append(f"  {r['instance']:>14}: p = {r['p_value']:.2e} {'ok' if r['passed'] else 'BIASED'}; "
+                         f"accepted {r['accepted']:.3f} +- {r['accepted_se']:.3f} (exact: {ref})")
+        return "\n".join(lines)
+
+
+def check_tree_verifier(verify, policy="iid", n_samples=20_000, rng=None, alpha=1e-6, instances=None):
+    """Run the kit on ``verify`` (see the module docstring); returns a :class:`TreeReport`.
+
+    An instance fails when the completed output's chi-square p-value is below ``alpha /
+    n_instances`` or when an output with target probability 0 appears.
+    """
+    if policy not in ("iid", "wo", "topk"):
+        raise ValueError(f"policy: expected 'iid', 'wo' or 'topk', got {policy!r}")
+    rng = np.random.default_rng(rng)
+    inst = tree_instances() if instances is None else instances
+    rows = []
+    refs = {"iid": ["tree_rrs", "traversal_iid"], "wo": ["tree_rrs_wo", "traversal"], "topk": ["tree_topk"]}[policy]
+    for name, chain, tree in inst:
+        tok, states, t_laws, d_laws = _draft_trees(chain, tree, policy, n_samples, rng)
+        node, y = verify(tree, tok, t_laws, d_laws, rng)
+        node, y = np.asarray(node, dtype=np.int64), np.asarray(y, dtype=np.int64)
+        L = tree.max_depth + 1
+        out = np.full((n_samples, L), -1, dtype=np.int64)
+        depth = tree.depth[node]
+        for r in range(n_samples):
+            path = tree.path_to(node[r])
+            out[r, :len(path)] = tok[r, path]
+        out[np.arange(n_samples), depth] = y
+        state = chain.next_state[states[np.arange(n_samples), node], y]
+        for j in range(1, L):                  # complete by target sampling
+            todo = depth < j
+            if todo.any():
+                out[todo, j] = _categorical(chain.target[state[todo]], rng.random(int(todo.sum())))
+                state[todo] = chain.next_state[state[todo], out[todo, j]]
+        V = chain.vocab_size
+        law = np.zeros((V,) * L)
+        for seq in np.ndindex(*law.shape):     # exact target law from state 0
+            p, s = 1.0, 0
+            for x in seq:
+                p *= chain.target[s, x]
+                s = chain.next_state[s, x]
+            law[seq] = p
+        counts = np.bincount(np.ravel_multi_index(out.T, law.shape), minlength=law.size)
+        expected = law.ravel() * n_samples
+        impossible = bool(np.any(counts[expected == 0] > 0))
+        big = expected >= 5                      # cells expecting < 5 are pooled (chi-square validity)
+        obs = np.append(counts[big], counts[~big].sum())
+        exp = np.append(expected[big], expected[~big].sum())
+        use = exp > 0
+        p_value = 0.0 if impossible else float(stats.chisquare(obs[use], exp[use]).pvalue)
+        acc = tree.depth[node].astype(float)
+        exact = {ref: float(tree_round_law(chain, tree, ref)[0] @ np.arange(L)) for ref in refs}
+        rows.append({"instance": name, "p_value": p_value, "passed": p_value >= alpha / len(inst),
+                     "accepted": float(acc.mean()), "accepted_se": float(acc.std(ddof=1) / np.sqrt(acc.size)),
+                     "reference_accepted": exact})
+    return TreeReport(all(r["passed"] for r in rows), rows)
+
+
+def assert_tree_verifier_lossless(verify, policy="iid", **kwargs):
+    """Raise AssertionError with the report unless :func:`check_tree_verifier` passes."""
+    report = check_tree_verifier(verify, policy, **kwargs)
+    if not report.passed:
+        raise AssertionError(str(report))
+    return report
+
+
+# ------------------------------------------------------------------ gallery of tree bugs
+def _rrs_variant(bug):
+    """Top-down recursive rejection with one deliberate bug (vectorised, per-run loops)."""
+    def verify(tree, tokens, target_laws, draft_laws, rng):
+        R, N = tokens.shape
+        node = np.zeros(R, dtype=np.int64)
+        token = np.zeros(R, dtype=np.int64)
+        for r in range(R):
+            u = 0
+            while True:
+                kids = [c for c in tree.children[u] if tokens[r, c] >= 0]
+                res = target_laws[r, u].copy()
+                acc = None
+                for j, c in enumerate(tree.children[u]):
+                    x = tokens[r, c]
+                    if x < 0:
+                        continue
+                    s = slot_law(draft_laws[r:r + 1, u], tokens[r:r + 1], tree.children[u], j,
+                                 "iid" if bug == "draft_for_wo" else bug_policy[bug])[0]
+                    if rng.random() < min(1.0, res[x] / s[x]) if s[x] > 0 else False:
+                        acc = c
+                        break
+                    if bug == "no_zeroing":
+                        res = res / res.sum()                       # forgot to zero x first
+                    else:
+                        ex = np.maximum(res - s, 0.0)
+                        res = ex / ex.sum() if ex.sum() > 1e-15 else res
+                if acc is None and bug == "orphan" and kids and tree.children[kids[0]]:
+                    g = tree.children[kids[0]][0]                  # child of a rejected parent
+                    t, d = target_laws[r, kids[0]], draft_laws[r, kids[0]]
+                    if tokens[r, g] >= 0 and rng.random() < min(1.0, t[tokens[r, g]] / d[tokens[r, g]]):
+                        acc = g
+                if acc is None:
+                    law = target_laws[r, u] if bug == "correction_from_target" else res
+                    node[r], token[r] = u, rng.choice(law.size, p=law / law.sum())
+                    break
+                u = acc
+                if not tree.children[u]:
+                    node[r], token[r] = u, rng.choice(target_laws.shape[2], p=target_laws[r, u])
+                    break
+        return node, token
+    verify.__name__ = f"buggy_{bug}"
+    return verify
+
+
+bug_policy = {"correction_from_target": "iid", "no_zeroing": "topk", "orphan": "iid", "draft_for_wo": "wo"}
+
+#: Buggy tree verifiers: ``name -> (verify, policy the kit should draft with)``.
+TREE_GALLERY = {
+    "correction_from_target": (_rrs_variant("correction_from_target"), "iid"),
+    "no_zeroing_before_renormalise": (_rrs_variant("no_zeroing"), "topk"),
+    "accepts_child_of_rejected_parent": (_rrs_variant("orphan"), "iid"),
+    "wo_children_checked_against_draft": (_rrs_variant("draft_for_wo"), "wo"),
+}
