@@ -28,6 +28,7 @@ PROOFS = (
     "theorem1_chain",     # 4. Theorem 1 of Yin et al. on a symbolic two-step chain
     "pareto_line",        # 5. rejection + optimal TV loss = TV for over-accepting rules
     "kseq_residual",      # 6. validity of the K-SEQ residual of SpecTr
+    "sequence_front_lp",  # 7. the sequence-level front is a linear program (issue 15)
 )
 
 

@@ -124,7 +124,7 @@ def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers import optimal_sequence_front
+    >>> from spectheory.verifiers.sequence_front import optimal_sequence_front
     >>> chain = st.DecodingChain.random(3, rng=2)
     >>> front = optimal_sequence_front(chain, 3, [0.0, 0.1], start_state=0)
     >>> front.rejections.shape, front.output_law.shape
@@ -198,7 +198,7 @@ def optimal_rule_chain(front: SequenceFront, index=0):
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers import optimal_sequence_front, optimal_rule_chain
+    >>> from spectheory.verifiers.sequence_front import optimal_sequence_front, optimal_rule_chain
     >>> front = optimal_sequence_front(st.DecodingChain.random(2, rng=0), 3, 0.1, start_state=0)
     >>> chain_o, law = optimal_rule_chain(front)
     >>> bool(abs(chain_o.tv_profile(3).sum() - front.rejections) < 1e-9)

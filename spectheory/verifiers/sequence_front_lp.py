@@ -12,6 +12,9 @@ from .sequence_front_tree import PrefixForest
 
 __all__ = ["front_lp", "FrontSolver"]
 
+#: Smallest budget handed to HiGHS (see :meth:`FrontSolver.solve`).
+BUDGET_FLOOR = 1e-12
+
 
 def front_lp(forest: PrefixForest):
     r"""The LP of the front with the budget's right-hand side left at 0: ``(c, A_ub, b_ub, A_eq, b_eq)``.
@@ -139,19 +142,25 @@ class FrontSolver:
         return self._core is not None
 
     def solve(self, eps: float):
+        """``(objective, leaf masses, budget dual)`` at budget ``eps``.
+
+        The budget is floored at :data:`BUDGET_FLOOR`: at ``eps = 0`` the leaves must sum to
+        the start weights *and* stay below the target's masses, whose float sum may miss the
+        weights by an ulp (an exactly infeasible program); the floor moves the optimum by at
+        most ``|slope| * 1e-12``. If the hot-started solve does not end optimal, the budget is
+        solved afresh with ``linprog``.
+        """
         leaves = slice(self.n_nodes - self.n_leaf, self.n_nodes)
+        eps = max(float(eps), BUDGET_FLOOR)
         if self._core is not None:
             h = self._highs
-            h.changeRowBounds(self._budget_row, -np.inf, float(eps))
+            h.changeRowBounds(self._budget_row, -np.inf, eps)
             h.run()
-            status = h.getModelStatus()
-            if status != self._core.HighsModelStatus.kOptimal:
-                raise RuntimeError(f"optimal_sequence_front: HiGHS stopped at eps = {eps!r}: "
-                                   f"{h.modelStatusToString(status)}")
-            sol = h.getSolution()
-            x = np.asarray(sol.col_value)
-            dual = float(np.asarray(sol.row_dual)[self._budget_row])
-            return float(self.c @ x), x[leaves], dual
+            if h.getModelStatus() == self._core.HighsModelStatus.kOptimal:
+                sol = h.getSolution()
+                x = np.asarray(sol.col_value)
+                dual = float(np.asarray(sol.row_dual)[self._budget_row])
+                return float(self.c @ x), x[leaves], dual
         from scipy.optimize import linprog
         b_ub = self.b_ub.copy()
         b_ub[-1] = eps
