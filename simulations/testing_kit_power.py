@@ -8,6 +8,10 @@ the bug under every one of ``--repeats`` seeds (default 5), with the checks that
 A second column repeats the search with only the families that have no exact zeros
 (:data:`ZERO_FREE`), where the exact zero-probability check cannot help: it measures the
 power of the statistical law and efficiency tests alone.
+The field bugs (``spectheory.testing.gallery_field.FIELD_BUGS``: verifier bugs that shipped
+in real engines, with the issue or PR that reported each; the torch one is skipped without
+torch) and the whole-sampler glue bugs (``spectheory.testing.gallery_samplers.SAMPLER_BUGS``,
+run through ``check_sampler``) are searched the same way, each with its kit options.
 Prints a table and writes ``testing_kit_power.json`` into ``--out``.
 
 Usage: python simulations/testing_kit_power.py [--quick] [--repeats R] [--out DIR]
@@ -17,20 +21,23 @@ import time
 from tqdm.auto import tqdm
 
 from spectheory.app.results import headline, script_parser, write_results
-from spectheory.testing import check_verifier
+from spectheory.testing import check_sampler, check_verifier
 from spectheory.testing.gallery import GALLERY
+from spectheory.testing.gallery_field import FIELD_BUGS
+from spectheory.testing.gallery_samplers import SAMPLER_BUGS
 
 GRID = (50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000)
 #: Instance families without exact zeros in the laws.
 ZERO_FREE = ("equal", "tiny", "flatter_draft", "sharper_draft", "positions")
 
 
-def smallest_detecting_n(verify, repeats: int, grid=GRID, first_seed: int = 500, families=None):
+def smallest_detecting_n(verify, repeats: int, grid=GRID, first_seed: int = 500, families=None,
+                         kit=check_verifier, **options):
     """Smallest ``n`` in ``grid`` at which every one of ``repeats`` kit runs flags ``verify``."""
     for n in grid:
         failed = {}
         for r in range(repeats):
-            report = check_verifier(verify, n_samples=n, seed=first_seed + r, progress=False, families=families)
+            report = kit(verify, n_samples=n, seed=first_seed + r, progress=False, families=families, **options)
             if report.passed:
                 break
             for name in report.failed:
@@ -48,16 +55,26 @@ def main(argv=None):
     grid = tuple(n for n in GRID if n <= 5000) if args.quick else GRID
     rows = []
     t0 = time.perf_counter()
-    for name, (verify, desc, _) in tqdm(list(GALLERY.items()), desc="bugs"):
-        n, checks = smallest_detecting_n(verify, repeats, grid)
-        n0, checks0 = smallest_detecting_n(verify, repeats, grid, families=ZERO_FREE)
-        rows.append({"bug": name, "description": desc, "smallest_n_samples": n, "flagged_by": checks,
+    entries = [(name, verify, desc, "", {}, check_verifier) for name, (verify, desc, _) in GALLERY.items()]
+    entries += [(name, verify, desc, by, opts, check_verifier)
+                for name, (verify, desc, _, by, opts) in FIELD_BUGS.items()
+                if name != "leq_float32_torch" or _has_torch()]
+    entries += [(name, sampler, desc, by, opts, check_sampler)
+                for name, (sampler, desc, _, by, opts) in SAMPLER_BUGS.items()]
+    for name, verify, desc, by, opts, kit in tqdm(entries, desc="bugs"):
+        n, checks = smallest_detecting_n(verify, repeats, grid, kit=kit, **opts)
+        n0, checks0 = smallest_detecting_n(verify, repeats, grid, families=ZERO_FREE, kit=kit, **opts)
+        rows.append({"bug": name, "description": desc, "reported_by": by, "kit": kit.__name__, "options": opts,
+                     "smallest_n_samples": n, "flagged_by": checks,
                      "zero_free_smallest_n_samples": n0, "zero_free_flagged_by": checks0})
     res = {"repeats": repeats, "grid": list(grid), "rows": rows, "kit": "check_verifier defaults except n_samples",
            "zero_free_families": list(ZERO_FREE),
            "seconds": round(time.perf_counter() - t0, 1)}
     caught = [r for r in rows if r["smallest_n_samples"] is not None]
+    field = [r for r in rows if r["reported_by"]]
     write_results(__file__, res, args.out, argv, [
+        headline("conformance kit: field bugs flagged at <= 2,000 samples in every seed",
+                 f"{sum(1 for r in field if (r['smallest_n_samples'] or 10**9) <= 2000)}/{len(field)}"),
         headline("conformance kit: buggy verifiers flagged", f"{len(caught)}/{len(rows)}"),
         headline("conformance kit: largest samples per instance needed to flag a bug",
                  max((r["smallest_n_samples"] for r in caught), default=None)),
@@ -68,14 +85,23 @@ def main(argv=None):
 
 def table(res) -> str:
     """Markdown table of the power results."""
-    lines = ["| bug class | n_samples to flag it (all families) | flagged by | "
-             "n_samples, families without zeros | flagged by |", "|---|---:|---|---:|---|"]
+    lines = ["| bug class | reported by | n_samples to flag it (all families) | flagged by | "
+             "n_samples, families without zeros | flagged by |", "|---|---|---:|---|---:|---|"]
     big = "> " + str(res["grid"][-1])
     for r in res["rows"]:
         n, n0 = r["smallest_n_samples"], r["zero_free_smallest_n_samples"]
-        lines.append(f"| {r['description']} | {n if n is not None else big} | {', '.join(r['flagged_by'])} | "
+        lines.append(f"| {r['description']} | {r.get('reported_by') or '(gallery)'} | "
+                     f"{n if n is not None else big} | {', '.join(r['flagged_by'])} | "
                      f"{n0 if n0 is not None else big} | {', '.join(r['zero_free_flagged_by'])} |")
     return "\n".join(lines)
+
+
+def _has_torch() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 if __name__ == "__main__":

@@ -27,13 +27,13 @@ from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
 from .kit import (CHECKS, CheckResult, Report, assert_verifier_lossless, assert_verifier_optimal,
                   check_verifier)
 from .whole import assert_sampler_lossless, check_sampler
-from .reference import (PAD, BatchedVerifier, accepted_count, as_batched, from_round_verifier,
+from .reference import (PAD, BatchedVerifier, accepted_count, as_batched, from_round_verifier, from_verifier,
                         reference_verify, reference_verify_batch)
 
 __all__ = ["check_sampler", "assert_sampler_lossless", "check_verifier", "assert_verifier_lossless",
            "assert_verifier_optimal", "Report", "CheckResult", "CHECKS",
            "reference_verify", "reference_verify_batch", "accepted_count", "as_batched",
-           "BatchedVerifier", "from_round_verifier", "PAD", "Instance", "FAMILIES", "make_instance",
+           "BatchedVerifier", "from_round_verifier", "from_verifier", "PAD", "Instance", "FAMILIES", "make_instance",
            "constant_uniform_rng"]
 
 

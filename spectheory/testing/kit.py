@@ -96,21 +96,53 @@ def _plan(vocab_sizes, gammas, families, seed):
 
 
 def resolve_verifier(verify):
-    """A registered verifier name or a Verifier object -> a kit ``verify`` callable; else ``verify``."""
-    if isinstance(verify, str) or (not callable(verify) and not hasattr(verify, "verify_batch")):
-        try:
-            from ..verifiers.base import get_verifier
-        except ImportError:
-            raise ValueError(f"verify: {verify!r} is not callable and the verifier registry is unavailable")
+    """A registered verifier name or a Verifier object -> a kit verifier (:func:`from_verifier`); else ``verify``."""
+    from ..verifiers.base import Verifier
+
+    if isinstance(verify, (str, Verifier)):
         from .reference import from_verifier
-        return from_verifier(get_verifier(verify))
+        try:
+            return from_verifier(verify)
+        except (KeyError, ValueError) as exc:
+            raise ValueError(f"verify: {exc}") from None
     return verify
+
+
+_WORK = None     # what forked workers inherit (set just before the pool starts)
+
+
+def _one(i):
+    runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token = _WORK
+    found = {name: [] for name in CHECKS}
+    check_instance(insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token)
+    return found, runner.routed
+
+
+def _run_all(work, jobs, progress):
+    """Check every instance (in ``jobs`` forked processes when > 1); merge findings in instance order."""
+    global _WORK
+    from tqdm.auto import tqdm
+
+    n = len(work[1])
+    bar = dict(desc="check_verifier", total=n, disable=None if progress is None else not progress, leave=False)
+    _WORK = work
+    try:
+        if jobs > 1 and n > 1:
+            import multiprocessing as mp
+            with mp.get_context("fork").Pool(min(jobs, n)) as pool:
+                parts = list(tqdm(pool.imap(_one, range(n)), **bar))
+        else:
+            parts = [_one(i) for i in tqdm(range(n), **bar)]
+    finally:
+        _WORK = None
+    found = {name: [f for part, _ in parts for f in part[name]] for name in CHECKS}
+    return found, any(r for _, r in parts)
 
 
 def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int = 20_000, seed=0,
                    families=None, alpha: float = 1e-4, efficiency: bool = True, batched=None,
                    instances=None, progress=None, bonus=None, stop_token=None, torch_random=None,
-                   rows_per_call=None) -> Report:
+                   rows_per_call=None, jobs: int = 1) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
     Parameters
@@ -151,6 +183,10 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
         whenever torch is imported). False opts out.
     rows_per_call : int, optional
         Rows per ``verify_batch`` call (default: all rows of an instance at once).
+    jobs : int
+        Instances checked in parallel by forked worker processes (POSIX ``fork`` only; the
+        report is the same for any ``jobs``). Use it for slow per-round samplers; a verifier
+        that keeps state across calls sees only its own process's calls.
 
     Returns
     -------
@@ -162,8 +198,9 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
     >>> report = check_verifier(reference_verify, n_samples=1000, seed=0)
     >>> report.passed, report.failed
     (True, [])
+    >>> check_verifier("block", n_samples=1000, seed=0).passed       # a registered Verifier
+    True
     """
-    from tqdm.auto import tqdm
 
     verify = resolve_verifier(verify)
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
@@ -202,13 +239,11 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
         raise ValueError(f"stop_token: must lie below every vocabulary size, got {stop_token}")
     M = sum(n_tests(i, efficiency) for i in insts)
     a_i = alpha / M
+    jobs = check_int(jobs, "jobs", 1)
     runner = Runner(verify, batched, torch_random, rows_per_call)
-    found = {name: [] for name in CHECKS}
     seeds = base.spawn(len(insts))
-
-    for inst, ss in tqdm(list(zip(insts, seeds)), desc="check_verifier",
-                         disable=None if progress is None else not progress, leave=False):
-        check_instance(inst, ss, runner, n_samples, a_i, efficiency, found, bonus, stop_token)
+    work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token)
+    found, routed = _run_all(work, jobs, progress)
 
     checks = []
     for name, (desc, kind) in CHECKS.items():
@@ -218,7 +253,7 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
     config = {"vocab_sizes": list(vocab_sizes), "gammas": list(gammas), "n_samples": n_samples,
               "seed": seed if np.isscalar(seed) else str(seed), "families": fams,
               "n_instances": len(insts), "instances": [i.name for i in insts], "batched": bool(batched),
-              "protocol": {"bonus": bonus, "stop_token": stop_token}, "torch_random": runner.routed}
+              "protocol": {"bonus": bonus, "stop_token": stop_token}, "torch_random": routed}
     return Report(_name(verify), checks, config, M, alpha)
 
 

@@ -20,7 +20,9 @@ emitted tokens; wrap such a function with :func:`as_batched` (or, for torch engi
 :func:`spectheory.testing.torch_adapter.from_torch_sampler`).
 
 **Reference.** :func:`reference_verify` is standard speculative sampling (Leviathan et al.
-2023; Chen et al. 2023), p = target, q = draft::
+2023; Chen et al. 2023), p = target, q = draft -- the pure rule of the registered ``"token"``
+:class:`~spectheory.verifiers.Verifier` (:mod:`spectheory.verifiers.token`), one round at a
+time::
 
     for j in 0..k-1:
         if u_j * q_j(x_j) < p_j(x_j):  accept x_j          # u_j < min(1, p_j(x_j) / q_j(x_j))
@@ -39,7 +41,7 @@ from ..laws.sampling import residual_weights, sample_categorical
 from ..verifiers.token import TOKEN
 
 __all__ = ["accepted_count", "reference_verify", "reference_verify_batch", "as_batched",
-           "BatchedVerifier", "from_round_verifier", "PAD"]
+           "BatchedVerifier", "from_round_verifier", "from_verifier", "PAD"]
 
 #: Padding value of the batched interface (positions after the emitted tokens).
 PAD = -1
@@ -86,9 +88,8 @@ def accepted_count(target_probs, draft_probs, draft_tokens, uniforms) -> int:
     k = x.shape[0]
     if u.shape != (k,):
         raise ValueError(f"uniforms: expected shape ({k},), got {u.shape}")
-    j = np.arange(k)
-    ok = u * d[j, x] < t[j, x]
-    return int(k if ok.all() else np.argmin(ok))
+    n, _ = TOKEN.rule(t[None], d[None], x[None], [k], u[None], [0.0])   # the token Verifier's rule
+    return int(n[0])
 
 
 def reference_verify(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
@@ -118,26 +119,13 @@ def reference_verify(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray
     t, d, x = _check_one(target_probs, draft_probs, draft_tokens)
     rng = np.random.default_rng(rng)
     k = x.shape[0]
-    u = rng.random(k)
-    j = _ARANGE[:k] if k <= _ARANGE.size else np.arange(k)
-    ok = u * d[j, x] < t[j, x]
-    n = int(np.argmin(ok)) if not ok.all() else k
-    if n == k:
-        law = t[k]
-    else:
-        law = np.maximum(t[n] - d[n], 0.0)
-        if not law.sum() > 1e-15:          # zero residual mass: target == draft up to rounding
-            law = t[n]
-    cdf = np.cumsum(law)
-    cdf /= cdf[-1]                         # last entry exactly 1
-    y = int(np.count_nonzero(cdf <= rng.random()))   # first index whose CDF exceeds u
+    u = rng.random((1, k))
+    n, y = TOKEN._rule(t[None], d[None], x[None], np.array([k]), u, rng.random(1))   # the token Verifier's rule
+    n = int(n[0])
     out = np.empty(n + 1, dtype=np.int64)
     out[:n] = x[:n]
-    out[n] = y
+    out[n] = y[0]
     return out
-
-
-_ARANGE = np.arange(64)
 
 
 def _check_one(target_probs, draft_probs, draft_tokens):
@@ -253,3 +241,22 @@ def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifie
         return out
 
     return BatchedVerifier(verify_batch, PAD, name or getattr(verify_round, "__name__", "round_verifier"))
+
+
+def from_verifier(verifier) -> BatchedVerifier:
+    """A registered verifier name or :class:`~spectheory.verifiers.Verifier` object as a kit verifier.
+
+    Calls the Verifier's ``verify_round`` (its pure rule on uniforms drawn from the kit's
+    ``rng``) on all rows of an instance at once. :func:`~spectheory.testing.check_verifier`
+    does this itself when handed a name or a Verifier.
+
+    Examples
+    --------
+    >>> from spectheory.testing import check_verifier
+    >>> check_verifier("token", n_samples=1000, seed=0).passed
+    True
+    """
+    from ..verifiers.base import get_verifier
+
+    v = get_verifier(verifier)
+    return from_round_verifier(v.verify_round, name=f"verifier {v.name!r}")
