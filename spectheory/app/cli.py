@@ -149,6 +149,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", type=A.device_name, default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
     p.add_argument("--no-bonus", action="store_true", help="no bonus tokens (Yin et al.'s counting; default: bonus)")
     p.add_argument("--json", action="store_true", help="machine-readable output (default: text)")
+    p.add_argument("--tree", default=None, metavar="SHAPE",
+                   help="tree decoding: AxBxC (children per depth), pathN, or sparseN with --medusa (default: none)")
+    p.add_argument("--verifier", default=None, metavar="NAME",
+                   help="tree verifier: tree_rrs, tree_rrs_wo, tree_topk, traversal, traversal_iid or typical "
+                        "(default: tree_rrs; tree_topk with --medusa)")
+    p.add_argument("--medusa", action="store_true", help="draft with the shipped Medusa heads (default: off)")
 
     p = add("demo", cmd_demo, "step-by-step teaching demo in the terminal")
     p.add_argument("--seed", type=A.nonneg_int, default=None, help="random seed (default: the demo's own)")

@@ -48,6 +48,9 @@ def run_decode(args) -> int:
     from .cli_args import check_device_available
 
     check_device_available(args.device)  # before the models load
+    if getattr(args, "tree", None) or getattr(args, "medusa", False):  # tree decoding (issue 12)
+        from .decode_tree import run_tree_decode
+        return run_tree_decode(args)
     from ..decoder import list_models, load_model
     from ..decoder.speculative import autoregressive_generate, speculative_generate
     from ..laws.closed_form import walltime_speedup
