@@ -131,9 +131,11 @@ def _prefill(model, cache, batch: _Batch) -> torch.Tensor:
     return batch.seq_len - 1
 
 
-def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft):
+def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
     """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` [B, K];
-    return the tokens [B, K] and the laws they were sampled from [B, K, V]."""
+    return the tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length
+    policy ``stop(depth, law, token) -> bool [B]`` ends rows early by lowering ``k`` in place
+    (then ``K' <= K`` is the longest draft played)."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     xs, laws = [], []
@@ -151,6 +153,10 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft):
         batch.tokens[rows, slot] = torch.where(live, x, batch.tokens[rows, slot])
         xs.append(x)
         laws.append(law_j)
+        if stop is not None:
+            k[live & (k > j) & stop(j, law_j, x)] = j
+            if not bool((k > j).any()):
+                break
     return torch.stack(xs, 1), torch.stack(laws, 1)
 
 
@@ -211,7 +217,8 @@ def _new_tokens(batch, max_new_tokens):
 
 # ----------------------------------------------------------------------------- public API
 def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperature=1.0, top_k=None,
-                         top_p=None, bonus=True, verifier="token", seed=0, device=None, dtype=None):
+                         top_p=None, bonus=True, verifier="token", seed=0, device=None, dtype=None,
+                         policy=None):
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
     Each round, per sequence with ``r`` tokens still to generate: the draft proposes
@@ -241,6 +248,10 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
         on CPU and CUDA up to the models' arithmetic, and do not depend on the rest of the batch.
     device, dtype : optional
         If given, both models are moved there in place (``model.to``); otherwise the target's.
+    policy : spectheory.stopping.Policy, optional
+        A draft-length policy a real drafter can run (fixed, confidence, entropy, HF schedule;
+        :mod:`spectheory.stopping.runtime`): it decides per row after each drafted token whether
+        to draft another, at most ``min(gamma, policy.max_depth)`` per round.
 
     Returns
     -------
@@ -278,6 +289,10 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
     seeds = seed_tensor(check_seeds(seed, B), dev)
     law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
     rec = StatsRecorder(B, gamma)
+    hook = None
+    if policy is not None:
+        from ..stopping.runtime import DecoderPolicy
+        hook = DecoderPolicy(policy, B, dev)
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     calls = dict(batch_draft_calls=0, batch_target_calls=0)
     with torch.inference_mode():
@@ -294,12 +309,17 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
         while True:
             remaining = batch.remaining
             k = torch.clamp(remaining, max=gamma)
+            if hook is not None:
+                k = hook.cap(k)
             K = int(k.max().item())
             if K == 0:
                 break
             t0 = time.perf_counter()
             u = round_uniforms(rnd, K, int(remaining.max().item()))
-            drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0])
+            stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
+            drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop)
+            K = drafts.shape[1]
+            u = u[:, :K]
             _sync(dev)
             t1 = time.perf_counter()
             target_laws = _score(target, target_cache, batch, target_cached, k, K, law)
@@ -308,6 +328,8 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             allow_bonus = (k < remaining) & bool(bonus)
             verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
             target_cached, draft_cached = _commit(batch, k, verdict)
+            if hook is not None:
+                hook.after_round(k, verdict.n_accepted, k > 0)
             counts = torch.stack([k, verdict.n_accepted, (verdict.next_token >= 0).to(torch.int64),
                                   verdict.rejected.to(torch.int64)]).cpu().numpy()  # one transfer
             rec.add_round(*counts)

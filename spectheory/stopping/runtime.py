@@ -1,0 +1,85 @@
+r"""Running a draft-length policy inside the real decoder (:func:`~spectheory.decoder.speculative_generate`).
+
+:class:`DecoderPolicy` adapts a :mod:`spectheory.stopping.policies` object to the decoder's
+batched rounds: it caps each row's round (``max_depth``, the policy's memory), decides after
+each drafted token from what the draft computed (depth, the drafted token, the law it was
+sampled from: top probability, entropy, token probability) and updates the memory after
+verification. A real decoder has no chain state and no target laws while drafting, so only
+the *runnable* policies work here: :class:`FixedGamma`, :class:`ConfidenceThreshold`,
+:class:`EntropyRule`, :class:`HFSchedule` (the oracle :class:`RejectionThreshold` and the
+state-information optimum raise ``ValueError``). The decisions never touch the random
+streams, so decoding stays lossless.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .policies import Policy, StopContext
+
+__all__ = ["DecoderPolicy", "RUNNABLE"]
+
+#: Policy classes a real decoder can run (no chain state, no target laws).
+RUNNABLE = ("FixedGamma", "ConfidenceThreshold", "EntropyRule", "HFSchedule")
+
+
+class DecoderPolicy:
+    """Per-row state of a policy across the rounds of one ``speculative_generate`` call.
+
+    Parameters
+    ----------
+    policy : Policy
+        One of ``RUNNABLE``.
+    batch_size : int
+    device : torch.device
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectheory.stopping import ConfidenceThreshold
+    >>> hook = DecoderPolicy(ConfidenceThreshold(0.5, max_depth=4), 2, torch.device("cpu"))
+    >>> hook.cap(torch.tensor([10, 2])).tolist()
+    [4, 2]
+    >>> laws = torch.tensor([[0.9, 0.1], [0.3, 0.7]])
+    >>> hook.stop(1, laws, torch.tensor([0, 1]), torch.tensor([0, 0])).tolist()   # top 0.9 vs 0.7
+    [False, False]
+    """
+
+    def __init__(self, policy: Policy, batch_size: int, device):
+        import torch
+        if not isinstance(policy, Policy):
+            raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
+        if type(policy).__name__ not in RUNNABLE or policy.uses_path or policy.uses_start:
+            raise ValueError(f"policy: {policy.name} is not runnable in a real decoder "
+                             f"(needs chain states or target laws); runnable: {', '.join(RUNNABLE)}")
+        self.policy = policy
+        self.torch = torch
+        self.memory = np.full(batch_size, policy.initial_memory, dtype=np.int64)
+
+    def cap(self, k):
+        """Longest draft of this round per row: ``min(k, max_depth)`` (and the schedule's counter)."""
+        cap = self.torch.clamp(k, max=self.policy.max_depth)
+        if type(self.policy).__name__ == "HFSchedule":
+            counter = self.torch.as_tensor(self.memory + 1, device=k.device)
+            cap = self.torch.minimum(cap, counter)
+        return cap
+
+    def stop(self, depth, law, token, position):
+        """Rows that stop after drafting token ``depth`` (``token`` [B] from ``law`` [B, V])."""
+        torch = self.torch
+        lawd = law.double()
+        logq = torch.where(lawd > 0, lawd.clamp_min(1e-300).log(), torch.zeros_like(lawd))
+        B = law.shape[0]
+        none = np.full(B, -1)
+        ctx = StopContext(depth=depth, position=position.cpu().numpy(), start_state=none, prev_state=none,
+                          token=token.cpu().numpy(), state=none, top=lawd.max(-1).values.cpu().numpy(),
+                          entropy=(-(lawd * logq).sum(-1)).cpu().numpy(),
+                          token_prob=lawd.gather(1, token[:, None])[:, 0].cpu().numpy(),
+                          accept_prob=None, memory=self.memory)
+        out = np.broadcast_to(np.asarray(self.policy.stop(ctx), dtype=bool), (B,))
+        return torch.as_tensor(np.array(out), device=law.device)
+
+    def after_round(self, k, n_accepted, active):
+        """Update the memory of the rows that played this round (``active``: k > 0)."""
+        k, n, act = (np.asarray(a.cpu().numpy()) for a in (k, n_accepted, active))
+        new = np.asarray(self.policy.next_memory(self.memory, n == k), dtype=np.int64)
+        self.memory = np.where(act, new, self.memory)
