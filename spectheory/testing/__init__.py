@@ -18,6 +18,8 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
 * :mod:`spectheory.testing.strategies` -- hypothesis strategies (needs ``hypothesis``);
 * :mod:`spectheory.testing.gallery`, :mod:`.gallery_field`, :mod:`.gallery_samplers` --
   deliberately buggy verifiers and samplers the kit catches (field bugs with their reports).
+* :func:`check_tree_verifier` / :func:`assert_tree_verifier_lossless` -- tree verifiers (a draft
+  tree in, accepted path and next token out), with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
 
 >>> from spectheory.testing import check_verifier, reference_verify
 >>> check_verifier(reference_verify, n_samples=500).passed
@@ -29,12 +31,14 @@ from .kit import (CHECKS, CheckResult, Report, assert_verifier_lossless, assert_
 from .whole import assert_sampler_lossless, check_sampler
 from .reference import (PAD, BatchedVerifier, accepted_count, as_batched, from_round_verifier, from_verifier,
                         reference_verify, reference_verify_batch)
+from .trees import TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier, reference_tree_verify
 
 __all__ = ["check_sampler", "assert_sampler_lossless", "check_verifier", "assert_verifier_lossless",
            "assert_verifier_optimal", "Report", "CheckResult", "CHECKS",
            "reference_verify", "reference_verify_batch", "accepted_count", "as_batched",
            "BatchedVerifier", "from_round_verifier", "from_verifier", "PAD", "Instance", "FAMILIES", "make_instance",
-           "constant_uniform_rng"]
+           "constant_uniform_rng", "check_tree_verifier", "assert_tree_verifier_lossless",
+           "reference_tree_verify", "TREE_GALLERY"]
 
 
 def __getattr__(name):
