@@ -124,7 +124,7 @@ def main(argv=None):
             "weights_file": os.path.basename(path), "weights_dtype": "float16",
             "training_command": "python simulations/train_medusa.py " + " ".join(sys.argv[1:] if argv is None else argv),
             "training": {"windows": args.windows, "positions": int(flat_h.shape[0]), "steps": args.steps,
-                         "batch": args.batch, "lr": args.lr, "seed": args.seed, "final_loss": float(loss),
+                         "batch": args.batch, "lr": args.lr, "seed": args.seed, "final_loss": loss.item(),
                          "seconds": round(time.time() - t0, 1)},
             "heldout": {"windows": args.eval_windows, "positions_per_window": L, **ev},
             "heldout_untrained_heads": {"top1": base["top1"], "top5": base["top5"],

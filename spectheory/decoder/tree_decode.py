@@ -40,6 +40,8 @@ from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_t
 
 __all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
 
+_BLOCK = 16   # rounds whose uniforms are hashed together: u[b, node, purpose] of (seed_b, round, node, purpose)
+
 
 # ----------------------------------------------------------------------------- drafting
 def draw_level(parent_laws, layout, d, policy, u_draft, present_parent):
@@ -254,6 +256,7 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
     rec = StatsRecorder(B, D)
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     node_ids = torch.arange(N, device=dev)[None, :]
+    purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[None, None, None, :]
     with torch.inference_mode():
         _sync(dev)
         t_start = time.perf_counter()
@@ -275,9 +278,12 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
             if K == 0:
                 break
             t0 = time.perf_counter()
-            u_d = uniforms(seeds[:, None], rnd, node_ids, PURPOSE_DRAFT)
-            u_a = uniforms(seeds[:, None], rnd, node_ids, PURPOSE_ACCEPT)
-            u_f = uniforms(seeds, rnd, 0, PURPOSE_EMIT)
+            if rnd % _BLOCK == 0:                 # hash _BLOCK rounds at once (same values)
+                u_block = uniforms(seeds[:, None, None, None],
+                                   torch.arange(rnd, rnd + _BLOCK, device=dev)[None, :, None, None],
+                                   node_ids[:, None, :, None], purposes)
+            u = u_block[:, rnd % _BLOCK]
+            u_d, u_a, u_f = u[..., 0], u[..., 1], u[:, 0, 2]
             node_tokens = torch.zeros(B, N, dtype=torch.long, device=dev)
             root_slot = batch.seq_len - 1
             node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
