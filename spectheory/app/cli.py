@@ -10,6 +10,7 @@ error prints one line and exits with status 1. Output cut short by a closed pipe
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 import os
 import sys
 
@@ -44,17 +45,24 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
         return text + " (default: %(default)s)"
 
 
-def cmd_prove(args) -> int:
-    from pathlib import Path
+def _root(args):
+    """The repository checkout the command works on: ``--root`` or the one around the current
+    directory (:func:`spectheory.app.repo.find_repository`)."""
+    from .repo import find_repository, is_repository
+    if args.root is None:
+        return find_repository()
+    if not is_repository(args.root):
+        raise CLIError(f"--root {args.root}: not a spectheory checkout (no simulations/ and figures/ there)")
+    return Path(args.root).resolve()
 
-    root = str(Path(__file__).resolve().parent.parent)  # proofs/ sits beside the package
-    if root not in sys.path:
-        sys.path.insert(0, root)
-    try:
-        from proofs.__main__ import main as proofs_main
-    except ImportError:
-        raise CLIError("the proofs/ folder is not importable (use a checkout of the repository)") from None
-    return proofs_main([])
+
+def cmd_prove(args) -> int:
+    import subprocess
+
+    root = _root(args)
+    if not (root / "proofs" / "__main__.py").exists():
+        raise CLIError(f"--root {root}: has no proofs/ folder")
+    return subprocess.run([sys.executable, "-m", "proofs"], cwd=root).returncode
 
 
 def cmd_demo(args) -> int:
@@ -68,21 +76,21 @@ def cmd_demo(args) -> int:
 
 def cmd_figures(args) -> int:
     from .reproduce import run_figures
+    root = _root(args)
     out = args.out
     if args.quick and out is None:  # never overwrite the committed full-size figures with quick ones
-        out = quick_figures_dir()
+        out = quick_figures_dir(root)
         print(f"spectheory figures --quick: writing into {out} (pass --out to choose; the committed "
               "figures/ are untouched)")
-    return run_figures(args.names, quick=args.quick, out=out, jobs=args.jobs)
+    return run_figures(root, args.names, quick=args.quick, out=out, jobs=args.jobs)
 
 
-def quick_figures_dir() -> str:
+def quick_figures_dir(repo) -> str:
     """A fresh folder for quick figures, with ``results`` linked to the repository's results."""
     import tempfile
-    from pathlib import Path
 
     root = Path(tempfile.mkdtemp(prefix="spectheory-figures-quick-"))
-    repo_results = Path(__file__).resolve().parent.parent.parent / "results"
+    repo_results = Path(repo) / "results"
     if repo_results.is_dir():  # figures of the decoder read what the simulations wrote
         (root / "results").symlink_to(repo_results, target_is_directory=True)
     return str(root / "figures")
@@ -95,7 +103,7 @@ def cmd_decode(args) -> int:
 
 def cmd_reproduce(args) -> int:
     from .reproduce import reproduce
-    return reproduce(out=args.out, quick=args.quick, jobs=args.jobs, scheduler=args.scheduler)
+    return reproduce(_root(args), out=args.out, quick=args.quick, jobs=args.jobs, scheduler=args.scheduler)
 
 
 def _version() -> str:
@@ -123,7 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=func)
         return p
 
+    def add_root(p):
+        p.add_argument("--root", default=None, metavar="PATH",
+                       help="repository checkout to work on (default: the one around the current directory)")
+
     p = add("reproduce", cmd_reproduce, "regenerate every result and figure (the main job)")
+    add_root(p)
     p.add_argument("--quick", action="store_true", help="small sizes, a few minutes (default: full sizes)")
     p.add_argument("--out", type=A.writable_dir, default=None, metavar="DIR",
                    help="output folder (default: the repository's own results/ and figures/)")
@@ -165,6 +178,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="write one figure per step into DIR (default: none)")
 
     p = add("figures", cmd_figures, "regenerate some or all figures")
+    add_root(p)
     p.add_argument("names", nargs="*", help="figure names (default: all)")
     p.add_argument("--quick", action="store_true",
                    help="small sizes, marked QUICK in the image; without --out they go to a fresh "
@@ -173,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="output folder (default: figures/, or a fresh folder with --quick)")
     p.add_argument("--jobs", type=A.positive_int, default=1, help="figures made at once")
 
-    add("prove", cmd_prove, "run the symbolic proofs (sympy)")
+    add_root(add("prove", cmd_prove, "run the symbolic proofs (sympy)"))
     return parser
 
 

@@ -29,7 +29,11 @@ from .results import _plain  # noqa: E402
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
 #: Default folder of generated figures (``figures/`` at the repository root).
-FIGURES_DIR = Path(__file__).resolve().parent.parent / "figures"
+def _script_folder() -> Path:
+    """The folder of the running figure script (``figures/`` of its checkout)."""
+    import __main__
+    main = getattr(__main__, "__file__", None)
+    return Path(main).resolve().parent if main else Path.cwd()
 
 STYLE = {
     "figure.dpi": 150,
@@ -68,7 +72,7 @@ def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[
 
     Returns the written paths. The figure is closed afterwards.
     """
-    out = Path(out_dir) if out_dir is not None else FIGURES_DIR
+    out = Path(out_dir) if out_dir is not None else _script_folder()
     out.mkdir(parents=True, exist_ok=True)
     if _QUICK["on"]:  # a quick (CI-size) figure must not pass for the real one
         fig.text(0.99, 0.01, "QUICK RUN (small sizes, not the published figure)", ha="right", va="bottom",
@@ -88,15 +92,17 @@ def figure_args(doc: str, argv=None) -> argparse.Namespace:
     """Standard command line of a figure script: ``--quick`` and ``--out DIR``."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
-    parser.add_argument("--out", default=None, help="output folder (default: figures/)")
+    parser.add_argument("--out", default=None, help="output folder (default: the script's own figures/ folder)")
     args = parser.parse_args(argv)
+    if args.out is None:
+        args.out = str(_script_folder())
     _QUICK["on"] = bool(args.quick)
     return args
 
 
 def results_dir(out=None) -> Path:
-    """The results folder that sits beside a figures folder (``out`` or ``figures/``)."""
-    return (Path(out) if out is not None else FIGURES_DIR).resolve().parent / "results"
+    """The results folder that sits beside a figures folder (``out`` or the script's folder)."""
+    return (Path(out) if out is not None else _script_folder()).resolve().parent / "results"
 
 
 def load_results(name: str, out=None) -> dict:

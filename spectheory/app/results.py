@@ -1,7 +1,7 @@
 """Conventions shared by the experiment scripts in ``simulations/`` and ``benchmarks/``.
 
-Each script takes ``--quick`` (small sizes, for CI) and ``--out DIR`` (default: the
-repository's ``results/``), and writes ``DIR/<script name>.json`` with its data plus the
+Each script takes ``--quick`` (small sizes, for CI) and ``--out DIR`` (default: ``results/``
+beside the script's own folder, i.e. the repository's), and writes ``DIR/<script name>.json`` with its data plus the
 provenance every result carries: date, machine, command, and a ``headline`` list of
 ``{"name", "value", "se" (optional), "note" (optional)}`` rows that ``spectheory reproduce``
 gathers into ``summary.md``.
@@ -18,17 +18,25 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS_DIR = ROOT / "results"
+__all__ = ["script_parser", "machine_info", "write_results", "headline", "default_results_dir"]
 
-__all__ = ["script_parser", "machine_info", "write_results", "headline"]
+
+def _repository_of(script: Path) -> Path:
+    """The checkout a script belongs to: the parent of its folder (``simulations/x.py``,
+    ``benchmarks/x.py``, ``proofs/__main__.py``)."""
+    return script.resolve().parent.parent
+
+
+def default_results_dir(script_file) -> Path:
+    """``results/`` of the repository the script sits in."""
+    return _repository_of(Path(script_file)) / "results"
 
 
 def script_parser(doc: str) -> argparse.ArgumentParser:
     """An argument parser with the standard ``--quick`` and ``--out`` options."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (seconds; used by CI)")
-    parser.add_argument("--out", default=str(RESULTS_DIR), help="output folder (default results/)")
+    parser.add_argument("--out", default=None, help="output folder (default: the repository's results/)")
     return parser
 
 
@@ -79,7 +87,7 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
     data : dict
         JSON-ready data (numpy arrays and scalars are converted).
     out : path, optional
-        Output folder (default ``results/``).
+        Output folder (default: :func:`default_results_dir` of the script).
     argv : list of str, optional
         The script's arguments (default ``sys.argv[1:]``), recorded in ``command``.
     headlines : iterable of dict
@@ -97,12 +105,12 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
         shown = ["-m", script.parent.name]
     else:
         try:
-            shown = [str(script.relative_to(ROOT))]
+            shown = [str(script.relative_to(_repository_of(script)))]
         except ValueError:
             shown = [script.name]
     record = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
               "command": " ".join(["python", *shown, *args]), **data, "headline": list(headlines)}
-    folder = Path(out) if out is not None else RESULTS_DIR
+    folder = Path(out) if out is not None else default_results_dir(script)
     folder.mkdir(parents=True, exist_ok=True)
     stem = script.parent.name if script.stem == "__main__" else script.stem  # python -m package
     path = folder / f"{name or stem}.json"

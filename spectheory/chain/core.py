@@ -211,7 +211,7 @@ class DecodingChain:
         >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])      # acceptance 1/2
         >>> res = chain.protocol(12, 2)
         >>> round(res.tokens_per_call, 6), res.accepted_count_law.round(3).tolist()
-        (1.714286, [0.5, 0.25, 0.25])
+        (1.670473, [0.5, 0.27, 0.23])
         """
         return analysis.protocol_result(self, horizon, gamma, bonus, get_verifier(verifier))
 
@@ -277,7 +277,7 @@ class DecodingChain:
 
     def expected_tokens_per_call(self, horizon, gamma, bonus=True, *, verifier="token", per_generation=False):
         """``protocol(...).tokens_per_call`` (``T / E[calls]``, pooled), or with
-        ``per_generation=True`` ``E[T / calls]`` (token verification;
+        ``per_generation=True`` ``E[T / calls]`` (token-by-token rules;
         :func:`spectheory.exact.expectations.tokens_per_call_per_generation`).
 
         Leviathan's formula is the pooled mean of an untruncated round under i.i.d.
@@ -292,9 +292,7 @@ class DecodingChain:
         5.0
         """
         if per_generation:
-            if get_verifier(verifier).name != "token":
-                raise ValueError("per_generation: only available for token verification")
-            return analysis.tokens_per_call_per_generation(self, horizon, gamma, bonus)
+            return analysis.tokens_per_call_per_generation(self, horizon, gamma, bonus, get_verifier(verifier))
         return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).tokens_per_call
 
     def predicted_speedup(self, horizon, gamma, c, bonus=True, *, verifier="token") -> float:

@@ -14,7 +14,7 @@ Bookkeeping (per row ``b``): ``seq_len`` = committed tokens (prompt + generated)
 feeds the committed tokens not yet cached (at least the last one) plus, for the target, the
 drafts. Windows of a batched call are right-aligned on each row's last needed position
 (re-feeding already cached tokens where rows need fewer), so no write ever goes past
-``prompt_len + max_new_tokens``. The protocol is the one of DESIGN.md ("what is counted").
+``prompt_len + max_new_tokens``. The protocol is the one of ``docs/protocol.md`` ("what is counted").
 """
 from __future__ import annotations
 

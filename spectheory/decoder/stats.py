@@ -1,6 +1,6 @@
 """What a generation returns: the new tokens and per-sequence statistics.
 
-Counting follows the protocol of DESIGN.md ("what is counted"): one *round* = one target
+Counting follows ``docs/protocol.md`` ("what is counted"): one *round* = one target
 call; ``accepted_counts[b][r]`` is the number of draft tokens accepted in round ``r``;
 ``round_tokens[b][r]`` the number of tokens the round emitted (accepted, plus a residual
 or bonus token if one was emitted). Per-position acceptance is the non-causal one: at slot

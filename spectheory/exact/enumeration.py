@@ -1,7 +1,7 @@
 r"""Exact enumeration of the speculative decoding protocol with rational arithmetic.
 
 An implementation independent of the recursions in :mod:`spectheory.exact.expectations`: it walks
-the protocol of ``DESIGN.md`` literally, branching over every draft token, every
+the protocol of ``docs/protocol.md`` literally, branching over every draft token, every
 accept/reject outcome, every residual and bonus token, and multiplies probabilities as
 :class:`fractions.Fraction`. Chain entries are converted with ``Fraction(float)``, which
 is exact, so laws with dyadic entries (``k / 2**m``) sum to exactly 1 and the identities

@@ -132,8 +132,21 @@ def accepted_count_per_state(chain, horizon, gamma) -> np.ndarray:
     return token_accept_survival(chain, horizon, gamma)
 
 
-def target_calls_law(chain, horizon, gamma, bonus=True) -> np.ndarray:
-    """Exact law of the number of target calls in a generation (token verification), shape ``[T + 1]``.
+def _phase_masses(chain, verifier):
+    if verifier is None:
+        return token_masses(chain)
+    masses = verifier.phase_masses(chain)
+    if masses is None:
+        raise NotImplementedError(f"verifier: {verifier!r} has no phase_masses; this law needs a "
+                                  "token-by-token rule")
+    return masses[0], masses[1]
+
+
+def target_calls_law(chain, horizon, gamma, bonus=True, verifier=None) -> np.ndarray:
+    """Exact law of the number of target calls in a generation, shape ``[T + 1]``.
+
+    ``verifier``: a token-by-token rule object (with ``phase_masses``); default token
+    verification.
 
     Examples
     --------
@@ -142,16 +155,16 @@ def target_calls_law(chain, horizon, gamma, bonus=True) -> np.ndarray:
     >>> target_calls_law(chain, 3, 2).tolist()  # acceptance 1/2, gamma = 2, T = 3
     [0.0, 0.25, 0.5, 0.25]
     """
-    acc, rej = token_masses(chain)
+    acc, rej = _phase_masses(chain, verifier)
     return calls_law(chain, horizon, gamma, bonus, acc, rej)
 
 
-def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True) -> float:
+def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True, verifier=None) -> float:
     r"""``E[T / calls]``: the mean over generations of each generation's tokens per call.
 
     Larger than the pooled ``T / E[calls]`` (``ProtocolResult.tokens_per_call``, what long runs
     and the Monte Carlo summary measure) by Jensen's inequality; computed from
-    :func:`target_calls_law` (token verification; moderate ``T * S``).
+    :func:`target_calls_law` (token-by-token rules; moderate ``T * S``).
 
     Examples
     --------
@@ -161,7 +174,7 @@ def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True) -> float:
     5.0
     """
     T = chain.check_horizon(horizon)
-    law = target_calls_law(chain, T, gamma, bonus)
+    law = target_calls_law(chain, T, gamma, bonus, verifier)
     c = np.arange(1, T + 1)
     return float(law[1:] @ (T / c))
 
@@ -199,12 +212,5 @@ def sequence_law(chain, horizon, gamma=None, bonus=True, method="speculative",
         raise ValueError(f"method: expected 'speculative' or 'target', got {method!r}")
     if gamma is None:
         raise ValueError("gamma: required for method='speculative'")
-    if verifier is None:
-        acc, rej = token_masses(chain)
-    else:
-        masses = verifier.phase_masses(chain)
-        if masses is None:
-            raise NotImplementedError(f"verifier: {verifier!r} has no phase_masses (sequence laws need a "
-                                      "token-by-token rule)")
-        acc, rej, _ = masses
+    acc, rej = _phase_masses(chain, verifier)
     return phase_sequence_law(chain, horizon, gamma, bonus, acc, rej, max_elements)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_law, as_law_pair
+from .sampling import normalize_or, safe_ratio
 
 __all__ = [
     "tv", "acceptance_rate", "residual", "acceptance_probs", "speculative_step_law",
@@ -70,12 +71,8 @@ def acceptance_rate(target, draft) -> np.ndarray | float:
 
 
 def _residual_unchecked(t: np.ndarray, d: np.ndarray) -> np.ndarray:
-    excess = np.maximum(t - d, 0.0)
-    mass = excess.sum(axis=-1, keepdims=True)
     # Zero residual mass happens exactly when target == draft (up to rounding): return target.
-    # A mass below 1e-15 is rounding noise of equal laws, never a meaningful residual.
-    safe = mass > 1e-15
-    return np.where(safe, excess / np.where(safe, mass, 1.0), t)
+    return normalize_or(np.maximum(t - d, 0.0), t)[0]
 
 
 def residual(target, draft) -> np.ndarray:
@@ -112,7 +109,7 @@ def acceptance_probs(target, draft) -> np.ndarray:
     """
     t, d = as_law_pair(target, draft)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(d > 0, t / np.where(d > 0, d, 1.0), 1.0)
+        ratio = safe_ratio(t, d, 1.0)
     return np.minimum(1.0, ratio)
 
 

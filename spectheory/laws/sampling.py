@@ -11,11 +11,45 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["sample_categorical", "sample_from_cdf", "CdfTable", "normalized_cdf", "residual_weights",
-           "check_round_laws", "RESIDUAL_MASS_TOL"]
+           "normalize_or", "safe_ratio", "check_round_laws", "MASS_TOL"]
 
-#: Residual mass below this is rounding noise of (near-)equal laws: the residual is then
-#: taken to be the target itself (the convention of :func:`spectheory.residual`).
-RESIDUAL_MASS_TOL = 1e-15
+#: A residual (or any left-over) mass at or below this is rounding noise of (near-)equal laws:
+#: the law is then taken to be the fallback, e.g. the target itself (the convention of
+#: :func:`spectheory.residual`). The one threshold of the package.
+MASS_TOL = 1e-15
+
+
+def normalize_or(weights, fallback):
+    r"""``weights / sum(weights)`` along the last axis, or ``fallback`` where that mass is at most
+    :data:`MASS_TOL`; also returns the mass (last axis dropped).
+
+    The one "normalise, fall back on no mass" rule (residuals, recursive-rejection residuals,
+    block and batch final laws, optimal rejection laws). Shapes ``(..., V)``; ``fallback``
+    broadcasts against ``weights``.
+
+    Examples
+    --------
+    >>> law, mass = normalize_or([[0.2, 0.0, 0.2], [0.0, 0.0, 1e-17]], [[1.0, 0.0, 0.0]] * 2)
+    >>> law.tolist(), mass.round(3).tolist()
+    ([[0.5, 0.0, 0.5], [1.0, 0.0, 0.0]], [0.4, 0.0])
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    mass = w.sum(axis=-1, keepdims=True)
+    ok = mass > MASS_TOL
+    return np.where(ok, w / np.where(ok, mass, 1.0), fallback), mass[..., 0]
+
+
+def safe_ratio(num, den, where_zero=np.inf):
+    """``num / den`` elementwise, ``where_zero`` where ``den == 0`` (no division warning).
+
+    Examples
+    --------
+    >>> safe_ratio([1.0, 2.0], [4.0, 0.0]).tolist()
+    [0.25, inf]
+    """
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    return np.where(den > 0, num / np.where(den > 0, den, 1.0), where_zero)
 
 
 def sample_categorical(probs, u) -> np.ndarray:
@@ -135,7 +169,7 @@ def residual_weights(target, draft) -> np.ndarray:
     """
     excess = np.maximum(target - draft, 0.0)
     mass = excess.sum(axis=-1, keepdims=True)
-    return np.where(mass > RESIDUAL_MASS_TOL, excess, target)
+    return np.where(mass > MASS_TOL, excess, target)
 
 
 def check_round_laws(target_laws, draft_laws):

@@ -1,6 +1,6 @@
 r"""Vectorised Monte Carlo of speculative decoding on a :class:`~spectheory.DecodingChain`.
 
-The protocol (DESIGN.md, "The speculative decoding protocol"): a *round* starts with
+The protocol (``docs/protocol.md``): a *round* starts with
 ``n < T`` tokens generated; the draft proposes ``k = min(gamma, T - n)`` tokens along its
 own path; the target scores them in one call; a verifier accepts a prefix of ``j`` of them
 and, if ``j < k``, emits one residual token (a *rejection*); if ``j == k`` and ``n + k < T``

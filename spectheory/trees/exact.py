@@ -244,7 +244,7 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
     verifier : str or TreeVerifier
         ``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``, ...
     bonus : bool
-        Emit a target token after an accepted leaf (default; the protocol of DESIGN.md).
+        Emit a target token after an accepted leaf (default; the protocol of docs/protocol.md).
     method : {"auto", "nodes", "enumerate"}
         ``"nodes"``: the per-node engine (rrs rules); ``"enumerate"``: enumerate every draft
         tree (any rule; small ``V`` and trees); ``"auto"`` picks ``"nodes"`` when it applies.

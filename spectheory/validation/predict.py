@@ -1,7 +1,7 @@
 r"""Rao-Blackwellised theory predictions for the real decoder, and what the decoder measures.
 
 Notation: p = target, q = draft (laws after temperature/top-k/top-p); a generation of
-``T`` new tokens after a prompt; the protocol of ``DESIGN.md``.
+``T`` new tokens after a prompt; the protocol of ``docs/protocol.md``.
 
 **Rejections (bonus off), Theorem 1 of Yin et al.** With ``bonus=False`` every position is
 produced by a draft check, so

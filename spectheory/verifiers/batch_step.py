@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_law_pair, check_int
+from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio
 from ._positional import _categorical
 
 __all__ = [
@@ -102,10 +103,7 @@ def batch_residuals(target, draft, M) -> np.ndarray:
     r = np.empty((M + 1,) + t.shape)
     r[0] = t
     for m in range(M):
-        ex = np.maximum(r[m] - d, 0.0)
-        mass = ex.sum(-1, keepdims=True)
-        safe = mass > 1e-15
-        r[m + 1] = np.where(safe, ex / np.where(safe, mass, 1.0), r[m])
+        r[m + 1] = normalize_or(np.maximum(r[m] - d, 0.0), r[m])[0]
     return r
 
 
@@ -277,13 +275,11 @@ def _batch_tables(t, d, M):
     """Per-state candidate acceptance ``[M, S, V]`` and final law ``[S, V]``."""
     c, Z = batch_scales(t, d, M)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(d > 0, t / np.where(d > 0, d, 1.0), np.inf)
+        ratio = safe_ratio(t, d)
     acc = np.empty((M,) + t.shape)
     for m in range(M):
         zm = Z[m][:, None]
         num = np.maximum(ratio - c[m][:, None], 0.0)
-        acc[m] = np.where(zm > 1e-15, np.minimum(1.0, num / np.where(zm > 1e-15, zm, 1.0)), 1.0)
-    ex = np.maximum(t - c[M][:, None] * d, 0.0)
-    mass = ex.sum(-1, keepdims=True)
-    final = np.where(mass > 1e-15, ex / np.where(mass > 1e-15, mass, 1.0), t)
+        acc[m] = np.where(zm > MASS_TOL, np.minimum(1.0, safe_ratio(num, zm, 1.0)), 1.0)
+    final = normalize_or(np.maximum(t - c[M][:, None] * d, 0.0), t)[0]
     return acc, final

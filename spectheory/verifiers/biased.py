@@ -1,6 +1,6 @@
 r"""Biased (lossy) acceptance and the rejection / quality Pareto front (one position).
 
-Yin et al. 2024 (arXiv 2411.00841), Theorems 4-5 (statements "derived" in REFERENCES.md,
+Yin et al. 2024 (arXiv 2411.00841), Theorems 4-5 (statements reconstructed and proved here; ``docs/derivations.md``,
 proved here); Leviathan et al. 2023 (lenience); Cai et al. 2024, Medusa (typical
 acceptance). Notation: p = target, q = draft. A biased rule is a rejection-based step::
 
@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import as_law_pair, check_int, check_nonneg, check_prob
+from ..laws.sampling import safe_ratio
 from .rejection import (RejectionRule, _check_accept, optimal_rejection_law, rejection_step,
                         sample_rejection_step, standard_acceptance)
 
@@ -75,9 +76,9 @@ class BiasedAcceptance:
             if self.kind == "additive":
                 b = np.where(d > 0, (t + self.param) / np.where(d > 0, d, 1.0), 1.0)
             elif self.kind == "ratio":
-                b = np.where(d > 0, t / np.where(d > 0, d, 1.0) + self.param, 1.0)
+                b = np.where(d > 0, safe_ratio(t, d) + self.param, 1.0)
             elif self.kind == "lenience":
-                b = np.where(d > 0, t / (self.param * np.where(d > 0, d, 1.0)), 1.0)
+                b = safe_ratio(t, self.param * d, 1.0)
             elif self.kind == "typical":
                 ent = -np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0).sum(-1, keepdims=True)
                 thr = np.minimum(self.param, self.param2 * np.exp(-ent))

@@ -39,7 +39,8 @@ import numpy as np
 
 from .._validation import check_int
 from .base import Verifier, check_round_arrays, register_verifier
-from .multidraft import MASS_TOL, _categorical
+from ..laws.sampling import normalize_or, safe_ratio
+from .multidraft import _categorical
 
 __all__ = ["BlockVerifier", "BLOCK", "block_weights", "block_round_transition",
            "round_accepted_means", "block_emission_law", "MAX_BLOCK_ELEMENTS"]
@@ -82,7 +83,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
         tx = t[rows, i - 1, xi]
         dx = d[rows, i - 1, xi]
         with np.errstate(over="ignore", invalid="ignore"):   # p/q may overflow to inf
-            ratio = np.where(dx > 0, tx / np.where(dx > 0, dx, 1.0), 0.0)
+            ratio = safe_ratio(tx, dx, 0.0)
             prev = w[:, i - 1]
             # a zero prefix weight stays zero (0 * inf would be NaN)
             w[:, i] = np.where(prev > 0, np.minimum(1.0, prev * ratio), 0.0)
@@ -91,9 +92,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
     idx = np.arange(g + 1)[None, :]
     for j in range(0, g):
         ex = np.maximum(w[:, j, None] * t[:, j] - d[:, j], 0.0)       # residual weights after j
-        mass = ex.sum(-1)
-        ok = mass > MASS_TOL
-        final[:, j] = np.where(ok[:, None], ex / np.where(ok, mass, 1.0)[:, None], t[:, j])
+        final[:, j], mass = normalize_or(ex, t[:, j])
         if j >= 1:
             den = mass + 1.0 - w[:, j]
             hj = np.where(den > 0, mass / np.where(den > 0, den, 1.0), 1.0)

@@ -33,7 +33,8 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import check_int
-from .multidraft import MASS_TOL, _categorical, check_multidraft_args, sample_candidates
+from ..laws.sampling import normalize_or, safe_ratio
+from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
 __all__ = ["kseq_rho", "kseq_beta", "kseq_acceptance", "kseq_output_law", "kseq_residual",
            "kseq_rule", "kseq_verify"]
@@ -114,7 +115,7 @@ def _parts(t, d, k, rho):
     c = k if b <= 0 else (1.0 - (1.0 - b) ** k) / b
     fail = (1.0 - b) ** k
     num = np.maximum(t - a * c, 0.0)     # clip rounding (>= -1e-15 at a valid rho)
-    res = num / num.sum() if num.sum() > MASS_TOL else t.copy()
+    res = normalize_or(num, t)[0]
     return rho, a * c, fail, res
 
 
@@ -170,7 +171,7 @@ def kseq_rule(target, draft, candidates, u_accept, u_final, rho=None):
     if ua.shape != (R, k) or uf.shape != (R,):
         raise ValueError(f"u_accept, u_final: expected shapes {(R, k)} and {(R,)}, got {ua.shape}, {uf.shape}")
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(d > 0, t / (rho * np.where(d > 0, d, 1.0)), 0.0)
+        ratio = safe_ratio(t, rho * d, 0.0)
     acc = ua < ratio[x]                       # [R, k]
     any_acc = acc.any(1)
     first = np.argmax(acc, axis=1)

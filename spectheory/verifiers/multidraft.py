@@ -38,7 +38,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validation import as_law_pair, check_int
-from ..laws.sampling import sample_categorical
+from ..laws.sampling import normalize_or, safe_ratio, sample_categorical
 
 __all__ = [
     "rrs_acceptance", "rrs_output_law", "rrs_residuals", "rrs_rule", "rrs_verify",
@@ -46,7 +46,6 @@ __all__ = [
 ]
 
 #: Residual mass below this is rounding noise of equal laws (see :func:`spectheory.residual`).
-MASS_TOL = 1e-15
 
 #: Largest number of enumerated candidate paths for exact values without replacement.
 MAX_PATHS = 2_000_000
@@ -66,10 +65,7 @@ def check_multidraft_args(target, draft, k, replacement=True):
 
 def _norm_excess(r, d):
     """``norm(max(r - d, 0))`` and its mass, along the last axis; ``r`` where the mass is 0."""
-    ex = np.maximum(r - d, 0.0)
-    mass = ex.sum(-1, keepdims=True)
-    ok = mass > MASS_TOL
-    return np.where(ok, ex / np.where(ok, mass, 1.0), r), mass[..., 0]
+    return normalize_or(np.maximum(r - d, 0.0), r)
 
 
 def _categorical(weights, u):
@@ -282,7 +278,7 @@ def rrs_rule(target, draft, candidates, u_accept, u_final, replacement=True):
         has = active & (xi >= 0)
         xs = np.where(has, xi, 0)
         dx = dc[rows, xs]
-        ratio = np.where(dx > 0, r[rows, xs] / np.where(dx > 0, dx, 1.0), 0.0)
+        ratio = safe_ratio(r[rows, xs], dx, 0.0)
         acc = has & (ua[:, i] < ratio)
         idx[acc] = i
         token[acc] = xs[acc]

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int
+from ..laws.sampling import safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
 __all__ = ["ratio_order", "drafted_set_law", "prob_all_in_prefixes", "optimal_multidraft_acceptance",
@@ -58,7 +59,7 @@ def ratio_order(target, draft) -> np.ndarray:
     t = np.asarray(target, dtype=np.float64)
     d = np.asarray(draft, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(d > 0, t / np.where(d > 0, d, 1.0), np.inf)
+        ratio = safe_ratio(t, d)
     return np.argsort(ratio, kind="stable")
 
 

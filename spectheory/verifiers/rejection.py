@@ -33,7 +33,7 @@ from typing import Callable
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
-from ..laws.sampling import RESIDUAL_MASS_TOL, sample_categorical
+from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio, sample_categorical
 from ._positional import per_kernel, _categorical
 from .base import Verifier
 
@@ -50,7 +50,7 @@ UNBIASED_ATOL = 1e-12
 #: A gap ``max(p - q b, 0)`` with at most this mass is rounding noise (``P = target`` then);
 #: shared by :func:`unbiased_rejection_law` and :func:`optimal_rejection_law` (and equal to
 #: the residual threshold of :func:`spectheory.laws.sampling.residual_weights`).
-GAP_MASS_TOL = RESIDUAL_MASS_TOL
+GAP_MASS_TOL = MASS_TOL
 
 #: Rounding slack for a rule's acceptance: values in ``[-ACCEPT_ATOL, 1 + ACCEPT_ATOL]`` are
 #: clipped to [0, 1] by :class:`RejectionRule`; anything further out raises.
@@ -58,8 +58,7 @@ ACCEPT_ATOL = 1e-12
 
 
 def _ratio(t, d):
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(d > 0, t / np.where(d > 0, d, 1.0), np.inf)
+    return safe_ratio(t, d)
 
 
 def standard_acceptance(target, draft) -> np.ndarray:
@@ -181,10 +180,7 @@ def unbiased_rejection_law(target, draft, accept, atol: float = UNBIASED_ATOL) -
 
 def _gap_law(t, a):
     """``norm(max(t - a, 0))``, or ``t`` where the gap mass is at most :data:`GAP_MASS_TOL`."""
-    gap = np.maximum(t - a, 0.0)
-    mass = gap.sum(-1, keepdims=True)
-    safe = mass > GAP_MASS_TOL
-    return np.where(safe, gap / np.where(safe, mass, 1.0), t)
+    return normalize_or(np.maximum(t - a, 0.0), t)[0]
 
 
 def optimal_rejection_law(target, draft, accept) -> np.ndarray:
