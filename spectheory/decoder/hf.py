@@ -3,38 +3,120 @@
 Needs ``transformers`` (``pip install "spectheory[hf]"``). Nothing is ever downloaded:
 :meth:`HFCausalLM.from_pretrained` only opens local folders.
 
-The cache of the adapter is the token history of each row; a cached call writes its ids
-at ``start[b] ..`` and recomputes the logits from the stored history (one uncached forward
-over the longest row, right padded). Causality makes the padding harmless: the logits at
-position ``i`` depend on history positions ``<= i`` only. This is correct for any causal
-LM whatever its cache layout, at the price of recomputing the prefix on every call.
+The adapter's cache (:class:`HFKVCache`) is the model's own ``past_key_values`` (a
+``DynamicCache``) plus, per row, which cached slots are live and at which position. A
+cached call with row starts ``start[b]`` first drops every slot at a position
+``>= start[b]`` (the rollback after a rejection), crops slots that are dead in every row
+(for one sequence this is exactly HF's ``cache.crop``), then runs the model on the new ids
+only, with ``position_ids = start[b] + i`` and an ``attention_mask`` that hides dead and
+padding slots. Rows of a ragged batch thus share one batched call; when dead slots pile up
+inside the cache it is compacted (each row's live slots gathered to the right). Cost per
+call: the new tokens only, like HF's own generation.
 """
 from __future__ import annotations
 
+import copy
 import os
 
 import torch
 from torch import nn
 
-__all__ = ["HFCausalLM", "TokenHistory"]
+__all__ = ["HFCausalLM", "HFKVCache", "as_torch_dtype"]
 
 
-class TokenHistory:
-    """The adapter's cache: ``tokens`` LongTensor ``[batch_size, max_len]``."""
+def as_torch_dtype(dtype):
+    """``torch.float16``, ``"float16"``, ``"fp16"``, ``"bf16"`` ... as a torch dtype (None passes).
+
+    Examples
+    --------
+    >>> as_torch_dtype("float16"), as_torch_dtype("bf16"), as_torch_dtype(None)
+    (torch.float16, torch.bfloat16, None)
+    """
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32",
+               "fp64": "float64", "double": "float64"}
+    name = aliases.get(str(dtype).removeprefix("torch."), str(dtype).removeprefix("torch."))
+    value = getattr(torch, name, None) if isinstance(dtype, str) else None
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(f"dtype: expected a floating torch dtype or its name (e.g. 'float16'), got {dtype!r}")
+    return value
+
+
+def _layers(cache):
+    """(object, key attribute, value attribute) of every layer of a DynamicCache (old and new API)."""
+    if hasattr(cache, "layers"):
+        return [(layer, "keys", "values") for layer in cache.layers if getattr(layer, "keys", None) is not None]
+    return [(cache.key_cache, i, None) for i in range(len(cache.key_cache))] + \
+           [(cache.value_cache, i, None) for i in range(len(cache.value_cache))]
+
+
+def _map_kv(cache, fn) -> None:
+    """Replace every cached key/value tensor ``t`` (``[B, H, P, D]``) by ``fn(t)``."""
+    for obj, k, v in _layers(cache):
+        if v is None:            # legacy lists: obj[k] is one tensor
+            obj[k] = fn(obj[k])
+        else:
+            setattr(obj, k, fn(getattr(obj, k)))
+            setattr(obj, v, fn(getattr(obj, v)))
+
+
+class HFKVCache:
+    """The adapter's cache: HF ``past_key_values`` plus the bookkeeping of live slots.
+
+    Attributes
+    ----------
+    kv : transformers.DynamicCache or None
+        The model's cache (``None`` before the first call).
+    position : LongTensor ``[B, P]``
+        Token position held by each physical slot.
+    live : BoolTensor ``[B, P]``
+        Whether the slot belongs to the row's current prefix (dead: rolled back or padding).
+    """
 
     def __init__(self, batch_size: int, max_len: int, device=None):
-        self.tokens = torch.zeros(batch_size, max_len, dtype=torch.int64, device=device)
+        self.batch_size, self.max_len, self.device = batch_size, max_len, device
+        self.kv = None
+        self.position = torch.zeros(batch_size, 0, dtype=torch.int64, device=device)
+        self.live = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
 
     @property
-    def batch_size(self) -> int:
-        return self.tokens.shape[0]
+    def physical_len(self) -> int:
+        return self.position.shape[1]
 
-    @property
-    def max_len(self) -> int:
-        return self.tokens.shape[1]
+    def rollback(self, start: torch.Tensor) -> None:
+        """Kill slots at positions ``>= start[b]``; crop slots dead in every row; compact if sparse."""
+        if self.physical_len == 0:
+            return
+        self.live &= self.position < start[:, None]
+        alive_cols = self.live.any(0).nonzero()
+        keep = int(alive_cols.max().item()) + 1 if alive_cols.numel() else 0
+        if keep < self.physical_len:
+            self._select(slice(None), keep)
+        n_live = int(self.live.sum(1).max().item()) if keep else 0
+        if self.physical_len > 2 * n_live + 32:  # dead slots inside the cache: gather live ones
+            order = torch.sort(self.live.to(torch.int8), dim=1, stable=True).indices[:, -n_live:] if n_live \
+                else torch.zeros(self.batch_size, 0, dtype=torch.int64, device=self.live.device)
+            self._gather(order)
+
+    def _select(self, _rows, keep: int) -> None:
+        self.position, self.live = self.position[:, :keep], self.live[:, :keep]
+        if self.kv is not None:
+            _map_kv(self.kv, lambda t: t[:, :, :keep])
+
+    def _gather(self, order: torch.Tensor) -> None:
+        self.position = self.position.gather(1, order)
+        self.live = self.live.gather(1, order)
+        if self.kv is not None:
+            _map_kv(self.kv, lambda t: t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3])))
+
+    def append(self, start: torch.Tensor, length: int) -> None:
+        pos = start[:, None] + torch.arange(length, device=start.device)
+        self.position = torch.cat([self.position, pos], 1)
+        self.live = torch.cat([self.live, torch.ones_like(pos, dtype=torch.bool)], 1)
 
     def __repr__(self):
-        return f"TokenHistory(batch_size={self.batch_size}, max_len={self.max_len})"
+        return f"HFKVCache(batch_size={self.batch_size}, max_len={self.max_len}, physical_len={self.physical_len})"
 
 
 def _config_value(config, *names):
@@ -51,13 +133,20 @@ class HFCausalLM(nn.Module):
     Parameters
     ----------
     hf_model : transformers.PreTrainedModel
-        Returns ``.logits [B, L, V']`` from ``hf_model(input_ids=ids)``.
+        Returns ``.logits [B, L, V']`` from ``hf_model(input_ids=ids)`` and accepts
+        ``past_key_values``, ``position_ids`` and ``attention_mask`` (every decoder-only model
+        of ``transformers`` does).
     vocab_size : int, optional
         Logits are cut to the first ``vocab_size`` entries (default: the output embedding
         size, else ``config.vocab_size``). Use it to align a pair whose heads are padded
         differently.
     max_seq_len : int, optional
         Default ``config.max_position_embeddings`` or ``n_positions`` (``None`` if absent).
+    device, dtype : optional
+        Where and in which floating type to run (``dtype`` may be a name: ``"float16"``). The
+        caller's ``hf_model`` is never changed: when either is given the adapter holds a moved
+        copy (``copy.deepcopy``). Note that ``speculative_generate(..., device=, dtype=)`` moves
+        the adapter (and the model it holds) in place.
 
     Examples
     --------
@@ -72,8 +161,15 @@ class HFCausalLM(nn.Module):
     (40, 32, True)
     """
 
-    def __init__(self, hf_model, vocab_size=None, max_seq_len=None):
+    def __init__(self, hf_model, vocab_size=None, max_seq_len=None, device=None, dtype=None):
         super().__init__()
+        if isinstance(hf_model, HFCausalLM):
+            raise ValueError("hf_model: already an HFCausalLM (wrap the transformers model once)")
+        if not hasattr(hf_model, "config") or not callable(hf_model):
+            raise ValueError(f"hf_model: expected a transformers causal LM, got {type(hf_model).__name__}")
+        dtype = as_torch_dtype(dtype)
+        if device is not None or dtype is not None:
+            hf_model = copy.deepcopy(hf_model).to(device=device, dtype=dtype)
         self.model = hf_model.eval()
         config = hf_model.config
         if vocab_size is None:
@@ -85,27 +181,35 @@ class HFCausalLM(nn.Module):
         self.vocab_size = vocab_size
         self.max_seq_len = max_seq_len if max_seq_len is not None else _config_value(
             config, "max_position_embeddings", "n_positions", "n_ctx")
+        self.eos_token_id = getattr(config, "eos_token_id", None)
+        import inspect
+
+        params = inspect.signature(hf_model.forward).parameters
+        self._cache_arg = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
 
     @classmethod
     def from_pretrained(cls, path, device=None, dtype=None, vocab_size=None, max_seq_len=None, **kwargs):
         """Load ``AutoModelForCausalLM`` from a LOCAL folder (never downloads).
 
+        ``dtype`` may be a torch dtype or its name (``"float16"``).
+
         Raises
         ------
         ValueError
-            ``path`` is not an existing directory.
+            ``path`` is not an existing directory, or ``dtype`` is not a floating type.
         """
         from transformers import AutoModelForCausalLM
 
+        dtype = as_torch_dtype(dtype)
         if not os.path.isdir(path):
             raise ValueError(f"path: {path!r} is not a local directory (nothing is downloaded)")
         model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **kwargs)
         if device is not None or dtype is not None:
-            model = model.to(device=device, dtype=dtype)
+            model = model.to(device=device, dtype=dtype)  # our own fresh copy: moving it is fine
         return cls(model, vocab_size=vocab_size, max_seq_len=max_seq_len)
 
-    def new_cache(self, batch_size, max_len, device=None, dtype=None) -> TokenHistory:
-        """A token history for ``batch_size`` rows of up to ``max_len`` positions (dtype unused)."""
+    def new_cache(self, batch_size, max_len, device=None, dtype=None) -> HFKVCache:
+        """An empty cache for ``batch_size`` rows of up to ``max_len`` positions (dtype: the model's)."""
         for name, value in (("batch_size", batch_size), ("max_len", max_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}: expected a positive int, got {value!r}")
@@ -113,24 +217,31 @@ class HFCausalLM(nn.Module):
             raise ValueError(f"max_len: {max_len} exceeds max_seq_len = {self.max_seq_len}")
         if device is None:
             device = next(self.model.parameters()).device
-        return TokenHistory(batch_size, max_len, device)
+        return HFKVCache(batch_size, max_len, device)
 
-    def _logits(self, ids):
-        return self.model(input_ids=ids, use_cache=False).logits[..., : self.vocab_size]
-
-    def forward(self, ids, cache: TokenHistory | None = None, start=None):
+    def forward(self, ids, cache: HFKVCache | None = None, start=None):
         """Logits ``[B, L, V]`` for ``ids [B, L]``; with a cache, rows start at ``start [B]``."""
         if ids.ndim != 2:
             raise ValueError(f"ids: expected shape [B, L], got {tuple(ids.shape)}")
         if cache is None:
-            return self._logits(ids)
+            return self.model(input_ids=ids, use_cache=False).logits[..., : self.vocab_size]
         B, L = ids.shape
         if start is None or start.shape != (B,) or B != cache.batch_size:
             raise ValueError("start: expected a LongTensor [B] matching ids and the cache batch")
         if int(start.min()) < 0 or int((start + L).max()) > cache.max_len:
             raise ValueError(f"start: positions must lie in [0, {cache.max_len}) for this cache")
-        rows = torch.arange(B, device=ids.device)[:, None]
-        pos = start[:, None] + torch.arange(L, device=ids.device)
-        cache.tokens[rows, pos] = ids
-        logits = self._logits(cache.tokens[:, : int((start + L).max())])
-        return logits.gather(1, pos[..., None].expand(-1, -1, logits.shape[-1]))
+        from transformers import DynamicCache
+
+        cache.rollback(start)
+        if cache.kv is None:
+            cache.kv = DynamicCache()
+        position_ids = start[:, None] + torch.arange(L, device=ids.device)
+        # hide rolled-back and padding slots (all ones otherwise: HF then takes its causal fast path)
+        mask = torch.cat([cache.live, torch.ones(B, L, dtype=torch.bool, device=ids.device)], 1).long()
+        out = self.model(input_ids=ids, position_ids=position_ids, attention_mask=mask, use_cache=True,
+                         **{self._cache_arg: cache.kv})
+        returned = out.get(self._cache_arg, None) if hasattr(out, "get") else None
+        if returned is not None:
+            cache.kv = returned
+        cache.append(start, L)
+        return out.logits[..., : self.vocab_size]

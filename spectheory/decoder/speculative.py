@@ -87,6 +87,9 @@ def _make_batch(prompts, max_new_tokens: int, models: dict, device) -> _Batch:
 
 def _place(model, device, dtype):
     """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
+    if isinstance(dtype, str):  # "float16" as well as torch.float16
+        from .hf import as_torch_dtype
+        dtype = as_torch_dtype(dtype)
     if device is not None or dtype is not None:
         model.to(device=device, dtype=dtype)
     params = list(model.parameters()) + list(model.buffers())
@@ -101,6 +104,10 @@ def _check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
     sampling = check_sampling_args(temperature, top_k, top_p)
     vocabs = {name: getattr(m, "vocab_size", None) for name, m in models.items()}
     for name, v in vocabs.items():
+        m = models[name]
+        if v is None and hasattr(m, "config") and hasattr(m, "generate"):  # a bare transformers model
+            raise ValueError(f"{name}: a Hugging Face model; wrap it with "
+                             f"spectheory.decoder.HFCausalLM({name}) first")
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}: model has no valid integer vocab_size (got {v!r})")
     if len(set(vocabs.values())) > 1:
@@ -210,15 +217,33 @@ def _commit(batch, k, verdict):
     return target_cached, draft_cached
 
 
+def _cut_at_eos(drafts, k, eos):
+    """Check drafts only up to a drafted ``eos`` (inclusive); return the new ``k`` and which rows drafted it."""
+    slots = torch.arange(drafts.shape[1], device=k.device)[None, :]
+    hit = (drafts == eos) & (slots < k[:, None])
+    first = torch.where(hit.any(1), hit.to(torch.int64).argmax(1) + 1, k)
+    return torch.minimum(k, first), hit.any(1)
+
+
+def _stop_at_eos(batch, eos):
+    """Rows whose last committed token is ``eos`` are finished: their end moves to here."""
+    rows = torch.arange(batch.tokens.shape[0], device=batch.tokens.device)
+    last = batch.tokens[rows, (batch.seq_len - 1).clamp(min=0)]
+    done = (last == eos) & (batch.seq_len > batch.prompt_len)
+    batch.end = torch.where(done, batch.seq_len, batch.end)
+
+
 def _new_tokens(batch, max_new_tokens):
+    """Each row's new tokens: ``max_new_tokens`` of them, or up to and including its eos."""
     out = batch.tokens.cpu().numpy()
-    return [out[b, p: p + max_new_tokens].copy() for b, p in enumerate(batch.prompt_len.tolist())]
+    ends = torch.minimum(batch.seq_len, batch.prompt_len + max_new_tokens).tolist()
+    return [out[b, p: e].copy() for b, (p, e) in enumerate(zip(batch.prompt_len.tolist(), ends))]
 
 
 # ----------------------------------------------------------------------------- public API
 def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperature=1.0, top_k=None,
                          top_p=None, bonus=True, verifier="token", seed=0, device=None, dtype=None,
-                         policy=None):
+                         policy=None, eos_token_id=None):
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
     Each round, per sequence with ``r`` tokens still to generate: the draft proposes
@@ -241,6 +266,10 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
         A registered name (``"token"``, ``"block"``, ...) or a
         :class:`~spectheory.verifiers.Verifier`; its ``torch_rule`` decides each round
         (native torch for token and block verification, the numpy rule adapted otherwise).
+    eos_token_id : int, optional
+        A row stops at this token: a drafted eos is the last draft checked (no bonus token
+        follows it) and a row whose committed text ends with it generates nothing more; its
+        entry of ``.tokens`` then ends with the eos (shorter than ``max_new_tokens``).
     seed : int or sequence of int
         Per-sequence seeds (an int ``s`` gives sequence ``b`` the independent seed
         :func:`~spectheory.decoder.rng.row_seeds` ``(s, B)[b]``, never ``s + b``). Every uniform is
@@ -279,6 +308,7 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
     max_new_tokens, (temperature, top_k, top_p) = _check_common(models, max_new_tokens, temperature, top_k, top_p)
     gamma = check_int(gamma, "gamma", 1)
     bonus = check_bool(bonus, "bonus")
+    eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", 0)
     rule = get_verifier(verifier).torch_rule
     dev, dt_target = _place(target, device, dtype)
     dev_draft, dt_draft = _place(draft, dev if device is not None else None, dtype)
@@ -326,8 +356,13 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             _sync(dev)
             t2 = time.perf_counter()
             allow_bonus = (k < remaining) & bool(bonus)
+            if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
+                k, eos_drafted = _cut_at_eos(drafts, k, eos)
+                allow_bonus = allow_bonus & ~eos_drafted
             verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
             target_cached, draft_cached = _commit(batch, k, verdict)
+            if eos is not None:
+                _stop_at_eos(batch, eos)
             if hook is not None:
                 hook.after_round(k, verdict.n_accepted, k > 0)
             counts = torch.stack([k, verdict.n_accepted, (verdict.next_token >= 0).to(torch.int64),
