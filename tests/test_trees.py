@@ -207,3 +207,15 @@ def test_monte_carlo_tokens_follow_target_marginals():
     law = chain.sequence_law(3, method="target").sum((1, 2))
     freq = np.bincount(sim.tokens[:, 0], minlength=3) / 6000
     assert np.all(np.abs(freq - law) <= 5 * np.sqrt(law * (1 - law) / 6000))
+
+
+def test_topk_telescoping_symbolically():
+    """Deterministic top-k children: slot j is accepted with probability exactly target(x_j)."""
+    sympy = pytest.importorskip("sympy")
+    t = sympy.symbols("t1:5", positive=True)
+    reach, used = 1, 0
+    for j in range(4):
+        r_j = t[j] / (1 - used)                 # target with x_1..x_{j-1} zeroed, renormalised
+        assert sympy.simplify(reach * r_j - t[j]) == 0
+        reach, used = reach * (1 - r_j), used + t[j]
+    assert sympy.simplify(reach - (1 - sum(t))) == 0   # all rejected: the rest of the target mass
