@@ -8,25 +8,9 @@ torch = pytest.importorskip("torch")
 
 import spectheory as st  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
+from spectheory.stopping.runtime import chain_models  # noqa: E402
 from spectheory.stopping import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule,  # noqa: E402
                                  RejectionThreshold, evaluate_policy)
-
-
-class ChainModel(torch.nn.Module):
-    """A first-order chain as a model of the decoder contract: logits = log kernel[last token]."""
-
-    def __init__(self, kernel):
-        super().__init__()
-        self.vocab_size = kernel.shape[1]
-        self.max_seq_len = None
-        self.table = torch.nn.Parameter(torch.log(torch.tensor(np.array(kernel), dtype=torch.float32)),
-                                        requires_grad=False)
-
-    def new_cache(self, batch_size, max_len, device=None, dtype=None):
-        return None
-
-    def forward(self, ids, cache=None, start=None):
-        return self.table[ids]
 
 
 V, T, B = 4, 10, 1200
@@ -34,6 +18,7 @@ V, T, B = 4, 10, 1200
 # stop in some states and not in others
 CHAIN = st.DecodingChain.random(V, concentration=0.4, similarity=0.5, rng=48)
 CHAIN0 = st.DecodingChain(CHAIN.target, CHAIN.draft, initial=np.eye(V)[0])   # prompts end in token 0
+TARGET, DRAFT = chain_models(CHAIN)
 
 
 @pytest.mark.parametrize("policy", [FixedGamma(3), ConfidenceThreshold(0.45, max_depth=5),
@@ -41,7 +26,7 @@ CHAIN0 = st.DecodingChain(CHAIN.target, CHAIN.draft, initial=np.eye(V)[0])   # p
                                     EntropyRule(1.1, max_depth=5), HFSchedule(2, max_depth=5),
                                     HFSchedule(3, max_depth=5, confidence=0.45)], ids=repr)
 def test_decoder_with_policy_matches_exact_evaluation(policy):
-    res = speculative_generate(ChainModel(CHAIN.target), ChainModel(CHAIN.draft), [[0]] * B, T, gamma=8,
+    res = speculative_generate(TARGET, DRAFT, [[0]] * B, T, gamma=8,
                                policy=policy, seed=123)
     exact = evaluate_policy(CHAIN0, policy, T)
     for name, value in (("target_calls", exact.target_calls), ("draft_steps", exact.draft_steps)):
@@ -53,8 +38,8 @@ def test_decoder_with_policy_matches_exact_evaluation(policy):
 
 def test_fixed_gamma_policy_is_the_plain_decoder():
     kw = dict(prompts=[[0], [1, 2]] * 8, max_new_tokens=10, seed=5)
-    a = speculative_generate(ChainModel(CHAIN.target), ChainModel(CHAIN.draft), gamma=3, **kw)
-    b = speculative_generate(ChainModel(CHAIN.target), ChainModel(CHAIN.draft), gamma=8, policy=FixedGamma(3), **kw)
+    a = speculative_generate(TARGET, DRAFT, gamma=3, **kw)
+    b = speculative_generate(TARGET, DRAFT, gamma=8, policy=FixedGamma(3), **kw)
     assert all(np.array_equal(x, y) for x, y in zip(a.tokens, b.tokens))
     np.testing.assert_array_equal(a.stats.target_calls, b.stats.target_calls)
     np.testing.assert_array_equal(a.stats.draft_steps, b.stats.draft_steps)
@@ -62,5 +47,5 @@ def test_fixed_gamma_policy_is_the_plain_decoder():
 
 def test_oracle_policy_is_not_runnable():
     with pytest.raises(ValueError, match="not runnable"):
-        speculative_generate(ChainModel(CHAIN.target), ChainModel(CHAIN.draft), [[0]], 4, gamma=4,
+        speculative_generate(TARGET, DRAFT, [[0]], 4, gamma=4,
                              policy=RejectionThreshold(0.5))

