@@ -89,7 +89,7 @@ class SequenceFront:
 
 def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
                            max_sequences=MAX_FRONT_SEQUENCES, tol=LP_TOL, hot_start=True,
-                           progress=None) -> SequenceFront:
+                           closed_form_end=True, progress=None) -> SequenceFront:
     r"""Least expected rejections (bonus off) at sequence-level quality ``eps``: the exact front.
 
     Solves the linear program of the module docstring with HiGHS once per budget, on one
@@ -114,6 +114,9 @@ def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
         HiGHS primal and dual feasibility tolerance.
     hot_start : bool
         Use the hot-started solver when available (False: a fresh ``linprog`` per budget).
+    closed_form_end : bool
+        For budgets :math:`\varepsilon \ge \mathrm{TV}(Q_T, P_T)` return the proven optimum
+        :math:`O = Q_T`, :math:`R^* = 0` without solving (False: solve the LP there too).
     progress : bool or None
         tqdm bar over budgets (None: when more than 4 budgets and more than 4,000 sequences).
 
@@ -131,7 +134,8 @@ def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
     ((2,), (2, 3, 3, 3))
     >>> bool(abs(front.rejections[0] - front.theorem1) < 1e-9)
     True
-    >>> float(optimal_sequence_front(chain, 3, front.max_tv, start_state=0).rejections) < 1e-9
+    >>> end = optimal_sequence_front(chain, 3, front.max_tv, start_state=0, closed_form_end=False)
+    >>> float(end.rejections) < 1e-9
     True
     """
     e = check_nonneg(eps, "eps")
@@ -147,14 +151,17 @@ def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
     if progress or (progress is None and flat.size > 4 and solver.n_leaf > 4000):
         from tqdm.auto import tqdm
         it = tqdm(order, desc="front LP", leave=False)
+    max_tv = float(forest.sequence_tv_of(forest.draft_mass[T]))
     for j in it:
-        rej[j], leaf, slope[j] = solver.solve(flat[j])
+        if closed_form_end and flat[j] >= max_tv:
+            rej[j], leaf, slope[j] = 0.0, forest.draft_mass[T], 0.0
+        else:
+            rej[j], leaf, slope[j] = solver.solve(flat[j])
         laws[j] = np.maximum(leaf, 0.0)
     rej = np.maximum(rej, 0.0)
     tv = forest.sequence_tv_of(laws)
     theorem1 = float(sum(forest.target_mass[n] @ (0.5 * np.abs(forest.target[n] - forest.draft[n]).sum(-1))
                          for n in range(T)))
-    max_tv = float(forest.sequence_tv_of(forest.draft_mass[T]))
     shape = e.shape
     return SequenceFront(e, rej.reshape(shape), tv.reshape(shape), np.minimum(slope, 0.0).reshape(shape),
                          laws.reshape(shape + (forest.starts.size,) + (V,) * T), theorem1, max_tv,

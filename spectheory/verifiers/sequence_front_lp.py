@@ -132,6 +132,7 @@ class FrontSolver:
             h.setOptionValue("output_flag", False)
             h.setOptionValue("primal_feasibility_tolerance", self.tol)
             h.setOptionValue("dual_feasibility_tolerance", self.tol)
+            h.setOptionValue("simplex_dual_edge_weight_strategy", 1)   # devex: ~20% faster here
             h.passModel(lp)
             self._highs = h
             self._budget_row = M.shape[0] - 1
