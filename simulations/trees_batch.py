@@ -16,8 +16,6 @@ import numpy as np
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.trees.batch_tree import batch_readings, batch_tree_limit_mass, simulate_batch_tree
-from spectheory.verifiers import batch_expected_rejections
-
 try:                                    # holey_chain moved next to the chain constructors
     from spectheory.chain.examples import holey_chain
 except ImportError:                     # pragma: no cover - before the move

@@ -219,3 +219,14 @@ def test_topk_telescoping_symbolically():
         assert sympy.simplify(reach * r_j - t[j]) == 0
         reach, used = reach * (1 - r_j), used + t[j]
     assert sympy.simplify(reach - (1 - sum(t))) == 0   # all rejected: the rest of the target mass
+
+
+def test_draw_children_policies():
+    rng = np.random.default_rng(0)
+    from spectheory.trees import draw_children
+    d = np.array([[0.5, 0.0, 0.3, 0.2]] * 200)
+    wo = draw_children(d, 4, "wo", rng)
+    assert np.all(wo[:, 3] == -1) and np.all(np.sort(wo[:, :3], 1) == [0, 2, 3])
+    np.testing.assert_array_equal(draw_children(d[:1], 5, "topk", rng), [[0, 2, 3, 1, -1]])
+    iid = draw_children(d, 3, "iid", rng)
+    assert not np.any(iid == 1)

@@ -3,7 +3,6 @@
 The kit's false-alarm rate is alpha = 1e-6 per run (chi-square on the completed output law,
 Bonferroni over instances); fixed seeds.
 """
-import numpy as np
 import pytest
 
 from spectheory.testing.trees import (TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier,

@@ -213,7 +213,6 @@ def tree_rule(tree, tokens, target_laws, draft_laws, u_accept, u_final, policy="
         raise ValueError(f"policy: expected one of {POLICIES}, got {policy!r}")
     if rule not in RULES:
         raise ValueError(f"rule: expected one of {RULES}, got {rule!r}")
-    rows = np.arange(R)
     node = np.zeros(R, dtype=np.int64)
     law = t[:, 0].copy()
     residual = np.zeros(R, dtype=bool)
