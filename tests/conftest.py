@@ -19,3 +19,17 @@ try:
     torch.set_num_threads(1)
 except ImportError:  # torch is an optional extra
     pass
+
+# Hypothesis profiles: "default" for local runs, "ci" (CI=true) derandomized so a CI run is
+# reproducible, "thorough" (HYPOTHESIS_PROFILE=thorough) for a long hunt. Tests that need fewer
+# examples say so with their own @settings.
+try:
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile("default", deadline=None)
+    settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
+                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile("thorough", deadline=None, max_examples=1000)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
+except ImportError:  # pragma: no cover - hypothesis is a dev dependency
+    pass

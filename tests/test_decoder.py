@@ -16,6 +16,7 @@ from torch import nn  # noqa: E402
 
 from spectheory.decoder import autoregressive_generate, speculative_generate  # noqa: E402
 from spectheory.decoder import verify as verify_mod  # noqa: E402
+from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.verifiers import TokenVerifier  # noqa: E402
 from spectheory.decoder.rng import PURPOSE_ACCEPT, uniforms  # noqa: E402
 from spectheory.decoder.sampling import logits_to_probs, sample_from_uniform  # noqa: E402
@@ -254,16 +255,9 @@ def exact_two_token_law(target, prompt, **sampling):
 
 def two_token_chi2_pvalue(tokens, law):
     """Chi-square p-value of the pairs against ``law``; cells expecting < 5 counts are pooled."""
-    V = law.shape[0]
-    counts = np.bincount(np.array([t[0] * V + t[1] for t in tokens]), minlength=V * V)
-    law = law.ravel()
-    assert counts[law == 0].sum() == 0, "a token of probability 0 was emitted"
-    expected = law * len(tokens)
-    small = expected < 5
-    obs, exp = counts[~small], expected[~small]
-    if expected[small].sum() > 0:
-        obs, exp = np.append(obs, counts[small].sum()), np.append(exp, expected[small].sum())
-    return sps.chisquare(obs, exp * obs.sum() / exp.sum()).pvalue
+    res = pooled_chisquare(np.array([t[:2] for t in tokens]), law)
+    assert res["impossible_samples"] == 0, "a token of probability 0 was emitted"
+    return res["pvalue"]
 
 
 N_LOSSLESS = 6000

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from _helpers import assert_mean_within_se  # noqa: E402
 import spectheory as st
 from spectheory.teaching.demo import main, run_demo
 from spectheory.teaching import (accepts, expected_accepted, play_round, rejection_probability,
@@ -67,7 +68,7 @@ def test_play_round_monte_carlo_matches_theory():
     rounds = [play_round(m, start, gamma, rng) for _ in range(n)]
     n_acc = np.array([r.n_accepted for r in rounds])
     rej = np.array([r.rejected for r in rounds], dtype=float)
-    assert abs(n_acc.mean() - expected_accepted(m, gamma)[start]) < 5 * n_acc.std(ddof=1) / np.sqrt(n)
+    assert_mean_within_se(n_acc, expected_accepted(m, gamma)[start], "accepted per round")
     p_rej = rejection_probability(m, gamma)[start]
     assert abs(rej.mean() - p_rej) < 5 * np.sqrt(p_rej * (1 - p_rej) / n)
     first = np.bincount([r.emitted[0] for r in rounds], minlength=m.vocab_size) / n

@@ -14,8 +14,9 @@ import spectheory as st
 from spectheory.laws.sampling import sample_categorical
 from spectheory.verifiers import Verifier
 
+from _helpers import assert_within_se
+
 SCALE = 0.6
-Z_MAX = 5.0      # Monte Carlo tolerance in standard errors (false failure about 1 in 1.7 million)
 
 
 class ScaledToken(Verifier):
@@ -73,8 +74,7 @@ def test_simulate_runs_the_new_rule_and_agrees_with_exact(bonus):
     sim = st.simulate(chain, 12, 3, 20_000, rng=9, bonus=bonus, verifier=RULE)
     assert sim.verifier == RULE.name
     for name in ("target_calls", "rejections", "draft_tokens", "accepted"):
-        mean, se = sim.mean_se(name)
-        assert abs(mean - getattr(exact, name)) <= Z_MAX * se, name
+        assert_within_se(*sim.mean_se(name), getattr(exact, name), name)   # 5 SE, seed fixed
 
 
 def test_real_decoder_runs_the_new_rule_losslessly():

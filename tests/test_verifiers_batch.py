@@ -14,7 +14,7 @@ from spectheory.verifiers import (
 from spectheory.montecarlo import simulate_batch
 from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
 
-from _verifier_laws import assert_positional_mc, law_pair
+from _helpers import assert_frequencies, assert_positional_mc, law_pair
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -169,7 +169,7 @@ def test_first_token_sampler():
     tok, rej, idx = sample_batch_first_token(t, d, M, n, rng=19)
     step = batch_first_token(t, d, M)
     freq = np.bincount(tok, minlength=4) / n
-    assert np.all(np.abs(freq - t) <= 5 * np.sqrt(t * (1 - t) / n) + 1e-12)      # 5 SE, seed fixed
+    assert_frequencies(freq, t, n, "first token")                                 # seed fixed
     reach = np.bincount(idx, minlength=M + 1) / n                                 # which candidate won
     won = np.append(step.reach[:-1] - step.reach[1:], step.reach[-1])
     assert np.all(np.abs(reach - won) <= 5 * np.sqrt(won * (1 - won) / n) + 1e-12)
@@ -203,8 +203,7 @@ def test_sampled_sequences_follow_the_target():
                 s = x
             p += q
         law[i] = p
-    se = np.sqrt(law * (1 - law) / n)
-    assert np.all(np.abs(freq - law) <= 5 * se + 1e-12)               # 5 SE per cell, seed fixed
+    assert_frequencies(freq, law, n, "winning candidate")             # seed fixed
 
 
 def test_bad_input():

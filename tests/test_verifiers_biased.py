@@ -17,7 +17,7 @@ from spectheory.verifiers.rejection import (
     rejection_step, rule_expected_rejections, standard_rule)
 from spectheory.montecarlo import simulate
 
-from _verifier_laws import law_pair
+from _helpers import assert_frequencies, assert_mean_within_se, assert_within_se, law_pair
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -129,7 +129,7 @@ def test_biased_step_sampler():
         tok, r = sample_biased_step(t, d, acc, rej, size=n, rng=3)
         freq = np.bincount(tok, minlength=4) / n
         o = step.output
-        assert np.all(np.abs(freq - o) <= 5 * np.sqrt(o * (1 - o) / n) + 1e-12)   # 5 SE, seed fixed
+        assert_frequencies(freq, o, n, "output law")                               # seed fixed
         rho = float(step.rejection)
         assert abs(r.mean() - rho) <= 5 * np.sqrt(rho * (1 - rho) / n) + 1e-12
 
@@ -166,9 +166,8 @@ def test_sequence_tv_exact_vs_monte_carlo(gamma, bonus):
     for rule in RULES[1:]:
         exact = sequence_tv(CHAIN, T, rule, gamma, bonus)
         est, se, rej = sequence_tv_mc(CHAIN, T, rule, 20_000, rng=9, gamma=gamma, bonus=bonus)
-        assert abs(est - exact) <= 5 * se                                   # 5 SE, seed fixed
-        er = rule_expected_rejections(CHAIN, T, rule, gamma=gamma, bonus=bonus)
-        assert abs(rej.mean() - er) <= 5 * rej.std(ddof=1) / np.sqrt(rej.size)
+        assert_within_se(est, se, exact, "sequence TV")                     # seed fixed
+        assert_mean_within_se(rej, rule_expected_rejections(CHAIN, T, rule, gamma=gamma, bonus=bonus), "rejections")
 
 
 def test_sampled_sequence_law_with_bonus():
@@ -179,7 +178,7 @@ def test_sampled_sequence_law_with_bonus():
     sim = simulate(CHAIN, T, 1, n, rng=13, bonus=True, verifier=rule, return_tokens=True)
     freq = np.bincount(sim.tokens @ (3 ** np.arange(T)[::-1]), minlength=27) / n
     g = np.exp(lg)
-    assert np.all(np.abs(freq - g) <= 5 * np.sqrt(g * (1 - g) / n) + 1e-12)   # 5 SE per cell
+    assert_frequencies(freq, g, n, "sequence law")
 
 
 def test_sequence_front_rows():

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings, strategies as st_
 from scipy import stats
 
+from _helpers import assert_within_se
 import spectheory as st
 from spectheory.montecarlo import simulate
 from spectheory.exact import token_round_transition
@@ -218,8 +219,7 @@ def test_simulate_block_matches_exact():
     res = simulate(chain, T, gamma, n, rng=7, verifier="block")
     for name, exact in (("target_calls", chain.expected_target_calls(T, gamma, verifier="block")),
                         ("draft_tokens", chain.expected_draft_tokens(T, gamma, verifier="block"))):
-        mean, se = res.mean_se(name)
-        assert abs(mean - exact) <= 5 * se                           # 5 standard errors, seed fixed
+        assert_within_se(*res.mean_se(name), exact, name)            # seed fixed
 
 
 def test_simulate_block_sequences_have_target_law():

@@ -13,7 +13,7 @@ from spectheory.verifiers.rejection import (
     standard_acceptance, standard_rule, unbiased_rejection_law)
 from spectheory.montecarlo import simulate
 
-from _verifier_laws import assert_positional_mc, law_pair
+from _helpers import assert_frequencies, assert_positional_mc, law_pair
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -89,8 +89,7 @@ def test_step_sampler_matches_exact_law():
     n = 200_000
     tok, rej = sample_rejection_step(t, d, b, P, n, rng=7)
     freq = np.bincount(tok, minlength=4) / n
-    se = np.sqrt(t * (1 - t) / n)
-    assert np.all(np.abs(freq - t) <= 5 * se + 1e-12)  # 5 SE per cell, seed fixed
+    assert_frequencies(freq, t, n, "output law")       # seed fixed
     rho = rejection_step(t, d, b, P).rejection
     assert abs(rej.mean() - rho) <= 5 * np.sqrt(rho * (1 - rho) / n)
 

@@ -23,6 +23,7 @@ import numpy as np
 from .._validation import check_bool, check_int, check_memory
 from ..laws.sampling import CdfTable, normalized_cdf, residual_weights, sample_from_cdf
 from ..verifiers.base import Verifier, get_verifier
+from .stats import mean_and_se
 
 __all__ = ["simulate", "sample_target", "SimulationResult", "mean_and_se"]
 
@@ -32,34 +33,6 @@ _CHUNK_ELEMS = 1 << 22
 _PROGRESS_DELAY_S = 3.0
 
 STATISTICS = ("target_calls", "rejections", "draft_tokens", "accepted")
-
-
-def mean_and_se(values, axis=None):
-    """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (NaN when n < 2).
-
-    The one definition every result type uses (:class:`SimulationResult`, the decoder's
-    ``DecodeStats``, the validation tables). ``axis=None`` pools all values and returns
-    floats; an integer axis returns arrays.
-
-    Examples
-    --------
-    >>> mean_and_se([1.0, 2.0, 3.0])
-    (2.0, 0.5773502691896258)
-    >>> mean_and_se([4.0])
-    (4.0, nan)
-    """
-    v = np.asarray(values, dtype=np.float64)
-    n = v.size if axis is None else v.shape[axis]
-    if n == 0:
-        raise ValueError("values: empty")
-    mean = v.mean(axis=axis)
-    if n > 1:
-        se = v.std(axis=axis, ddof=1) / np.sqrt(n)
-    else:
-        se = np.full_like(mean, np.nan) if axis is not None else np.nan
-    if axis is None:
-        return float(mean), float(se)
-    return mean, se
 
 
 @dataclass

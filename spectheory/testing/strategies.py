@@ -35,7 +35,7 @@ from .._validation import check_int
 from .instances import FAMILIES, make_instance
 
 __all__ = ["seeds", "laws", "law_pairs", "verification_instances", "chains", "decoding_chains",
-           "kit_instances", "LAW_KINDS"]
+           "kit_instances", "LAW_KINDS", "random_law"]
 
 #: Shapes of laws that :func:`laws` draws from.
 LAW_KINDS = ("dirichlet", "peaked", "zeros", "one_hot", "near_one_hot", "tiny", "uniform")
@@ -52,7 +52,17 @@ def _vocab(vocab_size, min_vocab, max_vocab):
     return st.just(check_int(vocab_size, "vocab_size", 1))
 
 
-def _law(rng, V, kind):
+def random_law(rng, V, kind="dirichlet"):
+    """A random law ``[V]`` of one of :data:`LAW_KINDS` from a numpy Generator (the pure function
+    behind :func:`laws`; tests that draw from seeds use it directly).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.testing.strategies import random_law
+    >>> random_law(np.random.default_rng(0), 3, "one_hot").tolist()
+    [0.0, 0.0, 1.0]
+    """
     if V == 1:
         return np.ones(1)
     if kind == "dirichlet":
@@ -86,7 +96,7 @@ def laws(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 8, kinds
     V = draw(_vocab(vocab_size, min_vocab, max_vocab))
     kind = draw(st.sampled_from(tuple(kinds)))
     rng = np.random.default_rng(draw(seeds()))
-    return _law(rng, V, kind)
+    return random_law(rng, V, kind)
 
 
 @st.composite

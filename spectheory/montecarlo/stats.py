@@ -1,0 +1,90 @@
+"""The statistics every result and test uses: the mean with its standard error, and Pearson's
+chi-square with small cells pooled (samples against an exact law)."""
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats as _stats
+
+__all__ = ["mean_and_se", "pooled_chisquare"]
+
+
+def mean_and_se(values, axis=None):
+    """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (NaN when n < 2).
+
+    The one definition every result type uses (:class:`SimulationResult`, the decoder's
+    ``DecodeStats``, the validation tables). ``axis=None`` pools all values and returns
+    floats; an integer axis returns arrays.
+
+    Examples
+    --------
+    >>> mean_and_se([1.0, 2.0, 3.0])
+    (2.0, 0.5773502691896258)
+    >>> mean_and_se([4.0])
+    (4.0, nan)
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = v.size if axis is None else v.shape[axis]
+    if n == 0:
+        raise ValueError("values: empty")
+    mean = v.mean(axis=axis)
+    if n > 1:
+        se = v.std(axis=axis, ddof=1) / np.sqrt(n)
+    else:
+        se = np.full_like(mean, np.nan) if axis is not None else np.nan
+    if axis is None:
+        return float(mean), float(se)
+    return mean, se
+
+
+def pooled_chisquare(samples, law, min_expected=5.0):
+    """Pearson chi-square of categorical ``samples`` against ``law`` with small cells pooled.
+
+    Cells with expected count ``n * law < min_expected`` are merged into one cell (kept
+    only if its expected count is positive). A sample in a cell of probability 0 gives
+    statistic ``inf`` and p-value 0.
+
+    Parameters
+    ----------
+    samples : int array, shape (n,) of flat cell indices, or (n, d) (flattened C-order)
+    law : array, any shape, sums to 1
+
+    Returns
+    -------
+    dict with ``statistic``, ``dof``, ``pvalue``, ``cells`` (after pooling), ``n``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> law = np.array([0.5, 0.3, 0.2])
+    >>> x = np.random.default_rng(0).choice(3, size=2000, p=law)
+    >>> from spectheory.montecarlo.stats import pooled_chisquare
+    >>> pooled_chisquare(x, law)["pvalue"] > 1e-3
+    True
+    """
+    law = np.asarray(law, dtype=np.float64)
+    flat_law = law.ravel()
+    s = np.asarray(samples, dtype=np.int64)
+    if s.ndim == 2:
+        s = np.ravel_multi_index(tuple(s.T), law.shape)
+    elif s.ndim != 1:
+        raise ValueError(f"samples: expected shape (n,) or (n, d), got {s.shape}")
+    n = s.size
+    if n == 0:
+        raise ValueError("samples: empty")
+    observed = np.bincount(s, minlength=flat_law.size).astype(np.float64)
+    if np.any(observed[flat_law <= 0] > 0):
+        return {"statistic": float("inf"), "dof": 0, "pvalue": 0.0, "cells": 0, "n": n,
+                "impossible_samples": int(observed[flat_law <= 0].sum())}
+    expected = n * flat_law
+    big = expected >= min_expected
+    obs = list(observed[big])
+    exp = list(expected[big])
+    rest = expected[~big].sum()
+    if rest > 0:
+        obs.append(observed[~big].sum())
+        exp.append(rest)
+    obs, exp = np.array(obs), np.array(exp)
+    stat = float(((obs - exp) ** 2 / exp).sum())
+    dof = max(len(obs) - 1, 1)
+    return {"statistic": stat, "dof": int(dof), "pvalue": float(_stats.chi2.sf(stat, dof)),
+            "cells": int(len(obs)), "n": int(n), "impossible_samples": 0}
