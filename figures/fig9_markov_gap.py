@@ -1,4 +1,4 @@
-"""The Markov abstraction gap. Order-k chains fitted to samples of the target and of each draft (soft counts: the models' exact next-token laws, sparse contexts with back-off), and their exact predictions of E[rejections] (bonus off, left) and target calls (gamma = 4, bonus on, right) relative to what the real decoder measures, against the order k; the dotted line at 0 is the decoder, shaded bands its 95% interval, crosses the Rao-Blackwellised prediction (k = infinity). Low orders average contexts away and underestimate the rejections.
+"""The Markov abstraction gap. Order-k chains fitted to the shipped models and their exact predictions of E[rejections] (bonus off, left) and target calls (gamma = 4, bonus on, right) relative to the real decoder, against the order k. Solid: the target-path fit (both kernels average the models' exact laws over the same target prefixes; its Theorem-1 sum is a lower bound that grows with k, docs/markov_abstraction.md), with its bias-corrected 95% bootstrap interval. Dashed: the old fit (draft kernel averaged over draft samples), which has no such guarantee. The dotted line at 0 is the decoder, shaded bands its 95% interval, crosses the Rao-Blackwellised prediction (k = infinity).
 
 The numbers are those of simulations/decoder_markov_gap.py, read from the results folder beside
 the figures folder.
@@ -11,42 +11,47 @@ import numpy as np
 
 from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
 
+FITS = {"order-k": ("target paths", "o-"), "order-k (old fit, draft paths)": ("draft paths (old)", "s--")}
+
 
 def main(argv=None):
     args = figure_args(__doc__, argv)
     gap = load_results("decoder_markov_gap", args.out)
     drafts, orders = gap["drafts"], gap["orders"]
-    g = 4 if 4 in gap["gammas"] else gap["gammas"][0]
-    data = {"target": gap["target"], "orders": orders, "horizon": gap["horizon"], "gamma": g,
-            "samples": gap["samples"], "source": gap["command"], "drafts": {}}
+    data = {"target": gap["target"], "orders": orders, "horizon": gap["horizon"], "gamma": gap["gamma"],
+            "samples": gap["samples"], "reference": gap.get("reference", "decoder"), "source": gap["command"],
+            "drafts": {}}
     for name in drafts:
-        rows = [r for r in gap["results"][name]["rows"] if r["fit"] == "soft" and r["gamma"] == g]
-        d = {"orders": orders}
-        for bonus, stat in ((False, "rejections"), (True, "target_calls")):
-            mine = [next(r for r in rows if r["order"] == k and r["stat"] == stat and r["bonus"] == bonus)
-                    for k in orders]
-            d[stat] = [r["chain"] for r in mine]
-            d[f"{stat}_measured"] = [mine[0]["measured"], mine[0]["measured_se"]]
-            d[f"{stat}_rb"] = [mine[0]["rb"], mine[0]["rb_se"]]
-        d["states"] = [next(r["states"] for r in rows if r["order"] == k) for k in orders]
+        res = gap["results"][name]
+        d = {"measured": res["measured"], "rb": res["rb"]}
+        for fam in FITS:
+            rows = sorted((r for r in res["rows"] if r["family"] == fam), key=lambda r: r["param"])
+            d[fam] = {"states": [r["states"] for r in rows], "rejections": [r["rejections"] for r in rows],
+                      "target_calls": [r["target_calls"] for r in rows],
+                      "rejections_ci": [r.get("rejections_ci") for r in rows]}
         data["drafts"][name] = d
-    fig, axes = figure(ncols=2, width=3.2, height=2.6)
+    fig, axes = figure(ncols=2, width=3.3, height=2.7)
     for ax, stat, title in ((axes[0], "rejections", "E[rejections], bonus off"),
-                            (axes[1], "target_calls", f"target calls, gamma = {g}, bonus on")):
+                            (axes[1], "target_calls", f"target calls, gamma = {gap['gamma']}, bonus on")):
         for i, name in enumerate(drafts):
             d = data["drafts"][name]
-            m, se = d[f"{stat}_measured"]
-            rel = np.array(d[stat]) / m - 1.0
-            ax.plot(orders, 100 * rel, "o-", color=PALETTE[i], label=name)
-            ax.fill_between([orders[0], orders[-1] + 1], 100 * -1.96 * se / m, 100 * 1.96 * se / m,
-                            color=PALETTE[i], alpha=0.12, lw=0)
-            ax.plot([orders[-1] + 1], [100 * (d[f"{stat}_rb"][0] / m - 1.0)], "x", color=PALETTE[i], ms=6)
+            m, se = d["measured"][stat]
+            for fam, (label, style) in FITS.items():
+                ax.plot(orders, 100 * (np.array(d[fam][stat]) / m - 1.0), style, color=PALETTE[i],
+                        label=f"{name}, {label}" if stat == "rejections" else None, alpha=1.0 if "old" not in fam else 0.6)
+                if stat == "rejections" and all(d[fam]["rejections_ci"]):
+                    ci = np.array(d[fam]["rejections_ci"])
+                    ax.vlines(orders, 100 * (ci[:, 0] / m - 1), 100 * (ci[:, 1] / m - 1), color=PALETTE[i], lw=2.5,
+                              alpha=0.35)
+            ax.fill_between([orders[0], orders[-1] + 1], -196 * se / m, 196 * se / m, color=PALETTE[i], alpha=0.10,
+                            lw=0)
+            ax.plot([orders[-1] + 1], [100 * (d["rb"][stat][0] / m - 1.0)], "x", color=PALETTE[i], ms=6)
         ax.axhline(0.0, color="0.3", lw=0.8, ls=":")
         ax.set_xticks(orders + [orders[-1] + 1], [str(k) for k in orders] + [r"$\infty$"])
         ax.set_xlabel("chain order k")
         ax.set_ylabel("chain prediction / measured - 1 (%)")
         ax.set_title(title)
-    axes[0].legend(fontsize=6)
+    axes[0].legend(fontsize=5.5, loc="lower right")
     paths = save_figure(fig, "fig9_markov_gap", data=data, out_dir=args.out)
     print("wrote", *paths)
 

@@ -181,6 +181,8 @@ class ContextTree:
         V = vocab_size
         paths = np.asarray(paths, dtype=np.int64)
         B = check_int(budget, "budget", 1)
+        if float(V) ** check_int(max_order, "max_order", 0) >= 2.0 ** 62:
+            raise ValueError(f"max_order: contexts of length {max_order} over {V} tokens overflow int64 keys")
         diff = np.asarray(target_laws, np.float64) - np.asarray(draft_laws, np.float64)
         N = len(paths)
         info, D = {}, []

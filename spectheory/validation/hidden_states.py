@@ -21,32 +21,43 @@ import torch
 
 from .._validation import check_int
 
-__all__ = ["last_hidden_states", "kmeans", "HiddenStateAbstraction"]
+__all__ = ["path_laws", "last_hidden_states", "kmeans", "HiddenStateAbstraction"]
 
 
 @torch.inference_mode()
-def last_hidden_states(model, paths, n_prompt, batch_size=256, device=None):
-    """Final hidden states ``[N, T, C]`` (float32) before each generated token of ``paths [N, L + T]``.
+def path_laws(model, paths, n_prompt, hidden=False, sampling=(1.0, None, None), batch_size=256, device=None):
+    """The model's next-token laws ``[N, T, V]`` (float32) before each generated token of
+    ``paths [N, L + T]``, and with ``hidden=True`` also its final hidden states ``[N, T, C]``
+    (read by a forward hook on ``model.ln_f``; the model is not changed).
 
-    Row ``[i, n - 1]`` is the hidden state whose logits give the law of generated token
-    ``n`` (position ``L + n - 2`` of the path). Needs a model with an ``ln_f`` module (the
-    shipped GPTs)."""
+    Row ``[i, n - 1]`` belongs to generated token ``n`` (position ``L + n - 2`` of the path).
+    """
+    from ..decoder.sampling import logits_to_probs
+    from .lossless import model_device
     paths = np.asarray(paths, dtype=np.int64)
     L = check_int(n_prompt, "n_prompt", 1)
-    if not hasattr(model, "ln_f"):
+    if hidden and not hasattr(model, "ln_f"):
         raise ValueError("model: needs an ln_f module (a spectheory GPT) to read hidden states")
     grabbed = []
-    hook = model.ln_f.register_forward_hook(lambda mod, inp, out: grabbed.append(out))
-    out = []
+    hook = model.ln_f.register_forward_hook(lambda mod, inp, out: grabbed.append(out)) if hidden else None
+    laws, hid = [], []
     try:
-        dev = device if device is not None else next(model.parameters()).device
+        dev = device if device is not None else model_device(model)
         for lo in range(0, len(paths), batch_size):
             grabbed.clear()
-            model(torch.as_tensor(paths[lo:lo + batch_size, :-1], device=dev))
-            out.append(grabbed[-1][:, L - 1:].float().cpu().numpy())
+            logits = model(torch.as_tensor(paths[lo:lo + batch_size, :-1], device=dev))
+            laws.append(logits_to_probs(logits[:, L - 1:], *sampling).float().cpu().numpy())
+            if hidden:
+                hid.append(grabbed[-1][:, L - 1:].float().cpu().numpy())
     finally:
-        hook.remove()
-    return np.concatenate(out)
+        if hook is not None:
+            hook.remove()
+    return (np.concatenate(laws), np.concatenate(hid)) if hidden else np.concatenate(laws)
+
+
+def last_hidden_states(model, paths, n_prompt, batch_size=256, device=None):
+    """Final hidden states ``[N, T, C]`` (float32) before each generated token; see :func:`path_laws`."""
+    return path_laws(model, paths, n_prompt, hidden=True, batch_size=batch_size, device=device)[1]
 
 
 def kmeans(points, n_clusters, rng=None, n_iter=10):
