@@ -22,9 +22,9 @@ from spectheory.verifiers.sequence_front import optimal_rule_chain, optimal_sequ
 from spectheory.verifiers.sequence_front_gaps import front_gaps, heuristic_rules
 
 HEADLINE_CHAIN = {"vocab_size": 3, "rng": 1, "horizon": 4, "start_state": 0}
-SHOWN = [("additive/optimal", 0.1), ("additive/target", 0.1), ("ratio/optimal", 0.3),
-         ("lenience/optimal", 0.8), ("lenience/optimal", 0.5), ("typical/target", "0.09/0.3"),
-         ("typical/optimal", "0.09/0.3"), ("mixture/optimal", 0.5)]
+SHOWN = [("additive/optimal", 0.1), ("lenience/optimal", 0.8), ("typical/target", "0.09/0.3"),
+         ("mixture/optimal", 0.5)]
+HEADLINE_FAMILIES = ("additive/optimal", "lenience/optimal", "typical/target", "mixture/optimal")
 
 
 def headline_table(quick):
@@ -105,10 +105,12 @@ def main(argv=None):
         if g is not None:
             heads.append(headline(f"{g.name} on random V=3 chain, T=4: rejections at sequence TV "
                                   f"{g.sequence_tv:.3f} vs the optimum", f"{g.rejections:.3f} vs {g.optimum:.3f}"))
+    n_chains = len({(r["V"], r["T"], r["seed"]) for r in rows})
     for s in summary:
-        heads.append(headline(f"{s['family']}: median (max) ratio of rejections to the optimum at the same "
-                              f"sequence TV, {len({(r['V'], r['T'], r['seed']) for r in rows})} random chains",
-                              f"{s['median_ratio']:.2f} ({s['max_ratio']:.2f})"))
+        if s["family"] in HEADLINE_FAMILIES:
+            heads.append(headline(f"{s['family']}: median (90th percentile) ratio of rejections to the optimum "
+                                  f"at the same sequence TV, {n_chains} random chains",
+                                  f"{s['median_ratio']:.2f} ({s['p90_ratio']:.2f})"))
     zmax = max(max(abs(m["z_rejections"]), abs(m["z_sequence_tv"])) for m in mc)
     heads.append(headline("optimal sequence rule, Monte Carlo vs LP front (rejections and sequence TV), max |z|", zmax))
     data = {"headline_chain": HEADLINE_CHAIN, "theorem1": grid.theorem1, "max_tv": grid.max_tv,
