@@ -207,7 +207,7 @@ def rule_point(forest: PrefixForest, rule, chain=None) -> RulePoint:
     does on the chain. A rule written for the states of :func:`unrolled_chain` (the optimal
     rule) is evaluated on that chain instead: pass it as ``chain``.
     """
-    V, T = forest.vocab_size, forest.horizon
+    T = forest.horizon
     mass = forest.weights.copy()
     rej = 0.0
     if chain is not None:
