@@ -305,3 +305,24 @@ def test_hot_and_cold_solves_agree():
     assert hot.rejections.shape == (2, 2) and hot.output_law.shape == (2, 2, 3, 3, 3)
     np.testing.assert_allclose(hot.rejections, cold.rejections, rtol=0, atol=1e-9)
     np.testing.assert_allclose(hot.output_law.sum(axis=(-3, -2, -1)), 1.0, rtol=0, atol=1e-9)
+
+
+def test_prefix_tree_chain_gives_the_same_front():
+    """The front depends on the sequence laws only: a first-order chain and its prefix tree
+    (st.DecodingChain.prefix_tree, state = whole prefix) give the same LP values."""
+    chain = st.DecodingChain.random(3, horizon=3, rng=11)
+    start = 1
+
+    def walk(prefix):
+        s = start
+        for tok in prefix:
+            s = chain.next_state[s, tok]
+        return s
+
+    tree = st.DecodingChain.prefix_tree(lambda p: chain.kernels(len(p))[0][walk(p)],
+                                        lambda p: chain.kernels(len(p))[1][walk(p)], 3, 3)
+    eps = [0.0, 0.07, 0.2, 0.5]
+    a = optimal_sequence_front(chain, 3, eps, start_state=start)
+    b = optimal_sequence_front(tree, 3, eps)
+    np.testing.assert_allclose(a.rejections, b.rejections, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(b.rejections[0], tree.tv_profile(3).sum(), rtol=0, atol=1e-9)
