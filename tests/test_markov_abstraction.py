@@ -183,3 +183,27 @@ def test_bootstrap_weights_resample_within_prompt_groups():
         np.testing.assert_array_equal(w[:, groups == g].sum(1), 10)
     with pytest.raises(ValueError, match="n_boot"):
         bootstrap_weights(groups, 0)
+
+
+def test_hidden_states_give_the_laws_and_cluster_transitions():
+    torch = pytest.importorskip("torch")
+    from spectheory.decoder.model import GPT, GPTConfig
+    from spectheory.validation.hidden_states import HiddenStateAbstraction, kmeans, path_laws
+    torch.manual_seed(0)   # the tiny model's initial weights only
+    model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)).eval()
+    rng = np.random.default_rng(0)
+    paths = rng.integers(0, 256, size=(6, 10))
+    laws, hidden = path_laws(model, paths, 4, hidden=True)
+    assert laws.shape == (6, 6, 256) and hidden.shape == (6, 6, 16)
+    # the hook reads the state the head uses: softmax(h W^T) is the model's law
+    logits = torch.as_tensor(hidden) @ model.wte.weight.detach().T
+    np.testing.assert_allclose(torch.softmax(logits, -1).numpy(), laws, atol=1e-5)
+    # clusters: separated blobs are found; a deterministic cluster sequence is learnt exactly
+    _, lab = kmeans(np.r_[np.zeros((20, 3)), 5 + np.zeros((20, 3))], 2, rng=1)
+    assert len(set(lab[:20])) == 1 and len(set(lab[20:])) == 1 and lab[0] != lab[-1]
+    tokens = rng.integers(0, 4, size=(30, 8))
+    h = np.zeros((30, 8, 2))
+    h[..., 0] = 10.0 * np.hstack([np.zeros((30, 1)), tokens[:, :-1] % 2])   # cluster = parity of the last token
+    a = HiddenStateAbstraction(h, tokens, 2, rng=0, n_components=None, vocab_size=4)
+    assert a.transition_determinism == 1.0
+    np.testing.assert_array_equal(a.states[:, 1:], a.next_state[a.states[:, :-1], tokens[:, :-1]])
