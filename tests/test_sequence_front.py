@@ -326,3 +326,31 @@ def test_prefix_tree_chain_gives_the_same_front():
     b = optimal_sequence_front(tree, 3, eps)
     np.testing.assert_allclose(a.rejections, b.rejections, rtol=0, atol=1e-9)
     np.testing.assert_allclose(b.rejections[0], tree.tv_profile(3).sum(), rtol=0, atol=1e-9)
+
+
+def test_monte_carlo_of_the_per_state_rule_with_injected_uniforms():
+    """Second Monte Carlo route: the per-state RejectionRule tables (acceptance min(O, q)/q,
+    rejection law norm(O - min(O, q))) driven through the pure rule rejection_verify on the
+    unrolled prefix chain, with uniforms drawn here."""
+    from spectheory.laws.sampling import sample_categorical
+    chain = st.DecodingChain.random(3, concentration=0.8, rng=8)
+    T, R = 4, 40_000
+    front = optimal_sequence_front(chain, T, 0.12, start_state=2)
+    uc, rule = optimal_sequence_rule(front)
+    b, P, _ = rule.tables(uc.target, uc.draft)
+    rng = np.random.default_rng(2024)
+    state = np.zeros(R, dtype=np.int64)                      # the root of the single tree
+    rejected = np.zeros(R)
+    leaf = np.zeros(R, dtype=np.int64)
+    for _ in range(T):
+        x = sample_categorical(uc.draft[state], rng.random(R))
+        tok, rej = rejection.rejection_verify(b[state, x], P[state], x, rng.random(R), rng.random(R))
+        rejected += rej
+        leaf = leaf * 3 + tok
+        state = uc.next_state[state, tok]
+    r, r_se = st.montecarlo.mean_and_se(rejected)
+    law, pt = front.law_at(()), front.forest.target_mass[-1]
+    tv, tv_se = st.montecarlo.mean_and_se(np.maximum(1.0 - pt[leaf] / law[leaf], 0.0))
+    # fixed seed; 5 standard errors
+    assert abs(r - front.rejections) <= 5 * r_se, (r, r_se, float(front.rejections))
+    assert abs(tv - front.sequence_tv) <= 5 * tv_se, (tv, tv_se, float(front.sequence_tv))
