@@ -35,11 +35,11 @@ def main(argv=None):
     fig, (ax, bx) = figure(ncols=2)
     data = {"horizon": T, "M": Ms, "panel_a": {}, "panel_b": {}}
     for j, gamma in enumerate((None, 4)):
-        label = "to the end" if gamma is None else f"gamma = {gamma}"
+        label = "to the end" if gamma is None else f"$\\gamma$ = {gamma}"
         exact = [batch_expected_rejections(chain, T, M, gamma=gamma) for M in Ms]
         lim = batch_expected_rejections(chain, T, np.inf, gamma=gamma).total
         ax.plot(Ms, [e.total for e in exact], "-", color=PALETTE[j], label=label)
-        ax.axhline(lim, color=PALETTE[j], ls="--", lw=1)
+        ax.axhline(lim, color=PALETTE[j], ls="--", lw=1, label=f"{label}, M $\\to \\infty$")
         mc = [simulate_batch(chain, T, gamma, M, n_runs, rng=rng) for M in mc_Ms]
         means = [m.mean("rejections") for m in mc]
         ses = [m.se("rejections") for m in mc]
@@ -47,13 +47,13 @@ def main(argv=None):
         tree = [batch_tree_expected(chain, T, M, gamma=gamma).rejections for M in Ms]
         tree_lim = batch_tree_expected(chain, T, np.inf, gamma=gamma).rejections
         ax.plot(Ms, tree, "-.", color=PALETTE[j], label=f"{label}, tree reading")
-        ax.axhline(tree_lim, color=PALETTE[j], ls=":", lw=0.8)
+        ax.axhline(tree_lim, color=PALETTE[j], ls=":", lw=0.8, label=f"{label}, tree, M $\\to \\infty$")
         tree_mc = [simulate_batch_tree(chain, T, M, n_runs, gamma=gamma, rng=rng)["rejections"] for M in mc_Ms]
         t_means = [float(x.mean()) for x in tree_mc]
         t_ses = [float(x.std(ddof=1) / np.sqrt(x.size)) for x in tree_mc]
         ax.errorbar(mc_Ms, t_means, yerr=1.96 * np.array(t_ses), fmt="s", color=PALETTE[j], ms=3, capsize=2,
                     mfc="none")
-        data["panel_a"][label] = {"exact": [e.total for e in exact], "improvement": [e.improvement for e in exact],
+        data["panel_a"]["to the end" if gamma is None else f"gamma = {gamma}"] = {"exact": [e.total for e in exact], "improvement": [e.improvement for e in exact],
                                   "limit": lim, "mc_M": mc_Ms, "mc_mean": means, "mc_se": ses,
                                   "tree_exact": tree, "tree_limit": tree_lim, "tree_mc_mean": t_means,
                                   "tree_mc_se": t_ses}
@@ -64,7 +64,7 @@ def main(argv=None):
     ax.set_xlabel("draft sequences per round M")
     ax.set_ylabel("expected rejections (T = 50)")
     ax.set_title("(a) first-token (solid) vs tree reading (dash-dot)")
-    ax.legend(loc="upper right", fontsize=5.5)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 0.06), fontsize=5.5)
 
     Mg = np.arange(1, 17)
     inst = [("Bernoulli t=0.7, d=0.4", lambda M: bernoulli_batch_rejection(0.7, 0.4, M), [0.3, 0.7], [0.6, 0.4]),

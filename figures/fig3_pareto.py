@@ -14,6 +14,7 @@ sequence the per-step line is no longer a bound: the lenience and ratio families
 below the mixture curve, while the naive law stays above the optimal one.
 """
 import numpy as np
+from matplotlib.lines import Line2D
 
 import spectheory as st
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
@@ -54,14 +55,13 @@ def main(argv=None):
             steps = [biased_step(t, d, a, rej) for a in accs]
             x = [float(s.rejection) for s in steps]
             y = [float(s.loss) for s in steps]
-            ax.plot(x, y, ls=ls, marker=mk, color=c, mfc=fill, lw=0.8, ms=3.5,
-                    label=f"{name}, {'optimal' if rej == 'optimal' else 'naive'} law")
+            ax.plot(x, y, ls=ls, marker=mk, color=c, mfc=fill, lw=0.8, ms=3.5)
             entry[rej] = {"rejection": x, "loss": y}
         data["panel_a"]["families"][name] = entry
     ax.set_xlabel("rejection probability")
     ax.set_ylabel("TV(output, target)")
     ax.set_title(f"(a) one position, TV(target, draft) = {front.tv:.2f}")
-    ax.legend(fontsize=5, loc="upper right", ncol=1)
+    ax.legend(fontsize=6, loc="upper right")
 
     chain = st.DecodingChain.random(3, concentration=0.8, rng=5)
     T = 6
@@ -88,6 +88,14 @@ def main(argv=None):
     bx.set_ylabel("TV(generated sequence law, target's)")
     bx.set_title("(b) sequences on a chain (V = 3, exact)")
     bx.legend(fontsize=6, loc="upper right")
+    # one legend for both panels, outside the data: colour/marker = rule family, fill/line = rejection law
+    handles = [Line2D([], [], color=PALETTE[j], marker=mk, ls="-", lw=0.8, ms=4) for j, (_, _, _, mk) in
+               enumerate(families)]
+    labels = [name for name, _, _, _ in families]
+    handles += [Line2D([], [], color="0.3", marker="o", mfc="0.3", ls="-", lw=0.8, ms=4),
+                Line2D([], [], color="0.3", marker="o", mfc="none", ls="--", lw=0.8, ms=4)]
+    labels += ["filled, solid: optimal rejection law", "open, dashed: naive law (the target)"]
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=6.5, frameon=False)
     save_figure(fig, "fig3_pareto", data=data, out_dir=args.out)
 
 

@@ -1,4 +1,4 @@
-"""The real decoder against the theory. (a) Accepted-count law of a round (gamma = 4, bonus on): the Rao-Blackwellised prediction (bars) against the decoder's measured histogram (points, 95% intervals), per draft model. (b) E[rejections] with bonus off: the Theorem-1 sum of exact TVs along target paths against the decoder's measured mean, per draft and gamma in {1, 2, 4, 8}, with the y = x line. (c) Walltime speedup on CPU (batch 1): measured against Leviathan's prediction from the measured cost ratio c and acceptance, against gamma.
+"""The real decoder against the theory. (a) Accepted-count law of a round (gamma = 4, bonus on): the Rao-Blackwellised prediction (bars) against the decoder's measured histogram (points, 95% intervals), per draft model. (b) E[rejections] with bonus off: the Theorem-1 sum of exact TVs along target paths against the decoder's measured mean, per draft and gamma in {1, 2, 4, 8}, with the y = x line. (c) Walltime speedup on CPU (batch 1): measured (median over the repeats, bars from the fastest to the slowest repeat when the results hold them) against Leviathan's prediction from the measured cost ratio c and acceptance, against gamma.
 
 The numbers are those of simulations/decoder_theory.py (panels a, b) and benchmarks/decoder_speed.py
 (panel c), read from the results folder beside the figures folder.
@@ -33,7 +33,7 @@ def main(argv=None):
         m = np.array([rows[f"count[{k}]"]["measured"] for k in j]) / calls
         se = np.array([rows[f"count[{k}]"]["measured_se"] for k in j]) / calls
         ax.errorbar(j + (i - (len(drafts) - 1) / 2) * w, m, yerr=1.96 * se, fmt="o", color=PALETTE[i], ms=3)
-    ax.set_xlabel(f"accepted drafts per round (gamma = {g_hist})")
+    ax.set_xlabel(f"accepted drafts per round ($\\gamma$ = {g_hist})")
     ax.set_ylabel("fraction of rounds")
     ax.set_title("(a) accepted-count law")
     ax.legend(loc="upper center", fontsize=6)
@@ -49,17 +49,23 @@ def main(argv=None):
     ax.plot([0.9 * lo, 1.1 * hi], [0.9 * lo, 1.1 * hi], color="0.4", lw=0.8, ls="--")
     ax.set_xlabel(r"predicted $\sum_n E[\mathrm{TV}_n]$")
     ax.set_ylabel("measured rejections (bonus off)")
-    ax.set_title(f"(b) rejections, T = {T}, gamma in {gammas}")
+    ax.set_title(f"(b) rejections, T = {T}, $\\gamma$ = {', '.join(str(g) for g in gammas)}")
     ax.legend(fontsize=6)
     ax = axes[2]
     for i, name in enumerate(d for d in drafts if d in data["speed"]):
         rows = data["speed"][name]["rows"]
         g = [r["gamma"] for r in rows]
         ax.plot(g, [r["predicted"] for r in rows], "--", color=PALETTE[i])
-        ax.plot(g, [r["measured"] for r in rows], "o-", color=PALETTE[i],
-                label=f"{name} (c = {data['speed'][name]['c']:.2f})")
+        label = f"{name} (c = {data['speed'][name]['c']:.2f})"
+        if all("measured_repeats" in r for r in rows):  # repeated timings: median and full range
+            reps = [np.asarray(r["measured_repeats"]) for r in rows]
+            med = np.array([np.median(x) for x in reps])
+            ax.errorbar(g, med, yerr=[med - [x.min() for x in reps], [x.max() for x in reps] - med], fmt="o-",
+                        color=PALETTE[i], ms=3, capsize=2, lw=1, label=label)
+        else:
+            ax.plot(g, [r["measured"] for r in rows], "o-", color=PALETTE[i], label=label)
     ax.axhline(1.0, color="0.5", lw=0.8)
-    ax.set_xlabel("gamma")
+    ax.set_xlabel("draft length $\\gamma$")
     ax.set_ylabel("walltime speedup")
     ax.set_title("(c) measured (solid) vs predicted (dashed)")
     ax.legend(fontsize=6)

@@ -75,8 +75,8 @@ def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[
     out = Path(out_dir) if out_dir is not None else _script_folder()
     out.mkdir(parents=True, exist_ok=True)
     if _QUICK["on"]:  # a quick (CI-size) figure must not pass for the real one
-        fig.text(0.99, 0.01, "QUICK RUN (small sizes, not the published figure)", ha="right", va="bottom",
-                 fontsize=7, color="#D55E00", alpha=0.9)
+        fig.text(0.99, 1.0, "QUICK RUN (small sizes, not the published figure)", ha="right", va="bottom",
+                 fontsize=7, color="#D55E00", alpha=0.9)  # above the panels: bbox "tight" keeps it
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p)

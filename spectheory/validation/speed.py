@@ -80,7 +80,9 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
                      "ratio_counts": measured / predicted_counts,
                      "target_call_cost": float(per_call / med["t_target"]),
                      "draft_step_cost": float(per_step / med["t_draft"]),
-                     "overhead_fraction": float(overhead)})
+                     "overhead_fraction": float(overhead),
+                     # per repeat r: time(autoregressive target, r) / time(speculative, r), for the spread
+                     "measured_repeats": [float(a / s.time_total) for a, s in zip(runs["ar_target"], st)]})
     return {"c": c, "t_target": med["t_target"], "t_draft": med["t_draft"],
             "time_autoregressive": med["ar_target"], "batch_size": len(prompts), "horizon": T,
             "repeats": repeats, "rows": rows}
