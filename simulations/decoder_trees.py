@@ -52,14 +52,15 @@ def trees_for(quick):
     if quick:
         return {"2x1": DraftTree.from_branching([2, 1]), "path3": DraftTree.from_branching([1, 1, 1])}
     return {"path4": DraftTree.from_branching([1, 1, 1, 1]), "2x2x1": DraftTree.from_branching([2, 2, 1]),
-            "4x1x1": DraftTree.from_branching([4, 1, 1])}
+            "4x1": DraftTree.from_branching([4, 1])}
 
 
 def rb_exact(verifier, tree):
-    """Whether the full-horizon RB prediction is computed (node-local; 'wo' enumeration small)."""
+    """Whether the full-horizon RB prediction is computed: node-local rules; for 'wo' only
+    without branching (the exact 'wo' node law enumerates S * V**k paths: too many at V = 256)."""
     v = get_tree_verifier(verifier)
     kmax = max(len(k) for k in tree.children)
-    return v.node_local and (v.policy != "wo" or kmax <= 2)
+    return v.node_local and (v.policy != "wo" or kmax <= 1)
 
 
 @torch.inference_mode()
@@ -112,9 +113,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     q = args.quick
-    N = args.sequences or (48 if q else 256)
-    T = args.horizon or (8 if q else 32)
-    n_chi = args.samples or (1500 if q else 12000)
+    N = args.sequences or (48 if q else 128)
+    T = args.horizon or (8 if q else 16)
+    n_chi = args.samples or (1500 if q else 4000)
     draft_name = args.drafts.split(",")[0] if args.drafts else "draft-small"
     target = load_model(args.target or "target", device=args.device)
     draft = load_model(draft_name, device=args.device)
@@ -166,6 +167,13 @@ def main(argv=None):
             lambda rule, _t=tree: medusa_generate(target, heads, list(seq_prompts), _t.max_depth + 1, _t, rule,
                                                   seed=777_000, policy="topk"), "tree_topk", tree)
         compare_row("medusa", tname, "tree_topk", T, pred, meas, first, rows)
+        tab_iid = medusa_tables(med_tl, med_hl, toks, tree, "iid")
+        meas = measure(lambda pr, n, seed, _t=tree: medusa_generate(target, heads, pr, n, _t, "tree_rrs", seed=seed),
+                       seq_prompts, T, seed=0)
+        first = first_round_prediction(
+            lambda rule, _t=tree: medusa_generate(target, heads, list(seq_prompts), _t.max_depth + 1, _t, rule,
+                                                  seed=777_000, policy="iid"), "tree_rrs", tree)
+        compare_row("medusa", tname, "tree_rrs", T, tree_round_dp(tree, tab_iid, T)["target_calls"], meas, first, rows)
         mt = measure(lambda pr, n, seed, _t=tree: medusa_generate(target, heads, pr, n, _t, typ, seed=seed),
                      seq_prompts, T, seed=0)
         medusa_rows.append({"tree": tname, "verifier": typ.name, "tokens_per_call": mt["tokens_per_call"],
@@ -175,6 +183,20 @@ def main(argv=None):
     single = [r for r in rows if r["drafter"] == draft_name and r["tree"].startswith("path") and r["verifier"] == "tree_rrs"]
     best_single = max(single, key=lambda r: r["tokens_per_call"])
     best_medusa = max((r for r in rows if r["drafter"] == "medusa"), key=lambda r: r["tokens_per_call"])
+    # why: P(the round accepts a depth-1 node | output), averaged along target paths (exact tables)
+    depth1 = {}
+    for label, tab in (("draft path (one draft)", draft_tables(ps.target_laws, ps.draft_laws, toks,
+                                                               DraftTree.from_branching([1]), "iid")),
+                       ("medusa head 1, one top-1 candidate", medusa_tables(med_tl, med_hl, toks,
+                                                                            DraftTree.from_branching([1]), "topk")),
+                       ("medusa head 1, one sampled candidate", medusa_tables(med_tl, med_hl, toks,
+                                                                              DraftTree.from_branching([1]), "iid")),
+                       ("medusa head 1, top-3 candidates", medusa_tables(med_tl, med_hl, toks,
+                                                                         DraftTree.from_branching([3]), "topk"))):
+        r = tab[min(tab)][1][:, :, 0]
+        depth1[label] = float(1.0 - r.mean())
+    out["depth1_acceptance"] = depth1
+    print("depth-1 acceptance along target paths: " + ", ".join(f"{k}: {v:.3f}" for k, v in depth1.items()))
     out["medusa_vs_single_path"] = {"single_path": best_single, "medusa": best_medusa,
                                     "medusa_beats_single_path": bool(best_medusa["tokens_per_call"]
                                                                      > best_single["tokens_per_call"])}
@@ -239,9 +261,9 @@ def main(argv=None):
           f"(lossless noise floor {noise:.3f})")
 
     # ---------------------------------------------------------------- wall clock
-    reps = 2 if q else 5
-    Tw = 16 if q else 64
-    wp = [heldout_windows(4, L)[i].tolist() for i in range(1 if q else 4)]
+    reps = 2 if q else 3
+    Tw = 16 if q else 32
+    wp = [heldout_windows(4, L)[i].tolist() for i in range(1 if q else 2)]
     runs = {"autoregressive": lambda s: autoregressive_generate(target, wp, Tw, seed=s),
             f"{draft_name} path4 tree_rrs": lambda s: tree_generate(target, draft, wp, Tw, DraftTree.from_branching([1, 1, 1, 1]),
                                                                    "tree_rrs", seed=s),
