@@ -149,9 +149,12 @@ def plugin_bound(states, target_laws, draft_laws, n_states, per_position=True, w
     (0.0, 1.0)
     """
     states = np.asarray(states, dtype=np.int64)
-    N = len(states)
+    N, T = states.shape
     diff = np.asarray(target_laws, np.float64) - np.asarray(draft_laws, np.float64)
-    sums, _ = state_sums(states, diff, n_states, per_position, weights)
+    # only the visited (position, state) cells matter: label them 0..U-1 (U <= N T)
+    cell = states + (np.arange(T)[None, :] * int(n_states) if per_position else 0)
+    _, inv = np.unique(cell.ravel(), return_inverse=True)
+    sums, _ = state_sums(inv.reshape(N, T), diff, int(inv.max()) + 1, False, weights)
     total = N if weights is None else float(np.sum(weights))
     return float(0.5 * np.abs(sums).sum() / total)
 
