@@ -15,7 +15,7 @@ from scipy import stats as sps  # noqa: E402
 from torch import nn  # noqa: E402
 
 from spectheory.decoder import autoregressive_generate, speculative_generate  # noqa: E402
-from spectheory.decoder import verify as verify_mod  # noqa: E402
+from spectheory.verifiers import torch_forms as verify_mod  # noqa: E402
 from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.verifiers import TokenVerifier  # noqa: E402
 from spectheory.decoder.rng import PURPOSE_ACCEPT, uniforms  # noqa: E402
@@ -155,7 +155,7 @@ def test_batch_invariance(verifier):
         alone = speculative_generate(target, draft, [PROMPTS[b]], 16, 3, seed=[seeds[b]], top_k=4, verifier=verifier)
         assert np.array_equal(alone.tokens[0], full.tokens[b])
         assert np.array_equal(alone.stats.accepted_counts[0], full.stats.accepted_counts[b])
-        auto_alone = autoregressive_generate(target, [PROMPTS[b]], 16, seed=seeds[b])
+        auto_alone = autoregressive_generate(target, [PROMPTS[b]], 16, seed=[seeds[b]])
         assert np.array_equal(auto_alone.tokens[0], auto_full.tokens[b])
 
 

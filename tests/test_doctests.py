@@ -12,7 +12,8 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(spectheory.__path__, "spe
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    if name.startswith("spectheory.decoder") or name.startswith("spectheory.testing.torch"):
+    if name.startswith(("spectheory.decoder", "spectheory.validation", "spectheory.testing.torch",
+                        "spectheory.verifiers.torch")):
         pytest.importorskip("torch")
     if name == "spectheory.decoder.hf":
         pytest.importorskip("transformers")

@@ -36,7 +36,7 @@ def test_dp_matches_brute_force(max_depth):
 def test_dp_shapes_and_bad_input():
     value, tree = sequoia_positional_dp([1.0], 5)
     assert tree == DraftTree.from_branching([1] * 5) and value == pytest.approx(6.0)
-    assert DraftTree.sequoia(5, [1.0]) == tree
+    assert sequoia_positional_dp([1.0], 5)[1] == tree
     with pytest.raises(ValueError, match="accept_probs"):
         sequoia_positional_dp([0.8, 0.5], 3)
     with pytest.raises(ValueError, match="n_nodes"):

@@ -25,6 +25,7 @@ from .._validation import SUM_TOL, as_law, check_int, check_memory, check_nonneg
 from ..exact import expectations as analysis
 from ..exact import iid_gap
 from ..exact.core import ProtocolResult
+from ..trees.exact import tree_protocol
 from ..verifiers.base import get_verifier
 
 __all__ = ["DecodingChain", "ngram_counts"]
@@ -190,13 +191,19 @@ class DecodingChain:
         return self._marginals[T]
 
     # --------------------------------------------------- exact analysis (views of protocol)
-    def protocol(self, horizon, gamma, *, bonus=True, verifier="token") -> ProtocolResult:
+    def protocol(self, horizon, gamma=None, *, bonus=True, verifier="token", tree=None):
         r"""Every exact expectation of the protocol in one result (cached).
 
         One generation of ``horizon`` tokens with draft length ``gamma`` under ``verifier``
         (a registered name or a :class:`~spectheory.verifiers.Verifier`); ``bonus=True`` (the
         default everywhere: exact, Monte Carlo, decoder, command line) emits a target token
         after a fully accepted round. What is counted: ``docs/protocol.md``.
+
+        With ``tree=`` (a :class:`spectheory.trees.DraftTree`, which sets the draft depth, so
+        no ``gamma``) each round drafts a token tree and ``verifier`` is a tree verifier
+        (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``; ``"token"`` is
+        recursive rejection, token verification's tree form); the result is a
+        :class:`spectheory.trees.TreeProtocolResult` (``docs/trees.md``).
 
         Returns
         -------
@@ -212,7 +219,16 @@ class DecodingChain:
         >>> res = chain.protocol(12, 2)
         >>> round(res.tokens_per_call, 6), res.accepted_count_law.round(3).tolist()
         (1.670473, [0.5, 0.27, 0.23])
+        >>> from spectheory.trees import DraftTree
+        >>> round(chain.protocol(12, tree=DraftTree.from_branching([1, 1])).tokens_per_call, 6)  # a path
+        1.670473
         """
+        if tree is not None:
+            if gamma is not None:
+                raise ValueError("gamma: a tree sets the draft depth; pass gamma or tree=, not both")
+            return tree_protocol(self, horizon, tree, verifier, bonus)
+        if gamma is None:
+            raise ValueError("gamma: required (the draft length), or pass tree= for tree drafting")
         return analysis.protocol_result(self, horizon, gamma, bonus, get_verifier(verifier))
 
     def tv_profile(self, horizon) -> np.ndarray:

@@ -12,6 +12,8 @@ import numbers
 
 import torch
 
+from ..verifiers.torch_forms import sample_from_uniform  # the one inverse-CDF sampler (torch)
+
 
 def check_sampling_args(temperature, top_k, top_p):
     """Validate sampling options; return ``(temperature, top_k, top_p)`` normalised.
@@ -96,35 +98,3 @@ def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k=None,
     return probs
 
 
-def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """Inverse-CDF sampling: the smallest index ``i`` with ``cdf[i] > u * cdf[-1]``.
-
-    A token of probability 0 is never returned (for ``0 <= u < 1``); if rounding pushes
-    ``u * total`` to the top of the CDF, the last token of positive probability is used.
-
-    Parameters
-    ----------
-    probs : Tensor, shape (..., V)
-        Non-negative weights (need not be normalised; each row must have positive mass).
-    u : Tensor, shape (...)
-        Uniforms in ``[0, 1)``.
-
-    Returns
-    -------
-    LongTensor, shape (...)
-
-    Examples
-    --------
-    >>> import torch
-    >>> p = torch.tensor([[0.25, 0.0, 0.75]], dtype=torch.float64)
-    >>> sample_from_uniform(p.expand(3, 3), torch.tensor([0.1, 0.25, 0.9])).tolist()
-    [0, 2, 2]
-    """
-    p = probs.to(torch.float64)
-    cdf = torch.cumsum(p, dim=-1)
-    target = (u.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)
-    idx = torch.searchsorted(cdf.contiguous(), target.contiguous(), right=True).squeeze(-1)
-    vocab = p.shape[-1]
-    positive = p > 0
-    last_positive = vocab - 1 - torch.flip(positive, dims=[-1]).to(torch.int64).argmax(dim=-1)
-    return torch.minimum(idx, last_positive)

@@ -23,9 +23,10 @@ True
 from .draft_tree import DraftTree
 from .rules import outcome_law, tree_rule
 from .verifiers import TREE_VERIFIERS, TreeVerifier, get_tree_verifier, register_tree_verifier
-from .exact import TreeProtocolResult, node_laws, tree_protocol, tree_round_law
+from .children import draw_children, node_laws
+from .exact import TreeProtocolResult, tree_protocol, tree_round_law
 from .enumerate import enumerate_realisations, tree_sequence_law
-from .simulate import TreeSimulationResult, draw_children, simulate_tree
+from .simulate import TreeSimulationResult, simulate_tree
 from .batch_tree import (BatchTreeResult, batch_readings, batch_tree_expected, batch_tree_limit_mass,
                          simulate_batch_tree)
 from .sequoia import (exact_tree_value, optimal_tree_search, ordered_trees, positional_value,

@@ -39,7 +39,7 @@ import numpy as np
 from scipy.stats import binom
 
 from .._validation import check_int
-from .exact import node_laws
+from .children import node_laws
 from .rules import tree_rule
 
 __all__ = ["BatchTreeResult", "batch_tree_expected", "batch_tree_limit_mass", "simulate_batch_tree",

@@ -94,13 +94,6 @@ class DraftTree:
         return cls(parents)
 
     @classmethod
-    def sequoia(cls, n_nodes, accept_probs, max_depth=None):
-        """Sequoia's tree for a budget of ``n_nodes`` drafts under the positional
-        acceptance vector ``accept_probs`` (see :func:`spectheory.trees.sequoia_positional_dp`)."""
-        from .sequoia import sequoia_positional_dp
-        return sequoia_positional_dp(accept_probs, n_nodes, max_depth)[1]
-
-    @classmethod
     def _from_nested(cls, parents):
         """Renumber a parent list into depth-first (pre-order) order, keeping slot order."""
         par = np.asarray(parents)

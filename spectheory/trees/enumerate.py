@@ -16,6 +16,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from .accumulate import _Accumulator
 from .rules import outcome_law
 
 __all__ = ["enumerate_realisations", "enumerated_forward", "tree_sequence_law", "MAX_REALISATIONS"]
@@ -113,7 +114,6 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
 
     Same accumulator as the per-node engine (:mod:`spectheory.trees.exact`).
     """
-    from .exact import _Accumulator
     acc = _Accumulator(T, tree.max_depth, init, start)
     S = chain.n_states
     target = np.asarray(chain.target)

@@ -24,138 +24,17 @@ Non-local rules (traversal) use :mod:`spectheory.trees.enumerate`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from .._validation import check_int
 from ..exact.core import blas_single_thread
-from ..verifiers.multidraft import MAX_PATHS, _norm_excess
 from .draft_tree import DraftTree
+from .accumulate import TreeProtocolResult, _Accumulator, _result
+from .enumerate import enumerated_forward
 from .verifiers import get_tree_verifier
 
-__all__ = ["node_laws", "TreeProtocolResult", "tree_protocol", "tree_round_law"]
-
-
-def node_laws(target, draft, k, policy):
-    r"""Exact per-node laws of recursive rejection with ``k`` children, per state.
-
-    Parameters
-    ----------
-    target, draft : array, shape (S, V)
-    k : int >= 1
-    policy : {"iid", "wo", "topk"}
-
-    Returns
-    -------
-    accept : ndarray, shape (k, S, V)
-        ``accept[j, s, x]`` = P(child slot ``j`` is accepted and has token ``x``).
-    residual : ndarray, shape (S, V)
-        ``residual[s, y]`` = P(all children rejected and correction ``y``).
-        ``accept.sum((0, 2)) + residual.sum(1) == 1`` and
-        ``accept.sum(0) + residual == target`` (losslessness at a node).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from spectheory.trees.exact import node_laws
-    >>> t, d = np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]])
-    >>> A, R = node_laws(t, d, 2, "iid")
-    >>> round(float(A.sum()), 6), np.round(A.sum(0) + R, 12).tolist()
-    (0.64, [[0.5, 0.5]])
-    """
-    t = np.atleast_2d(np.asarray(target, dtype=np.float64))
-    d = np.atleast_2d(np.asarray(draft, dtype=np.float64))
-    k = check_int(k, "k", 1)
-    S, V = t.shape
-    A = np.zeros((k, S, V))
-    if policy == "iid":
-        r, reach = t.copy(), np.ones(S)
-        for j in range(k):
-            a = np.minimum(r, d)
-            A[j] = reach[:, None] * a
-            reach = reach * np.clip(1.0 - a.sum(-1), 0.0, 1.0)
-            r = _norm_excess(r, d)[0]
-        return A, reach[:, None] * r
-    if policy == "topk":
-        order = np.argsort(-d, axis=-1, kind="stable")
-        rows = np.arange(S)
-        res = t.copy()
-        for j in range(min(k, V)):
-            x = order[:, j]
-            A[j, rows, x] = t[rows, x]
-            res[rows, x] = 0.0
-        return A, res
-    if policy == "wo":
-        res = np.zeros((S, V))
-        sid = np.arange(S)
-        prob = np.ones(S)
-        r = t.copy()
-        dc = d.copy()
-        n_paths = S
-        for j in range(k):
-            mass = dc.sum(-1)
-            live = mass > 0
-            np.add.at(res, sid[~live], prob[~live, None] * r[~live])
-            sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
-            if prob.size == 0:
-                break
-            np.add.at(A[j], sid, prob[:, None] * np.minimum(r, dc))
-            rej = prob[:, None] * np.maximum(dc - r, 0.0)
-            r_next = _norm_excess(r, dc)[0]
-            p_idx, x_idx = np.nonzero(rej > 0)
-            n_paths += p_idx.size
-            if n_paths > MAX_PATHS:
-                raise ValueError(f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
-                                 f"paths (S={S}, V={V}, k={k}); use Monte Carlo")
-            sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
-            dc = dc[p_idx].copy()
-            dc[np.arange(p_idx.size), x_idx] = 0.0
-        np.add.at(res, sid, prob[:, None] * r)
-        return A, res
-    raise ValueError(f"policy: expected one of ('iid', 'wo', 'topk'), got {policy!r}")
-
-
-@dataclass
-class TreeProtocolResult:
-    """Exact expectations of one generation of ``horizon`` tokens with a draft tree.
-
-    Attributes
-    ----------
-    horizon : int
-    target_calls, rejections, draft_tokens, accepted : float
-        Expected rounds, corrections, drafted nodes, accepted drafts.
-    tokens_per_call : float
-        ``horizon / target_calls``.
-    accepted_length_law : ndarray, shape (depth + 1,)
-        Law of a round's accepted length: expected rounds with ``j`` accepted drafts over
-        expected rounds.
-    round_starts : ndarray, shape (T, S)
-        P(a round starts at position ``n`` in state ``s``).
-    """
-
-    horizon: int
-    target_calls: float
-    rejections: float
-    draft_tokens: float
-    accepted: float
-    tokens_per_call: float
-    accepted_length_law: np.ndarray
-    round_starts: np.ndarray = field(repr=False)
-
-
-class _Accumulator:
-    """Forward masses over round starts: ``starts[n]`` is ``[S]`` or ``[B, S]``."""
-
-    def __init__(self, T, D, init, start=0):
-        init = np.asarray(init, dtype=np.float64)
-        self.starts = np.zeros((T + 1,) + init.shape)
-        self.starts[start] = init
-        lead = init.shape[:-1]
-        self.length = np.zeros((D + 1,) + lead)
-        self.rejections = np.zeros(lead)
-        self.accepted = np.zeros(lead)
-        self.drafted = np.zeros(lead)
+__all__ = ["TreeProtocolResult", "tree_protocol", "tree_round_law"]
 
 
 def _check_tree(tree):
@@ -226,13 +105,6 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
     return acc
 
 
-def _result(acc, T):
-    calls = float(acc.starts[:T].sum())
-    law = acc.length / max(acc.length.sum(), 1e-300)
-    return TreeProtocolResult(T, calls, float(acc.rejections), float(acc.drafted), float(acc.accepted),
-                              T / calls, law, acc.starts[:T].copy())
-
-
 def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method="auto") -> TreeProtocolResult:
     r"""Exact expectations of tree speculative decoding over ``horizon`` tokens.
 
@@ -273,7 +145,6 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
         raise ValueError(f"method: the per-node engine needs a node-local rule; {v.name!r} is not")
     with blas_single_thread(chain.n_states):      # small products: extra BLAS threads only contend
         if method == "enumerate" or not v.node_local:
-            from .enumerate import enumerated_forward
             acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
         else:
             acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
@@ -312,7 +183,6 @@ def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method=
     eye = np.eye(chain.n_states)
     with blas_single_thread(chain.n_states):
         if method == "enumerate" or not v.node_local:
-            from .enumerate import enumerated_forward
             acc = enumerated_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)
         else:
             acc = _node_forward(chain, T, tree, v, True, eye, n0 + 1, start=n0)

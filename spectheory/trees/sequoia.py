@@ -155,7 +155,7 @@ def positional_vector(chain, K, verifier="tree_rrs_wo", states=None, n_samples=N
     if n_samples is None:
         A, _ = v.node_laws(t, d, K)
         return pi @ A.sum(-1).T
-    from .simulate import draw_children
+    from .children import draw_children
     from .rules import tree_rule
     rng = np.random.default_rng(rng)
     n = check_int(n_samples, "n_samples", 1)

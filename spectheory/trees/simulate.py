@@ -12,40 +12,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int
-from ..verifiers.multidraft import _categorical
 from .draft_tree import DraftTree
+from .children import draw_children
 from .verifiers import get_tree_verifier
 
 __all__ = ["draw_children", "simulate_tree", "TreeSimulationResult"]
-
-
-def draw_children(draft_rows, k, policy, rng):
-    """``k`` children per row of ``draft_rows [R, V]`` under a child policy; ``[R, k]``.
-
-    ``"iid"``: inverse CDF per child; ``"wo"``: Gumbel top-k (successive sampling; ``-1``
-    past the draft's support); ``"topk"``: the ``k`` largest draft entries (stable order,
-    ``-1`` past ``V``).
-    """
-    d = np.asarray(draft_rows, dtype=np.float64)
-    R, V = d.shape
-    if policy == "iid":
-        w = np.broadcast_to(d[:, None, :], (R, k, V))
-        return _categorical(w, rng.random((R, k))).astype(np.int64)
-    if policy == "wo":
-        if k > V:
-            out = np.full((R, k), -1, dtype=np.int64)
-            out[:, :V] = draw_children(d, V, "wo", rng)
-            return out
-        with np.errstate(divide="ignore"):
-            keys = np.log(d) - np.log(-np.log(np.clip(rng.random((R, V)), 1e-300, 1.0 - 1e-16)))
-        order = np.argsort(-keys, axis=-1, kind="stable")[:, :k]
-        return np.where(np.take_along_axis(d, order, 1) > 0, order, -1).astype(np.int64)
-    if policy == "topk":
-        order = np.argsort(-d, axis=-1, kind="stable")[:, :min(k, V)]
-        out = np.full((R, k), -1, dtype=np.int64)
-        out[:, :order.shape[1]] = order
-        return out
-    raise ValueError(f"policy: expected one of ('iid', 'wo', 'topk'), got {policy!r}")
 
 
 @dataclass

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .children import draw_children, node_laws
 from .rules import POLICIES, RULES, outcome_law, tree_rule
 
 __all__ = ["TreeVerifier", "get_tree_verifier", "register_tree_verifier", "TREE_VERIFIERS"]
@@ -72,7 +73,6 @@ class TreeVerifier:
     def node_laws(self, target, draft, k):
         """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (rrs only);
         see :func:`spectheory.trees.exact.node_laws`."""
-        from .exact import node_laws
         if not self.node_local:
             raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
         return node_laws(target, draft, k, self.policy)
@@ -80,7 +80,6 @@ class TreeVerifier:
     def sample_children(self, draft_rows, k, rng):
         """Draw ``k`` children per row of ``draft_rows [R, V]``; see
         :func:`spectheory.trees.simulate.draw_children`."""
-        from .simulate import draw_children
         import numpy as np
         rng = np.random.default_rng(rng)
         return draw_children(draft_rows, k, self.policy, rng)
@@ -110,3 +109,7 @@ for _name, _rule, _policy in [("tree_rrs", "rrs", "iid"), ("tree_rrs_wo", "rrs",
                               ("tree_topk", "rrs", "topk"), ("traversal", "traversal", "wo"),
                               ("traversal_iid", "traversal", "iid")]:
     register_tree_verifier(TreeVerifier(_name, _rule, _policy))
+
+#: On a single path recursive rejection sampling is token verification, so the single-path
+#: default name also works for trees (``chain.protocol(T, tree=..., verifier="token")``).
+TREE_VERIFIERS["token"] = TREE_VERIFIERS["tree_rrs"]

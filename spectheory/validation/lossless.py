@@ -22,7 +22,7 @@ import torch
 from .._validation import check_int
 from ..montecarlo.stats import pooled_chisquare
 from ..decoder.sampling import logits_to_probs, sample_from_uniform
-from ..decoder.verify import Verdict
+from ..verifiers.torch_forms import Verdict
 from ..verifiers import TokenVerifier, get_verifier
 
 __all__ = ["model_device", "exact_two_token_law", "decoder_two_token_samples", "pooled_chisquare",

@@ -163,13 +163,13 @@ class Verifier:
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
         """The rule on torch tensors, for the real decoder (rows with ``k = 0`` are inactive).
 
-        Returns a :class:`spectheory.decoder.verify.Verdict`. The default moves the tensors
+        Returns a :class:`spectheory.verifiers.torch_forms.Verdict`. The default moves the tensors
         to numpy, applies :meth:`_rule` in float64 and moves the result back (correct for
         any rule; a native torch version is faster on a GPU).
         """
         import torch
 
-        from ..decoder.verify import Verdict
+        from .torch_forms import Verdict
         dev = draft_tokens.device
         kk = k.detach().cpu().numpy().astype(np.int64)
         B = kk.shape[0]

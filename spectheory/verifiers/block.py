@@ -29,7 +29,7 @@ Uniform convention: ``eta_i = 1`` iff ``u_i < h_i`` for ``u_i`` uniform on ``[0,
 As a :class:`~spectheory.verifiers.base.Verifier` (:class:`BlockVerifier`, registered as
 ``"block"``): the pure rule on given uniforms, the exact round transition ``Q [S, k+1, S]``
 (:func:`block_round_transition`) for :func:`spectheory.exact.round_recursion`, and the torch
-rule :func:`spectheory.decoder.verify.block_verify`.
+rule :func:`spectheory.verifiers.torch_forms.block_verify`.
 """
 from __future__ import annotations
 
@@ -332,7 +332,7 @@ class BlockVerifier(Verifier):
         return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus)
 
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
-        from ..decoder.verify import block_verify
+        from .torch_forms import block_verify
         return block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
 
 

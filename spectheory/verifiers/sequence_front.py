@@ -211,7 +211,6 @@ def optimal_rule_chain(front: SequenceFront, index=0):
     >>> bool(abs(chain_o.tv_profile(3).sum() - front.rejections) < 1e-9)
     True
     """
-    from ..chain import DecodingChain
     leaves = _front_point(front, index)
     forest = front.forest
     base = unrolled_chain(forest)
@@ -219,7 +218,7 @@ def optimal_rule_chain(front: SequenceFront, index=0):
     off = base.level_offsets
     for n, cond in enumerate(_conditional_tables(forest, leaves)):
         target[off[n]:off[n + 1]] = cond
-    chain = DecodingChain(target, base.draft, base.initial, base.next_state, atol=1e-6,
+    chain = type(base)(target, base.draft, base.initial, base.next_state, atol=1e-6,
                           max_horizon=forest.horizon)
     chain.level_offsets = off
     return chain, leaves

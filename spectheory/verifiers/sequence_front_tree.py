@@ -55,6 +55,7 @@ class PrefixForest:
     draft: list
     target_mass: list
     draft_mass: list
+    chain_type: type = None
 
     @property
     def n_leaves(self) -> int:
@@ -145,7 +146,7 @@ def prefix_forest(chain, horizon, start_state=None, max_sequences=MAX_FRONT_SEQU
         dmass.append((dmass[n][:, None] * drf[n]).ravel())
         if n + 1 < T:
             states.append(chain.next_state[st_n].ravel())
-    return PrefixForest(V, T, starts, weights, states, tgt, drf, tmass, dmass)
+    return PrefixForest(V, T, starts, weights, states, tgt, drf, tmass, dmass, type(chain))
 
 
 def unrolled_chain(forest: PrefixForest):
@@ -156,7 +157,6 @@ def unrolled_chain(forest: PrefixForest):
     weights on the roots. Any rule written per state of this chain may depend on the whole
     prefix; its law over ``T`` tokens is that of the original chain's prompt and sequence.
     """
-    from ..chain import DecodingChain
     V, T = forest.vocab_size, forest.horizon
     sizes = forest.level_sizes()
     offsets = np.concatenate([[0], np.cumsum(sizes)])
@@ -174,7 +174,7 @@ def unrolled_chain(forest: PrefixForest):
             ns[sl] = np.arange(offsets[n], offsets[n + 1])[:, None]
     init = np.zeros(S)
     init[:sizes[0]] = forest.weights
-    chain = DecodingChain(target, draft, init, ns, max_horizon=T)
+    chain = forest.chain_type(target, draft, init, ns, max_horizon=T)
     chain.level_offsets = offsets
     return chain
 

@@ -101,7 +101,7 @@ class TokenVerifier(Verifier):
         return acc, rej, False
 
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
-        from ..decoder.verify import token_verify
+        from .torch_forms import token_verify
         return token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
 
 

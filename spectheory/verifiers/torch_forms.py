@@ -1,4 +1,5 @@
-"""Accept/reject rules of one speculative round, as pure functions of given uniforms.
+"""The torch forms of the token and block rules (imported only when a Verifier's ``torch_rule``
+runs, so :mod:`spectheory.verifiers` imports without torch), as pure functions of given uniforms.
 
 Notation: ``target`` = p, ``draft`` = q (the model laws after temperature/top-k/top-p).
 For a batch of ``B`` sequences and a round of at most ``K`` draft tokens, a rule receives
@@ -23,7 +24,40 @@ from typing import NamedTuple
 
 import torch
 
-from .sampling import sample_from_uniform
+
+
+def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """Inverse-CDF sampling: the smallest index ``i`` with ``cdf[i] > u * cdf[-1]``.
+
+    A token of probability 0 is never returned (for ``0 <= u < 1``); if rounding pushes
+    ``u * total`` to the top of the CDF, the last token of positive probability is used.
+
+    Parameters
+    ----------
+    probs : Tensor, shape (..., V)
+        Non-negative weights (need not be normalised; each row must have positive mass).
+    u : Tensor, shape (...)
+        Uniforms in ``[0, 1)``.
+
+    Returns
+    -------
+    LongTensor, shape (...)
+
+    Examples
+    --------
+    >>> import torch
+    >>> p = torch.tensor([[0.25, 0.0, 0.75]], dtype=torch.float64)
+    >>> sample_from_uniform(p.expand(3, 3), torch.tensor([0.1, 0.25, 0.9])).tolist()
+    [0, 2, 2]
+    """
+    p = probs.to(torch.float64)
+    cdf = torch.cumsum(p, dim=-1)
+    target = (u.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)
+    idx = torch.searchsorted(cdf.contiguous(), target.contiguous(), right=True).squeeze(-1)
+    vocab = p.shape[-1]
+    positive = p > 0
+    last_positive = vocab - 1 - torch.flip(positive, dims=[-1]).to(torch.int64).argmax(dim=-1)
+    return torch.minimum(idx, last_positive)
 
 
 class Verdict(NamedTuple):
