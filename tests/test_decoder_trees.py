@@ -14,7 +14,7 @@ from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.decoder.tree_attention import TreeLayout, compact_path, new_tree_cache, tree_logits  # noqa: E402
 from spectheory.decoder.tree_decode import draw_level, resolve_rule, tree_generate  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
-from spectheory.trees.simulate import draw_children  # noqa: E402
+from spectheory.trees import draw_children  # noqa: E402
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare  # noqa: E402
 from spectheory.validation.predict import mean_se, path_statistics, sample_paths  # noqa: E402
 from spectheory.validation.trees import (broken_tree_rule, draft_tables, first_round_prediction,  # noqa: E402
@@ -176,3 +176,26 @@ def test_tree_round_dp_single_path_is_round_dp():
         r[:, : 9 - du, du] = rej[:, du:]
     got = tree_round_dp(tree, {1: (a, r)}, 9)
     np.testing.assert_allclose(got["target_calls"], round_dp(rej, 3, True)["target_calls"], rtol=1e-12)
+
+
+def test_greedy_tree_equals_autoregressive_hf_gpt2():
+    """Random-weight Hugging Face GPT-2 pair through the adapter: each node's path is recomputed
+    (no 4-d mask yet), greedy tree decoding still equals greedy autoregressive decoding."""
+    transformers = pytest.importorskip("transformers")
+    from spectheory.decoder.hf import HFCausalLM
+
+    def tiny(seed):
+        cfg = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=48, n_positions=64)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            m = transformers.GPT2LMHeadModel(cfg)
+            with torch.no_grad():
+                m.get_output_embeddings().weight.mul_(20.0)
+        return HFCausalLM(m.double())
+
+    target, draft = tiny(0), tiny(1)
+    prompts = [[1, 2, 3], [4, 5]]
+    ar = autoregressive_generate(target, prompts, 10, temperature=0)
+    res = tree_generate(target, draft, prompts, 10, DraftTree.from_branching([2, 1]), "tree_rrs", temperature=0)
+    for a, b in zip(ar.tokens, res.tokens):
+        np.testing.assert_array_equal(a, b)

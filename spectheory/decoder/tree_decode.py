@@ -31,7 +31,7 @@ import torch
 
 from .._validation import check_int
 from ..trees import DraftTree, get_tree_verifier
-from ..trees.verifiers import TreeVerifier
+from ..trees import TreeVerifier
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
 from .sampling import logits_to_probs, sample_from_uniform
 from .speculative import _check_common, _forward_window, _make_batch, _new_tokens, _place, _prefill, _sync

@@ -31,8 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..trees import DraftTree, get_tree_verifier
-from ..trees.exact import node_laws
-from ..trees.rules import tree_rule
+from ..trees import node_laws
+from ..trees import tree_rule
 from ..verifiers.multidraft import _categorical
 
 __all__ = ["node_acceptance", "tree_round_dp", "first_round_prediction", "broken_tree_rule",
