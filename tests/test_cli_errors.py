@@ -161,7 +161,7 @@ def test_quick_figures_never_overwrite_the_committed_ones(monkeypatch, capsys):
     seen = {}
     from spectheory.app import reproduce
 
-    monkeypatch.setattr(reproduce, "run_figures", lambda names, quick, out, jobs: seen.update(out=out) or 0)
+    monkeypatch.setattr(reproduce, "run_figures", lambda *a, out=None, **kw: seen.update(out=out) or 0)
     assert main(["figures", "fig4_leviathan", "--quick"]) == 0
     committed = os.path.realpath(os.path.join(os.path.dirname(cli.__file__), "..", "..", "figures"))
     assert seen["out"] is not None and os.path.realpath(seen["out"]) != committed

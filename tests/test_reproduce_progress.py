@@ -1,0 +1,29 @@
+"""spectheory reproduce names the running step and shows that a long step is alive (issue 14:
+one step ran 5 minutes with no sign of life)."""
+import sys
+
+import pytest
+
+from pathlib import Path
+
+from spectheory.app import reproduce
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_long_step_prints_its_name_and_a_heartbeat(tmp_path, monkeypatch, capfd):
+    monkeypatch.setattr(reproduce, "HEARTBEAT_S", 0.3)
+    script = tmp_path / "slow.py"
+    script.write_text("import time\nprint('working on chunk 1', flush=True)\ntime.sleep(1.5)\n")
+    status = reproduce._run_step("slow_step", [sys.executable, str(script)], str(tmp_path / "slow.log"), "x")
+    err = capfd.readouterr().err
+    assert status["rc"] == 0
+    assert "slow_step started" in err and "slow_step done" in err
+    assert "slow_step still running" in err and "working on chunk 1" in err  # the log's last line
+
+
+def test_jobs_zero_is_refused_by_the_library():
+    with pytest.raises(ValueError, match="jobs"):
+        reproduce.reproduce(ROOT, jobs=0)  # was ZeroDivisionError
+    with pytest.raises(ValueError, match="jobs"):
+        reproduce.run_figures(ROOT, ["fig1_theorem1"], jobs=0)
