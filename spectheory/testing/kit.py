@@ -195,10 +195,10 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
     Examples
     --------
     >>> from spectheory.testing import check_verifier, reference_verify
-    >>> report = check_verifier(reference_verify, n_samples=1000, seed=0)
+    >>> report = check_verifier(reference_verify, n_samples=300, seed=0)
     >>> report.passed, report.failed
     (True, [])
-    >>> check_verifier("block", n_samples=1000, seed=0).passed       # a registered Verifier
+    >>> check_verifier("block", n_samples=300, seed=0).passed       # a registered Verifier
     True
     """
 
@@ -267,7 +267,7 @@ def assert_verifier_lossless(verify, **kwargs) -> Report:
     Examples
     --------
     >>> from spectheory.testing import assert_verifier_lossless, reference_verify
-    >>> _ = assert_verifier_lossless(reference_verify, n_samples=1000)
+    >>> _ = assert_verifier_lossless(reference_verify, n_samples=300)
     """
     kwargs["efficiency"] = False
     report = check_verifier(verify, **kwargs)
@@ -285,7 +285,7 @@ def assert_verifier_optimal(verify, **kwargs) -> Report:
     Examples
     --------
     >>> from spectheory.testing import assert_verifier_optimal, reference_verify
-    >>> _ = assert_verifier_optimal(reference_verify, n_samples=1000)
+    >>> _ = assert_verifier_optimal(reference_verify, n_samples=300)
     """
     kwargs["efficiency"] = True
     report = check_verifier(verify, **kwargs)
