@@ -24,7 +24,7 @@ otherwise the next round starts at ``n0 + k``. Because ``i == k`` happens exactl
 when ``i == gamma`` or ``n == T``, every phase ``i < gamma`` at a position ``n < T``
 drafts, and the all-accepted event is read off at phase ``gamma`` (or at ``n = T``).
 
-Modules: :mod:`.core` (:class:`PhaseResult`, mass operators, token masses), :mod:`.phase`,
+Modules: :mod:`.core` (:class:`ProtocolResult`, mass operators, token masses), :mod:`.phase`,
 :mod:`.rounds`, :mod:`.sequence_laws`, :mod:`.expectations` (the chain-level expectations the
 :class:`~spectheory.DecodingChain` methods return), :mod:`.enumeration` (Fractions) and
 :mod:`.iid_gap` (Leviathan's i.i.d. formula against the exact chain values). This package never
@@ -32,7 +32,7 @@ imports :mod:`spectheory.chain` or :mod:`spectheory.verifiers`: callers hand it 
 object, duck-typed) and rule objects. The protocol and its counters are documented in
 ``docs/protocol.md``.
 """
-from .core import (PROGRESS_WORK, SINGLE_THREAD_STATES, PhaseResult, ProtocolResult, blas_single_thread,
+from .core import (PROGRESS_WORK, SINGLE_THREAD_STATES, ProtocolResult, blas_single_thread,
                    scaled_masses, token_masses)
 from .phase import calls_law, phase_recursion, token_accept_survival
 from .rounds import round_recursion, token_round_transition
@@ -40,7 +40,7 @@ from .sequence_laws import phase_sequence_law, target_sequence_law
 from .expectations import (accepted_count_per_state, protocol_result, rejection_lower_bound, sequence_law,
                            target_calls_law, tokens_per_call_per_generation, tv_profile)
 
-__all__ = ["ProtocolResult", "PhaseResult", "phase_recursion", "round_recursion", "token_round_transition",
+__all__ = ["ProtocolResult", "phase_recursion", "round_recursion", "token_round_transition",
            "token_masses", "scaled_masses", "token_accept_survival", "phase_sequence_law",
            "target_sequence_law", "calls_law", "blas_single_thread", "PROGRESS_WORK",
            "SINGLE_THREAD_STATES", "tv_profile", "rejection_lower_bound", "protocol_result",

@@ -1,6 +1,6 @@
 r"""Shared parts of the exact recursions (:mod:`spectheory.exact`).
 
-:class:`PhaseResult` (what every engine returns), the mass-provider operators and row
+:class:`ProtocolResult` (what every engine returns), the mass-provider operators and row
 checks, the standard and scaled token-verification masses, and the single-threaded BLAS
 context for the small per-position products. Notation: p = target, q = draft.
 """
@@ -136,9 +136,6 @@ class ProtocolResult:
         names = ("target_calls", "rejections", "draft_tokens", "accepted", "tokens_per_call")
         return {name: {"mean": float(getattr(self, name)), "se": 0.0} for name in names}
 
-
-#: Former name of :class:`ProtocolResult` (kept while the tree and stopping code moves over).
-PhaseResult = ProtocolResult
 
 
 # ----------------------------------------------------------------- operators

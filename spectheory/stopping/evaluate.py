@@ -24,72 +24,19 @@ acceptance probability) are evaluated by enumerating drafted paths
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ..exact import phase_recursion, token_masses
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
-from .cost import Cost, as_cost
+from .cost import as_cost
+from .paths import evaluate_paths
 from .policies import FixedGamma, Policy, StartStatePolicy, StopContext
+from .value import PolicyValue, _value, backward_positions, bonus_value
 
 __all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
 
 _E = np.eye(N_COMP)
-
-
-@dataclass
-class PolicyValue:
-    """Exact expectations of one generation of ``horizon`` tokens under a policy.
-
-    Attributes
-    ----------
-    horizon : int
-    cost : Cost
-    target_calls, draft_steps, target_time : float
-        Expected rounds, draft forward steps and total target-call time ``sum t(k)``.
-    policy : str
-    extra : dict
-        Method-specific details (e.g. the optimal policy's decisions).
-    """
-
-    horizon: int
-    cost: Cost
-    target_calls: float
-    draft_steps: float
-    target_time: float
-    policy: str = ""
-    extra: dict = field(default_factory=dict, repr=False)
-
-    @property
-    def time(self) -> float:
-        """Expected time ``c * draft_steps + target_time`` (units of one target call)."""
-        return self.cost.c * self.draft_steps + self.target_time
-
-    @property
-    def tokens_per_call(self) -> float:
-        """``horizon / target_calls`` (as :meth:`SimulationResult.summary` reports it)."""
-        return self.horizon / self.target_calls
-
-    @property
-    def time_per_token(self) -> float:
-        return self.time / self.horizon
-
-    @property
-    def speedup(self) -> float:
-        """``horizon / time``: speedup over plain decoding at one unit of time per token."""
-        return self.horizon / self.time
-
-    def as_dict(self) -> dict:
-        return {"policy": self.policy, "horizon": self.horizon, "c": self.cost.c,
-                "target_calls": self.target_calls, "draft_steps": self.draft_steps,
-                "target_time": self.target_time, "time": self.time,
-                "tokens_per_call": self.tokens_per_call, "time_per_token": self.time_per_token}
-
-
-def _value(T, cost, vec, policy, extra=None):
-    return PolicyValue(T, cost, float(vec[CALLS]), float(vec[DRAFTS]), float(vec[TTIME]),
-                       getattr(policy, "name", str(policy)), extra or {})
 
 
 def evaluate_policy(chain, policy: Policy, horizon, cost=None, *, bonus=True, method="auto",
@@ -136,7 +83,6 @@ def evaluate_policy(chain, policy: Policy, horizon, cost=None, *, bonus=True, me
     if method not in ("auto", "rounds"):
         raise ValueError(f"method: expected 'auto' or 'rounds', got {method!r}")
     if policy.uses_path or (policy.uses_start and not isinstance(policy, StartStatePolicy)):
-        from .paths import evaluate_paths
         return evaluate_paths(chain, policy, T, cost, max_nodes=max_nodes, progress=progress)
     if isinstance(policy, FixedGamma) and method == "auto":
         return _fixed_gamma(chain, policy, T, cost)
@@ -166,20 +112,6 @@ def edge_context(K, policy, n, i, memory):
                        prev_state=prev, token=np.broadcast_to(np.arange(V), (S, V)),
                        state=K.next_state, top=laws.top[prev], entropy=laws.entropy[prev],
                        token_prob=laws.draft, accept_prob=None, memory=np.full((S, V), memory))
-
-
-def backward_positions(total, desc, progress, work):
-    """``total - 1, ..., 0`` with a tqdm bar when the work is large (or ``progress=True``)."""
-    from tqdm.auto import tqdm
-    show = (work > 2e9) if progress is None else bool(progress)
-    return tqdm(range(total - 1, -1, -1), desc=desc, disable=not show, leave=False)
-
-
-def bonus_value(K, W, n, T, memory=0):
-    """``B(s) = sum_y p_n(y|s) W_{n+1}[memory](next(s, y))`` (0 at ``n = T``: no bonus at the end)."""
-    if n >= T:
-        return np.zeros((K.S, N_COMP))
-    return K.apply(K.at(n).target, W[n + 1][memory])
 
 
 def _edge_recursion(K, policy, T, cost, progress):

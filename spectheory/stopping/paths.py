@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
-from .evaluate import PolicyValue, backward_positions, bonus_value
+from .value import PolicyValue, backward_positions, bonus_value
 from .policies import StopContext
 
 __all__ = ["evaluate_paths", "optimal_paths", "path_tree"]
