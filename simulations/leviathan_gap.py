@@ -48,7 +48,7 @@ def main(argv=None):
         alpha = rows[-1]["alpha"]
         g_formula = st.optimal_gamma(alpha, args.c, max_gamma=max(gammas))
         g_exact = int(np.argmax(best)) + 1
-        s_formula = predicted_speedup(chain, T, g_formula, args.c)
+        s_formula = chain.predicted_speedup(T, g_formula, args.c)
         optima.append(dict(chain=name, alpha=alpha, gamma_formula=g_formula, gamma_exact=g_exact,
                            speedup_exact_opt=max(best), speedup_at_formula_gamma=s_formula,
                            speedup_promised=float(st.walltime_speedup(alpha, g_formula, args.c))))
