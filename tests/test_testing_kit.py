@@ -27,7 +27,7 @@ GALLERY_SAMPLES = 2000
 
 # --------------------------------------------------------------------------- correct verifiers
 def test_reference_verify_passes_kit():
-    report = check_verifier(reference_verify, n_samples=4000, seed=11)
+    report = check_verifier(reference_verify, n_samples=1500, seed=11)   # per round: the token Verifier rule, 1 row a call
     assert report.passed, str(report)
     assert report.n_tests > 30
 
