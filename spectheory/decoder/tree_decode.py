@@ -230,7 +230,6 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
     >>> import torch
     >>> from spectheory.decoder.model import GPT, GPTConfig
     >>> from spectheory.trees import DraftTree
-    >>> torch.manual_seed(0) and None
     >>> t = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
     >>> d = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
     >>> res = tree_generate(t, d, [[1, 2, 3], [4]], 8, DraftTree.from_branching([2, 1]), seed=3)
