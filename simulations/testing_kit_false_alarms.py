@@ -8,27 +8,27 @@ p-value, to show they are calibrated (about a fraction x of them below x). Sampl
 
 * ``numpy`` -- the batched reference (the token Verifier's rule), 20,000 rounds per instance;
 * ``torch`` -- ``torch_reference_sampler`` through ``from_torch_sampler``, ``--torch-samples``
-  rounds per instance (default 20,000);
+  rounds per instance (default 2,000);
 * ``hf`` -- the installed HuggingFace ``_speculative_sampling`` through
   ``hf_speculative_sampling()`` (skipped without transformers), ``--hf-samples`` rounds per
-  instance (default 1,000: it runs one round per call, 0.3-0.7 ms each, so 200 seeds at
+  instance (default 100: it runs one round per call, 0.3-0.7 ms each, so 200 seeds at
   20,000 would take hours on 2 cores).
 
-The committed results were run with ``--torch-samples 2000 --hf-samples 100`` on a machine
-shared with many other jobs (see the ``command`` field); the Bonferroni level per test does
-not depend on the sample size, and the chi-square tests pool cells to at least 20 expected
-counts, so the false-alarm bound holds at any size. Its acceptance test ``r <= p/q`` with float32
+The smaller sizes keep a full run within about half an hour on a shared 2-core machine; the
+Bonferroni level per test does not depend on the sample size, and the chi-square tests pool
+cells to at least 20 expected counts, so the false-alarm bound holds at any size. Its acceptance test ``r <= p/q`` with float32
   ``torch.rand_like`` accepts a draft of target probability 0 when ``r == 0`` (probability
   2**-24 per draw): the exact ``forced_uniforms`` check flags that in every run, as a true
   finding; the false-alarm count for it is over the other checks, and the forced finding is
   reported apart.
 
-A timing run of the whole kit on the HuggingFace function at the default 20,000 samples
-(``jobs`` = 1 and 2) is recorded too (``--no-timing`` skips it). Writes
+``--timing`` adds a timing run of the whole kit on the HuggingFace function at the default
+20,000 samples (``jobs`` = 1 and 2); ``simulations/testing_kit_hf_timing.py`` is the
+dedicated measurement. Writes
 ``testing_kit_false_alarms.json`` into ``--out``.
 
 Usage: python simulations/testing_kit_false_alarms.py [--quick] [--seeds N] [--samplers numpy,torch,hf]
-       [--hf-samples N] [--torch-samples N] [--jobs J] [--processes P] [--no-timing] [--out DIR]
+       [--hf-samples N] [--torch-samples N] [--jobs J] [--processes P] [--timing] [--out DIR]
 """
 import sys
 import time
@@ -131,10 +131,10 @@ def main(argv=None):
     ap = script_parser(__doc__)
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--samplers", default="numpy,torch,hf")
-    ap.add_argument("--hf-samples", type=int, default=1000)
-    ap.add_argument("--torch-samples", type=int, default=20_000)
+    ap.add_argument("--hf-samples", type=int, default=100)
+    ap.add_argument("--torch-samples", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--no-timing", action="store_true")
+    ap.add_argument("--timing", action="store_true", help="also time HF at 20,000 samples (see testing_kit_hf_timing.py)")
     ap.add_argument("--processes", type=int, default=1, help="samplers run in parallel processes")
     args = ap.parse_args(argv)
     seeds = 3 if args.quick else args.seeds
@@ -153,7 +153,7 @@ def main(argv=None):
             runs[name] = res
             print(f"{name}: {res['runs_flagged']} of {res['n_seeds']} runs flagged falsely "
                   f"(expected {res['expected_flags']:.3g}); true findings in {res['runs_with_true_findings']} runs")
-    timing = None if (args.quick or args.no_timing) else time_hf()
+    timing = time_hf() if (args.timing and not args.quick) else None
     out = summary_fields({"runs": runs, "hf_timing": timing, "note": "machine shared by several jobs: timings are noisy"})
     heads = [headline(f"conformance kit: runs falsely flagging {r['verifier']}",
                       f"{r['runs_flagged']}/{r['n_seeds']}",

@@ -52,7 +52,7 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=5)
     args = ap.parse_args(argv)
     repeats = 2 if args.quick else args.repeats
-    grid = tuple(n for n in GRID if n <= 5000) if args.quick else GRID
+    grid = (50, 500, 2000) if args.quick else GRID
     rows = []
     t0 = time.perf_counter()
     entries = [(name, verify, desc, "", {}, check_verifier) for name, (verify, desc, _) in GALLERY.items()]
