@@ -135,6 +135,7 @@ def main(argv=None):
     ap.add_argument("--torch-samples", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--timing", action="store_true", help="also time HF at 20,000 samples (see testing_kit_hf_timing.py)")
+    ap.add_argument("--no-timing", action="store_true", help="no timing run (the default; kept so recorded commands rerun)")
     ap.add_argument("--processes", type=int, default=1, help="samplers run in parallel processes")
     args = ap.parse_args(argv)
     seeds = 3 if args.quick else args.seeds
