@@ -2,8 +2,9 @@
 assisted generation, as time ratios in one run (issue 14).
 
 Random-weight GPT-2 models are built here (nothing is downloaded): a target of 8 blocks and
-two drafts of 1 block, greedy decoding, batch 1, gamma = 4 for both speculative decoders (HF's
-``num_assistant_tokens=4`` with the ``constant`` schedule: equal settings). The *agreeing*
+two drafts of 1 block, greedy decoding, batch 1, 100 new tokens, gamma = 4 for both speculative
+decoders (HF's assistant set to ``num_assistant_tokens=4``, the ``constant`` schedule and no
+early stop on low confidence, ``assistant_confidence_threshold=0``: equal settings). The *agreeing*
 draft is the target's own first block (the target's later blocks have zero output
 projections, so it computes exactly what its first block computes: acceptance 1, the best
 case of a cheap draft); the *unrelated* draft is an independent random block (acceptance
@@ -73,6 +74,12 @@ def single_prompt(target, draft, prompt, n_new, repeats):
         with torch.no_grad():
             return target.generate(ids, **hf_kw)[0, len(prompt):].tolist()
 
+    # equal settings: HF's assistant drafts exactly GAMMA tokens per round (constant schedule) and does
+    # not stop early on low confidence (its default assistant_confidence_threshold would)
+    draft.generation_config.num_assistant_tokens = GAMMA
+    draft.generation_config.num_assistant_tokens_schedule = "constant"
+    draft.generation_config.assistant_confidence_threshold = 0.0
+
     def hf_assisted():
         with torch.no_grad():
             return target.generate(ids, assistant_model=draft, num_assistant_tokens=GAMMA,
@@ -138,7 +145,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     transformers.logging.set_verbosity_error()
-    n_new, repeats = (24, 1) if args.quick else (200, 5)
+    n_new, repeats = (24, 1) if args.quick else (100, 3)
     target, drafts = build(args.quick)
     prompt = np.random.default_rng(1).integers(1, target.config.vocab_size, size=16).tolist()
     data = {"gamma": GAMMA, "new_tokens": n_new, "repeats": repeats, "threads": args.threads,
