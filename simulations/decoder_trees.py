@@ -113,9 +113,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     q = args.quick
-    N = args.sequences or (48 if q else 128)
-    T = args.horizon or (8 if q else 16)
-    n_chi = args.samples or (1500 if q else 4000)
+    N = args.sequences or (48 if q else 96)
+    T = args.horizon or (8 if q else 12)
+    n_chi = args.samples or (1500 if q else 3000)
     draft_name = args.drafts.split(",")[0] if args.drafts else "draft-small"
     target = load_model(args.target or "target", device=args.device)
     draft = load_model(draft_name, device=args.device)
@@ -262,8 +262,8 @@ def main(argv=None):
 
     # ---------------------------------------------------------------- wall clock
     reps = 2 if q else 3
-    Tw = 16 if q else 32
-    wp = [heldout_windows(4, L)[i].tolist() for i in range(1 if q else 2)]
+    Tw = 16 if q else 24
+    wp = [heldout_windows(4, L)[i].tolist() for i in range(1)]
     runs = {"autoregressive": lambda s: autoregressive_generate(target, wp, Tw, seed=s),
             f"{draft_name} path4 tree_rrs": lambda s: tree_generate(target, draft, wp, Tw, DraftTree.from_branching([1, 1, 1, 1]),
                                                                    "tree_rrs", seed=s),
