@@ -42,8 +42,13 @@ def block_headline() -> str:
     summary = _load(ROOT / "results" / "summary.json")
     if not summary:
         return "_No results yet: run `spectheory reproduce`._\n"
-    lines = [f"Main job run on {summary['date']}{' (quick mode)' if summary.get('quick') else ''}; "
-             f"{sum(s['rc'] == 0 for s in summary['steps'])}/{len(summary['steps'])} steps succeeded.", "",
+    if summary.get("assembled"):
+        head = (f"Assembled on {summary['date']} from the full-mode result files of {len(summary['steps'])} "
+                f"scripts, each run on its own ({summary['assembled']}).")
+    else:
+        head = (f"Main job run on {summary['date']}{' (quick mode)' if summary.get('quick') else ''}; "
+                f"{sum(s['rc'] == 0 for s in summary['steps'])}/{len(summary['steps'])} steps succeeded.")
+    lines = [head, "",
              "| quantity | value | SE | command |", "|---|---|---|---|"]
     for h in summary["headline"]:
         se = h.get("se")

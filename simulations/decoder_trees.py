@@ -75,9 +75,9 @@ def medusa_path_laws(target, heads, paths, L, T):
 def measure(gen, prompts, T, seed):
     res = gen(list(prompts), T, seed)
     s = res.stats
-    return {"calls": s.target_calls.astype(float), "first": np.array([a[0] for a in s.accepted_counts], float),
+    return {"calls": s.target_calls.astype(float), "first": np.array([a[0] for a in s.round_accepted], float),
             "tokens_per_call": T * len(prompts) / s.target_calls.sum(), "time": s.time_total,
-            "accepted": np.array([a.sum() for a in s.accepted_counts], float)}
+            "accepted": np.array([a.sum() for a in s.round_accepted], float)}
 
 
 def compare_row(kind, tree_name, verifier, T, pred_calls, meas, pred_first, rows):
@@ -243,7 +243,7 @@ def main(argv=None):
     first_rej = {}
     for name, tree in (("sparse16", medusa_trees["sparse16"]),):
         res = medusa_generate(target, heads, [prompt] * n_chi, 1, tree, typ, seed=5)
-        first_rej[name] = float(np.mean([a[0] == 0 for a in res.stats.accepted_counts]))
+        first_rej[name] = float(np.mean([a[0] == 0 for a in res.stats.round_accepted]))
     noise = float(np.mean([r["tv_first_token"] for r in chi if not r["broken"] and not r["lossy"]]))
     out["typical_front"] = {
         "tv_target_head1": front.tv, "front_rejection": front.rejection, "front_loss": front.loss,

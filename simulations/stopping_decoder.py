@@ -90,7 +90,7 @@ def main(argv=None):
             m, se, tpc, tpc_se = calls_stats(res, T)
             row = {"draft": name, "policy": p.name, "measured_calls": m, "measured_se": se,
                    "tokens_per_call": tpc, "tokens_per_call_se": tpc_se,
-                   "draft_steps": float(np.mean(res.stats.draft_steps)),
+                   "draft_tokens": float(np.mean(res.stats.draft_tokens)),
                    "wall_speedup": t_ar / res.stats.time_total}
             for k, chain in chains.items():
                 pred = evaluate_policy(chain, p, T)

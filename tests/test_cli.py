@@ -80,11 +80,11 @@ def test_decode_runs_the_shipped_models(capsys):
     assert main(["decode", "--draft", "draft-tiny", "--tokens", "24", "--gamma", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     m = out["measured"]
-    assert m["tokens"] == 24 and sum(out["accepted_counts"]) == m["accepted"]
+    assert m["tokens"] == 24 and sum(out["round_accepted"]) == m["accepted"]
     assert 0 < out["predicted"]["mean_acceptance"] <= 1
     # every setting is in the JSON; the histogram runs over 0..gamma; a plain-target baseline
     s = out["settings"]
     assert (s["draft"], s["seed"], s["temperature"], s["gamma"], s["horizon"]) == ("draft-tiny", 0, 1.0, 3, 24)
-    hist = out["accepted_count_histogram"]
+    hist = out["accepted_counts"]
     assert len(hist) == 4 and sum(hist) == m["target_calls"]
     assert out["baseline"]["time_total"] > 0 and out["baseline"]["speedup_measured"] > 0

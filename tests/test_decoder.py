@@ -136,7 +136,7 @@ def test_seeded_determinism(verifier):
     a, b, c = run(5), run(5), run(6)
     assert all(np.array_equal(x, y) for x, y in zip(a.tokens, b.tokens))
     assert not all(np.array_equal(x, y) for x, y in zip(a.tokens, c.tokens))
-    assert [x.tolist() for x in a.stats.accepted_counts] == [x.tolist() for x in b.stats.accepted_counts]
+    assert [x.tolist() for x in a.stats.round_accepted] == [x.tolist() for x in b.stats.round_accepted]
 
 
 @pytest.mark.parametrize("verifier", ["token", "block"])
@@ -154,7 +154,7 @@ def test_batch_invariance(verifier):
     for b in (1, 3):
         alone = speculative_generate(target, draft, [PROMPTS[b]], 16, 3, seed=[seeds[b]], top_k=4, verifier=verifier)
         assert np.array_equal(alone.tokens[0], full.tokens[b])
-        assert np.array_equal(alone.stats.accepted_counts[0], full.stats.accepted_counts[b])
+        assert np.array_equal(alone.stats.round_accepted[0], full.stats.round_accepted[b])
         auto_alone = autoregressive_generate(target, [PROMPTS[b]], 16, seed=[seeds[b]])
         assert np.array_equal(auto_alone.tokens[0], auto_full.tokens[b])
 
@@ -204,7 +204,7 @@ def test_draft_equal_to_target_never_rejects(gamma, bonus, verifier):
     target = TinyRNN(seed=0)
     res = speculative_generate(target, TinyRNN(seed=0), PROMPTS, 21, gamma, bonus=bonus, verifier=verifier, seed=9)
     assert res.stats.rejections.sum() == 0
-    for acc, k in zip(res.stats.accepted_counts, rounds_k(res.stats.round_tokens, 21, gamma)):
+    for acc, k in zip(res.stats.round_accepted, rounds_k(res.stats.round_tokens, 21, gamma)):
         assert acc.tolist() == k.tolist()
 
 
@@ -225,10 +225,10 @@ def test_counts_are_consistent(max_new, gamma, bonus, verifier):
     st = speculative_generate(target, draft, PROMPTS, max_new, gamma, bonus=bonus, verifier=verifier, seed=2).stats
     ks = rounds_k(st.round_tokens, max_new, gamma)
     for b in range(len(PROMPTS)):
-        acc, tok, k = st.accepted_counts[b], st.round_tokens[b], ks[b]
+        acc, tok, k = st.round_accepted[b], st.round_tokens[b], ks[b]
         assert tok.sum() == max_new
         assert st.target_calls[b] == len(acc) == len(tok)
-        assert st.draft_steps[b] == k.sum()
+        assert st.draft_tokens[b] == k.sum()
         assert (acc <= k).all() and set(np.unique(tok - acc)) <= {0, 1}
         assert st.rejections[b] == (acc < k).sum() <= st.target_calls[b]
         full = acc == k  # a fully accepted round emits a bonus iff allowed and tokens remain
@@ -527,7 +527,7 @@ def test_own_model_as_its_own_draft_never_rejects(kind):
     import copy
     target = small_gpt(0).double() if kind == "gpt" else byte_ngram(order=3)
     res = speculative_generate(target, copy.deepcopy(target), BYTE_PROMPTS, 20, 3, seed=4)
-    assert res.stats.rejections.sum() == 0 and res.stats.accepted.sum() == res.stats.draft_steps.sum()
+    assert res.stats.rejections.sum() == 0 and res.stats.accepted.sum() == res.stats.draft_tokens.sum()
 
 
 def test_gpt_batch_invariance_float32():

@@ -160,7 +160,7 @@ def test_rao_blackwell_prediction_matches_decoder(small_pair):
         assert abs(pm - mm) < 5 * np.hypot(pse, mse), (v, pm, mm)
         first = first_round_prediction(lambda rule, _t=tree, _p=policy: tree_generate(
             target, draft, list(prompts), 3, _t, rule, seed=77, policy=_p), v, tree)
-        fm, fse = mean_se([a[0] for a in res.stats.accepted_counts])
+        fm, fse = mean_se([a[0] for a in res.stats.round_accepted])
         assert abs(first.mean() - fm) < 5 * np.hypot(mean_se(first)[1], fse)
 
 

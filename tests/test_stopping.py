@@ -26,19 +26,19 @@ def test_fixed_gamma_matches_chain_methods_and_round_recursion(chain, gamma):
     cost = Cost(0.2, target_call=lambda k: 1.0 + 0.1 * k)
     v = evaluate_policy(chain, FixedGamma(gamma), T, cost)
     assert abs(v.target_calls - chain.expected_target_calls(T, gamma)) < 1e-12
-    assert abs(v.draft_steps - chain.expected_draft_tokens(T, gamma)) < 1e-12
+    assert abs(v.draft_tokens - chain.expected_draft_tokens(T, gamma)) < 1e-12
     for other in (evaluate_policy(chain, FixedGamma(gamma), T, cost, method="rounds"),
                   evaluate_policy(chain, StartStatePolicy(np.full(chain.n_states, gamma)), T, cost),
                   evaluate_paths(chain, FixedGamma(gamma), T, cost)):
-        np.testing.assert_allclose([other.target_calls, other.draft_steps, other.target_time],
-                                   [v.target_calls, v.draft_steps, v.target_time], rtol=0, atol=1e-12)
+        np.testing.assert_allclose([other.target_calls, other.draft_tokens, other.target_time],
+                                   [v.target_calls, v.draft_tokens, v.target_time], rtol=0, atol=1e-12)
 
 
 def test_call_cost_curve_on_an_always_accepted_chain():
     chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
     v = evaluate_policy(chain, FixedGamma(4), 12, Cost(0.5, target_call=lambda k: k))
     # rounds at 0, 5, 10 draft 4, 4, 2 tokens; time 0.5 * 10 + (4 + 4 + 2)
-    assert (v.target_calls, v.draft_steps, v.target_time, v.time) == (3.0, 10.0, 10.0, 15.0)
+    assert (v.target_calls, v.draft_tokens, v.target_time, v.time) == (3.0, 10.0, 10.0, 15.0)
 
 
 @pytest.mark.parametrize("policy", [ConfidenceThreshold(0.5, max_depth=4),
@@ -49,8 +49,8 @@ def test_edge_recursion_equals_path_enumeration(chain, policy):
     cost = Cost(0.1)
     a = evaluate_policy(chain, policy, 8, cost)
     b = evaluate_paths(chain, policy, 8, cost)
-    np.testing.assert_allclose([a.target_calls, a.draft_steps, a.time],
-                               [b.target_calls, b.draft_steps, b.time], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose([a.target_calls, a.draft_tokens, a.time],
+                               [b.target_calls, b.draft_tokens, b.time], rtol=1e-12, atol=1e-12)
 
 
 def test_state_optimum_equals_brute_force_over_start_policies():

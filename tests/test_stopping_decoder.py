@@ -29,7 +29,7 @@ def test_decoder_with_policy_matches_exact_evaluation(policy):
     res = speculative_generate(TARGET, DRAFT, [[0]] * B, T, gamma=8,
                                policy=policy, seed=123)
     exact = evaluate_policy(CHAIN0, policy, T)
-    for name, value in (("target_calls", exact.target_calls), ("draft_steps", exact.draft_steps)):
+    for name, value in (("target_calls", exact.target_calls), ("draft_tokens", exact.draft_tokens)):
         x = np.asarray(getattr(res.stats, name), dtype=np.float64)
         mean, se = x.mean(), x.std(ddof=1) / np.sqrt(x.size)
         assert abs(mean - value) <= 5 * se, (policy, name, mean, value, se)
@@ -42,7 +42,7 @@ def test_fixed_gamma_policy_is_the_plain_decoder():
     b = speculative_generate(TARGET, DRAFT, gamma=8, policy=FixedGamma(3), **kw)
     assert all(np.array_equal(x, y) for x, y in zip(a.tokens, b.tokens))
     np.testing.assert_array_equal(a.stats.target_calls, b.stats.target_calls)
-    np.testing.assert_array_equal(a.stats.draft_steps, b.stats.draft_steps)
+    np.testing.assert_array_equal(a.stats.draft_tokens, b.stats.draft_tokens)
 
 
 def test_oracle_policy_is_not_runnable():

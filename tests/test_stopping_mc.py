@@ -32,7 +32,7 @@ def test_exact_equals_monte_carlo_for_every_policy(name):
     for policy in _policies(chain):
         exact = evaluate_policy(chain, policy, T, COST)
         sim = simulate_policy(chain, policy, T, COST, n_runs=4000, rng=rng, progress=False)
-        for stat, value in (("target_calls", exact.target_calls), ("draft_steps", exact.draft_steps),
+        for stat, value in (("target_calls", exact.target_calls), ("draft_tokens", exact.draft_tokens),
                             ("target_time", exact.target_time), ("time", exact.time)):
             mean, se = sim.mean_se(stat)
             assert abs(mean - value) <= 5 * se + 1e-12, (name, policy, stat, mean, value, se)
@@ -42,5 +42,5 @@ def test_simulation_of_an_always_accepted_chain_is_deterministic():
     chain = st.DecodingChain.iid([0.5, 0.5], [0.5, 0.5])
     sim = simulate_policy(chain, HFSchedule(1, max_depth=8), 12, 0.1, n_runs=20, rng=0)
     # counter 1, 3, 5: rounds emit 2, 4, 6 tokens
-    assert set(sim.target_calls.tolist()) == {3} and set(sim.draft_steps.tolist()) == {9}
+    assert set(sim.target_calls.tolist()) == {3} and set(sim.draft_tokens.tolist()) == {9}
     assert evaluate_policy(chain, HFSchedule(1, max_depth=8), 12, 0.1).target_calls == 3.0

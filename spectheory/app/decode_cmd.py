@@ -69,8 +69,8 @@ def run_decode(args) -> int:
     plain_draft = autoregressive_generate(draft, [prompt], args.tokens, **sampling).stats
     new = res.tokens[0].tolist()
     measured = res.summary()
-    rounds = np.asarray(res.stats.accepted_counts[0])
-    hist = np.bincount(rounds, minlength=args.gamma + 1).tolist()
+    rounds = np.asarray(res.stats.round_accepted[0])
+    hist = res.stats.accepted_counts[0].tolist()
     beta = acceptance_along(target, draft, prompt, new, temperature=args.temperature)
     alpha = float(beta.mean())
     cost = plain_draft.time_total / plain.time_total  # c = t_draft / t_target, per token, measured
@@ -86,8 +86,8 @@ def run_decode(args) -> int:
                 "speedup_measured": plain.time_total / res.stats.time_total}
     if args.json:
         print(json.dumps({"settings": _settings(args), "text": bytes(new).decode("utf-8", "replace"),
-                          "measured": measured, "accepted_counts": rounds.tolist(),
-                          "accepted_count_histogram": hist, "baseline": baseline,
+                          "measured": measured, "round_accepted": rounds.tolist(),
+                          "accepted_counts": hist, "baseline": baseline,
                           "predicted": predicted}, indent=1))
         return 0
     print(f"target + {args.draft}, gamma = {args.gamma}, {args.tokens} tokens, bonus = {bonus}, "

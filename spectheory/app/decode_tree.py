@@ -76,6 +76,7 @@ def run_tree_decode(args) -> int:
         print(json.dumps({"settings": {"tree": shape, "tree_parents": tree.parents.tolist(), "verifier": name,
                                        "drafter": drafter, "tokens": args.tokens, "seed": args.seed},
                           "text": bytes(new).decode("utf-8", "replace"), "measured": m,
+                          "round_accepted": res.stats.round_accepted[0].tolist(),
                           "accepted_counts": res.stats.accepted_counts[0].tolist(),
                           "baseline_time_total": plain.time_total}, indent=1))
         return 0

@@ -421,8 +421,8 @@ def autoregressive_generate(model, prompts, max_new_tokens, temperature=1.0, top
         times["time_target"] = times["time_total"] - times["time_prefill"]
     z = np.zeros(B, dtype=np.int64)
     stats = DecodeStats(
-        gamma=0, bonus=False, verifier="none", target_calls=z + max_new_tokens, draft_steps=z.copy(),
-        rejections=z.copy(), accepted_counts=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
+        gamma=0, bonus=False, verifier="none", target_calls=z + max_new_tokens, draft_tokens=z.copy(),
+        rejections=z.copy(), round_accepted=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
         round_tokens=[np.ones(max_new_tokens, np.int64) for _ in range(B)],
         position_checked=np.zeros((B, 0), np.int64), position_accepted=np.zeros((B, 0), np.int64),
         batch_target_calls=max_new_tokens, **times)

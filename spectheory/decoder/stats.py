@@ -1,7 +1,9 @@
 """What a generation returns: the new tokens and per-sequence statistics.
 
 Counting follows ``docs/protocol.md`` ("what is counted"): one *round* = one target
-call; ``accepted_counts[b][r]`` is the number of draft tokens accepted in round ``r``;
+call; ``round_accepted[b][r]`` is the number of draft tokens accepted in round ``r`` and
+``accepted_counts[b, j]`` the number of rounds that accepted ``j`` (the histogram
+:class:`~spectheory.montecarlo.SimulationResult` has under the same name);
 ``round_tokens[b][r]`` the number of tokens the round emitted (accepted, plus a residual
 or bonus token if one was emitted). Per-position acceptance is the non-causal one: at slot
 ``i`` of a round, ``position_accepted[b, i] / position_checked[b, i]``, where a slot is
@@ -21,11 +23,13 @@ class DecodeStats:
 
     Attributes
     ----------
-    target_calls, draft_steps, rejections : int ndarray [B]
+    target_calls, draft_tokens, rejections : int ndarray [B]
         Rounds (target forward calls the sequence took part in after prefill), draft forward
         steps spent on the sequence (``sum_r k_r``), rounds ending in a rejection.
-    accepted_counts, round_tokens : list of int ndarray
+    round_accepted, round_tokens : list of int ndarray
         Per sequence, the accepted count and the emitted-token count of every round.
+    accepted_counts : int ndarray [B, gamma + 1] (property)
+        Per sequence, the number of rounds that accepted ``j`` drafts.
     position_checked, position_accepted : int ndarray [B, gamma]
     time_prefill, time_draft, time_target, time_total : float
         Seconds; draft/target exclude prefill; total covers the whole call.
@@ -37,9 +41,9 @@ class DecodeStats:
     bonus: bool
     verifier: str
     target_calls: np.ndarray
-    draft_steps: np.ndarray
+    draft_tokens: np.ndarray
     rejections: np.ndarray
-    accepted_counts: list
+    round_accepted: list
     round_tokens: list
     position_checked: np.ndarray
     position_accepted: np.ndarray
@@ -57,7 +61,14 @@ class DecodeStats:
     @property
     def accepted(self) -> np.ndarray:
         """Draft tokens accepted, per sequence."""
-        return np.array([int(a.sum()) for a in self.accepted_counts], dtype=np.int64)
+        return np.array([int(a.sum()) for a in self.round_accepted], dtype=np.int64)
+
+    @property
+    def accepted_counts(self) -> np.ndarray:
+        """``[B, gamma + 1]``: rounds of each sequence that accepted ``j`` drafts."""
+        width = max([self.gamma] + [int(a.max()) for a in self.round_accepted if a.size]) + 1
+        return np.array([np.bincount(a, minlength=width) for a in self.round_accepted], dtype=np.int64).reshape(
+            self.batch_size, width)
 
     @property
     def position_acceptance(self) -> np.ndarray:
@@ -73,11 +84,11 @@ class DecodeStats:
         calls = int(self.target_calls.sum())
         checked = int(self.position_checked.sum())
         accepted = int(self.position_accepted.sum())
-        rounds = np.concatenate(self.accepted_counts) if self.accepted_counts else np.zeros(0)
+        rounds = np.concatenate(self.round_accepted) if self.round_accepted else np.zeros(0)
         return {
             "batch_size": self.batch_size, "gamma": self.gamma, "bonus": self.bonus,
             "verifier": self.verifier, "tokens": tokens, "target_calls": calls,
-            "draft_steps": int(self.draft_steps.sum()), "rejections": int(self.rejections.sum()),
+            "draft_tokens": int(self.draft_tokens.sum()), "rejections": int(self.rejections.sum()),
             "accepted": accepted, "checked": checked,
             "acceptance": accepted / checked if checked else float("nan"),
             "tokens_per_call": tokens / calls if calls else float("nan"),
@@ -93,9 +104,10 @@ class DecodeStats:
         """Everything, per sequence, as JSON-serialisable lists."""
         return {
             "summary": self.summary(),
-            "target_calls": self.target_calls.tolist(), "draft_steps": self.draft_steps.tolist(),
+            "target_calls": self.target_calls.tolist(), "draft_tokens": self.draft_tokens.tolist(),
             "rejections": self.rejections.tolist(),
-            "accepted_counts": [a.tolist() for a in self.accepted_counts],
+            "round_accepted": [a.tolist() for a in self.round_accepted],
+            "accepted_counts": self.accepted_counts.tolist(),
             "round_tokens": [r.tolist() for r in self.round_tokens],
             "position_checked": self.position_checked.tolist(),
             "position_accepted": self.position_accepted.tolist(),
@@ -135,9 +147,9 @@ class StatsRecorder:
         return DecodeStats(
             gamma=g, bonus=bonus, verifier=verifier,
             target_calls=live.sum(1).astype(np.int64),
-            draft_steps=k.sum(1).astype(np.int64),
+            draft_tokens=k.sum(1).astype(np.int64),
             rejections=(rej * live).sum(1).astype(np.int64),
-            accepted_counts=[n[b][live[b]] for b in range(B)],
+            round_accepted=[n[b][live[b]] for b in range(B)],
             round_tokens=[(n[b] + e[b])[live[b]] for b in range(B)],
             position_checked=checked.sum(1).astype(np.int64),
             position_accepted=accepted.sum(1).astype(np.int64),

@@ -222,8 +222,8 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
     Returns
     -------
     GenerationResult
-        ``stats.gamma`` is the tree depth; ``accepted_counts`` the accepted path lengths;
-        ``draft_steps`` the draft levels run per sequence.
+        ``stats.gamma`` is the tree depth; ``round_accepted`` the accepted path lengths;
+        ``draft_tokens`` the draft levels run per sequence.
 
     Examples
     --------

@@ -23,7 +23,7 @@ from .policies import Policy, StopContext
 
 __all__ = ["simulate_policy", "StoppingSimulation"]
 
-STATISTICS = ("target_calls", "draft_steps", "target_time", "time")
+STATISTICS = ("target_calls", "draft_tokens", "target_time", "time")
 _TABLE_LIMIT = 1 << 23
 _TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -36,12 +36,12 @@ class StoppingSimulation:
     cost: Cost
     policy: str
     target_calls: np.ndarray
-    draft_steps: np.ndarray
+    draft_tokens: np.ndarray
     target_time: np.ndarray
 
     @property
     def time(self) -> np.ndarray:
-        return self.cost.c * self.draft_steps + self.target_time
+        return self.cost.c * self.draft_tokens + self.target_time
 
     @property
     def n_runs(self) -> int:

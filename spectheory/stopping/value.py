@@ -20,7 +20,7 @@ class PolicyValue:
     ----------
     horizon : int
     cost : Cost
-    target_calls, draft_steps, target_time : float
+    target_calls, draft_tokens, target_time : float
         Expected rounds, draft forward steps and total target-call time ``sum t(k)``.
     policy : str
     extra : dict
@@ -30,15 +30,15 @@ class PolicyValue:
     horizon: int
     cost: Cost
     target_calls: float
-    draft_steps: float
+    draft_tokens: float
     target_time: float
     policy: str = ""
     extra: dict = field(default_factory=dict, repr=False)
 
     @property
     def time(self) -> float:
-        """Expected time ``c * draft_steps + target_time`` (units of one target call)."""
-        return self.cost.c * self.draft_steps + self.target_time
+        """Expected time ``c * draft_tokens + target_time`` (units of one target call)."""
+        return self.cost.c * self.draft_tokens + self.target_time
 
     @property
     def tokens_per_call(self) -> float:
@@ -56,7 +56,7 @@ class PolicyValue:
 
     def as_dict(self) -> dict:
         return {"policy": self.policy, "horizon": self.horizon, "c": self.cost.c,
-                "target_calls": self.target_calls, "draft_steps": self.draft_steps,
+                "target_calls": self.target_calls, "draft_tokens": self.draft_tokens,
                 "target_time": self.target_time, "time": self.time,
                 "tokens_per_call": self.tokens_per_call, "time_per_token": self.time_per_token}
 

@@ -34,7 +34,7 @@ def node_laws(target, draft, k, policy):
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.trees.exact import node_laws
+    >>> from spectheory.trees.children import node_laws
     >>> t, d = np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]])
     >>> A, R = node_laws(t, d, 2, "iid")
     >>> round(float(A.sum()), 6), np.round(A.sum(0) + R, 12).tolist()

@@ -253,9 +253,9 @@ def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, samplin
         seconds += s.time_total
         acc["target_calls"].append(s.target_calls)
         acc["rejections"].append(s.rejections)
-        acc["draft_tokens"].append(s.draft_steps)
-        acc["counts"].append(np.stack([np.bincount(a, minlength=gamma + 1) for a in s.accepted_counts]))
-        acc["first"].append(np.eye(gamma + 1)[[int(a[0]) for a in s.accepted_counts]])
+        acc["draft_tokens"].append(s.draft_tokens)
+        acc["counts"].append(np.stack([np.bincount(a, minlength=gamma + 1) for a in s.round_accepted]))
+        acc["first"].append(np.eye(gamma + 1)[[int(a[0]) for a in s.round_accepted]])
         acc["accepted"].append(s.position_accepted.sum(1))
         acc["checked"].append(s.position_checked.sum(1))
     out = {k: np.concatenate(v).astype(np.float64) for k, v in acc.items()}

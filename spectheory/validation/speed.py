@@ -21,7 +21,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     Reported per gamma: ``measured = time(autoregressive target) / time(speculative)``
     (whole calls, prefill included); ``alpha`` = accepted / checked drafts;
     ``predicted = walltime_speedup(alpha, gamma, c)`` (Leviathan et al.);
-    ``predicted_counts = T / (calls + c * draft_steps)`` (the same cost model with the
+    ``predicted_counts = T / (calls + c * draft_tokens)`` (the same cost model with the
     measured calls and draft steps, no i.i.d. assumption); their ratios; and where the time
     goes: ``target_call_cost`` = seconds per target call in the decoder / ``t_target``
     (above 1: scoring ``gamma + 1`` tokens costs more than one), ``draft_step_cost``
@@ -62,7 +62,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     for g in gammas:
         st = sd[g]
         calls = np.median([s.target_calls.mean() for s in st])
-        steps = np.median([s.draft_steps.mean() for s in st])
+        steps = np.median([s.draft_tokens.mean() for s in st])
         acc = sum(int(s.position_accepted.sum()) for s in st)
         chk = sum(int(s.position_checked.sum()) for s in st)
         alpha = acc / chk if chk else float("nan")
@@ -74,7 +74,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
         per_step = np.min([s.time_draft / max(s.batch_draft_calls, 1) for s in st])
         overhead = np.median([(s.time_total - s.time_prefill - s.time_draft - s.time_target) / s.time_total
                               for s in st])
-        rows.append({"gamma": g, "alpha": alpha, "target_calls": float(calls), "draft_steps": float(steps),
+        rows.append({"gamma": g, "alpha": alpha, "target_calls": float(calls), "draft_tokens": float(steps),
                      "time_speculative": t_sd, "measured": measured, "predicted": predicted,
                      "predicted_counts": predicted_counts, "ratio": measured / predicted,
                      "ratio_counts": measured / predicted_counts,
