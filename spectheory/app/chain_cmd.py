@@ -173,7 +173,7 @@ def monte_carlo_rows(chain, horizon, gamma, n_runs, seed, bonus, chunk=SIMULATE_
     kept, so the memory is that of one chunk whatever ``n_runs`` is.
     """
     from ..montecarlo.simulator import simulate
-    from .tasks import COUNTERS
+    from .tasks import COUNTERS, exact_counters
 
     rng = np.random.default_rng([seed, gamma])
     sums = {name: np.zeros(2) for name in COUNTERS}
@@ -182,11 +182,7 @@ def monte_carlo_rows(chain, horizon, gamma, n_runs, seed, bonus, chunk=SIMULATE_
         for name in COUNTERS:
             x = getattr(sim, name).astype(np.float64)
             sums[name] += (x.sum(), (x * x).sum())
-    exact = {
-        "target_calls": chain.expected_target_calls(horizon, gamma, bonus=bonus),
-        "rejections": chain.expected_rejections(horizon, gamma=gamma, bonus=bonus),
-        "draft_tokens": chain.expected_draft_tokens(horizon, gamma, bonus=bonus),
-    }
+    exact = exact_counters(chain, horizon, gamma, bonus)
     rows = []
     for name in COUNTERS:
         total, squares = sums[name]

@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from ..chain.core import DecodingChain
 
-__all__ = ["COUNTERS", "exact_vs_monte_carlo", "chain_task"]
+__all__ = ["COUNTERS", "exact_counters", "exact_vs_monte_carlo", "chain_task"]
 
 
 #: The protocol counters compared exactly against Monte Carlo, by SimulationResult field name.
 COUNTERS = ("target_calls", "rejections", "draft_tokens")
+
+
+def exact_counters(chain, horizon, gamma, bonus=True) -> dict:
+    """The exact expectation of each counter of :data:`COUNTERS` (``chain.protocol``)."""
+    res = chain.protocol(horizon, gamma, bonus=bonus)
+    return {name: float(getattr(res, name)) for name in COUNTERS}
 
 
 def exact_vs_monte_carlo(chain, horizon: int, gamma: int, n_runs: int, rng=None, bonus: bool = True,
@@ -31,11 +37,7 @@ def exact_vs_monte_carlo(chain, horizon: int, gamma: int, n_runs: int, rng=None,
     from ..montecarlo.simulator import mean_and_se, simulate
 
     sim = simulate(chain, horizon, gamma, n_runs, rng=rng, bonus=bonus, progress=progress)
-    exact = {
-        "target_calls": chain.expected_target_calls(horizon, gamma, bonus=bonus),
-        "rejections": chain.expected_rejections(horizon, gamma=gamma, bonus=bonus),
-        "draft_tokens": chain.expected_draft_tokens(horizon, gamma, bonus=bonus),
-    }
+    exact = exact_counters(chain, horizon, gamma, bonus)
     rows = []
     for name in COUNTERS:
         mean, se = mean_and_se(getattr(sim, name))
