@@ -104,7 +104,7 @@ def single_prompt(target, draft, prompt, n_new, repeats):
     t = {k: v[0] for k, v in runs.items()}
     return {
         "seconds_median": t, "seconds_min": {k: v[1] for k, v in runs.items()},
-        "acceptance": spec.stats.summary()["acceptance"], "identical_outputs": identical,
+        "acceptance": spec.stats.totals()["acceptance"], "identical_outputs": identical,
         "ratio_speculative_vs_assisted": t["spectheory_speculative"] / t["hf_assisted"],
         "ratio_speculative_vs_generate": t["spectheory_speculative"] / t["hf_generate"],
         "ratio_autoregressive_vs_generate": t["spectheory_autoregressive"] / t["hf_generate"],

@@ -238,8 +238,11 @@ def test_counts_are_consistent(max_new, gamma, bonus, verifier):
         for i in range(gamma):
             assert st.position_checked[b, i] == ((k > i) & (acc >= i)).sum()
             assert st.position_accepted[b, i] == (acc > i).sum()
-    s = st.summary()
+    s = st.totals()
     assert s["tokens"] == max_new * len(PROMPTS) and s["target_calls"] == st.target_calls.sum()
+    m = st.summary()                               # the shape of SimulationResult.summary()
+    assert m["n_runs"] == len(PROMPTS) and m["target_calls"]["mean"] == st.target_calls.mean()
+    assert m["tokens_per_call"]["mean"] == pytest.approx(s["tokens"] / s["target_calls"])
     json.dumps(st.as_dict())
     assert st.batch_target_calls == max(st.target_calls)
 

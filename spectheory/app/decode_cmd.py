@@ -68,7 +68,7 @@ def run_decode(args) -> int:
     plain = autoregressive_generate(target, [prompt], args.tokens, **sampling).stats
     plain_draft = autoregressive_generate(draft, [prompt], args.tokens, **sampling).stats
     new = res.tokens[0].tolist()
-    measured = res.summary()
+    measured = res.stats.totals()
     rounds = np.asarray(res.stats.round_accepted[0])
     hist = res.stats.accepted_counts[0].tolist()
     beta = acceptance_along(target, draft, prompt, new, temperature=args.temperature)

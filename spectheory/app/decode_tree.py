@@ -69,7 +69,7 @@ def run_tree_decode(args) -> int:
                             policy="topk" if name == "typical" else None, **kw)
     plain = autoregressive_generate(target, [prompt], args.tokens, temperature=args.temperature, seed=args.seed,
                                     device=args.device).stats
-    m = res.summary()
+    m = res.stats.totals()
     new = res.tokens[0].tolist()
     drafter = "Medusa heads" if medusa else args.draft
     if args.json:

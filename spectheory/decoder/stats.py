@@ -79,6 +79,23 @@ class DecodeStats:
         return out
 
     def summary(self) -> dict:
+        r"""Per-sequence means and standard errors, in the shape of
+        :meth:`spectheory.montecarlo.SimulationResult.summary`: ``{stat: {"mean": m, "se": se}}``
+        for ``target_calls``, ``rejections``, ``draft_tokens``, ``accepted``, plus
+        ``tokens_per_call`` (mean tokens over mean calls, SE by the delta method) and ``n_runs``
+        (the batch size). Batch totals, timings and rates: :meth:`totals`.
+        """
+        from ..montecarlo.stats import mean_and_se
+        out = {name: dict(zip(("mean", "se"), mean_and_se(getattr(self, name))))
+               for name in ("target_calls", "rejections", "draft_tokens", "accepted")}
+        tokens = np.array([int(r.sum()) for r in self.round_tokens], dtype=np.float64)
+        c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
+        t = float(tokens.mean()) if tokens.size else float("nan")
+        out["tokens_per_call"] = {"mean": t / c if c else float("nan"), "se": t * sc / c ** 2 if c else float("nan")}
+        out["n_runs"] = self.batch_size
+        return out
+
+    def totals(self) -> dict:
         """Batch totals and means (plain floats/ints, JSON-serialisable)."""
         tokens = int(sum(int(r.sum()) for r in self.round_tokens))
         calls = int(self.target_calls.sum())
@@ -103,7 +120,7 @@ class DecodeStats:
     def as_dict(self) -> dict:
         """Everything, per sequence, as JSON-serialisable lists."""
         return {
-            "summary": self.summary(),
+            "summary": self.summary(), "totals": self.totals(),
             "target_calls": self.target_calls.tolist(), "draft_tokens": self.draft_tokens.tolist(),
             "rejections": self.rejections.tolist(),
             "round_accepted": [a.tolist() for a in self.round_accepted],
