@@ -78,6 +78,22 @@ def _name(verify) -> str:
     return getattr(verify, "__name__", None) or getattr(verify, "name", None) or type(verify).__name__
 
 
+def _instances(vocab_sizes, gammas, families, instances, seed):
+    """The instances of a run (the families' plan, or the given ones, checked) and the seed
+    sequence their randomness comes from; shared by :func:`check_verifier` and
+    :func:`spectheory.testing.check_sampler`."""
+    fams = list(FAMILIES) if families is None else list(families)
+    for f in fams:
+        if f not in FAMILIES:
+            raise ValueError(f"families: unknown {f!r}; choose from {sorted(FAMILIES)}")
+    if instances is None:
+        return _plan(vocab_sizes, gammas, fams, seed)
+    insts = list(instances)
+    if not insts or not all(isinstance(i, Instance) for i in insts):
+        raise ValueError("instances: expected a non-empty sequence of Instance")
+    return insts, np.random.SeedSequence(seed)
+
+
 def _plan(vocab_sizes, gammas, families, seed):
     fams = list(families)
     n_inst = max(len(fams), len(vocab_sizes), len(gammas))
@@ -224,17 +240,7 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
         raise ValueError(f"torch_random: expected None, True or False, got {torch_random!r}")
     if rows_per_call is not None:
         rows_per_call = check_int(rows_per_call, "rows_per_call", 1)
-    fams = list(FAMILIES) if families is None else list(families)
-    for f in fams:
-        if f not in FAMILIES:
-            raise ValueError(f"families: unknown {f!r}; choose from {sorted(FAMILIES)}")
-    if instances is None:
-        insts, base = _plan(vocab_sizes, gammas, fams, seed)
-    else:
-        insts = list(instances)
-        if not insts or not all(isinstance(i, Instance) for i in insts):
-            raise ValueError("instances: expected a non-empty sequence of Instance")
-        base = np.random.SeedSequence(seed)
+    insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
     if stop_token is not None and stop_token >= min(i.vocab_size for i in insts):
         raise ValueError(f"stop_token: must lie below every vocabulary size, got {stop_token}")
     M = sum(n_tests(i, efficiency) for i in insts)
@@ -251,7 +257,8 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
             continue
         checks.append(summarise(name, desc, kind, found[name], a_i, M, alpha))
     config = {"vocab_sizes": list(vocab_sizes), "gammas": list(gammas), "n_samples": n_samples,
-              "seed": seed if np.isscalar(seed) else str(seed), "families": fams,
+              "seed": seed if np.isscalar(seed) else str(seed),
+              "families": list(FAMILIES) if families is None else list(families),
               "n_instances": len(insts), "instances": [i.name for i in insts], "batched": bool(batched),
               "protocol": {"bonus": bonus, "stop_token": stop_token}, "torch_random": routed}
     return Report(_name(verify), checks, config, M, alpha)

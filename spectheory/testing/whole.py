@@ -37,7 +37,7 @@ import numpy as np
 from .._validation import check_int, check_prob
 from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
 from .instances import FAMILIES, Instance, constant_uniform_rng
-from .kit import CHECKS, _name, _plan
+from .kit import CHECKS, _instances, _name
 from .report import Finding, Report, summarise
 from .stats import chi2_test
 
@@ -193,17 +193,7 @@ def check_sampler(sampler, *, temperature: float = 1.0, top_k=None, top_p=None, 
     alpha = float(check_prob(alpha, "alpha", open_low=True, open_high=True))
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
     gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
-    fams = list(FAMILIES) if families is None else list(families)
-    for f in fams:
-        if f not in FAMILIES:
-            raise ValueError(f"families: unknown {f!r}; choose from {sorted(FAMILIES)}")
-    if instances is None:
-        insts, base = _plan(vocab_sizes, gammas, fams, seed)
-    else:
-        insts = list(instances)
-        if not insts or not all(isinstance(i, Instance) for i in insts):
-            raise ValueError("instances: expected a non-empty sequence of Instance")
-        base = np.random.SeedSequence(seed)
+    insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
     M = sum(inst.k + 2 for inst in insts)
     a_i = alpha / M
     found = {name: [] for name in SAMPLER_CHECKS}
@@ -218,7 +208,8 @@ def check_sampler(sampler, *, temperature: float = 1.0, top_k=None, top_p=None, 
     checks = [summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
               for name in SAMPLER_CHECKS]
     config = {"vocab_sizes": list(vocab_sizes), "gammas": list(gammas), "n_samples": n_samples,
-              "seed": seed if np.isscalar(seed) else str(seed), "families": fams, "n_instances": len(insts),
+              "seed": seed if np.isscalar(seed) else str(seed),
+              "families": list(FAMILIES) if families is None else list(families), "n_instances": len(insts),
               "instances": [i.name for i in insts], "torch_random": routed,
               "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p}}
     return Report(_name(sampler), checks, config, M, alpha)
