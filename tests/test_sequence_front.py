@@ -3,7 +3,9 @@ independent dense LP, an exact-rational vertex enumeration, every heuristic, and
 from __future__ import annotations
 
 import itertools
+import sys
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -174,68 +176,15 @@ def test_front_equals_an_independent_dense_lp():
 
 
 # ------------------------------------------------------------- exact-rational tiny case
+# The V = 2, T = 2 instance and its exact front by vertex enumeration in rationals live in the
+# proof (proofs/sequence_front_lp.py, run by tests/test_proofs.py); here the LP meets it at other
+# budgets.
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:          # proofs/ is a top-level folder, not an installed package
+    sys.path.insert(0, str(ROOT))
+from proofs.sequence_front_lp import DRF1, DRF2, TGT1, TGT2, exact_front  # noqa: E402
+
 F = Fraction
-TGT1, DRF1 = [F(7, 10), F(3, 10)], [F(1, 5), F(4, 5)]
-TGT2 = {0: [F(1, 2), F(1, 2)], 1: [F(9, 10), F(1, 10)]}
-DRF2 = {0: [F(1, 10), F(9, 10)], 1: [F(3, 5), F(2, 5)]}
-
-
-def _solve(rows, rhs):
-    """Gaussian elimination in Fractions; None if singular."""
-    n = len(rows)
-    M = [[F(a) for a in r] + [F(v)] for r, v in zip(rows, rhs)]
-    for col in range(n):
-        piv = next((i for i in range(col, n) if M[i][col] != 0), None)
-        if piv is None:
-            return None
-        M[col], M[piv] = M[piv], M[col]
-        for i in range(n):
-            if i != col and M[i][col] != 0:
-                f = M[i][col] / M[col][col]
-                M[i] = [a - f * c for a, c in zip(M[i], M[col])]
-    return [M[i][n] / M[i][i] for i in range(n)]
-
-
-def exact_front_v2t2(eps):
-    """R*(eps) for V = 2, T = 2 (fixed start) in exact rationals, by enumerating every vertex of
-    the hyperplane arrangement of the piecewise-linear program over the leaf masses o_00..o_11
-    (the optimum of a convex piecewise-linear function over a polytope is at such a vertex)."""
-    P = [TGT1[i] * TGT2[i][j] for i in range(2) for j in range(2)]
-
-    def objective(o):
-        m = [o[0] + o[1], o[2] + o[3]]
-        r = sum(abs(m[i] - DRF1[i]) for i in range(2)) / 2
-        return r + sum(abs(o[2 * i + j] - m[i] * DRF2[i][j]) for i in range(2) for j in range(2)) / 2
-
-    planes = []                          # (coefficients over o, constant): coef @ o = const
-    for i in range(2):
-        planes.append(([1 if k // 2 == i else 0 for k in range(4)], DRF1[i]))
-        for j in range(2):
-            planes.append(([(1 if k == 2 * i + j else 0) - (DRF2[i][j] if k // 2 == i else 0)
-                            for k in range(4)], F(0)))
-    for k in range(4):
-        e = [1 if kk == k else 0 for kk in range(4)]
-        planes += [(e, F(0)), (e, P[k])]
-    for signs in itertools.product((1, -1), repeat=4):
-        planes.append((list(signs), 2 * eps + sum(s * p for s, p in zip(signs, P))))
-    # float pass over all triples, then the candidates re-solved and checked in Fractions
-    trios = list(itertools.combinations(range(len(planes)), 3))
-    A = np.array([[[1.0] * 4] + [[float(v) for v in planes[i][0]] for i in t] for t in trios])
-    b = np.array([[1.0] + [float(planes[i][1]) for i in t] for t in trios])
-    ok = np.abs(np.linalg.det(A)) > 1e-12
-    sol = np.full(b.shape, np.nan)
-    sol[ok] = np.linalg.solve(A[ok], b[ok][..., None])[..., 0]
-    Pf = np.array([float(v) for v in P])
-    feas = ok & (sol.min(-1) > -1e-9) & (0.5 * np.abs(sol - Pf).sum(-1) <= float(eps) + 1e-9)
-    best = None
-    for t in np.flatnonzero(feas):
-        x = _solve([[1, 1, 1, 1]] + [planes[i][0] for i in trios[t]],
-                   [F(1)] + [planes[i][1] for i in trios[t]])
-        if x is None or min(x) < 0 or sum(abs(a - b) for a, b in zip(x, P)) / 2 > eps:
-            continue
-        val = objective(x)
-        best = val if best is None or val < best else best
-    return best
 
 
 def test_exact_rational_v2_t2():
@@ -248,7 +197,7 @@ def test_exact_rational_v2_t2():
     chain = st.DecodingChain(tgt, drf, [1.0, 0.0, 0.0], ns)   # state 0 = empty prompt
     budgets = [F(0), F(1, 8), F(2, 5)]
     front = optimal_sequence_front(chain, 2, [float(e) for e in budgets], start_state=0)
-    exact = [exact_front_v2t2(e) for e in budgets]
+    exact = [exact_front(e) for e in budgets]
     np.testing.assert_allclose(front.rejections, [float(v) for v in exact], rtol=0, atol=1e-10)
     assert exact[0] == (abs(TGT1[0] - DRF1[0]) + sum(
         TGT1[i] * sum(abs(TGT2[i][j] - DRF2[i][j]) for j in range(2)) / 2 for i in range(2)))
