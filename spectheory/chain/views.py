@@ -1,0 +1,163 @@
+"""The exact values of a :class:`~spectheory.DecodingChain`: ``protocol`` (every expectation of
+the protocol in one :class:`~spectheory.exact.ProtocolResult`, or a tree's with ``tree=``) and
+the ``expected_*`` views of it. A mixin of :class:`~spectheory.chain.core.DecodingChain`; the
+engines are in :mod:`spectheory.exact` and :mod:`spectheory.trees`.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_nonneg
+from ..exact import expectations as analysis
+from ..exact import iid_gap
+from ..trees.exact import tree_protocol
+from ..verifiers.base import get_verifier
+
+__all__ = ["ProtocolViews"]
+
+
+class ProtocolViews:
+    """Exact-value methods of :class:`~spectheory.DecodingChain` (chains are immutable, so
+    results are cached by :func:`spectheory.exact.expectations.protocol_result`)."""
+
+    def protocol(self, horizon, gamma=None, *, bonus=True, verifier="token", tree=None):
+        r"""Every exact expectation of the protocol in one result (cached).
+
+        One generation of ``horizon`` tokens with draft length ``gamma`` under ``verifier``
+        (a registered name or a :class:`~spectheory.verifiers.Verifier`); ``bonus=True`` (the
+        default everywhere: exact, Monte Carlo, decoder, command line) emits a target token
+        after a fully accepted round. What is counted: ``docs/protocol.md``.
+
+        With ``tree=`` (a :class:`spectheory.trees.DraftTree`, which sets the draft depth, so
+        no ``gamma``) each round drafts a token tree and ``verifier`` is a tree verifier
+        (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``; ``"token"`` is
+        recursive rejection, token verification's tree form); the result is a
+        :class:`spectheory.trees.TreeProtocolResult` (``docs/trees.md``).
+
+        Returns
+        -------
+        ProtocolResult
+            ``target_calls``, ``rejections``, ``draft_tokens``, ``accepted``,
+            ``tokens_per_call``, ``accepted_count_law`` (pooled over rounds), the per-position
+            profiles ``round_starts`` and ``rejection_by_position``, and ``speedup(c)``.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])      # acceptance 1/2
+        >>> res = chain.protocol(12, 2)
+        >>> round(res.tokens_per_call, 6), res.accepted_count_law.round(3).tolist()
+        (1.670473, [0.5, 0.27, 0.23])
+        >>> from spectheory.trees import DraftTree
+        >>> round(chain.protocol(12, tree=DraftTree.from_branching([1, 1])).tokens_per_call, 6)  # a path
+        1.670473
+        """
+        if tree is not None:
+            if gamma is not None:
+                raise ValueError("gamma: a tree sets the draft depth; pass gamma or tree=, not both")
+            return tree_protocol(self, horizon, tree, verifier, bonus)
+        if gamma is None:
+            raise ValueError("gamma: required (the draft length), or pass tree= for tree drafting")
+        return analysis.protocol_result(self, horizon, gamma, bonus, get_verifier(verifier))
+
+    def tv_profile(self, horizon) -> np.ndarray:
+        r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``.
+
+        Its sum is Yin et al.'s Theorem 1: the expected rejections with ``bonus=False``
+        (every position a draft check), whatever ``gamma``; see :meth:`rejection_lower_bound`.
+        """
+        return analysis.tv_profile(self, horizon)
+
+    def rejection_lower_bound(self, horizon) -> float:
+        """Theorem 1 = the Theorem 2 bound: ``tv_profile(T).sum()``; see
+        :func:`spectheory.exact.expectations.rejection_lower_bound`."""
+        return analysis.rejection_lower_bound(self, horizon)
+
+    def expected_rejections(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+        """``protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections``.
+
+        With ``bonus=False`` and token verification it equals :meth:`rejection_lower_bound`
+        (Theorem 1) for every ``gamma``; with ``bonus=True`` that sum is an upper bound.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.8, 0.2])
+        >>> round(chain.expected_rejections(4, 2, bonus=False), 12)   # 4 * TV
+        1.2
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections
+
+    def expected_target_calls(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+        """``protocol(...).target_calls``: expected rounds.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])  # always accepted
+        >>> chain.expected_target_calls(10, 4)  # rounds emit 5, 5 tokens
+        2.0
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).target_calls
+
+    def expected_draft_tokens(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+        """``protocol(...).draft_tokens``: each round at ``n0`` drafts ``min(gamma, T - n0)``.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+        >>> chain.expected_draft_tokens(7, 4)  # rounds at 0 (4 drafts) and 5 (2 drafts)
+        6.0
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).draft_tokens
+
+    def accepted_count_law(self, horizon, gamma, bonus=True, *, verifier="token", per_state=False):
+        """``protocol(...).accepted_count_law`` (pooled over rounds, shape ``[gamma + 1]``), or with
+        ``per_state=True`` the law given the round's start state (token verification;
+        :func:`spectheory.exact.expectations.accepted_count_per_state`)."""
+        if per_state:
+            return analysis.accepted_count_per_state(self, horizon, gamma)
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).accepted_count_law
+
+    def expected_tokens_per_call(self, horizon, gamma, bonus=True, *, verifier="token", per_generation=False):
+        """``protocol(...).tokens_per_call`` (``T / E[calls]``, pooled), or with
+        ``per_generation=True`` ``E[T / calls]`` (token-by-token rules;
+        :func:`spectheory.exact.expectations.tokens_per_call_per_generation`).
+
+        Leviathan's formula is the pooled mean of an untruncated round under i.i.d.
+        acceptance; the end of the horizon truncates the last rounds, so even a one-state
+        chain gives a slightly smaller value at finite ``T``.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+        >>> chain.expected_tokens_per_call(10, 4)
+        5.0
+        """
+        if per_generation:
+            return analysis.tokens_per_call_per_generation(self, horizon, gamma, bonus, get_verifier(verifier))
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).tokens_per_call
+
+    def predicted_speedup(self, horizon, gamma, c, bonus=True, *, verifier="token") -> float:
+        r"""``protocol(...).speedup(c)``: :math:`T / (E[\text{calls}] + c\,E[\text{draft tokens}])`
+        with ``c`` = draft step time / target call time.
+
+        Examples
+        --------
+        >>> import spectheory as st
+        >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
+        >>> chain.predicted_speedup(10, 4, 0.0)
+        5.0
+        """
+        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).speedup(check_nonneg(c, "c"))
+
+    def sequence_law(self, horizon, gamma=None, bonus=True, *, method="speculative", verifier="token"):
+        """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""
+        return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method,
+                                     verifier=get_verifier(verifier))
+
+    def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
+        """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.iid_gap.leviathan_gap`."""
+        return iid_gap.leviathan_gap(self, horizon, gamma, bonus=bonus, c=c)
