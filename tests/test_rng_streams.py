@@ -87,3 +87,46 @@ def test_numpy_bool_bonus_is_fine():
     chain = st.DecodingChain.random(3, rng=0)
     np.testing.assert_allclose(chain.expected_target_calls(6, 2, bonus=np.bool_(False)),
                                chain.expected_target_calls(6, 2, bonus=False), rtol=1e-15)
+
+
+# --------------------------------------------------------------------------- seed fan-out in validations
+def test_chunked_validation_runs_equal_one_unbatched_call():
+    """Chunks used seeds ``seed + lo``: chunk 2 of seed 0 was chunk 1 of seed ``lo``, and the samples
+    depended on the batch size. Row ``i`` of a run now has ``row_seeds(seed, n)[i]`` whatever the chunking."""
+    from spectheory.validation.lossless import decoder_two_token_samples
+    from spectheory.validation.predict import sample_paths
+    target, draft = Bigram(0), Bigram(1)
+    whole = decoder_two_token_samples(target, draft, [1, 2], 7, 2, seed=3, batch_size=7)
+    np.testing.assert_array_equal(decoder_two_token_samples(target, draft, [1, 2], 7, 2, seed=3, batch_size=2), whole)
+    prompts = np.array([[1, 2]] * 5)
+    np.testing.assert_array_equal(sample_paths(target, prompts, 6, 3, batch_size=2),
+                                  sample_paths(target, prompts, 6, 3, batch_size=5))
+
+
+def test_tree_two_token_samples_rows_follow_one_seed_stream():
+    from spectheory.validation.trees import tree_two_token_samples
+    seen = []
+
+    class Result:
+        def __init__(self, n):
+            self.tokens = [np.zeros(2, dtype=np.int64)] * n
+
+    def generate(prompts, seeds):
+        seen.append(list(seeds))
+        return Result(len(prompts))
+
+    tree_two_token_samples(generate, [1], 5, seed=0, batch_size=2)
+    rows0 = sum(seen, [])
+    assert rows0 == drng.row_seeds(0, 5)
+    seen.clear()
+    tree_two_token_samples(generate, [1], 5, seed=2, batch_size=2)
+    assert not set(rows0) & set(sum(seen, []))   # seed 0's second chunk was seed 2's first
+
+
+def test_derived_streams_are_distinct_and_not_offsets():
+    keys = [(r,) for r in range(50)] + [(1, g) for g in range(50)] + [(2, g) for g in range(50)]
+    seeds = {drng.derive_seed(0, *k) for k in keys} | {drng.derive_seed(1, *k) for k in keys}
+    assert len(seeds) == 2 * len(keys)
+    assert drng.derive_seed(0, 1) not in (0, 1, 2) and drng.derive_seed(0, 1) != drng.derive_seed(0, 1, 0)
+    with pytest.raises(ValueError, match="keys"):
+        drng.derive_seed(0, -1)

@@ -31,6 +31,7 @@ PURPOSE_ACCEPT = 2     # accept/reject uniform of a draft token (or block Bernou
 PURPOSE_EMIT = 3       # residual / bonus token of a round
 PURPOSE_AUTOREG = 4    # plain autoregressive sampling
 PURPOSE_ROW = 5        # per-row seed derived from an integer seed (see check_seeds)
+PURPOSE_DERIVE = 6     # a derived seed for a separate experiment (see derive_seed)
 
 _MAX_SEED = 2 ** 63
 
@@ -62,7 +63,7 @@ def _hash_lanes(words) -> torch.Tensor:
     return h
 
 
-def row_seeds(seed: int, batch_size: int) -> list[int]:
+def row_seeds(seed: int, batch_size: int, start: int = 0) -> list[int]:
     """Independent per-row seeds of one integer seed: row ``b`` gets ``hash63(seed, b)``.
 
     The hash is the module's two-lane counter hash of ``(seed, b, PURPOSE_ROW)``; lane 0 is a
@@ -71,16 +72,46 @@ def row_seeds(seed: int, batch_size: int) -> list[int]:
     (row 1 of seed 0 was row 0 of seed 1), different integer seeds give unrelated rows: two
     rows of different seeds coincide with probability ``2**-63``.
 
+    ``start`` returns rows ``start .. start + batch_size - 1``: a run of ``N`` sequences done in
+    chunks passes ``row_seeds(seed, len(chunk), start=lo)`` to each chunk and gets exactly the
+    sequences of one call with ``seed`` on all ``N`` rows.
+
     Examples
     --------
     >>> a, b = row_seeds(0, 3), row_seeds(1, 3)
     >>> a[1] != b[0], row_seeds(0, 2) == a[:2], len(set(a + b))
     (True, True, 6)
+    >>> row_seeds(0, 2, start=1) == a[1:]
+    True
     """
     s = torch.tensor([int(seed)], dtype=torch.int64)
-    rows = torch.arange(batch_size, dtype=torch.int64)
+    rows = torch.arange(int(start), int(start) + batch_size, dtype=torch.int64)
     h = _hash_lanes([s & _M32, s >> 32, rows, torch.tensor(PURPOSE_ROW)])
     return ((h[0] << 31) | (h[1] >> 1)).tolist()  # 32 + 31 = 63 bits, in [0, 2**63)
+
+
+def derive_seed(seed: int, *keys: int) -> int:
+    """An integer seed for an independent stream named by ``keys`` (e.g. a purpose and a repeat).
+
+    ``hash63(seed, len(keys), *keys, PURPOSE_DERIVE)``: the fan-out of one seed into the
+    separate random experiments of a validation (target paths, draft paths, repeat ``r``)
+    without ``seed + offset`` (whose streams overlap those of a neighbouring seed).
+
+    Examples
+    --------
+    >>> derive_seed(0, 1) != derive_seed(1, 0), derive_seed(0, 1) == derive_seed(0, 1)
+    (True, True)
+    >>> 0 <= derive_seed(7, 2, 3) < 2 ** 63
+    True
+    """
+    s = torch.tensor([int(seed)], dtype=torch.int64)
+    words = [s & _M32, s >> 32, torch.tensor(len(keys))]
+    for k in keys:
+        if not 0 <= int(k) < 2 ** 32:
+            raise ValueError(f"keys: must lie in [0, 2**32), got {k}")
+        words.append(torch.tensor(int(k)))
+    h = _hash_lanes(words + [torch.tensor(PURPOSE_DERIVE)])
+    return int(((h[0] << 31) | (h[1] >> 1))[0])
 
 
 def check_seeds(seed, batch_size: int) -> list[int]:

@@ -79,16 +79,17 @@ def decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=0, b
                               verifier="token"):
     """``n_samples`` independent pairs ``(x1, x2)`` from :func:`speculative_generate`.
 
-    Sequence ``i`` uses seed ``seed + i`` (the decoder is batch invariant, so the batching
-    does not change the samples). Returns an int64 array ``[n_samples, 2]``.
+    Sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, the same as one unbatched call
+    with ``seed`` (the decoder is batch invariant, so the batching does not change the samples). Returns an int64 array ``[n_samples, 2]``.
     """
+    from ..decoder.rng import row_seeds
     from ..decoder.speculative import speculative_generate
     n_samples = check_int(n_samples, "n_samples", 1)
     out = []
     for lo in range(0, n_samples, batch_size):
         b = min(batch_size, n_samples - lo)
         res = speculative_generate(target, draft, [list(prompt)] * b, 2, gamma, temperature=temperature,
-                                   top_k=top_k, top_p=top_p, seed=seed + lo, device=device, dtype=dtype,
+                                   top_k=top_k, top_p=top_p, seed=row_seeds(seed, b, start=lo), device=device, dtype=dtype,
                                    verifier=verifier)
         out.append(np.stack(res.tokens))
     return np.concatenate(out).astype(np.int64)

@@ -43,11 +43,17 @@ import numpy as np
 import torch
 
 from .._validation import check_int
+from ..decoder.rng import derive_seed, row_seeds
 from ..decoder.sampling import logits_to_probs
 
 __all__ = ["repeat_prompts", "PathStatistics", "path_statistics", "sample_paths", "round_dp",
            "rb_predictions", "first_round_law", "measure_decoder", "zscore", "mean_se",
            "compare_theory"]
+
+#: Independent streams of one validation seed (:func:`~spectheory.decoder.rng.derive_seed`):
+#: the target paths of the predictions and the draft paths of the first-round law; the decoder's
+#: own sequences use the seed itself.
+STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 
 def mean_se(x, axis=0):
@@ -84,7 +90,8 @@ def sample_paths(model, prompts, horizon, seed, batch_size=1024, sampling=(1.0, 
     out = []
     for lo in range(0, len(prompts), batch_size):
         chunk = prompts[lo:lo + batch_size]
-        res = autoregressive_generate(model, list(chunk), horizon, *sampling, seed=seed + lo, device=device)
+        res = autoregressive_generate(model, list(chunk), horizon, *sampling, seed=row_seeds(seed, len(chunk), start=lo),
+                                      device=device)
         out.append(np.concatenate([chunk, np.stack(res.tokens)], axis=1))
     return np.concatenate(out)
 
@@ -248,7 +255,7 @@ def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, samplin
     for lo in range(0, len(prompts), batch_size):
         chunk = list(prompts[lo:lo + batch_size])
         res = speculative_generate(target, draft, chunk, horizon, gamma, *sampling, bonus=bonus,
-                                   seed=seed + lo, device=device, dtype=dtype)
+                                   seed=row_seeds(seed, len(chunk), start=lo), device=device, dtype=dtype)
         s = res.stats
         seconds += s.time_total
         acc["target_calls"].append(s.target_calls)
@@ -283,7 +290,7 @@ def compare_theory(target, draft, prompts, horizon, gammas, n_sequences, seed=0,
     L = prompts.shape[1]
     n_paths = n_sequences if n_paths is None else n_paths
     rows, laws = [], []
-    tpaths = sample_paths(target, repeat_prompts(prompts, n_paths), horizon, seed + 10_000_019,
+    tpaths = sample_paths(target, repeat_prompts(prompts, n_paths), horizon, derive_seed(seed, STREAM_TARGET_PATHS),
                           batch_size=batch_size, device=device)
     pstats = path_statistics(target, draft, tpaths, L, batch_size=min(batch_size, 256), device=device)
     pred = rb_predictions(pstats, gammas, bonus_settings)
@@ -296,7 +303,7 @@ def compare_theory(target, draft, prompts, horizon, gammas, n_sequences, seed=0,
 
     for g in gammas:
         first = first_round_law(target, draft, repeat_prompts(prompts, n_paths), min(g, horizon),
-                                seed + 20_000_033 + g, batch_size=batch_size, device=device)
+                                derive_seed(seed, STREAM_DRAFT_PATHS, g), batch_size=batch_size, device=device)
         for b in bonus_settings:
             meas = measure_decoder(target, draft, seq_prompts, horizon, g, b, seed, batch_size=batch_size,
                                    device=device)

@@ -37,6 +37,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     -------
     dict with ``c``, ``t_target``, ``t_draft``, ``rows`` (one dict per gamma).
     """
+    from ..decoder.rng import derive_seed
     from ..decoder.speculative import autoregressive_generate, speculative_generate
     T = check_int(horizon, "horizon", 1)
     repeats = check_int(repeats, "repeats", 1)
@@ -48,14 +49,14 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     autoregressive_generate(target, prompts, min(T, 4), seed=seed, device=device)
     speculative_generate(target, draft, prompts, min(T, 4), 2, seed=seed, device=device)
     for rep in range(repeats):
-        a = autoregressive_generate(target, prompts, T, seed=seed + rep, device=device).stats
-        d = autoregressive_generate(draft, prompts, T, seed=seed + rep, device=device).stats
+        a = autoregressive_generate(target, prompts, T, seed=derive_seed(seed, rep), device=device).stats
+        d = autoregressive_generate(draft, prompts, T, seed=derive_seed(seed, rep), device=device).stats
         runs["ar_target"].append(a.time_total)
         runs["t_target"].append((a.time_total - a.time_prefill) / T)
         runs["ar_draft"].append(d.time_total)
         runs["t_draft"].append((d.time_total - d.time_prefill) / T)
         for g in gammas:
-            sd[g].append(speculative_generate(target, draft, prompts, T, g, seed=seed + rep, device=device).stats)
+            sd[g].append(speculative_generate(target, draft, prompts, T, g, seed=derive_seed(seed, rep), device=device).stats)
     med = {key: float(np.min(v)) for key, v in runs.items()}
     c = med["t_draft"] / med["t_target"]
     rows = []

@@ -167,11 +167,13 @@ def broken_tree_rule(policy="iid"):
 
 def tree_two_token_samples(generate, prompt, n_samples, seed=0, batch_size=2048):
     """``n_samples`` pairs of new tokens ``[n, 2]`` from ``generate(prompts, seed) -> GenerationResult``
-    (2 new tokens per prompt; sequence ``i`` has seed ``seed + i``)."""
+    (2 new tokens per prompt; sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, as in one
+    unbatched call)."""
+    from ..decoder.rng import row_seeds
     out = []
     for lo in range(0, n_samples, batch_size):
         b = min(batch_size, n_samples - lo)
-        res = generate([list(prompt)] * b, seed + lo)
+        res = generate([list(prompt)] * b, row_seeds(seed, b, start=lo))
         out.append(np.stack(res.tokens))
     return np.concatenate(out).astype(np.int64)
 
