@@ -29,7 +29,8 @@ CHAIN_DEFAULTS = {"vocab": 8, "states": None, "seed": 0, "concentration": 1.0, "
 def add_chain_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("chain (a file, or a random instance)")
     src.add_argument("--chain", metavar="FILE",
-                     help="JSON or NPZ file with arrays target, draft [, initial, next_state] "
+                     help="JSON or NPZ file with arrays target, draft [, initial, next_state (int [S, V], "
+                          "or a stochastic law [S, V, S])] "
                           "(then the random-chain options below are ignored; default: a random chain)")
     src.add_argument("--vocab", type=A.positive_int, default=None, help="vocabulary size of a random chain (default 8)")
     src.add_argument("--states", type=A.positive_int, default=None, help="number of states (default: vocab)")
@@ -94,7 +95,8 @@ def load_chain(args):
             if data.get(name) is None:
                 continue
             try:
-                arrays[name] = np.asarray(data[name], dtype=np.int64 if name == "next_state" else np.float64)
+                integer = name == "next_state" and np.ndim(data[name]) == 2   # a 3-d next_state is a law
+                arrays[name] = np.asarray(data[name], dtype=np.int64 if integer else np.float64)
             except (ValueError, TypeError) as exc:
                 raise CLIError(f"--chain: chain file {path!r}: array {name!r} is not numeric "
                                f"(or ragged): {exc}") from None

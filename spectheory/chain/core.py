@@ -22,6 +22,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import SUM_TOL, as_law, check_int, check_memory, check_nonneg, check_prob
+from .transitions import NextStateSampler, check_next_state, law_matrix, stochastic_operator
 from .views import ProtocolViews
 
 __all__ = ["DecodingChain", "ngram_counts"]
@@ -37,9 +38,31 @@ class DecodingChain(ProtocolViews):
         kernel per position (time-inhomogeneous); horizons are then limited to ``T``.
     initial : array_like, shape (S,), optional
         Law of the starting state. Default: uniform over the states.
-    next_state : array_like of int, shape (S, V), optional
+    next_state : array_like of int, shape (S, V), or of float, shape (S, V, S), optional
         State after emitting token ``v`` in state ``s``. Default: the last token
         (first-order chain, requires ``S == V``), or the single state when ``S == 1``.
+        A float array ``[S, V, S]`` (or a scipy sparse ``(S * V, S)`` matrix, row
+        ``s * V + v``) makes the transitions *stochastic*: rows are laws (summing to 1
+        within ``atol``) and after token ``v`` in state ``s`` the next state is drawn from
+        ``next_state[s, v, :]`` -- one draw, shared by the target and the draft.
+
+    Notes
+    -----
+    Stochastic transitions (``is_stochastic``; derivation in ``docs/markov_abstraction.md``,
+    Section 7). With p = target, q = draft and :math:`K(s'|s, x)` = ``next_state[s, x, s']``,
+    the pair (state, token) is a Markov chain: :math:`x_{n+1} \sim p_n(\cdot|s_n)`, then
+    :math:`s_{n+1} \sim K(\cdot|s_n, x_{n+1})`. In a round the draft proposes
+    :math:`x_{i+1} \sim q(\cdot|s_i)` and draws :math:`s_{i+1} \sim K(\cdot|s_i, x_{i+1})`;
+    the target scores the drafts in those same states; an accepted draft keeps its state
+    draw, and the round's final (residual or bonus) token ``y`` from state ``s`` draws a
+    fresh :math:`s' \sim K(\cdot|s, y)`. The output (tokens and states) has the target
+    chain's law, and every exact engine goes through the transition operator
+    :math:`M[s, s'] = \sum_x m(s, x) K(s'|s, x)` of a mass ``m`` (:meth:`transition_operator`),
+    so ``protocol`` and its views are exact for both kinds. A deterministic map is the point
+    mass :math:`K(s'|s, x) = [s' = \text{next\_state}[s, x]]`. Engines that walk explicit
+    paths (token trees, draft-length policies, the positional simulator, block
+    verification's exact round law, the sequence fronts) need a deterministic map and say so
+    (:meth:`require_deterministic`).
 
     Attributes
     ----------
@@ -55,6 +78,24 @@ class DecodingChain(ProtocolViews):
     (3,)
     >>> chain.n_states, chain.vocab_size, chain.is_homogeneous
     (4, 4, True)
+
+    A stochastic transition: one state per token, except that after token 1 the chain
+    forgets it half of the time (state 0). Its point-mass form equals the int map.
+
+    >>> target = np.array([[0.5, 0.5], [0.9, 0.1]]); draft = np.array([[0.8, 0.2], [0.5, 0.5]])
+    >>> law = np.array([[[1.0, 0.0], [0.5, 0.5]], [[1.0, 0.0], [0.5, 0.5]]])   # [S, V, S]
+    >>> soft = st.DecodingChain(target, draft, [1.0, 0.0], law)
+    >>> soft.is_stochastic, soft.state_marginals(2)[1].tolist()
+    (True, [0.75, 0.25])
+    >>> res = soft.protocol(6, 2)                    # exact, through the transition operator
+    >>> round(res.target_calls, 6), round(soft.rejection_lower_bound(6), 6)
+    (3.110491, 1.90764)
+    >>> sim = st.simulate(soft, 6, 2, 20_000, rng=0)  # draws the next state
+    >>> bool(abs(sim.mean("target_calls") - res.target_calls) < 5 * sim.se("target_calls"))
+    True
+    >>> hard = st.DecodingChain(target, draft, [1.0, 0.0], np.eye(2)[[[0, 1], [0, 1]]])
+    >>> bool(abs(hard.protocol(6, 2).target_calls - st.DecodingChain(target, draft, [1.0, 0.0]).protocol(6, 2).target_calls) < 1e-12)
+    True
     """
 
     def __init__(self, target, draft, initial=None, next_state=None, *, atol: float = SUM_TOL,
@@ -73,20 +114,14 @@ class DecodingChain(ProtocolViews):
                 next_state = np.zeros((1, V), dtype=np.int64)
             else:
                 raise ValueError(f"next_state: required when n_states ({S}) != vocab_size ({V})")
-        ns = np.asarray(next_state)
-        if ns.shape != (S, V):
-            raise ValueError(f"next_state: expected shape ({S}, {V}), got {ns.shape}")
-        if not np.issubdtype(ns.dtype, np.integer):
-            raise ValueError("next_state: must be an integer array")
-        if ns.size and (ns.min() < 0 or ns.max() >= S):
-            raise ValueError(f"next_state: entries must lie in [0, {S})")
+        ns, self._law = check_next_state(next_state, S, V, atol)
         init = np.full(S, 1.0 / S) if initial is None else as_law(initial, "initial", atol=atol)
         if init.shape != (S,):
             raise ValueError(f"initial: expected shape ({S},), got {init.shape}")
         self.target = _readonly(t)
         self.draft = _readonly(d)
         self.initial = _readonly(init)
-        self.next_state = _readonly(np.ascontiguousarray(ns, dtype=np.int64))
+        self.next_state = ns
         if t.ndim == 3:
             max_horizon = t.shape[0] if max_horizon is None else min(max_horizon, t.shape[0])
         self.max_horizon = max_horizon
@@ -109,10 +144,37 @@ class DecodingChain(ProtocolViews):
     def is_homogeneous(self) -> bool:
         return self.target.ndim == 2
 
+    @property
+    def is_stochastic(self) -> bool:
+        """True when ``next_state`` is a law ``[S, V, S]`` (the next state is drawn)."""
+        return self._law is not None
+
+    @cached_property
+    def transition_law(self):
+        """CSR matrix ``(S * V, S)``: row ``s * V + x`` is the law of the state after ``(s, x)``
+        (one-hot rows for a deterministic map)."""
+        return self._law if self._law is not None else law_matrix(self.next_state, self.n_states)
+
+    def require_deterministic(self, what: str) -> None:
+        """Raise ``ValueError`` naming ``what`` when the transitions are stochastic."""
+        if self.is_stochastic:
+            raise ValueError(f"next_state: {what} needs a deterministic next_state (int [S, V]); "
+                             "this chain's transitions are stochastic (a law [S, V, S])")
+
+    def sample_next_state(self, s, x, u):
+        """Next states after tokens ``x`` in states ``s`` (inverse CDF of the law with uniforms
+        ``u``; a deterministic map ignores ``u``). Arrays of equal shape."""
+        if not self.is_stochastic:
+            return self.next_state[s, x]
+        smp = self.__dict__.get("_next_sampler")
+        if smp is None:
+            smp = self.__dict__["_next_sampler"] = NextStateSampler(self._law)
+        return smp.sample(s, x, u)
+
     @cached_property
     def is_first_order(self) -> bool:
         """True when the state is the last token (``next_state[s, x] == x``)."""
-        return self.n_states == self.vocab_size and bool(
+        return not self.is_stochastic and self.n_states == self.vocab_size and bool(
             np.all(self.next_state == np.arange(self.vocab_size)))
 
     def check_horizon(self, horizon) -> int:
@@ -144,13 +206,16 @@ class DecodingChain(ProtocolViews):
 
         ``mass`` is any non-negative ``[S, V]`` array (a kernel, or the accepted part
         ``min(target, draft)``, ...). For first-order chains ``M`` is ``mass`` itself;
-        otherwise a CSR sparse matrix. Row vectors propagate as ``vec @ M``.
+        otherwise a CSR sparse matrix. Row vectors propagate as ``vec @ M``. With
+        stochastic transitions ``M[s, s'] = sum_x mass[s, x] next_state[s, x, s']``.
         """
         mass = np.asarray(mass, dtype=np.float64)
         if mass.shape != (self.n_states, self.vocab_size):
             raise ValueError(f"mass: expected shape ({self.n_states}, {self.vocab_size}), got {mass.shape}")
         if self.is_first_order:
             return mass
+        if self.is_stochastic:
+            return stochastic_operator(mass, self._law)
         rows = np.repeat(np.arange(self.n_states), self.vocab_size)
         return sp.csr_matrix((mass.ravel(), (rows, self.next_state.ravel())),
                              shape=(self.n_states, self.n_states))

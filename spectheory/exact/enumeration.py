@@ -8,6 +8,11 @@ is exact, so laws with dyadic entries (``k / 2**m``) sum to exactly 1 and the id
 (losslessness, Theorem 1) hold exactly. Only for tiny cases: the number of outcomes
 grows like ``(2 V)**T``.
 
+Stochastic transitions (``chain.is_stochastic``, ``next_state[s, x, s']`` a law) are
+enumerated as one more branch after every emitted or drafted token: the next state and its
+probability (the draft's state draw is kept when its token is accepted; the final residual or
+bonus token draws afresh).
+
 Notation: p = target, q = draft; the acceptance rule is ``b(x) = s * min(1, target/draft)``
 (``s = accept_scale``; 1 is standard token verification) with the rejection law
 ``(target - s min(target, draft)) / sum(...)`` that keeps the output unbiased.
@@ -75,7 +80,7 @@ def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict
     if not (0 < scale <= 1):
         raise ValueError(f"accept_scale: must lie in (0, 1], got {accept_scale!r}")
     V = chain.vocab_size
-    ns = chain.next_state
+    succ = _successors(chain)
     kern: dict = {}
     out: dict = defaultdict(Fraction)
     budget = [MAX_BRANCHES]
@@ -106,8 +111,9 @@ def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict
                 t, _ = kernel(n0 + k, s)
                 for y in range(V):
                     if t[y]:
-                        new_round(n0 + k + 1, int(ns[s, y]), toks + (y,), calls, rej, drafts,
-                                  counts + (k,), prob * t[y])
+                        for s2, w in succ(s, y):
+                            new_round(n0 + k + 1, s2, toks + (y,), calls, rej, drafts,
+                                      counts + (k,), prob * t[y] * w)
             else:
                 new_round(n0 + k, s, toks, calls, rej, drafts, counts + (k,), prob)
             return
@@ -119,8 +125,9 @@ def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict
                 continue
             b = scale * min(Fraction(1), t[x] / d[x])
             if b:
-                step(n0, k, i + 1, int(ns[s, x]), toks + (x,), calls, rej, drafts, counts,
-                     prob * d[x] * b)
+                for s2, w in succ(s, x):
+                    step(n0, k, i + 1, s2, toks + (x,), calls, rej, drafts, counts,
+                         prob * d[x] * b * w)
             p_reject += d[x] * (1 - b)
         if not p_reject:
             return
@@ -131,14 +138,33 @@ def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict
                              f"(n={n}, state {s}); rows must sum to 1")
         for y in range(V):
             if res[y]:
-                new_round(n + 1, int(ns[s, y]), toks + (y,), calls, rej + 1, drafts,
-                          counts + (i,), prob * p_reject * res[y] / tot)
+                for s2, w in succ(s, y):
+                    new_round(n + 1, s2, toks + (y,), calls, rej + 1, drafts,
+                              counts + (i,), prob * p_reject * res[y] / tot * w)
 
     init = [Fraction(float(v)) for v in chain.initial]
     for s in range(chain.n_states):
         if init[s]:
             new_round(0, s, (), 0, 0, 0, (), init[s])
     return dict(out)
+
+
+def _successors(chain):
+    """``succ(s, x)``: list of ``(next state, Fraction probability)`` (one pair when deterministic)."""
+    if not chain.is_stochastic:
+        ns = chain.next_state
+        return lambda s, x: ((int(ns[s, x]), Fraction(1)),)
+    law = chain.transition_law
+    V = chain.vocab_size
+    cache: dict = {}
+
+    def succ(s, x):
+        r = s * V + x
+        if r not in cache:
+            lo, hi = law.indptr[r], law.indptr[r + 1]
+            cache[r] = tuple((int(j), Fraction(float(v))) for j, v in zip(law.indices[lo:hi], law.data[lo:hi]) if v)
+        return cache[r]
+    return succ
 
 
 def outcome_expectation(outcomes: dict, field, fn=None) -> Fraction:
@@ -176,6 +202,7 @@ def target_sequence_law_exact(chain, horizon) -> dict:
     T = chain.check_horizon(horizon)
     law: dict = defaultdict(Fraction)
     V = chain.vocab_size
+    succ = _successors(chain)
 
     def walk(n, s, toks, prob):
         if n == T:
@@ -184,7 +211,8 @@ def target_sequence_law_exact(chain, horizon) -> dict:
         t, _ = fraction_kernel(chain, n, s)
         for y in range(V):
             if t[y]:
-                walk(n + 1, int(chain.next_state[s, y]), toks + (y,), prob * t[y])
+                for s2, w in succ(s, y):
+                    walk(n + 1, s2, toks + (y,), prob * t[y] * w)
 
     for s in range(chain.n_states):
         p0 = Fraction(float(chain.initial[s]))

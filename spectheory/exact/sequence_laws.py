@@ -13,8 +13,11 @@ __all__ = ["target_sequence_law", "phase_sequence_law"]
 
 
 def _kernel_tensor(chain, mass):
-    """Dense ``K[s, x, s'] = mass[s, x] [next_state[s, x] == s']``."""
+    """Dense ``K[s, x, s'] = mass[s, x] [next_state[s, x] == s']`` (``mass[s, x] next_state[s, x, s']``
+    for stochastic transitions)."""
     S, V = chain.n_states, chain.vocab_size
+    if chain.is_stochastic:
+        return np.asarray(mass)[:, :, None] * chain.transition_law.toarray().reshape(S, V, S)
     K = np.zeros((S, V, S))
     K[np.arange(S)[:, None], np.arange(V)[None, :], chain.next_state] = mass
     return K

@@ -62,6 +62,7 @@ def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
         With ``gamma = T`` when ``gamma`` is None.
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("the positional simulator")
     gamma = _check_gamma(gamma)
     R = check_int(n_runs, "n_runs", 1)
     rng = np.random.default_rng(rng)

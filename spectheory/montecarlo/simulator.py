@@ -199,7 +199,10 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     position ``n`` and state ``s``, every active run drafts ``k = min(gamma, T - n)``
     tokens along its own path (``x_i ~ q_{n+i}(. | s_i)``, ``s_{i+1} = next_state[s_i,
     x_i]``), the laws along the path are gathered, and the round verifier returns the
-    accepted count ``j`` and the final token (residual or bonus).
+    accepted count ``j`` and the final token (residual or bonus). With stochastic
+    transitions (``chain.is_stochastic``) ``s_{i+1}`` is drawn from ``next_state[s_i, x_i, :]``
+    (an accepted draft keeps its draw; the final token draws afresh) and the verifier's
+    generic :meth:`~spectheory.verifiers.Verifier.verify_round` path is used.
 
     Parameters
     ----------
@@ -255,7 +258,7 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     counts = np.zeros((N, g + 1), dtype=np.int64)
     tokens = np.zeros((N, T), dtype=np.int64) if return_tokens else None
     by_position = np.zeros(T, dtype=np.int64)
-    if type(verifier).fused_round is Verifier.fused_round:
+    if type(verifier).fused_round is Verifier.fused_round or getattr(chain, "is_stochastic", False):
         per_run = (2 * g + 1) * V                # gathered law arrays of the generic path
     elif chain.target.size <= _TABLE_LIMIT:
         per_run = 8 * (g + 1)                    # fused path on CDF tables: O(gamma) per run
@@ -278,6 +281,7 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
     V = chain.vocab_size
     smp = _Sampler(chain)
     nxt = chain.next_state
+    stochastic = getattr(chain, "is_stochastic", False)     # draw next states (generic path)
     pos = np.zeros(R0, dtype=np.int64)
     state = _sample_initial(chain, R0, rng)
     active = np.arange(R0)
@@ -291,7 +295,7 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
         states[:, 0] = state[active]
         x = np.empty((R, g), dtype=np.int64)
         u = rng.random((R, g))
-        fused = verifier.fused_round(smp, T, g, n, k, states, x, u, rng)
+        fused = NotImplemented if stochastic else verifier.fused_round(smp, T, g, n, k, states, x, u, rng)
         if fused is not NotImplemented:
             j, y = fused
         else:
@@ -305,7 +309,8 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
                     break
                 dl[:, i] = smp.rows(smp.draft, m, s)
                 x[:, i] = smp.sample_draft(m, s, u[:, i])
-                states[:, i + 1] = nxt[s, x[:, i]]
+                states[:, i + 1] = (chain.sample_next_state(s, x[:, i], rng.random(R)) if stochastic
+                                    else nxt[s, x[:, i]])
             j, y = verifier.verify_round(tl, dl, x, k, rng)
             j = np.asarray(j, dtype=np.int64)
             y = np.asarray(y, dtype=np.int64)
@@ -317,7 +322,12 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
         emit_final = rejected | (bonus & (j == k) & (n + k < T))
         e = j + emit_final
         s_j = states[rows, j]
-        new_state = np.where(emit_final, nxt[s_j, y], s_j)
+        if stochastic:
+            new_state = s_j.copy()
+            f = np.flatnonzero(emit_final)
+            new_state[f] = chain.sample_next_state(s_j[f], y[f], rng.random(f.size))
+        else:
+            new_state = np.where(emit_final, nxt[s_j, y], s_j)
         out["target_calls"][active] += 1
         out["draft_tokens"][active] += k
         out["rejections"][active] += rejected
@@ -339,7 +349,8 @@ def sample_target(chain, horizon, n_runs, rng=None, progress=None) -> np.ndarray
     r"""Plain autoregressive sampling from the target: tokens ``[n_runs, horizon]``.
 
     :math:`s_0 \sim` ``initial``, :math:`x_{n+1} \sim p_{n}(\cdot \mid s_n)`,
-    :math:`s_{n+1} =` ``next_state[s_n, x_{n+1}]`` (kernel index ``n`` is 0-based).
+    :math:`s_{n+1} =` ``next_state[s_n, x_{n+1}]`` (kernel index ``n`` is 0-based; drawn from
+    ``next_state[s_n, x_{n+1}, :]`` for stochastic transitions).
 
     Examples
     --------
@@ -361,6 +372,7 @@ def sample_target(chain, horizon, n_runs, rng=None, progress=None) -> np.ndarray
             for n in range(T):
                 x = smp.sample_target(n, s, rng.random(stop - start))
                 tokens[start:stop, n] = x
-                s = chain.next_state[s, x]
+                s = (chain.sample_next_state(s, x, rng.random(stop - start)) if chain.is_stochastic
+                     else chain.next_state[s, x])
                 bar.update(stop - start)
     return tokens

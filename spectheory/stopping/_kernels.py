@@ -38,6 +38,7 @@ class Kernels:
     """Access to a chain's laws by kernel index, and the operator ``vec -> sum_x mass[s,x] vec[next(s,x)]``."""
 
     def __init__(self, chain):
+        chain.require_deterministic("draft-length policies (spectheory.stopping)")
         self.chain = chain
         self.S, self.V = chain.n_states, chain.vocab_size
         self.hom = chain.is_homogeneous

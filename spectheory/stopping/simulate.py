@@ -124,6 +124,7 @@ def simulate_policy(chain, policy: Policy, horizon, cost=None, n_runs=1000, rng=
     """
     from tqdm.auto import tqdm
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("simulate_policy (draft-length policies)")
     N = check_int(n_runs, "n_runs", 1)
     cost = as_cost(cost)
     if not isinstance(policy, Policy):

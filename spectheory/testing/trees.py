@@ -65,6 +65,7 @@ def tree_instances():
 
 
 def _draft_trees(chain, tree, policy, R, rng, s0=0):
+    chain.require_deterministic("the tree-verifier kit")
     N = tree.n_nodes
     tok = np.full((R, N), -1, dtype=np.int64)
     st_ = np.full((R, N), s0, dtype=np.int64)

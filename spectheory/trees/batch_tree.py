@@ -114,6 +114,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTree
     (True, 0.0)
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("batch_tree_expected")
     M = _check_M(M)
     G_ = T if gamma is None else check_int(gamma, "gamma", 1)
     S = chain.n_states
@@ -188,6 +189,7 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=F
     """
     from .draft_tree import DraftTree
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("simulate_batch_tree")
     M = check_int(M, "M", 1)
     G_ = T if gamma is None else check_int(gamma, "gamma", 1)
     n_runs = check_int(n_runs, "n_runs", 1)

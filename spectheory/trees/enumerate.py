@@ -114,6 +114,7 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
 
     Same accumulator as the per-node engine (:mod:`spectheory.trees.exact`).
     """
+    chain.require_deterministic("enumerated tree rounds")
     acc = _Accumulator(T, tree.max_depth, init, start)
     S = chain.n_states
     target = np.asarray(chain.target)
@@ -187,6 +188,7 @@ def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exa
     """
     from .verifiers import get_tree_verifier
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("tree_sequence_law")
     v = get_tree_verifier(verifier)
     conv = np.vectorize(Fraction, otypes=[object]) if exact else (lambda a: np.asarray(a, dtype=np.float64))
     target, draft = conv(np.asarray(chain.target)), conv(np.asarray(chain.draft))

@@ -137,6 +137,7 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
     True
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("tree_protocol (token trees)")
     tree = _check_tree(tree)
     v = get_tree_verifier(verifier)
     if method not in ("auto", "nodes", "enumerate"):
@@ -177,6 +178,7 @@ def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method=
     tree = _check_tree(tree)
     v = get_tree_verifier(verifier)
     n0 = check_int(n0, "n0", 0)
+    chain.require_deterministic("tree_round_law (token trees)")
     T = n0 + tree.max_depth + 1 if horizon is None else chain.check_horizon(horizon)
     if n0 >= T:
         raise ValueError(f"n0: must be < horizon {T}, got {n0}")

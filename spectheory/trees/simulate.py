@@ -130,6 +130,7 @@ def simulate_tree(chain, horizon, tree, verifier="tree_rrs", n_runs=1000, rng=No
     True
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("simulate_tree (token trees)")
     if not isinstance(tree, DraftTree):
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
     v = get_tree_verifier(verifier)

@@ -63,6 +63,7 @@ def coarsen(chain, horizon, labels, n_states=None):
     True
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("coarsen")
     g = np.asarray(labels, dtype=np.int64)
     S, V = chain.n_states, chain.vocab_size
     if g.shape != (S,):

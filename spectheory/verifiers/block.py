@@ -111,6 +111,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
 
 def _enumerate_blocks(chain, n0, k, with_bonus_row):
     """All ``V**k`` draft blocks from every state: laws along each path (vectorised)."""
+    chain.require_deterministic("block verification's exact round law (Monte Carlo supports stochastic chains)")
     S, V = chain.n_states, chain.vocab_size
     B = V ** k
     if S * B * (k + 1) * V > MAX_BLOCK_ELEMENTS:

@@ -58,6 +58,7 @@ def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=
         ``-inf`` where a sequence has probability zero.
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("sequence_log_likelihoods (sequence fronts)")
     gamma = _check_gamma(gamma)
     X = np.asarray(tokens, dtype=np.int64)
     if X.ndim != 2 or X.shape[1] != T:

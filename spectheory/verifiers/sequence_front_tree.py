@@ -126,6 +126,7 @@ def prefix_forest(chain, horizon, start_state=None, max_sequences=MAX_FRONT_SEQU
     ([1, 2, 4, 8], 1.0)
     """
     T = chain.check_horizon(horizon)
+    chain.require_deterministic("prefix_forest (sequence fronts)")
     V = chain.vocab_size
     starts, weights = _start_law(chain, start_state)
     limit = check_int(max_sequences, "max_sequences", 1)
