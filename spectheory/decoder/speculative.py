@@ -1,143 +1,27 @@
-"""Batched speculative decoding (and the autoregressive baseline) for any model of the contract.
+"""Batched speculative decoding (and the autoregressive baseline) for any model of the contract
+in :mod:`spectheory.decoder.batching` (ragged batches, cache bookkeeping).
 
-Model contract (every model of :mod:`spectheory.decoder` and :class:`~spectheory.decoder.hf.HFCausalLM`):
-``model(ids [B, L]) -> logits [B, L, V]`` (causal, no cache);
-``cache = model.new_cache(batch_size, max_len, device=, dtype=)``;
-``model(ids, cache=cache, start=start)`` with ``start`` LongTensor [B] the position of
-``ids[:, 0]`` in each row: it writes the rows' keys/values at ``start[b] .. start[b]+L-1`` and
-query ``i`` attends to cache positions ``< start[b]+i+1``. Positions beyond are stale and
-never read, so a rollback after a rejection is just a later call with a smaller ``start``.
-Attributes ``vocab_size`` and ``max_seq_len`` (``None`` if unbounded).
-
-Bookkeeping (per row ``b``): ``seq_len`` = committed tokens (prompt + generated);
-``*_cached`` = positions whose cached keys/values belong to committed tokens. Every call
-feeds the committed tokens not yet cached (at least the last one) plus, for the target, the
-drafts. Windows of a batched call are right-aligned on each row's last needed position
-(re-feeding already cached tokens where rows need fewer), so no write ever goes past
-``prompt_len + max_new_tokens``. The protocol is the one of ``docs/protocol.md`` ("what is counted").
+The protocol is the one of ``docs/protocol.md`` ("what is counted").
 """
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import torch
 
 from .._validation import check_bool, check_int
+from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
 from .rng import PURPOSE_ACCEPT, PURPOSE_AUTOREG, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
-from .sampling import check_sampling_args, logits_to_probs, sample_from_uniform
+from .sampling import logits_to_probs, sample_from_uniform
 from .stats import DecodeStats, GenerationResult, StatsRecorder
 from ..verifiers.base import get_verifier
 
 __all__ = ["speculative_generate", "autoregressive_generate"]
 
 
-# ----------------------------------------------------------------------------- setup
-@dataclass
-class _Batch:
-    tokens: torch.Tensor      # [B, cap] committed tokens, then this round's drafts
-    prompt_len: torch.Tensor  # [B]
-    seq_len: torch.Tensor     # [B] committed length
-    end: torch.Tensor         # [B] prompt_len + max_new_tokens
-
-    @property
-    def remaining(self):
-        return self.end - self.seq_len
-
-
-def _as_prompt(p, i: int, vocab: int) -> list[int]:
-    if isinstance(p, (bytes, bytearray)):
-        ids = list(p)
-    elif isinstance(p, torch.Tensor):
-        ids = p.tolist() if p.ndim == 1 else None
-    else:
-        a = np.asarray(p)
-        ids = a.tolist() if a.ndim == 1 and (a.size == 0 or np.issubdtype(a.dtype, np.integer)) else None
-    if ids is None or not all(isinstance(t, int) for t in ids):
-        raise ValueError(f"prompts[{i}]: expected a 1-d sequence of integer token ids")
-    if not ids:
-        raise ValueError(f"prompts[{i}]: empty prompt")
-    if min(ids) < 0 or max(ids) >= vocab:
-        raise ValueError(f"prompts[{i}]: token ids must lie in [0, {vocab}), got {min(ids)}..{max(ids)}")
-    return ids
-
-
-def _make_batch(prompts, max_new_tokens: int, models: dict, device) -> _Batch:
-    if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__"):
-        raise ValueError("prompts: expected a list of token sequences (list of lists/arrays/bytes)")
-    if len(prompts) == 0:
-        raise ValueError("prompts: empty list")
-    vocab = next(iter(models.values())).vocab_size
-    ids = [_as_prompt(p, i, vocab) for i, p in enumerate(prompts)]
-    lens = [len(x) for x in ids]
-    for name, m in models.items():
-        limit = getattr(m, "max_seq_len", None)
-        if limit is not None and max(lens) + max_new_tokens > limit:
-            raise ValueError(f"max_new_tokens: prompt length {max(lens)} + max_new_tokens "
-                             f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}")
-    cap = max(lens) + max_new_tokens
-    tokens = torch.zeros(len(ids), cap, dtype=torch.int64)
-    for b, x in enumerate(ids):
-        tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
-    plen = torch.tensor(lens, dtype=torch.int64)
-    return _Batch(tokens.to(device), plen.to(device), plen.clone().to(device), (plen + max_new_tokens).to(device))
-
-
-def _place(model, device, dtype):
-    """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
-    if isinstance(dtype, str):  # "float16" as well as torch.float16
-        from .hf import as_torch_dtype
-        dtype = as_torch_dtype(dtype)
-    if device is not None or dtype is not None:
-        model.to(device=device, dtype=dtype)
-    params = list(model.parameters()) + list(model.buffers())
-    floats = [p for p in params if p.is_floating_point()]
-    dev = torch.device(device) if device is not None else (params[0].device if params else torch.device("cpu"))
-    dt = dtype if dtype is not None else (floats[0].dtype if floats else torch.float32)
-    return dev, dt
-
-
-def _check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
-    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
-    sampling = check_sampling_args(temperature, top_k, top_p)
-    vocabs = {name: getattr(m, "vocab_size", None) for name, m in models.items()}
-    for name, v in vocabs.items():
-        m = models[name]
-        if v is None and hasattr(m, "config") and hasattr(m, "generate"):  # a bare transformers model
-            raise ValueError(f"{name}: a Hugging Face model; wrap it with "
-                             f"spectheory.decoder.HFCausalLM({name}) first")
-        if not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name}: model has no valid integer vocab_size (got {v!r})")
-    if len(set(vocabs.values())) > 1:
-        raise ValueError(f"target and draft: mismatched vocabulary sizes {vocabs}")
-    return max_new_tokens, sampling
-
-
-def _sync(device):
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-# ----------------------------------------------------------------------------- model calls
-def _forward_window(model, cache, tokens, cached, end):
-    """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start."""
-    width = int((end - cached).max().item())
-    start = torch.clamp(torch.minimum(cached, end - width), min=0)
-    idx = (start[:, None] + torch.arange(width, device=tokens.device)).clamp(max=tokens.shape[1] - 1)
-    logits = model(tokens.gather(1, idx), cache=cache, start=start)
-    return logits, start
-
-
-def _prefill(model, cache, batch: _Batch) -> torch.Tensor:
-    """Cache every prompt token but the last; return the new ``cached`` lengths."""
-    cached = torch.zeros_like(batch.seq_len)
-    if int((batch.seq_len - 1).max().item()) > 0:
-        _forward_window(model, cache, batch.tokens, cached, batch.seq_len - 1)
-    return batch.seq_len - 1
-
-
+# ----------------------------------------------------------------------------- one round
 def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
     """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` [B, K];
     return the tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length
@@ -148,7 +32,7 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
     xs, laws = [], []
     for j in range(1, K + 1):
         if j == 1:
-            logits, start = _forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len)
+            logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len)
             last = logits[rows, batch.seq_len - 1 - start]
         else:  # feed x_{j-1}; idle rows rewrite the (never cached) slot of their x_k
             pos = batch.seq_len - 2 + torch.where(k >= j, torch.full_like(k, j), k + 1)
@@ -169,7 +53,7 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
 
 def _score(target, cache, batch, target_cached, k, K, law):
     """One target call over the pending tokens and the drafts; laws at the K+1 round positions."""
-    logits, start = _forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k)
+    logits, start = forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k)
     idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(max=logits.shape[1] - 1)
     picked = logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1]))
     return law(picked)
@@ -223,21 +107,6 @@ def _cut_at_eos(drafts, k, eos):
     hit = (drafts == eos) & (slots < k[:, None])
     first = torch.where(hit.any(1), hit.to(torch.int64).argmax(1) + 1, k)
     return torch.minimum(k, first), hit.any(1)
-
-
-def _stop_at_eos(batch, eos):
-    """Rows whose last committed token is ``eos`` are finished: their end moves to here."""
-    rows = torch.arange(batch.tokens.shape[0], device=batch.tokens.device)
-    last = batch.tokens[rows, (batch.seq_len - 1).clamp(min=0)]
-    done = (last == eos) & (batch.seq_len > batch.prompt_len)
-    batch.end = torch.where(done, batch.seq_len, batch.end)
-
-
-def _new_tokens(batch, max_new_tokens):
-    """Each row's new tokens: ``max_new_tokens`` of them, or up to and including its eos."""
-    out = batch.tokens.cpu().numpy()
-    ends = torch.minimum(batch.seq_len, batch.prompt_len + max_new_tokens).tolist()
-    return [out[b, p: e].copy() for b, (p, e) in enumerate(zip(batch.prompt_len.tolist(), ends))]
 
 
 # ----------------------------------------------------------------------------- public API
@@ -305,16 +174,16 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
     ([6, 6], 12)
     """
     models = {"target": target, "draft": draft}
-    max_new_tokens, (temperature, top_k, top_p) = _check_common(models, max_new_tokens, temperature, top_k, top_p)
+    max_new_tokens, (temperature, top_k, top_p) = check_common(models, max_new_tokens, temperature, top_k, top_p)
     gamma = check_int(gamma, "gamma", 1)
     bonus = check_bool(bonus, "bonus")
     eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", 0)
     rule = get_verifier(verifier).torch_rule
-    dev, dt_target = _place(target, device, dtype)
-    dev_draft, dt_draft = _place(draft, dev if device is not None else None, dtype)
+    dev, dt_target = place(target, device, dtype)
+    dev_draft, dt_draft = place(draft, dev if device is not None else None, dtype)
     if dev_draft != dev:
         raise ValueError(f"draft: on {dev_draft} while target is on {dev}; pass device= to move both")
-    batch = _make_batch(prompts, max_new_tokens, models, dev)
+    batch = make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     seeds = seed_tensor(check_seeds(seed, B), dev)
     law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
@@ -326,13 +195,13 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     calls = dict(batch_draft_calls=0, batch_target_calls=0)
     with torch.inference_mode():
-        _sync(dev)
+        sync(dev)
         t_start = time.perf_counter()
         target_cache = target.new_cache(B, cap, device=dev, dtype=dt_target)
         draft_cache = draft.new_cache(B, cap, device=dev, dtype=dt_draft)
-        target_cached = _prefill(target, target_cache, batch)
-        draft_cached = _prefill(draft, draft_cache, batch)
-        _sync(dev)
+        target_cached = prefill(target, target_cache, batch)
+        draft_cached = prefill(draft, draft_cache, batch)
+        sync(dev)
         times["time_prefill"] = time.perf_counter() - t_start
         round_uniforms = _RoundUniforms(seeds, min(gamma, max_new_tokens))
         rnd = 0
@@ -350,10 +219,10 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop)
             K = drafts.shape[1]
             u = u[:, :K]
-            _sync(dev)
+            sync(dev)
             t1 = time.perf_counter()
             target_laws = _score(target, target_cache, batch, target_cached, k, K, law)
-            _sync(dev)
+            sync(dev)
             t2 = time.perf_counter()
             allow_bonus = (k < remaining) & bool(bonus)
             if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
@@ -362,7 +231,7 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
             target_cached, draft_cached = _commit(batch, k, verdict)
             if eos is not None:
-                _stop_at_eos(batch, eos)
+                stop_at_eos(batch, eos)
             if hook is not None:
                 hook.after_round(k, verdict.n_accepted, k > 0)
             counts = torch.stack([k, verdict.n_accepted, (verdict.next_token >= 0).to(torch.int64),
@@ -373,8 +242,8 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
             calls["batch_draft_calls"] += K
             calls["batch_target_calls"] += 1
             rnd += 1
-        tokens = _new_tokens(batch, max_new_tokens)
-        _sync(dev)
+        tokens = new_tokens(batch, max_new_tokens)
+        sync(dev)
         times["time_total"] = time.perf_counter() - t_start
     stats = rec.finish(verifier, bool(bonus), **times)
     stats.batch_draft_calls, stats.batch_target_calls = calls["batch_draft_calls"], calls["batch_target_calls"]
@@ -394,29 +263,29 @@ def autoregressive_generate(model, prompts, max_new_tokens, temperature=1.0, top
     GenerationResult
         ``stats.target_calls`` = ``max_new_tokens`` per sequence; no draft statistics.
     """
-    max_new_tokens, (temperature, top_k, top_p) = _check_common({"model": model}, max_new_tokens,
+    max_new_tokens, (temperature, top_k, top_p) = check_common({"model": model}, max_new_tokens,
                                                                 temperature, top_k, top_p)
-    dev, dt = _place(model, device, dtype)
-    batch = _make_batch(prompts, max_new_tokens, {"model": model}, dev)
+    dev, dt = place(model, device, dtype)
+    batch = make_batch(prompts, max_new_tokens, {"model": model}, dev)
     B, cap = batch.tokens.shape
     seeds = seed_tensor(check_seeds(seed, B), dev)
     rows = torch.arange(B, device=dev)
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     with torch.inference_mode():
-        _sync(dev)
+        sync(dev)
         t_start = time.perf_counter()
         cache = model.new_cache(B, cap, device=dev, dtype=dt)
-        cached = _prefill(model, cache, batch)
-        _sync(dev)
+        cached = prefill(model, cache, batch)
+        sync(dev)
         times["time_prefill"] = time.perf_counter() - t_start
         for n in range(max_new_tokens):
-            logits, start = _forward_window(model, cache, batch.tokens, cached, batch.seq_len)
+            logits, start = forward_window(model, cache, batch.tokens, cached, batch.seq_len)
             law = logits_to_probs(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
             x = sample_from_uniform(law, uniforms(seeds, n, PURPOSE_AUTOREG))
             batch.tokens[rows, batch.seq_len] = x
             cached, batch.seq_len = batch.seq_len, batch.seq_len + 1
-        tokens = _new_tokens(batch, max_new_tokens)
-        _sync(dev)
+        tokens = new_tokens(batch, max_new_tokens)
+        sync(dev)
         times["time_total"] = time.perf_counter() - t_start
         times["time_target"] = times["time_total"] - times["time_prefill"]
     z = np.zeros(B, dtype=np.int64)

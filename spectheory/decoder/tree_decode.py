@@ -34,7 +34,7 @@ from ..trees import DraftTree, get_tree_verifier
 from ..trees import TreeVerifier
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
 from .sampling import logits_to_probs, sample_from_uniform
-from .speculative import _check_common, _forward_window, _make_batch, _new_tokens, _place, _prefill, _sync
+from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, sync
 from .stats import GenerationResult, StatsRecorder
 from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
 
@@ -111,14 +111,14 @@ class ModelDrafter:
         self.cached_model = supports_tree_cache(draft)
         self.cache = (new_tree_cache(draft, batch.tokens.shape[0], cap + layout.n_nodes, dev, dtype)
                       if self.cached_model else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype))
-        self.cached = _prefill(draft, self.cache, batch)
+        self.cached = prefill(draft, self.cache, batch)
 
     def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
         """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
         lay = self.layout
         B = node_tokens.shape[0]
         rows = torch.arange(B, device=node_tokens.device)
-        logits, start = _forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
+        logits, start = forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
         root_law = self.law(logits[rows, batch.seq_len - 1 - start])
         V = root_law.shape[-1]
         laws = torch.zeros(B, lay.n_nodes, V, dtype=root_law.dtype, device=root_law.device)
@@ -240,11 +240,11 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
     rule, policy, name = resolve_rule(verifier, policy)
     models = {"target": target} if draft is None else {"target": target, "draft": draft}
-    max_new_tokens, (temperature, top_k, top_p) = _check_common(models, max_new_tokens, temperature, top_k, top_p)
-    dev, dt = _place(target, device, dtype)
+    max_new_tokens, (temperature, top_k, top_p) = check_common(models, max_new_tokens, temperature, top_k, top_p)
+    dev, dt = place(target, device, dtype)
     if draft is not None:
-        _place(draft, dev if device is not None else None, dtype)
-    batch = _make_batch(prompts, max_new_tokens, models, dev)
+        place(draft, dev if device is not None else None, dtype)
+    batch = make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     layout = TreeLayout(tree)
     N, D = layout.n_nodes, tree.max_depth
@@ -257,7 +257,7 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
     node_ids = torch.arange(N, device=dev)[None, :]
     purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[None, None, None, :]
     with torch.inference_mode():
-        _sync(dev)
+        sync(dev)
         t_start = time.perf_counter()
         cached_target = supports_tree_cache(target)
         tcache = new_tree_cache(target, B, cap + N, dev, dt) if cached_target else None
@@ -266,8 +266,8 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
         else:
             dr = drafter(batch, law, dev, dt, layout, tcache)
         if cached_target and not getattr(dr, "prefilled_target", False):
-            _prefill(target, tcache, batch)
-        _sync(dev)
+            prefill(target, tcache, batch)
+        sync(dev)
         times["time_prefill"] = time.perf_counter() - t_start
         rnd, calls = 0, 0
         while True:
@@ -288,13 +288,13 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
             node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
             dr.k = k
             node_tokens, present, draft_laws, n_calls = dr.laws(batch, node_tokens, K, policy, u_d, k > 0)
-            _sync(dev)
+            sync(dev)
             t1 = time.perf_counter()
             out = tree_logits(target, tcache, batch.tokens, root_slot, node_tokens, layout, 0, N,
                               return_hidden=dr.needs_hidden)
             logits, hidden = out if dr.needs_hidden else (out, None)
             target_laws = law(logits)
-            _sync(dev)
+            sync(dev)
             t2 = time.perf_counter()
             node, token, residual = _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws,
                                             u_a, u_f)
@@ -320,8 +320,8 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
             times["time_target"] += t2 - t1
             calls += n_calls
             rnd += 1
-        tokens = _new_tokens(batch, max_new_tokens)
-        _sync(dev)
+        tokens = new_tokens(batch, max_new_tokens)
+        sync(dev)
         times["time_total"] = time.perf_counter() - t_start
     stats = rec.finish(name, bool(bonus), **times)
     stats.batch_draft_calls, stats.batch_target_calls = calls, rnd

@@ -1,0 +1,149 @@
+"""Ragged batches for the decoders: the model contract, prompt checks, placement and cache bookkeeping.
+
+Model contract (every model of :mod:`spectheory.decoder` and :class:`~spectheory.decoder.hf.HFCausalLM`):
+``model(ids [B, L]) -> logits [B, L, V]`` (causal, no cache);
+``cache = model.new_cache(batch_size, max_len, device=, dtype=)``;
+``model(ids, cache=cache, start=start)`` with ``start`` LongTensor [B] the position of
+``ids[:, 0]`` in each row: it writes the rows' keys/values at ``start[b] .. start[b]+L-1`` and
+query ``i`` attends to cache positions ``< start[b]+i+1``. Positions beyond are stale and
+never read, so a rollback after a rejection is just a later call with a smaller ``start``.
+Attributes ``vocab_size`` and ``max_seq_len`` (``None`` if unbounded).
+
+Bookkeeping (per row ``b``): ``seq_len`` = committed tokens (prompt + generated);
+``*_cached`` = positions whose cached keys/values belong to committed tokens. Every call
+feeds the committed tokens not yet cached (at least the last one) plus, for the target, the
+drafts. Windows of a batched call are right-aligned on each row's last needed position
+(re-feeding already cached tokens where rows need fewer), so no write ever goes past
+``prompt_len + max_new_tokens``. The protocol is the one of ``docs/protocol.md`` ("what is counted").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._validation import check_int
+from .sampling import check_sampling_args
+
+__all__ = ["Batch", "make_batch", "place", "check_common", "sync", "forward_window", "prefill",
+           "stop_at_eos", "new_tokens"]
+
+
+# ----------------------------------------------------------------------------- setup
+@dataclass
+class Batch:
+    tokens: torch.Tensor      # [B, cap] committed tokens, then this round's drafts
+    prompt_len: torch.Tensor  # [B]
+    seq_len: torch.Tensor     # [B] committed length
+    end: torch.Tensor         # [B] prompt_len + max_new_tokens
+
+    @property
+    def remaining(self):
+        return self.end - self.seq_len
+
+
+def as_prompt(p, i: int, vocab: int) -> list[int]:
+    if isinstance(p, (bytes, bytearray)):
+        ids = list(p)
+    elif isinstance(p, torch.Tensor):
+        ids = p.tolist() if p.ndim == 1 else None
+    else:
+        a = np.asarray(p)
+        ids = a.tolist() if a.ndim == 1 and (a.size == 0 or np.issubdtype(a.dtype, np.integer)) else None
+    if ids is None or not all(isinstance(t, int) for t in ids):
+        raise ValueError(f"prompts[{i}]: expected a 1-d sequence of integer token ids")
+    if not ids:
+        raise ValueError(f"prompts[{i}]: empty prompt")
+    if min(ids) < 0 or max(ids) >= vocab:
+        raise ValueError(f"prompts[{i}]: token ids must lie in [0, {vocab}), got {min(ids)}..{max(ids)}")
+    return ids
+
+
+def make_batch(prompts, max_new_tokens: int, models: dict, device) -> Batch:
+    if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__"):
+        raise ValueError("prompts: expected a list of token sequences (list of lists/arrays/bytes)")
+    if len(prompts) == 0:
+        raise ValueError("prompts: empty list")
+    vocab = next(iter(models.values())).vocab_size
+    ids = [as_prompt(p, i, vocab) for i, p in enumerate(prompts)]
+    lens = [len(x) for x in ids]
+    for name, m in models.items():
+        limit = getattr(m, "max_seq_len", None)
+        if limit is not None and max(lens) + max_new_tokens > limit:
+            raise ValueError(f"max_new_tokens: prompt length {max(lens)} + max_new_tokens "
+                             f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}")
+    cap = max(lens) + max_new_tokens
+    tokens = torch.zeros(len(ids), cap, dtype=torch.int64)
+    for b, x in enumerate(ids):
+        tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
+    plen = torch.tensor(lens, dtype=torch.int64)
+    return Batch(tokens.to(device), plen.to(device), plen.clone().to(device), (plen + max_new_tokens).to(device))
+
+
+def place(model, device, dtype):
+    """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
+    if isinstance(dtype, str):  # "float16" as well as torch.float16
+        from .hf import as_torch_dtype
+        dtype = as_torch_dtype(dtype)
+    if device is not None or dtype is not None:
+        model.to(device=device, dtype=dtype)
+    params = list(model.parameters()) + list(model.buffers())
+    floats = [p for p in params if p.is_floating_point()]
+    dev = torch.device(device) if device is not None else (params[0].device if params else torch.device("cpu"))
+    dt = dtype if dtype is not None else (floats[0].dtype if floats else torch.float32)
+    return dev, dt
+
+
+def check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
+    sampling = check_sampling_args(temperature, top_k, top_p)
+    vocabs = {name: getattr(m, "vocab_size", None) for name, m in models.items()}
+    for name, v in vocabs.items():
+        m = models[name]
+        if v is None and hasattr(m, "config") and hasattr(m, "generate"):  # a bare transformers model
+            raise ValueError(f"{name}: a Hugging Face model; wrap it with "
+                             f"spectheory.decoder.HFCausalLM({name}) first")
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name}: model has no valid integer vocab_size (got {v!r})")
+    if len(set(vocabs.values())) > 1:
+        raise ValueError(f"target and draft: mismatched vocabulary sizes {vocabs}")
+    return max_new_tokens, sampling
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+# ----------------------------------------------------------------------------- model calls
+def forward_window(model, cache, tokens, cached, end):
+    """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start."""
+    width = int((end - cached).max().item())
+    start = torch.clamp(torch.minimum(cached, end - width), min=0)
+    idx = (start[:, None] + torch.arange(width, device=tokens.device)).clamp(max=tokens.shape[1] - 1)
+    logits = model(tokens.gather(1, idx), cache=cache, start=start)
+    return logits, start
+
+
+def prefill(model, cache, batch: Batch) -> torch.Tensor:
+    """Cache every prompt token but the last; return the new ``cached`` lengths."""
+    cached = torch.zeros_like(batch.seq_len)
+    if int((batch.seq_len - 1).max().item()) > 0:
+        forward_window(model, cache, batch.tokens, cached, batch.seq_len - 1)
+    return batch.seq_len - 1
+
+
+def stop_at_eos(batch, eos):
+    """Rows whose last committed token is ``eos`` are finished: their end moves to here."""
+    rows = torch.arange(batch.tokens.shape[0], device=batch.tokens.device)
+    last = batch.tokens[rows, (batch.seq_len - 1).clamp(min=0)]
+    done = (last == eos) & (batch.seq_len > batch.prompt_len)
+    batch.end = torch.where(done, batch.seq_len, batch.end)
+
+
+def new_tokens(batch, max_new_tokens):
+    """Each row's new tokens: ``max_new_tokens`` of them, or up to and including its eos."""
+    out = batch.tokens.cpu().numpy()
+    ends = torch.minimum(batch.seq_len, batch.prompt_len + max_new_tokens).tolist()
+    return [out[b, p: e].copy() for b, (p, e) in enumerate(zip(batch.prompt_len.tolist(), ends))]
