@@ -43,6 +43,7 @@ import numpy as np
 import torch
 
 from .._validation import check_int
+from ..montecarlo.stats import mean_and_se
 from ..decoder.rng import derive_seed, row_seeds
 from ..decoder.sampling import logits_to_probs
 
@@ -57,11 +58,9 @@ STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 
 def mean_se(x, axis=0):
-    """Mean and standard error of the mean over ``axis`` (ddof = 1)."""
-    x = np.asarray(x, dtype=np.float64)
-    n = x.shape[axis]
-    se = x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.full(np.mean(x, axis).shape, np.nan)
-    return x.mean(axis=axis), se
+    """Mean and standard error of the mean over ``axis`` (ddof = 1; NaN SE for one sample):
+    :func:`spectheory.montecarlo.stats.mean_and_se` with the sample axis first by default."""
+    return mean_and_se(x, axis=axis)
 
 
 def zscore(a, se_a, b, se_b):
