@@ -207,3 +207,76 @@ def test_hidden_states_give_the_laws_and_cluster_transitions():
     a = HiddenStateAbstraction(h, tokens, 2, rng=0, n_components=None, vocab_size=4)
     assert a.transition_determinism == 1.0
     np.testing.assert_array_equal(a.states[:, 1:], a.next_state[a.states[:, :-1], tokens[:, :-1]])
+
+
+def _random_position_labels(fine, T, per_depth, rng):
+    """Labels (prefix length, random cluster): not closed under transitions in general."""
+    depth = np.array([len(p) for p in fine.prefixes])
+    cluster = rng.integers(0, per_depth, size=fine.n_states)
+    return np.unique(depth * per_depth + cluster, return_inverse=True)[1]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_stochastic_coarsenings_of_any_labels_are_monotone_lower_bounds(seed):
+    # Section 7 of docs/markov_abstraction.md: with the exact stochastic transition law the
+    # coarse chain has the exact state marginals, and the lower bound and monotonicity hold
+    # for labels that are not closed under transitions (as hidden-state clusters).
+    V, T = 3, 5
+    fine = _random_tree_chain(seed, V, T)
+    truth = fine.tv_profile(T).sum()
+    rng = np.random.default_rng(seed)
+    coarse_lab = _random_position_labels(fine, T, 2, rng)
+    # a refinement: split every coarse cluster in two at random
+    fine_lab = np.unique(coarse_lab * 2 + rng.integers(0, 2, size=fine.n_states), return_inverse=True)[1]
+    vals = []
+    for lab in (coarse_lab, fine_lab):
+        C = int(lab.max()) + 1
+        with pytest.raises(ValueError, match="not closed"):
+            coarsen(fine, T, lab, C)
+        chain = coarsen(fine, T, lab, C, stochastic=True)
+        assert chain.is_stochastic
+        agg = np.stack([np.bincount(lab, weights=m, minlength=C) for m in fine.state_marginals(T)])
+        np.testing.assert_allclose(chain.state_marginals(T), agg, atol=1e-13)
+        vals.append(chain.tv_profile(T).sum())
+        # the stochastic chain's Theorem-1 sum is the exact (population) plug-in bound
+        ind = np.eye(C)[lab].T                                          # [C, S_fine]
+        bound = sum(0.5 * np.abs(ind @ (m[:, None] * (fine.target - fine.draft))).sum()
+                    for m in fine.state_marginals(T))
+        np.testing.assert_allclose(vals[-1], bound, rtol=1e-12)
+    assert vals[0] <= vals[1] + EPS <= truth + 2 * EPS
+    assert vals[0] < truth - 1e-3
+
+
+def test_cluster_transition_law_is_the_observed_next_state_law():
+    from spectheory.validation.hidden_states import cluster_transition_law
+    rng = np.random.default_rng(3)
+    S, V, N, T = 3, 4, 200, 6
+    states = rng.integers(0, S, size=(N, T))
+    tokens = rng.integers(0, V, size=(N, T))
+    law = cluster_transition_law(states, tokens, S, V, backoff_support=2).toarray().reshape(S, V, S)
+    np.testing.assert_allclose(law.sum(-1), 1.0, atol=1e-12)
+    s, x, s2 = states[:, :-1].ravel(), tokens[:, :-1].ravel(), states[:, 1:].ravel()
+    for a, b in ((0, 0), (2, 3)):
+        sel = (s == a) & (x == b)
+        np.testing.assert_allclose(law[a, b], np.bincount(s2[sel], minlength=S) / sel.sum(), rtol=1e-12)
+    # a chain fitted with it is stochastic and its kernels are unchanged
+    laws = rng.dirichlet(np.ones(V), size=(N, T))
+    hard = fit_abstraction(states, np.zeros((S, V), int), states[:, 0], laws, laws[::-1])
+    soft = fit_abstraction(states, cluster_transition_law(states, tokens, S, V), states[:, 0], laws, laws[::-1])
+    assert soft.is_stochastic and not hard.is_stochastic
+    np.testing.assert_allclose(soft.target, hard.target)
+
+
+def test_most_likely_next_state_is_not_a_bound():
+    # The counterexample of docs/markov_abstraction.md, Section 7: replacing the exact stochastic
+    # cluster transition by its most likely next cluster (the older HiddenStateAbstraction map)
+    # moves the state law, and the Theorem-1 sum can exceed the truth (here by 2.1 %).
+    V, T = 2, 4
+    fine = _random_tree_chain(44, V, T, conc=0.3)
+    truth = fine.tv_profile(T).sum()
+    lab = _random_position_labels(fine, T, 2, np.random.default_rng(44))
+    soft = coarsen(fine, T, lab, int(lab.max()) + 1, stochastic=True)
+    hard = st.DecodingChain(soft.target, soft.draft, soft.initial, np.asarray(soft.next_state).argmax(-1),
+                            max_horizon=T)
+    assert soft.tv_profile(T).sum() <= truth + EPS
+    assert hard.tv_profile(T).sum() > truth * 1.02

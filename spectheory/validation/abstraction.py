@@ -81,9 +81,9 @@ def fit_abstraction(states, next_state, initial_states, target_laws, draft_laws,
     ----------
     states : int array [N, T]
         State of the prefix before each generated token of ``N`` target paths.
-    next_state : int array [S, V]
-        Deterministic transition of the abstraction (exact for context trees; an
-        approximation for hidden-state clusters, see :mod:`.hidden_states`).
+    next_state : int array [S, V], or a transition law (float [S, V, S] or sparse (S * V, S))
+        Transition of the abstraction: deterministic (exact for context trees) or
+        stochastic (hidden-state clusters, :func:`.hidden_states.cluster_transition_law`).
     initial_states : int array [N] or [P]
         States of the prompts (the initial law is their empirical law).
     target_laws, draft_laws : arrays [N, T, V]
@@ -109,8 +109,15 @@ def fit_abstraction(states, next_state, initial_states, target_laws, draft_laws,
     1.0
     """
     states = np.asarray(states, dtype=np.int64)
-    ns = np.asarray(next_state, dtype=np.int64)
-    S, V = ns.shape
+    V = np.shape(target_laws)[-1]
+    if sp.issparse(next_state):
+        ns, S = next_state, next_state.shape[1]
+    elif np.ndim(next_state) == 3:
+        ns = np.asarray(next_state, dtype=np.float64)
+        S = ns.shape[0]
+    else:
+        ns = np.asarray(next_state, dtype=np.int64)
+        S = ns.shape[0]
     T = states.shape[1]
     if states.size and (states.min() < 0 or states.max() >= S):
         raise ValueError(f"states: entries must lie in [0, {S})")

@@ -26,7 +26,7 @@ from ..chain.core import DecodingChain
 __all__ = ["coarsen", "prefix_tree_labels", "bootstrap_weights", "bootstrap_interval"]
 
 
-def coarsen(chain, horizon, labels, n_states=None):
+def coarsen(chain, horizon, labels, n_states=None, stochastic=False):
     r"""Exact per-position coarsening of ``chain`` along ``labels`` (fine state -> coarse state).
 
     Kernels at 0-based position ``n`` and coarse state ``c``:
@@ -42,6 +42,16 @@ def coarsen(chain, horizon, labels, n_states=None):
     horizon : int
     labels : int array [S_fine]
     n_states : int, optional (default ``labels.max() + 1``)
+    stochastic : bool
+        Give the coarse chain the stochastic transition law (any labels, closed or not)
+
+        .. math:: K(c'|c, x) = \frac{\sum_{n, s: g(s) = c} \mu_n(s) p_n(x|s) [g(\mathrm{next}(s, x)) = c']}
+                                    {\sum_{n, s: g(s) = c} \mu_n(s) p_n(x|s)}
+
+        (pooled over the positions ``n < T - 1``; it is the exact per-position law when every
+        coarse state is visited at one position only, e.g. labels that include the prefix
+        length, and then the lower bound and monotonicity hold: ``docs/markov_abstraction.md``,
+        Section 7). Pairs ``(c, x)`` with no mass stay in ``c``.
 
     Returns
     -------
@@ -85,6 +95,16 @@ def coarsen(chain, horizon, labels, n_states=None):
         kern["target"][n] = w @ t
         kern["draft"][n] = w @ d
         reach |= marg[n] > 0
+    initial = ind @ chain.initial
+    if stochastic:
+        flow = np.zeros((C, V, C))
+        dest = g[chain.next_state]                            # [S, V]
+        for n in range(T - 1):
+            np.add.at(flow, (g[:, None], np.arange(V)[None, :], dest), marg[n][:, None] * chain.kernels(n)[0])
+        tot = flow.sum(-1, keepdims=True)
+        stay = np.broadcast_to(np.eye(C)[:, None, :], flow.shape)
+        law = np.where(tot > 0, flow / np.where(tot > 0, tot, 1.0), stay)
+        return DecodingChain(kern["target"], kern["draft"], initial, law, max_horizon=T)
     ns = np.zeros((C, V), dtype=np.int64)
     src = np.flatnonzero(reach)
     dest = g[chain.next_state[src]]                           # [R, V]
@@ -93,7 +113,6 @@ def coarsen(chain, horizon, labels, n_states=None):
         raise ValueError("labels: not closed under transitions (g(next(s, x)) depends on more than g(s), x)")
     unreached = np.setdiff1d(np.arange(C), g[src])
     ns[unreached] = unreached[:, None]                        # never visited: self-loops
-    initial = ind @ chain.initial
     return DecodingChain(kern["target"], kern["draft"], initial, ns, max_horizon=T)
 
 

@@ -7,11 +7,15 @@ not changed). Clustering ``h`` groups prefixes with similar target laws, whateve
 last bytes.
 
 The cluster after token ``x`` is *not* a function of (cluster, ``x``): the true transition
-is a law over clusters. :class:`HiddenStateAbstraction` approximates it by the most
-frequent next cluster seen after (cluster, ``x``) on the target paths (then after ``x``
-alone, then overall), so the fitted chain is an approximation without the certificate of
-``docs/markov_abstraction.md`` (its state marginals need not match the clusters' true
-frequencies).
+is a law over clusters, :math:`K(s'|s, x) = P(s_{n+1} = s' \mid s_n = s, X_n = x)` under the
+target. :func:`cluster_transition_law` estimates it from the transitions observed along the
+target paths (a :class:`~spectheory.DecodingChain` with stochastic ``next_state``); with the
+exact per-position law the chain's state marginals are the clusters' true laws and its
+Theorem-1 sum is a certified lower bound (``docs/markov_abstraction.md``, Section 7).
+:class:`HiddenStateAbstraction` gives both that law (``transition_law``) and the older
+deterministic approximation (``next_state``: the most frequent next cluster after (cluster,
+``x``), then after ``x`` alone, then overall), which has no certificate (its state marginals
+drift from the clusters' frequencies).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ import torch
 
 from .._validation import check_int
 
-__all__ = ["path_laws", "last_hidden_states", "kmeans", "HiddenStateAbstraction"]
+__all__ = ["path_laws", "last_hidden_states", "kmeans", "cluster_transition_law", "HiddenStateAbstraction"]
 
 
 @torch.inference_mode()
@@ -99,8 +103,86 @@ def kmeans(points, n_clusters, rng=None, n_iter=10):
     return c, labels
 
 
+def _transition_counts(states, tokens, n_states, vocab_size, weights=None):
+    """Sparse counts ``C[s * V + x, s']`` of the observed transitions ``(s_n, x_n, s_{n+1})``."""
+    states = np.asarray(states, dtype=np.int64)
+    N, T = states.shape
+    tok = np.asarray(tokens, dtype=np.int64)[:, :T - 1]
+    w = np.ones((N, T - 1)) if weights is None else np.repeat(np.asarray(weights, np.float64)[:, None], T - 1, 1)
+    rows = (states[:, :-1] * vocab_size + tok).ravel()
+    return sp.csr_matrix((w.ravel(), (rows, states[:, 1:].ravel())), shape=(n_states * vocab_size, n_states))
+
+
+def _top_law(counts, support):
+    """Row law of ``counts`` (1-d) kept on its ``support`` largest entries, renormalised."""
+    keep = np.argsort(-counts, kind="stable")[:support]
+    keep = keep[counts[keep] > 0]
+    return keep, counts[keep] / counts[keep].sum()
+
+
+def cluster_transition_law(states, tokens, n_states, vocab_size=256, weights=None, backoff_support=4):
+    r"""Stochastic transition law of a state abstraction from target paths: CSR ``(S * V, S)``.
+
+    Row ``s * V + x`` is the empirical law of the next state after token ``x`` in state ``s``,
+
+    .. math:: \hat K(s'|s, x) = \frac{\#\{(i, n): s_{i,n} = s, x_{i,n} = x, s_{i,n+1} = s'\}}
+                                    {\#\{(i, n): s_{i,n} = s, x_{i,n} = x\}},
+
+    over the ``N`` target paths (``weights`` [N] weighs them, e.g. a bootstrap). Pairs
+    never observed back off to the law after ``x`` alone, then to the overall law of the
+    next state, each kept on its ``backoff_support`` most frequent states (sparsity; these
+    rows carry the target mass of unobserved (state, token) pairs only). Use it as the
+    ``next_state`` of a :class:`~spectheory.DecodingChain` (or :func:`.fit_abstraction`).
+
+    Examples
+    --------
+    >>> states = np.array([[0, 1, 0], [0, 0, 1]]); tokens = np.array([[1, 0, 0], [1, 1, 0]])
+    >>> law = cluster_transition_law(states, tokens, 2, vocab_size=2)
+    >>> law.toarray().reshape(2, 2, 2)[0, 1].round(3).tolist()  # after (0, token 1): seen 0 once, 1 twice
+    [0.333, 0.667]
+    >>> law.toarray().reshape(2, 2, 2)[1, 1].round(3).tolist()  # never seen: back off to token 1's law
+    [0.333, 0.667]
+    """
+    S, V = check_int(n_states, "n_states", 1), check_int(vocab_size, "vocab_size", 1)
+    k = check_int(backoff_support, "backoff_support", 1)
+    counts = _transition_counts(states, tokens, S, V, weights)
+    seen = np.asarray(counts.sum(1)).ravel() > 0
+    per_tok = _fold_tokens(counts, S, V)
+    overall = np.asarray(counts.sum(0)).ravel()
+    o_keep, o_law = _top_law(overall, k) if overall.sum() > 0 else (np.arange(1), np.ones(1))
+    rows, cols, vals = [], [], []
+    c = counts.tocoo()
+    norm = np.asarray(counts.sum(1)).ravel()
+    rows.append(c.row)
+    cols.append(c.col)
+    vals.append(c.data / norm[c.row])
+    tok_law = {}
+    for x in range(V):
+        r = per_tok.getrow(x).toarray().ravel()
+        tok_law[x] = _top_law(r, k) if r.sum() > 0 else (o_keep, o_law)
+    missing = np.flatnonzero(~seen)
+    for x in range(V):
+        m = missing[missing % V == x]
+        if not m.size:
+            continue
+        keep, law = tok_law[x]
+        rows.append(np.repeat(m, keep.size))
+        cols.append(np.tile(keep, m.size))
+        vals.append(np.tile(law, m.size))
+    out = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S * V, S))
+    out.sum_duplicates()
+    return out
+
+
+def _fold_tokens(counts, S, V):
+    """``[V, S]`` counts of the next state after token ``x``, summed over the states."""
+    c = counts.tocoo()
+    return sp.csr_matrix((c.data, (c.row % V, c.col)), shape=(V, S))
+
+
 class HiddenStateAbstraction:
-    """States = clusters of the target's last hidden state; transitions = most likely next cluster.
+    """States = clusters of the target's last hidden state; stochastic transitions (the law of the
+    next cluster, :func:`cluster_transition_law`) or the most likely next cluster.
 
     Parameters
     ----------
@@ -115,7 +197,11 @@ class HiddenStateAbstraction:
 
     Attributes
     ----------
-    states : int array [N, T], next_state : int array [S, V], n_states : int,
+    states : int array [N, T], n_states : int
+    transition_law : scipy CSR matrix (S * V, S)
+        :func:`cluster_transition_law` of the paths: a stochastic ``next_state``.
+    next_state : int array [S, V]
+        The most likely next cluster (deterministic approximation, uncertified).
     transition_determinism : float
         Fraction of observed transitions that the deterministic map gets right.
     """
@@ -133,14 +219,13 @@ class HiddenStateAbstraction:
         self.states = labels.reshape(N, T)
         self.n_states = K
         V = vocab_size
-        tok = np.asarray(tokens, dtype=np.int64)[:, :T - 1].ravel()
-        src, dst = self.states[:, :-1].ravel(), self.states[:, 1:].ravel()
-        pair = np.zeros((K * V, K))
-        np.add.at(pair, (src * V + tok, dst), 1.0)
-        by_tok = np.zeros((V, K))
-        np.add.at(by_tok, (tok, dst), 1.0)
+        pair = _transition_counts(self.states, tokens, K, V)          # sparse [K * V, K]
+        by_tok = _fold_tokens(pair, K, V).toarray()
+        dst = self.states[:, 1:].ravel()
         overall = np.bincount(dst, minlength=K).argmax() if len(dst) else 0
         tok_best = np.where(by_tok.sum(1) > 0, by_tok.argmax(1), overall)
-        best = np.where(pair.sum(1) > 0, pair.argmax(1), np.tile(tok_best, K))
+        seen = np.asarray(pair.sum(1)).ravel() > 0
+        best = np.where(seen, np.asarray(pair.argmax(axis=1)).ravel(), np.tile(tok_best, K))
         self.next_state = best.reshape(K, V)
-        self.transition_determinism = float(pair.max(1).sum() / max(pair.sum(), 1.0))
+        self.transition_determinism = float(pair.max(axis=1).sum() / max(pair.sum(), 1.0))
+        self.transition_law = cluster_transition_law(self.states, tokens, K, V)
