@@ -1,4 +1,4 @@
-"""How many states does the Markov abstraction of a real model need? Prediction error of the fitted chain (target-path fit, pooled over positions) against its number of states, per draft (columns), for E[rejections] with bonus off (top) and target calls at gamma = 4 with bonus on (bottom): order-k contexts (circles), context trees grown by Theorem-1 gain (squares) and k-means clusters of the target's last hidden state (triangles; transitions approximated by the most likely next cluster, so not certified). Hollow markers (top): the certified per-position plug-in bound of the same order-k contexts and trees, which never exceeds the truth in the population and never exceeds the Rao-Blackwellised estimate in-sample (docs/markov_abstraction.md). The grey band is +-5%; the dotted line the decoder.
+"""How many states does the Markov abstraction of a real model need? Prediction error of the fitted chain (target-path fit, pooled over positions) against its number of states, per draft (columns), for E[rejections] with bonus off (top) and target calls at gamma = 4 with bonus on (bottom): order-k contexts (circles), context trees grown by Theorem-1 gain (squares) and k-means clusters of the target's last hidden state (triangles: with the stochastic cluster-transition law observed along the target paths, a DecodingChain with next_state a law [S, V, S]; hollow triangles: the most likely next cluster instead, which is not certified). Hollow markers (top): the certified per-position plug-in bound of the same order-k contexts and trees, which never exceeds the truth in the population and never exceeds the Rao-Blackwellised estimate in-sample (docs/markov_abstraction.md). The grey band is +-5%; the dotted line the decoder.
 
 The numbers are those of simulations/decoder_markov_gap.py, read from the results folder beside
 the figures folder.
@@ -11,7 +11,8 @@ import numpy as np
 
 from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
 
-FAMILIES = (("order-k", "o", PALETTE[0]), ("context tree", "s", PALETTE[1]), ("hidden-state clusters", "^", PALETTE[2]))
+FAMILIES = (("order-k", "o", PALETTE[0]), ("context tree", "s", PALETTE[1]), ("hidden-state clusters", "^", PALETTE[2]),
+            ("hidden-state clusters (most likely next)", "^", PALETTE[2]))
 
 
 def main(argv=None):
@@ -40,8 +41,10 @@ def main(argv=None):
                 s = np.array(d[fam]["states"], float)
                 if not len(s):
                     continue
-                ax.plot(s, 100 * np.array(d[fam][f"{stat}_error"]), marker + "-", color=colour, label=fam)
-                if stat == "rejections" and fam != "hidden-state clusters":
+                hollow = fam.endswith("(most likely next)")
+                ax.plot(s, 100 * np.array(d[fam][f"{stat}_error"]), marker + ("--" if hollow else "-"), color=colour,
+                        mfc="none" if hollow else colour, lw=0.8 if hollow else None, label=fam)
+                if stat == "rejections" and not fam.startswith("hidden-state clusters"):
                     b = np.array(d[fam]["bound_position"], float)
                     ax.plot(s, 100 * (b / m - 1), marker, mfc="none", color=colour, ls=":", lw=0.8,
                             label=f"{fam}: certified per-position bound")
