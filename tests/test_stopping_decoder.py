@@ -49,3 +49,28 @@ def test_oracle_policy_is_not_runnable():
     with pytest.raises(ValueError, match="not runnable"):
         speculative_generate(TARGET, DRAFT, [[0]], 4, gamma=4,
                              policy=RejectionThreshold(0.5))
+
+
+
+@pytest.fixture(scope="module")
+def path_inputs():
+    """Per-position inputs along 1500 target paths of the chain models (one pass of each model)."""
+    from spectheory.validation import sample_paths
+    from spectheory.validation.policy_predict import policy_path_inputs
+    return policy_path_inputs(TARGET, DRAFT, sample_paths(TARGET, [[0]] * 1500, T, seed=99), 1)
+
+
+@pytest.mark.parametrize("policy", [FixedGamma(3), ConfidenceThreshold(0.45, max_depth=5),
+                                    ConfidenceThreshold(0.3, max_depth=5, statistic="token"),
+                                    EntropyRule(1.1, max_depth=5), HFSchedule(2, max_depth=5)], ids=repr)
+def test_rao_blackwellised_prediction_on_chain_models_matches_exact(policy, path_inputs):
+    """The torch side of the prediction (model passes along target-sampled paths) on models that are
+    exactly a chain: the mean over paths of the exact conditional calls = evaluate_policy within 5 SE,
+    and so is tokens per call with its delta-method SE."""
+    from spectheory.validation.policy_predict import predict_policy
+    pred = predict_policy(path_inputs, policy, gamma=8)
+    exact = evaluate_policy(CHAIN0, policy, T)
+    mean, se = pred["target_calls"]
+    assert abs(mean - exact.target_calls) <= 5 * se, (policy, mean, exact.target_calls, se)
+    tpc, tpc_se = pred["tokens_per_call"]
+    assert abs(tpc - T / exact.target_calls) <= 5 * tpc_se, (policy, tpc, T / exact.target_calls, tpc_se)

@@ -191,8 +191,8 @@ def _chunk_size(n_runs, per_run_elems):
     return max(1, min(n_runs, _CHUNK_ELEMS // max(1, per_run_elems)))
 
 
-def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="token",
-             return_tokens=False, progress=None) -> SimulationResult:
+def simulate(chain, horizon, gamma=None, n_runs=1000, rng=None, bonus=True, verifier="token",
+             return_tokens=False, progress=None, policy=None, cost=None) -> SimulationResult:
     r"""Monte Carlo of the speculative decoding protocol, vectorised over runs.
 
     Each of ``n_runs`` independent runs generates ``horizon`` tokens. In a round at
@@ -210,7 +210,7 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     horizon : int
         Tokens per generation ``T >= 1`` (at most ``chain.max_horizon``).
     gamma : int
-        Draft length ``>= 1``.
+        Draft length ``>= 1`` (omitted when a ``policy`` decides it).
     n_runs : int
         Number of independent generations ``>= 1``.
     rng : seed or numpy Generator, optional
@@ -226,10 +226,19 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
         Keep the generated tokens ``[n_runs, T]``.
     progress : bool or None
         tqdm bar over generated tokens; ``None`` shows it only after 3 s.
+    policy : draft-length policy, optional
+        Instead of ``gamma``: an object with a ``simulate(chain, horizon, n_runs, rng, cost,
+        progress)`` method (the :mod:`spectheory.stopping` policies, which decide after each
+        drafted token whether to draft another); the call is handed to it, so it is
+        :func:`spectheory.stopping.simulate_policy` (token verification with the bonus token).
+    cost : optional
+        With a ``policy`` only: the cost model adding up its time (:class:`spectheory.stopping.Cost`).
 
     Returns
     -------
     SimulationResult
+        (with a ``policy``: what its ``simulate`` returns, a
+        :class:`spectheory.stopping.StoppingSimulation`)
 
     Examples
     --------
@@ -244,6 +253,16 @@ def simulate(chain, horizon, gamma, n_runs, rng=None, bonus=True, verifier="toke
     if not callable(getattr(chain, "check_horizon", None)):
         raise TypeError(f"chain: expected a DecodingChain (e.g. st.DecodingChain(target, draft) or "
                         f"st.DecodingChain.iid(target, draft)), got {type(chain).__name__}")
+    if policy is not None:       # duck typing: montecarlo never imports stopping (layering)
+        run = getattr(policy, "simulate", None)
+        if not callable(run):
+            raise ValueError(f"policy: expected a draft-length policy with a simulate method, got {type(policy).__name__}")
+        if gamma is not None or not bonus or return_tokens or get_verifier(verifier) is not get_verifier("token"):
+            raise ValueError("policy: runs token verification with the bonus token and decides the draft "
+                             "length itself; leave gamma, bonus, verifier and return_tokens at their defaults")
+        return run(chain, horizon, n_runs, rng=rng, cost=cost, progress=progress)
+    if cost is not None:
+        raise ValueError("cost: only used with a policy")
     T = chain.check_horizon(horizon)
     g = check_int(gamma, "gamma", 1)
     N = check_int(n_runs, "n_runs", 1)

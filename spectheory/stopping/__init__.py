@@ -6,7 +6,9 @@ token is rejected, HuggingFace's confidence threshold and +2/-1 schedule, an ent
 :func:`evaluate_policy` computes a policy's expected target calls, draft steps and time
 exactly on a :class:`~spectheory.DecodingChain`; :func:`optimal_policy` the best policy
 with state or full (path) information; :func:`long_run_optimum` the best long-run rate;
-:func:`simulate_policy` checks all of it by Monte Carlo. Derivations: ``docs/stopping.md``.
+:func:`simulate_policy` checks all of it by Monte Carlo (also ``st.simulate(chain, T, policy=...)``);
+:func:`policy_round_dp` predicts a runnable rule along output paths, exactly given each path (the
+Rao-Blackwellised prediction for the real decoder). Derivations: ``docs/stopping.md``.
 
 >>> import spectheory as st
 >>> from spectheory import stopping
@@ -22,8 +24,10 @@ from .policies import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule,
 from .evaluate import PolicyValue, evaluate_policy
 from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
 from .simulate import StoppingSimulation, simulate_policy
+from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 
 __all__ = ["Cost", "as_cost", "Policy", "StopContext", "FixedGamma", "ConfidenceThreshold",
            "EntropyRule", "RejectionThreshold", "HFSchedule", "StartStatePolicy", "leviathan_policy",
            "PolicyValue", "evaluate_policy", "optimal_policy", "compare_policies", "long_run_optimum",
-           "LongRunResult", "simulate_policy", "StoppingSimulation"]
+           "LongRunResult", "simulate_policy", "StoppingSimulation", "policy_round_dp", "ratio_mean_se",
+           "chain_path_inputs"]

@@ -15,51 +15,16 @@ The classes are pure rules (vectorised over the entries of the context); the exa
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from .._validation import check_int
+from .context import StopContext
 
 __all__ = ["StopContext", "Policy", "FixedGamma", "ConfidenceThreshold", "EntropyRule",
            "RejectionThreshold", "HFSchedule", "StartStatePolicy", "leviathan_policy"]
 
 #: Default cap on the draft length of the adaptive rules.
 DEFAULT_MAX_DEPTH = 16
-
-
-@dataclass
-class StopContext:
-    """What a policy may look at after drafting token ``depth`` (arrays broadcast together).
-
-    Attributes
-    ----------
-    depth : int
-        Tokens drafted so far in this round (``>= 1``).
-    position, start_state : int arrays
-        The round's start (tokens generated before it) and the chain state there.
-    prev_state, token, state : int arrays
-        State before the last drafted token, the token, and the state after it.
-    top, entropy, token_prob : float arrays
-        Top probability, entropy (nats) and ``q(token)`` of the draft law that proposed
-        the last token (q = draft; computed already, so no extra draft step).
-    accept_prob : float array or None
-        Oracle only: P(all drafted tokens of the round are accepted | drafted path).
-    memory : int array
-        The policy's memory between rounds (0 for memoryless policies).
-    """
-
-    depth: int
-    position: np.ndarray
-    start_state: np.ndarray
-    prev_state: np.ndarray
-    token: np.ndarray
-    state: np.ndarray
-    top: np.ndarray
-    entropy: np.ndarray
-    token_prob: np.ndarray
-    accept_prob: np.ndarray | None
-    memory: np.ndarray
 
 
 class Policy:
@@ -85,6 +50,15 @@ class Policy:
     def next_memory(self, memory, all_accepted):
         """Memory after a round (``all_accepted``: every drafted token was accepted)."""
         return np.zeros_like(np.asarray(memory))
+
+    def simulate(self, chain, horizon, n_runs=1000, rng=None, cost=None, progress=None):
+        """Monte Carlo of this policy on ``chain``: :func:`~spectheory.stopping.simulate_policy`.
+
+        What ``st.simulate(chain, horizon, policy=self, ...)`` calls (the simulator finds this
+        method by name and never imports :mod:`spectheory.stopping`).
+        """
+        from .simulate import simulate_policy
+        return simulate_policy(chain, self, horizon, cost, n_runs, rng, progress)
 
     @property
     def name(self) -> str:

@@ -19,7 +19,7 @@ from .._validation import check_int
 from ..laws.sampling import CdfTable, normalized_cdf, residual_weights, sample_from_cdf
 from ..montecarlo import mean_and_se
 from .cost import Cost, as_cost
-from .policies import Policy, StopContext
+from .context import StopContext
 
 __all__ = ["simulate_policy", "StoppingSimulation"]
 
@@ -93,7 +93,7 @@ class _Draws:
         return sample_from_cdf(normalized_cdf(w[s] if self.hom else w[m, s]), u)
 
 
-def simulate_policy(chain, policy: Policy, horizon, cost=None, n_runs=1000, rng=None,
+def simulate_policy(chain, policy, horizon, cost=None, n_runs=1000, rng=None,
                     progress=None) -> StoppingSimulation:
     r"""Simulate ``n_runs`` generations of ``horizon`` tokens under a draft-length policy.
 
@@ -101,6 +101,8 @@ def simulate_policy(chain, policy: Policy, horizon, cost=None, n_runs=1000, rng=
     ----------
     chain : DecodingChain
     policy : Policy
+        A :mod:`spectheory.stopping.policies` object (any object with their ``stop``,
+        ``next_memory``, ``max_depth``, ``initial_memory`` and ``name``).
     horizon : int
     cost : Cost or float
         Only used to add up the time (``c`` per draft step, ``t(k)`` per call).
@@ -127,7 +129,7 @@ def simulate_policy(chain, policy: Policy, horizon, cost=None, n_runs=1000, rng=
     chain.require_deterministic("simulate_policy (draft-length policies)")
     N = check_int(n_runs, "n_runs", 1)
     cost = as_cost(cost)
-    if not isinstance(policy, Policy):
+    if not (callable(getattr(policy, "stop", None)) and hasattr(policy, "next_memory")):
         raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
     rng = np.random.default_rng(rng)
     D = policy.max_depth

@@ -10,6 +10,8 @@
   :func:`fit_abstraction`, :func:`plugin_bound`), context trees (:mod:`.context_tree`:
   :class:`ContextTree`), hidden-state clusters (:mod:`.hidden_states`), exact coarsenings and
   bootstrap intervals (:mod:`.certified`: :func:`coarsen`, :func:`bootstrap_interval`);
+- draft-length policies, Rao-Blackwellised along target paths (:mod:`.policy_predict`):
+  :func:`policy_path_inputs`, :func:`predict_policy`;
 - speed (:mod:`.speed`): :func:`measure_speed`.
 """
 from .lossless import (BROKEN_RULES, BrokenCorrection, decoder_two_token_samples, exact_two_token_law,
@@ -21,6 +23,7 @@ from .context_tree import ContextTree
 from .hidden_states import HiddenStateAbstraction, kmeans, last_hidden_states
 from .predict import (PathStatistics, compare_theory, first_round_law, mean_se, measure_decoder,
                       path_statistics, rb_predictions, repeat_prompts, round_dp, sample_paths, zscore)
+from .policy_predict import policy_path_inputs, predict_policy
 from .speed import measure_speed, resolve_models
 
 __all__ = ["BROKEN_RULES", "exact_two_token_law", "lossless_check", "pooled_chisquare",
@@ -31,4 +34,4 @@ __all__ = ["BROKEN_RULES", "exact_two_token_law", "lossless_check", "pooled_chis
            "last_hidden_states",
            "PathStatistics", "path_statistics", "rb_predictions", "first_round_law",
            "measure_decoder", "compare_theory", "mean_se", "zscore", "repeat_prompts", "round_dp",
-           "sample_paths", "measure_speed", "resolve_models"]
+           "sample_paths", "measure_speed", "resolve_models", "policy_path_inputs", "predict_policy"]

@@ -1,0 +1,207 @@
+r"""Rao-Blackwellised prediction of a draft-length policy along *output* paths (``docs/stopping.md`` §9).
+
+For the policies a real drafter can run (fixed gamma, confidence, entropy, the HF schedule:
+decisions read the depth, the round start, the memory and the draft's law that proposed the
+last token, never the target), the decoder's output is distributed as the target, and given
+the output sequence ``x_1..x_T`` the verification outcomes are independent coin flips:
+position ``m``, when checked, is rejected with probability
+
+.. math:: r_m = \max(0, 1 - q(x_m | x_{<m}) / p(x_m | x_{<m}))
+
+(p = target, q = draft), and which positions are checked -- how long each round drafts --
+follows from the earlier outcomes and the draft's laws *along the output path* (a round's
+decision after drafting ``y_i`` matters only if ``y_1..y_i`` are all accepted, and then they
+are the output tokens). :func:`policy_round_dp` computes, for each path, the exact
+conditional expectation of the round statistics given the path by a forward recursion over
+(round start, policy memory); averaging over target-sampled paths is unbiased for the
+decoder's expectations (the proof is in ``docs/stopping.md`` §9). :func:`ratio_mean_se`
+gives tokens per call, a ratio of two such expectations, with its delta-method SE.
+
+The functions here are pure numpy (the per-position inputs come from a chain, see
+:func:`chain_path_inputs`, or from the real models, :mod:`spectheory.validation.policy_predict`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._validation import check_int
+from .policies import Policy, StopContext
+
+__all__ = ["policy_round_dp", "ratio_mean_se", "chain_path_inputs"]
+
+_INPUTS = ("top", "entropy", "token_prob")
+
+
+def _as_paths(a, name, shape=None):
+    a = np.atleast_2d(np.asarray(a, dtype=np.float64))
+    if a.ndim != 2 or (shape is not None and a.shape != shape):
+        raise ValueError(f"{name}: expected shape {shape if shape else '(N, T)'}, got {a.shape}")
+    return a
+
+
+def policy_round_dp(reject, policy: Policy, top=None, entropy=None, token_prob=None, gamma=None,
+                    bonus=True) -> dict:
+    r"""Exact expected round statistics of ``policy`` given per-position inputs along output paths.
+
+    Rounds start at position 0 with the policy's initial memory. A round at ``n`` with memory
+    ``mem`` may draft up to ``k_max = min(gamma, policy.max_depth, T - n)`` tokens; its
+    ``i``-th token sits at position ``m = n + i - 1``, is rejected with probability
+    ``reject[:, m]`` (independently), and if accepted the round stops there when ``i = k_max``
+    or ``policy.stop`` says so (context: depth ``i``, round start ``n``, ``mem``, and
+    ``top``/``entropy``/``token_prob`` of the draft law at ``m``). A rejection at ``m``
+    starts the next round at ``m + 1``; stopping accepted at depth ``i`` emits a bonus token
+    (if ``bonus`` and ``n + i < T``), and the memory moves by ``policy.next_memory``.
+
+    Parameters
+    ----------
+    reject : array, shape (N, T), entries in [0, 1]
+        ``max(0, 1 - q(x_m)/p(x_m))`` along each path (p = target, q = draft).
+    policy : Policy
+        A policy that does not read chain states or the target (``uses_path`` and
+        ``uses_start`` false): fixed, confidence, entropy, HF schedule.
+    top, entropy, token_prob : arrays, shape (N, T), optional
+        Top probability, entropy (nats) of the draft law at each position and the draft
+        probability of the path's token there (needed by the rules that read them).
+    gamma : int, optional
+        An extra cap on the draft length (the decoder's ``gamma``).
+    bonus : bool
+
+    Returns
+    -------
+    dict of arrays ``[N]``: ``target_calls``, ``rejections``, ``full_rounds`` (rounds whose
+    drafts were all accepted), ``accepted`` (accepted drafts); ``counts`` ``[N, D + 1]``
+    (expected rounds accepting ``j`` drafts, ``D`` the largest draft length).
+
+    Examples
+    --------
+    Never rejected, fixed gamma 2 over 6 tokens: rounds emit 3 tokens, 2 calls.
+
+    >>> from spectheory.stopping import FixedGamma
+    >>> policy_round_dp([[0.0] * 6], FixedGamma(2))["target_calls"].tolist()
+    [2.0]
+    """
+    if not isinstance(policy, Policy):
+        raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
+    if policy.uses_path or policy.uses_start:
+        raise ValueError(f"policy: {policy.name} reads chain states or the target's laws; along output "
+                         "paths only the rules a drafter can run are predicted")
+    r = _as_paths(reject, "reject")
+    if np.any((r < 0) | (r > 1)) or not np.all(np.isfinite(r)):
+        raise ValueError("reject: entries must lie in [0, 1]")
+    N, T = r.shape
+    inputs = {}
+    for name, val in zip(_INPUTS, (top, entropy, token_prob)):
+        inputs[name] = None if val is None else _as_paths(val, name, (N, T))
+    D = int(policy.max_depth) if gamma is None else min(int(policy.max_depth), check_int(gamma, "gamma", 1))
+    M = int(policy.n_memory)
+    mems = np.arange(M)
+    next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
+    next_rej = np.asarray(policy.next_memory(mems, np.zeros(M, bool)), dtype=np.int64)
+    none = np.full((1, M), -1)
+    start = np.zeros((N, T + 1, M))
+    start[:, 0, int(policy.initial_memory)] = 1.0
+    out = {k: np.zeros(N) for k in ("target_calls", "rejections", "full_rounds", "accepted")}
+    counts = np.zeros((N, D + 1))
+
+    def move(mass, where, table):            # mass [N, M] to start[:, where, table[mem]]
+        for a in range(M):
+            start[:, where, table[a]] += mass[:, a]
+
+    for n in range(T):
+        f = start[:, n]
+        if not f.any():
+            continue
+        out["target_calls"] += f.sum(1)
+        kmax = min(D, T - n)
+        alive = f.copy()
+        for i in range(1, kmax + 1):
+            m = n + i - 1
+            rej = alive * r[:, m, None]
+            out["rejections"] += rej.sum(1)
+            out["accepted"] += (i - 1) * rej.sum(1)
+            counts[:, i - 1] += rej.sum(1)
+            move(rej, m + 1, next_rej)
+            alive = alive - rej
+            if i == kmax:
+                stop = np.ones((N, M), dtype=bool)
+            else:
+                col = {k: None if v is None else v[:, m, None] for k, v in inputs.items()}
+                ctx = StopContext(depth=i, position=np.full((N, 1), n), start_state=none, prev_state=none,
+                                  token=none, state=none, accept_prob=None, memory=mems[None, :], **col)
+                try:
+                    stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
+                except TypeError as exc:
+                    raise ValueError(f"top, entropy, token_prob: {policy.name} needs the draft law's statistics "
+                                     f"along the paths ({exc})") from None
+            done = np.where(stop, alive, 0.0)
+            if done.any():
+                s = done.sum(1)
+                out["full_rounds"] += s
+                out["accepted"] += i * s
+                counts[:, i] += s
+                move(done, n + i + (1 if (bonus and n + i < T) else 0), next_ok)
+            alive = alive - done
+            if not alive.any():
+                break
+    out["counts"] = counts
+    return out
+
+
+def ratio_mean_se(numerator, denominator):
+    r"""Ratio of means ``mean(a) / mean(b)`` with its delta-method standard error.
+
+    For i.i.d. pairs ``(a_i, b_i)``, :math:`\hat R = \bar a / \bar b` and
+    :math:`\mathrm{SE}^2 = (\mathrm{Var}\,a - 2R\,\mathrm{Cov}(a, b) + R^2\,\mathrm{Var}\,b) / (n \bar b^2)`
+    (sample moments, ddof = 1). A constant numerator (``T`` tokens per generation) gives
+    :math:`T\,\mathrm{se}_b / \bar b^2`.
+
+    Examples
+    --------
+    >>> r, se = ratio_mean_se([8.0, 8.0, 8.0], [2.0, 4.0, 3.0])
+    >>> round(r, 6), round(se, 6)
+    (2.666667, 0.5132)
+    """
+    a = np.asarray(numerator, dtype=np.float64).ravel()
+    b = np.asarray(denominator, dtype=np.float64).ravel()
+    if a.size != b.size or a.size < 2:
+        raise ValueError(f"numerator, denominator: need equal sizes >= 2, got {a.size} and {b.size}")
+    ma, mb = a.mean(), b.mean()
+    R = ma / mb
+    cov = np.cov(a, b, ddof=1)
+    var = cov[0, 0] - 2 * R * cov[0, 1] + R * R * cov[1, 1]
+    return float(R), float(np.sqrt(max(var, 0.0) / a.size) / abs(mb))
+
+
+def chain_path_inputs(chain, tokens):
+    """The inputs of :func:`policy_round_dp` along token paths of a chain.
+
+    ``tokens`` [N, T] are generated tokens (e.g. :func:`spectheory.montecarlo.sample_target`);
+    the states follow from ``chain.next_state`` and the ``initial`` law, which must be one state.
+    Returns a dict with ``reject``, ``top``, ``entropy``, ``token_prob`` (arrays [N, T]).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])
+    >>> chain_path_inputs(chain, [[0, 1]])["reject"].tolist()
+    [[0.0, 1.0]]
+    """
+    x = np.atleast_2d(np.asarray(tokens, dtype=np.int64))
+    init = np.flatnonzero(np.asarray(chain.initial) > 0)
+    if init.size != 1:
+        raise ValueError("chain: chain_path_inputs needs a chain that starts in one state")
+    N, T = x.shape
+    s = np.full(N, int(init[0]))
+    out = {k: np.zeros((N, T)) for k in ("reject", "top", "entropy", "token_prob")}
+    for n in range(T):
+        tgt = chain.target[s] if chain.is_homogeneous else chain.target[n, s]
+        drf = chain.draft[s] if chain.is_homogeneous else chain.draft[n, s]
+        p, q = tgt[np.arange(N), x[:, n]], drf[np.arange(N), x[:, n]]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out["reject"][:, n] = np.where(p > 0, np.clip(1.0 - q / np.where(p > 0, p, 1.0), 0.0, 1.0), 0.0)
+            logq = np.where(drf > 0, np.log(np.where(drf > 0, drf, 1.0)), 0.0)
+        out["top"][:, n] = drf.max(-1)
+        out["entropy"][:, n] = -(drf * logq).sum(-1)
+        out["token_prob"][:, n] = q
+        s = chain.next_state[s, x[:, n]]
+    return out

@@ -1,0 +1,46 @@
+"""What a draft-length policy may look at after each drafted token (:class:`StopContext`).
+
+Its own module so that the simulator (:mod:`.simulate`) needs no import of the policy classes,
+which hand ``st.simulate(..., policy=)`` to it (``Policy.simulate``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["StopContext"]
+
+
+@dataclass
+class StopContext:
+    """What a policy may look at after drafting token ``depth`` (arrays broadcast together).
+
+    Attributes
+    ----------
+    depth : int
+        Tokens drafted so far in this round (``>= 1``).
+    position, start_state : int arrays
+        The round's start (tokens generated before it) and the chain state there.
+    prev_state, token, state : int arrays
+        State before the last drafted token, the token, and the state after it.
+    top, entropy, token_prob : float arrays
+        Top probability, entropy (nats) and ``q(token)`` of the draft law that proposed
+        the last token (q = draft; computed already, so no extra draft step).
+    accept_prob : float array or None
+        Oracle only: P(all drafted tokens of the round are accepted | drafted path).
+    memory : int array
+        The policy's memory between rounds (0 for memoryless policies).
+    """
+
+    depth: int
+    position: np.ndarray
+    start_state: np.ndarray
+    prev_state: np.ndarray
+    token: np.ndarray
+    state: np.ndarray
+    top: np.ndarray
+    entropy: np.ndarray
+    token_prob: np.ndarray
+    accept_prob: np.ndarray | None
+    memory: np.ndarray

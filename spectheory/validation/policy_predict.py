@@ -1,0 +1,87 @@
+r"""Rao-Blackwellised predictions for draft-length policies in the real decoder (needs torch).
+
+The fixed-gamma validation (:mod:`.predict`) samples target paths and runs the rounds as an
+exact recursion given the per-position rejection probabilities along them. Adaptive rules
+(HuggingFace's confidence threshold and +2/-1 schedule, an entropy rule) decide from the
+draft's law along the drafted path, which -- wherever the decision matters, i.e. while every
+drafted token is accepted -- *is* the output path. So one forward pass of each model along
+target-sampled paths gives, per position, the rejection probability
+``max(0, 1 - q(x_m)/p(x_m))`` and the top probability, entropy and ``q(x_m)`` of the draft law
+(p = target, q = draft), and :func:`spectheory.stopping.along_paths.policy_round_dp` turns
+them into the exact conditional expectation of every round statistic given the path.
+Averaged over paths it is unbiased for the decoder's expected target calls and rejections;
+tokens per call ``T / E[calls]`` gets a delta-method SE. Proof: ``docs/stopping.md`` §9.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from .._validation import check_int
+from ..decoder.sampling import logits_to_probs
+from ..stopping.along_paths import policy_round_dp, ratio_mean_se
+
+__all__ = ["policy_path_inputs", "predict_policy"]
+
+
+@torch.inference_mode()
+def policy_path_inputs(target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256,
+                       device=None) -> dict:
+    """Per-position inputs of :func:`~spectheory.stopping.along_paths.policy_round_dp` along ``paths``.
+
+    ``paths`` int64 ``[N, L + T]`` (prompt, then ``T`` generated tokens), ``n_prompt = L``.
+    Returns float64 arrays ``[N, T]``: ``reject`` = ``max(0, 1 - q(x)/p(x))``, and of the
+    draft law at each position ``top`` (largest probability), ``entropy`` (nats, computed in
+    float64 as the decoder's policy hook does) and ``token_prob`` = ``q(x)``.
+    """
+    paths = np.asarray(paths, dtype=np.int64)
+    L = check_int(n_prompt, "n_prompt", 1)
+    if paths.ndim != 2 or paths.shape[1] <= L:
+        raise ValueError(f"paths: expected [N, L + T] with T >= 1 generated tokens, got {paths.shape}")
+    from .lossless import model_device
+    dev = device if device is not None else model_device(target)
+    out = {k: [] for k in ("reject", "top", "entropy", "token_prob")}
+    for lo in range(0, len(paths), batch_size):
+        ids = torch.as_tensor(paths[lo:lo + batch_size], device=dev)
+        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1:], *sampling).double()     # [b, T, V]
+        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1:], *sampling).double()
+        x = ids[:, L:, None]
+        px, qx = pt.gather(-1, x)[..., 0], pd.gather(-1, x)[..., 0]
+        out["reject"].append(torch.clamp(1.0 - qx / px, min=0.0, max=1.0).cpu().numpy())
+        out["top"].append(pd.max(-1).values.cpu().numpy())
+        logq = torch.where(pd > 0, pd.clamp_min(1e-300).log(), torch.zeros_like(pd))
+        out["entropy"].append((-(pd * logq).sum(-1)).cpu().numpy())
+        out["token_prob"].append(qx.cpu().numpy())
+    return {k: np.concatenate(v).astype(np.float64) for k, v in out.items()}
+
+
+def predict_policy(inputs: dict, policy, gamma=None) -> dict:
+    r"""Predicted means over paths of ``policy``'s round statistics, with standard errors.
+
+    Parameters
+    ----------
+    inputs : dict
+        From :func:`policy_path_inputs` (or :func:`~spectheory.stopping.along_paths.chain_path_inputs`).
+    policy : spectheory.stopping.Policy
+        A runnable rule (fixed, confidence, entropy, HF schedule).
+    gamma : int, optional
+        The decoder's extra cap on the draft length.
+
+    Returns
+    -------
+    dict: ``{stat: (mean, se)}`` for ``target_calls``, ``rejections``, ``full_rounds``,
+    ``accepted``; ``tokens_per_call`` = ``T / mean(calls)`` with its delta-method SE
+    (:func:`~spectheory.stopping.along_paths.ratio_mean_se`; ``T`` tokens per path, no eos);
+    ``n_paths``; and ``per_path_calls`` (the conditional expectations, for pooling).
+    """
+    dp = policy_round_dp(inputs["reject"], policy, inputs.get("top"), inputs.get("entropy"),
+                         inputs.get("token_prob"), gamma=gamma)
+    N, T = np.shape(inputs["reject"])
+    out = {}
+    for k in ("target_calls", "rejections", "full_rounds", "accepted"):
+        v = dp[k]
+        out[k] = (float(v.mean()), float(v.std(ddof=1) / np.sqrt(N)) if N > 1 else float("nan"))
+    out["tokens_per_call"] = ratio_mean_se(np.full(N, float(T)), dp["target_calls"])
+    out["n_paths"] = int(N)
+    out["per_path_calls"] = dp["target_calls"]
+    return out
