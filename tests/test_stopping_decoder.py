@@ -74,3 +74,15 @@ def test_rao_blackwellised_prediction_on_chain_models_matches_exact(policy, path
     assert abs(mean - exact.target_calls) <= 5 * se, (policy, mean, exact.target_calls, se)
     tpc, tpc_se = pred["tokens_per_call"]
     assert abs(tpc - T / exact.target_calls) <= 5 * tpc_se, (policy, tpc, T / exact.target_calls, tpc_se)
+
+
+def test_fixed_gamma_along_paths_is_the_fixed_gamma_validation():
+    """policy_round_dp with FixedGamma = spectheory.validation.round_dp (the fixed-gamma
+    Rao-Blackwellisation), to 1e-12 on arbitrary rejection probabilities."""
+    from spectheory.stopping.along_paths import policy_round_dp
+    from spectheory.validation import round_dp
+    r = np.random.default_rng(0).random((50, 20)) ** 3
+    for g in (1, 3, 8, 30):
+        a, b = policy_round_dp(r, FixedGamma(g)), round_dp(r, g, True)
+        for key in ("target_calls", "rejections", "counts"):
+            np.testing.assert_allclose(a[key], b[key], rtol=1e-12, atol=1e-15, err_msg=f"{key}, gamma={g}")

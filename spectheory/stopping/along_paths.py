@@ -186,6 +186,9 @@ def chain_path_inputs(chain, tokens):
     >>> chain_path_inputs(chain, [[0, 1]])["reject"].tolist()
     [[0.0, 1.0]]
     """
+    if getattr(chain, "is_stochastic", False):
+        raise ValueError("chain: chain_path_inputs follows states along token paths; stochastic transitions "
+                         "hide them (not supported)")
     x = np.atleast_2d(np.asarray(tokens, dtype=np.int64))
     init = np.flatnonzero(np.asarray(chain.initial) > 0)
     if init.size != 1:
