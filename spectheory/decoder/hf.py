@@ -72,6 +72,9 @@ class HFKVCache:
         Token position held by each physical slot.
     live : BoolTensor ``[B, P]``
         Whether the slot belongs to the row's current prefix (dead: rolled back or padding).
+    node : LongTensor ``[B, P]``
+        Level-order offset of a draft-tree node scored in this round (tree attention,
+        :mod:`spectheory.decoder.hf_tree`), ``-1`` for committed slots.
     """
 
     def __init__(self, batch_size: int, max_len: int, device=None):
@@ -79,6 +82,7 @@ class HFKVCache:
         self.kv = None
         self.position = torch.zeros(batch_size, 0, dtype=torch.int64, device=device)
         self.live = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
+        self.node = torch.zeros(batch_size, 0, dtype=torch.int64, device=device)
 
     @property
     def physical_len(self) -> int:
@@ -100,20 +104,22 @@ class HFKVCache:
             self._gather(order)
 
     def _select(self, _rows, keep: int) -> None:
-        self.position, self.live = self.position[:, :keep], self.live[:, :keep]
+        self.position, self.live, self.node = self.position[:, :keep], self.live[:, :keep], self.node[:, :keep]
         if self.kv is not None:
             _map_kv(self.kv, lambda t: t[:, :, :keep])
 
     def _gather(self, order: torch.Tensor) -> None:
         self.position = self.position.gather(1, order)
         self.live = self.live.gather(1, order)
+        self.node = self.node.gather(1, order)
         if self.kv is not None:
             _map_kv(self.kv, lambda t: t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3])))
 
-    def append(self, start: torch.Tensor, length: int) -> None:
-        pos = start[:, None] + torch.arange(length, device=start.device)
+    def append(self, start: torch.Tensor, length: int, positions=None, node=None) -> None:
+        pos = start[:, None] + torch.arange(length, device=start.device) if positions is None else positions
         self.position = torch.cat([self.position, pos], 1)
         self.live = torch.cat([self.live, torch.ones_like(pos, dtype=torch.bool)], 1)
+        self.node = torch.cat([self.node, torch.full_like(pos, -1) if node is None else node], 1)
 
     def __repr__(self):
         return f"HFKVCache(batch_size={self.batch_size}, max_len={self.max_len}, physical_len={self.physical_len})"

@@ -17,9 +17,12 @@ of the accepted path's nodes to slots ``n, n + 1, ...`` (their true positions) a
 rest of the tree is dropped (it is stale: later calls never attend past the path).
 
 Models: the shipped :class:`~spectheory.decoder.model.GPT` takes the mask and positions
-directly (``positions=``, ``attn_mask=``); an order-2 n-gram needs no context (its law
-after a node depends on the node's token only); any other model of the decoder contract
-falls back to recomputing each node's full path without cache (correct, slower).
+directly (``positions=``, ``attn_mask=``); a Hugging Face model wrapped in
+:class:`~spectheory.decoder.hf.HFCausalLM` takes them as a 4-d attention mask and
+``position_ids`` when it honours one (:mod:`spectheory.decoder.hf_tree`, probed once); an
+order-2 n-gram needs no context (its law after a node depends on the node's token only);
+any other model falls back to recomputing each node's full path without cache (correct,
+slower).
 
 Examples
 --------
@@ -37,6 +40,8 @@ from functools import cached_property
 import numpy as np
 import torch
 
+from .hf import HFCausalLM, HFKVCache
+from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
 from .model import GPT, KVCache
 from .ngram import NGramModel
 
@@ -113,8 +118,9 @@ def tree_attn_mask(layout, root_slot, lo, hi, width):
 
 
 def supports_tree_cache(model) -> bool:
-    """True for models whose cached call takes ``positions``/``attn_mask`` (the shipped GPT)."""
-    return isinstance(model, GPT)
+    """True for models whose cached call takes a tree mask and per-node positions: the shipped
+    GPT, and Hugging Face models that honour a 4-d attention mask."""
+    return isinstance(model, GPT) or (isinstance(model, HFCausalLM) and accepts_tree_mask(model))
 
 
 def new_tree_cache(model, batch_size, max_len, device, dtype):
@@ -122,6 +128,9 @@ def new_tree_cache(model, batch_size, max_len, device, dtype):
     if isinstance(model, GPT):
         c = model.config
         return KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
+    if isinstance(model, HFCausalLM):
+        cap = max_len if model.max_seq_len is None else min(max_len, model.max_seq_len)
+        return model.new_cache(batch_size, cap, device=device)
     return None
 
 
@@ -174,6 +183,8 @@ def tree_logits(model, cache, prefix, root_slot, node_tokens, layout, lo, hi, re
                      return_hidden=return_hidden)
     if return_hidden:
         raise ValueError("return_hidden: only the shipped GPT returns hidden states")
+    if isinstance(cache, HFKVCache):
+        return hf_tree_logits(model, cache, root_slot, node_tokens, layout, lo, hi)
     if isinstance(model, NGramModel) and model.order <= 2:
         B, L = ids.shape
         return model(ids.reshape(B * L, 1)).reshape(B, L, -1)
@@ -188,6 +199,9 @@ def compact_path(cache, root_slot, path_offsets, n_keep):
     overwrites a source still to be read (sources are read before any write, all at once).
     """
     if cache is None or path_offsets.shape[1] == 0:
+        return
+    if isinstance(cache, HFKVCache):
+        hf_keep_path(cache, root_slot, path_offsets, n_keep)
         return
     D = path_offsets.shape[1]
     d = torch.arange(1, D + 1, device=root_slot.device)[None, :]

@@ -63,33 +63,48 @@ def node_laws(target, draft, k, policy):
             res[rows, x] = 0.0
         return A, res
     if policy == "wo":
-        res = np.zeros((S, V))
-        sid = np.arange(S)
-        prob = np.ones(S)
-        r = t.copy()
-        dc = d.copy()
-        n_paths = S
-        for j in range(k):
-            mass = dc.sum(-1)
-            live = mass > 0
-            np.add.at(res, sid[~live], prob[~live, None] * r[~live])
-            sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
-            if prob.size == 0:
-                break
-            np.add.at(A[j], sid, prob[:, None] * np.minimum(r, dc))
-            rej = prob[:, None] * np.maximum(dc - r, 0.0)
-            r_next = _norm_excess(r, dc)[0]
-            p_idx, x_idx = np.nonzero(rej > 0)
-            n_paths += p_idx.size
-            if n_paths > MAX_PATHS:
-                raise ValueError(f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
-                                 f"paths (S={S}, V={V}, k={k}); use Monte Carlo")
-            sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
-            dc = dc[p_idx].copy()
-            dc[np.arange(p_idx.size), x_idx] = 0.0
-        np.add.at(res, sid, prob[:, None] * r)
-        return A, res
+        # the last slot's rejections are never expanded: R = p - sum_j A_j (losslessness at a
+        # node), so the enumeration holds at most V**(k-1) rejected prefixes per state; states
+        # are taken in chunks of about _WO_CHUNK paths
+        per_state = V ** (k - 1)
+        step = max(1, _WO_CHUNK // per_state)
+        for lo in range(0, S, step):
+            hi = min(S, lo + step)
+            A[:, lo:hi] = _wo_accept(t[lo:hi], d[lo:hi], k)
+        return A, np.clip(t - A.sum(0), 0.0, None)
     raise ValueError(f"policy: expected one of ('iid', 'wo', 'topk'), got {policy!r}")
+
+
+_WO_CHUNK = 65_536
+
+
+def _wo_accept(t, d, k):
+    """``accept [k, S, V]`` of recursive rejection without replacement (enumerates the
+    rejected siblings of slots ``0..k-2``; slot ``k-1``'s rejections are not needed)."""
+    S, V = t.shape
+    A = np.zeros((k, S, V))
+    sid, prob, r, dc = np.arange(S), np.ones(S), t.copy(), d.copy()
+    n_paths = S
+    for j in range(k):
+        mass = dc.sum(-1)
+        live = mass > 0                                    # draft support exhausted: no more children
+        sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
+        if prob.size == 0:
+            break
+        np.add.at(A[j], sid, prob[:, None] * np.minimum(r, dc))
+        if j == k - 1:
+            break
+        rej = prob[:, None] * np.maximum(dc - r, 0.0)
+        r_next = _norm_excess(r, dc)[0]
+        p_idx, x_idx = np.nonzero(rej > 0)
+        n_paths += p_idx.size
+        if n_paths > MAX_PATHS:
+            raise ValueError(f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
+                             f"paths (S={S}, V={V}, k={k}); use Monte Carlo")
+        sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
+        dc = dc[p_idx].copy()
+        dc[np.arange(p_idx.size), x_idx] = 0.0
+    return A
 
 
 def draw_children(draft_rows, k, policy, rng):

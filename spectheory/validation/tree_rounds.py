@@ -1,0 +1,364 @@
+r"""Full-horizon predictions for any lossless tree verifier: round emission weights along target paths.
+
+Notation: p = target, q = draft (laws after temperature/top-k/top-p); the tree protocol of
+docs/trees.md (``bonus=True``); ``T`` new tokens after a prompt.
+
+The node-local prediction of :mod:`spectheory.validation.trees` factorises a round over tree
+nodes. Traversal verification is not node-local, and recursive rejection *without
+replacement* needs ``V**(k-1)`` enumerated sibling prefixes per node (too many at
+``V = 256`` for ``k >= 3``). Both are covered by one identity that holds for every lossless
+tree verifier.
+
+**Round emission weights.** Let a target path ``x_1..x_T`` be drawn from p. A round that
+starts after ``n`` generated tokens either accepts ``j`` drafts and emits one more token
+(``n + j < T``) or reaches the horizon (``n + j = T``). Write
+
+.. math:: w(n, j) = \frac{P(\text{the round accepts } j \text{ drafts and emits }
+          x_{n+1..n+j'} \mid x_{\le n})}{p(x_{n+1..n+j'} \mid x_{\le n})}, \qquad
+          j' = \min(j + 1, T - n).
+
+Because the verifier is lossless, the joint law of the output and the round boundaries is the
+product of the round laws, and the output's law is the product of the p's; so given the
+output the round boundaries form a Markov chain that jumps from ``n`` to ``n + j + 1`` with
+probability ``w(n, j)``, and :func:`emission_dp` gives ``E[target calls | x]`` exactly from
+the ``w``'s. Averaged over target paths this is an unbiased prediction of the decoder's
+expected number of target calls.
+
+**Estimating w without enumeration.** Given the drafted tree (tokens and laws), the verifier's
+outcome law (uniforms integrated out, :func:`spectheory.trees.rules.outcome_law`) gives
+``P(accept node v)`` and the law ``f_v`` of the token emitted after it, so
+
+.. math:: \hat w(n, j) = \sum_{v:\ \mathrm{depth}(v) = j,\ \mathrm{path}(v) = x_{n+1..n+j}}
+          \frac{P(\text{accept } v)\, f_v(x_{n+j+1})}{p(x_{n+1..n+j+1})}
+
+is unbiased for ``w(n, j)`` over the draw of the tree (:func:`round_weights`). Trees are
+drawn by the decoder itself from each prefix ``x_{\le n}`` (:func:`sampled_round_weights`),
+independently for different ``n``; each product in :func:`emission_dp` uses every round start
+at most once, so the estimate of ``E[target calls | x]`` stays unbiased. Its extra variance is
+inside the standard error over paths -- and it is large: the ratio carries ``1/p`` of the
+path's tokens and the indicator that a drafted branch matches them (on the shipped models
+one tree per round start gives about 6x the standard error of the node-local prediction;
+using recursive rejection on the same trees as a control variate did not reduce it). For node-local rules the exact ``w`` is the product of
+the per-node acceptances of :func:`spectheory.validation.trees.tree_round_dp`; the tests
+check the two agree.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..trees import DraftTree, get_tree_verifier
+
+__all__ = ["round_weights", "emission_dp", "sampled_round_weights"]
+
+
+def round_weights(tree, tokens, target_laws, accept, final, path_tokens, left):
+    r"""Unbiased one-tree estimates ``w [R, D + 1]`` of the round emission weights.
+
+    Parameters
+    ----------
+    tree : DraftTree
+    tokens : int array [R, N]
+        The drafted tree (node numbering of ``tree``; ``-1`` = not drafted).
+    target_laws : array [R, N, V]
+        p after each node (the decoder's laws in the round).
+    accept, final : arrays [R, N] and [R, N, V]
+        The verifier's outcome law given the tree (:func:`spectheory.trees.rules.outcome_law`).
+    path_tokens : int array [R, >= min(D + 1, max(left))]
+        The target path's next tokens ``x_{n+1}, x_{n+2}, ...`` after the round's prefix.
+    left : int array [R]
+        Tokens still to generate (``T - n``); the tree is truncated at depth ``left``.
+
+    Examples
+    --------
+    One draft that always matches a deterministic target: the round accepts it and emits
+    the bonus, ``w = (0, 1)``.
+
+    >>> import numpy as np
+    >>> from spectheory.trees import DraftTree
+    >>> tree = DraftTree.from_branching([1])
+    >>> tl = np.array([[[0.0, 1.0], [1.0, 0.0]]])
+    >>> w = round_weights(tree, np.array([[-1, 1]]), tl, np.array([[0.0, 1.0]]), tl,
+    ...                   np.array([[1, 0]]), np.array([5]))
+    >>> w.tolist()
+    [[0.0, 1.0]]
+    """
+    x = np.asarray(tokens, dtype=np.int64)
+    t = np.asarray(target_laws, dtype=np.float64)
+    acc = np.asarray(accept, dtype=np.float64)
+    fin = np.asarray(final, dtype=np.float64)
+    path = np.asarray(path_tokens, dtype=np.int64)
+    left = np.asarray(left, dtype=np.int64)
+    R = x.shape[0]
+    rows = np.arange(R)
+    w = np.zeros((R, tree.max_depth + 1))
+    for v in range(tree.n_nodes):
+        nodes = tree.path_to(v)
+        j = len(nodes)
+        ok = left >= j
+        if not ok.any():
+            continue
+        match = ok.copy()
+        dens = np.ones(R)
+        prev = 0
+        for i, u in enumerate(nodes):
+            xi = np.clip(path[:, i], 0, None)
+            match &= x[:, u] == path[:, i]
+            dens *= t[rows, prev, xi]
+            prev = u
+        emit = j < left
+        if j < path.shape[1]:
+            xe = np.clip(path[:, j], 0, None)
+            num = acc[:, v] * np.where(emit, fin[rows, v, xe], 1.0)
+            dens = dens * np.where(emit, t[rows, v, xe], 1.0)
+        else:
+            num = acc[:, v]
+        good = match & (dens > 0)
+        w[:, j] += np.where(good, num / np.where(good, dens, 1.0), 0.0)
+    return w
+
+
+def emission_dp(weights, horizon):
+    r"""``E[target calls | path] [N]`` from round emission weights ``weights [N, T, D + 1]``.
+
+    ``weights[:, n, j]`` = ``w(n, j)`` of the module docstring (round starting after ``n``
+    tokens); a round from ``n`` moves to ``min(n + j + 1, T)``.
+
+    Examples
+    --------
+    Every round accepting exactly one draft and emitting a bonus: 6 tokens in 3 calls.
+
+    >>> import numpy as np
+    >>> w = np.zeros((1, 6, 3)); w[..., 1] = 1.0
+    >>> emission_dp(w, 6).tolist()
+    [3.0]
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    N, T, D1 = w.shape
+    if T != horizon:
+        raise ValueError(f"weights: expected {horizon} round starts, got {T}")
+    start = np.zeros((N, T + 1))
+    start[:, 0] = 1.0
+    calls = np.zeros(N)
+    for n in range(T):
+        f = start[:, n]
+        calls += f
+        for j in range(min(D1 - 1, T - n) + 1):
+            start[:, min(n + j + 1, T)] += f * w[:, n, j]
+    return calls
+
+
+def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees=1, seed=0):
+    r"""Round emission weights ``[N, T, D + 1]`` averaged over ``n_trees`` trees per round start.
+
+    Parameters
+    ----------
+    run : callable
+        ``run(rule, prompts, max_new_tokens, seed)`` runs the tree decoder (the drafter of the
+        prediction, child policy = the verifier's) with the callable tree rule ``rule`` on the
+        equal-length ``prompts``; e.g. ``lambda rule, pr, n, s: tree_generate(target, draft,
+        pr, n, tree, rule, seed=s, policy=policy)``.
+    verifier : str or TreeVerifier
+        A lossless tree verifier with an ``outcome_law``.
+    tree : DraftTree
+    paths : int array [N, L + T]
+        Target-sampled paths (prompt, then ``T`` tokens).
+    n_prompt : int
+        ``L``.
+    horizon : int
+        ``T``.
+    n_trees : int
+        Independent trees per (path, round start).
+    seed : int
+        Round start ``n`` uses the decoder seed ``seed + n``.
+
+    Returns
+    -------
+    ndarray [N, T, D + 1]; :func:`emission_dp` turns it into ``E[target calls | path]``.
+    """
+    v = get_tree_verifier(verifier)
+    if not isinstance(tree, DraftTree):
+        raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+    paths = np.asarray(paths, dtype=np.int64)
+    N, L, T, D = paths.shape[0], int(n_prompt), int(horizon), tree.max_depth
+    if paths.shape[1] != L + T:
+        raise ValueError(f"paths: expected {L + T} columns (prompt + horizon), got {paths.shape[1]}")
+    out = np.zeros((N, T, D + 1))
+    for n in range(T):
+        left = T - n
+        width = min(D + 1, left)
+        follow = np.repeat(paths[:, L + n: L + n + width], n_trees, axis=0)
+        seen = []
+
+        def rule(tree_, tokens, tl, dl, ua, uf, _follow=follow, _left=left, _seen=seen):
+            if not _seen:
+                accept, final = v.outcome_law(tree_, tokens, tl, dl)
+                _seen.append(round_weights(tree_, tokens, tl, accept, final, _follow,
+                                           np.full(len(tokens), _left)))
+            return v.verify(tree_, tokens, tl, dl, ua, uf)
+
+        rule.name = v.name
+        prompts = np.repeat(paths[:, : L + n], n_trees, axis=0)
+        run(rule, [list(p) for p in prompts], width, seed + n)
+        out[:, n] = seen[0].reshape(N, n_trees, D + 1).mean(1)
+    return out
+
+
+def wo_node_laws_pruned(target, draft, k, min_prob=1e-8, chunk=64):
+    r"""Per-node laws of recursive rejection without replacement, rejected prefixes pruned.
+
+    As :func:`spectheory.trees.node_laws` with ``policy="wo"`` (``accept [k, S, V]`` and
+    ``residual [S, V]``), but a prefix of rejected siblings whose probability is below
+    ``min_prob`` is not expanded: its later slots count as rejected, so ``accept`` is low by
+    at most ``dropped [S]`` in total per state and ``residual = p - sum_j accept_j`` stays
+    lossless. Returns ``(accept, residual, dropped)``; the error of a prediction built on these
+    laws is bounded by the dropped mass (reported beside it). Exact when nothing is dropped
+    (e.g. ``min_prob=0`` on small ``V``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.trees import node_laws
+    >>> rng = np.random.default_rng(0)
+    >>> t, d = rng.dirichlet(np.ones(5), 3), rng.dirichlet(np.ones(5), 3)
+    >>> A, R, dropped = wo_node_laws_pruned(t, d, 3, min_prob=0.0)
+    >>> bool(np.allclose(A, node_laws(t, d, 3, "wo")[0])), float(dropped.max())
+    (True, 0.0)
+    """
+    from ..verifiers.multidraft import _norm_excess
+    t_all = np.atleast_2d(np.asarray(target, dtype=np.float64))
+    d_all = np.atleast_2d(np.asarray(draft, dtype=np.float64))
+    S, V = t_all.shape
+    A = np.zeros((k, S, V))
+    dropped = np.zeros(S)
+    for lo in range(0, S, chunk):
+        t, d = t_all[lo:lo + chunk], d_all[lo:lo + chunk]
+        sid, prob, r, dc = np.arange(len(t)), np.ones(len(t)), t.copy(), d.copy()
+        for j in range(k):
+            mass = dc.sum(-1)
+            live = mass > 0
+            sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
+            if prob.size == 0:
+                break
+            np.add.at(A[j, lo:lo + chunk], sid, prob[:, None] * np.minimum(r, dc))
+            if j == k - 1:
+                break
+            rej = prob[:, None] * np.maximum(dc - r, 0.0)
+            small = (rej > 0) & (rej < min_prob)
+            np.add.at(dropped[lo:lo + chunk], sid[np.nonzero(small)[0]], rej[small])
+            r_next = _norm_excess(r, dc)[0]
+            p_idx, x_idx = np.nonzero(rej >= max(min_prob, np.finfo(float).tiny))
+            sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
+            dc = dc[p_idx].copy()
+            dc[np.arange(p_idx.size), x_idx] = 0.0
+    return A, np.clip(t_all - A.sum(0), 0.0, None), dropped
+
+
+def pruned_wo_tables(target_laws, draft_laws, tokens, tree, min_prob=1e-8):
+    """Tables of :func:`spectheory.validation.trees.tree_round_dp` for ``tree_rrs_wo`` from
+    :func:`wo_node_laws_pruned` (laws along target paths, as
+    :func:`spectheory.validation.trees.draft_tables`); returns ``(tables, dropped)`` with
+    ``dropped [N, T]`` the pruned mass at each position's node with the most children. A
+    round disagrees with the exact one with probability at most its dropped mass, so
+    ``|error of E[target calls]| <= T * mean(dropped)`` (coupling)."""
+    t = np.asarray(target_laws, dtype=np.float64)
+    dr = np.asarray(draft_laws, dtype=np.float64)
+    N, T, V = t.shape
+    D = tree.max_depth
+    x = np.asarray(tokens, dtype=np.int64).reshape(-1)
+    rows = np.arange(x.size)
+    out, worst = {}, np.zeros((N, T))
+    for k in sorted({len(c) for c in tree.children if c}):
+        A, R, dropped = wo_node_laws_pruned(t.reshape(-1, V), dr.reshape(-1, V), k, min_prob)
+        worst = np.maximum(worst, dropped.reshape(N, T))
+        px = t.reshape(-1, V)[rows, x]
+        a = (A[:, rows, x] / px).reshape(k, N, T)
+        res = (R[rows, x] / px).reshape(N, T)
+        Ad = np.zeros((k, N, T, D))
+        Rd = np.ones((N, T, D))
+        for du in range(D):
+            Ad[:, :, : T - du, du] = a[:, :, du:]
+            Rd[:, : T - du, du] = res[:, du:]
+        out[k] = (Ad, Rd)
+    return out, worst
+
+
+def forced_path_weights(run, verifier, depth, paths, n_prompt, horizon, target_laws, draft_laws, seed=0):
+    r"""Round emission weights ``[N, T, D + 1]`` for a *single-path* tree by forcing the path.
+
+    For a path tree (one child per node, any child policy reduces to the draft law ``q``) the
+    node at depth ``j`` carries ``x_{n+1..n+j}`` with probability
+    ``pi_j = prod_{i < j} q(x_{n+i+1} | x_{<= n+i})``, and given that, the nodes below it are the
+    draft's continuation from ``x_{<= n+j}``. So
+
+    .. math:: \hat w(n, j) = \pi_j\, \frac{P(\text{accept node } j \mid \text{tree})\,
+              f_j(x_{n+j+1})}{p(x_{n+1..n+j+1})}
+
+    with the tree = the path's tokens up to depth ``j`` and one decoder-drafted continuation
+    below, is unbiased for ``w(n, j)`` and random only through the continuation -- far less
+    noisy than :func:`sampled_round_weights` (no match indicator).
+
+    Parameters
+    ----------
+    run : callable
+        ``run(rule, prompts, max_new_tokens, seed)``: the tree decoder with the draft model on a
+        single-path tree of depth ``max_new_tokens - 1`` (``run`` builds that tree), as in
+        :func:`sampled_round_weights`.
+    verifier : str or TreeVerifier
+    depth : int
+        ``D``, the path's length.
+    paths : int array [N, L + T]
+    n_prompt, horizon : int
+    target_laws, draft_laws : arrays [N, T, V]
+        p and q before each generated token along the paths
+        (:func:`spectheory.validation.predict.path_statistics` with ``keep_laws``).
+    seed : int
+    """
+    v = get_tree_verifier(verifier)
+    paths = np.asarray(paths, dtype=np.int64)
+    tl_path = np.asarray(target_laws, dtype=np.float64)
+    dl_path = np.asarray(draft_laws, dtype=np.float64)
+    N, L, T, D = paths.shape[0], int(n_prompt), int(horizon), int(depth)
+    V = tl_path.shape[2]
+    rows = np.arange(N)
+    x = paths[:, L:]
+    out = np.zeros((N, T, D + 1))
+    for n in range(T):
+        left = T - n
+        kmax = min(D, left)
+        tree = DraftTree.from_branching([1] * kmax)
+        for j in range(kmax + 1):
+            tok = np.full((N, kmax + 1), -1, dtype=np.int64)
+            tl = np.zeros((N, kmax + 1, V))
+            dl = np.zeros((N, kmax + 1, V))
+            tok[:, 1: j + 1] = x[:, n: n + j]
+            tl[:, :j] = tl_path[:, n: n + j]
+            dl[:, :j] = dl_path[:, n: n + j]
+            if j < kmax:                                           # draft the continuation below depth j
+                seen = []
+
+                def rule(tree_, tokens, tl_, dl_, ua, uf, _seen=seen, _v=v):
+                    if not _seen:
+                        _seen.append((tokens.copy(), tl_.copy(), dl_.copy()))
+                    return _v.verify(tree_, tokens, tl_, dl_, ua, uf)
+
+                rule.name = v.name
+                run(rule, [list(p) for p in paths[:, : L + n + j]], kmax - j + 1, seed + 1000 * n + j)
+                ct, ctl, cdl = seen[0]
+                tok[:, j + 1:] = ct[:, 1:]
+                tl[:, j:] = ctl
+                dl[:, j:] = cdl
+            else:
+                if n + j < T:
+                    tl[:, j] = tl_path[:, n + j]
+                dl[:, j] = tl[:, j]
+            accept, final = v.outcome_law(tree, tok, tl, dl)
+            num = accept[:, j]
+            den = np.ones(N)
+            for i in range(j):
+                num = num * dl[rows, i, x[:, n + i]]
+                den = den * tl[rows, i, x[:, n + i]]
+            if j < left:
+                num = num * final[rows, j, x[:, n + j]]
+                den = den * tl[rows, j, x[:, n + j]]
+            out[:, n, j] = np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0)
+    return out
