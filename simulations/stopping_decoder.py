@@ -155,8 +155,9 @@ def main(argv=None):
     for r in rows:
         if r["draft"] == drafts[0]:
             heads.append(headline(f"{r['policy']} on {target_name}/{r['draft']}: tokens per call measured vs "
-                                  f"order-{k_hi} chain prediction",
-                                  f"{r['tokens_per_call']:.3f} vs {r[f'order{k_hi}_tokens_per_call']:.3f}"))
+                                  f"Rao-Blackwellised prediction (z) vs order-{k_hi} chain prediction",
+                                  f"{r['tokens_per_call']:.3f} vs {r['rb_tokens_per_call']:.3f} ({r['rb_z']:+.1f}) vs "
+                                  f"{r[f'order{k_hi}_tokens_per_call']:.3f}"))
     data = {"target": target_name, "drafts": drafts, "horizon": T, "sequences": N, "max_depth": D,
             "orders": orders, "rb_paths": n_rb, "z_max": Z_MAX, "autoregressive_seconds": t_ar, "chain_check": rows_chain, "rows": rows}
     path = write_result(args.out, "stopping_decoder", data, heads, device=args.device)
