@@ -12,7 +12,7 @@ from .laws.distributions import (tv, acceptance_rate, residual, acceptance_probs
 from .laws.closed_form import (expected_tokens_per_call, walltime_speedup, optimal_gamma,
                           accepted_count_law, arithmetic_operations_factor, mean_accepted,
                           causal_acceptance)
-from .chain.core import DecodingChain, ngram_counts
+from .chain import DecodingChain, ngram_counts
 from .montecarlo.simulator import simulate, sample_target, SimulationResult
 
 __version__ = "0.1.0"

@@ -1,6 +1,8 @@
 """The central object, :class:`DecodingChain` (two next-token kernels over a finite state space),
 and its constructors: from matrices, random (Dirichlet), i.i.d., n-gram counts, prefix trees
-(:mod:`.core`), and the named example chains of the figures and tests (:mod:`.examples`)."""
-from .core import DecodingChain, ngram_counts
+(:mod:`.core`, :mod:`.constructors`), exact-value views (:mod:`.views`), stochastic
+transitions (:mod:`.transitions`), and the named example chains of the figures and tests (:mod:`.examples`)."""
+from .constructors import ngram_counts
+from .core import DecodingChain
 
 __all__ = ["DecodingChain", "ngram_counts"]
