@@ -7,11 +7,16 @@ the shipped Medusa heads:
    target's exact two-token law, for every lossless tree verifier (pass: p > 1e-6), and a
    deliberately broken tree rule (correction from the target instead of the residual;
    must fail: p < 1e-12);
-2. tokens per target call measured against the Rao-Blackwellised prediction along
-   target-sampled paths (exact per-node acceptances, spectheory.validation.trees) for
-   every node-local (tree, verifier), and the first round's accepted length against the
-   exact outcome law of the decoder's own drafted trees for every (tree, verifier),
-   traversal included; agreement = |z| < 5 on the combined standard error;
+2. tokens per target call measured against full-horizon predictions along target-sampled
+   paths for every (tree, verifier): Rao-Blackwellised exact per-node acceptances
+   (spectheory.validation.trees; recursive rejection without replacement enumerates
+   V**(k-1) sibling prefixes, pruned below 1e-6 with an error bound when k >= 3) and, for
+   traversal on a single path, round emission weights with the path forced
+   (spectheory.validation.tree_rounds; traversal on branching trees has only the first-round
+   check, see rb_method); beside them the exact values of order-1
+   and order-2 chains fitted to the models (chain.protocol(tree=...), where its exact engine
+   reaches at V = 256); and the first round's accepted length against the exact outcome law
+   of the decoder's own drafted trees; agreement = |z| < 5 on the combined standard error;
 3. Medusa: the sparse tree from the heads' held-out accuracies and a Cartesian tree,
    verified losslessly (tree_topk) and by typical acceptance (lossy); tokens per call
    against the best single-path draft; the typical-acceptance loss (measured TV of the
@@ -38,6 +43,8 @@ from spectheory.decoder.speculative import autoregressive_generate
 from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree, get_tree_verifier
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
+from spectheory.validation.markov import fit_order_k_chain
+from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
 from spectheory.validation.trees import (broken_tree_rule, draft_tables, first_round_prediction, medusa_tables,
                                          tree_round_dp, tree_two_token_samples)
@@ -55,12 +62,33 @@ def trees_for(quick):
             "4x1": DraftTree.from_branching([4, 1])}
 
 
-def rb_exact(verifier, tree):
-    """Whether the full-horizon RB prediction is computed: node-local rules; for 'wo' only
-    without branching (the exact 'wo' node law enumerates S * V**k paths: too many at V = 256)."""
+def rb_method(verifier, tree):
+    """How the full-horizon prediction is made: ``"exact"`` (node-local rules; 'wo' enumerates
+    V**(k-1) rejected sibling prefixes per node, so k <= 2 at V = 256), ``"pruned"`` ('wo' with
+    k >= 3: rejected prefixes below a probability cut are not expanded; error bound reported)
+    or, for traversal, round emission weights (spectheory.validation.tree_rounds): ``"forced"``
+    on a single path (the path's tokens forced, one drafted continuation; unbiased, small SE).
+    Traversal on branching trees has none (``"none"``): the sampled-tree estimator
+    (``sampled_round_weights``) is unbiased but heavy-tailed at V = 256 -- in a full run it gave
+    5.51 +- 0.62 tokens per call for 2x2x1 against 2.84 +- 0.07 measured (z = -7.6 on calls),
+    the rare large weights of low-q, high-p paths never being drawn; forcing a branch of a
+    branching tree needs importance weights for the without-replacement siblings (not built)."""
     v = get_tree_verifier(verifier)
     kmax = max(len(k) for k in tree.children)
-    return v.node_local and (v.policy != "wo" or kmax <= 1)
+    if not v.node_local:
+        return "forced" if kmax == 1 else "none"
+    return "pruned" if (v.policy == "wo" and kmax > 2) else "exact"
+
+
+def chain_prediction(chain, T, tree, verifier):
+    """Tokens per call of the fitted chain (exact tree protocol), or None where the chain's exact
+    engine does not reach (traversal: enumeration at V = 256; 'wo' with k >= 3: V**(k-1) prefixes
+    per state)."""
+    v = get_tree_verifier(verifier)
+    kmax = max(len(k) for k in tree.children)
+    if not v.node_local or (v.policy == "wo" and kmax > 2):
+        return None
+    return float(chain.protocol(T, tree=tree, verifier=v).tokens_per_call)
 
 
 @torch.inference_mode()
@@ -80,8 +108,9 @@ def measure(gen, prompts, T, seed):
             "accepted": np.array([a.sum() for a in s.round_accepted], float)}
 
 
-def compare_row(kind, tree_name, verifier, T, pred_calls, meas, pred_first, rows):
-    row = {"drafter": kind, "tree": tree_name, "verifier": verifier, "T": T}
+def compare_row(kind, tree_name, verifier, T, pred_calls, meas, pred_first, rows, method="exact", extra=None):
+    row = {"drafter": kind, "tree": tree_name, "verifier": verifier, "T": T, "prediction_method": method}
+    row.update(extra or {})
     mc, sc = mean_se(meas["calls"])
     row.update(measured_calls=mc, measured_calls_se=sc, tokens_per_call=meas["tokens_per_call"],
                tokens_per_call_se=T * sc / mc ** 2)
@@ -94,14 +123,17 @@ def compare_row(kind, tree_name, verifier, T, pred_calls, meas, pred_first, rows
     pf, psf = mean_se(pred_first)
     row.update(measured_first=mf, measured_first_se=sf, predicted_first=pf, predicted_first_se=psf,
                z_first=float(zscore(pf, psf, mf, sf)))
+    if "predicted_calls" in row and "rb_bias_bound_calls" in row:
+        row["rb_bias_bound_tokens_per_call"] = T * row["rb_bias_bound_calls"] / row["predicted_calls"] ** 2
     zs = [abs(row[k]) for k in ("z_calls", "z_first") if k in row]
     row["agree"] = bool(max(zs) < Z_MAX)
     rows.append(row)
     pc_txt = (f"{row['predicted_tokens_per_call']:6.3f}±{row['predicted_tokens_per_call_se']:.3f} z={row['z_calls']:5.2f}"
               if "z_calls" in row else " " * 27)
-    print(f"{kind:12s} {tree_name:8s} {verifier:14s} tok/call {row['tokens_per_call']:6.3f}±{row['tokens_per_call_se']:.3f}"
+    chain_txt = "".join(f" order-{k[5]} {row[k]:.3f}" for k in sorted(row) if k.startswith("chain") and row[k])
+    print(f"{kind:12s} {tree_name:8s} {verifier:14s} [{method}] tok/call {row['tokens_per_call']:6.3f}±{row['tokens_per_call_se']:.3f}"
           f" pred {pc_txt} | first {mf:5.3f}±{sf:.3f} pred {pf:5.3f}±{psf:.3f} z={row['z_first']:5.2f}"
-          f"{'' if row['agree'] else '  DISAGREE'}")
+          f"{chain_txt}{'' if row['agree'] else '  DISAGREE'}")
     return row
 
 
@@ -133,6 +165,14 @@ def main(argv=None):
     ps = path_statistics(target, draft, paths, L, keep_laws=True)
     toks = paths[:, L:]
     med_tl, med_hl = medusa_path_laws(target, heads, paths, L, T)
+    # fitted order-k chains (soft counts; draft kernels from draft-sampled paths, as issue 4's fit)
+    orders = [1] if q else [1, 2]
+    dpaths = sample_paths(draft, seq_prompts, T, seed=30_000_001)
+    dps = path_statistics(target, draft, dpaths, L, keep_laws=True)
+    chains = {k: fit_order_k_chain(k, paths, ps.target_laws, dpaths, dps.draft_laws, L, prompts) for k in orders}
+    out["chains"] = {f"order{k}": {"states": c.n_states} for k, c in chains.items()}
+    print("fitted chains: " + ", ".join(f"order {k}: S={c.n_states}" for k, c in chains.items()))
+    prune = 1e-4 if q else 1e-6
 
     # ---------------------------------------------------------------- draft-model trees
     rows = []
@@ -142,14 +182,28 @@ def main(argv=None):
             vv = get_tree_verifier(v)
             gen = lambda pr, n, seed, _t=tree, _v=v: tree_generate(target, draft, pr, n, _t, _v, seed=seed)  # noqa: E731
             meas = measure(gen, seq_prompts, T, seed=0)
-            pred = None
-            if rb_exact(v, tree):
+            method, extra = rb_method(v, tree), {}
+            if method == "exact":
                 pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, vv.policy),
                                      T)["target_calls"]
+            elif method == "pruned":
+                tab, dropped = pruned_wo_tables(ps.target_laws, ps.draft_laws, toks, tree, prune)
+                pred = tree_round_dp(tree, tab, T)["target_calls"]
+                extra.update(prune_below=prune, rb_bias_bound_calls=float(T * dropped.sum(1).mean()))
+            elif method == "forced":
+                run = (lambda rule, pr, n, s, _p=vv.policy:  # noqa: E731
+                       tree_generate(target, draft, pr, n, DraftTree.from_branching([1] * (n - 1)), rule, seed=s,
+                                     policy=_p))
+                pred = emission_dp(forced_path_weights(run, v, tree.max_depth, paths, L, T, ps.target_laws,
+                                                       ps.draft_laws, seed=556_000), T)
+            else:
+                pred = None
+            for k, chain in chains.items():
+                extra[f"chain{k}_tokens_per_call"] = chain_prediction(chain, T, tree, v)
             first = first_round_prediction(
                 lambda rule, _t=tree, _p=vv.policy: tree_generate(target, draft, list(seq_prompts), _t.max_depth + 1,
                                                                   _t, rule, seed=777_000, policy=_p), v, tree)
-            compare_row(draft_name, tname, v, T, pred, meas, first, rows)
+            compare_row(draft_name, tname, v, T, pred, meas, first, rows, method, extra)
 
     # ---------------------------------------------------------------- Medusa
     acc = np.array(hinfo["heldout"]["rank_accuracy"])
@@ -294,7 +348,11 @@ def main(argv=None):
     out["seconds"] = time.perf_counter() - t_start
     mv = out["medusa_vs_single_path"]
     headline = [
-        {"name": "decoder trees: (tree, verifier) comparisons outside 5 SE", "value": n_bad, "note": f"of {len(rows)}"},
+        {"name": "decoder trees: (tree, verifier) comparisons outside 5 SE", "value": n_bad,
+         "note": f"of {len(rows)}; full-horizon predictions: "
+                 + ", ".join(f"{sum(r['prediction_method'] == m for r in rows)} {m}"
+                             for m in ("exact", "pruned", "forced", "none") if any(r['prediction_method'] == m for r in rows))},
+
         {"name": "decoder trees: chi-square verdicts wrong", "value": chi_bad,
          "note": f"{len(chi)} rules; lossless p > {P_PASS:g}, broken p < {P_FAIL:g}"},
         {"name": "Medusa best tree tokens per call (tree_topk)", "value": mv["medusa"]["tokens_per_call"],
