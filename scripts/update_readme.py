@@ -145,8 +145,13 @@ def block_gpu() -> str:
         return "_No GPU run committed yet (this project's sessions get a GPU only some of the time)._\n"
     lines = []
     for r, p in runs:
-        lines.append(f"- `{p.name}`: {r.get('date', '?')}, {r.get('device', '?')}, `{r.get('command', '?')}`")
-    return "\n".join(lines) + "\n"
+        lines += [f"`{p.name}`: {r.get('date', '?')}, {r.get('device', '?')}, torch {r.get('torch', '?')}, "
+                  f"`{r.get('command', '?')}`" + (f" ({r['seconds']:.0f} s)" if "seconds" in r else ""), "",
+                  "| quantity | value | note |", "|---|---|---|"]
+        lines += [f"| {_cell(h['name'])} | {_fmt(h['value'])} | {_cell(h.get('note', ''))} |"
+                  for h in r.get("headline", [])]
+        lines.append("")
+    return "\n".join(lines)
 
 
 BLOCKS = {"headline": block_headline, "figures": block_figures, "speed": block_speed,
