@@ -11,9 +11,9 @@ the shipped Medusa heads:
    paths for every (tree, verifier): Rao-Blackwellised exact per-node acceptances
    (spectheory.validation.trees; recursive rejection without replacement enumerates
    V**(k-1) sibling prefixes, pruned below 1e-6 with an error bound when k >= 3) and, for
-   traversal on a single path, round emission weights with the path forced
-   (spectheory.validation.tree_rounds; traversal on branching trees has only the first-round
-   check, see rb_method); beside them the exact values of order-1
+   traversal, round emission weights with the path forced onto one branch
+   (spectheory.validation.tree_rounds on a path, spectheory.validation.tree_forced with
+   importance weights on branching trees); beside them the exact values of order-1
    and order-2 chains fitted to the models (chain.protocol(tree=...), where its exact engine
    reaches at V = 256); and the first round's accepted length against the exact outcome law
    of the decoder's own drafted trees; agreement = |z| < 5 on the combined standard error;
@@ -44,6 +44,7 @@ from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree, get_tree_verifier
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
 from spectheory.validation.markov import fit_order_k_chain
+from spectheory.validation.tree_forced import forced_tree_weights
 from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
 from spectheory.validation.trees import (broken_tree_rule, draft_tables, first_round_prediction, medusa_tables,
@@ -66,17 +67,16 @@ def rb_method(verifier, tree):
     """How the full-horizon prediction is made: ``"exact"`` (node-local rules; 'wo' enumerates
     V**(k-1) rejected sibling prefixes per node, so k <= 2 at V = 256), ``"pruned"`` ('wo' with
     k >= 3: rejected prefixes below a probability cut are not expanded; error bound reported)
-    or, for traversal, round emission weights (spectheory.validation.tree_rounds): ``"forced"``
-    on a single path (the path's tokens forced, one drafted continuation; unbiased, small SE).
-    Traversal on branching trees has none (``"none"``): the sampled-tree estimator
-    (``sampled_round_weights``) is unbiased but heavy-tailed at V = 256 -- in a full run it gave
-    5.51 +- 0.62 tokens per call for 2x2x1 against 2.84 +- 0.07 measured (z = -7.6 on calls),
-    the rare large weights of low-q, high-p paths never being drawn; forcing a branch of a
-    branching tree needs importance weights for the without-replacement siblings (not built)."""
+    or, for traversal, round emission weights with the path forced onto one branch (``"forced"``:
+    spectheory.validation.tree_rounds on a single path, spectheory.validation.tree_forced with
+    importance weights for the siblings on branching trees; unbiased, about 2x the decoder's SE).
+    The plain sampled-tree estimator (``sampled_round_weights``) is unbiased but heavy-tailed at
+    V = 256 (5.51 +- 0.62 tokens per call for 2x2x1 traversal against 2.84 +- 0.07 measured):
+    not used."""
     v = get_tree_verifier(verifier)
     kmax = max(len(k) for k in tree.children)
     if not v.node_local:
-        return "forced" if kmax == 1 else "none"
+        return "forced"
     return "pruned" if (v.policy == "wo" and kmax > 2) else "exact"
 
 
@@ -190,14 +190,14 @@ def main(argv=None):
                 tab, dropped = pruned_wo_tables(ps.target_laws, ps.draft_laws, toks, tree, prune)
                 pred = tree_round_dp(tree, tab, T)["target_calls"]
                 extra.update(prune_below=prune, rb_bias_bound_calls=float(T * dropped.sum(1).mean()))
-            elif method == "forced":
+            elif max(len(c) for c in tree.children) == 1:          # forced, single path
                 run = (lambda rule, pr, n, s, _p=vv.policy:  # noqa: E731
                        tree_generate(target, draft, pr, n, DraftTree.from_branching([1] * (n - 1)), rule, seed=s,
                                      policy=_p))
                 pred = emission_dp(forced_path_weights(run, v, tree.max_depth, paths, L, T, ps.target_laws,
                                                        ps.draft_laws, seed=556_000), T)
-            else:
-                pred = None
+            else:                                                    # forced, branching tree
+                pred = emission_dp(forced_tree_weights(target, draft, v, tree, paths, L, T, seed=557_000), T)
             for k, chain in chains.items():
                 extra[f"chain{k}_tokens_per_call"] = chain_prediction(chain, T, tree, v)
             first = first_round_prediction(
@@ -351,7 +351,7 @@ def main(argv=None):
         {"name": "decoder trees: (tree, verifier) comparisons outside 5 SE", "value": n_bad,
          "note": f"of {len(rows)}; full-horizon predictions: "
                  + ", ".join(f"{sum(r['prediction_method'] == m for r in rows)} {m}"
-                             for m in ("exact", "pruned", "forced", "none") if any(r['prediction_method'] == m for r in rows))},
+                             for m in ("exact", "pruned", "forced") if any(r['prediction_method'] == m for r in rows))},
 
         {"name": "decoder trees: chi-square verdicts wrong", "value": chi_bad,
          "note": f"{len(chi)} rules; lossless p > {P_PASS:g}, broken p < {P_FAIL:g}"},

@@ -139,3 +139,25 @@ def test_forced_path_traversal_matches_decoder(setup):
     res = tree_generate(target, draft, list(prompts), T, DraftTree.from_branching([1, 1]), "traversal", seed=21)
     mm, mse = mean_se(res.stats.target_calls.astype(float))
     assert abs(pm - mm) < 5 * np.hypot(pse, mse), (pm, mm)
+
+
+def test_forced_branch_weights_unbiased_on_branching_trees(setup):
+    """Importance-weighted forcing (without-replacement siblings): paired against the exact
+    node-local prediction, and traversal against the decoder (5 SE, fixed seeds)."""
+    from spectheory.decoder.tree_decode import tree_generate
+    from spectheory.trees import DraftTree
+    from spectheory.validation.predict import mean_se
+    from spectheory.validation.tree_forced import forced_tree_weights
+    from spectheory.validation.trees import draft_tables, tree_round_dp
+    target, draft, prompts, paths, ps, T = setup
+    tree = DraftTree.from_branching([3, 1])
+    for v, policy in (("tree_rrs_wo", "wo"), ("tree_rrs", "iid")):
+        exact = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, policy), T)
+        est = emission_dp(forced_tree_weights(target, draft, v, tree, paths, 3, T, seed=6), T)
+        m, se = mean_se(est - exact["target_calls"])
+        assert abs(m) < 5 * se, (v, m, se)
+    est = emission_dp(forced_tree_weights(target, draft, "traversal", tree, paths, 3, T, seed=9), T)
+    pm, pse = mean_se(est)
+    res = tree_generate(target, draft, list(prompts), T, tree, "traversal", seed=23)
+    mm, mse = mean_se(res.stats.target_calls.astype(float))
+    assert abs(pm - mm) < 5 * np.hypot(pse, mse), (pm, mm)

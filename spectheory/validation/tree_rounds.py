@@ -47,8 +47,8 @@ variate did not help). Use it on small vocabularies (the tests) only.
 ``j`` carries the path's tokens with probability ``pi_j = prod q(x_i)``, and below it the
 draft's own continuation; weighting the outcome by ``pi_j`` instead of drawing the match
 removes the indicator, and the estimate is random only through the continuation (about 2x
-the decoder's standard error on the shipped models). Branching trees would need importance
-weights for the siblings drawn without replacement around a forced child (not built). For node-local rules the exact ``w`` is the product of
+the decoder's standard error on the shipped models). Branching trees: the same with importance
+weights for the siblings around each forced child, :mod:`spectheory.validation.tree_forced`. For node-local rules the exact ``w`` is the product of
 the per-node acceptances of :func:`spectheory.validation.trees.tree_round_dp`; the tests
 check the two agree.
 """

@@ -1,0 +1,174 @@
+r"""Round emission weights on branching trees by forcing one branch (importance weights).
+
+Notation: p = target, q = draft; ``w(n, j)`` and :func:`~spectheory.validation.tree_rounds.emission_dp`
+as in :mod:`spectheory.validation.tree_rounds`. For a node ``v`` at depth ``j`` write
+``a_1..a_j = v`` for its ancestors. The unbiased estimate of
+
+.. math:: E\big[\mathbf 1\{\mathrm{path}(v) = x_{n+1..n+j}\}\, P(\text{accept } v \mid \text{tree})
+          f_v(x_{n+j+1})\big]
+
+draws the tree from a proposal in which every ``a_d`` carries ``x_{n+d}`` and weights it by
+``W = P(\text{siblings}) / Q(\text{siblings})``, group by group along the branch:
+
+- ``"iid"`` children: the other siblings are independent of ``a_d``, so ``W = q(x_{n+d})``;
+- ``"wo"`` children (successive sampling without replacement): the proposal draws the other
+  siblings of ``a_d`` (slot ``s``) successively from ``q`` without ``x`` and without the earlier
+  ones, so with ``y_s = x``
+
+  .. math:: P = \prod_i \frac{q(y_i)}{1 - \sum_{l < i} q(y_l)}, \qquad
+            Q = \prod_{i \ne s} \frac{q(y_i)}{1 - q(x) - \sum_{l < i,\, l \ne s} q(y_l)}.
+
+Everything off the branch is drafted by the decoder as usual (tree attention, its own
+draft model), so the drafted tree's laws are exact. Summing ``W P(accept v) f_v / p(x...)``
+over the nodes of depth ``j`` (one forced run per node) estimates ``w(n, j)``; ``j = 0``
+uses an unforced tree. No indicator is left, so the estimate is random only through the
+off-branch siblings and subtrees.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from ..decoder.tree_attention import tree_logits
+from ..decoder.tree_decode import ModelDrafter, draw_level, tree_generate
+from ..decoder.batching import forward_window
+from ..trees import get_tree_verifier
+
+__all__ = ["ForcedDrafter", "forced_tree_weights"]
+
+
+class ForcedDrafter(ModelDrafter):
+    """A :class:`~spectheory.decoder.tree_decode.ModelDrafter` whose FIRST round carries the
+    tokens ``branch_tokens [B, j]`` on the tree nodes ``branch`` (a root-to-node path), with the
+    log importance weight of the forcing in ``logw [B]``."""
+
+    def __init__(self, draft, law, dev, dtype, batch, layout, branch, branch_tokens, policy, rng):
+        super().__init__(draft, law, dev, dtype, batch, layout)
+        self.branch, self.branch_tokens, self.policy = list(branch), np.asarray(branch_tokens), policy
+        self.rng = np.random.default_rng(rng)
+        self.logw = np.zeros(batch.tokens.shape[0])
+        self.active = True
+
+    def _force(self, d, x, parent_laws, lo):
+        lay = self.layout
+        o = int(lay.offset[self.branch[d - 1]])
+        po = int(lay.parent_offset[o])
+        group = [g for g in range(lo, lo + x.shape[1]) if int(lay.parent_offset[g]) == po]
+        s = group.index(o)
+        q = parent_laws.to(torch.float64).cpu().numpy()
+        B = q.shape[0]
+        rows = np.arange(B)
+        xf = self.branch_tokens[:, d - 1]
+        out = x.clone()
+        if self.policy == "iid":
+            out[:, o - lo] = torch.as_tensor(xf, device=x.device)
+            with np.errstate(divide="ignore"):
+                self.logw += np.log(q[rows, xf])
+            return out
+        if self.policy != "wo":
+            raise ValueError(f"policy: forcing needs 'iid' or 'wo' children, got {self.policy!r}")
+        removed = np.zeros_like(q, dtype=bool)
+        removed[rows, xf] = True
+        cum_p, cum_q = np.zeros(B), q[rows, xf].copy()
+        logp, logq = np.zeros(B), np.zeros(B)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            for i, g in enumerate(group):
+                if i == s:
+                    y = xf
+                else:
+                    w = np.where(removed, 0.0, q)
+                    c = np.cumsum(w, 1)
+                    u = self.rng.random(B) * c[:, -1]
+                    y = np.minimum((c <= u[:, None]).sum(1), q.shape[1] - 1)
+                    removed[rows, y] = True
+                    logq += np.log(q[rows, y]) - np.log1p(-cum_q)
+                    cum_q += q[rows, y]
+                    out[:, g - lo] = torch.as_tensor(y, device=x.device)
+                logp += np.log(q[rows, y]) - np.log1p(-cum_p)
+                cum_p += q[rows, y]
+            out[:, o - lo] = torch.as_tensor(xf, device=x.device)
+        self.logw += logp - logq
+        return out
+
+    def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
+        lay = self.layout
+        B = node_tokens.shape[0]
+        rows = torch.arange(B, device=node_tokens.device)
+        logits, start = forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
+        root_law = self.law(logits[rows, batch.seq_len - 1 - start])
+        laws = torch.zeros(B, lay.n_nodes, root_law.shape[-1], dtype=root_law.dtype, device=root_law.device)
+        laws[:, 0] = root_law
+        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
+        present[:, 0] = present_root
+        root_slot = batch.seq_len - 1
+        calls = 1
+        for d in range(1, K + 1):
+            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
+            x, ok = draw_level(laws[:, lo_p:lo], lay, d, policy, u_draft, present[:, lo_p:lo])
+            if self.active and d <= len(self.branch):
+                po = int(lay.parent_offset[int(lay.offset[self.branch[d - 1]])])
+                x = self._force(d, x, laws[:, po], lo)
+            ok &= (d <= self.k)[:, None]
+            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
+            present[:, lo:hi] = ok
+            if d < K:
+                lg = tree_logits(self.draft, self.cache if self.cached_model else None, batch.tokens,
+                                 root_slot, node_tokens, lay, lo, hi)
+                laws[:, lo:hi] = self.law(lg)
+                calls += 1
+        self.fed = K - 1
+        self.active = False
+        return node_tokens, present, laws, calls
+
+
+def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon, seed=0):
+    r"""Round emission weights ``[N, T, D + 1]`` on a branching tree, one forced run per node.
+
+    Each (round start ``n``, node ``v``) is one decoder run over all paths (prompts
+    ``x_{<= n}``) whose first round forces the branch to ``v`` onto the path; ``j = 0`` uses an
+    unforced run. Cost: ``T * (nodes)`` decoder calls of ``N`` rows.
+    """
+    v = get_tree_verifier(verifier)
+    paths = np.asarray(paths, dtype=np.int64)
+    N, L, T, D = paths.shape[0], int(n_prompt), int(horizon), tree.max_depth
+    x = paths[:, L:]
+    rows = np.arange(N)
+    out = np.zeros((N, T, D + 1))
+    for n in range(T):
+        left = T - n
+        kmax = min(D, left)
+        width = min(D + 1, left)
+        for node in range(tree.n_nodes):
+            branch = tree.path_to(node)
+            j = len(branch)
+            if j > kmax:
+                continue
+            seen, holder = [], []
+
+            def make(batch, law, dev, dt, layout, tcache, _b=branch, _j=j, _n=n, _node=node):
+                dr = ForcedDrafter(draft, law, dev, dt, batch, layout, _b, x[:, _n: _n + _j], v.policy,
+                                   rng=[seed, _n, _node])
+                holder.append(dr)
+                return dr
+
+            def rule(tree_, tokens, tl, dl, ua, uf, _node=node, _j=j, _n=n):
+                if not seen:
+                    accept, final = v.outcome_law(tree_, tokens, tl, dl)
+                    num = accept[:, _node] * (np.exp(holder[0].logw) if holder else 1.0)
+                    den = np.ones(N)
+                    prev = 0
+                    for i, u in enumerate(tree_.path_to(_node)):
+                        den *= tl[rows, prev, x[:, _n + i]]
+                        prev = u
+                    if _j < left:
+                        num = num * final[rows, _node, x[:, _n + _j]]
+                        den = den * tl[rows, _node, x[:, _n + _j]]
+                    seen.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0))
+                return v.verify(tree_, tokens, tl, dl, ua, uf)
+
+            rule.name = v.name
+            kwargs = {} if j == 0 else {"drafter": make}
+            tree_generate(target, draft, [list(p) for p in paths[:, : L + n]], width, tree, rule,
+                          seed=seed + 7919 * n + node, policy=v.policy, **kwargs)
+            out[:, n, j] += seen[0]
+    return out
