@@ -355,7 +355,7 @@ def main(argv=None):
 
         {"name": "decoder trees: chi-square verdicts wrong", "value": chi_bad,
          "note": f"{len(chi)} rules; lossless p > {P_PASS:g}, broken p < {P_FAIL:g}"},
-        {"name": "Medusa best tree tokens per call (tree_topk)", "value": mv["medusa"]["tokens_per_call"],
+        {"name": f"Medusa best tree tokens per call ({mv['medusa']['verifier']})", "value": mv["medusa"]["tokens_per_call"],
          "se": mv["medusa"]["tokens_per_call_se"],
          "note": f"{mv['medusa']['tree']}; best single path ({draft_name} {mv['single_path']['tree']}): "
                  f"{mv['single_path']['tokens_per_call']:.3f}"},
