@@ -53,7 +53,12 @@ def main(argv=None):
         torch.set_num_threads(args.threads)
     q = args.quick
     gpu = dev.startswith("cuda")
-    N = args.sequences or (64 if q else (2048 if gpu else 256))   # CPU full run: ~15 min on 2 cores
+    if not (gpu or q or args.sequences):
+        # the full run is the GPU check; a CPU run must not replace results/decoder_trees_gpu.json
+        print("decoder_trees_gpu: no CUDA device, nothing written (the committed result comes from a GPU); "
+              "use --quick, or --sequences N, to run it on CPU")
+        return 0
+    N = args.sequences or (64 if q else 2048)
     T = 8 if q else 16
     L = 16
     t0 = time.perf_counter()

@@ -59,6 +59,18 @@ def test_every_script_is_a_step_and_takes_the_conventions():
         assert "--quick" in text or "figure_args" in text or "script_parser" in text or s.kind == "proof", s.name
 
 
+def test_gpu_scripts_run_in_full_only_with_cuda(monkeypatch):
+    """A CPU main job must not overwrite the committed GPU results (*_gpu.json) with CPU numbers."""
+    import spectheory.app.reproduce as rep
+    monkeypatch.setattr(rep, "_cuda_available", lambda: False)
+    full = {s.name for s in discover_steps(ROOT)}
+    quick = {s.name for s in discover_steps(ROOT, quick=True)}
+    assert not any(n.endswith("_gpu") for n in full)
+    assert {"decoder_gpu", "decoder_trees_gpu"} <= quick
+    monkeypatch.setattr(rep, "_cuda_available", lambda: True)
+    assert {"decoder_gpu", "decoder_trees_gpu"} <= {s.name for s in discover_steps(ROOT)}
+
+
 @pytest.mark.slow
 def test_quick_main_job_runs_every_step(tmp_path):
     assert reproduce(ROOT, out=tmp_path, quick=True, jobs=2) == 0

@@ -58,21 +58,27 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def discover_steps(root) -> list[Step]:
-    """Every proof, simulation and figure script of the repository, in dependency order."""
+def discover_steps(root, quick: bool = False) -> list[Step]:
+    """Every proof, simulation and figure script of the repository, in dependency order.
+
+    GPU scripts (``*_gpu.py``) run in full only where CUDA is available (their results are
+    committed from a GPU machine and a CPU run must not replace them); on CPU only their
+    ``--quick`` mode runs."""
     steps = []
     if (Path(root) / "proofs" / "__main__.py").exists():
         steps.append(Step("proofs", "proofs/__main__.py", kind="proof", module="proofs"))
     skip = {"train_models.py", "train_medusa.py"}  # training is not part of the main job: the weights are shipped
-    if not _cuda_available():  # the GPU run is committed from a CUDA machine (its CPU mode is a test)
-        skip.add("decoder_gpu.py")
+    gpu_ok = quick or _cuda_available()
+
+    def runs_here(path):
+        return not (path.name in skip or path.name.startswith("_") or (path.stem.endswith("_gpu") and not gpu_ok))
+
     for path in sorted((Path(root) / "simulations").glob("*.py")):
-        if path.name in skip or path.name.startswith("_"):
-            continue
-        kind = "decoder" if path.name.startswith("decoder") else "simulation"
-        steps.append(Step(path.stem, f"simulations/{path.name}", kind=kind))
+        if runs_here(path):
+            kind = "decoder" if path.name.startswith("decoder") else "simulation"
+            steps.append(Step(path.stem, f"simulations/{path.name}", kind=kind))
     for path in sorted((Path(root) / "benchmarks").glob("*.py")):
-        if not path.name.startswith("_"):
+        if runs_here(path):
             steps.append(Step(path.stem, f"benchmarks/{path.name}", kind="benchmark"))
     for path in sorted((Path(root) / "figures").glob("fig*.py")):
         steps.append(Step(path.stem, f"figures/{path.name}", kind="figure",
@@ -252,7 +258,7 @@ def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None
     jobs = check_int(jobs, "jobs", 1)  # (0 divided the cores by zero)
     layout = Layout.at(root, out)
     summary_dir = layout.results if out is None else Path(out).resolve()
-    steps = discover_steps(root)
+    steps = discover_steps(root, quick)
     if only:
         steps = [s for s in steps if s.name in set(only)]
     t0 = time.perf_counter()
