@@ -29,7 +29,6 @@ from functools import partial
 import numpy as np
 import torch
 
-from .._validation import check_int
 from ..trees import DraftTree, get_tree_verifier
 from ..trees import TreeVerifier
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
@@ -130,6 +129,7 @@ class ModelDrafter:
         for d in range(1, K + 1):
             lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
             x, ok = draw_level(laws[:, lo_p:lo], lay, d, policy, u_draft, present[:, lo_p:lo])
+            x = self.level_tokens(d, x, laws, lo)
             ok &= (d <= self.k)[:, None]
             node_tokens[:, lo:hi] = torch.where(ok, x, 0)
             present[:, lo:hi] = ok
@@ -140,6 +140,11 @@ class ModelDrafter:
                 calls += 1
         self.fed = K - 1
         return node_tokens, present, laws, calls
+
+    def level_tokens(self, depth, tokens, laws, level_start):
+        """The drafted tokens ``[B, n_d]`` of level ``depth`` as used (a hook: the validation's
+        forced drafter overrides it to put a given path onto one branch)."""
+        return tokens
 
     def commit(self, batch, root_slot, path_offsets, j):
         keep = torch.clamp(j, max=self.fed)

@@ -29,9 +29,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from ..decoder.tree_attention import tree_logits
-from ..decoder.tree_decode import ModelDrafter, draw_level, tree_generate
-from ..decoder.batching import forward_window
+from ..decoder.tree_decode import ModelDrafter, tree_generate
 from ..trees import get_tree_verifier
 
 __all__ = ["ForcedDrafter", "forced_tree_weights"]
@@ -90,35 +88,16 @@ class ForcedDrafter(ModelDrafter):
         self.logw += logp - logq
         return out
 
+    def level_tokens(self, depth, tokens, laws, level_start):
+        if self.active and depth <= len(self.branch):
+            po = int(self.layout.parent_offset[int(self.layout.offset[self.branch[depth - 1]])])
+            tokens = self._force(depth, tokens, laws[:, po], level_start)
+        return tokens
+
     def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
-        lay = self.layout
-        B = node_tokens.shape[0]
-        rows = torch.arange(B, device=node_tokens.device)
-        logits, start = forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
-        root_law = self.law(logits[rows, batch.seq_len - 1 - start])
-        laws = torch.zeros(B, lay.n_nodes, root_law.shape[-1], dtype=root_law.dtype, device=root_law.device)
-        laws[:, 0] = root_law
-        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
-        present[:, 0] = present_root
-        root_slot = batch.seq_len - 1
-        calls = 1
-        for d in range(1, K + 1):
-            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
-            x, ok = draw_level(laws[:, lo_p:lo], lay, d, policy, u_draft, present[:, lo_p:lo])
-            if self.active and d <= len(self.branch):
-                po = int(lay.parent_offset[int(lay.offset[self.branch[d - 1]])])
-                x = self._force(d, x, laws[:, po], lo)
-            ok &= (d <= self.k)[:, None]
-            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
-            present[:, lo:hi] = ok
-            if d < K:
-                lg = tree_logits(self.draft, self.cache if self.cached_model else None, batch.tokens,
-                                 root_slot, node_tokens, lay, lo, hi)
-                laws[:, lo:hi] = self.law(lg)
-                calls += 1
-        self.fed = K - 1
+        out = super().laws(batch, node_tokens, K, policy, u_draft, present_root)
         self.active = False
-        return node_tokens, present, laws, calls
+        return out
 
 
 def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon, seed=0):
