@@ -57,6 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..trees import DraftTree, get_tree_verifier
+from .trees import _child_counts, by_depth
 
 __all__ = ["round_weights", "emission_dp", "sampled_round_weights"]
 
@@ -277,18 +278,13 @@ def pruned_wo_tables(target_laws, draft_laws, tokens, tree, min_prob=1e-8):
     x = np.asarray(tokens, dtype=np.int64).reshape(-1)
     rows = np.arange(x.size)
     out, worst = {}, np.zeros((N, T))
-    for k in sorted({len(c) for c in tree.children if c}):
+    for k in _child_counts(tree):
         A, R, dropped = wo_node_laws_pruned(t.reshape(-1, V), dr.reshape(-1, V), k, min_prob)
         worst = np.maximum(worst, dropped.reshape(N, T))
         px = t.reshape(-1, V)[rows, x]
         a = (A[:, rows, x] / px).reshape(k, N, T)
         res = (R[rows, x] / px).reshape(N, T)
-        Ad = np.zeros((k, N, T, D))
-        Rd = np.ones((N, T, D))
-        for du in range(D):
-            Ad[:, :, : T - du, du] = a[:, :, du:]
-            Rd[:, : T - du, du] = res[:, du:]
-        out[k] = (Ad, Rd)
+        out[k] = by_depth(a, res, D)
     return out, worst
 
 

@@ -188,6 +188,19 @@ def _child_counts(tree):
     return sorted({len(k) for k in tree.children if k})
 
 
+def by_depth(a, res, depth):
+    """Per-position acceptances ``a [k, N, T]`` and residual factors ``res [N, T]`` arranged by
+    node depth for every round start: ``A[:, :, n, d] = a[:, :, n + d]`` (zero past the horizon),
+    ``R[:, n, d] = res[:, n + d]`` (one past it). Returns ``(A [k, N, T, D], R [N, T, D])``."""
+    k, N, T = a.shape
+    A = np.zeros((k, N, T, depth))
+    R = np.ones((N, T, depth))
+    for du in range(depth):
+        A[:, :, : T - du, du] = a[:, :, du:]
+        R[:, : T - du, du] = res[:, du:]
+    return A, R
+
+
 def draft_tables(target_laws, draft_laws, tokens, tree, policy):
     """Tables of :func:`tree_round_dp` for a draft model: laws along target paths.
 
@@ -203,13 +216,7 @@ def draft_tables(target_laws, draft_laws, tokens, tree, policy):
     for k in _child_counts(tree):
         a, res = node_acceptance(t.reshape(-1, V), np.asarray(draft_laws, np.float64).reshape(-1, V),
                                  np.asarray(tokens).reshape(-1), k, policy)
-        a, res = a.reshape(k, N, T), res.reshape(N, T)
-        A = np.zeros((k, N, T, D))
-        Rm = np.ones((N, T, D))
-        for du in range(D):
-            A[:, :, : T - du, du] = a[:, :, du:]
-            Rm[:, : T - du, du] = res[:, du:]
-        out[k] = (A, Rm)
+        out[k] = by_depth(a.reshape(k, N, T), res.reshape(N, T), D)
     return out
 
 
