@@ -12,13 +12,14 @@ The benchmark required by issue 4 ("prints these as ratios"); writes decoder_spe
 
 Usage: python benchmarks/decoder_speed.py [--quick] [--out DIR] [--target NAME] [--drafts a,b] [--threads N]
 """
+
 from __future__ import annotations
 
 import torch
 
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.validation import measure_speed, resolve_models
 
 RATIO_MIN = 0.8
@@ -34,30 +35,56 @@ def run(args, name="decoder_speed"):
     target = load_model(target_name, device=args.device)
     results, headline = {}, []
     for dname in drafts:
-        r = measure_speed(target, load_model(dname, device=args.device), prompts, T, gammas, repeats=repeats,
-                          device=args.device)
+        r = measure_speed(
+            target,
+            load_model(dname, device=args.device),
+            prompts,
+            T,
+            gammas,
+            repeats=repeats,
+            device=args.device,
+        )
         results[dname] = r
-        print(f"\n== target={target_name} draft={dname}: batch {args.batch}, T={T}, c = {r['c']:.3f} "
-              f"(t_target {1e3 * r['t_target']:.2f} ms, t_draft {1e3 * r['t_draft']:.2f} ms per token)")
-        print(f"{'gamma':>5s} {'alpha':>6s} {'measured':>9s} {'predicted':>9s} {'ratio':>6s} {'pred(counts)':>12s} "
-              f"{'ratio':>6s} {'call cost':>9s} {'step cost':>9s} {'overhead':>8s}")
+        print(
+            f"\n== target={target_name} draft={dname}: batch {args.batch}, T={T}, c = {r['c']:.3f} "
+            f"(t_target {1e3 * r['t_target']:.2f} ms, t_draft {1e3 * r['t_draft']:.2f} ms per token)"
+        )
+        print(
+            f"{'gamma':>5s} {'alpha':>6s} {'measured':>9s} {'predicted':>9s} {'ratio':>6s} {'pred(counts)':>12s} "
+            f"{'ratio':>6s} {'call cost':>9s} {'step cost':>9s} {'overhead':>8s}"
+        )
         for row in r["rows"]:
             flag = "" if row["ratio"] >= RATIO_MIN else "  < 0.8"
-            print(f"{row['gamma']:5d} {row['alpha']:6.3f} {row['measured']:9.3f} {row['predicted']:9.3f} "
-                  f"{row['ratio']:6.2f} {row['predicted_counts']:12.3f} {row['ratio_counts']:6.2f} "
-                  f"{row['target_call_cost']:9.2f} {row['draft_step_cost']:9.2f} {100 * row['overhead_fraction']:7.1f}%{flag}")
+            print(
+                f"{row['gamma']:5d} {row['alpha']:6.3f} {row['measured']:9.3f} {row['predicted']:9.3f} "
+                f"{row['ratio']:6.2f} {row['predicted_counts']:12.3f} {row['ratio_counts']:6.2f} "
+                f"{row['target_call_cost']:9.2f} {row['draft_step_cost']:9.2f} {100 * row['overhead_fraction']:7.1f}%{flag}"
+            )
         best = max(r["rows"], key=lambda x: x["measured"])
         headline += [
-            {"name": f"speed {dname}: best measured speedup (CPU, batch {args.batch})", "value": best["measured"],
-             "note": f"gamma={best['gamma']}, predicted {best['predicted']:.2f}, c={r['c']:.3f}"},
-            {"name": f"speed {dname}: min measured/predicted over gamma", "value": min(x["ratio"] for x in r["rows"]),
-             "note": f"must be >= {RATIO_MIN}; median call cost {sorted(x['target_call_cost'] for x in r['rows'])[len(r['rows']) // 2]:.2f} x one-token step"},
+            {
+                "name": f"speed {dname}: best measured speedup (CPU, batch {args.batch})",
+                "value": best["measured"],
+                "note": f"gamma={best['gamma']}, predicted {best['predicted']:.2f}, c={r['c']:.3f}",
+            },
+            {
+                "name": f"speed {dname}: min measured/predicted over gamma",
+                "value": min(x["ratio"] for x in r["rows"]),
+                "note": f"must be >= {RATIO_MIN}; median call cost {sorted(x['target_call_cost'] for x in r['rows'])[len(r['rows']) // 2]:.2f} x one-token step",
+            },
         ]
     ratios = [row["ratio"] for r in results.values() for row in r["rows"]]
-    print(f"\nmeasured/predicted: min {min(ratios):.2f}, max {max(ratios):.2f}; "
-          f"{sum(x < RATIO_MIN for x in ratios)} of {len(ratios)} below {RATIO_MIN}")
-    path = write_result(args.out, name, {"target": target_name, "drafts": drafts, "horizon": T, "batch": args.batch,
-                                         "results": results}, headline, device=args.device)
+    print(
+        f"\nmeasured/predicted: min {min(ratios):.2f}, max {max(ratios):.2f}; "
+        f"{sum(x < RATIO_MIN for x in ratios)} of {len(ratios)} below {RATIO_MIN}"
+    )
+    path = write_result(
+        args.out,
+        name,
+        {"target": target_name, "drafts": drafts, "horizon": T, "batch": args.batch, "results": results},
+        headline,
+        device=args.device,
+    )
     print("wrote", path)
     return results
 

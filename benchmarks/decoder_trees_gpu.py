@@ -11,6 +11,7 @@ On the shipped target with draft-small trees and the Medusa heads' sparse tree:
 
 Usage: python benchmarks/decoder_trees_gpu.py [--quick] [--out DIR] [--device cuda]
 """
+
 from __future__ import annotations
 
 import time
@@ -37,10 +38,11 @@ def _sync(dev):
 
 @torch.inference_mode()
 def head_laws(target, heads, paths, L, T):
-    logits, hidden = target(torch.as_tensor(paths[:, :-1], device=next(target.parameters()).device),
-                            return_hidden=True)
-    tl = logits_to_probs(logits[:, L - 1:]).double().cpu().numpy()
-    hl = logits_to_probs(heads(hidden[:, L - 2: L - 2 + T], target.wte.weight)).double().cpu().numpy()
+    logits, hidden = target(
+        torch.as_tensor(paths[:, :-1], device=next(target.parameters()).device), return_hidden=True
+    )
+    tl = logits_to_probs(logits[:, L - 1 :]).double().cpu().numpy()
+    hl = logits_to_probs(heads(hidden[:, L - 2 : L - 2 + T], target.wte.weight)).double().cpu().numpy()
     return tl, hl
 
 
@@ -55,8 +57,10 @@ def main(argv=None):
     gpu = dev.startswith("cuda")
     if not (gpu or q or args.sequences):
         # the full run is the GPU check; a CPU run must not replace results/decoder_trees_gpu.json
-        print("decoder_trees_gpu: no CUDA device, nothing written (the committed result comes from a GPU); "
-              "use --quick, or --sequences N, to run it on CPU")
+        print(
+            "decoder_trees_gpu: no CUDA device, nothing written (the committed result comes from a GPU); "
+            "use --quick, or --sequences N, to run it on CPU"
+        )
         return 0
     N = args.sequences or (64 if q else 2048)
     T = 8 if q else 16
@@ -72,11 +76,34 @@ def main(argv=None):
     ragged = [list(p[: 4 + i % 12]) for i, p in enumerate(repeat_prompts(prompts, nb))]
     ar = autoregressive_generate(target, ragged, T, temperature=0, device=dev)
     eq = {}
-    for name, run in (("draft-small 2x2x1 tree_rrs", lambda: tree_generate(target, draft, ragged, T, DraftTree.from_branching(
-            [2, 2, 1]), "tree_rrs", temperature=0, device=dev)),
-                      ("medusa sparse16 tree_topk", lambda: medusa_generate(target, heads, ragged, T, sparse_tree(
-                          np.array(hinfo["heldout"]["rank_accuracy"])[:, :4], 16), "tree_topk", temperature=0,
-                          device=dev))):
+    for name, run in (
+        (
+            "draft-small 2x2x1 tree_rrs",
+            lambda: tree_generate(
+                target,
+                draft,
+                ragged,
+                T,
+                DraftTree.from_branching([2, 2, 1]),
+                "tree_rrs",
+                temperature=0,
+                device=dev,
+            ),
+        ),
+        (
+            "medusa sparse16 tree_topk",
+            lambda: medusa_generate(
+                target,
+                heads,
+                ragged,
+                T,
+                sparse_tree(np.array(hinfo["heldout"]["rank_accuracy"])[:, :4], 16),
+                "tree_topk",
+                temperature=0,
+                device=dev,
+            ),
+        ),
+    ):
         res = run()
         eq[name] = int(sum(not np.array_equal(a, b) for a, b in zip(ar.tokens, res.tokens)))
         print(f"greedy, {nb} ragged prompts, {name}: {eq[name]} sequences differ from autoregressive")
@@ -89,10 +116,12 @@ def main(argv=None):
     toks = paths[:, L:]
     acc = np.array(hinfo["heldout"]["rank_accuracy"])
     rows = []
-    cases = [("draft-small", "path4", DraftTree.from_branching([1, 1, 1, 1]), "tree_rrs", "iid"),
-             ("draft-small", "2x2x1", DraftTree.from_branching([2, 2, 1]), "tree_rrs", "iid"),
-             ("draft-small", "2x2x1", DraftTree.from_branching([2, 2, 1]), "tree_topk", "topk"),
-             ("medusa", "sparse16", sparse_tree(acc[:, :4], 16), "tree_topk", "topk")]
+    cases = [
+        ("draft-small", "path4", DraftTree.from_branching([1, 1, 1, 1]), "tree_rrs", "iid"),
+        ("draft-small", "2x2x1", DraftTree.from_branching([2, 2, 1]), "tree_rrs", "iid"),
+        ("draft-small", "2x2x1", DraftTree.from_branching([2, 2, 1]), "tree_topk", "topk"),
+        ("medusa", "sparse16", sparse_tree(acc[:, :4], 16), "tree_topk", "topk"),
+    ]
     tl_h = hl = None
     for drafter, tname, tree, v, policy in cases:
         if drafter == "medusa":
@@ -101,29 +130,47 @@ def main(argv=None):
             pred = tree_round_dp(tree, medusa_tables(tl_h, hl, toks, tree, policy), T)["target_calls"]
             res = medusa_generate(target, heads, list(pr), T, tree, v, seed=0, device=dev)
         else:
-            pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, policy), T)["target_calls"]
+            pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, policy), T)[
+                "target_calls"
+            ]
             res = tree_generate(target, draft, list(pr), T, tree, v, seed=0, device=dev)
         mc, sc = mean_se(res.stats.target_calls.astype(float))
         pc, psc = mean_se(pred)
         z = float(zscore(pc, psc, mc, sc))
-        rows.append({"drafter": drafter, "tree": tname, "verifier": v, "measured_tokens_per_call": T / mc,
-                     "measured_se": T * sc / mc ** 2, "predicted_tokens_per_call": T / pc,
-                     "predicted_se": T * psc / pc ** 2, "z": z, "agree": abs(z) < 5})
-        print(f"{drafter:12s} {tname:8s} {v:10s} N={N}: measured {T / mc:.4f}±{T * sc / mc ** 2:.4f} "
-              f"predicted {T / pc:.4f}±{T * psc / pc ** 2:.4f} z={z:+.2f}")
+        rows.append(
+            {
+                "drafter": drafter,
+                "tree": tname,
+                "verifier": v,
+                "measured_tokens_per_call": T / mc,
+                "measured_se": T * sc / mc**2,
+                "predicted_tokens_per_call": T / pc,
+                "predicted_se": T * psc / pc**2,
+                "z": z,
+                "agree": abs(z) < 5,
+            }
+        )
+        print(
+            f"{drafter:12s} {tname:8s} {v:10s} N={N}: measured {T / mc:.4f}±{T * sc / mc**2:.4f} "
+            f"predicted {T / pc:.4f}±{T * psc / pc**2:.4f} z={z:+.2f}"
+        )
     out["large_batch"] = rows
 
     # 3. throughput
     speed = []
-    for B in ((1, 16) if q else ((1, 64, 1024) if gpu else (1, 64))):
+    for B in (1, 16) if q else ((1, 64, 1024) if gpu else (1, 64)):
         bp = list(repeat_prompts(prompts, B))
-        runs = {"autoregressive": lambda: autoregressive_generate(target, bp, T, seed=1, device=dev),
-                "draft-small 2x2x1 tree_rrs": lambda: tree_generate(target, draft, bp, T, DraftTree.from_branching(
-                    [2, 2, 1]), "tree_rrs", seed=1, device=dev),
-                "medusa sparse16 tree_topk": lambda: medusa_generate(target, heads, bp, T, sparse_tree(
-                    acc[:, :4], 16), "tree_topk", seed=1, device=dev)}
+        runs = {
+            "autoregressive": lambda: autoregressive_generate(target, bp, T, seed=1, device=dev),
+            "draft-small 2x2x1 tree_rrs": lambda: tree_generate(
+                target, draft, bp, T, DraftTree.from_branching([2, 2, 1]), "tree_rrs", seed=1, device=dev
+            ),
+            "medusa sparse16 tree_topk": lambda: medusa_generate(
+                target, heads, bp, T, sparse_tree(acc[:, :4], 16), "tree_topk", seed=1, device=dev
+            ),
+        }
         for name, f in runs.items():
-            f()                                                         # warm-up
+            f()  # warm-up
             _sync(dev)
             s = time.perf_counter()
             f()
@@ -134,12 +181,26 @@ def main(argv=None):
     out["throughput"] = speed
     out["seconds"] = time.perf_counter() - t0
     n_bad = sum(not r["agree"] for r in rows)
-    headline = [{"name": "tree decoding at large batch: greedy sequences differing from autoregressive",
-                 "value": int(sum(eq.values())), "note": f"{nb} ragged prompts x {len(eq)} drafters"},
-                {"name": "tree decoding at large batch: tokens per call outside 5 SE of the RB prediction",
-                 "value": n_bad, "note": f"of {len(rows)}, N={N}"}]
-    path = write_result(args.out, "decoder_trees_gpu", out, headline, argv=argv and ["benchmarks/decoder_trees_gpu.py", *argv],
-                        device=dev)
+    headline = [
+        {
+            "name": "tree decoding at large batch: greedy sequences differing from autoregressive",
+            "value": int(sum(eq.values())),
+            "note": f"{nb} ragged prompts x {len(eq)} drafters",
+        },
+        {
+            "name": "tree decoding at large batch: tokens per call outside 5 SE of the RB prediction",
+            "value": n_bad,
+            "note": f"of {len(rows)}, N={N}",
+        },
+    ]
+    path = write_result(
+        args.out,
+        "decoder_trees_gpu",
+        out,
+        headline,
+        argv=argv and ["benchmarks/decoder_trees_gpu.py", *argv],
+        device=dev,
+    )
     print(f"{n_bad} of {len(rows)} outside 5 SE; wrote {path} in {out['seconds']:.0f} s")
     return 0
 

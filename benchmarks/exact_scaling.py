@@ -14,6 +14,7 @@ wall time.
 
 Usage: python benchmarks/exact_scaling.py [--quick] [--out DIR]
 """
+
 from __future__ import annotations
 
 import os
@@ -43,9 +44,17 @@ def time_exact(V, T, gamma, seed=0):
     t0 = time.perf_counter()
     tvs = analysis.tv_profile(st.DecodingChain(chain.target, chain.draft, chain.initial), T)
     t_tv = time.perf_counter() - t0
-    return {"V": V, "T": T, "gamma": gamma, "seconds_recursion": t_rec, "cpu_seconds_recursion": c_rec,
-            "seconds_cached_rest": t_cached, "seconds_tv_profile": t_tv,
-            "expected_target_calls": calls, "tv_sum": float(tvs.sum())}
+    return {
+        "V": V,
+        "T": T,
+        "gamma": gamma,
+        "seconds_recursion": t_rec,
+        "cpu_seconds_recursion": c_rec,
+        "seconds_cached_rest": t_cached,
+        "seconds_tv_profile": t_tv,
+        "expected_target_calls": calls,
+        "tv_sum": float(tvs.sum()),
+    }
 
 
 def slope(xs, ys):
@@ -60,12 +69,16 @@ def main(argv=None):
     T_fix, V_fix = (128, 128) if args.quick else (512, 256)
     by_V = [time_exact(V, T_fix, gamma) for V in Vs]
     for r in by_V:
-        print(f"V={r['V']:5d} T={r['T']:4d} gamma={gamma}: recursion {r['seconds_recursion']:.3f} s, "
-              f"tv_profile {r['seconds_tv_profile']:.4f} s")
+        print(
+            f"V={r['V']:5d} T={r['T']:4d} gamma={gamma}: recursion {r['seconds_recursion']:.3f} s, "
+            f"tv_profile {r['seconds_tv_profile']:.4f} s"
+        )
     by_T = [time_exact(V_fix, T, gamma) for T in Ts]
     for r in by_T:
-        print(f"V={r['V']:5d} T={r['T']:4d} gamma={gamma}: recursion {r['seconds_recursion']:.3f} s, "
-              f"tv_profile {r['seconds_tv_profile']:.4f} s")
+        print(
+            f"V={r['V']:5d} T={r['T']:4d} gamma={gamma}: recursion {r['seconds_recursion']:.3f} s, "
+            f"tv_profile {r['seconds_tv_profile']:.4f} s"
+        )
     sV = slope(Vs, [r["seconds_recursion"] for r in by_V])
     sT = slope(Ts, [r["seconds_recursion"] for r in by_T])
     print("(wall seconds; cpu seconds are in the JSON)")
@@ -73,22 +86,42 @@ def main(argv=None):
     budget = None
     if not args.quick:
         budget = time_exact(1024, 512, 8)
-        print(f"budget case V=S=1024, T=512, gamma=8: {budget['seconds_recursion']:.2f} s wall, "
-              f"{budget['cpu_seconds_recursion']:.2f} s cpu "
-              f"(requirement < 10 s: {'met' if budget['seconds_recursion'] < 10 else 'NOT met'})")
-    out = {"blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
-           "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
-           "by_V": by_V, "by_T": by_T, "slope_V": sV, "slope_T": sT, "budget_case": budget}
+        print(
+            f"budget case V=S=1024, T=512, gamma=8: {budget['seconds_recursion']:.2f} s wall, "
+            f"{budget['cpu_seconds_recursion']:.2f} s cpu "
+            f"(requirement < 10 s: {'met' if budget['seconds_recursion'] < 10 else 'NOT met'})"
+        )
+    out = {
+        "blas_threads": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,
+        "by_V": by_V,
+        "by_T": by_T,
+        "slope_V": sV,
+        "slope_T": sT,
+        "budget_case": budget,
+    }
     rows = []
     if budget is not None:
-        rows.append(headline("exact recursion, budget case V=S=1024, T=512, gamma=8: wall seconds (requirement < 10)",
-                             budget["seconds_recursion"], note=f"{budget['cpu_seconds_recursion']:.2f} s cpu"))
+        rows.append(
+            headline(
+                "exact recursion, budget case V=S=1024, T=512, gamma=8: wall seconds (requirement < 10)",
+                budget["seconds_recursion"],
+                note=f"{budget['cpu_seconds_recursion']:.2f} s cpu",
+            )
+        )
     else:
         big = by_V[-1]
-        rows.append(headline(f"exact recursion, V=S={big['V']}, T={big['T']}, gamma={gamma}: wall seconds",
-                             big["seconds_recursion"], note="--quick: budget case not run"))
-    rows += [headline(f"exact recursion time, log-log slope in V (T={T_fix})", sV),
-             headline(f"exact recursion time, log-log slope in T (V={V_fix})", sT)]
+        rows.append(
+            headline(
+                f"exact recursion, V=S={big['V']}, T={big['T']}, gamma={gamma}: wall seconds",
+                big["seconds_recursion"],
+                note="--quick: budget case not run",
+            )
+        )
+    rows += [
+        headline(f"exact recursion time, log-log slope in V (T={T_fix})", sV),
+        headline(f"exact recursion time, log-log slope in T (V={V_fix})", sT),
+    ]
     path = write_results(__file__, out, args.out, argv, rows)
     print(f"wrote {path}")
 

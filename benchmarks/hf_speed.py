@@ -17,6 +17,7 @@ faster. Writes ``hf_speed.json``.
 
 Usage: python benchmarks/hf_speed.py [--quick] [--out DIR] [--threads N]
 """
+
 from __future__ import annotations
 
 import copy
@@ -37,8 +38,15 @@ GAMMA = 4
 def build(quick: bool, seed: int = 0):
     """The target, the agreeing draft (its first block) and an unrelated draft, float32, eval."""
     width, layers, vocab = (64, 3, 512) if quick else (512, 8, 8192)
-    config = transformers.GPT2Config(n_layer=layers, n_embd=width, n_head=8, vocab_size=vocab, n_positions=512,
-                                     tie_word_embeddings=False, pad_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=layers,
+        n_embd=width,
+        n_head=8,
+        vocab_size=vocab,
+        n_positions=512,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+    )
     torch.manual_seed(seed)
     target = transformers.GPT2LMHeadModel(config).eval()
     with torch.no_grad():
@@ -51,7 +59,9 @@ def build(quick: bool, seed: int = 0):
     agreeing.transformer.h = agreeing.transformer.h[:1]
     agreeing.config.n_layer = 1
     torch.manual_seed(seed + 1)
-    unrelated = transformers.GPT2LMHeadModel(transformers.GPT2Config(**{**config.to_dict(), "n_layer": 1})).eval()
+    unrelated = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(**{**config.to_dict(), "n_layer": 1})
+    ).eval()
     return target, {"agreeing": agreeing, "unrelated": unrelated}
 
 
@@ -68,11 +78,13 @@ def single_prompt(target, draft, prompt, n_new, repeats):
     ids = torch.tensor([prompt])
     mask = torch.ones_like(ids)
     wrapped_t, wrapped_d = HFCausalLM(target), HFCausalLM(draft)
-    hf_kw = dict(attention_mask=mask, max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False, pad_token_id=0)
+    hf_kw = dict(
+        attention_mask=mask, max_new_tokens=n_new, min_new_tokens=n_new, do_sample=False, pad_token_id=0
+    )
 
     def hf_generate():
         with torch.no_grad():
-            return target.generate(ids, **hf_kw)[0, len(prompt):].tolist()
+            return target.generate(ids, **hf_kw)[0, len(prompt) :].tolist()
 
     # equal settings: HF's assistant drafts exactly GAMMA tokens per round (constant schedule) and does
     # not stop early on low confidence (its default assistant_confidence_threshold would)
@@ -82,29 +94,43 @@ def single_prompt(target, draft, prompt, n_new, repeats):
 
     def hf_assisted():
         with torch.no_grad():
-            return target.generate(ids, assistant_model=draft, num_assistant_tokens=GAMMA,
-                                   num_assistant_tokens_schedule="constant", **hf_kw)[0, len(prompt):].tolist()
+            return target.generate(
+                ids,
+                assistant_model=draft,
+                num_assistant_tokens=GAMMA,
+                num_assistant_tokens_schedule="constant",
+                **hf_kw,
+            )[0, len(prompt) :].tolist()
 
     def st_speculative():
-        return hf_speculative_generate(wrapped_t, wrapped_d, ids, n_new, GAMMA, do_sample=False,
-                                       eos_token_id=None)
+        return hf_speculative_generate(
+            wrapped_t, wrapped_d, ids, n_new, GAMMA, do_sample=False, eos_token_id=None
+        )
 
     def st_autoregressive():
         return autoregressive_generate(wrapped_t, [prompt], n_new, temperature=0).tokens[0].tolist()
 
     runs = {}
-    for name, fn in [("hf_generate", hf_generate), ("hf_assisted", hf_assisted),
-                     ("spectheory_speculative", st_speculative), ("spectheory_autoregressive", st_autoregressive)]:
+    for name, fn in [
+        ("hf_generate", hf_generate),
+        ("hf_assisted", hf_assisted),
+        ("spectheory_speculative", st_speculative),
+        ("spectheory_autoregressive", st_autoregressive),
+    ]:
         if repeats > 1:
             fn()  # warm-up (full mode)
         runs[name] = timed(fn, repeats)
     spec = runs["spectheory_speculative"][2]
-    outputs = {k: (v[2].tokens[0].tolist() if k == "spectheory_speculative" else v[2]) for k, v in runs.items()}
+    outputs = {
+        k: (v[2].tokens[0].tolist() if k == "spectheory_speculative" else v[2]) for k, v in runs.items()
+    }
     identical = len({tuple(o) for o in outputs.values()}) == 1
     t = {k: v[0] for k, v in runs.items()}
     return {
-        "seconds_median": t, "seconds_min": {k: v[1] for k, v in runs.items()},
-        "acceptance": spec.stats.totals()["acceptance"], "identical_outputs": identical,
+        "seconds_median": t,
+        "seconds_min": {k: v[1] for k, v in runs.items()},
+        "acceptance": spec.stats.totals()["acceptance"],
+        "identical_outputs": identical,
         "ratio_speculative_vs_assisted": t["spectheory_speculative"] / t["hf_assisted"],
         "ratio_speculative_vs_generate": t["spectheory_speculative"] / t["hf_generate"],
         "ratio_autoregressive_vs_generate": t["spectheory_autoregressive"] / t["hf_generate"],
@@ -123,20 +149,30 @@ def ragged(target, draft, n_new, repeats, quick):
     wt, wd = HFCausalLM(target), HFCausalLM(draft)
 
     def batched():
-        return hf_speculative_generate(wt, wd, ids, n_new, GAMMA, attention_mask=mask, do_sample=False,
-                                       eos_token_id=None).tokens
+        return hf_speculative_generate(
+            wt, wd, ids, n_new, GAMMA, attention_mask=mask, do_sample=False, eos_token_id=None
+        ).tokens
 
     def loop():
-        return [hf_speculative_generate(wt, wd, torch.tensor([p]), n_new, GAMMA, do_sample=False,
-                                        eos_token_id=None).tokens[0] for p in prompts]
+        return [
+            hf_speculative_generate(
+                wt, wd, torch.tensor([p]), n_new, GAMMA, do_sample=False, eos_token_id=None
+            ).tokens[0]
+            for p in prompts
+        ]
 
     if repeats > 1:
         batched(), loop()
     tb, _, out_b = timed(batched, repeats)
     tl, _, out_l = timed(loop, repeats)
     same = all(np.array_equal(a, b) for a, b in zip(out_b, out_l))
-    return {"prompt_lengths": lengths.tolist(), "seconds_batched": tb, "seconds_loop": tl,
-            "ratio_batched_vs_loop": tb / tl, "identical_outputs": same}
+    return {
+        "prompt_lengths": lengths.tolist(),
+        "seconds_batched": tb,
+        "seconds_loop": tl,
+        "ratio_batched_vs_loop": tb / tl,
+        "identical_outputs": same,
+    }
 
 
 def main(argv=None):
@@ -148,34 +184,67 @@ def main(argv=None):
     n_new, repeats = (24, 1) if args.quick else (100, 3)
     target, drafts = build(args.quick)
     prompt = np.random.default_rng(1).integers(1, target.config.vocab_size, size=16).tolist()
-    data = {"gamma": GAMMA, "new_tokens": n_new, "repeats": repeats, "threads": args.threads,
-            "target": {"n_layer": target.config.n_layer, "n_embd": target.config.n_embd,
-                       "vocab_size": target.config.vocab_size}, "single": {}}
+    data = {
+        "gamma": GAMMA,
+        "new_tokens": n_new,
+        "repeats": repeats,
+        "threads": args.threads,
+        "target": {
+            "n_layer": target.config.n_layer,
+            "n_embd": target.config.n_embd,
+            "vocab_size": target.config.vocab_size,
+        },
+        "single": {},
+    }
     rows = []
     for name, draft in drafts.items():
         r = single_prompt(target, draft, prompt, n_new, repeats)
         data["single"][name] = r
-        print(f"draft {name}: acceptance {r['acceptance']:.2f}, identical outputs {r['identical_outputs']}; "
-              + ", ".join(f"{k} {v:.3f} s" for k, v in r["seconds_median"].items()))
-        rows += [headline(f"HF speed, {name} draft: spectheory speculative / HF assisted (time)",
-                          r["ratio_speculative_vs_assisted"], note=f"greedy, gamma {GAMMA}, {n_new} tokens, "
-                          f"acceptance {r['acceptance']:.2f}; < 1 = spectheory faster"),
-                 headline(f"HF speed, {name} draft: spectheory speculative / HF generate (time)",
-                          r["ratio_speculative_vs_generate"]),
-                 headline(f"HF speed, {name} draft: HF assisted / HF generate (time)",
-                          r["ratio_assisted_vs_generate"])]
+        print(
+            f"draft {name}: acceptance {r['acceptance']:.2f}, identical outputs {r['identical_outputs']}; "
+            + ", ".join(f"{k} {v:.3f} s" for k, v in r["seconds_median"].items())
+        )
+        rows += [
+            headline(
+                f"HF speed, {name} draft: spectheory speculative / HF assisted (time)",
+                r["ratio_speculative_vs_assisted"],
+                note=f"greedy, gamma {GAMMA}, {n_new} tokens, "
+                f"acceptance {r['acceptance']:.2f}; < 1 = spectheory faster",
+            ),
+            headline(
+                f"HF speed, {name} draft: spectheory speculative / HF generate (time)",
+                r["ratio_speculative_vs_generate"],
+            ),
+            headline(
+                f"HF speed, {name} draft: HF assisted / HF generate (time)", r["ratio_assisted_vs_generate"]
+            ),
+        ]
     r = data["single"]["agreeing"]
-    rows.append(headline("HF speed: spectheory autoregressive / HF generate (time)",
-                         r["ratio_autoregressive_vs_generate"]))
+    rows.append(
+        headline(
+            "HF speed: spectheory autoregressive / HF generate (time)", r["ratio_autoregressive_vs_generate"]
+        )
+    )
     data["ragged"] = ragged(target, drafts["agreeing"], n_new, repeats, args.quick)
-    print(f"ragged batch of 8: batched {data['ragged']['seconds_batched']:.3f} s, loop "
-          f"{data['ragged']['seconds_loop']:.3f} s, identical {data['ragged']['identical_outputs']}")
-    rows.append(headline("HF speed: ragged batch of 8, one spectheory call / per-prompt loop (time)",
-                         data["ragged"]["ratio_batched_vs_loop"], note="agreeing draft"))
+    print(
+        f"ragged batch of 8: batched {data['ragged']['seconds_batched']:.3f} s, loop "
+        f"{data['ragged']['seconds_loop']:.3f} s, identical {data['ragged']['identical_outputs']}"
+    )
+    rows.append(
+        headline(
+            "HF speed: ragged batch of 8, one spectheory call / per-prompt loop (time)",
+            data["ragged"]["ratio_batched_vs_loop"],
+            note="agreeing draft",
+        )
+    )
     ok = all(v["identical_outputs"] for v in data["single"].values()) and data["ragged"]["identical_outputs"]
     rows.append(headline("HF speed: greedy outputs identical across decoders", bool(ok)))
     for row in rows:
-        print(f"  {row['name']}: {row['value']:.3f}" if isinstance(row["value"], float) else f"  {row['name']}: {row['value']}")
+        print(
+            f"  {row['name']}: {row['value']:.3f}"
+            if isinstance(row["value"], float)
+            else f"  {row['name']}: {row['value']}"
+        )
     path = write_results(__file__, data, out=args.out, argv=argv, headlines=rows)
     print("wrote", path)
     if not ok:

@@ -16,6 +16,7 @@ speed is not bought by doing something else. Writes ``simulator_speed.json`` int
 
 Usage: python benchmarks/simulator_speed.py [--quick] [--runs N] [--ref-runs N] [--out DIR]
 """
+
 from __future__ import annotations
 
 import time
@@ -23,9 +24,9 @@ import time
 import numpy as np
 
 import spectheory as st
-from spectheory.montecarlo import simulator as mc
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.laws.sampling import CdfTable
+from spectheory.montecarlo import simulator as mc
 
 
 def reference_simulate(chain, horizon, gamma, n_runs, rng, bonus=True, sampler="choice"):
@@ -51,20 +52,20 @@ def reference_simulate(chain, horizon, gamma, n_runs, rng, bonus=True, sampler="
             k = min(gamma, T - n)
             calls[r] += 1
             xs, states = [], [s]
-            for i in range(k):                       # draft k tokens along the path
+            for i in range(k):  # draft k tokens along the path
                 target, draft = chain.kernels(n + i)
                 x = draw(draft[states[-1]])
                 xs.append(x)
                 states.append(int(chain.next_state[states[-1], x]))
             j = 0
-            while j < k:                             # verify left to right
+            while j < k:  # verify left to right
                 target, draft = chain.kernels(n + j)
                 t, d = target[states[j]], draft[states[j]]
                 if rng.random() * d[xs[j]] < t[xs[j]]:
                     j += 1
                     continue
                 break
-            if j < k:                                # rejection: residual token
+            if j < k:  # rejection: residual token
                 rejections[r] += 1
                 target, draft = chain.kernels(n + j)
                 t, d = target[states[j]], draft[states[j]]
@@ -73,7 +74,7 @@ def reference_simulate(chain, horizon, gamma, n_runs, rng, bonus=True, sampler="
                 y = draw(res)
                 s = int(chain.next_state[states[j], y])
                 n += j + 1
-            elif bonus and n + k < T:                # bonus token from the target
+            elif bonus and n + k < T:  # bonus token from the target
                 target, _ = chain.kernels(n + k)
                 y = draw(target[states[k]])
                 s = int(chain.next_state[states[k], y])
@@ -122,8 +123,7 @@ def main(argv=None):
     n_ref = args.ref_runs or (10 if args.quick else 40)
     V, g, T = args.vocab, args.gamma, args.horizon
 
-    chain = st.DecodingChain.random(V, concentration=0.3, draft_concentration=0.3,
-                                    similarity=0.5, rng=0)
+    chain = st.DecodingChain.random(V, concentration=0.3, draft_concentration=0.3, similarity=0.5, rng=0)
     mc.simulate(chain, T, g, 50, rng=0, progress=False)  # builds the CDF tables once (cached)
     t_sim, res = timed(lambda: mc.simulate(chain, T, g, n_runs, rng=1, progress=False), repeat=2)
     t_ref, (ref_calls, _) = timed(lambda: reference_simulate(chain, T, g, n_ref, rng=2))
@@ -148,37 +148,74 @@ def main(argv=None):
     per_run_sim = t_sim / n_runs
     per_run_ref = t_ref / n_ref
     out = {
-        "setting": {"vocab": V, "gamma": g, "horizon": T, "sim_runs": n_runs, "ref_runs": n_ref,
-                    "chain": "DecodingChain.random(V, concentration=0.3, similarity=0.5, rng=0)"},
-        "seconds_per_run": {"simulator": per_run_sim, "reference_loop": per_run_ref,
-                            "reference_loop_tuned_cumsum": per_run_ref2,
-                            "floor_sampling": t_floor / n_runs,
-                            "simulator_without_cdf_tables": t_notab / n_runs},
+        "setting": {
+            "vocab": V,
+            "gamma": g,
+            "horizon": T,
+            "sim_runs": n_runs,
+            "ref_runs": n_ref,
+            "chain": "DecodingChain.random(V, concentration=0.3, similarity=0.5, rng=0)",
+        },
+        "seconds_per_run": {
+            "simulator": per_run_sim,
+            "reference_loop": per_run_ref,
+            "reference_loop_tuned_cumsum": per_run_ref2,
+            "floor_sampling": t_floor / n_runs,
+            "simulator_without_cdf_tables": t_notab / n_runs,
+        },
         "categorical_samples": n_samples,
         "speedup_vs_reference": per_run_ref / per_run_sim,
         "speedup_vs_tuned_reference": per_run_ref2 / per_run_sim,
         "ratio_to_floor": t_sim / t_floor,
         "ratio_to_floor_without_tables": t_notab / t_floor,
-        "target_calls_mean": {"simulator": [m_sim, se_sim], "reference": [m_ref, se_ref], "z": z,
-                              "reference_tuned": [m_ref2, se_ref2], "z_tuned": z2},
-        "requirements": {"speedup_vs_reference >= 100": per_run_ref / per_run_sim >= 100,
-                         "ratio_to_floor <= 4": t_sim / t_floor <= 4},
+        "target_calls_mean": {
+            "simulator": [m_sim, se_sim],
+            "reference": [m_ref, se_ref],
+            "z": z,
+            "reference_tuned": [m_ref2, se_ref2],
+            "z_tuned": z2,
+        },
+        "requirements": {
+            "speedup_vs_reference >= 100": per_run_ref / per_run_sim >= 100,
+            "ratio_to_floor <= 4": t_sim / t_floor <= 4,
+        },
     }
     print(f"V={V} gamma={g} T={T}; simulator {n_runs} runs, reference {n_ref} runs")
     print(f"  simulator        {per_run_sim * 1e3:9.4f} ms/run")
-    print(f"  reference loop   {per_run_ref * 1e3:9.4f} ms/run   -> simulator is {out['speedup_vs_reference']:.0f}x faster (rng.choice per token)")
-    print(f"  tuned reference  {per_run_ref2 * 1e3:9.4f} ms/run   -> simulator is {out['speedup_vs_tuned_reference']:.0f}x faster (cumsum+searchsorted per token)")
-    print(f"  sampling floor   {t_floor / n_runs * 1e3:9.4f} ms/run   -> simulator / floor = {out['ratio_to_floor']:.2f}")
-    print(f"  without CDF tables {t_notab / n_runs * 1e3:7.4f} ms/run   -> / floor = {out['ratio_to_floor_without_tables']:.2f}")
-    print(f"  mean target calls: simulator {m_sim:.3f} +- {se_sim:.3f}, reference {m_ref:.3f} +- {se_ref:.3f} (z = {z:.2f}), tuned {m_ref2:.3f} +- {se_ref2:.3f} (z = {z2:.2f})")
-    path = write_results(__file__, out, args.out, argv, [
-        headline(f"simulator speedup vs per-token reference loop (V={V}, gamma={g}, T={T}; requirement >= 100x)",
-                 out["speedup_vs_reference"], note="rng.choice per token"),
-        headline("simulator speedup vs tuned reference loop (cumsum + searchsorted per token)",
-                 out["speedup_vs_tuned_reference"]),
-        headline("simulator time / vectorised sampling floor (requirement <= 4)", out["ratio_to_floor"]),
-        headline("simulator vs reference loop, mean target calls z", z),
-    ])
+    print(
+        f"  reference loop   {per_run_ref * 1e3:9.4f} ms/run   -> simulator is {out['speedup_vs_reference']:.0f}x faster (rng.choice per token)"
+    )
+    print(
+        f"  tuned reference  {per_run_ref2 * 1e3:9.4f} ms/run   -> simulator is {out['speedup_vs_tuned_reference']:.0f}x faster (cumsum+searchsorted per token)"
+    )
+    print(
+        f"  sampling floor   {t_floor / n_runs * 1e3:9.4f} ms/run   -> simulator / floor = {out['ratio_to_floor']:.2f}"
+    )
+    print(
+        f"  without CDF tables {t_notab / n_runs * 1e3:7.4f} ms/run   -> / floor = {out['ratio_to_floor_without_tables']:.2f}"
+    )
+    print(
+        f"  mean target calls: simulator {m_sim:.3f} +- {se_sim:.3f}, reference {m_ref:.3f} +- {se_ref:.3f} (z = {z:.2f}), tuned {m_ref2:.3f} +- {se_ref2:.3f} (z = {z2:.2f})"
+    )
+    path = write_results(
+        __file__,
+        out,
+        args.out,
+        argv,
+        [
+            headline(
+                f"simulator speedup vs per-token reference loop (V={V}, gamma={g}, T={T}; requirement >= 100x)",
+                out["speedup_vs_reference"],
+                note="rng.choice per token",
+            ),
+            headline(
+                "simulator speedup vs tuned reference loop (cumsum + searchsorted per token)",
+                out["speedup_vs_tuned_reference"],
+            ),
+            headline("simulator time / vectorised sampling floor (requirement <= 4)", out["ratio_to_floor"]),
+            headline("simulator vs reference loop, mean target calls z", z),
+        ],
+    )
     print(f"wrote {path}")
     return out
 

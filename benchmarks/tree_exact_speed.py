@@ -9,6 +9,7 @@ other processes): the best of ``--repeats`` is reported.
 
 Usage: python benchmarks/tree_exact_speed.py [--quick] [--out DIR]
 """
+
 import time
 
 import numpy as np
@@ -41,7 +42,9 @@ def main(argv=None):
     trees = {"sequoia64": sequoia, "complete[8,7]": DraftTree.from_branching([8, 7])}
     rows = []
     print(f"S = V = {V}, T = {T}, best of {repeats}; Monte Carlo: {n_mc} runs")
-    print(f"{'tree':>14} {'verifier':>10} {'tok/call':>9} {'exact s':>8} {'MC s/run':>9} {'MC mean':>8} {'SE':>6} {'runs/exact':>10} {'MC(1%)/exact':>12}")
+    print(
+        f"{'tree':>14} {'verifier':>10} {'tok/call':>9} {'exact s':>8} {'MC s/run':>9} {'MC mean':>8} {'SE':>6} {'runs/exact':>10} {'MC(1%)/exact':>12}"
+    )
     for tname, tree in trees.items():
         for ver in ("tree_rrs", "tree_topk"):
             res, t_exact = best_time(lambda: tree_protocol(chain, T, tree, ver), repeats)
@@ -49,26 +52,59 @@ def main(argv=None):
             sim = simulate_tree(chain, T, tree, ver, n_runs=n_mc, rng=1)
             t_mc = (time.perf_counter() - t0) / n_mc
             m, se = sim.mean_se("target_calls")
-            runs_1pct = (se * np.sqrt(n_mc) / (0.01 * m)) ** 2       # runs for a 1% standard error
-            rows.append({"tree": tname, "nodes": tree.size, "depth": tree.max_depth, "verifier": ver,
-                         "tokens_per_call": res.tokens_per_call, "target_calls": res.target_calls,
-                         "exact_seconds": t_exact, "mc_seconds_per_run": t_mc, "mc_calls_mean": m,
-                         "mc_calls_se": se, "mc_runs_in_exact_time": t_exact / t_mc,
-                         "mc_runs_for_1pct_se": runs_1pct, "mc_1pct_over_exact_time": runs_1pct * t_mc / t_exact})
-            print(f"{tname:>14} {ver:>10} {res.tokens_per_call:9.4f} {t_exact:8.2f} {t_mc:9.3f} "
-                  f"{m:8.2f} {se:6.2f} {t_exact / t_mc:10.1f} {runs_1pct * t_mc / t_exact:12.1f}")
+            runs_1pct = (se * np.sqrt(n_mc) / (0.01 * m)) ** 2  # runs for a 1% standard error
+            rows.append(
+                {
+                    "tree": tname,
+                    "nodes": tree.size,
+                    "depth": tree.max_depth,
+                    "verifier": ver,
+                    "tokens_per_call": res.tokens_per_call,
+                    "target_calls": res.target_calls,
+                    "exact_seconds": t_exact,
+                    "mc_seconds_per_run": t_mc,
+                    "mc_calls_mean": m,
+                    "mc_calls_se": se,
+                    "mc_runs_in_exact_time": t_exact / t_mc,
+                    "mc_runs_for_1pct_se": runs_1pct,
+                    "mc_1pct_over_exact_time": runs_1pct * t_mc / t_exact,
+                }
+            )
+            print(
+                f"{tname:>14} {ver:>10} {res.tokens_per_call:9.4f} {t_exact:8.2f} {t_mc:9.3f} "
+                f"{m:8.2f} {se:6.2f} {t_exact / t_mc:10.1f} {runs_1pct * t_mc / t_exact:12.1f}"
+            )
             assert abs(m - res.target_calls) <= 5 * se + 1e-9, "exact and Monte Carlo disagree beyond 5 SE"
     worst = max(r["exact_seconds"] for r in rows)
     main_row = rows[0]
-    data = {"S": V, "V": V, "T": T, "repeats": repeats, "n_mc_runs": n_mc, "rows": rows,
-            "sequoia_tree_parents": sequoia.parents, "positional_vector": a}
-    path = write_results(__file__, data, args.out, argv, [
-        headline(f"exact tokens per call, 64-node tree, S=V={V}, T={T}: slowest exact time (s)", worst),
-        headline(f"Sequoia 64-node tree, tree_rrs: exact tokens per call (S=V={V}, T={T})",
-                 main_row["tokens_per_call"]),
-        headline("Monte Carlo time for a 1% standard error / exact time (Sequoia tree, tree_rrs)",
-                 main_row["mc_1pct_over_exact_time"],
-                 note=f"one exact evaluation = {main_row['mc_runs_in_exact_time']:.1f} simulated generations")])
+    data = {
+        "S": V,
+        "V": V,
+        "T": T,
+        "repeats": repeats,
+        "n_mc_runs": n_mc,
+        "rows": rows,
+        "sequoia_tree_parents": sequoia.parents,
+        "positional_vector": a,
+    }
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [
+            headline(f"exact tokens per call, 64-node tree, S=V={V}, T={T}: slowest exact time (s)", worst),
+            headline(
+                f"Sequoia 64-node tree, tree_rrs: exact tokens per call (S=V={V}, T={T})",
+                main_row["tokens_per_call"],
+            ),
+            headline(
+                "Monte Carlo time for a 1% standard error / exact time (Sequoia tree, tree_rrs)",
+                main_row["mc_1pct_over_exact_time"],
+                note=f"one exact evaluation = {main_row['mc_runs_in_exact_time']:.1f} simulated generations",
+            ),
+        ],
+    )
     print(f"wrote {path}")
     if not args.quick:
         assert worst < 10.0, f"exact engine took {worst:.1f} s (> 10 s)"

@@ -5,6 +5,7 @@ figures folder (computed here at small sizes when that file is absent).
 
 Usage: python figures/fig10_stopping.py [--quick] [--out DIR]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,20 +13,29 @@ import numpy as np
 from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
 from spectheory.stopping.sweep import POLICY_NAMES
 
-STYLE = {"Leviathan gamma": (PALETTE[0], "o", "-"), "best fixed gamma": (PALETTE[5], "", ":"),
-         "HF confidence 0.4": (PALETTE[1], "s", "-"), "HF schedule": (PALETTE[3], "^", "-"),
-         "HF schedule + confidence": (PALETTE[3], "v", "--"), "entropy rule (tuned)": (PALETTE[4], "D", "-"),
-         "SpecDec++ threshold (tuned)": (PALETTE[2], "x", "-"), "optimum (state)": (PALETTE[7], "", "--"),
-         "optimum (path)": (PALETTE[7], "", "-")}
+STYLE = {
+    "Leviathan gamma": (PALETTE[0], "o", "-"),
+    "best fixed gamma": (PALETTE[5], "", ":"),
+    "HF confidence 0.4": (PALETTE[1], "s", "-"),
+    "HF schedule": (PALETTE[3], "^", "-"),
+    "HF schedule + confidence": (PALETTE[3], "v", "--"),
+    "entropy rule (tuned)": (PALETTE[4], "D", "-"),
+    "SpecDec++ threshold (tuned)": (PALETTE[2], "x", "-"),
+    "optimum (state)": (PALETTE[7], "", "--"),
+    "optimum (path)": (PALETTE[7], "", "-"),
+}
 
 
 def _compute_small():
     import spectheory as st
     from spectheory.chain.examples import easy_hard_chain
     from spectheory.stopping.sweep import policy_table
+
     costs = [0.05, 0.2]
-    chains = [("random V=4", st.DecodingChain.random(4, concentration=0.3, similarity=0.3, rng=100)),
-              ("easy/hard", easy_hard_chain(0.9, group_size=2))]
+    chains = [
+        ("random V=4", st.DecodingChain.random(4, concentration=0.3, similarity=0.3, rng=100)),
+        ("easy/hard", easy_hard_chain(0.9, group_size=2)),
+    ]
     rows = []
     for fam, chain in chains:
         for c in costs:
@@ -42,25 +52,43 @@ def main(argv=None):
         res = _compute_small()
     rows, costs = res["rows"], res["costs"]
     models = "shipped models, order-1 fits (vs state optimum)"
-    fams = [f for f in ("random V=4", "easy/hard", "random V=16 (vs state optimum)", models)
-            if any(r["family"] == f for r in rows)]
-    titles = {"random V=4": "(a) random chains, V = 4", "easy/hard": "(b) easy/hard chain, stay 0.9",
-              "random V=16 (vs state optimum)": "(c) random chains, V = 16 (vs state optimum)",
-              models: "(d) shipped models' order-1 chains (vs state opt.)"}
+    fams = [
+        f
+        for f in ("random V=4", "easy/hard", "random V=16 (vs state optimum)", models)
+        if any(r["family"] == f for r in rows)
+    ]
+    titles = {
+        "random V=4": "(a) random chains, V = 4",
+        "easy/hard": "(b) easy/hard chain, stay 0.9",
+        "random V=16 (vs state optimum)": "(c) random chains, V = 16 (vs state optimum)",
+        models: "(d) shipped models' order-1 chains (vs state opt.)",
+    }
     ncols = 2 if len(fams) > 2 else len(fams)
     nrows = -(-len(fams) // ncols)
     fig, grid = figure(ncols=ncols, nrows=nrows, width=3.2, height=2.6, squeeze=False)
     axes = grid.ravel()
-    for ax in axes[len(fams):]:
+    for ax in axes[len(fams) :]:
         ax.set_visible(False)
-    data = {"T": res["T"], "max_depth": res["max_depth"], "costs": costs, "source": res.get("command"), "panels": {}}
+    data = {
+        "T": res["T"],
+        "max_depth": res["max_depth"],
+        "costs": costs,
+        "source": res.get("command"),
+        "panels": {},
+    }
     for ax, fam in zip(axes, fams):
         panel = {}
         for name in POLICY_NAMES:
             vals = []
             for c in costs:
-                sel = [r["ratio"] for r in rows if r["family"] == fam and r["policy"] == name and r["c"] == c
-                       and (fam != "easy/hard" or r["chain"] in ("", "stay=0.9"))]
+                sel = [
+                    r["ratio"]
+                    for r in rows
+                    if r["family"] == fam
+                    and r["policy"] == name
+                    and r["c"] == c
+                    and (fam != "easy/hard" or r["chain"] in ("", "stay=0.9"))
+                ]
                 vals.append(float(np.mean(sel)) if sel else np.nan)
             if np.all(np.isnan(vals)):
                 continue

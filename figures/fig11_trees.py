@@ -7,17 +7,25 @@ found by exhaustive search over all ordered trees (small sizes) -- under each tr
 recursive rejection with i.i.d. children (SpecInfer), without replacement (Sequoia), the
 deterministic top-k rule (Medusa/EAGLE) and traversal verification (exact by enumeration).
 """
+
 import numpy as np
 
 import spectheory as st
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
-from spectheory.trees import (DraftTree, exact_tree_value, optimal_tree_search, positional_vector,
-                              sequoia_positional_dp)
+from spectheory.trees import (
+    DraftTree,
+    exact_tree_value,
+    optimal_tree_search,
+    positional_vector,
+    sequoia_positional_dp,
+)
 
-VERIFIERS = [("tree_rrs", "(a) recursive rejection, i.i.d. (SpecInfer)"),
-             ("tree_rrs_wo", "(b) without replacement (Sequoia)"),
-             ("tree_topk", "(c) deterministic top-k (Medusa/EAGLE)"),
-             ("traversal", "(d) traversal verification")]
+VERIFIERS = [
+    ("tree_rrs", "(a) recursive rejection, i.i.d. (SpecInfer)"),
+    ("tree_rrs_wo", "(b) without replacement (Sequoia)"),
+    ("tree_topk", "(c) deterministic top-k (Medusa/EAGLE)"),
+    ("traversal", "(d) traversal verification"),
+]
 
 
 def kary(n, k=2):
@@ -30,19 +38,26 @@ def main(argv=None):
     sizes = np.arange(1, 5 if args.quick else 9)
     search_max = {"traversal": 3 if args.quick else 5}
     default_search = 3 if args.quick else 6
-    chains = [st.DecodingChain.random(4, concentration=0.5, similarity=0.3, rng=40 + i)
-              for i in range(2 if args.quick else 3)]
+    chains = [
+        st.DecodingChain.random(4, concentration=0.5, similarity=0.3, rng=40 + i)
+        for i in range(2 if args.quick else 3)
+    ]
     fig, axes = figure(ncols=2, nrows=2, height=2.4)
     data = {"sizes": sizes, "n_chains": len(chains), "panels": {}}
     for ax, (ver, title) in zip(np.ravel(axes), VERIFIERS):
-        vec_ver = "tree_rrs_wo" if ver == "traversal" else ver      # Sequoia measures rrs acceptance
+        vec_ver = "tree_rrs_wo" if ver == "traversal" else ver  # Sequoia measures rrs acceptance
         vecs = [positional_vector(c, 4, verifier=vec_ver) for c in chains]
-        shapes = {"path": lambda n, i: DraftTree.from_branching([1] * n),
-                  "binary": lambda n, i: kary(n, 2),
-                  "Sequoia DP": lambda n, i: sequoia_positional_dp(vecs[i], n)[1]}
+        shapes = {
+            "path": lambda n, i: DraftTree.from_branching([1] * n),
+            "binary": lambda n, i: kary(n, 2),
+            "Sequoia DP": lambda n, i: sequoia_positional_dp(vecs[i], n)[1],
+        }
         panel = {}
         for j, (sname, make) in enumerate(shapes.items()):
-            vals = [np.mean([exact_tree_value(c, make(int(n), i), ver) for i, c in enumerate(chains)]) for n in sizes]
+            vals = [
+                np.mean([exact_tree_value(c, make(int(n), i), ver) for i, c in enumerate(chains)])
+                for n in sizes
+            ]
             ax.plot(sizes, vals, "-o", ms=2.5, color=PALETTE[j], label=sname)
             panel[sname] = vals
         n_opt = sizes[sizes <= search_max.get(ver, default_search)]

@@ -9,6 +9,7 @@ value of the truly optimal tree of n drafts found by exhaustive search (n <= 6).
 assumption is exact for stars (depth 1) and drifts with depth because a child's acceptance
 depends on its parent's token.
 """
+
 import numpy as np
 
 import spectheory as st
@@ -37,8 +38,16 @@ def main(argv=None):
             color = PALETTE[i % len(PALETTE)]
             ax.plot(exact, pred, "o", ms=3, color=color, mfc=color if fill else "none", mew=0.8)
             lo, hi = min(lo, min(pred), min(exact)), max(hi, max(pred), max(exact))
-            data["points"].append({"V": V, "concentration": c, "similarity": s, "verifier": ver,
-                                   "predicted": pred, "exact": exact})
+            data["points"].append(
+                {
+                    "V": V,
+                    "concentration": c,
+                    "similarity": s,
+                    "verifier": ver,
+                    "predicted": pred,
+                    "exact": exact,
+                }
+            )
     ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
     ax.set_xlabel("exact tokens per call (DP tree, chain)")
     ax.set_ylabel("predicted F (positional assumption)")

@@ -4,6 +4,7 @@ The numbers are those of simulations/decoder_trees.py, read from the results fol
 
 Usage: python figures/fig13_decoder_trees.py [--out DIR]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -17,28 +18,62 @@ def main(argv=None):
     args = figure_args(__doc__, argv)
     res = load_results("decoder_trees", args.out)
     rows = res["comparisons"]
-    data = {"comparisons": rows, "typical_front": res["typical_front"], "chisquare": res["chisquare"],
-            "chains": res.get("chains"), "source": res["command"]}
+    data = {
+        "comparisons": rows,
+        "typical_front": res["typical_front"],
+        "chisquare": res["chisquare"],
+        "chains": res.get("chains"),
+        "source": res["command"],
+    }
     chain_key = max((k for r in rows for k in r if k.startswith("chain") and r[k] is not None), default=None)
     fig, axes = figure(ncols=3, width=3.0, height=2.7)
     trees = sorted({(r["drafter"], r["tree"]) for r in rows})
     colors = {t: PALETTE[i % len(PALETTE)] for i, t in enumerate(trees)}
-    for ax, (pk, mk, sek, psek, title) in zip(axes[:2], (
-            ("predicted_tokens_per_call", "tokens_per_call", "tokens_per_call_se", "predicted_tokens_per_call_se",
-             "(a) tokens per target call"),
-            ("predicted_first", "measured_first", "measured_first_se", "predicted_first_se",
-             "(b) first round: accepted drafts"))):
+    for ax, (pk, mk, sek, psek, title) in zip(
+        axes[:2],
+        (
+            (
+                "predicted_tokens_per_call",
+                "tokens_per_call",
+                "tokens_per_call_se",
+                "predicted_tokens_per_call_se",
+                "(a) tokens per target call",
+            ),
+            (
+                "predicted_first",
+                "measured_first",
+                "measured_first_se",
+                "predicted_first_se",
+                "(b) first round: accepted drafts",
+            ),
+        ),
+    ):
         lo, hi = np.inf, 0.0
         for r in rows:
             if pk not in r:
                 continue
             x, y = r[pk], r[mk]
-            ax.errorbar(x, y, xerr=1.96 * r[psek], yerr=1.96 * r[sek], fmt=MARKERS.get(r["verifier"], "o"),
-                        color=colors[(r["drafter"], r["tree"])], ms=3.5, lw=0.8)
+            ax.errorbar(
+                x,
+                y,
+                xerr=1.96 * r[psek],
+                yerr=1.96 * r[sek],
+                fmt=MARKERS.get(r["verifier"], "o"),
+                color=colors[(r["drafter"], r["tree"])],
+                ms=3.5,
+                lw=0.8,
+            )
             lo, hi = min(lo, x, y), max(hi, x, y)
             if pk == "predicted_tokens_per_call" and chain_key and r.get(chain_key) is not None:
-                ax.plot(r[chain_key], y, MARKERS.get(r["verifier"], "o"), mfc="none",
-                        color=colors[(r["drafter"], r["tree"])], ms=4.5, lw=0.8)
+                ax.plot(
+                    r[chain_key],
+                    y,
+                    MARKERS.get(r["verifier"], "o"),
+                    mfc="none",
+                    color=colors[(r["drafter"], r["tree"])],
+                    ms=4.5,
+                    lw=0.8,
+                )
                 lo, hi = min(lo, r[chain_key]), max(hi, r[chain_key])
         ax.plot([0.95 * lo, 1.05 * hi], [0.95 * lo, 1.05 * hi], color="0.4", lw=0.8, ls="--")
         ax.set_xlabel("predicted (exact theory)")
@@ -49,8 +84,15 @@ def main(argv=None):
     for v, m in MARKERS.items():
         axes[1].plot([], [], m, color="0.3", ms=3.5, label=v)
     if chain_key:
-        axes[0].plot([], [], "o", mfc="none", color="0.3", ms=4.5,
-                     label=f"order-{chain_key[5:].split('_')[0]} chain (exact)")
+        axes[0].plot(
+            [],
+            [],
+            "o",
+            mfc="none",
+            color="0.3",
+            ms=4.5,
+            label=f"order-{chain_key[5:].split('_')[0]} chain (exact)",
+        )
     axes[0].legend(fontsize=5.5, loc="upper left")
     axes[1].legend(fontsize=5.5, loc="upper left")
     ax = axes[2]
@@ -59,8 +101,14 @@ def main(argv=None):
     ex = tf["typical_single_draft_exact"]
     ax.plot(ex["rejection"], ex["loss"], "s", color=PALETTE[3], ms=5, label="typical, one draft (exact)")
     meas = tf["typical_tree_measured"]
-    ax.plot(meas["rejection_first_position"], meas["tv_first_token"], "*", color=PALETTE[1], ms=9,
-            label="typical, sparse tree (measured)")
+    ax.plot(
+        meas["rejection_first_position"],
+        meas["tv_first_token"],
+        "*",
+        color=PALETTE[1],
+        ms=9,
+        label="typical, sparse tree (measured)",
+    )
     for r in res["chisquare"]:
         if not r["broken"] and not r["lossy"]:
             ax.plot(0.0, r["tv_first_token"], "o", color="0.5", ms=3)

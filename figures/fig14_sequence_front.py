@@ -11,6 +11,7 @@ whole per-step line, lies above the front (the line meets it only at its two end
 same sequence quality the optimal sequence-level rule (standard speculative sampling against the LP's law O) rejects less.
 (a) A random chain with V = 3, T = 4; (b) V = 4, T = 5.
 """
+
 import numpy as np
 
 import spectheory as st
@@ -29,17 +30,37 @@ def panel(ax, chain, T, quick, title):
     front = optimal_sequence_front(chain, T, np.linspace(0.0, max_tv, grid_n), start_state=0)
     ax.plot(front.eps, front.rejections, color="k", lw=1.5, label="exact front (LP)", zorder=5)
     ax.plot([0.0], [front.theorem1], "o", color="k", ms=4, zorder=6)
-    data = {"front": {"eps": front.eps, "rejections": front.rejections, "theorem1": front.theorem1,
-                      "max_tv": front.max_tv}, "heuristics": [g.as_dict() for g in gaps]}
+    data = {
+        "front": {
+            "eps": front.eps,
+            "rejections": front.rejections,
+            "theorem1": front.theorem1,
+            "max_tv": front.max_tv,
+        },
+        "heuristics": [g.as_dict() for g in gaps],
+    }
     mix = [g for g in gaps if g.family == "mixture/optimal"]
-    ax.plot([0.0] + [g.sequence_tv for g in mix], [front.theorem1] + [g.rejections for g in mix],
-            color="0.6", lw=3, alpha=0.6, label="per-step optimal mixture")
+    ax.plot(
+        [0.0] + [g.sequence_tv for g in mix],
+        [front.theorem1] + [g.rejections for g in mix],
+        color="0.6",
+        lw=3,
+        alpha=0.6,
+        label="per-step optimal mixture",
+    )
     for j, fam in enumerate(MARKERS):
         for law, fill in (("optimal", PALETTE[j]), ("target", "none")):
             pts = [g for g in gaps if g.family == f"{fam}/{law}"]
-            ax.plot([g.sequence_tv for g in pts], [g.rejections for g in pts], MARKERS[fam], ls="none",
-                    color=PALETTE[j], mfc=fill, ms=3.5,
-                    label=f"{fam}, {'optimal' if law == 'optimal' else 'naive'} law")
+            ax.plot(
+                [g.sequence_tv for g in pts],
+                [g.rejections for g in pts],
+                MARKERS[fam],
+                ls="none",
+                color=PALETTE[j],
+                mfc=fill,
+                ms=3.5,
+                label=f"{fam}, {'optimal' if law == 'optimal' else 'naive'} law",
+            )
     ax.set_xlabel("TV(generated sequence law, target's)")
     ax.set_ylabel(f"expected rejections (T = {T}, bonus off)")
     ax.set_title(title)
@@ -51,9 +72,16 @@ def panel(ax, chain, T, quick, title):
 def main(argv=None):
     args = figure_args(__doc__, argv)
     fig, (ax, bx) = figure(ncols=2)
-    data = {"a": panel(ax, st.DecodingChain.random(3, rng=1), 4, args.quick, "(a) V = 3, T = 4"),
-            "b": panel(bx, st.DecodingChain.random(4, rng=3), 3 if args.quick else 5, args.quick,
-                       "(b) V = 4, T = " + ("3" if args.quick else "5"))}
+    data = {
+        "a": panel(ax, st.DecodingChain.random(3, rng=1), 4, args.quick, "(a) V = 3, T = 4"),
+        "b": panel(
+            bx,
+            st.DecodingChain.random(4, rng=3),
+            3 if args.quick else 5,
+            args.quick,
+            "(b) V = 4, T = " + ("3" if args.quick else "5"),
+        ),
+    }
     ax.legend(fontsize=5, loc="upper right")
     save_figure(fig, "fig14_sequence_front", data=data, out_dir=args.out)
 

@@ -5,36 +5,59 @@ the figures folder.
 
 Usage: python figures/fig15_abstraction.py [--out DIR]
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
 
-FAMILIES = (("order-k", "o", PALETTE[0]), ("context tree", "s", PALETTE[1]), ("hidden-state clusters", "^", PALETTE[2]),
-            ("hidden-state clusters (most likely next)", "^", PALETTE[2]))
+FAMILIES = (
+    ("order-k", "o", PALETTE[0]),
+    ("context tree", "s", PALETTE[1]),
+    ("hidden-state clusters", "^", PALETTE[2]),
+    ("hidden-state clusters (most likely next)", "^", PALETTE[2]),
+)
 
 
 def main(argv=None):
     args = figure_args(__doc__, argv)
     gap = load_results("decoder_markov_gap", args.out)
     drafts = gap["drafts"]
-    data = {"target": gap["target"], "horizon": gap["horizon"], "gamma": gap["gamma"], "samples": gap["samples"],
-            "reference": gap.get("reference", "decoder"), "source": gap["command"], "drafts": {},
-            "headline": gap.get("headline", [])}
+    data = {
+        "target": gap["target"],
+        "horizon": gap["horizon"],
+        "gamma": gap["gamma"],
+        "samples": gap["samples"],
+        "reference": gap.get("reference", "decoder"),
+        "source": gap["command"],
+        "drafts": {},
+        "headline": gap.get("headline", []),
+    }
     for name in drafts:
         res = gap["results"][name]
         d = {"measured": res["measured"]}
         for fam, _, _ in FAMILIES:
             rows = sorted((r for r in res["rows"] if r["family"] == fam), key=lambda r: r["states"])
-            d[fam] = {k: [r.get(k) for r in rows] for k in ("states", "param", "rejections_error", "target_calls_error",
-                                                           "bound_position", "rejections", "target_calls")}
+            d[fam] = {
+                k: [r.get(k) for r in rows]
+                for k in (
+                    "states",
+                    "param",
+                    "rejections_error",
+                    "target_calls_error",
+                    "bound_position",
+                    "rejections",
+                    "target_calls",
+                )
+            }
         data["drafts"][name] = d
     fig, axes = figure(ncols=len(drafts), nrows=2, width=2.6, height=2.3, squeeze=False)
     for j, name in enumerate(drafts):
         d = data["drafts"][name]
-        for i, (stat, label) in enumerate((("rejections", "E[rejections] error (%)"),
-                                           ("target_calls", f"target calls error (%)"))):
+        for i, (stat, label) in enumerate(
+            (("rejections", "E[rejections] error (%)"), ("target_calls", "target calls error (%)"))
+        ):
             ax = axes[i, j]
             m, se = d["measured"][stat]
             for fam, marker, colour in FAMILIES:
@@ -42,12 +65,27 @@ def main(argv=None):
                 if not len(s):
                     continue
                 hollow = fam.endswith("(most likely next)")
-                ax.plot(s, 100 * np.array(d[fam][f"{stat}_error"]), marker + ("--" if hollow else "-"), color=colour,
-                        mfc="none" if hollow else colour, lw=0.8 if hollow else None, label=fam)
+                ax.plot(
+                    s,
+                    100 * np.array(d[fam][f"{stat}_error"]),
+                    marker + ("--" if hollow else "-"),
+                    color=colour,
+                    mfc="none" if hollow else colour,
+                    lw=0.8 if hollow else None,
+                    label=fam,
+                )
                 if stat == "rejections" and not fam.startswith("hidden-state clusters"):
                     b = np.array(d[fam]["bound_position"], float)
-                    ax.plot(s, 100 * (b / m - 1), marker, mfc="none", color=colour, ls=":", lw=0.8,
-                            label=f"{fam}: certified per-position bound")
+                    ax.plot(
+                        s,
+                        100 * (b / m - 1),
+                        marker,
+                        mfc="none",
+                        color=colour,
+                        ls=":",
+                        lw=0.8,
+                        label=f"{fam}: certified per-position bound",
+                    )
             ax.axhspan(-5, 5, color="0.5", alpha=0.15, lw=0)
             ax.axhline(0.0, color="0.3", lw=0.8, ls=":")
             ax.axhspan(-196 * se / m, 196 * se / m, color=PALETTE[3], alpha=0.10, lw=0)

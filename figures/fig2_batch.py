@@ -13,16 +13,21 @@ the first-token construction TV - P(all M first tokens rejected) for Bernoulli a
 instances: closed forms (lines) and the scale recursion (markers); it saturates at TV minus
 the target mass outside the draft's support, and is zero for uniform laws with |A| >= |B|.
 """
+
 import numpy as np
 
 import spectheory as st
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.chain.examples import holey_chain
 from spectheory.montecarlo import simulate_batch
-from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.trees.batch_tree import batch_tree_expected, simulate_batch_tree
-from spectheory.verifiers import (batch_expected_rejections, batch_rejection_probability,
-                                        bernoulli_batch_rejection,
-                                        uniform_batch_rejection, uniform_instance)
+from spectheory.verifiers import (
+    batch_expected_rejections,
+    batch_rejection_probability,
+    bernoulli_batch_rejection,
+    uniform_batch_rejection,
+    uniform_instance,
+)
 
 
 def main(argv=None):
@@ -48,15 +53,33 @@ def main(argv=None):
         tree_lim = batch_tree_expected(chain, T, np.inf, gamma=gamma).rejections
         ax.plot(Ms, tree, "-.", color=PALETTE[j], label=f"{label}, tree reading")
         ax.axhline(tree_lim, color=PALETTE[j], ls=":", lw=0.8, label=f"{label}, tree, M $\\to \\infty$")
-        tree_mc = [simulate_batch_tree(chain, T, M, n_runs, gamma=gamma, rng=rng)["rejections"] for M in mc_Ms]
+        tree_mc = [
+            simulate_batch_tree(chain, T, M, n_runs, gamma=gamma, rng=rng)["rejections"] for M in mc_Ms
+        ]
         t_means = [float(x.mean()) for x in tree_mc]
         t_ses = [float(x.std(ddof=1) / np.sqrt(x.size)) for x in tree_mc]
-        ax.errorbar(mc_Ms, t_means, yerr=1.96 * np.array(t_ses), fmt="s", color=PALETTE[j], ms=3, capsize=2,
-                    mfc="none")
-        data["panel_a"]["to the end" if gamma is None else f"gamma = {gamma}"] = {"exact": [e.total for e in exact], "improvement": [e.improvement for e in exact],
-                                  "limit": lim, "mc_M": mc_Ms, "mc_mean": means, "mc_se": ses,
-                                  "tree_exact": tree, "tree_limit": tree_lim, "tree_mc_mean": t_means,
-                                  "tree_mc_se": t_ses}
+        ax.errorbar(
+            mc_Ms,
+            t_means,
+            yerr=1.96 * np.array(t_ses),
+            fmt="s",
+            color=PALETTE[j],
+            ms=3,
+            capsize=2,
+            mfc="none",
+        )
+        data["panel_a"]["to the end" if gamma is None else f"gamma = {gamma}"] = {
+            "exact": [e.total for e in exact],
+            "improvement": [e.improvement for e in exact],
+            "limit": lim,
+            "mc_M": mc_Ms,
+            "mc_mean": means,
+            "mc_se": ses,
+            "tree_exact": tree,
+            "tree_limit": tree_lim,
+            "tree_mc_mean": t_means,
+            "tree_mc_se": t_ses,
+        }
     theorem1 = exact[0].theorem1
     ax.axhline(theorem1, color="0.4", ls=":", lw=1, label="Theorem 1 term")
     data["panel_a"]["theorem1"] = theorem1
@@ -67,20 +90,32 @@ def main(argv=None):
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 0.06), fontsize=5.5)
 
     Mg = np.arange(1, 17)
-    inst = [("Bernoulli t=0.7, d=0.4", lambda M: bernoulli_batch_rejection(0.7, 0.4, M), [0.3, 0.7], [0.6, 0.4]),
-            ("Bernoulli t=0.2, d=0.9", lambda M: bernoulli_batch_rejection(0.2, 0.9, M), [0.8, 0.2], [0.1, 0.9])]
-    for (a, b, k) in ((4, 8, 3), (6, 3, 3)):
+    inst = [
+        ("Bernoulli t=0.7, d=0.4", lambda M: bernoulli_batch_rejection(0.7, 0.4, M), [0.3, 0.7], [0.6, 0.4]),
+        ("Bernoulli t=0.2, d=0.9", lambda M: bernoulli_batch_rejection(0.2, 0.9, M), [0.8, 0.2], [0.1, 0.9]),
+    ]
+    for a, b, k in ((4, 8, 3), (6, 3, 3)):
         tt, dd = uniform_instance(a, b, k)
-        inst.append((f"uniform |A|={a}, |B|={b}, overlap {k}",
-                     lambda M, a=a, b=b, k=k: uniform_batch_rejection(a, b, k, M), tt, dd))
+        inst.append(
+            (
+                f"uniform |A|={a}, |B|={b}, overlap {k}",
+                lambda M, a=a, b=b, k=k: uniform_batch_rejection(a, b, k, M),
+                tt,
+                dd,
+            )
+        )
     for j, (name, closed, tt, dd) in enumerate(inst):
         tv = float(st.tv(tt, dd))
         imp_cf = [tv - float(closed(int(M))) for M in Mg]
         imp_rec = [tv - float(batch_rejection_probability(tt, dd, int(M))) for M in Mg]
         bx.plot(Mg, imp_cf, "-", color=PALETTE[j + 2], label=name)
         bx.plot(Mg, imp_rec, "o", color=PALETTE[j + 2], ms=2.5, mfc="none")
-        data["panel_b"][name] = {"tv": tv, "closed_form": imp_cf, "recursion": imp_rec,
-                                 "limit": tv - float(closed(np.inf))}
+        data["panel_b"][name] = {
+            "tv": tv,
+            "closed_form": imp_cf,
+            "recursion": imp_rec,
+            "limit": tv - float(closed(np.inf)),
+        }
     bx.set_xticks([1, 4, 8, 12, 16])
     bx.set_xlabel("draft sequences per round M")
     bx.set_ylabel("per-step improvement TV - P(all rejected)")

@@ -13,26 +13,38 @@ standard speculative sampling (Theorem 1: loss 0, rejections = sum of E[TV]). Ov
 sequence the per-step line is no longer a bound: the lenience and ratio families fall
 below the mixture curve, while the naive law stays above the optimal one.
 """
+
 import numpy as np
 from matplotlib.lines import Line2D
 
 import spectheory as st
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
-from spectheory.verifiers.biased import (additive_acceptance, biased_rule, biased_step, lenient_acceptance,
-                                         pareto_front, ratio_acceptance, typical_acceptance)
+from spectheory.verifiers.biased import (
+    additive_acceptance,
+    biased_rule,
+    biased_step,
+    lenient_acceptance,
+    pareto_front,
+    ratio_acceptance,
+    typical_acceptance,
+)
 from spectheory.verifiers.pareto import sequence_front
 from spectheory.verifiers.rejection import RejectionRule, standard_acceptance
 
 
 def fams(quick):
-    eps = [0.0, 0.02, 0.05, 0.1, 0.2, 0.4] if quick else [0.0, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4]
+    eps = (
+        [0.0, 0.02, 0.05, 0.1, 0.2, 0.4] if quick else [0.0, 0.01, 0.02, 0.04, 0.07, 0.1, 0.15, 0.2, 0.3, 0.4]
+    )
     ratio = [0.0, 0.1, 0.3, 0.6, 1.0] if quick else [0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.6, 0.8, 1.0]
     len_ = [1.0, 0.8, 0.5, 0.3, 0.1] if quick else [1.0, 0.9, 0.8, 0.65, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05]
     typ = [(0.09, 0.3), (0.05, 0.2), (0.2, 0.45), (0.3, 0.6)]
-    return [("additive eps", [additive_acceptance(e) for e in eps], eps, "o"),
-            ("ratio eps", [ratio_acceptance(e) for e in ratio], ratio, "s"),
-            ("lenience l", [lenient_acceptance(v) for v in len_], len_, "^"),
-            ("typical (Medusa)", [typical_acceptance(e, d) for e, d in typ], [f"{e}/{d}" for e, d in typ], "D")]
+    return [
+        ("additive eps", [additive_acceptance(e) for e in eps], eps, "o"),
+        ("ratio eps", [ratio_acceptance(e) for e in ratio], ratio, "s"),
+        ("lenience l", [lenient_acceptance(v) for v in len_], len_, "^"),
+        ("typical (Medusa)", [typical_acceptance(e, d) for e, d in typ], [f"{e}/{d}" for e, d in typ], "D"),
+    ]
 
 
 def mixture(lam):
@@ -67,10 +79,19 @@ def main(argv=None):
     T = 6
     lams = np.linspace(0, 1, 6 if args.quick else 21)
     mix = sequence_front(chain, T, [mixture(float(v)) for v in lams])
-    bx.plot([r["rejections"] for r in mix], [r["sequence_tv"] for r in mix], color="0.6", lw=3, alpha=0.6,
-            label="mixture, optimal law")
-    data["panel_b"]["mixture"] = {"lambda": lams, "rejections": [r["rejections"] for r in mix],
-                                  "sequence_tv": [r["sequence_tv"] for r in mix]}
+    bx.plot(
+        [r["rejections"] for r in mix],
+        [r["sequence_tv"] for r in mix],
+        color="0.6",
+        lw=3,
+        alpha=0.6,
+        label="mixture, optimal law",
+    )
+    data["panel_b"]["mixture"] = {
+        "lambda": lams,
+        "rejections": [r["rejections"] for r in mix],
+        "sequence_tv": [r["sequence_tv"] for r in mix],
+    }
     for j, (name, accs, params, mk) in enumerate(families):
         c = PALETTE[j]
         entry = {"params": params}
@@ -89,11 +110,15 @@ def main(argv=None):
     bx.set_title("(b) sequences on a chain (V = 3, exact)")
     bx.legend(fontsize=6, loc="upper right")
     # one legend for both panels, outside the data: colour/marker = rule family, fill/line = rejection law
-    handles = [Line2D([], [], color=PALETTE[j], marker=mk, ls="-", lw=0.8, ms=4) for j, (_, _, _, mk) in
-               enumerate(families)]
+    handles = [
+        Line2D([], [], color=PALETTE[j], marker=mk, ls="-", lw=0.8, ms=4)
+        for j, (_, _, _, mk) in enumerate(families)
+    ]
     labels = [name for name, _, _, _ in families]
-    handles += [Line2D([], [], color="0.3", marker="o", mfc="0.3", ls="-", lw=0.8, ms=4),
-                Line2D([], [], color="0.3", marker="o", mfc="none", ls="--", lw=0.8, ms=4)]
+    handles += [
+        Line2D([], [], color="0.3", marker="o", mfc="0.3", ls="-", lw=0.8, ms=4),
+        Line2D([], [], color="0.3", marker="o", mfc="none", ls="--", lw=0.8, ms=4),
+    ]
     labels += ["filled, solid: optimal rejection law", "open, dashed: naive law (the target)"]
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=6.5, frameon=False)
     save_figure(fig, "fig3_pareto", data=data, out_dir=args.out)

@@ -6,6 +6,7 @@ end-of-horizon truncation). (b) speedup (1 - alpha**(gamma+1)) / ((1 - alpha)(ga
 ratio c = t_draft / t_target = 0.05; (c) at alpha = 0.8 for several c. Stars mark the optimal integer
 gamma (spectheory.optimal_gamma). Data: fig4_leviathan.json.
 """
+
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
@@ -32,9 +33,18 @@ def main(argv=None):
     c_fixed, alpha_fixed = 0.05, 0.8
     costs = [0.01, 0.05, 0.1, 0.2, 0.5]
     fig, axes = figure(ncols=3)
-    data = {"gammas": gammas, "horizon": T, "c_fixed": c_fixed, "alpha_fixed": alpha_fixed,
-            "tokens_per_call": {}, "chain_tokens_per_call": {}, "speedup_c_fixed": {},
-            "optimal_gamma_c_fixed": {}, "speedup_alpha_fixed": {}, "optimal_gamma_alpha_fixed": {}}
+    data = {
+        "gammas": gammas,
+        "horizon": T,
+        "c_fixed": c_fixed,
+        "alpha_fixed": alpha_fixed,
+        "tokens_per_call": {},
+        "chain_tokens_per_call": {},
+        "speedup_c_fixed": {},
+        "optimal_gamma_c_fixed": {},
+        "speedup_alpha_fixed": {},
+        "optimal_gamma_alpha_fixed": {},
+    }
     for color, a in zip(PALETTE, alphas):
         e = np.array([st.expected_tokens_per_call(a, g) for g in gammas])
         chain = st.DecodingChain.iid([1.0, 0.0], [a, 1.0 - a])
@@ -50,9 +60,17 @@ def main(argv=None):
         s, g_opt = speedup_curve(axes[2], gammas, alpha_fixed, c, color, f"c={c}")
         data["speedup_alpha_fixed"][c] = s
         data["optimal_gamma_alpha_fixed"][c] = g_opt
-    axes[0].set(xlabel="draft length $\\gamma$", ylabel="E[tokens per target call]", title="(a) tokens per call")
-    axes[1].set(xlabel="draft length $\\gamma$", ylabel="walltime speedup", title=f"(b) speedup, c = {c_fixed}")
-    axes[2].set(xlabel="draft length $\\gamma$", ylabel="walltime speedup", title=f"(c) speedup, $\\alpha$ = {alpha_fixed}")
+    axes[0].set(
+        xlabel="draft length $\\gamma$", ylabel="E[tokens per target call]", title="(a) tokens per call"
+    )
+    axes[1].set(
+        xlabel="draft length $\\gamma$", ylabel="walltime speedup", title=f"(b) speedup, c = {c_fixed}"
+    )
+    axes[2].set(
+        xlabel="draft length $\\gamma$",
+        ylabel="walltime speedup",
+        title=f"(c) speedup, $\\alpha$ = {alpha_fixed}",
+    )
     for ax in axes:
         ax.legend(frameon=False)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))

@@ -13,13 +13,14 @@ its state after one token, like the random chains, and differs from the formula 
 end-of-horizon truncation.
 Data: fig5_iid_formula_gap.json.
 """
+
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 import spectheory as st
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.chain.examples import easy_hard_chain
 from spectheory.exact.iid_gap import leviathan_gap
-from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 
 
 def main(argv=None):
@@ -41,29 +42,55 @@ def main(argv=None):
         axes[1].plot(gammas, rel, "-o", color=color, label=f"easy/hard, stay={stay}")
         if stay == 0.5:
             axes[2].plot(gammas, 1e3 * rel, "-o", color=color, ms=4)
-        data["easy_hard"][stay] = {"alpha": gaps[0].alpha, "exact": exact, "formula": formula,
-                                   "iid_exact": [g.iid_exact for g in gaps], "relative_error": rel}
+        data["easy_hard"][stay] = {
+            "alpha": gaps[0].alpha,
+            "exact": exact,
+            "formula": formula,
+            "iid_exact": [g.iid_exact for g in gaps],
+            "relative_error": rel,
+        }
     axes[0].plot(gammas, formula, "--", color="k", label="formula, $\\alpha$=0.625")
     for color, conc in zip([PALETTE[4], PALETTE[5], PALETTE[7]], concs):
         chain = st.DecodingChain.random(V, concentration=conc, similarity=0.5, rng=0)
         gaps = [leviathan_gap(chain, T, int(g)) for g in gammas]
         rel = np.array([g.relative_error for g in gaps])
-        axes[1].plot(gammas, rel, "--s", color=color, ms=3,
-                     label=f"random, conc={conc} ($\\alpha$={gaps[0].alpha:.2f})")
+        axes[1].plot(
+            gammas,
+            rel,
+            "--s",
+            color=color,
+            ms=3,
+            label=f"random, conc={conc} ($\\alpha$={gaps[0].alpha:.2f})",
+        )
         axes[2].plot(gammas, 1e3 * rel, "--s", color=color, ms=3)
-        data["random"][conc] = {"alpha": gaps[0].alpha, "exact": [g.exact for g in gaps],
-                                "formula": [g.formula for g in gaps],
-                                "iid_exact": [g.iid_exact for g in gaps], "relative_error": rel}
-    axes[0].set(xlabel="draft length $\\gamma$", ylabel="tokens per target call",
-                title="(a) easy/hard chains, exact vs formula")
-    axes[1].set(xlabel="draft length $\\gamma$", ylabel="formula / exact $-$ 1",
-                title="(b) relative error of the formula")
+        data["random"][conc] = {
+            "alpha": gaps[0].alpha,
+            "exact": [g.exact for g in gaps],
+            "formula": [g.formula for g in gaps],
+            "iid_exact": [g.iid_exact for g in gaps],
+            "relative_error": rel,
+        }
+    axes[0].set(
+        xlabel="draft length $\\gamma$",
+        ylabel="tokens per target call",
+        title="(a) easy/hard chains, exact vs formula",
+    )
+    axes[1].set(
+        xlabel="draft length $\\gamma$",
+        ylabel="formula / exact $-$ 1",
+        title="(b) relative error of the formula",
+    )
     axes[1].axhline(0.0, color="k", lw=0.6)
-    axes[2].set(xlabel="draft length $\\gamma$", ylabel="formula / exact $-$ 1  ($\\times 10^{-3}$)",
-                title="(c) the curves near 0 in (b), magnified")
+    axes[2].set(
+        xlabel="draft length $\\gamma$",
+        ylabel="formula / exact $-$ 1  ($\\times 10^{-3}$)",
+        title="(c) the curves near 0 in (b), magnified",
+    )
     axes[2].axhline(0.0, color="k", lw=0.6)
     axes[0].legend(frameon=False)
-    fig.legend(*axes[1].get_legend_handles_labels(), frameon=False, fontsize=6.5, loc="outside lower center", ncol=4)
+    fig.legend(
+        *axes[1].get_legend_handles_labels(), frameon=False, fontsize=6.5, loc="outside lower center", ncol=4
+    )
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return save_figure(fig, "fig5_iid_formula_gap", data=data, out_dir=args.out)

@@ -7,6 +7,7 @@ Dirichlet(0.5) pairs; the dotted line is SpecTr's guarantee (1 - (1 - 1/k)^k) x 
 Without replacement dominates with replacement, and K-SEQ lies between the guarantee and the
 optimum.
 """
+
 import numpy as np
 
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
@@ -14,11 +15,13 @@ from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
 from spectheory.verifiers.optimal_transport import optimal_multidraft_acceptance
 
-RULES = [("rrs", "RRS, with replacement", PALETTE[0], "o", "-"),
-         ("rrs_wo", "RRS, without replacement", PALETTE[1], "s", "-"),
-         ("kseq", "K-SEQ (optimal rho)", PALETTE[2], "^", "-"),
-         ("optimal", "optimum, i.i.d. drafts", PALETTE[3], None, "--"),
-         ("optimal_wo", "optimum, without replacement", PALETTE[4], None, "--")]
+RULES = [
+    ("rrs", "RRS, with replacement", PALETTE[0], "o", "-"),
+    ("rrs_wo", "RRS, without replacement", PALETTE[1], "s", "-"),
+    ("kseq", "K-SEQ (optimal rho)", PALETTE[2], "^", "-"),
+    ("optimal", "optimum, i.i.d. drafts", PALETTE[3], None, "--"),
+    ("optimal_wo", "optimum, without replacement", PALETTE[4], None, "--"),
+]
 
 
 def exact_curves(t, d, ks):
@@ -46,9 +49,11 @@ def main(argv=None):
     one = exact_curves(t0, d0, ks)
     mc = {"rrs": [], "rrs_wo": [], "kseq": []}
     for k in ks:
-        for name, fn in (("rrs", lambda k: rrs_verify(t0, d0, k, n_runs, rng=rng)),
-                         ("rrs_wo", lambda k: rrs_verify(t0, d0, min(k, V), n_runs, rng=rng, replacement=False)),
-                         ("kseq", lambda k: kseq_verify(t0, d0, k, n_runs, rng=rng))):
+        for name, fn in (
+            ("rrs", lambda k: rrs_verify(t0, d0, k, n_runs, rng=rng)),
+            ("rrs_wo", lambda k: rrs_verify(t0, d0, min(k, V), n_runs, rng=rng, replacement=False)),
+            ("kseq", lambda k: kseq_verify(t0, d0, k, n_runs, rng=rng)),
+        ):
             idx, _ = fn(int(k))
             m = float((idx >= 0).mean())
             mc[name].append((m, float(np.sqrt(m * (1 - m) / n_runs))))
@@ -75,10 +80,18 @@ def main(argv=None):
         ax.set_ylabel("acceptance probability")
     handles, labels = axes[1].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3)
-    data = {"V": V, "k": ks, "single_pair": {"target": t0, "draft": d0, "exact": one,
-                                             "monte_carlo": {k: np.array(v) for k, v in mc.items()},
-                                             "n_runs": n_runs},
-            "average": {"n_pairs": n_pairs, "exact": avg, "spectr_bound": bound}}
+    data = {
+        "V": V,
+        "k": ks,
+        "single_pair": {
+            "target": t0,
+            "draft": d0,
+            "exact": one,
+            "monte_carlo": {k: np.array(v) for k, v in mc.items()},
+            "n_runs": n_runs,
+        },
+        "average": {"n_pairs": n_pairs, "exact": avg, "spectr_bound": bound},
+    }
     save_figure(fig, "fig6_multidraft", data=data, out_dir=args.out)
 
 

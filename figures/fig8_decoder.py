@@ -5,6 +5,7 @@ The numbers are those of simulations/decoder_theory.py (panels a, b) and benchma
 
 Usage: python figures/fig8_decoder.py [--out DIR]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -16,9 +17,16 @@ def main(argv=None):
     args = figure_args(__doc__, argv)
     theory, speed = load_results("decoder_theory", args.out), load_results("decoder_speed", args.out)
     drafts, gammas, T = theory["drafts"], theory["gammas"], theory["horizon"]
-    data = {"target": theory["target"], "drafts": drafts, "gammas": gammas, "horizon": T,
-            "sequences": theory["sequences"], "theory": theory["results"], "speed": speed["results"],
-            "sources": [theory["command"], speed["command"]]}
+    data = {
+        "target": theory["target"],
+        "drafts": drafts,
+        "gammas": gammas,
+        "horizon": T,
+        "sequences": theory["sequences"],
+        "theory": theory["results"],
+        "speed": speed["results"],
+        "sources": [theory["command"], speed["command"]],
+    }
     fig, axes = figure(ncols=3, width=3.0, height=2.6)
     ax = axes[0]
     g_hist = 4 if 4 in gammas else gammas[-1]
@@ -28,8 +36,14 @@ def main(argv=None):
         rows = {r["stat"]: r for r in data["theory"][name]["rows"] if r["gamma"] == g_hist and r["bonus"]}
         calls = rows["target_calls"]["measured"]
         j = np.arange(g_hist + 1)
-        ax.bar(j + (i - (len(drafts) - 1) / 2) * w, law["law_predicted"], width=w, color=PALETTE[i], alpha=0.45,
-               label=f"{name} (theory)")
+        ax.bar(
+            j + (i - (len(drafts) - 1) / 2) * w,
+            law["law_predicted"],
+            width=w,
+            color=PALETTE[i],
+            alpha=0.45,
+            label=f"{name} (theory)",
+        )
         m = np.array([rows[f"count[{k}]"]["measured"] for k in j]) / calls
         se = np.array([rows[f"count[{k}]"]["measured_se"] for k in j]) / calls
         ax.errorbar(j + (i - (len(drafts) - 1) / 2) * w, m, yerr=1.96 * se, fmt="o", color=PALETTE[i], ms=3)
@@ -43,8 +57,16 @@ def main(argv=None):
         rows = [r for r in data["theory"][name]["rows"] if r["stat"] == "rejections_tv"]
         x = [r["predicted"] for r in rows]
         y = [r["measured"] for r in rows]
-        ax.errorbar(x, y, xerr=[1.96 * r["predicted_se"] for r in rows], yerr=[1.96 * r["measured_se"] for r in rows],
-                    fmt="o", color=PALETTE[i], label=name, ms=3)
+        ax.errorbar(
+            x,
+            y,
+            xerr=[1.96 * r["predicted_se"] for r in rows],
+            yerr=[1.96 * r["measured_se"] for r in rows],
+            fmt="o",
+            color=PALETTE[i],
+            label=name,
+            ms=3,
+        )
         lo, hi = min(lo, *x, *y), max(hi, *x, *y)
     ax.plot([0.9 * lo, 1.1 * hi], [0.9 * lo, 1.1 * hi], color="0.4", lw=0.8, ls="--")
     ax.set_xlabel(r"predicted $\sum_n E[\mathrm{TV}_n]$")
@@ -60,8 +82,17 @@ def main(argv=None):
         if all("measured_repeats" in r for r in rows):  # repeated timings: median and full range
             reps = [np.asarray(r["measured_repeats"]) for r in rows]
             med = np.array([np.median(x) for x in reps])
-            ax.errorbar(g, med, yerr=[med - [x.min() for x in reps], [x.max() for x in reps] - med], fmt="o-",
-                        color=PALETTE[i], ms=3, capsize=2, lw=1, label=label)
+            ax.errorbar(
+                g,
+                med,
+                yerr=[med - [x.min() for x in reps], [x.max() for x in reps] - med],
+                fmt="o-",
+                color=PALETTE[i],
+                ms=3,
+                capsize=2,
+                lw=1,
+                label=label,
+            )
         else:
             ax.plot(g, [r["measured"] for r in rows], "o-", color=PALETTE[i], label=label)
     ax.axhline(1.0, color="0.5", lw=0.8)

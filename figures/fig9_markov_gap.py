@@ -5,6 +5,7 @@ the figures folder.
 
 Usage: python figures/fig9_markov_gap.py [--out DIR]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,33 +19,58 @@ def main(argv=None):
     args = figure_args(__doc__, argv)
     gap = load_results("decoder_markov_gap", args.out)
     drafts, orders = gap["drafts"], gap["orders"]
-    data = {"target": gap["target"], "orders": orders, "horizon": gap["horizon"], "gamma": gap["gamma"],
-            "samples": gap["samples"], "reference": gap.get("reference", "decoder"), "source": gap["command"],
-            "drafts": {}}
+    data = {
+        "target": gap["target"],
+        "orders": orders,
+        "horizon": gap["horizon"],
+        "gamma": gap["gamma"],
+        "samples": gap["samples"],
+        "reference": gap.get("reference", "decoder"),
+        "source": gap["command"],
+        "drafts": {},
+    }
     for name in drafts:
         res = gap["results"][name]
         d = {"measured": res["measured"], "rb": res["rb"]}
         for fam in FITS:
             rows = sorted((r for r in res["rows"] if r["family"] == fam), key=lambda r: r["param"])
-            d[fam] = {"states": [r["states"] for r in rows], "rejections": [r["rejections"] for r in rows],
-                      "target_calls": [r["target_calls"] for r in rows],
-                      "rejections_ci": [r.get("rejections_ci") for r in rows]}
+            d[fam] = {
+                "states": [r["states"] for r in rows],
+                "rejections": [r["rejections"] for r in rows],
+                "target_calls": [r["target_calls"] for r in rows],
+                "rejections_ci": [r.get("rejections_ci") for r in rows],
+            }
         data["drafts"][name] = d
     fig, axes = figure(ncols=2, width=3.3, height=2.7)
-    for ax, stat, title in ((axes[0], "rejections", "E[rejections], bonus off"),
-                            (axes[1], "target_calls", f"target calls, gamma = {gap['gamma']}, bonus on")):
+    for ax, stat, title in (
+        (axes[0], "rejections", "E[rejections], bonus off"),
+        (axes[1], "target_calls", f"target calls, gamma = {gap['gamma']}, bonus on"),
+    ):
         for i, name in enumerate(drafts):
             d = data["drafts"][name]
             m, se = d["measured"][stat]
             for fam, (label, style) in FITS.items():
-                ax.plot(orders, 100 * (np.array(d[fam][stat]) / m - 1.0), style, color=PALETTE[i],
-                        label=f"{name}, {label}" if stat == "rejections" else None, alpha=1.0 if "old" not in fam else 0.6)
+                ax.plot(
+                    orders,
+                    100 * (np.array(d[fam][stat]) / m - 1.0),
+                    style,
+                    color=PALETTE[i],
+                    label=f"{name}, {label}" if stat == "rejections" else None,
+                    alpha=1.0 if "old" not in fam else 0.6,
+                )
                 if stat == "rejections" and all(d[fam]["rejections_ci"]):
                     ci = np.array(d[fam]["rejections_ci"])
-                    ax.vlines(orders, 100 * (ci[:, 0] / m - 1), 100 * (ci[:, 1] / m - 1), color=PALETTE[i], lw=2.5,
-                              alpha=0.35)
-            ax.fill_between([orders[0], orders[-1] + 1], -196 * se / m, 196 * se / m, color=PALETTE[i], alpha=0.10,
-                            lw=0)
+                    ax.vlines(
+                        orders,
+                        100 * (ci[:, 0] / m - 1),
+                        100 * (ci[:, 1] / m - 1),
+                        color=PALETTE[i],
+                        lw=2.5,
+                        alpha=0.35,
+                    )
+            ax.fill_between(
+                [orders[0], orders[-1] + 1], -196 * se / m, 196 * se / m, color=PALETTE[i], alpha=0.10, lw=0
+            )
             ax.plot([orders[-1] + 1], [100 * (d["rb"][stat][0] / m - 1.0)], "x", color=PALETTE[i], ms=6)
         ax.axhline(0.0, color="0.3", lw=0.8, ls=":")
         ax.set_xticks(orders + [orders[-1] + 1], [str(k) for k in orders] + [r"$\infty$"])

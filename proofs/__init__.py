@@ -11,6 +11,7 @@ reduce an identity to the expected form. Notation: p = target, q = draft.
 
 Run all of them with ``python -m proofs``.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -22,12 +23,12 @@ __all__ = ["PROOFS", "ProofResult", "run_all", "run_one"]
 
 #: Module names, in the order of issue 6's list of results.
 PROOFS = (
-    "one_step_law",       # 1. the one-step speculative law equals the target
-    "acceptance_tv",      # 2. acceptance = sum min(target, draft) = 1 - TV
-    "tokens_per_call",    # 3. expected tokens per call and the optimal gamma
-    "theorem1_chain",     # 4. Theorem 1 of Yin et al. on a symbolic two-step chain
-    "pareto_line",        # 5. rejection + optimal TV loss = TV for over-accepting rules
-    "kseq_residual",      # 6. validity of the K-SEQ residual of SpecTr
+    "one_step_law",  # 1. the one-step speculative law equals the target
+    "acceptance_tv",  # 2. acceptance = sum min(target, draft) = 1 - TV
+    "tokens_per_call",  # 3. expected tokens per call and the optimal gamma
+    "theorem1_chain",  # 4. Theorem 1 of Yin et al. on a symbolic two-step chain
+    "pareto_line",  # 5. rejection + optimal TV loss = TV for over-accepting rules
+    "kseq_residual",  # 6. validity of the K-SEQ residual of SpecTr
     "sequence_front_lp",  # 7. the sequence-level front is a linear program (issue 15)
 )
 
@@ -59,12 +60,21 @@ def run_one(name: str) -> ProofResult:
         title = getattr(module, "TITLE", name)
         module.check()
     except AssertionError as exc:
-        return ProofResult(name, locals().get("title", name), False,
-                           time.perf_counter() - start, str(exc) or "assertion failed")
+        return ProofResult(
+            name,
+            locals().get("title", name),
+            False,
+            time.perf_counter() - start,
+            str(exc) or "assertion failed",
+        )
     except Exception as exc:  # a crash is a failure to prove, reported, not raised
-        return ProofResult(name, locals().get("title", name), False,
-                           time.perf_counter() - start,
-                           f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}")
+        return ProofResult(
+            name,
+            locals().get("title", name),
+            False,
+            time.perf_counter() - start,
+            f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}",
+        )
     return ProofResult(name, title, True, time.perf_counter() - start)
 
 

@@ -1,4 +1,5 @@
 """``python -m proofs [NAME ...]``: run the symbolic proofs, one line per result."""
+
 from __future__ import annotations
 
 import argparse
@@ -9,12 +10,17 @@ from . import PROOFS, run_one
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m proofs", description="Run the sympy proofs of spectheory's results.",
-        epilog="example: python -m proofs one_step_law kseq_residual")
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"proofs to run (default: all): {', '.join(PROOFS)}")
+        prog="python -m proofs",
+        description="Run the sympy proofs of spectheory's results.",
+        epilog="example: python -m proofs one_step_law kseq_residual",
+    )
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"proofs to run (default: all): {', '.join(PROOFS)}"
+    )
     parser.add_argument("--out", default=None, help="also write proofs.json (with headline rows) into DIR")
-    parser.add_argument("--quick", action="store_true", help="accepted for the main job; the proofs are always complete")
+    parser.add_argument(
+        "--quick", action="store_true", help="accepted for the main job; the proofs are always complete"
+    )
     args = parser.parse_args(argv)
     unknown = [n for n in args.names if n not in PROOFS]
     if unknown:
@@ -31,9 +37,15 @@ def main(argv=None) -> int:
             print("      " + r.message.replace("\n", "\n      "), flush=True)
     if args.out:
         from spectheory.app.results import headline, write_results
+
         rows = [{"name": r.name, "title": r.title, "ok": r.ok, "seconds": r.seconds} for r in results]
-        write_results(__file__, {"proofs": rows}, args.out, argv, [
-            headline("sympy proofs passing (python -m proofs)", f"{len(results) - failed}/{len(results)}")])
+        write_results(
+            __file__,
+            {"proofs": rows},
+            args.out,
+            argv,
+            [headline("sympy proofs passing (python -m proofs)", f"{len(results) - failed}/{len(results)}")],
+        )
     return 1 if failed else 0
 
 

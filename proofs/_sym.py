@@ -17,14 +17,22 @@ hand-written case formula): for ``Min(a, b)`` it finds the sign of ``a - b`` by 
 of known sign (products of positive symbols). A comparison it cannot certify raises
 :class:`AssertionError`, so an unproved step never passes silently.
 """
+
 from __future__ import annotations
 
 import itertools
 
 import sympy as sp
 
-__all__ = ["law_symbols", "close_simplex", "resolve", "sign_patterns", "assert_zero",
-           "assert_equal", "pull_constants"]
+__all__ = [
+    "law_symbols",
+    "close_simplex",
+    "resolve",
+    "sign_patterns",
+    "assert_zero",
+    "assert_equal",
+    "pull_constants",
+]
 
 
 def law_symbols(name: str, size: int) -> list[sp.Symbol]:
@@ -56,12 +64,12 @@ def _sign_of(diff, signs: dict, simplex: dict | None = None) -> int:
     den_sign = 1 if den.is_positive else (-1 if den.is_negative else 0)
     if den_sign == 0:
         raise AssertionError(f"cannot certify the sign of the denominator {den}")
-    for key, s in signs.items():                     # fast path: num = +-key
+    for key, s in signs.items():  # fast path: num = +-key
         if sp.expand(num - key) == 0:
             return s * den_sign
         if sp.expand(num + key) == 0:
             return -s * den_sign
-    for key, s in signs.items():                     # num = (positive or negative factor) * key
+    for key, s in signs.items():  # num = (positive or negative factor) * key
         ratio = sp.cancel(num / key)
         if ratio.is_positive:
             return s * den_sign
@@ -73,6 +81,7 @@ def _sign_of(diff, signs: dict, simplex: dict | None = None) -> int:
 def resolve(expr, signs: dict, simplex: dict | None = None):
     """Replace every Min/Max/Abs in ``expr`` by the argument it equals on the pattern ``signs``
     (``simplex``: see :func:`_sign_of`)."""
+
     def pick(e):
         if isinstance(e, sp.Abs):
             return e.args[0] if _sign_of(e.args[0], signs, simplex) > 0 else -e.args[0]
@@ -88,8 +97,11 @@ def resolve(expr, signs: dict, simplex: dict | None = None):
     expr = sp.sympify(expr)
     while expr.has(sp.Min, sp.Max, sp.Abs):
         # innermost first: atoms whose arguments are already free of Min/Max/Abs, each once
-        inner = [e for e in expr.atoms(sp.Min, sp.Max, sp.Abs)
-                 if not any(a.has(sp.Min, sp.Max, sp.Abs) for a in e.args)]
+        inner = [
+            e
+            for e in expr.atoms(sp.Min, sp.Max, sp.Abs)
+            if not any(a.has(sp.Min, sp.Max, sp.Abs) for a in e.args)
+        ]
         expr = expr.xreplace({e: pick(e) for e in inner})
     return expr
 
@@ -97,7 +109,7 @@ def resolve(expr, signs: dict, simplex: dict | None = None):
 def assert_zero(expr, what: str) -> None:
     """Raise AssertionError unless the rational expression ``expr`` cancels to 0."""
     reduced = sp.cancel(sp.together(sp.sympify(expr)))
-    if reduced != 0 and sp.count_ops(reduced) < 400:   # small leftovers: try harder
+    if reduced != 0 and sp.count_ops(reduced) < 400:  # small leftovers: try harder
         reduced = sp.simplify(reduced)
     if reduced != 0:
         raise AssertionError(f"{what}: sympy reduces the difference to {reduced}, not 0")
@@ -111,6 +123,7 @@ def assert_equal(lhs, rhs, what: str) -> None:
 def pull_constants(expr):
     """Rewrite every ``Sum(c * f(i), lims)`` as ``c * Sum(f(i), lims)`` after expanding sums
     over added terms (linearity of a finite sum, the only rule the general-V proofs use)."""
+
     def split(body, *limits):
         index = limits[0][0]
         const = [f for f in sp.Mul.make_args(body) if not f.has(index)]

@@ -18,12 +18,20 @@ lemma in both cases, the summation for a symbolic V (sympy ``Sum``), and, indepe
 the whole identity for V = 2 and V = 3 on every sign pattern of p - q with the last
 probability of each law written as 1 - (sum of the others).
 """
+
 from __future__ import annotations
 
 import sympy as sp
 
-from ._sym import (assert_equal, assert_zero, close_simplex, law_symbols, pull_constants,
-                   resolve, sign_patterns)
+from ._sym import (
+    assert_equal,
+    assert_zero,
+    close_simplex,
+    law_symbols,
+    pull_constants,
+    resolve,
+    sign_patterns,
+)
 
 TITLE = "acceptance = sum min(target, draft) = 1 - TV"
 
@@ -33,8 +41,9 @@ def _check_lemma() -> None:
     for signs in sign_patterns([p - q]):
         accept = resolve(q * sp.Min(1, p / q), signs)
         assert_equal(accept, resolve(sp.Min(p, q), signs), f"q min(1, p/q) = min(p, q) on {signs}")
-        assert_equal(accept, resolve((p + q - sp.Abs(p - q)) / 2, signs),
-                     f"min(p, q) = (p + q - |p - q|)/2 on {signs}")
+        assert_equal(
+            accept, resolve((p + q - sp.Abs(p - q)) / 2, signs), f"min(p, q) = (p + q - |p - q|)/2 on {signs}"
+        )
 
 
 def _check_general_v() -> None:
@@ -52,8 +61,10 @@ def _check_explicit(V: int) -> None:
     mins = sum(sp.Min(p, q) for p, q in zip(target, draft))
     tv = sum(sp.Abs(p - q) for p, q in zip(target, draft)) / 2
     for signs in sign_patterns([p - q for p, q in zip(target, draft)]):
+
         def closed(e):
             return close_simplex(close_simplex(resolve(e, signs), target), draft)
+
         assert_equal(closed(beta), closed(mins), f"V={V}: beta = sum min on {list(signs.values())}")
         assert_equal(closed(beta), 1 - closed(tv), f"V={V}: beta = 1 - TV on {list(signs.values())}")
 

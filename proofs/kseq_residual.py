@@ -37,6 +37,7 @@ is enumerated with symbolic p, q, rho and every min resolved on all sign pattern
 pattern :math:`p \ge \rho q` everywhere forces rho = 1 and p = q, where beta = 1, every
 candidate is accepted and R is never used.)
 """
+
 from __future__ import annotations
 
 import itertools
@@ -53,8 +54,8 @@ def _general() -> None:
     k = sp.Symbol("k", integer=True, positive=True)
     i = sp.Symbol("i", integer=True, positive=True)
     m, pt, d = sp.symbols("m p q", positive=True)
-    P = (1 - beta)**k
-    accepted = sp.summation((1 - beta)**(i - 1) * m, (i, 1, k))
+    P = (1 - beta) ** k
+    accepted = sp.summation((1 - beta) ** (i - 1) * m, (i, 1, k))
     accepted = sp.piecewise_fold(accepted)
     # sympy splits at beta = 0 (1 - beta = 1); beta > 0 here, take the generic branch
     if isinstance(accepted, sp.Piecewise):
@@ -62,11 +63,12 @@ def _general() -> None:
     assert_zero(sp.simplify(accepted - m * (1 - P) / beta), "sum_i (1 - beta)^(i-1) m = m (1 - P)/beta")
     R = (pt - m * (1 - P) / beta) / P
     assert_equal(m * (1 - P) / beta + P * R, pt, "output law = target")
-    valid_gap = rho * beta - (1 - P)                  # >= 0 is validity
+    valid_gap = rho * beta - (1 - P)  # >= 0 is validity
     capped = pt * valid_gap / (rho * beta * P)
     assert_equal(R.subs(m, pt / rho), capped, "R where p <= rho q")
-    assert_equal(R.subs(m, d) - capped, (pt / rho - d) * (1 - P) / (beta * P),
-                 "R - (capped form) where p > rho q")
+    assert_equal(
+        R.subs(m, d) - capped, (pt / rho - d) * (1 - P) / (beta * P), "R - (capped form) where p > rho q"
+    )
     # sum over a symbolic vocabulary
     j, V = sp.symbols("j V", integer=True, positive=True)
     p_, m_ = sp.IndexedBase("p"), sp.IndexedBase("m")
@@ -83,7 +85,7 @@ def _counterexample() -> None:
     rho, k = sp.Rational(6, 5), 2
     m = [sp.Min(d, t / rho) for t, d in zip(target, draft)]
     beta = sum(m)
-    P = (1 - beta)**k
+    P = (1 - beta) ** k
     R = [(t - mm * (1 - P) / beta) / P for t, mm in zip(target, m)]
     assert all(r >= 0 for r in R) and sum(R) == 1, R
     assert 1 - P > rho * beta, "counterexample must violate validity"
@@ -96,7 +98,7 @@ def _explicit(k: int) -> None:
     simplex = {target[-1]: 1 - target[0], draft[-1]: 1 - draft[0]}
     m = [sp.Min(d, t / rho) for t, d in zip(target, draft)]
     beta = sum(m)
-    P = (1 - beta)**k
+    P = (1 - beta) ** k
     R = [(t - mm * (1 - P) / beta) / P for t, mm in zip(target, m)]
     out = [sp.Integer(0)] * V
     for xs in itertools.product(range(V), repeat=k):
@@ -109,33 +111,51 @@ def _explicit(k: int) -> None:
         for y in range(V):
             out[y] += prob * alive * R[y]
     for signs in sign_patterns([t - rho * d for t, d in zip(target, draft)]):
+
         def closed(e):
             return sp.sympify(resolve(e, signs)).subs(simplex)
+
         pattern = list(signs.values())
         if all(v > 0 for v in pattern):
             # p >= rho q everywhere: sum gives 1 >= rho, so rho = 1 and p = q; then beta = 1,
             # every candidate is accepted and R (0/0) is never used
-            assert_equal(closed(sum(t - rho * d for t, d in zip(target, draft))), 1 - rho,
-                         f"k={k}: pattern {pattern} forces rho <= 1")
-            assert_equal(resolve(beta.subs({rho: 1, draft[0]: target[0], draft[1]: target[1]}),
-                                 signs).subs(simplex), 1, f"k={k}: beta = 1 at p = q, rho = 1")
+            assert_equal(
+                closed(sum(t - rho * d for t, d in zip(target, draft))),
+                1 - rho,
+                f"k={k}: pattern {pattern} forces rho <= 1",
+            )
+            assert_equal(
+                resolve(beta.subs({rho: 1, draft[0]: target[0], draft[1]: target[1]}), signs).subs(simplex),
+                1,
+                f"k={k}: beta = 1 at p = q, rho = 1",
+            )
             continue
         for y in range(V):
             assert_equal(closed(out[y]), closed(target[y]), f"k={k}: output law at {y} on {pattern}")
         assert_equal(closed(sum(R)), 1, f"k={k}: residual sums to 1 on {pattern}")
-        assert_equal(closed(1 - sum(sp.Mul(*[1 - sp.Min(1, target[x] / (rho * draft[x]))
-                                          for x in xs]) * sp.Mul(*[draft[x] for x in xs])
-                                 for xs in itertools.product(range(V), repeat=k))),
-                     closed(1 - P), f"k={k}: P(accept) = 1 - (1 - beta)^k on {pattern}")
+        assert_equal(
+            closed(
+                1
+                - sum(
+                    sp.Mul(*[1 - sp.Min(1, target[x] / (rho * draft[x])) for x in xs])
+                    * sp.Mul(*[draft[x] for x in xs])
+                    for xs in itertools.product(range(V), repeat=k)
+                )
+            ),
+            closed(1 - P),
+            f"k={k}: P(accept) = 1 - (1 - beta)^k on {pattern}",
+        )
         valid_gap = rho * beta - (1 - P)
         for y in range(V):
             capped = target[y] * valid_gap / (rho * beta * P)
             if signs[sp.expand(target[y] - rho * draft[y])] < 0:
                 assert_equal(closed(R[y]), closed(capped), f"k={k}: R({y}) capped form on {pattern}")
             else:
-                assert_equal(closed(R[y] - capped),
-                             closed((target[y] / rho - draft[y]) * (1 - P) / (beta * P)),
-                             f"k={k}: R({y}) uncapped form on {pattern}")
+                assert_equal(
+                    closed(R[y] - capped),
+                    closed((target[y] / rho - draft[y]) * (1 - P) / (beta * P)),
+                    f"k={k}: R({y}) uncapped form on {pattern}",
+                )
 
 
 def check() -> None:

@@ -29,12 +29,20 @@ V = 3 on every sign pattern of p - q with the last probability of each law writt
 1 - (sum of the others). Patterns whose residual mass vanishes identically are shown to force
 p = q and are covered by the p = q case.
 """
+
 from __future__ import annotations
 
 import sympy as sp
 
-from ._sym import (assert_equal, assert_zero, close_simplex, law_symbols, pull_constants,
-                   resolve, sign_patterns)
+from ._sym import (
+    assert_equal,
+    assert_zero,
+    close_simplex,
+    law_symbols,
+    pull_constants,
+    resolve,
+    sign_patterns,
+)
 
 TITLE = "one-step speculative law equals the target"
 
@@ -51,19 +59,23 @@ def step_law(target, draft):
 def _check_lemma() -> None:
     p, q = sp.symbols("p q", positive=True)
     for signs in sign_patterns([p - q]):
-        assert_equal(resolve(q * sp.Min(1, p / q), signs), resolve(sp.Min(p, q), signs),
-                     f"q min(1, p/q) = min(p, q) on {signs}")
-        assert_equal(resolve(sp.Min(p, q) + sp.Max(p - q, 0), signs), p,
-                     f"min(p, q) + max(p - q, 0) = p on {signs}")
+        assert_equal(
+            resolve(q * sp.Min(1, p / q), signs),
+            resolve(sp.Min(p, q), signs),
+            f"q min(1, p/q) = min(p, q) on {signs}",
+        )
+        assert_equal(
+            resolve(sp.Min(p, q) + sp.Max(p - q, 0), signs), p, f"min(p, q) + max(p - q, 0) = p on {signs}"
+        )
 
 
 def _check_general_v() -> None:
     i, V = sp.symbols("i V", integer=True, positive=True)
-    p, m = sp.IndexedBase("p"), sp.IndexedBase("m")       # m[i] = min(p_i, q_i)
+    p, m = sp.IndexedBase("p"), sp.IndexedBase("m")  # m[i] = min(p_i, q_i)
     # lemma: max(p_i - q_i, 0) = p_i - m[i]
     Z = pull_constants(sp.Sum(p[i] - m[i], (i, 1, V)))
     rho = 1 - sp.Sum(m[i], (i, 1, V))
-    Z = Z.subs(sp.Sum(p[i], (i, 1, V)), 1)                # sum of the target = 1
+    Z = Z.subs(sp.Sum(p[i], (i, 1, V)), 1)  # sum of the target = 1
     assert_zero(rho - Z, "general V: rejection probability equals residual mass")
 
 

@@ -36,12 +36,12 @@ a = p, rho = 0, loss 0. The general-V form follows from the pointwise lemmas
 :math:`(p - a)_+ - (a - p)_+ = p - a`, :math:`(p - a)_+ = (p - q)_+` under over-acceptance,
 and :math:`|p - q| = 2(p - q)_+ - (p - q)`, summed with sympy ``Sum`` for a symbolic V.
 """
+
 from __future__ import annotations
 
 import sympy as sp
 
-from ._sym import (assert_equal, assert_zero, law_symbols, pull_constants, resolve,
-                   sign_patterns)
+from ._sym import assert_equal, assert_zero, law_symbols, pull_constants, resolve, sign_patterns
 
 TITLE = "Pareto line: rejection + optimal TV loss = TV for over-accepting rules"
 
@@ -50,25 +50,28 @@ def _pointwise_lemmas() -> None:
     p, q, b = sp.symbols("p q b", positive=True)
     for signs in sign_patterns([p - q]):
         if signs[sp.expand(p - q)] > 0:
-            a, extra = q, {}                          # b >= min(1, p/q) = 1 forces b = 1
+            a, extra = q, {}  # b >= min(1, p/q) = 1 forces b = 1
         else:
-            a, extra = q * b, {sp.expand(q * b - p): 1}   # b >= p/q: a >= p
+            a, extra = q * b, {sp.expand(q * b - p): 1}  # b >= p/q: a >= p
         table = {**signs, **extra}
         pos = lambda e: resolve(sp.Max(e, 0), table)  # noqa: E731
         assert_equal(pos(p - a) - pos(a - p), p - a, f"(p - a)+ - (a - p)+ = p - a on {signs}")
         assert_equal(pos(p - a), pos(p - q), f"(p - a)+ = (p - q)+ on {signs}")
-        assert_equal(resolve(sp.Abs(p - q), signs), 2 * pos(p - q) - (p - q),
-                     f"|p - q| = 2 (p - q)+ - (p - q) on {signs}")
+        assert_equal(
+            resolve(sp.Abs(p - q), signs),
+            2 * pos(p - q) - (p - q),
+            f"|p - q| = 2 (p - q)+ - (p - q) on {signs}",
+        )
 
 
 def _general_v() -> None:
     i, V = sp.symbols("i V", integer=True, positive=True)
     p, q, a = sp.IndexedBase("p"), sp.IndexedBase("q"), sp.IndexedBase("a")
-    u = sp.IndexedBase("u")                   # u[i] = (p_i - a_i)+ = (p_i - q_i)+ (lemmas)
-    S = lambda e: pull_constants(sp.Sum(e, (i, 1, V)))    # noqa: E731
+    u = sp.IndexedBase("u")  # u[i] = (p_i - a_i)+ = (p_i - q_i)+ (lemmas)
+    S = lambda e: pull_constants(sp.Sum(e, (i, 1, V)))  # noqa: E731
     ones = {sp.Sum(p[i], (i, 1, V)): 1, sp.Sum(q[i], (i, 1, V)): 1}
     rho = 1 - S(a[i])
-    loss = S(u[i] - (p[i] - a[i])).subs(ones)          # (a - p)+ = (p - a)+ - (p - a)
+    loss = S(u[i] - (p[i] - a[i])).subs(ones)  # (a - p)+ = (p - a)+ - (p - a)
     tv = S((2 * u[i] - (p[i] - q[i])) / 2).subs(ones)  # |p - q| = 2 (p - q)+ - (p - q)
     assert_zero(rho + loss - tv, "general V: rho + sum (a - p)+ = TV(p, q)")
 
@@ -97,16 +100,25 @@ def _explicit(V: int) -> None:
         abs_gap = []
         for x in range(V):
             if up[x]:
-                assert_equal(R(out[x] - target[x]), R(-(target[x] - draft[x]) * L / Zs),
-                             f"V={V}: o - p = -(p - q) L / Z* at token {x} on {pattern}")
+                assert_equal(
+                    R(out[x] - target[x]),
+                    R(-(target[x] - draft[x]) * L / Zs),
+                    f"V={V}: o - p = -(p - q) L / Z* at token {x} on {pattern}",
+                )
                 abs_gap.append(-(out[x] - target[x]))  # (p - q) >= 0, L >= 0, Z* > 0
             else:
-                assert_equal(R(out[x] - target[x]), R(a[x] - target[x]),
-                             f"V={V}: o - p = a - p at token {x} on {pattern}")
-                abs_gap.append(out[x] - target[x])      # a - p >= 0 (table)
+                assert_equal(
+                    R(out[x] - target[x]),
+                    R(a[x] - target[x]),
+                    f"V={V}: o - p = a - p at token {x} on {pattern}",
+                )
+                abs_gap.append(out[x] - target[x])  # a - p >= 0 (table)
         loss = sum(abs_gap) / 2
-        assert_equal(R(loss), R(sum(sp.Max(a[x] - target[x], 0) for x in range(V))),
-                     f"V={V}: TV(o, p) = sum (a - p)+ on {pattern}")
+        assert_equal(
+            R(loss),
+            R(sum(sp.Max(a[x] - target[x], 0) for x in range(V))),
+            f"V={V}: TV(o, p) = sum (a - p)+ on {pattern}",
+        )
         tv = sum(sp.Abs(target[x] - draft[x]) for x in range(V)) / 2
         assert_equal(R(rho + loss), R(tv), f"V={V}: rho + loss = TV(p, q) on {pattern}")
     # p = q: b >= min(1, p/q) = 1, so a = p, rho = 0 and the output is p (zero loss)

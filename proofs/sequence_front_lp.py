@@ -30,6 +30,7 @@ equals :math:`\mathrm{TV}(o, q)`, that the accepted mass is at most q and at mos
 (whence any rule with output o rejects at least :math:`1 - \sum \min(o, q)`), and identity
 (ii). (iii) is exact arithmetic.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -46,9 +47,9 @@ def _coupling(V: int) -> None:
     simplex = {o[-1]: 1 - sum(o[:-1]), q[-1]: 1 - sum(q[:-1])}
     for signs in sign_patterns([a - b for a, b in zip(o, q)]):
         R = lambda e: sp.sympify(resolve(e, signs)).subs(simplex)  # noqa: E731
-        acc = [sp.Min(o[x], q[x]) for x in range(V)]             # q b with b = min(o, q)/q
+        acc = [sp.Min(o[x], q[x]) for x in range(V)]  # q b with b = min(o, q)/q
         rho = 1 - sum(acc)
-        rej = [o[x] - acc[x] for x in range(V)]                  # rho P = o - min(o, q)
+        rej = [o[x] - acc[x] for x in range(V)]  # rho P = o - min(o, q)
         pattern = [signs[sp.expand(o[x] - q[x])] for x in range(V)]
         for x in range(V):
             assert_equal(R(acc[x] + rej[x]), R(o[x]), f"V={V}: output = o at {x} on {pattern}")
@@ -84,15 +85,18 @@ def exact_front(eps):
 
     def cost(o):
         m = [o[0] + o[1], o[2] + o[3]]
-        return (sum(abs(m[i] - DRF1[i]) for i in range(2))
-                + sum(abs(o[2 * i + j] - m[i] * DRF2[i][j]) for i in range(2) for j in range(2))) / 2
+        return (
+            sum(abs(m[i] - DRF1[i]) for i in range(2))
+            + sum(abs(o[2 * i + j] - m[i] * DRF2[i][j]) for i in range(2) for j in range(2))
+        ) / 2
 
     planes = []
     for i in range(2):
         planes.append(([1 if k // 2 == i else 0 for k in range(4)], DRF1[i]))
         for j in range(2):
-            planes.append(([(1 if k == 2 * i + j else 0) - (DRF2[i][j] if k // 2 == i else 0)
-                            for k in range(4)], F(0)))
+            planes.append(
+                ([(1 if k == 2 * i + j else 0) - (DRF2[i][j] if k // 2 == i else 0) for k in range(4)], F(0))
+            )
     for k in range(4):
         e = [1 if kk == k else 0 for kk in range(4)]
         planes += [(e, F(0)), (e, P[k])]
@@ -100,6 +104,7 @@ def exact_front(eps):
         planes.append((list(s), 2 * eps + sum(a * b for a, b in zip(s, P))))
     # float screen of all triples (numpy), then every candidate re-solved and checked exactly
     import numpy as np
+
     trios = list(itertools.combinations(range(len(planes)), 3))
     A = np.array([[[1.0] * 4] + [[float(v) for v in planes[i][0]] for i in t] for t in trios])
     b = np.array([[1.0] + [float(planes[i][1]) for i in t] for t in trios])

@@ -32,6 +32,7 @@ are 0. Checked for T = 2 with gamma = 1, 2 (gamma >= 2 is gamma = 2 at T = 2). T
 enumeration code is generic in T and V, but T = 3 (128 sign patterns, larger leaves) takes
 sympy several minutes, so it is not part of :func:`check`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -61,6 +62,7 @@ def symbolic_prefix_tree(horizon: int, vocab: int = 2):
 
 def protocol_leaves(target, draft, horizon: int, gamma: int, vocab: int = 2):
     """All branches of speculative decoding without bonus tokens: ``(prob, tokens, rejections)``."""
+
     def residual(prefix):
         t, d = target[prefix], draft[prefix]
         excess = [sp.Max(a - b, 0) for a, b in zip(t, d)]
@@ -88,7 +90,7 @@ def protocol_leaves(target, draft, horizon: int, gamma: int, vocab: int = 2):
                     yield from rounds(cur + (y,), prob * p_draft * p_acc * (1 - accept) * r, rej + 1)
                 p_acc *= accept
                 cur = cur + (x,)
-            yield from rounds(cur, prob * p_draft * p_acc, rej)   # all accepted, no bonus
+            yield from rounds(cur, prob * p_draft * p_acc, rej)  # all accepted, no bonus
 
     yield from rounds((), sp.Integer(1), 0)
 
@@ -109,8 +111,10 @@ def _check(horizon: int, gammas) -> None:
     target, draft, simplex = symbolic_prefix_tree(horizon, vocab)
     keys = [target[pre][0] - draft[pre][0] for pre in target]
     bound = theorem1_sum(target, draft, horizon, vocab)
-    joint = {seq: sp.Mul(*[target[seq[:j]][seq[j]] for j in range(horizon)])
-             for seq in itertools.product(range(vocab), repeat=horizon)}
+    joint = {
+        seq: sp.Mul(*[target[seq[:j]][seq[j]] for j in range(horizon)])
+        for seq in itertools.product(range(vocab), repeat=horizon)
+    }
     for gamma in gammas:
         leaves = list(protocol_leaves(target, draft, horizon, gamma, vocab))
         rejections = sum(prob * rej for prob, _seq, rej in leaves)
@@ -118,14 +122,22 @@ def _check(horizon: int, gammas) -> None:
         for prob, seq, _rej in leaves:
             law[seq] += prob
         for signs in sign_patterns(keys):
+
             def closed(e):
                 return sp.sympify(resolve(e, signs, simplex)).subs(simplex)
+
             pattern = list(signs.values())
-            assert_equal(closed(rejections), closed(bound),
-                         f"T={horizon}, gamma={gamma}: E[rejections] = sum E[TV] on {pattern}")
+            assert_equal(
+                closed(rejections),
+                closed(bound),
+                f"T={horizon}, gamma={gamma}: E[rejections] = sum E[TV] on {pattern}",
+            )
             for seq, prob in law.items():
-                assert_equal(closed(prob), closed(joint[seq]),
-                             f"T={horizon}, gamma={gamma}: P(sequence {seq}) = target law on {pattern}")
+                assert_equal(
+                    closed(prob),
+                    closed(joint[seq]),
+                    f"T={horizon}, gamma={gamma}: P(sequence {seq}) = target law on {pattern}",
+                )
 
 
 def check() -> None:

@@ -35,6 +35,7 @@ for symbolic g and i.
 treating G(g) and :math:`A = a^{g+1}` as symbols (so g is general). The rule "first g with
 D(g) <= 0" is cross-checked in exact rationals against :func:`spectheory.optimal_gamma`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -55,7 +56,7 @@ def _check_law() -> None:
     mean = sp.summation((i + 1) * a**i * (1 - a), (i, 0, g - 1)) + (g + 1) * a**g
     # sympy answers with a Piecewise split at a = 1; every branch is checked
     _assert_piecewise_equal(law_sum, 1, "capped geometric law sums to 1")
-    _assert_piecewise_equal(mean * (1 - a), 1 - a**(g + 1), "E[N + 1] (1 - a) = 1 - a^(g+1)")
+    _assert_piecewise_equal(mean * (1 - a), 1 - a ** (g + 1), "E[N + 1] (1 - a) = 1 - a^(g+1)")
     _assert_piecewise_equal(mean, sp.summation(a**i, (i, 0, g)), "E[N + 1] = sum_{i<=g} a^i")
     assert_equal(sp.piecewise_fold(mean).subs(a, 1), g + 1, "E[N + 1] at a = 1")
     # independent: enumerate the accept/reject outcomes of the g checks
@@ -68,7 +69,7 @@ def _check_law() -> None:
             mean_tokens += prob * (n_acc + 1)
         assert_equal(total, 1, f"g={gam}: outcome probabilities sum to 1")
         assert_equal(mean_tokens, sum(a**k for k in range(gam + 1)), f"g={gam}: E[N + 1] by enumeration")
-        assert_equal(mean_tokens * (1 - a), 1 - a**(gam + 1), f"g={gam}: closed form")
+        assert_equal(mean_tokens * (1 - a), 1 - a ** (gam + 1), f"g={gam}: closed form")
 
 
 def _assert_piecewise_equal(expr, want, what: str) -> None:
@@ -90,45 +91,52 @@ def _check_helps_iff_alpha_gt_c() -> None:
     assert_equal(S1 - 1, (a - c) / (1 + c), "S(1) - 1 = (a - c)/(1 + c)")
     # (1 + g c) - G(g) = g (c - a) + sum_{i=1}^{g} (a - a^i)
     slack = g * (c - a) + sp.summation(a - a**i, (i, 1, g))
-    _assert_piecewise_equal((1 + g * c) - G - slack, 0,
-                            "(1 + g c) - G(g) = g(c - a) + sum (a - a^i)")
+    _assert_piecewise_equal((1 + g * c) - G - slack, 0, "(1 + g c) - G(g) = g(c - a) + sum (a - a^i)")
     # a - a^i = a (1 - a) sum_{j=0}^{i-2} a^j  (each factor >= 0 on [0, 1])
-    _assert_piecewise_equal(a * (1 - a) * sp.summation(a**j, (j, 0, i - 2)), a - a**i,
-                            "a - a^i = a (1 - a) sum_{j<=i-2} a^j")
+    _assert_piecewise_equal(
+        a * (1 - a) * sp.summation(a**j, (j, 0, i - 2)), a - a**i, "a - a^i = a (1 - a) sum_{j<=i-2} a^j"
+    )
 
 
 def _check_first_difference() -> None:
-    G, A = sp.symbols("G A", positive=True)          # G = G(g), A = a^(g+1)
-    S = lambda Gv, gv: Gv / (1 + gv * c)             # noqa: E731
+    G, A = sp.symbols("G A", positive=True)  # G = G(g), A = a^(g+1)
+    S = lambda Gv, gv: Gv / (1 + gv * c)  # noqa: E731
     D = lambda Gv, Av, gv: Av * (1 + gv * c) - c * Gv  # noqa: E731
-    G1, A1 = G + A, a * A                            # G(g+1), a^(g+2)
-    assert_equal(S(G1, g + 1) - S(G, g), D(G, A, g) / ((1 + g * c) * (1 + (g + 1) * c)),
-                 "S(g+1) - S(g) = D(g) / ((1 + gc)(1 + (g+1)c))")
-    assert_equal(D(G1, A1, g + 1) - D(G, A, g), -A * (1 - a) * (1 + (g + 1) * c),
-                 "D(g+1) - D(g) = -a^(g+1) (1 - a)(1 + (g+1)c)")
+    G1, A1 = G + A, a * A  # G(g+1), a^(g+2)
+    assert_equal(
+        S(G1, g + 1) - S(G, g),
+        D(G, A, g) / ((1 + g * c) * (1 + (g + 1) * c)),
+        "S(g+1) - S(g) = D(g) / ((1 + gc)(1 + (g+1)c))",
+    )
+    assert_equal(
+        D(G1, A1, g + 1) - D(G, A, g),
+        -A * (1 - a) * (1 + (g + 1) * c),
+        "D(g+1) - D(g) = -a^(g+1) (1 - a)(1 + (g+1)c)",
+    )
     _cross_check_optimal_gamma()
 
 
 def _cross_check_optimal_gamma() -> None:
     try:
         from spectheory import optimal_gamma
-    except ImportError:                               # the proof itself does not need it
+    except ImportError:  # the proof itself does not need it
         return
     for an in ((1, 2), (4, 5), (9, 10), (19, 20), (3, 10), (7, 10)):
         for cd in ((1, 50), (1, 10), (1, 4), (1, 2)):
             av, cv = sp.Rational(*an), sp.Rational(*cd)
             gk, Gk = 1, 1 + av
-            while av**(gk + 1) * (1 + gk * cv) - cv * Gk > 0:
-                Gk += av**(gk + 1)
+            while av ** (gk + 1) * (1 + gk * cv) - cv * Gk > 0:
+                Gk += av ** (gk + 1)
                 gk += 1
                 assert gk < 10_000
             if av <= cv:
-                gk = 1                               # no gamma helps; the library returns 1
+                gk = 1  # no gamma helps; the library returns 1
             got = optimal_gamma(float(av), float(cv))
             # library's argmax may break an exact tie the other way
             Sg = lambda x: sum(av**k for k in range(x + 1)) / (1 + x * cv)  # noqa: E731
-            assert Sg(got) == Sg(gk) or got == gk, \
+            assert Sg(got) == Sg(gk) or got == gk, (
                 f"optimal gamma at a={av}, c={cv}: first-difference rule {gk}, library {got}"
+            )
 
 
 def check() -> None:

@@ -11,12 +11,16 @@ Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 
 import numpy as np
 
+from spectheory.app.results import headline, script_parser, write_results
 from spectheory.chain.examples import holey_chain
 from spectheory.montecarlo import simulate_batch
-from spectheory.verifiers import (batch_expected_rejections, batch_rejection_probability,
-                                        bernoulli_batch_rejection,
-                                        uniform_batch_rejection, uniform_instance)
-from spectheory.app.results import headline, script_parser, write_results
+from spectheory.verifiers import (
+    batch_expected_rejections,
+    batch_rejection_probability,
+    bernoulli_batch_rejection,
+    uniform_batch_rejection,
+    uniform_instance,
+)
 
 
 def main(argv=None):
@@ -31,8 +35,13 @@ def main(argv=None):
     for gamma in (None, 4):
         for M in Ms + [np.inf]:
             ex = batch_expected_rejections(chain, T, M, gamma=gamma)
-            row = {"gamma": gamma, "M": None if np.isinf(M) else M, "theorem1": ex.theorem1,
-                   "improvement": ex.improvement, "exact": ex.total}
+            row = {
+                "gamma": gamma,
+                "M": None if np.isinf(M) else M,
+                "theorem1": ex.theorem1,
+                "improvement": ex.improvement,
+                "exact": ex.total,
+            }
             if np.isinf(M):
                 mc = ""
             else:
@@ -41,28 +50,50 @@ def main(argv=None):
                 row["z"] = (row["mc_mean"] - ex.total) / row["mc_se"]
                 mc = f"{row['mc_mean']:8.3f} {row['mc_se']:6.3f} {row['z']:6.2f}"
             rows.append(row)
-            print(f"{str(gamma):>5} {str(row['M'] or 'inf'):>4} {ex.theorem1:8.3f} {abs(ex.improvement) if abs(ex.improvement) < 1e-12 else ex.improvement:8.3f} "
-                  f"{ex.total:8.3f} {mc}")
+            print(
+                f"{str(gamma):>5} {str(row['M'] or 'inf'):>4} {ex.theorem1:8.3f} {abs(ex.improvement) if abs(ex.improvement) < 1e-12 else ex.improvement:8.3f} "
+                f"{ex.total:8.3f} {mc}"
+            )
     closed = []
     for a, b in ((0.7, 0.4), (0.2, 0.9), (0.9, 0.0)):
         for M in (1, 2, 4, 8):
-            closed.append({"instance": f"bernoulli({a},{b})", "M": M,
-                           "closed_form": float(bernoulli_batch_rejection(a, b, M)),
-                           "recursion": float(batch_rejection_probability([1 - a, a], [1 - b, b], M))})
-    for (na, nb, k) in ((4, 8, 3), (8, 4, 3), (5, 5, 4)):
+            closed.append(
+                {
+                    "instance": f"bernoulli({a},{b})",
+                    "M": M,
+                    "closed_form": float(bernoulli_batch_rejection(a, b, M)),
+                    "recursion": float(batch_rejection_probability([1 - a, a], [1 - b, b], M)),
+                }
+            )
+    for na, nb, k in ((4, 8, 3), (8, 4, 3), (5, 5, 4)):
         t, d = uniform_instance(na, nb, k)
         for M in (1, 2, 4, 8):
-            closed.append({"instance": f"uniform(a={na},b={nb},k={k})", "M": M,
-                           "closed_form": float(uniform_batch_rejection(na, nb, k, M)),
-                           "recursion": float(batch_rejection_probability(t, d, M))})
+            closed.append(
+                {
+                    "instance": f"uniform(a={na},b={nb},k={k})",
+                    "M": M,
+                    "closed_form": float(uniform_batch_rejection(na, nb, k, M)),
+                    "recursion": float(batch_rejection_probability(t, d, M)),
+                }
+            )
     err = max(abs(c["closed_form"] - c["recursion"]) for c in closed)
     print(f"\nper-step closed forms (Bernoulli, uniform) vs recursion: max |diff| = {err:.2e}")
     lim = [r for r in rows if r["M"] is None and r["gamma"] is None][0]
     data = {"chain": {"states": 7, "horizon": T, "n_runs": n_runs}, "rows": rows, "closed_forms": closed}
-    path = write_results(__file__, data, args.out, argv, [
-        headline("batch SD limit M->inf expected rejections (7-state chain, T=50)", lim["exact"],
-                 note=f"Theorem 1 term {lim['theorem1']:.3f}"),
-        headline("batch closed forms vs recursion, max abs diff", err)])
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [
+            headline(
+                "batch SD limit M->inf expected rejections (7-state chain, T=50)",
+                lim["exact"],
+                note=f"Theorem 1 term {lim['theorem1']:.3f}",
+            ),
+            headline("batch closed forms vs recursion, max abs diff", err),
+        ],
+    )
     print(f"wrote {path}")
     assert all(abs(r.get("z", 0)) < 5 for r in rows), "exact and Monte Carlo disagree beyond 5 SE"
 

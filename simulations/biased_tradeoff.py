@@ -14,12 +14,19 @@ Usage: python simulations/biased_tradeoff.py [--quick] [--out DIR]
 import numpy as np
 
 import spectheory as st
-from spectheory.verifiers.biased import (additive_acceptance, biased_rule, biased_step, lenient_acceptance,
-                                         pareto_front, ratio_acceptance, typical_acceptance)
+from spectheory.app.results import headline, script_parser, write_results
 from spectheory.montecarlo import sequence_tv_mc
+from spectheory.verifiers.biased import (
+    additive_acceptance,
+    biased_rule,
+    biased_step,
+    lenient_acceptance,
+    pareto_front,
+    ratio_acceptance,
+    typical_acceptance,
+)
 from spectheory.verifiers.pareto import sequence_front
 from spectheory.verifiers.rejection import rule_expected_rejections
-from spectheory.app.results import headline, script_parser, write_results
 
 EPS = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4]
 LEN = [1.0, 0.9, 0.75, 0.5, 0.3, 0.15]
@@ -48,10 +55,20 @@ def main(argv=None):
     for fam, par, acc in families():
         for rej in ("optimal", "target"):
             s = biased_step(t, d, acc, rej)
-            step_rows.append({"family": fam, "param": par, "rejection_law": rej,
-                              "rejection": float(s.rejection), "loss": float(s.loss), "excess": float(s.excess)})
-            print(f"{fam:>9} {str(par):>8} {rej:>8} {float(s.rejection):7.4f} {float(s.loss):7.4f} "
-                  f"{float(s.excess):12.2e}")
+            step_rows.append(
+                {
+                    "family": fam,
+                    "param": par,
+                    "rejection_law": rej,
+                    "rejection": float(s.rejection),
+                    "loss": float(s.loss),
+                    "excess": float(s.excess),
+                }
+            )
+            print(
+                f"{fam:>9} {str(par):>8} {rej:>8} {float(s.rejection):7.4f} {float(s.loss):7.4f} "
+                f"{float(s.excess):12.2e}"
+            )
     chain = st.DecodingChain.random(3, concentration=0.8, rng=5)
     T = 6
     rules = [biased_rule(acc, rej) for _, _, acc in families() for rej in ("optimal", "target")]
@@ -68,16 +85,41 @@ def main(argv=None):
         est, se, rej = sequence_tv_mc(chain, T, rule, n_runs, rng)
         ex_rej = rule_expected_rejections(chain, T, rule)
         rse = rej.std(ddof=1) / np.sqrt(rej.size)
-        checks.append({"rule": rule.name, "tv_exact": seq[idx]["sequence_tv"], "tv_mc": est, "tv_se": se,
-                       "rej_exact": ex_rej, "rej_mc": float(rej.mean()), "rej_se": float(rse)})
-        print(f"{rule.name:>34} {seq[idx]['sequence_tv']:9.4f} {est:8.4f} {se:7.4f} {ex_rej:9.4f} "
-              f"{rej.mean():8.4f} {rse:6.4f}")
-    on_line = max(abs(r["excess"]) for r in step_rows if r["rejection_law"] == "optimal" and r["family"] != "typical")
-    data = {"step": {"target": t.tolist(), "draft": d.tolist(), "tv": front.tv, "rows": step_rows},
-            "sequence": {"vocab": 3, "horizon": T, "rows": seq, "mc_checks": checks,
-                         "theorem1": float(chain.tv_profile(T).sum())}}
-    path = write_results(__file__, data, args.out, argv, [
-        headline("over-accepting rules with optimal law: max |rho + loss - TV|", on_line)])
+        checks.append(
+            {
+                "rule": rule.name,
+                "tv_exact": seq[idx]["sequence_tv"],
+                "tv_mc": est,
+                "tv_se": se,
+                "rej_exact": ex_rej,
+                "rej_mc": float(rej.mean()),
+                "rej_se": float(rse),
+            }
+        )
+        print(
+            f"{rule.name:>34} {seq[idx]['sequence_tv']:9.4f} {est:8.4f} {se:7.4f} {ex_rej:9.4f} "
+            f"{rej.mean():8.4f} {rse:6.4f}"
+        )
+    on_line = max(
+        abs(r["excess"]) for r in step_rows if r["rejection_law"] == "optimal" and r["family"] != "typical"
+    )
+    data = {
+        "step": {"target": t.tolist(), "draft": d.tolist(), "tv": front.tv, "rows": step_rows},
+        "sequence": {
+            "vocab": 3,
+            "horizon": T,
+            "rows": seq,
+            "mc_checks": checks,
+            "theorem1": float(chain.tv_profile(T).sum()),
+        },
+    }
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [headline("over-accepting rules with optimal law: max |rho + loss - TV|", on_line)],
+    )
     print(f"wrote {path}")
     for c in checks:
         assert abs(c["tv_mc"] - c["tv_exact"]) <= 5 * c["tv_se"] + 1e-12

@@ -10,6 +10,7 @@ sizes; part of the test suite). Writes DIR/decoder_gpu.json.
 
 Usage: python simulations/decoder_gpu.py [--quick] [--out DIR] [--device cuda|cpu] [--target NAME]
 """
+
 from __future__ import annotations
 
 import time
@@ -17,10 +18,16 @@ import time
 import numpy as np
 import torch
 
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.app.decoder_scripts import decoder_script_parser, write_result
-from spectheory.validation import compare_theory, exact_two_token_law, lossless_check, measure_speed, resolve_models
+from spectheory.validation import (
+    compare_theory,
+    exact_two_token_law,
+    lossless_check,
+    measure_speed,
+    resolve_models,
+)
 
 
 def tree_section(target, draft, name, device, q, law, prompt, n_samples):
@@ -32,7 +39,13 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     from spectheory.trees import DraftTree
     from spectheory.validation.lossless import pooled_chisquare
     from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
-    from spectheory.validation.trees import broken_tree_rule, draft_tables, tree_round_dp, tree_two_token_samples
+    from spectheory.validation.trees import (
+        broken_tree_rule,
+        draft_tables,
+        tree_round_dp,
+        tree_two_token_samples,
+    )
+
     B, T = (16, 8) if q else (4096, 64)
     heads, info = load_heads(device=device)
     sparse = sparse_tree(np.asarray(info["heldout"]["rank_accuracy"])[:, :4], 16)
@@ -42,44 +55,92 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     ps = path_statistics(target, draft, paths, L, keep_laws=True, device=device)
     res = {"batch": B, "horizon": T, "rows": [], "chisquare": [], "headline": []}
     tree = DraftTree.from_branching([2, 2, 1])
-    runs = [(f"{name} 2x2x1", "tree_rrs", lambda s_: tree_generate(target, draft, list(prompts), T, tree, "tree_rrs",
-                                                                   seed=s_, device=device)),
-            (f"{name} 2x2x1", "traversal", lambda s_: tree_generate(target, draft, list(prompts), T, tree, "traversal",
-                                                                    seed=s_, device=device)),
-            ("medusa sparse16", "tree_topk", lambda s_: medusa_generate(target, heads, list(prompts), T, sparse,
-                                                                        "tree_topk", seed=s_, device=device))]
+    runs = [
+        (
+            f"{name} 2x2x1",
+            "tree_rrs",
+            lambda s_: tree_generate(
+                target, draft, list(prompts), T, tree, "tree_rrs", seed=s_, device=device
+            ),
+        ),
+        (
+            f"{name} 2x2x1",
+            "traversal",
+            lambda s_: tree_generate(
+                target, draft, list(prompts), T, tree, "traversal", seed=s_, device=device
+            ),
+        ),
+        (
+            "medusa sparse16",
+            "tree_topk",
+            lambda s_: medusa_generate(
+                target, heads, list(prompts), T, sparse, "tree_topk", seed=s_, device=device
+            ),
+        ),
+    ]
     if heads.w.shape[-1] != target.wte.weight.shape[-1]:  # the heads are trained on the shipped target only
         runs = runs[:2]
     for label, v, run in runs:
         r = run(0)
         mc, sc = mean_se(r.stats.target_calls)
-        row = {"tree": label, "verifier": v, "tokens_per_call": T / mc, "seconds": r.stats.time_total,
-               "tokens_per_second": B * T / r.stats.time_total}
+        row = {
+            "tree": label,
+            "verifier": v,
+            "tokens_per_call": T / mc,
+            "seconds": r.stats.time_total,
+            "tokens_per_second": B * T / r.stats.time_total,
+        }
         if v == "tree_rrs":
-            pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, L:], tree, "iid"), T)
+            pred = tree_round_dp(
+                tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, L:], tree, "iid"), T
+            )
             pc, pse = mean_se(pred["target_calls"])
             row.update(predicted_tokens_per_call=T / pc, z_calls=float(zscore(pc, pse, mc, sc)))
         res["rows"].append(row)
-        print(f"trees    {label:18s} {v:10s} batch {B}: tokens/call {T / mc:.3f}"
-              + (f" (predicted {row['predicted_tokens_per_call']:.3f}, z = {row['z_calls']:.2f})" if "z_calls" in row
-                 else "") + f", {row['tokens_per_second']:.0f} tokens/s")
+        print(
+            f"trees    {label:18s} {v:10s} batch {B}: tokens/call {T / mc:.3f}"
+            + (
+                f" (predicted {row['predicted_tokens_per_call']:.3f}, z = {row['z_calls']:.2f})"
+                if "z_calls" in row
+                else ""
+            )
+            + f", {row['tokens_per_second']:.0f} tokens/s"
+        )
     small = DraftTree.from_branching([2, 1])
     for rule, pol in (("tree_rrs", None), (broken_tree_rule("iid"), "iid")):
-        s = tree_two_token_samples(lambda pr, sd: tree_generate(target, draft, pr, 2, small, rule, seed=sd,
-                                                                policy=pol, device=device),
-                                   prompt, n_samples, seed=7, batch_size=min(n_samples, 16384))
+        s = tree_two_token_samples(
+            lambda pr, sd: tree_generate(
+                target, draft, pr, 2, small, rule, seed=sd, policy=pol, device=device
+            ),
+            prompt,
+            n_samples,
+            seed=7,
+            batch_size=min(n_samples, 16384),
+        )
         c = pooled_chisquare(s, law)
         c["rule"] = rule if isinstance(rule, str) else rule.name
         res["chisquare"].append(c)
-        print(f"trees    lossless {c['rule']:26s} chi2={c['statistic']:.1f} dof={c['dof']} p={c['pvalue']:.2e}")
+        print(
+            f"trees    lossless {c['rule']:26s} chi2={c['statistic']:.1f} dof={c['dof']} p={c['pvalue']:.2e}"
+        )
     zs = [abs(r["z_calls"]) for r in res["rows"] if "z_calls" in r]
     res["headline"] = [
-        {"name": f"gpu run trees: tokens per call at batch {B} (2x2x1 tree_rrs / Medusa sparse16)",
-         "value": res["rows"][0]["tokens_per_call"],
-         "note": (f"Medusa {res['rows'][2]['tokens_per_call']:.3f}; " if len(res["rows"]) > 2 else "no Medusa heads "
-                  "for this target; ") + f"|z| vs RB prediction {max(zs):.2f}"},
-        {"name": "gpu run trees: lossless tree_rrs p-value (broken rule)", "value": res["chisquare"][0]["pvalue"],
-         "note": f"broken rule p = {res['chisquare'][1]['pvalue']:.1e}, {n_samples} samples"}]
+        {
+            "name": f"gpu run trees: tokens per call at batch {B} (2x2x1 tree_rrs / Medusa sparse16)",
+            "value": res["rows"][0]["tokens_per_call"],
+            "note": (
+                f"Medusa {res['rows'][2]['tokens_per_call']:.3f}; "
+                if len(res["rows"]) > 2
+                else "no Medusa heads for this target; "
+            )
+            + f"|z| vs RB prediction {max(zs):.2f}",
+        },
+        {
+            "name": "gpu run trees: lossless tree_rrs p-value (broken rule)",
+            "value": res["chisquare"][0]["pvalue"],
+            "note": f"broken rule p = {res['chisquare'][1]['pvalue']:.1e}, {n_samples} samples",
+        },
+    ]
     return res
 
 
@@ -93,10 +154,15 @@ def main(argv=None):
     if args.quick:
         drafts = drafts[-1:]
     q = args.quick
-    sizes = {"lossless_samples": 1000 if q else 200_000, "theory_sequences": 48 if q else 4096,
-             "horizon": 8 if q else 64, "gammas": [2] if q else [1, 2, 4, 8],
-             "speed_batches": [1] if q else [1, 256], "speed_horizon": 16 if q else 128,
-             "speed_gammas": [2] if q else [1, 2, 4, 8]}
+    sizes = {
+        "lossless_samples": 1000 if q else 200_000,
+        "theory_sequences": 48 if q else 4096,
+        "horizon": 8 if q else 64,
+        "gammas": [2] if q else [1, 2, 4, 8],
+        "speed_batches": [1] if q else [1, 256],
+        "speed_horizon": 16 if q else 128,
+        "speed_gammas": [2] if q else [1, 2, 4, 8],
+    }
     target = load_model(target_name, device=device)
     prompt = heldout_windows(1, 12 if q else 32)[0].tolist()
     law = exact_two_token_law(target, prompt, device=device)
@@ -106,36 +172,82 @@ def main(argv=None):
     for name in drafts:
         draft = load_model(name, device=device)
         for rule in (None, "target_correction"):
-            r = lossless_check(target, draft, prompt, sizes["lossless_samples"], 2, seed=7, rule=rule, law=law,
-                               batch_size=16384, device=device)
+            r = lossless_check(
+                target,
+                draft,
+                prompt,
+                sizes["lossless_samples"],
+                2,
+                seed=7,
+                rule=rule,
+                law=law,
+                batch_size=16384,
+                device=device,
+            )
             r["draft"] = name
             out["lossless"].append(r)
-            print(f"lossless {name:12s} {r['rule']:18s} chi2={r['statistic']:.1f} dof={r['dof']} p={r['pvalue']:.2e}")
-        th = compare_theory(target, draft, heldout_windows(64 if not q else 4, 32 if not q else 12),
-                            sizes["horizon"], sizes["gammas"], sizes["theory_sequences"], seed=0,
-                            batch_size=4096, device=device)
+            print(
+                f"lossless {name:12s} {r['rule']:18s} chi2={r['statistic']:.1f} dof={r['dof']} p={r['pvalue']:.2e}"
+            )
+        th = compare_theory(
+            target,
+            draft,
+            heldout_windows(64 if not q else 4, 32 if not q else 12),
+            sizes["horizon"],
+            sizes["gammas"],
+            sizes["theory_sequences"],
+            seed=0,
+            batch_size=4096,
+            device=device,
+        )
         out["theory"][name] = th
         zmax = max(abs(x["z"]) for x in th["rows"])
         print(f"theory   {name:12s} max |z| = {zmax:.2f} over {len(th['rows'])} comparisons")
         out["speed"][name] = {}
         for B in sizes["speed_batches"]:
-            sp = measure_speed(target, draft, heldout_windows(B, 32), sizes["speed_horizon"], sizes["speed_gammas"],
-                               repeats=1 if q else 2, device=device)
+            sp = measure_speed(
+                target,
+                draft,
+                heldout_windows(B, 32),
+                sizes["speed_horizon"],
+                sizes["speed_gammas"],
+                repeats=1 if q else 2,
+                device=device,
+            )
             out["speed"][name][str(B)] = sp
-            print(f"speed    {name:12s} batch {B:4d} c={sp['c']:.3f} " +
-                  " ".join(f"g={x['gamma']}: {x['measured']:.2f}/{x['predicted']:.2f}" for x in sp["rows"]))
+            print(
+                f"speed    {name:12s} batch {B:4d} c={sp['c']:.3f} "
+                + " ".join(f"g={x['gamma']}: {x['measured']:.2f}/{x['predicted']:.2f}" for x in sp["rows"])
+            )
         real = [x for x in out["lossless"] if x["draft"] == name and x["rule"] == "decoder"][0]
         broken = [x for x in out["lossless"] if x["draft"] == name and x["rule"] != "decoder"][0]
         headline += [
-            {"name": f"gpu run {name}: lossless p-value (real / broken rule)", "value": real["pvalue"],
-             "note": f"broken rule p = {broken['pvalue']:.1e}, {sizes['lossless_samples']} samples, device {device}"},
-            {"name": f"gpu run {name}: max |z| theory vs decoder", "value": zmax,
-             "note": f"{sizes['theory_sequences']} sequences x {sizes['horizon']} tokens"},
-            {"name": f"gpu run {name}: min measured/predicted speedup", "value":
-             min(x["ratio"] for sp in out["speed"][name].values() for x in sp["rows"]), "note": f"device {device}"},
+            {
+                "name": f"gpu run {name}: lossless p-value (real / broken rule)",
+                "value": real["pvalue"],
+                "note": f"broken rule p = {broken['pvalue']:.1e}, {sizes['lossless_samples']} samples, device {device}",
+            },
+            {
+                "name": f"gpu run {name}: max |z| theory vs decoder",
+                "value": zmax,
+                "note": f"{sizes['theory_sequences']} sequences x {sizes['horizon']} tokens",
+            },
+            {
+                "name": f"gpu run {name}: min measured/predicted speedup",
+                "value": min(x["ratio"] for sp in out["speed"][name].values() for x in sp["rows"]),
+                "note": f"device {device}",
+            },
         ]
-    out["trees"] = tree_section(target, load_model(drafts[0], device=device), drafts[0], device, q, law, prompt,
-                                sizes["lossless_samples"])
+    out["trees"] = tree_section(
+        target,
+        load_model(drafts[0], device=device),
+        drafts[0],
+        device,
+        q,
+        law,
+        prompt,
+        sizes["lossless_samples"],
+    )
     headline += out["trees"]["headline"]
     out["seconds"] = time.perf_counter() - t_all
     print(f"total {out['seconds']:.1f} s on {device}")

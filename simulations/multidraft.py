@@ -13,11 +13,14 @@ Usage: python simulations/multidraft.py [--quick] [--out DIR]
 import numpy as np
 from scipy import stats
 
+from spectheory.app.results import headline, script_parser, write_results
 from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
-from spectheory.verifiers.optimal_transport import (optimal_coupling_lp, optimal_multidraft_acceptance,
-                                                    optimal_verify)
-from spectheory.app.results import headline, script_parser, write_results
+from spectheory.verifiers.optimal_transport import (
+    optimal_coupling_lp,
+    optimal_multidraft_acceptance,
+    optimal_verify,
+)
 
 
 def chi2_pvalue(tokens, law):
@@ -45,16 +48,20 @@ def main(argv=None):
         t, d = rng.dirichlet(np.full(V, 0.7)), rng.dirichlet(np.full(V, 0.7))
         pairs.append({"target": t.tolist(), "draft": d.tolist()})
         for k in range(1, K + 1):
-            exact = {"rrs": rrs_acceptance(t, d, k),
-                     "kseq": kseq_acceptance(t, d, k),
-                     "optimal": optimal_multidraft_acceptance(t, d, k)}
-            sims = {"rrs": rrs_verify(t, d, k, n_runs, rng=rng),
-                    "kseq": kseq_verify(t, d, k, n_runs, rng=rng)}
+            exact = {
+                "rrs": rrs_acceptance(t, d, k),
+                "kseq": kseq_acceptance(t, d, k),
+                "optimal": optimal_multidraft_acceptance(t, d, k),
+            }
+            sims = {
+                "rrs": rrs_verify(t, d, k, n_runs, rng=rng),
+                "kseq": kseq_verify(t, d, k, n_runs, rng=rng),
+            }
             if k <= V:
                 exact["rrs_wo"] = rrs_acceptance(t, d, k, replacement=False)
                 exact["optimal_wo"] = optimal_multidraft_acceptance(t, d, k, replacement=False)
                 sims["rrs_wo"] = rrs_verify(t, d, k, n_runs, rng=rng, replacement=False)
-            if V ** k <= 4096:
+            if V**k <= 4096:
                 cp = optimal_coupling_lp(t, d, k)
                 acc, tok = optimal_verify(t, d, k, n_runs, rng=rng, coupling=cp)
                 sims["optimal"] = (np.where(acc, 0, -1), tok)
@@ -69,7 +76,9 @@ def main(argv=None):
                     m = float((idx >= 0).mean())
                     se = float(np.sqrt(max(ex * (1 - ex), 1e-12) / n_runs))
                     row.update(mc=m, se=se, z=(m - ex) / se, chi2_p=chi2_pvalue(tok, t))
-                    print(f"{p:4d} {k:2d} {name:>12} {ex:8.4f} {m:8.4f} {se:7.4f} {row['z']:6.2f} {row['chi2_p']:7.3f}")
+                    print(
+                        f"{p:4d} {k:2d} {name:>12} {ex:8.4f} {m:8.4f} {se:7.4f} {row['z']:6.2f} {row['chi2_p']:7.3f}"
+                    )
                 else:
                     print(f"{p:4d} {k:2d} {name:>12} {ex:8.4f}")
                 rows.append(row)
@@ -81,22 +90,39 @@ def main(argv=None):
         t, d = rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5))
         for k in (2, 4, 8):
             opt = optimal_multidraft_acceptance(t, d, k)
-            ratios.append({"k": k, "ratio": kseq_acceptance(t, d, k) / opt,
-                           "bound": 1 - (1 - 1 / k) ** k})
+            ratios.append({"k": k, "ratio": kseq_acceptance(t, d, k) / opt, "bound": 1 - (1 - 1 / k) ** k})
     worst = {k: min(r["ratio"] for r in ratios if r["k"] == k) for k in (2, 4, 8)}
-    print("\nworst K-SEQ / optimum over random pairs:",
-          ", ".join(f"k={k}: {v:.4f} (bound {1 - (1 - 1 / k) ** k:.4f})" for k, v in worst.items()))
+    print(
+        "\nworst K-SEQ / optimum over random pairs:",
+        ", ".join(f"k={k}: {v:.4f} (bound {1 - (1 - 1 / k) ** k:.4f})" for k, v in worst.items()),
+    )
 
     zs = [abs(r["z"]) for r in rows if "z" in r]
     ps = [r["chi2_p"] for r in rows if "chi2_p" in r]
     k4 = [r for r in rows if r["pair"] == 0 and r["k"] == min(4, K)]
-    data = {"n_runs": n_runs, "pairs": pairs, "rows": rows, "kseq_worst_ratio": worst,
-            "max_abs_z": max(zs), "min_chi2_p": min(ps)}
-    path = write_results(__file__, data, args.out, argv, [
-        headline(f"multi-draft acceptance, V=8 pair, k={min(4, K)}: " +
-                 ", ".join(f"{r['rule']} {r['exact']:.3f}" for r in k4), k4[0]["exact"]),
-        headline("worst K-SEQ/optimal ratio at k=4 over random pairs (bound 0.684)", worst[4]),
-        headline("multi-draft exact vs Monte Carlo, max |z|", max(zs))])
+    data = {
+        "n_runs": n_runs,
+        "pairs": pairs,
+        "rows": rows,
+        "kseq_worst_ratio": worst,
+        "max_abs_z": max(zs),
+        "min_chi2_p": min(ps),
+    }
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [
+            headline(
+                f"multi-draft acceptance, V=8 pair, k={min(4, K)}: "
+                + ", ".join(f"{r['rule']} {r['exact']:.3f}" for r in k4),
+                k4[0]["exact"],
+            ),
+            headline("worst K-SEQ/optimal ratio at k=4 over random pairs (bound 0.684)", worst[4]),
+            headline("multi-draft exact vs Monte Carlo, max |z|", max(zs)),
+        ],
+    )
     print(f"wrote {path}")
     print(f"max |z| = {max(zs):.2f}; min chi-square p = {min(ps):.3g}")
     assert max(zs) < 5, "exact and Monte Carlo disagree beyond 5 SE"

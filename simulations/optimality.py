@@ -13,11 +13,16 @@ Usage: python simulations/optimality.py [--quick] [--out DIR]
 import numpy as np
 
 import spectheory as st
-from spectheory.montecarlo import simulate
-from spectheory.verifiers.rejection import (rejection_step, rule_expected_rejections, scaled_acceptance,
-                                            scaled_rule, standard_rule,
-                                            unbiased_rejection_law)
 from spectheory.app.results import headline, script_parser, write_results
+from spectheory.montecarlo import simulate
+from spectheory.verifiers.rejection import (
+    rejection_step,
+    rule_expected_rejections,
+    scaled_acceptance,
+    scaled_rule,
+    standard_rule,
+    unbiased_rejection_law,
+)
 
 
 def main(argv=None):
@@ -38,8 +43,10 @@ def main(argv=None):
         steps.append(row)
     gap_std = max(abs(r["rho_s1"] - r["tv"]) for r in steps)
     min_gap_scaled = min(r["rho_s0.9"] - r["tv"] for r in steps)
-    print(f"per step, 200 random pairs: max |rho_standard - TV| = {gap_std:.2e}; "
-          f"min rho_scaled(0.9) - TV = {min_gap_scaled:.4f} (> 0)")
+    print(
+        f"per step, 200 random pairs: max |rho_standard - TV| = {gap_std:.2e}; "
+        f"min rho_scaled(0.9) - TV = {min_gap_scaled:.4f} (> 0)"
+    )
 
     chain = st.DecodingChain.random(7, horizon=50, concentration=1.0, rng=7)
     T = 50
@@ -55,13 +62,25 @@ def main(argv=None):
         z = (m - ex) / se
         rows.append({"rule": rule.name, "exact": ex, "mc_mean": m, "mc_se": se, "z": z})
         print(f"{rule.name:>14} {ex:9.4f} {m:9.4f} {se:7.4f} {z:6.2f}")
-    data = {"per_step": {"max_abs_standard_minus_tv": gap_std, "min_scaled09_minus_tv": min_gap_scaled},
-            "chain": {"states": 7, "horizon": T, "theorem1": theorem1, "rules": rows, "n_runs": n_runs}}
-    path = write_results(__file__, data, args.out, argv, [
-        headline("Theorem 1 sum E[TV] (7-state chain, T=50)", theorem1),
-        headline("standard SD expected rejections, Monte Carlo", rows[0]["mc_mean"], se=rows[0]["mc_se"]),
-        headline("scaled acceptance s=0.5 (unbiased) expected rejections", rows[-1]["exact"],
-                 note="strictly above the Theorem 2 bound")])
+    data = {
+        "per_step": {"max_abs_standard_minus_tv": gap_std, "min_scaled09_minus_tv": min_gap_scaled},
+        "chain": {"states": 7, "horizon": T, "theorem1": theorem1, "rules": rows, "n_runs": n_runs},
+    }
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [
+            headline("Theorem 1 sum E[TV] (7-state chain, T=50)", theorem1),
+            headline("standard SD expected rejections, Monte Carlo", rows[0]["mc_mean"], se=rows[0]["mc_se"]),
+            headline(
+                "scaled acceptance s=0.5 (unbiased) expected rejections",
+                rows[-1]["exact"],
+                note="strictly above the Theorem 2 bound",
+            ),
+        ],
+    )
     print(f"wrote {path}")
     assert all(abs(r["z"]) < 5 for r in rows), "exact and Monte Carlo disagree beyond 5 SE"
 

@@ -15,6 +15,7 @@ installed, also order-1 chains fitted to samples of the shipped target and each 
 
 Usage: python simulations/stopping_policies.py [--quick] [--out DIR]
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -23,9 +24,18 @@ from tqdm.auto import tqdm
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.chain.examples import easy_hard_chain
-from spectheory.stopping import (ConfidenceThreshold, Cost, EntropyRule, FixedGamma, HFSchedule,
-                                 RejectionThreshold, evaluate_policy, leviathan_policy, long_run_optimum,
-                                 optimal_policy, simulate_policy)
+from spectheory.stopping import (
+    ConfidenceThreshold,
+    Cost,
+    EntropyRule,
+    HFSchedule,
+    RejectionThreshold,
+    evaluate_policy,
+    leviathan_policy,
+    long_run_optimum,
+    optimal_policy,
+    simulate_policy,
+)
 from spectheory.stopping.optimal import long_run_rate
 from spectheory.stopping.sweep import POLICY_NAMES, policy_table
 
@@ -34,14 +44,24 @@ def chains(quick):
     out = []
     settings = [(0.3, 0.3), (1.0, 0.7)] if quick else [(0.3, 0.3), (0.3, 0.7), (1.0, 0.3), (1.0, 0.7)]
     for i, (conc, sim) in enumerate(settings):
-        out.append(("random V=4", f"conc={conc}, sim={sim}",
-                    st.DecodingChain.random(4, concentration=conc, similarity=sim, rng=100 + i)))
-    for stay in ([0.9] if quick else [0.5, 0.9]):
+        out.append(
+            (
+                "random V=4",
+                f"conc={conc}, sim={sim}",
+                st.DecodingChain.random(4, concentration=conc, similarity=sim, rng=100 + i),
+            )
+        )
+    for stay in [0.9] if quick else [0.5, 0.9]:
         out.append(("easy/hard", f"stay={stay}", easy_hard_chain(stay, group_size=2)))
     if not quick:
         for i, (conc, sim) in enumerate([(0.3, 0.6), (1.0, 0.6)]):
-            out.append(("random V=16 (vs state optimum)", f"conc={conc}, sim={sim}",
-                        st.DecodingChain.random(16, concentration=conc, similarity=sim, rng=200 + i)))
+            out.append(
+                (
+                    "random V=16 (vs state optimum)",
+                    f"conc={conc}, sim={sim}",
+                    st.DecodingChain.random(16, concentration=conc, similarity=sim, rng=200 + i),
+                )
+            )
     return out
 
 
@@ -52,10 +72,16 @@ def model_chains(T):
     """Order-1 chains fitted to samples of the shipped target and each draft (soft counts); needs torch."""
     try:
         import torch
+
         from spectheory.decoder import load_model
         from spectheory.decoder.corpus import heldout_windows
-        from spectheory.validation import (fit_order_k_chain, path_statistics, repeat_prompts, resolve_models,
-                                           sample_paths)
+        from spectheory.validation import (
+            fit_order_k_chain,
+            path_statistics,
+            repeat_prompts,
+            resolve_models,
+            sample_paths,
+        )
     except ImportError:
         print("torch is not installed: skipping the shipped models' fitted chains")
         return []
@@ -78,19 +104,34 @@ def model_chains(T):
 
 
 def monte_carlo(chain, T, cost, D, n_runs, rng):
-    policies = [leviathan_policy(chain, T, cost, max_depth=D), ConfidenceThreshold(0.4, max_depth=D),
-                HFSchedule(min(5, D), max_depth=D), HFSchedule(min(5, D), max_depth=D, confidence=0.4),
-                EntropyRule(1.0, max_depth=D), RejectionThreshold(0.5, max_depth=D),
-                optimal_policy(chain, T, cost, max_depth=D).extra["policy"]]
+    policies = [
+        leviathan_policy(chain, T, cost, max_depth=D),
+        ConfidenceThreshold(0.4, max_depth=D),
+        HFSchedule(min(5, D), max_depth=D),
+        HFSchedule(min(5, D), max_depth=D, confidence=0.4),
+        EntropyRule(1.0, max_depth=D),
+        RejectionThreshold(0.5, max_depth=D),
+        optimal_policy(chain, T, cost, max_depth=D).extra["policy"],
+    ]
     rows = []
     for policy in policies:
         exact = evaluate_policy(chain, policy, T, cost)
         sim = simulate_policy(chain, policy, T, cost, n_runs=n_runs, rng=rng, progress=False)
         m, se = sim.mean_se("time")
         mc, sc = sim.mean_se("target_calls")
-        rows.append({"policy": policy.name, "exact_time": exact.time, "mc_time": m, "se_time": se,
-                     "z_time": (m - exact.time) / se, "exact_calls": exact.target_calls, "mc_calls": mc,
-                     "se_calls": sc, "z_calls": (mc - exact.target_calls) / sc})
+        rows.append(
+            {
+                "policy": policy.name,
+                "exact_time": exact.time,
+                "mc_time": m,
+                "se_time": se,
+                "z_time": (m - exact.time) / se,
+                "exact_calls": exact.target_calls,
+                "mc_calls": mc,
+                "se_calls": sc,
+                "z_calls": (mc - exact.target_calls) / sc,
+            }
+        )
     return rows
 
 
@@ -104,18 +145,35 @@ def main(argv=None):
     for fam, label, chain, c in tqdm(todo, desc="policies x chains x costs"):
         tab = policy_table(chain, T, c, max_depth=D)
         for name, r in tab.items():
-            rows.append({"family": fam, "chain": label, "c": c, "policy": name, "ratio": r["ratio"],
-                         "reference": r["reference"], "time": r["time"], "tokens_per_call": r["tokens_per_call"],
-                         "detail": r["detail"], "states": chain.n_states, "vocab": chain.vocab_size})
+            rows.append(
+                {
+                    "family": fam,
+                    "chain": label,
+                    "c": c,
+                    "policy": name,
+                    "ratio": r["ratio"],
+                    "reference": r["reference"],
+                    "time": r["time"],
+                    "tokens_per_call": r["tokens_per_call"],
+                    "detail": r["detail"],
+                    "states": chain.n_states,
+                    "vocab": chain.vocab_size,
+                }
+            )
     print(f"\ntime / optimum (path optimum; state optimum for V=16 and the models), T={T}, max depth {D}")
     summary = {}
     for fam in dict.fromkeys(r["family"] for r in rows):
         print(f"\n{fam}")
         print(f"{'policy':30s}" + "".join(f"  c={c:<6g}" for c in costs))
         for name in POLICY_NAMES:
-            vals = [np.mean([r["ratio"] for r in rows if r["family"] == fam and r["policy"] == name and r["c"] == c])
-                    if any(r["family"] == fam and r["policy"] == name and r["c"] == c for r in rows) else np.nan
-                    for c in costs]
+            vals = [
+                np.mean(
+                    [r["ratio"] for r in rows if r["family"] == fam and r["policy"] == name and r["c"] == c]
+                )
+                if any(r["family"] == fam and r["policy"] == name and r["c"] == c for r in rows)
+                else np.nan
+                for c in costs
+            ]
             if np.all(np.isnan(vals)):
                 continue
             summary.setdefault(fam, {})[name] = dict(zip(map(str, costs), vals))
@@ -125,8 +183,10 @@ def main(argv=None):
     mc = monte_carlo(mc_chain, T, Cost(0.1), D, 3000 if args.quick else 20_000, np.random.default_rng(1013))
     print("\nMonte Carlo vs exact (random V=4, c=0.1): time")
     for r in mc:
-        print(f"  {r['policy']:34s} exact {r['exact_time']:.4f}  MC {r['mc_time']:.4f} +- {r['se_time']:.4f}"
-              f"  z={r['z_time']:+.2f}")
+        print(
+            f"  {r['policy']:34s} exact {r['exact_time']:.4f}  MC {r['mc_time']:.4f} +- {r['se_time']:.4f}"
+            f"  z={r['z_time']:+.2f}"
+        )
     max_z = max(max(abs(r["z_time"]), abs(r["z_calls"])) for r in mc)
 
     eh = easy_hard_chain(0.9, group_size=2)
@@ -137,40 +197,99 @@ def main(argv=None):
         g = st.optimal_gamma(alpha, c, max_gamma=64)
         lev = long_run_rate(eh, g, c)
         best_fixed = max(long_run_rate(eh, k, c) for k in range(1, 65))
-        long_run.append({"c": c, "rate": res.rate, "k_easy": int(res.lengths[0]), "k_hard": int(res.lengths[2]),
-                         "leviathan_gamma": g, "leviathan_rate": lev, "best_fixed_rate": best_fixed,
-                         "leviathan_formula_rate": st.walltime_speedup(alpha, g, c)})
-        print(f"easy/hard stay 0.9, c={c:g}: long-run optimum {res.rate:.4f} tokens/unit time with k = "
-              f"{res.lengths[0]} (easy) / {res.lengths[2]} (hard); best fixed gamma {best_fixed:.4f}; "
-              f"Leviathan's gamma={g}: {lev:.4f} (his formula predicts {st.walltime_speedup(alpha, g, c):.4f})")
+        long_run.append(
+            {
+                "c": c,
+                "rate": res.rate,
+                "k_easy": int(res.lengths[0]),
+                "k_hard": int(res.lengths[2]),
+                "leviathan_gamma": g,
+                "leviathan_rate": lev,
+                "best_fixed_rate": best_fixed,
+                "leviathan_formula_rate": st.walltime_speedup(alpha, g, c),
+            }
+        )
+        print(
+            f"easy/hard stay 0.9, c={c:g}: long-run optimum {res.rate:.4f} tokens/unit time with k = "
+            f"{res.lengths[0]} (easy) / {res.lengths[2]} (hard); best fixed gamma {best_fixed:.4f}; "
+            f"Leviathan's gamma={g}: {lev:.4f} (his formula predicts {st.walltime_speedup(alpha, g, c):.4f})"
+        )
 
     def mean_ratio(fam, name, c):
-        return float(np.mean([r["ratio"] for r in rows if r["family"] == fam and r["policy"] == name and r["c"] == c]))
+        return float(
+            np.mean([r["ratio"] for r in rows if r["family"] == fam and r["policy"] == name and r["c"] == c])
+        )
 
     c_head = 0.05 if 0.05 in costs else costs[0]
-    heads = [headline(f"{name}: time / path optimum, random V=4 chains, c={c_head} (mean)",
-                      mean_ratio("random V=4", name, c_head))
-             for name in ("Leviathan gamma", "HF confidence 0.4", "HF schedule", "SpecDec++ threshold (tuned)",
-                          "optimum (state)")]
-    heads.append(headline(f"HF confidence 0.4: time / path optimum, easy/hard chain stay 0.9, c={costs[-1]}",
-                          float(np.mean([r["ratio"] for r in rows if r["family"] == "easy/hard" and r["chain"] ==
-                                         "stay=0.9" and r["policy"] == "HF confidence 0.4" and r["c"] == costs[-1]]))))
+    heads = [
+        headline(
+            f"{name}: time / path optimum, random V=4 chains, c={c_head} (mean)",
+            mean_ratio("random V=4", name, c_head),
+        )
+        for name in (
+            "Leviathan gamma",
+            "HF confidence 0.4",
+            "HF schedule",
+            "SpecDec++ threshold (tuned)",
+            "optimum (state)",
+        )
+    ]
+    heads.append(
+        headline(
+            f"HF confidence 0.4: time / path optimum, easy/hard chain stay 0.9, c={costs[-1]}",
+            float(
+                np.mean(
+                    [
+                        r["ratio"]
+                        for r in rows
+                        if r["family"] == "easy/hard"
+                        and r["chain"] == "stay=0.9"
+                        and r["policy"] == "HF confidence 0.4"
+                        and r["c"] == costs[-1]
+                    ]
+                )
+            ),
+        )
+    )
     lr = next(r for r in long_run if r["c"] == c_head)
-    heads.append(headline(f"easy/hard chain stay 0.9, c={c_head}: long-run optimum rate / best fixed gamma's",
-                          lr["rate"] / lr["best_fixed_rate"], note=f"k = {lr['k_easy']} easy, {lr['k_hard']} hard"))
+    heads.append(
+        headline(
+            f"easy/hard chain stay 0.9, c={c_head}: long-run optimum rate / best fixed gamma's",
+            lr["rate"] / lr["best_fixed_rate"],
+            note=f"k = {lr['k_easy']} easy, {lr['k_hard']} hard",
+        )
+    )
     for name in ("Leviathan gamma", "HF confidence 0.4", "HF schedule"):
-        sel = [r["ratio"] for r in rows if r["family"] == MODEL_FAMILY and r["policy"] == name and r["c"] == c_head]
+        sel = [
+            r["ratio"]
+            for r in rows
+            if r["family"] == MODEL_FAMILY and r["policy"] == name and r["c"] == c_head
+        ]
         if sel:
-            heads.append(headline(f"{name}: time / state optimum, shipped models' order-1 chains, c={c_head} "
-                                  "(mean over drafts)", float(np.mean(sel))))
+            heads.append(
+                headline(
+                    f"{name}: time / state optimum, shipped models' order-1 chains, c={c_head} "
+                    "(mean over drafts)",
+                    float(np.mean(sel)),
+                )
+            )
     heads.append(headline("stopping policies exact vs Monte Carlo, max |z|", max_z))
-    data = {"T": T, "max_depth": D, "costs": costs, "rows": rows, "summary": summary,
-            "monte_carlo": mc, "long_run_easy_hard": long_run}
+    data = {
+        "T": T,
+        "max_depth": D,
+        "costs": costs,
+        "rows": rows,
+        "summary": summary,
+        "monte_carlo": mc,
+        "long_run_easy_hard": long_run,
+    }
     path = write_results(__file__, data, args.out, argv, heads)
     print(f"wrote {path}")
     assert max_z < 5, "exact and Monte Carlo disagree beyond 5 SE"
     start_class = ("Leviathan gamma", "best fixed gamma", "HF schedule", "optimum (state)")
-    assert all(r["ratio"] >= 1 - 1e-12 for r in rows if r["reference"] == "path" or r["policy"] in start_class)
+    assert all(
+        r["ratio"] >= 1 - 1e-12 for r in rows if r["reference"] == "path" or r["policy"] in start_class
+    )
 
 
 if __name__ == "__main__":

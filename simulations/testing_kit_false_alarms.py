@@ -30,6 +30,7 @@ dedicated measurement. Writes
 Usage: python simulations/testing_kit_false_alarms.py [--quick] [--seeds N] [--samplers numpy,torch,hf]
        [--hf-samples N] [--torch-samples N] [--jobs J] [--processes P] [--timing] [--out DIR]
 """
+
 import sys
 import time
 
@@ -52,17 +53,21 @@ def make(name):
         return None
     if name == "torch":
         from spectheory.testing.torch_adapter import from_torch_sampler, torch_reference_sampler
+
         return from_torch_sampler(torch_reference_sampler)
     if name == "hf":
         try:
             from spectheory.testing.adapters import hf_speculative_sampling
+
             return hf_speculative_sampling()
         except ImportError:
             return None
     raise ValueError(f"samplers: unknown {name!r}")
 
 
-def run(n_seeds: int, sampler: str = "numpy", n_samples: int = 20_000, first_seed: int = 10_000, jobs: int = 1):
+def run(
+    n_seeds: int, sampler: str = "numpy", n_samples: int = 20_000, first_seed: int = 10_000, jobs: int = 1
+):
     """Run the kit ``n_seeds`` times on one correct sampler; return the summary dict (None if unavailable)."""
     verify = make(sampler)
     if verify is None:
@@ -85,14 +90,23 @@ def run(n_seeds: int, sampler: str = "numpy", n_samples: int = 20_000, first_see
     p = np.array(pvals)
     levels = [0.1, 0.01, 1e-3, 1e-4]
     return {
-        "sampler": sampler, "verifier": getattr(verify, "__name__", sampler),
-        "n_seeds": n_seeds, "n_samples": n_samples, "alpha": 1e-4, "tests_per_run": n_tests,
-        "runs_flagged": len(flagged), "flagged_seeds": flagged, "failed_checks": failed_checks,
-        "true_findings_expected": sorted(expected_true), "runs_with_true_findings": true_flags,
+        "sampler": sampler,
+        "verifier": getattr(verify, "__name__", sampler),
+        "n_seeds": n_seeds,
+        "n_samples": n_samples,
+        "alpha": 1e-4,
+        "tests_per_run": n_tests,
+        "runs_flagged": len(flagged),
+        "flagged_seeds": flagged,
+        "failed_checks": failed_checks,
+        "true_findings_expected": sorted(expected_true),
+        "runs_with_true_findings": true_flags,
         "expected_flags": n_seeds * 1e-4,
-        "p_values": {"count": int(p.size),
-                     "fraction_below": {str(a): float(np.mean(p < a)) for a in levels},
-                     "min": float(p.min()) if p.size else None},
+        "p_values": {
+            "count": int(p.size),
+            "fraction_below": {str(a): float(np.mean(p < a)) for a in levels},
+            "min": float(p.min()) if p.size else None,
+        },
         "seconds": round(time.perf_counter() - t0, 1),
     }
 
@@ -116,14 +130,21 @@ def time_hf(n_samples: int = 20_000, jobs=(1, 2)):
     verify = make("hf")
     if verify is None:
         return None
-    check_verifier(verify, n_samples=10, progress=False)           # imports and warm-up
+    check_verifier(verify, n_samples=10, progress=False)  # imports and warm-up
     out = []
     for j in jobs:
         t, c = time.perf_counter(), time.process_time()
         report = check_verifier(verify, n_samples=n_samples, seed=0, progress=False, jobs=j)
-        out.append({"jobs": j, "n_samples": n_samples, "wall_seconds": round(time.perf_counter() - t, 1),
-                    "parent_cpu_seconds": round(time.process_time() - c, 1), "failed": report.failed,
-                    "rounds": n_samples * report.config["n_instances"]})
+        out.append(
+            {
+                "jobs": j,
+                "n_samples": n_samples,
+                "wall_seconds": round(time.perf_counter() - t, 1),
+                "parent_cpu_seconds": round(time.process_time() - c, 1),
+                "failed": report.failed,
+                "rounds": n_samples * report.config["n_instances"],
+            }
+        )
     return out
 
 
@@ -134,17 +155,33 @@ def main(argv=None):
     ap.add_argument("--hf-samples", type=int, default=100)
     ap.add_argument("--torch-samples", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=1)
-    ap.add_argument("--timing", action="store_true", help="also time HF at 20,000 samples (see testing_kit_hf_timing.py)")
-    ap.add_argument("--no-timing", action="store_true", help="no timing run (the default; kept so recorded commands rerun)")
+    ap.add_argument(
+        "--timing", action="store_true", help="also time HF at 20,000 samples (see testing_kit_hf_timing.py)"
+    )
+    ap.add_argument(
+        "--no-timing",
+        action="store_true",
+        help="no timing run (the default; kept so recorded commands rerun)",
+    )
     ap.add_argument("--processes", type=int, default=1, help="samplers run in parallel processes")
     args = ap.parse_args(argv)
     seeds = 3 if args.quick else args.seeds
     runs = {}
     names = args.samplers.split(",")
-    tasks = [(seeds, name, (100 if name == "hf" else 1000) if args.quick else
-              {"hf": args.hf_samples, "torch": args.torch_samples}.get(name, 20_000), args.jobs) for name in names]
-    if args.processes > 1:                 # one forked process per sampler
+    tasks = [
+        (
+            seeds,
+            name,
+            (100 if name == "hf" else 1000)
+            if args.quick
+            else {"hf": args.hf_samples, "torch": args.torch_samples}.get(name, 20_000),
+            args.jobs,
+        )
+        for name in names
+    ]
+    if args.processes > 1:  # one forked process per sampler
         import multiprocessing as mp
+
         with mp.get_context("fork").Pool(min(args.processes, len(tasks))) as pool:
             results = pool.starmap(_run_task, tasks)
     else:
@@ -152,18 +189,30 @@ def main(argv=None):
     for name, res in zip(names, results):
         if res is not None:
             runs[name] = res
-            print(f"{name}: {res['runs_flagged']} of {res['n_seeds']} runs flagged falsely "
-                  f"(expected {res['expected_flags']:.3g}); true findings in {res['runs_with_true_findings']} runs")
+            print(
+                f"{name}: {res['runs_flagged']} of {res['n_seeds']} runs flagged falsely "
+                f"(expected {res['expected_flags']:.3g}); true findings in {res['runs_with_true_findings']} runs"
+            )
     timing = time_hf() if (args.timing and not args.quick) else None
-    out = summary_fields({"runs": runs, "hf_timing": timing, "note": "machine shared by several jobs: timings are noisy"})
-    heads = [headline(f"conformance kit: runs falsely flagging {r['verifier']}",
-                      f"{r['runs_flagged']}/{r['n_seeds']}",
-                      note=f"{r['n_samples']} samples per instance; expected {r['expected_flags']:.3g}")
-             for r in runs.values()]
+    out = summary_fields(
+        {"runs": runs, "hf_timing": timing, "note": "machine shared by several jobs: timings are noisy"}
+    )
+    heads = [
+        headline(
+            f"conformance kit: runs falsely flagging {r['verifier']}",
+            f"{r['runs_flagged']}/{r['n_seeds']}",
+            note=f"{r['n_samples']} samples per instance; expected {r['expected_flags']:.3g}",
+        )
+        for r in runs.values()
+    ]
     if timing:
-        heads.append(headline("conformance kit: whole kit on HuggingFace _speculative_sampling, 20,000 samples",
-                              " / ".join(f"{t['wall_seconds']} s (jobs={t['jobs']})" for t in timing),
-                              note="wall clock on a shared 2-core machine"))
+        heads.append(
+            headline(
+                "conformance kit: whole kit on HuggingFace _speculative_sampling, 20,000 samples",
+                " / ".join(f"{t['wall_seconds']} s (jobs={t['jobs']})" for t in timing),
+                note="wall clock on a shared 2-core machine",
+            )
+        )
     write_results(__file__, out, args.out, argv, heads)
     return out
 

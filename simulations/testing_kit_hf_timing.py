@@ -12,6 +12,7 @@ Needs torch and transformers (exits with a message otherwise). Writes
 
 Usage: python simulations/testing_kit_hf_timing.py [--quick] [--jobs J] [--out DIR]
 """
+
 import resource
 import time
 
@@ -29,8 +30,10 @@ def seeding_cost(n: int = 2000) -> dict:
     import torch
 
     out = {}
-    for name, fn in (("torch.manual_seed", torch.manual_seed),
-                     ("torch.default_generator.manual_seed", torch.default_generator.manual_seed)):
+    for name, fn in (
+        ("torch.manual_seed", torch.manual_seed),
+        ("torch.default_generator.manual_seed", torch.default_generator.manual_seed),
+    ):
         t = time.perf_counter()
         for i in range(n):
             fn(i)
@@ -45,30 +48,48 @@ def main(argv=None):
     try:
         from spectheory.testing import check_verifier
         from spectheory.testing.adapters import hf_speculative_sampling
+
         verify = hf_speculative_sampling()
     except ImportError as exc:
         print(f"skipped: {exc}")
         return None
     n = 200 if args.quick else 20_000
-    check_verifier(verify, n_samples=10, progress=False)        # imports and warm-up
+    check_verifier(verify, n_samples=10, progress=False)  # imports and warm-up
     c0, t0 = cpu_seconds(), time.perf_counter()
     report = check_verifier(verify, n_samples=n, seed=0, jobs=args.jobs)
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
-    res = {"n_samples": n, "jobs": args.jobs, "rounds": n * report.config["n_instances"],
-           "wall_seconds": round(wall, 1), "cpu_seconds": round(cpu, 1),
-           "cpu_seconds_per_worker": round(cpu / args.jobs, 1),
-           "us_per_round_cpu": round(cpu / (n * report.config["n_instances"]) * 1e6, 1),
-           "failed": report.failed, "seeding_us_per_call": seeding_cost(),
-           "note": "machine shared with other jobs: the wall clock is inflated; cpu_seconds_per_worker is "
-                   "the wall time the run would take on 2 free cores"}
-    write_results(__file__, res, args.out, argv, [
-        headline(f"conformance kit on HuggingFace _speculative_sampling, {n} samples: CPU seconds per worker "
-                 f"(jobs={args.jobs})", res["cpu_seconds_per_worker"], note=f"wall {res['wall_seconds']} s on a "
-                 "shared machine"),
-        headline("seeding torch per call: manual_seed vs default_generator.manual_seed (us)",
-                 f"{res['seeding_us_per_call']['torch.manual_seed']} vs "
-                 f"{res['seeding_us_per_call']['torch.default_generator.manual_seed']}"),
-    ])
+    res = {
+        "n_samples": n,
+        "jobs": args.jobs,
+        "rounds": n * report.config["n_instances"],
+        "wall_seconds": round(wall, 1),
+        "cpu_seconds": round(cpu, 1),
+        "cpu_seconds_per_worker": round(cpu / args.jobs, 1),
+        "us_per_round_cpu": round(cpu / (n * report.config["n_instances"]) * 1e6, 1),
+        "failed": report.failed,
+        "seeding_us_per_call": seeding_cost(),
+        "note": "machine shared with other jobs: the wall clock is inflated; cpu_seconds_per_worker is "
+        "the wall time the run would take on 2 free cores",
+    }
+    write_results(
+        __file__,
+        res,
+        args.out,
+        argv,
+        [
+            headline(
+                f"conformance kit on HuggingFace _speculative_sampling, {n} samples: CPU seconds per worker "
+                f"(jobs={args.jobs})",
+                res["cpu_seconds_per_worker"],
+                note=f"wall {res['wall_seconds']} s on a shared machine",
+            ),
+            headline(
+                "seeding torch per call: manual_seed vs default_generator.manual_seed (us)",
+                f"{res['seeding_us_per_call']['torch.manual_seed']} vs "
+                f"{res['seeding_us_per_call']['torch.default_generator.manual_seed']}",
+            ),
+        ],
+    )
     print(res)
     return res
 

@@ -16,6 +16,7 @@ Prints a table and writes ``testing_kit_power.json`` into ``--out``.
 
 Usage: python simulations/testing_kit_power.py [--quick] [--repeats R] [--out DIR]
 """
+
 import time
 
 from tqdm.auto import tqdm
@@ -31,19 +32,22 @@ GRID = (50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000)
 ZERO_FREE = ("equal", "tiny", "flatter_draft", "sharper_draft", "positions")
 
 
-def smallest_detecting_n(verify, repeats: int, grid=GRID, first_seed: int = 500, families=None,
-                         kit=check_verifier, **options):
+def smallest_detecting_n(
+    verify, repeats: int, grid=GRID, first_seed: int = 500, families=None, kit=check_verifier, **options
+):
     """Smallest ``n`` in ``grid`` at which every one of ``repeats`` kit runs flags ``verify``."""
     for n in grid:
         failed = {}
         for r in range(repeats):
-            report = kit(verify, n_samples=n, seed=first_seed + r, progress=False, families=families, **options)
+            report = kit(
+                verify, n_samples=n, seed=first_seed + r, progress=False, families=families, **options
+            )
             if report.passed:
                 break
             for name in report.failed:
                 failed[name] = failed.get(name, 0) + 1
         else:
-            return n, sorted(failed, key=lambda name: (-failed[name], name))   # most frequent first
+            return n, sorted(failed, key=lambda name: (-failed[name], name))  # most frequent first
     return None, []
 
 
@@ -56,43 +60,77 @@ def main(argv=None):
     rows = []
     t0 = time.perf_counter()
     entries = [(name, verify, desc, "", {}, check_verifier) for name, (verify, desc, _) in GALLERY.items()]
-    entries += [(name, verify, desc, by, opts, check_verifier)
-                for name, (verify, desc, _, by, opts) in FIELD_BUGS.items()
-                if name != "leq_float32_torch" or _has_torch()]
-    entries += [(name, sampler, desc, by, opts, check_sampler)
-                for name, (sampler, desc, _, by, opts) in SAMPLER_BUGS.items()]
+    entries += [
+        (name, verify, desc, by, opts, check_verifier)
+        for name, (verify, desc, _, by, opts) in FIELD_BUGS.items()
+        if name != "leq_float32_torch" or _has_torch()
+    ]
+    entries += [
+        (name, sampler, desc, by, opts, check_sampler)
+        for name, (sampler, desc, _, by, opts) in SAMPLER_BUGS.items()
+    ]
     for name, verify, desc, by, opts, kit in tqdm(entries, desc="bugs"):
         n, checks = smallest_detecting_n(verify, repeats, grid, kit=kit, **opts)
         n0, checks0 = smallest_detecting_n(verify, repeats, grid, families=ZERO_FREE, kit=kit, **opts)
-        rows.append({"bug": name, "description": desc, "reported_by": by, "kit": kit.__name__, "options": opts,
-                     "smallest_n_samples": n, "flagged_by": checks,
-                     "zero_free_smallest_n_samples": n0, "zero_free_flagged_by": checks0})
-    res = {"repeats": repeats, "grid": list(grid), "rows": rows, "kit": "check_verifier defaults except n_samples",
-           "zero_free_families": list(ZERO_FREE),
-           "seconds": round(time.perf_counter() - t0, 1)}
+        rows.append(
+            {
+                "bug": name,
+                "description": desc,
+                "reported_by": by,
+                "kit": kit.__name__,
+                "options": opts,
+                "smallest_n_samples": n,
+                "flagged_by": checks,
+                "zero_free_smallest_n_samples": n0,
+                "zero_free_flagged_by": checks0,
+            }
+        )
+    res = {
+        "repeats": repeats,
+        "grid": list(grid),
+        "rows": rows,
+        "kit": "check_verifier defaults except n_samples",
+        "zero_free_families": list(ZERO_FREE),
+        "seconds": round(time.perf_counter() - t0, 1),
+    }
     caught = [r for r in rows if r["smallest_n_samples"] is not None]
     field = [r for r in rows if r["reported_by"]]
-    write_results(__file__, res, args.out, argv, [
-        headline("conformance kit: field bugs flagged at <= 2,000 samples in every seed",
-                 f"{sum(1 for r in field if (r['smallest_n_samples'] or 10**9) <= 2000)}/{len(field)}"),
-        headline("conformance kit: buggy verifiers flagged", f"{len(caught)}/{len(rows)}"),
-        headline("conformance kit: largest samples per instance needed to flag a bug",
-                 max((r["smallest_n_samples"] for r in caught), default=None)),
-    ])
+    write_results(
+        __file__,
+        res,
+        args.out,
+        argv,
+        [
+            headline(
+                "conformance kit: field bugs flagged at <= 2,000 samples in every seed",
+                f"{sum(1 for r in field if (r['smallest_n_samples'] or 10**9) <= 2000)}/{len(field)}",
+            ),
+            headline("conformance kit: buggy verifiers flagged", f"{len(caught)}/{len(rows)}"),
+            headline(
+                "conformance kit: largest samples per instance needed to flag a bug",
+                max((r["smallest_n_samples"] for r in caught), default=None),
+            ),
+        ],
+    )
     print(table(res))
     return res
 
 
 def table(res) -> str:
     """Markdown table of the power results."""
-    lines = ["| bug class | reported by | n_samples to flag it (all families) | flagged by | "
-             "n_samples, families without zeros | flagged by |", "|---|---|---:|---|---:|---|"]
+    lines = [
+        "| bug class | reported by | n_samples to flag it (all families) | flagged by | "
+        "n_samples, families without zeros | flagged by |",
+        "|---|---|---:|---|---:|---|",
+    ]
     big = "> " + str(res["grid"][-1])
     for r in res["rows"]:
         n, n0 = r["smallest_n_samples"], r["zero_free_smallest_n_samples"]
-        lines.append(f"| {r['description']} | {r.get('reported_by') or '(gallery)'} | "
-                     f"{n if n is not None else big} | {', '.join(r['flagged_by'])} | "
-                     f"{n0 if n0 is not None else big} | {', '.join(r['zero_free_flagged_by'])} |")
+        lines.append(
+            f"| {r['description']} | {r.get('reported_by') or '(gallery)'} | "
+            f"{n if n is not None else big} | {', '.join(r['flagged_by'])} | "
+            f"{n0 if n0 is not None else big} | {', '.join(r['zero_free_flagged_by'])} |"
+        )
     return "\n".join(lines)
 
 

@@ -13,6 +13,7 @@ Not part of ``spectheory reproduce`` (the weights are shipped): a few minutes of
     python simulations/train_medusa.py                 # writes the shipped weights
     python simulations/train_medusa.py --quick --out /tmp/w
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,7 +40,7 @@ def hidden_states(target, windows, batch=16):
     """Final hidden states ``[N, L, C]`` of the target on ``windows [N, L]``."""
     out = []
     for i in tqdm(range(0, len(windows), batch), desc="target hidden states", leave=False):
-        _, h = target(torch.as_tensor(windows[i:i + batch]), return_hidden=True)
+        _, h = target(torch.as_tensor(windows[i : i + batch]), return_hidden=True)
         out.append(h.float())
     return torch.cat(out)
 
@@ -47,7 +48,7 @@ def hidden_states(target, windows, batch=16):
 def head_targets(windows, L, K):
     """Token ``x_{t+1+k}`` for head ``k = 1..K`` at positions ``t < L``: ``[N, L, K]``."""
     w = torch.as_tensor(windows)
-    return torch.stack([w[:, 1 + k: 1 + k + L] for k in range(1, K + 1)], -1)
+    return torch.stack([w[:, 1 + k : 1 + k + L] for k in range(1, K + 1)], -1)
 
 
 def evaluate(heads, emb, h, y, batch=8192):
@@ -56,15 +57,20 @@ def evaluate(heads, emb, h, y, batch=8192):
     hits = []
     with torch.inference_mode():
         for i in range(N):
-            logits = heads(h[i], emb)                                  # [L, K, V]
-            top = logits.topk(RANKS, -1).indices                       # [L, K, RANKS]
-            hits.append((top == y[i][..., None]).float().mean(0))      # [K, RANKS] per window
-    hits = torch.stack(hits).numpy()                                   # [N, K, RANKS]
+            logits = heads(h[i], emb)  # [L, K, V]
+            top = logits.topk(RANKS, -1).indices  # [L, K, RANKS]
+            hits.append((top == y[i][..., None]).float().mean(0))  # [K, RANKS] per window
+    hits = torch.stack(hits).numpy()  # [N, K, RANKS]
     rank = hits.mean(0)
     top1, top5 = hits[..., 0], hits[..., :5].sum(-1)
-    se = lambda a: (a.std(0, ddof=1) / np.sqrt(N)).tolist()            # noqa: E731
-    return {"top1": top1.mean(0).tolist(), "top1_se": se(top1), "top5": top5.mean(0).tolist(),
-            "top5_se": se(top5), "rank_accuracy": rank.tolist()}
+    se = lambda a: (a.std(0, ddof=1) / np.sqrt(N)).tolist()  # noqa: E731
+    return {
+        "top1": top1.mean(0).tolist(),
+        "top1_se": se(top1),
+        "top5": top5.mean(0).tolist(),
+        "top5_se": se(top5),
+        "rank_accuracy": rank.tolist(),
+    }
 
 
 def main(argv=None):
@@ -90,7 +96,7 @@ def main(argv=None):
     gen = torch.Generator().manual_seed(args.seed)
     data = corpus.train_bytes()
     starts = torch.randint(0, len(data) - 257, (args.windows,), generator=gen).numpy()
-    train = np.stack([data[s:s + 256] for s in starts]).astype(np.int64)
+    train = np.stack([data[s : s + 256] for s in starts]).astype(np.int64)
     h_train = hidden_states(target, train[:, :L])
     y_train = head_targets(train, L, K)
     held = corpus.heldout_windows(args.eval_windows, 256)
@@ -106,7 +112,7 @@ def main(argv=None):
         for g in opt.param_groups:
             g["lr"] = lr
         idx = torch.randint(0, len(flat_h), (args.batch,), generator=gen)
-        logits = heads(flat_h[idx], emb)                                        # [b, K, V]
+        logits = heads(flat_h[idx], emb)  # [b, K, V]
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), flat_y[idx].reshape(-1))
         opt.zero_grad()
         loss.backward()
@@ -116,21 +122,39 @@ def main(argv=None):
     torch.save(state, path)
     heads.load_state_dict({k: v.float() for k, v in state.items()})
     ev = evaluate(heads, emb, h_held, y_held)
-    base = evaluate(MedusaHeads(K, target.config.n_embd), emb, h_held, y_held)   # W = 0: LM head only
-    meta = {"name": HEADS_NAME, "kind": "medusa-heads", "n_heads": K, "n_embd": target.config.n_embd,
-            "architecture": "head k: h + SiLU(W_k h + b_k) on the target's ln_f output, then the target's "
-                            "tied LM head; predicts x_{t+1+k}",
-            "num_params": int(sum(p.numel() for p in heads.parameters())),
-            "weights_file": os.path.basename(path), "weights_dtype": "float16",
-            "training_command": "python simulations/train_medusa.py " + " ".join(sys.argv[1:] if argv is None else argv),
-            "training": {"windows": args.windows, "positions": int(flat_h.shape[0]), "steps": args.steps,
-                         "batch": args.batch, "lr": args.lr, "seed": args.seed, "final_loss": loss.item(),
-                         "seconds": round(time.time() - t0, 1)},
-            "heldout": {"windows": args.eval_windows, "positions_per_window": L, **ev},
-            "heldout_untrained_heads": {"top1": base["top1"], "top5": base["top5"],
-                                        "note": "W = 0: every head is the LM head (the next token's law)"},
-            "corpus_sha256": corpus.corpus_sha256(), "date": datetime.date.today().isoformat(),
-            "torch_version": torch.__version__}
+    base = evaluate(MedusaHeads(K, target.config.n_embd), emb, h_held, y_held)  # W = 0: LM head only
+    meta = {
+        "name": HEADS_NAME,
+        "kind": "medusa-heads",
+        "n_heads": K,
+        "n_embd": target.config.n_embd,
+        "architecture": "head k: h + SiLU(W_k h + b_k) on the target's ln_f output, then the target's "
+        "tied LM head; predicts x_{t+1+k}",
+        "num_params": int(sum(p.numel() for p in heads.parameters())),
+        "weights_file": os.path.basename(path),
+        "weights_dtype": "float16",
+        "training_command": "python simulations/train_medusa.py "
+        + " ".join(sys.argv[1:] if argv is None else argv),
+        "training": {
+            "windows": args.windows,
+            "positions": int(flat_h.shape[0]),
+            "steps": args.steps,
+            "batch": args.batch,
+            "lr": args.lr,
+            "seed": args.seed,
+            "final_loss": loss.item(),
+            "seconds": round(time.time() - t0, 1),
+        },
+        "heldout": {"windows": args.eval_windows, "positions_per_window": L, **ev},
+        "heldout_untrained_heads": {
+            "top1": base["top1"],
+            "top5": base["top5"],
+            "note": "W = 0: every head is the LM head (the next token's law)",
+        },
+        "corpus_sha256": corpus.corpus_sha256(),
+        "date": datetime.date.today().isoformat(),
+        "torch_version": torch.__version__,
+    }
     with open(os.path.join(args.out, f"{HEADS_NAME}.json"), "w") as fh:
         json.dump(meta, fh, indent=2, sort_keys=True)
         fh.write("\n")

@@ -32,6 +32,7 @@ Examples
     python simulations/train_models.py --model acceptance
     python simulations/train_models.py --model target --steps 5 --out /tmp/w   # smoke test
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,8 +51,9 @@ from tqdm import tqdm
 from spectheory.decoder import corpus
 from spectheory.decoder.model import GPT, GPTConfig
 
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                           "spectheory", "decoder", "weights")
+DEFAULT_OUT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "spectheory", "decoder", "weights"
+)
 
 ARCHS = {
     "target": dict(n_layer=4, n_head=4, n_embd=224, block_size=256),
@@ -65,16 +67,17 @@ TRAIN_DEFAULTS = {
     "draft-tiny": dict(steps=1500, batch_size=16, seq_len=256, lr=5e-3, warmup=50),
 }
 NGRAM_ORDER, NGRAM_ALPHA = 2, 0.5
-EVAL_WINDOWS, EVAL_LEN = 256, 256     # held-out bytes scored: 256 windows x 256 positions
+EVAL_WINDOWS, EVAL_LEN = 256, 256  # held-out bytes scored: 256 windows x 256 positions
 DRAFTS = ("draft-small", "draft-tiny", "draft-ngram")
 
 
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.RawDescriptionHelpFormatter,
-                                     epilog=__doc__.split("Examples\n--------\n")[1])
-    parser.add_argument("--model", required=True,
-                        choices=[*ARCHS, "draft-ngram", "acceptance", "all"])
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("Examples\n--------\n")[1],
+    )
+    parser.add_argument("--model", required=True, choices=[*ARCHS, "draft-ngram", "acceptance", "all"])
     parser.add_argument("--steps", type=int, default=None)
     parser.add_argument("--batch-size", type=int, default=None)
     parser.add_argument("--seq-len", type=int, default=None)
@@ -92,7 +95,7 @@ def parse_args(argv=None):
 def batched_logprobs(model, windows, batch=32):
     """Yield float64 log-probs ``[b, L, V]`` of ``model`` on ``windows [N, L]`` in chunks."""
     for i in range(0, len(windows), batch):
-        ids = torch.as_tensor(windows[i:i + batch])
+        ids = torch.as_tensor(windows[i : i + batch])
         yield torch.log_softmax(model(ids).double(), dim=-1)
 
 
@@ -102,8 +105,8 @@ def heldout_loss(model, n_windows):
     windows = corpus.heldout_windows(n_windows, EVAL_LEN + 1)
     per_window = []
     for i, logp in enumerate(batched_logprobs(model, windows[:, :-1])):
-        nxt = torch.as_tensor(windows[i * 32:(i + 1) * 32, 1:])
-        nll = -logp.gather(-1, nxt[..., None])[..., 0]               # [b, L]
+        nxt = torch.as_tensor(windows[i * 32 : (i + 1) * 32, 1:])
+        nll = -logp.gather(-1, nxt[..., None])[..., 0]  # [b, L]
         per_window.append(nll.mean(1))
     per_window = torch.cat(per_window).numpy()
     return float(per_window.mean()), float(per_window.std(ddof=1) / math.sqrt(len(per_window)))
@@ -114,9 +117,8 @@ def acceptance_vs_target(target, draft, n_windows):
     """Mean over held-out positions of ``sum_x min(target(x), draft(x))`` (T = 1), SE."""
     windows = corpus.heldout_windows(n_windows, EVAL_LEN)
     per_window = []
-    for t_logp, d_logp in zip(batched_logprobs(target, windows),
-                              batched_logprobs(draft, windows)):
-        accept = torch.minimum(t_logp.exp(), d_logp.exp()).sum(-1)   # [b, L]
+    for t_logp, d_logp in zip(batched_logprobs(target, windows), batched_logprobs(draft, windows)):
+        accept = torch.minimum(t_logp.exp(), d_logp.exp()).sum(-1)  # [b, L]
         per_window.append(accept.mean(1))
     per_window = torch.cat(per_window).numpy()
     return float(per_window.mean()), float(per_window.std(ddof=1) / math.sqrt(len(per_window)))
@@ -134,9 +136,11 @@ def lr_at(step, steps, peak, warmup):
 def make_optimizer(model, lr):
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
-                              {"params": no_decay, "weight_decay": 0.0}],
-                             lr=lr, betas=(0.9, 0.95))
+    return torch.optim.AdamW(
+        [{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=lr,
+        betas=(0.9, 0.95),
+    )
 
 
 def train_gpt(name, args):
@@ -160,9 +164,9 @@ def train_gpt(name, args):
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, settings["steps"], settings["lr"], settings["warmup"])
         starts = torch.randint(0, len(data) - L - 1, (B,), generator=gen)
-        batch = torch.stack([data[s:s + L + 1] for s in starts.tolist()])   # [B, L + 1]
+        batch = torch.stack([data[s : s + L + 1] for s in starts.tolist()])  # [B, L + 1]
         model.train()
-        logits = model(batch[:, :-1])                                      # [B, L, V]
+        logits = model(batch[:, :-1])  # [B, L, V]
         loss = F.cross_entropy(logits.reshape(-1, 256), batch[:, 1:].reshape(-1))
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
@@ -172,8 +176,11 @@ def train_gpt(name, args):
         if args.eval_every and (step + 1) % args.eval_every == 0:
             model.eval()
             val, _ = heldout_loss(model, 32)
-            print(f"\nstep {step + 1}: train {loss.item():.4f} held-out(32 windows) {val:.4f} "
-                  f"nats/byte, {time.time() - t0:.0f}s", flush=True)
+            print(
+                f"\nstep {step + 1}: train {loss.item():.4f} held-out(32 windows) {val:.4f} "
+                f"nats/byte, {time.time() - t0:.0f}s",
+                flush=True,
+            )
     train_seconds = time.time() - t0
     # save fp16, then evaluate exactly what a user loads (fp16 weights cast to float32)
     os.makedirs(args.out, exist_ok=True)
@@ -184,23 +191,32 @@ def train_gpt(name, args):
     model.eval()
     loss_mean, loss_se = heldout_loss(model, args.eval_windows)
     meta = base_metadata(name, args, path)
-    meta.update({
-        "kind": "gpt",
-        "architecture": f"byte-level GPT, {config.n_layer} layers, {config.n_head} heads, "
-                        f"n_embd {config.n_embd}, context {config.block_size}, pre-LayerNorm, "
-                        "learned positions, tied embeddings",
-        "config": config.to_dict(),
-        "num_params": model.num_params(),
-        "training": {**settings, "optimizer": "AdamW(0.9, 0.95), wd 0.1, clip 1.0",
-                     "schedule": "linear warm-up, cosine to 0.1x", "seed": args.seed,
-                     "threads": args.threads, "train_seconds": round(train_seconds, 1)},
-        "steps": settings["steps"],
-        "heldout_loss_nats_per_byte": loss_mean,
-        "heldout_loss_se": loss_se,
-    })
+    meta.update(
+        {
+            "kind": "gpt",
+            "architecture": f"byte-level GPT, {config.n_layer} layers, {config.n_head} heads, "
+            f"n_embd {config.n_embd}, context {config.block_size}, pre-LayerNorm, "
+            "learned positions, tied embeddings",
+            "config": config.to_dict(),
+            "num_params": model.num_params(),
+            "training": {
+                **settings,
+                "optimizer": "AdamW(0.9, 0.95), wd 0.1, clip 1.0",
+                "schedule": "linear warm-up, cosine to 0.1x",
+                "seed": args.seed,
+                "threads": args.threads,
+                "train_seconds": round(train_seconds, 1),
+            },
+            "steps": settings["steps"],
+            "heldout_loss_nats_per_byte": loss_mean,
+            "heldout_loss_se": loss_se,
+        }
+    )
     write_metadata(args.out, name, meta)
-    print(f"{name}: held-out loss {loss_mean:.4f} +- {loss_se:.4f} nats/byte, "
-          f"{train_seconds:.0f}s training", flush=True)
+    print(
+        f"{name}: held-out loss {loss_mean:.4f} +- {loss_se:.4f} nats/byte, {train_seconds:.0f}s training",
+        flush=True,
+    )
     return model
 
 
@@ -216,19 +232,23 @@ def train_ngram(args):
     model = NGramModel.load(path).eval()
     loss_mean, loss_se = heldout_loss(model, args.eval_windows)
     meta = base_metadata(name, args, path)
-    meta.update({
-        "kind": "ngram",
-        "architecture": f"order-{NGRAM_ORDER} byte n-gram (context of {NGRAM_ORDER - 1} "
-                        f"byte), additive smoothing alpha={NGRAM_ALPHA}, sparse counts",
-        "config": {"order": NGRAM_ORDER, "alpha": NGRAM_ALPHA, "vocab_size": 256},
-        "num_params": int(model.num_counts()),
-        "num_params_note": "number of nonzero n-gram counts stored",
-        "training": {"counted_bytes": int(len(corpus.train_bytes())),
-                     "train_seconds": round(time.time() - t0, 1)},
-        "steps": 0,
-        "heldout_loss_nats_per_byte": loss_mean,
-        "heldout_loss_se": loss_se,
-    })
+    meta.update(
+        {
+            "kind": "ngram",
+            "architecture": f"order-{NGRAM_ORDER} byte n-gram (context of {NGRAM_ORDER - 1} "
+            f"byte), additive smoothing alpha={NGRAM_ALPHA}, sparse counts",
+            "config": {"order": NGRAM_ORDER, "alpha": NGRAM_ALPHA, "vocab_size": 256},
+            "num_params": int(model.num_counts()),
+            "num_params_note": "number of nonzero n-gram counts stored",
+            "training": {
+                "counted_bytes": int(len(corpus.train_bytes())),
+                "train_seconds": round(time.time() - t0, 1),
+            },
+            "steps": 0,
+            "heldout_loss_nats_per_byte": loss_mean,
+            "heldout_loss_se": loss_se,
+        }
+    )
     write_metadata(args.out, name, meta)
     print(f"{name}: held-out loss {loss_mean:.4f} +- {loss_se:.4f} nats/byte", flush=True)
 
@@ -240,13 +260,19 @@ def base_metadata(name, args, path):
         "name": name,
         "weights_file": os.path.basename(path),
         "training_command": "python simulations/train_models.py " + " ".join(sys.argv[1:]),
-        "corpus": {"description": "Python standard library .py sources (no tests, no "
-                                  "site-packages), see spectheory.decoder.corpus",
-                   "sha256": data.sha256, "train_bytes": int(len(data.train)),
-                   "heldout_bytes": int(len(data.heldout)),
-                   "python": sys.version.split()[0]},
-        "heldout_eval": {"windows": args.eval_windows, "positions_per_window": EVAL_LEN,
-                         "context": "bytes before the position inside its window"},
+        "corpus": {
+            "description": "Python standard library .py sources (no tests, no "
+            "site-packages), see spectheory.decoder.corpus",
+            "sha256": data.sha256,
+            "train_bytes": int(len(data.train)),
+            "heldout_bytes": int(len(data.heldout)),
+            "python": sys.version.split()[0],
+        },
+        "heldout_eval": {
+            "windows": args.eval_windows,
+            "positions_per_window": EVAL_LEN,
+            "context": "bytes before the position inside its window",
+        },
         "date": datetime.date.today().isoformat(),
         "torch_version": torch.__version__,
         "weights_dtype": "float16" if path.endswith(".pt") else "uint32 counts",
@@ -262,6 +288,7 @@ def write_metadata(out, name, meta):
 def load_local(name, out):
     """Load a model from ``out`` (the registry's loader, pointed at this folder)."""
     from spectheory.decoder.registry import load_model_from
+
     return load_model_from(out, name)
 
 
@@ -278,10 +305,12 @@ def record_acceptance(args):
         with open(os.path.join(args.out, "target.json")) as fh:
             target_meta = json.load(fh)
         meta["acceptance_vs_target"] = {
-            "mean": mean, "se": se, "temperature": 1.0,
-            "definition": "mean over held-out positions of sum_x min(target(x), draft(x)); "
-                          "SE across windows",
-            "windows": args.eval_windows, "positions_per_window": EVAL_LEN,
+            "mean": mean,
+            "se": se,
+            "temperature": 1.0,
+            "definition": "mean over held-out positions of sum_x min(target(x), draft(x)); SE across windows",
+            "windows": args.eval_windows,
+            "positions_per_window": EVAL_LEN,
             "target_date": target_meta["date"],
             "command": "python simulations/train_models.py --model acceptance",
         }

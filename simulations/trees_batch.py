@@ -11,14 +11,16 @@ random chains (never positive). Writes ``trees_batch.json`` into ``--out``.
 
 Usage: python simulations/trees_batch.py [--quick] [--out DIR]
 """
+
 import numpy as np
 
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.trees.batch_tree import batch_readings, batch_tree_limit_mass, simulate_batch_tree
-try:                                    # holey_chain moved next to the chain constructors
+
+try:  # holey_chain moved next to the chain constructors
     from spectheory.chain.examples import holey_chain
-except ImportError:                     # pragma: no cover - before the move
+except ImportError:  # pragma: no cover - before the move
     from spectheory.verifiers import holey_chain
 
 
@@ -44,8 +46,10 @@ def main(argv=None):
             line += f" {m:9.4f} {se:6.4f} {(m - t) / se:6.2f}"
         print(line)
     limit_mass = batch_tree_limit_mass(chain, T)
-    print(f"tree reading's limit = target mass the draft cannot propose: {limit_mass:.4f}; "
-          f"first-token limit {res['first_token'][-1]:.4f}")
+    print(
+        f"tree reading's limit = target mass the draft cannot propose: {limit_mass:.4f}; "
+        f"first-token limit {res['first_token'][-1]:.4f}"
+    )
 
     worst, examples = -np.inf, []
     for seed in range(n_chains):
@@ -55,21 +59,44 @@ def main(argv=None):
             for M, f, t in zip(r["M"], r["first_token"], r["tree"]):
                 worst = max(worst, t - f)
                 examples.append({"seed": seed, "gamma": gamma, "M": M, "first_token": f, "tree": t})
-    print(f"{n_chains} random chains (V=3, T=6), M in (2, 6), gamma in (None, 2): "
-          f"max(tree - first-token) = {worst:.2e}")
-    rows = [{"M": None if np.isinf(M) else M, "first_token": f, "tree": t}
-            for M, f, t in zip(res["M"], res["first_token"], res["tree"])]
+    print(
+        f"{n_chains} random chains (V=3, T=6), M in (2, 6), gamma in (None, 2): "
+        f"max(tree - first-token) = {worst:.2e}"
+    )
+    rows = [
+        {"M": None if np.isinf(M) else M, "first_token": f, "tree": t}
+        for M, f, t in zip(res["M"], res["first_token"], res["tree"])
+    ]
     i6 = res["M"].index(6)
-    data = {"holey_chain": {"T": T, "rows": rows, "mc": mc, "tree_limit": res["tree"][-1],
-                            "first_token_limit": res["first_token"][-1], "limit_mass": limit_mass},
-            "random_chains": {"n": n_chains, "max_tree_minus_first": worst, "rows": examples}}
-    path = write_results(__file__, data, args.out, argv, [
-        headline(f"holey_chain T={T}, M=6: expected rejections, first-token vs tree reading",
-                 f"{res['first_token'][i6]:.4f} vs {res['tree'][i6]:.4f}"),
-        headline(f"holey_chain T={T}, M -> inf: first-token limit vs tree-reading limit",
-                 f"{res['first_token'][-1]:.4f} vs {res['tree'][-1]:.4f}"),
-        headline(f"{n_chains} random chains: max(tree reading - first-token) expected rejections", worst),
-        headline("tree reading exact vs Monte Carlo, max |z|", max(abs(v["z"]) for v in mc.values()))])
+    data = {
+        "holey_chain": {
+            "T": T,
+            "rows": rows,
+            "mc": mc,
+            "tree_limit": res["tree"][-1],
+            "first_token_limit": res["first_token"][-1],
+            "limit_mass": limit_mass,
+        },
+        "random_chains": {"n": n_chains, "max_tree_minus_first": worst, "rows": examples},
+    }
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [
+            headline(
+                f"holey_chain T={T}, M=6: expected rejections, first-token vs tree reading",
+                f"{res['first_token'][i6]:.4f} vs {res['tree'][i6]:.4f}",
+            ),
+            headline(
+                f"holey_chain T={T}, M -> inf: first-token limit vs tree-reading limit",
+                f"{res['first_token'][-1]:.4f} vs {res['tree'][-1]:.4f}",
+            ),
+            headline(f"{n_chains} random chains: max(tree reading - first-token) expected rejections", worst),
+            headline("tree reading exact vs Monte Carlo, max |z|", max(abs(v["z"]) for v in mc.values())),
+        ],
+    )
     print(f"wrote {path}")
     assert worst <= 1e-12
     assert abs(res["tree"][-1] - limit_mass) < 1e-10

@@ -9,6 +9,7 @@ and p > 1e-6. Writes validate_core.json into --out (default results/).
 
 Usage: python simulations/validate_core.py [--quick] [--runs N] [--out DIR]
 """
+
 from __future__ import annotations
 
 import sys
@@ -18,9 +19,8 @@ import numpy as np
 from scipy import stats
 
 import spectheory as st
-import spectheory.exact as analysis
-from spectheory.montecarlo import simulate
 from spectheory.app.results import headline, script_parser, write_results
+from spectheory.montecarlo import simulate
 
 STATS = ("target_calls", "rejections", "draft_tokens", "accepted")
 Z_MAX, P_MIN = 5.0, 1e-6
@@ -41,8 +41,13 @@ def core_chains():
 def exact_values(chain, T, gamma, bonus):
     res = chain.protocol(T, gamma, bonus=bonus)
     counts = np.asarray(res.accepted_count_law) * res.target_calls
-    return {"target_calls": res.target_calls, "rejections": res.rejections, "draft_tokens": res.draft_tokens,
-            "accepted": float(counts @ np.arange(gamma + 1)), "counts": counts}
+    return {
+        "target_calls": res.target_calls,
+        "rejections": res.rejections,
+        "draft_tokens": res.draft_tokens,
+        "accepted": float(counts @ np.arange(gamma + 1)),
+        "counts": counts,
+    }
 
 
 def hotelling_pvalue(per_run_counts, expected_counts):
@@ -63,13 +68,18 @@ def run(n_runs, gammas=(1, 3, 8), seed=0, progress=None):
         for gamma in gammas:
             for bonus in (True, False):
                 ex = exact_values(chain, T, gamma, bonus)
-                res = simulate(chain, T, gamma, n_runs, rng=[seed, ci, gamma, bonus], bonus=bonus,
-                               progress=progress)
+                res = simulate(
+                    chain, T, gamma, n_runs, rng=[seed, ci, gamma, bonus], bonus=bonus, progress=progress
+                )
                 row = {"chain": name, "horizon": T, "gamma": gamma, "bonus": bonus, "n_runs": n_runs}
                 for key in STATS:
                     m, se = res.mean_se(key)
-                    row[key] = {"exact": float(ex[key]), "mc": m, "se": se,
-                                "z": (m - ex[key]) / se if se > 0 else 0.0}
+                    row[key] = {
+                        "exact": float(ex[key]),
+                        "mc": m,
+                        "se": se,
+                        "z": (m - ex[key]) / se if se > 0 else 0.0,
+                    }
                 row["hist_p"] = hotelling_pvalue(res.accepted_counts, ex["counts"])
                 row["ok"] = bool(all(abs(row[k]["z"]) < Z_MAX for k in STATS) and row["hist_p"] > P_MIN)
                 rows.append(row)
@@ -83,9 +93,13 @@ def format_table(rows):
         for i, key in enumerate(STATS):
             v = r[key]
             lead = f"{r['chain']:<26s} {r['gamma']:>2d} {str(r['bonus']):>5s}" if i == 0 else " " * 35
-            lines.append(f"{lead} | {key:<12s} {v['exact']:10.4f} {v['mc']:10.4f} {v['se']:8.4f} {v['z']:6.2f}")
-        lines.append(f"{' ' * 35} | accepted-count histogram chi-square p = {r['hist_p']:.3f}"
-                     f"   {'OK' if r['ok'] else 'DISAGREE'}")
+            lines.append(
+                f"{lead} | {key:<12s} {v['exact']:10.4f} {v['mc']:10.4f} {v['se']:8.4f} {v['z']:6.2f}"
+            )
+        lines.append(
+            f"{' ' * 35} | accepted-count histogram chi-square p = {r['hist_p']:.3f}"
+            f"   {'OK' if r['ok'] else 'DISAGREE'}"
+        )
     return "\n".join(lines)
 
 
@@ -101,15 +115,32 @@ def main(argv=None):
     print(format_table(rows))
     n_ok = sum(r["ok"] for r in rows)
     zs = np.array([r[k]["z"] for r in rows for k in STATS])
-    print(f"\n{n_ok}/{len(rows)} settings agree (|z| < {Z_MAX:g}, histogram p > {P_MIN:g}); "
-          f"max |z| = {np.abs(zs).max():.2f}; {n_runs} runs per setting; {elapsed:.1f} s")
-    data = {"n_runs": n_runs, "seconds": elapsed, "z_max": Z_MAX, "p_min": P_MIN,
-            "all_ok": n_ok == len(rows), "max_abs_z": float(np.abs(zs).max()), "rows": rows}
-    path = write_results(__file__, data, args.out, argv, [
-        headline(f"core chains: exact vs Monte Carlo settings agreeing (|z| < {Z_MAX:g}, {n_runs} runs each)",
-                 f"{n_ok}/{len(rows)}"),
-        headline("core chains: exact vs Monte Carlo, max |z|", float(np.abs(zs).max())),
-    ])
+    print(
+        f"\n{n_ok}/{len(rows)} settings agree (|z| < {Z_MAX:g}, histogram p > {P_MIN:g}); "
+        f"max |z| = {np.abs(zs).max():.2f}; {n_runs} runs per setting; {elapsed:.1f} s"
+    )
+    data = {
+        "n_runs": n_runs,
+        "seconds": elapsed,
+        "z_max": Z_MAX,
+        "p_min": P_MIN,
+        "all_ok": n_ok == len(rows),
+        "max_abs_z": float(np.abs(zs).max()),
+        "rows": rows,
+    }
+    path = write_results(
+        __file__,
+        data,
+        args.out,
+        argv,
+        [
+            headline(
+                f"core chains: exact vs Monte Carlo settings agreeing (|z| < {Z_MAX:g}, {n_runs} runs each)",
+                f"{n_ok}/{len(rows)}",
+            ),
+            headline("core chains: exact vs Monte Carlo, max |z|", float(np.abs(zs).max())),
+        ],
+    )
     print(f"wrote {path}")
     return 0 if n_ok == len(rows) else 1
 

@@ -4,6 +4,7 @@ Every check raises :class:`ValueError` with a message that names the argument an
 the problem. Nothing is silently renormalised unless the caller asks
 (``normalize=True`` in :func:`as_law`).
 """
+
 from __future__ import annotations
 
 import numbers
@@ -14,8 +15,9 @@ import numpy as np
 SUM_TOL = 1e-6
 
 
-def as_law(x, name: str = "law", *, atol: float = SUM_TOL, normalize: bool = False,
-           min_ndim: int = 1) -> np.ndarray:
+def as_law(
+    x, name: str = "law", *, atol: float = SUM_TOL, normalize: bool = False, min_ndim: int = 1
+) -> np.ndarray:
     """Return ``x`` as a float64 array of laws over its last axis, or raise.
 
     Parameters
@@ -163,5 +165,7 @@ def check_memory(nbytes: float, name: str, what: str = "arrays", limit: int | No
     """
     limit = memory_limit() if limit is None else int(limit)
     if nbytes > limit:
-        raise ValueError(f"{name}: {what} would need {format_bytes(nbytes)} of memory "
-                         f"(limit {format_bytes(limit)}); use a smaller {name}")
+        raise ValueError(
+            f"{name}: {what} would need {format_bytes(nbytes)} of memory "
+            f"(limit {format_bytes(limit)}); use a smaller {name}"
+        )

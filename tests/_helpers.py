@@ -5,6 +5,7 @@ with a fixed seed a correct implementation fails with probability about 1 in 1.7
 Laws come from the conformance kit's generator (:func:`spectheory.testing.strategies.random_law`),
 so the tests and the users' property tests draw the same kinds of laws.
 """
+
 import numpy as np
 
 from spectheory.montecarlo import mean_and_se
@@ -31,8 +32,9 @@ def assert_within_se(estimate, se, exact, what="", z=Z_MAX, atol=1e-12):
     """``|estimate - exact| <= z * se (+ atol)``, elementwise."""
     estimate, se, exact = (np.asarray(a, dtype=np.float64) for a in (estimate, se, exact))
     bad = np.abs(estimate - exact) > z * se + atol
-    assert not np.any(bad), (f"{what}: Monte Carlo {estimate} +- {se} vs exact {exact} "
-                             f"(more than {z} SE apart)")
+    assert not np.any(bad), (
+        f"{what}: Monte Carlo {estimate} +- {se} vs exact {exact} (more than {z} SE apart)"
+    )
 
 
 def assert_mean_within_se(samples, exact, what="", z=Z_MAX):
@@ -52,7 +54,12 @@ def assert_positional_mc(sim, rejections, target_calls, draft_tokens, rejection_
     """A simulation (``SimulationResult``) against exact values: per-run means of rejections,
     target calls and draft tokens within 5 SE, and each position's rejection frequency within
     5 binomial SE (seeds are fixed by the callers)."""
-    for name, value in (("rejections", rejections), ("target_calls", target_calls),
-                        ("draft_tokens", draft_tokens)):
+    for name, value in (
+        ("rejections", rejections),
+        ("target_calls", target_calls),
+        ("draft_tokens", draft_tokens),
+    ):
         assert_within_se(*sim.mean_se(name), value, name)
-    assert_frequencies(sim.rejection_by_position / sim.n_runs, rejection_profile, sim.n_runs, "rejection profile")
+    assert_frequencies(
+        sim.rejection_by_position / sim.n_runs, rejection_profile, sim.n_runs, "rejection profile"
+    )

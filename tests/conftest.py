@@ -3,6 +3,7 @@
 pytest runs with ``-n 2`` (two worker processes on a 2-core machine), so each worker keeps
 BLAS single-threaded: oversubscribed BLAS threads make the exact recursions 20x slower.
 """
+
 import os
 
 try:
@@ -27,8 +28,9 @@ try:
     from hypothesis import HealthCheck, settings
 
     settings.register_profile("default", deadline=None)
-    settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True,
-                              suppress_health_check=[HealthCheck.too_slow])
+    settings.register_profile(
+        "ci", deadline=None, derandomize=True, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+    )
     settings.register_profile("thorough", deadline=None, max_examples=1000)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "default"))
 except ImportError:  # pragma: no cover - hypothesis is a dev dependency

@@ -1,4 +1,5 @@
 """Exact analysis on DecodingChains: recursions against closed forms, identities and each other."""
+
 import numpy as np
 import pytest
 
@@ -17,6 +18,8 @@ class RoundToken(TokenVerifier):
 
     def round_transition(self, chain):
         return analysis.token_round_transition(chain)
+
+
 from spectheory.exact import token_accept_survival
 
 
@@ -39,6 +42,7 @@ def tree_chain(T=4):
 
     def df(prefix):
         return np.array([0.6, 0.4]) if len(prefix) % 2 else np.array([0.3, 0.7])
+
     return st.DecodingChain.prefix_tree(tf, df, 2, T)
 
 
@@ -70,22 +74,30 @@ def test_iid_chain_equals_closed_forms(gamma, bonus):
     alpha = float(st.acceptance_rate(target, draft))
     chain = st.DecodingChain.iid(target, draft)
     # per-round law of an untruncated round: the capped geometric law
-    np.testing.assert_allclose(chain.accepted_count_law(100, gamma, per_state=True)[0],
-                               st.accepted_count_law(alpha, gamma), rtol=1e-13)
+    np.testing.assert_allclose(
+        chain.accepted_count_law(100, gamma, per_state=True)[0],
+        st.accepted_count_law(alpha, gamma),
+        rtol=1e-13,
+    )
     # the whole generation, truncation included, against a scalar renewal recursion
     for T in (1, 7, 40):
-        np.testing.assert_allclose(chain.expected_target_calls(T, gamma, bonus),
-                                   iid_calls(alpha, T, gamma, bonus), rtol=1e-12)
+        np.testing.assert_allclose(
+            chain.expected_target_calls(T, gamma, bonus), iid_calls(alpha, T, gamma, bonus), rtol=1e-12
+        )
     # long horizon: tokens per call -> Leviathan's formula (bonus) or its no-bonus analogue;
     # E[calls] = T / mean + O(1), so the relative error is O(mean / T)
     T = 3000
-    mean = st.expected_tokens_per_call(alpha, gamma) - (0 if bonus else alpha ** gamma)
-    np.testing.assert_allclose(chain.expected_tokens_per_call(T, gamma, bonus), mean,
-                               rtol=3 * (gamma + 1) / T)
+    mean = st.expected_tokens_per_call(alpha, gamma) - (0 if bonus else alpha**gamma)
+    np.testing.assert_allclose(
+        chain.expected_tokens_per_call(T, gamma, bonus), mean, rtol=3 * (gamma + 1) / T
+    )
     c = 0.1
     if bonus:
-        np.testing.assert_allclose(chain.predicted_speedup(T, gamma, c),
-                                   st.walltime_speedup(alpha, gamma, c), rtol=3 * (gamma + 1) / T)
+        np.testing.assert_allclose(
+            chain.predicted_speedup(T, gamma, c),
+            st.walltime_speedup(alpha, gamma, c),
+            rtol=3 * (gamma + 1) / T,
+        )
 
 
 def test_always_accepted_chain_counts_rounds_by_hand():
@@ -134,8 +146,9 @@ def test_round_recursion_matches_phase_recursion(name, gamma, bonus):
     np.testing.assert_allclose(ph.accepted_count_law.sum(), 1.0, rtol=1e-13)
     assert ph.draft_tokens >= ph.accepted + ph.rejections - 1e-9
     # a Verifier that only provides a round transition goes through the round recursion
-    np.testing.assert_allclose(chain.expected_target_calls(T, gamma, bonus=bonus, verifier=RoundToken()),
-                               ph.target_calls, rtol=1e-12)
+    np.testing.assert_allclose(
+        chain.expected_target_calls(T, gamma, bonus=bonus, verifier=RoundToken()), ph.target_calls, rtol=1e-12
+    )
 
 
 @pytest.mark.parametrize("gamma", [1, 3, 8])
@@ -147,8 +160,8 @@ def test_per_state_law_inhomogeneous_matches_round_transition(gamma):
     for n0 in (0, 5, T - 3, T - 1):
         k = min(gamma, T - n0)
         Q = trans(n0, k, False)
-        np.testing.assert_allclose(law[n0, :, :k + 1], Q.sum(-1), atol=1e-13)
-        assert np.all(law[n0, :, k + 1:] == 0)
+        np.testing.assert_allclose(law[n0, :, : k + 1], Q.sum(-1), atol=1e-13)
+        assert np.all(law[n0, :, k + 1 :] == 0)
 
 
 @pytest.mark.parametrize("scale", [0.2, 0.6, 0.95])
@@ -167,8 +180,11 @@ def test_scaled_verifiers_reject_strictly_more(name, scale):
     # the family is unbiased: its exact sequence law is the target's
     small = st.DecodingChain.random(3, rng=7)
     sa, sr = analysis.scaled_masses(small, scale)
-    np.testing.assert_allclose(analysis.phase_sequence_law(small, 4, 2, True, sa, sr),
-                               small.sequence_law(4, method="target"), atol=1e-15)
+    np.testing.assert_allclose(
+        analysis.phase_sequence_law(small, 4, 2, True, sa, sr),
+        small.sequence_law(4, method="target"),
+        atol=1e-15,
+    )
 
 
 # ------------------------------------------------------------------ losslessness
@@ -214,18 +230,21 @@ def test_leviathan_gap_iid_and_context_dependent():
 
 
 # ------------------------------------------------------------------ bad inputs
-@pytest.mark.parametrize("call, match", [
-    (lambda c: c.expected_target_calls(5, 0), "gamma"),
-    (lambda c: c.expected_draft_tokens(5, 1.5), "gamma"),
-    (lambda c: c.expected_rejections(5, 0), "gamma"),
-    (lambda c: c.expected_rejections(0, 2), "horizon"),
-    (lambda c: c.expected_target_calls(5, 2, verifier="magic"), "verifier"),
-    (lambda c: c.predicted_speedup(5, 2, -1.0), "c"),
-    (lambda c: c.sequence_law(5), "gamma"),
-    (lambda c: c.sequence_law(3, gamma=1, method="greedy"), "method"),
-    (lambda c: c.sequence_law(40, gamma=2), "horizon"),
-    (lambda c: c.accepted_count_law(5, 0), "gamma"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda c: c.expected_target_calls(5, 0), "gamma"),
+        (lambda c: c.expected_draft_tokens(5, 1.5), "gamma"),
+        (lambda c: c.expected_rejections(5, 0), "gamma"),
+        (lambda c: c.expected_rejections(0, 2), "horizon"),
+        (lambda c: c.expected_target_calls(5, 2, verifier="magic"), "verifier"),
+        (lambda c: c.predicted_speedup(5, 2, -1.0), "c"),
+        (lambda c: c.sequence_law(5), "gamma"),
+        (lambda c: c.sequence_law(3, gamma=1, method="greedy"), "method"),
+        (lambda c: c.sequence_law(40, gamma=2), "horizon"),
+        (lambda c: c.accepted_count_law(5, 0), "gamma"),
+    ],
+)
 def test_bad_inputs_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call(st.DecodingChain.random(3, rng=0))
@@ -253,5 +272,6 @@ def test_bad_masses_raise():
 def test_leviathan_gap_chain_method_equals_function():
     from spectheory.chain.examples import easy_hard_chain
     from spectheory.exact import iid_gap
+
     chain = easy_hard_chain(0.9)
     assert chain.leviathan_gap(50, 3) == iid_gap.leviathan_gap(chain, 50, 3)

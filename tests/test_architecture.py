@@ -10,6 +10,7 @@ functions alike: a lazy import is still a dependency). Two graphs must be acycli
   of ``A`` imports one of ``B``. The rooms form layers, e.g. ``exact`` never imports ``chain``
   or ``verifiers`` and ``verifiers`` never imports ``montecarlo`` or ``chain``.
 """
+
 import ast
 import re
 import subprocess
@@ -88,7 +89,7 @@ def find_cycle(graph):
         stack.append(node)
         for dep in sorted(graph.get(node, ())):
             if state.get(dep) == 1:
-                return stack[stack.index(dep):] + [dep]
+                return stack[stack.index(dep) :] + [dep]
             if dep not in state:
                 found = visit(dep)
                 if found:
@@ -144,23 +145,30 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     fails here). torch-only rooms are imported when torch is there."""
     try:
         import torch  # noqa: F401
+
         have_torch = True
     except ImportError:
         have_torch = False
     names = [m for m in sorted(MODULES) if have_torch or room(m) not in ("decoder", "validation")]
-    code = ("import importlib, sys\nbad = []\nfor name in sys.argv[1:]:\n"
-            "    for m in [k for k in sys.modules if k.startswith('spectheory')]:\n        del sys.modules[m]\n"
-            "    try:\n        importlib.import_module(name)\n"
-            "    except Exception as exc:\n        bad.append(f'{name}: {type(exc).__name__}: {exc}')\n"
-            "print('\\n'.join(bad))")
-    out = subprocess.run([sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=ROOT, timeout=600)
+    code = (
+        "import importlib, sys\nbad = []\nfor name in sys.argv[1:]:\n"
+        "    for m in [k for k in sys.modules if k.startswith('spectheory')]:\n        del sys.modules[m]\n"
+        "    try:\n        importlib.import_module(name)\n"
+        "    except Exception as exc:\n        bad.append(f'{name}: {type(exc).__name__}: {exc}')\n"
+        "print('\\n'.join(bad))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, *names], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip() == "", out.stdout
 
 
 #: Literal verifier names that may appear in comparisons only where the registry lives.
-_DISPATCH = re.compile(r"""(==|!=|\bin\b)\s*\(?\s*["'](token|block)["']|["'](token|block)["']\s*(==|!=)|"""
-                       r"""getattr\([^)]*_verify""")
+_DISPATCH = re.compile(
+    r"""(==|!=|\bin\b)\s*\(?\s*["'](token|block)["']|["'](token|block)["']\s*(==|!=)|"""
+    r"""getattr\([^)]*_verify"""
+)
 
 
 @pytest.mark.parametrize("folder", ["spectheory"])

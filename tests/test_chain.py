@@ -1,4 +1,5 @@
 """DecodingChain construction, validation and state marginals."""
+
 import itertools
 
 import numpy as np
@@ -65,14 +66,17 @@ def test_prefix_tree_matches_model_laws():
         chain.tv_profile(4)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(target=[[0.5, 0.5]], draft=[[0.5, 0.5], [0.5, 0.5]]), "shape mismatch"),
-    (dict(target=[[0.5, 0.6], [0.5, 0.5]], draft=[[0.5, 0.5], [0.5, 0.5]]), "target.*sum to 1"),
-    (dict(target=[[1.0, 0.0]] * 3, draft=[[1.0, 0.0]] * 3), "next_state"),
-    (dict(target=[[1.0, 0.0]] * 2, draft=[[1.0, 0.0]] * 2, initial=[1.0]), "initial"),
-    (dict(target=[[1.0, 0.0]] * 2, draft=[[1.0, 0.0]] * 2, next_state=[[0, 2], [0, 1]]), "next_state"),
-    (dict(target=[0.5, 0.5], draft=[0.5, 0.5]), "target"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(target=[[0.5, 0.5]], draft=[[0.5, 0.5], [0.5, 0.5]]), "shape mismatch"),
+        (dict(target=[[0.5, 0.6], [0.5, 0.5]], draft=[[0.5, 0.5], [0.5, 0.5]]), "target.*sum to 1"),
+        (dict(target=[[1.0, 0.0]] * 3, draft=[[1.0, 0.0]] * 3), "next_state"),
+        (dict(target=[[1.0, 0.0]] * 2, draft=[[1.0, 0.0]] * 2, initial=[1.0]), "initial"),
+        (dict(target=[[1.0, 0.0]] * 2, draft=[[1.0, 0.0]] * 2, next_state=[[0, 2], [0, 1]]), "next_state"),
+        (dict(target=[0.5, 0.5], draft=[0.5, 0.5]), "target"),
+    ],
+)
 def test_bad_chains_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         st.DecodingChain(**kwargs)

@@ -1,4 +1,5 @@
 """The spectheory command line: output, JSON, and one-line errors (never a traceback)."""
+
 import json
 import subprocess
 import sys
@@ -15,11 +16,15 @@ def run_cli(*args):
 
 
 def test_analyze_json_matches_library(capsys):
-    assert main(["analyze", "--vocab", "5", "--seed", "3", "--horizon", "12", "--gammas", "1,3", "--json"]) == 0
+    assert (
+        main(["analyze", "--vocab", "5", "--seed", "3", "--horizon", "12", "--gammas", "1,3", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     chain = st.DecodingChain.random(5, rng=3)
     np.testing.assert_allclose(out["rejections_theorem1"], chain.tv_profile(12).sum(), rtol=1e-12)
-    np.testing.assert_allclose(out["per_gamma"][1]["target_calls"], chain.expected_target_calls(12, 3), rtol=1e-12)
+    np.testing.assert_allclose(
+        out["per_gamma"][1]["target_calls"], chain.expected_target_calls(12, 3), rtol=1e-12
+    )
     assert out["optimal_gamma"] in (1, 3)
 
 
@@ -33,21 +38,27 @@ def test_analyze_reads_chain_file(tmp_path, capsys):
 
 
 def test_simulate_agrees_with_exact(capsys):
-    assert main(["simulate", "--vocab", "4", "--horizon", "10", "--gammas", "2", "--runs", "4000", "--json"]) == 0
+    assert (
+        main(["simulate", "--vocab", "4", "--horizon", "10", "--gammas", "2", "--runs", "4000", "--json"])
+        == 0
+    )
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert {r["quantity"] for r in rows} == {"target_calls", "rejections", "draft_tokens"}
     for r in rows:  # 5 standard errors: a false failure about once in a million runs
         assert abs(r["z"]) < 5, r
 
 
-@pytest.mark.parametrize("args", [
-    ["analyze", "--gammas", "0"],
-    ["analyze", "--vocab", "0"],
-    ["analyze", "--chain", "/nonexistent/chain.json"],
-    ["simulate", "--runs", "0"],
-    ["figures", "no_such_figure"],
-    ["nonsense"],
-])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["analyze", "--gammas", "0"],
+        ["analyze", "--vocab", "0"],
+        ["analyze", "--chain", "/nonexistent/chain.json"],
+        ["simulate", "--runs", "0"],
+        ["figures", "no_such_figure"],
+        ["nonsense"],
+    ],
+)
 def test_bad_arguments_give_one_line_and_nonzero_exit(args):
     proc = run_cli(*args)
     assert proc.returncode != 0
@@ -84,7 +95,13 @@ def test_decode_runs_the_shipped_models(capsys):
     assert 0 < out["predicted"]["mean_acceptance"] <= 1
     # every setting is in the JSON; the histogram runs over 0..gamma; a plain-target baseline
     s = out["settings"]
-    assert (s["draft"], s["seed"], s["temperature"], s["gamma"], s["horizon"]) == ("draft-tiny", 0, 1.0, 3, 24)
+    assert (s["draft"], s["seed"], s["temperature"], s["gamma"], s["horizon"]) == (
+        "draft-tiny",
+        0,
+        1.0,
+        3,
+        24,
+    )
     hist = out["accepted_counts"]
     assert len(hist) == 4 and sum(hist) == m["target_calls"]
     assert out["baseline"]["time_total"] > 0 and out["baseline"]["speedup_measured"] > 0

@@ -3,6 +3,7 @@
 Each case runs the real command in a subprocess (the way a user meets it). Every case here
 failed before the hardening of issue 14 (tracebacks, ZeroDivisionError, MemoryError, ...).
 """
+
 import json
 import os
 import subprocess
@@ -20,8 +21,13 @@ from spectheory.montecarlo import mean_and_se
 
 
 def run_cli(*args, stdout=subprocess.PIPE, timeout=120):
-    return subprocess.run([sys.executable, "-m", "spectheory.app.cli", *args], stdout=stdout,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "spectheory.app.cli", *args],
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def assert_user_error(proc, *words):
@@ -41,13 +47,13 @@ def bad_chain_file(tmp_path_factory):
 
 
 CASES = [
-    (["reproduce", "--jobs", "0"], ["--jobs"]),                       # was ZeroDivisionError
+    (["reproduce", "--jobs", "0"], ["--jobs"]),  # was ZeroDivisionError
     (["reproduce", "--out", "/dev/null/x"], ["--out", "/dev/null/x"]),  # was NotADirectoryError
     (["figures", "--jobs", "0"], ["--jobs"]),
-    (["decode", "--device", "tpu"], ["--device", "tpu"]),             # was RuntimeError from torch
+    (["decode", "--device", "tpu"], ["--device", "tpu"]),  # was RuntimeError from torch
     (["decode", "--temperature", "-1"], ["--temperature"]),
     (["decode", "--draft", "gpt-5"], ["--draft"]),
-    (["analyze", "--vocab", "100000"], ["--vocab", "GiB"]),           # tried to allocate 74.5 GiB
+    (["analyze", "--vocab", "100000"], ["--vocab", "GiB"]),  # tried to allocate 74.5 GiB
     (["analyze", "--states", "70000", "--vocab", "70000"], ["--states", "GiB"]),
     (["simulate", "--runs", "-5"], ["--runs"]),
     (["analyze", "--cost", "nan"], ["--cost"]),
@@ -94,8 +100,9 @@ def test_traceback_flag_before_or_after_subcommand(tmp_path, where):
     assert_user_error(run_cli("analyze", "--chain", missing), "--chain", "missing.json")
 
 
-@pytest.mark.parametrize("args", [["analyze", "--json", "--horizon", "8"],
-                                  ["demo", "--auto", "--rounds", "2"]])
+@pytest.mark.parametrize(
+    "args", [["analyze", "--json", "--horizon", "8"], ["demo", "--auto", "--rounds", "2"]]
+)
 def test_closed_pipe_ends_quietly(args):
     """``spectheory analyze --json | head`` raised BrokenPipeError: the reader is gone from the start."""
     r, w = os.pipe()
@@ -136,11 +143,31 @@ def test_ignored_chain_flag_is_reported(tmp_path, capsys):
 
 
 def test_json_outputs_carry_their_settings(capsys):
-    assert main(["analyze", "--vocab", "4", "--horizon", "6", "--gammas", "1,2", "--cost", "0.3", "--json"]) == 0
+    assert (
+        main(["analyze", "--vocab", "4", "--horizon", "6", "--gammas", "1,2", "--cost", "0.3", "--json"]) == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["settings"]["cost"] == 0.3 and out["cost"] == 0.3 and out["settings"]["vocab"] == 4
-    assert main(["simulate", "--vocab", "3", "--seed", "5", "--horizon", "4", "--gammas", "2", "--runs", "50",
-                 "--no-bonus", "--json"]) == 0
+    assert (
+        main(
+            [
+                "simulate",
+                "--vocab",
+                "3",
+                "--seed",
+                "5",
+                "--horizon",
+                "4",
+                "--gammas",
+                "2",
+                "--runs",
+                "50",
+                "--no-bonus",
+                "--json",
+            ]
+        )
+        == 0
+    )
     s = json.loads(capsys.readouterr().out)["settings"]
     assert (s["horizon"], s["bonus"], s["seed"], s["vocab"], s["runs"]) == (4, False, 5, 3, 50)
 
@@ -151,7 +178,7 @@ def test_simulate_chunks_any_number_of_runs():
     rows = monte_carlo_rows(chain, 6, 2, 2501, seed=0, bonus=True, chunk=500)
     for r in rows:  # 5 standard errors: a false failure about once in a million runs
         assert r["mc_se"] > 0 and abs(r["z"]) < 5, r
-    one = monte_carlo_rows(chain, 6, 2, 700, seed=0, bonus=True, chunk=10 ** 6)
+    one = monte_carlo_rows(chain, 6, 2, 700, seed=0, bonus=True, chunk=10**6)
     sim = st.simulate(chain, 6, 2, 700, rng=np.random.default_rng([0, 2]))
     np.testing.assert_allclose(one[0]["mc_mean"], sim.target_calls.mean(), rtol=1e-12)
     np.testing.assert_allclose(one[0]["mc_se"], mean_and_se(sim.target_calls)[1], rtol=1e-9)
@@ -177,6 +204,7 @@ def test_quick_figures_are_stamped(tmp_path):
         ax.plot([0, 1], [0, 1])
         png = plotting.save_figure(fig, f"f{int(quick)}", out_dir=tmp_path)[0]
         import matplotlib.image as mpimg
+
         return mpimg.imread(png)
 
     plain, quick = pixels(False), pixels(True)

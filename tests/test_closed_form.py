@@ -1,7 +1,9 @@
 """Leviathan et al. closed forms under i.i.d. acceptance."""
+
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as hst
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 import spectheory as st
 
@@ -14,8 +16,9 @@ def test_tokens_per_call_is_mean_of_capped_geometric(alpha, gamma):
     mean_tokens = (law * (np.arange(gamma + 1) + 1)).sum()
     np.testing.assert_allclose(st.expected_tokens_per_call(alpha, gamma), mean_tokens, atol=1e-12)
     if alpha < 1:
-        np.testing.assert_allclose(st.expected_tokens_per_call(alpha, gamma),
-                                   (1 - alpha ** (gamma + 1)) / (1 - alpha), atol=1e-12)
+        np.testing.assert_allclose(
+            st.expected_tokens_per_call(alpha, gamma), (1 - alpha ** (gamma + 1)) / (1 - alpha), atol=1e-12
+        )
 
 
 def test_edges_alpha_zero_one():
@@ -47,17 +50,21 @@ def test_unbounded_needs_max_gamma():
 
 def test_operations_factor():
     a, g, ch = 0.7, 3, 0.1
-    np.testing.assert_allclose(st.arithmetic_operations_factor(a, g, ch),
-                               (1 - a) * (g * ch + g + 1) / (1 - a ** (g + 1)))
+    np.testing.assert_allclose(
+        st.arithmetic_operations_factor(a, g, ch), (1 - a) * (g * ch + g + 1) / (1 - a ** (g + 1))
+    )
 
 
-@pytest.mark.parametrize("call", [
-    lambda: st.expected_tokens_per_call(1.2, 3),
-    lambda: st.expected_tokens_per_call(0.5, -1),
-    lambda: st.walltime_speedup(0.5, 0, 0.1),
-    lambda: st.walltime_speedup(0.5, 2, -0.1),
-    lambda: st.accepted_count_law(np.nan, 2),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: st.expected_tokens_per_call(1.2, 3),
+        lambda: st.expected_tokens_per_call(0.5, -1),
+        lambda: st.walltime_speedup(0.5, 0, 0.1),
+        lambda: st.walltime_speedup(0.5, 2, -0.1),
+        lambda: st.accepted_count_law(np.nan, 2),
+    ],
+)
 def test_bad_input_raises(call):
     with pytest.raises(ValueError):
         call()
@@ -82,9 +89,9 @@ def test_optimal_gamma_matches_brute_force_over_a_wide_range(alpha, c):
     g = st.optimal_gamma(alpha, c)
     n = 200_000
     assert g < n
-    assert g == _argmax_by_cumsum(alpha, c, n) or \
-        st.walltime_speedup(alpha, g, c) == pytest.approx(
-            st.walltime_speedup(alpha, _argmax_by_cumsum(alpha, c, n), c), rel=1e-13)   # a rounding tie
+    assert g == _argmax_by_cumsum(alpha, c, n) or st.walltime_speedup(alpha, g, c) == pytest.approx(
+        st.walltime_speedup(alpha, _argmax_by_cumsum(alpha, c, n), c), rel=1e-13
+    )  # a rounding tie
 
 
 def test_optimal_gamma_is_fast_near_alpha_one():
@@ -92,7 +99,9 @@ def test_optimal_gamma_is_fast_near_alpha_one():
     seconds). S is quasi-concave, so a strict local maximum (ties to the smaller gamma) is the
     argmax; checked with 60-digit arithmetic (float64 cannot resolve S this close to its peak)."""
     import time
+
     import mpmath
+
     start = time.perf_counter()
     g = st.optimal_gamma(0.999999, 1e-7)
     assert time.perf_counter() - start < 0.5
@@ -102,6 +111,7 @@ def test_optimal_gamma_is_fast_near_alpha_one():
 
         def speedup(n):
             return (1 - a ** (n + 1)) / ((1 - a) * (n * c + 1))
+
         assert speedup(g) > speedup(g - 1) and speedup(g) >= speedup(g + 1)
     assert st.optimal_gamma(0.999999, 1e-7, max_gamma=1000) == 1000
-    assert st.optimal_gamma(0.5, 0.0, max_gamma=77) == 77          # unbounded: S increases forever
+    assert st.optimal_gamma(0.5, 0.0, max_gamma=77) == 77  # unbounded: S increases forever

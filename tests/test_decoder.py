@@ -5,6 +5,7 @@ real cache (the hidden state after every position; a call at ``start`` resumes f
 state at ``start - 1``), so stale cache entries after a rejection change the logits.
 Statistical tests use fixed seeds and a p-value threshold of 1e-6 (about 5 standard errors).
 """
+
 import json
 
 import numpy as np
@@ -15,11 +16,11 @@ from scipy import stats as sps  # noqa: E402
 from torch import nn  # noqa: E402
 
 from spectheory.decoder import autoregressive_generate, speculative_generate  # noqa: E402
-from spectheory.verifiers import torch_forms as verify_mod  # noqa: E402
-from spectheory.montecarlo import pooled_chisquare  # noqa: E402
-from spectheory.verifiers import TokenVerifier  # noqa: E402
 from spectheory.decoder.rng import PURPOSE_ACCEPT, uniforms  # noqa: E402
 from spectheory.decoder.sampling import logits_to_probs, sample_from_uniform  # noqa: E402
+from spectheory.montecarlo import pooled_chisquare  # noqa: E402
+from spectheory.verifiers import TokenVerifier  # noqa: E402
+from spectheory.verifiers import torch_forms as verify_mod  # noqa: E402
 
 P_MIN = 1e-6  # chi-square p-value threshold, ~5 standard errors
 
@@ -31,9 +32,11 @@ class TinyRNN(nn.Module):
         super().__init__()
         g = torch.Generator().manual_seed(seed)
         self.vocab_size, self.max_seq_len, self.hidden = vocab, max_seq_len, hidden
-        ws = [torch.randn(vocab, hidden, generator=g) * 2,
-              torch.randn(hidden, hidden, generator=g) * (1.5 / hidden ** 0.5),
-              torch.randn(hidden, vocab, generator=g) * scale]
+        ws = [
+            torch.randn(vocab, hidden, generator=g) * 2,
+            torch.randn(hidden, hidden, generator=g) * (1.5 / hidden**0.5),
+            torch.randn(hidden, vocab, generator=g) * scale,
+        ]
         if noise:
             g2 = torch.Generator().manual_seed(noise_seed)
             ws = [w + noise * w.std() * torch.randn(w.shape, generator=g2) for w in ws]
@@ -75,7 +78,7 @@ class Recorder(nn.Module):
         out = self.inner(ids, cache=cache, start=start)
         if cache is not None:
             for b in range(ids.shape[0]):
-                self.history[b, int(start[b]): int(start[b]) + ids.shape[1]] = ids[b]
+                self.history[b, int(start[b]) : int(start[b]) + ids.shape[1]] = ids[b]
             self.calls.append((ids.clone(), start.clone(), out.clone(), self.history.clone()))
         return out
 
@@ -106,11 +109,14 @@ def test_docstring_models_run_with_ragged_prompts_and_bytes():
 
 
 # ------------------------------------------------------------------ greedy, determinism, invariance
-@pytest.mark.parametrize("gamma,bonus,verifier", [(1, True, "token"), (4, False, "token"),
-                                                  (7, True, "token"), (3, True, "block")])
+@pytest.mark.parametrize(
+    "gamma,bonus,verifier", [(1, True, "token"), (4, False, "token"), (7, True, "token"), (3, True, "block")]
+)
 def test_greedy_equals_autoregressive_greedy(gamma, bonus, verifier):
     target, draft = target_and_draft()
-    spec = speculative_generate(target, draft, PROMPTS, 20, gamma, temperature=0, bonus=bonus, verifier=verifier)
+    spec = speculative_generate(
+        target, draft, PROMPTS, 20, gamma, temperature=0, bonus=bonus, verifier=verifier
+    )
     auto = autoregressive_generate(target, PROMPTS, 20, temperature=0)
     for b, ref in enumerate(greedy_reference(target, PROMPTS, 20)):
         assert spec.tokens[b].tolist() == ref
@@ -147,12 +153,22 @@ def test_batch_invariance(verifier):
     auto_full = autoregressive_generate(target, PROMPTS, 16, seed=seeds)
     order = [2, 0, 3, 1]
     other = [[3, 3, 3, 3, 3, 3, 3, 3, 3, 3], [2]]
-    mixed = speculative_generate(target, draft, [PROMPTS[i] for i in order] + other, 16, 3,
-                                 seed=[seeds[i] for i in order] + [1, 2], top_k=4, verifier=verifier)
+    mixed = speculative_generate(
+        target,
+        draft,
+        [PROMPTS[i] for i in order] + other,
+        16,
+        3,
+        seed=[seeds[i] for i in order] + [1, 2],
+        top_k=4,
+        verifier=verifier,
+    )
     for b in range(4):
         assert np.array_equal(mixed.tokens[order.index(b)], full.tokens[b])
     for b in (1, 3):
-        alone = speculative_generate(target, draft, [PROMPTS[b]], 16, 3, seed=[seeds[b]], top_k=4, verifier=verifier)
+        alone = speculative_generate(
+            target, draft, [PROMPTS[b]], 16, 3, seed=[seeds[b]], top_k=4, verifier=verifier
+        )
         assert np.array_equal(alone.tokens[0], full.tokens[b])
         assert np.array_equal(alone.stats.round_accepted[0], full.stats.round_accepted[b])
         auto_alone = autoregressive_generate(target, [PROMPTS[b]], 16, seed=[seeds[b]])
@@ -160,7 +176,9 @@ def test_batch_invariance(verifier):
 
 
 # ------------------------------------------------------------------ cache bookkeeping
-@pytest.mark.parametrize("gamma,bonus,verifier", [(3, True, "token"), (5, False, "token"), (2, True, "block")])
+@pytest.mark.parametrize(
+    "gamma,bonus,verifier", [(3, True, "token"), (5, False, "token"), (2, True, "block")]
+)
 def test_target_logits_equal_uncached_forward_after_rejections(gamma, bonus, verifier):
     target, draft = target_and_draft(noise=1.0)
     rec = Recorder(target)
@@ -175,7 +193,7 @@ def test_target_logits_equal_uncached_forward_after_rejections(gamma, bonus, ver
             s = int(start[b])
             for i in range(ids.shape[1]):
                 pos = s + i
-                if pos >= len(full[b]) or ids[b, : i + 1].tolist() != full[b][s: pos + 1]:
+                if pos >= len(full[b]) or ids[b, : i + 1].tolist() != full[b][s : pos + 1]:
                     break  # from here the call feeds drafts that were rejected (or padding)
                 torch.testing.assert_close(out[b, i], uncached[b][pos], rtol=1e-5, atol=1e-5)
                 checked += 1
@@ -194,15 +212,21 @@ def test_cache_state_matches_history_for_both_models():
                 uncached = model(hist[:, : int(ends.max())].clamp(min=0))
                 for b in range(ids.shape[0]):
                     assert (hist[b, : int(ends[b])] >= 0).all()  # nothing attended was never written
-                    torch.testing.assert_close(out[b], uncached[b, int(start[b]): int(ends[b])], rtol=1e-5, atol=1e-5)
+                    torch.testing.assert_close(
+                        out[b], uncached[b, int(start[b]) : int(ends[b])], rtol=1e-5, atol=1e-5
+                    )
 
 
-@pytest.mark.parametrize("gamma,bonus,verifier", [(1, True, "token"), (4, False, "token"), (3, True, "block")])
+@pytest.mark.parametrize(
+    "gamma,bonus,verifier", [(1, True, "token"), (4, False, "token"), (3, True, "block")]
+)
 def test_draft_equal_to_target_never_rejects(gamma, bonus, verifier):
     # The draft's laws equal the target's only if the draft is fed exactly the right context
     # after every rollback; any stale or misplaced draft state shows up as rejections.
     target = TinyRNN(seed=0)
-    res = speculative_generate(target, TinyRNN(seed=0), PROMPTS, 21, gamma, bonus=bonus, verifier=verifier, seed=9)
+    res = speculative_generate(
+        target, TinyRNN(seed=0), PROMPTS, 21, gamma, bonus=bonus, verifier=verifier, seed=9
+    )
     assert res.stats.rejections.sum() == 0
     for acc, k in zip(res.stats.round_accepted, rounds_k(res.stats.round_tokens, 21, gamma)):
         assert acc.tolist() == k.tolist()
@@ -217,12 +241,21 @@ def rounds_k(round_tokens, max_new, gamma):
     return out
 
 
-@pytest.mark.parametrize("max_new,gamma,bonus,verifier", [(17, 3, True, "token"), (17, 3, False, "token"),
-                                                          (1, 5, True, "token"), (9, 8, True, "block"),
-                                                          (12, 2, False, "block")])
+@pytest.mark.parametrize(
+    "max_new,gamma,bonus,verifier",
+    [
+        (17, 3, True, "token"),
+        (17, 3, False, "token"),
+        (1, 5, True, "token"),
+        (9, 8, True, "block"),
+        (12, 2, False, "block"),
+    ],
+)
 def test_counts_are_consistent(max_new, gamma, bonus, verifier):
     target, draft = target_and_draft(noise=0.8)
-    st = speculative_generate(target, draft, PROMPTS, max_new, gamma, bonus=bonus, verifier=verifier, seed=2).stats
+    st = speculative_generate(
+        target, draft, PROMPTS, max_new, gamma, bonus=bonus, verifier=verifier, seed=2
+    ).stats
     ks = rounds_k(st.round_tokens, max_new, gamma)
     for b in range(len(PROMPTS)):
         acc, tok, k = st.round_accepted[b], st.round_tokens[b], ks[b]
@@ -240,7 +273,7 @@ def test_counts_are_consistent(max_new, gamma, bonus, verifier):
             assert st.position_accepted[b, i] == (acc > i).sum()
     s = st.totals()
     assert s["tokens"] == max_new * len(PROMPTS) and s["target_calls"] == st.target_calls.sum()
-    m = st.summary()                               # the shape of SimulationResult.summary()
+    m = st.summary()  # the shape of SimulationResult.summary()
     assert m["n_runs"] == len(PROMPTS) and m["target_calls"]["mean"] == st.target_calls.mean()
     assert m["tokens_per_call"]["mean"] == pytest.approx(s["tokens"] / s["target_calls"])
     json.dumps(st.as_dict())
@@ -267,25 +300,37 @@ N_LOSSLESS = 6000
 PROMPT = [1, 3, 0]
 
 
-@pytest.mark.parametrize("gamma,bonus,verifier,sampling", [
-    (1, True, "token", {}),
-    (2, False, "token", {"temperature": 0.8, "top_k": 3}),
-    (3, True, "token", {"top_p": 0.85}),
-    (2, True, "block", {}),
-    (1, False, "block", {"temperature": 1.3, "top_k": 3}),
-])
+@pytest.mark.parametrize(
+    "gamma,bonus,verifier,sampling",
+    [
+        (1, True, "token", {}),
+        (2, False, "token", {"temperature": 0.8, "top_k": 3}),
+        (3, True, "token", {"top_p": 0.85}),
+        (2, True, "block", {}),
+        (1, False, "block", {"temperature": 1.3, "top_k": 3}),
+    ],
+)
 def test_lossless_two_tokens_chi_square(gamma, bonus, verifier, sampling):
     target, draft = TinyRNN(vocab=4, seed=0, scale=0.8), TinyRNN(vocab=4, seed=5, scale=0.8)
     law = exact_two_token_law(target, PROMPT, **sampling)
-    res = speculative_generate(target, draft, [PROMPT] * N_LOSSLESS, 2, gamma, bonus=bonus,
-                               verifier=verifier, seed=list(range(N_LOSSLESS)), **sampling)
+    res = speculative_generate(
+        target,
+        draft,
+        [PROMPT] * N_LOSSLESS,
+        2,
+        gamma,
+        bonus=bonus,
+        verifier=verifier,
+        seed=list(range(N_LOSSLESS)),
+        **sampling,
+    )
     assert res.stats.rejections.sum() > N_LOSSLESS // 4  # the draft really differs
     assert two_token_chi2_pvalue(res.tokens, law) > P_MIN
 
 
 def test_autoregressive_two_tokens_chi_square():
     target = TinyRNN(vocab=4, seed=0, scale=0.8)
-    res = autoregressive_generate(target, [PROMPT] * N_LOSSLESS, 2, top_p=0.9, seed=10 ** 6)
+    res = autoregressive_generate(target, [PROMPT] * N_LOSSLESS, 2, top_p=0.9, seed=10**6)
     assert two_token_chi2_pvalue(res.tokens, exact_two_token_law(target, PROMPT, top_p=0.9)) > P_MIN
 
 
@@ -294,7 +339,7 @@ CORRECT_TOKEN_VERIFY = verify_mod.token_verify
 
 def sqrt_acceptance(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
     """BROKEN: accepts with min(1, target/draft) ** 0.5 (u**2 < ratio)."""
-    return CORRECT_TOKEN_VERIFY(target_probs, draft_probs, draft_tokens, k, u_accept ** 2, u_emit, allow_bonus)
+    return CORRECT_TOKEN_VERIFY(target_probs, draft_probs, draft_tokens, k, u_accept**2, u_emit, allow_bonus)
 
 
 def no_residual(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
@@ -324,8 +369,15 @@ class TorchRuleVerifier(TokenVerifier):
 @pytest.mark.parametrize("broken", [sqrt_acceptance, no_residual])
 def test_lossless_check_catches_a_broken_rule(broken):
     target, draft = TinyRNN(vocab=4, seed=0, scale=0.8), TinyRNN(vocab=4, seed=5, scale=0.8)
-    res = speculative_generate(target, draft, [PROMPT] * N_LOSSLESS, 2, 1, seed=list(range(N_LOSSLESS)),
-                               verifier=TorchRuleVerifier(broken))
+    res = speculative_generate(
+        target,
+        draft,
+        [PROMPT] * N_LOSSLESS,
+        2,
+        1,
+        seed=list(range(N_LOSSLESS)),
+        verifier=TorchRuleVerifier(broken),
+    )
     assert two_token_chi2_pvalue(res.tokens, exact_two_token_law(target, PROMPT)) < P_MIN
 
 
@@ -352,14 +404,29 @@ def test_token_rule_with_hand_picked_uniforms():
     # no bonus allowed: nothing emitted
     assert [v.item() for v in rule(t, d, x, k, f64([[0.1, 0.3]]), f64([0.25]), ~yes)] == [2, -1, False]
     # k = 1: slot 1 is padding, a fully accepted round ends after slot 0, bonus from target[1]
-    assert [v.item() for v in rule(t, d, x, torch.tensor([1]), f64([[0.1, 0.9]]), f64([0.9]), yes)] == [1, 1, False]
+    assert [v.item() for v in rule(t, d, x, torch.tensor([1]), f64([[0.1, 0.9]]), f64([0.9]), yes)] == [
+        1,
+        1,
+        False,
+    ]
     # target(x) = 0 is never accepted, target(x) >= draft(x) always
     t0, d0 = f64([[[0.0, 1.0], [0.5, 0.5]]]), f64([[[0.5, 0.5]]])
-    assert rule(t0, d0, torch.tensor([[0]]), torch.tensor([1]), f64([[1e-300]]), f64([0.0]), yes)[:2] == (0, 1)
-    assert rule(t0, d0, torch.tensor([[1]]), torch.tensor([1]), f64([[1 - 2 ** -53]]), f64([0.0]), yes)[0] == 1
+    assert rule(t0, d0, torch.tensor([[0]]), torch.tensor([1]), f64([[1e-300]]), f64([0.0]), yes)[:2] == (
+        0,
+        1,
+    )
+    assert rule(t0, d0, torch.tensor([[1]]), torch.tensor([1]), f64([[1 - 2**-53]]), f64([0.0]), yes)[0] == 1
     # target == draft with a (numerically) empty residual: falls back to target, no NaN
     same = f64([[[0.3, 0.7]]])
-    out = rule(torch.cat([same, same], 1), same, torch.tensor([[0]]), torch.tensor([1]), f64([[1.0]]), f64([0.5]), yes)
+    out = rule(
+        torch.cat([same, same], 1),
+        same,
+        torch.tensor([[0]]),
+        torch.tensor([1]),
+        f64([[1.0]]),
+        f64([0.5]),
+        yes,
+    )
     assert out[1].item() == 1
 
 
@@ -381,8 +448,9 @@ def test_block_paper_example_by_integrating_over_uniforms(rule, expect):
     for x1 in range(2):
         for x2 in range(2):
             x = torch.tensor([x1, x2]).expand(B, 2)
-            n_acc = getattr(verify_mod, f"{rule}_verify")(t, d, x, torch.full((B,), 2), u, grid(B),
-                                                         torch.ones(B, dtype=torch.bool)).n_accepted
+            n_acc = getattr(verify_mod, f"{rule}_verify")(
+                t, d, x, torch.full((B,), 2), u, grid(B), torch.ones(B, dtype=torch.bool)
+            ).n_accepted
             total += float(d[0, 0, x1] * d[0, 1, x2]) * n_acc.double().mean().item()
     assert abs(total - expect) < 4 / n  # grid error: at most 1/n per uniform and per threshold
 
@@ -410,14 +478,21 @@ def test_block_first_token_law_is_target_by_integration():
             if len(none):
                 none = none.expand(B, 2)
                 sweep = verify_mod.block_verify(t, d, x, k, none, grid(B), yes).next_token
-                law += weight * (v.n_accepted == 0).double().mean().item() * np.bincount(sweep.numpy(), minlength=3) / B
+                law += (
+                    weight
+                    * (v.n_accepted == 0).double().mean().item()
+                    * np.bincount(sweep.numpy(), minlength=3)
+                    / B
+                )
     np.testing.assert_allclose(law, [0.2, 0.5, 0.3], atol=3 / n)
 
 
 # ------------------------------------------------------------------ sampling and uniforms
 def test_logits_to_probs_matches_definitions():
     z = torch.tensor([[1.0, 3.0, 2.0, 2.0, -1.0]])
-    np.testing.assert_allclose(logits_to_probs(z, 0.5)[0].numpy(), torch.softmax(z.double() / 0.5, -1)[0].numpy())
+    np.testing.assert_allclose(
+        logits_to_probs(z, 0.5)[0].numpy(), torch.softmax(z.double() / 0.5, -1)[0].numpy()
+    )
     assert logits_to_probs(z, 0.0).tolist() == [[0.0, 1.0, 0.0, 0.0, 0.0]]
     top2 = logits_to_probs(z, 1.0, top_k=2)[0].numpy()  # k-th largest is tied: ties kept
     e = np.exp([3.0, 2.0, 2.0])
@@ -434,7 +509,7 @@ def test_inverse_cdf_is_exact_on_a_grid_and_skips_zeros():
     n = 100000
     x = sample_from_uniform(law.expand(n, 5), grid(n))
     np.testing.assert_allclose(np.bincount(x.numpy(), minlength=5) / n, law.numpy(), atol=2 / n)
-    edge = sample_from_uniform(law.expand(3, 5), f64([0.0, 1 - 2 ** -53, 0.34]))
+    edge = sample_from_uniform(law.expand(3, 5), f64([0.0, 1 - 2**-53, 0.34]))
     assert edge.tolist() == [0, 4, 2]
 
 
@@ -461,14 +536,27 @@ def test_uniforms_identical_on_cpu_and_cuda():
 
 
 # ------------------------------------------------------------------ bad input
-@pytest.mark.parametrize("kwargs,word", [
-    ({"gamma": 0}, "gamma"), ({"max_new_tokens": 0}, "max_new_tokens"), ({"temperature": -0.1}, "temperature"),
-    ({"temperature": float("nan")}, "temperature"), ({"top_k": 0}, "top_k"), ({"top_p": 0.0}, "top_p"),
-    ({"top_p": 1.5}, "top_p"), ({"prompts": [[1], []]}, "empty prompt"), ({"prompts": []}, "prompts"),
-    ({"prompts": [[1, 6]]}, "prompts[0]"), ({"prompts": b"\x01\x02"}, "prompts"),
-    ({"max_new_tokens": 62}, "max_seq_len"), ({"verifier": "tree"}, "verifier"),
-    ({"seed": [1, 2]}, "seed"), ({"seed": -1}, "seed"), ({"draft": TinyRNN(vocab=7)}, "vocabulary"),
-])
+@pytest.mark.parametrize(
+    "kwargs,word",
+    [
+        ({"gamma": 0}, "gamma"),
+        ({"max_new_tokens": 0}, "max_new_tokens"),
+        ({"temperature": -0.1}, "temperature"),
+        ({"temperature": float("nan")}, "temperature"),
+        ({"top_k": 0}, "top_k"),
+        ({"top_p": 0.0}, "top_p"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"prompts": [[1], []]}, "empty prompt"),
+        ({"prompts": []}, "prompts"),
+        ({"prompts": [[1, 6]]}, "prompts[0]"),
+        ({"prompts": b"\x01\x02"}, "prompts"),
+        ({"max_new_tokens": 62}, "max_seq_len"),
+        ({"verifier": "tree"}, "verifier"),
+        ({"seed": [1, 2]}, "seed"),
+        ({"seed": -1}, "seed"),
+        ({"draft": TinyRNN(vocab=7)}, "vocabulary"),
+    ],
+)
 def test_bad_input_raises_value_error(kwargs, word):
     target, draft = target_and_draft()
     args = dict(target=target, draft=draft, prompts=[[1, 2, 3]], max_new_tokens=5, gamma=2)
@@ -489,6 +577,7 @@ def test_autoregressive_bad_input():
 def small_gpt(seed, n_layer=2, n_embd=32, sharpen=8.0):
     """A random byte-level GPT; embeddings scaled up so next-byte laws are far from uniform."""
     from spectheory.decoder.model import GPT, GPTConfig
+
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = GPT(GPTConfig(n_layer=n_layer, n_head=2, n_embd=n_embd, block_size=96)).eval()
@@ -499,6 +588,7 @@ def small_gpt(seed, n_layer=2, n_embd=32, sharpen=8.0):
 
 def byte_ngram(order=2):
     from spectheory.decoder.ngram import NGramModel
+
     text = b"def f(x):\n    return x + 1\n\nclass A:\n    pass\n" * 3
     return NGramModel.from_bytes(np.frombuffer(text, dtype=np.uint8), order=order, alpha=0.5)
 
@@ -519,7 +609,7 @@ def test_gpt_target_greedy_and_cached_logits(draft_kind, verifier):
         for ids, start, out, _ in rec.calls:  # used logits equal the uncached forward
             for b in range(ids.shape[0]):
                 s = int(start[b])
-                ok = [i for i in range(ids.shape[1]) if ids[b, : i + 1].tolist() == full[b][s: s + i + 1]]
+                ok = [i for i in range(ids.shape[1]) if ids[b, : i + 1].tolist() == full[b][s : s + i + 1]]
                 if ok:
                     expect = target(torch.tensor([full[b][: s + max(ok) + 1]]))[0, s:]
                     torch.testing.assert_close(out[b, : max(ok) + 1], expect, rtol=1e-9, atol=1e-9)
@@ -528,6 +618,7 @@ def test_gpt_target_greedy_and_cached_logits(draft_kind, verifier):
 @pytest.mark.parametrize("kind", ["gpt", "ngram"])
 def test_own_model_as_its_own_draft_never_rejects(kind):
     import copy
+
     target = small_gpt(0).double() if kind == "gpt" else byte_ngram(order=3)
     res = speculative_generate(target, copy.deepcopy(target), BYTE_PROMPTS, 20, 3, seed=4)
     assert res.stats.rejections.sum() == 0 and res.stats.accepted.sum() == res.stats.draft_tokens.sum()
@@ -543,7 +634,8 @@ def test_gpt_batch_invariance_float32():
 
 
 # ------------------------------------------------------------------ rule-level losslessness, property
-from hypothesis import given, settings, strategies as st  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st
 
 
 def random_law(rng, V):
@@ -559,7 +651,7 @@ def random_law(rng, V):
 
 
 @settings(max_examples=25, deadline=None)
-@given(seed=st.integers(0, 2 ** 32 - 1), same=st.booleans(), verifier=st.sampled_from(["token", "block"]))
+@given(seed=st.integers(0, 2**32 - 1), same=st.booleans(), verifier=st.sampled_from(["token", "block"]))
 def test_one_slot_rule_emits_the_target_law(seed, same, verifier):
     # With one draft slot and no bonus, the emitted token (accepted draft or correction) has
     # law target exactly; integrate u_accept and u_emit on grids (error <= 1/n per term).
@@ -572,15 +664,28 @@ def test_one_slot_rule_emits_the_target_law(seed, same, verifier):
     rule = getattr(verify_mod, f"{verifier}_verify")
     law = np.zeros(V)
     for x in np.flatnonzero(draft > 0):
-        v = rule(t, d, torch.full((n, 1), int(x)), torch.ones(n, dtype=torch.int64), grid(n)[:, None],
-                 grid(n), torch.zeros(n, dtype=torch.bool))
+        v = rule(
+            t,
+            d,
+            torch.full((n, 1), int(x)),
+            torch.ones(n, dtype=torch.int64),
+            grid(n)[:, None],
+            grid(n),
+            torch.zeros(n, dtype=torch.bool),
+        )
         acc = v.n_accepted.double().mean().item()
         law[x] += draft[x] * acc
         rejected = v.next_token[v.n_accepted == 0]
         assert (v.next_token[v.n_accepted == 1] == -1).all()  # no bonus: nothing after acceptance
         if len(rejected):  # rejected rows saw a grid of u_emit: their token counts give the correction
-            sweep = rule(t, d, torch.full((n, 1), int(x)), torch.ones(n, dtype=torch.int64),
-                         torch.ones(n, 1, dtype=torch.float64) * (1 - 2 ** -53), grid(n),
-                         torch.zeros(n, dtype=torch.bool)).next_token
+            sweep = rule(
+                t,
+                d,
+                torch.full((n, 1), int(x)),
+                torch.ones(n, dtype=torch.int64),
+                torch.ones(n, 1, dtype=torch.float64) * (1 - 2**-53),
+                grid(n),
+                torch.zeros(n, dtype=torch.bool),
+            ).next_token
             law += draft[x] * (1 - acc) * np.bincount(sweep.numpy(), minlength=V) / n
     np.testing.assert_allclose(law, target, atol=3 * V / n)

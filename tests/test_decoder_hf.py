@@ -1,4 +1,5 @@
 """The Hugging Face adapter: tiny random models saved to a temporary folder, never downloaded."""
+
 import numpy as np
 import pytest
 
@@ -16,9 +17,15 @@ def save_tiny(tmp_path, name, arch="gpt2", seed=0):
         config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=64)
         cls = transformers.GPT2LMHeadModel
     else:
-        config = transformers.LlamaConfig(num_hidden_layers=1, hidden_size=32, intermediate_size=64,
-                                          num_attention_heads=2, num_key_value_heads=1, vocab_size=VOCAB,
-                                          max_position_embeddings=64)
+        config = transformers.LlamaConfig(
+            num_hidden_layers=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_attention_heads=2,
+            num_key_value_heads=1,
+            vocab_size=VOCAB,
+            max_position_embeddings=64,
+        )
         cls = transformers.LlamaForCausalLM
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -65,7 +72,7 @@ def test_greedy_speculative_equals_greedy(pair):
         with torch.no_grad():
             for _ in range(12):
                 ids.append(int(target(torch.tensor([ids]))[0, -1].argmax()))
-        assert res.tokens[b].tolist() == ids[len(p):] == auto.tokens[b].tolist()
+        assert res.tokens[b].tolist() == ids[len(p) :] == auto.tokens[b].tolist()
     assert res.stats.rejections.sum() > 0  # two unrelated random models disagree
 
 
@@ -83,7 +90,9 @@ def test_bad_input(tmp_path, pair):
     with pytest.raises(ValueError, match="local directory"):
         HFCausalLM.from_pretrained(str(tmp_path / "missing"))
     target, _ = pair
-    small = transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=VOCAB + 1))
+    small = transformers.GPT2LMHeadModel(
+        transformers.GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=VOCAB + 1)
+    )
     with pytest.raises(ValueError, match="vocabulary"):
         speculative_generate(target, HFCausalLM(small), PROMPTS, 4, 2)
     with pytest.raises(ValueError, match="max_seq_len"):

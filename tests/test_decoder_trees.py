@@ -4,6 +4,7 @@ Tiny random-weight GPTs (vocab 8 where a law is tested) keep these fast; the shi
 models appear only in the greedy-equality test. Monte Carlo comparisons use fixed seeds
 and 5 standard errors (a false failure is about one in a million).
 """
+
 import numpy as np
 import pytest
 
@@ -13,15 +14,26 @@ from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.decoder.tree_attention import TreeLayout, compact_path, new_tree_cache, tree_logits  # noqa: E402
 from spectheory.decoder.tree_decode import draw_level, resolve_rule, tree_generate  # noqa: E402
-from spectheory.trees import DraftTree  # noqa: E402
-from spectheory.trees import draw_children  # noqa: E402
+from spectheory.trees import (
+    DraftTree,  # noqa: E402
+    draw_children,  # noqa: E402
+)
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare  # noqa: E402
 from spectheory.validation.predict import mean_se, path_statistics, sample_paths  # noqa: E402
-from spectheory.validation.trees import (broken_tree_rule, draft_tables, first_round_prediction,  # noqa: E402
-                                         tree_round_dp, tree_two_token_samples)
+from spectheory.validation.trees import (
+    broken_tree_rule,
+    draft_tables,
+    first_round_prediction,  # noqa: E402
+    tree_round_dp,
+    tree_two_token_samples,
+)
 
-TREES = [DraftTree.from_branching([2, 2, 1]), DraftTree.from_branching([1, 1, 1]),
-         DraftTree.from_branching([3]), DraftTree([-1, 0, 1, 0, 3, 3])]
+TREES = [
+    DraftTree.from_branching([2, 2, 1]),
+    DraftTree.from_branching([1, 1, 1]),
+    DraftTree.from_branching([3]),
+    DraftTree([-1, 0, 1, 0, 3, 3]),
+]
 VERIFIERS = ["tree_rrs", "tree_rrs_wo", "tree_topk", "traversal", "traversal_iid"]
 
 
@@ -51,7 +63,7 @@ def test_layout_and_tree_logits_equal_full_paths(pair):
     lay = TreeLayout(tree)
     assert lay.order.tolist() == [0, 1, 4, 2, 3, 5, 6]
     prefix = torch.tensor([[1, 2, 3, 4, 0, 0, 0], [5, 6, 0, 0, 0, 0, 0]])
-    root = torch.tensor([3, 1])                                       # ragged rows
+    root = torch.tensor([3, 1])  # ragged rows
     cache = new_tree_cache(target, 2, 30, "cpu", torch.float32)
     target(prefix[:, :3], cache=cache, start=torch.tensor([0, 0]))
     nt = torch.randint(0, 256, (2, lay.n_nodes), generator=torch.Generator().manual_seed(0))
@@ -61,7 +73,7 @@ def test_layout_and_tree_logits_equal_full_paths(pair):
         for b in range(2):
             for o in range(lay.n_nodes):
                 path = torch.nonzero(torch.as_tensor(lay.ancestors[o])).flatten()
-                full = target(torch.cat([prefix[b, :root[b]], nt[b, path]])[None])[0, -1]
+                full = target(torch.cat([prefix[b, : root[b]], nt[b, path]])[None])[0, -1]
                 torch.testing.assert_close(lg[b, o], full, atol=1e-5, rtol=1e-5)
         # keep the path root -> offset 2 (node 4) -> offset 6, then a cached call continues it
         compact_path(cache, root, torch.tensor([[2, 6], [1, 3]]), torch.tensor([2, 1]))
@@ -69,7 +81,7 @@ def test_layout_and_tree_logits_equal_full_paths(pair):
         start = root + 1 + torch.tensor([2, 1])
         got = target(nxt, cache=cache, start=start)[:, 0]
         for b, path in enumerate(([0, 2, 6], [0, 1])):
-            seq = torch.cat([prefix[b, :root[b]], nt[b, path], nxt[b]])
+            seq = torch.cat([prefix[b, : root[b]], nt[b, path], nxt[b]])
             torch.testing.assert_close(got[b], target(seq[None])[0, -1], atol=1e-5, rtol=1e-5)
 
 
@@ -87,11 +99,14 @@ def test_greedy_tree_equals_autoregressive_ragged(pair, tree):
 
 def test_greedy_tree_equals_autoregressive_shipped_models():
     from spectheory.decoder import load_model
+
     target, draft, ngram = load_model("target"), load_model("draft-small"), load_model("draft-ngram")
     prompts = [list(b"def main(argv"), list(b"import os\n")]
     ar = autoregressive_generate(target, prompts, 16, temperature=0)
-    for d, tree, v in ((draft, DraftTree.from_branching([2, 2, 1]), "tree_rrs"),
-                       (ngram, DraftTree.from_branching([3, 1]), "traversal")):
+    for d, tree, v in (
+        (draft, DraftTree.from_branching([2, 2, 1]), "tree_rrs"),
+        (ngram, DraftTree.from_branching([3, 1]), "traversal"),
+    ):
         res = tree_generate(target, d, prompts, 16, tree, v, temperature=0)
         for a, b in zip(ar.tokens, res.tokens):
             np.testing.assert_array_equal(a, b)
@@ -110,9 +125,10 @@ def test_draw_level_is_the_torch_form_of_draw_children():
     x, ok = draw_level(torch.as_tensor(laws)[:, None], lay, 1, "topk", torch.as_tensor(u), present)
     np.testing.assert_array_equal(x.numpy(), draw_children(laws, 3, "topk", rng))
 
-    class Given:                                     # an "rng" returning the hand-picked uniforms
+    class Given:  # an "rng" returning the hand-picked uniforms
         def random(self, shape):
             return u[:, 1:].reshape(shape)
+
     x, _ = draw_level(torch.as_tensor(laws)[:, None], lay, 1, "iid", torch.as_tensor(u), present)
     np.testing.assert_array_equal(x.numpy(), draw_children(laws, 3, "iid", Given()))
     x, ok = draw_level(torch.as_tensor(laws)[:, None], lay, 1, "wo", torch.as_tensor(u), present)
@@ -135,11 +151,18 @@ def test_lossless_chisquare_and_broken_rule_flagged(small_pair):
     law = exact_two_token_law(target, prompt)
     tree = DraftTree.from_branching([2, 1])
     for v in ("tree_rrs", "tree_rrs_wo", "tree_topk", "traversal"):
-        s = tree_two_token_samples(lambda pr, sd, _v=v: tree_generate(target, draft, pr, 2, tree, _v, seed=sd),
-                                   prompt, 3000, seed=11)
+        s = tree_two_token_samples(
+            lambda pr, sd, _v=v: tree_generate(target, draft, pr, 2, tree, _v, seed=sd), prompt, 3000, seed=11
+        )
         assert pooled_chisquare(s, law)["pvalue"] > 1e-6, v
-    s = tree_two_token_samples(lambda pr, sd: tree_generate(target, draft, pr, 2, tree, broken_tree_rule("iid"),
-                                                            seed=sd, policy="iid"), prompt, 3000, seed=11)
+    s = tree_two_token_samples(
+        lambda pr, sd: tree_generate(
+            target, draft, pr, 2, tree, broken_tree_rule("iid"), seed=sd, policy="iid"
+        ),
+        prompt,
+        3000,
+        seed=11,
+    )
     assert pooled_chisquare(s, law)["pvalue"] < 1e-12
 
 
@@ -150,22 +173,30 @@ def test_rao_blackwell_prediction_matches_decoder(small_pair):
     T = 10
     paths = sample_paths(target, prompts, T, seed=99)
     ps = path_statistics(target, draft, paths, 3, keep_laws=True)
-    for tree, v, policy in ((DraftTree.from_branching([2, 1]), "tree_rrs", "iid"),
-                            (DraftTree.from_branching([2, 2]), "tree_rrs_wo", "wo"),
-                            (DraftTree([-1, 0, 1, 0]), "tree_topk", "topk")):
+    for tree, v, policy in (
+        (DraftTree.from_branching([2, 1]), "tree_rrs", "iid"),
+        (DraftTree.from_branching([2, 2]), "tree_rrs_wo", "wo"),
+        (DraftTree([-1, 0, 1, 0]), "tree_topk", "topk"),
+    ):
         pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, policy), T)
         res = tree_generate(target, draft, list(prompts), T, tree, v, seed=5)
         pm, pse = mean_se(pred["target_calls"])
         mm, mse = mean_se(res.stats.target_calls)
         assert abs(pm - mm) < 5 * np.hypot(pse, mse), (v, pm, mm)
-        first = first_round_prediction(lambda rule, _t=tree, _p=policy: tree_generate(
-            target, draft, list(prompts), 3, _t, rule, seed=77, policy=_p), v, tree)
+        first = first_round_prediction(
+            lambda rule, _t=tree, _p=policy: tree_generate(
+                target, draft, list(prompts), 3, _t, rule, seed=77, policy=_p
+            ),
+            v,
+            tree,
+        )
         fm, fse = mean_se([a[0] for a in res.stats.round_accepted])
         assert abs(first.mean() - fm) < 5 * np.hypot(mean_se(first)[1], fse)
 
 
 def test_tree_round_dp_single_path_is_round_dp():
     from spectheory.validation.predict import round_dp
+
     rng = np.random.default_rng(1)
     rej = rng.random((5, 9)) * 0.6
     tree = DraftTree.from_branching([1, 1, 1])
@@ -197,6 +228,8 @@ def test_greedy_tree_equals_autoregressive_hf_gpt2():
     target, draft = tiny(0), tiny(1)
     prompts = [[1, 2, 3], [4, 5]]
     ar = autoregressive_generate(target, prompts, 10, temperature=0)
-    res = tree_generate(target, draft, prompts, 10, DraftTree.from_branching([2, 1]), "tree_rrs", temperature=0)
+    res = tree_generate(
+        target, draft, prompts, 10, DraftTree.from_branching([2, 1]), "tree_rrs", temperature=0
+    )
     for a, b in zip(ar.tokens, res.tokens):
         np.testing.assert_array_equal(a, b)

@@ -6,6 +6,7 @@ autoregressive decoding token for token (single and ragged batch, several trees 
 verifiers); a draft equal to the target accepts every node (the tree's laws are exact); a
 model that refuses 4-d masks falls back to path recomputation, says so, and stays exact.
 """
+
 import numpy as np
 import pytest
 
@@ -21,8 +22,9 @@ from spectheory.trees import DraftTree  # noqa: E402
 
 
 def gpt2(seed, n_layer=1, cls=None, scale=1.0):
-    cfg = transformers.GPT2Config(n_layer=n_layer, n_embd=32, n_head=2, vocab_size=48, n_positions=64,
-                                  bos_token_id=0, eos_token_id=None)
+    cfg = transformers.GPT2Config(
+        n_layer=n_layer, n_embd=32, n_head=2, vocab_size=48, n_positions=64, bos_token_id=0, eos_token_id=None
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         m = (cls or transformers.GPT2LMHeadModel)(cfg)
@@ -54,7 +56,7 @@ def test_tree_logits_equal_full_paths_and_kept_path_continues(pair):
     tree = DraftTree.from_branching([2, 2])
     lay = TreeLayout(tree)
     prefix = torch.tensor([[1, 2, 3, 4, 0, 0, 0], [5, 6, 0, 0, 0, 0, 0]])
-    root = torch.tensor([3, 1])                                       # ragged rows
+    root = torch.tensor([3, 1])  # ragged rows
     cache = lm.new_cache(2, 40)
     with torch.inference_mode():
         # row 1 also caches padding at positions 1, 2: the tree call must roll it back
@@ -65,7 +67,7 @@ def test_tree_logits_equal_full_paths_and_kept_path_continues(pair):
         for b in range(2):
             for o in range(lay.n_nodes):
                 path = torch.nonzero(torch.as_tensor(lay.ancestors[o])).flatten()
-                full = lm(torch.cat([prefix[b, :root[b]], nt[b, path]])[None])[0, -1]
+                full = lm(torch.cat([prefix[b, : root[b]], nt[b, path]])[None])[0, -1]
                 torch.testing.assert_close(lg[b, o], full, atol=1e-8, rtol=1e-8)
         # keep root -> offset 2 -> offset 6 in row 0 and root -> offset 1 in row 1, continue with a plain call
         hf_keep_path(cache, root, torch.tensor([[2, 6], [1, 3]]), torch.tensor([2, 1]))
@@ -73,7 +75,7 @@ def test_tree_logits_equal_full_paths_and_kept_path_continues(pair):
         start = root + 1 + torch.tensor([2, 1])
         got = lm(nxt, cache=cache, start=start)[:, 0]
         for b, path in enumerate(([0, 2, 6], [0, 1])):
-            seq = torch.cat([prefix[b, :root[b]], nt[b, path], nxt[b]])
+            seq = torch.cat([prefix[b, : root[b]], nt[b, path], nxt[b]])
             torch.testing.assert_close(got[b], lm(seq[None])[0, -1], atol=1e-8, rtol=1e-8)
 
 
@@ -98,18 +100,19 @@ def test_draft_equal_to_target_accepts_every_node(pair):
     tree = DraftTree.from_branching([2, 1, 1])
     res = tree_generate(target, twin, [[1, 2], [3, 4, 5, 6]], 9, tree, "tree_rrs", seed=3)
     for rounds in res.stats.round_accepted:
-        assert all(a == 3 for a in rounds[:-1]), rounds           # the last round may be truncated
+        assert all(a == 3 for a in rounds[:-1]), rounds  # the last round may be truncated
 
 
-@pytest.mark.filterwarnings("ignore::FutureWarning")        # the subclass's forward hides its parameter names
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # the subclass's forward hides its parameter names
 def test_model_without_4d_masks_falls_back_with_a_warning():
     target, draft = gpt2(2, cls=NoTreeMask, scale=20.0), gpt2(3, cls=NoTreeMask, scale=20.0)
     with pytest.warns(UserWarning, match="4-d attention mask"):
         assert not supports_tree_cache(target)
     prompts = [[1, 2, 3], [4, 5]]
     ar = autoregressive_generate(target, prompts, 8, temperature=0)
-    with pytest.warns(UserWarning, match="4-d attention mask"):               # the draft is probed too
-        res = tree_generate(target, draft, prompts, 8, DraftTree.from_branching([2, 1]), "tree_rrs",
-                            temperature=0)
+    with pytest.warns(UserWarning, match="4-d attention mask"):  # the draft is probed too
+        res = tree_generate(
+            target, draft, prompts, 8, DraftTree.from_branching([2, 1]), "tree_rrs", temperature=0
+        )
     for a, b in zip(ar.tokens, res.tokens):
         np.testing.assert_array_equal(a, b)

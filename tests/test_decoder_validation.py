@@ -5,6 +5,7 @@ contract can) and ``draft-ngram`` / ``draft-tiny`` the drafts. Seeds are fixed; 
 criteria are stated where used: chi-square p-values (pass > 1e-4, broken rule < 1e-6) and
 |z| < 5 with z over the combined standard error of prediction and measurement.
 """
+
 import json
 
 import numpy as np
@@ -12,12 +13,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import spectheory.validation as V  # noqa: E402
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
-import spectheory.validation as V  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not {"draft-small", "draft-tiny", "draft-ngram"} <= set(list_models()),
-                                reason="shipped draft models not present")
+pytestmark = pytest.mark.skipif(
+    not {"draft-small", "draft-tiny", "draft-ngram"} <= set(list_models()),
+    reason="shipped draft models not present",
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,7 +43,7 @@ def test_round_dp_matches_brute_force_enumeration():
     for gamma in (1, 2, 3):
         for bonus in (False, True):
             exp = {"target_calls": 0.0, "rejections": 0.0, "counts": np.zeros(gamma + 1)}
-            for mask in range(2 ** 5):
+            for mask in range(2**5):
                 rej = [(mask >> i) & 1 for i in range(5)]
                 prob = np.prod([r[0, i] if rej[i] else 1 - r[0, i] for i in range(5)])
                 n, calls, rejs, counts = 0, 0, 0, np.zeros(gamma + 1)
@@ -80,7 +83,7 @@ def test_lossless_passes_for_decoder_and_fails_for_broken_rules(models):
     prompt = heldout_windows(1, 12)[0].tolist()
     law = V.exact_two_token_law(target, prompt)
     real = V.lossless_check(target, ngram, prompt, 3000, 1, seed=11, law=law)
-    assert real["pvalue"] > 1e-4, real          # fixed seed; a correct decoder fails w.p. 1e-4
+    assert real["pvalue"] > 1e-4, real  # fixed seed; a correct decoder fails w.p. 1e-4
     for rule in V.BROKEN_RULES:
         broken = V.lossless_check(target, ngram, prompt, 3000, 1, seed=11, rule=rule, law=law)
         assert broken["pvalue"] < 1e-6, (rule, broken)
@@ -119,13 +122,16 @@ def test_markov_chain_fit_backs_off_and_gap_shrinks_with_order(models):
     mean_t = st.target_laws.reshape(-1, 256).mean(0)
     mean_d = sd.draft_laws.reshape(-1, 256).mean(0)
     chain0 = V.fit_order_k_chain(0, tp, st.target_laws, dp, sd.draft_laws, L, prompts)
-    np.testing.assert_allclose(chain0.rejection_lower_bound(T), T * 0.5 * np.abs(mean_t - mean_d).sum(), rtol=1e-5)
+    np.testing.assert_allclose(
+        chain0.rejection_lower_bound(T), T * 0.5 * np.abs(mean_t - mean_d).sum(), rtol=1e-5
+    )
     assert gaps[2] < gaps[0]
 
 
 def test_gpu_script_quick_cpu_writes_valid_json(tmp_path):
     import importlib.util
     import pathlib
+
     path = pathlib.Path(__file__).resolve().parent.parent / "simulations" / "decoder_gpu.py"
     spec = importlib.util.spec_from_file_location("decoder_gpu", path)
     mod = importlib.util.module_from_spec(spec)

@@ -1,4 +1,5 @@
 """The teaching demo (spectheory.teaching.demo, spectheory.teaching) and its notebook."""
+
 from __future__ import annotations
 
 import io
@@ -6,12 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from _helpers import assert_mean_within_se  # noqa: E402
+
 import spectheory as st
+from spectheory.teaching import accepts, expected_accepted, play_round, rejection_probability, toy_models
 from spectheory.teaching.demo import main, run_demo
-from spectheory.teaching import (accepts, expected_accepted, play_round, rejection_probability,
-                                 toy_models)
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "simulations" / "teaching_demo.ipynb"
@@ -30,22 +30,22 @@ def test_toy_models_are_laws_and_context_dependent():
         assert law.shape == (10, 10) and np.all(law >= 0)
         np.testing.assert_allclose(law.sum(axis=1), 1.0, atol=1e-12)
     beta = st.acceptance_rate(m.target, m.draft)
-    assert beta.max() - beta.min() > 0.1          # acceptance varies with the context
+    assert beta.max() - beta.min() > 0.1  # acceptance varies with the context
     with pytest.raises(ValueError, match="draft_weight"):
         toy_models(1.5)
 
 
 def test_accept_rule_with_hand_picked_uniforms():
     assert accepts(0.3, 0.6, 0.49) and not accepts(0.3, 0.6, 0.5)
-    assert accepts(0.6, 0.3, 0.999999)             # ratio above 1: always accepted
-    assert not accepts(0.0, 0.2, 0.0)              # a forbidden word is never accepted
+    assert accepts(0.6, 0.3, 0.999999)  # ratio above 1: always accepted
+    assert not accepts(0.0, 0.2, 0.0)  # a forbidden word is never accepted
 
 
 def test_expected_accepted_matches_path_enumeration():
     """The matrix recursion against explicit enumeration of every draft path (gamma = 3)."""
     m = toy_models()
     gamma, V = 3, m.vocab_size
-    acc = np.minimum(1.0, m.target / m.draft)      # draft > 0 everywhere in the toy pair
+    acc = np.minimum(1.0, m.target / m.draft)  # draft > 0 everywhere in the toy pair
     for s in range(V):
         # P(N >= i) = sum over draft paths x1..xi of prod_j q(x_j | x_{j-1}) min(1, p/q)
         p1 = p2 = p3 = 0.0
@@ -73,15 +73,28 @@ def test_play_round_monte_carlo_matches_theory():
     assert abs(rej.mean() - p_rej) < 5 * np.sqrt(p_rej * (1 - p_rej) / n)
     first = np.bincount([r.emitted[0] for r in rounds], minlength=m.vocab_size) / n
     t = m.target[start]
-    assert np.all(np.abs(first - t) <= 5 * np.sqrt(t * (1 - t) / n))   # lossless first word
+    assert np.all(np.abs(first - t) <= 5 * np.sqrt(t * (1 - t) / n))  # lossless first word
     assert all(len(r.emitted) == r.n_accepted + 1 for r in rounds)
 
 
 def test_auto_output_has_every_piece():
     result, text = _run(seed=0, gamma=3, n_rounds=12)
-    for piece in ("Round 1 of 12", "The draft proposes 3 words", "target p", "draft q",
-                  "u = ", "p/q = ", "min(1, p/q)", "sum min(p, q)", "Running tally",
-                  "observed", "theory", "accepted draft words", "rejections", "Generated text"):
+    for piece in (
+        "Round 1 of 12",
+        "The draft proposes 3 words",
+        "target p",
+        "draft q",
+        "u = ",
+        "p/q = ",
+        "min(1, p/q)",
+        "sum min(p, q)",
+        "Running tally",
+        "observed",
+        "theory",
+        "accepted draft words",
+        "rejections",
+        "Generated text",
+    ):
         assert piece in text, piece
     assert any(r.rejected for r in result.rounds) and any(r.bonus is not None for r in result.rounds)
     assert "REJECT" in text and "residual norm(max(p - q, 0))" in text
@@ -95,7 +108,7 @@ def test_auto_output_has_every_piece():
     np.testing.assert_allclose(result.predicted_rejections, rejection_probability(m, 3)[starts].sum())
     assert len(result.words) - 1 == sum(len(r.emitted) for r in result.rounds)
     assert "Generated text: " + " ".join(result.words) in " ".join(text.split())
-    assert max(len(line) for line in text.splitlines()) <= 90   # fits a projected terminal
+    assert max(len(line) for line in text.splitlines()) <= 90  # fits a projected terminal
 
 
 def test_same_seed_same_demo_and_seeds_differ():
@@ -125,7 +138,7 @@ def test_driven_mode_waits_between_steps():
     expected = 1 + sum(len(r.steps) + (r.bonus is not None) + 1 for r in result.rounds)
     assert len(prompts) == expected and all("Enter" in p for p in prompts)
     _, auto_text = _run(seed=2, n_rounds=3)
-    assert text == auto_text                       # pauses change nothing else
+    assert text == auto_text  # pauses change nothing else
 
 
 def test_driven_mode_quit_and_eof():
@@ -141,15 +154,15 @@ def test_driven_mode_quit_and_eof():
     assert len(result.rounds) == 2 and not result.quit_early
 
 
-@pytest.mark.parametrize("kw, match", [({"gamma": 0}, "gamma"), ({"gamma": 1.5}, "gamma"),
-                                       ({"n_rounds": 0}, "n_rounds")])
+@pytest.mark.parametrize(
+    "kw, match", [({"gamma": 0}, "gamma"), ({"gamma": 1.5}, "gamma"), ({"n_rounds": 0}, "n_rounds")]
+)
 def test_bad_arguments_raise(kw, match):
     with pytest.raises(ValueError, match=match):
         run_demo(auto=True, out=io.StringIO(), **kw)
 
 
-@pytest.mark.parametrize("argv", [["--gamma", "0"], ["--rounds", "-1"], ["--bogus"],
-                                  ["--gamma", "two"]])
+@pytest.mark.parametrize("argv", [["--gamma", "0"], ["--rounds", "-1"], ["--bogus"], ["--gamma", "two"]])
 def test_main_bad_arguments_give_one_line(argv, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -169,11 +182,11 @@ def test_notebook_executes():
     nbclient = pytest.importorskip("nbclient")
     pytest.importorskip("ipykernel")
     nb = nbformat.read(NOTEBOOK, as_version=4)
-    client = nbclient.NotebookClient(nb, timeout=180, kernel_name="python3",
-                                     resources={"metadata": {"path": str(NOTEBOOK.parent)}})
-    client.execute()                               # raises CellExecutionError on any failure
-    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code"
-                      for o in c.outputs)
+    client = nbclient.NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOK.parent)}}
+    )
+    client.execute()  # raises CellExecutionError on any failure
+    outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "one-step law equals the target in all 10 contexts" in outputs
     assert "accepted per round: MC" in outputs
 

@@ -1,9 +1,11 @@
 """Single-step theory: tv, acceptance, residual, one-step law, coupling, validation."""
+
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as hst
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 import spectheory as st
 
@@ -28,8 +30,12 @@ def _law(rng, V, kind):
 
 
 KINDS = ["dirichlet", "sparse", "onehot", "tiny"]
-pairs = hst.tuples(hst.integers(0, 2**32 - 1), hst.integers(1, 12),
-                   hst.sampled_from(KINDS), hst.sampled_from(KINDS + ["equal"]))
+pairs = hst.tuples(
+    hst.integers(0, 2**32 - 1),
+    hst.integers(1, 12),
+    hst.sampled_from(KINDS),
+    hst.sampled_from(KINDS + ["equal"]),
+)
 
 
 def _pair(seed, V, kt, kd):
@@ -94,17 +100,21 @@ def test_step_law_exact_with_fractions():
     exc = [max(a - b, 0) for a, b in zip(t, d)]
     law = [a + rho * e / sum(exc) for a, e in zip(acc, exc)]
     assert law == t
-    np.testing.assert_allclose(st.speculative_step_law(np.array(t, float), np.array(d, float)),
-                               np.array(law, float), atol=1e-15)
+    np.testing.assert_allclose(
+        st.speculative_step_law(np.array(t, float), np.array(d, float)), np.array(law, float), atol=1e-15
+    )
 
 
-@pytest.mark.parametrize("bad, match", [
-    ([0.5, -0.1, 0.6], "negative"),
-    ([0.5, np.nan, 0.5], "NaN"),
-    ([0.5, np.inf, 0.5], "NaN or infinite"),
-    ([0.5, 0.4], "sum to 1"),
-    ([], "empty"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ([0.5, -0.1, 0.6], "negative"),
+        ([0.5, np.nan, 0.5], "NaN"),
+        ([0.5, np.inf, 0.5], "NaN or infinite"),
+        ([0.5, 0.4], "sum to 1"),
+        ([], "empty"),
+    ],
+)
 def test_bad_laws_raise_naming_argument(bad, match):
     with pytest.raises(ValueError, match="target.*" + match):
         st.tv(bad, [0.5, 0.5] if len(bad) != 3 else [0.2, 0.3, 0.5])

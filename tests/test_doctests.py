@@ -1,4 +1,5 @@
 """Every docstring example of the library runs and prints what it says (the examples are documentation)."""
+
 import doctest
 import importlib
 import pkgutil
@@ -12,8 +13,14 @@ MODULES = sorted(m.name for m in pkgutil.walk_packages(spectheory.__path__, "spe
 
 @pytest.mark.parametrize("name", MODULES)
 def test_docstring_examples(name):
-    if name.startswith(("spectheory.decoder", "spectheory.validation", "spectheory.testing.torch",
-                        "spectheory.verifiers.torch")):
+    if name.startswith(
+        (
+            "spectheory.decoder",
+            "spectheory.validation",
+            "spectheory.testing.torch",
+            "spectheory.verifiers.torch",
+        )
+    ):
         pytest.importorskip("torch")
     if name == "spectheory.decoder.hf":
         pytest.importorskip("transformers")

@@ -5,6 +5,7 @@ with fractions.Fraction; the recursions (spectheory.exact.expectations) never en
 dyadic entries (k / 16), exact in float64, so their rows sum to exactly 1 as Fractions and
 losslessness must hold *exactly*.
 """
+
 from fractions import Fraction
 
 import numpy as np
@@ -12,38 +13,50 @@ import pytest
 
 import spectheory as st
 import spectheory.exact as analysis
-from spectheory.exact.enumeration import (accepted_histogram, outcome_expectation, outcome_sequence_law,
-                                    protocol_outcomes, target_sequence_law_exact)
+from spectheory.exact.enumeration import (
+    accepted_histogram,
+    outcome_expectation,
+    outcome_sequence_law,
+    protocol_outcomes,
+    target_sequence_law_exact,
+)
 
 
 def dyadic_laws(rng, shape, denom=16):
     """Random laws with entries k/denom (zeros included), shape (..., V)."""
     *lead, V = shape
     cuts = np.sort(rng.integers(0, denom + 1, size=tuple(lead) + (V - 1,)), axis=-1)
-    edges = np.concatenate([np.zeros(tuple(lead) + (1,), int), cuts,
-                            np.full(tuple(lead) + (1,), denom)], axis=-1)
+    edges = np.concatenate(
+        [np.zeros(tuple(lead) + (1,), int), cuts, np.full(tuple(lead) + (1,), denom)], axis=-1
+    )
     return np.diff(edges, axis=-1) / denom
 
 
 def homogeneous(seed, V=2):
     rng = np.random.default_rng(seed)
-    return st.DecodingChain(dyadic_laws(rng, (V, V)), dyadic_laws(rng, (V, V)),
-                            initial=dyadic_laws(rng, (V,)))
+    return st.DecodingChain(
+        dyadic_laws(rng, (V, V)), dyadic_laws(rng, (V, V)), initial=dyadic_laws(rng, (V,))
+    )
 
 
 def inhomogeneous(seed, T=3, V=2, S=3):
     rng = np.random.default_rng(seed)
     ns = rng.integers(0, S, size=(S, V))
-    return st.DecodingChain(dyadic_laws(rng, (T, S, V)), dyadic_laws(rng, (T, S, V)),
-                            initial=dyadic_laws(rng, (S,)), next_state=ns)
+    return st.DecodingChain(
+        dyadic_laws(rng, (T, S, V)),
+        dyadic_laws(rng, (T, S, V)),
+        initial=dyadic_laws(rng, (S,)),
+        next_state=ns,
+    )
 
 
 def order2(seed, V=2):
     rng = np.random.default_rng(seed)
     S = V * V
     ns = (np.arange(S)[:, None] * V + np.arange(V)[None, :]) % S
-    return st.DecodingChain(dyadic_laws(rng, (S, V)), dyadic_laws(rng, (S, V)),
-                            initial=dyadic_laws(rng, (S,)), next_state=ns)
+    return st.DecodingChain(
+        dyadic_laws(rng, (S, V)), dyadic_laws(rng, (S, V)), initial=dyadic_laws(rng, (S,)), next_state=ns
+    )
 
 
 def prefix_tree(seed, T=3):
@@ -70,10 +83,14 @@ def test_enumeration_agrees_with_recursion(name, make, T, gamma, bonus):
     out = protocol_outcomes(chain, T, gamma, bonus)
     assert sum(out.values()) == 1
     res = chain.protocol(T, gamma, bonus=bonus)
-    for field, value in [("calls", res.target_calls), ("rejections", res.rejections),
-                         ("draft_tokens", res.draft_tokens)]:
-        np.testing.assert_allclose(float(outcome_expectation(out, field)), value, rtol=0, atol=1e-12,
-                                   err_msg=field)
+    for field, value in [
+        ("calls", res.target_calls),
+        ("rejections", res.rejections),
+        ("draft_tokens", res.draft_tokens),
+    ]:
+        np.testing.assert_allclose(
+            float(outcome_expectation(out, field)), value, rtol=0, atol=1e-12, err_msg=field
+        )
     hist = [float(h) for h in accepted_histogram(out, gamma)]
     np.testing.assert_allclose(hist, res.accepted_counts, rtol=0, atol=1e-12)
     np.testing.assert_allclose(res.accepted_count_law, np.array(hist) / sum(hist), atol=1e-12)
@@ -94,6 +111,7 @@ def test_enumeration_agrees_with_recursion(name, make, T, gamma, bonus):
 def test_theorem1_exact_in_fractions(name, make, T):
     """bonus=False: E[rejections] == sum_n E[TV_n] exactly, for every gamma."""
     chain = make()
+
     # exact Fraction sum: walk the target prefixes with their state, adding TV at each step
     def walk(n, s, prob):
         nonlocal exact
@@ -106,6 +124,7 @@ def test_theorem1_exact_in_fractions(name, make, T):
             py = Fraction(float(t[s, y]))
             if py:
                 walk(n + 1, int(chain.next_state[s, y]), prob * py)
+
     exact = Fraction(0)
     for s0 in range(chain.n_states):
         if chain.initial[s0]:
@@ -140,8 +159,9 @@ def test_tokens_per_call_ratio_vs_mean_ratio():
     mean_ratio = outcome_expectation(out, None, lambda o: Fraction(T, o.calls))
     np.testing.assert_allclose(chain.expected_tokens_per_call(T, gamma), float(ratio), atol=1e-12)
     assert mean_ratio > ratio
-    np.testing.assert_allclose(chain.expected_tokens_per_call(T, gamma, per_generation=True),
-                               float(mean_ratio), atol=1e-12)
+    np.testing.assert_allclose(
+        chain.expected_tokens_per_call(T, gamma, per_generation=True), float(mean_ratio), atol=1e-12
+    )
 
 
 @pytest.mark.parametrize("name, make, T", CASES, ids=[c[0] for c in CASES])

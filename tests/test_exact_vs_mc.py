@@ -7,6 +7,7 @@ test with p-value threshold 1e-6. Seeds are fixed.
 The brute force below enumerates every draft path of every round (V**k of them) and is
 independent of spectheory.exact.expectations (which uses a phase recursion over accepted counts).
 """
+
 import itertools
 
 import numpy as np
@@ -26,9 +27,9 @@ class UnfusedToken(TokenVerifier):
     def fused_round(self, *args):
         return NotImplemented
 
-Z_MAX = 5.0   # Monte Carlo tolerance in standard errors
-P_MIN = 1e-6  # chi-square p-value threshold
 
+Z_MAX = 5.0  # Monte Carlo tolerance in standard errors
+P_MIN = 1e-6  # chi-square p-value threshold
 
 
 # ---------------------------------------------------------------- brute force
@@ -77,7 +78,7 @@ def brute_force(chain, T, gamma, bonus):
                     excess = np.maximum(tk[sj] - dk[sj], 0.0)
                     mass = excess.sum(1, keepdims=True)
                     law = np.where(mass > 1e-15, excess / np.where(mass > 0, mass, 1), tk[sj])
-                    nxt = W[n + j + 1][ns[sj]]                         # [P, V, nstat]
+                    nxt = W[n + j + 1][ns[sj]]  # [P, V, nstat]
                     total += w.sum() * stat + np.einsum("p,pv,pvk->k", w, law, nxt)
                     survive = survive * a[:, j]
                 else:
@@ -90,8 +91,13 @@ def brute_force(chain, T, gamma, bonus):
                         total += w.sum() * stat + w @ W[n + k][sj]
             W[n, s] = total
     res = chain.initial @ W[0]
-    return {"target_calls": res[0], "rejections": res[1], "draft_tokens": res[2],
-            "accepted": res[3], "counts": res[4:]}
+    return {
+        "target_calls": res[0],
+        "rejections": res[1],
+        "draft_tokens": res[2],
+        "accepted": res[3],
+        "counts": res[4:],
+    }
 
 
 def exact_values(chain, T, gamma, bonus):
@@ -100,10 +106,13 @@ def exact_values(chain, T, gamma, bonus):
     calls = res.target_calls
     law = np.asarray(res.accepted_count_law)
     counts = law * calls
-    return {"target_calls": calls,
-            "rejections": res.rejections,
-            "draft_tokens": res.draft_tokens,
-            "accepted": float(counts @ np.arange(gamma + 1)), "counts": counts}
+    return {
+        "target_calls": calls,
+        "rejections": res.rejections,
+        "draft_tokens": res.draft_tokens,
+        "accepted": float(counts @ np.arange(gamma + 1)),
+        "counts": counts,
+    }
 
 
 # ------------------------------------------------------------------ helpers
@@ -132,7 +141,7 @@ def hotelling_pvalue(per_run_counts, expected_counts):
     null = U[:, ~keep].T @ dbar
     if np.any(np.abs(null) > 1e-8):  # a deviation along a direction that never varies
         return 0.0
-    stat = float(np.sum(proj ** 2 / w[keep]))
+    stat = float(np.sum(proj**2 / w[keep]))
     return float(stats.chi2.sf(stat, keep.sum()))
 
 
@@ -158,8 +167,7 @@ def test_brute_force_matches_theorem1_and_closed_form():
         chain = make()
         for gamma in (1, 2, 4):
             bf = brute_force(chain, T, gamma, bonus=False)
-            np.testing.assert_allclose(bf["rejections"], chain.tv_profile(T).sum(), rtol=1e-12,
-                                       err_msg=name)
+            np.testing.assert_allclose(bf["rejections"], chain.tv_profile(T).sum(), rtol=1e-12, err_msg=name)
     # one round with k = 1 on an i.i.d. chain: accepted with probability alpha = 1 - TV
     chain = st.DecodingChain.iid([0.3, 0.7], [0.6, 0.4])
     alpha = float(st.acceptance_rate([0.3, 0.7], [0.6, 0.4]))
@@ -179,15 +187,18 @@ def test_analysis_matches_brute_force(name):
         bf = brute_force(chain, T, gamma, bonus)
         ex = exact_values(chain, T, gamma, bonus)
         for key in ("target_calls", "rejections", "draft_tokens", "accepted", "counts"):
-            np.testing.assert_allclose(ex[key], bf[key], rtol=1e-10, atol=1e-12,
-                                       err_msg=f"{name} gamma={gamma} bonus={bonus} {key}")
+            np.testing.assert_allclose(
+                ex[key], bf[key], rtol=1e-10, atol=1e-12, err_msg=f"{name} gamma={gamma} bonus={bonus} {key}"
+            )
 
 
 # ----------------------------------------------------------- exact vs Monte Carlo
 def _check_against(res, ex, label):
     for key in ("target_calls", "rejections", "draft_tokens", "accepted"):
         z = z_score(getattr(res, key), ex[key])
-        assert abs(z) < Z_MAX, f"{label} {key}: MC {getattr(res, key).mean():.5f} vs exact {ex[key]:.5f}, z={z:.2f}"
+        assert abs(z) < Z_MAX, (
+            f"{label} {key}: MC {getattr(res, key).mean():.5f} vs exact {ex[key]:.5f}, z={z:.2f}"
+        )
     p = hotelling_pvalue(res.accepted_counts, ex["counts"])
     assert p > P_MIN, f"{label} accepted-count histogram: p={p:.2e}"
 

@@ -1,6 +1,7 @@
 """Figures read well (issue 14): legends off the data, Monte Carlo shown with error bars, titles
 without Python lists, the draft length spelled with the Greek letter gamma. The figure
 object is captured just before it is written (the scripts run in quick mode into tmp)."""
+
 import importlib.util
 from pathlib import Path
 

@@ -1,6 +1,7 @@
 """The Hugging Face path: KV-cached adapter, greedy identity with HF ``generate`` and assisted
 generation (random-weight models built here, never downloaded), eos, do_sample, attention_mask,
 dtype/device without touching the caller's model."""
+
 import numpy as np
 import pytest
 
@@ -15,8 +16,17 @@ NEW = 10
 
 
 def gpt2(seed, n_layer=1, sharpen=8.0):
-    config = transformers.GPT2Config(n_layer=n_layer, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=96, tie_word_embeddings=False,
-                                     bos_token_id=0, eos_token_id=VOCAB - 1, pad_token_id=0)
+    config = transformers.GPT2Config(
+        n_layer=n_layer,
+        n_embd=32,
+        n_head=2,
+        vocab_size=VOCAB,
+        n_positions=96,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=VOCAB - 1,
+        pad_token_id=0,
+    )
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = transformers.GPT2LMHeadModel(config).eval()
@@ -28,6 +38,7 @@ def gpt2(seed, n_layer=1, sharpen=8.0):
 def truncated(model, n_layer):
     """The first ``n_layer`` blocks of ``model`` with its head: a draft that partly agrees."""
     import copy
+
     small = copy.deepcopy(model)
     small.transformer.h = small.transformer.h[:n_layer]
     small.config.n_layer = n_layer
@@ -53,9 +64,16 @@ def prompts(n):
 def hf_greedy(model, prompt, n, **kw):
     ids = torch.tensor([prompt])
     with torch.no_grad():
-        out = model.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=n, do_sample=False,
-                             pad_token_id=0, eos_token_id=VOCAB - 1, **kw)
-    return out[0, len(prompt):].tolist()
+        out = model.generate(
+            ids,
+            attention_mask=torch.ones_like(ids),
+            max_new_tokens=n,
+            do_sample=False,
+            pad_token_id=0,
+            eos_token_id=VOCAB - 1,
+            **kw,
+        )
+    return out[0, len(prompt) :].tolist()
 
 
 def upto_eos(tokens):
@@ -67,10 +85,22 @@ def check_single_prompts(pair, lengths):
     target, draft = pair
     ps = prompts(40)
     for p in (ps[n - 1] for n in lengths):
-        ours = hf_speculative_generate(target, draft, torch.tensor([p]), NEW, 3, do_sample=False).tokens[0].tolist()
+        ours = (
+            hf_speculative_generate(target, draft, torch.tensor([p]), NEW, 3, do_sample=False)
+            .tokens[0]
+            .tolist()
+        )
         plain = upto_eos(hf_greedy(target, p, NEW))
-        assisted = upto_eos(hf_greedy(target, p, NEW, assistant_model=draft, num_assistant_tokens=3,
-                                      num_assistant_tokens_schedule="constant"))
+        assisted = upto_eos(
+            hf_greedy(
+                target,
+                p,
+                NEW,
+                assistant_model=draft,
+                num_assistant_tokens=3,
+                num_assistant_tokens_schedule="constant",
+            )
+        )
         assert ours == plain == assisted, (len(p), ours, plain, assisted)
 
 
@@ -117,10 +147,14 @@ def test_kv_cache_rollback_matches_uncached_logits(models):
 def test_eos_stops_a_row_without_bonus(models):
     target, draft = models
     p = prompts(12)[11]
-    free = hf_speculative_generate(target, draft, torch.tensor([p]), NEW, 4, do_sample=False, eos_token_id=None)
+    free = hf_speculative_generate(
+        target, draft, torch.tensor([p]), NEW, 4, do_sample=False, eos_token_id=None
+    )
     eos = int(free.tokens[0][2])  # make the third greedy token the eos
     first = free.tokens[0].tolist().index(eos)
-    res = hf_speculative_generate(target, draft, torch.tensor([p, p]), NEW, 4, do_sample=False, eos_token_id=eos)
+    res = hf_speculative_generate(
+        target, draft, torch.tensor([p, p]), NEW, 4, do_sample=False, eos_token_id=eos
+    )
     for row in res.tokens:
         assert row.tolist() == free.tokens[0].tolist()[: first + 1]
     assert int(sum(r.sum() for r in res.stats.round_tokens)) == 2 * (first + 1)  # nothing counted past eos

@@ -1,4 +1,5 @@
 """The library imports without torch (it is the optional `decoder` extra)."""
+
 import subprocess
 import sys
 

@@ -7,6 +7,7 @@ float rounding (1e-12):
 - monotonicity: a refinement (order k+1 vs k, a context tree vs its subtree) never lowers it;
 and other statistics inherit no bound (explicit counterexamples for target calls).
 """
+
 import zlib
 
 import numpy as np
@@ -26,12 +27,13 @@ def _law(prefix, salt, V, conc):
 
 
 def _random_tree_chain(seed, V=3, T=5, conc=0.5):
-    return st.DecodingChain.prefix_tree(lambda p: _law(p, (seed, 1), V, conc),
-                                        lambda p: _law(p, (seed, 2), V, conc), V, T)
+    return st.DecodingChain.prefix_tree(
+        lambda p: _law(p, (seed, 1), V, conc), lambda p: _law(p, (seed, 2), V, conc), V, T
+    )
 
 
 def _order_k_tree(k, V):
-    return ContextTree([(k, key) for key in range(V ** k)], V)
+    return ContextTree([(k, key) for key in range(V**k)], V)
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -45,14 +47,16 @@ def test_order_k_coarsenings_are_monotone_lower_bounds(seed):
         lab = prefix_tree_labels(fine, tree)
         coarse = coarsen(fine, T, lab, tree.n_states)
         # the coarse chain's state marginals are the exact laws of the coarse state
-        agg = np.stack([np.bincount(lab, weights=m, minlength=tree.n_states) for m in fine.state_marginals(T)])
+        agg = np.stack(
+            [np.bincount(lab, weights=m, minlength=tree.n_states) for m in fine.state_marginals(T)]
+        )
         np.testing.assert_allclose(coarse.state_marginals(T), agg, atol=1e-13)
         bounds.append(coarse.tv_profile(T).sum())
     bounds = np.array(bounds)
     assert np.all(bounds <= truth + EPS)
     assert np.all(np.diff(bounds) >= -EPS)
-    np.testing.assert_allclose(bounds[-1], truth, rtol=1e-12)   # order T-1 sees the whole prefix
-    assert bounds[0] < truth - 1e-3                              # and the bound is not trivial
+    np.testing.assert_allclose(bounds[-1], truth, rtol=1e-12)  # order T-1 sees the whole prefix
+    assert bounds[0] < truth - 1e-3  # and the bound is not trivial
 
 
 def test_order_zero_coarsening_is_the_per_position_average():
@@ -76,7 +80,7 @@ def test_variable_order_trees_refine_monotonically(seed):
     contexts, prev = [], -1.0
     for _ in range(12):
         length = int(rng.integers(1, 4))
-        contexts.append((length, int(rng.integers(V ** length))))
+        contexts.append((length, int(rng.integers(V**length))))
         tree = ContextTree(contexts, V)
         val = coarsen(fine, T, prefix_tree_labels(fine, tree), tree.n_states).tv_profile(T).sum()
         assert prev - EPS <= val <= truth + EPS
@@ -95,6 +99,7 @@ def test_labels_not_closed_under_transitions_are_refused():
 
 def _phase_chain(T):
     """Token 1 fixes the phase; then positions alternate hard (TV 1) / easy (TV 0), out of phase."""
+
     def hard(p):
         return (len(p) % 2 == 1) if p[0] == 0 else (len(p) % 2 == 0)
 
@@ -103,6 +108,7 @@ def _phase_chain(T):
 
     def df(p):
         return np.array([0.5, 0.5]) if not p else (np.array([0.0, 1.0]) if hard(p) else np.array([1.0, 0.0]))
+
     return st.DecodingChain.prefix_tree(tf, df, 2, T)
 
 
@@ -118,9 +124,13 @@ def test_target_calls_inherit_no_bound_in_either_direction():
     mix = st.DecodingChain.prefix_tree(
         lambda p: np.array([0.5, 0.5]) if not p else np.array([1.0, 0.0]),
         lambda p: np.array([0.5, 0.5]) if not p else (np.array([0.0, 1.0]) if p[0] else np.array([1.0, 0.0])),
-        2, T)
+        2,
+        T,
+    )
     cm = coarsen(mix, T, np.zeros(mix.n_states, dtype=int))
-    assert cm.expected_target_calls(T, gamma, bonus=True) < mix.expected_target_calls(T, gamma, bonus=True) - 0.1
+    assert (
+        cm.expected_target_calls(T, gamma, bonus=True) < mix.expected_target_calls(T, gamma, bonus=True) - 0.1
+    )
 
 
 def _random_paths(seed, N=60, L=4, T=6, V=4):
@@ -135,8 +145,10 @@ def test_context_tree_transitions_agree_with_assignment():
     # transition-closure: the state after token x is next_state[state, x], along every path
     V, L = 4, 4
     paths, tl, dl = _random_paths(0, V=V, L=L)
-    for tree in (ContextTree.order_k(paths, L, 2, V),
-                 ContextTree.grow(paths, L, tl, dl, budget=25, max_order=4, min_count=2, vocab_size=V)):
+    for tree in (
+        ContextTree.order_k(paths, L, 2, V),
+        ContextTree.grow(paths, L, tl, dl, budget=25, max_order=4, min_count=2, vocab_size=V),
+    ):
         s = tree.assign(paths, L)
         np.testing.assert_array_equal(s[:, 1:], tree.next_state[s[:, :-1], paths[:, L:-1]])
         np.testing.assert_array_equal(s[:, 0], tree.initial_states(paths[:, :L]))
@@ -146,15 +158,16 @@ def test_grown_trees_are_nested_and_their_plugin_bounds_monotone():
     V, L = 4, 4
     paths, tl, dl = _random_paths(1, V=V, L=L)
     rb = (0.5 * np.abs(tl - dl).sum(-1)).sum(1).mean()
-    _, order = ContextTree.grow(paths, L, tl, dl, budget=40, max_order=4, min_count=2, vocab_size=V,
-                                return_order=True)
+    _, order = ContextTree.grow(
+        paths, L, tl, dl, budget=40, max_order=4, min_count=2, vocab_size=V, return_order=True
+    )
     prev = -1.0
     for b in range(1, len(order) + 1, 3):
         tree = ContextTree(order[:b], V)
-        assert tree.n_states == b                                 # every prefix of the growth is closed
+        assert tree.n_states == b  # every prefix of the growth is closed
         for pp in (False, True):
             val = plugin_bound(tree.assign(paths, L), tl, dl, tree.n_states, per_position=pp)
-            assert val <= rb + EPS                                # in-sample Jensen: <= Rao-Blackwell
+            assert val <= rb + EPS  # in-sample Jensen: <= Rao-Blackwell
         pooled = plugin_bound(tree.assign(paths, L), tl, dl, tree.n_states, per_position=False)
         assert pooled >= prev - EPS
         prev = pooled
@@ -165,14 +178,29 @@ def test_fit_abstraction_kernels_are_state_averages():
     paths, tl, dl = _random_paths(2, V=V, L=L)
     tree = ContextTree.order_k(paths, L, 1, V)
     s = tree.assign(paths, L)
-    chain = fit_abstraction(s, tree.next_state, s[:, 0], tl, dl, per_position=True,
-                            fallback=tree.subtree_kernels(paths, L, tl, dl))
+    chain = fit_abstraction(
+        s,
+        tree.next_state,
+        s[:, 0],
+        tl,
+        dl,
+        per_position=True,
+        fallback=tree.subtree_kernels(paths, L, tl, dl),
+    )
     sums, counts = state_sums(s, tl, tree.n_states, per_position=True)
     n, k = np.argwhere(counts > 0)[3]
     np.testing.assert_allclose(chain.target[n, k], sums[n, k] / counts[n, k], rtol=1e-12)
     # with unit path weights the weighted fit is the plain fit
-    again = fit_abstraction(s, tree.next_state, s[:, 0], tl, dl, per_position=True,
-                            fallback=tree.subtree_kernels(paths, L, tl, dl), weights=np.ones(len(paths)))
+    again = fit_abstraction(
+        s,
+        tree.next_state,
+        s[:, 0],
+        tl,
+        dl,
+        per_position=True,
+        fallback=tree.subtree_kernels(paths, L, tl, dl),
+        weights=np.ones(len(paths)),
+    )
     np.testing.assert_allclose(again.tv_profile(6), chain.tv_profile(6), rtol=1e-12)
 
 
@@ -189,7 +217,8 @@ def test_hidden_states_give_the_laws_and_cluster_transitions():
     torch = pytest.importorskip("torch")
     from spectheory.decoder.model import GPT, GPTConfig
     from spectheory.validation.hidden_states import HiddenStateAbstraction, kmeans, path_laws
-    torch.manual_seed(0)   # the tiny model's initial weights only
+
+    torch.manual_seed(0)  # the tiny model's initial weights only
     model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)).eval()
     rng = np.random.default_rng(0)
     paths = rng.integers(0, 256, size=(6, 10))
@@ -203,7 +232,9 @@ def test_hidden_states_give_the_laws_and_cluster_transitions():
     assert len(set(lab[:20])) == 1 and len(set(lab[20:])) == 1 and lab[0] != lab[-1]
     tokens = rng.integers(0, 4, size=(30, 8))
     h = np.zeros((30, 8, 2))
-    h[..., 0] = 10.0 * np.hstack([np.zeros((30, 1)), tokens[:, :-1] % 2])   # cluster = parity of the last token
+    h[..., 0] = 10.0 * np.hstack(
+        [np.zeros((30, 1)), tokens[:, :-1] % 2]
+    )  # cluster = parity of the last token
     a = HiddenStateAbstraction(h, tokens, 2, rng=0, n_components=None, vocab_size=4)
     assert a.transition_determinism == 1.0
     np.testing.assert_array_equal(a.states[:, 1:], a.next_state[a.states[:, :-1], tokens[:, :-1]])
@@ -239,9 +270,11 @@ def test_stochastic_coarsenings_of_any_labels_are_monotone_lower_bounds(seed):
         np.testing.assert_allclose(chain.state_marginals(T), agg, atol=1e-13)
         vals.append(chain.tv_profile(T).sum())
         # the stochastic chain's Theorem-1 sum is the exact (population) plug-in bound
-        ind = np.eye(C)[lab].T                                          # [C, S_fine]
-        bound = sum(0.5 * np.abs(ind @ (m[:, None] * (fine.target - fine.draft))).sum()
-                    for m in fine.state_marginals(T))
+        ind = np.eye(C)[lab].T  # [C, S_fine]
+        bound = sum(
+            0.5 * np.abs(ind @ (m[:, None] * (fine.target - fine.draft))).sum()
+            for m in fine.state_marginals(T)
+        )
         np.testing.assert_allclose(vals[-1], bound, rtol=1e-12)
     assert vals[0] <= vals[1] + EPS <= truth + 2 * EPS
     assert vals[0] < truth - 1e-3
@@ -249,6 +282,7 @@ def test_stochastic_coarsenings_of_any_labels_are_monotone_lower_bounds(seed):
 
 def test_cluster_transition_law_is_the_observed_next_state_law():
     from spectheory.validation.hidden_states import cluster_transition_law
+
     rng = np.random.default_rng(3)
     S, V, N, T = 3, 4, 200, 6
     states = rng.integers(0, S, size=(N, T))
@@ -262,7 +296,9 @@ def test_cluster_transition_law_is_the_observed_next_state_law():
     # a chain fitted with it is stochastic and its kernels are unchanged
     laws = rng.dirichlet(np.ones(V), size=(N, T))
     hard = fit_abstraction(states, np.zeros((S, V), int), states[:, 0], laws, laws[::-1])
-    soft = fit_abstraction(states, cluster_transition_law(states, tokens, S, V), states[:, 0], laws, laws[::-1])
+    soft = fit_abstraction(
+        states, cluster_transition_law(states, tokens, S, V), states[:, 0], laws, laws[::-1]
+    )
     assert soft.is_stochastic and not hard.is_stochastic
     np.testing.assert_allclose(soft.target, hard.target)
 
@@ -276,7 +312,8 @@ def test_most_likely_next_state_is_not_a_bound():
     truth = fine.tv_profile(T).sum()
     lab = _random_position_labels(fine, T, 2, np.random.default_rng(44))
     soft = coarsen(fine, T, lab, int(lab.max()) + 1, stochastic=True)
-    hard = st.DecodingChain(soft.target, soft.draft, soft.initial, np.asarray(soft.next_state).argmax(-1),
-                            max_horizon=T)
+    hard = st.DecodingChain(
+        soft.target, soft.draft, soft.initial, np.asarray(soft.next_state).argmax(-1), max_horizon=T
+    )
     assert soft.tv_profile(T).sum() <= truth + EPS
     assert hard.tv_profile(T).sum() > truth * 1.02

@@ -5,17 +5,19 @@ properties only (no tolerances beyond float rounding): along the same target pat
 plug-in bound never exceeds the Rao-Blackwellised estimate, it grows with the order and along
 a grown context tree, and context-tree states follow the tree's transitions.
 """
+
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
+import spectheory.validation as V  # noqa: E402
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
-import spectheory.validation as V  # noqa: E402
 
-pytestmark = pytest.mark.skipif(not {"draft-small", "draft-ngram"} <= set(list_models()),
-                                reason="shipped draft models not present")
+pytestmark = pytest.mark.skipif(
+    not {"draft-small", "draft-ngram"} <= set(list_models()), reason="shipped draft models not present"
+)
 
 
 @pytest.fixture(scope="module")
@@ -44,18 +46,28 @@ def test_plugin_bounds_are_below_rao_blackwell_and_grow_with_order(paths_and_law
         pos = V.plugin_bound(s, tl, dl, tree.n_states, per_position=True)
         assert prev_pool - 1e-9 <= pool <= pos + 1e-9 and pos <= rb + 1e-9 and pos >= prev_pos - 1e-9
         prev_pool, prev_pos = pool, pos
-        chains.append(V.fit_abstraction(s, tree.next_state, s[:, 0], tl, dl,
-                                        fallback=tree.subtree_kernels(tp, L, tl, dl)).tv_profile(T).sum())
+        chains.append(
+            V.fit_abstraction(
+                s, tree.next_state, s[:, 0], tl, dl, fallback=tree.subtree_kernels(tp, L, tl, dl)
+            )
+            .tv_profile(T)
+            .sum()
+        )
     assert chains[0] < chains[2] < rb
     # the order-0 target-path chain is T * TV of the mean laws
-    np.testing.assert_allclose(chains[0], T * 0.5 * np.abs(tl.reshape(-1, 256).mean(0) - dl.reshape(-1, 256).mean(0)).sum(),
-                               rtol=1e-4)  # float32 laws
+    np.testing.assert_allclose(
+        chains[0],
+        T * 0.5 * np.abs(tl.reshape(-1, 256).mean(0) - dl.reshape(-1, 256).mean(0)).sum(),
+        rtol=1e-4,
+    )  # float32 laws
 
 
 def test_grown_tree_and_clusters_on_model_paths(paths_and_laws):
     tp, tl, dl, hidden, L, T = paths_and_laws
     tree, order = V.ContextTree.grow(tp, L, tl, dl, budget=60, max_order=5, min_count=2, return_order=True)
-    vals = [V.plugin_bound(V.ContextTree(order[:b]).assign(tp, L), tl, dl, b) for b in (1, 10, 30, len(order))]
+    vals = [
+        V.plugin_bound(V.ContextTree(order[:b]).assign(tp, L), tl, dl, b) for b in (1, 10, 30, len(order))
+    ]
     assert np.all(np.diff(vals) >= -1e-9)
     a = V.HiddenStateAbstraction(hidden, tp[:, L:], 8, rng=0)
     assert a.states.shape == (len(tp), T) and 0.0 < a.transition_determinism <= 1.0

@@ -3,6 +3,7 @@
 Tiny random-weight GPTs with random heads keep these fast; the shipped heads are checked
 for their metadata and size only. Monte Carlo comparisons: fixed seeds, 5 standard errors.
 """
+
 import json
 import os
 
@@ -11,8 +12,14 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from spectheory.decoder.medusa import (HEADS_NAME, MedusaHeads, load_heads, medusa_generate,  # noqa: E402
-                                       sparse_tree, typical_rule)
+from spectheory.decoder.medusa import (
+    HEADS_NAME,
+    MedusaHeads,
+    load_heads,
+    medusa_generate,  # noqa: E402
+    sparse_tree,
+    typical_rule,
+)
 from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
 from spectheory.decoder.sampling import logits_to_probs  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
@@ -57,7 +64,7 @@ def test_sparse_tree_closed_and_greedy_by_accuracy():
 
 
 def test_typical_rule_by_hand():
-    tree = DraftTree.from_branching([2, 1])       # nodes: 1 (slot 0) -> 2; 3 (slot 1) -> 4
+    tree = DraftTree.from_branching([2, 1])  # nodes: 1 (slot 0) -> 2; 3 (slot 1) -> 4
     t = np.tile([0.05, 0.15, 0.8], (1, 5, 1))
     rule = typical_rule(0.09, 0.3)
     # threshold min(0.09, 0.3 exp(-H)) = 0.09: tokens 1 and 2 pass, token 0 fails
@@ -76,7 +83,10 @@ def test_greedy_medusa_equals_autoregressive_ragged(verifier):
     prompts = [[1, 2, 3], [4, 5], [5, 6, 7, 8, 9]]
     ar = autoregressive_generate(m, prompts, 14, temperature=0)
     v = typical_rule() if verifier == "typical" else verifier
-    for tree in (DraftTree.from_branching([2, 2, 1]), sparse_tree(np.full((3, 3), 0.5) ** np.arange(1, 4), 7)):
+    for tree in (
+        DraftTree.from_branching([2, 2, 1]),
+        sparse_tree(np.full((3, 3), 0.5) ** np.arange(1, 4), 7),
+    ):
         res = medusa_generate(m, heads, prompts, 14, tree, v, temperature=0)
         for a, b in zip(ar.tokens, res.tokens):
             np.testing.assert_array_equal(a, b)
@@ -100,8 +110,8 @@ def test_medusa_rao_blackwell_prediction_matches_decoder():
     paths = sample_paths(m, prompts, T, seed=4)
     with torch.inference_mode():
         logits, hid = m(torch.as_tensor(paths[:, :-1]), return_hidden=True)
-        tl = logits_to_probs(logits[:, L - 1:]).numpy()
-        hl = logits_to_probs(heads(hid[:, L - 2: L - 2 + T], m.wte.weight)).numpy()
+        tl = logits_to_probs(logits[:, L - 1 :]).numpy()
+        hl = logits_to_probs(heads(hid[:, L - 2 : L - 2 + T], m.wte.weight)).numpy()
     pred = tree_round_dp(tree, medusa_tables(tl, hl, paths[:, L:], tree, "topk"), T)
     res = medusa_generate(m, heads, list(prompts), T, tree, "tree_topk", seed=8)
     pm, pse = mean_se(pred["target_calls"])
@@ -111,6 +121,7 @@ def test_medusa_rao_blackwell_prediction_matches_decoder():
 
 def test_shipped_heads_metadata_and_size():
     from spectheory.decoder.registry import WEIGHTS_DIR
+
     path = os.path.join(WEIGHTS_DIR, f"{HEADS_NAME}.json")
     if not os.path.exists(path):
         pytest.skip("heads not shipped yet")

@@ -1,4 +1,5 @@
 """Tests of the shipped small models: GPT, n-gram, corpus split and registry."""
+
 import numpy as np
 import pytest
 
@@ -61,7 +62,7 @@ def test_gpt_cached_equals_uncached_ragged_with_rollback():
     B, T = 3, 36
     ids = random_ids((B, T), seed=5)
     with torch.no_grad():
-        reference = model(ids)                                   # [B, T, V]
+        reference = model(ids)  # [B, T, V]
         cache = model.new_cache(B, T)
         # prefill with ragged lengths: each row gets the prefix of its own length,
         # written in one call starting at 0 (the padding beyond is just stale cache)
@@ -72,12 +73,12 @@ def test_gpt_cached_equals_uncached_ragged_with_rollback():
         for step in range(12):
             L = int(torch.randint(1, 5, (1,), generator=gen))
             L = min(L, T - int(start.max()))
-            chunk = torch.stack([ids[b, start[b]:start[b] + L] for b in range(B)])
-            out = model(chunk, cache=cache, start=start)        # [B, L, V]
+            chunk = torch.stack([ids[b, start[b] : start[b] + L] for b in range(B)])
+            out = model(chunk, cache=cache, start=start)  # [B, L, V]
             for b in range(B):
                 np.testing.assert_allclose(
-                    out[b].numpy(), reference[b, start[b]:start[b] + L].numpy(),
-                    atol=2e-5, rtol=1e-5)
+                    out[b].numpy(), reference[b, start[b] : start[b] + L].numpy(), atol=2e-5, rtol=1e-5
+                )
             # advance by a random accepted count 0..L (rollback of the rest)
             accepted = torch.randint(0, L + 1, (B,), generator=gen)
             start = start + accepted
@@ -95,8 +96,7 @@ def test_gpt_cached_single_token_decode_matches():
     with torch.no_grad():
         reference = model(ids)
         cache = model.new_cache(2, 30)
-        outs = [model(ids[:, i:i + 1], cache=cache, start=torch.tensor([i, i]))
-                for i in range(25)]
+        outs = [model(ids[:, i : i + 1], cache=cache, start=torch.tensor([i, i])) for i in range(25)]
     np.testing.assert_allclose(torch.cat(outs, 1).numpy(), reference.numpy(), atol=2e-5)
 
 
@@ -126,8 +126,13 @@ def test_gpt_dtype_follows_model_and_caller():
         reference = model(ids)
         cache = model.new_cache(2, 12)
         assert cache.k.dtype == torch.float64
-        out = torch.cat([model(ids[:, :7], cache=cache, start=torch.tensor([0, 0])),
-                         model(ids[:, 7:], cache=cache, start=torch.tensor([7, 7]))], 1)
+        out = torch.cat(
+            [
+                model(ids[:, :7], cache=cache, start=torch.tensor([0, 0])),
+                model(ids[:, 7:], cache=cache, start=torch.tensor([7, 7])),
+            ],
+            1,
+        )
     np.testing.assert_allclose(out.numpy(), reference.numpy(), atol=1e-12)
     half = tiny_gpt(seed=9).to(torch.bfloat16)
     with torch.no_grad():
@@ -143,10 +148,10 @@ def counted_law(data, context, order, alpha, V=256):
     """Next-byte law after ``context`` from a direct count over ``data`` (independent
     of NGramModel's vectorised counting and its state encoding)."""
     k1 = order - 1
-    ctx = tuple(context[len(context) - k1:]) if k1 else ()
+    ctx = tuple(context[len(context) - k1 :]) if k1 else ()
     counts = np.zeros(V)
     for i in range(k1, len(data)):
-        if tuple(data[i - k1:i]) == ctx:
+        if tuple(data[i - k1 : i]) == ctx:
             counts[data[i]] += 1
     return (counts + alpha) / (counts.sum() + V * alpha)
 
@@ -154,20 +159,21 @@ def counted_law(data, context, order, alpha, V=256):
 @pytest.mark.parametrize("order,V", [(1, 256), (2, 256), (3, 16)])
 def test_ngram_laws_equal_count_formula(order, V):
     rng = np.random.default_rng(order)
-    data = rng.integers(V - 4, V, size=400).astype(np.uint8)   # 4 symbols: many repeats
+    data = rng.integers(V - 4, V, size=400).astype(np.uint8)  # 4 symbols: many repeats
     alpha = 0.3
     model = NGramModel.from_bytes(data, order=order, alpha=alpha, vocab_size=V)
     assert model.num_states == V ** (order - 1)
     ids = torch.as_tensor(rng.integers(V - 4, V, size=(2, 9)))
     with torch.no_grad():
-        laws = model(ids).double().exp()                      # [2, 9, 256]
+        laws = model(ids).double().exp()  # [2, 9, 256]
     for b in range(2):
         for i in range(9):
-            context = ids[b, :i + 1].tolist()
+            context = ids[b, : i + 1].tolist()
             if len(context) < order - 1:
                 continue  # short contexts are padded; covered by the kernel test below
-            np.testing.assert_allclose(laws[b, i].numpy(),
-                                       counted_law(data, context, order, alpha, V), rtol=1e-6)
+            np.testing.assert_allclose(
+                laws[b, i].numpy(), counted_law(data, context, order, alpha, V), rtol=1e-6
+            )
 
 
 @pytest.mark.parametrize("order,V", [(1, 256), (2, 256), (3, 16)])
@@ -183,16 +189,15 @@ def test_ngram_kernel_consistent_with_forward_and_next_state(order, V):
         laws = model(torch.as_tensor(ids)[None]).double().exp()[0].numpy()  # [12, 256]
     state = model.initial_state
     for i, token in enumerate(ids):
-        state = next_state[state, token]                       # chain walk
-        assert state == model.state_index(ids[:i + 1].tolist())
+        state = next_state[state, token]  # chain walk
+        assert state == model.state_index(ids[: i + 1].tolist())
         np.testing.assert_allclose(laws[i], kernel[state], rtol=1e-5)
 
 
 def test_ngram_cached_equals_uncached_with_rollback():
     rng = np.random.default_rng(3)
     V = 32
-    model = NGramModel.from_bytes(rng.integers(0, V, 5000).astype(np.uint8), order=3,
-                                  vocab_size=V)
+    model = NGramModel.from_bytes(rng.integers(0, V, 5000).astype(np.uint8), order=3, vocab_size=V)
     B, T = 3, 30
     ids = torch.as_tensor(rng.integers(0, V, size=(B, T)))
     with torch.no_grad():
@@ -202,22 +207,19 @@ def test_ngram_cached_equals_uncached_with_rollback():
         model(ids[:, :5], cache=cache, start=torch.zeros(B, dtype=torch.long))
         for step in range(10):
             L = min(int(rng.integers(1, 5)), T - int(start.max()))
-            chunk = torch.stack([ids[b, start[b]:start[b] + L] for b in range(B)])
+            chunk = torch.stack([ids[b, start[b] : start[b] + L] for b in range(B)])
             out = model(chunk, cache=cache, start=start)
             for b in range(B):
-                np.testing.assert_array_equal(out[b].numpy(),
-                                              reference[b, start[b]:start[b] + L].numpy())
+                np.testing.assert_array_equal(out[b].numpy(), reference[b, start[b] : start[b] + L].numpy())
             start = start + torch.as_tensor(rng.integers(0, L + 1, size=B))
             n_garbage = min(L, T - int(start.max()))
-            if n_garbage >= 1:   # stale writes past the rollback point must not matter
-                model(torch.as_tensor(rng.integers(0, V, (B, n_garbage))),
-                      cache=cache, start=start)
+            if n_garbage >= 1:  # stale writes past the rollback point must not matter
+                model(torch.as_tensor(rng.integers(0, V, (B, n_garbage))), cache=cache, start=start)
 
 
 def test_ngram_save_load_roundtrip(tmp_path):
     rng = np.random.default_rng(4)
-    model = NGramModel.from_bytes(rng.integers(0, 256, 2000).astype(np.uint8), order=2,
-                                  alpha=0.25)
+    model = NGramModel.from_bytes(rng.integers(0, 256, 2000).astype(np.uint8), order=2, alpha=0.25)
     model.save(tmp_path / "m.npz")
     loaded = NGramModel.load(tmp_path / "m.npz")
     assert (loaded.order, loaded.alpha) == (2, 0.25)
@@ -252,11 +254,13 @@ def test_corpus_split_is_deterministic_and_partitions_files():
     files = corpus.corpus_files()
     assert sorted(first.train_files + first.heldout_files) == files
     assert not any(part in corpus.EXCLUDED_DIRS for f in files for part in f.split("/")[:-1])
-    assert 0.02 < len(first.heldout_files) / len(files) < 0.10   # about 5 %
+    assert 0.02 < len(first.heldout_files) / len(files) < 0.10  # about 5 %
     assert len(first.train) + len(first.heldout) == sum(
-        os.path.getsize(os.path.join(first.root, f)) for f in files)
+        os.path.getsize(os.path.join(first.root, f)) for f in files
+    )
     # the split depends on the path only, through its SHA-256
     import hashlib
+
     for f in files[:50]:
         u = int(hashlib.sha256(f.encode()).hexdigest()[:8], 16) / 2**32
         assert corpus.is_heldout(f) == (u < corpus.HELDOUT_FRACTION)
@@ -273,14 +277,26 @@ def test_heldout_windows():
 
 
 # ----------------------------------------------------------------------------- registry
+import os  # noqa: E402
+
 from spectheory.decoder import list_models, load_model, model_info  # noqa: E402
 from spectheory.decoder.registry import MODEL_NAMES, WEIGHTS_DIR  # noqa: E402
 
-import os  # noqa: E402
-
-REQUIRED_FIELDS = ("name", "kind", "architecture", "config", "num_params", "training_command",
-                   "steps", "heldout_loss_nats_per_byte", "heldout_loss_se", "corpus", "date",
-                   "torch_version", "weights_file")
+REQUIRED_FIELDS = (
+    "name",
+    "kind",
+    "architecture",
+    "config",
+    "num_params",
+    "training_command",
+    "steps",
+    "heldout_loss_nats_per_byte",
+    "heldout_loss_se",
+    "corpus",
+    "date",
+    "torch_version",
+    "weights_file",
+)
 
 
 @pytest.mark.parametrize("name", list(MODEL_NAMES))
@@ -338,22 +354,18 @@ def test_ngram_models_form_a_decoding_chain():
     st = pytest.importorskip("spectheory")
     rng = np.random.default_rng(21)
     V = 6
-    target = NGramModel.from_bytes(rng.integers(0, V, 300).astype(np.uint8), order=3,
-                                   alpha=0.5, vocab_size=V)
-    draft = NGramModel.from_bytes(rng.integers(0, V, 300).astype(np.uint8), order=3,
-                                  alpha=2.0, vocab_size=V)
+    target = NGramModel.from_bytes(rng.integers(0, V, 300).astype(np.uint8), order=3, alpha=0.5, vocab_size=V)
+    draft = NGramModel.from_bytes(rng.integers(0, V, 300).astype(np.uint8), order=3, alpha=2.0, vocab_size=V)
     prompt = [1, 4, 2]
     initial = np.zeros(target.num_states)
     initial[target.state_index(prompt)] = 1.0
-    chain = st.DecodingChain(target.kernel(), draft.kernel(), initial=initial,
-                             next_state=target.next_state())
+    chain = st.DecodingChain(target.kernel(), draft.kernel(), initial=initial, next_state=target.next_state())
     profile = chain.tv_profile(2)
     # the same two expectations from the torch modules' forward passes
     with torch.no_grad():
-        ids = torch.tensor([prompt + [x] for x in range(V)])          # [V, 4]
-        t_laws = target(ids).double().exp().numpy()                    # [V, 4, V]
+        ids = torch.tensor([prompt + [x] for x in range(V)])  # [V, 4]
+        t_laws = target(ids).double().exp().numpy()  # [V, 4, V]
         d_laws = draft(ids).double().exp().numpy()
     tv1 = 0.5 * np.abs(t_laws[0, 2] - d_laws[0, 2]).sum()
-    tv2 = sum(t_laws[0, 2, x] * 0.5 * np.abs(t_laws[x, 3] - d_laws[x, 3]).sum()
-              for x in range(V))
+    tv2 = sum(t_laws[0, 2, x] * 0.5 * np.abs(t_laws[x, 3] - d_laws[x, 3]).sum() for x in range(V))
     np.testing.assert_allclose(profile, [tv1, tv2], rtol=1e-5)

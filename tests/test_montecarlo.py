@@ -3,17 +3,18 @@ law of sampled sequences against the exact target law.
 
 Statistical tests use fixed seeds and a chi-square p-value threshold of 1e-6 (a false failure
 about one run in a million, the same level as a 5-standard-error bound)."""
+
 import itertools
 
 import numpy as np
 import pytest
+from _helpers import assert_frequencies
 from scipy import stats
 
-from _helpers import assert_frequencies
-from spectheory.montecarlo import pooled_chisquare
 import spectheory as st
-from spectheory.montecarlo import simulator as mc
 from spectheory.laws.sampling import sample_categorical
+from spectheory.montecarlo import pooled_chisquare
+from spectheory.montecarlo import simulator as mc
 from spectheory.montecarlo.simulator import sample_target, simulate
 from spectheory.verifiers import TokenVerifier, get_verifier
 
@@ -28,6 +29,7 @@ class UnfusedToken(TokenVerifier):
 
     def fused_round(self, *args):
         return NotImplemented
+
 
 P_MIN = 1e-6  # chi-square p-value threshold, ~ a 5 SE two-sided bound
 
@@ -51,13 +53,15 @@ def test_sample_categorical_unnormalised_weights_and_shape_check():
 # ----------------------------------------------------------------------- token_rule
 def _round_instance():
     """R copies of one round with g = 3, V = 3 (see the comments of each test)."""
-    target = np.array([[0.5, 0.3, 0.2],    # pos 0: t/d(0) = 2 -> always accept token 0
-                       [0.1, 0.6, 0.3],    # pos 1: t/d(0) = 0.25 -> accept iff u < 0.25
-                       [0.2, 0.2, 0.6],    # pos 2: t == d -> always accept
-                       [0.0, 0.0, 1.0]])   # bonus law
-    draft = np.array([[0.25, 0.25, 0.5],
-                      [0.4, 0.4, 0.2],
-                      [0.2, 0.2, 0.6]])
+    target = np.array(
+        [
+            [0.5, 0.3, 0.2],  # pos 0: t/d(0) = 2 -> always accept token 0
+            [0.1, 0.6, 0.3],  # pos 1: t/d(0) = 0.25 -> accept iff u < 0.25
+            [0.2, 0.2, 0.6],  # pos 2: t == d -> always accept
+            [0.0, 0.0, 1.0],
+        ]
+    )  # bonus law
+    draft = np.array([[0.25, 0.25, 0.5], [0.4, 0.4, 0.2], [0.2, 0.2, 0.6]])
     tokens = np.array([0, 0, 2])
     return target, draft, tokens
 
@@ -71,12 +75,16 @@ def test_token_rule_hand_picked_uniforms():
     R = 6
     tl, dl, x = _rep(target, R), _rep(draft, R), _rep(tokens, R)
     k = np.array([3, 3, 3, 3, 1, 2])
-    u_accept = np.array([[0.999, 0.2, 0.999],   # all accepted -> j = 3, bonus law [0,0,1] -> 2
-                         [0.999, 0.3, 0.5],     # rejected at pos 1; residual (0, .2, .1)/.3
-                         [0.999, 0.3, 0.5],     # same, other u_final
-                         [0.999, 0.3, 0.5],     # u_final = 0 never picks the zero-weight token 0
-                         [0.999, 0.99, 0.99],   # k = 1: padding ignored, final from row 1
-                         [0.0, 0.249, 0.0]])    # k = 2, u = .249 < .25 accepted, final row 2
+    u_accept = np.array(
+        [
+            [0.999, 0.2, 0.999],  # all accepted -> j = 3, bonus law [0,0,1] -> 2
+            [0.999, 0.3, 0.5],  # rejected at pos 1; residual (0, .2, .1)/.3
+            [0.999, 0.3, 0.5],  # same, other u_final
+            [0.999, 0.3, 0.5],  # u_final = 0 never picks the zero-weight token 0
+            [0.999, 0.99, 0.99],  # k = 1: padding ignored, final from row 1
+            [0.0, 0.249, 0.0],
+        ]
+    )  # k = 2, u = .249 < .25 accepted, final row 2
     u_final = np.array([0.1, 0.5, 0.7, 0.0, 0.05, 0.9])
     j, y = token_rule(tl, dl, x, k, u_accept, u_final)
     assert j.tolist() == [3, 1, 1, 1, 1, 2]
@@ -170,7 +178,7 @@ def test_simulate_rejects_a_verifier_with_bad_output():
     with pytest.raises(ValueError, match="verifier"):
         simulate(chain, 5, 2, 10, verifier=Bad())
     with pytest.raises(ValueError, match="verifier"):
-        simulate(chain, 5, 2, 10, verifier=lambda *a: None)   # a bare function is not a Verifier
+        simulate(chain, 5, 2, 10, verifier=lambda *a: None)  # a bare function is not a Verifier
 
 
 def test_block_verifier_by_name():
@@ -188,10 +196,8 @@ def test_fast_token_path_equals_generic_path(monkeypatch, tables):
     chain = st.DecodingChain.random(4, n_states=5, horizon=9, rng=3)
     for bonus in (True, False):
         a = simulate(chain, 9, 3, 300, rng=11, bonus=bonus, return_tokens=True)
-        b = simulate(chain, 9, 3, 300, rng=11, bonus=bonus, return_tokens=True,
-                     verifier=UnfusedToken())
-        for name in ("target_calls", "rejections", "draft_tokens", "accepted",
-                     "accepted_counts", "tokens"):
+        b = simulate(chain, 9, 3, 300, rng=11, bonus=bonus, return_tokens=True, verifier=UnfusedToken())
+        for name in ("target_calls", "rejections", "draft_tokens", "accepted", "accepted_counts", "tokens"):
             np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
 
 
@@ -275,7 +281,9 @@ CHAINS = {
     "inhomogeneous": lambda: st.DecodingChain.random(3, n_states=4, horizon=4, concentration=0.5, rng=8),
     "ngram2": lambda: st.DecodingChain.ngram(
         np.random.default_rng(9).integers(0, 5, (3, 3, 3)) * 1.0,
-        np.random.default_rng(10).integers(0, 5, (3, 3, 3)) * 1.0, smoothing=0.0),
+        np.random.default_rng(10).integers(0, 5, (3, 3, 3)) * 1.0,
+        smoothing=0.0,
+    ),
 }
 
 
@@ -310,15 +318,16 @@ def test_chisquare_detects_a_lossy_verifier():
 @pytest.mark.parametrize("V", [1, 2, 3, 7, 64, 1000])
 def test_guide_table_sampling_equals_inverse_cdf(V):
     from spectheory.laws.sampling import CdfTable, normalized_cdf, sample_from_cdf
+
     rng = np.random.default_rng(V)
     w = rng.dirichlet(np.full(V, 0.3), size=40)
-    w[w < 0.01] = 0.0                       # zero-weight tokens, also runs of them
+    w[w < 0.01] = 0.0  # zero-weight tokens, also runs of them
     w[w.sum(1) == 0, 0] = 1.0
     table = CdfTable(w)
     rows = rng.integers(0, 40, 5000)
     u = rng.random(5000)
     u[:10], u[10:20] = 0.0, np.nextafter(1.0, 0.0)
-    u[20:40] = table.grid[rng.integers(0, V, 20)]   # uniforms exactly on guide cell edges
+    u[20:40] = table.grid[rng.integers(0, V, 20)]  # uniforms exactly on guide cell edges
     got = table.sample(rows, u)
     np.testing.assert_array_equal(got, sample_from_cdf(normalized_cdf(w)[rows], u))
     assert np.all(w[rows, got] > 0)

@@ -7,14 +7,14 @@ Nothing in the package knows it: one class gives the pure rule, the exact masses
 default adapter) the torch form, and the exact engine, ``simulate``, the real decoder on a shipped
 model and the conformance kit all run it.
 """
+
 import numpy as np
 import pytest
+from _helpers import assert_within_se
 
 import spectheory as st
 from spectheory.laws.sampling import sample_categorical
 from spectheory.verifiers import Verifier
-
-from _helpers import assert_within_se
 
 SCALE = 0.6
 
@@ -49,6 +49,7 @@ class ScaledToken(Verifier):
                 t, d = chain.kernels(n)
                 cache[key] = (self.scale * np.minimum(t, d), self._correction(t, d))
             return cache[key]
+
         return (lambda n, i: masses(n, i)[0]), (lambda n, i: masses(n, i)[1]), False
 
 
@@ -59,12 +60,14 @@ def test_exact_engine_runs_the_new_rule_and_it_is_lossless():
     chain = st.DecodingChain.random(3, concentration=0.7, rng=4)
     res = chain.protocol(5, 2, verifier=RULE)
     token = chain.protocol(5, 2)
-    assert res.rejections > token.rejections          # lossless but not optimal (Theorem 2)
-    np.testing.assert_allclose(chain.sequence_law(5, 2, verifier=RULE), chain.sequence_law(5, method="target"),
-                               atol=1e-13)
+    assert res.rejections > token.rejections  # lossless but not optimal (Theorem 2)
+    np.testing.assert_allclose(
+        chain.sequence_law(5, 2, verifier=RULE), chain.sequence_law(5, method="target"), atol=1e-13
+    )
     # scale 1 is token verification itself
-    np.testing.assert_allclose(chain.protocol(5, 2, verifier=ScaledToken(1.0)).target_calls, token.target_calls,
-                               rtol=1e-13)
+    np.testing.assert_allclose(
+        chain.protocol(5, 2, verifier=ScaledToken(1.0)).target_calls, token.target_calls, rtol=1e-13
+    )
 
 
 @pytest.mark.parametrize("bonus", [True, False])
@@ -74,29 +77,32 @@ def test_simulate_runs_the_new_rule_and_agrees_with_exact(bonus):
     sim = st.simulate(chain, 12, 3, 20_000, rng=9, bonus=bonus, verifier=RULE)
     assert sim.verifier == RULE.name
     for name in ("target_calls", "rejections", "draft_tokens", "accepted"):
-        assert_within_se(*sim.mean_se(name), getattr(exact, name), name)   # 5 SE, seed fixed
+        assert_within_se(*sim.mean_se(name), getattr(exact, name), name)  # 5 SE, seed fixed
 
 
 def test_real_decoder_runs_the_new_rule_losslessly():
     pytest.importorskip("torch")
     from spectheory.decoder import load_model
     from spectheory.validation import exact_two_token_law, lossless_check
+
     target, draft = load_model("target"), load_model("draft-tiny")
     prompt = list(b"def ")
     law = exact_two_token_law(target, prompt)
     res = lossless_check(target, draft, prompt, 3000, 2, seed=5, rule=RULE, law=law)
     assert res["rule"] == RULE.name
-    assert res["pvalue"] > 1e-6, res                # a correct rule fails with probability 1e-6
+    assert res["pvalue"] > 1e-6, res  # a correct rule fails with probability 1e-6
 
 
 def test_conformance_kit_runs_the_new_rule():
     from spectheory.testing import check_verifier
+
     report = check_verifier(RULE, n_samples=4000, seed=3, efficiency=False)
     assert report.passed, str(report)
 
 
 def test_registering_makes_the_new_rule_available_by_name():
     from spectheory.verifiers import get_verifier, list_verifiers, register_verifier
+
     rule = register_verifier(ScaledToken(0.5), replace=True)
     assert get_verifier("scaled_token_test") is rule and "scaled_token_test" in list_verifiers()
     with pytest.raises(ValueError, match="already registered"):

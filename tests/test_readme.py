@@ -1,4 +1,5 @@
 """The README tells the truth: its code runs, its generated blocks match the results files."""
+
 import re
 import subprocess
 import sys
@@ -16,8 +17,11 @@ def test_python_blocks_run():
 
 
 def test_generated_blocks_are_up_to_date():
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "update_readme.py"), "--check"],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "update_readme.py"), "--check"],
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -25,6 +29,6 @@ def test_two_commands_are_shown_and_setup_pins_cpu_torch():
     assert "bash scripts/setup.sh && spectheory reproduce" in README
     assert "bash scripts/setup.sh && python -m pytest -n 2" in README
     setup = (ROOT / "scripts" / "setup.sh").read_text()
-    assert 'torch==2.13.0' in setup and "import torch" in setup
+    assert "torch==2.13.0" in setup and "import torch" in setup
     ci = (ROOT / ".ci" / "run").read_text()
     assert "scripts/setup.sh" in ci and "pytest -n 2" in ci

@@ -1,4 +1,5 @@
 """The main job: steps run as cached tasks, failures are reported and not cached, summary rows."""
+
 import json
 import textwrap
 from pathlib import Path
@@ -7,9 +8,9 @@ import pytest
 
 from spectheory.app.reproduce import Layout, Step, discover_steps, reproduce, run_steps, write_summary
 
-ROOT = Path(__file__).resolve().parent.parent   # the checkout these tests run in
+ROOT = Path(__file__).resolve().parent.parent  # the checkout these tests run in
 
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import json, sys, pathlib
     args = sys.argv[1:]
     out = pathlib.Path(args[args.index("--out") + 1]); out.mkdir(parents=True, exist_ok=True)
@@ -18,7 +19,7 @@ SCRIPT = textwrap.dedent('''
     (out / "toy.json").write_text(json.dumps({"command": "python toy.py", "headline": [
         {"name": "answer | with a pipe", "value": 0.5, "se": 0.01}]}))
     sys.exit(int("--fail" in args))
-''')
+""")
 
 
 def _toy(tmp_path, fail=False):
@@ -56,12 +57,15 @@ def test_every_script_is_a_step_and_takes_the_conventions():
     assert "train_models" not in names  # the weights are shipped; training is not the main job
     for s in steps:
         text = (ROOT / s.script).read_text()
-        assert "--quick" in text or "figure_args" in text or "script_parser" in text or s.kind == "proof", s.name
+        assert "--quick" in text or "figure_args" in text or "script_parser" in text or s.kind == "proof", (
+            s.name
+        )
 
 
 def test_gpu_scripts_run_in_full_only_with_cuda(monkeypatch):
     """A CPU main job must not overwrite the committed GPU results (*_gpu.json) with CPU numbers."""
     import spectheory.app.reproduce as rep
+
     monkeypatch.setattr(rep, "_cuda_available", lambda: False)
     full = {s.name for s in discover_steps(ROOT)}
     quick = {s.name for s in discover_steps(ROOT, quick=True)}
@@ -84,6 +88,7 @@ def test_the_library_does_not_reach_into_the_repository():
     """No module of the installed package computes a path to the folders around it: the
     application layer takes the checkout as an argument (spectheory.app.repo)."""
     import re
+
     package = ROOT / "spectheory"
     pattern = re.compile(r"__file__\)?(\.resolve\(\))?\.parent\.parent\.parent|sys\.path\.(insert|append)")
     offenders = [str(p.relative_to(ROOT)) for p in package.rglob("*.py") if pattern.search(p.read_text())]
@@ -92,6 +97,7 @@ def test_the_library_does_not_reach_into_the_repository():
 
 def test_find_repository(tmp_path):
     from spectheory.app.repo import find_repository
+
     assert find_repository(ROOT / "spectheory" / "exact") == ROOT
     with pytest.raises(ValueError, match="--root"):
         find_repository(tmp_path)
@@ -103,20 +109,39 @@ def test_installed_wheel_works_from_any_directory(tmp_path):
     /tmp-like folders: analyze works, and reproduce --quick works given the checkout."""
     import subprocess
     import sys
+
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
     py = venv / "bin" / "python"
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)],
-                   check=True)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], check=True)
     exe = venv / "bin" / "spectheory"
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     out = subprocess.run([str(exe), "analyze", "--vocab", "4"], cwd=elsewhere, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    probe = subprocess.run([str(py), "-c", "import spectheory; print(spectheory.__file__)"], cwd=elsewhere,
-                           capture_output=True, text=True, check=True)
-    assert str(ROOT) not in probe.stdout          # the wheel, not the checkout
-    res = subprocess.run([str(exe), "reproduce", "--quick", "--jobs", "2", "--root", str(ROOT),
-                          "--out", str(tmp_path / "job")], cwd=elsewhere, capture_output=True, text=True)
+    probe = subprocess.run(
+        [str(py), "-c", "import spectheory; print(spectheory.__file__)"],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert str(ROOT) not in probe.stdout  # the wheel, not the checkout
+    res = subprocess.run(
+        [
+            str(exe),
+            "reproduce",
+            "--quick",
+            "--jobs",
+            "2",
+            "--root",
+            str(ROOT),
+            "--out",
+            str(tmp_path / "job"),
+        ],
+        cwd=elsewhere,
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 0, res.stdout[-2000:] + res.stderr[-2000:]
     assert (tmp_path / "job" / "summary.json").exists()

@@ -1,10 +1,10 @@
 """spectheory reproduce names the running step and shows that a long step is alive (issue 14:
 one step ran 5 minutes with no sign of life)."""
+
 import sys
+from pathlib import Path
 
 import pytest
-
-from pathlib import Path
 
 from spectheory.app import reproduce
 

@@ -1,5 +1,6 @@
 """Random streams: an integer seed fans out into independent rows; the decoder hashes only the
 uniforms a call can use; ``bonus`` must be a bool everywhere."""
+
 import numpy as np
 import pytest
 
@@ -14,6 +15,7 @@ from spectheory.decoder.speculative import speculative_generate  # noqa: E402
 
 class Bigram(torch.nn.Module):
     """Toy model of the decoder's contract: logits from the last token."""
+
     vocab_size, max_seq_len = 6, 128
 
     def __init__(self, seed):
@@ -33,7 +35,7 @@ def test_integer_seeds_do_not_overlap_between_calls():
     assert a[1] != b[0] and not set(a) & set(b)
     assert len(set(drng.check_seeds(7, 1000))) == 1000
     assert drng.check_seeds(5, 3) == drng.check_seeds(5, 10)[:3]  # a row does not depend on the batch size
-    assert all(0 <= s < 2 ** 63 for s in a + b)
+    assert all(0 <= s < 2**63 for s in a + b)
 
 
 def test_decoder_rows_of_consecutive_seeds_differ():
@@ -85,8 +87,11 @@ def test_bonus_must_be_a_bool(bad):
 
 def test_numpy_bool_bonus_is_fine():
     chain = st.DecodingChain.random(3, rng=0)
-    np.testing.assert_allclose(chain.expected_target_calls(6, 2, bonus=np.bool_(False)),
-                               chain.expected_target_calls(6, 2, bonus=False), rtol=1e-15)
+    np.testing.assert_allclose(
+        chain.expected_target_calls(6, 2, bonus=np.bool_(False)),
+        chain.expected_target_calls(6, 2, bonus=False),
+        rtol=1e-15,
+    )
 
 
 # --------------------------------------------------------------------------- seed fan-out in validations
@@ -95,16 +100,21 @@ def test_chunked_validation_runs_equal_one_unbatched_call():
     depended on the batch size. Row ``i`` of a run now has ``row_seeds(seed, n)[i]`` whatever the chunking."""
     from spectheory.validation.lossless import decoder_two_token_samples
     from spectheory.validation.predict import sample_paths
+
     target, draft = Bigram(0), Bigram(1)
     whole = decoder_two_token_samples(target, draft, [1, 2], 7, 2, seed=3, batch_size=7)
-    np.testing.assert_array_equal(decoder_two_token_samples(target, draft, [1, 2], 7, 2, seed=3, batch_size=2), whole)
+    np.testing.assert_array_equal(
+        decoder_two_token_samples(target, draft, [1, 2], 7, 2, seed=3, batch_size=2), whole
+    )
     prompts = np.array([[1, 2]] * 5)
-    np.testing.assert_array_equal(sample_paths(target, prompts, 6, 3, batch_size=2),
-                                  sample_paths(target, prompts, 6, 3, batch_size=5))
+    np.testing.assert_array_equal(
+        sample_paths(target, prompts, 6, 3, batch_size=2), sample_paths(target, prompts, 6, 3, batch_size=5)
+    )
 
 
 def test_tree_two_token_samples_rows_follow_one_seed_stream():
     from spectheory.validation.trees import tree_two_token_samples
+
     seen = []
 
     class Result:
@@ -120,7 +130,7 @@ def test_tree_two_token_samples_rows_follow_one_seed_stream():
     assert rows0 == drng.row_seeds(0, 5)
     seen.clear()
     tree_two_token_samples(generate, [1], 5, seed=2, batch_size=2)
-    assert not set(rows0) & set(sum(seen, []))   # seed 0's second chunk was seed 2's first
+    assert not set(rows0) & set(sum(seen, []))  # seed 0's second chunk was seed 2's first
 
 
 def test_derived_streams_are_distinct_and_not_offsets():

@@ -1,5 +1,6 @@
 """The exact sequence-level front (issue 15): the LP against Theorem 1, the draft's law, an
 independent dense LP, an exact-rational vertex enumeration, every heuristic, and Monte Carlo."""
+
 from __future__ import annotations
 
 import itertools
@@ -13,8 +14,11 @@ from scipy.optimize import linprog
 
 import spectheory as st
 from spectheory.verifiers import pareto, rejection
-from spectheory.verifiers.sequence_front import (optimal_rule_chain, optimal_sequence_front,
-                                                 optimal_sequence_rule)
+from spectheory.verifiers.sequence_front import (
+    optimal_rule_chain,
+    optimal_sequence_front,
+    optimal_sequence_rule,
+)
 from spectheory.verifiers.sequence_front_gaps import front_gaps, heuristic_rules, mixture_rule
 from spectheory.verifiers.sequence_front_tree import prefix_forest, rule_point
 
@@ -89,11 +93,11 @@ def test_front_is_convex_non_increasing_and_below_every_heuristic_on_50_chains()
         gaps, front = front_gaps(chain, T, rules, start_state=start, eps_grid=grid)
         R = front.rejections
         assert np.all(np.diff(R) <= 1e-9)
-        assert np.all(R[:-2] - 2 * R[1:-1] + R[2:] >= -1e-9)           # equal spacing
+        assert np.all(R[:-2] - 2 * R[1:-1] + R[2:] >= -1e-9)  # equal spacing
         # the budget's dual value is a subgradient: R(e') >= R(e) + slope(e) (e' - e)
         sup = R[:, None] + front.slope[:, None] * (grid[None, :] - grid[:, None])
         assert np.all(R[None, :] >= sup - 1e-8)
-        for g in gaps:                                                  # exact points
+        for g in gaps:  # exact points
             assert g.optimum <= g.rejections + 1e-9, g.as_dict()
 
 
@@ -104,9 +108,10 @@ def test_rule_points_match_the_package_exact_evaluators():
         forest = prefix_forest(chain, T, start)
         for _, _, rule in rules[::3]:
             p = rule_point(forest, rule)
-            np.testing.assert_allclose(p.rejections, rejection.rule_expected_rejections(c, T, rule),
-                                       rtol=0, atol=1e-12)
-            if start is not None:        # pareto.sequence_tv is the TV of the sequence marginal
+            np.testing.assert_allclose(
+                p.rejections, rejection.rule_expected_rejections(c, T, rule), rtol=0, atol=1e-12
+            )
+            if start is not None:  # pareto.sequence_tv is the TV of the sequence marginal
                 np.testing.assert_allclose(p.sequence_tv, pareto.sequence_tv(c, T, rule), rtol=0, atol=1e-12)
 
 
@@ -118,9 +123,9 @@ def _dense_lp(chain, T, start, eps):
     pt, _ = _brute_laws(chain, T, start)
     seqs = list(itertools.product(range(V), repeat=T))
     starts = np.flatnonzero(c.initial > 0)
-    K, L = starts.size, V ** T
+    K, L = starts.size, V**T
     n_o = K * L
-    rows = []                # (coefficient row over leaves, constant) with term |row @ O + const|
+    rows = []  # (coefficient row over leaves, constant) with term |row @ O + const|
     for k, s in enumerate(starts):
         for n in range(T):
             for prefix in itertools.product(range(V), repeat=n):
@@ -131,11 +136,11 @@ def _dense_lp(chain, T, start, eps):
                 below = np.array([seq[:n] == prefix for seq in seqs])
                 for x in range(V):
                     r = np.zeros(n_o)
-                    r[k * L:(k + 1) * L] = below * (np.array([seq[n] == x for seq in seqs]) - q[x])
-                    rows.append((r, 0.0))          # the n = 0 row already holds -q pi(s)
+                    r[k * L : (k + 1) * L] = below * (np.array([seq[n] == x for seq in seqs]) - q[x])
+                    rows.append((r, 0.0))  # the n = 0 row already holds -q pi(s)
     pt = pt.reshape(c.n_states, L)[starts].ravel()
     n_a, n_b = len(rows), n_o
-    nv = n_o + n_a + n_b                 # O, t (abs of the rejection terms), s (abs of O - P)
+    nv = n_o + n_a + n_b  # O, t (abs of the rejection terms), s (abs of O - P)
     A, b = [], []
     for i, (r, const) in enumerate(rows):
         for sign in (1, -1):
@@ -152,23 +157,30 @@ def _dense_lp(chain, T, start, eps):
             A.append(row)
             b.append(sign * pt[j])
     row = np.zeros(nv)
-    row[n_o + n_a:] = 0.5
+    row[n_o + n_a :] = 0.5
     A.append(row)
     b.append(eps)
     A_eq = np.zeros((K, nv))
     for k, s in enumerate(starts):
-        A_eq[k, k * L:(k + 1) * L] = 1
+        A_eq[k, k * L : (k + 1) * L] = 1
     cost = np.zeros(nv)
-    cost[n_o:n_o + n_a] = 0.5
-    res = linprog(cost, A_ub=np.array(A), b_ub=np.array(b), A_eq=A_eq, b_eq=c.initial[starts],
-                  bounds=(0, None), method="highs")
+    cost[n_o : n_o + n_a] = 0.5
+    res = linprog(
+        cost,
+        A_ub=np.array(A),
+        b_ub=np.array(b),
+        A_eq=A_eq,
+        b_eq=c.initial[starts],
+        bounds=(0, None),
+        method="highs",
+    )
     assert res.status == 0
     return res.fun
 
 
 def test_front_equals_an_independent_dense_lp():
     for chain, T, start in CHAINS[:10]:
-        if chain.vocab_size ** T > 27:
+        if chain.vocab_size**T > 27:
             continue
         front = optimal_sequence_front(chain, T, [0.05, 0.2], start_state=start)
         for j, e in enumerate([0.05, 0.2]):
@@ -180,7 +192,7 @@ def test_front_equals_an_independent_dense_lp():
 # proof (proofs/sequence_front_lp.py, run by tests/test_proofs.py); here the LP meets it at other
 # budgets.
 ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:          # proofs/ is a top-level folder, not an installed package
+if str(ROOT) not in sys.path:  # proofs/ is a top-level folder, not an installed package
     sys.path.insert(0, str(ROOT))
 from proofs.sequence_front_lp import DRF1, DRF2, TGT1, TGT2, exact_front  # noqa: E402
 
@@ -194,13 +206,15 @@ def test_exact_rational_v2_t2():
     for i in (0, 1):
         tgt[i + 1], drf[i + 1] = [float(v) for v in TGT2[i]], [float(v) for v in DRF2[i]]
     ns = np.array([[1, 2], [1, 2], [1, 2]])
-    chain = st.DecodingChain(tgt, drf, [1.0, 0.0, 0.0], ns)   # state 0 = empty prompt
+    chain = st.DecodingChain(tgt, drf, [1.0, 0.0, 0.0], ns)  # state 0 = empty prompt
     budgets = [F(0), F(1, 8), F(2, 5)]
     front = optimal_sequence_front(chain, 2, [float(e) for e in budgets], start_state=0)
     exact = [exact_front(e) for e in budgets]
     np.testing.assert_allclose(front.rejections, [float(v) for v in exact], rtol=0, atol=1e-10)
-    assert exact[0] == (abs(TGT1[0] - DRF1[0]) + sum(
-        TGT1[i] * sum(abs(TGT2[i][j] - DRF2[i][j]) for j in range(2)) / 2 for i in range(2)))
+    assert exact[0] == (
+        abs(TGT1[0] - DRF1[0])
+        + sum(TGT1[i] * sum(abs(TGT2[i][j] - DRF2[i][j]) for j in range(2)) / 2 for i in range(2))
+    )
 
 
 # ------------------------------------------------------------- the optimal rule
@@ -209,8 +223,9 @@ def test_optimal_rule_tables_reproduce_the_front_exactly():
     front = optimal_sequence_front(chain, 3, [0.0, 0.1, 0.3], start_state=1)
     for j in range(3):
         uc, rule = optimal_sequence_rule(front, j)
-        np.testing.assert_allclose(rejection.rule_expected_rejections(uc, 3, rule), front.rejections[j],
-                                   rtol=0, atol=1e-9)
+        np.testing.assert_allclose(
+            rejection.rule_expected_rejections(uc, 3, rule), front.rejections[j], rtol=0, atol=1e-9
+        )
         p = rule_point(front.forest, rule, chain=uc)
         np.testing.assert_allclose(p.law, front.law_at(j), rtol=0, atol=1e-12)
         co, _ = optimal_rule_chain(front, j)
@@ -268,8 +283,9 @@ def test_prefix_tree_chain_gives_the_same_front():
             s = chain.next_state[s, tok]
         return s
 
-    tree = st.DecodingChain.prefix_tree(lambda p: chain.kernels(len(p))[0][walk(p)],
-                                        lambda p: chain.kernels(len(p))[1][walk(p)], 3, 3)
+    tree = st.DecodingChain.prefix_tree(
+        lambda p: chain.kernels(len(p))[0][walk(p)], lambda p: chain.kernels(len(p))[1][walk(p)], 3, 3
+    )
     eps = [0.0, 0.07, 0.2, 0.5]
     a = optimal_sequence_front(chain, 3, eps, start_state=start)
     b = optimal_sequence_front(tree, 3, eps)
@@ -282,13 +298,14 @@ def test_monte_carlo_of_the_per_state_rule_with_injected_uniforms():
     rejection law norm(O - min(O, q))) driven through the pure rule rejection_verify on the
     unrolled prefix chain, with uniforms drawn here."""
     from spectheory.laws.sampling import sample_categorical
+
     chain = st.DecodingChain.random(3, concentration=0.8, rng=8)
     T, R = 4, 40_000
     front = optimal_sequence_front(chain, T, 0.12, start_state=2)
     uc, rule = optimal_sequence_rule(front)
     b, P, _ = rule.tables(uc.target, uc.draft)
     rng = np.random.default_rng(2024)
-    state = np.zeros(R, dtype=np.int64)                      # the root of the single tree
+    state = np.zeros(R, dtype=np.int64)  # the root of the single tree
     rejected = np.zeros(R)
     leaf = np.zeros(R, dtype=np.int64)
     for _ in range(T):

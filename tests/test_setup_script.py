@@ -2,6 +2,7 @@
 
 A fake interpreter records the pip commands instead of running them (nothing is installed).
 """
+
 import os
 import stat
 import subprocess

@@ -5,6 +5,7 @@ enumeration of the protocol with fractions.Fraction (branching over next-state d
 Carlo (5 SE, fixed seeds), a point-mass law against the int map, and an exact lumping of a larger
 deterministic chain.
 """
+
 import itertools
 from fractions import Fraction
 
@@ -14,9 +15,14 @@ import scipy.sparse as sp
 
 import spectheory as st
 from spectheory.chain.transitions import NextStateSampler, law_matrix, random_transition_law
+from spectheory.exact.enumeration import (
+    accepted_histogram,
+    outcome_expectation,
+    outcome_sequence_law,
+    protocol_outcomes,
+    target_sequence_law_exact,
+)
 from spectheory.montecarlo import sample_target
-from spectheory.exact.enumeration import (accepted_histogram, outcome_expectation, outcome_sequence_law,
-                                          protocol_outcomes, target_sequence_law_exact)
 from tests._helpers import assert_frequencies, assert_within_se
 
 FIELDS = ("round_starts", "rejection_by_position", "accepted_counts")
@@ -35,7 +41,9 @@ def _assert_same_protocol(a, b, T, gammas=(1, 2, 3), rtol=1e-12, labels=None):
         ra, rb = a.protocol(T, g, bonus=bonus), b.protocol(T, g, bonus=bonus)
         for f in FIELDS:
             vb = lump(rb.round_starts) if f == "round_starts" else getattr(rb, f)
-            np.testing.assert_allclose(getattr(ra, f), vb, rtol=rtol, atol=1e-13, err_msg=f"{f} g={g} {bonus}")
+            np.testing.assert_allclose(
+                getattr(ra, f), vb, rtol=rtol, atol=1e-13, err_msg=f"{f} g={g} {bonus}"
+            )
         np.testing.assert_allclose(ra.bonus_tokens, rb.bonus_tokens, rtol=rtol, atol=1e-13)
 
 
@@ -61,8 +69,12 @@ def test_validation_messages():
 
 def test_sparse_law_equals_dense_law():
     dense = _stochastic(3, support=2)
-    sparse = st.DecodingChain(dense.target, dense.draft, dense.initial,
-                              sp.csr_matrix(np.asarray(dense.next_state).reshape(-1, dense.n_states)))
+    sparse = st.DecodingChain(
+        dense.target,
+        dense.draft,
+        dense.initial,
+        sp.csr_matrix(np.asarray(dense.next_state).reshape(-1, dense.n_states)),
+    )
     assert sparse.is_stochastic
     _assert_same_protocol(dense, sparse, 7, gammas=(2,))
 
@@ -86,17 +98,24 @@ def test_next_state_sampler_frequencies():
 def test_point_mass_law_equals_deterministic_chain(horizon_kernels):
     det = st.DecodingChain.random(3, n_states=5, horizon=horizon_kernels, rng=11)
     S, V = det.n_states, det.vocab_size
-    onehot = np.eye(S)[det.next_state]                                   # [S, V, S]
+    onehot = np.eye(S)[det.next_state]  # [S, V, S]
     soft = st.DecodingChain(det.target, det.draft, det.initial, onehot)
     assert soft.is_stochastic
     T = 6
     np.testing.assert_allclose(soft.state_marginals(T), det.state_marginals(T), rtol=1e-13, atol=1e-15)
     np.testing.assert_allclose(soft.tv_profile(T), det.tv_profile(T), rtol=1e-13)
     _assert_same_protocol(soft, det, T)
-    np.testing.assert_allclose(soft.accepted_count_law(T, 2, per_state=True),
-                               det.accepted_count_law(T, 2, per_state=True), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(soft.expected_tokens_per_call(T, 2, per_generation=True),
-                               det.expected_tokens_per_call(T, 2, per_generation=True), rtol=1e-12)
+    np.testing.assert_allclose(
+        soft.accepted_count_law(T, 2, per_state=True),
+        det.accepted_count_law(T, 2, per_state=True),
+        rtol=1e-12,
+        atol=1e-14,
+    )
+    np.testing.assert_allclose(
+        soft.expected_tokens_per_call(T, 2, per_generation=True),
+        det.expected_tokens_per_call(T, 2, per_generation=True),
+        rtol=1e-12,
+    )
     np.testing.assert_allclose(soft.sequence_law(4, 2), det.sequence_law(4, 2), rtol=1e-12, atol=1e-15)
 
 
@@ -110,9 +129,10 @@ def test_exact_matches_monte_carlo(seed, horizon_kernels, bonus):
     sim = st.simulate(chain, T, g, 30_000, rng=seed, bonus=bonus)
     for name in ("target_calls", "rejections", "accepted", "draft_tokens"):
         assert_within_se(*sim.mean_se(name), getattr(exact, name), name)
-    assert_frequencies(sim.rejection_by_position / sim.n_runs, exact.rejection_by_position, sim.n_runs,
-                       "rejection profile")
-    if not bonus:   # Theorem 1 holds for stochastic transitions too
+    assert_frequencies(
+        sim.rejection_by_position / sim.n_runs, exact.rejection_by_position, sim.n_runs, "rejection profile"
+    )
+    if not bonus:  # Theorem 1 holds for stochastic transitions too
         np.testing.assert_allclose(exact.rejections, chain.tv_profile(T).sum(), rtol=1e-12)
 
 
@@ -140,9 +160,17 @@ def test_exact_matches_fraction_enumeration(gamma, bonus):
     out = protocol_outcomes(chain, T, gamma, bonus=bonus)
     assert sum(out.values()) == 1
     res = chain.protocol(T, gamma, bonus=bonus)
-    for name, field in (("target_calls", "calls"), ("rejections", "rejections"), ("draft_tokens", "draft_tokens")):
-        np.testing.assert_allclose(getattr(res, name), float(outcome_expectation(out, field)), rtol=1e-14, err_msg=name)
-    np.testing.assert_allclose(res.accepted_counts, [float(h) for h in accepted_histogram(out, gamma)], rtol=1e-14)
+    for name, field in (
+        ("target_calls", "calls"),
+        ("rejections", "rejections"),
+        ("draft_tokens", "draft_tokens"),
+    ):
+        np.testing.assert_allclose(
+            getattr(res, name), float(outcome_expectation(out, field)), rtol=1e-14, err_msg=name
+        )
+    np.testing.assert_allclose(
+        res.accepted_counts, [float(h) for h in accepted_histogram(out, gamma)], rtol=1e-14
+    )
     # lossless: the output law is the target's, exactly
     assert outcome_sequence_law(out) == target_sequence_law_exact(chain, T)
     seq = chain.sequence_law(T, gamma, bonus=bonus)
@@ -150,7 +178,8 @@ def test_exact_matches_fraction_enumeration(gamma, bonus):
         np.testing.assert_allclose(seq[toks], float(p), rtol=1e-14)
     if not bonus:
         assert outcome_expectation(out, "rejections") == sum(
-            Fraction(float(v)) for v in chain.tv_profile(T))      # Theorem 1 (dyadic entries: exact)
+            Fraction(float(v)) for v in chain.tv_profile(T)
+        )  # Theorem 1 (dyadic entries: exact)
 
 
 # --------------------------------------------------------------- exact lumping
@@ -169,7 +198,7 @@ def _lifted(chain, T):
     maps = list(itertools.product(range(S), repeat=S * V))
     pm = np.array([np.prod([K[i // V, i % V, m[i]] for i in range(S * V)]) for m in maps])
     keep = [i for i in range(len(maps)) if pm[i] > 0]
-    states = [(T, None, ())]                                  # terminal
+    states = [(T, None, ())]  # terminal
     index = {states[0]: 0}
     for n in range(T - 1, -1, -1):
         for c in range(S):
@@ -198,7 +227,9 @@ def test_exact_lumping_of_a_deterministic_chain():
     fine, labels = _lifted(chain, T)
     assert fine.n_states > 100 and not fine.is_stochastic
     _assert_same_protocol(chain, fine, T, rtol=1e-11, labels=labels)
-    np.testing.assert_allclose(chain.state_marginals(T), fine.state_marginals(T) @ np.eye(2)[labels], rtol=1e-12)
+    np.testing.assert_allclose(
+        chain.state_marginals(T), fine.state_marginals(T) @ np.eye(2)[labels], rtol=1e-12
+    )
     np.testing.assert_allclose(chain.sequence_law(T, 2), fine.sequence_law(T, 2), rtol=1e-11, atol=1e-15)
 
 
@@ -209,12 +240,17 @@ def test_path_engines_refuse_stochastic_chains():
     from spectheory.trees import DraftTree
     from spectheory.validation.certified import coarsen
     from spectheory.verifiers.sequence_front_tree import prefix_forest
+
     chain = _tiny()
     tree = DraftTree.from_branching([2])
-    calls = [lambda: chain.protocol(3, tree=tree), lambda: chain.protocol(3, 2, verifier="block"),
-             lambda: Kernels(chain), lambda: prefix_forest(chain, 2),
-             lambda: coarsen(chain, 3, np.zeros(2, int)),
-             lambda: simulate_positional(chain, 3, 2, 10, 0, None)]
+    calls = [
+        lambda: chain.protocol(3, tree=tree),
+        lambda: chain.protocol(3, 2, verifier="block"),
+        lambda: Kernels(chain),
+        lambda: prefix_forest(chain, 2),
+        lambda: coarsen(chain, 3, np.zeros(2, int)),
+        lambda: simulate_positional(chain, 3, 2, 10, 0, None),
+    ]
     for call in calls:
         with pytest.raises(ValueError, match="needs a deterministic next_state"):
             call()

@@ -1,21 +1,32 @@
 """Draft-length policies: exact evaluation cross-checked between engines, the optimum against
 brute force and against every heuristic, and the long-run optimum against Leviathan's optimal_gamma."""
+
 import itertools
 
 import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.stopping import (ConfidenceThreshold, Cost, EntropyRule, FixedGamma, HFSchedule,
-                                 RejectionThreshold, StartStatePolicy, evaluate_policy,
-                                 leviathan_policy, long_run_optimum, optimal_policy)
+from spectheory.stopping import (
+    ConfidenceThreshold,
+    Cost,
+    EntropyRule,
+    FixedGamma,
+    HFSchedule,
+    RejectionThreshold,
+    StartStatePolicy,
+    evaluate_policy,
+    leviathan_policy,
+    long_run_optimum,
+    optimal_policy,
+)
 from spectheory.stopping.paths import evaluate_paths
 
 
 def _chains():
     yield st.DecodingChain.random(4, concentration=0.7, similarity=0.3, rng=11)
-    yield st.DecodingChain.random(3, n_states=5, concentration=0.5, rng=12)          # S != V
-    yield st.DecodingChain.random(3, horizon=9, concentration=0.8, rng=13)           # inhomogeneous
+    yield st.DecodingChain.random(3, n_states=5, concentration=0.5, rng=12)  # S != V
+    yield st.DecodingChain.random(3, horizon=9, concentration=0.8, rng=13)  # inhomogeneous
     yield st.DecodingChain.iid([0.6, 0.3, 0.1], [0.3, 0.3, 0.4])
 
 
@@ -27,11 +38,17 @@ def test_fixed_gamma_matches_chain_methods_and_round_recursion(chain, gamma):
     v = evaluate_policy(chain, FixedGamma(gamma), T, cost)
     assert abs(v.target_calls - chain.expected_target_calls(T, gamma)) < 1e-12
     assert abs(v.draft_tokens - chain.expected_draft_tokens(T, gamma)) < 1e-12
-    for other in (evaluate_policy(chain, FixedGamma(gamma), T, cost, method="rounds"),
-                  evaluate_policy(chain, StartStatePolicy(np.full(chain.n_states, gamma)), T, cost),
-                  evaluate_paths(chain, FixedGamma(gamma), T, cost)):
-        np.testing.assert_allclose([other.target_calls, other.draft_tokens, other.target_time],
-                                   [v.target_calls, v.draft_tokens, v.target_time], rtol=0, atol=1e-12)
+    for other in (
+        evaluate_policy(chain, FixedGamma(gamma), T, cost, method="rounds"),
+        evaluate_policy(chain, StartStatePolicy(np.full(chain.n_states, gamma)), T, cost),
+        evaluate_paths(chain, FixedGamma(gamma), T, cost),
+    ):
+        np.testing.assert_allclose(
+            [other.target_calls, other.draft_tokens, other.target_time],
+            [v.target_calls, v.draft_tokens, v.target_time],
+            rtol=0,
+            atol=1e-12,
+        )
 
 
 def test_call_cost_curve_on_an_always_accepted_chain():
@@ -41,24 +58,36 @@ def test_call_cost_curve_on_an_always_accepted_chain():
     assert (v.target_calls, v.draft_tokens, v.target_time, v.time) == (3.0, 10.0, 10.0, 15.0)
 
 
-@pytest.mark.parametrize("policy", [ConfidenceThreshold(0.5, max_depth=4),
-                                    ConfidenceThreshold(0.3, max_depth=3, statistic="token"),
-                                    EntropyRule(0.8, max_depth=4)], ids=repr)
+@pytest.mark.parametrize(
+    "policy",
+    [
+        ConfidenceThreshold(0.5, max_depth=4),
+        ConfidenceThreshold(0.3, max_depth=3, statistic="token"),
+        EntropyRule(0.8, max_depth=4),
+    ],
+    ids=repr,
+)
 @pytest.mark.parametrize("chain", list(_chains())[:3], ids=lambda c: repr(c))
 def test_edge_recursion_equals_path_enumeration(chain, policy):
     cost = Cost(0.1)
     a = evaluate_policy(chain, policy, 8, cost)
     b = evaluate_paths(chain, policy, 8, cost)
-    np.testing.assert_allclose([a.target_calls, a.draft_tokens, a.time],
-                               [b.target_calls, b.draft_tokens, b.time], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(
+        [a.target_calls, a.draft_tokens, a.time],
+        [b.target_calls, b.draft_tokens, b.time],
+        rtol=1e-12,
+        atol=1e-12,
+    )
 
 
 def test_state_optimum_equals_brute_force_over_start_policies():
     chain = st.DecodingChain.random(2, concentration=0.6, rng=5)
     T, D, cost = 4, 2, Cost(0.3)
     best = optimal_policy(chain, T, cost, max_depth=D)
-    times = [evaluate_policy(chain, StartStatePolicy(np.array(k).reshape(T, 2)), T, cost).time
-             for k in itertools.product(range(1, D + 1), repeat=2 * T)]
+    times = [
+        evaluate_policy(chain, StartStatePolicy(np.array(k).reshape(T, 2)), T, cost).time
+        for k in itertools.product(range(1, D + 1), repeat=2 * T)
+    ]
     assert abs(best.time - min(times)) < 1e-12
     again = evaluate_policy(chain, best.extra["policy"], T, cost)
     assert abs(again.time - best.time) < 1e-12
@@ -83,8 +112,9 @@ def test_optimum_never_worse_than_any_heuristic_on_100_random_chains():
     T, D = 5, 4
     rng = np.random.default_rng(2024)
     for trial in range(100):
-        chain = st.DecodingChain.random(3, concentration=float(rng.uniform(0.2, 2.0)),
-                                        similarity=float(rng.uniform(0, 0.9)), rng=rng)
+        chain = st.DecodingChain.random(
+            3, concentration=float(rng.uniform(0.2, 2.0)), similarity=float(rng.uniform(0, 0.9)), rng=rng
+        )
         cost = Cost(float(rng.uniform(0.0, 0.5)))
         state = optimal_policy(chain, T, cost, max_depth=D).time
         path = optimal_policy(chain, T, cost, "path", max_depth=D).time
@@ -101,10 +131,12 @@ def test_optimum_never_worse_than_any_heuristic_on_100_random_chains():
 def test_path_optimum_has_threshold_structure(seed):
     """docs/stopping.md Theorem 2: at each (position, depth, state) the optimum stops iff rho <= rho*."""
     from spectheory.stopping.paths import optimal_paths
+
     rng = np.random.default_rng(seed)
-    chain = st.DecodingChain.random(3, concentration=float(rng.uniform(0.2, 1.5)),
-                                    similarity=float(rng.uniform(0, 0.8)), rng=rng)
-    cost = Cost(float(rng.uniform(0, 0.4)), target_call=lambda k: 1.0 + 0.03 * k)   # non-decreasing t
+    chain = st.DecodingChain.random(
+        3, concentration=float(rng.uniform(0.2, 1.5)), similarity=float(rng.uniform(0, 0.8)), rng=rng
+    )
+    cost = Cost(float(rng.uniform(0, 0.4)), target_call=lambda k: 1.0 + 0.03 * k)  # non-decreasing t
     res = optimal_paths(chain, 10, cost, 5, record_decisions=True)
     n_mixed = 0
     for rec in res.extra["decisions"]:
@@ -115,25 +147,26 @@ def test_path_optimum_has_threshold_structure(seed):
             if stop.any() and (~stop).any():
                 n_mixed += 1
                 assert rho[stop].max() <= rho[~stop].min() + 1e-12
-    assert n_mixed > 0 or seed > 2          # the structure is exercised (both decisions at one state)
+    assert n_mixed > 0 or seed > 2  # the structure is exercised (both decisions at one state)
 
 
 @pytest.mark.parametrize("alpha", [0.1, 0.35, 0.6, 0.8, 0.9, 0.97])
 @pytest.mark.parametrize("c", [0.0, 0.01, 0.05, 0.2, 0.5, 1.0])
 def test_one_state_long_run_optimum_is_optimal_gamma(alpha, c):
-    chain = st.DecodingChain.iid([alpha, 1 - alpha], [1.0, 0.0])     # acceptance exactly alpha
+    chain = st.DecodingChain.iid([alpha, 1 - alpha], [1.0, 0.0])  # acceptance exactly alpha
     D = 64
     res = long_run_optimum(chain, c, max_depth=D)
     g = st.optimal_gamma(alpha, c, max_gamma=D)
     speed = st.walltime_speedup(alpha, g, c)
     np.testing.assert_allclose(res.rate, speed, rtol=1e-12)
     others = [st.walltime_speedup(alpha, h, c) for h in (g - 1, g + 1) if 1 <= h <= D]
-    if all(o < speed * (1 - 1e-9) for o in others):            # no near-tie: the same gamma
+    if all(o < speed * (1 - 1e-9) for o in others):  # no near-tie: the same gamma
         assert int(res.lengths[0]) == g
 
 
 def test_long_run_rate_of_fixed_gamma_is_the_limit_of_the_finite_horizon():
     from spectheory.stopping.optimal import long_run_rate
+
     chain = st.DecodingChain.random(3, concentration=0.5, rng=4)
     rate = long_run_rate(chain, 3, 0.1)
     # time(T) = T / rate + O(1): the difference quotient over T is exact up to the transient
@@ -143,12 +176,14 @@ def test_long_run_rate_of_fixed_gamma_is_the_limit_of_the_finite_horizon():
 
 def test_long_run_optimum_beats_fixed_gamma_on_a_context_dependent_chain():
     from spectheory.chain.examples import easy_hard_chain
+
     chain = easy_hard_chain(0.9)
     res = long_run_optimum(chain, 0.05, max_depth=32)
-    assert len(set(res.lengths[:8].tolist())) == 2                     # easy and hard states differ
+    assert len(set(res.lengths[:8].tolist())) == 2  # easy and hard states differ
     from spectheory.stopping.optimal import long_run_rate
+
     assert res.rate > max(long_run_rate(chain, k, 0.05) for k in range(1, 33)) * 1.01
-    T = 400                                                            # the finite optimum approaches it
+    T = 400  # the finite optimum approaches it
     fin = optimal_policy(chain, T, 0.05, max_depth=32)
     assert abs(T / fin.time - res.rate) / res.rate < 0.02
 

@@ -6,6 +6,7 @@ conditional expectations equal the exact evaluation (an independent backward rec
 drafted paths) to 1e-12. Then the estimator itself: the mean over sampled target paths agrees
 with the exact value within 5 standard errors (fixed seeds: a false failure has probability
 about 6e-7 per comparison)."""
+
 import itertools
 
 import numpy as np
@@ -13,8 +14,14 @@ import pytest
 
 import spectheory as st
 from spectheory.montecarlo import sample_target
-from spectheory.stopping import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule, RejectionThreshold,
-                                 evaluate_policy)
+from spectheory.stopping import (
+    ConfidenceThreshold,
+    EntropyRule,
+    FixedGamma,
+    HFSchedule,
+    RejectionThreshold,
+    evaluate_policy,
+)
 from spectheory.stopping.along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 
 V, T = 3, 5
@@ -31,12 +38,18 @@ CHAINS = {
 
 
 def _policies(chain):
-    top = np.median(chain.draft.max(-1))          # thresholds that stop in some states, not in others
+    top = np.median(chain.draft.max(-1))  # thresholds that stop in some states, not in others
     q = chain.draft
     ent = np.median(-(q * np.log(np.where(q > 0, q, 1.0))).sum(-1))
-    return [FixedGamma(2), FixedGamma(7), ConfidenceThreshold(top, max_depth=4),
-            ConfidenceThreshold(0.3, max_depth=4, statistic="token"), EntropyRule(ent, max_depth=4),
-            HFSchedule(2, max_depth=4), HFSchedule(1, increase=1, decrease=2, max_depth=3, confidence=top)]
+    return [
+        FixedGamma(2),
+        FixedGamma(7),
+        ConfidenceThreshold(top, max_depth=4),
+        ConfidenceThreshold(0.3, max_depth=4, statistic="token"),
+        EntropyRule(ent, max_depth=4),
+        HFSchedule(2, max_depth=4),
+        HFSchedule(1, increase=1, decrease=2, max_depth=3, confidence=top),
+    ]
 
 
 def _all_paths(chain):
@@ -60,7 +73,9 @@ def test_average_over_all_target_paths_is_the_exact_value(name):
     for policy in _policies(chain):
         dp = policy_round_dp(inp["reject"], policy, inp["top"], inp["entropy"], inp["token_prob"])
         exact = evaluate_policy(chain, policy, T)
-        np.testing.assert_allclose(prob @ dp["target_calls"], exact.target_calls, rtol=1e-12, err_msg=repr(policy))
+        np.testing.assert_allclose(
+            prob @ dp["target_calls"], exact.target_calls, rtol=1e-12, err_msg=repr(policy)
+        )
         # every round ends with a rejection or all drafts accepted; every token is accepted, a residual or a bonus
         np.testing.assert_allclose(dp["rejections"] + dp["full_rounds"], dp["target_calls"], rtol=1e-12)
         np.testing.assert_allclose(dp["counts"].sum(1), dp["target_calls"], rtol=1e-12)
@@ -80,9 +95,15 @@ def test_sampled_paths_agree_with_exact_within_5_se():
     chain = _start0(st.DecodingChain.random(4, concentration=0.4, similarity=0.5, rng=48))
     horizon = 12
     inp = chain_path_inputs(chain, sample_target(chain, horizon, 3000, rng=5))
-    for policy in [FixedGamma(3), ConfidenceThreshold(0.45, max_depth=5), EntropyRule(1.1, max_depth=5),
-                   HFSchedule(2, max_depth=5)]:
-        calls = policy_round_dp(inp["reject"], policy, inp["top"], inp["entropy"], inp["token_prob"])["target_calls"]
+    for policy in [
+        FixedGamma(3),
+        ConfidenceThreshold(0.45, max_depth=5),
+        EntropyRule(1.1, max_depth=5),
+        HFSchedule(2, max_depth=5),
+    ]:
+        calls = policy_round_dp(inp["reject"], policy, inp["top"], inp["entropy"], inp["token_prob"])[
+            "target_calls"
+        ]
         exact = evaluate_policy(chain, policy, horizon).target_calls
         mean, se = calls.mean(), calls.std(ddof=1) / np.sqrt(calls.size)
         assert abs(mean - exact) <= 5 * se, (policy, mean, exact, se)
@@ -94,7 +115,7 @@ def test_never_rejected_paths_are_deterministic():
     out = policy_round_dp(np.zeros((2, 12)), HFSchedule(1, max_depth=8))
     # counter 1, 3, 5: rounds emit 2, 4, 6 tokens (as in the simulator's test)
     np.testing.assert_array_equal(out["target_calls"], [3.0, 3.0])
-    out = policy_round_dp(np.ones((1, 4)), FixedGamma(3))     # every check rejected: one token per call
+    out = policy_round_dp(np.ones((1, 4)), FixedGamma(3))  # every check rejected: one token per call
     np.testing.assert_array_equal(out["target_calls"], [4.0])
     np.testing.assert_array_equal(out["rejections"], [4.0])
 

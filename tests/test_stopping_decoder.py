@@ -1,6 +1,7 @@
 """Draft-length policies inside the real decoder: on torch models that are exactly a chain, the
 decoder's measured target calls and draft steps agree with the exact evaluation (5 standard
 errors, fixed seeds: a false failure has probability about 6e-7 per comparison)."""
+
 import numpy as np
 import pytest
 
@@ -8,26 +9,38 @@ torch = pytest.importorskip("torch")
 
 import spectheory as st  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
+from spectheory.stopping import (
+    ConfidenceThreshold,
+    EntropyRule,
+    FixedGamma,
+    HFSchedule,  # noqa: E402
+    RejectionThreshold,
+    evaluate_policy,
+)
 from spectheory.stopping.runtime import chain_models  # noqa: E402
-from spectheory.stopping import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule,  # noqa: E402
-                                 RejectionThreshold, evaluate_policy)
-
 
 V, T, B = 4, 10, 1200
 # draft top probabilities (0.35, 0.5, 0.43, 0.77), entropies (1.36, 0.96, 1.29, 0.77): the rules below
 # stop in some states and not in others
 CHAIN = st.DecodingChain.random(V, concentration=0.4, similarity=0.5, rng=48)
-CHAIN0 = st.DecodingChain(CHAIN.target, CHAIN.draft, initial=np.eye(V)[0])   # prompts end in token 0
+CHAIN0 = st.DecodingChain(CHAIN.target, CHAIN.draft, initial=np.eye(V)[0])  # prompts end in token 0
 TARGET, DRAFT = chain_models(CHAIN)
 
 
-@pytest.mark.parametrize("policy", [FixedGamma(3), ConfidenceThreshold(0.45, max_depth=5),
-                                    ConfidenceThreshold(0.3, max_depth=5, statistic="token"),
-                                    EntropyRule(1.1, max_depth=5), HFSchedule(2, max_depth=5),
-                                    HFSchedule(3, max_depth=5, confidence=0.45)], ids=repr)
+@pytest.mark.parametrize(
+    "policy",
+    [
+        FixedGamma(3),
+        ConfidenceThreshold(0.45, max_depth=5),
+        ConfidenceThreshold(0.3, max_depth=5, statistic="token"),
+        EntropyRule(1.1, max_depth=5),
+        HFSchedule(2, max_depth=5),
+        HFSchedule(3, max_depth=5, confidence=0.45),
+    ],
+    ids=repr,
+)
 def test_decoder_with_policy_matches_exact_evaluation(policy):
-    res = speculative_generate(TARGET, DRAFT, [[0]] * B, T, gamma=8,
-                               policy=policy, seed=123)
+    res = speculative_generate(TARGET, DRAFT, [[0]] * B, T, gamma=8, policy=policy, seed=123)
     exact = evaluate_policy(CHAIN0, policy, T)
     for name, value in (("target_calls", exact.target_calls), ("draft_tokens", exact.draft_tokens)):
         x = np.asarray(getattr(res.stats, name), dtype=np.float64)
@@ -47,9 +60,7 @@ def test_fixed_gamma_policy_is_the_plain_decoder():
 
 def test_oracle_policy_is_not_runnable():
     with pytest.raises(ValueError, match="not runnable"):
-        speculative_generate(TARGET, DRAFT, [[0]], 4, gamma=4,
-                             policy=RejectionThreshold(0.5))
-
+        speculative_generate(TARGET, DRAFT, [[0]], 4, gamma=4, policy=RejectionThreshold(0.5))
 
 
 @pytest.fixture(scope="module")
@@ -57,17 +68,27 @@ def path_inputs():
     """Per-position inputs along 1500 target paths of the chain models (one pass of each model)."""
     from spectheory.validation import sample_paths
     from spectheory.validation.policy_predict import policy_path_inputs
+
     return policy_path_inputs(TARGET, DRAFT, sample_paths(TARGET, [[0]] * 1500, T, seed=99), 1)
 
 
-@pytest.mark.parametrize("policy", [FixedGamma(3), ConfidenceThreshold(0.45, max_depth=5),
-                                    ConfidenceThreshold(0.3, max_depth=5, statistic="token"),
-                                    EntropyRule(1.1, max_depth=5), HFSchedule(2, max_depth=5)], ids=repr)
+@pytest.mark.parametrize(
+    "policy",
+    [
+        FixedGamma(3),
+        ConfidenceThreshold(0.45, max_depth=5),
+        ConfidenceThreshold(0.3, max_depth=5, statistic="token"),
+        EntropyRule(1.1, max_depth=5),
+        HFSchedule(2, max_depth=5),
+    ],
+    ids=repr,
+)
 def test_rao_blackwellised_prediction_on_chain_models_matches_exact(policy, path_inputs):
     """The torch side of the prediction (model passes along target-sampled paths) on models that are
     exactly a chain: the mean over paths of the exact conditional calls = evaluate_policy within 5 SE,
     and so is tokens per call with its delta-method SE."""
     from spectheory.validation.policy_predict import predict_policy
+
     pred = predict_policy(path_inputs, policy, gamma=8)
     exact = evaluate_policy(CHAIN0, policy, T)
     mean, se = pred["target_calls"]
@@ -81,6 +102,7 @@ def test_fixed_gamma_along_paths_is_the_fixed_gamma_validation():
     Rao-Blackwellisation), to 1e-12 on arbitrary rejection probabilities."""
     from spectheory.stopping.along_paths import policy_round_dp
     from spectheory.validation import round_dp
+
     r = np.random.default_rng(0).random((50, 20)) ** 3
     for g in (1, 3, 8, 30):
         a, b = policy_round_dp(r, FixedGamma(g)), round_dp(r, g, True)

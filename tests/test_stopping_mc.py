@@ -1,12 +1,22 @@
 """Draft-length policies: exact evaluation against Monte Carlo (5 standard errors, fixed seeds:
 a false failure has probability about 6e-7 per comparison)."""
+
 import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.stopping import (ConfidenceThreshold, Cost, EntropyRule, FixedGamma, HFSchedule,
-                                 RejectionThreshold, evaluate_policy, leviathan_policy, optimal_policy,
-                                 simulate_policy)
+from spectheory.stopping import (
+    ConfidenceThreshold,
+    Cost,
+    EntropyRule,
+    FixedGamma,
+    HFSchedule,
+    RejectionThreshold,
+    evaluate_policy,
+    leviathan_policy,
+    optimal_policy,
+    simulate_policy,
+)
 
 T = 10
 COST = Cost(0.15, target_call=lambda k: 1.0 + 0.05 * k)
@@ -18,11 +28,17 @@ CHAINS = {
 
 
 def _policies(chain):
-    return [FixedGamma(3), leviathan_policy(chain, T, COST, max_depth=6),
-            ConfidenceThreshold(0.5, max_depth=5), ConfidenceThreshold(0.4, max_depth=5, statistic="token"),
-            EntropyRule(0.8, max_depth=5), RejectionThreshold(0.4, max_depth=5),
-            HFSchedule(2, max_depth=5), HFSchedule(3, max_depth=5, confidence=0.5),
-            optimal_policy(chain, T, COST, max_depth=5).extra["policy"]]
+    return [
+        FixedGamma(3),
+        leviathan_policy(chain, T, COST, max_depth=6),
+        ConfidenceThreshold(0.5, max_depth=5),
+        ConfidenceThreshold(0.4, max_depth=5, statistic="token"),
+        EntropyRule(0.8, max_depth=5),
+        RejectionThreshold(0.4, max_depth=5),
+        HFSchedule(2, max_depth=5),
+        HFSchedule(3, max_depth=5, confidence=0.5),
+        optimal_policy(chain, T, COST, max_depth=5).extra["policy"],
+    ]
 
 
 @pytest.mark.parametrize("name", list(CHAINS))
@@ -32,8 +48,12 @@ def test_exact_equals_monte_carlo_for_every_policy(name):
     for policy in _policies(chain):
         exact = evaluate_policy(chain, policy, T, COST)
         sim = simulate_policy(chain, policy, T, COST, n_runs=4000, rng=rng, progress=False)
-        for stat, value in (("target_calls", exact.target_calls), ("draft_tokens", exact.draft_tokens),
-                            ("target_time", exact.target_time), ("time", exact.time)):
+        for stat, value in (
+            ("target_calls", exact.target_calls),
+            ("draft_tokens", exact.draft_tokens),
+            ("target_time", exact.target_time),
+            ("time", exact.time),
+        ):
             mean, se = sim.mean_se(stat)
             assert abs(mean - value) <= 5 * se + 1e-12, (name, policy, stat, mean, value, se)
 
@@ -46,8 +66,16 @@ def test_simulation_of_an_always_accepted_chain_is_deterministic():
     assert evaluate_policy(chain, HFSchedule(1, max_depth=8), 12, 0.1).target_calls == 3.0
 
 
-@pytest.mark.parametrize("policy", [FixedGamma(3), ConfidenceThreshold(0.5, max_depth=5), HFSchedule(2, max_depth=5),
-                                    RejectionThreshold(0.4, max_depth=5)], ids=repr)
+@pytest.mark.parametrize(
+    "policy",
+    [
+        FixedGamma(3),
+        ConfidenceThreshold(0.5, max_depth=5),
+        HFSchedule(2, max_depth=5),
+        RejectionThreshold(0.4, max_depth=5),
+    ],
+    ids=repr,
+)
 def test_st_simulate_with_a_policy_is_simulate_policy(policy):
     """st.simulate(..., policy=) hands the call to the policy (montecarlo never imports stopping):
     the same draws as simulate_policy for the same rng, and the exact value within 5 SE."""
@@ -72,4 +100,4 @@ def test_st_simulate_policy_arguments():
         st.simulate(chain, T, policy=object(), n_runs=10)
     with pytest.raises(ValueError, match="cost"):
         st.simulate(chain, T, 3, 10, cost=0.1)
-    assert st.simulate(chain, T, 3, 10, rng=0).gamma == 3          # the plain call is unchanged
+    assert st.simulate(chain, T, 3, 10, rng=0).gamma == 3  # the plain call is unchanged

@@ -1,10 +1,9 @@
 """Sweeps: identical results serially, in local processes and on a Dask LocalCluster; disk cache."""
-import numpy as np
+
 import pytest
 
 from spectheory.app.sweeps import grid, run_sweep, task_key
 from spectheory.app.tasks import chain_task
-
 
 PARAMS = grid(seed=[0, 1], gamma=[1, 3], vocab_size=[4], horizon=[6], n_runs=[200])
 
@@ -27,6 +26,7 @@ def test_serial_equals_processes_and_cache_resumes(tmp_path):
     def spy(**p):
         calls.append(p)
         return chain_task(**p)
+
     spy.__module__, spy.__qualname__ = chain_task.__module__, chain_task.__qualname__
     again = run_sweep(spy, PARAMS, cache_dir=tmp_path, progress=False)
     assert again == serial and calls == []
@@ -34,8 +34,9 @@ def test_serial_equals_processes_and_cache_resumes(tmp_path):
 
 def test_dask_local_cluster_gives_identical_results():
     distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster:
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
         on_dask = run_sweep(chain_task, PARAMS, scheduler=cluster.scheduler_address, progress=False)
     assert on_dask == run_sweep(chain_task, PARAMS, progress=False)
 

@@ -4,6 +4,7 @@ Statistical notes: the kit's own thresholds are Bonferroni-split so that a corre
 fails a run with probability < 1e-4; every seed below is fixed, so these tests are
 deterministic. Monte Carlo comparisons in this file use >= 5 standard errors (stated where used).
 """
+
 import itertools
 from fractions import Fraction
 
@@ -13,10 +14,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import spectheory as st
-from spectheory.testing import (FAMILIES, Instance, accepted_count, as_batched, assert_verifier_lossless,
-                                assert_verifier_optimal,
-                                check_verifier, constant_uniform_rng, from_round_verifier, make_instance,
-                                reference_verify, reference_verify_batch)
+from spectheory.testing import (
+    FAMILIES,
+    Instance,
+    accepted_count,
+    as_batched,
+    assert_verifier_lossless,
+    assert_verifier_optimal,
+    check_verifier,
+    constant_uniform_rng,
+    from_round_verifier,
+    make_instance,
+    reference_verify,
+    reference_verify_batch,
+)
 from spectheory.testing import strategies as sst
 from spectheory.testing.gallery import GALLERY
 
@@ -27,7 +38,9 @@ GALLERY_SAMPLES = 2000
 
 # --------------------------------------------------------------------------- correct verifiers
 def test_reference_verify_passes_kit():
-    report = check_verifier(reference_verify, n_samples=1500, seed=11)   # per round: the token Verifier rule, 1 row a call
+    report = check_verifier(
+        reference_verify, n_samples=1500, seed=11
+    )  # per round: the token Verifier rule, 1 row a call
     assert report.passed, str(report)
     assert report.n_tests > 30
 
@@ -37,10 +50,12 @@ def test_reference_batch_passes_full_default_kit():
     assert report.config["n_samples"] == 20_000
 
 
-@pytest.mark.parametrize("module, fn", [("spectheory.verifiers.token", "TOKEN"),
-                                        ("spectheory.verifiers.block", "BLOCK")])
+@pytest.mark.parametrize(
+    "module, fn", [("spectheory.verifiers.token", "TOKEN"), ("spectheory.verifiers.block", "BLOCK")]
+)
 def test_package_samplers_pass_kit(module, fn):
     import importlib
+
     verify_round = getattr(importlib.import_module(module), fn).verify_round
     report = check_verifier(from_round_verifier(verify_round), seed=13)
     assert report.passed, str(report)
@@ -49,6 +64,7 @@ def test_package_samplers_pass_kit(module, fn):
 def _load_simulation(name):
     import importlib.util
     import pathlib
+
     path = pathlib.Path(__file__).resolve().parent.parent / "simulations" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
@@ -86,11 +102,11 @@ def test_gallery_bug_is_flagged(name):
     for check in must_fail:
         assert check in report.failed, f"{name}: expected {check} to fail, failed {report.failed}"
         assert report[check].failing_instance, "a failing check must show a failing instance"
-    if name == "wasteful_lossless":     # lossless: only the efficiency checks may flag it
+    if name == "wasteful_lossless":  # lossless: only the efficiency checks may flag it
         assert report.lossless_passed, str(report)
         with pytest.raises(AssertionError):
             assert_verifier_optimal(verify, n_samples=GALLERY_SAMPLES, seed=7)
-        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=7)   # losslessness only
+        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=7)  # losslessness only
 
 
 def test_gallery_has_ten_bug_classes():
@@ -199,8 +215,9 @@ def test_accepted_count_law_matches_enumeration(family):
     for j in range(inst.k + 1):
         axes = tuple(a for a in range(inst.k + 1) if a != j)
         np.testing.assert_allclose(seq.sum(axis=axes), inst.position_laws()[j], atol=1e-12)
-    assert inst.first_acceptance() == pytest.approx(float(st.acceptance_rate(inst.target[0, inst.s0],
-                                                                             inst.draft[0, inst.s0])))
+    assert inst.first_acceptance() == pytest.approx(
+        float(st.acceptance_rate(inst.target[0, inst.s0], inst.draft[0, inst.s0]))
+    )
 
 
 def test_accepted_count_law_matches_monte_carlo():
@@ -211,13 +228,13 @@ def test_accepted_count_law_matches_monte_carlo():
     freq = np.bincount((out != -1).sum(1) - 1, minlength=4) / N
     law = inst.accepted_count_law()
     se = np.sqrt(law * (1 - law) / N)
-    assert np.all(np.abs(freq - law) <= 5 * se + 1e-12)      # 5 standard errors
+    assert np.all(np.abs(freq - law) <= 5 * se + 1e-12)  # 5 standard errors
 
 
 def test_constant_uniform_rng_values():
     assert constant_uniform_rng("low").random(300).max() == 0.0
     assert np.all(constant_uniform_rng("high").random(300) == 1 - 2**-53)
-    assert constant_uniform_rng("low").integers(0, 10) == 0      # integer draws terminate
+    assert constant_uniform_rng("low").integers(0, 10) == 0  # integer draws terminate
 
 
 # ------------------------------------------------------------------------- strategies
@@ -254,9 +271,16 @@ def test_strategy_objects(chain, inst):
 
 
 # ----------------------------------------------------------------------------- bad input
-@pytest.mark.parametrize("kwargs, word", [({"n_samples": 0}, "n_samples"), ({"vocab_sizes": [1]}, "vocab_sizes"),
-                                          ({"gammas": [0]}, "gammas"), ({"families": ["nope"]}, "families"),
-                                          ({"alpha": 0.0}, "alpha")])
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [
+        ({"n_samples": 0}, "n_samples"),
+        ({"vocab_sizes": [1]}, "vocab_sizes"),
+        ({"gammas": [0]}, "gammas"),
+        ({"families": ["nope"]}, "families"),
+        ({"alpha": 0.0}, "alpha"),
+    ],
+)
 def test_check_verifier_bad_input(kwargs, word):
     with pytest.raises(ValueError, match=word):
         check_verifier(reference_verify, **kwargs)
@@ -296,7 +320,7 @@ def test_torch_adapter():
 
     assert check_verifier(from_torch_sampler(torch_reference_sampler), n_samples=5000, seed=1).passed
 
-    def vllm_like(target, bonus_ids, draft, ids, gen, pad=999):   # engine pads with 999, bonus given
+    def vllm_like(target, bonus_ids, draft, ids, gen, pad=999):  # engine pads with 999, bonus given
         out = torch_reference_sampler(target, draft, ids, gen)
         n = (out != -1).sum(1)
         k = ids.shape[1]
@@ -308,7 +332,7 @@ def test_torch_adapter():
     out = v(np.full((3, 4), 0.25), np.full((2, 4), 0.25), np.array([1, 2]), rng=0)
     assert out.tolist()[:2] == [1, 2] and len(out) == 3
 
-    def bonus_from_draft(target, draft, ids, gen):             # the same bug class, in torch
+    def bonus_from_draft(target, draft, ids, gen):  # the same bug class, in torch
         return torch_reference_sampler(torch.cat([target[:, :-1], draft[:, -1:]], 1), draft, ids, gen)
 
     r = check_verifier(from_torch_sampler(bonus_from_draft), n_samples=5000, seed=3)
@@ -317,6 +341,9 @@ def test_torch_adapter():
     def counts(target, draft, ids, gen):
         out = torch_reference_sampler(target, draft, ids, gen)
         return out.clamp_min(0), (out != -1).sum(1) - 1
-    assert check_verifier(from_torch_sampler(counts, output="tokens_and_num_accepted"), n_samples=3000, seed=4).passed
+
+    assert check_verifier(
+        from_torch_sampler(counts, output="tokens_and_num_accepted"), n_samples=3000, seed=4
+    ).passed
     with pytest.raises(ValueError, match="output"):
         from_torch_sampler(counts, output="nope")

@@ -1,18 +1,29 @@
 """Conformance kit, numpy side: protocols (bonus off, stop token, batches), whole samplers, field bugs, reports."""
+
 import numpy as np
 import pytest
 
-from spectheory.testing import (as_batched, assert_sampler_lossless, assert_verifier_lossless,
-                                assert_verifier_optimal, check_sampler, check_verifier, make_instance,
-                                reference_verify, reference_verify_batch)
+from spectheory.testing import (
+    as_batched,
+    assert_sampler_lossless,
+    assert_verifier_lossless,
+    assert_verifier_optimal,
+    check_sampler,
+    check_verifier,
+    make_instance,
+    reference_verify,
+    reference_verify_batch,
+)
 from spectheory.testing.gallery import GALLERY
 from spectheory.testing.gallery_field import FIELD_BUGS, STOP_TOKEN, stop_aware
 from spectheory.testing.gallery_samplers import SAMPLER_BUGS, make_sampler
 from spectheory.testing.whole import ToyModel, process_logits
 
-N = 1000   # samples per instance in these tests (the field bugs are flagged well below it)
-NS = 500   # the same for whole samplers (Python drafting loops; both glue bugs are flagged at 500 in 5/5 seeds)
-FEW = ("zeros", "equal", "markov", "tiny")   # a quick subset of families for the passing runs
+N = 1000  # samples per instance in these tests (the field bugs are flagged well below it)
+NS = (
+    500  # the same for whole samplers (Python drafting loops; both glue bugs are flagged at 500 in 5/5 seeds)
+)
+FEW = ("zeros", "equal", "markov", "tiny")  # a quick subset of families for the passing runs
 
 
 def no_bonus(target_probs, draft_probs, draft_tokens, rng):
@@ -40,6 +51,7 @@ def test_bonus_off_rejects_a_bonus_token():
 def test_bonus_attribute_of_the_verifier_sets_the_protocol():
     def verify(*a):
         return no_bonus(*a)
+
     verify.bonus = False
     assert check_verifier(verify, n_samples=500, seed=3).config["protocol"]["bonus"] is False
 
@@ -89,10 +101,12 @@ def test_rows_per_call_and_a_cross_row_bug():
         m = int(lengths.min())
         cut = out.copy()
         cut[:, m:] = -1
-        for i in np.flatnonzero(lengths > m):          # residual drawn from the target instead
-            cut[i, m - 1] = min(int(np.searchsorted(np.cumsum(tp[i, m - 1]), rng.random(), side="right")),
-                                tp.shape[-1] - 1)
+        for i in np.flatnonzero(lengths > m):  # residual drawn from the target instead
+            cut[i, m - 1] = min(
+                int(np.searchsorted(np.cumsum(tp[i, m - 1]), rng.random(), side="right")), tp.shape[-1] - 1
+            )
         return cut
+
     report = check_verifier(as_batched(batch_min_accepted), n_samples=N, seed=6, rows_per_call=8)
     assert not report.lossless_passed
 
@@ -129,7 +143,9 @@ def test_field_bug_flagged(name):
 def test_process_logits_matches_hand_values():
     logits = np.log([0.1, 0.4, 0.2, 0.3])
     np.testing.assert_allclose(process_logits(logits, top_k=2), [0, 4 / 7, 0, 3 / 7])
-    np.testing.assert_allclose(process_logits(logits, top_p=0.6), [0, 4 / 7, 0, 3 / 7])   # 0.1+0.2 <= 0.4 dropped
+    np.testing.assert_allclose(
+        process_logits(logits, top_p=0.6), [0, 4 / 7, 0, 3 / 7]
+    )  # 0.1+0.2 <= 0.4 dropped
     np.testing.assert_allclose(process_logits(logits, top_p=0.75), [0, 4 / 9, 2 / 9, 3 / 9])
     w = np.array([0.1, 0.4, 0.2, 0.3]) ** 2
     np.testing.assert_allclose(process_logits(logits, temperature=0.5), w / w.sum())
@@ -157,7 +173,7 @@ def test_correct_greedy_sampler_passes():
 def test_sampler_field_bug_flagged(name):
     sampler, desc, must_fail, reported_by, opts = SAMPLER_BUGS[name]
     report = check_sampler(sampler, n_samples=NS, seed=15, **opts)
-    flagged = [c for c in must_fail if c in report.failed]      # flagged by at least one of them
+    flagged = [c for c in must_fail if c in report.failed]  # flagged by at least one of them
     assert flagged, f"{name}: {report.failed}"
     assert report[flagged[0]].failing_instance
 
@@ -168,12 +184,14 @@ def test_check_sampler_catches_crash_and_bad_output():
 
     def floats(target, draft, prefix, k, rng):
         return np.array([0.5])
+
     assert "runs_without_error" in check_sampler(crash, n_samples=10).failed
     assert "output_format" in check_sampler(floats, n_samples=10).failed
 
 
-@pytest.mark.parametrize("kwargs, word", [({"temperature": 0}, "temperature"), ({"top_k": 0}, "top_k"),
-                                          ({"top_p": 1.5}, "top_p")])
+@pytest.mark.parametrize(
+    "kwargs, word", [({"temperature": 0}, "temperature"), ({"top_k": 0}, "top_k"), ({"top_p": 1.5}, "top_p")]
+)
 def test_check_sampler_bad_input(kwargs, word):
     with pytest.raises(ValueError, match=word):
         check_sampler(make_sampler(), n_samples=10, **kwargs)

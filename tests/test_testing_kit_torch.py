@@ -1,4 +1,5 @@
 """Conformance kit, torch side: routed random streams, the engine adapters, the installed HuggingFace function."""
+
 import functools
 
 import numpy as np
@@ -10,8 +11,11 @@ torch = pytest.importorskip("torch")
 from spectheory.testing import check_verifier  # noqa: E402
 from spectheory.testing.adapters import from_batched_probs, hf_speculative_sampling  # noqa: E402
 from spectheory.testing.gallery_field import FIELD_BUGS  # noqa: E402
-from spectheory.testing.torch_adapter import (from_torch_sampler, torch_reference_sampler,  # noqa: E402
-                                              vllm_style_sampler)
+from spectheory.testing.torch_adapter import (
+    from_torch_sampler,
+    torch_reference_sampler,  # noqa: E402
+    vllm_style_sampler,
+)
 from spectheory.testing.torch_random import kit_torch_random, torch_is_routed  # noqa: E402
 
 FEW = ("zeros", "equal", "markov", "tiny")
@@ -24,12 +28,12 @@ def test_forced_draws_reach_every_routed_function():
         assert torch.rand_like(torch.zeros(2, dtype=torch.float64)).tolist() == [0.0, 0.0]
         assert torch.empty(4).uniform_(2.0, 3.0).tolist() == [2.0] * 4
         e = torch.empty(3).exponential_()
-        assert (e > 0).all() and (e < 1e-6).all()                  # smallest, never 0
+        assert (e > 0).all() and (e < 1e-6).all()  # smallest, never 0
         assert torch.multinomial(torch.tensor([[0.0, 0.5, 0.5, 0.0]]), 1).item() == 1
     with kit_torch_random(force="high"):
-        assert torch.rand(2).tolist() == [1 - 2 ** -24] * 2        # float32 resolution, below 1
-        assert torch.rand(1, dtype=torch.float64).item() == 1 - 2 ** -53
-        assert torch.tensor([0.0, 0.5, 0.5, 0.0]).multinomial(1).item() == 2   # last positive weight
+        assert torch.rand(2).tolist() == [1 - 2**-24] * 2  # float32 resolution, below 1
+        assert torch.rand(1, dtype=torch.float64).item() == 1 - 2**-53
+        assert torch.tensor([0.0, 0.5, 0.5, 0.0]).multinomial(1).item() == 2  # last positive weight
         assert torch.multinomial(torch.tensor([[0.0, 1.0, 1.0, 0.0]] * 40), 1)[:, 0].eq(2).all()
     assert not torch_is_routed()
 
@@ -64,7 +68,7 @@ def test_context_restores_torch_and_nests():
     rand = torch.rand
     with kit_torch_random(force="low"):
         with kit_torch_random(force="high"):
-            assert torch.rand(1).item() == 1 - 2 ** -24
+            assert torch.rand(1).item() == 1 - 2**-24
         assert torch.rand(1).item() == 0.0
     assert torch.rand is rand and not torch_is_routed()
 
@@ -77,8 +81,9 @@ def test_leq_torch_reference_is_flagged_fast_and_strict_passes():
     assert "kit_torch_random(force='low')" in report["forced_uniforms"].failing_instance
     # opting out of the routing hides it again (the gap reported in issue 10)
     assert check_verifier(leq, n_samples=50, seed=0, torch_random=False).passed
-    assert check_verifier(from_torch_sampler(torch_reference_sampler), n_samples=1000, seed=0,
-                          families=FEW).passed
+    assert check_verifier(
+        from_torch_sampler(torch_reference_sampler), n_samples=1000, seed=0, families=FEW
+    ).passed
 
 
 def test_field_bug_leq_float32_torch_is_flagged():
@@ -92,8 +97,9 @@ def test_from_batched_probs_passes_correct_and_flags_a_bug():
     assert check_verifier(from_batched_probs(vllm_style_sampler), n_samples=1000, seed=2, families=FEW).passed
 
     def uniform_q(target_probs, bonus_token_ids, draft_probs, draft_token_ids):
-        flat = torch.full_like(draft_probs, 1.0 / draft_probs.shape[-1])    # BUG: q replaced by uniform
+        flat = torch.full_like(draft_probs, 1.0 / draft_probs.shape[-1])  # BUG: q replaced by uniform
         return vllm_style_sampler(target_probs, bonus_token_ids, flat, draft_token_ids)
+
     report = check_verifier(from_batched_probs(uniform_q), n_samples=1000, seed=2)
     assert not report.lossless_passed
 
@@ -108,16 +114,23 @@ def test_from_batched_probs_bonus_off_protocol():
 def test_from_batched_probs_reads_argument_names():
     calls = {}
 
-    def swapped(draft_token_ids, draft_probs, bonus_token_ids, target_probs):   # another order
+    def swapped(draft_token_ids, draft_probs, bonus_token_ids, target_probs):  # another order
         calls["ok"] = draft_probs.shape == target_probs.shape
         return vllm_style_sampler(target_probs, bonus_token_ids, draft_probs, draft_token_ids)
+
     assert check_verifier(from_batched_probs(swapped), n_samples=300, seed=4, families=FEW).passed
     assert calls["ok"]
 
 
 # ----------------------------------------------------------------------- HuggingFace adapter
-def _hf_old_softmax(candidate_input_ids, candidate_logits, candidate_length, new_logits,
-                    last_assistant_token_is_eos, max_matches):
+def _hf_old_softmax(
+    candidate_input_ids,
+    candidate_logits,
+    candidate_length,
+    new_logits,
+    last_assistant_token_is_eos,
+    max_matches,
+):
     """HuggingFace's function before PR #28508 (older signature): residual renormalised by softmax."""
     new_ids = candidate_input_ids[:, -candidate_length:]
     q = candidate_logits.softmax(dim=-1)
@@ -129,7 +142,7 @@ def _hf_old_softmax(candidate_input_ids, candidate_logits, candidate_length, new
     n_matches = min(int(n_matches), max_matches)
     p_n = p[:, n_matches, :]
     if n_matches < candidate_length:
-        p_prime = torch.clamp(p_n - q[:, n_matches, :], min=0).softmax(dim=-1)     # BUG
+        p_prime = torch.clamp(p_n - q[:, n_matches, :], min=0).softmax(dim=-1)  # BUG
     else:
         p_prime = p_n
     t = torch.multinomial(p_prime, num_samples=1).squeeze(1)[None, :]
@@ -145,6 +158,7 @@ def test_hf_adapter_reads_an_older_signature_and_flags_the_softmax_bug():
 def test_hf_adapter_refuses_unknown_required_arguments():
     def odd(candidate_input_ids, candidate_logits, candidate_length, new_logits, mystery):
         raise AssertionError
+
     with pytest.raises(ValueError, match="mystery"):
         hf_speculative_sampling(odd)
 

@@ -7,6 +7,7 @@
   target paths (paired differences, 5 SE) and, for traversal (not node-local), against the
   decoder's own target calls (5 SE). Fixed seeds; a false failure is about one in a million.
 """
+
 import itertools
 from fractions import Fraction
 
@@ -24,7 +25,7 @@ def brute_wo(target, draft, k):
     R = [Fraction(0)] * V
     for sib in itertools.permutations(range(V), min(k, V)):
         prob, mass = Fraction(1), Fraction(1)
-        for y in sib:                                   # successive sampling without replacement
+        for y in sib:  # successive sampling without replacement
             prob *= draft[y] / mass if mass else 0
             mass -= draft[y]
         if prob == 0:
@@ -65,12 +66,13 @@ def test_pruned_wo_within_dropped_mass():
     A, R, dropped = wo_node_laws_pruned(t, d, 4, min_prob=1e-2, chunk=4)
     assert dropped.max() > 0
     np.testing.assert_array_less(np.abs(exact - A).sum((0, 2)), dropped + 1e-12)
-    np.testing.assert_allclose(A.sum(0) + R, t, atol=1e-12)           # lossless by construction
+    np.testing.assert_allclose(A.sum(0) + R, t, atol=1e-12)  # lossless by construction
 
 
 def test_round_weights_of_an_exactly_known_round():
     """Root with two children; the path's first token is child 2's: w(n, 1) = P(accept 2) f_2(x2) / p(x1 x2)."""
     from spectheory.trees import DraftTree
+
     tree = DraftTree.from_branching([2])
     tl = np.array([[[0.5, 0.5], [0.2, 0.8], [0.6, 0.4]]])
     acc = np.array([[0.1, 0.3, 0.6]])
@@ -78,7 +80,7 @@ def test_round_weights_of_an_exactly_known_round():
     w = round_weights(tree, np.array([[-1, 0, 1]]), tl, acc, fin, np.array([[1, 0]]), np.array([4]))
     np.testing.assert_allclose(w, [[0.1 * 1.0 / 0.5, 0.6 * 0.6 / (0.5 * 0.6)]])
     w_end = round_weights(tree, np.array([[-1, 0, 1]]), tl, acc, fin, np.array([[1, 0]]), np.array([1]))
-    np.testing.assert_allclose(w_end, [[0.1 * 1.0 / 0.5, 0.6 / 0.5]])    # horizon: nothing emitted after
+    np.testing.assert_allclose(w_end, [[0.1 * 1.0 / 0.5, 0.6 / 0.5]])  # horizon: nothing emitted after
 
 
 torch = pytest.importorskip("torch")
@@ -86,8 +88,10 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def setup():
-    from spectheory.validation.predict import path_statistics, sample_paths
     from test_decoder_trees import gpt
+
+    from spectheory.validation.predict import path_statistics, sample_paths
+
     target, draft = gpt(2, n_layer=2, n_embd=16, vocab=8, scale=5.0), gpt(3, vocab=8, scale=5.0)
     prompts = np.array([[1, 2, 3], [4, 5, 6], [7, 0, 1], [2, 2, 5]])[np.arange(160) % 4]
     T = 5
@@ -103,6 +107,7 @@ def _runner(target, draft, policy, tree=None):
     def run(rule, prompts, n, seed):
         t = tree if tree is not None else DraftTree.from_branching([1] * (n - 1))
         return tree_generate(target, draft, prompts, n, t, rule, seed=seed, policy=policy)
+
     return run
 
 
@@ -112,17 +117,20 @@ def test_emission_weights_unbiased_against_exact_node_local(setup):
     from spectheory.validation.predict import mean_se
     from spectheory.validation.tree_rounds import forced_path_weights, sampled_round_weights
     from spectheory.validation.trees import draft_tables, tree_round_dp
+
     target, draft, _, paths, ps, T = setup
     tree = DraftTree.from_branching([2, 1])
     exact = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, "wo"), T)
-    est = emission_dp(sampled_round_weights(_runner(target, draft, "wo", tree), "tree_rrs_wo", tree, paths, 3, T,
-                                            seed=4), T)
+    est = emission_dp(
+        sampled_round_weights(_runner(target, draft, "wo", tree), "tree_rrs_wo", tree, paths, 3, T, seed=4), T
+    )
     m, se = mean_se(est - exact["target_calls"])
     assert abs(m) < 5 * se, (m, se)
     path = DraftTree.from_branching([1, 1])
     exact = tree_round_dp(path, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], path, "iid"), T)
-    w = forced_path_weights(_runner(target, draft, "iid"), "tree_rrs", 2, paths, 3, T, ps.target_laws,
-                            ps.draft_laws, seed=8)
+    w = forced_path_weights(
+        _runner(target, draft, "iid"), "tree_rrs", 2, paths, 3, T, ps.target_laws, ps.draft_laws, seed=8
+    )
     m, se = mean_se(emission_dp(w, T) - exact["target_calls"])
     assert abs(m) < 5 * se, (m, se)
 
@@ -132,11 +140,15 @@ def test_forced_path_traversal_matches_decoder(setup):
     from spectheory.trees import DraftTree
     from spectheory.validation.predict import mean_se
     from spectheory.validation.tree_rounds import forced_path_weights
+
     target, draft, prompts, paths, ps, T = setup
-    w = forced_path_weights(_runner(target, draft, "wo"), "traversal", 2, paths, 3, T, ps.target_laws,
-                            ps.draft_laws, seed=12)
+    w = forced_path_weights(
+        _runner(target, draft, "wo"), "traversal", 2, paths, 3, T, ps.target_laws, ps.draft_laws, seed=12
+    )
     pm, pse = mean_se(emission_dp(w, T))
-    res = tree_generate(target, draft, list(prompts), T, DraftTree.from_branching([1, 1]), "traversal", seed=21)
+    res = tree_generate(
+        target, draft, list(prompts), T, DraftTree.from_branching([1, 1]), "traversal", seed=21
+    )
     mm, mse = mean_se(res.stats.target_calls.astype(float))
     assert abs(pm - mm) < 5 * np.hypot(pse, mse), (pm, mm)
 
@@ -149,10 +161,13 @@ def test_forced_branch_weights_unbiased_on_branching_trees(setup):
     from spectheory.validation.predict import mean_se
     from spectheory.validation.tree_forced import forced_tree_weights
     from spectheory.validation.trees import draft_tables, tree_round_dp
+
     target, draft, prompts, paths, ps, T = setup
     tree = DraftTree.from_branching([3, 1])
     for v, policy in (("tree_rrs_wo", "wo"), ("tree_rrs", "iid")):
-        exact = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, policy), T)
+        exact = tree_round_dp(
+            tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, policy), T
+        )
         est = emission_dp(forced_tree_weights(target, draft, v, tree, paths, 3, T, seed=6), T)
         m, se = mean_se(est - exact["target_calls"])
         assert abs(m) < 5 * se, (v, m, se)

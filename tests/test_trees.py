@@ -6,6 +6,7 @@ depth-1 trees vs spectheory.verifiers.multidraft, single paths vs token and bloc
 verification, and Monte Carlo vs exact at 5 standard errors with fixed seeds (a false
 failure is about one in a million per comparison).
 """
+
 import itertools
 from fractions import Fraction
 
@@ -13,8 +14,17 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.trees import (DraftTree, TREE_VERIFIERS, node_laws, outcome_law, simulate_tree,
-                              tree_protocol, tree_round_law, tree_rule, tree_sequence_law)
+from spectheory.trees import (
+    TREE_VERIFIERS,
+    DraftTree,
+    node_laws,
+    outcome_law,
+    simulate_tree,
+    tree_protocol,
+    tree_round_law,
+    tree_rule,
+    tree_sequence_law,
+)
 from spectheory.verifiers.block import round_accepted_means
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_rule
 
@@ -27,6 +37,7 @@ def dyadic_chain(V, seed):
 
     def kernel():
         return np.array([rng.multinomial(8, np.ones(V) / V) / 8 for _ in range(V)])
+
     return st.DecodingChain(kernel(), kernel(), np.full(V, 1.0 / V) if V in (2, 4) else None)
 
 
@@ -58,8 +69,9 @@ def test_draft_tree_constructors():
 
 
 # ------------------------------------------------------------------ depth 1 = multidraft
-@pytest.mark.parametrize("verifier,replacement", [("tree_rrs", True), ("tree_rrs_wo", False),
-                                                  ("traversal", False)])
+@pytest.mark.parametrize(
+    "verifier,replacement", [("tree_rrs", True), ("tree_rrs_wo", False), ("traversal", False)]
+)
 @pytest.mark.parametrize("k", [1, 2, 4])
 def test_depth_one_reproduces_multidraft(verifier, replacement, k):
     chain = st.DecodingChain.random(5, rng=3)
@@ -76,8 +88,16 @@ def test_depth_one_rule_equals_rrs_rule_on_same_uniforms():
     ua, uf = rng.random((R, k)), rng.random(R)
     tree = DraftTree.from_branching([k])
     tok = np.concatenate([np.full((R, 1), -1), cand], 1)
-    node, y, _ = tree_rule(tree, tok, np.broadcast_to(t, (R, k + 1, V)), np.broadcast_to(d, (R, k + 1, V)),
-                           np.concatenate([np.zeros((R, 1)), ua], 1), uf, "iid", "rrs")
+    node, y, _ = tree_rule(
+        tree,
+        tok,
+        np.broadcast_to(t, (R, k + 1, V)),
+        np.broadcast_to(d, (R, k + 1, V)),
+        np.concatenate([np.zeros((R, 1)), ua], 1),
+        uf,
+        "iid",
+        "rrs",
+    )
     idx, y_ref = rrs_rule(t, d, cand, ua, uf)
     np.testing.assert_array_equal(node - 1, idx)
     # the tree rule's token follows the accepted path (a bonus after an accepted leaf)
@@ -102,8 +122,12 @@ def test_single_path_traversal_is_block_and_rrs_is_token():
     rand = st.DecodingChain.random(4, horizon=6, rng=5)
     path3 = DraftTree.from_branching([1, 1, 1])
     block, token = round_accepted_means(rand, 1, 3)
-    np.testing.assert_allclose(tree_round_law(rand, path3, "traversal", n0=1, horizon=6) @ np.arange(4), block, atol=1e-13)
-    np.testing.assert_allclose(tree_round_law(rand, path3, "tree_rrs", n0=1, horizon=6) @ np.arange(4), token, atol=1e-13)
+    np.testing.assert_allclose(
+        tree_round_law(rand, path3, "traversal", n0=1, horizon=6) @ np.arange(4), block, atol=1e-13
+    )
+    np.testing.assert_allclose(
+        tree_round_law(rand, path3, "tree_rrs", n0=1, horizon=6) @ np.arange(4), token, atol=1e-13
+    )
 
 
 @pytest.mark.parametrize("bonus", [True, False])
@@ -113,7 +137,9 @@ def test_single_path_protocol_equals_chain_protocol(bonus):
     assert res.target_calls == pytest.approx(chain.expected_target_calls(9, 3, bonus=bonus), abs=1e-12)
     assert res.rejections == pytest.approx(chain.expected_rejections(9, 3, bonus=bonus), abs=1e-12)
     blk = tree_protocol(chain, 9, DraftTree.from_branching([1, 1, 1]), "traversal", bonus=bonus)
-    assert blk.target_calls == pytest.approx(chain.expected_target_calls(9, 3, bonus=bonus, verifier="block"), abs=1e-12)
+    assert blk.target_calls == pytest.approx(
+        chain.expected_target_calls(9, 3, bonus=bonus, verifier="block"), abs=1e-12
+    )
 
 
 # ------------------------------------------------------------------ losslessness
@@ -139,11 +165,15 @@ def test_sequence_law_float_on_inhomogeneous_chain():
 def test_outcome_law_rows_sum_to_one_and_match_target():
     chain = st.DecodingChain.random(3, rng=9)
     from spectheory.trees import enumerate_realisations
+
     tree = SHAPES[1]
     for verifier in TREE_VERIFIERS.values():
-        real = enumerate_realisations(chain.target, chain.draft, chain.next_state, tree, verifier.policy, 0, [0])
-        a, fin = outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"], verifier.policy,
-                             verifier.rule)
+        real = enumerate_realisations(
+            chain.target, chain.draft, chain.next_state, tree, verifier.policy, 0, [0]
+        )
+        a, fin = outcome_law(
+            tree, real["tokens"], real["target_laws"], real["draft_laws"], verifier.policy, verifier.rule
+        )
         np.testing.assert_allclose(a.sum(1), 1.0, atol=1e-13)
         # first emitted token: the root's child on the path, or the root's final token
         first = real["prob"] @ (a[:, 0, None] * fin[:, 0])
@@ -215,15 +245,16 @@ def test_topk_telescoping_symbolically():
     t = sympy.symbols("t1:5", positive=True)
     reach, used = 1, 0
     for j in range(4):
-        r_j = t[j] / (1 - used)                 # target with x_1..x_{j-1} zeroed, renormalised
+        r_j = t[j] / (1 - used)  # target with x_1..x_{j-1} zeroed, renormalised
         assert sympy.simplify(reach * r_j - t[j]) == 0
         reach, used = reach * (1 - r_j), used + t[j]
-    assert sympy.simplify(reach - (1 - sum(t))) == 0   # all rejected: the rest of the target mass
+    assert sympy.simplify(reach - (1 - sum(t))) == 0  # all rejected: the rest of the target mass
 
 
 def test_draw_children_policies():
     rng = np.random.default_rng(0)
     from spectheory.trees import draw_children
+
     d = np.array([[0.5, 0.0, 0.3, 0.2]] * 200)
     wo = draw_children(d, 4, "wo", rng)
     assert np.all(wo[:, 3] == -1) and np.all(np.sort(wo[:, :3], 1) == [0, 2, 3])

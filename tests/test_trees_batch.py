@@ -5,18 +5,23 @@ spectheory.verifiers against tree_rrs on the M-path tree), the tree reading agai
 Monte Carlo with real draft sequences (5 standard errors, fixed seeds: a false failure is
 about one in a million), and the readings against each other on 100 random chains.
 """
+
 import numpy as np
 import pytest
 
 import spectheory as st
 from spectheory.trees import DraftTree, tree_protocol
-from spectheory.trees.batch_tree import (batch_readings, batch_tree_expected, batch_tree_limit_mass,
-                                         simulate_batch_tree)
+from spectheory.trees.batch_tree import (
+    batch_readings,
+    batch_tree_expected,
+    batch_tree_limit_mass,
+    simulate_batch_tree,
+)
 from spectheory.verifiers import batch_expected_rejections
 
-try:                                    # holey_chain moves next to the chain constructors
+try:  # holey_chain moves next to the chain constructors
     from spectheory.chain.examples import holey_chain
-except ImportError:                     # pragma: no cover - before the move
+except ImportError:  # pragma: no cover - before the move
     from spectheory.verifiers import holey_chain
 
 
@@ -25,7 +30,9 @@ def test_first_token_construction_is_tree_rrs_on_paths(gamma, bonus):
     chain = st.DecodingChain.random(3, horizon=6, rng=1)
     for M in (1, 3):
         first = batch_expected_rejections(chain, 6, M, gamma=gamma, bonus=bonus)
-        paths = tree_protocol(chain, 6, DraftTree.paths(M, 6 if gamma is None else gamma), "tree_rrs", bonus=bonus)
+        paths = tree_protocol(
+            chain, 6, DraftTree.paths(M, 6 if gamma is None else gamma), "tree_rrs", bonus=bonus
+        )
         assert paths.rejections == pytest.approx(first.total, abs=1e-12)
         assert paths.target_calls == pytest.approx(first.target_calls, abs=1e-12)
 
@@ -51,8 +58,12 @@ def test_M_equal_one_is_standard_decoding():
         assert res.rejections == pytest.approx(first.total, abs=1e-12)
         assert res.target_calls == pytest.approx(first.target_calls, abs=1e-12)
         if gamma is not None:
-            assert res.rejections == pytest.approx(chain.expected_rejections(8, gamma, bonus=bonus), abs=1e-12)
-            assert res.target_calls == pytest.approx(chain.expected_target_calls(8, gamma, bonus=bonus), abs=1e-12)
+            assert res.rejections == pytest.approx(
+                chain.expected_rejections(8, gamma, bonus=bonus), abs=1e-12
+            )
+            assert res.target_calls == pytest.approx(
+                chain.expected_target_calls(8, gamma, bonus=bonus), abs=1e-12
+            )
 
 
 def test_limit_is_target_mass_outside_draft_support():

@@ -3,10 +3,15 @@
 The kit's false-alarm rate is alpha = 1e-6 per run (chi-square on the completed output law,
 Bonferroni over instances); fixed seeds.
 """
+
 import pytest
 
-from spectheory.testing.trees import (TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier,
-                                      reference_tree_verify)
+from spectheory.testing.trees import (
+    TREE_GALLERY,
+    assert_tree_verifier_lossless,
+    check_tree_verifier,
+    reference_tree_verify,
+)
 from spectheory.trees import TREE_VERIFIERS
 
 
@@ -14,7 +19,7 @@ from spectheory.trees import TREE_VERIFIERS
 def test_library_tree_verifiers_pass(name):
     v = TREE_VERIFIERS[name]
     report = assert_tree_verifier_lossless(reference_tree_verify(name), v.policy, n_samples=4000, rng=1)
-    for row in report.rows:                    # its own exact mean accepted length, at 5 SE
+    for row in report.rows:  # its own exact mean accepted length, at 5 SE
         if name in row["reference_accepted"]:
             assert abs(row["accepted"] - row["reference_accepted"][name]) <= 5 * row["accepted_se"] + 1e-12
 

@@ -5,14 +5,22 @@ the measured positional vector against its Monte Carlo estimate (5 standard erro
 entry, fixed seed); the exact tree value against the per-node engine's protocol; the
 search optimum against the DP's tree (never worse, by construction of the search).
 """
+
 import math
 
 import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.trees import (DraftTree, exact_tree_value, optimal_tree_search, ordered_trees,
-                              positional_value, positional_vector, sequoia_positional_dp)
+from spectheory.trees import (
+    DraftTree,
+    exact_tree_value,
+    optimal_tree_search,
+    ordered_trees,
+    positional_value,
+    positional_vector,
+    sequoia_positional_dp,
+)
 
 
 def test_ordered_trees_are_catalan():
@@ -67,6 +75,7 @@ def test_assumption_is_exact_for_stars_and_search_beats_dp():
 def test_exact_tree_value_matches_protocol_with_stationary_start():
     chain = st.DecodingChain.random(3, rng=5)
     from spectheory.trees import stationary_law, tree_round_law
+
     pi = stationary_law(chain)
     np.testing.assert_allclose(pi @ chain.target, pi, atol=1e-12)
     tree = DraftTree.from_branching([2, 1])

@@ -1,20 +1,30 @@
 """Batch speculative decoding: unbiased first token, exact rejections, closed forms, limit, Monte Carlo."""
+
 import itertools
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as hst
+from _helpers import assert_frequencies, assert_positional_mc, law_pair
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 import spectheory as st
-from spectheory.verifiers import (
-    batch_expected_rejections, batch_first_token, batch_first_token_masses, batch_limit_rejection,
-    batch_rejection_probability, batch_scales, batch_verify_first, bernoulli_batch_rejection,
-    iid_batch_expected_rejections, sample_batch_first_token, uniform_batch_rejection)
 from spectheory.montecarlo import simulate_batch
+from spectheory.verifiers import (
+    batch_expected_rejections,
+    batch_first_token,
+    batch_first_token_masses,
+    batch_limit_rejection,
+    batch_rejection_probability,
+    batch_scales,
+    batch_verify_first,
+    bernoulli_batch_rejection,
+    iid_batch_expected_rejections,
+    sample_batch_first_token,
+    uniform_batch_rejection,
+)
 from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
-
-from _helpers import assert_frequencies, assert_positional_mc, law_pair
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -49,7 +59,7 @@ def test_first_token_matches_fraction_enumeration(M):
     t = [F(1, 10), F(3, 5), F(3, 10)]
     d = [F(1, 2), F(1, 5), F(3, 10)]
     law, rej = _fraction_batch(t, d, M)
-    assert law == t                                          # unbiased, exactly
+    assert law == t  # unbiased, exactly
     tf, df = np.array(t, dtype=float), np.array(d, dtype=float)
     step = batch_first_token(tf, df, M)
     np.testing.assert_allclose(step.output, tf, atol=1e-12)
@@ -62,17 +72,17 @@ def test_first_token_matches_fraction_enumeration(M):
 def test_first_token_properties(seed, M):
     t, d = law_pair(seed)
     step = batch_first_token(t, d, M)
-    np.testing.assert_allclose(step.output, t, atol=1e-10)              # unbiased
+    np.testing.assert_allclose(step.output, t, atol=1e-10)  # unbiased
     z = batch_rejection_probability(t, d, M)
-    np.testing.assert_allclose(step.rejection, z, atol=1e-10)           # product form == scale form
+    np.testing.assert_allclose(step.rejection, z, atol=1e-10)  # product form == scale form
     acc, rej = batch_first_token_masses(t, d, M)
     np.testing.assert_allclose(acc, step.candidate_accepted.sum(0), atol=1e-10)
     np.testing.assert_allclose(acc + rej, t, atol=1e-12)
     tv = float(st.tv(t, d))
     zs = [batch_rejection_probability(t, d, m) for m in range(1, M + 2)]
-    np.testing.assert_allclose(zs[0], tv, atol=1e-12)                   # M = 1 is standard
-    assert all(a >= b - 1e-12 for a, b in zip(zs, zs[1:]))              # decreasing in M
-    assert zs[-1] >= batch_limit_rejection(t, d) - 1e-12                # above the limit
+    np.testing.assert_allclose(zs[0], tv, atol=1e-12)  # M = 1 is standard
+    assert all(a >= b - 1e-12 for a, b in zip(zs, zs[1:]))  # decreasing in M
+    assert zs[-1] >= batch_limit_rejection(t, d) - 1e-12  # above the limit
 
 
 def test_limit_is_reached_or_approached():
@@ -81,15 +91,18 @@ def test_limit_is_reached_or_approached():
     assert lim == pytest.approx(0.2)
     assert batch_rejection_probability(t, d, 60) == pytest.approx(lim, abs=1e-12)
     assert batch_rejection_probability(t, d, np.inf) == lim
-    t2, d2 = np.array([0.3, 0.5, 0.2]), np.array([0.6, 0.3, 0.1])   # full support: -> 0
+    t2, d2 = np.array([0.3, 0.5, 0.2]), np.array([0.6, 0.3, 0.1])  # full support: -> 0
     assert batch_rejection_probability(t2, d2, 200) < 1e-6
 
 
 @pytest.mark.parametrize("a,b", [(0.7, 0.4), (0.2, 0.9), (0.5, 0.5), (1.0, 0.0), (0.3, 0.0)])
 def test_bernoulli_closed_form(a, b):
     for M in (1, 2, 5, 9):
-        np.testing.assert_allclose(bernoulli_batch_rejection(a, b, M),
-                                   batch_rejection_probability([1 - a, a], [1 - b, b], M), atol=1e-12)
+        np.testing.assert_allclose(
+            bernoulli_batch_rejection(a, b, M),
+            batch_rejection_probability([1 - a, a], [1 - b, b], M),
+            atol=1e-12,
+        )
     lim = bernoulli_batch_rejection(a, b, np.inf)
     np.testing.assert_allclose(lim, batch_limit_rejection([1 - a, a], [1 - b, b]), atol=1e-12)
 
@@ -100,16 +113,17 @@ def test_uniform_closed_form(a, b, k):
     t = np.zeros(V)
     d = np.zeros(V)
     t[:a] = 1 / a
-    d[a - k:a - k + b] = 1 / b
+    d[a - k : a - k + b] = 1 / b
     for M in (1, 2, 3, 7):
-        np.testing.assert_allclose(uniform_batch_rejection(a, b, k, M),
-                                   batch_rejection_probability(t, d, M), atol=1e-12)
+        np.testing.assert_allclose(
+            uniform_batch_rejection(a, b, k, M), batch_rejection_probability(t, d, M), atol=1e-12
+        )
     np.testing.assert_allclose(uniform_batch_rejection(a, b, k, np.inf), batch_limit_rejection(t, d))
 
 
-@pytest.mark.parametrize("t,d", [([0.3, 0.7], [0.6, 0.4]),
-                                 ([0.5, 0.5, 0.0, 0.0], [0.25] * 4),
-                                 ([0.2, 0.3, 0.5], [0.5, 0.5, 0.0])])
+@pytest.mark.parametrize(
+    "t,d", [([0.3, 0.7], [0.6, 0.4]), ([0.5, 0.5, 0.0, 0.0], [0.25] * 4), ([0.2, 0.3, 0.5], [0.5, 0.5, 0.0])]
+)
 def test_iid_chain_closed_form_against_recursion(t, d):
     chain = st.DecodingChain.iid(t, d)
     tv = float(st.tv(t, d))
@@ -119,8 +133,7 @@ def test_iid_chain_closed_form_against_recursion(t, d):
         np.testing.assert_allclose([res.total, res.improvement], [total, imp], atol=1e-12)
 
 
-CHAINS = [st.DecodingChain.random(4, rng=21),
-          st.DecodingChain.random(3, n_states=4, horizon=8, rng=22)]
+CHAINS = [st.DecodingChain.random(4, rng=21), st.DecodingChain.random(3, n_states=4, horizon=8, rng=22)]
 
 
 @pytest.mark.parametrize("chain", CHAINS)
@@ -156,9 +169,13 @@ def test_rejections_do_not_vanish_outside_support():
 
 
 def test_verify_first_on_hand_picked_uniforms():
-    tok, rej, idx = batch_verify_first([[0.2, 0.5], [0.2, 0.5], [0.9, 1.0]], [[1, 2], [1, 2], [0, 0]],
-                                       [[0.0, 0.0, 0.0, 1.0]] * 3,
-                                       [[0.3, 0.6], [0.3, 0.4], [0.1, 0.9]], [0.5, 0.5, 0.5])
+    tok, rej, idx = batch_verify_first(
+        [[0.2, 0.5], [0.2, 0.5], [0.9, 1.0]],
+        [[1, 2], [1, 2], [0, 0]],
+        [[0.0, 0.0, 0.0, 1.0]] * 3,
+        [[0.3, 0.6], [0.3, 0.4], [0.1, 0.9]],
+        [0.5, 0.5, 0.5],
+    )
     assert tok.tolist() == [3, 2, 0] and rej.tolist() == [True, False, False]
     assert idx.tolist() == [2, 1, 0]
 
@@ -169,8 +186,8 @@ def test_first_token_sampler():
     tok, rej, idx = sample_batch_first_token(t, d, M, n, rng=19)
     step = batch_first_token(t, d, M)
     freq = np.bincount(tok, minlength=4) / n
-    assert_frequencies(freq, t, n, "first token")                                 # seed fixed
-    reach = np.bincount(idx, minlength=M + 1) / n                                 # which candidate won
+    assert_frequencies(freq, t, n, "first token")  # seed fixed
+    reach = np.bincount(idx, minlength=M + 1) / n  # which candidate won
     won = np.append(step.reach[:-1] - step.reach[1:], step.reach[-1])
     assert np.all(np.abs(reach - won) <= 5 * np.sqrt(won * (1 - won) / n) + 1e-12)
     assert np.array_equal(rej, idx == M)
@@ -182,8 +199,13 @@ def test_exact_vs_monte_carlo(gamma, bonus, M):
     T, n = 8, 20_000
     exact = batch_expected_rejections(chain, T, M, gamma=gamma, bonus=bonus)
     sim = simulate_batch(chain, T, gamma, M, n, rng=17, bonus=bonus)
-    assert_positional_mc(sim, exact.total, exact.target_calls, exact.draft_tokens,   # 5 SE, seed fixed
-                         exact.rejection_profile)
+    assert_positional_mc(
+        sim,
+        exact.total,
+        exact.target_calls,
+        exact.draft_tokens,  # 5 SE, seed fixed
+        exact.rejection_profile,
+    )
 
 
 def test_sampled_sequences_follow_the_target():
@@ -191,8 +213,8 @@ def test_sampled_sequences_follow_the_target():
     T, n = 3, 60_000
     sim = simulate_batch(chain, T, None, 3, n, rng=8, return_tokens=True)
     idx = sim.tokens @ (2 ** np.arange(T)[::-1])
-    freq = np.bincount(idx, minlength=2 ** T) / n
-    law = np.zeros(2 ** T)
+    freq = np.bincount(idx, minlength=2**T) / n
+    law = np.zeros(2**T)
     for i, seq in enumerate(itertools.product(range(2), repeat=T)):
         p = 0.0
         for s0 in range(2):
@@ -203,7 +225,7 @@ def test_sampled_sequences_follow_the_target():
                 s = x
             p += q
         law[i] = p
-    assert_frequencies(freq, law, n, "winning candidate")             # seed fixed
+    assert_frequencies(freq, law, n, "winning candidate")  # seed fixed
 
 
 def test_bad_input():
@@ -226,12 +248,22 @@ def test_bad_input():
 
 
 def test_batch_verify_first_rejects_bad_input():
-    ok = dict(candidate_accept_prob=[[0.2, 0.5]], candidates=[[1, 2]], final_law=[[0.0, 0.0, 0.0, 1.0]],
-              u_accept=[[0.3, 0.6]], u_final=[0.5])
-    for name, bad in (("candidate_accept_prob", [[0.2, 1.5]]), ("candidate_accept_prob", [[np.nan, 0.5]]),
-                      ("candidates", [[1, 4]]), ("candidates", [[-1, 2]]),
-                      ("final_law", [[-0.5, 0.5, 0.0, 1.0]]), ("final_law", [[np.nan, 0.0, 0.0, 1.0]]),
-                      ("u_accept", [[0.3]])):
+    ok = dict(
+        candidate_accept_prob=[[0.2, 0.5]],
+        candidates=[[1, 2]],
+        final_law=[[0.0, 0.0, 0.0, 1.0]],
+        u_accept=[[0.3, 0.6]],
+        u_final=[0.5],
+    )
+    for name, bad in (
+        ("candidate_accept_prob", [[0.2, 1.5]]),
+        ("candidate_accept_prob", [[np.nan, 0.5]]),
+        ("candidates", [[1, 4]]),
+        ("candidates", [[-1, 2]]),
+        ("final_law", [[-0.5, 0.5, 0.0, 1.0]]),
+        ("final_law", [[np.nan, 0.0, 0.0, 1.0]]),
+        ("u_accept", [[0.3]]),
+    ):
         with pytest.raises(ValueError, match=name):
             batch_verify_first(**{**ok, name: bad})
 
@@ -247,6 +279,7 @@ def test_limit_drafts_infinitely_many_tokens():
 
 def test_single_run_standard_error_is_nan_like_mean_and_se():
     from spectheory.montecarlo import mean_and_se
+
     sim = simulate_batch(CHAINS[0], 4, 2, 2, 1, rng=0)
     for name in ("rejections", "target_calls", "draft_tokens", "accepted"):
         assert sim.mean(name) == mean_and_se(getattr(sim, name))[0]

@@ -1,23 +1,29 @@
 """Biased acceptance: optimal rejection law, the Pareto line, naive law above it, sequence level."""
+
 import itertools
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as hst
+from _helpers import assert_frequencies, assert_mean_within_se, assert_within_se, law_pair
+from hypothesis import given, settings
+from hypothesis import strategies as hst
 
 import spectheory as st
+from spectheory.montecarlo import sequence_tv_mc, simulate
 from spectheory.verifiers.biased import (
-    additive_acceptance, biased_rule, biased_step, lenient_acceptance, over_accepts, pareto_front,
-    ratio_acceptance, sample_biased_step, typical_acceptance)
-from spectheory.verifiers.pareto import (
-    all_sequences, sequence_front, sequence_log_likelihoods, sequence_tv)
-from spectheory.montecarlo import sequence_tv_mc
-from spectheory.verifiers.rejection import (
-    rejection_step, rule_expected_rejections, standard_rule)
-from spectheory.montecarlo import simulate
-
-from _helpers import assert_frequencies, assert_mean_within_se, assert_within_se, law_pair
+    additive_acceptance,
+    biased_rule,
+    biased_step,
+    lenient_acceptance,
+    over_accepts,
+    pareto_front,
+    ratio_acceptance,
+    sample_biased_step,
+    typical_acceptance,
+)
+from spectheory.verifiers.pareto import all_sequences, sequence_front, sequence_log_likelihoods, sequence_tv
+from spectheory.verifiers.rejection import rejection_step, rule_expected_rejections, standard_rule
 
 SEEDS = hst.integers(0, 2**32 - 1)
 
@@ -37,7 +43,7 @@ def test_over_accepting_rules_lie_on_the_line_and_naive_above(seed):
     for acc in _over_accepting(seed):
         assert over_accepts(t, d, acc)
         opt = biased_step(t, d, acc, "optimal")
-        np.testing.assert_allclose(opt.rejection + opt.loss, tv, atol=1e-10)     # on the line
+        np.testing.assert_allclose(opt.rejection + opt.loss, tv, atol=1e-10)  # on the line
         np.testing.assert_allclose(opt.loss, front.loss_at(opt.rejection), atol=1e-10)
         np.testing.assert_allclose(opt.rejection_law, st.residual(t, d), atol=1e-10)
         naive = biased_step(t, d, acc, "target")
@@ -59,11 +65,11 @@ def test_optimal_law_beats_any_law_and_bound_holds_for_any_b(seed):
     rng = np.random.default_rng(seed)
     b = rng.random(t.size) * (rng.random(t.size) < 0.8)
     opt = biased_step(t, d, b, "optimal")
-    assert opt.rejection + opt.loss >= float(st.tv(t, d)) - 1e-12            # Theorem 5 bound
+    assert opt.rejection + opt.loss >= float(st.tv(t, d)) - 1e-12  # Theorem 5 bound
     np.testing.assert_allclose(opt.loss, np.maximum(d * b - t, 0).sum(), atol=1e-12)
     for _ in range(5):
         P = rng.dirichlet(np.ones(t.size))
-        assert rejection_step(t, d, b, P).loss >= opt.loss - 1e-12          # P* is optimal
+        assert rejection_step(t, d, b, P).loss >= opt.loss - 1e-12  # P* is optimal
 
 
 def test_front_is_attained_by_mixtures():
@@ -92,8 +98,9 @@ def test_biased_step_against_fractions():
     opt = biased_step(tf, df, additive_acceptance(0.05))
     nai = biased_step(tf, df, additive_acceptance(0.05), "target")
     np.testing.assert_allclose(opt.output, np.array(out, dtype=float), atol=1e-12)
-    np.testing.assert_allclose([opt.rejection, opt.loss, nai.loss],
-                               [float(rho), float(loss), float(naive_loss)], atol=1e-12)
+    np.testing.assert_allclose(
+        [opt.rejection, opt.loss, nai.loss], [float(rho), float(loss), float(naive_loss)], atol=1e-12
+    )
 
 
 def test_lenience_loss_is_excess_acceptance():
@@ -109,7 +116,7 @@ def test_typical_acceptance_threshold():
     t = np.array([0.7, 0.2, 0.06, 0.04])
     d = np.full(4, 0.25)
     H = -(t * np.log(t)).sum()
-    thr = min(0.09, 0.3 * np.exp(-H))             # about 0.09 vs 0.3 e^{-H} = 0.124 -> 0.09
+    thr = min(0.09, 0.3 * np.exp(-H))  # about 0.09 vs 0.3 e^{-H} = 0.124 -> 0.09
     b = typical_acceptance()(t, d)
     np.testing.assert_array_equal(b, (t > thr).astype(float))
     assert b.tolist() == [1.0, 1.0, 0.0, 0.0]
@@ -117,7 +124,7 @@ def test_typical_acceptance_threshold():
     np.testing.assert_allclose(step.rejection, 0.5)
     np.testing.assert_allclose(step.output, 0.25 * b + 0.5 * t)
     assert not over_accepts(t, d, typical_acceptance())
-    assert biased_step(t, d, typical_acceptance(), "optimal").excess > 0   # under-accepting: above line
+    assert biased_step(t, d, typical_acceptance(), "optimal").excess > 0  # under-accepting: above line
 
 
 def test_biased_step_sampler():
@@ -129,15 +136,19 @@ def test_biased_step_sampler():
         tok, r = sample_biased_step(t, d, acc, rej, size=n, rng=3)
         freq = np.bincount(tok, minlength=4) / n
         o = step.output
-        assert_frequencies(freq, o, n, "output law")                               # seed fixed
+        assert_frequencies(freq, o, n, "output law")  # seed fixed
         rho = float(step.rejection)
         assert abs(r.mean() - rho) <= 5 * np.sqrt(rho * (1 - rho) / n) + 1e-12
 
 
 CHAIN = st.DecodingChain.random(3, rng=31)
-RULES = [standard_rule(), biased_rule(additive_acceptance(0.1)),
-         biased_rule(additive_acceptance(0.1), "target"), biased_rule(lenient_acceptance(0.5)),
-         biased_rule(typical_acceptance(), "target")]
+RULES = [
+    standard_rule(),
+    biased_rule(additive_acceptance(0.1)),
+    biased_rule(additive_acceptance(0.1), "target"),
+    biased_rule(lenient_acceptance(0.5)),
+    biased_rule(typical_acceptance(), "target"),
+]
 
 
 def test_forward_likelihood_equals_output_kernel_product():
@@ -162,12 +173,14 @@ def test_forward_likelihood_equals_output_kernel_product():
 @pytest.mark.parametrize("gamma,bonus", [(None, False), (2, True)])
 def test_sequence_tv_exact_vs_monte_carlo(gamma, bonus):
     T = 4
-    assert sequence_tv(CHAIN, T, standard_rule(), gamma, bonus) < 1e-12     # lossless
+    assert sequence_tv(CHAIN, T, standard_rule(), gamma, bonus) < 1e-12  # lossless
     for rule in RULES[1:]:
         exact = sequence_tv(CHAIN, T, rule, gamma, bonus)
         est, se, rej = sequence_tv_mc(CHAIN, T, rule, 20_000, rng=9, gamma=gamma, bonus=bonus)
-        assert_within_se(est, se, exact, "sequence TV")                     # seed fixed
-        assert_mean_within_se(rej, rule_expected_rejections(CHAIN, T, rule, gamma=gamma, bonus=bonus), "rejections")
+        assert_within_se(est, se, exact, "sequence TV")  # seed fixed
+        assert_mean_within_se(
+            rej, rule_expected_rejections(CHAIN, T, rule, gamma=gamma, bonus=bonus), "rejections"
+        )
 
 
 def test_sampled_sequence_law_with_bonus():
@@ -184,10 +197,10 @@ def test_sampled_sequence_law_with_bonus():
 def test_sequence_front_rows():
     rows = sequence_front(CHAIN, 4, RULES, gamma=2, bonus=False)
     assert rows[0]["sequence_tv"] < 1e-12
-    for row in rows[1:4]:                                       # the over-accepting rules
-        assert row["rejections"] < rows[0]["rejections"]        # over-acceptance rejects less
+    for row in rows[1:4]:  # the over-accepting rules
+        assert row["rejections"] < rows[0]["rejections"]  # over-acceptance rejects less
         assert row["sequence_tv"] > 0
-    assert rows[4]["sequence_tv"] > 0                           # typical acceptance is lossy too
+    assert rows[4]["sequence_tv"] > 0  # typical acceptance is lossy too
 
 
 def test_bad_input():

@@ -5,21 +5,27 @@ Independent methods: a loop-by-loop Fraction implementation (block_emission_law)
 vectorised enumeration (block_round_transition, round_accepted_means), analysis's token
 round transition / phase recursion, and Monte Carlo.
 """
+
 import itertools
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st_
+from _helpers import assert_within_se
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 from scipy import stats
 
-from _helpers import assert_within_se
 import spectheory as st
-from spectheory.montecarlo import simulate
 from spectheory.exact import token_round_transition
+from spectheory.montecarlo import simulate
 from spectheory.verifiers import get_verifier
-from spectheory.verifiers.block import (block_emission_law, block_round_transition, block_weights,
-                                        round_accepted_means)
+from spectheory.verifiers.block import (
+    block_emission_law,
+    block_round_transition,
+    block_weights,
+    round_accepted_means,
+)
 
 block_rule = get_verifier("block").rule
 block_verify_round = get_verifier("block").verify_round
@@ -55,12 +61,14 @@ def test_paper_binary_example_fractions():
 
 def _tree_model(seed, V):
     """A context-dependent model with rational laws (depends on the whole prefix)."""
+
     def law(ctx, salt):
         rng = np.random.default_rng([seed, salt, len(ctx), *ctx])
         w = rng.integers(0, 4, size=V)
         if w.sum() == 0:
             w[0] = 1
         return [F(int(a), int(w.sum())) for a in w]
+
     return (lambda ctx: law(ctx, 0)), (lambda ctx: law(ctx, 1))
 
 
@@ -70,7 +78,7 @@ def test_lossless_exact_fractions(seed, V, g):
     """Emitted block continued by target sampling to g + 1 tokens has exactly the target law."""
     tf, df = _tree_model(seed, V)
     if seed == 0:
-        df = tf                                    # equal laws: everything accepted
+        df = tf  # equal laws: everything accepted
     law = block_emission_law(tf, df, V, g)
     assert sum(law.values()) == 1
     completed = {}
@@ -96,7 +104,13 @@ def test_lossless_exact_fractions(seed, V, g):
 
 def _prefix_chain(seed, V, T):
     tf, df = _tree_model(seed, V)
-    return st.DecodingChain.prefix_tree(lambda c: np.array(tf(c), float), lambda c: np.array(df(c), float), V, T), tf, df
+    return (
+        st.DecodingChain.prefix_tree(
+            lambda c: np.array(tf(c), float), lambda c: np.array(df(c), float), V, T
+        ),
+        tf,
+        df,
+    )
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -105,7 +119,7 @@ def test_round_transition_matches_fraction_enumeration(seed):
     chain, tf, df = _prefix_chain(seed, V, g + 1)
     Q = block_round_transition(chain, 0, g, True)
     law = block_emission_law(tf, df, V, g)
-    s0 = 0                                            # root prefix ()
+    s0 = 0  # root prefix ()
     for j in range(g + 1):
         for seq in itertools.product(range(V), repeat=j + 1):
             state = chain.prefixes.index(seq)
@@ -127,7 +141,7 @@ def test_block_at_least_token_per_round(seed, k):
     b, t = round_accepted_means(chain, 0, k)
     assert np.all(b >= t - 1e-12)
     if k == 1:
-        np.testing.assert_allclose(b, t, atol=1e-12)   # one draft: block == token
+        np.testing.assert_allclose(b, t, atol=1e-12)  # one draft: block == token
     # token means against analysis's token round transition (independent code path)
     Qt = token_round_transition(chain)(0, k, True)
     np.testing.assert_allclose(Qt.sum(-1) @ np.arange(k + 1), t, atol=1e-12)
@@ -154,8 +168,10 @@ def test_block_fewer_calls_than_token_on_chains(seed):
             if gamma == 1:
                 assert blk == pytest.approx(tok, abs=1e-12)
             assert blk <= tok + 1e-12
-            assert chain.expected_tokens_per_call(T, gamma, bonus=bonus, verifier="block") >= \
-                chain.expected_tokens_per_call(T, gamma, bonus=bonus) - 1e-12
+            assert (
+                chain.expected_tokens_per_call(T, gamma, bonus=bonus, verifier="block")
+                >= chain.expected_tokens_per_call(T, gamma, bonus=bonus) - 1e-12
+            )
 
 
 def test_block_weights_properties_and_padding():
@@ -173,8 +189,10 @@ def test_block_weights_properties_and_padding():
     # padding: a run with k < g behaves as the truncated round
     for kk in (1, 2):
         sel = k == kk
-        _, tl2, f2 = block_weights(np.concatenate([t[sel, :kk], t[sel, kk:kk + 1]], 1), d[sel, :kk], x[sel, :kk], kk)
-        np.testing.assert_allclose(tau_law[sel, :kk + 1], tl2, atol=1e-14)
+        _, tl2, f2 = block_weights(
+            np.concatenate([t[sel, :kk], t[sel, kk : kk + 1]], 1), d[sel, :kk], x[sel, :kk], kk
+        )
+        np.testing.assert_allclose(tau_law[sel, : kk + 1], tl2, atol=1e-14)
         np.testing.assert_allclose(final[sel, kk], f2[:, kk], atol=1e-14)
 
 
@@ -188,7 +206,7 @@ def test_rule_hand_uniforms():
     # run 3: tau = 0, residual norm(max(p - q, 0)) = (0, 1); run 2: tau = 0 also (h_1 = 0)
     tau, tok = block_rule(t, d, x, 2, eta, [0.0, 0.0, 0.0, 0.99])
     assert tau.tolist() == [2, 2, 0, 0]
-    assert tok.tolist() == [0, 0, 1, 1]          # bonus ~ p with u = 0 gives token 0
+    assert tok.tolist() == [0, 0, 1, 1]  # bonus ~ p with u = 0 gives token 0
     h, tau_law, _ = block_weights(t[:2], d[:2], x[:2], 2)
     np.testing.assert_allclose(h, [[0.0, 1.0], [0.0, 0.25]], atol=1e-15)
     np.testing.assert_allclose(tau_law, [[0.0, 0.0, 1.0], [0.75, 0.0, 0.25]], atol=1e-15)
@@ -204,22 +222,24 @@ def test_verify_round_monte_carlo_one_round():
     t, d, x = np.broadcast_to(t1, (R, g + 1, V)), np.broadcast_to(d1, (R, g, V)), np.broadcast_to(x1, (R, g))
     tau, tok = block_verify_round(t, d, x, np.full(R, g), rng=1)
     _, tau_law, final = block_weights(t1[None], d1[None], x1[None], g)
-    joint = tau_law[0][:, None] * final[0]                          # P(tau = j, token = y)
+    joint = tau_law[0][:, None] * final[0]  # P(tau = j, token = y)
     counts = np.bincount(tau * V + tok, minlength=(g + 1) * V)
     exp = joint.ravel() * R
     keep = exp > 0
     assert counts[~keep].sum() == 0
     stat = ((counts[keep] - exp[keep]) ** 2 / exp[keep]).sum()
-    assert stat <= stats.chi2.isf(1e-6, keep.sum() - 1)              # false failure 1e-6
+    assert stat <= stats.chi2.isf(1e-6, keep.sum() - 1)  # false failure 1e-6
 
 
 def test_simulate_block_matches_exact():
     chain = st.DecodingChain.random(3, concentration=0.6, rng=3)
     T, gamma, n = 8, 3, 20_000
     res = simulate(chain, T, gamma, n, rng=7, verifier="block")
-    for name, exact in (("target_calls", chain.expected_target_calls(T, gamma, verifier="block")),
-                        ("draft_tokens", chain.expected_draft_tokens(T, gamma, verifier="block"))):
-        assert_within_se(*res.mean_se(name), exact, name)            # seed fixed
+    for name, exact in (
+        ("target_calls", chain.expected_target_calls(T, gamma, verifier="block")),
+        ("draft_tokens", chain.expected_draft_tokens(T, gamma, verifier="block")),
+    ):
+        assert_within_se(*res.mean_se(name), exact, name)  # seed fixed
 
 
 def test_simulate_block_sequences_have_target_law():
@@ -230,19 +250,19 @@ def test_simulate_block_sequences_have_target_law():
     res = simulate(chain, T, gamma, n, rng=9, verifier="block", return_tokens=True)
     law = chain.sequence_law(T, method="target").ravel()
     codes = res.tokens @ (2 ** np.arange(T - 1, -1, -1))
-    counts = np.bincount(codes, minlength=2 ** T)
+    counts = np.bincount(codes, minlength=2**T)
     exp = law * n
     keep = exp > 0
     assert counts[~keep].sum() == 0
     stat = ((counts[keep] - exp[keep]) ** 2 / exp[keep]).sum()
-    assert stat <= stats.chi2.isf(1e-6, keep.sum() - 1)              # false failure 1e-6
+    assert stat <= stats.chi2.isf(1e-6, keep.sum() - 1)  # false failure 1e-6
 
 
 # ---------------------------------------------------------------- bad input
 def test_bad_input():
     chain = st.DecodingChain.random(6, concentration=1.0, rng=0)
     with pytest.raises(ValueError, match="k"):
-        block_round_transition(chain, 0, 9, True)                   # 6**9 blocks: too many
+        block_round_transition(chain, 0, 9, True)  # 6**9 blocks: too many
     with pytest.raises(ValueError, match="k"):
         block_round_transition(chain, 0, 0, True)
     t = np.full((2, 3, 2), 0.5)
@@ -273,7 +293,7 @@ def test_block_weights_zero_weight_prefix_meets_overflowing_ratio():
         assert np.all(np.isfinite(h)) and np.all(np.isfinite(tau_law)) and np.all(np.isfinite(final))
         np.testing.assert_allclose(tau_law, [[1.0, 0.0, 0.0]], atol=0)
         tau, tok = block_rule(t, d, x, 2, [[0.0, 0.0]], [0.0])
-        assert tau.tolist() == [0] and tok.tolist() == [1]    # residual of p_1 - q_1 is token 1
+        assert tau.tolist() == [0] and tok.tolist() == [1]  # residual of p_1 - q_1 is token 1
     for a, b in zip(out[1e-320], out[1e-300]):
         np.testing.assert_allclose(a, b, atol=0)
 

@@ -4,22 +4,42 @@ Independent methods compared: closed forms / recursions in the library, plain-Py
 enumeration of every candidate tuple with ``fractions.Fraction``, the transport LP (HiGHS),
 the exhaustive search over all token sets, and Monte Carlo.
 """
+
 import itertools
 from fractions import Fraction as F
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st_
+from _helpers import assert_frequencies
+from hypothesis import given, settings
+from hypothesis import strategies as st_
 from scipy import stats
 
-from _helpers import assert_frequencies
-from spectheory.verifiers.kseq import (kseq_acceptance, kseq_beta, kseq_output_law, kseq_residual,
-                                       kseq_rho, kseq_rule, kseq_verify)
-from spectheory.verifiers.multidraft import (candidates_from_uniforms, rrs_acceptance, rrs_output_law,
-                                             rrs_rule, rrs_verify)
-from spectheory.verifiers.optimal_transport import (drafted_set_law, draft_tuple_law, optimal_coupling_lp,
-                                                    optimal_multidraft_acceptance, optimal_rule, optimal_verify,
-                                                    ratio_order)
+from spectheory.verifiers.kseq import (
+    kseq_acceptance,
+    kseq_beta,
+    kseq_output_law,
+    kseq_residual,
+    kseq_rho,
+    kseq_rule,
+    kseq_verify,
+)
+from spectheory.verifiers.multidraft import (
+    candidates_from_uniforms,
+    rrs_acceptance,
+    rrs_output_law,
+    rrs_rule,
+    rrs_verify,
+)
+from spectheory.verifiers.optimal_transport import (
+    draft_tuple_law,
+    drafted_set_law,
+    optimal_coupling_lp,
+    optimal_multidraft_acceptance,
+    optimal_rule,
+    optimal_verify,
+    ratio_order,
+)
 
 
 def law_pair(seed, vmax=5):
@@ -30,7 +50,7 @@ def law_pair(seed, vmax=5):
 
     def one():
         a = rng.dirichlet(np.full(V, rng.choice([0.2, 1.0, 5.0])))
-        if kind == 1:                       # zeros
+        if kind == 1:  # zeros
             a[rng.random(V) < 0.4] = 0.0
             if a.sum() == 0:
                 a[rng.integers(V)] = 1.0
@@ -38,6 +58,7 @@ def law_pair(seed, vmax=5):
         if kind == 2 and rng.random() < 0.5:  # one-hot
             a = np.eye(V)[rng.integers(V)]
         return a
+
     t = one()
     d = t.copy() if kind == 3 else one()
     return t, d
@@ -106,9 +127,11 @@ def frac_optimum(target, draft, k, replacement):
     return 1 - best
 
 
-TINY = [([F(1, 5), F(1, 2), F(3, 10)], [F(3, 5), F(1, 10), F(3, 10)]),
-        ([F(1, 3), F(2, 3), F(0)], [F(1, 2), F(1, 4), F(1, 4)]),
-        ([F(1, 10), F(2, 5), F(1, 4), F(1, 4)], [F(1, 2), F(1, 8), F(1, 8), F(1, 4)])]
+TINY = [
+    ([F(1, 5), F(1, 2), F(3, 10)], [F(3, 5), F(1, 10), F(3, 10)]),
+    ([F(1, 3), F(2, 3), F(0)], [F(1, 2), F(1, 4), F(1, 4)]),
+    ([F(1, 10), F(2, 5), F(1, 4), F(1, 4)], [F(1, 2), F(1, 8), F(1, 8), F(1, 4)]),
+]
 
 
 @pytest.mark.parametrize("case", range(len(TINY)))
@@ -118,7 +141,7 @@ def test_rrs_and_optimum_match_fraction_enumeration(case, k, replacement):
     tf, df = TINY[case]
     t, d = np.array(tf, float), np.array(df, float)
     acc, law = frac_rrs(tf, df, k, replacement)
-    assert sum(law) == 1 and law == list(tf)          # exact losslessness, in rationals
+    assert sum(law) == 1 and law == list(tf)  # exact losslessness, in rationals
     assert rrs_acceptance(t, d, k, replacement) == pytest.approx(float(acc), abs=1e-13)
     np.testing.assert_allclose(rrs_output_law(t, d, k, replacement), np.array(law, float), atol=1e-13)
     opt = frac_optimum(tf, df, k, replacement)
@@ -130,7 +153,7 @@ def test_rrs_and_optimum_match_fraction_enumeration(case, k, replacement):
 def test_kseq_at_rational_rho_matches_fractions(case, k):
     tf, df = TINY[case]
     t, d = np.array(tf, float), np.array(df, float)
-    rho = F(k)                                        # rho = k is always valid
+    rho = F(k)  # rho = k is always valid
     a = [min(q, p / rho) for p, q in zip(tf, df)]
     beta = sum(a)
     # enumerate every candidate tuple and apply the rule in rationals
@@ -164,7 +187,7 @@ def test_optimum_prefix_equals_subsets_and_lp(seed, replacement):
         sub = optimal_multidraft_acceptance(t, d, k, replacement, method="subsets")
         cp = optimal_coupling_lp(t, d, k, replacement)
         assert pre == pytest.approx(sub, abs=1e-12)
-        assert pre == pytest.approx(cp.acceptance, abs=1e-8)   # HiGHS feasibility tolerance
+        assert pre == pytest.approx(cp.acceptance, abs=1e-8)  # HiGHS feasibility tolerance
         np.testing.assert_allclose(cp.output_law, t, atol=1e-8)
         np.testing.assert_allclose(cp.plan.sum(1), cp.tuple_law, atol=1e-8)
 
@@ -180,7 +203,7 @@ def test_marginal_gain_lemma_without_replacement(seed):
     d /= d.sum()
     k = int(rng.integers(1, V + 1))
     masks, probs = drafted_set_law(d, k)
-    f = lambda S: probs[(masks & ~S) == 0].sum()          # noqa: E731  D(all in S)
+    f = lambda S: probs[(masks & ~S) == 0].sum()  # noqa: E731  D(all in S)
     for y, z in itertools.permutations(range(V), 2):
         rest = [x for x in range(V) if x not in (y, z)]
         for r in range(len(rest) + 1):
@@ -210,8 +233,13 @@ def test_drafted_set_law_against_tuples():
 def test_k1_reduces_to_sum_min(seed):
     t, d = law_pair(seed)
     base = np.minimum(t, d).sum()
-    for val in (rrs_acceptance(t, d, 1), rrs_acceptance(t, d, 1, False), kseq_acceptance(t, d, 1),
-                optimal_multidraft_acceptance(t, d, 1), optimal_multidraft_acceptance(t, d, 1, False)):
+    for val in (
+        rrs_acceptance(t, d, 1),
+        rrs_acceptance(t, d, 1, False),
+        kseq_acceptance(t, d, 1),
+        optimal_multidraft_acceptance(t, d, 1),
+        optimal_multidraft_acceptance(t, d, 1, False),
+    ):
         assert val == pytest.approx(base, abs=1e-12)
 
 
@@ -221,7 +249,7 @@ def test_orderings(seed, k):
     t, d = law_pair(seed, vmax=6)
     opt = optimal_multidraft_acceptance(t, d, k)
     ks = kseq_acceptance(t, d, k)
-    assert opt + 1e-12 >= ks >= (1 - (1 - 1 / k) ** k) * opt - 1e-12     # SpecTr Theorem 3
+    assert opt + 1e-12 >= ks >= (1 - (1 - 1 / k) ** k) * opt - 1e-12  # SpecTr Theorem 3
     assert rrs_acceptance(t, d, k) <= opt + 1e-9
     # more drafts never hurt the optimum
     assert optimal_multidraft_acceptance(t, d, k + 1) >= opt - 1e-12
@@ -250,7 +278,7 @@ def test_kseq_rho_is_the_smallest_valid(seed, k):
     assert 1.0 <= rho <= k
     b = kseq_beta(t, d, rho)
     assert 1 - (1 - b) ** k <= rho * b + 1e-12
-    if rho > 1.0:    # slightly smaller rho is invalid
+    if rho > 1.0:  # slightly smaller rho is invalid
         rl = rho * (1 - 1e-9)
         bl = kseq_beta(t, d, rl)
         assert 1 - (1 - bl) ** k > rl * bl - 1e-12
@@ -279,7 +307,9 @@ def test_known_values():
 def test_rrs_rule_hand_uniforms():
     t, d = np.array([0.5, 0.5]), np.array([0.9, 0.1])
     # candidate 0: ratio 0.5/0.9; residual r_2 = (0, 1): candidate 0 then has ratio 0.
-    idx, tok = rrs_rule(t, d, [[0, 0], [0, 1], [0, 0]], [[0.5, 0.0], [0.6, 0.99], [0.6, 0.0]], [0.0, 0.0, 0.3])
+    idx, tok = rrs_rule(
+        t, d, [[0, 0], [0, 1], [0, 0]], [[0.5, 0.0], [0.6, 0.99], [0.6, 0.0]], [0.0, 0.0, 0.3]
+    )
     assert idx.tolist() == [0, 1, -1] and tok.tolist() == [0, 1, 1]
     # without replacement: after rejecting 0 the draft is (0, 1), the residual (0, 1): ratio 1
     idx, tok = rrs_rule(t, d, [[0, 1]], [[0.6, 0.999]], [0.0], replacement=False)
@@ -288,7 +318,7 @@ def test_rrs_rule_hand_uniforms():
 
 def test_kseq_rule_hand_uniforms():
     t, d = np.array([0.5, 0.5]), np.array([0.9, 0.1])
-    rho = 2.0      # valid: beta = 0.35, 1 - 0.65^2 = 0.5775 <= 0.7
+    rho = 2.0  # valid: beta = 0.35, 1 - 0.65^2 = 0.5775 <= 0.7
     # ratio(0) = 0.5 / 1.8 = 0.278, ratio(1) = 0.5 / 0.2 (>= 1)
     idx, tok = kseq_rule(t, d, [[0, 0], [0, 1]], [[0.27, 0.9], [0.28, 0.99]], [0.0, 0.0], rho=rho)
     assert idx.tolist() == [0, 1] and tok.tolist() == [0, 1]
@@ -322,7 +352,7 @@ def test_rrs_monte_carlo(replacement):
     k = 3
     idx, tok = rrs_verify(t, d, k, N_MC, rng=11, replacement=replacement)
     exact = rrs_acceptance(t, d, k, replacement)
-    assert_frequencies((idx >= 0).mean(), exact, N_MC, "acceptance")   # seed fixed
+    assert_frequencies((idx >= 0).mean(), exact, N_MC, "acceptance")  # seed fixed
     assert chi2_ok(tok, t)
 
 
@@ -331,7 +361,7 @@ def test_kseq_monte_carlo():
     k = 3
     idx, tok = kseq_verify(t, d, k, N_MC, rng=12)
     exact = kseq_acceptance(t, d, k)
-    assert_frequencies((idx >= 0).mean(), exact, N_MC, "acceptance")   # seed fixed
+    assert_frequencies((idx >= 0).mean(), exact, N_MC, "acceptance")  # seed fixed
     assert chi2_ok(tok, t)
 
 
@@ -342,7 +372,7 @@ def test_optimal_verifier_attains_optimum(replacement):
     cp = optimal_coupling_lp(t, d, k, replacement)
     acc, tok = optimal_verify(t, d, k, N_MC, rng=13, replacement=replacement, coupling=cp)
     exact = optimal_multidraft_acceptance(t, d, k, replacement)
-    assert_frequencies(acc.mean(), exact, N_MC, "acceptance")         # seed fixed
+    assert_frequencies(acc.mean(), exact, N_MC, "acceptance")  # seed fixed
     assert chi2_ok(tok, t)
     # the rule itself: hand-picked uniform 0 gives the first token of the conditional row
     first = cp.tuples[:1]
@@ -396,9 +426,9 @@ def test_tiny_draft_mass_is_still_drafted_without_replacement(eps):
     for method in ("prefix", "subsets"):
         assert optimal_multidraft_acceptance(t, d, k, False, method) == pytest.approx(1.0, abs=1e-12)
     masks, probs = drafted_set_law(d, k)
-    assert masks.tolist() == [2 ** k - 1] and probs.sum() == pytest.approx(1.0, abs=1e-12)
+    assert masks.tolist() == [2**k - 1] and probs.sum() == pytest.approx(1.0, abs=1e-12)
     idx, tok = rrs_verify(t, d, k, 2000, rng=3, replacement=False)
-    assert np.all(idx >= 0)                 # probability 1: every token is a candidate
+    assert np.all(idx >= 0)  # probability 1: every token is a candidate
     # k = V - 1 against the rational enumeration of the same (exactly normalised) laws
     tf = [F(x) for x in t]
     df = [F(x) for x in d]

@@ -4,6 +4,7 @@ Both print a table, or with ``--json`` one object whose ``settings`` say exactly
 run (chain options, horizon, gammas, cost, bonus; ``simulate`` adds the runs). Monte Carlo
 runs are simulated in chunks (:data:`SIMULATE_CHUNK`), so any ``--runs`` fits in memory.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -14,8 +15,16 @@ import numpy as np
 
 from . import cli_args as A
 
-__all__ = ["CLIError", "load_chain", "analyze_table", "monte_carlo_rows", "cmd_analyze", "cmd_simulate",
-           "add_chain_args", "SIMULATE_CHUNK"]
+__all__ = [
+    "CLIError",
+    "load_chain",
+    "analyze_table",
+    "monte_carlo_rows",
+    "cmd_analyze",
+    "cmd_simulate",
+    "add_chain_args",
+    "SIMULATE_CHUNK",
+]
 
 
 class CLIError(Exception):
@@ -28,19 +37,28 @@ CHAIN_DEFAULTS = {"vocab": 8, "states": None, "seed": 0, "concentration": 1.0, "
 
 def add_chain_args(p: argparse.ArgumentParser) -> None:
     src = p.add_argument_group("chain (a file, or a random instance)")
-    src.add_argument("--chain", metavar="FILE",
-                     help="JSON or NPZ file with arrays target, draft [, initial, next_state (int [S, V], "
-                          "or a stochastic law [S, V, S])] "
-                          "(then the random-chain options below are ignored; default: a random chain)")
-    src.add_argument("--vocab", type=A.positive_int, default=None, help="vocabulary size of a random chain (default 8)")
+    src.add_argument(
+        "--chain",
+        metavar="FILE",
+        help="JSON or NPZ file with arrays target, draft [, initial, next_state (int [S, V], "
+        "or a stochastic law [S, V, S])] "
+        "(then the random-chain options below are ignored; default: a random chain)",
+    )
+    src.add_argument(
+        "--vocab", type=A.positive_int, default=None, help="vocabulary size of a random chain (default 8)"
+    )
     src.add_argument("--states", type=A.positive_int, default=None, help="number of states (default: vocab)")
     src.add_argument("--seed", type=A.nonneg_int, default=None, help="random seed of the chain (default 0)")
     src.add_argument("--concentration", type=float, default=None, help="Dirichlet concentration (default 1)")
-    src.add_argument("--similarity", type=float, default=None, help="draft = s*target + (1-s)*noise (default 0)")
+    src.add_argument(
+        "--similarity", type=float, default=None, help="draft = s*target + (1-s)*noise (default 0)"
+    )
     p.add_argument("--horizon", type=A.positive_int, default=32, help="tokens generated, T")
     p.add_argument("--gammas", type=A.gammas, default=[1, 2, 4, 8], help="draft lengths (default 1,2,4,8)")
     p.add_argument("--cost", type=A.nonneg_float, default=0.05, help="cost ratio c = t_draft / t_target")
-    p.add_argument("--no-bonus", action="store_true", help="count without bonus tokens (Yin et al.; default: bonus)")
+    p.add_argument(
+        "--no-bonus", action="store_true", help="count without bonus tokens (Yin et al.; default: bonus)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output (default: a table)")
 
 
@@ -50,7 +68,9 @@ def _chain_settings(args) -> dict:
     if args.chain:
         if given:
             flags = ", ".join(f"--{k}" for k in given)
-            sys.stderr.write(f"spectheory {args.command}: note: {flags} ignored (the chain comes from --chain)\n")
+            sys.stderr.write(
+                f"spectheory {args.command}: note: {flags} ignored (the chain comes from --chain)\n"
+            )
         return {"chain_file": args.chain}
     settings = {**CHAIN_DEFAULTS, **given}
     for k, v in settings.items():
@@ -59,8 +79,13 @@ def _chain_settings(args) -> dict:
 
 
 def _settings(args) -> dict:
-    return {**_chain_settings(args), "horizon": args.horizon, "gammas": args.gammas, "cost": args.cost,
-            "bonus": not args.no_bonus}
+    return {
+        **_chain_settings(args),
+        "horizon": args.horizon,
+        "gammas": args.gammas,
+        "cost": args.cost,
+        "bonus": not args.no_bonus,
+    }
 
 
 def _read_chain_file(path: str) -> dict:
@@ -95,21 +120,32 @@ def load_chain(args):
             if data.get(name) is None:
                 continue
             try:
-                integer = name == "next_state" and np.ndim(data[name]) == 2   # a 3-d next_state is a law
+                integer = name == "next_state" and np.ndim(data[name]) == 2  # a 3-d next_state is a law
                 arrays[name] = np.asarray(data[name], dtype=np.int64 if integer else np.float64)
             except (ValueError, TypeError) as exc:
-                raise CLIError(f"--chain: chain file {path!r}: array {name!r} is not numeric "
-                               f"(or ragged): {exc}") from None
+                raise CLIError(
+                    f"--chain: chain file {path!r}: array {name!r} is not numeric (or ragged): {exc}"
+                ) from None
         try:
-            return DecodingChain(arrays["target"], arrays["draft"], arrays.get("initial"), arrays.get("next_state"))
+            return DecodingChain(
+                arrays["target"], arrays["draft"], arrays.get("initial"), arrays.get("next_state")
+            )
         except ValueError as exc:
             raise CLIError(f"--chain: chain file {path!r}: {exc}") from None
     _chain_settings(args)
     states = args.states or args.vocab
-    check_memory(64.0 * states * args.vocab, "--vocab" if args.states is None else "--states",
-                 f"a random chain with {states} states x {args.vocab} tokens")
-    return DecodingChain.random(args.vocab, n_states=args.states, concentration=args.concentration,
-                                similarity=args.similarity, rng=args.seed)
+    check_memory(
+        64.0 * states * args.vocab,
+        "--vocab" if args.states is None else "--states",
+        f"a random chain with {states} states x {args.vocab} tokens",
+    )
+    return DecodingChain.random(
+        args.vocab,
+        n_states=args.states,
+        concentration=args.concentration,
+        similarity=args.similarity,
+        rng=args.seed,
+    )
 
 
 def analyze_table(chain, horizon: int, gammas, cost: float, bonus: bool) -> dict:
@@ -118,22 +154,28 @@ def analyze_table(chain, horizon: int, gammas, cost: float, bonus: bool) -> dict
     rows = []
     for g in gammas:
         gap = chain.leviathan_gap(horizon, g, bonus=bonus)
-        rows.append({
-            "gamma": g,
-            "target_calls": float(chain.expected_target_calls(horizon, g, bonus=bonus)),
-            "rejections": float(chain.expected_rejections(horizon, gamma=g, bonus=bonus)),
-            "draft_tokens": float(chain.expected_draft_tokens(horizon, g, bonus=bonus)),
-            "speedup": float(chain.predicted_speedup(horizon, g, cost, bonus=bonus)),
-            "leviathan": gap if isinstance(gap, dict) else getattr(gap, "__dict__", str(gap)),
-        })
+        rows.append(
+            {
+                "gamma": g,
+                "target_calls": float(chain.expected_target_calls(horizon, g, bonus=bonus)),
+                "rejections": float(chain.expected_rejections(horizon, gamma=g, bonus=bonus)),
+                "draft_tokens": float(chain.expected_draft_tokens(horizon, g, bonus=bonus)),
+                "speedup": float(chain.predicted_speedup(horizon, g, cost, bonus=bonus)),
+                "leviathan": gap if isinstance(gap, dict) else getattr(gap, "__dict__", str(gap)),
+            }
+        )
     best = max(rows, key=lambda r: r["speedup"])
     return {
-        "chain": repr(chain), "horizon": horizon, "bonus": bonus, "cost": cost,
+        "chain": repr(chain),
+        "horizon": horizon,
+        "bonus": bonus,
+        "cost": cost,
         "tv_profile_mean": float(profile.mean()),
         "tv_profile_first": [float(x) for x in profile[:8]],
         "rejections_theorem1": float(profile.sum()),
         "rejection_lower_bound": float(chain.rejection_lower_bound(horizon)),
-        "per_gamma": rows, "optimal_gamma": best["gamma"],
+        "per_gamma": rows,
+        "optimal_gamma": best["gamma"],
     }
 
 
@@ -153,11 +195,23 @@ def cmd_analyze(args) -> int:
         return 0
     print(f"{out['chain']}, T = {args.horizon}, bonus = {out['bonus']}, cost ratio c = {args.cost}")
     print(f"mean TV(target, draft) along target prefixes: {out['tv_profile_mean']:.4f}")
-    print(f"E[rejections], Theorem 1 (no bonus): {out['rejections_theorem1']:.4f}  "
-          f"(lower bound for any unbiased rejection verifier: {out['rejection_lower_bound']:.4f})")
-    _print_table(["gamma", "E[calls]", "E[rejections]", "E[draft tokens]", "speedup(c)"],
-                 [[r["gamma"], f"{r['target_calls']:.4f}", f"{r['rejections']:.4f}",
-                   f"{r['draft_tokens']:.4f}", f"{r['speedup']:.4f}"] for r in out["per_gamma"]])
+    print(
+        f"E[rejections], Theorem 1 (no bonus): {out['rejections_theorem1']:.4f}  "
+        f"(lower bound for any unbiased rejection verifier: {out['rejection_lower_bound']:.4f})"
+    )
+    _print_table(
+        ["gamma", "E[calls]", "E[rejections]", "E[draft tokens]", "speedup(c)"],
+        [
+            [
+                r["gamma"],
+                f"{r['target_calls']:.4f}",
+                f"{r['rejections']:.4f}",
+                f"{r['draft_tokens']:.4f}",
+                f"{r['speedup']:.4f}",
+            ]
+            for r in out["per_gamma"]
+        ],
+    )
     print(f"best gamma among {args.gammas} for c = {args.cost}: {out['optimal_gamma']}")
     return 0
 
@@ -192,8 +246,15 @@ def monte_carlo_rows(chain, horizon, gamma, n_runs, seed, bonus, chunk=SIMULATE_
         var = max(squares - n_runs * mean * mean, 0.0) / (n_runs - 1) if n_runs > 1 else 0.0
         se = float(np.sqrt(var / n_runs))
         value = float(exact[name])
-        rows.append({"quantity": name, "exact": value, "mc_mean": float(mean), "mc_se": se,
-                     "z": (mean - value) / se if se > 0 else 0.0})
+        rows.append(
+            {
+                "quantity": name,
+                "exact": value,
+                "mc_mean": float(mean),
+                "mc_se": se,
+                "z": (mean - value) / se if se > 0 else 0.0,
+            }
+        )
     return rows
 
 
@@ -201,14 +262,37 @@ def cmd_simulate(args) -> int:
     settings = _settings(args)
     chain = load_chain(args)
     bonus = not args.no_bonus
-    records = [{"gamma": g, **row} for g in args.gammas
-               for row in monte_carlo_rows(chain, args.horizon, g, args.runs, settings.get("seed", 0), bonus)]
+    records = [
+        {"gamma": g, **row}
+        for g in args.gammas
+        for row in monte_carlo_rows(chain, args.horizon, g, args.runs, settings.get("seed", 0), bonus)
+    ]
     if args.json:
-        print(json.dumps({"settings": {**settings, "runs": args.runs}, "chain": repr(chain), "runs": args.runs,
-                          "rows": records}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "settings": {**settings, "runs": args.runs},
+                    "chain": repr(chain),
+                    "runs": args.runs,
+                    "rows": records,
+                },
+                indent=1,
+            )
+        )
         return 0
     print(f"{chain!r}, T = {args.horizon}, bonus = {bonus}, {args.runs} Monte Carlo runs")
-    _print_table(["gamma", "quantity", "exact", "MC mean", "MC SE", "z"],
-                 [[r["gamma"], r["quantity"], f"{r['exact']:.4f}", f"{r['mc_mean']:.4f}", f"{r['mc_se']:.4f}",
-                   f"{r['z']:+.2f}"] for r in records])
+    _print_table(
+        ["gamma", "quantity", "exact", "MC mean", "MC SE", "z"],
+        [
+            [
+                r["gamma"],
+                r["quantity"],
+                f"{r['exact']:.4f}",
+                f"{r['mc_mean']:.4f}",
+                f"{r['mc_se']:.4f}",
+                f"{r['z']:+.2f}",
+            ]
+            for r in records
+        ],
+    )
     return 0

@@ -7,16 +7,22 @@ for memory) prints one line naming the argument and exits with status 2, never a
 error prints one line and exits with status 1. Output cut short by a closed pipe
 (``spectheory analyze --json | head``) ends quietly.
 """
+
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 import os
 import sys
+from pathlib import Path
 
 from . import cli_args as A
-from .chain_cmd import (SIMULATE_CHUNK, CLIError, add_chain_args, analyze_table, cmd_analyze,  # noqa: F401
-                        cmd_simulate, load_chain)
+from .chain_cmd import (
+    SIMULATE_CHUNK,
+    CLIError,
+    add_chain_args,
+    cmd_analyze,  # noqa: F401
+    cmd_simulate,
+)
 
 EXAMPLES = {
     "reproduce": "spectheory reproduce --quick --out /tmp/st-out --jobs 2",
@@ -40,7 +46,11 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
 
     def _get_help_string(self, action):
         text = action.help or ""
-        if "default" in text or any(action.default is d for d in (None, False, argparse.SUPPRESS)) or not action.option_strings:
+        if (
+            "default" in text
+            or any(action.default is d for d in (None, False, argparse.SUPPRESS))
+            or not action.option_strings
+        ):
             return text
         return text + " (default: %(default)s)"
 
@@ -49,6 +59,7 @@ def _root(args):
     """The repository checkout the command works on: ``--root`` or the one around the current
     directory (:func:`spectheory.app.repo.find_repository`)."""
     from .repo import find_repository, is_repository
+
     if args.root is None:
         return find_repository()
     if not is_repository(args.root):
@@ -67,6 +78,7 @@ def cmd_prove(args) -> int:
 
 def cmd_demo(args) -> int:
     from ..teaching.demo import main as demo_main
+
     argv = ["--gamma", str(args.gamma)] + (["--seed", str(args.seed)] if args.seed is not None else [])
     argv += ["--rounds", str(args.rounds)] if args.rounds is not None else []
     argv += ["--auto"] if args.auto else []
@@ -76,12 +88,15 @@ def cmd_demo(args) -> int:
 
 def cmd_figures(args) -> int:
     from .reproduce import run_figures
+
     root = _root(args)
     out = args.out
     if args.quick and out is None:  # never overwrite the committed full-size figures with quick ones
         out = quick_figures_dir(root)
-        print(f"spectheory figures --quick: writing into {out} (pass --out to choose; the committed "
-              "figures/ are untouched)")
+        print(
+            f"spectheory figures --quick: writing into {out} (pass --out to choose; the committed "
+            "figures/ are untouched)"
+        )
     return run_figures(root, args.names, quick=args.quick, out=out, jobs=args.jobs)
 
 
@@ -98,20 +113,24 @@ def quick_figures_dir(repo) -> str:
 
 def cmd_decode(args) -> int:
     from .decode_cmd import run_decode
+
     return run_decode(args)
 
 
 def cmd_reproduce(args) -> int:
     from .reproduce import reproduce
+
     return reproduce(_root(args), out=args.out, quick=args.quick, jobs=args.jobs, scheduler=args.scheduler)
 
 
 def _version() -> str:
     try:
         from importlib.metadata import version
+
         return version("spectheory")
     except Exception:  # noqa: BLE001 - not installed: the source tree's own version
         from .. import __version__
+
         return __version__
 
 
@@ -120,71 +139,123 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"spectheory {_version()}")
     parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
     common = argparse.ArgumentParser(add_help=False)  # --traceback also after the subcommand
-    common.add_argument("--traceback", action="store_true", default=argparse.SUPPRESS,
-                        help="show full tracebacks on errors")
+    common.add_argument(
+        "--traceback", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks on errors"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
 
     def add(name, func, help_):
-        p = sub.add_parser(name, help=help_, description=help_, epilog=f"example: {EXAMPLES[name]}",
-                           formatter_class=_Help, parents=[common])
+        p = sub.add_parser(
+            name,
+            help=help_,
+            description=help_,
+            epilog=f"example: {EXAMPLES[name]}",
+            formatter_class=_Help,
+            parents=[common],
+        )
         p.set_defaults(func=func)
         return p
 
     def add_root(p):
-        p.add_argument("--root", default=None, metavar="PATH",
-                       help="repository checkout to work on (default: the one around the current directory)")
+        p.add_argument(
+            "--root",
+            default=None,
+            metavar="PATH",
+            help="repository checkout to work on (default: the one around the current directory)",
+        )
 
     p = add("reproduce", cmd_reproduce, "regenerate every result and figure (the main job)")
     add_root(p)
     p.add_argument("--quick", action="store_true", help="small sizes, a few minutes (default: full sizes)")
-    p.add_argument("--out", type=A.writable_dir, default=None, metavar="DIR",
-                   help="output folder (default: the repository's own results/ and figures/)")
+    p.add_argument(
+        "--out",
+        type=A.writable_dir,
+        default=None,
+        metavar="DIR",
+        help="output folder (default: the repository's own results/ and figures/)",
+    )
     p.add_argument("--jobs", type=A.positive_int, default=1, help="local worker processes")
-    p.add_argument("--scheduler", default=None,
-                   help="dask.distributed scheduler address (default: none, run locally)")
+    p.add_argument(
+        "--scheduler", default=None, help="dask.distributed scheduler address (default: none, run locally)"
+    )
 
     p = add("analyze", cmd_analyze, "exact quantities of a chain (file or random instance)")
     add_chain_args(p)
 
     p = add("simulate", cmd_simulate, "Monte Carlo of a chain, side by side with the exact values")
     add_chain_args(p)
-    p.add_argument("--runs", type=A.positive_int, default=2000,
-                   help=f"Monte Carlo runs per gamma, simulated {SIMULATE_CHUNK:,} at a time")
+    p.add_argument(
+        "--runs",
+        type=A.positive_int,
+        default=2000,
+        help=f"Monte Carlo runs per gamma, simulated {SIMULATE_CHUNK:,} at a time",
+    )
 
     p = add("decode", cmd_decode, "run the real decoder on the shipped models")
     p.add_argument("--prompt", default="def ", help="prompt text (default: %(default)r)")
     p.add_argument("--draft", default="draft-small", choices=A.shipped_drafts(), help="draft model")
     p.add_argument("--gamma", type=A.positive_int, default=4, help="draft tokens per round")
     p.add_argument("--tokens", type=A.positive_int, default=64, help="new tokens")
-    p.add_argument("--temperature", type=A.nonneg_float, default=1.0, help="sampling temperature (0 = greedy)")
+    p.add_argument(
+        "--temperature", type=A.nonneg_float, default=1.0, help="sampling temperature (0 = greedy)"
+    )
     p.add_argument("--seed", type=A.nonneg_int, default=0, help="random seed")
-    p.add_argument("--device", type=A.device_name, default="cpu", help="torch device: cpu, cuda, cuda:N or mps")
-    p.add_argument("--no-bonus", action="store_true", help="no bonus tokens (Yin et al.'s counting; default: bonus)")
+    p.add_argument(
+        "--device", type=A.device_name, default="cpu", help="torch device: cpu, cuda, cuda:N or mps"
+    )
+    p.add_argument(
+        "--no-bonus", action="store_true", help="no bonus tokens (Yin et al.'s counting; default: bonus)"
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output (default: text)")
-    p.add_argument("--tree", default=None, metavar="SHAPE",
-                   help="tree decoding: AxBxC (children per depth), pathN, or sparseN with --medusa (default: none)")
-    p.add_argument("--verifier", default=None, metavar="NAME",
-                   help="tree verifier: tree_rrs, tree_rrs_wo, tree_topk, traversal, traversal_iid or typical "
-                        "(default: tree_rrs; tree_topk with --medusa)")
+    p.add_argument(
+        "--tree",
+        default=None,
+        metavar="SHAPE",
+        help="tree decoding: AxBxC (children per depth), pathN, or sparseN with --medusa (default: none)",
+    )
+    p.add_argument(
+        "--verifier",
+        default=None,
+        metavar="NAME",
+        help="tree verifier: tree_rrs, tree_rrs_wo, tree_topk, traversal, traversal_iid or typical "
+        "(default: tree_rrs; tree_topk with --medusa)",
+    )
     p.add_argument("--medusa", action="store_true", help="draft with the shipped Medusa heads (default: off)")
 
     p = add("demo", cmd_demo, "step-by-step teaching demo in the terminal")
     p.add_argument("--seed", type=A.nonneg_int, default=None, help="random seed (default: the demo's own)")
     p.add_argument("--gamma", type=A.positive_int, default=3, help="draft tokens per round")
-    p.add_argument("--rounds", type=A.positive_int, default=None, help="rounds to play (default: the demo's own)")
-    p.add_argument("--auto", action="store_true", help="no key presses, for tests and recordings (default: off)")
-    p.add_argument("--save", type=A.writable_dir, default=None, metavar="DIR",
-                   help="write one figure per step into DIR (default: none)")
+    p.add_argument(
+        "--rounds", type=A.positive_int, default=None, help="rounds to play (default: the demo's own)"
+    )
+    p.add_argument(
+        "--auto", action="store_true", help="no key presses, for tests and recordings (default: off)"
+    )
+    p.add_argument(
+        "--save",
+        type=A.writable_dir,
+        default=None,
+        metavar="DIR",
+        help="write one figure per step into DIR (default: none)",
+    )
 
     p = add("figures", cmd_figures, "regenerate some or all figures")
     add_root(p)
     p.add_argument("names", nargs="*", help="figure names (default: all)")
-    p.add_argument("--quick", action="store_true",
-                   help="small sizes, marked QUICK in the image; without --out they go to a fresh "
-                        "temporary folder (default: full sizes)")
-    p.add_argument("--out", type=A.writable_dir, default=None, metavar="DIR",
-                   help="output folder (default: figures/, or a fresh folder with --quick)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, marked QUICK in the image; without --out they go to a fresh "
+        "temporary folder (default: full sizes)",
+    )
+    p.add_argument(
+        "--out",
+        type=A.writable_dir,
+        default=None,
+        metavar="DIR",
+        help="output folder (default: figures/, or a fresh folder with --quick)",
+    )
     p.add_argument("--jobs", type=A.positive_int, default=1, help="figures made at once")
 
     add_root(add("prove", cmd_prove, "run the symbolic proofs (sympy)"))
@@ -226,8 +297,10 @@ def main(argv=None) -> int:
     except Exception as exc:  # noqa: BLE001 - a bug: say so in one line, trace on request
         if args.traceback:
             raise
-        sys.stderr.write(f"spectheory {args.command}: internal error: {type(exc).__name__}: {exc} "
-                         "(rerun with --traceback and report it)\n")
+        sys.stderr.write(
+            f"spectheory {args.command}: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with --traceback and report it)\n"
+        )
         return 1
 
 

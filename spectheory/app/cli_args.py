@@ -16,6 +16,7 @@ Traceback (most recent call last):
 ...
 argparse.ArgumentTypeError: expected cpu, cuda, cuda:N or mps, got 'tpu'
 """
+
 from __future__ import annotations
 
 import argparse
@@ -23,8 +24,16 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["positive_int", "nonneg_int", "nonneg_float", "gammas", "device_name", "writable_dir",
-           "check_device_available", "shipped_drafts"]
+__all__ = [
+    "positive_int",
+    "nonneg_int",
+    "nonneg_float",
+    "gammas",
+    "device_name",
+    "writable_dir",
+    "check_device_available",
+    "shipped_drafts",
+]
 
 
 def _int(text: str, minimum: int) -> int:
@@ -98,8 +107,10 @@ def check_device_available(device: str) -> None:
     kind, _, index = device.partition(":")
     if kind == "cuda":
         if not torch.cuda.is_available():
-            raise ValueError(f"--device {device}: this torch ({torch.__version__}) has no usable CUDA device; "
-                             "use --device cpu (scripts/setup.sh says how to install a CUDA build)")
+            raise ValueError(
+                f"--device {device}: this torch ({torch.__version__}) has no usable CUDA device; "
+                "use --device cpu (scripts/setup.sh says how to install a CUDA build)"
+            )
         if index and int(index) >= torch.cuda.device_count():
             raise ValueError(f"--device {device}: only {torch.cuda.device_count()} CUDA device(s)")
     elif kind == "mps":

@@ -8,6 +8,7 @@ so :math:`E[\\text{rejections}]` without bonus tokens is :math:`\\sum_n (1 - \\b
 :math:`\\sum_{i=0}^{\\gamma} \\alpha^i` with bonus tokens and :math:`\\sum_{i=0}^{\\gamma-1} \\alpha^i`
 without (a round then emits :math:`\\min(N + 1, \\gamma)` tokens).
 """
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,25 @@ def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=
     ids = torch.tensor([list(prompt_ids) + list(new_ids)], dtype=torch.long, device=model_device(target))
     n0 = len(prompt_ids)
     with torch.no_grad():
-        laws = [logits_to_probs(m(ids)[0, n0 - 1:-1].double(), temperature, top_k, top_p) for m in (target, draft)]
+        laws = [
+            logits_to_probs(m(ids)[0, n0 - 1 : -1].double(), temperature, top_k, top_p)
+            for m in (target, draft)
+        ]
     return torch.minimum(*laws).sum(-1).cpu().numpy()
 
 
 def _settings(args) -> dict:
-    return {"target": "target", "draft": args.draft, "prompt": args.prompt, "gamma": args.gamma,
-            "horizon": args.tokens, "temperature": args.temperature, "seed": args.seed,
-            "device": args.device, "bonus": not args.no_bonus}
+    return {
+        "target": "target",
+        "draft": args.draft,
+        "prompt": args.prompt,
+        "gamma": args.gamma,
+        "horizon": args.tokens,
+        "temperature": args.temperature,
+        "seed": args.seed,
+        "device": args.device,
+        "bonus": not args.no_bonus,
+    }
 
 
 def run_decode(args) -> int:
@@ -50,6 +62,7 @@ def run_decode(args) -> int:
     check_device_available(args.device)  # before the models load
     if getattr(args, "tree", None) or getattr(args, "medusa", False):  # tree decoding (issue 12)
         from .decode_tree import run_tree_decode
+
         return run_tree_decode(args)
     from ..decoder import list_models, load_model
     from ..decoder.speculative import autoregressive_generate, speculative_generate
@@ -82,32 +95,57 @@ def run_decode(args) -> int:
         "cost_ratio_measured": cost,
         "speedup_iid": float(walltime_speedup(min(alpha, 1.0 - 1e-12), args.gamma, cost)) if bonus else None,
     }
-    baseline = {"time_total": plain.time_total, "tokens_per_second": args.tokens / plain.time_total,
-                "speedup_measured": plain.time_total / res.stats.time_total}
+    baseline = {
+        "time_total": plain.time_total,
+        "tokens_per_second": args.tokens / plain.time_total,
+        "speedup_measured": plain.time_total / res.stats.time_total,
+    }
     if args.json:
-        print(json.dumps({"settings": _settings(args), "text": bytes(new).decode("utf-8", "replace"),
-                          "measured": measured, "round_accepted": rounds.tolist(),
-                          "accepted_counts": hist, "baseline": baseline,
-                          "predicted": predicted}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "settings": _settings(args),
+                    "text": bytes(new).decode("utf-8", "replace"),
+                    "measured": measured,
+                    "round_accepted": rounds.tolist(),
+                    "accepted_counts": hist,
+                    "baseline": baseline,
+                    "predicted": predicted,
+                },
+                indent=1,
+            )
+        )
         return 0
-    print(f"target + {args.draft}, gamma = {args.gamma}, {args.tokens} tokens, bonus = {bonus}, "
-          f"temperature = {args.temperature}, seed = {args.seed}, device = {args.device}")
+    print(
+        f"target + {args.draft}, gamma = {args.gamma}, {args.tokens} tokens, bonus = {bonus}, "
+        f"temperature = {args.temperature}, seed = {args.seed}, device = {args.device}"
+    )
     print("-" * 72)
     print(args.prompt + bytes(new).decode("utf-8", "replace"))
     print("-" * 72)
     print(f"{'':32s} {'measured':>10s} {'theory':>10s}")
     print(f"{'acceptance per checked token':32s} {measured['acceptance']:10.3f} {alpha:10.3f}")
-    print(f"{'tokens per target call':32s} {measured['tokens_per_call']:10.3f} {predicted['tokens_per_call_iid']:10.3f}"
-          "  (Leviathan, i.i.d.)")
+    print(
+        f"{'tokens per target call':32s} {measured['tokens_per_call']:10.3f} {predicted['tokens_per_call_iid']:10.3f}"
+        "  (Leviathan, i.i.d.)"
+    )
     print(f"{'target calls':32s} {measured['target_calls']:10d}")
     note = "(sum of TV: Theorem 1)" if not bonus else "(sum of TV: an upper bound with bonus tokens)"
-    print(f"{'rejections':32s} {measured['rejections']:10d} {predicted['rejections_without_bonus']:10.2f}  {note}")
+    print(
+        f"{'rejections':32s} {measured['rejections']:10d} {predicted['rejections_without_bonus']:10.2f}  {note}"
+    )
     spec_s = res.stats.time_total
     print(f"{'wall time, speculative':32s} {spec_s:9.3f}s")
     print(f"{'wall time, target alone':32s} {plain.time_total:9.3f}s  (plain autoregressive baseline)")
     theory = f"{predicted['speedup_iid']:10.2f}" if bonus else f"{'':>10s}"
-    print(f"{'speedup':32s} {baseline['speedup_measured']:10.2f} {theory}  (theory: Leviathan with the "
-          f"measured cost ratio c = {cost:.3f}; one short run, timings are noisy)")
-    print("rounds by accepted drafts (j = 0.." + str(args.gamma) + "): "
-          + ", ".join(f"j={j}: {n}" for j, n in enumerate(hist)))
+    print(
+        f"{'speedup':32s} {baseline['speedup_measured']:10.2f} {theory}  (theory: Leviathan with the "
+        f"measured cost ratio c = {cost:.3f}; one short run, timings are noisy)"
+    )
+    print(
+        "rounds by accepted drafts (j = 0.."
+        + str(args.gamma)
+        + "): "
+        + ", ".join(f"j={j}: {n}" for j, n in enumerate(hist))
+    )
     return 0

@@ -6,6 +6,7 @@ SHAPE: ``AxBxC`` (every node at depth ``d`` has the ``d``-th number of children,
 tree verifier (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``,
 ``traversal_iid``) or ``typical`` (Medusa's typical acceptance, lossy).
 """
+
 from __future__ import annotations
 
 import json
@@ -24,6 +25,7 @@ def parse_tree_shape(shape, accuracies=None):
     (10, 3)
     """
     from ..trees import DraftTree
+
     s = str(shape).strip().lower()
     try:
         if s.startswith("path"):
@@ -32,6 +34,7 @@ def parse_tree_shape(shape, accuracies=None):
             if accuracies is None:
                 raise ValueError("--tree: sparseN needs --medusa (the heads' accuracies choose the tree)")
             from ..decoder.medusa import sparse_tree
+
             return sparse_tree(np.asarray(accuracies)[:, :4], int(s[6:]))
         return DraftTree.from_branching([int(x) for x in s.split("x")])
     except ValueError as exc:
@@ -65,23 +68,48 @@ def run_tree_decode(args) -> int:
         res = medusa_generate(target, heads, [prompt], args.tokens, tree, verifier, **kw)
     else:
         draft = load_model(args.draft, device=args.device)
-        res = tree_generate(target, draft, [prompt], args.tokens, tree, verifier,
-                            policy="topk" if name == "typical" else None, **kw)
-    plain = autoregressive_generate(target, [prompt], args.tokens, temperature=args.temperature, seed=args.seed,
-                                    device=args.device).stats
+        res = tree_generate(
+            target,
+            draft,
+            [prompt],
+            args.tokens,
+            tree,
+            verifier,
+            policy="topk" if name == "typical" else None,
+            **kw,
+        )
+    plain = autoregressive_generate(
+        target, [prompt], args.tokens, temperature=args.temperature, seed=args.seed, device=args.device
+    ).stats
     m = res.stats.totals()
     new = res.tokens[0].tolist()
     drafter = "Medusa heads" if medusa else args.draft
     if args.json:
-        print(json.dumps({"settings": {"tree": shape, "tree_parents": tree.parents.tolist(), "verifier": name,
-                                       "drafter": drafter, "tokens": args.tokens, "seed": args.seed},
-                          "text": bytes(new).decode("utf-8", "replace"), "measured": m,
-                          "round_accepted": res.stats.round_accepted[0].tolist(),
-                          "accepted_counts": res.stats.accepted_counts[0].tolist(),
-                          "baseline_time_total": plain.time_total}, indent=1))
+        print(
+            json.dumps(
+                {
+                    "settings": {
+                        "tree": shape,
+                        "tree_parents": tree.parents.tolist(),
+                        "verifier": name,
+                        "drafter": drafter,
+                        "tokens": args.tokens,
+                        "seed": args.seed,
+                    },
+                    "text": bytes(new).decode("utf-8", "replace"),
+                    "measured": m,
+                    "round_accepted": res.stats.round_accepted[0].tolist(),
+                    "accepted_counts": res.stats.accepted_counts[0].tolist(),
+                    "baseline_time_total": plain.time_total,
+                },
+                indent=1,
+            )
+        )
         return 0
-    print(f"target + {drafter}, tree {shape} ({tree.size} nodes, depth {tree.max_depth}), verifier {name}, "
-          f"{args.tokens} tokens, temperature = {args.temperature}, seed = {args.seed}")
+    print(
+        f"target + {drafter}, tree {shape} ({tree.size} nodes, depth {tree.max_depth}), verifier {name}, "
+        f"{args.tokens} tokens, temperature = {args.temperature}, seed = {args.seed}"
+    )
     print("-" * 72)
     print(args.prompt + bytes(new).decode("utf-8", "replace"))
     print("-" * 72)

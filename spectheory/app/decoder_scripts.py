@@ -1,8 +1,7 @@
 """Command-line plumbing shared by the decoder validation scripts: the model options and the
 results file with the device it was measured on."""
-from __future__ import annotations
 
-from .results import script_parser, write_results
+from __future__ import annotations
 
 __all__ = ["decoder_script_parser", "describe_device", "write_result"]
 
@@ -12,10 +11,13 @@ def decoder_script_parser(doc: str, device="cpu", threads: int | None = 2):
     ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
     ``--threads`` (torch CPU threads; omitted when ``threads`` is None)."""
     from ..app.results import script_parser
+
     ap = script_parser(doc)
     ap.add_argument("--target", default=None, help="target model (default: target)")
     ap.add_argument("--drafts", default=None, help="comma-separated draft models (default: all shipped)")
-    ap.add_argument("--device", default=device, help=f"torch device (default: {device or 'cuda if available'})")
+    ap.add_argument(
+        "--device", default=device, help=f"torch device (default: {device or 'cuda if available'})"
+    )
     if threads is not None:
         ap.add_argument("--threads", type=int, default=threads, help=f"torch CPU threads (default {threads})")
     return ap
@@ -26,6 +28,7 @@ def describe_device(device) -> str:
     import platform
 
     import torch
+
     dev = str(device)
     if dev.startswith("cuda") and torch.cuda.is_available():
         return f"{dev} ({torch.cuda.get_device_name(0)})"
@@ -43,6 +46,13 @@ def write_result(out_dir, name, data, headline, argv=None, device="cpu"):
     import torch
 
     from ..app.results import write_results
+
     argv = sys.argv if argv is None else argv
-    return write_results(argv[0], {"device": describe_device(device), "torch": torch.__version__, **data},
-                         out_dir, list(argv[1:]), headline, name=name)
+    return write_results(
+        argv[0],
+        {"device": describe_device(device), "torch": torch.__version__, **data},
+        out_dir,
+        list(argv[1:]),
+        headline,
+        name=name,
+    )

@@ -11,6 +11,7 @@ figure script does::
 which writes ``fig_name.png``, ``fig_name.pdf`` and ``fig_name.json`` (the numbers the
 figure shows) side by side.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,12 +29,15 @@ from .results import _plain  # noqa: E402
 #: Okabe-Ito colour-blind-safe palette.
 PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
 
+
 #: Default folder of generated figures (``figures/`` at the repository root).
 def _script_folder() -> Path:
     """The folder of the running figure script (``figures/`` of its checkout)."""
     import __main__
+
     main = getattr(__main__, "__file__", None)
     return Path(main).resolve().parent if main else Path.cwd()
+
 
 STYLE = {
     "figure.dpi": 150,
@@ -59,8 +63,9 @@ STYLE = {
 def figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2.6, **kwargs):
     """A figure at single-column width (3.4 in per panel) in the project style."""
     plt.rcParams.update(STYLE)
-    return plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows),
-                        constrained_layout=True, **kwargs)
+    return plt.subplots(
+        nrows, ncols, figsize=(width * ncols, height * nrows), constrained_layout=True, **kwargs
+    )
 
 
 #: Set by :func:`figure_args` from ``--quick``: quick figures are stamped as such.
@@ -75,8 +80,16 @@ def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[
     out = Path(out_dir) if out_dir is not None else _script_folder()
     out.mkdir(parents=True, exist_ok=True)
     if _QUICK["on"]:  # a quick (CI-size) figure must not pass for the real one
-        fig.text(0.99, 1.0, "QUICK RUN (small sizes, not the published figure)", ha="right", va="bottom",
-                 fontsize=7, color="#D55E00", alpha=0.9)  # above the panels: bbox "tight" keeps it
+        fig.text(
+            0.99,
+            1.0,
+            "QUICK RUN (small sizes, not the published figure)",
+            ha="right",
+            va="bottom",
+            fontsize=7,
+            color="#D55E00",
+            alpha=0.9,
+        )  # above the panels: bbox "tight" keeps it
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
     for p in paths:
         fig.savefig(p)
@@ -92,7 +105,9 @@ def figure_args(doc: str, argv=None) -> argparse.Namespace:
     """Standard command line of a figure script: ``--quick`` and ``--out DIR``."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
-    parser.add_argument("--out", default=None, help="output folder (default: the script's own figures/ folder)")
+    parser.add_argument(
+        "--out", default=None, help="output folder (default: the script's own figures/ folder)"
+    )
     args = parser.parse_args(argv)
     if args.out is None:
         args.out = str(_script_folder())
@@ -113,14 +128,16 @@ def load_results(name: str, out=None) -> dict:
     """
     path = results_dir(out) / f"{name}.json"
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run the script that writes {name}.json first "
-                                "(spectheory reproduce runs simulations before figures)")
+        raise FileNotFoundError(
+            f"{path} is missing: run the script that writes {name}.json first "
+            "(spectheory reproduce runs simulations before figures)"
+        )
     return json.loads(path.read_text())
 
 
 def band(ax, x, mean, se, k: float = 1.96, **kwargs):
     """Plot ``mean`` with a shaded ``+- k * se`` band (a 95% band by default)."""
     x, mean, se = map(np.asarray, (x, mean, se))
-    line, = ax.plot(x, mean, **kwargs)
+    (line,) = ax.plot(x, mean, **kwargs)
     ax.fill_between(x, mean - k * se, mean + k * se, color=line.get_color(), alpha=0.2, lw=0)
     return line

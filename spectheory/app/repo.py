@@ -5,6 +5,7 @@ and the proofs are scripts of a checkout of the repository (``simulations/``, ``
 ``figures/``, ``proofs/``); the command line finds that checkout from the current directory
 (or takes ``--root``) and hands its path down.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -32,5 +33,7 @@ def find_repository(start=None) -> Path:
     for p in (here, *here.parents):
         if is_repository(p):
             return p
-    raise ValueError(f"root: no spectheory checkout (a folder with simulations/ and figures/) at or above "
-                     f"{here}; run from a checkout of the repository or pass --root PATH")
+    raise ValueError(
+        f"root: no spectheory checkout (a folder with simulations/ and figures/) at or above "
+        f"{here}; run from a checkout of the repository or pass --root PATH"
+    )

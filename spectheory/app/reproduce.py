@@ -10,6 +10,7 @@ Every JSON file a step writes may carry a ``"headline"`` list of
 ``{"name", "value", "se" (optional), "note" (optional)}`` entries; these become the rows of
 ``DIR/summary.md`` and ``DIR/summary.json``, each with the command that made it.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -30,14 +31,15 @@ PACKAGE = Path(__file__).resolve().parent.parent
 @dataclass(frozen=True)
 class Step:
     """One script of the main job."""
+
     name: str
-    script: str                      # path relative to the repository root
-    args: tuple = ()                 # extra arguments (both modes)
+    script: str  # path relative to the repository root
+    args: tuple = ()  # extra arguments (both modes)
     quick_args: tuple = ("--quick",)
     full_args: tuple = ()
-    kind: str = "simulation"         # proof | simulation | decoder | benchmark | figure
+    kind: str = "simulation"  # proof | simulation | decoder | benchmark | figure
     needs: tuple = field(default=())  # names of steps whose outputs it reads
-    module: str | None = None        # run as ``python -m module`` (a package's __main__)
+    module: str | None = None  # run as ``python -m module`` (a package's __main__)
 
     def argv(self, out: Path, quick: bool) -> list[str]:
         extra = self.quick_args if quick else self.full_args
@@ -67,11 +69,16 @@ def discover_steps(root, quick: bool = False) -> list[Step]:
     steps = []
     if (Path(root) / "proofs" / "__main__.py").exists():
         steps.append(Step("proofs", "proofs/__main__.py", kind="proof", module="proofs"))
-    skip = {"train_models.py", "train_medusa.py"}  # training is not part of the main job: the weights are shipped
+    skip = {
+        "train_models.py",
+        "train_medusa.py",
+    }  # training is not part of the main job: the weights are shipped
     gpu_ok = quick or _cuda_available()
 
     def runs_here(path):
-        return not (path.name in skip or path.name.startswith("_") or (path.stem.endswith("_gpu") and not gpu_ok))
+        return not (
+            path.name in skip or path.name.startswith("_") or (path.stem.endswith("_gpu") and not gpu_ok)
+        )
 
     for path in sorted((Path(root) / "simulations").glob("*.py")):
         if runs_here(path):
@@ -81,8 +88,14 @@ def discover_steps(root, quick: bool = False) -> list[Step]:
         if runs_here(path):
             steps.append(Step(path.stem, f"benchmarks/{path.name}", kind="benchmark"))
     for path in sorted((Path(root) / "figures").glob("fig*.py")):
-        steps.append(Step(path.stem, f"figures/{path.name}", kind="figure",
-                          needs=tuple(s.name for s in steps if s.kind != "figure")))
+        steps.append(
+            Step(
+                path.stem,
+                f"figures/{path.name}",
+                kind="figure",
+                needs=tuple(s.name for s in steps if s.kind != "figure"),
+            )
+        )
     return steps
 
 
@@ -128,13 +141,18 @@ def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1, cw
                 if now >= next_beat:
                     next_beat = now + HEARTBEAT_S
                     last = _last_line(log)
-                    sys.stderr.write(f"reproduce: {name} still running, {now - start:.0f} s"
-                                     f"{': ' + last if last else ''}\n")
+                    sys.stderr.write(
+                        f"reproduce: {name} still running, {now - start:.0f} s{': ' + last if last else ''}\n"
+                    )
                     sys.stderr.flush()
     seconds = round(time.perf_counter() - start, 2)
     sys.stderr.write(f"reproduce: {name} {'done' if proc.returncode == 0 else 'FAILED'} in {seconds:.0f} s\n")
-    return {"name": name, "rc": proc.returncode, "seconds": seconds,
-            "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv))}
+    return {
+        "name": name,
+        "rc": proc.returncode,
+        "seconds": seconds,
+        "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv)),
+    }
 
 
 def _library_digest() -> str:
@@ -156,17 +174,20 @@ def _digest(step: Step, library: str, root) -> str:
 @dataclass(frozen=True)
 class Layout:
     """Where the main job writes: results (JSON), figures, logs, cache, and the summary."""
+
     results: Path
     figures: Path
     logs: Path
     cache: Path
 
     @classmethod
-    def at(cls, root, out=None) -> "Layout":
+    def at(cls, root, out=None) -> Layout:
         """``out=None``: the repository ``root`` itself (results/, figures/); else everything under ``out``."""
         if out is None:
             root = Path(root)
-            return cls(root / "results", root / "figures", root / "results" / "logs", root / ".cache" / "reproduce")
+            return cls(
+                root / "results", root / "figures", root / "results" / "logs", root / ".cache" / "reproduce"
+            )
         out = Path(out).resolve()
         return cls(out / "results", out / "figures", out / "logs", out / ".cache")
 
@@ -182,14 +203,25 @@ def run_steps(steps, layout: Layout, quick: bool, root, jobs: int = 1, scheduler
     library = _library_digest()
     statuses = []
     # benchmarks time things, so they run one at a time with the machine to themselves
-    groups = ((("proof", "simulation", "decoder"), jobs, scheduler, "simulations"),
-              (("benchmark",), 1, None, "benchmarks"), (("figure",), jobs, scheduler, "figures"))
+    groups = (
+        (("proof", "simulation", "decoder"), jobs, scheduler, "simulations"),
+        (("benchmark",), 1, None, "benchmarks"),
+        (("figure",), jobs, scheduler, "figures"),
+    )
     for kinds, n_jobs, sched, desc in groups:
         n_threads = threads if n_jobs > 1 or sched else max(1, os.cpu_count() or 1)
-        params = [{"name": s.name, "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
-                   "log": str(layout.logs / f"{s.name}.log"), "digest": _digest(s, library, root), "threads": n_threads,
-                   "cwd": str(root)}
-                  for s in steps if s.kind in kinds]
+        params = [
+            {
+                "name": s.name,
+                "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
+                "log": str(layout.logs / f"{s.name}.log"),
+                "digest": _digest(s, library, root),
+                "threads": n_threads,
+                "cwd": str(root),
+            }
+            for s in steps
+            if s.kind in kinds
+        ]
         results = run_sweep(_run_step, params, jobs=n_jobs, scheduler=sched, cache_dir=cache, desc=desc)
         for p, status in zip(params, results):
             if status["rc"] != 0:  # never keep a failed step in the cache
@@ -227,20 +259,34 @@ def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -
     commands = {st["name"]: st["command"] for st in statuses}
     for h in headlines:  # scripts that do not record their command: the one reproduce ran
         h["command"] = h.get("command") or commands.get(Path(h["source"]).stem, "")
-    summary = {"quick": quick, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "python": sys.version.split()[0],
-               "steps": statuses, "headline": headlines}
+    summary = {
+        "quick": quick,
+        "date": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "python": sys.version.split()[0],
+        "steps": statuses,
+        "headline": headlines,
+    }
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
-    lines = [f"# spectheory reproduce{' --quick' if quick else ''}", "",
-             f"Run on {summary['date']} (Python {summary['python']}).", "",
-             "| quantity | value | SE | source |", "|---|---|---|---|"]
+    lines = [
+        f"# spectheory reproduce{' --quick' if quick else ''}",
+        "",
+        f"Run on {summary['date']} (Python {summary['python']}).",
+        "",
+        "| quantity | value | SE | source |",
+        "|---|---|---|---|",
+    ]
     for h in headlines:
         se = h.get("se")
         value = h.get("value")
-        lines.append(f"| {_cell(h.get('name', '?'))} | {_cell(value)} | {_cell(se) if se is not None else ''} | "
-                     f"`{h.get('command') or h['source']}` |")
+        lines.append(
+            f"| {_cell(h.get('name', '?'))} | {_cell(value)} | {_cell(se) if se is not None else ''} | "
+            f"`{h.get('command') or h['source']}` |"
+        )
     lines += ["", "| step | status | seconds |", "|---|---|---|"]
-    lines += [f"| {s['name']} | {'ok' if s['rc'] == 0 else 'FAILED (rc ' + str(s['rc']) + ')'} | {s['seconds']} |"
-              for s in statuses]
+    lines += [
+        f"| {s['name']} | {'ok' if s['rc'] == 0 else 'FAILED (rc ' + str(s['rc']) + ')'} | {s['seconds']} |"
+        for s in statuses
+    ]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     return summary
 
@@ -267,8 +313,10 @@ def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None
     failed = [s["name"] for s in statuses if s["rc"] != 0]
     if out is None and only is None and (root / "scripts" / "update_readme.py").exists():
         subprocess.run([sys.executable, str(root / "scripts" / "update_readme.py")], cwd=root, check=False)
-    print(f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
-          f"{time.perf_counter() - t0:.0f} s; summary in {summary_dir / 'summary.md'}")
+    print(
+        f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
+        f"{time.perf_counter() - t0:.0f} s; summary in {summary_dir / 'summary.md'}"
+    )
     if failed:
         print(f"failed steps (logs in {layout.logs}): {', '.join(failed)}")
     return 1 if failed else 0

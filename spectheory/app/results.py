@@ -6,6 +6,7 @@ provenance every result carries: date, machine, command, and a ``headline`` list
 ``{"name", "value", "se" (optional), "note" (optional)}`` rows that ``spectheory reproduce``
 gathers into ``summary.md``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -42,8 +43,12 @@ def script_parser(doc: str) -> argparse.ArgumentParser:
 
 def machine_info() -> dict:
     """Where a result was computed."""
-    info = {"platform": platform.platform(), "cpu_count": os.cpu_count(),
-            "python": platform.python_version(), "numpy": np.__version__}
+    info = {
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+    }
     if "torch" in sys.modules:
         torch = sys.modules["torch"]
         info["torch"] = torch.__version__
@@ -77,7 +82,9 @@ def _plain(obj):
     return obj
 
 
-def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(), name: str | None = None) -> Path:
+def write_results(
+    script_file: str, data: dict, out=None, argv=None, headlines=(), name: str | None = None
+) -> Path:
     """Write ``<out>/<script stem>.json`` with ``data`` plus date, machine, command and headline.
 
     Parameters
@@ -99,7 +106,7 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
     args = list(sys.argv[1:] if argv is None else argv)
     if "--out" in args:  # where the output went is not part of what made it
         i = args.index("--out")
-        del args[i:i + 2]
+        del args[i : i + 2]
     args = [a for a in args if not a.startswith("--out=")]
     if script.stem == "__main__":
         shown = ["-m", script.parent.name]
@@ -108,8 +115,13 @@ def write_results(script_file: str, data: dict, out=None, argv=None, headlines=(
             shown = [str(script.relative_to(_repository_of(script)))]
         except ValueError:
             shown = [script.name]
-    record = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "machine": machine_info(),
-              "command": " ".join(["python", *shown, *args]), **data, "headline": list(headlines)}
+    record = {
+        "date": datetime.datetime.now().isoformat(timespec="seconds"),
+        "machine": machine_info(),
+        "command": " ".join(["python", *shown, *args]),
+        **data,
+        "headline": list(headlines),
+    }
     folder = Path(out) if out is not None else default_results_dir(script)
     folder.mkdir(parents=True, exist_ok=True)
     stem = script.parent.name if script.stem == "__main__" else script.stem  # python -m package

@@ -16,6 +16,7 @@ Examples
 >>> [round(float(r), 3) for r in run_sweep(cf.expected_tokens_per_call, params, progress=False)]
 [1.5, 1.75, 1.9, 2.71]
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -23,9 +24,9 @@ import itertools
 import json
 import os
 import pickle
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
 
 from tqdm.auto import tqdm
 
@@ -66,8 +67,16 @@ def _store(path: Path, value) -> None:
     os.replace(tmp, path)  # atomic: an interrupted write never leaves a corrupt cache entry
 
 
-def run_sweep(fn: Callable, params: Sequence[dict], *, jobs: int = 1, scheduler: str | None = None,
-              cache_dir=None, progress: bool = True, desc: str | None = None) -> list:
+def run_sweep(
+    fn: Callable,
+    params: Sequence[dict],
+    *,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    cache_dir=None,
+    progress: bool = True,
+    desc: str | None = None,
+) -> list:
     """Run ``fn(**p)`` for every ``p`` in ``params``; return results in the order of ``params``.
 
     Parameters
@@ -97,8 +106,13 @@ def run_sweep(fn: Callable, params: Sequence[dict], *, jobs: int = 1, scheduler:
             results[i] = _load(path)
         else:
             todo.append((i, p, path))
-    bar = tqdm(total=len(params), initial=len(params) - len(todo), desc=desc or fn.__name__,
-               disable=not progress, leave=False)
+    bar = tqdm(
+        total=len(params),
+        initial=len(params) - len(todo),
+        desc=desc or fn.__name__,
+        disable=not progress,
+        leave=False,
+    )
 
     def done(i, path, value):
         results[i] = value
@@ -108,7 +122,9 @@ def run_sweep(fn: Callable, params: Sequence[dict], *, jobs: int = 1, scheduler:
 
     try:
         if scheduler is not None:
-            from distributed import Client, as_completed as dask_completed
+            from distributed import Client
+            from distributed import as_completed as dask_completed
+
             with Client(scheduler) as client:
                 futures = {client.submit(_call, fn, p, pure=False): (i, path) for i, p, path in todo}
                 for fut in dask_completed(futures):

@@ -3,6 +3,7 @@
 They are module-level functions so that :func:`spectheory.app.sweeps.run_sweep` can ship them to
 local processes or a Dask cluster, and their results are identical wherever they run.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,9 @@ def exact_counters(chain, horizon, gamma, bonus=True) -> dict:
     return {name: float(getattr(res, name)) for name in COUNTERS}
 
 
-def exact_vs_monte_carlo(chain, horizon: int, gamma: int, n_runs: int, rng=None, bonus: bool = True,
-                         progress=None) -> list[dict]:
+def exact_vs_monte_carlo(
+    chain, horizon: int, gamma: int, n_runs: int, rng=None, bonus: bool = True, progress=None
+) -> list[dict]:
     """Exact expectation and Monte Carlo mean, SE and z-score of each protocol counter.
 
     Returns one dict per counter of :data:`COUNTERS`: ``quantity``, ``exact``, ``mc_mean``,
@@ -44,13 +46,28 @@ def exact_vs_monte_carlo(chain, horizon: int, gamma: int, n_runs: int, rng=None,
     for name in COUNTERS:
         mean, se = mean_and_se(getattr(sim, name))
         value = float(exact[name])
-        rows.append({"quantity": name, "exact": value, "mc_mean": mean, "mc_se": se,
-                     "z": (mean - value) / se if se > 0 else 0.0})
+        rows.append(
+            {
+                "quantity": name,
+                "exact": value,
+                "mc_mean": mean,
+                "mc_se": se,
+                "z": (mean - value) / se if se > 0 else 0.0,
+            }
+        )
     return rows
 
 
-def chain_task(seed: int, gamma: int, vocab_size: int = 8, horizon: int = 32, n_runs: int = 2000,
-               n_states: int | None = None, concentration: float = 1.0, bonus: bool = True) -> dict:
+def chain_task(
+    seed: int,
+    gamma: int,
+    vocab_size: int = 8,
+    horizon: int = 32,
+    n_runs: int = 2000,
+    n_states: int | None = None,
+    concentration: float = 1.0,
+    bonus: bool = True,
+) -> dict:
     """Exact and Monte Carlo statistics of one random chain (Dirichlet, seeded).
 
     Returns a dict of floats: exact expected target calls / rejections / draft tokens, and the
@@ -63,10 +80,18 @@ def chain_task(seed: int, gamma: int, vocab_size: int = 8, horizon: int = 32, n_
     ['calls_exact', 'calls_mc', 'calls_se']
     """
     chain = DecodingChain.random(vocab_size, n_states=n_states, concentration=concentration, rng=seed)
-    mc_stream = np.random.SeedSequence([seed, 1])   # independent of the chain's stream (not seed + 1)
+    mc_stream = np.random.SeedSequence([seed, 1])  # independent of the chain's stream (not seed + 1)
     out = {}
-    for row in exact_vs_monte_carlo(chain, horizon, gamma, n_runs, rng=mc_stream, bonus=bonus, progress=False):
+    for row in exact_vs_monte_carlo(
+        chain, horizon, gamma, n_runs, rng=mc_stream, bonus=bonus, progress=False
+    ):
         name = "calls" if row["quantity"] == "target_calls" else row["quantity"]
-        out.update({f"{name}_exact": row["exact"], f"{name}_mc": row["mc_mean"],
-                    f"{name}_se": row["mc_se"], f"{name}_z": row["z"]})
+        out.update(
+            {
+                f"{name}_exact": row["exact"],
+                f"{name}_mc": row["mc_mean"],
+                f"{name}_se": row["mc_se"],
+                f"{name}_z": row["z"],
+            }
+        )
     return out

@@ -2,6 +2,7 @@
 and its constructors: from matrices, random (Dirichlet), i.i.d., n-gram counts, prefix trees
 (:mod:`.core`, :mod:`.constructors`), exact-value views (:mod:`.views`), stochastic
 transitions (:mod:`.transitions`), and the named example chains of the figures and tests (:mod:`.examples`)."""
+
 from .constructors import ngram_counts
 from .core import DecodingChain
 

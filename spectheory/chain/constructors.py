@@ -1,5 +1,6 @@
 """Constructors of :class:`~spectheory.chain.core.DecodingChain` (a mixin): from matrices, i.i.d.,
 random (Dirichlet), n-gram counts and prefix trees, with :func:`ngram_counts`."""
+
 from __future__ import annotations
 
 import itertools
@@ -33,12 +34,22 @@ class ChainConstructors:
         t = as_law(target, "target")
         d = as_law(draft, "draft")
         if t.ndim != 1 or t.shape != d.shape:
-            raise ValueError(f"target and draft: expected two 1-d laws of equal length, got {t.shape}, {d.shape}")
+            raise ValueError(
+                f"target and draft: expected two 1-d laws of equal length, got {t.shape}, {d.shape}"
+            )
         return cls(t[None], d[None], np.ones(1), np.zeros((1, t.size), dtype=np.int64))
 
     @classmethod
-    def random(cls, vocab_size, n_states=None, horizon=None, concentration=1.0,
-               draft_concentration=None, similarity=0.0, rng=None):
+    def random(
+        cls,
+        vocab_size,
+        n_states=None,
+        horizon=None,
+        concentration=1.0,
+        draft_concentration=None,
+        similarity=0.0,
+        rng=None,
+    ):
         r"""Random chain with Dirichlet next-token laws.
 
         Parameters
@@ -61,14 +72,21 @@ class ChainConstructors:
         V = check_int(vocab_size, "vocab_size", 1)
         S = V if n_states is None else check_int(n_states, "n_states", 1)
         conc = float(check_nonneg(concentration, "concentration"))
-        dconc = conc if draft_concentration is None else float(check_nonneg(draft_concentration, "draft_concentration"))
+        dconc = (
+            conc
+            if draft_concentration is None
+            else float(check_nonneg(draft_concentration, "draft_concentration"))
+        )
         if conc <= 0 or dconc <= 0:
             raise ValueError("concentration: must be > 0")
         lam = float(check_prob(similarity, "similarity"))
         lead = (S,) if horizon is None else (check_int(horizon, "horizon", 1), S)
         # refuse before allocating: target, draft and ~6 same-size temporaries and tables
-        check_memory(8.0 * 8 * int(np.prod(lead)) * V, "vocab_size" if n_states is None else "n_states",
-                     f"a random chain with {S} states x {V} tokens")
+        check_memory(
+            8.0 * 8 * int(np.prod(lead)) * V,
+            "vocab_size" if n_states is None else "n_states",
+            f"a random chain with {S} states x {V} tokens",
+        )
         rng = np.random.default_rng(rng)
         t = _dirichlet(rng, conc, lead + (V,))
         d = lam * t + (1.0 - lam) * _dirichlet(rng, dconc, lead + (V,))
@@ -110,7 +128,7 @@ class ChainConstructors:
         if V == 0 or any(n != V for n in tc.shape):
             raise ValueError(f"target_counts: expected shape (V,)*(k+1), got {tc.shape}")
         k = tc.ndim - 1
-        S = V ** k
+        S = V**k
         alpha = float(check_nonneg(smoothing, "smoothing"))
 
         def kernel(counts):
@@ -194,7 +212,7 @@ def ngram_counts(sequences, order: int, vocab_size: int) -> np.ndarray:
             continue
         idx = np.zeros(a.size - k, dtype=np.int64)
         for j in range(k + 1):
-            idx = idx * V + a[j:a.size - k + j]
+            idx = idx * V + a[j : a.size - k + j]
         flat += np.bincount(idx, minlength=flat.size)
     return flat.reshape((V,) * (k + 1))
 
@@ -203,5 +221,3 @@ def _dirichlet(rng, conc, shape):
     g = rng.gamma(conc, size=shape)
     g = np.maximum(g, np.finfo(float).tiny)  # tiny concentrations can underflow to an all-zero row
     return g / g.sum(-1, keepdims=True)
-
-

@@ -13,6 +13,7 @@ before token ``n`` is emitted, under target sampling.
 Exact quantities (expected rejections, calls, laws) live in :mod:`spectheory.exact.expectations`
 and are exposed here as methods; Monte Carlo lives in :mod:`spectheory.montecarlo`.
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -21,8 +22,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import SUM_TOL, as_law, check_int
-from .transitions import NextStateSampler, check_next_state, law_matrix, stochastic_operator
 from .constructors import ChainConstructors
+from .transitions import NextStateSampler, check_next_state, law_matrix, stochastic_operator
 from .views import ProtocolViews
 
 __all__ = ["DecodingChain"]
@@ -98,8 +99,16 @@ class DecodingChain(ProtocolViews, ChainConstructors):
     True
     """
 
-    def __init__(self, target, draft, initial=None, next_state=None, *, atol: float = SUM_TOL,
-                 max_horizon: int | None = None):
+    def __init__(
+        self,
+        target,
+        draft,
+        initial=None,
+        next_state=None,
+        *,
+        atol: float = SUM_TOL,
+        max_horizon: int | None = None,
+    ):
         t = as_law(target, "target", atol=atol, min_ndim=2)
         d = as_law(draft, "draft", atol=atol, min_ndim=2)
         if t.ndim > 3:
@@ -158,8 +167,10 @@ class DecodingChain(ProtocolViews, ChainConstructors):
     def require_deterministic(self, what: str) -> None:
         """Raise ``ValueError`` naming ``what`` when the transitions are stochastic."""
         if self.is_stochastic:
-            raise ValueError(f"next_state: {what} needs a deterministic next_state (int [S, V]); "
-                             "this chain's transitions are stochastic (a law [S, V, S])")
+            raise ValueError(
+                f"next_state: {what} needs a deterministic next_state (int [S, V]); "
+                "this chain's transitions are stochastic (a law [S, V, S])"
+            )
 
     def sample_next_state(self, s, x, u):
         """Next states after tokens ``x`` in states ``s`` (inverse CDF of the law with uniforms
@@ -174,8 +185,11 @@ class DecodingChain(ProtocolViews, ChainConstructors):
     @cached_property
     def is_first_order(self) -> bool:
         """True when the state is the last token (``next_state[s, x] == x``)."""
-        return not self.is_stochastic and self.n_states == self.vocab_size and bool(
-            np.all(self.next_state == np.arange(self.vocab_size)))
+        return (
+            not self.is_stochastic
+            and self.n_states == self.vocab_size
+            and bool(np.all(self.next_state == np.arange(self.vocab_size)))
+        )
 
     def check_horizon(self, horizon) -> int:
         """Validate a horizon ``T >= 1`` against ``max_horizon``; return it as int."""
@@ -217,8 +231,9 @@ class DecodingChain(ProtocolViews, ChainConstructors):
         if self.is_stochastic:
             return stochastic_operator(mass, self._law)
         rows = np.repeat(np.arange(self.n_states), self.vocab_size)
-        return sp.csr_matrix((mass.ravel(), (rows, self.next_state.ravel())),
-                             shape=(self.n_states, self.n_states))
+        return sp.csr_matrix(
+            (mass.ravel(), (rows, self.next_state.ravel())), shape=(self.n_states, self.n_states)
+        )
 
     @cached_property
     def _target_ops(self):

@@ -5,6 +5,7 @@
 - :func:`holey_chain`: a draft that cannot propose token 0 in half of the states (batch
   decoding's rejections do not vanish as the number of drafts grows).
 """
+
 from __future__ import annotations
 
 import numpy as np

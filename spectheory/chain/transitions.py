@@ -17,12 +17,19 @@ Here: validation (:func:`check_next_state`), the sparse law (:func:`law_matrix`)
 operator (:func:`stochastic_operator`) and inverse-CDF sampling of the next state with
 injected uniforms (:class:`NextStateSampler`).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["check_next_state", "law_matrix", "stochastic_operator", "NextStateSampler", "random_transition_law"]
+__all__ = [
+    "check_next_state",
+    "law_matrix",
+    "stochastic_operator",
+    "NextStateSampler",
+    "random_transition_law",
+]
 
 
 def check_next_state(next_state, S: int, V: int, atol: float):
@@ -40,8 +47,10 @@ def check_next_state(next_state, S: int, V: int, atol: float):
     """
     if sp.issparse(next_state):
         if next_state.shape != (S * V, S):
-            raise ValueError(f"next_state: a sparse transition law must have shape (S * V, S) = "
-                             f"({S * V}, {S}), got {next_state.shape}")
+            raise ValueError(
+                f"next_state: a sparse transition law must have shape (S * V, S) = "
+                f"({S * V}, {S}), got {next_state.shape}"
+            )
         law = sp.csr_matrix(next_state, dtype=np.float64, copy=True)
         _check_law_rows(law.data, np.asarray(law.sum(1)).ravel(), atol, V)
         law.eliminate_zeros()
@@ -50,8 +59,9 @@ def check_next_state(next_state, S: int, V: int, atol: float):
     ns = np.asarray(next_state)
     if ns.ndim == 3:
         if ns.shape != (S, V, S):
-            raise ValueError(f"next_state: a transition law must have shape (S, V, S) = ({S}, {V}, {S}), "
-                             f"got {ns.shape}")
+            raise ValueError(
+                f"next_state: a transition law must have shape (S, V, S) = ({S}, {V}, {S}), got {ns.shape}"
+            )
         if not (np.issubdtype(ns.dtype, np.floating) or np.issubdtype(ns.dtype, np.integer)):
             raise ValueError("next_state: a transition law must be a float array")
         a = np.array(ns, dtype=np.float64)
@@ -59,11 +69,15 @@ def check_next_state(next_state, S: int, V: int, atol: float):
         a.setflags(write=False)
         return a, law_matrix(a)
     if ns.shape != (S, V):
-        raise ValueError(f"next_state: expected an int map of shape ({S}, {V}) or a law of shape "
-                         f"({S}, {V}, {S}), got {ns.shape}")
+        raise ValueError(
+            f"next_state: expected an int map of shape ({S}, {V}) or a law of shape "
+            f"({S}, {V}, {S}), got {ns.shape}"
+        )
     if not np.issubdtype(ns.dtype, np.integer):
-        raise ValueError("next_state: an (S, V) map must be an integer array (a stochastic "
-                         "transition is a float law of shape (S, V, S))")
+        raise ValueError(
+            "next_state: an (S, V) map must be an integer array (a stochastic "
+            "transition is a float law of shape (S, V, S))"
+        )
     if ns.size and (ns.min() < 0 or ns.max() >= S):
         raise ValueError(f"next_state: entries must lie in [0, {S})")
     out = np.array(ns, dtype=np.int64)
@@ -79,8 +93,10 @@ def _check_law_rows(entries, row_sums, atol, V):
     bad = np.abs(row_sums - 1.0) > atol
     if np.any(bad):
         r = int(np.argmax(bad))
-        raise ValueError(f"next_state: the law of the next state after (state {r // V}, token {r % V}) "
-                         f"sums to {row_sums[r]:.10g}, not 1 (tolerance {atol})")
+        raise ValueError(
+            f"next_state: the law of the next state after (state {r // V}, token {r % V}) "
+            f"sums to {row_sums[r]:.10g}, not 1 (tolerance {atol})"
+        )
 
 
 def law_matrix(next_state, n_states=None) -> sp.csr_matrix:
@@ -172,9 +188,9 @@ class NextStateSampler:
         self.V = self.n_rows // self.n_states
         row = np.repeat(np.arange(self.n_rows), np.diff(self.indptr))
         cum = np.cumsum(law.data)
-        start = np.concatenate([[0.0], cum])[self.indptr[:-1]]          # mass before each row
+        start = np.concatenate([[0.0], cum])[self.indptr[:-1]]  # mass before each row
         within = cum - start[row]
-        last = self.indptr[1:][np.diff(self.indptr) > 0] - 1            # last entry of each non-empty row
+        last = self.indptr[1:][np.diff(self.indptr) > 0] - 1  # last entry of each non-empty row
         total = np.ones(self.n_rows)
         total[row[last]] = within[last]
         # key = row + cumulative share within the row: increasing, row r's entries in (r, r + 1]

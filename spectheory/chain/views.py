@@ -3,6 +3,7 @@ the protocol in one :class:`~spectheory.exact.ProtocolResult`, or a tree's with 
 the ``expected_*`` views of it. A mixin of :class:`~spectheory.chain.core.DecodingChain`; the
 engines are in :mod:`spectheory.exact` and :mod:`spectheory.trees`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -137,7 +138,9 @@ class ProtocolViews:
         5.0
         """
         if per_generation:
-            return analysis.tokens_per_call_per_generation(self, horizon, gamma, bonus, get_verifier(verifier))
+            return analysis.tokens_per_call_per_generation(
+                self, horizon, gamma, bonus, get_verifier(verifier)
+            )
         return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).tokens_per_call
 
     def predicted_speedup(self, horizon, gamma, c, bonus=True, *, verifier="token") -> float:
@@ -155,8 +158,9 @@ class ProtocolViews:
 
     def sequence_law(self, horizon, gamma=None, bonus=True, *, method="speculative", verifier="token"):
         """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""
-        return analysis.sequence_law(self, horizon, gamma=gamma, bonus=bonus, method=method,
-                                     verifier=get_verifier(verifier))
+        return analysis.sequence_law(
+            self, horizon, gamma=gamma, bonus=bonus, method=method, verifier=get_verifier(verifier)
+        )
 
     def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
         """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.iid_gap.leviathan_gap`."""

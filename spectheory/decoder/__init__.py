@@ -5,13 +5,18 @@ Needs torch (``pip install "spectheory[decoder]"``); the rest of spectheory impo
 without it. Names are resolved lazily so that ``import spectheory.decoder`` itself
 never imports torch.
 """
+
 import importlib
 
 _EXPORTS = {
-    "list_models": "registry", "load_model": "registry", "model_info": "registry",
-    "GPT": "model", "GPTConfig": "model",
+    "list_models": "registry",
+    "load_model": "registry",
+    "model_info": "registry",
+    "GPT": "model",
+    "GPTConfig": "model",
     "NGramModel": "ngram",
-    "speculative_generate": "speculative", "autoregressive_generate": "speculative",
+    "speculative_generate": "speculative",
+    "autoregressive_generate": "speculative",
     "HFCausalLM": "hf",
 }
 

@@ -16,6 +16,7 @@ drafts. Windows of a batched call are right-aligned on each row's last needed po
 (re-feeding already cached tokens where rows need fewer), so no write ever goes past
 ``prompt_len + max_new_tokens``. The protocol is the one of ``docs/protocol.md`` ("what is counted").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,17 +27,26 @@ import torch
 from .._validation import check_int
 from .sampling import check_sampling_args
 
-__all__ = ["Batch", "make_batch", "place", "check_common", "sync", "forward_window", "prefill",
-           "stop_at_eos", "new_tokens"]
+__all__ = [
+    "Batch",
+    "make_batch",
+    "place",
+    "check_common",
+    "sync",
+    "forward_window",
+    "prefill",
+    "stop_at_eos",
+    "new_tokens",
+]
 
 
 # ----------------------------------------------------------------------------- setup
 @dataclass
 class Batch:
-    tokens: torch.Tensor      # [B, cap] committed tokens, then this round's drafts
+    tokens: torch.Tensor  # [B, cap] committed tokens, then this round's drafts
     prompt_len: torch.Tensor  # [B]
-    seq_len: torch.Tensor     # [B] committed length
-    end: torch.Tensor         # [B] prompt_len + max_new_tokens
+    seq_len: torch.Tensor  # [B] committed length
+    end: torch.Tensor  # [B] prompt_len + max_new_tokens
 
     @property
     def remaining(self):
@@ -71,26 +81,33 @@ def make_batch(prompts, max_new_tokens: int, models: dict, device) -> Batch:
     for name, m in models.items():
         limit = getattr(m, "max_seq_len", None)
         if limit is not None and max(lens) + max_new_tokens > limit:
-            raise ValueError(f"max_new_tokens: prompt length {max(lens)} + max_new_tokens "
-                             f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}")
+            raise ValueError(
+                f"max_new_tokens: prompt length {max(lens)} + max_new_tokens "
+                f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}"
+            )
     cap = max(lens) + max_new_tokens
     tokens = torch.zeros(len(ids), cap, dtype=torch.int64)
     for b, x in enumerate(ids):
         tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
     plen = torch.tensor(lens, dtype=torch.int64)
-    return Batch(tokens.to(device), plen.to(device), plen.clone().to(device), (plen + max_new_tokens).to(device))
+    return Batch(
+        tokens.to(device), plen.to(device), plen.clone().to(device), (plen + max_new_tokens).to(device)
+    )
 
 
 def place(model, device, dtype):
     """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
     if isinstance(dtype, str):  # "float16" as well as torch.float16
         from .hf import as_torch_dtype
+
         dtype = as_torch_dtype(dtype)
     if device is not None or dtype is not None:
         model.to(device=device, dtype=dtype)
     params = list(model.parameters()) + list(model.buffers())
     floats = [p for p in params if p.is_floating_point()]
-    dev = torch.device(device) if device is not None else (params[0].device if params else torch.device("cpu"))
+    dev = (
+        torch.device(device) if device is not None else (params[0].device if params else torch.device("cpu"))
+    )
     dt = dtype if dtype is not None else (floats[0].dtype if floats else torch.float32)
     return dev, dt
 
@@ -102,8 +119,9 @@ def check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
     for name, v in vocabs.items():
         m = models[name]
         if v is None and hasattr(m, "config") and hasattr(m, "generate"):  # a bare transformers model
-            raise ValueError(f"{name}: a Hugging Face model; wrap it with "
-                             f"spectheory.decoder.HFCausalLM({name}) first")
+            raise ValueError(
+                f"{name}: a Hugging Face model; wrap it with spectheory.decoder.HFCausalLM({name}) first"
+            )
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name}: model has no valid integer vocab_size (got {v!r})")
     if len(set(vocabs.values())) > 1:
@@ -146,4 +164,4 @@ def new_tokens(batch, max_new_tokens):
     """Each row's new tokens: ``max_new_tokens`` of them, or up to and including its eos."""
     out = batch.tokens.cpu().numpy()
     ends = torch.minimum(batch.seq_len, batch.prompt_len + max_new_tokens).tolist()
-    return [out[b, p: e].copy() for b, (p, e) in enumerate(zip(batch.prompt_len.tolist(), ends))]
+    return [out[b, p:e].copy() for b, (p, e) in enumerate(zip(batch.prompt_len.tolist(), ends))]

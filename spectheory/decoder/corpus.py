@@ -22,6 +22,7 @@ True
 >>> len(c.sha256)
 64
 """
+
 from __future__ import annotations
 
 import functools
@@ -32,13 +33,22 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["HELDOUT_FRACTION", "EXCLUDED_DIRS", "stdlib_dir", "corpus_files", "is_heldout",
-           "Corpus", "load_corpus", "train_bytes", "heldout_bytes", "corpus_sha256",
-           "heldout_windows"]
+__all__ = [
+    "HELDOUT_FRACTION",
+    "EXCLUDED_DIRS",
+    "stdlib_dir",
+    "corpus_files",
+    "is_heldout",
+    "Corpus",
+    "load_corpus",
+    "train_bytes",
+    "heldout_bytes",
+    "corpus_sha256",
+    "heldout_windows",
+]
 
 HELDOUT_FRACTION = 0.05
-EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test",
-                           "__pycache__"})
+EXCLUDED_DIRS = frozenset({"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"})
 
 
 def stdlib_dir() -> str:
@@ -103,11 +113,13 @@ def load_corpus(root: str | None = None, fraction: float = HELDOUT_FRACTION) -> 
             train.append(content)
             train_files.append(rel)
     if not train or not heldout:
-        raise ValueError(f"corpus under {root!r} is too small to split "
-                         f"({len(train)} train, {len(heldout)} held-out files)")
+        raise ValueError(
+            f"corpus under {root!r} is too small to split ({len(train)} train, {len(heldout)} held-out files)"
+        )
     as_array = lambda parts: np.frombuffer(b"".join(parts), dtype=np.uint8).copy()  # noqa: E731
-    return Corpus(as_array(train), as_array(heldout), hasher.hexdigest(), root,
-                  tuple(train_files), tuple(heldout_files))
+    return Corpus(
+        as_array(train), as_array(heldout), hasher.hexdigest(), root, tuple(train_files), tuple(heldout_files)
+    )
 
 
 def train_bytes() -> np.ndarray:
@@ -143,8 +155,7 @@ def heldout_windows(n_windows: int, length: int, data: np.ndarray | None = None)
     if not isinstance(length, int) or length < 1:
         raise ValueError(f"length must be a positive int, got {length!r}")
     if n_windows * length > len(data):
-        raise ValueError(f"n_windows * length = {n_windows * length} exceeds the "
-                         f"{len(data)} held-out bytes")
+        raise ValueError(f"n_windows * length = {n_windows * length} exceeds the {len(data)} held-out bytes")
     stride = (len(data) - length) // max(n_windows - 1, 1)
     starts = np.arange(n_windows) * stride
-    return np.stack([data[s:s + length] for s in starts]).astype(np.int64)
+    return np.stack([data[s : s + length] for s in starts]).astype(np.int64)

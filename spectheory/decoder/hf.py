@@ -13,6 +13,7 @@ padding slots. Rows of a ragged batch thus share one batched call; when dead slo
 inside the cache it is compacted (each row's live slots gathered to the right). Cost per
 call: the new tokens only, like HF's own generation.
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,27 +35,39 @@ def as_torch_dtype(dtype):
     """
     if dtype is None or isinstance(dtype, torch.dtype):
         return dtype
-    aliases = {"fp16": "float16", "half": "float16", "bf16": "bfloat16", "fp32": "float32", "float": "float32",
-               "fp64": "float64", "double": "float64"}
+    aliases = {
+        "fp16": "float16",
+        "half": "float16",
+        "bf16": "bfloat16",
+        "fp32": "float32",
+        "float": "float32",
+        "fp64": "float64",
+        "double": "float64",
+    }
     name = aliases.get(str(dtype).removeprefix("torch."), str(dtype).removeprefix("torch."))
     value = getattr(torch, name, None) if isinstance(dtype, str) else None
     if not isinstance(value, torch.dtype) or not value.is_floating_point:
-        raise ValueError(f"dtype: expected a floating torch dtype or its name (e.g. 'float16'), got {dtype!r}")
+        raise ValueError(
+            f"dtype: expected a floating torch dtype or its name (e.g. 'float16'), got {dtype!r}"
+        )
     return value
 
 
 def _layers(cache):
     """(object, key attribute, value attribute) of every layer of a DynamicCache (old and new API)."""
     if hasattr(cache, "layers"):
-        return [(layer, "keys", "values") for layer in cache.layers if getattr(layer, "keys", None) is not None]
-    return [(cache.key_cache, i, None) for i in range(len(cache.key_cache))] + \
-           [(cache.value_cache, i, None) for i in range(len(cache.value_cache))]
+        return [
+            (layer, "keys", "values") for layer in cache.layers if getattr(layer, "keys", None) is not None
+        ]
+    return [(cache.key_cache, i, None) for i in range(len(cache.key_cache))] + [
+        (cache.value_cache, i, None) for i in range(len(cache.value_cache))
+    ]
 
 
 def _map_kv(cache, fn) -> None:
     """Replace every cached key/value tensor ``t`` (``[B, H, P, D]``) by ``fn(t)``."""
     for obj, k, v in _layers(cache):
-        if v is None:            # legacy lists: obj[k] is one tensor
+        if v is None:  # legacy lists: obj[k] is one tensor
             obj[k] = fn(obj[k])
         else:
             setattr(obj, k, fn(getattr(obj, k)))
@@ -99,12 +112,19 @@ class HFKVCache:
             self._select(slice(None), keep)
         n_live = int(self.live.sum(1).max().item()) if keep else 0
         if self.physical_len > 2 * n_live + 32:  # dead slots inside the cache: gather live ones
-            order = torch.sort(self.live.to(torch.int8), dim=1, stable=True).indices[:, -n_live:] if n_live \
+            order = (
+                torch.sort(self.live.to(torch.int8), dim=1, stable=True).indices[:, -n_live:]
+                if n_live
                 else torch.zeros(self.batch_size, 0, dtype=torch.int64, device=self.live.device)
+            )
             self._gather(order)
 
     def _select(self, _rows, keep: int) -> None:
-        self.position, self.live, self.node = self.position[:, :keep], self.live[:, :keep], self.node[:, :keep]
+        self.position, self.live, self.node = (
+            self.position[:, :keep],
+            self.live[:, :keep],
+            self.node[:, :keep],
+        )
         if self.kv is not None:
             _map_kv(self.kv, lambda t: t[:, :, :keep])
 
@@ -113,7 +133,9 @@ class HFKVCache:
         self.live = self.live.gather(1, order)
         self.node = self.node.gather(1, order)
         if self.kv is not None:
-            _map_kv(self.kv, lambda t: t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3])))
+            _map_kv(
+                self.kv, lambda t: t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
+            )
 
     def append(self, start: torch.Tensor, length: int, positions=None, node=None) -> None:
         pos = start[:, None] + torch.arange(length, device=start.device) if positions is None else positions
@@ -185,8 +207,11 @@ class HFCausalLM(nn.Module):
         if not isinstance(vocab_size, int) or vocab_size < 1:
             raise ValueError(f"vocab_size: expected a positive int, got {vocab_size!r}")
         self.vocab_size = vocab_size
-        self.max_seq_len = max_seq_len if max_seq_len is not None else _config_value(
-            config, "max_position_embeddings", "n_positions", "n_ctx")
+        self.max_seq_len = (
+            max_seq_len
+            if max_seq_len is not None
+            else _config_value(config, "max_position_embeddings", "n_positions", "n_ctx")
+        )
         self.eos_token_id = getattr(config, "eos_token_id", None)
         import inspect
 
@@ -244,8 +269,13 @@ class HFCausalLM(nn.Module):
         position_ids = start[:, None] + torch.arange(L, device=ids.device)
         # hide rolled-back and padding slots (all ones otherwise: HF then takes its causal fast path)
         mask = torch.cat([cache.live, torch.ones(B, L, dtype=torch.bool, device=ids.device)], 1).long()
-        out = self.model(input_ids=ids, position_ids=position_ids, attention_mask=mask, use_cache=True,
-                         **{self._cache_arg: cache.kv})
+        out = self.model(
+            input_ids=ids,
+            position_ids=position_ids,
+            attention_mask=mask,
+            use_cache=True,
+            **{self._cache_arg: cache.kv},
+        )
         returned = out.get(self._cache_arg, None) if hasattr(out, "get") else None
         if returned is not None:
             cache.kv = returned

@@ -8,6 +8,7 @@ for a user of ``transformers``: it takes bare ``transformers`` models or
 Greedy output (``do_sample=False``) equals ``model.generate(do_sample=False)`` and HF assisted
 generation token for token (tests/test_hf_generate.py).
 """
+
 from __future__ import annotations
 
 import torch
@@ -34,14 +35,18 @@ def prompts_from_mask(input_ids, attention_mask=None) -> list[list[int]]:
     if ids.ndim == 1:
         ids = ids[None]
     if ids.ndim != 2 or ids.is_floating_point():
-        raise ValueError(f"input_ids: expected an integer tensor [batch, length], got shape {tuple(ids.shape)}")
+        raise ValueError(
+            f"input_ids: expected an integer tensor [batch, length], got shape {tuple(ids.shape)}"
+        )
     if attention_mask is None:
         return ids.tolist()
     mask = torch.as_tensor(attention_mask)
     if mask.ndim == 1:
         mask = mask[None]
     if mask.shape != ids.shape:
-        raise ValueError(f"attention_mask: shape {tuple(mask.shape)} does not match input_ids {tuple(ids.shape)}")
+        raise ValueError(
+            f"attention_mask: shape {tuple(mask.shape)} does not match input_ids {tuple(ids.shape)}"
+        )
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise ValueError("attention_mask: expected 0/1 entries (1 = token, 0 = padding)")
     prompts = []
@@ -50,19 +55,37 @@ def prompts_from_mask(input_ids, attention_mask=None) -> list[list[int]]:
         if not on:
             raise ValueError(f"attention_mask: row {b} has no tokens")
         if on[-1] - on[0] + 1 != len(on):
-            raise ValueError(f"attention_mask: row {b} is not a padding mask (its ones are not contiguous); "
-                             "only left or right padding is supported")
-        prompts.append(row[on[0]: on[-1] + 1])
+            raise ValueError(
+                f"attention_mask: row {b} is not a padding mask (its ones are not contiguous); "
+                "only left or right padding is supported"
+            )
+        prompts.append(row[on[0] : on[-1] + 1])
     return prompts
 
 
 def _wrap(model, name):
-    return model if isinstance(model, HFCausalLM) else HFCausalLM(model) if hasattr(model, "config") else model
+    return (
+        model if isinstance(model, HFCausalLM) else HFCausalLM(model) if hasattr(model, "config") else model
+    )
 
 
-def hf_speculative_generate(target, draft, input_ids, max_new_tokens, gamma=4, *, attention_mask=None,
-                            do_sample=True, temperature=1.0, top_k=None, top_p=None, eos_token_id=None,
-                            bonus=True, verifier="token", seed=0):
+def hf_speculative_generate(
+    target,
+    draft,
+    input_ids,
+    max_new_tokens,
+    gamma=4,
+    *,
+    attention_mask=None,
+    do_sample=True,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    eos_token_id=None,
+    bonus=True,
+    verifier="token",
+    seed=0,
+):
     """Speculative decoding of a padded Hugging Face batch, lossless with respect to ``target``.
 
     Parameters
@@ -97,7 +120,17 @@ def hf_speculative_generate(target, draft, input_ids, max_new_tokens, gamma=4, *
         eos = getattr(target, "eos_token_id", None)
         eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
         eos_token_id = eos if isinstance(eos, int) and 0 <= eos < target.vocab_size else None
-    return speculative_generate(target, draft, prompts, max_new_tokens, gamma,
-                                temperature=temperature if do_sample else 0.0,
-                                top_k=top_k if do_sample else None, top_p=top_p if do_sample else None,
-                                bonus=bonus, verifier=verifier, seed=seed, eos_token_id=eos_token_id)
+    return speculative_generate(
+        target,
+        draft,
+        prompts,
+        max_new_tokens,
+        gamma,
+        temperature=temperature if do_sample else 0.0,
+        top_k=top_k if do_sample else None,
+        top_p=top_p if do_sample else None,
+        bonus=bonus,
+        verifier=verifier,
+        seed=seed,
+        eos_token_id=eos_token_id,
+    )

@@ -23,6 +23,7 @@ simply return as-is"); :func:`accepts_tree_mask` checks it on the model itself w
 probe and caches the answer. Models that refuse it fall back to recomputing every node's
 path without cache (:func:`spectheory.decoder.tree_attention.tree_logits`), with a warning.
 """
+
 from __future__ import annotations
 
 import warnings
@@ -68,16 +69,23 @@ def accepts_tree_mask(lm) -> bool:
     allowed = torch.tensor([[[True, False, False], [True, True, False], [True, False, True]]], device=dev)
     try:
         with torch.inference_mode():
-            got = lm.model(input_ids=ids, position_ids=torch.tensor([[0, 1, 1]], device=dev),
-                           attention_mask=_float_mask(allowed, _model_dtype(lm)), use_cache=False).logits[0, 2]
+            got = lm.model(
+                input_ids=ids,
+                position_ids=torch.tensor([[0, 1, 1]], device=dev),
+                attention_mask=_float_mask(allowed, _model_dtype(lm)),
+                use_cache=False,
+            ).logits[0, 2]
             ref = lm.model(input_ids=ids[:, [0, 2]], use_cache=False).logits[0, 1]
         tol = 1e-3 * max(1.0, float(ref.abs().max()))
         ok = bool(torch.isfinite(got).all() and (got - ref).abs().max() <= tol)
-    except Exception:            # noqa: BLE001 -- any refusal means: no 4-d mask for this model
+    except Exception:  # noqa: BLE001 -- any refusal means: no 4-d mask for this model
         ok = False
     if not ok:
-        warnings.warn(f"{type(lm.model).__name__} does not honour a 4-d attention mask: tree decoding falls "
-                      "back to recomputing each node's path without cache (correct, slower)", stacklevel=2)
+        warnings.warn(
+            f"{type(lm.model).__name__} does not honour a 4-d attention mask: tree decoding falls "
+            "back to recomputing each node's path without cache (correct, slower)",
+            stacklevel=2,
+        )
     lm._tree_mask_ok = ok
     return ok
 
@@ -101,15 +109,22 @@ def hf_tree_logits(lm, cache: HFKVCache, root_slot, node_tokens, layout, lo, hi)
     ids = node_tokens[:, lo:hi]
     positions = root_slot[:, None] + dep[lo:hi][None, :]
     new_node = torch.arange(lo, hi, device=dev)[None, :].expand(ids.shape[0], -1)
-    node = torch.cat([cache.node, new_node], 1)                               # [B, P + M]
+    node = torch.cat([cache.node, new_node], 1)  # [B, P + M]
     position = torch.cat([cache.position, positions], 1)
     live = torch.cat([cache.live, torch.ones_like(new_node, dtype=torch.bool)], 1)
     committed = (node < 0) & (position <= root_slot[:, None])
-    tree_anc = anc[lo:hi][None, :, :].expand(ids.shape[0], -1, -1)           # [B, M, N]
-    in_tree = torch.gather(tree_anc, 2, node.clamp(min=0)[:, None, :].expand(-1, M, -1)) & (node >= 0)[:, None, :]
+    tree_anc = anc[lo:hi][None, :, :].expand(ids.shape[0], -1, -1)  # [B, M, N]
+    in_tree = (
+        torch.gather(tree_anc, 2, node.clamp(min=0)[:, None, :].expand(-1, M, -1)) & (node >= 0)[:, None, :]
+    )
     allowed = live[:, None, :] & (committed[:, None, :] | in_tree)
-    out = lm.model(input_ids=ids, position_ids=positions, attention_mask=_float_mask(allowed, _model_dtype(lm)),
-                   use_cache=True, **{lm._cache_arg: cache.kv})
+    out = lm.model(
+        input_ids=ids,
+        position_ids=positions,
+        attention_mask=_float_mask(allowed, _model_dtype(lm)),
+        use_cache=True,
+        **{lm._cache_arg: cache.kv},
+    )
     returned = out.get(lm._cache_arg, None) if hasattr(out, "get") else None
     if returned is not None:
         cache.kv = returned
@@ -123,7 +138,9 @@ def hf_keep_path(cache: HFKVCache, root_slot, path_offsets, n_keep):
     if cache.physical_len == 0:
         return
     D = path_offsets.shape[1]
-    keep_off = torch.where(torch.arange(D, device=root_slot.device)[None, :] < n_keep[:, None], path_offsets, -2)
+    keep_off = torch.where(
+        torch.arange(D, device=root_slot.device)[None, :] < n_keep[:, None], path_offsets, -2
+    )
     tree = cache.node >= 0
     kept = tree & ((cache.node == 0) | (cache.node[:, :, None] == keep_off[:, None, :]).any(-1))
     cache.live &= ~tree | kept

@@ -25,6 +25,7 @@ accepted iff ``p(x) > min(epsilon, delta * exp(-H(p)))`` (the per-step rule
 :func:`spectheory.verifiers.biased.typical_acceptance`), the longest accepted candidate
 path wins (first in tree order on ties), and the next token is drawn from ``p`` at its end.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -40,8 +41,15 @@ from ..trees import DraftTree
 from ..verifiers.biased import typical_acceptance
 from ..verifiers.multidraft import _categorical
 
-__all__ = ["MedusaHeads", "sparse_tree", "typical_rule", "MedusaDrafter", "medusa_generate",
-           "load_heads", "HEADS_NAME"]
+__all__ = [
+    "MedusaHeads",
+    "sparse_tree",
+    "typical_rule",
+    "MedusaDrafter",
+    "medusa_generate",
+    "load_heads",
+    "HEADS_NAME",
+]
 
 HEADS_NAME = "medusa-heads"
 
@@ -106,16 +114,16 @@ def sparse_tree(accuracies, n_nodes):
         negs, path = heapq.heappop(heap)
         chosen.append(path)
         cands = []
-        if path[-1] + 1 < k:                                   # next sibling
+        if path[-1] + 1 < k:  # next sibling
             cands.append(path[:-1] + (path[-1] + 1,))
-        if len(path) < K:                                      # first child
+        if len(path) < K:  # first child
             cands.append(path + (0,))
         for c in cands:
             if c not in seen:
                 seen.add(c)
                 score = np.prod([acc[d, r] for d, r in enumerate(c)])
                 heapq.heappush(heap, (-score, c))
-    chosen.sort()                                              # lexicographic = pre-order, rank order
+    chosen.sort()  # lexicographic = pre-order, rank order
     index = {(): 0}
     parents = [-1]
     for i, path in enumerate(chosen, start=1):
@@ -151,17 +159,17 @@ def typical_rule(epsilon=0.09, delta=0.3):
         x = np.asarray(tokens, dtype=np.int64)
         t = np.asarray(target_laws, dtype=np.float64)
         R, N, V = t.shape
-        b = acc_fn(t, t)                                       # [R, N, V]: pass after node u
+        b = acc_fn(t, t)  # [R, N, V]: pass after node u
         par = np.asarray(tree.parents)
         ok = np.zeros((R, N), dtype=bool)
         ok[:, 0] = True
         rows = np.arange(R)
-        for c in range(1, N):                                  # pre-order: parents first
+        for c in range(1, N):  # pre-order: parents first
             xc = x[:, c]
             ok[:, c] = ok[:, par[c]] & (xc >= 0) & (b[rows, par[c], np.maximum(xc, 0)] > 0.5)
         depth = np.asarray(tree.depth)
         score = np.where(ok, depth[None, :], -1)
-        node = score.argmax(1)                                 # first maximum = pre-order first
+        node = score.argmax(1)  # first maximum = pre-order first
         kids = np.zeros((R, N), dtype=bool)
         for c in range(1, N):
             kids[:, par[c]] |= x[:, c] >= 0
@@ -183,7 +191,9 @@ class MedusaDrafter:
     def __init__(self, target, heads, batch, law, tcache):
         self.target, self.heads, self.law = target, heads, law
         if int(batch.seq_len.min()) < 2:
-            raise ValueError("prompts: Medusa decoding needs prompts of at least 2 tokens (heads read h_{n-2})")
+            raise ValueError(
+                "prompts: Medusa decoding needs prompts of at least 2 tokens (heads read h_{n-2})"
+            )
         width = int((batch.seq_len - 1).max())
         start = torch.clamp(batch.seq_len - 1 - width, min=0)
         idx = (start[:, None] + torch.arange(width, device=start.device)).clamp(max=batch.tokens.shape[1] - 1)
@@ -193,10 +203,13 @@ class MedusaDrafter:
 
     def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
         from .tree_decode import draw_level
+
         lay = self.layout
         if lay.tree.max_depth > self.heads.n_heads:
-            raise ValueError(f"tree: depth {lay.tree.max_depth} exceeds the {self.heads.n_heads} Medusa heads")
-        head_laws = self.law(self.heads(self.h, self.target.wte.weight))     # [B, K_heads, V]
+            raise ValueError(
+                f"tree: depth {lay.tree.max_depth} exceeds the {self.heads.n_heads} Medusa heads"
+            )
+        head_laws = self.law(self.heads(self.h, self.target.wte.weight))  # [B, K_heads, V]
         B, _, V = head_laws.shape
         laws = torch.zeros(B, lay.n_nodes, V, dtype=head_laws.dtype, device=head_laws.device)
         present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
@@ -240,6 +253,7 @@ def medusa_generate(target, heads, prompts, max_new_tokens, tree, verifier="tree
 def load_heads(folder=None, device="cpu"):
     """The shipped Medusa heads of the shipped target and their metadata dict."""
     from .registry import WEIGHTS_DIR
+
     folder = WEIGHTS_DIR if folder is None else folder
     with open(os.path.join(folder, f"{HEADS_NAME}.json")) as fh:
         info = json.load(fh)

@@ -18,6 +18,7 @@ adapters) is:
   Cached logits equal the uncached logits of the full sequence.
 * attributes ``vocab_size`` and ``max_seq_len`` (every position must be ``< max_seq_len``).
 """
+
 from __future__ import annotations
 
 import math
@@ -63,8 +64,7 @@ class GPTConfig:
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if self.n_embd % self.n_head:
-            raise ValueError(
-                f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head})")
 
     @property
     def head_dim(self) -> int:
@@ -90,8 +90,10 @@ class KVCache:
         self.max_len = max_len
 
     def __repr__(self):
-        return (f"KVCache(batch_size={self.batch_size}, max_len={self.max_len}, "
-                f"dtype={self.k.dtype}, device={self.k.device})")
+        return (
+            f"KVCache(batch_size={self.batch_size}, max_len={self.max_len}, "
+            f"dtype={self.k.dtype}, device={self.k.device})"
+        )
 
 
 def check_ids_start(ids, cache, start, max_seq_len, cache_batch, cache_len):
@@ -124,9 +126,7 @@ def check_ids_start(ids, cache, start, max_seq_len, cache_batch, cache_len):
     if lo < 0:
         raise ValueError(f"start must be >= 0, got min {lo}")
     if hi >= min(cache_len, max_seq_len):
-        raise ValueError(
-            f"position {hi} out of range: cache max_len={cache_len}, "
-            f"max_seq_len={max_seq_len}")
+        raise ValueError(f"position {hi} out of range: cache max_len={cache_len}, max_seq_len={max_seq_len}")
     return pos
 
 
@@ -137,36 +137,36 @@ class CausalSelfAttention(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.n_head, self.head_dim = config.n_head, config.head_dim
-        self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)   # C -> 3C
-        self.proj = nn.Linear(config.n_embd, config.n_embd)      # C -> C
+        self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)  # C -> 3C
+        self.proj = nn.Linear(config.n_embd, config.n_embd)  # C -> C
 
     def forward(self, x, layer_cache=None, pos=None, attn_mask=None):
         B, L, C = x.shape
-        q, k, v = self.qkv(x).split(C, dim=2)                     # 3 x [B, L, C]
-        q = q.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
-        k = k.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
-        v = v.view(B, L, self.n_head, self.head_dim)              # [B, L, H, D]
+        q, k, v = self.qkv(x).split(C, dim=2)  # 3 x [B, L, C]
+        q = q.view(B, L, self.n_head, self.head_dim)  # [B, L, H, D]
+        k = k.view(B, L, self.n_head, self.head_dim)  # [B, L, H, D]
+        v = v.view(B, L, self.n_head, self.head_dim)  # [B, L, H, D]
         if layer_cache is None:
             y = F.scaled_dot_product_attention(
-                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
-                is_causal=True)                                   # [B, H, L, D]
+                q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+            )  # [B, H, L, D]
         else:
-            k_cache, v_cache = layer_cache                        # [B, T, H, D] each
-            rows = torch.arange(B, device=x.device)[:, None]      # [B, 1]
-            k_cache[rows, pos] = k.to(k_cache.dtype)              # write at [b, pos[b, i]]
+            k_cache, v_cache = layer_cache  # [B, T, H, D] each
+            rows = torch.arange(B, device=x.device)[:, None]  # [B, 1]
+            k_cache[rows, pos] = k.to(k_cache.dtype)  # write at [b, pos[b, i]]
             v_cache[rows, pos] = v.to(v_cache.dtype)
-            T_used = int(pos.max()) + 1                           # keys past this are never visible
-            keys = k_cache[:, :T_used].transpose(1, 2)            # [B, H, T_used, D]
-            values = v_cache[:, :T_used].transpose(1, 2)          # [B, H, T_used, D]
+            T_used = int(pos.max()) + 1  # keys past this are never visible
+            keys = k_cache[:, :T_used].transpose(1, 2)  # [B, H, T_used, D]
+            values = v_cache[:, :T_used].transpose(1, 2)  # [B, H, T_used, D]
             if attn_mask is None:
-                key_pos = torch.arange(T_used, device=x.device)   # [T_used]
+                key_pos = torch.arange(T_used, device=x.device)  # [T_used]
                 mask = key_pos[None, None, :] <= pos[:, :, None]  # [B, L, T_used], True = attend
-            else:                                                 # tree attention: caller's mask
+            else:  # tree attention: caller's mask
                 mask = attn_mask[:, :, :T_used]
             y = F.scaled_dot_product_attention(
-                q.transpose(1, 2), keys.to(q.dtype), values.to(q.dtype),
-                attn_mask=mask[:, None])                          # [B, H, L, D]
-        y = y.transpose(1, 2).reshape(B, L, C)                    # [B, L, C]
+                q.transpose(1, 2), keys.to(q.dtype), values.to(q.dtype), attn_mask=mask[:, None]
+            )  # [B, H, L, D]
+        y = y.transpose(1, 2).reshape(B, L, C)  # [B, L, C]
         return self.proj(y)
 
 
@@ -178,8 +178,8 @@ class MLP(nn.Module):
         self.fc = nn.Linear(config.n_embd, 4 * config.n_embd)
         self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
 
-    def forward(self, x):                                         # [B, L, C]
-        return self.proj(F.gelu(self.fc(x)))                      # [B, L, C]
+    def forward(self, x):  # [B, L, C]
+        return self.proj(F.gelu(self.fc(x)))  # [B, L, C]
 
 
 class Block(nn.Module):
@@ -195,7 +195,7 @@ class Block(nn.Module):
     def forward(self, x, layer_cache=None, pos=None, attn_mask=None):  # [B, L, C]
         x = x + self.attn(self.ln_1(x), layer_cache, pos, attn_mask)
         x = x + self.mlp(self.ln_2(x))
-        return x                                                  # [B, L, C]
+        return x  # [B, L, C]
 
 
 # ----------------------------------------------------------------------------- model
@@ -222,12 +222,12 @@ class GPT(nn.Module):
     def __init__(self, config: GPTConfig):
         super().__init__()
         self.config = config
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd)   # token embedding, tied head
-        self.wpe = nn.Embedding(config.block_size, config.n_embd)   # learned positions
+        self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token embedding, tied head
+        self.wpe = nn.Embedding(config.block_size, config.n_embd)  # learned positions
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layer))
         self.ln_f = nn.LayerNorm(config.n_embd)
         self.apply(self._init_weights)
-        for name, p in self.named_parameters():                     # GPT-2 scaled residual init
+        for name, p in self.named_parameters():  # GPT-2 scaled residual init
             if name.endswith("proj.weight"):
                 nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
 
@@ -260,11 +260,25 @@ class GPT(nn.Module):
         if max_len > self.max_seq_len:
             raise ValueError(f"max_len={max_len} exceeds max_seq_len={self.max_seq_len}")
         ref = self.wte.weight
-        return KVCache(self.config.n_layer, batch_size, max_len, self.config.n_head,
-                       self.config.head_dim, device or ref.device, dtype or ref.dtype)
+        return KVCache(
+            self.config.n_layer,
+            batch_size,
+            max_len,
+            self.config.n_head,
+            self.config.head_dim,
+            device or ref.device,
+            dtype or ref.dtype,
+        )
 
-    def forward(self, ids, cache: KVCache | None = None, start=None, positions=None, attn_mask=None,
-                return_hidden=False):
+    def forward(
+        self,
+        ids,
+        cache: KVCache | None = None,
+        start=None,
+        positions=None,
+        attn_mask=None,
+        return_hidden=False,
+    ):
         """Logits ``[B, L, V]`` for ``ids [B, L]``; see the module docstring for caching.
 
         Tree attention (used by :mod:`spectheory.decoder.tree_attention`): with a cache,
@@ -285,18 +299,20 @@ class GPT(nn.Module):
         if emb_pos is None:
             x = self.wte(ids) + self.wpe(torch.arange(L, device=ids.device))  # [B, L, C]
         else:
-            x = self.wte(ids) + self.wpe(emb_pos)                              # [B, L, C]
+            x = self.wte(ids) + self.wpe(emb_pos)  # [B, L, C]
         for layer, block in enumerate(self.blocks):
             layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
-            x = block(x, layer_cache, pos, attn_mask)                          # [B, L, C]
-        x = self.ln_f(x)                                                       # [B, L, C]
-        logits = x @ self.wte.weight.T                                         # [B, L, V]
+            x = block(x, layer_cache, pos, attn_mask)  # [B, L, C]
+        x = self.ln_f(x)  # [B, L, C]
+        logits = x @ self.wte.weight.T  # [B, L, V]
         return (logits, x) if return_hidden else logits
 
     def _tree_positions(self, ids, cache, start, positions, attn_mask):
         """Validate a tree-attention call; return (cache slots [B, L], position ids [B, L])."""
         if cache is None or positions is None or attn_mask is None:
-            raise ValueError("positions and attn_mask: tree attention needs cache, start, positions and attn_mask")
+            raise ValueError(
+                "positions and attn_mask: tree attention needs cache, start, positions and attn_mask"
+            )
         if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
             raise ValueError(f"ids must be a LongTensor [B, L], got {getattr(ids, 'shape', ids)!r}")
         B, L = ids.shape
@@ -309,7 +325,9 @@ class GPT(nn.Module):
         if attn_mask.dim() != 3 or attn_mask.shape[:2] != (B, L) or attn_mask.dtype != torch.bool:
             raise ValueError(f"attn_mask: expected a bool tensor [B, L, T] with B, L = {B}, {L}")
         if int(start.min()) < 0 or int(slots.max()) >= min(cache.max_len, attn_mask.shape[2]):
-            raise ValueError(f"start: slots out of range (cache max_len={cache.max_len}, mask width {attn_mask.shape[2]})")
+            raise ValueError(
+                f"start: slots out of range (cache max_len={cache.max_len}, mask width {attn_mask.shape[2]})"
+            )
         if int(positions.min()) < 0 or int(positions.max()) >= self.max_seq_len:
             raise ValueError(f"positions: must lie in [0, {self.max_seq_len})")
         return slots, positions.long()

@@ -28,6 +28,7 @@ True
 >>> bool(torch.allclose(logits[0, 0].double().exp(), torch.from_numpy(kernel[97]), atol=1e-6))
 True
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,7 +39,7 @@ from .model import check_ids_start
 
 __all__ = ["NGramModel", "NGramCache"]
 
-MAX_STATES = 1 << 16   # the dense log-prob table is [S, V]; order <= 3 for V = 256
+MAX_STATES = 1 << 16  # the dense log-prob table is [S, V]; order <= 3 for V = 256
 
 
 class NGramCache:
@@ -72,8 +73,7 @@ class NGramModel(nn.Module):
         Left padding of short histories; default newline (10), or 0 when ``V <= 10``.
     """
 
-    def __init__(self, index, counts, order, alpha, vocab_size=256, pad_byte=None,
-                 max_seq_len=1 << 16):
+    def __init__(self, index, counts, order, alpha, vocab_size=256, pad_byte=None, max_seq_len=1 << 16):
         super().__init__()
         if pad_byte is None:
             pad_byte = 10 if vocab_size > 10 else 0
@@ -87,8 +87,9 @@ class NGramModel(nn.Module):
         self.vocab_size, self.max_seq_len = int(vocab_size), int(max_seq_len)
         self.num_states = vocab_size ** (order - 1)
         if self.num_states > MAX_STATES:
-            raise ValueError(f"order {order} gives {self.num_states} states, more than "
-                             f"{MAX_STATES}; use order <= 3")
+            raise ValueError(
+                f"order {order} gives {self.num_states} states, more than {MAX_STATES}; use order <= 3"
+            )
         index = np.asarray(index, dtype=np.int64)
         counts = np.asarray(counts, dtype=np.int64)
         if index.shape != counts.shape or index.ndim != 1:
@@ -109,26 +110,37 @@ class NGramModel(nn.Module):
             raise ValueError(f"data must be a 1-d byte array with at least order={order} entries")
         data = data.astype(np.int64)
         V = kwargs.get("vocab_size", 256)
-        codes = np.zeros(data.size - order + 1, dtype=np.int64)      # code of n-gram at i
+        codes = np.zeros(data.size - order + 1, dtype=np.int64)  # code of n-gram at i
         for j in range(order):
-            codes = codes * V + data[j:data.size - order + 1 + j]
+            codes = codes * V + data[j : data.size - order + 1 + j]
         index, counts = np.unique(codes, return_counts=True)
         return cls(index, counts, order, alpha, **kwargs)
 
     def save(self, path):
         """Save as compressed ``.npz`` of sparse counts (uint32 codes and counts)."""
         code_dtype = np.uint32 if self.num_states * self.vocab_size <= 2**32 else np.uint64
-        np.savez_compressed(path, index=self._index.astype(code_dtype),
-                            counts=self._counts.astype(np.uint32), order=self.order,
-                            alpha=self.alpha, vocab_size=self.vocab_size,
-                            pad_byte=self.pad_byte)
+        np.savez_compressed(
+            path,
+            index=self._index.astype(code_dtype),
+            counts=self._counts.astype(np.uint32),
+            order=self.order,
+            alpha=self.alpha,
+            vocab_size=self.vocab_size,
+            pad_byte=self.pad_byte,
+        )
 
     @classmethod
     def load(cls, path):
         """Inverse of :meth:`save`."""
         with np.load(path) as f:
-            return cls(f["index"], f["counts"], int(f["order"]), float(f["alpha"]),
-                       vocab_size=int(f["vocab_size"]), pad_byte=int(f["pad_byte"]))
+            return cls(
+                f["index"],
+                f["counts"],
+                int(f["order"]),
+                float(f["alpha"]),
+                vocab_size=int(f["vocab_size"]),
+                pad_byte=int(f["pad_byte"]),
+            )
 
     def num_counts(self) -> int:
         """Number of nonzero n-gram counts stored."""
@@ -157,7 +169,7 @@ class NGramModel(nn.Module):
         left-padded with ``pad_byte``)."""
         context = list(bytes(context) if isinstance(context, (bytes, bytearray)) else context)
         k1 = self.order - 1
-        tail = ([self.pad_byte] * k1 + context)[len(context):] if k1 else []
+        tail = ([self.pad_byte] * k1 + context)[len(context) :] if k1 else []
         s = 0
         for b in tail:
             if not 0 <= int(b) < self.vocab_size:
@@ -183,7 +195,7 @@ class NGramModel(nn.Module):
     def _states(self, history, pos):
         """States after position ``pos [B, L]`` given ``history [B, T]`` (padded left)."""
         state = torch.zeros_like(pos)
-        for j in range(self.order - 2, -1, -1):      # oldest context byte first
+        for j in range(self.order - 2, -1, -1):  # oldest context byte first
             p = pos - j
             byte = history.gather(1, p.clamp(min=0))
             byte = torch.where(p >= 0, byte, torch.full_like(byte, self.pad_byte))
@@ -203,6 +215,6 @@ class NGramModel(nn.Module):
             pos = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         else:
             rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
-            cache.history[rows, pos] = ids                   # write tokens at their positions
+            cache.history[rows, pos] = ids  # write tokens at their positions
             history = cache.history
-        return self.logprobs[self._states(history, pos)]     # [B, L, V]
+        return self.logprobs[self._states(history, pos)]  # [B, L, V]

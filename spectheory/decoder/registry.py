@@ -28,6 +28,7 @@ Examples
 >>> sorted(model_info("target"))[:3]
 ['architecture', 'config', 'corpus']
 """
+
 from __future__ import annotations
 
 import json
@@ -38,8 +39,7 @@ import torch
 from .model import GPT, GPTConfig
 from .ngram import NGramModel
 
-__all__ = ["MODEL_NAMES", "WEIGHTS_DIR", "list_models", "model_info", "load_model",
-           "load_model_from"]
+__all__ = ["MODEL_NAMES", "WEIGHTS_DIR", "list_models", "model_info", "load_model", "load_model_from"]
 
 WEIGHTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
 MODEL_NAMES = ("target", "draft-small", "draft-tiny", "draft-ngram")

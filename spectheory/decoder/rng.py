@@ -15,6 +15,7 @@ The hash is two independent 32-bit lanes, each a chain of Wellons' ``lowbias32``
 applied to ``state XOR word`` (a bijection of the word for a fixed state); the two 32-bit
 outputs are combined into a 53-bit float64 uniform ``(m + 1/2) / 2**53`` in ``(0, 1)``.
 """
+
 from __future__ import annotations
 
 import numbers
@@ -26,14 +27,14 @@ _LANE_KEYS = (0x243F6A88, 0x85A308D3)  # digits of pi: the two lanes' initial st
 _GOLDEN = 0x9E3779B9
 
 #: Purposes: distinct streams for the distinct random decisions of the decoder.
-PURPOSE_DRAFT = 1      # inverse-CDF draw of a draft token
-PURPOSE_ACCEPT = 2     # accept/reject uniform of a draft token (or block Bernoulli)
-PURPOSE_EMIT = 3       # residual / bonus token of a round
-PURPOSE_AUTOREG = 4    # plain autoregressive sampling
-PURPOSE_ROW = 5        # per-row seed derived from an integer seed (see check_seeds)
-PURPOSE_DERIVE = 6     # a derived seed for a separate experiment (see derive_seed)
+PURPOSE_DRAFT = 1  # inverse-CDF draw of a draft token
+PURPOSE_ACCEPT = 2  # accept/reject uniform of a draft token (or block Bernoulli)
+PURPOSE_EMIT = 3  # residual / bonus token of a round
+PURPOSE_AUTOREG = 4  # plain autoregressive sampling
+PURPOSE_ROW = 5  # per-row seed derived from an integer seed (see check_seeds)
+PURPOSE_DERIVE = 6  # a derived seed for a separate experiment (see derive_seed)
 
-_MAX_SEED = 2 ** 63
+_MAX_SEED = 2**63
 
 
 def _mul32(x: torch.Tensor, c: int) -> torch.Tensor:
@@ -107,7 +108,7 @@ def derive_seed(seed: int, *keys: int) -> int:
     s = torch.tensor([int(seed)], dtype=torch.int64)
     words = [s & _M32, s >> 32, torch.tensor(len(keys))]
     for k in keys:
-        if not 0 <= int(k) < 2 ** 32:
+        if not 0 <= int(k) < 2**32:
             raise ValueError(f"keys: must lie in [0, 2**32), got {k}")
         words.append(torch.tensor(int(k)))
     h = _hash_lanes(words + [torch.tensor(PURPOSE_DERIVE)])
@@ -174,10 +175,12 @@ def uniforms(seeds: torch.Tensor, *counters) -> torch.Tensor:
     True
     """
     for c in counters:
-        if isinstance(c, int) and not 0 <= c < 2 ** 32:
+        if isinstance(c, int) and not 0 <= c < 2**32:
             raise ValueError(f"counters: must lie in [0, 2**32), got {c}")
     dev = seeds.device
-    words = [seeds & _M32, seeds >> 32] + [torch.as_tensor(c, dtype=torch.int64, device=dev) for c in counters]
+    words = [seeds & _M32, seeds >> 32] + [
+        torch.as_tensor(c, dtype=torch.int64, device=dev) for c in counters
+    ]
     h = _hash_lanes(words)
-    m = (h[0] >> 5) * (2 ** 26) + (h[1] >> 6)  # 27 + 26 = 53 bits
-    return (m.to(torch.float64) + 0.5) / float(2 ** 53)
+    m = (h[0] >> 5) * (2**26) + (h[1] >> 6)  # 27 + 26 = 53 bits
+    return (m.to(torch.float64) + 0.5) / float(2**53)

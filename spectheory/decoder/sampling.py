@@ -5,6 +5,7 @@ One function, :func:`logits_to_probs`, turns logits into the law a token is draw
 the target's and the draft's logits, and uses the very same tensor both to draw the draft
 token and in the acceptance ratio, so the law in the ratio is the law sampled from.
 """
+
 from __future__ import annotations
 
 import math
@@ -12,7 +13,7 @@ import numbers
 
 import torch
 
-from ..verifiers.torch_forms import sample_from_uniform  # the one inverse-CDF sampler (torch)
+from ..verifiers.torch_forms import sample_from_uniform  # noqa: F401  (re-exported: the one inverse-CDF sampler)
 
 
 def check_sampling_args(temperature, top_k, top_p):
@@ -44,8 +45,7 @@ def check_sampling_args(temperature, top_k, top_p):
     return temperature, top_k, top_p
 
 
-def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k=None,
-                    top_p=None) -> torch.Tensor:
+def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k=None, top_p=None) -> torch.Tensor:
     """The sampling law over the last axis, in float64.
 
     With ``z`` the logits: ``temperature == 0`` gives the one-hot law of ``argmax z``
@@ -96,5 +96,3 @@ def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k=None,
         probs = torch.where(keep, probs, torch.zeros_like(probs))
         probs = probs / probs.sum(dim=-1, keepdim=True)
     return probs
-
-

@@ -3,6 +3,7 @@ in :mod:`spectheory.decoder.batching` (ragged batches, cache bookkeeping).
 
 The protocol is the one of ``docs/protocol.md`` ("what is counted").
 """
+
 from __future__ import annotations
 
 import time
@@ -12,11 +13,19 @@ import numpy as np
 import torch
 
 from .._validation import check_bool, check_int
+from ..verifiers.base import get_verifier
 from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
-from .rng import PURPOSE_ACCEPT, PURPOSE_AUTOREG, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
+from .rng import (
+    PURPOSE_ACCEPT,
+    PURPOSE_AUTOREG,
+    PURPOSE_DRAFT,
+    PURPOSE_EMIT,
+    check_seeds,
+    seed_tensor,
+    uniforms,
+)
 from .sampling import logits_to_probs, sample_from_uniform
 from .stats import DecodeStats, GenerationResult, StatsRecorder
-from ..verifiers.base import get_verifier
 
 __all__ = ["speculative_generate", "autoregressive_generate"]
 
@@ -54,7 +63,9 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
 def _score(target, cache, batch, target_cached, k, K, law):
     """One target call over the pending tokens and the drafts; laws at the K+1 round positions."""
     logits, start = forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k)
-    idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(max=logits.shape[1] - 1)
+    idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(
+        max=logits.shape[1] - 1
+    )
     picked = logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1]))
     return law(picked)
 
@@ -81,7 +92,9 @@ class _RoundUniforms:
             dev = self.seeds.device
             rounds = torch.arange(rnd, rnd + n, device=dev)[None, :, None, None]
             slots = torch.arange(self.gamma, device=dev)[None, None, :, None]
-            purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[None, None, None, :]
+            purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[
+                None, None, None, :
+            ]
             self.values = uniforms(self.seeds[:, None, None, None], rounds, slots, purposes)
         return self.values[:, rnd - self.first, :K]
 
@@ -95,8 +108,8 @@ def _commit(batch, k, verdict):
     batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
     old = batch.seq_len
     new = old + n + emitted.to(torch.int64)
-    target_cached = torch.minimum(old + n, new - 1)            # rollback: drop rejected drafts
-    draft_cached = torch.minimum(target_cached, old + k - 1)   # draft never saw its own x_k
+    target_cached = torch.minimum(old + n, new - 1)  # rollback: drop rejected drafts
+    draft_cached = torch.minimum(target_cached, old + k - 1)  # draft never saw its own x_k
     batch.seq_len = new
     return target_cached, draft_cached
 
@@ -110,9 +123,23 @@ def _cut_at_eos(drafts, k, eos):
 
 
 # ----------------------------------------------------------------------------- public API
-def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperature=1.0, top_k=None,
-                         top_p=None, bonus=True, verifier="token", seed=0, device=None, dtype=None,
-                         policy=None, eos_token_id=None):
+def speculative_generate(
+    target,
+    draft,
+    prompts,
+    max_new_tokens,
+    gamma,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    bonus=True,
+    verifier="token",
+    seed=0,
+    device=None,
+    dtype=None,
+    policy=None,
+    eos_token_id=None,
+):
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
     Each round, per sequence with ``r`` tokens still to generate: the draft proposes
@@ -174,7 +201,9 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
     ([6, 6], 12)
     """
     models = {"target": target, "draft": draft}
-    max_new_tokens, (temperature, top_k, top_p) = check_common(models, max_new_tokens, temperature, top_k, top_p)
+    max_new_tokens, (temperature, top_k, top_p) = check_common(
+        models, max_new_tokens, temperature, top_k, top_p
+    )
     gamma = check_int(gamma, "gamma", 1)
     bonus = check_bool(bonus, "bonus")
     eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", 0)
@@ -191,6 +220,7 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
     hook = None
     if policy is not None:
         from ..stopping.runtime import DecoderPolicy
+
         hook = DecoderPolicy(policy, B, dev)
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     calls = dict(batch_draft_calls=0, batch_target_calls=0)
@@ -234,8 +264,18 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
                 stop_at_eos(batch, eos)
             if hook is not None:
                 hook.after_round(k, verdict.n_accepted, k > 0)
-            counts = torch.stack([k, verdict.n_accepted, (verdict.next_token >= 0).to(torch.int64),
-                                  verdict.rejected.to(torch.int64)]).cpu().numpy()  # one transfer
+            counts = (
+                torch.stack(
+                    [
+                        k,
+                        verdict.n_accepted,
+                        (verdict.next_token >= 0).to(torch.int64),
+                        verdict.rejected.to(torch.int64),
+                    ]
+                )
+                .cpu()
+                .numpy()
+            )  # one transfer
             rec.add_round(*counts)
             times["time_draft"] += t1 - t0
             times["time_target"] += t2 - t1
@@ -246,12 +286,16 @@ def speculative_generate(target, draft, prompts, max_new_tokens, gamma, temperat
         sync(dev)
         times["time_total"] = time.perf_counter() - t_start
     stats = rec.finish(verifier, bool(bonus), **times)
-    stats.batch_draft_calls, stats.batch_target_calls = calls["batch_draft_calls"], calls["batch_target_calls"]
+    stats.batch_draft_calls, stats.batch_target_calls = (
+        calls["batch_draft_calls"],
+        calls["batch_target_calls"],
+    )
     return GenerationResult(tokens, stats)
 
 
-def autoregressive_generate(model, prompts, max_new_tokens, temperature=1.0, top_k=None, top_p=None,
-                            seed=0, device=None, dtype=None):
+def autoregressive_generate(
+    model, prompts, max_new_tokens, temperature=1.0, top_k=None, top_p=None, seed=0, device=None, dtype=None
+):
     """Plain autoregressive sampling with the same options and seeding: the baseline.
 
     Token ``n`` of sequence ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of
@@ -263,8 +307,9 @@ def autoregressive_generate(model, prompts, max_new_tokens, temperature=1.0, top
     GenerationResult
         ``stats.target_calls`` = ``max_new_tokens`` per sequence; no draft statistics.
     """
-    max_new_tokens, (temperature, top_k, top_p) = check_common({"model": model}, max_new_tokens,
-                                                                temperature, top_k, top_p)
+    max_new_tokens, (temperature, top_k, top_p) = check_common(
+        {"model": model}, max_new_tokens, temperature, top_k, top_p
+    )
     dev, dt = place(model, device, dtype)
     batch = make_batch(prompts, max_new_tokens, {"model": model}, dev)
     B, cap = batch.tokens.shape
@@ -290,9 +335,17 @@ def autoregressive_generate(model, prompts, max_new_tokens, temperature=1.0, top
         times["time_target"] = times["time_total"] - times["time_prefill"]
     z = np.zeros(B, dtype=np.int64)
     stats = DecodeStats(
-        gamma=0, bonus=False, verifier="none", target_calls=z + max_new_tokens, draft_tokens=z.copy(),
-        rejections=z.copy(), round_accepted=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
+        gamma=0,
+        bonus=False,
+        verifier="none",
+        target_calls=z + max_new_tokens,
+        draft_tokens=z.copy(),
+        rejections=z.copy(),
+        round_accepted=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
         round_tokens=[np.ones(max_new_tokens, np.int64) for _ in range(B)],
-        position_checked=np.zeros((B, 0), np.int64), position_accepted=np.zeros((B, 0), np.int64),
-        batch_target_calls=max_new_tokens, **times)
+        position_checked=np.zeros((B, 0), np.int64),
+        position_accepted=np.zeros((B, 0), np.int64),
+        batch_target_calls=max_new_tokens,
+        **times,
+    )
     return GenerationResult(tokens, stats)

@@ -10,6 +10,7 @@ or bonus token if one was emitted). Per-position acceptance is the non-causal on
 *checked* when the verifier decides on its draft token (slots after a rejection are not).
 Timings are wall-clock seconds for the whole batch (CUDA synchronised before reading).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -67,15 +68,15 @@ class DecodeStats:
     def accepted_counts(self) -> np.ndarray:
         """``[B, gamma + 1]``: rounds of each sequence that accepted ``j`` drafts."""
         width = max([self.gamma] + [int(a.max()) for a in self.round_accepted if a.size]) + 1
-        return np.array([np.bincount(a, minlength=width) for a in self.round_accepted], dtype=np.int64).reshape(
-            self.batch_size, width)
+        return np.array(
+            [np.bincount(a, minlength=width) for a in self.round_accepted], dtype=np.int64
+        ).reshape(self.batch_size, width)
 
     @property
     def position_acceptance(self) -> np.ndarray:
         """``[B, gamma]`` accepted / checked per slot (NaN where never checked)."""
         out = np.full(self.position_checked.shape, np.nan)
-        np.divide(self.position_accepted, self.position_checked, out=out,
-                  where=self.position_checked > 0)
+        np.divide(self.position_accepted, self.position_checked, out=out, where=self.position_checked > 0)
         return out
 
     def summary(self) -> dict:
@@ -86,12 +87,18 @@ class DecodeStats:
         (the batch size). Batch totals, timings and rates: :meth:`totals`.
         """
         from ..montecarlo.stats import mean_and_se
-        out = {name: dict(zip(("mean", "se"), mean_and_se(getattr(self, name))))
-               for name in ("target_calls", "rejections", "draft_tokens", "accepted")}
+
+        out = {
+            name: dict(zip(("mean", "se"), mean_and_se(getattr(self, name))))
+            for name in ("target_calls", "rejections", "draft_tokens", "accepted")
+        }
         tokens = np.array([int(r.sum()) for r in self.round_tokens], dtype=np.float64)
         c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
         t = float(tokens.mean()) if tokens.size else float("nan")
-        out["tokens_per_call"] = {"mean": t / c if c else float("nan"), "se": t * sc / c ** 2 if c else float("nan")}
+        out["tokens_per_call"] = {
+            "mean": t / c if c else float("nan"),
+            "se": t * sc / c**2 if c else float("nan"),
+        }
         out["n_runs"] = self.batch_size
         return out
 
@@ -103,15 +110,23 @@ class DecodeStats:
         accepted = int(self.position_accepted.sum())
         rounds = np.concatenate(self.round_accepted) if self.round_accepted else np.zeros(0)
         return {
-            "batch_size": self.batch_size, "gamma": self.gamma, "bonus": self.bonus,
-            "verifier": self.verifier, "tokens": tokens, "target_calls": calls,
-            "draft_tokens": int(self.draft_tokens.sum()), "rejections": int(self.rejections.sum()),
-            "accepted": accepted, "checked": checked,
+            "batch_size": self.batch_size,
+            "gamma": self.gamma,
+            "bonus": self.bonus,
+            "verifier": self.verifier,
+            "tokens": tokens,
+            "target_calls": calls,
+            "draft_tokens": int(self.draft_tokens.sum()),
+            "rejections": int(self.rejections.sum()),
+            "accepted": accepted,
+            "checked": checked,
             "acceptance": accepted / checked if checked else float("nan"),
             "tokens_per_call": tokens / calls if calls else float("nan"),
             "mean_accepted_per_round": float(rounds.mean()) if rounds.size else float("nan"),
-            "time_prefill": self.time_prefill, "time_draft": self.time_draft,
-            "time_target": self.time_target, "time_total": self.time_total,
+            "time_prefill": self.time_prefill,
+            "time_draft": self.time_draft,
+            "time_target": self.time_target,
+            "time_total": self.time_total,
             "tokens_per_second": tokens / self.time_total if self.time_total > 0 else float("nan"),
             "batch_draft_calls": self.batch_draft_calls,
             "batch_target_calls": self.batch_target_calls,
@@ -120,8 +135,10 @@ class DecodeStats:
     def as_dict(self) -> dict:
         """Everything, per sequence, as JSON-serialisable lists."""
         return {
-            "summary": self.summary(), "totals": self.totals(),
-            "target_calls": self.target_calls.tolist(), "draft_tokens": self.draft_tokens.tolist(),
+            "summary": self.summary(),
+            "totals": self.totals(),
+            "target_calls": self.target_calls.tolist(),
+            "draft_tokens": self.draft_tokens.tolist(),
             "rejections": self.rejections.tolist(),
             "round_accepted": [a.tolist() for a in self.round_accepted],
             "accepted_counts": self.accepted_counts.tolist(),
@@ -155,14 +172,18 @@ class StatsRecorder:
 
     def finish(self, verifier: str, bonus: bool, **times) -> DecodeStats:
         B, R, g = self.batch_size, len(self.rounds), self.gamma
-        k, n, e, rej = (np.stack([r[i] for r in self.rounds], axis=1) if R else np.zeros((B, 0), np.int64)
-                        for i in range(4))
+        k, n, e, rej = (
+            np.stack([r[i] for r in self.rounds], axis=1) if R else np.zeros((B, 0), np.int64)
+            for i in range(4)
+        )
         live = k > 0
         slots = np.arange(g)[None, None, :]
         checked = live[..., None] & (slots < k[..., None]) & (slots <= n[..., None])
         accepted = live[..., None] & (slots < n[..., None])
         return DecodeStats(
-            gamma=g, bonus=bonus, verifier=verifier,
+            gamma=g,
+            bonus=bonus,
+            verifier=verifier,
             target_calls=live.sum(1).astype(np.int64),
             draft_tokens=k.sum(1).astype(np.int64),
             rejections=(rej * live).sum(1).astype(np.int64),

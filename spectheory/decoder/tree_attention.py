@@ -33,6 +33,7 @@ Examples
 >>> lay.ancestors.astype(int)[3].tolist()             # offset 3 = node 2: root, node 1, itself
 [1, 1, 0, 1, 0]
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -45,7 +46,14 @@ from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
 from .model import GPT, KVCache
 from .ngram import NGramModel
 
-__all__ = ["TreeLayout", "tree_attn_mask", "tree_logits", "compact_path", "new_tree_cache", "supports_tree_cache"]
+__all__ = [
+    "TreeLayout",
+    "tree_attn_mask",
+    "tree_logits",
+    "compact_path",
+    "new_tree_cache",
+    "supports_tree_cache",
+]
 
 
 class TreeLayout:
@@ -97,8 +105,10 @@ class TreeLayout:
         key = str(device)
         cache = self.__dict__.setdefault("_tables", {})
         if key not in cache:
-            cache[key] = (torch.as_tensor(self.ancestors, device=device),
-                          torch.as_tensor(self.offset_depth, device=device))
+            cache[key] = (
+                torch.as_tensor(self.ancestors, device=device),
+                torch.as_tensor(self.offset_depth, device=device),
+            )
         return cache[key]
 
 
@@ -110,7 +120,7 @@ def tree_attn_mask(layout, root_slot, lo, hi, width):
     """
     anc, _ = layout.torch_tables(root_slot.device)
     t = torch.arange(width, device=root_slot.device)
-    rel = t[None, :] - root_slot[:, None]                          # [B, width]
+    rel = t[None, :] - root_slot[:, None]  # [B, width]
     inside = (rel >= 0) & (rel < layout.n_nodes)
     a = anc[lo:hi][None, :, :].expand(root_slot.shape[0], -1, -1)  # [B, L, N]
     tree_part = torch.gather(a, 2, rel.clamp(0, layout.n_nodes - 1)[:, None, :].expand(-1, hi - lo, -1))
@@ -141,8 +151,8 @@ def _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi):
     depth = layout.offset_depth
     seqs, last = [], []
     for o in range(lo, hi):
-        path = torch.nonzero(anc[o]).flatten()                     # offsets root -> node, level order
-        toks = node_tokens[:, path]                                # [B, d + 1]
+        path = torch.nonzero(anc[o]).flatten()  # offsets root -> node, level order
+        toks = node_tokens[:, path]  # [B, d + 1]
         seqs.append((toks, int(depth[o])))
     L = int(root_slot.max()) + int(depth[lo:hi].max()) + 1
     out = []
@@ -179,8 +189,14 @@ def tree_logits(model, cache, prefix, root_slot, node_tokens, layout, lo, hi, re
         positions = root_slot[:, None] + dep[lo:hi][None, :]
         width = int(root_slot.max()) + hi
         mask = tree_attn_mask(layout, root_slot, lo, hi, width)
-        return model(ids, cache=cache, start=root_slot + lo, positions=positions, attn_mask=mask,
-                     return_hidden=return_hidden)
+        return model(
+            ids,
+            cache=cache,
+            start=root_slot + lo,
+            positions=positions,
+            attn_mask=mask,
+            return_hidden=return_hidden,
+        )
     if return_hidden:
         raise ValueError("return_hidden: only the shipped GPT returns hidden states")
     if isinstance(cache, HFKVCache):
@@ -205,12 +221,12 @@ def compact_path(cache, root_slot, path_offsets, n_keep):
         return
     D = path_offsets.shape[1]
     d = torch.arange(1, D + 1, device=root_slot.device)[None, :]
-    keep = d <= n_keep[:, None]                                    # [B, D]
+    keep = d <= n_keep[:, None]  # [B, D]
     src = root_slot[:, None] + torch.where(keep, path_offsets, d)  # unchanged where not kept
     dst = root_slot[:, None] + d
     src = src.clamp(max=cache.max_len - 1)
     dst = dst.clamp(max=cache.max_len - 1)
     rows = torch.arange(root_slot.shape[0], device=root_slot.device)[:, None]
-    for store in (cache.k, cache.v):                               # [n_layer, B, T, H, Dh]
-        moved = store[:, rows, src]                                # [n_layer, B, D, H, Dh]
+    for store in (cache.k, cache.v):  # [n_layer, B, T, H, Dh]
+        moved = store[:, rows, src]  # [n_layer, B, D, H, Dh]
         store[:, rows, dst] = torch.where(keep[None, :, :, None, None], moved, store[:, rows, dst])

@@ -21,6 +21,7 @@ The rule is the library's own numpy function applied to the laws (float64, on CP
 the decoder and the exact theory share one definition of every tree verifier.
 ``temperature=0`` returns the target's greedy continuation exactly.
 """
+
 from __future__ import annotations
 
 import time
@@ -29,17 +30,18 @@ from functools import partial
 import numpy as np
 import torch
 
-from ..trees import DraftTree, get_tree_verifier
-from ..trees import TreeVerifier
+from ..trees import DraftTree, TreeVerifier, get_tree_verifier
+from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, sync
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
 from .sampling import logits_to_probs, sample_from_uniform
-from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, sync
 from .stats import GenerationResult, StatsRecorder
 from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
 
 __all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
 
-_BLOCK = 16   # rounds whose uniforms are hashed together: u[b, node, purpose] of (seed_b, round, node, purpose)
+_BLOCK = (
+    16  # rounds whose uniforms are hashed together: u[b, node, purpose] of (seed_b, round, node, purpose)
+)
 
 
 # ----------------------------------------------------------------------------- drafting
@@ -108,8 +110,11 @@ class ModelDrafter:
         self.draft, self.law, self.layout = draft, law, layout
         cap = batch.tokens.shape[1]
         self.cached_model = supports_tree_cache(draft)
-        self.cache = (new_tree_cache(draft, batch.tokens.shape[0], cap + layout.n_nodes, dev, dtype)
-                      if self.cached_model else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype))
+        self.cache = (
+            new_tree_cache(draft, batch.tokens.shape[0], cap + layout.n_nodes, dev, dtype)
+            if self.cached_model
+            else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype)
+        )
         self.cached = prefill(draft, self.cache, batch)
 
     def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
@@ -133,9 +138,17 @@ class ModelDrafter:
             ok &= (d <= self.k)[:, None]
             node_tokens[:, lo:hi] = torch.where(ok, x, 0)
             present[:, lo:hi] = ok
-            if d < K:                                        # laws after depth-d nodes
-                lg = tree_logits(self.draft, self.cache if self.cached_model else None, batch.tokens,
-                                 root_slot, node_tokens, lay, lo, hi)
+            if d < K:  # laws after depth-d nodes
+                lg = tree_logits(
+                    self.draft,
+                    self.cache if self.cached_model else None,
+                    batch.tokens,
+                    root_slot,
+                    node_tokens,
+                    lay,
+                    lo,
+                    hi,
+                )
                 laws[:, lo:hi] = self.law(lg)
                 calls += 1
         self.fed = K - 1
@@ -152,7 +165,7 @@ class ModelDrafter:
             compact_path(self.cache, root_slot, path_offsets, keep)
             self.cached = root_slot + 1 + keep
         else:
-            self.cached = root_slot + 1                         # history caches: the path is re-fed
+            self.cached = root_slot + 1  # history caches: the path is re-fed
 
 
 # ----------------------------------------------------------------------------- verification
@@ -192,19 +205,36 @@ def _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws, u
     tok[:, 0] = -1
     tl = target_laws.to(torch.float64).cpu().numpy()[:, offs]
     dl = draft_laws.to(torch.float64).cpu().numpy()[:, offs]
-    missing = dl.sum(-1) <= 0                                  # leaves: no draft law needed
+    missing = dl.sum(-1) <= 0  # leaves: no draft law needed
     dl[missing] = tl[missing]
     ua = u_acc.cpu().numpy()[:, offs]
     node, token, residual = rule(tree, tok, tl, dl, ua, u_fin.cpu().numpy())
     dev = node_tokens.device
-    return (torch.as_tensor(np.asarray(node), device=dev), torch.as_tensor(np.asarray(token), device=dev),
-            torch.as_tensor(np.asarray(residual), device=dev))
+    return (
+        torch.as_tensor(np.asarray(node), device=dev),
+        torch.as_tensor(np.asarray(token), device=dev),
+        torch.as_tensor(np.asarray(residual), device=dev),
+    )
 
 
 # ----------------------------------------------------------------------------- generation
-def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_rrs", temperature=1.0,
-                  top_k=None, top_p=None, bonus=True, seed=0, device=None, dtype=None, policy=None,
-                  drafter=None):
+def tree_generate(
+    target,
+    draft,
+    prompts,
+    max_new_tokens,
+    tree,
+    verifier="tree_rrs",
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    bonus=True,
+    seed=0,
+    device=None,
+    dtype=None,
+    policy=None,
+    drafter=None,
+):
     """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
 
     Parameters
@@ -245,7 +275,9 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
     rule, policy, name = resolve_rule(verifier, policy)
     models = {"target": target} if draft is None else {"target": target, "draft": draft}
-    max_new_tokens, (temperature, top_k, top_p) = check_common(models, max_new_tokens, temperature, top_k, top_p)
+    max_new_tokens, (temperature, top_k, top_p) = check_common(
+        models, max_new_tokens, temperature, top_k, top_p
+    )
     dev, dt = place(target, device, dtype)
     if draft is not None:
         place(draft, dev if device is not None else None, dtype)
@@ -282,10 +314,13 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
             if K == 0:
                 break
             t0 = time.perf_counter()
-            if rnd % _BLOCK == 0:                 # hash _BLOCK rounds at once (same values)
-                u_block = uniforms(seeds[:, None, None, None],
-                                   torch.arange(rnd, rnd + _BLOCK, device=dev)[None, :, None, None],
-                                   node_ids[:, None, :, None], purposes)
+            if rnd % _BLOCK == 0:  # hash _BLOCK rounds at once (same values)
+                u_block = uniforms(
+                    seeds[:, None, None, None],
+                    torch.arange(rnd, rnd + _BLOCK, device=dev)[None, :, None, None],
+                    node_ids[:, None, :, None],
+                    purposes,
+                )
             u = u_block[:, rnd % _BLOCK]
             u_d, u_a, u_f = u[..., 0], u[..., 1], u[:, 0, 2]
             node_tokens = torch.zeros(B, N, dtype=torch.long, device=dev)
@@ -295,21 +330,31 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
             node_tokens, present, draft_laws, n_calls = dr.laws(batch, node_tokens, K, policy, u_d, k > 0)
             sync(dev)
             t1 = time.perf_counter()
-            out = tree_logits(target, tcache, batch.tokens, root_slot, node_tokens, layout, 0, N,
-                              return_hidden=dr.needs_hidden)
+            out = tree_logits(
+                target,
+                tcache,
+                batch.tokens,
+                root_slot,
+                node_tokens,
+                layout,
+                0,
+                N,
+                return_hidden=dr.needs_hidden,
+            )
             logits, hidden = out if dr.needs_hidden else (out, None)
             target_laws = law(logits)
             sync(dev)
             t2 = time.perf_counter()
-            node, token, residual = _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws,
-                                            u_a, u_f)
+            node, token, residual = _verify(
+                rule, tree, layout, node_tokens, present, target_laws, draft_laws, u_a, u_f
+            )
             j = depth_of[node]
             emitted = residual | (bool(bonus) & (j < remaining) & (k > 0))
             rows = torch.arange(B, device=dev)
-            path_off = paths[node]                                       # [B, D]
-            path_tok = node_tokens.gather(1, path_off)                   # [B, D]
+            path_off = paths[node]  # [B, D]
+            path_tok = node_tokens.gather(1, path_off)  # [B, D]
             d_idx = torch.arange(D, device=dev)[None, :]
-            keep = d_idx < j[:, None]                                    # accepted path, in place
+            keep = d_idx < j[:, None]  # accepted path, in place
             r_idx, d_sel = torch.nonzero(keep, as_tuple=True)
             batch.tokens[r_idx, batch.seq_len[r_idx] + d_sel] = path_tok[r_idx, d_sel]
             slot = (batch.seq_len + j).clamp(max=cap - 1)
@@ -320,7 +365,9 @@ def tree_generate(target, draft, prompts, max_new_tokens, tree, verifier="tree_r
             if dr.needs_hidden:
                 dr.observe(hidden[rows, layout_offset(layout, node, dev)])
             batch.seq_len = batch.seq_len + j + emitted.to(torch.int64)
-            rec.add_round(*torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)]).cpu().numpy())
+            rec.add_round(
+                *torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)]).cpu().numpy()
+            )
             times["time_draft"] += t1 - t0
             times["time_target"] += t2 - t1
             calls += n_calls

@@ -32,16 +32,47 @@ imports :mod:`spectheory.chain` or :mod:`spectheory.verifiers`: callers hand it 
 object, duck-typed) and rule objects. The protocol and its counters are documented in
 ``docs/protocol.md``.
 """
-from .core import (PROGRESS_WORK, SINGLE_THREAD_STATES, ProtocolResult, blas_single_thread,
-                   scaled_masses, token_masses)
+
+from .core import (
+    PROGRESS_WORK,
+    SINGLE_THREAD_STATES,
+    ProtocolResult,
+    blas_single_thread,
+    scaled_masses,
+    token_masses,
+)
+from .expectations import (
+    accepted_count_per_state,
+    protocol_result,
+    rejection_lower_bound,
+    sequence_law,
+    target_calls_law,
+    tokens_per_call_per_generation,
+    tv_profile,
+)
 from .phase import calls_law, phase_recursion, token_accept_survival
 from .rounds import round_recursion, token_round_transition
 from .sequence_laws import phase_sequence_law, target_sequence_law
-from .expectations import (accepted_count_per_state, protocol_result, rejection_lower_bound, sequence_law,
-                           target_calls_law, tokens_per_call_per_generation, tv_profile)
 
-__all__ = ["ProtocolResult", "phase_recursion", "round_recursion", "token_round_transition",
-           "token_masses", "scaled_masses", "token_accept_survival", "phase_sequence_law",
-           "target_sequence_law", "calls_law", "blas_single_thread", "PROGRESS_WORK",
-           "SINGLE_THREAD_STATES", "tv_profile", "rejection_lower_bound", "protocol_result",
-           "accepted_count_per_state", "target_calls_law", "tokens_per_call_per_generation", "sequence_law"]
+__all__ = [
+    "ProtocolResult",
+    "phase_recursion",
+    "round_recursion",
+    "token_round_transition",
+    "token_masses",
+    "scaled_masses",
+    "token_accept_survival",
+    "phase_sequence_law",
+    "target_sequence_law",
+    "calls_law",
+    "blas_single_thread",
+    "PROGRESS_WORK",
+    "SINGLE_THREAD_STATES",
+    "tv_profile",
+    "rejection_lower_bound",
+    "protocol_result",
+    "accepted_count_per_state",
+    "target_calls_law",
+    "tokens_per_call_per_generation",
+    "sequence_law",
+]

@@ -4,6 +4,7 @@ r"""Shared parts of the exact recursions (:mod:`spectheory.exact`).
 checks, the standard and scaled token-verification masses, and the single-threaded BLAS
 context for the small per-position products. Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 import functools
@@ -42,6 +43,7 @@ def _single_threaded(fn):
     def wrapper(chain, *args, **kwargs):
         with blas_single_thread(chain.n_states):
             return fn(chain, *args, **kwargs)
+
     return wrapper
 
 
@@ -137,7 +139,6 @@ class ProtocolResult:
         return {name: {"mean": float(getattr(self, name)), "se": 0.0} for name in names}
 
 
-
 # ----------------------------------------------------------------- operators
 class _MassOps:
     """Transition operators of a mass provider, cached by (position, phase) key."""
@@ -156,8 +157,10 @@ class _MassOps:
             elif arr.ndim == 3 and arr.shape[1:] == (S, V):
                 self.fn, self.pos, self.phase = (lambda n, i: arr[n]), True, False
             else:
-                raise ValueError(f"{name}: expected a callable or an array of shape ({S}, {V}) "
-                                 f"or (T, {S}, {V}), got {arr.shape}")
+                raise ValueError(
+                    f"{name}: expected a callable or an array of shape ({S}, {V}) "
+                    f"or (T, {S}, {V}), got {arr.shape}"
+                )
         self.cache: dict = {}
 
     def key(self, n, i):
@@ -196,8 +199,10 @@ def _check_rows(acc_sum, rej_sum, n, i):
     bad = np.abs(acc_sum + rej_sum - 1.0) > _ROW_TOL
     if np.any(bad):
         s = int(np.argmax(bad))
-        raise ValueError(f"accept_mass + reject_mass: rows must sum to 1 (accept or reject), got "
-                         f"{acc_sum[s] + rej_sum[s]:.10g} at n={n}, i={i}, state {s}")
+        raise ValueError(
+            f"accept_mass + reject_mass: rows must sum to 1 (accept or reject), got "
+            f"{acc_sum[s] + rej_sum[s]:.10g} at n={n}, i={i}, state {s}"
+        )
 
 
 def _positions(T, G, S, progress, desc):
@@ -205,6 +210,7 @@ def _positions(T, G, S, progress, desc):
     if not show:
         return range(T)
     from tqdm.auto import tqdm
+
     return tqdm(range(T), desc=desc, leave=False)
 
 
@@ -220,14 +226,14 @@ def token_masses(chain):
     of the phase. Returns arrays for homogeneous chains, callables otherwise.
     """
     if chain.is_homogeneous:
-        return (np.minimum(chain.target, chain.draft),
-                np.maximum(chain.target - chain.draft, 0.0))
+        return (np.minimum(chain.target, chain.draft), np.maximum(chain.target - chain.draft, 0.0))
 
     def acc(n, i):
         return np.minimum(chain.target[n], chain.draft[n])
 
     def rej(n, i):
         return np.maximum(chain.target[n] - chain.draft[n], 0.0)
+
     return acc, rej
 
 
@@ -251,4 +257,5 @@ def scaled_masses(chain, scale):
     def rej(n, i):
         t, d = chain.kernels(n)
         return np.maximum(t - s * np.minimum(t, d), 0.0)
+
     return acc, rej

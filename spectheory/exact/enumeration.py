@@ -26,6 +26,7 @@ Examples
 >>> outcome_expectation(out, "rejections")  # = 2 * TV = 2 * 1/4
 Fraction(1, 2)
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -34,8 +35,15 @@ from typing import NamedTuple
 
 from .._validation import check_int
 
-__all__ = ["Outcome", "protocol_outcomes", "outcome_expectation", "outcome_sequence_law",
-           "target_sequence_law_exact", "accepted_histogram", "fraction_kernel"]
+__all__ = [
+    "Outcome",
+    "protocol_outcomes",
+    "outcome_expectation",
+    "outcome_sequence_law",
+    "target_sequence_law_exact",
+    "accepted_histogram",
+    "fraction_kernel",
+]
 
 #: Refuse enumerations with more than this many branches.
 MAX_BRANCHES = 2_000_000
@@ -112,8 +120,16 @@ def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict
                 for y in range(V):
                     if t[y]:
                         for s2, w in succ(s, y):
-                            new_round(n0 + k + 1, s2, toks + (y,), calls, rej, drafts,
-                                      counts + (k,), prob * t[y] * w)
+                            new_round(
+                                n0 + k + 1,
+                                s2,
+                                toks + (y,),
+                                calls,
+                                rej,
+                                drafts,
+                                counts + (k,),
+                                prob * t[y] * w,
+                            )
             else:
                 new_round(n0 + k, s, toks, calls, rej, drafts, counts + (k,), prob)
             return
@@ -126,21 +142,30 @@ def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict
             b = scale * min(Fraction(1), t[x] / d[x])
             if b:
                 for s2, w in succ(s, x):
-                    step(n0, k, i + 1, s2, toks + (x,), calls, rej, drafts, counts,
-                         prob * d[x] * b * w)
+                    step(n0, k, i + 1, s2, toks + (x,), calls, rej, drafts, counts, prob * d[x] * b * w)
             p_reject += d[x] * (1 - b)
         if not p_reject:
             return
         res = [t[y] - scale * min(t[y], d[y]) for y in range(V)]
         tot = sum(res)
         if not tot:
-            raise ValueError(f"chain: rejection has probability {p_reject} but the residual is empty "
-                             f"(n={n}, state {s}); rows must sum to 1")
+            raise ValueError(
+                f"chain: rejection has probability {p_reject} but the residual is empty "
+                f"(n={n}, state {s}); rows must sum to 1"
+            )
         for y in range(V):
             if res[y]:
                 for s2, w in succ(s, y):
-                    new_round(n + 1, s2, toks + (y,), calls, rej + 1, drafts,
-                              counts + (i,), prob * p_reject * res[y] / tot * w)
+                    new_round(
+                        n + 1,
+                        s2,
+                        toks + (y,),
+                        calls,
+                        rej + 1,
+                        drafts,
+                        counts + (i,),
+                        prob * p_reject * res[y] / tot * w,
+                    )
 
     init = [Fraction(float(v)) for v in chain.initial]
     for s in range(chain.n_states):
@@ -162,8 +187,11 @@ def _successors(chain):
         r = s * V + x
         if r not in cache:
             lo, hi = law.indptr[r], law.indptr[r + 1]
-            cache[r] = tuple((int(j), Fraction(float(v))) for j, v in zip(law.indices[lo:hi], law.data[lo:hi]) if v)
+            cache[r] = tuple(
+                (int(j), Fraction(float(v))) for j, v in zip(law.indices[lo:hi], law.data[lo:hi]) if v
+            )
         return cache[r]
+
     return succ
 
 

@@ -14,6 +14,7 @@ for token-by-token rules, the round recursion for whole-round rules) and caches 
 called again. This module never imports :mod:`spectheory.chain` or
 :mod:`spectheory.verifiers`: the chain hands it a resolved rule object.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -26,10 +27,17 @@ from .core import ProtocolResult, blas_single_thread, token_masses
 from .phase import calls_law, token_accept_survival
 from .sequence_laws import phase_sequence_law, target_sequence_law
 
-__all__ = ["tv_profile", "rejection_lower_bound", "protocol_result", "accepted_count_per_state",
-           "target_calls_law", "tokens_per_call_per_generation", "sequence_law"]
+__all__ = [
+    "tv_profile",
+    "rejection_lower_bound",
+    "protocol_result",
+    "accepted_count_per_state",
+    "target_calls_law",
+    "tokens_per_call_per_generation",
+    "sequence_law",
+]
 
-_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_PAD = 1 << 20  # gamma from which accepted_counts is not padded to gamma + 1 entries
 
 
@@ -76,7 +84,7 @@ def protocol_result(chain, horizon, gamma, bonus, verifier) -> ProtocolResult:
     key = (T, G, bonus, verifier)
     store = _CACHE.setdefault(chain, {})
     if key not in store:
-        g_run = min(G, T)   # the engines' arrays grow with gamma: 10**9 would allocate gigabytes
+        g_run = min(G, T)  # the engines' arrays grow with gamma: 10**9 would allocate gigabytes
         res = verifier.exact(chain, T, g_run, bonus)
         if g_run < G:  # counts j > T are impossible: pad them with zeros unless that is itself huge
             counts = res.accepted_counts if G >= _MAX_PAD else np.pad(res.accepted_counts, (0, G - g_run))
@@ -137,8 +145,9 @@ def _phase_masses(chain, verifier):
         return token_masses(chain)
     masses = verifier.phase_masses(chain)
     if masses is None:
-        raise NotImplementedError(f"verifier: {verifier!r} has no phase_masses; this law needs a "
-                                  "token-by-token rule")
+        raise NotImplementedError(
+            f"verifier: {verifier!r} has no phase_masses; this law needs a token-by-token rule"
+        )
     return masses[0], masses[1]
 
 
@@ -179,8 +188,9 @@ def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True, verifier=N
     return float(law[1:] @ (T / c))
 
 
-def sequence_law(chain, horizon, gamma=None, bonus=True, method="speculative",
-                 max_elements=2 ** 24, verifier=None) -> np.ndarray:
+def sequence_law(
+    chain, horizon, gamma=None, bonus=True, method="speculative", max_elements=2**24, verifier=None
+) -> np.ndarray:
     r"""Exact law of the ``T`` generated tokens, by enumeration of all ``V**T`` sequences.
 
     ``method="target"``: plain sampling from the target. ``method="speculative"``:

@@ -8,6 +8,7 @@ depends on the context this is only an approximation; :func:`leviathan_gap` comp
 :func:`spectheory.chain.examples.easy_hard_chain` builds chains with the same average
 acceptance and any amount of context dependence.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,8 +16,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int, check_nonneg
-from .expectations import tv_profile
 from ..laws.closed_form import expected_tokens_per_call as _formula_tokens_per_call
+from .expectations import tv_profile
 
 __all__ = ["LeviathanGap", "leviathan_gap"]
 
@@ -60,11 +61,14 @@ def leviathan_gap(chain, horizon, gamma, bonus=True, c=None) -> LeviathanGap:
     alpha = float(np.clip(1.0 - tv_profile(chain, T).mean(), 0.0, 1.0))
     exact = chain.expected_tokens_per_call(T, G, bonus=bonus)
     formula = float(_formula_tokens_per_call(alpha, G))
-    iid = type(chain).iid([1.0, 0.0], [alpha, 1.0 - alpha])   # same class: no import of chain/
+    iid = type(chain).iid([1.0, 0.0], [alpha, 1.0 - alpha])  # same class: no import of chain/
     iid_exact = iid.expected_tokens_per_call(T, G, bonus=bonus)
     kw = {}
     if c is not None:
         cc = float(check_nonneg(c, "c"))
-        kw = dict(c=cc, exact_speedup=chain.predicted_speedup(T, G, cc, bonus=bonus),
-                  formula_speedup=formula / (G * cc + 1.0))
+        kw = dict(
+            c=cc,
+            exact_speedup=chain.predicted_speedup(T, G, cc, bonus=bonus),
+            formula_speedup=formula / (G * cc + 1.0),
+        )
     return LeviathanGap(T, G, alpha, exact, formula, iid_exact, formula / exact - 1.0, **kw)

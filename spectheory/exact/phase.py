@@ -3,19 +3,38 @@ r"""The phase engine: exact recursions for rules that verify one draft token at 
 See :mod:`spectheory.exact` for the protocol and the state ``Q_n[i, s]``
 (position ``n``, ``i`` drafts of the round accepted, state ``s``).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from .core import (ProtocolResult, _MassOps, _check_gamma, _check_rows, _positions,
-                              _single_threaded, _vm, token_masses)
+from .core import (
+    ProtocolResult,
+    _check_gamma,
+    _check_rows,
+    _MassOps,
+    _positions,
+    _single_threaded,
+    _vm,
+    token_masses,
+)
 
 __all__ = ["phase_recursion", "calls_law", "token_accept_survival"]
 
 
 @_single_threaded
-def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
-                    position_dependent=None, phase_dependent=True, progress=None) -> ProtocolResult:
+def phase_recursion(
+    chain,
+    horizon,
+    gamma,
+    bonus,
+    accept_mass,
+    reject_mass,
+    *,
+    position_dependent=None,
+    phase_dependent=True,
+    progress=None,
+) -> ProtocolResult:
     r"""Exact expectations of a position-by-position verifier, by the phase recursion.
 
     Parameters
@@ -124,7 +143,7 @@ def phase_recursion(chain, horizon, gamma, bonus, accept_mass, reject_mass, *,
 
 
 @_single_threaded
-def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elements=2 ** 26):
+def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elements=2**26):
     r"""Exact law of the number of target calls (rounds), ``P(calls = c)`` for ``c = 0..T``.
 
     The phase recursion with the mass split by the number of rounds started so far,
@@ -146,7 +165,9 @@ def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elemen
     S = chain.n_states
     C = T + 1
     if (G + 1) * C * S > max_elements:
-        raise ValueError(f"horizon: calls law needs (gamma+1)(T+1)S = {(G + 1) * C * S} entries (> {max_elements})")
+        raise ValueError(
+            f"horizon: calls law needs (gamma+1)(T+1)S = {(G + 1) * C * S} entries (> {max_elements})"
+        )
     A = _MassOps(chain, accept_mass, "accept_mass", None, False)
     R = _MassOps(chain, reject_mass, "reject_mass", None, False)
     Q = np.zeros((G + 1, C, S))
@@ -199,10 +220,10 @@ def token_accept_survival(chain, horizon, gamma):
     for n0 in range(T - 1, -1, -1):
         op = chain.transition_operator(acc(n0, 0))
         m = min(G, T - n0)
-        surv[n0, 1:m + 1] = (op @ surv[n0 + 1, :m].T).T
+        surv[n0, 1 : m + 1] = (op @ surv[n0 + 1, :m].T).T
     law = np.zeros((T, chain.n_states, G + 1))
     for n0 in range(T):
         k = min(G, T - n0)
-        law[n0, :, :k] = (surv[n0, :k] - surv[n0, 1:k + 1]).T
+        law[n0, :, :k] = (surv[n0, :k] - surv[n0, 1 : k + 1]).T
         law[n0, :, k] = surv[n0, k]
     return np.clip(law, 0.0, None)

@@ -2,6 +2,7 @@ r"""The round engine: exact recursion over round starts for round-level rules (b
 
 See :mod:`spectheory.exact` for the protocol.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -13,8 +14,9 @@ __all__ = ["round_recursion", "token_round_transition"]
 
 
 @_single_threaded
-def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
-                    position_dependent=None, progress=None) -> ProtocolResult:
+def round_recursion(
+    chain, horizon, gamma, bonus, round_transition, *, position_dependent=None, progress=None
+) -> ProtocolResult:
     r"""Exact expectations of any round-level verifier, by a recursion over round starts.
 
     Parameters
@@ -67,7 +69,9 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
         if Q is None:
             Q = np.asarray(round_transition(n0, k, eb), dtype=np.float64)
             if Q.shape != (S, k + 1, S):
-                raise ValueError(f"round_transition: expected shape ({S}, {k + 1}, {S}) at n0={n0}, got {Q.shape}")
+                raise ValueError(
+                    f"round_transition: expected shape ({S}, {k + 1}, {S}) at n0={n0}, got {Q.shape}"
+                )
             if not np.all(np.isfinite(Q)) or np.any(Q < 0):
                 raise ValueError(f"round_transition: entries must be finite and >= 0 (n0={n0})")
             if posdep:
@@ -75,9 +79,9 @@ def round_recursion(chain, horizon, gamma, bonus, round_transition, *,
             cache[key] = Q
         out = np.einsum("s,sjt->jt", r, Q)
         tot = out.sum(-1)
-        counts[:k + 1] += tot
-        R[n0 + 1:n0 + k + 1] += out[:k]
-        rej_pos[n0:n0 + k] += tot[:k]
+        counts[: k + 1] += tot
+        R[n0 + 1 : n0 + k + 1] += out[:k]
+        rej_pos[n0 : n0 + k] += tot[:k]
         R[n0 + k + eb] += out[k]
         if eb:
             bonus_tokens += tot[k]
@@ -111,4 +115,5 @@ def token_round_transition(chain):
             E = E @ _dense(chain.transition_operator(acc(n, i)))
         Q[:, k] = E @ _dense(chain.target_operator(n0 + k)) if emit_bonus else E
         return Q
+
     return transition

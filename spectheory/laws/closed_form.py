@@ -15,6 +15,7 @@ All functions accept scalars or arrays for ``alpha`` and ``c``, are exact at
 ``alpha = 0`` and ``alpha = 1`` (the geometric sum is evaluated as a sum of
 powers, never as a ratio) and raise ``ValueError`` for bad input.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -22,8 +23,13 @@ import numpy as np
 from .._validation import check_int, check_nonneg, check_prob
 
 __all__ = [
-    "expected_tokens_per_call", "walltime_speedup", "optimal_gamma", "accepted_count_law",
-    "arithmetic_operations_factor", "mean_accepted", "causal_acceptance",
+    "expected_tokens_per_call",
+    "walltime_speedup",
+    "optimal_gamma",
+    "accepted_count_law",
+    "arithmetic_operations_factor",
+    "mean_accepted",
+    "causal_acceptance",
 ]
 
 
@@ -133,8 +139,10 @@ def optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
     """
     for value, name in ((alpha, "alpha"), (c, "c")):
         if np.ndim(value) != 0:
-            raise ValueError(f"{name}: expected a scalar, got shape {np.shape(value)} "
-                             "(optimal_gamma is not vectorised; call it per value)")
+            raise ValueError(
+                f"{name}: expected a scalar, got shape {np.shape(value)} "
+                "(optimal_gamma is not vectorised; call it per value)"
+            )
     a = float(check_prob(alpha, "alpha"))
     cc = float(check_nonneg(c, "c"))
     if max_gamma is not None:
@@ -142,15 +150,16 @@ def optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
     unbounded = (a == 1.0 and cc < 1.0) or (cc == 0.0 and a > 0.0)
     if unbounded:
         if max_gamma is None:
-            raise ValueError("optimal_gamma: speedup increases without bound for alpha=1, c<1 "
-                             "or c=0; pass max_gamma")
+            raise ValueError(
+                "optimal_gamma: speedup increases without bound for alpha=1, c<1 or c=0; pass max_gamma"
+            )
         return max_gamma
     limit = max_gamma if max_gamma is not None else 1 << 62
     if not _gains(a, cc, 1):
         return 1
-    lo, hi = 1, 2                            # invariant: psi(lo) > 0, so the argmax is > lo
-    while _gains(a, cc, hi):                 # doubling until psi(hi) <= 0
-        if hi >= limit:                      # S still increases at limit
+    lo, hi = 1, 2  # invariant: psi(lo) > 0, so the argmax is > lo
+    while _gains(a, cc, hi):  # doubling until psi(hi) <= 0
+        if hi >= limit:  # S still increases at limit
             return limit
         lo, hi = hi, 2 * hi
     return min(_bisect(a, cc, lo, hi), limit)

@@ -10,6 +10,7 @@ One speculative step: draw :math:`x \sim q`, accept with probability
 :math:`\min(1, p(x)/q(x))`, otherwise emit :math:`y \sim \mathrm{norm}(\max(p - q, 0))`.
 The emitted token has law exactly :math:`p` (see :func:`speculative_step_law`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -18,8 +19,13 @@ from .._validation import as_law, as_law_pair
 from .sampling import normalize_or, safe_ratio
 
 __all__ = [
-    "tv", "acceptance_rate", "residual", "acceptance_probs", "speculative_step_law",
-    "speculative_step_parts", "maximal_coupling",
+    "tv",
+    "acceptance_rate",
+    "residual",
+    "acceptance_probs",
+    "speculative_step_law",
+    "speculative_step_parts",
+    "maximal_coupling",
 ]
 
 

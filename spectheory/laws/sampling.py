@@ -6,12 +6,22 @@ verification rules that use them live in :mod:`spectheory.verifiers` (see
 :mod:`spectheory.verifiers.base` for the round signature).
 Notation: p = target, q = draft (code says ``target``/``draft``).
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["sample_categorical", "sample_from_cdf", "CdfTable", "normalized_cdf", "residual_weights",
-           "normalize_or", "safe_ratio", "check_round_laws", "MASS_TOL"]
+__all__ = [
+    "sample_categorical",
+    "sample_from_cdf",
+    "CdfTable",
+    "normalized_cdf",
+    "residual_weights",
+    "normalize_or",
+    "safe_ratio",
+    "check_round_laws",
+    "MASS_TOL",
+]
 
 #: A residual (or any left-over) mass at or below this is rounding noise of (near-)equal laws:
 #: the law is then taken to be the fallback, e.g. the target itself (the convention of
@@ -150,11 +160,11 @@ class CdfTable:
         V = self.V
         u = np.asarray(u, dtype=np.float64)
         c = np.minimum((u * V).astype(np.int64), V - 1)
-        c -= self.grid[c] > u                      # guard against rounding of u * V
+        c -= self.grid[c] > u  # guard against rounding of u * V
         base = np.asarray(rows, dtype=np.int64) * V
         x = np.take(self.guide, base + c).astype(np.int64)  # first x with cdf > grid[c] <= u
         idx = np.flatnonzero(np.take(self.flat, base + x) <= u)
-        while idx.size:                            # forward scan; cdf[V-1] = 1 > u stops it
+        while idx.size:  # forward scan; cdf[V-1] = 1 > u stops it
             x[idx] += 1
             idx = idx[np.take(self.flat, base[idx] + x[idx]) <= u[idx]]
         return x
@@ -176,7 +186,7 @@ def check_round_laws(target_laws, draft_laws):
     """Raise ValueError if a round's laws have NaN, infinite or negative entries (argument
     named). Row sums are not checked (inverse-CDF sampling normalises)."""
     for a, name in ((target_laws, "target_laws"), (draft_laws, "draft_laws")):
-        if a.size and not a.min() >= 0:          # NaN fails the comparison too
+        if a.size and not a.min() >= 0:  # NaN fails the comparison too
             raise ValueError(f"{name}: laws must be finite and non-negative")
         if a.size and not np.isfinite(a.max()):
             raise ValueError(f"{name}: laws must be finite and non-negative")

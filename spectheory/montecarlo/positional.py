@@ -17,6 +17,7 @@ end of the horizon); a rejection ends the round; when all ``k`` are accepted and
 ``k`` tokens up front, since draft token ``i + 1`` depends only on the prefix.
 Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -31,8 +32,19 @@ from .simulator import SimulationResult
 __all__ = ["simulate_positional", "simulate_batch"]
 
 
-def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
-                        return_tokens=False, drafts_per_token=1, progress=None, name="positional"):
+def simulate_positional(
+    chain,
+    horizon,
+    gamma,
+    n_runs,
+    rng,
+    step,
+    bonus=False,
+    return_tokens=False,
+    drafts_per_token=1,
+    progress=None,
+    name="positional",
+):
     """Monte Carlo of a position-level rule, vectorised over runs.
 
     Parameters
@@ -73,8 +85,7 @@ def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
     acc_i = np.zeros(R, np.int64)
     k_run = np.zeros(R, np.int64)
     n0_run = np.zeros(R, np.int64)
-    out = {name: np.zeros(R, np.int64) for name in ("rejections", "target_calls",
-                                                    "draft_tokens", "accepted")}
+    out = {name: np.zeros(R, np.int64) for name in ("rejections", "target_calls", "draft_tokens", "accepted")}
     pos_rej = np.zeros(T, np.int64)
     G = T if gamma is None else gamma
     counts = np.zeros((R, G + 1), np.int64)
@@ -82,6 +93,7 @@ def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
     it = range(T)
     if progress or (progress is None and R * T > 5_000_000):
         from tqdm.auto import tqdm
+
         it = tqdm(it, desc="positions", leave=False)
     for n in it:
         start = ~in_round & ~bonus_due
@@ -122,12 +134,24 @@ def simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=False,
         if return_tokens:
             toks[:, n] = token
         state = chain.next_state[state, token]
-    return SimulationResult(T, G, bool(bonus), name, out["target_calls"],
-                            out["rejections"], out["draft_tokens"], out["accepted"], counts, pos_rej, toks)
+    return SimulationResult(
+        T,
+        G,
+        bool(bonus),
+        name,
+        out["target_calls"],
+        out["rejections"],
+        out["draft_tokens"],
+        out["accepted"],
+        counts,
+        pos_rej,
+        toks,
+    )
 
 
-def simulate_batch(chain, horizon, gamma, M, n_runs, rng=None, bonus=False, return_tokens=False,
-                   progress=None):
+def simulate_batch(
+    chain, horizon, gamma, M, n_runs, rng=None, bonus=False, return_tokens=False, progress=None
+):
     """Monte Carlo of batch speculative decoding, vectorised over runs.
 
     Each round start draws ``M`` first-token candidates from the draft and applies
@@ -145,20 +169,32 @@ def simulate_batch(chain, horizon, gamma, M, n_runs, rng=None, bonus=False, retu
         acc, final = _batch_tables(t, d, M)
         b = standard_acceptance(t, d)
         return d, acc, final, b, optimal_rejection_law(t, d, b)
+
     tables = per_kernel(chain, build)
 
     def step(n, states, first, rng_):
         d, acc, final, b, res = tables(n)
         R = states.size
         if first:
-            cand = _categorical(np.broadcast_to(d[states][:, None, :], (R, M, d.shape[-1])),
-                                rng_.random((R, M)))
+            cand = _categorical(
+                np.broadcast_to(d[states][:, None, :], (R, M, d.shape[-1])), rng_.random((R, M))
+            )
             p_acc = acc[np.arange(M)[None, :], states[:, None], cand]
-            tok, rej, _ = _batch_verify_first(p_acc, cand, final[states], rng_.random((R, M)),
-                                              rng_.random(R))
+            tok, rej, _ = _batch_verify_first(p_acc, cand, final[states], rng_.random((R, M)), rng_.random(R))
             return tok, rej
         x = _categorical(d[states], rng_.random(R))
         return rejection_verify(b[states, x], res[states], x, rng_.random(R), rng_.random(R))
 
-    return simulate_positional(chain, horizon, gamma, n_runs, rng, step, bonus=bonus,
-                               return_tokens=return_tokens, drafts_per_token=M, progress=progress, name=f"batch({M})")
+    return simulate_positional(
+        chain,
+        horizon,
+        gamma,
+        n_runs,
+        rng,
+        step,
+        bonus=bonus,
+        return_tokens=return_tokens,
+        drafts_per_token=M,
+        progress=progress,
+        name=f"batch({M})",
+    )

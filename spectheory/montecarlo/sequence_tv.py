@@ -1,5 +1,6 @@
 """Monte Carlo of the sequence-level total variation of a lossy rule (the exact value, by
 enumeration, is :func:`spectheory.verifiers.pareto.sequence_tv`)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -11,8 +12,7 @@ from .simulator import mean_and_se, simulate
 __all__ = ["sequence_tv_mc"]
 
 
-def sequence_tv_mc(chain, horizon, rule: RejectionRule, n_runs, rng=None, gamma=None,
-                   bonus=False):
+def sequence_tv_mc(chain, horizon, rule: RejectionRule, n_runs, rng=None, gamma=None, bonus=False):
     r"""Monte Carlo :math:`\mathrm{TV}(G, P_T) = E_G[(1 - P_T(X)/G(X))_+]` with its standard error.
 
     Sequences are simulated with :func:`spectheory.montecarlo.simulate` (the rule as

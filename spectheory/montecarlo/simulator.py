@@ -13,6 +13,7 @@ Runs are simulated together: the loop is over rounds (and the ``gamma`` position
 round), never over runs or over the vocabulary. Runs are processed in chunks so that the
 per-round law arrays ``[R, gamma + 1, V]`` stay small.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -100,21 +101,26 @@ class SimulationResult:
         """
         out = {name: dict(zip(("mean", "se"), self.mean_se(name))) for name in STATISTICS}
         c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
-        out["tokens_per_call"] = {"mean": self.horizon / c, "se": self.horizon * sc / c ** 2}
+        out["tokens_per_call"] = {"mean": self.horizon / c, "se": self.horizon * sc / c**2}
         out["n_runs"] = self.n_runs
         return out
 
     def __str__(self) -> str:
         s = self.summary()
-        head = (f"SimulationResult(horizon={self.horizon}, gamma={self.gamma}, bonus={self.bonus}, "
-                f"verifier={self.verifier}, n_runs={self.n_runs})")
-        rows = [f"  {name:<16s} {s[name]['mean']:12.5f} +- {s[name]['se']:.5f}"
-                for name in (*STATISTICS, "tokens_per_call")]
+        head = (
+            f"SimulationResult(horizon={self.horizon}, gamma={self.gamma}, bonus={self.bonus}, "
+            f"verifier={self.verifier}, n_runs={self.n_runs})"
+        )
+        rows = [
+            f"  {name:<16s} {s[name]['mean']:12.5f} +- {s[name]['se']:.5f}"
+            for name in (*STATISTICS, "tokens_per_call")
+        ]
         return "\n".join([head, f"  {'statistic':<16s} {'mean':>12s}    SE", *rows])
 
 
 def _progress_bar(progress, total, desc):
     from tqdm.auto import tqdm
+
     if progress is False:
         return tqdm(total=total, disable=True)
     delay = 0.0 if progress is True else _PROGRESS_DELAY_S
@@ -123,7 +129,7 @@ def _progress_bar(progress, total, desc):
 
 #: Chains with at most this many kernel entries get precomputed CDF tables (3 extra copies).
 _TABLE_LIMIT = 1 << 23
-_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 class _Sampler:
@@ -146,8 +152,10 @@ class _Sampler:
         if chain.target.size <= _TABLE_LIMIT:
             tables = _TABLES.get(chain)
             if tables is None:
-                tables = tuple(CdfTable(w) for w in (chain.target, chain.draft,
-                                                     residual_weights(chain.target, chain.draft)))
+                tables = tuple(
+                    CdfTable(w)
+                    for w in (chain.target, chain.draft, residual_weights(chain.target, chain.draft))
+                )
                 _TABLES[chain] = tables
             self.tables = tables
 
@@ -191,8 +199,19 @@ def _chunk_size(n_runs, per_run_elems):
     return max(1, min(n_runs, _CHUNK_ELEMS // max(1, per_run_elems)))
 
 
-def simulate(chain, horizon, gamma=None, n_runs=1000, rng=None, bonus=True, verifier="token",
-             return_tokens=False, progress=None, policy=None, cost=None) -> SimulationResult:
+def simulate(
+    chain,
+    horizon,
+    gamma=None,
+    n_runs=1000,
+    rng=None,
+    bonus=True,
+    verifier="token",
+    return_tokens=False,
+    progress=None,
+    policy=None,
+    cost=None,
+) -> SimulationResult:
     r"""Monte Carlo of the speculative decoding protocol, vectorised over runs.
 
     Each of ``n_runs`` independent runs generates ``horizon`` tokens. In a round at
@@ -251,15 +270,26 @@ def simulate(chain, horizon, gamma=None, n_runs=1000, rng=None, bonus=True, veri
     ['accepted', 'draft_tokens', 'n_runs']
     """
     if not callable(getattr(chain, "check_horizon", None)):
-        raise TypeError(f"chain: expected a DecodingChain (e.g. st.DecodingChain(target, draft) or "
-                        f"st.DecodingChain.iid(target, draft)), got {type(chain).__name__}")
-    if policy is not None:       # duck typing: montecarlo never imports stopping (layering)
+        raise TypeError(
+            f"chain: expected a DecodingChain (e.g. st.DecodingChain(target, draft) or "
+            f"st.DecodingChain.iid(target, draft)), got {type(chain).__name__}"
+        )
+    if policy is not None:  # duck typing: montecarlo never imports stopping (layering)
         run = getattr(policy, "simulate", None)
         if not callable(run):
-            raise ValueError(f"policy: expected a draft-length policy with a simulate method, got {type(policy).__name__}")
-        if gamma is not None or not bonus or return_tokens or get_verifier(verifier) is not get_verifier("token"):
-            raise ValueError("policy: runs token verification with the bonus token and decides the draft "
-                             "length itself; leave gamma, bonus, verifier and return_tokens at their defaults")
+            raise ValueError(
+                f"policy: expected a draft-length policy with a simulate method, got {type(policy).__name__}"
+            )
+        if (
+            gamma is not None
+            or not bonus
+            or return_tokens
+            or get_verifier(verifier) is not get_verifier("token")
+        ):
+            raise ValueError(
+                "policy: runs token verification with the bonus token and decides the draft "
+                "length itself; leave gamma, bonus, verifier and return_tokens at their defaults"
+            )
         return run(chain, horizon, n_runs, rng=rng, cost=cost, progress=progress)
     if cost is not None:
         raise ValueError("cost: only used with a policy")
@@ -268,8 +298,11 @@ def simulate(chain, horizon, gamma=None, n_runs=1000, rng=None, bonus=True, veri
     N = check_int(n_runs, "n_runs", 1)
     bonus = check_bool(bonus, "bonus")
     # the per-run results are kept whole (the work itself is chunked): refuse before allocating
-    check_memory(8.0 * N * (len(STATISTICS) + g + 1 + (T if return_tokens else 0)), "n_runs",
-                 f"the per-run results of {N} runs (split them over several calls)")
+    check_memory(
+        8.0 * N * (len(STATISTICS) + g + 1 + (T if return_tokens else 0)),
+        "n_runs",
+        f"the per-run results of {N} runs (split them over several calls)",
+    )
     verifier = get_verifier(verifier)
     rng = np.random.default_rng(rng)
     V = chain.vocab_size
@@ -278,20 +311,41 @@ def simulate(chain, horizon, gamma=None, n_runs=1000, rng=None, bonus=True, veri
     tokens = np.zeros((N, T), dtype=np.int64) if return_tokens else None
     by_position = np.zeros(T, dtype=np.int64)
     if type(verifier).fused_round is Verifier.fused_round or getattr(chain, "is_stochastic", False):
-        per_run = (2 * g + 1) * V                # gathered law arrays of the generic path
+        per_run = (2 * g + 1) * V  # gathered law arrays of the generic path
     elif chain.target.size <= _TABLE_LIMIT:
-        per_run = 8 * (g + 1)                    # fused path on CDF tables: O(gamma) per run
+        per_run = 8 * (g + 1)  # fused path on CDF tables: O(gamma) per run
     else:
-        per_run = 4 * V                          # fused path gathering rows
+        per_run = 4 * V  # fused path gathering rows
     chunk = _chunk_size(N, per_run)
     with _progress_bar(progress, N * T, f"simulate gamma={g}") as bar:
         for start in range(0, N, chunk):
             sl = slice(start, min(N, start + chunk))
-            _simulate_chunk(chain, T, g, bool(bonus), verifier, rng,
-                            {k: v[sl] for k, v in out.items()}, counts[sl],
-                            None if tokens is None else tokens[sl], by_position, bar)
-    return SimulationResult(T, g, bool(bonus), verifier.name, out["target_calls"], out["rejections"],
-                            out["draft_tokens"], out["accepted"], counts, by_position, tokens)
+            _simulate_chunk(
+                chain,
+                T,
+                g,
+                bool(bonus),
+                verifier,
+                rng,
+                {k: v[sl] for k, v in out.items()},
+                counts[sl],
+                None if tokens is None else tokens[sl],
+                by_position,
+                bar,
+            )
+    return SimulationResult(
+        T,
+        g,
+        bool(bonus),
+        verifier.name,
+        out["target_calls"],
+        out["rejections"],
+        out["draft_tokens"],
+        out["accepted"],
+        counts,
+        by_position,
+        tokens,
+    )
 
 
 def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_position, bar):
@@ -300,7 +354,7 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
     V = chain.vocab_size
     smp = _Sampler(chain)
     nxt = chain.next_state
-    stochastic = getattr(chain, "is_stochastic", False)     # draw next states (generic path)
+    stochastic = getattr(chain, "is_stochastic", False)  # draw next states (generic path)
     pos = np.zeros(R0, dtype=np.int64)
     state = _sample_initial(chain, R0, rng)
     active = np.arange(R0)
@@ -321,22 +375,27 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
             tl = np.empty((R, g + 1, V))
             dl = np.empty((R, g, V))
             for i in range(g + 1):
-                m = np.minimum(n + i, T - 1)       # padding rows (i > k) reuse the last kernel
+                m = np.minimum(n + i, T - 1)  # padding rows (i > k) reuse the last kernel
                 s = states[:, i]
                 tl[:, i] = smp.rows(smp.target, m, s)
                 if i == g:
                     break
                 dl[:, i] = smp.rows(smp.draft, m, s)
                 x[:, i] = smp.sample_draft(m, s, u[:, i])
-                states[:, i + 1] = (chain.sample_next_state(s, x[:, i], rng.random(R)) if stochastic
-                                    else nxt[s, x[:, i]])
+                states[:, i + 1] = (
+                    chain.sample_next_state(s, x[:, i], rng.random(R)) if stochastic else nxt[s, x[:, i]]
+                )
             j, y = verifier.verify_round(tl, dl, x, k, rng)
             j = np.asarray(j, dtype=np.int64)
             y = np.asarray(y, dtype=np.int64)
             if j.shape != (R,) or y.shape != (R,):
-                raise ValueError(f"verifier: must return two arrays of shape ({R},), got {j.shape}, {y.shape}")
+                raise ValueError(
+                    f"verifier: must return two arrays of shape ({R},), got {j.shape}, {y.shape}"
+                )
             if np.any((j < 0) | (j > k)) or np.any((y < 0) | (y >= V)):
-                raise ValueError("verifier: returned an accepted count outside [0, k] or a token outside [0, V)")
+                raise ValueError(
+                    "verifier: returned an accepted count outside [0, k] or a token outside [0, V)"
+                )
         rejected = j < k
         emit_final = rejected | (bonus & (j == k) & (n + k < T))
         e = j + emit_final
@@ -352,7 +411,7 @@ def _simulate_chunk(chain, T, g, bonus, verifier, rng, out, counts, tokens, by_p
         out["rejections"][active] += rejected
         np.add.at(by_position, (n + j)[rejected], 1)
         out["accepted"][active] += j
-        counts[active, j] += 1                  # (active, j) pairs are distinct
+        counts[active, j] += 1  # (active, j) pairs are distinct
         if tokens is not None:
             emitted = np.concatenate([x, np.zeros((R, 1), dtype=np.int64)], axis=1)
             emitted[rows, j] = y
@@ -391,7 +450,10 @@ def sample_target(chain, horizon, n_runs, rng=None, progress=None) -> np.ndarray
             for n in range(T):
                 x = smp.sample_target(n, s, rng.random(stop - start))
                 tokens[start:stop, n] = x
-                s = (chain.sample_next_state(s, x, rng.random(stop - start)) if chain.is_stochastic
-                     else chain.next_state[s, x])
+                s = (
+                    chain.sample_next_state(s, x, rng.random(stop - start))
+                    if chain.is_stochastic
+                    else chain.next_state[s, x]
+                )
                 bar.update(stop - start)
     return tokens

@@ -1,5 +1,6 @@
 """The statistics every result and test uses: the mean with its standard error, and Pearson's
 chi-square with small cells pooled (samples against an exact law)."""
+
 from __future__ import annotations
 
 import numpy as np
@@ -73,8 +74,14 @@ def pooled_chisquare(samples, law, min_expected=5.0):
         raise ValueError("samples: empty")
     observed = np.bincount(s, minlength=flat_law.size).astype(np.float64)
     if np.any(observed[flat_law <= 0] > 0):
-        return {"statistic": float("inf"), "dof": 0, "pvalue": 0.0, "cells": 0, "n": n,
-                "impossible_samples": int(observed[flat_law <= 0].sum())}
+        return {
+            "statistic": float("inf"),
+            "dof": 0,
+            "pvalue": 0.0,
+            "cells": 0,
+            "n": n,
+            "impossible_samples": int(observed[flat_law <= 0].sum()),
+        }
     expected = n * flat_law
     big = expected >= min_expected
     obs = list(observed[big])
@@ -86,5 +93,11 @@ def pooled_chisquare(samples, law, min_expected=5.0):
     obs, exp = np.array(obs), np.array(exp)
     stat = float(((obs - exp) ** 2 / exp).sum())
     dof = max(len(obs) - 1, 1)
-    return {"statistic": stat, "dof": int(dof), "pvalue": float(_stats.chi2.sf(stat, dof)),
-            "cells": int(len(obs)), "n": int(n), "impossible_samples": 0}
+    return {
+        "statistic": stat,
+        "dof": int(dof),
+        "pvalue": float(_stats.chi2.sf(stat, dof)),
+        "cells": int(len(obs)),
+        "n": int(n),
+        "impossible_samples": 0,
+    }

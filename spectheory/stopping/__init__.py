@@ -18,16 +18,45 @@ Rao-Blackwellised prediction for the real decoder). Derivations: ``docs/stopping
 >>> bool(opt.time <= fix.time)
 True
 """
+
+from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 from .cost import Cost, as_cost
-from .policies import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule, Policy,
-                       RejectionThreshold, StartStatePolicy, StopContext, leviathan_policy)
 from .evaluate import PolicyValue, evaluate_policy
 from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
+from .policies import (
+    ConfidenceThreshold,
+    EntropyRule,
+    FixedGamma,
+    HFSchedule,
+    Policy,
+    RejectionThreshold,
+    StartStatePolicy,
+    StopContext,
+    leviathan_policy,
+)
 from .simulate import StoppingSimulation, simulate_policy
-from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 
-__all__ = ["Cost", "as_cost", "Policy", "StopContext", "FixedGamma", "ConfidenceThreshold",
-           "EntropyRule", "RejectionThreshold", "HFSchedule", "StartStatePolicy", "leviathan_policy",
-           "PolicyValue", "evaluate_policy", "optimal_policy", "compare_policies", "long_run_optimum",
-           "LongRunResult", "simulate_policy", "StoppingSimulation", "policy_round_dp", "ratio_mean_se",
-           "chain_path_inputs"]
+__all__ = [
+    "Cost",
+    "as_cost",
+    "Policy",
+    "StopContext",
+    "FixedGamma",
+    "ConfidenceThreshold",
+    "EntropyRule",
+    "RejectionThreshold",
+    "HFSchedule",
+    "StartStatePolicy",
+    "leviathan_policy",
+    "PolicyValue",
+    "evaluate_policy",
+    "optimal_policy",
+    "compare_policies",
+    "long_run_optimum",
+    "LongRunResult",
+    "simulate_policy",
+    "StoppingSimulation",
+    "policy_round_dp",
+    "ratio_mean_se",
+    "chain_path_inputs",
+]

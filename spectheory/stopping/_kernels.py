@@ -1,4 +1,5 @@
 """Per-position kernel tables of a chain that the stopping engines share (internal)."""
+
 from __future__ import annotations
 
 from contextlib import nullcontext
@@ -16,6 +17,7 @@ def single_thread(S):
     if S < 64:
         return nullcontext()
     from ..exact import blas_single_thread
+
     return blas_single_thread(S)
 
 
@@ -25,13 +27,13 @@ class Laws:
     def __init__(self, target, draft):
         self.target = target
         self.draft = draft
-        self.acc = np.minimum(target, draft)                       # accepted mass min(p, q)
-        self.rej = np.maximum(target - draft, 0.0)                 # residual mass max(p - q, 0)
+        self.acc = np.minimum(target, draft)  # accepted mass min(p, q)
+        self.rej = np.maximum(target - draft, 0.0)  # residual mass max(p - q, 0)
         with np.errstate(divide="ignore", invalid="ignore"):
             self.ratio = np.where(draft > 0, np.minimum(1.0, target / np.where(draft > 0, draft, 1.0)), 0.0)
             logq = np.where(draft > 0, np.log(np.where(draft > 0, draft, 1.0)), 0.0)
-        self.top = draft.max(-1)                                   # top probability per state
-        self.entropy = -(draft * logq).sum(-1)                     # entropy (nats) per state
+        self.top = draft.max(-1)  # top probability per state
+        self.entropy = -(draft * logq).sum(-1)  # entropy (nats) per state
 
 
 class Kernels:

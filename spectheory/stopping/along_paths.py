@@ -20,6 +20,7 @@ gives tokens per call, a ratio of two such expectations, with its delta-method S
 The functions here are pure numpy (the per-position inputs come from a chain, see
 :func:`chain_path_inputs`, or from the real models, :mod:`spectheory.validation.policy_predict`).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -39,8 +40,9 @@ def _as_paths(a, name, shape=None):
     return a
 
 
-def policy_round_dp(reject, policy: Policy, top=None, entropy=None, token_prob=None, gamma=None,
-                    bonus=True) -> dict:
+def policy_round_dp(
+    reject, policy: Policy, top=None, entropy=None, token_prob=None, gamma=None, bonus=True
+) -> dict:
     r"""Exact expected round statistics of ``policy`` given per-position inputs along output paths.
 
     Rounds start at position 0 with the policy's initial memory. A round at ``n`` with memory
@@ -83,8 +85,10 @@ def policy_round_dp(reject, policy: Policy, top=None, entropy=None, token_prob=N
     if not isinstance(policy, Policy):
         raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
     if policy.uses_path or policy.uses_start:
-        raise ValueError(f"policy: {policy.name} reads chain states or the target's laws; along output "
-                         "paths only the rules a drafter can run are predicted")
+        raise ValueError(
+            f"policy: {policy.name} reads chain states or the target's laws; along output "
+            "paths only the rules a drafter can run are predicted"
+        )
     r = _as_paths(reject, "reject")
     if np.any((r < 0) | (r > 1)) or not np.all(np.isfinite(r)):
         raise ValueError("reject: entries must lie in [0, 1]")
@@ -103,7 +107,7 @@ def policy_round_dp(reject, policy: Policy, top=None, entropy=None, token_prob=N
     out = {k: np.zeros(N) for k in ("target_calls", "rejections", "full_rounds", "accepted")}
     counts = np.zeros((N, D + 1))
 
-    def move(mass, where, table):            # mass [N, M] to start[:, where, table[mem]]
+    def move(mass, where, table):  # mass [N, M] to start[:, where, table[mem]]
         for a in range(M):
             start[:, where, table[a]] += mass[:, a]
 
@@ -126,13 +130,24 @@ def policy_round_dp(reject, policy: Policy, top=None, entropy=None, token_prob=N
                 stop = np.ones((N, M), dtype=bool)
             else:
                 col = {k: None if v is None else v[:, m, None] for k, v in inputs.items()}
-                ctx = StopContext(depth=i, position=np.full((N, 1), n), start_state=none, prev_state=none,
-                                  token=none, state=none, accept_prob=None, memory=mems[None, :], **col)
+                ctx = StopContext(
+                    depth=i,
+                    position=np.full((N, 1), n),
+                    start_state=none,
+                    prev_state=none,
+                    token=none,
+                    state=none,
+                    accept_prob=None,
+                    memory=mems[None, :],
+                    **col,
+                )
                 try:
                     stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
                 except TypeError as exc:
-                    raise ValueError(f"top, entropy, token_prob: {policy.name} needs the draft law's statistics "
-                                     f"along the paths ({exc})") from None
+                    raise ValueError(
+                        f"top, entropy, token_prob: {policy.name} needs the draft law's statistics "
+                        f"along the paths ({exc})"
+                    ) from None
             done = np.where(stop, alive, 0.0)
             if done.any():
                 s = done.sum(1)
@@ -187,8 +202,10 @@ def chain_path_inputs(chain, tokens):
     [[0.0, 1.0]]
     """
     if getattr(chain, "is_stochastic", False):
-        raise ValueError("chain: chain_path_inputs follows states along token paths; stochastic transitions "
-                         "hide them (not supported)")
+        raise ValueError(
+            "chain: chain_path_inputs follows states along token paths; stochastic transitions "
+            "hide them (not supported)"
+        )
     x = np.atleast_2d(np.asarray(tokens, dtype=np.int64))
     init = np.flatnonzero(np.asarray(chain.initial) > 0)
     if init.size != 1:

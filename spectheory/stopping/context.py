@@ -3,6 +3,7 @@
 Its own module so that the simulator (:mod:`.simulate`) needs no import of the policy classes,
 which hand ``st.simulate(..., policy=)`` to it (``Policy.simulate``).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass

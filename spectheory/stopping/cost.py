@@ -11,10 +11,11 @@ with plain autoregressive decoding costing ``T t(1)`` (Leviathan et al.'s unit, 
 ``t`` may be any callable, so a latency curve measured on a real decoder can be plugged in.
 See ``docs/stopping.md``.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 

@@ -22,8 +22,8 @@ acceptance probability) are evaluated by enumerating drafted paths
 (:mod:`spectheory.stopping.paths`); :class:`FixedGamma` by the phase engine
 (:func:`spectheory.exact.phase_recursion`).
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 
@@ -39,8 +39,17 @@ __all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
 _E = np.eye(N_COMP)
 
 
-def evaluate_policy(chain, policy: Policy, horizon, cost=None, *, bonus=True, method="auto",
-                    max_nodes=2_000_000, progress=None) -> PolicyValue:
+def evaluate_policy(
+    chain,
+    policy: Policy,
+    horizon,
+    cost=None,
+    *,
+    bonus=True,
+    method="auto",
+    max_nodes=2_000_000,
+    progress=None,
+) -> PolicyValue:
     r"""Exact expected target calls, draft steps and time of ``policy`` over ``horizon`` tokens.
 
     Parameters
@@ -108,10 +117,19 @@ def edge_context(K, policy, n, i, memory):
     laws = K.at(n + i)
     S, V = K.S, K.V
     prev = np.broadcast_to(np.arange(S)[:, None], (S, V))
-    return StopContext(depth=i + 1, position=np.full((S, V), n), start_state=prev,
-                       prev_state=prev, token=np.broadcast_to(np.arange(V), (S, V)),
-                       state=K.next_state, top=laws.top[prev], entropy=laws.entropy[prev],
-                       token_prob=laws.draft, accept_prob=None, memory=np.full((S, V), memory))
+    return StopContext(
+        depth=i + 1,
+        position=np.full((S, V), n),
+        start_state=prev,
+        prev_state=prev,
+        token=np.broadcast_to(np.arange(V), (S, V)),
+        state=K.next_state,
+        top=laws.top[prev],
+        entropy=laws.entropy[prev],
+        token_prob=laws.draft,
+        accept_prob=None,
+        memory=np.full((S, V), memory),
+    )
 
 
 def _edge_recursion(K, policy, T, cost, progress):
@@ -135,7 +153,7 @@ def _edge_recursion(K, policy, T, cost, progress):
                 masses[key] = (qs.sum(-1), laws.draft - qs, laws.acc * sig, laws.acc * (1.0 - sig))
         return masses[key]
 
-    def bonus(pos, m):          # cached: W_{pos+1} is final once computed
+    def bonus(pos, m):  # cached: W_{pos+1} is final once computed
         if (pos, m) not in bon:
             bon[(pos, m)] = bonus_value(K, W, pos, T, m)
         return bon[(pos, m)]
@@ -187,19 +205,18 @@ def start_class_recursion(K, T, cost, *, policy=None, max_depth=None, progress=N
     tk = cost.call_times(D)
     w = cost.weights()
     S = K.S
-    W_next = np.zeros((S, N_COMP))              # W_{n+1}
-    H_next = np.zeros((S, D + 1, N_COMP))       # H_{n+1}^{(r)}
+    W_next = np.zeros((S, N_COMP))  # W_{n+1}
+    H_next = np.zeros((S, D + 1, N_COMP))  # H_{n+1}^{(r)}
     lengths = np.zeros((T, S), dtype=np.int64)
     ks = np.arange(1, D + 1)
-    base = _E[CALLS] + ks[:, None] * _E[DRAFTS] + tk[:, None] * _E[TTIME]   # [D, 3]
+    base = _E[CALLS] + ks[:, None] * _E[DRAFTS] + tk[:, None] * _E[TTIME]  # [D, 3]
     for n in backward_positions(T, "state DP", progress, T * D * S * K.V):
         laws = K.at(n)
         kmax = min(D, T - n)
         H = np.empty((S, D + 1, N_COMP))
-        H[:, 0] = K.apply(laws.target, W_next)      # B(n), n < T
-        H[:, 1:kmax + 1] = (K.apply(laws.rej, W_next)[:, None]
-                            + K.apply(laws.acc, H_next[:, :kmax]))
-        vals = base[None, :kmax] + H[:, 1:kmax + 1]                         # [S, kmax, 3]
+        H[:, 0] = K.apply(laws.target, W_next)  # B(n), n < T
+        H[:, 1 : kmax + 1] = K.apply(laws.rej, W_next)[:, None] + K.apply(laws.acc, H_next[:, :kmax])
+        vals = base[None, :kmax] + H[:, 1 : kmax + 1]  # [S, kmax, 3]
         if policy is None:
             k = np.argmin(vals @ w, axis=1) + 1
         else:

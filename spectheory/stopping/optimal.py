@@ -19,26 +19,41 @@ or entropy rule) lie between the two classes: the probability that the round is 
 accepted is hidden from them, so no exact Bellman recursion over (depth, current state)
 exists (a partially observed problem); they are evaluated exactly, and compared with both.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
+from .._validation import check_int
 from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
-from .._validation import check_int
 
-__all__ = ["optimal_policy", "long_run_optimum", "long_run_rate", "LongRunResult", "compare_policies",
-           "INFORMATION"]
+__all__ = [
+    "optimal_policy",
+    "long_run_optimum",
+    "long_run_rate",
+    "LongRunResult",
+    "compare_policies",
+    "INFORMATION",
+]
 
 INFORMATION = ("state", "path")
 
 
-def optimal_policy(chain, horizon, cost=None, information="state", max_depth=DEFAULT_MAX_DEPTH, *,
-                   max_nodes=2_000_000, progress=None) -> PolicyValue:
+def optimal_policy(
+    chain,
+    horizon,
+    cost=None,
+    information="state",
+    max_depth=DEFAULT_MAX_DEPTH,
+    *,
+    max_nodes=2_000_000,
+    progress=None,
+) -> PolicyValue:
     r"""The exact optimum over draft-length policies with the given information, over ``horizon`` tokens.
 
     Parameters
@@ -73,6 +88,7 @@ def optimal_policy(chain, horizon, cost=None, information="state", max_depth=DEF
     D = check_int(max_depth, "max_depth", 1)
     if information == "path":
         from .paths import optimal_paths
+
         return optimal_paths(chain, T, cost, D, max_nodes=max_nodes, progress=progress)
     if information != "state":
         raise ValueError(f"information: expected one of {INFORMATION}, got {information!r}")
@@ -80,12 +96,18 @@ def optimal_policy(chain, horizon, cost=None, information="state", max_depth=DEF
     with single_thread(chain.n_states):
         W0, lengths = start_class_recursion(K, T, cost, max_depth=D, progress=progress)
     policy = StartStatePolicy(lengths)
-    return _value(T, cost, chain.initial @ W0, f"optimum (state, max_depth={D})",
-                  {"information": "state", "lengths": lengths, "policy": policy})
+    return _value(
+        T,
+        cost,
+        chain.initial @ W0,
+        f"optimum (state, max_depth={D})",
+        {"information": "state", "lengths": lengths, "policy": policy},
+    )
 
 
-def compare_policies(chain, policies, horizon, cost=None, information=("state", "path"),
-                     max_depth=DEFAULT_MAX_DEPTH, **kwargs) -> list[dict]:
+def compare_policies(
+    chain, policies, horizon, cost=None, information=("state", "path"), max_depth=DEFAULT_MAX_DEPTH, **kwargs
+) -> list[dict]:
     """Each policy's exact value and its time as a ratio to each optimum (``time / optimum time``).
 
     Examples
@@ -147,7 +169,7 @@ def _gain(P, r):
     """Average reward per round ``g`` and bias ``h`` (``h[0] = 0``) of a unichain round chain."""
     S = P.shape[0]
     M = np.eye(S) - P
-    M[:, 0] = 1.0                       # column 0 now carries the gain g (h[0] = 0)
+    M[:, 0] = 1.0  # column 0 now carries the gain g (h[0] = 0)
     sol = np.linalg.solve(M, r)
     h = sol.copy()
     h[0] = 0.0
@@ -185,10 +207,10 @@ def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRun
         ge, _ = _gain(Pp, tokens[pol, rows])
         gt, _ = _gain(Pp, tau[pol])
         lam = ge / gt
-        for _ in range(max_iter):                       # policy iteration at this lambda
+        for _ in range(max_iter):  # policy iteration at this lambda
             r = tokens - lam * tau[:, None]
             _, h = _gain(trans[pol, rows], r[pol, rows])
-            q = r + trans @ h                           # [D, S]
+            q = r + trans @ h  # [D, S]
             best = q.max(0)
             keep = q[pol, rows] >= best - 1e-12 * (1.0 + np.abs(best))
             new = np.where(keep, pol, q.argmax(0))

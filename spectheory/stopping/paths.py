@@ -14,13 +14,14 @@ A policy picks one per node; the optimum picks the cheaper (ties: stop). The tre
 ``S (V + ... + V^D)`` nodes (children of zero draft probability are pruned); a
 ``ValueError`` is raised past ``max_nodes``.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
-from .value import PolicyValue, backward_positions, bonus_value
 from .policies import StopContext
+from .value import PolicyValue, backward_positions, bonus_value
 
 __all__ = ["evaluate_paths", "optimal_paths", "path_tree"]
 
@@ -46,8 +47,10 @@ def path_tree(K, n, depth, max_nodes=2_000_000):
         par, x = np.nonzero(q > 0)
         total += par.size
         if total > max_nodes:
-            raise ValueError(f"max_nodes: the drafted-path tree (S={S}, V={K.V}, depth {depth}) has more "
-                             f"than {max_nodes} nodes; lower max_depth or use a smaller chain")
+            raise ValueError(
+                f"max_nodes: the drafted-path tree (S={S}, V={K.V}, depth {depth}) has more "
+                f"than {max_nodes} nodes; lower max_depth or use a smaller chain"
+            )
         lv = _Level()
         lv.parent, lv.token = par, x
         lv.prev = up.state[par]
@@ -75,17 +78,34 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
             rej = K.apply(K.at(n + L).rej, W[n + L + 1][0])[lv.state]
             contv = lv.w[:, None] * _E[DRAFTS] + alive * rej + child
             if policy is not None:
-                ctx = StopContext(depth=L, position=np.full(lv.w.size, n), start_state=lv.root,
-                                  prev_state=lv.prev, token=lv.token, state=lv.state, top=lv.top,
-                                  entropy=lv.entropy, token_prob=lv.token_prob, accept_prob=lv.rho,
-                                  memory=np.zeros(lv.w.size, dtype=np.int64))
+                ctx = StopContext(
+                    depth=L,
+                    position=np.full(lv.w.size, n),
+                    start_state=lv.root,
+                    prev_state=lv.prev,
+                    token=lv.token,
+                    state=lv.state,
+                    top=lv.top,
+                    entropy=lv.entropy,
+                    token_prob=lv.token_prob,
+                    accept_prob=lv.rho,
+                    memory=np.zeros(lv.w.size, dtype=np.int64),
+                )
                 stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), lv.w.shape)
             else:
                 stop = stopv @ weights <= contv @ weights
             J = np.where(stop[:, None], stopv, contv)
             if record is not None:
-                record.append({"position": n, "depth": L, "state": lv.state, "accept_prob": lv.rho,
-                               "weight": lv.w, "stop": stop})
+                record.append(
+                    {
+                        "position": n,
+                        "depth": L,
+                        "state": lv.state,
+                        "accept_prob": lv.rho,
+                        "weight": lv.w,
+                        "stop": stop,
+                    }
+                )
     root_rej = K.apply(K.at(n).rej, W[n + 1][0])
     return _E[CALLS] + _E[DRAFTS] + root_rej + _sum_children(levels[1].parent, J, K.S)
 
@@ -119,8 +139,9 @@ def evaluate_paths(chain, policy, horizon, cost, *, max_nodes=2_000_000, progres
     return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]), policy.name)
 
 
-def optimal_paths(chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progress=None,
-                  record_decisions=False) -> PolicyValue:
+def optimal_paths(
+    chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progress=None, record_decisions=False
+) -> PolicyValue:
     """The full-information optimum (decisions on the drafted path and the target's laws), exactly.
 
     With ``record_decisions``, ``extra["decisions"]`` lists, per position and depth below the
@@ -133,5 +154,12 @@ def optimal_paths(chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progr
     extra = {"information": "path"}
     if record is not None:
         extra["decisions"] = record
-    return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]),
-                       f"optimum (path, max_depth={max_depth})", extra)
+    return PolicyValue(
+        T,
+        cost,
+        float(v[CALLS]),
+        float(v[DRAFTS]),
+        float(v[TTIME]),
+        f"optimum (path, max_depth={max_depth})",
+        extra,
+    )

@@ -13,6 +13,7 @@ The classes are pure rules (vectorised over the entries of the context); the exa
 (:func:`~spectheory.stopping.evaluate_policy`) and the simulator
 (:func:`~spectheory.stopping.simulate_policy`) call the same ``stop`` method.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -20,8 +21,17 @@ import numpy as np
 from .._validation import check_int
 from .context import StopContext
 
-__all__ = ["StopContext", "Policy", "FixedGamma", "ConfidenceThreshold", "EntropyRule",
-           "RejectionThreshold", "HFSchedule", "StartStatePolicy", "leviathan_policy"]
+__all__ = [
+    "StopContext",
+    "Policy",
+    "FixedGamma",
+    "ConfidenceThreshold",
+    "EntropyRule",
+    "RejectionThreshold",
+    "HFSchedule",
+    "StartStatePolicy",
+    "leviathan_policy",
+]
 
 #: Default cap on the draft length of the adaptive rules.
 DEFAULT_MAX_DEPTH = 16
@@ -58,6 +68,7 @@ class Policy:
         method by name and never imports :mod:`spectheory.stopping`).
         """
         from .simulate import simulate_policy
+
         return simulate_policy(chain, self, horizon, cost, n_runs, rng, progress)
 
     @property
@@ -181,8 +192,9 @@ class HFSchedule(Policy):
 
     def next_memory(self, memory, all_accepted):
         m = np.asarray(memory)
-        return np.where(all_accepted, np.minimum(m + self.increase, self.max_depth - 1),
-                        np.maximum(m - self.decrease, 0))
+        return np.where(
+            all_accepted, np.minimum(m + self.increase, self.max_depth - 1), np.maximum(m - self.decrease, 0)
+        )
 
     def __repr__(self):
         conf = "" if self.confidence is None else f", confidence={self.confidence:g}"
@@ -231,6 +243,7 @@ def leviathan_policy(chain, horizon, cost, max_depth=DEFAULT_MAX_DEPTH) -> Fixed
     """
     from ..laws.closed_form import optimal_gamma
     from .cost import as_cost
+
     T = chain.check_horizon(horizon)
     alpha = float(np.clip(1.0 - chain.tv_profile(T).mean(), 0.0, 1.0))
     return FixedGamma(optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1)))

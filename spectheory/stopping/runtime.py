@@ -10,6 +10,7 @@ the *runnable* policies work here: :class:`FixedGamma`, :class:`ConfidenceThresh
 state-information optimum raise ``ValueError``). The decisions never touch the random
 streams, so decoding stays lossless.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -45,11 +46,14 @@ class DecoderPolicy:
 
     def __init__(self, policy: Policy, batch_size: int, device):
         import torch
+
         if not isinstance(policy, Policy):
             raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
         if type(policy).__name__ not in RUNNABLE or policy.uses_path or policy.uses_start:
-            raise ValueError(f"policy: {policy.name} is not runnable in a real decoder "
-                             f"(needs chain states or target laws); runnable: {', '.join(RUNNABLE)}")
+            raise ValueError(
+                f"policy: {policy.name} is not runnable in a real decoder "
+                f"(needs chain states or target laws); runnable: {', '.join(RUNNABLE)}"
+            )
         self.policy = policy
         self.torch = torch
         self.memory = np.full(batch_size, policy.initial_memory, dtype=np.int64)
@@ -69,11 +73,19 @@ class DecoderPolicy:
         logq = torch.where(lawd > 0, lawd.clamp_min(1e-300).log(), torch.zeros_like(lawd))
         B = law.shape[0]
         none = np.full(B, -1)
-        ctx = StopContext(depth=depth, position=position.cpu().numpy(), start_state=none, prev_state=none,
-                          token=token.cpu().numpy(), state=none, top=lawd.max(-1).values.cpu().numpy(),
-                          entropy=(-(lawd * logq).sum(-1)).cpu().numpy(),
-                          token_prob=lawd.gather(1, token[:, None])[:, 0].cpu().numpy(),
-                          accept_prob=None, memory=self.memory)
+        ctx = StopContext(
+            depth=depth,
+            position=position.cpu().numpy(),
+            start_state=none,
+            prev_state=none,
+            token=token.cpu().numpy(),
+            state=none,
+            top=lawd.max(-1).values.cpu().numpy(),
+            entropy=(-(lawd * logq).sum(-1)).cpu().numpy(),
+            token_prob=lawd.gather(1, token[:, None])[:, 0].cpu().numpy(),
+            accept_prob=None,
+            memory=self.memory,
+        )
         out = np.broadcast_to(np.asarray(self.policy.stop(ctx), dtype=bool), (B,))
         return torch.as_tensor(np.array(out), device=law.device)
 
@@ -111,8 +123,9 @@ def chain_models(chain):
             super().__init__()
             self.vocab_size = int(kernel.shape[1])
             self.max_seq_len = None
-            self.table = torch.nn.Parameter(torch.log(torch.tensor(np.array(kernel), dtype=torch.float32)),
-                                            requires_grad=False)
+            self.table = torch.nn.Parameter(
+                torch.log(torch.tensor(np.array(kernel), dtype=torch.float32)), requires_grad=False
+            )
 
         def new_cache(self, batch_size, max_len, device=None, dtype=None):
             return None

@@ -8,6 +8,7 @@ verification (accept ``x`` iff ``u q(x) < p(x)``, p = target, q = draft), one re
 at the first rejection, or one bonus token when all ``k`` are accepted and tokens remain.
 The loops are over rounds and depths, never over runs or the vocabulary.
 """
+
 from __future__ import annotations
 
 import weakref
@@ -18,14 +19,14 @@ import numpy as np
 from .._validation import check_int
 from ..laws.sampling import CdfTable, normalized_cdf, residual_weights, sample_from_cdf
 from ..montecarlo import mean_and_se
-from .cost import Cost, as_cost
 from .context import StopContext
+from .cost import Cost, as_cost
 
 __all__ = ["simulate_policy", "StoppingSimulation"]
 
 STATISTICS = ("target_calls", "draft_tokens", "target_time", "time")
 _TABLE_LIMIT = 1 << 23
-_TABLES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_TABLES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 @dataclass
@@ -57,7 +58,7 @@ class StoppingSimulation:
         """``{stat: {"mean", "se"}}`` plus ``tokens_per_call`` (delta method) and ``n_runs``."""
         out = {k: dict(zip(("mean", "se"), self.mean_se(k))) for k in STATISTICS}
         c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
-        out["tokens_per_call"] = {"mean": self.horizon / c, "se": self.horizon * sc / c ** 2}
+        out["tokens_per_call"] = {"mean": self.horizon / c, "se": self.horizon * sc / c**2}
         out["n_runs"] = self.n_runs
         return out
 
@@ -93,8 +94,9 @@ class _Draws:
         return sample_from_cdf(normalized_cdf(w[s] if self.hom else w[m, s]), u)
 
 
-def simulate_policy(chain, policy, horizon, cost=None, n_runs=1000, rng=None,
-                    progress=None) -> StoppingSimulation:
+def simulate_policy(
+    chain, policy, horizon, cost=None, n_runs=1000, rng=None, progress=None
+) -> StoppingSimulation:
     r"""Simulate ``n_runs`` generations of ``horizon`` tokens under a draft-length policy.
 
     Parameters
@@ -125,6 +127,7 @@ def simulate_policy(chain, policy, horizon, cost=None, n_runs=1000, rng=None,
     (2, 2.8)
     """
     from tqdm.auto import tqdm
+
     T = chain.check_horizon(horizon)
     chain.require_deterministic("simulate_policy (draft-length policies)")
     N = check_int(n_runs, "n_runs", 1)
@@ -143,8 +146,13 @@ def simulate_policy(chain, policy, horizon, cost=None, n_runs=1000, rng=None,
     state = np.searchsorted(normalized_cdf(chain.initial), rng.random(N), side="right").astype(np.int64)
     memory = np.full(N, policy.initial_memory, dtype=np.int64)
     active = np.arange(N)
-    bar = tqdm(total=N * T, disable=progress is False, delay=0.0 if progress else 3.0, leave=False,
-               desc=f"simulate {policy.name}")
+    bar = tqdm(
+        total=N * T,
+        disable=progress is False,
+        delay=0.0 if progress else 3.0,
+        leave=False,
+        desc=f"simulate {policy.name}",
+    )
     with bar:
         while active.size:
             R = active.size
@@ -167,10 +175,19 @@ def simulate_policy(chain, policy, horizon, cost=None, n_runs=1000, rng=None,
                 dx[live, i], tx[live, i] = q, p
                 states[live, i + 1] = nxt[s, x]
                 rho[live] *= np.minimum(1.0, p / q)
-                ctx = StopContext(depth=i + 1, position=n[live], start_state=s0[live], prev_state=s,
-                                  token=x, state=states[live, i + 1], top=dr.stat(dr.top, m, s),
-                                  entropy=dr.stat(dr.entropy, m, s), token_prob=q,
-                                  accept_prob=rho[live], memory=mem[live])
+                ctx = StopContext(
+                    depth=i + 1,
+                    position=n[live],
+                    start_state=s0[live],
+                    prev_state=s,
+                    token=x,
+                    state=states[live, i + 1],
+                    top=dr.stat(dr.top, m, s),
+                    entropy=dr.stat(dr.entropy, m, s),
+                    token_prob=q,
+                    accept_prob=rho[live],
+                    memory=mem[live],
+                )
                 stop = np.asarray(policy.stop(ctx), dtype=bool) | (i + 1 >= kmax[live])
                 k[live[stop]] = i + 1
                 live = live[~stop]

@@ -5,6 +5,7 @@ engines ship, each with its published default or tuned at its best on a small gr
 upper bound on what tuning can buy), plus the state- and path-information optima, and
 reports every time as a ratio to the best optimum computed.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,15 +13,29 @@ import numpy as np
 from .cost import as_cost
 from .evaluate import evaluate_policy
 from .optimal import optimal_policy
-from .policies import (ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule, RejectionThreshold,
-                       leviathan_policy)
+from .policies import (
+    ConfidenceThreshold,
+    EntropyRule,
+    FixedGamma,
+    HFSchedule,
+    RejectionThreshold,
+    leviathan_policy,
+)
 
 __all__ = ["policy_table", "POLICY_NAMES", "path_feasible"]
 
 #: Row names of :func:`policy_table`, in plotting order.
-POLICY_NAMES = ("Leviathan gamma", "best fixed gamma", "HF confidence 0.4", "HF schedule",
-                "HF schedule + confidence", "entropy rule (tuned)", "SpecDec++ threshold (tuned)",
-                "optimum (state)", "optimum (path)")
+POLICY_NAMES = (
+    "Leviathan gamma",
+    "best fixed gamma",
+    "HF confidence 0.4",
+    "HF schedule",
+    "HF schedule + confidence",
+    "entropy rule (tuned)",
+    "SpecDec++ threshold (tuned)",
+    "optimum (state)",
+    "optimum (path)",
+)
 
 ENTROPY_GRID = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
 REJECTION_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
@@ -29,7 +44,7 @@ REJECTION_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
 def path_feasible(chain, max_depth, max_nodes=2_000_000) -> bool:
     """Whether the drafted-path tree (``S (V + ... + V^D)`` nodes at most) fits ``max_nodes``."""
     V, S = chain.vocab_size, chain.n_states
-    return S * sum(V ** i for i in range(1, max_depth + 1)) <= max_nodes
+    return S * sum(V**i for i in range(1, max_depth + 1)) <= max_nodes
 
 
 def policy_table(chain, horizon, cost, max_depth=6, paths=None) -> dict:
@@ -77,8 +92,10 @@ def policy_table(chain, horizon, cost, max_depth=6, paths=None) -> dict:
     put("best fixed gamma", fixed[g], f"gamma={g + 1}")
     put("HF confidence 0.4", evaluate_policy(chain, ConfidenceThreshold(0.4, max_depth=D), T, cost))
     put("HF schedule", evaluate_policy(chain, HFSchedule(min(5, D), max_depth=D), T, cost))
-    put("HF schedule + confidence",
-        evaluate_policy(chain, HFSchedule(min(5, D), max_depth=D, confidence=0.4), T, cost))
+    put(
+        "HF schedule + confidence",
+        evaluate_policy(chain, HFSchedule(min(5, D), max_depth=D, confidence=0.4), T, cost),
+    )
     ent = [evaluate_policy(chain, EntropyRule(h, max_depth=D), T, cost) for h in ENTROPY_GRID]
     i = int(np.argmin([v.time for v in ent]))
     put("entropy rule (tuned)", ent[i], f"threshold={ENTROPY_GRID[i]}")

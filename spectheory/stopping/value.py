@@ -1,5 +1,6 @@
 """What an exact policy evaluation returns (:class:`PolicyValue`) and the backward-recursion
 helpers shared by the round recursion (:mod:`.evaluate`) and the path enumeration (:mod:`.paths`)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -55,20 +56,35 @@ class PolicyValue:
         return self.horizon / self.time
 
     def as_dict(self) -> dict:
-        return {"policy": self.policy, "horizon": self.horizon, "c": self.cost.c,
-                "target_calls": self.target_calls, "draft_tokens": self.draft_tokens,
-                "target_time": self.target_time, "time": self.time,
-                "tokens_per_call": self.tokens_per_call, "time_per_token": self.time_per_token}
+        return {
+            "policy": self.policy,
+            "horizon": self.horizon,
+            "c": self.cost.c,
+            "target_calls": self.target_calls,
+            "draft_tokens": self.draft_tokens,
+            "target_time": self.target_time,
+            "time": self.time,
+            "tokens_per_call": self.tokens_per_call,
+            "time_per_token": self.time_per_token,
+        }
 
 
 def _value(T, cost, vec, policy, extra=None):
-    return PolicyValue(T, cost, float(vec[CALLS]), float(vec[DRAFTS]), float(vec[TTIME]),
-                       getattr(policy, "name", str(policy)), extra or {})
+    return PolicyValue(
+        T,
+        cost,
+        float(vec[CALLS]),
+        float(vec[DRAFTS]),
+        float(vec[TTIME]),
+        getattr(policy, "name", str(policy)),
+        extra or {},
+    )
 
 
 def backward_positions(total, desc, progress, work):
     """``total - 1, ..., 0`` with a tqdm bar when the work is large (or ``progress=True``)."""
     from tqdm.auto import tqdm
+
     show = (work > 2e9) if progress is None else bool(progress)
     return tqdm(range(total - 1, -1, -1), desc=desc, disable=not show, leave=False)
 

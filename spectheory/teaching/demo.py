@@ -19,6 +19,7 @@ Examples
 >>> len(result.rounds)
 2
 """
+
 from __future__ import annotations
 
 import argparse
@@ -32,8 +33,7 @@ import numpy as np
 from .._validation import check_int
 from ..laws.distributions import acceptance_rate
 from .render import bar_char, law_table, save_bonus_figure, save_step_figure
-from .toy import (ToyModels, expected_accepted, play_round, rejection_probability,
-                           toy_models)
+from .toy import ToyModels, expected_accepted, play_round, rejection_probability, toy_models
 
 __all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS", "DEFAULT_SEED"]
 
@@ -73,8 +73,16 @@ def _q(word: str) -> str:
     return f'"{word}"'
 
 
-def run_demo(seed=DEFAULT_SEED, gamma: int = 3, auto: bool = False, save=None, n_rounds: int = DEFAULT_ROUNDS,
-             out=None, input_fn=input, models: ToyModels | None = None) -> DemoResult:
+def run_demo(
+    seed=DEFAULT_SEED,
+    gamma: int = 3,
+    auto: bool = False,
+    save=None,
+    n_rounds: int = DEFAULT_ROUNDS,
+    out=None,
+    input_fn=input,
+    models: ToyModels | None = None,
+) -> DemoResult:
     """Walk through ``n_rounds`` rounds of speculative decoding on the toy vocabulary.
 
     Parameters
@@ -129,7 +137,7 @@ def run_demo(seed=DEFAULT_SEED, gamma: int = 3, auto: bool = False, save=None, n
             return
         try:
             answer = input_fn("  [Enter] next step, q to quit > ")
-        except EOFError:                     # no terminal: keep going without pauses
+        except EOFError:  # no terminal: keep going without pauses
             return
         if str(answer).strip().lower() in ("q", "quit"):
             raise _Quit
@@ -154,58 +162,77 @@ def run_demo(seed=DEFAULT_SEED, gamma: int = 3, auto: bool = False, save=None, n
             say("")
             say(f"=== Round {r} of {n_rounds} " + "=" * max(0, 56 - len(str(r)) - len(str(n_rounds))))
             say(_wrap("Text so far: " + " ".join(result.words)))
-            say(f"Context word {_q(words[state])}. The draft proposes {gamma} word"
-                f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(words[x]) for x in record.proposals))
+            say(
+                f"Context word {_q(words[state])}. The draft proposes {gamma} word"
+                f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(words[x]) for x in record.proposals)
+            )
             for i, step in enumerate(record.steps, start=1):
                 pause()
                 x = words[step.proposal]
                 say("")
                 say(f"  Step {i} of {gamma}: check {_q(x)} after {_q(words[step.state])}")
-                for line in law_table(words, {"target p": step.target, "draft q": step.draft},
-                                      mark=step.proposal, char=char):
+                for line in law_table(
+                    words, {"target p": step.target, "draft q": step.draft}, mark=step.proposal, char=char
+                ):
                     say(line)
                 p, q = step.target[step.proposal], step.draft[step.proposal]
-                say(f"    Acceptance in this context: sum min(p, q) = "
-                    f"{acceptance_rate(step.target, step.draft):.3f} = 1 - TV(p, q)")
-                say(f"    p/q = {p:.3f} / {q:.3f} = {step.ratio:.3f}   "
-                    f"accept probability min(1, p/q) = {min(1.0, step.ratio):.3f}")
+                say(
+                    f"    Acceptance in this context: sum min(p, q) = "
+                    f"{acceptance_rate(step.target, step.draft):.3f} = 1 - TV(p, q)"
+                )
+                say(
+                    f"    p/q = {p:.3f} / {q:.3f} = {step.ratio:.3f}   "
+                    f"accept probability min(1, p/q) = {min(1.0, step.ratio):.3f}"
+                )
                 if step.accepted:
                     say(f"    u = {step.u:.3f} < {step.ratio:.3f}  ->  ACCEPT {_q(x)}")
-                    headline = (f"round {r}, step {i}: {x!r} accepted "
-                                f"(u = {step.u:.3f} < p/q = {step.ratio:.3f})")
+                    headline = (
+                        f"round {r}, step {i}: {x!r} accepted (u = {step.u:.3f} < p/q = {step.ratio:.3f})"
+                    )
                 else:
                     y = words[step.emitted]
                     say(f"    u = {step.u:.3f} >= {step.ratio:.3f}  ->  REJECT {_q(x)}")
                     say("    The target draws the word from the residual norm(max(p - q, 0)):")
-                    for line in law_table(words, {"residual": step.residual}, mark=step.emitted,
-                                          char=char):
+                    for line in law_table(words, {"residual": step.residual}, mark=step.emitted, char=char):
                         say(line)
                     say(f"    Drawn from the residual: {_q(y)}. The round ends.")
                     later = record.proposals[i:]
                     if len(later):
-                        say(_wrap(f"    The later proposal{'s' if len(later) > 1 else ''} "
-                                  + ", ".join(_q(words[w]) for w in later)
-                                  + f" {'are' if len(later) > 1 else 'is'} discarded: drafted after a "
-                                  "rejected word, they continue a text that no longer exists."))
-                    headline = (f"round {r}, step {i}: {x!r} rejected (u = {step.u:.3f} >= "
-                                f"p/q = {step.ratio:.3f}); residual gives {y!r}")
+                        say(
+                            _wrap(
+                                f"    The later proposal{'s' if len(later) > 1 else ''} "
+                                + ", ".join(_q(words[w]) for w in later)
+                                + f" {'are' if len(later) > 1 else 'is'} discarded: drafted after a "
+                                "rejected word, they continue a text that no longer exists."
+                            )
+                        )
+                    headline = (
+                        f"round {r}, step {i}: {x!r} rejected (u = {step.u:.3f} >= "
+                        f"p/q = {step.ratio:.3f}); residual gives {y!r}"
+                    )
                 if save_dir is not None:
-                    result.saved.append(save_step_figure(
-                        save_dir / f"round{r:02d}_step{i}.png", words, step, headline))
+                    result.saved.append(
+                        save_step_figure(save_dir / f"round{r:02d}_step{i}.png", words, step, headline)
+                    )
             if record.bonus is not None:
                 pause()
                 b = words[record.bonus]
                 say("")
                 say(f"  All {gamma} proposals accepted. The same target call also scored the word")
                 say(f"  after {_q(words[record.proposals[-1]])}, so a bonus word is drawn from p:")
-                for line in law_table(words, {"target p": record.bonus_law}, mark=record.bonus,
-                                      char=char):
+                for line in law_table(words, {"target p": record.bonus_law}, mark=record.bonus, char=char):
                     say(line)
                 say(f"    Bonus word: {_q(b)}")
                 if save_dir is not None:
-                    result.saved.append(save_bonus_figure(
-                        save_dir / f"round{r:02d}_bonus.png", words, record.bonus_law,
-                        record.bonus, f"round {r}: all accepted, bonus word {b!r}"))
+                    result.saved.append(
+                        save_bonus_figure(
+                            save_dir / f"round{r:02d}_bonus.png",
+                            words,
+                            record.bonus_law,
+                            record.bonus,
+                            f"round {r}: all accepted, bonus word {b!r}",
+                        )
+                    )
             # tally
             result.words.extend(words[w] for w in record.emitted)
             result.accepted += record.n_accepted
@@ -213,10 +240,12 @@ def run_demo(seed=DEFAULT_SEED, gamma: int = 3, auto: bool = False, save=None, n
             result.predicted_accepted += float(exp_acc[state])
             result.predicted_rejections += float(p_rej[state])
             say("")
-            say(f"  Round {r}: {record.n_accepted} of {gamma} accepted (theory expects "
+            say(
+                f"  Round {r}: {record.n_accepted} of {gamma} accepted (theory expects "
                 f"{exp_acc[state]:.2f} from {_q(words[state])}), "
                 f"{len(record.emitted)} word{'s' if len(record.emitted) != 1 else ''} "
-                "for one target call.")
+                "for one target call."
+            )
             _tally(say, result, r)
             state = record.emitted[-1]
             pause()
@@ -230,8 +259,10 @@ def run_demo(seed=DEFAULT_SEED, gamma: int = 3, auto: bool = False, save=None, n
     say(_wrap("Generated text: " + " ".join(result.words)))
     n = len(result.rounds)
     if n:
-        say(f"{n} target calls produced {len(result.words) - 1} words "
-            f"({(len(result.words) - 1) / n:.2f} per call; plain decoding gives 1.00).")
+        say(
+            f"{n} target calls produced {len(result.words) - 1} words "
+            f"({(len(result.words) - 1) / n:.2f} per call; plain decoding gives 1.00)."
+        )
     if save_dir is not None:
         say(f"Saved {len(result.saved)} figures to {save_dir}")
     say(RULE)
@@ -247,11 +278,15 @@ def _tally(say, result: DemoResult, rounds: int) -> None:
     say(f"    {'rejections':<28}{result.rejections:>10d}{result.predicted_rejections:>10.2f}")
     say(f"    {'words emitted':<28}{emitted:>10d}{predicted_words:>10.2f}")
     if rounds == 1:
-        say(_wrap("    (theory: the expected values given each round's starting word, summed over the "
-                  "rounds played. A round has at most one rejection, so its 'rejections' term is the "
-                  "probability that the round ends in a rejection, 1 - P(all proposals accepted); "
-                  "'accepted' adds P(the first i proposals pass) over i; each round also emits one "
-                  "residual or bonus word.)"))
+        say(
+            _wrap(
+                "    (theory: the expected values given each round's starting word, summed over the "
+                "rounds played. A round has at most one rejection, so its 'rejections' term is the "
+                "probability that the round ends in a rejection, 1 - P(all proposals accepted); "
+                "'accepted' adds P(the first i proposals pass) over i; each round also emits one "
+                "residual or bonus word.)"
+            )
+        )
 
 
 class _OneLineError(Exception):
@@ -259,7 +294,7 @@ class _OneLineError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):                      # one line, no usage dump
+    def error(self, message):  # one line, no usage dump
         raise _OneLineError(message)
 
 
@@ -268,15 +303,22 @@ def build_parser() -> argparse.ArgumentParser:
         prog="spectheory demo",
         description="Speculative decoding, step by step, on a toy word-level vocabulary.",
         epilog="example: spectheory demo --seed 0 --gamma 3 --auto --save slides/",
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED,
-                        help=f"random seed (default {DEFAULT_SEED}: shows a rejection and a bonus word)")
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help=f"random seed (default {DEFAULT_SEED}: shows a rejection and a bonus word)",
+    )
     parser.add_argument("--gamma", type=int, default=3, help="draft words per round (default 3)")
-    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
-                        help=f"rounds to play (default {DEFAULT_ROUNDS})")
+    parser.add_argument(
+        "--rounds", type=int, default=DEFAULT_ROUNDS, help=f"rounds to play (default {DEFAULT_ROUNDS})"
+    )
     parser.add_argument("--auto", action="store_true", help="no key presses (tests, recordings)")
-    parser.add_argument("--save", default=None, metavar="DIR",
-                        help="write one PNG per step into DIR (for slides)")
+    parser.add_argument(
+        "--save", default=None, metavar="DIR", help="write one PNG per step into DIR (for slides)"
+    )
     return parser
 
 
@@ -284,8 +326,7 @@ def main(argv=None) -> int:
     """Command line entry point; returns the exit status (2 on bad arguments, one line)."""
     try:
         args = build_parser().parse_args(argv)
-        run_demo(seed=args.seed, gamma=args.gamma, auto=args.auto, save=args.save,
-                 n_rounds=args.rounds)
+        run_demo(seed=args.seed, gamma=args.gamma, auto=args.auto, save=args.save, n_rounds=args.rounds)
     except (_OneLineError, ValueError) as exc:
         print(f"spectheory demo: error: {exc}", file=sys.stderr)
         return 2

@@ -3,6 +3,7 @@
 Figures are drawn on :class:`matplotlib.figure.Figure` objects with the Agg canvas directly,
 so saving them never touches pyplot's global state or the user's interactive backend.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,7 +12,7 @@ import numpy as np
 
 __all__ = ["bar_char", "bar", "law_table", "save_step_figure", "save_bonus_figure"]
 
-BAR_WIDTH = 24          # characters for probability 1
+BAR_WIDTH = 24  # characters for probability 1
 
 
 def bar_char(out) -> str:
@@ -32,12 +33,13 @@ def bar(prob: float, char: str = "█", width: int = BAR_WIDTH) -> str:
     """
     n = int(round(float(prob) * width))
     if prob > 0 and n == 0:
-        return ".".ljust(width)            # positive but below half a character
+        return ".".ljust(width)  # positive but below half a character
     return (char * n).ljust(width)
 
 
-def law_table(words, columns: dict, mark: int | None = None, char: str = "█",
-              indent: str = "    ") -> list[str]:
+def law_table(
+    words, columns: dict, mark: int | None = None, char: str = "█", indent: str = "    "
+) -> list[str]:
     """Rows ``word | p bar | q bar ...``: one column per named law, word ``mark`` flagged.
 
     >>> rows = law_table(["a", "b"], {"target": [0.25, 0.75]}, mark=1, char="#")
@@ -46,8 +48,7 @@ def law_table(words, columns: dict, mark: int | None = None, char: str = "█",
     """
     arrow = ">" if char == "#" else "▶"
     wlen = max(5, max(len(w) for w in words))
-    head = indent + "word".ljust(wlen) + "    " + "".join(
-        f"{name:<{BAR_WIDTH + 7}}" for name in columns)
+    head = indent + "word".ljust(wlen) + "    " + "".join(f"{name:<{BAR_WIDTH + 7}}" for name in columns)
     lines = [head.rstrip()]
     for i, w in enumerate(words):
         flag = f" {arrow}  " if i == mark else "    "
@@ -73,6 +74,7 @@ def _panel(ax, words, law, title, color, mark=None):
 def _new_figure(ncols: int, width: float = 3.2, height: float = 2.8):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width * ncols, height), constrained_layout=True)
     FigureCanvasAgg(fig)
     return fig, fig.subplots(1, ncols, squeeze=False)[0]
@@ -82,15 +84,28 @@ def save_step_figure(path, words, step, headline: str) -> Path:
     """Four bar charts for one verification step: target, draft, min(target, draft) and the
     residual norm(max(target - draft, 0)); the proposed word is highlighted. Writes a PNG."""
     from ..laws.distributions import residual
+
     fig, axes = _new_figure(4)
     t, d = step.target, step.draft
     res = step.residual if step.residual is not None else residual(t, d)
     _panel(axes[0], words, t, "target p", "#0072B2", step.proposal)
     _panel(axes[1], words, d, "draft q", "#E69F00", step.proposal)
-    _panel(axes[2], words, np.minimum(t, d), f"min(p, q): sum = {np.minimum(t, d).sum():.3f}",
-           "#009E73", step.proposal)
-    _panel(axes[3], words, res, "residual norm(max(p - q, 0))", "#CC79A7",
-           step.emitted if step.emitted is not None else None)
+    _panel(
+        axes[2],
+        words,
+        np.minimum(t, d),
+        f"min(p, q): sum = {np.minimum(t, d).sum():.3f}",
+        "#009E73",
+        step.proposal,
+    )
+    _panel(
+        axes[3],
+        words,
+        res,
+        "residual norm(max(p - q, 0))",
+        "#CC79A7",
+        step.emitted if step.emitted is not None else None,
+    )
     fig.suptitle(headline, fontsize=11)
     path = Path(path)
     fig.savefig(path, dpi=120)

@@ -25,6 +25,7 @@ Theory for a round started in state s, with :math:`M[s, x] = \min(p(x \mid s), q
 
 and :math:`f_1(s) = \sum_x \min(p, q) = 1 - \mathrm{TV}` is the per-state acceptance rate.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -34,8 +35,18 @@ import numpy as np
 from .._validation import as_law_pair, check_int
 from ..laws.distributions import acceptance_rate, residual
 
-__all__ = ["WORDS", "ToyModels", "toy_models", "accepts", "acceptance_ratio", "StepRecord",
-           "RoundRecord", "play_round", "expected_accepted", "rejection_probability"]
+__all__ = [
+    "WORDS",
+    "ToyModels",
+    "toy_models",
+    "accepts",
+    "acceptance_ratio",
+    "StepRecord",
+    "RoundRecord",
+    "play_round",
+    "expected_accepted",
+    "rejection_probability",
+]
 
 #: The toy vocabulary (index = token id).
 WORDS = ("the", "cat", "dog", "sat", "ran", "on", "mat", "away", "and", ".")
@@ -43,16 +54,16 @@ WORDS = ("the", "cat", "dog", "sat", "ran", "on", "mat", "away", "and", ".")
 # Hand-written target bigram weights: row = previous word, column = next word (WORDS order).
 _TARGET_WEIGHTS = {
     #          the  cat  dog  sat  ran  on  mat  away and  .
-    "the":    (0,   45,  35,  0,   0,   0,  20,  0,   0,   0),
-    "cat":    (0,   0,   0,   50,  30,  0,  0,   0,   15,  5),
-    "dog":    (0,   0,   0,   30,  50,  0,  0,   0,   15,  5),
-    "sat":    (0,   0,   0,   0,   0,   70, 0,   10,  5,   15),
-    "ran":    (0,   0,   0,   0,   0,   25, 0,   50,  10,  15),
-    "on":     (85,  0,   0,   0,   0,   0,  15,  0,   0,   0),
-    "mat":    (0,   0,   0,   0,   0,   0,  0,   0,   40,  60),
-    "away":   (0,   0,   0,   0,   0,   0,  0,   0,   35,  65),
-    "and":    (70,  5,   5,   5,   15,  0,  0,   0,   0,   0),
-    ".":      (90,  0,   0,   0,   0,   0,  0,   0,   0,   10),
+    "the": (0, 45, 35, 0, 0, 0, 20, 0, 0, 0),
+    "cat": (0, 0, 0, 50, 30, 0, 0, 0, 15, 5),
+    "dog": (0, 0, 0, 30, 50, 0, 0, 0, 15, 5),
+    "sat": (0, 0, 0, 0, 0, 70, 0, 10, 5, 15),
+    "ran": (0, 0, 0, 0, 0, 25, 0, 50, 10, 15),
+    "on": (85, 0, 0, 0, 0, 0, 15, 0, 0, 0),
+    "mat": (0, 0, 0, 0, 0, 0, 0, 0, 40, 60),
+    "away": (0, 0, 0, 0, 0, 0, 0, 0, 35, 65),
+    "and": (70, 5, 5, 5, 15, 0, 0, 0, 0, 0),
+    ".": (90, 0, 0, 0, 0, 0, 0, 0, 0, 10),
 }
 # The draft's "frequent words" law: it over-proposes function words.
 _FREQUENT = (30, 5, 5, 5, 5, 15, 5, 5, 15, 10)
@@ -169,13 +180,13 @@ def play_round(models: ToyModels, state: int, gamma: int, rng) -> RoundRecord:
         raise ValueError(f"state: must be a word id below {V}, got {state}")
     rng = np.random.default_rng(rng)
     proposals, s = [], state
-    for _ in range(gamma):                           # the draft runs ahead on its own words
+    for _ in range(gamma):  # the draft runs ahead on its own words
         x = int(rng.choice(V, p=models.draft[s]))
         proposals.append(x)
         s = x
     record = RoundRecord(state=state, proposals=proposals)
     s = state
-    for x in proposals:                              # the target checks them left to right
+    for x in proposals:  # the target checks them left to right
         t_row, d_row = models.target[s], models.draft[s]
         u = float(rng.random())
         ok = accepts(t_row[x], d_row[x], u)

@@ -25,27 +25,72 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
 >>> check_verifier(reference_verify, n_samples=300).passed
 True
 """
-from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
-from .kit import (CHECKS, CheckResult, Report, assert_verifier_lossless, assert_verifier_optimal,
-                  check_verifier)
-from .whole import assert_sampler_lossless, check_sampler
-from .reference import (PAD, BatchedVerifier, accepted_count, as_batched, from_round_verifier, from_verifier,
-                        reference_verify, reference_verify_batch)
-from .trees import TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier, reference_tree_verify
 
-__all__ = ["check_sampler", "assert_sampler_lossless", "check_verifier", "assert_verifier_lossless",
-           "assert_verifier_optimal", "Report", "CheckResult", "CHECKS",
-           "reference_verify", "reference_verify_batch", "accepted_count", "as_batched",
-           "BatchedVerifier", "from_round_verifier", "from_verifier", "PAD", "Instance", "FAMILIES", "make_instance",
-           "constant_uniform_rng", "check_tree_verifier", "assert_tree_verifier_lossless",
-           "reference_tree_verify", "TREE_GALLERY"]
+from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
+from .kit import (
+    CHECKS,
+    CheckResult,
+    Report,
+    assert_verifier_lossless,
+    assert_verifier_optimal,
+    check_verifier,
+)
+from .reference import (
+    PAD,
+    BatchedVerifier,
+    accepted_count,
+    as_batched,
+    from_round_verifier,
+    from_verifier,
+    reference_verify,
+    reference_verify_batch,
+)
+from .trees import TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier, reference_tree_verify
+from .whole import assert_sampler_lossless, check_sampler
+
+__all__ = [
+    "check_sampler",
+    "assert_sampler_lossless",
+    "check_verifier",
+    "assert_verifier_lossless",
+    "assert_verifier_optimal",
+    "Report",
+    "CheckResult",
+    "CHECKS",
+    "reference_verify",
+    "reference_verify_batch",
+    "accepted_count",
+    "as_batched",
+    "BatchedVerifier",
+    "from_round_verifier",
+    "from_verifier",
+    "PAD",
+    "Instance",
+    "FAMILIES",
+    "make_instance",
+    "constant_uniform_rng",
+    "check_tree_verifier",
+    "assert_tree_verifier_lossless",
+    "reference_tree_verify",
+    "TREE_GALLERY",
+]
 
 
 def __getattr__(name):
-    if name == "from_torch_sampler":          # torch is optional: imported on first use
+    if name == "from_torch_sampler":  # torch is optional: imported on first use
         from .torch_adapter import from_torch_sampler
+
         return from_torch_sampler
-    if name in ("strategies", "gallery", "gallery_samplers", "torch_adapter", "adapters", "torch_random", "whole"):
+    if name in (
+        "strategies",
+        "gallery",
+        "gallery_samplers",
+        "torch_adapter",
+        "adapters",
+        "torch_random",
+        "whole",
+    ):
         import importlib
+
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -17,6 +17,7 @@ The efficiency checks compare each protocol with its own optimum: the first-draf
 acceptance :math:`\sum_x \min(p_0, q_0)` (p = target, q = draft) and the accepted-count law
 of standard token verification under the same protocol.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -50,7 +51,7 @@ def accepted_counts(out, lengths, x, bonus=True, stop_token=None) -> np.ndarray:
 
 
 def n_tests(inst: Instance, efficiency: bool) -> int:
-    n = 1 + inst.k + 1                       # first token, later positions, sequence
+    n = 1 + inst.k + 1  # first token, later positions, sequence
     if efficiency:
         n += 1 + (1 if inst.k >= 2 else 0)
     return n
@@ -68,8 +69,9 @@ def cells(counts, probs, V=None, L=1, top=6) -> str:
     return "\n".join(lines)
 
 
-def check_instance(inst: Instance, ss, runner, n: int, a_i: float, efficiency: bool, found,
-                   bonus=True, stop_token=None):
+def check_instance(
+    inst: Instance, ss, runner, n: int, a_i: float, efficiency: bool, found, bonus=True, stop_token=None
+):
     """Run every check on one instance; append :class:`Finding` objects to ``found[check]``."""
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
@@ -87,8 +89,11 @@ def check_instance(inst: Instance, ss, runner, n: int, a_i: float, efficiency: b
     # ---- exact checks on the sampled rounds
     if err is not None:
         i, msg, tb = err
-        fail("runs_without_error", f"raised {msg}", f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i])
-             + f"\n{tb.strip().splitlines()[-1]}")
+        fail(
+            "runs_without_error",
+            f"raised {msg}",
+            f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i]) + f"\n{tb.strip().splitlines()[-1]}",
+        )
     else:
         ok("runs_without_error")
     viol = content_violations(out, lengths, x, V, bonus, stop_token)
@@ -96,18 +101,24 @@ def check_instance(inst: Instance, ss, runner, n: int, a_i: float, efficiency: b
     if fmt_bad.any():
         i = int(np.flatnonzero(fmt_bad)[0])
         why = notes.get(i) or violation_reason(i, *viol, stop_token)
-        fail("output_format", f"{int(fmt_bad.sum())} of {n} rounds malformed: {why}",
-             f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: max(lengths[i], 1)].tolist()))
+        fail(
+            "output_format",
+            f"{int(fmt_bad.sum())} of {n} rounds malformed: {why}",
+            f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: max(lengths[i], 1)].tolist()),
+        )
     else:
         ok("output_format")
     valid = ~fmt_bad & (lengths > 0)
     if err is not None:
-        valid[err[0]:] = False
+        valid[err[0] :] = False
     zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, lengths, 0))
     if zero.any():
         i = int(np.flatnonzero(zero)[0])
-        fail("zero_probability", f"{int(zero.sum())} of {n} rounds emitted a token of target probability 0",
-             f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: lengths[i]].tolist()))
+        fail(
+            "zero_probability",
+            f"{int(zero.sum())} of {n} rounds emitted a token of target probability 0",
+            f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: lengths[i]].tolist()),
+        )
     else:
         ok("zero_probability")
 
@@ -135,12 +146,27 @@ def check_instance(inst: Instance, ss, runner, n: int, a_i: float, efficiency: b
         counts = np.bincount(comp[:, j], minlength=V)
         res = chi2_test(counts, pos_laws[j], a_i)
         name = "first_token_law" if j == 0 else "position_laws"
-        ex = "" if res.passed else (f"instance {inst.name}, position {j}\n"
-                                    + cells(counts, pos_laws[j]) + "\n" + inst.describe())
-        found[name].append(Finding(f"{inst.name} pos {j}" if j else inst.name, res.passed, res.statistic,
-                                   res.threshold, res.p_value, res.summary, ex, size))
+        ex = (
+            ""
+            if res.passed
+            else (
+                f"instance {inst.name}, position {j}\n" + cells(counts, pos_laws[j]) + "\n" + inst.describe()
+            )
+        )
+        found[name].append(
+            Finding(
+                f"{inst.name} pos {j}" if j else inst.name,
+                res.passed,
+                res.statistic,
+                res.threshold,
+                res.p_value,
+                res.summary,
+                ex,
+                size,
+            )
+        )
     Ls = k + 1
-    while Ls > 1 and V ** Ls > MAX_SEQUENCE_CELLS:
+    while Ls > 1 and V**Ls > MAX_SEQUENCE_CELLS:
         Ls -= 1
     idx = np.zeros(nv, dtype=np.int64)
     for j in range(Ls):
@@ -148,37 +174,62 @@ def check_instance(inst: Instance, ss, runner, n: int, a_i: float, efficiency: b
     seq = law.sequence_law(Ls).ravel()
     counts = np.bincount(idx, minlength=seq.size)
     res = chi2_test(counts, seq, a_i)
-    ex = "" if res.passed else (f"instance {inst.name}, first {Ls} tokens\n" + cells(counts, seq, V, Ls)
-                                + "\n" + inst.describe())
-    found["sequence_law"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
-                                         res.summary + ("" if Ls == k + 1 else f" (first {Ls} positions)"), ex, size))
+    ex = (
+        ""
+        if res.passed
+        else (
+            f"instance {inst.name}, first {Ls} tokens\n" + cells(counts, seq, V, Ls) + "\n" + inst.describe()
+        )
+    )
+    found["sequence_law"].append(
+        Finding(
+            inst.name,
+            res.passed,
+            res.statistic,
+            res.threshold,
+            res.p_value,
+            res.summary + ("" if Ls == k + 1 else f" (first {Ls} positions)"),
+            ex,
+            size,
+        )
+    )
     if not efficiency:
         return
     acc = accepted_counts(o, L, x[valid], bonus, stop_token)
     beta = inst.first_acceptance()
     res = binomial_test(int(np.sum(acc >= 1)), nv, beta, a_i)
     ex = "" if res.passed else f"instance {inst.name}\n" + inst.describe()
-    found["acceptance_rate"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
-                                            res.summary, ex, size))
+    found["acceptance_rate"].append(
+        Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
+    )
     if k >= 2:
         law_n = inst.accepted_count_law(stop_token)
         mu = float(np.arange(k + 1) @ law_n)
-        var = float(np.arange(k + 1) ** 2 @ law_n - mu ** 2)
+        var = float(np.arange(k + 1) ** 2 @ law_n - mu**2)
         res = bernstein_lower_test(float(np.mean(acc)), nv, mu, max(var, 0.0), k, a_i)
-        ex = "" if res.passed else (f"instance {inst.name}\naccepted-count histogram observed "
-                                    f"{np.bincount(acc, minlength=k + 1).tolist()}, optimal law "
-                                    f"{np.round(law_n, 5).tolist()}\n" + inst.describe())
-        found["mean_accepted"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
-                                              res.summary, ex, size))
+        ex = (
+            ""
+            if res.passed
+            else (
+                f"instance {inst.name}\naccepted-count histogram observed "
+                f"{np.bincount(acc, minlength=k + 1).tolist()}, optimal law "
+                f"{np.round(law_n, 5).tolist()}\n" + inst.describe()
+            )
+        )
+        found["mean_accepted"].append(
+            Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
+        )
 
 
 def _forced(runner, law, tp, dp, x, bonus, stop_token):
     """First problem with forced uniforms, as ``(summary, example)``, or None."""
     V = law.vocab_size
     for which in ("low", "high"):
-        note = (f"rng = spectheory.testing.constant_uniform_rng({which!r})"
-                + ("; torch draws forced: spectheory.testing.torch_random.kit_torch_random("
-                   f"force={which!r})" if runner.routed else ""))
+        note = f"rng = spectheory.testing.constant_uniform_rng({which!r})" + (
+            f"; torch draws forced: spectheory.testing.torch_random.kit_torch_random(force={which!r})"
+            if runner.routed
+            else ""
+        )
         what = f"with uniforms forced to {FORCED[which]}"
         ob, lb, badb, errb, _ = boundary_run(runner, tp, dp, x, which)
         if errb is not None:
@@ -188,11 +239,15 @@ def _forced(runner, law, tp, dp, x, bonus, stop_token):
         fb = badb | viol[0] | viol[1] | viol[2] | viol[3]
         if fb.any():
             i = int(np.flatnonzero(fb)[0])
-            return (f"malformed output {what}: {violation_reason(i, *viol, stop_token)}",
-                    fmt_call(tp[i], dp[i], x[i], ob[i][: max(lb[i], 1)].tolist(), rng_note=note))
+            return (
+                f"malformed output {what}: {violation_reason(i, *viol, stop_token)}",
+                fmt_call(tp[i], dp[i], x[i], ob[i][: max(lb[i], 1)].tolist(), rng_note=note),
+            )
         zb = law.emitted_target_prob_zero(ob, lb)
         if zb.any():
             i = int(np.flatnonzero(zb)[0])
-            return (f"emitted a token of target probability 0 {what}",
-                    fmt_call(tp[i], dp[i], x[i], ob[i][: lb[i]].tolist(), rng_note=note))
+            return (
+                f"emitted a token of target probability 0 {what}",
+                fmt_call(tp[i], dp[i], x[i], ob[i][: lb[i]].tolist(), rng_note=note),
+            )
     return None

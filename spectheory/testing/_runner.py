@@ -6,6 +6,7 @@ routing is on (:mod:`spectheory.testing.torch_random`) -- torch's global draws t
 stream seeded by the kit, or forced to an extreme (``force="low"``: every uniform 0,
 ``"high"``: every uniform the largest value below 1).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -23,9 +24,11 @@ __all__ = ["Runner", "fmt_call", "content_violations", "violation_reason", "boun
 def fmt_call(tp, dp, x, out=None, rng_note="") -> str:
     """The call that reproduces one round, as text."""
     with np.printoptions(precision=6, linewidth=100, suppress=False):
-        s = (f"target_probs = {np.array2string(np.asarray(tp), separator=', ')}\n"
-             f"draft_probs  = {np.array2string(np.asarray(dp), separator=', ')}\n"
-             f"draft_tokens = {np.asarray(x).tolist()}")
+        s = (
+            f"target_probs = {np.array2string(np.asarray(tp), separator=', ')}\n"
+            f"draft_probs  = {np.array2string(np.asarray(dp), separator=', ')}\n"
+            f"draft_tokens = {np.asarray(x).tolist()}"
+        )
     if out is not None:
         s += f"\noutput       = {out}"
     if rng_note:
@@ -59,6 +62,7 @@ class Runner:
         if self.torch_random is False or (self.torch_random is None and "torch" not in sys.modules):
             return contextlib.nullcontext()
         from .torch_random import kit_torch_random
+
         self.routed = True
         return kit_torch_random(seed, force=force)
 
@@ -82,7 +86,7 @@ class Runner:
         parts = []
         for a in range(0, n, step):
             try:
-                res = self.verify.verify_batch(tp[a:a + step], dp[a:a + step], x[a:a + step], rng)
+                res = self.verify.verify_batch(tp[a : a + step], dp[a : a + step], x[a : a + step], rng)
             except Exception as exc:  # noqa: BLE001 - any failure of the user's code is a finding
                 return out, lengths, bad, (a, repr(exc), traceback.format_exc(limit=3)), notes
             res = np.asarray(res)
@@ -112,7 +116,7 @@ class Runner:
         verify = self.verify
         k1 = k + 1
         for i in range(n):
-            r = constant_uniform_rng(force) if force else rng     # a fresh forced stream per call
+            r = constant_uniform_rng(force) if force else rng  # a fresh forced stream per call
             try:
                 o = verify(tp[i], dp[i], x[i], r)
             except Exception as exc:  # noqa: BLE001
@@ -142,8 +146,9 @@ def content_violations(out, lengths, x, V, bonus=True, stop_token=None):
     xx = np.concatenate([x, np.zeros((n, 1), np.int64)], axis=1)
     wrong_prefix = np.any(pref & (out != xx), axis=1)
     bonus_off = (lengths == k1) if not bonus else np.zeros(n, dtype=bool)
-    after_stop = (np.any(pref & (out == stop_token), axis=1) if stop_token is not None
-                  else np.zeros(n, dtype=bool))
+    after_stop = (
+        np.any(pref & (out == stop_token), axis=1) if stop_token is not None else np.zeros(n, dtype=bool)
+    )
     return out_of_range, wrong_prefix, bonus_off, after_stop
 
 
@@ -180,7 +185,14 @@ def determinism(runner, tp, dp, x, ss):
         return None
     i = int(diff[0])
     mode = "verify_batch on these rows" if runner.batched else "verify"
-    return (f"{diff.size} of {x.shape[0]} rounds differ between two runs with the same seed",
-            fmt_call(tp[i], dp[i], x[i], f"{a[0][i].tolist()} then {b[0][i].tolist()}",
-                     rng_note=f"{mode} called twice with rng = numpy.random.default_rng({s})"
-                     + (" (rounds called in sequence)" if not runner.batched else "")))
+    return (
+        f"{diff.size} of {x.shape[0]} rounds differ between two runs with the same seed",
+        fmt_call(
+            tp[i],
+            dp[i],
+            x[i],
+            f"{a[0][i].tolist()} then {b[0][i].tolist()}",
+            rng_note=f"{mode} called twice with rng = numpy.random.default_rng({s})"
+            + (" (rounds called in sequence)" if not runner.batched else ""),
+        ),
+    )

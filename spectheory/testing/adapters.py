@@ -22,6 +22,7 @@ Examples
 >>> from spectheory.testing.adapters import hf_speculative_sampling
 >>> report = check_verifier(hf_speculative_sampling(), n_samples=2000)  # doctest: +SKIP
 """
+
 from __future__ import annotations
 
 import inspect
@@ -33,8 +34,15 @@ from .reference import PAD, BatchedVerifier
 __all__ = ["hf_speculative_sampling", "from_batched_probs", "find_hf_speculative_sampling"]
 
 #: names HF releases used for the arguments of ``_speculative_sampling``
-HF_KNOWN = ("candidate_input_ids", "candidate_logits", "candidate_length", "new_logits",
-            "is_done_candidate", "last_assistant_token_is_eos", "max_matches")
+HF_KNOWN = (
+    "candidate_input_ids",
+    "candidate_logits",
+    "candidate_length",
+    "new_logits",
+    "is_done_candidate",
+    "last_assistant_token_is_eos",
+    "max_matches",
+)
 
 
 def _torch():
@@ -50,8 +58,11 @@ def find_hf_speculative_sampling():
     try:
         import transformers  # noqa: F401
     except ImportError as exc:
-        raise ImportError("hf_speculative_sampling() needs transformers (pip install 'spectheory[hf]')") from exc
+        raise ImportError(
+            "hf_speculative_sampling() needs transformers (pip install 'spectheory[hf]')"
+        ) from exc
     import importlib
+
     for mod in ("transformers.generation.candidate_generator", "transformers.generation.utils"):
         try:
             fn = getattr(importlib.import_module(mod), "_speculative_sampling", None)
@@ -59,8 +70,9 @@ def find_hf_speculative_sampling():
             fn = None
         if fn is not None:
             return fn
-    raise ImportError("transformers has no _speculative_sampling in generation.candidate_generator or "
-                      "generation.utils")
+    raise ImportError(
+        "transformers has no _speculative_sampling in generation.candidate_generator or generation.utils"
+    )
 
 
 class _TorchBatch:
@@ -72,6 +84,7 @@ class _TorchBatch:
 
     def enter(self, rng):
         from .torch_random import torch_is_routed
+
         torch = self.torch
         if not torch_is_routed():
             torch.default_generator.manual_seed(int(np.random.default_rng(rng).integers(2**63)))
@@ -85,8 +98,9 @@ class _TorchBatch:
             self.torch.set_num_threads(old)
 
 
-def hf_speculative_sampling(fn=None, *, dtype=None, threads: int | None = 1,
-                            name: str | None = None) -> BatchedVerifier:
+def hf_speculative_sampling(
+    fn=None, *, dtype=None, threads: int | None = 1, name: str | None = None
+) -> BatchedVerifier:
     r"""Adapt HuggingFace's ``_speculative_sampling`` (one round, logits in) to the kit.
 
     The kit's laws become logits ``log(probs)`` (``-inf`` where a probability is 0, as a
@@ -118,12 +132,18 @@ def hf_speculative_sampling(fn=None, *, dtype=None, threads: int | None = 1,
     if not callable(fn):
         raise ValueError("fn: must be callable")
     params = inspect.signature(fn).parameters
-    required = [p for p, v in params.items() if v.default is inspect.Parameter.empty
-                and v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)]
+    required = [
+        p
+        for p, v in params.items()
+        if v.default is inspect.Parameter.empty
+        and v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD, v.KEYWORD_ONLY)
+    ]
     unknown = [p for p in required if p not in HF_KNOWN]
     if unknown:
-        raise ValueError(f"fn: required arguments {unknown} are not known HuggingFace _speculative_sampling "
-                         f"arguments {HF_KNOWN}")
+        raise ValueError(
+            f"fn: required arguments {unknown} are not known HuggingFace _speculative_sampling "
+            f"arguments {HF_KNOWN}"
+        )
     dtype = torch.float32 if dtype is None else dtype
     plumbing = _TorchBatch(torch, threads)
 
@@ -141,10 +161,15 @@ def hf_speculative_sampling(fn=None, *, dtype=None, threads: int | None = 1,
         try:
             with torch.inference_mode():
                 for i in range(N):
-                    valid, _ = fn(candidate_input_ids=ids[i:i + 1], candidate_logits=dl[i:i + 1],
-                                  candidate_length=k, new_logits=tl[i:i + 1], **extra)
+                    valid, _ = fn(
+                        candidate_input_ids=ids[i : i + 1],
+                        candidate_logits=dl[i : i + 1],
+                        candidate_length=k,
+                        new_logits=tl[i : i + 1],
+                        **extra,
+                    )
                     row = valid.reshape(-1).tolist()
-                    out[i, :len(row)] = row
+                    out[i, : len(row)] = row
         finally:
             plumbing.exit(old)
         return out
@@ -153,30 +178,45 @@ def hf_speculative_sampling(fn=None, *, dtype=None, threads: int | None = 1,
 
 
 #: argument roles of a vLLM-style sampler, recognised by name
-_ROLES = {"target_probs": ("target", "prob"), "bonus_token_ids": ("bonus",),
-          "draft_probs": ("draft", "prob"), "draft_token_ids": ("draft", "id")}
+_ROLES = {
+    "target_probs": ("target", "prob"),
+    "bonus_token_ids": ("bonus",),
+    "draft_probs": ("draft", "prob"),
+    "draft_token_ids": ("draft", "id"),
+}
 _ORDER = ("target_probs", "bonus_token_ids", "draft_probs", "draft_token_ids")
 
 
 def _roles(fn):
     """Map each role to a parameter name of ``fn`` (None if the names are not recognised)."""
-    target = fn.forward if hasattr(fn, "forward") else fn          # nn.Module: read forward's names
+    target = fn.forward if hasattr(fn, "forward") else fn  # nn.Module: read forward's names
     try:
         params = list(inspect.signature(target).parameters)
     except (TypeError, ValueError):
         return None
     found = {}
     for role, words in _ROLES.items():
-        hits = [p for p in params if all(w in p.lower() for w in words)
-                and not (role == "draft_probs" and "id" in p.lower())]
+        hits = [
+            p
+            for p in params
+            if all(w in p.lower() for w in words) and not (role == "draft_probs" and "id" in p.lower())
+        ]
         if len(hits) != 1:
             return None
         found[role] = hits[0]
     return found
 
 
-def from_batched_probs(fn, *, bonus: bool = True, pad_value: int = -1, device="cpu", dtype=None,
-                       threads: int | None = None, name: str | None = None) -> BatchedVerifier:
+def from_batched_probs(
+    fn,
+    *,
+    bonus: bool = True,
+    pad_value: int = -1,
+    device="cpu",
+    dtype=None,
+    threads: int | None = None,
+    name: str | None = None,
+) -> BatchedVerifier:
     r"""Adapt a vLLM-style batched rejection sampler (``[B, k, V]`` probabilities) to the kit.
 
     ``fn(target_probs [B, k, V], bonus_token_ids [B, 1], draft_probs [B, k, V],
@@ -227,9 +267,11 @@ def from_batched_probs(fn, *, bonus: bool = True, pad_value: int = -1, device="c
         x = np.asarray(draft_tokens, dtype=np.int64)
         N, k = x.shape
         t = torch.as_tensor(np.asarray(target_probs), dtype=dtype, device=dev)
-        args = {"target_probs": t[:, :k].contiguous(),
-                "draft_probs": torch.as_tensor(np.asarray(draft_probs), dtype=dtype, device=dev),
-                "draft_token_ids": torch.as_tensor(x, device=dev)}
+        args = {
+            "target_probs": t[:, :k].contiguous(),
+            "draft_probs": torch.as_tensor(np.asarray(draft_probs), dtype=dtype, device=dev),
+            "draft_token_ids": torch.as_tensor(x, device=dev),
+        }
         old = plumbing.enter(rng)
         try:
             with torch.no_grad():

@@ -21,6 +21,7 @@ p = target, q = draft.
 >>> sorted(FIELD_BUGS)
 ['bonus_after_stop', 'leq_float32_torch', 'renormalise_with_softmax']
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -40,7 +41,7 @@ def renormalise_with_softmax(target_probs, draft_probs, draft_tokens, rng):
     if n == k:
         return _emit(x, n, _inv_cdf(t[k], rng.random()))
     e = np.maximum(t[n] - d[n], 0.0)
-    law = np.exp(e) / np.exp(e).sum()                          # BUG: softmax of probabilities
+    law = np.exp(e) / np.exp(e).sum()  # BUG: softmax of probabilities
     return _emit(x, n, _inv_cdf(law, rng.random()))
 
 
@@ -52,7 +53,7 @@ def leq_float32_torch(target_probs, draft_probs, draft_tokens, rng):
     k = len(x)
     j = np.arange(k)
     ratio = torch.from_numpy(t[j, x] / d[j, x]).float()
-    ok = (torch.rand_like(ratio) <= ratio).numpy()             # BUG: <= accepts p = 0 when u = 0
+    ok = (torch.rand_like(ratio) <= ratio).numpy()  # BUG: <= accepts p = 0 when u = 0
     n = k if ok.all() else int(np.argmin(ok))
     law = t[k] if n == k else _excess(t[n], d[n])
     y = int(torch.multinomial(torch.from_numpy(law), 1))
@@ -63,7 +64,7 @@ def bonus_after_stop(target_probs, draft_probs, draft_tokens, rng):
     """Standard verification that ignores an accepted stop token (keeps going, emits the bonus)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
-    n = _accepted(t, d, x, rng.random(k))                      # BUG: no stop at an accepted STOP_TOKEN
+    n = _accepted(t, d, x, rng.random(k))  # BUG: no stop at an accepted STOP_TOKEN
     y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
     return _emit(x, n, y)
 
@@ -82,10 +83,25 @@ def stop_aware(target_probs, draft_probs, draft_tokens, rng):
 
 #: name -> (verify, description, checks that must fail, reported by, check_verifier options)
 FIELD_BUGS = {
-    "renormalise_with_softmax": (renormalise_with_softmax, "residual renormalised with softmax",
-                                 ("first_token_law",), "huggingface/transformers PR #28508", {}),
-    "leq_float32_torch": (leq_float32_torch, "`<=` with float32 torch uniforms (u = 0 accepts p = 0)",
-                          ("forced_uniforms",), "spectheory issue 10 (HuggingFace _speculative_sampling)", {}),
-    "bonus_after_stop": (bonus_after_stop, "tokens emitted after an accepted stop token",
-                         ("output_format",), "huggingface/transformers issue #47912", {"stop_token": STOP_TOKEN}),
+    "renormalise_with_softmax": (
+        renormalise_with_softmax,
+        "residual renormalised with softmax",
+        ("first_token_law",),
+        "huggingface/transformers PR #28508",
+        {},
+    ),
+    "leq_float32_torch": (
+        leq_float32_torch,
+        "`<=` with float32 torch uniforms (u = 0 accepts p = 0)",
+        ("forced_uniforms",),
+        "spectheory issue 10 (HuggingFace _speculative_sampling)",
+        {},
+    ),
+    "bonus_after_stop": (
+        bonus_after_stop,
+        "tokens emitted after an accepted stop token",
+        ("output_format",),
+        "huggingface/transformers issue #47912",
+        {"stop_token": STOP_TOKEN},
+    ),
 }

@@ -20,6 +20,7 @@ drafted from): lossless, only slower.
 >>> check_sampler(make_sampler(bug="greedy_draft_soft_q"), n_samples=200).passed
 False
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -46,16 +47,16 @@ def make_sampler(temperature: float = 1.0, top_k=None, top_p=None, *, bug=None, 
             if greedy or bug == "greedy_draft_soft_q":
                 x = int(np.argmax(q))
                 if greedy:
-                    q = np.eye(q.size)[x]                       # the law it drafted from
+                    q = np.eye(q.size)[x]  # the law it drafted from
             else:
                 cdf = np.cumsum(q)
                 x = min(int(np.count_nonzero(cdf <= rng.random() * cdf[-1])), q.size - 1)
             if bug == "processed_vs_raw_q":
-                q = process_logits(logits, temperature)         # BUG: raw (unprocessed) law handed over
+                q = process_logits(logits, temperature)  # BUG: raw (unprocessed) law handed over
             draft_probs.append(q)
             drafts.append(x)
             seq.append(x)
-        target_probs = process_logits(target_model(np.array(seq))[-(k + 1):], temperature, top_k, top_p)
+        target_probs = process_logits(target_model(np.array(seq))[-(k + 1) :], temperature, top_k, top_p)
         return reference_verify(target_probs, np.array(draft_probs), np.array(drafts, dtype=np.int64), rng)
 
     sampler.__name__ = f"sampler({bug or ('greedy' if greedy else 'correct')})"
@@ -64,11 +65,18 @@ def make_sampler(temperature: float = 1.0, top_k=None, top_p=None, *, bug=None, 
 
 #: name -> (sampler, description, checks of which at least one fails, reported by, check_sampler options)
 SAMPLER_BUGS = {
-    "greedy_draft_soft_q": (make_sampler(bug="greedy_draft_soft_q"),
-                            "greedy (argmax) draft verified with the soft draft law", ("first_token_law",),
-                            "huggingface/transformers issue #32867", {}),
-    "processed_vs_raw_q": (make_sampler(top_k=2, bug="processed_vs_raw_q"),
-                           "drafts from top-k-processed logits, raw draft law handed to the verifier",
-                           ("first_token_law", "position_laws", "sequence_law"), "huggingface/transformers issue #47932",
-                           {"top_k": 2}),
+    "greedy_draft_soft_q": (
+        make_sampler(bug="greedy_draft_soft_q"),
+        "greedy (argmax) draft verified with the soft draft law",
+        ("first_token_law",),
+        "huggingface/transformers issue #32867",
+        {},
+    ),
+    "processed_vs_raw_q": (
+        make_sampler(top_k=2, bug="processed_vs_raw_q"),
+        "drafts from top-k-processed logits, raw draft law handed to the verifier",
+        ("first_token_law", "position_laws", "sequence_law"),
+        "huggingface/transformers issue #47932",
+        {"top_k": 2},
+    ),
 }

@@ -24,6 +24,7 @@ produce is then known exactly:
 
 The adversarial *families* (:data:`FAMILIES`) are the cases on which real samplers break.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -68,8 +69,10 @@ class Instance:
         d = as_law(self.draft, "draft", min_ndim=3)
         k1, V, V2 = t.shape
         if V != V2 or d.shape != (k1 - 1, V, V) or k1 < 2:
-            raise ValueError(f"target, draft: expected shapes (k+1, V, V) and (k, V, V) with k >= 1, "
-                             f"got {t.shape} and {d.shape}")
+            raise ValueError(
+                f"target, draft: expected shapes (k+1, V, V) and (k, V, V) with k >= 1, "
+                f"got {t.shape} and {d.shape}"
+            )
         s0 = check_int(self.s0, "s0", 0)
         if s0 >= V:
             raise ValueError(f"s0: must lie in [0, {V}), got {s0}")
@@ -125,7 +128,7 @@ class Instance:
         r""":math:`\beta = \sum_x \min(p_0(x), q_0(x))`, the optimal acceptance of the first draft."""
         return float(np.clip(np.minimum(self.target[0, self.s0], self.draft[0, self.s0]).sum(), 0.0, 1.0))
 
-    def absorbing(self, stop_token: int) -> "Instance":
+    def absorbing(self, stop_token: int) -> Instance:
         """The target laws of a protocol that stops at ``stop_token``: after it, only it (absorbing).
 
         The law a stop-aware sampler must produce, once its output is completed by this
@@ -184,8 +187,9 @@ class Instance:
         """Human-readable laws (the rows reachable from ``s0`` when context-free, else all)."""
         with np.printoptions(precision=4, suppress=False, linewidth=100):
             lines = [f"{self.name}: {self.description}", f"  s0 = {self.s0}"]
-            free = all(np.all(self.target[j] == self.target[j, :1]) for j in range(self.k + 1)) and \
-                all(np.all(self.draft[j] == self.draft[j, :1]) for j in range(self.k))
+            free = all(np.all(self.target[j] == self.target[j, :1]) for j in range(self.k + 1)) and all(
+                np.all(self.draft[j] == self.draft[j, :1]) for j in range(self.k)
+            )
             for j in range(self.k + 1):
                 rows = [self.s0] if (j == 0 or free) else range(self.vocab_size)
                 for s in rows:
@@ -216,8 +220,10 @@ def _context_free(rows_t, rows_d, V):
 
 def _fam_disjoint(rng, V, k):
     h = max(1, V // 2)
-    t0 = np.zeros(V); t0[:h] = _dir(rng, h)
-    d0 = np.zeros(V); d0[h:] = _dir(rng, V - h)
+    t0 = np.zeros(V)
+    t0[:h] = _dir(rng, h)
+    d0 = np.zeros(V)
+    d0[h:] = _dir(rng, V - h)
     rows_t = [t0] + [_dir(rng, V) for _ in range(k)]
     rows_d = [d0] + [_dir(rng, V) for _ in range(k - 1)]
     return _context_free(rows_t, rows_d, V)
@@ -229,11 +235,14 @@ def _fam_zeros(rng, V, k):
         perm = rng.permutation(V)
         nz = max(1, V // 3)
         t = _dir(rng, V)
-        t[perm[:nz]] = 0.0                         # target zeros on A
+        t[perm[:nz]] = 0.0  # target zeros on A
         d = 0.6 * t / t.sum() + 0.4 * _dir(rng, V)
         if V >= 3:
-            d[perm[nz:2 * nz][: V - nz - 1]] = 0.0  # draft zeros on B (disjoint from A, a common token left)
-        rows_t.append(t / t.sum()); rows_d.append(d / d.sum())
+            d[perm[nz : 2 * nz][: V - nz - 1]] = (
+                0.0  # draft zeros on B (disjoint from A, a common token left)
+            )
+        rows_t.append(t / t.sum())
+        rows_d.append(d / d.sum())
     return _context_free(rows_t, rows_d[:k], V)
 
 
@@ -242,15 +251,21 @@ def _fam_one_hots(rng, V, k):
     a, b = int(perm[0]), int(perm[-1])
     cases_t, cases_d = [], []
     # 0: draft one-hot on a, target spread with t(a) = 0.6 (accepted 60%, residual avoids a)
-    t = 0.4 * _dir(rng, V - 1); t = np.insert(t, a, 0.6) if V > 1 else np.array([1.0])
-    cases_t.append(t / t.sum()); cases_d.append(np.eye(V)[a])
+    t = 0.4 * _dir(rng, V - 1)
+    t = np.insert(t, a, 0.6) if V > 1 else np.array([1.0])
+    cases_t.append(t / t.sum())
+    cases_d.append(np.eye(V)[a])
     # 1: target one-hot on b, draft spread with d(b) = 0.5
-    d = 0.5 * _dir(rng, V - 1); d = np.insert(d, b, 0.5)
-    cases_t.append(np.eye(V)[b]); cases_d.append(d / d.sum())
+    d = 0.5 * _dir(rng, V - 1)
+    d = np.insert(d, b, 0.5)
+    cases_t.append(np.eye(V)[b])
+    cases_d.append(d / d.sum())
     # 2: both one-hot on the same token (always accepted)
-    cases_t.append(np.eye(V)[a]); cases_d.append(np.eye(V)[a])
+    cases_t.append(np.eye(V)[a])
+    cases_d.append(np.eye(V)[a])
     # 3: one-hots on different tokens (always rejected)
-    cases_t.append(np.eye(V)[b]); cases_d.append(np.eye(V)[a])
+    cases_t.append(np.eye(V)[b])
+    cases_d.append(np.eye(V)[a])
     rows_t = [cases_t[j % 4] for j in range(k)] + [np.eye(V)[b]]
     rows_d = [cases_d[j % 4] for j in range(k)]
     return _context_free(rows_t, rows_d, V)
@@ -268,12 +283,13 @@ def _fam_tiny(rng, V, k):
         perm = rng.permutation(V)
         t = _dir(rng, V) + 0.05
         d = _dir(rng, V) + 0.05
-        t[perm[0]] = TINY            # the draft likes a token the target almost never emits
+        t[perm[0]] = TINY  # the draft likes a token the target almost never emits
         d[perm[0]] = 0.5 * d.sum()
         if V > 2:
-            d[perm[1]] = TINY        # the target likes a token the draft almost never proposes
+            d[perm[1]] = TINY  # the target likes a token the draft almost never proposes
             t[perm[1]] = 0.5 * t.sum()
-        rows_t.append(t / t.sum()); rows_d.append(d / d.sum())
+        rows_t.append(t / t.sum())
+        rows_d.append(d / d.sum())
     return _context_free(rows_t, rows_d[:k], V)
 
 
@@ -314,17 +330,36 @@ def _fam_markov(rng, V, k):
 
 #: name -> (builder(rng, V, k) -> (target [k+1,V,V], draft [k,V,V]), description, needs several positions)
 FAMILIES = {
-    "disjoint_supports": (_fam_disjoint, "target and draft have disjoint supports at the first position "
-                          "(every draft is rejected; the residual is the target)", False),
-    "zeros": (_fam_zeros, "target and draft with exact zeros at different tokens, one law per position", True),
-    "one_hots": (_fam_one_hots, "one-hot target, one-hot draft, both one-hot (equal and different), cycling over positions", True),
-    "equal": (_fam_equal, "target == draft at every drafted position (never rejected, bonus always drawn)", True),
+    "disjoint_supports": (
+        _fam_disjoint,
+        "target and draft have disjoint supports at the first position "
+        "(every draft is rejected; the residual is the target)",
+        False,
+    ),
+    "zeros": (
+        _fam_zeros,
+        "target and draft with exact zeros at different tokens, one law per position",
+        True,
+    ),
+    "one_hots": (
+        _fam_one_hots,
+        "one-hot target, one-hot draft, both one-hot (equal and different), cycling over positions",
+        True,
+    ),
+    "equal": (
+        _fam_equal,
+        "target == draft at every drafted position (never rejected, bonus always drawn)",
+        True,
+    ),
     "tiny": (_fam_tiny, "probabilities of 1e-6 in the target where the draft is large and vice versa", False),
     "flatter_draft": (_fam_flatter, "uniform draft against a peaked target", True),
     "sharper_draft": (_fam_sharper, "draft = target**4 renormalised (much sharper than the target)", True),
     "positions": (_fam_positions, "context-free, a distinct law at every position (rotated)", True),
-    "markov": (_fam_markov, "context-dependent laws (first-order tree: each row depends on the previous token), "
-               "with exact zeros", True),
+    "markov": (
+        _fam_markov,
+        "context-dependent laws (first-order tree: each row depends on the previous token), with exact zeros",
+        True,
+    ),
 }
 
 
@@ -383,9 +418,9 @@ def constant_uniform_rng(which: str) -> np.random.Generator:
     True
     """
     if which == "low":
-        word = 1                       # (a >> 5) == 0 and (b >> 6) == 0  ->  random() == 0.0
+        word = 1  # (a >> 5) == 0 and (b >> 6) == 0  ->  random() == 0.0
     elif which == "high":
-        word = 0xFFFFFFFF              # -> random() == (2**53 - 1) / 2**53
+        word = 0xFFFFFFFF  # -> random() == (2**53 - 1) / 2**53
     else:
         raise ValueError(f"which: expected 'low' or 'high', got {which!r}")
     bg = np.random.MT19937(0)

@@ -42,6 +42,7 @@ reproducible without any torch seeding.
 after an accepted stop token) change what a correct output is, and the efficiency checks
 judge each protocol by its own optimum.
 """
+
 from __future__ import annotations
 
 from itertools import cycle
@@ -54,23 +55,45 @@ from ._runner import Runner
 from .instances import FAMILIES, Instance, make_instance
 from .report import CheckResult, Finding, Report, summarise
 
-__all__ = ["check_verifier", "assert_verifier_lossless", "assert_verifier_optimal", "Report",
-           "CheckResult", "Finding", "CHECKS"]
+__all__ = [
+    "check_verifier",
+    "assert_verifier_lossless",
+    "assert_verifier_optimal",
+    "Report",
+    "CheckResult",
+    "Finding",
+    "CHECKS",
+]
 
 #: check name -> (what it tests, kind)
 CHECKS = {
     "runs_without_error": ("the verifier returns on every instance (no exception)", "exact"),
-    "output_format": ("1-d integer array, length 1..k+1 (1..k with the bonus off), tokens in [0, V), "
-                      "emitted prefix equal to the drafts, nothing after an accepted stop token", "exact"),
+    "output_format": (
+        "1-d integer array, length 1..k+1 (1..k with the bonus off), tokens in [0, V), "
+        "emitted prefix equal to the drafts, nothing after an accepted stop token",
+        "exact",
+    ),
     "zero_probability": ("no emitted token has target probability 0", "exact"),
-    "forced_uniforms": ("with every uniform forced to 0 and to its largest value below 1 (numpy rng and routed "
-                        "torch draws): no error, well-formed output, no token of target probability 0", "exact"),
+    "forced_uniforms": (
+        "with every uniform forced to 0 and to its largest value below 1 (numpy rng and routed "
+        "torch draws): no error, well-formed output, no token of target probability 0",
+        "exact",
+    ),
     "determinism": ("the same seed gives the same output", "exact"),
     "first_token_law": ("law of the first emitted token equals the target's", "lossless"),
-    "position_laws": ("law of each later position (completed by the target) equals the target marginal", "lossless"),
-    "sequence_law": ("joint law of the emitted sequence (completed by the target) equals the target's", "lossless"),
+    "position_laws": (
+        "law of each later position (completed by the target) equals the target marginal",
+        "lossless",
+    ),
+    "sequence_law": (
+        "joint law of the emitted sequence (completed by the target) equals the target's",
+        "lossless",
+    ),
     "acceptance_rate": ("P(first draft accepted) equals the optimum sum_x min(target, draft)", "efficiency"),
-    "mean_accepted": ("E[accepted drafts] is not below standard token verification (same protocol)", "efficiency"),
+    "mean_accepted": (
+        "E[accepted drafts] is not below standard token verification (same protocol)",
+        "efficiency",
+    ),
 }
 
 
@@ -117,6 +140,7 @@ def resolve_verifier(verify):
 
     if isinstance(verify, (str, Verifier)):
         from .reference import from_verifier
+
         try:
             return from_verifier(verify)
         except (KeyError, ValueError) as exc:
@@ -124,7 +148,7 @@ def resolve_verifier(verify):
     return verify
 
 
-_WORK = None     # what forked workers inherit (set just before the pool starts)
+_WORK = None  # what forked workers inherit (set just before the pool starts)
 
 
 def _one(i):
@@ -140,11 +164,14 @@ def _run_all(work, jobs, progress):
     from tqdm.auto import tqdm
 
     n = len(work[1])
-    bar = dict(desc="check_verifier", total=n, disable=None if progress is None else not progress, leave=False)
+    bar = dict(
+        desc="check_verifier", total=n, disable=None if progress is None else not progress, leave=False
+    )
     _WORK = work
     try:
         if jobs > 1 and n > 1:
             import multiprocessing as mp
+
             with mp.get_context("fork").Pool(min(jobs, n)) as pool:
                 parts = list(tqdm(pool.imap(_one, range(n)), **bar))
         else:
@@ -155,10 +182,25 @@ def _run_all(work, jobs, progress):
     return found, any(r for _, r in parts)
 
 
-def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int = 20_000, seed=0,
-                   families=None, alpha: float = 1e-4, efficiency: bool = True, batched=None,
-                   instances=None, progress=None, bonus=None, stop_token=None, torch_random=None,
-                   rows_per_call=None, jobs: int = 1) -> Report:
+def check_verifier(
+    verify,
+    *,
+    vocab_sizes=(3, 5),
+    gammas=(1, 3),
+    n_samples: int = 20_000,
+    seed=0,
+    families=None,
+    alpha: float = 1e-4,
+    efficiency: bool = True,
+    batched=None,
+    instances=None,
+    progress=None,
+    bonus=None,
+    stop_token=None,
+    torch_random=None,
+    rows_per_call=None,
+    jobs: int = 1,
+) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
     Parameters
@@ -256,11 +298,18 @@ def check_verifier(verify, *, vocab_sizes=(3, 5), gammas=(1, 3), n_samples: int 
         if kind == "efficiency" and not efficiency:
             continue
         checks.append(summarise(name, desc, kind, found[name], a_i, M, alpha))
-    config = {"vocab_sizes": list(vocab_sizes), "gammas": list(gammas), "n_samples": n_samples,
-              "seed": seed if np.isscalar(seed) else str(seed),
-              "families": list(FAMILIES) if families is None else list(families),
-              "n_instances": len(insts), "instances": [i.name for i in insts], "batched": bool(batched),
-              "protocol": {"bonus": bonus, "stop_token": stop_token}, "torch_random": routed}
+    config = {
+        "vocab_sizes": list(vocab_sizes),
+        "gammas": list(gammas),
+        "n_samples": n_samples,
+        "seed": seed if np.isscalar(seed) else str(seed),
+        "families": list(FAMILIES) if families is None else list(families),
+        "n_instances": len(insts),
+        "instances": [i.name for i in insts],
+        "batched": bool(batched),
+        "protocol": {"bonus": bonus, "stop_token": stop_token},
+        "torch_random": routed,
+    }
     return Report(_name(verify), checks, config, M, alpha)
 
 

@@ -33,15 +33,23 @@ The uniforms are drawn apart from the rule (:func:`accepted_count`,
 :func:`spectheory.laws.sampling.sample_categorical`) so the rule can be checked with
 hand-picked uniforms.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..laws.sampling import residual_weights, sample_categorical
 from ..verifiers.token import TOKEN
 
-__all__ = ["accepted_count", "reference_verify", "reference_verify_batch", "as_batched",
-           "BatchedVerifier", "from_round_verifier", "from_verifier", "PAD"]
+__all__ = [
+    "accepted_count",
+    "reference_verify",
+    "reference_verify_batch",
+    "as_batched",
+    "BatchedVerifier",
+    "from_round_verifier",
+    "from_verifier",
+    "PAD",
+]
 
 #: Padding value of the batched interface (positions after the emitted tokens).
 PAD = -1
@@ -59,7 +67,9 @@ def _check_args(target_probs, draft_probs, draft_tokens, batched=False):
     if t.shape != d.shape[:-2] + (k + 1, V):
         raise ValueError(f"target_probs: expected shape {d.shape[:-2] + (k + 1, V)}, got {t.shape}")
     if x.shape != d.shape[:-1] or not np.issubdtype(x.dtype, np.integer):
-        raise ValueError(f"draft_tokens: expected an int array of shape {d.shape[:-1]}, got {x.dtype} {x.shape}")
+        raise ValueError(
+            f"draft_tokens: expected an int array of shape {d.shape[:-1]}, got {x.dtype} {x.shape}"
+        )
     if x.size and (x.min() < 0 or x.max() >= V):
         raise ValueError(f"draft_tokens: entries must lie in [0, {V})")
     if not (np.all(np.isfinite(t)) and np.all(np.isfinite(d))) or t.min() < 0 or d.min() < 0:
@@ -88,7 +98,7 @@ def accepted_count(target_probs, draft_probs, draft_tokens, uniforms) -> int:
     k = x.shape[0]
     if u.shape != (k,):
         raise ValueError(f"uniforms: expected shape ({k},), got {u.shape}")
-    n, _ = TOKEN.rule(t[None], d[None], x[None], [k], u[None], [0.0])   # the token Verifier's rule
+    n, _ = TOKEN.rule(t[None], d[None], x[None], [k], u[None], [0.0])  # the token Verifier's rule
     return int(n[0])
 
 
@@ -120,7 +130,9 @@ def reference_verify(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray
     rng = np.random.default_rng(rng)
     k = x.shape[0]
     u = rng.random((1, k))
-    n, y = TOKEN._rule(t[None], d[None], x[None], np.array([k]), u, rng.random(1))   # the token Verifier's rule
+    n, y = TOKEN._rule(
+        t[None], d[None], x[None], np.array([k]), u, rng.random(1)
+    )  # the token Verifier's rule
     n = int(n[0])
     out = np.empty(n + 1, dtype=np.int64)
     out[:n] = x[:n]
@@ -200,8 +212,9 @@ class BatchedVerifier:
         return out
 
     def __call__(self, target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
-        out = self.verify_batch(np.asarray(target_probs)[None], np.asarray(draft_probs)[None],
-                                np.asarray(draft_tokens)[None], rng)[0]
+        out = self.verify_batch(
+            np.asarray(target_probs)[None], np.asarray(draft_probs)[None], np.asarray(draft_tokens)[None], rng
+        )[0]
         stop = np.flatnonzero(out == PAD)
         return out[: stop[0]] if stop.size else out
 
@@ -229,6 +242,7 @@ def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifie
     -> (n_accepted [N], final_token [N])``, e.g. the ``verify_round`` method of a
     :class:`~spectheory.verifiers.Verifier` (``get_verifier("block").verify_round``).
     """
+
     def verify_batch(target_probs, draft_probs, draft_tokens, rng):
         x = np.asarray(draft_tokens, dtype=np.int64)
         N, k = x.shape

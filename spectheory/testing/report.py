@@ -10,6 +10,7 @@ verdict); a check's line counts the instances it ran on and its findings separat
 >>> summarise("x", "demo", "exact", f, 1e-4, 10, 1e-3).statistic
 '1 of 2 instances violate it (2 of 3 findings); e.g. bad'
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -29,8 +30,8 @@ class Finding:
     threshold: float = np.nan
     p_value: float = np.nan
     summary: str = ""
-    example: str = ""          # a minimal failing instance, when failed
-    size: int = 0              # V * (k+1) of the instance, to choose the smallest failure
+    example: str = ""  # a minimal failing instance, when failed
+    size: int = 0  # V * (k+1) of the instance, to choose the smallest failure
 
 
 @dataclass
@@ -63,8 +64,11 @@ class CheckResult:
 
     def __str__(self) -> str:
         mark = "PASS" if self.passed else "FAIL"
-        lines = [f"[{mark}] {self.name}: {self.description}",
-                 f"       statistic: {self.statistic}", f"       threshold: {self.threshold}"]
+        lines = [
+            f"[{mark}] {self.name}: {self.description}",
+            f"       statistic: {self.statistic}",
+            f"       threshold: {self.threshold}",
+        ]
         if self.failing_instance:
             lines.append("       minimal failing instance:")
             lines += ["         " + ln for ln in self.failing_instance.splitlines()]
@@ -109,25 +113,40 @@ class Report:
         raise KeyError(name)
 
     def to_dict(self) -> dict:
-        return {"verifier": self.verifier, "passed": self.passed, "config": self.config,
-                "n_tests": self.n_tests, "alpha": self.alpha,
-                "checks": {c.name: {"passed": c.passed, "kind": c.kind, "statistic": c.statistic,
-                                    "threshold": c.threshold,
-                                    "min_p_value": float(min((f.p_value for f in c.findings
-                                                              if np.isfinite(f.p_value)), default=np.nan))}
-                           for c in self.checks}}
+        return {
+            "verifier": self.verifier,
+            "passed": self.passed,
+            "config": self.config,
+            "n_tests": self.n_tests,
+            "alpha": self.alpha,
+            "checks": {
+                c.name: {
+                    "passed": c.passed,
+                    "kind": c.kind,
+                    "statistic": c.statistic,
+                    "threshold": c.threshold,
+                    "min_p_value": float(
+                        min((f.p_value for f in c.findings if np.isfinite(f.p_value)), default=np.nan)
+                    ),
+                }
+                for c in self.checks
+            },
+        }
 
     def __str__(self) -> str:
         cfg = self.config
         proto = cfg.get("protocol", {})
         proto_s = ", ".join(f"{k}={v}" for k, v in proto.items())
-        head = (f"spectheory.testing report for {self.verifier}: "
-                f"{'PASSED' if self.passed else 'FAILED (' + ', '.join(self.failed) + ')'}\n"
-                f"  {cfg['n_instances']} instances x {cfg['n_samples']} samples, seed {cfg['seed']}"
-                + (f"; protocol {proto_s}" if proto_s else "") + f"; torch draws routed: "
-                f"{cfg.get('torch_random', False)}\n"
-                f"  {self.n_tests} statistical tests at level {self.alpha:g}/{self.n_tests} = "
-                f"{self.alpha / max(self.n_tests, 1):.3g} each (Bonferroni)")
+        head = (
+            f"spectheory.testing report for {self.verifier}: "
+            f"{'PASSED' if self.passed else 'FAILED (' + ', '.join(self.failed) + ')'}\n"
+            f"  {cfg['n_instances']} instances x {cfg['n_samples']} samples, seed {cfg['seed']}"
+            + (f"; protocol {proto_s}" if proto_s else "")
+            + f"; torch draws routed: "
+            f"{cfg.get('torch_random', False)}\n"
+            f"  {self.n_tests} statistical tests at level {self.alpha:g}/{self.n_tests} = "
+            f"{self.alpha / max(self.n_tests, 1):.3g} each (Bonferroni)"
+        )
         return head + "\n" + "\n".join(str(c) for c in self.checks)
 
 
@@ -148,19 +167,27 @@ def summarise(name, desc, kind, findings, a_i, M, alpha) -> CheckResult:
     n_inst = len(_instances(findings))
     bad_inst = len(_instances(fails))
     if kind == "exact":
-        stat = (f"{bad_inst} of {n_inst} instances violate it ({len(fails)} of {len(findings)} findings); "
-                f"e.g. {minimal.summary}" if fails else f"0 violations on {n_inst} instances")
+        stat = (
+            f"{bad_inst} of {n_inst} instances violate it ({len(fails)} of {len(findings)} findings); "
+            f"e.g. {minimal.summary}"
+            if fails
+            else f"0 violations on {n_inst} instances"
+        )
         thr = "no violation allowed"
     else:
         ps = [f for f in findings if np.isfinite(f.p_value)]
         if not findings:
             stat = "not run (the verifier raised or returned nothing usable)"
         elif minimal is not None:
-            stat = (f"{len(fails)} of {len(findings)} tests fail on {bad_inst} of {n_inst} instances; "
-                    f"smallest failing {minimal.instance}: {minimal.summary}")
+            stat = (
+                f"{len(fails)} of {len(findings)} tests fail on {bad_inst} of {n_inst} instances; "
+                f"smallest failing {minimal.instance}: {minimal.summary}"
+            )
         else:
             worst = min(ps, key=lambda f: f.p_value)
-            stat = (f"0 of {len(findings)} tests fail on {n_inst} instances; smallest p-value on "
-                    f"{worst.instance}: {worst.summary}")
+            stat = (
+                f"0 of {len(findings)} tests fail on {n_inst} instances; smallest p-value on "
+                f"{worst.instance}: {worst.summary}"
+            )
         thr = f"p < {a_i:.3g} fails (alpha {alpha:g} / {M} tests, Bonferroni)"
     return CheckResult(name, desc, kind, passed, stat, thr, minimal.example if minimal else None, findings)

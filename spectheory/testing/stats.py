@@ -10,6 +10,7 @@ r"""Statistical tests of the conformance kit, each with a threshold at a given l
   :math:`P(\bar X - \mu \le -\varepsilon) \le \exp(-n\varepsilon^2 / (2\sigma^2 + 2b\varepsilon/3))`
   (valid for every ``n``, no approximation).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,7 +43,7 @@ def pool_cells(expected: np.ndarray, min_expected: float) -> np.ndarray:
     n_small = int(np.searchsorted(e, min_expected, side="left"))
     bins = np.empty(order.size, dtype=np.int64)
     b, acc = 0, 0.0
-    for i in range(n_small):                 # greedy over the small cells (sorted ascending)
+    for i in range(n_small):  # greedy over the small cells (sorted ascending)
         bins[i] = b
         acc += e[i]
         if acc >= min_expected:
@@ -97,8 +98,13 @@ def chi2_test(counts, probs, alpha: float, min_expected: float = 20.0) -> TestOu
     dof = nb - 1
     p = float(stats.chi2.sf(x2, dof))
     crit = float(stats.chi2.isf(alpha, dof))
-    return TestOutcome(x2, crit, p, bool(p >= alpha),
-                       f"chi2 = {x2:.4g} vs critical {crit:.4g} (dof {dof}, n = {int(n)}, p = {p:.3g})")
+    return TestOutcome(
+        x2,
+        crit,
+        p,
+        bool(p >= alpha),
+        f"chi2 = {x2:.4g} vs critical {crit:.4g} (dof {dof}, n = {int(n)}, p = {p:.3g})",
+    )
 
 
 def binomial_test(successes: int, n: int, prob: float, alpha: float) -> TestOutcome:
@@ -119,13 +125,19 @@ def binomial_test(successes: int, n: int, prob: float, alpha: float) -> TestOutc
     lo_c = float(stats.binom.ppf(alpha / 2, n, prob)) / n
     hi_c = float(stats.binom.isf(alpha / 2, n, prob)) / n
     rate = successes / n
-    return TestOutcome(rate, prob, p, bool(p >= alpha),
-                       f"rate {rate:.5f} vs optimum {prob:.5f} (accepted band [{lo_c:.5f}, {hi_c:.5f}], "
-                       f"n = {n}, p = {p:.3g})")
+    return TestOutcome(
+        rate,
+        prob,
+        p,
+        bool(p >= alpha),
+        f"rate {rate:.5f} vs optimum {prob:.5f} (accepted band [{lo_c:.5f}, {hi_c:.5f}], "
+        f"n = {n}, p = {p:.3g})",
+    )
 
 
-def bernstein_lower_test(mean: float, n: int, mu: float, var: float, bound: float,
-                         alpha: float) -> TestOutcome:
+def bernstein_lower_test(
+    mean: float, n: int, mu: float, var: float, bound: float, alpha: float
+) -> TestOutcome:
     r"""One-sided test that a sample mean of ``n`` variables in ``[0, bound]`` is not below ``mu``.
 
     Fails when :math:`\mu - \bar X > \varepsilon_\alpha`, the deficit at which Bernstein's bound
@@ -146,7 +158,12 @@ def bernstein_lower_test(mean: float, n: int, mu: float, var: float, bound: floa
     a = 2.0 * L * bound / 3.0
     eps = (a + np.sqrt(a * a + 8.0 * n * L * var)) / (2.0 * n)
     deficit = mu - mean
-    p = 1.0 if deficit <= 0 else float(np.exp(-n * deficit ** 2 / (2 * var + 2 * bound * deficit / 3)))
-    return TestOutcome(float(deficit), float(eps), p, bool(deficit <= eps),
-                       f"mean {mean:.5f} vs optimum {mu:.5f} (deficit {deficit:.5f}, allowed {eps:.5f}, "
-                       f"n = {n}, p <= {p:.3g})")
+    p = 1.0 if deficit <= 0 else float(np.exp(-n * deficit**2 / (2 * var + 2 * bound * deficit / 3)))
+    return TestOutcome(
+        float(deficit),
+        float(eps),
+        p,
+        bool(deficit <= eps),
+        f"mean {mean:.5f} vs optimum {mu:.5f} (deficit {deficit:.5f}, allowed {eps:.5f}, "
+        f"n = {n}, p <= {p:.3g})",
+    )

@@ -26,6 +26,7 @@ Examples
 ...     assert list(out[:-1]) == list(draft_tokens[:len(out) - 1])
 >>> test_prefix()
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,8 +35,17 @@ from hypothesis import strategies as st
 from .._validation import check_int
 from .instances import FAMILIES, make_instance
 
-__all__ = ["seeds", "laws", "law_pairs", "verification_instances", "chains", "decoding_chains",
-           "kit_instances", "LAW_KINDS", "random_law"]
+__all__ = [
+    "seeds",
+    "laws",
+    "law_pairs",
+    "verification_instances",
+    "chains",
+    "decoding_chains",
+    "kit_instances",
+    "LAW_KINDS",
+    "random_law",
+]
 
 #: Shapes of laws that :func:`laws` draws from.
 LAW_KINDS = ("dirichlet", "peaked", "zeros", "one_hot", "near_one_hot", "tiny", "uniform")
@@ -100,7 +110,9 @@ def laws(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 8, kinds
 
 
 @st.composite
-def law_pairs(draw, vocab_size=None, *, tv=(0.0, 1.0), min_vocab: int = 2, max_vocab: int = 8, kinds=LAW_KINDS):
+def law_pairs(
+    draw, vocab_size=None, *, tv=(0.0, 1.0), min_vocab: int = 2, max_vocab: int = 8, kinds=LAW_KINDS
+):
     r"""``(target, draft)`` with :math:`\mathrm{TV}(p, q)` in the band ``tv = (lo, hi)``.
 
     The draft is the mixture :math:`q = (1 - \lambda) p + \lambda o` with ``o`` one-hot on a
@@ -127,8 +139,9 @@ def law_pairs(draw, vocab_size=None, *, tv=(0.0, 1.0), min_vocab: int = 2, max_v
 
 
 @st.composite
-def verification_instances(draw, vocab_size=None, k=None, *, min_vocab: int = 2, max_vocab: int = 6,
-                           max_k: int = 4, kinds=LAW_KINDS):
+def verification_instances(
+    draw, vocab_size=None, k=None, *, min_vocab: int = 2, max_vocab: int = 6, max_k: int = 4, kinds=LAW_KINDS
+):
     """``(target_probs [k+1, V], draft_probs [k, V], draft_tokens [k])``, drafts sampled from the draft rows."""
     V = draw(_vocab(vocab_size, min_vocab, max_vocab))
     kk = draw(st.integers(1, max_k)) if k is None else check_int(k, "k", 1)
@@ -153,6 +166,7 @@ def chains(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 5, kin
 def decoding_chains(draw, vocab_size=None, **kwargs):
     """A :class:`spectheory.DecodingChain` built from :func:`chains`."""
     from ..chain.core import DecodingChain
+
     target, draft, initial = draw(chains(vocab_size, **kwargs))
     return DecodingChain(target, draft, initial)
 

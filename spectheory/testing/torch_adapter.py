@@ -12,6 +12,7 @@ the padding value, the call signature (some engines take bonus token ids sampled
 caller), the output layout (padded ids, or ids plus a count), device and dtype.
 torch is imported only when the adapter is built.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -32,8 +33,16 @@ def _torch():
     return torch
 
 
-def from_torch_sampler(fn, *, signature="kit", pad_value: int = -1, output: str = "padded",
-                       device="cpu", dtype=None, name: str | None = None) -> BatchedVerifier:
+def from_torch_sampler(
+    fn,
+    *,
+    signature="kit",
+    pad_value: int = -1,
+    output: str = "padded",
+    device="cpu",
+    dtype=None,
+    name: str | None = None,
+) -> BatchedVerifier:
     r"""Wrap a batched torch rejection sampler as a kit verifier.
 
     Parameters
@@ -103,8 +112,9 @@ def from_torch_sampler(fn, *, signature="kit", pad_value: int = -1, output: str 
             return np.where(out == pad_value, PAD, out) if pad_value != PAD else out
         tokens, counts = res
         tokens = tokens.detach().to("cpu").numpy().astype(np.int64)
-        counts = np.asarray(counts.detach().to("cpu").numpy() if hasattr(counts, "detach") else counts,
-                            dtype=np.int64).reshape(-1)
+        counts = np.asarray(
+            counts.detach().to("cpu").numpy() if hasattr(counts, "detach") else counts, dtype=np.int64
+        ).reshape(-1)
         if output == "tokens_and_num_accepted":
             counts = counts + 1
         keep = np.arange(tokens.shape[1])[None, :] < counts[:, None]
@@ -131,7 +141,7 @@ def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generato
     tx = target_probs[:, :k].gather(-1, idx[..., None])[..., 0].double()
     dx = draft_probs.gather(-1, idx[..., None])[..., 0].double()
     ok = u * dx < tx if strict else u * dx <= tx
-    n = torch.cumprod(ok.long(), dim=1).sum(dim=1)                    # accepted count
+    n = torch.cumprod(ok.long(), dim=1).sum(dim=1)  # accepted count
     rows = torch.arange(B, device=dev)
     j = n.clamp(max=k - 1)
     excess = (target_probs[rows, j] - draft_probs[rows, j]).clamp_min(0).double()
@@ -147,8 +157,9 @@ def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generato
     return out
 
 
-def vllm_style_sampler(target_probs, bonus_token_ids, draft_probs, draft_token_ids, *,
-                       disable_bonus_tokens: bool = False):
+def vllm_style_sampler(
+    target_probs, bonus_token_ids, draft_probs, draft_token_ids, *, disable_bonus_tokens: bool = False
+):
     r"""A correct rejection sampler in vLLM's ``[B, k, V]`` convention (modelled on vLLM 0.5).
 
     ``target_probs [B, k, V]`` (the draft positions only), ``bonus_token_ids [B, 1]`` (drawn
@@ -174,7 +185,7 @@ def vllm_style_sampler(target_probs, bonus_token_ids, draft_probs, draft_token_i
     mass = diff.sum(-1, keepdim=True)
     w = torch.where(mass > 0, diff, target_probs)
     e = torch.empty_like(w).exponential_(1.0)
-    recovered = (w / e).argmax(-1)                                       # [B, k]
+    recovered = (w / e).argmax(-1)  # [B, k]
     out = torch.full((B, k + 1), -1, dtype=torch.long)
     out[:, :k] = torch.where(pos < limits[:, None], ids, torch.full_like(ids, -1))
     at = pos == limits[:, None]

@@ -46,6 +46,7 @@ Examples
 ...     bool((a == torch.rand(2)).all())
 True
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -98,7 +99,7 @@ class KitRandom:
 
     def uniform_value(self, bits: int) -> float:
         """The forced uniform: 0 (``"low"``) or ``1 - 2**-bits`` (``"high"``)."""
-        return 0.0 if self.force == "low" else 1.0 - 2.0 ** -bits
+        return 0.0 if self.force == "low" else 1.0 - 2.0**-bits
 
     def exponential_value(self, bits: int) -> float:
         """The forced standard exponential ``-log1p(-u)``, ``u = 2**-(bits+1)`` or ``1 - 2**-(bits+1)``."""
@@ -139,23 +140,44 @@ def _check_weights(torch, w, num_samples, replacement):
     if not (tot > 0).all():
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     if not replacement and int(num_samples) > int((wd > 0).sum(-1).min()):
-        raise RuntimeError("invalid multinomial distribution (with replacement=False, "
-                           "not enough non-negative category to sample)")
+        raise RuntimeError(
+            "invalid multinomial distribution (with replacement=False, "
+            "not enough non-negative category to sample)"
+        )
     return wd
 
 
 def _install(torch):
-    orig = {"rand": torch.rand, "rand_like": torch.rand_like, "multinomial": torch.multinomial,
-            "uniform_": torch.Tensor.uniform_, "exponential_": torch.Tensor.exponential_,
-            "tmultinomial": torch.Tensor.multinomial}
+    orig = {
+        "rand": torch.rand,
+        "rand_like": torch.rand_like,
+        "multinomial": torch.multinomial,
+        "uniform_": torch.Tensor.uniform_,
+        "exponential_": torch.Tensor.exponential_,
+        "tmultinomial": torch.Tensor.multinomial,
+    }
 
-    def rand(*size, generator=None, out=None, dtype=None, layout=None, device=None,
-             requires_grad=False, pin_memory=False):
+    def rand(
+        *size,
+        generator=None,
+        out=None,
+        dtype=None,
+        layout=None,
+        device=None,
+        requires_grad=False,
+        pin_memory=False,
+    ):
         src = _stack[-1]
         if src.force is None:
             kw = {"out": out} if out is not None else {}
-            return orig["rand"](*size, generator=src.generator(torch, device), dtype=dtype, device=device,
-                                requires_grad=requires_grad, **kw)
+            return orig["rand"](
+                *size,
+                generator=src.generator(torch, device),
+                dtype=dtype,
+                device=device,
+                requires_grad=requires_grad,
+                **kw,
+            )
         dtype = dtype or torch.get_default_dtype()
         t = torch.full(_shape(size), src.uniform_value(_bits(dtype)), dtype=dtype, device=device)
         if out is not None:
@@ -164,8 +186,12 @@ def _install(torch):
         return t.requires_grad_(requires_grad) if requires_grad else t
 
     def rand_like(input, *, dtype=None, layout=None, device=None, requires_grad=False, memory_format=None):
-        return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device or input.device,
-                    requires_grad=requires_grad)
+        return rand(
+            tuple(input.shape),
+            dtype=dtype or input.dtype,
+            device=device or input.device,
+            requires_grad=requires_grad,
+        )
 
     def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
         a, b = kw.pop("from", a), kw.pop("to", b)
@@ -186,14 +212,15 @@ def _install(torch):
         src = _stack[-1]
         if src.force is None:
             kw = {"out": out} if out is not None else {}
-            return orig["multinomial"](input, num_samples, replacement,
-                                       generator=src.generator(torch, input.device), **kw)
+            return orig["multinomial"](
+                input, num_samples, replacement, generator=src.generator(torch, input.device), **kw
+            )
         wd = _check_weights(torch, input, num_samples, replacement)
         pos = (wd > 0).long()
         if src.force == "high":
             pos = pos.flip(-1)
         n = int(num_samples)
-        order = torch.argsort(-pos, dim=-1, stable=True)          # positive entries first, in order
+        order = torch.argsort(-pos, dim=-1, stable=True)  # positive entries first, in order
         first = order[..., :1].expand(*order.shape[:-1], n) if replacement else order[..., :n]
         idx = (wd.shape[-1] - 1 - first) if src.force == "high" else first
         idx = idx.to(input.device)
@@ -206,8 +233,13 @@ def _install(torch):
         return multinomial(self, num_samples, replacement)
 
     _saved.update({("torch", k): orig[k] for k in ("rand", "rand_like", "multinomial")})
-    _saved.update({("Tensor", "uniform_"): orig["uniform_"], ("Tensor", "exponential_"): orig["exponential_"],
-                   ("Tensor", "multinomial"): orig["tmultinomial"]})
+    _saved.update(
+        {
+            ("Tensor", "uniform_"): orig["uniform_"],
+            ("Tensor", "exponential_"): orig["exponential_"],
+            ("Tensor", "multinomial"): orig["tmultinomial"],
+        }
+    )
     torch.rand, torch.rand_like, torch.multinomial = rand, rand_like, multinomial
     torch.Tensor.uniform_ = uniform_
     torch.Tensor.exponential_ = exponential_

@@ -23,6 +23,7 @@ kit catches.
 >>> check_tree_verifier(reference_tree_verify("traversal"), policy="wo", n_samples=3000, rng=0).passed
 True
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -31,11 +32,17 @@ import numpy as np
 from scipy import stats
 
 from ..trees import DraftTree, get_tree_verifier, tree_round_law
+from ..trees.rules import _categorical, slot_law
 from ..trees.simulate import draw_children
-from ..trees.rules import slot_law, _categorical
 
-__all__ = ["check_tree_verifier", "assert_tree_verifier_lossless", "reference_tree_verify",
-           "tree_instances", "TreeReport", "TREE_GALLERY"]
+__all__ = [
+    "check_tree_verifier",
+    "assert_tree_verifier_lossless",
+    "reference_tree_verify",
+    "tree_instances",
+    "TreeReport",
+    "TREE_GALLERY",
+]
 
 
 def reference_tree_verify(verifier):
@@ -46,6 +53,7 @@ def reference_tree_verify(verifier):
         R, N = tokens.shape
         node, tok, _ = v.verify(tree, tokens, target_laws, draft_laws, rng.random((R, N)), rng.random(R))
         return node, tok
+
     verify.__name__ = f"reference_{v.name}"
     return verify
 
@@ -53,15 +61,20 @@ def reference_tree_verify(verifier):
 def tree_instances():
     """Kit instances: ``(name, chain, tree)``, first-order chains over 3 and 5 tokens."""
     import spectheory as st
-    far = st.DecodingChain.from_matrices([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]],
-                                         [[0.1, 0.3, 0.6], [0.6, 0.2, 0.2], [0.4, 0.5, 0.1]])
+
+    far = st.DecodingChain.from_matrices(
+        [[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]],
+        [[0.1, 0.3, 0.6], [0.6, 0.2, 0.2], [0.4, 0.5, 0.1]],
+    )
     near = st.DecodingChain.random(3, concentration=1.0, similarity=0.6, rng=3)
     wide = st.DecodingChain.random(5, concentration=0.5, rng=3)
-    return [("far, [2, 1]", far, DraftTree.from_branching([2, 1])),
-            ("V=5, [3]", wide, DraftTree.from_branching([3])),
-            ("far, [3]", far, DraftTree.from_branching([3])),
-            ("near, [1, 1]", near, DraftTree.from_branching([1, 1])),
-            ("near, mixed", near, DraftTree.from_parents([-1, 0, 1, 0]))]
+    return [
+        ("far, [2, 1]", far, DraftTree.from_branching([2, 1])),
+        ("V=5, [3]", wide, DraftTree.from_branching([3])),
+        ("far, [3]", far, DraftTree.from_branching([3])),
+        ("near, [1, 1]", near, DraftTree.from_branching([1, 1])),
+        ("near, mixed", near, DraftTree.from_parents([-1, 0, 1, 0])),
+    ]
 
 
 def _draft_trees(chain, tree, policy, R, rng, s0=0):
@@ -93,8 +106,10 @@ class TreeReport:
         lines = [f"tree verifier {'PASSED' if self.passed else 'FAILED'}"]
         for r in self.rows:
             ref = ", ".join(f"{k} {v:.3f}" for k, v in r["reference_accepted"].items())
-            lines.append(f"  {r['instance']:>14}: p = {r['p_value']:.2e} {'ok' if r['passed'] else 'BIASED'}; "
-                         f"accepted {r['accepted']:.3f} +- {r['accepted_se']:.3f} (exact: {ref})")
+            lines.append(
+                f"  {r['instance']:>14}: p = {r['p_value']:.2e} {'ok' if r['passed'] else 'BIASED'}; "
+                f"accepted {r['accepted']:.3f} +- {r['accepted_se']:.3f} (exact: {ref})"
+            )
         return "\n".join(lines)
 
 
@@ -109,7 +124,9 @@ def check_tree_verifier(verify, policy="iid", n_samples=20_000, rng=None, alpha=
     rng = np.random.default_rng(rng)
     inst = tree_instances() if instances is None else instances
     rows = []
-    refs = {"iid": ["tree_rrs", "traversal_iid"], "wo": ["tree_rrs_wo", "traversal"], "topk": ["tree_topk"]}[policy]
+    refs = {"iid": ["tree_rrs", "traversal_iid"], "wo": ["tree_rrs_wo", "traversal"], "topk": ["tree_topk"]}[
+        policy
+    ]
     for name, chain, tree in inst:
         tok, states, t_laws, d_laws = _draft_trees(chain, tree, policy, n_samples, rng)
         node, y = verify(tree, tok, t_laws, d_laws, rng)
@@ -119,17 +136,17 @@ def check_tree_verifier(verify, policy="iid", n_samples=20_000, rng=None, alpha=
         depth = tree.depth[node]
         for r in range(n_samples):
             path = tree.path_to(node[r])
-            out[r, :len(path)] = tok[r, path]
+            out[r, : len(path)] = tok[r, path]
         out[np.arange(n_samples), depth] = y
         state = chain.next_state[states[np.arange(n_samples), node], y]
-        for j in range(1, L):                  # complete by target sampling
+        for j in range(1, L):  # complete by target sampling
             todo = depth < j
             if todo.any():
                 out[todo, j] = _categorical(chain.target[state[todo]], rng.random(int(todo.sum())))
                 state[todo] = chain.next_state[state[todo], out[todo, j]]
         V = chain.vocab_size
         law = np.zeros((V,) * L)
-        for seq in np.ndindex(*law.shape):     # exact target law from state 0
+        for seq in np.ndindex(*law.shape):  # exact target law from state 0
             p, s = 1.0, 0
             for x in seq:
                 p *= chain.target[s, x]
@@ -138,16 +155,23 @@ def check_tree_verifier(verify, policy="iid", n_samples=20_000, rng=None, alpha=
         counts = np.bincount(np.ravel_multi_index(out.T, law.shape), minlength=law.size)
         expected = law.ravel() * n_samples
         impossible = bool(np.any(counts[expected == 0] > 0))
-        big = expected >= 5                      # cells expecting < 5 are pooled (chi-square validity)
+        big = expected >= 5  # cells expecting < 5 are pooled (chi-square validity)
         obs = np.append(counts[big], counts[~big].sum())
         exp = np.append(expected[big], expected[~big].sum())
         use = exp > 0
         p_value = 0.0 if impossible else float(stats.chisquare(obs[use], exp[use]).pvalue)
         acc = tree.depth[node].astype(float)
         exact = {ref: float(tree_round_law(chain, tree, ref)[0] @ np.arange(L)) for ref in refs}
-        rows.append({"instance": name, "p_value": p_value, "passed": p_value >= alpha / len(inst),
-                     "accepted": float(acc.mean()), "accepted_se": float(acc.std(ddof=1) / np.sqrt(acc.size)),
-                     "reference_accepted": exact})
+        rows.append(
+            {
+                "instance": name,
+                "p_value": p_value,
+                "passed": p_value >= alpha / len(inst),
+                "accepted": float(acc.mean()),
+                "accepted_se": float(acc.std(ddof=1) / np.sqrt(acc.size)),
+                "reference_accepted": exact,
+            }
+        )
     return TreeReport(all(r["passed"] for r in rows), rows)
 
 
@@ -162,6 +186,7 @@ def assert_tree_verifier_lossless(verify, policy="iid", **kwargs):
 # ------------------------------------------------------------------ gallery of tree bugs
 def _rrs_variant(bug):
     """Top-down recursive rejection with one deliberate bug (vectorised, per-run loops)."""
+
     def verify(tree, tokens, target_laws, draft_laws, rng):
         R, N = tokens.shape
         node = np.zeros(R, dtype=np.int64)
@@ -176,18 +201,23 @@ def _rrs_variant(bug):
                     x = tokens[r, c]
                     if x < 0:
                         continue
-                    s = slot_law(draft_laws[r:r + 1, u], tokens[r:r + 1], tree.children[u], j,
-                                 "iid" if bug == "draft_for_wo" else bug_policy[bug])[0]
+                    s = slot_law(
+                        draft_laws[r : r + 1, u],
+                        tokens[r : r + 1],
+                        tree.children[u],
+                        j,
+                        "iid" if bug == "draft_for_wo" else bug_policy[bug],
+                    )[0]
                     if rng.random() < min(1.0, res[x] / s[x]) if s[x] > 0 else False:
                         acc = c
                         break
                     if bug == "no_zeroing":
-                        res = res / res.sum()                       # forgot to zero x first
+                        res = res / res.sum()  # forgot to zero x first
                     else:
                         ex = np.maximum(res - s, 0.0)
                         res = ex / ex.sum() if ex.sum() > 1e-15 else res
                 if acc is None and bug == "orphan" and kids and tree.children[kids[0]]:
-                    g = tree.children[kids[0]][0]                  # child of a rejected parent
+                    g = tree.children[kids[0]][0]  # child of a rejected parent
                     t, d = target_laws[r, kids[0]], draft_laws[r, kids[0]]
                     if tokens[r, g] >= 0 and rng.random() < min(1.0, t[tokens[r, g]] / d[tokens[r, g]]):
                         acc = g
@@ -200,6 +230,7 @@ def _rrs_variant(bug):
                     node[r], token[r] = u, rng.choice(target_laws.shape[2], p=target_laws[r, u])
                     break
         return node, token
+
     verify.__name__ = f"buggy_{bug}"
     return verify
 

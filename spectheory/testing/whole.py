@@ -26,6 +26,7 @@ HuggingFace's warpers: temperature, then top-k, then top-p). Checks: ``runs_with
 ``forced_uniforms``, ``determinism``, ``first_token_law``, ``position_laws``,
 ``sequence_law``; no efficiency check (the kit cannot see which tokens were accepted).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -73,10 +74,10 @@ def process_logits(logits, temperature: float = 1.0, top_k=None, top_p=None) -> 
     w = np.exp(z - m)
     law = w / w.sum(-1, keepdims=True)
     if top_p is not None and top_p < 1.0:
-        order = np.argsort(law, axis=-1, kind="stable")             # ascending
+        order = np.argsort(law, axis=-1, kind="stable")  # ascending
         srt = np.take_along_axis(law, order, -1)
         drop_sorted = np.cumsum(srt, -1) <= 1.0 - top_p
-        drop_sorted[..., -1] = False                                  # keep at least one token
+        drop_sorted[..., -1] = False  # keep at least one token
         drop = np.zeros_like(drop_sorted)
         np.put_along_axis(drop, order, drop_sorted, -1)
         law = np.where(drop, 0.0, law)
@@ -109,7 +110,9 @@ class ToyModel:
     def __call__(self, tokens) -> np.ndarray:
         tok = np.asarray(tokens, dtype=np.int64)
         if tok.ndim not in (1, 2) or tok.shape[-1] < 1:
-            raise ValueError(f"tokens: expected a non-empty [L] or [B, L] int sequence, got shape {tok.shape}")
+            raise ValueError(
+                f"tokens: expected a non-empty [L] or [B, L] int sequence, got shape {tok.shape}"
+            )
         if tok.min() < 0 or tok.max() >= self.vocab_size:
             raise ValueError(f"tokens: entries must lie in [0, {self.vocab_size})")
         self.calls += 1
@@ -121,6 +124,7 @@ def _torch_ctx(torch_random, seed=None, force=None):
     if torch_random is False or (torch_random is None and "torch" not in sys.modules):
         return contextlib.nullcontext()
     from .torch_random import kit_torch_random
+
     return kit_torch_random(seed, force=force)
 
 
@@ -151,9 +155,22 @@ def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None):
     return out, lengths, bad, None, note
 
 
-def check_sampler(sampler, *, temperature: float = 1.0, top_k=None, top_p=None, vocab_sizes=(3, 5),
-                  gammas=(1, 3), n_samples: int = 20_000, seed=0, families=None, alpha: float = 1e-4,
-                  instances=None, progress=None, torch_random=None) -> Report:
+def check_sampler(
+    sampler,
+    *,
+    temperature: float = 1.0,
+    top_k=None,
+    top_p=None,
+    vocab_sizes=(3, 5),
+    gammas=(1, 3),
+    n_samples: int = 20_000,
+    seed=0,
+    families=None,
+    alpha: float = 1e-4,
+    instances=None,
+    progress=None,
+    torch_random=None,
+) -> Report:
     r"""Check a whole speculative sampler (drafting included) against the processed target law.
 
     Parameters
@@ -198,20 +215,38 @@ def check_sampler(sampler, *, temperature: float = 1.0, top_k=None, top_p=None, 
     a_i = alpha / M
     found = {name: [] for name in SAMPLER_CHECKS}
     routed = torch_random is True or (torch_random is None and "torch" in sys.modules)
-    for inst, ss in tqdm(list(zip(insts, base.spawn(len(insts)))), desc="check_sampler",
-                         disable=None if progress is None else not progress, leave=False):
+    for inst, ss in tqdm(
+        list(zip(insts, base.spawn(len(insts)))),
+        desc="check_sampler",
+        disable=None if progress is None else not progress,
+        leave=False,
+    ):
         with np.errstate(divide="ignore"):
             logits = np.log(inst.target)
-        law = Instance(inst.name, inst.description, process_logits(logits, temperature, top_k, top_p),
-                       inst.draft, inst.s0, inst.family)
+        law = Instance(
+            inst.name,
+            inst.description,
+            process_logits(logits, temperature, top_k, top_p),
+            inst.draft,
+            inst.s0,
+            inst.family,
+        )
         _check(sampler, inst, law, ss, n_samples, a_i, found, torch_random)
-    checks = [summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
-              for name in SAMPLER_CHECKS]
-    config = {"vocab_sizes": list(vocab_sizes), "gammas": list(gammas), "n_samples": n_samples,
-              "seed": seed if np.isscalar(seed) else str(seed),
-              "families": list(FAMILIES) if families is None else list(families), "n_instances": len(insts),
-              "instances": [i.name for i in insts], "torch_random": routed,
-              "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p}}
+    checks = [
+        summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
+        for name in SAMPLER_CHECKS
+    ]
+    config = {
+        "vocab_sizes": list(vocab_sizes),
+        "gammas": list(gammas),
+        "n_samples": n_samples,
+        "seed": seed if np.isscalar(seed) else str(seed),
+        "families": list(FAMILIES) if families is None else list(families),
+        "n_instances": len(insts),
+        "instances": [i.name for i in insts],
+        "torch_random": routed,
+        "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p},
+    }
     return Report(_name(sampler), checks, config, M, alpha)
 
 
@@ -240,7 +275,12 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
 
     out, L, bad, err, note = _run(sampler, inst, n, r_run, torch_random, torch_seed=r_torch)
     if err is not None:
-        add("runs_without_error", False, f"raised {err[1]}", _example(inst, note=err[2].strip().splitlines()[-1]))
+        add(
+            "runs_without_error",
+            False,
+            f"raised {err[1]}",
+            _example(inst, note=err[2].strip().splitlines()[-1]),
+        )
     else:
         add("runs_without_error", True)
     if bad.any():
@@ -249,12 +289,16 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
         add("output_format", True)
     valid = ~bad & (L > 0)
     if err is not None:
-        valid[err[0]:] = False
+        valid[err[0] :] = False
     zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, L, 0))
     if zero.any():
         i = int(np.flatnonzero(zero)[0])
-        add("zero_probability", False, f"{int(zero.sum())} of {n} outputs contain a token of processed target "
-            f"probability 0", _example(inst, out[i][: L[i]].tolist()))
+        add(
+            "zero_probability",
+            False,
+            f"{int(zero.sum())} of {n} outputs contain a token of processed target probability 0",
+            _example(inst, out[i][: L[i]].tolist()),
+        )
     else:
         add("zero_probability", True)
     problem = None
@@ -270,8 +314,10 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
             zb = law.emitted_target_prob_zero(ob, lb)
             if zb.any():
                 i = int(np.flatnonzero(zb)[0])
-                problem = (f"emitted a token of processed target probability 0 {what}",
-                           _example(inst, ob[i][: lb[i]].tolist(), rn))
+                problem = (
+                    f"emitted a token of processed target probability 0 {what}",
+                    _example(inst, ob[i][: lb[i]].tolist(), rn),
+                )
         if problem:
             break
     add("forced_uniforms", problem is None, *(problem or ()))
@@ -279,8 +325,15 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
     a = _run(sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s)
     b = _run(sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s)
     same = a[3] is not None or b[3] is not None or np.array_equal(a[0], b[0])
-    add("determinism", bool(same), "" if same else f"two runs with rng = numpy.random.default_rng({s}) differ: "
-        f"{a[0][0].tolist()} then {b[0][0].tolist()}", "" if same else _example(inst))
+    add(
+        "determinism",
+        bool(same),
+        ""
+        if same
+        else f"two runs with rng = numpy.random.default_rng({s}) differ: "
+        f"{a[0][0].tolist()} then {b[0][0].tolist()}",
+        "" if same else _example(inst),
+    )
     if err is not None or valid.sum() == 0:
         return
     comp = law.complete(out[valid], L[valid], r_complete)
@@ -290,10 +343,19 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
         res = chi2_test(counts, pos_laws[j], a_i)
         ex = "" if res.passed else f"position {j}\n" + cells(counts, pos_laws[j]) + "\n" + _example(law)
         found["first_token_law" if j == 0 else "position_laws"].append(
-            Finding(f"{inst.name} pos {j}" if j else inst.name, res.passed, res.statistic, res.threshold,
-                    res.p_value, res.summary, ex, size))
+            Finding(
+                f"{inst.name} pos {j}" if j else inst.name,
+                res.passed,
+                res.statistic,
+                res.threshold,
+                res.p_value,
+                res.summary,
+                ex,
+                size,
+            )
+        )
     Ls = k + 1
-    while Ls > 1 and V ** Ls > MAX_SEQUENCE_CELLS:
+    while Ls > 1 and V**Ls > MAX_SEQUENCE_CELLS:
         Ls -= 1
     idx = np.zeros(comp.shape[0], dtype=np.int64)
     for j in range(Ls):
@@ -302,5 +364,6 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
     counts = np.bincount(idx, minlength=seq.size)
     res = chi2_test(counts, seq, a_i)
     ex = "" if res.passed else f"first {Ls} tokens\n" + cells(counts, seq, V, Ls) + "\n" + _example(law)
-    found["sequence_law"].append(Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value,
-                                         res.summary, ex, size))
+    found["sequence_law"].append(
+        Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
+    )

@@ -20,22 +20,58 @@ tree protocol, what is counted and the losslessness proofs.
 >>> 1 < res.tokens_per_call < 3
 True
 """
-from .draft_tree import DraftTree
-from .rules import outcome_law, tree_rule
-from .verifiers import TREE_VERIFIERS, TreeVerifier, get_tree_verifier, register_tree_verifier
-from .children import draw_children, node_laws
-from .exact import TreeProtocolResult, tree_protocol, tree_round_law
-from .enumerate import enumerate_realisations, tree_sequence_law
-from .simulate import TreeSimulationResult, simulate_tree
-from .batch_tree import (BatchTreeResult, batch_readings, batch_tree_expected, batch_tree_limit_mass,
-                         simulate_batch_tree)
-from .sequoia import (exact_tree_value, optimal_tree_search, ordered_trees, positional_value,
-                      positional_vector, sequoia_positional_dp, stationary_law)
 
-__all__ = ["DraftTree", "tree_rule", "outcome_law", "TreeVerifier", "get_tree_verifier",
-           "register_tree_verifier", "TREE_VERIFIERS", "TreeProtocolResult", "node_laws",
-           "tree_protocol", "tree_round_law", "enumerate_realisations", "tree_sequence_law",
-           "simulate_tree", "TreeSimulationResult", "draw_children", "BatchTreeResult", "batch_readings",
-           "batch_tree_expected", "batch_tree_limit_mass", "simulate_batch_tree", "exact_tree_value",
-           "optimal_tree_search", "ordered_trees", "positional_value", "positional_vector",
-           "sequoia_positional_dp", "stationary_law"]
+from .batch_tree import (
+    BatchTreeResult,
+    batch_readings,
+    batch_tree_expected,
+    batch_tree_limit_mass,
+    simulate_batch_tree,
+)
+from .children import draw_children, node_laws
+from .draft_tree import DraftTree
+from .enumerate import enumerate_realisations, tree_sequence_law
+from .exact import TreeProtocolResult, tree_protocol, tree_round_law
+from .rules import outcome_law, tree_rule
+from .sequoia import (
+    exact_tree_value,
+    optimal_tree_search,
+    ordered_trees,
+    positional_value,
+    positional_vector,
+    sequoia_positional_dp,
+    stationary_law,
+)
+from .simulate import TreeSimulationResult, simulate_tree
+from .verifiers import TREE_VERIFIERS, TreeVerifier, get_tree_verifier, register_tree_verifier
+
+__all__ = [
+    "DraftTree",
+    "tree_rule",
+    "outcome_law",
+    "TreeVerifier",
+    "get_tree_verifier",
+    "register_tree_verifier",
+    "TREE_VERIFIERS",
+    "TreeProtocolResult",
+    "node_laws",
+    "tree_protocol",
+    "tree_round_law",
+    "enumerate_realisations",
+    "tree_sequence_law",
+    "simulate_tree",
+    "TreeSimulationResult",
+    "draw_children",
+    "BatchTreeResult",
+    "batch_readings",
+    "batch_tree_expected",
+    "batch_tree_limit_mass",
+    "simulate_batch_tree",
+    "exact_tree_value",
+    "optimal_tree_search",
+    "ordered_trees",
+    "positional_value",
+    "positional_vector",
+    "sequoia_positional_dp",
+    "stationary_law",
+]

@@ -1,5 +1,6 @@
 """The result of a tree generation and the forward masses both exact tree engines accumulate
 (:mod:`.exact`, per node; :mod:`.enumerate`, per drafted tree)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -54,5 +55,13 @@ class _Accumulator:
 def _result(acc, T):
     calls = float(acc.starts[:T].sum())
     law = acc.length / max(acc.length.sum(), 1e-300)
-    return TreeProtocolResult(T, calls, float(acc.rejections), float(acc.drafted), float(acc.accepted),
-                              T / calls, law, acc.starts[:T].copy())
+    return TreeProtocolResult(
+        T,
+        calls,
+        float(acc.rejections),
+        float(acc.drafted),
+        float(acc.accepted),
+        T / calls,
+        law,
+        acc.starts[:T].copy(),
+    )

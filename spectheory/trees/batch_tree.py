@@ -31,6 +31,7 @@ with ``gamma=None`` and ``bonus=False`` the limit is
 The limit is discontinuous in the draft: a token with draft mass ``1e-4`` counts as
 proposable, but needs ``M >> 1e4`` drafts before the finite-``M`` values approach it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -42,8 +43,13 @@ from .._validation import check_int
 from .children import node_laws
 from .rules import tree_rule
 
-__all__ = ["BatchTreeResult", "batch_tree_expected", "batch_tree_limit_mass", "simulate_batch_tree",
-           "batch_readings"]
+__all__ = [
+    "BatchTreeResult",
+    "batch_tree_expected",
+    "batch_tree_limit_mass",
+    "simulate_batch_tree",
+    "batch_readings",
+]
 
 
 @dataclass
@@ -78,7 +84,7 @@ def _tables(target, draft, M):
         cover = draft > 0
         G = np.where(cover, target, 0.0)[:, :, None, None]
         return G, np.where(cover, 0.0, target)[None]
-    A, _ = node_laws(target, draft, M, "iid")                     # [M, S, V], slot i = 1..M
+    A, _ = node_laws(target, draft, M, "iid")  # [M, S, V], slot i = 1..M
     Rc = np.zeros((M + 1, S, V))
     r, reach = target.copy(), np.ones(S)
     for c in range(1, M + 1):
@@ -128,7 +134,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTree
     cache: dict = {}
 
     def tables(n):
-        key = 0 if chain.is_homogeneous else n        # one table per kernel, kept for all rounds
+        key = 0 if chain.is_homogeneous else n  # one table per kernel, kept for all rounds
         if key not in cache:
             cache[key] = _tables(*chain.kernels(n), M)
         return cache[key]
@@ -150,7 +156,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTree
             rej = np.einsum("sc,csv->sv", m, Rc[:C] if C > 1 else Rc)
             prof[n] += rej.sum()
             push(rej, n + 1)
-            moved = np.einsum("sc,svcd->svd", m, G)                    # [S, V, C]
+            moved = np.einsum("sc,svcd->svd", m, G)  # [S, V, C]
             m = np.zeros((S, C))
             np.add.at(m, ns.ravel(), moved.reshape(S * chain.vocab_size, C))
             accepted += m.sum()
@@ -188,6 +194,7 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=F
     ``target_calls``, ``accepted``).
     """
     from .draft_tree import DraftTree
+
     T = chain.check_horizon(horizon)
     chain.require_deterministic("simulate_batch_tree")
     M = check_int(M, "M", 1)
@@ -205,6 +212,7 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=F
 
     def laws(arr, n, s):
         return arr[s] if arr.ndim == 2 else arr[np.minimum(n, arr.shape[0] - 1), s]
+
     while True:
         live = np.flatnonzero(pos < T)
         if live.size == 0:
@@ -221,9 +229,14 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=F
         cand = np.minimum((u[:, :, None] >= cum[:, None, :]).sum(-1), V - 1)
         cand = np.where(np.arange(M)[None] < c[:, None], cand, -1)
         toks = np.concatenate([np.full((live.size, 1), -1), cand], 1)
-        node, y, res = tree_rule(star, toks, np.broadcast_to(t[:, None], (live.size, M + 1, V)),
-                                 np.broadcast_to(d[:, None], (live.size, M + 1, V)),
-                                 rng.random((live.size, M + 1)), rng.random(live.size))
+        node, y, res = tree_rule(
+            star,
+            toks,
+            np.broadcast_to(t[:, None], (live.size, M + 1, V)),
+            np.broadcast_to(d[:, None], (live.size, M + 1, V)),
+            rng.random((live.size, M + 1)),
+            rng.random(live.size),
+        )
         ok = node > 0
         x = np.where(ok, toks[np.arange(live.size), node], y)
         count[live] = np.where(ok, (cand == x[:, None]).sum(1), 0)
@@ -232,7 +245,7 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=F
         state[live] = chain.next_state[s, x]
         pos[live] = n + 1
         depth[live] = np.where(ok, depth[live] + 1, 0)
-        full = ok & (depth[live] >= k)                       # all k drafts accepted: round ends
+        full = ok & (depth[live] >= k)  # all k drafts accepted: round ends
         if bonus:
             b = full & (pos[live] < T)
             bl = live[b]
@@ -251,6 +264,7 @@ def batch_readings(chain, horizon, Ms, gamma=None, bonus=False) -> dict:
     Returns ``{"M": [...], "first_token": [...], "tree": [...]}``.
     """
     from ..verifiers import batch_expected_rejections
+
     first = [batch_expected_rejections(chain, horizon, M, gamma=gamma, bonus=bonus).total for M in Ms]
     tree = [batch_tree_expected(chain, horizon, M, gamma=gamma, bonus=bonus).rejections for M in Ms]
     return {"M": list(Ms), "first_token": first, "tree": tree}

@@ -3,6 +3,7 @@ exact engines) and the sampler (:func:`draw_children`, for Monte Carlo) of each 
 i.i.d. from the draft law, without replacement, or the draft's top-k.
 Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -87,7 +88,7 @@ def _wo_accept(t, d, k):
     n_paths = S
     for j in range(k):
         mass = dc.sum(-1)
-        live = mass > 0                                    # draft support exhausted: no more children
+        live = mass > 0  # draft support exhausted: no more children
         sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
         if prob.size == 0:
             break
@@ -99,8 +100,10 @@ def _wo_accept(t, d, k):
         p_idx, x_idx = np.nonzero(rej > 0)
         n_paths += p_idx.size
         if n_paths > MAX_PATHS:
-            raise ValueError(f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
-                             f"paths (S={S}, V={V}, k={k}); use Monte Carlo")
+            raise ValueError(
+                f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
+                f"paths (S={S}, V={V}, k={k}); use Monte Carlo"
+            )
         sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
         dc = dc[p_idx].copy()
         dc[np.arange(p_idx.size), x_idx] = 0.0
@@ -129,8 +132,8 @@ def draw_children(draft_rows, k, policy, rng):
         order = np.argsort(-keys, axis=-1, kind="stable")[:, :k]
         return np.where(np.take_along_axis(d, order, 1) > 0, order, -1).astype(np.int64)
     if policy == "topk":
-        order = np.argsort(-d, axis=-1, kind="stable")[:, :min(k, V)]
+        order = np.argsort(-d, axis=-1, kind="stable")[:, : min(k, V)]
         out = np.full((R, k), -1, dtype=np.int64)
-        out[:, :order.shape[1]] = order
+        out[:, : order.shape[1]] = order
         return out
     raise ValueError(f"policy: expected one of ('iid', 'wo', 'topk'), got {policy!r}")

@@ -17,6 +17,7 @@ Examples
 >>> DraftTree.paths(2, 3).children[0]
 (1, 4)
 """
+
 from __future__ import annotations
 
 from functools import cached_property
@@ -42,7 +43,9 @@ class DraftTree:
     def __init__(self, parents):
         par = np.asarray(parents, dtype=np.int64).copy()
         if par.ndim != 1 or par.size < 2:
-            raise ValueError(f"parents: expected a 1-d list of at least 2 entries (root + one node), got shape {par.shape}")
+            raise ValueError(
+                f"parents: expected a 1-d list of at least 2 entries (root + one node), got shape {par.shape}"
+            )
         par[0] = -1
         idx = np.arange(par.size)
         if np.any(par[1:] < 0) or np.any(par[1:] >= idx[1:]):

@@ -9,6 +9,7 @@ independent of the per-node engine of :mod:`spectheory.trees.exact` (which it ch
 is the exact engine for traversal verification, and with ``fractions.Fraction`` entries it
 gives the exact law of the generated sequence (:func:`tree_sequence_law`).
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -67,7 +68,7 @@ def enumerate_realisations(target, draft, next_state, tree, policy, n0, starts, 
         u = int(tree.parents[c])
         if tree.depth[c] > k:
             continue
-        du = _kernel(draft, n0 + int(tree.depth[u]))[states[:, u]]          # [R, V]
+        du = _kernel(draft, n0 + int(tree.depth[u]))[states[:, u]]  # [R, V]
         alive = tokens[:, u] >= 0 if u else np.ones(R, dtype=bool)
         sibs = [s for s in tree.children[u] if s < c]
         if policy == "iid":
@@ -94,8 +95,10 @@ def enumerate_realisations(target, draft, next_state, tree, policy, n0, starts, 
         r_idx = np.flatnonzero(has)[r_idx]
         sel = np.concatenate([keep, r_idx])
         if sel.size > MAX_REALISATIONS:
-            raise ValueError(f"tree: more than {MAX_REALISATIONS} tree realisations to enumerate "
-                             f"(V={V}, {tree.size} nodes); use Monte Carlo")
+            raise ValueError(
+                f"tree: more than {MAX_REALISATIONS} tree realisations to enumerate "
+                f"(V={V}, {tree.size} nodes); use Monte Carlo"
+            )
         new_tok = np.concatenate([np.full(keep.size, -1), x_idx])
         factor = np.concatenate([np.array([one] * keep.size, dtype=prob.dtype), w[r_idx, x_idx]])
         tokens, states, prob, start = tokens[sel], states[sel], prob[sel] * factor, start[sel]
@@ -131,12 +134,13 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
             if not chain.is_homogeneous:
                 cache.clear()
             real = enumerate_realisations(target, draft, ns, tree, verifier.policy, n0, np.arange(S), k)
-            a, fin = outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"],
-                                 verifier.policy, verifier.rule)
+            a, fin = outcome_law(
+                tree, real["tokens"], real["target_laws"], real["draft_laws"], verifier.policy, verifier.rule
+            )
             cache[key] = (real, a * real["prob"][:, None], fin)
         real, a, fin = cache[key]
         acc.drafted += m0.sum(-1) * tree.nodes_within(k)
-        w = m0[..., real["start"]]                                      # [..., R]
+        w = m0[..., real["start"]]  # [..., R]
         has_kids = np.zeros(real["tokens"].shape, dtype=bool)
         for c in range(1, tree.n_nodes):
             has_kids[:, tree.parents[c]] |= real["tokens"][:, c] >= 0
@@ -144,7 +148,7 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
             d = int(tree.depth[v])
             if d > k:
                 continue
-            mv = w * a[:, v]                                            # [..., R]
+            mv = w * a[:, v]  # [..., R]
             tot = mv.sum(-1)
             acc.length[d] += tot
             acc.accepted += d * tot
@@ -154,9 +158,9 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
             res = has_kids[:, v]
             acc.rejections += (mv * res).sum(-1)
             if res.any() or bonus:
-                emit = np.where((res | bonus)[:, None], fin[:, v], 0.0)         # [R, V]
-                flat = (mv[..., :, None] * emit)                               # [..., R, V]
-                dest = ns[sv]                                                  # [R, V]
+                emit = np.where((res | bonus)[:, None], fin[:, v], 0.0)  # [R, V]
+                flat = mv[..., :, None] * emit  # [..., R, V]
+                dest = ns[sv]  # [R, V]
                 add = np.zeros(m0.shape)
                 np.add.at(add.T, dest.ravel(), np.moveaxis(flat.reshape(flat.shape[:-2] + (-1,)), -1, 0))
                 acc.starts[n0 + d + 1] += add
@@ -187,6 +191,7 @@ def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exa
     ('1/16', '9/16')
     """
     from .verifiers import get_tree_verifier
+
     T = chain.check_horizon(horizon)
     chain.require_deterministic("tree_sequence_law")
     v = get_tree_verifier(verifier)
@@ -201,7 +206,9 @@ def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exa
         if key not in rounds:
             k = key[1]
             real = enumerate_realisations(target, draft, ns, tree, v.policy, n0, [s], k)
-            a, fin = outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"], v.policy, v.rule)
+            a, fin = outcome_law(
+                tree, real["tokens"], real["target_laws"], real["draft_laws"], v.policy, v.rule
+            )
             out = defaultdict(lambda: Fraction(0) if exact else 0.0)
             toks = real["tokens"]
             for r in range(toks.shape[0]):

@@ -22,15 +22,15 @@ recursion over tree nodes. Propagating the round-start mass vector through the n
 renormalisations), for ``"wo"`` an enumeration of rejected candidates (small ``V``).
 Non-local rules (traversal) use :mod:`spectheory.trees.enumerate`.
 """
-from __future__ import annotations
 
+from __future__ import annotations
 
 import numpy as np
 
 from .._validation import check_int
 from ..exact.core import blas_single_thread
-from .draft_tree import DraftTree
 from .accumulate import TreeProtocolResult, _Accumulator, _result
+from .draft_tree import DraftTree
 from .enumerate import enumerated_forward
 from .verifiers import get_tree_verifier
 
@@ -69,7 +69,7 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
             tot = sum(mass[u] for u in nodes).sum(-1)
             if d:
                 acc.accepted += tot
-            if n0 + d == T:                           # horizon reached: nothing more emitted
+            if n0 + d == T:  # horizon reached: nothing more emitted
                 acc.length[d] += tot
                 break
             n = n0 + d
@@ -77,7 +77,7 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
             for u in nodes:
                 groups.setdefault(int(nkids[u]), []).append(u)
             for nk, us in groups.items():
-                stack = np.stack([mass.pop(u) for u in us])            # [G, (B,) S]
+                stack = np.stack([mass.pop(u) for u in us])  # [G, (B,) S]
                 if nk == 0:
                     acc.length[d] += stack.sum(0).sum(-1)
                     if bonus:
@@ -89,8 +89,11 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
                 if key not in cache:
                     t, dr = chain.kernels(n)
                     A, Rm = verifier.node_laws(t, dr, nk)
-                    cache[key] = ([chain.transition_operator(a) for a in A], chain.transition_operator(Rm),
-                                  Rm.sum(-1))
+                    cache[key] = (
+                        [chain.transition_operator(a) for a in A],
+                        chain.transition_operator(Rm),
+                        Rm.sum(-1),
+                    )
                 ops, rop, rmass = cache[key]
                 flat = stack.reshape(-1, stack.shape[-1])
                 for j in range(nk):
@@ -144,7 +147,7 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
         raise ValueError(f"method: expected 'auto', 'nodes' or 'enumerate', got {method!r}")
     if method == "nodes" and not v.node_local:
         raise ValueError(f"method: the per-node engine needs a node-local rule; {v.name!r} is not")
-    with blas_single_thread(chain.n_states):      # small products: extra BLAS threads only contend
+    with blas_single_thread(chain.n_states):  # small products: extra BLAS threads only contend
         if method == "enumerate" or not v.node_local:
             acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
         else:

@@ -36,6 +36,7 @@ Two verification rules, both lossless for every policy (proofs in docs/trees.md)
 Uniform convention: node ``c`` is accepted iff ``u_accept[:, c] < `` its acceptance
 probability; the final token is the inverse CDF of its law at ``u_final``.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -57,7 +58,9 @@ def check_realisation(tree, tokens, target_laws, draft_laws):
         raise ValueError(f"tokens: expected shape (R, {tree.n_nodes}), got {x.shape}")
     R, N = x.shape
     if t.shape[:2] != (R, N) or t.ndim != 3 or d.shape != t.shape:
-        raise ValueError(f"target_laws, draft_laws: expected shape ({R}, {N}, V), got {t.shape} and {d.shape}")
+        raise ValueError(
+            f"target_laws, draft_laws: expected shape ({R}, {N}, V), got {t.shape} and {d.shape}"
+        )
     if x.size and (x[:, 1:].min(initial=0) < -1 or x.max() >= t.shape[2]):
         raise ValueError(f"tokens: entries must lie in [0, {t.shape[2]}) or be -1 (not drafted)")
     return x, t, d
@@ -208,7 +211,9 @@ def tree_rule(tree, tokens, target_laws, draft_laws, u_accept, u_final, policy="
     ua = np.asarray(u_accept, dtype=np.float64)
     uf = np.asarray(u_final, dtype=np.float64)
     if ua.shape != (R, N) or uf.shape != (R,):
-        raise ValueError(f"u_accept, u_final: expected shapes {(R, N)} and {(R,)}, got {ua.shape}, {uf.shape}")
+        raise ValueError(
+            f"u_accept, u_final: expected shapes {(R, N)} and {(R,)}, got {ua.shape}, {uf.shape}"
+        )
     if policy not in POLICIES:
         raise ValueError(f"policy: expected one of {POLICIES}, got {policy!r}")
     if rule not in RULES:
@@ -219,7 +224,7 @@ def tree_rule(tree, tokens, target_laws, draft_laws, u_accept, u_final, policy="
     if rule == "rrs":
         cur = np.zeros(R, dtype=np.int64)
         done = np.zeros(R, dtype=bool)
-        for u in range(N):                        # pre-order: a child follows its parent
+        for u in range(N):  # pre-order: a child follows its parent
             here = ~done & (cur == u)
             if not here.any():
                 continue
@@ -253,7 +258,7 @@ def tree_rule(tree, tokens, target_laws, draft_laws, u_accept, u_final, policy="
                 s = slot_law(d[:, u], x, kids, j, policy)
                 w_c = np.minimum(1.0, w_u * _ratio(r, s, x[:, c]))
                 visit(c, w_c)
-                rej = present & active            # c's subtree was rejected
+                rej = present & active  # c's subtree was rejected
                 had |= rej
                 r, w_u = _update_traversal(r, w_u, s, rej)
             acc = active & ((ua[:, u] < w_u) if u else True)

@@ -21,6 +21,7 @@ accepted one, here exactly, averaged over a state law), :func:`exact_tree_value`
 true value of any tree (per-node engine) and :func:`optimal_tree_search` the truly best tree
 of ``n`` nodes by enumerating every ordered tree (Catalan(n) of them).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -30,8 +31,15 @@ from .draft_tree import DraftTree
 from .exact import tree_round_law
 from .verifiers import get_tree_verifier
 
-__all__ = ["sequoia_positional_dp", "positional_value", "positional_vector", "stationary_law",
-           "exact_tree_value", "ordered_trees", "optimal_tree_search"]
+__all__ = [
+    "sequoia_positional_dp",
+    "positional_value",
+    "positional_vector",
+    "stationary_law",
+    "exact_tree_value",
+    "ordered_trees",
+    "optimal_tree_search",
+]
 
 
 def positional_value(tree, accept_probs) -> float:
@@ -82,7 +90,7 @@ def sequoia_positional_dp(accept_probs, n_nodes, max_depth=None):
     T = np.full((m_max + 1, L + 1, K + 1), NEG)
     choice = np.zeros((m_max + 1, L + 1, K + 1), dtype=np.int64)
     T[1, :, 0] = 1.0
-    best = np.full((m_max + 1, L + 1), NEG)          # max_b T[m][l][b]
+    best = np.full((m_max + 1, L + 1), NEG)  # max_b T[m][l][b]
     best_b = np.zeros((m_max + 1, L + 1), dtype=np.int64)
     best[1, :] = 1.0
     for m in range(2, m_max + 1):
@@ -124,7 +132,7 @@ def stationary_law(chain, tol=1e-13, max_iter=100_000):
     v = np.full(chain.n_states, 1.0 / chain.n_states)
     for _ in range(max_iter):
         w = np.asarray(v @ op).ravel()
-        w = 0.5 * (w + v)                    # lazy step: converges for periodic chains too
+        w = 0.5 * (w + v)  # lazy step: converges for periodic chains too
         if np.abs(w - v).max() < tol:
             return w / w.sum()
         v = w
@@ -157,15 +165,23 @@ def positional_vector(chain, K, verifier="tree_rrs_wo", states=None, n_samples=N
         return pi @ A.sum(-1).T
     from .children import draw_children
     from .rules import tree_rule
+
     rng = np.random.default_rng(rng)
     n = check_int(n_samples, "n_samples", 1)
     s = rng.choice(chain.n_states, size=n, p=pi)
     star = DraftTree.from_branching([K])
     kids = draw_children(d[s], K, v.policy, rng)
     tok = np.concatenate([np.full((n, 1), -1), kids], 1)
-    node, _, _ = tree_rule(star, tok, np.broadcast_to(t[s][:, None], (n, K + 1, t.shape[1])),
-                           np.broadcast_to(d[s][:, None], (n, K + 1, t.shape[1])),
-                           rng.random((n, K + 1)), rng.random(n), v.policy, v.rule)
+    node, _, _ = tree_rule(
+        star,
+        tok,
+        np.broadcast_to(t[s][:, None], (n, K + 1, t.shape[1])),
+        np.broadcast_to(d[s][:, None], (n, K + 1, t.shape[1])),
+        rng.random((n, K + 1)),
+        rng.random(n),
+        v.policy,
+        v.rule,
+    )
     return np.bincount(node, minlength=K + 1)[1:] / n
 
 
@@ -187,6 +203,7 @@ def ordered_trees(n_nodes, max_depth=None):
             return
         for d in range(1, min(prefix[-1] + 1, L) + 1):
             yield from seqs(prefix + [d])
+
     for depths in seqs([1]):
         parents, last = [-1], {0: 0}
         for i, d in enumerate(depths, start=1):

@@ -5,6 +5,7 @@ the verifier's child policy, gathers the target and draft laws at every node, an
 the verifier's pure rule (:func:`spectheory.trees.rules.tree_rule`) to fresh uniforms. The
 protocol and the counts are those of :func:`spectheory.trees.tree_protocol` (docs/trees.md).
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validation import check_int
-from .draft_tree import DraftTree
 from .children import draw_children
+from .draft_tree import DraftTree
 from .verifiers import get_tree_verifier
 
 __all__ = ["draw_children", "simulate_tree", "TreeSimulationResult"]
@@ -103,7 +104,7 @@ def _one_chunk(chain, T, tree, v, R, rng, bonus, keep_tokens):
         if keep_tokens:
             for r in range(A):
                 path = tree.path_to(node[r])
-                out[live[r], n[r]:n[r] + len(path)] = tok[r, path]
+                out[live[r], n[r] : n[r] + len(path)] = tok[r, path]
                 if emit[r]:
                     out[live[r], end[r]] = y[r]
         s_end = st_[np.arange(A), node]
@@ -112,8 +113,17 @@ def _one_chunk(chain, T, tree, v, R, rng, bonus, keep_tokens):
     return calls, rej, drafted, acc, counts, out
 
 
-def simulate_tree(chain, horizon, tree, verifier="tree_rrs", n_runs=1000, rng=None, bonus=True,
-                  return_tokens=False, max_elements=4_000_000) -> TreeSimulationResult:
+def simulate_tree(
+    chain,
+    horizon,
+    tree,
+    verifier="tree_rrs",
+    n_runs=1000,
+    rng=None,
+    bonus=True,
+    return_tokens=False,
+    max_elements=4_000_000,
+) -> TreeSimulationResult:
     r"""Monte Carlo of ``n_runs`` generations of ``horizon`` tokens with a draft tree.
 
     Runs are processed in chunks of at most ``max_elements / (nodes * V)`` runs.

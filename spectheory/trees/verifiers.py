@@ -25,6 +25,7 @@ Examples
 >>> v.rule, v.policy
 ('rrs', 'wo')
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -81,6 +82,7 @@ class TreeVerifier:
         """Draw ``k`` children per row of ``draft_rows [R, V]``; see
         :func:`spectheory.trees.simulate.draw_children`."""
         import numpy as np
+
         rng = np.random.default_rng(rng)
         return draw_children(draft_rows, k, self.policy, rng)
 
@@ -101,13 +103,19 @@ def get_tree_verifier(verifier) -> TreeVerifier:
     if isinstance(verifier, TreeVerifier):
         return verifier
     if verifier not in TREE_VERIFIERS:
-        raise ValueError(f"verifier: unknown tree verifier {verifier!r}; expected one of {sorted(TREE_VERIFIERS)}")
+        raise ValueError(
+            f"verifier: unknown tree verifier {verifier!r}; expected one of {sorted(TREE_VERIFIERS)}"
+        )
     return TREE_VERIFIERS[verifier]
 
 
-for _name, _rule, _policy in [("tree_rrs", "rrs", "iid"), ("tree_rrs_wo", "rrs", "wo"),
-                              ("tree_topk", "rrs", "topk"), ("traversal", "traversal", "wo"),
-                              ("traversal_iid", "traversal", "iid")]:
+for _name, _rule, _policy in [
+    ("tree_rrs", "rrs", "iid"),
+    ("tree_rrs_wo", "rrs", "wo"),
+    ("tree_topk", "rrs", "topk"),
+    ("traversal", "traversal", "wo"),
+    ("traversal_iid", "traversal", "iid"),
+]:
     register_tree_verifier(TreeVerifier(_name, _rule, _policy))
 
 #: On a single path recursive rejection sampling is token verification, so the single-path

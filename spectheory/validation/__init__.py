@@ -14,24 +14,73 @@
   :func:`policy_path_inputs`, :func:`predict_policy`;
 - speed (:mod:`.speed`): :func:`measure_speed`.
 """
-from .lossless import (BROKEN_RULES, BrokenCorrection, decoder_two_token_samples, exact_two_token_law,
-                       lossless_check, model_device, pooled_chisquare)
-from .markov import chain_predictions, context_keys, fit_order_k_chain
+
 from .abstraction import chain_summary, fit_abstraction, plugin_bound, state_sums
 from .certified import bootstrap_interval, bootstrap_weights, coarsen, prefix_tree_labels
 from .context_tree import ContextTree
 from .hidden_states import HiddenStateAbstraction, kmeans, last_hidden_states
-from .predict import (PathStatistics, compare_theory, first_round_law, mean_se, measure_decoder,
-                      path_statistics, rb_predictions, repeat_prompts, round_dp, sample_paths, zscore)
+from .lossless import (
+    BROKEN_RULES,
+    BrokenCorrection,
+    decoder_two_token_samples,
+    exact_two_token_law,
+    lossless_check,
+    model_device,
+    pooled_chisquare,
+)
+from .markov import chain_predictions, context_keys, fit_order_k_chain
 from .policy_predict import policy_path_inputs, predict_policy
+from .predict import (
+    PathStatistics,
+    compare_theory,
+    first_round_law,
+    mean_se,
+    measure_decoder,
+    path_statistics,
+    rb_predictions,
+    repeat_prompts,
+    round_dp,
+    sample_paths,
+    zscore,
+)
 from .speed import measure_speed, resolve_models
 
-__all__ = ["BROKEN_RULES", "exact_two_token_law", "lossless_check", "pooled_chisquare",
-           "BrokenCorrection", "decoder_two_token_samples", "model_device",
-           "fit_order_k_chain", "chain_predictions", "context_keys",
-           "fit_abstraction", "plugin_bound", "state_sums", "chain_summary", "coarsen", "prefix_tree_labels",
-           "bootstrap_weights", "bootstrap_interval", "ContextTree", "HiddenStateAbstraction", "kmeans",
-           "last_hidden_states",
-           "PathStatistics", "path_statistics", "rb_predictions", "first_round_law",
-           "measure_decoder", "compare_theory", "mean_se", "zscore", "repeat_prompts", "round_dp",
-           "sample_paths", "measure_speed", "resolve_models", "policy_path_inputs", "predict_policy"]
+__all__ = [
+    "BROKEN_RULES",
+    "exact_two_token_law",
+    "lossless_check",
+    "pooled_chisquare",
+    "BrokenCorrection",
+    "decoder_two_token_samples",
+    "model_device",
+    "fit_order_k_chain",
+    "chain_predictions",
+    "context_keys",
+    "fit_abstraction",
+    "plugin_bound",
+    "state_sums",
+    "chain_summary",
+    "coarsen",
+    "prefix_tree_labels",
+    "bootstrap_weights",
+    "bootstrap_interval",
+    "ContextTree",
+    "HiddenStateAbstraction",
+    "kmeans",
+    "last_hidden_states",
+    "PathStatistics",
+    "path_statistics",
+    "rb_predictions",
+    "first_round_law",
+    "measure_decoder",
+    "compare_theory",
+    "mean_se",
+    "zscore",
+    "repeat_prompts",
+    "round_dp",
+    "sample_paths",
+    "measure_speed",
+    "resolve_models",
+    "policy_path_inputs",
+    "predict_policy",
+]

@@ -18,6 +18,7 @@ kernels given as ``fallback`` (a context tree's back-off nodes) or the global av
 
 :func:`chain_summary` collects the chain's predictions the decoder measures.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -73,8 +74,16 @@ def _normalise(sums, counts, fallback):
     return k / k.sum(-1, keepdims=True)
 
 
-def fit_abstraction(states, next_state, initial_states, target_laws, draft_laws, per_position=False,
-                    fallback=None, weights=None):
+def fit_abstraction(
+    states,
+    next_state,
+    initial_states,
+    target_laws,
+    draft_laws,
+    per_position=False,
+    fallback=None,
+    weights=None,
+):
     r"""The :class:`~spectheory.DecodingChain` of a state abstraction, kernels along target paths.
 
     Parameters
@@ -124,8 +133,10 @@ def fit_abstraction(states, next_state, initial_states, target_laws, draft_laws,
     tp, cnt = state_sums(states, target_laws, S, False, weights)
     dp, _ = state_sums(states, draft_laws, S, False, weights)
     if fallback is None:
-        fallback = (np.broadcast_to(tp.sum(0) / max(cnt.sum(), 1e-300), (S, V)),
-                    np.broadcast_to(dp.sum(0) / max(cnt.sum(), 1e-300), (S, V)))
+        fallback = (
+            np.broadcast_to(tp.sum(0) / max(cnt.sum(), 1e-300), (S, V)),
+            np.broadcast_to(dp.sum(0) / max(cnt.sum(), 1e-300), (S, V)),
+        )
     target = _normalise(tp, cnt, fallback[0])
     draft = _normalise(dp, cnt, fallback[1])
     if per_position:

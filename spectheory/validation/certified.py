@@ -16,6 +16,7 @@ Notation: p = target, q = draft. The proofs are in ``docs/markov_abstraction.md`
 tree's prefixes by a :class:`~.context_tree.ContextTree`; :func:`bootstrap_interval` gives
 percentile intervals of any fitted statistic over resampled target paths.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -81,7 +82,7 @@ def coarsen(chain, horizon, labels, n_states=None, stochastic=False):
     C = int(g.max()) + 1 if n_states is None else check_int(n_states, "n_states", 1)
     if g.min() < 0 or g.max() >= C:
         raise ValueError(f"labels: entries must lie in [0, {C})")
-    marg = chain.state_marginals(T)                         # [T, S]
+    marg = chain.state_marginals(T)  # [T, S]
     ind = np.zeros((C, S))
     ind[g, np.arange(S)] = 1.0
     plain = ind / np.maximum(ind.sum(1, keepdims=True), 1.0)
@@ -98,7 +99,7 @@ def coarsen(chain, horizon, labels, n_states=None, stochastic=False):
     initial = ind @ chain.initial
     if stochastic:
         flow = np.zeros((C, V, C))
-        dest = g[chain.next_state]                            # [S, V]
+        dest = g[chain.next_state]  # [S, V]
         for n in range(T - 1):
             np.add.at(flow, (g[:, None], np.arange(V)[None, :], dest), marg[n][:, None] * chain.kernels(n)[0])
         tot = flow.sum(-1, keepdims=True)
@@ -107,12 +108,12 @@ def coarsen(chain, horizon, labels, n_states=None, stochastic=False):
         return DecodingChain(kern["target"], kern["draft"], initial, law, max_horizon=T)
     ns = np.zeros((C, V), dtype=np.int64)
     src = np.flatnonzero(reach)
-    dest = g[chain.next_state[src]]                           # [R, V]
+    dest = g[chain.next_state[src]]  # [R, V]
     ns[g[src]] = dest
     if not np.array_equal(ns[g[src]], dest):
         raise ValueError("labels: not closed under transitions (g(next(s, x)) depends on more than g(s), x)")
     unreached = np.setdiff1d(np.arange(C), g[src])
-    ns[unreached] = unreached[:, None]                        # never visited: self-loops
+    ns[unreached] = unreached[:, None]  # never visited: self-loops
     return DecodingChain(kern["target"], kern["draft"], initial, ns, max_horizon=T)
 
 

@@ -19,6 +19,7 @@ keeping the split with the largest gain in the Theorem-1 sum (the TV gain
 ``sum_children w TV - w_parent TV``, always >= 0 by convexity) among contexts seen at least
 ``min_count`` times, until a budget of states; any prefix of its growth order is a tree.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -37,7 +38,7 @@ def _keys(paths, n_prompt, order, V):
     T = paths.shape[1] - L
     key = np.zeros((paths.shape[0], T), dtype=np.int64)
     for i in range(order):
-        key = key * V + paths[:, L - order + i: L - order + i + T]
+        key = key * V + paths[:, L - order + i : L - order + i + T]
     return key
 
 
@@ -78,8 +79,10 @@ class ContextTree:
         self.vocab_size = V
         self.contexts = sorted(nodes)
         self.max_order = max(l for l, _ in self.contexts)
-        self._tables = [np.array(sorted(k for l, k in self.contexts if l == j), dtype=np.int64)
-                        for j in range(self.max_order + 1)]
+        self._tables = [
+            np.array(sorted(k for l, k in self.contexts if l == j), dtype=np.int64)
+            for j in range(self.max_order + 1)
+        ]
         self._offsets = np.cumsum([0] + [len(t) for t in self._tables])
 
     @property
@@ -97,7 +100,7 @@ class ContextTree:
             ok = (lengths >= j) & (state < 0)
             if not ok.any() or not len(tab):
                 continue
-            q = keys % (V ** j)
+            q = keys % (V**j)
             pos = np.clip(np.searchsorted(tab, q), 0, len(tab) - 1)
             state = np.where(ok & (tab[pos] == q), self._offsets[j] + pos, state)
         return state
@@ -127,7 +130,9 @@ class ContextTree:
         V, m = self.vocab_size, self.max_order
         lens = np.array([l for l, _ in self.contexts])
         keys = np.array([k for _, k in self.contexts], dtype=np.int64)
-        new = (keys[:, None] * V + np.arange(V)[None, :]) % (V ** m) if m else np.zeros((len(keys), V), np.int64)
+        new = (
+            (keys[:, None] * V + np.arange(V)[None, :]) % (V**m) if m else np.zeros((len(keys), V), np.int64)
+        )
         return self.lookup(new, np.minimum(lens + 1, m)[:, None])
 
     def subtree_kernels(self, paths, n_prompt, target_laws, draft_laws):
@@ -147,7 +152,7 @@ class ContextTree:
                 sl = slice(self._offsets[j], self._offsets[j + 1])
                 seen = cnt[sl] > 0
                 block = np.where(seen[:, None], sums[sl] / np.where(seen, cnt[sl], 1.0)[:, None], 0.0)
-                if j and not seen.all():      # unseen: the suffix's kernel (already filled)
+                if j and not seen.all():  # unseen: the suffix's kernel (already filled)
                     suf = self.lookup(np.asarray(self._tables[j]) % V ** (j - 1), j - 1)
                     block[~seen] = k[suf[~seen]]
                 elif not seen.all():
@@ -166,8 +171,19 @@ class ContextTree:
         return cls([(k, int(x)) for x in keys], vocab_size)
 
     @classmethod
-    def grow(cls, paths, n_prompt, target_laws, draft_laws, budget, max_order=6, min_count=8, min_gain=0.0,
-             vocab_size=256, return_order=False):
+    def grow(
+        cls,
+        paths,
+        n_prompt,
+        target_laws,
+        draft_laws,
+        budget,
+        max_order=6,
+        min_count=8,
+        min_gain=0.0,
+        vocab_size=256,
+        return_order=False,
+    ):
         r"""Grow a tree greedily by Theorem-1 gain until ``budget`` states.
 
         A candidate context ``u = (a, c)`` (one token older than a tree context ``c``, seen
@@ -181,7 +197,7 @@ class ContextTree:
         V = vocab_size
         paths = np.asarray(paths, dtype=np.int64)
         B = check_int(budget, "budget", 1)
-        if float(V) ** check_int(max_order, "max_order", 0) >= 2.0 ** 62:
+        if float(V) ** check_int(max_order, "max_order", 0) >= 2.0**62:
             raise ValueError(f"max_order: contexts of length {max_order} over {V} tokens overflow int64 keys")
         diff = np.asarray(target_laws, np.float64) - np.asarray(draft_laws, np.float64)
         N = len(paths)
@@ -213,7 +229,7 @@ class ContextTree:
             if l >= max_order:
                 return
             for a in range(V):
-                for u in ((l + 1, a * V ** l + k), (l + 1, k * V + a)):
+                for u in ((l + 1, a * V**l + k), (l + 1, k * V + a)):
                     if u in info and u not in resid:
                         par, pre = (u[0] - 1, u[1] % V ** (u[0] - 1)), (u[0] - 1, u[1] // V)
                         if par in resid and pre in resid:

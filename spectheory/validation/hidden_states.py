@@ -17,6 +17,7 @@ deterministic approximation (``next_state``: the most frequent next cluster afte
 ``x``), then after ``x`` alone, then overall), which has no certificate (its state marginals
 drift from the clusters' frequencies).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -38,6 +39,7 @@ def path_laws(model, paths, n_prompt, hidden=False, sampling=(1.0, None, None), 
     """
     from ..decoder.sampling import logits_to_probs
     from .lossless import model_device
+
     paths = np.asarray(paths, dtype=np.int64)
     L = check_int(n_prompt, "n_prompt", 1)
     if hidden and not hasattr(model, "ln_f"):
@@ -49,10 +51,10 @@ def path_laws(model, paths, n_prompt, hidden=False, sampling=(1.0, None, None), 
         dev = device if device is not None else model_device(model)
         for lo in range(0, len(paths), batch_size):
             grabbed.clear()
-            logits = model(torch.as_tensor(paths[lo:lo + batch_size, :-1], device=dev))
-            laws.append(logits_to_probs(logits[:, L - 1:], *sampling).float().cpu().numpy())
+            logits = model(torch.as_tensor(paths[lo : lo + batch_size, :-1], device=dev))
+            laws.append(logits_to_probs(logits[:, L - 1 :], *sampling).float().cpu().numpy())
             if hidden:
-                hid.append(grabbed[-1][:, L - 1:].float().cpu().numpy())
+                hid.append(grabbed[-1][:, L - 1 :].float().cpu().numpy())
     finally:
         if hook is not None:
             hook.remove()
@@ -79,20 +81,26 @@ def kmeans(points, n_clusters, rng=None, n_iter=10):
     if K > len(x):
         raise ValueError(f"n_clusters: {K} exceeds the number of points {len(x)}")
     rng = np.random.default_rng(rng)
-    seed_pts = x[rng.choice(len(x), size=min(len(x), 2 * K + 1000), replace=False)]   # k-means++ on a subsample
+    seed_pts = x[
+        rng.choice(len(x), size=min(len(x), 2 * K + 1000), replace=False)
+    ]  # k-means++ on a subsample
     centres = [seed_pts[rng.integers(len(seed_pts))]]
     d2 = ((seed_pts - centres[0]) ** 2).sum(1)
     for _ in range(1, K):
         cdf = np.cumsum(d2)
-        i = int(np.searchsorted(cdf, rng.uniform() * cdf[-1], side="right")) if cdf[-1] > 0 else rng.integers(len(d2))
+        i = (
+            int(np.searchsorted(cdf, rng.uniform() * cdf[-1], side="right"))
+            if cdf[-1] > 0
+            else rng.integers(len(d2))
+        )
         c = seed_pts[min(i, len(d2) - 1)]
         centres.append(c)
         d2 = np.minimum(d2, ((seed_pts - c) ** 2).sum(1))
     c = np.array(centres)
-    sq = (x ** 2).sum(1)
+    sq = (x**2).sum(1)
     labels = np.zeros(len(x), dtype=np.int64)
     for it in range(n_iter):
-        dist = sq[:, None] - 2 * x @ c.T + (c ** 2).sum(1)[None, :]
+        dist = sq[:, None] - 2 * x @ c.T + (c**2).sum(1)[None, :]
         new = dist.argmin(1)
         if it and np.array_equal(new, labels):
             break
@@ -107,8 +115,12 @@ def _transition_counts(states, tokens, n_states, vocab_size, weights=None):
     """Sparse counts ``C[s * V + x, s']`` of the observed transitions ``(s_n, x_n, s_{n+1})``."""
     states = np.asarray(states, dtype=np.int64)
     N, T = states.shape
-    tok = np.asarray(tokens, dtype=np.int64)[:, :T - 1]
-    w = np.ones((N, T - 1)) if weights is None else np.repeat(np.asarray(weights, np.float64)[:, None], T - 1, 1)
+    tok = np.asarray(tokens, dtype=np.int64)[:, : T - 1]
+    w = (
+        np.ones((N, T - 1))
+        if weights is None
+        else np.repeat(np.asarray(weights, np.float64)[:, None], T - 1, 1)
+    )
     rows = (states[:, :-1] * vocab_size + tok).ravel()
     return sp.csr_matrix((w.ravel(), (rows, states[:, 1:].ravel())), shape=(n_states * vocab_size, n_states))
 
@@ -169,7 +181,9 @@ def cluster_transition_law(states, tokens, n_states, vocab_size=256, weights=Non
         rows.append(np.repeat(m, keep.size))
         cols.append(np.tile(keep, m.size))
         vals.append(np.tile(law, m.size))
-    out = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S * V, S))
+    out = sp.csr_matrix(
+        (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(S * V, S)
+    )
     out.sum_duplicates()
     return out
 
@@ -219,7 +233,7 @@ class HiddenStateAbstraction:
         self.states = labels.reshape(N, T)
         self.n_states = K
         V = vocab_size
-        pair = _transition_counts(self.states, tokens, K, V)          # sparse [K * V, K]
+        pair = _transition_counts(self.states, tokens, K, V)  # sparse [K * V, K]
         by_tok = _fold_tokens(pair, K, V).toarray()
         dst = self.states[:, 1:].ravel()
         overall = np.bincount(dst, minlength=K).argmax() if len(dst) else 0

@@ -14,19 +14,27 @@ To show that the test has power, :data:`BROKEN_RULES` holds deliberately wrong r
 :class:`~spectheory.verifiers.Verifier` objects whose torch rule draws the correction from
 the wrong law; the decoder runs them like any other verifier (``verifier=``).
 """
+
 from __future__ import annotations
 
 import numpy as np
 import torch
 
 from .._validation import check_int
-from ..montecarlo.stats import pooled_chisquare
 from ..decoder.sampling import logits_to_probs, sample_from_uniform
-from ..verifiers.torch_forms import Verdict
+from ..montecarlo.stats import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier
+from ..verifiers.torch_forms import Verdict
 
-__all__ = ["model_device", "exact_two_token_law", "decoder_two_token_samples", "pooled_chisquare",
-           "BROKEN_RULES", "BrokenCorrection", "lossless_check"]
+__all__ = [
+    "model_device",
+    "exact_two_token_law",
+    "decoder_two_token_samples",
+    "pooled_chisquare",
+    "BROKEN_RULES",
+    "BrokenCorrection",
+    "lossless_check",
+]
 
 
 def model_device(model) -> torch.device:
@@ -66,17 +74,29 @@ def exact_two_token_law(target, prompt, temperature=1.0, top_k=None, top_p=None,
     if ids.ndim != 1 or ids.numel() == 0:
         raise ValueError("prompt: expected a non-empty 1-d sequence of token ids")
     law = lambda z: logits_to_probs(z, temperature, top_k, top_p)  # noqa: E731
-    first = law(target(ids[None])[0, -1])                                  # [V]
+    first = law(target(ids[None])[0, -1])  # [V]
     V = first.shape[-1]
     ext = torch.cat([ids[None].expand(V, -1), torch.arange(V, device=device)[:, None]], 1)
-    second = law(target(ext)[:, -1])                                       # [V, V]
+    second = law(target(ext)[:, -1])  # [V, V]
     joint = (first[:, None] * second).cpu().numpy().astype(np.float64)
     return joint / joint.sum()
 
 
-def decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=0, batch_size=4096,
-                              temperature=1.0, top_k=None, top_p=None, device=None, dtype=None,
-                              verifier="token"):
+def decoder_two_token_samples(
+    target,
+    draft,
+    prompt,
+    n_samples,
+    gamma,
+    seed=0,
+    batch_size=4096,
+    temperature=1.0,
+    top_k=None,
+    top_p=None,
+    device=None,
+    dtype=None,
+    verifier="token",
+):
     """``n_samples`` independent pairs ``(x1, x2)`` from :func:`speculative_generate`.
 
     Sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, the same as one unbatched call
@@ -84,13 +104,25 @@ def decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=0, b
     """
     from ..decoder.rng import row_seeds
     from ..decoder.speculative import speculative_generate
+
     n_samples = check_int(n_samples, "n_samples", 1)
     out = []
     for lo in range(0, n_samples, batch_size):
         b = min(batch_size, n_samples - lo)
-        res = speculative_generate(target, draft, [list(prompt)] * b, 2, gamma, temperature=temperature,
-                                   top_k=top_k, top_p=top_p, seed=row_seeds(seed, b, start=lo), device=device, dtype=dtype,
-                                   verifier=verifier)
+        res = speculative_generate(
+            target,
+            draft,
+            [list(prompt)] * b,
+            2,
+            gamma,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            seed=row_seeds(seed, b, start=lo),
+            device=device,
+            dtype=dtype,
+            verifier=verifier,
+        )
         out.append(np.stack(res.tokens))
     return np.concatenate(out).astype(np.int64)
 
@@ -100,8 +132,9 @@ def _correct_from(verdict, laws, u_emit):
     """``verdict`` with every rejected row's correction redrawn from ``laws[row, n_accepted]``."""
     n = verdict.n_accepted.clamp(max=laws.shape[1] - 1)
     wrong = sample_from_uniform(laws.to(torch.float64)[torch.arange(len(n), device=n.device), n], u_emit)
-    return Verdict(verdict.n_accepted, torch.where(verdict.rejected, wrong, verdict.next_token),
-                   verdict.rejected)
+    return Verdict(
+        verdict.n_accepted, torch.where(verdict.rejected, wrong, verdict.next_token), verdict.rejected
+    )
 
 
 class BrokenCorrection(TokenVerifier):
@@ -122,16 +155,33 @@ class BrokenCorrection(TokenVerifier):
         self.name = f"broken_{source}_correction"
 
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
-        verdict = super().torch_rule(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
+        verdict = super().torch_rule(
+            target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus
+        )
         return _correct_from(verdict, target_probs if self.source == "target" else draft_probs, u_emit)
 
 
 #: Deliberately broken rules (name -> Verifier).
-BROKEN_RULES = {"target_correction": BrokenCorrection("target"), "draft_correction": BrokenCorrection("draft")}
+BROKEN_RULES = {
+    "target_correction": BrokenCorrection("target"),
+    "draft_correction": BrokenCorrection("draft"),
+}
 
 
-def lossless_check(target, draft, prompt, n_samples, gamma, seed=0, rule=None, min_expected=5.0,
-                   batch_size=4096, device=None, dtype=None, law=None):
+def lossless_check(
+    target,
+    draft,
+    prompt,
+    n_samples,
+    gamma,
+    seed=0,
+    rule=None,
+    min_expected=5.0,
+    batch_size=4096,
+    device=None,
+    dtype=None,
+    law=None,
+):
     """Chi-square test of the decoder's two-token samples against the target's exact law.
 
     ``rule``: ``None`` (token verification), a name in :data:`BROKEN_RULES`, or any
@@ -144,10 +194,21 @@ def lossless_check(target, draft, prompt, n_samples, gamma, seed=0, rule=None, m
     dev = device if device is not None else model_device(target)
     if law is None:
         law = exact_two_token_law(target, prompt, device=dev)
-    samples = decoder_two_token_samples(target, draft, prompt, n_samples, gamma, seed=seed,
-                                        batch_size=batch_size, device=device, dtype=dtype, verifier=verifier)
+    samples = decoder_two_token_samples(
+        target,
+        draft,
+        prompt,
+        n_samples,
+        gamma,
+        seed=seed,
+        batch_size=batch_size,
+        device=device,
+        dtype=dtype,
+        verifier=verifier,
+    )
     out = pooled_chisquare(samples, law, min_expected)
     emp = np.bincount(np.ravel_multi_index(tuple(samples.T), law.shape), minlength=law.size) / len(samples)
-    out.update(tv_empirical=float(0.5 * np.abs(emp - law.ravel()).sum()), gamma=int(gamma),
-               rule=name or "decoder")
+    out.update(
+        tv_empirical=float(0.5 * np.abs(emp - law.ravel()).sum()), gamma=int(gamma), rule=name or "decoder"
+    )
     return out

@@ -15,6 +15,7 @@ given the last ``k`` tokens (its state). :func:`fit_order_k_chain` fits one to s
 The chain's exact expectations (:mod:`spectheory.exact.expectations`) are then the Markov
 abstraction's predictions; :func:`chain_predictions` collects the ones the decoder measures.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -44,7 +45,7 @@ def context_keys(paths, n_prompt, order, vocab_size=256):
     T = paths.shape[1] - L
     key = np.zeros((paths.shape[0], T), dtype=np.int64)
     for i in range(k):  # oldest first
-        key = key * vocab_size + paths[:, L - k + i: L - k + i + T]
+        key = key * vocab_size + paths[:, L - k + i : L - k + i + T]
     return key
 
 
@@ -63,8 +64,18 @@ def _soft(paths, laws, n_prompt, soft, V):
     return np.eye(V)[tokens]
 
 
-def fit_order_k_chain(order, target_paths, target_laws, draft_paths, draft_laws, n_prompt,
-                      prompts, soft=True, smoothing=1e-3, vocab_size=256):
+def fit_order_k_chain(
+    order,
+    target_paths,
+    target_laws,
+    draft_paths,
+    draft_laws,
+    n_prompt,
+    prompts,
+    soft=True,
+    smoothing=1e-3,
+    vocab_size=256,
+):
     """Fit a sparse order-``k`` :class:`~spectheory.DecodingChain` to model samples.
 
     Parameters
@@ -113,7 +124,7 @@ def fit_order_k_chain(order, target_paths, target_laws, draft_paths, draft_laws,
             ok = (length >= j) & (state < 0)
             if not ok.any():
                 continue
-            idx = lookup(j, key % (V ** j))
+            idx = lookup(j, key % (V**j))
             hit = ok & (idx >= 0)
             state = np.where(hit, offsets[j] + idx, state)
         return state
@@ -131,7 +142,7 @@ def fit_order_k_chain(order, target_paths, target_laws, draft_paths, draft_laws,
             need = dk < 0
             if not need.any():
                 break
-            q = t_tab[j][0] % (V ** i)
+            q = t_tab[j][0] % (V**i)
             pos = np.clip(np.searchsorted(tab, q), 0, max(len(tab) - 1, 0))
             hit = need & (len(tab) > 0) & (tab[pos] == q) if len(tab) else np.zeros_like(need)
             rows[hit] = d_tab[i][1][pos[hit]]
@@ -142,7 +153,7 @@ def fit_order_k_chain(order, target_paths, target_laws, draft_paths, draft_laws,
     draft = np.where(dsum > 0, draft / np.where(dsum > 0, dsum, 1.0), 1.0 / V)
     # transitions: append x, keep the last k tokens, back off to the longest seen suffix
     new_len = np.minimum(orders + 1, k)[:, None] * np.ones((1, V), dtype=np.int64)
-    new_key = (keys[:, None] * V + np.arange(V)[None, :]) % (V ** k) if k else np.zeros((S, V), np.int64)
+    new_key = (keys[:, None] * V + np.arange(V)[None, :]) % (V**k) if k else np.zeros((S, V), np.int64)
     next_state = longest_state(new_key, new_len)
     # initial law: the prompts' contexts
     prompts = np.asarray(prompts, dtype=np.int64)

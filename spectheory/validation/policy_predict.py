@@ -12,6 +12,7 @@ them into the exact conditional expectation of every round statistic given the p
 Averaged over paths it is unbiased for the decoder's expected target calls and rejections;
 tokens per call ``T / E[calls]`` gets a delta-method SE. Proof: ``docs/stopping.md`` §9.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -25,8 +26,9 @@ __all__ = ["policy_path_inputs", "predict_policy"]
 
 
 @torch.inference_mode()
-def policy_path_inputs(target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256,
-                       device=None) -> dict:
+def policy_path_inputs(
+    target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256, device=None
+) -> dict:
     """Per-position inputs of :func:`~spectheory.stopping.along_paths.policy_round_dp` along ``paths``.
 
     ``paths`` int64 ``[N, L + T]`` (prompt, then ``T`` generated tokens), ``n_prompt = L``.
@@ -39,12 +41,13 @@ def policy_path_inputs(target, draft, paths, n_prompt, sampling=(1.0, None, None
     if paths.ndim != 2 or paths.shape[1] <= L:
         raise ValueError(f"paths: expected [N, L + T] with T >= 1 generated tokens, got {paths.shape}")
     from .lossless import model_device
+
     dev = device if device is not None else model_device(target)
     out = {k: [] for k in ("reject", "top", "entropy", "token_prob")}
     for lo in range(0, len(paths), batch_size):
-        ids = torch.as_tensor(paths[lo:lo + batch_size], device=dev)
-        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1:], *sampling).double()     # [b, T, V]
-        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1:], *sampling).double()
+        ids = torch.as_tensor(paths[lo : lo + batch_size], device=dev)
+        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1 :], *sampling).double()  # [b, T, V]
+        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1 :], *sampling).double()
         x = ids[:, L:, None]
         px, qx = pt.gather(-1, x)[..., 0], pd.gather(-1, x)[..., 0]
         out["reject"].append(torch.clamp(1.0 - qx / px, min=0.0, max=1.0).cpu().numpy())
@@ -74,8 +77,14 @@ def predict_policy(inputs: dict, policy, gamma=None) -> dict:
     (:func:`~spectheory.stopping.along_paths.ratio_mean_se`; ``T`` tokens per path, no eos);
     ``n_paths``; and ``per_path_calls`` (the conditional expectations, for pooling).
     """
-    dp = policy_round_dp(inputs["reject"], policy, inputs.get("top"), inputs.get("entropy"),
-                         inputs.get("token_prob"), gamma=gamma)
+    dp = policy_round_dp(
+        inputs["reject"],
+        policy,
+        inputs.get("top"),
+        inputs.get("entropy"),
+        inputs.get("token_prob"),
+        gamma=gamma,
+    )
     N, T = np.shape(inputs["reject"])
     out = {}
     for k in ("target_calls", "rejections", "full_rounds", "accepted"):

@@ -35,6 +35,7 @@ accepted-count law is not the average of per-prefix laws over all positions.)
 :func:`first_round_law` averages this over draft paths: the law of the first round's
 accepted count, compared with the decoder's first rounds.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -43,13 +44,23 @@ import numpy as np
 import torch
 
 from .._validation import check_int
-from ..montecarlo.stats import mean_and_se
 from ..decoder.rng import derive_seed, row_seeds
 from ..decoder.sampling import logits_to_probs
+from ..montecarlo.stats import mean_and_se
 
-__all__ = ["repeat_prompts", "PathStatistics", "path_statistics", "sample_paths", "round_dp",
-           "rb_predictions", "first_round_law", "measure_decoder", "zscore", "mean_se",
-           "compare_theory"]
+__all__ = [
+    "repeat_prompts",
+    "PathStatistics",
+    "path_statistics",
+    "sample_paths",
+    "round_dp",
+    "rb_predictions",
+    "first_round_law",
+    "measure_decoder",
+    "zscore",
+    "mean_se",
+    "compare_theory",
+]
 
 #: Independent streams of one validation seed (:func:`~spectheory.decoder.rng.derive_seed`):
 #: the target paths of the predictions and the draft paths of the first-round law; the decoder's
@@ -85,12 +96,14 @@ def repeat_prompts(prompts, n):
 def sample_paths(model, prompts, horizon, seed, batch_size=1024, sampling=(1.0, None, None), device=None):
     """Plain autoregressive samples: int64 ``[N, L + T]`` (prompt followed by ``T`` tokens)."""
     from ..decoder.speculative import autoregressive_generate
+
     prompts = np.asarray(prompts, dtype=np.int64)
     out = []
     for lo in range(0, len(prompts), batch_size):
-        chunk = prompts[lo:lo + batch_size]
-        res = autoregressive_generate(model, list(chunk), horizon, *sampling, seed=row_seeds(seed, len(chunk), start=lo),
-                                      device=device)
+        chunk = prompts[lo : lo + batch_size]
+        res = autoregressive_generate(
+            model, list(chunk), horizon, *sampling, seed=row_seeds(seed, len(chunk), start=lo), device=device
+        )
         out.append(np.concatenate([chunk, np.stack(res.tokens)], axis=1))
     return np.concatenate(out)
 
@@ -112,8 +125,9 @@ class PathStatistics:
 
 
 @torch.inference_mode()
-def path_statistics(target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256,
-                    keep_laws=False, device=None) -> PathStatistics:
+def path_statistics(
+    target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256, keep_laws=False, device=None
+) -> PathStatistics:
     """Evaluate both models once along ``paths`` [N, L + T] (see :class:`PathStatistics`).
 
     ``n_prompt = L``: token ``n`` (1-based) of the generation is ``paths[:, L + n - 1]`` and
@@ -125,24 +139,29 @@ def path_statistics(target, draft, paths, n_prompt, sampling=(1.0, None, None), 
     if T < 1:
         raise ValueError("paths: no generated tokens after the prompt")
     from .lossless import model_device
+
     dev = device if device is not None else model_device(target)
     tv, rej, acc, tl, dl = [], [], [], [], []
     for lo in range(0, len(paths), batch_size):
-        ids = torch.as_tensor(paths[lo:lo + batch_size], device=dev)
-        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1:], *sampling)     # [b, T, V]
-        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1:], *sampling)
+        ids = torch.as_tensor(paths[lo : lo + batch_size], device=dev)
+        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1 :], *sampling)  # [b, T, V]
+        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1 :], *sampling)
         x = ids[:, L:, None]
         px, qx = pt.gather(-1, x)[..., 0], pd.gather(-1, x)[..., 0]
         tv.append((0.5 * (pt - pd).abs().sum(-1)).cpu().numpy())
         rej.append(torch.clamp(1.0 - qx / px, min=0.0).cpu().numpy())
-        acc.append(torch.where(qx > 0, torch.clamp(px / torch.where(qx > 0, qx, 1.0), max=1.0),
-                               torch.ones_like(px)).cpu().numpy())
+        acc.append(
+            torch.where(qx > 0, torch.clamp(px / torch.where(qx > 0, qx, 1.0), max=1.0), torch.ones_like(px))
+            .cpu()
+            .numpy()
+        )
         if keep_laws:
             tl.append(pt.float().cpu().numpy())
             dl.append(pd.float().cpu().numpy())
     cat = np.concatenate
-    return PathStatistics(cat(tv), cat(rej), cat(acc), cat(tl) if keep_laws else None,
-                          cat(dl) if keep_laws else None)
+    return PathStatistics(
+        cat(tv), cat(rej), cat(acc), cat(tl) if keep_laws else None, cat(dl) if keep_laws else None
+    )
 
 
 def round_dp(reject, gamma, bonus):
@@ -221,8 +240,9 @@ def rb_predictions(stats: PathStatistics, gammas, bonus_settings=(False, True)):
     return out
 
 
-def first_round_law(target, draft, prompts, gamma, seed, sampling=(1.0, None, None), batch_size=1024,
-                    device=None):
+def first_round_law(
+    target, draft, prompts, gamma, seed, sampling=(1.0, None, None), batch_size=1024, device=None
+):
     """Law of the first round's accepted count from per-position acceptances along draft paths.
 
     For each prompt, a draft path ``y_1..y_gamma ~ q``; ``P(J >= j | path) = prod_{i<=j} a_i``
@@ -237,8 +257,19 @@ def first_round_law(target, draft, prompts, gamma, seed, sampling=(1.0, None, No
     return mean_se(law)
 
 
-def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, sampling=(1.0, None, None),
-                    batch_size=1024, device=None, dtype=None):
+def measure_decoder(
+    target,
+    draft,
+    prompts,
+    horizon,
+    gamma,
+    bonus,
+    seed,
+    sampling=(1.0, None, None),
+    batch_size=1024,
+    device=None,
+    dtype=None,
+):
     """Run :func:`speculative_generate` on ``prompts`` and return per-sequence statistics.
 
     Returns a dict of arrays: ``target_calls``, ``rejections``, ``draft_tokens`` [N],
@@ -247,14 +278,25 @@ def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, samplin
     ``accepted``, ``checked`` [N]; and ``time_total`` (s).
     """
     from ..decoder.speculative import speculative_generate
+
     prompts = np.asarray(prompts, dtype=np.int64)
     keys = ("target_calls", "rejections", "draft_tokens", "counts", "first", "accepted", "checked")
     acc = {k: [] for k in keys}
     seconds = 0.0
     for lo in range(0, len(prompts), batch_size):
-        chunk = list(prompts[lo:lo + batch_size])
-        res = speculative_generate(target, draft, chunk, horizon, gamma, *sampling, bonus=bonus,
-                                   seed=row_seeds(seed, len(chunk), start=lo), device=device, dtype=dtype)
+        chunk = list(prompts[lo : lo + batch_size])
+        res = speculative_generate(
+            target,
+            draft,
+            chunk,
+            horizon,
+            gamma,
+            *sampling,
+            bonus=bonus,
+            seed=row_seeds(seed, len(chunk), start=lo),
+            device=device,
+            dtype=dtype,
+        )
         s = res.stats
         seconds += s.time_total
         acc["target_calls"].append(s.target_calls)
@@ -272,8 +314,20 @@ def measure_decoder(target, draft, prompts, horizon, gamma, bonus, seed, samplin
 STATS = ("target_calls", "rejections", "draft_tokens")
 
 
-def compare_theory(target, draft, prompts, horizon, gammas, n_sequences, seed=0, bonus_settings=(False, True),
-                   n_paths=None, batch_size=1024, device=None, z_max=5.0):
+def compare_theory(
+    target,
+    draft,
+    prompts,
+    horizon,
+    gammas,
+    n_sequences,
+    seed=0,
+    bonus_settings=(False, True),
+    n_paths=None,
+    batch_size=1024,
+    device=None,
+    z_max=5.0,
+):
     """Rao-Blackwellised predictions against the decoder's measurements, per (gamma, bonus).
 
     ``n_paths`` target paths (default ``n_sequences``) give the predictions; the decoder runs
@@ -289,23 +343,48 @@ def compare_theory(target, draft, prompts, horizon, gammas, n_sequences, seed=0,
     L = prompts.shape[1]
     n_paths = n_sequences if n_paths is None else n_paths
     rows, laws = [], []
-    tpaths = sample_paths(target, repeat_prompts(prompts, n_paths), horizon, derive_seed(seed, STREAM_TARGET_PATHS),
-                          batch_size=batch_size, device=device)
+    tpaths = sample_paths(
+        target,
+        repeat_prompts(prompts, n_paths),
+        horizon,
+        derive_seed(seed, STREAM_TARGET_PATHS),
+        batch_size=batch_size,
+        device=device,
+    )
     pstats = path_statistics(target, draft, tpaths, L, batch_size=min(batch_size, 256), device=device)
     pred = rb_predictions(pstats, gammas, bonus_settings)
     seq_prompts = repeat_prompts(prompts, n_sequences)
 
     def row(g, b, name, pm, ps, mm, ms):
         z = float(zscore(pm, ps, mm, ms))
-        rows.append({"gamma": g, "bonus": b, "stat": name, "predicted": float(pm), "predicted_se": float(ps),
-                     "measured": float(mm), "measured_se": float(ms), "z": z, "agree": bool(abs(z) < z_max)})
+        rows.append(
+            {
+                "gamma": g,
+                "bonus": b,
+                "stat": name,
+                "predicted": float(pm),
+                "predicted_se": float(ps),
+                "measured": float(mm),
+                "measured_se": float(ms),
+                "z": z,
+                "agree": bool(abs(z) < z_max),
+            }
+        )
 
     for g in gammas:
-        first = first_round_law(target, draft, repeat_prompts(prompts, n_paths), min(g, horizon),
-                                derive_seed(seed, STREAM_DRAFT_PATHS, g), batch_size=batch_size, device=device)
+        first = first_round_law(
+            target,
+            draft,
+            repeat_prompts(prompts, n_paths),
+            min(g, horizon),
+            derive_seed(seed, STREAM_DRAFT_PATHS, g),
+            batch_size=batch_size,
+            device=device,
+        )
         for b in bonus_settings:
-            meas = measure_decoder(target, draft, seq_prompts, horizon, g, b, seed, batch_size=batch_size,
-                                   device=device)
+            meas = measure_decoder(
+                target, draft, seq_prompts, horizon, g, b, seed, batch_size=batch_size, device=device
+            )
             p = pred[(int(g), bool(b))]
             for name in STATS:
                 row(g, b, name, *p[name], *mean_se(meas[name]))
@@ -317,11 +396,22 @@ def compare_theory(target, draft, prompts, horizon, gammas, n_sequences, seed=0,
             fm, fs = mean_se(meas["first"][:, : len(first[0])])
             for j in range(len(first[0])):
                 row(g, b, f"first[{j}]", first[0][j], first[1][j], fm[j], fs[j])
-            laws.append({"gamma": g, "bonus": b,
-                         "law_predicted": (p["counts"][0] / p["counts"][0].sum()).tolist(),
-                         "law_measured": (meas["counts"].sum(0) / meas["counts"].sum()).tolist(),
-                         "acceptance_measured": float(meas["accepted"].sum() / max(meas["checked"].sum(), 1)),
-                         "time_decoder": meas["time_total"]})
-    return {"rows": rows, "laws": laws, "tv_profile": pstats.tv.mean(0).tolist(),
-            "acceptance_predicted": float(1.0 - pstats.tv.mean()), "n_paths": n_paths,
-            "n_sequences": n_sequences, "horizon": horizon}
+            laws.append(
+                {
+                    "gamma": g,
+                    "bonus": b,
+                    "law_predicted": (p["counts"][0] / p["counts"][0].sum()).tolist(),
+                    "law_measured": (meas["counts"].sum(0) / meas["counts"].sum()).tolist(),
+                    "acceptance_measured": float(meas["accepted"].sum() / max(meas["checked"].sum(), 1)),
+                    "time_decoder": meas["time_total"],
+                }
+            )
+    return {
+        "rows": rows,
+        "laws": laws,
+        "tv_profile": pstats.tv.mean(0).tolist(),
+        "acceptance_predicted": float(1.0 - pstats.tv.mean()),
+        "n_paths": n_paths,
+        "n_sequences": n_sequences,
+        "horizon": horizon,
+    }

@@ -1,10 +1,11 @@
 """Measured walltime speedup of the real decoder against Leviathan et al.'s prediction."""
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..laws.closed_form import walltime_speedup
 from .._validation import check_int
+from ..laws.closed_form import walltime_speedup
 
 __all__ = ["measure_speed", "resolve_models"]
 
@@ -39,6 +40,7 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     """
     from ..decoder.rng import derive_seed
     from ..decoder.speculative import autoregressive_generate, speculative_generate
+
     T = check_int(horizon, "horizon", 1)
     repeats = check_int(repeats, "repeats", 1)
     prompts = [list(p) for p in np.asarray(prompts, dtype=np.int64)]
@@ -56,7 +58,11 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
         runs["ar_draft"].append(d.time_total)
         runs["t_draft"].append((d.time_total - d.time_prefill) / T)
         for g in gammas:
-            sd[g].append(speculative_generate(target, draft, prompts, T, g, seed=derive_seed(seed, rep), device=device).stats)
+            sd[g].append(
+                speculative_generate(
+                    target, draft, prompts, T, g, seed=derive_seed(seed, rep), device=device
+                ).stats
+            )
     med = {key: float(np.min(v)) for key, v in runs.items()}
     c = med["t_draft"] / med["t_target"]
     rows = []
@@ -73,26 +79,45 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
         predicted_counts = T / (calls + c * steps)
         per_call = np.min([s.time_target / max(s.batch_target_calls, 1) for s in st])
         per_step = np.min([s.time_draft / max(s.batch_draft_calls, 1) for s in st])
-        overhead = np.median([(s.time_total - s.time_prefill - s.time_draft - s.time_target) / s.time_total
-                              for s in st])
-        rows.append({"gamma": g, "alpha": alpha, "target_calls": float(calls), "draft_tokens": float(steps),
-                     "time_speculative": t_sd, "measured": measured, "predicted": predicted,
-                     "predicted_counts": predicted_counts, "ratio": measured / predicted,
-                     "ratio_counts": measured / predicted_counts,
-                     "target_call_cost": float(per_call / med["t_target"]),
-                     "draft_step_cost": float(per_step / med["t_draft"]),
-                     "overhead_fraction": float(overhead),
-                     # per repeat r: time(autoregressive target, r) / time(speculative, r), for the spread
-                     "measured_repeats": [float(a / s.time_total) for a, s in zip(runs["ar_target"], st)]})
-    return {"c": c, "t_target": med["t_target"], "t_draft": med["t_draft"],
-            "time_autoregressive": med["ar_target"], "batch_size": len(prompts), "horizon": T,
-            "repeats": repeats, "rows": rows}
+        overhead = np.median(
+            [(s.time_total - s.time_prefill - s.time_draft - s.time_target) / s.time_total for s in st]
+        )
+        rows.append(
+            {
+                "gamma": g,
+                "alpha": alpha,
+                "target_calls": float(calls),
+                "draft_tokens": float(steps),
+                "time_speculative": t_sd,
+                "measured": measured,
+                "predicted": predicted,
+                "predicted_counts": predicted_counts,
+                "ratio": measured / predicted,
+                "ratio_counts": measured / predicted_counts,
+                "target_call_cost": float(per_call / med["t_target"]),
+                "draft_step_cost": float(per_step / med["t_draft"]),
+                "overhead_fraction": float(overhead),
+                # per repeat r: time(autoregressive target, r) / time(speculative, r), for the spread
+                "measured_repeats": [float(a / s.time_total) for a, s in zip(runs["ar_target"], st)],
+            }
+        )
+    return {
+        "c": c,
+        "t_target": med["t_target"],
+        "t_draft": med["t_draft"],
+        "time_autoregressive": med["ar_target"],
+        "batch_size": len(prompts),
+        "horizon": T,
+        "repeats": repeats,
+        "rows": rows,
+    }
 
 
 def resolve_models(target=None, drafts=None):
     """Names of the target and drafts to validate: ``target`` defaults to ``"target"``;
     ``drafts`` (comma-separated string or list) to every other shipped model."""
     from ..decoder.registry import list_models
+
     names = list_models()
     target = target or "target"
     if target not in names:

@@ -24,6 +24,7 @@ over the nodes of depth ``j`` (one forced run per node) estimates ``w(n, j)``; `
 uses an unforced tree. No indicator is left, so the estimate is random only through the
 off-branch siblings and subtrees.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -125,8 +126,18 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
             seen, holder = [], []
 
             def make(batch, law, dev, dt, layout, tcache, _b=branch, _j=j, _n=n, _node=node):
-                dr = ForcedDrafter(draft, law, dev, dt, batch, layout, _b, x[:, _n: _n + _j], v.policy,
-                                   rng=[seed, _n, _node])
+                dr = ForcedDrafter(
+                    draft,
+                    law,
+                    dev,
+                    dt,
+                    batch,
+                    layout,
+                    _b,
+                    x[:, _n : _n + _j],
+                    v.policy,
+                    rng=[seed, _n, _node],
+                )
                 holder.append(dr)
                 return dr
 
@@ -147,7 +158,16 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
 
             rule.name = v.name
             kwargs = {} if j == 0 else {"drafter": make}
-            tree_generate(target, draft, [list(p) for p in paths[:, : L + n]], width, tree, rule,
-                          seed=seed + 7919 * n + node, policy=v.policy, **kwargs)
+            tree_generate(
+                target,
+                draft,
+                [list(p) for p in paths[:, : L + n]],
+                width,
+                tree,
+                rule,
+                seed=seed + 7919 * n + node,
+                policy=v.policy,
+                **kwargs,
+            )
             out[:, n, j] += seen[0]
     return out

@@ -52,6 +52,7 @@ weights for the siblings around each forced child, :mod:`spectheory.validation.t
 the per-node acceptances of :func:`spectheory.validation.trees.tree_round_dp`; the tests
 check the two agree.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -197,14 +198,15 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
     for n in range(T):
         left = T - n
         width = min(D + 1, left)
-        follow = np.repeat(paths[:, L + n: L + n + width], n_trees, axis=0)
+        follow = np.repeat(paths[:, L + n : L + n + width], n_trees, axis=0)
         seen = []
 
         def rule(tree_, tokens, tl, dl, ua, uf, _follow=follow, _left=left, _seen=seen):
             if not _seen:
                 accept, final = v.outcome_law(tree_, tokens, tl, dl)
-                _seen.append(round_weights(tree_, tokens, tl, accept, final, _follow,
-                                           np.full(len(tokens), _left)))
+                _seen.append(
+                    round_weights(tree_, tokens, tl, accept, final, _follow, np.full(len(tokens), _left))
+                )
             return v.verify(tree_, tokens, tl, dl, ua, uf)
 
         rule.name = v.name
@@ -236,13 +238,14 @@ def wo_node_laws_pruned(target, draft, k, min_prob=1e-8, chunk=64):
     (True, 0.0)
     """
     from ..verifiers.multidraft import _norm_excess
+
     t_all = np.atleast_2d(np.asarray(target, dtype=np.float64))
     d_all = np.atleast_2d(np.asarray(draft, dtype=np.float64))
     S, V = t_all.shape
     A = np.zeros((k, S, V))
     dropped = np.zeros(S)
     for lo in range(0, S, chunk):
-        t, d = t_all[lo:lo + chunk], d_all[lo:lo + chunk]
+        t, d = t_all[lo : lo + chunk], d_all[lo : lo + chunk]
         sid, prob, r, dc = np.arange(len(t)), np.ones(len(t)), t.copy(), d.copy()
         for j in range(k):
             mass = dc.sum(-1)
@@ -250,12 +253,12 @@ def wo_node_laws_pruned(target, draft, k, min_prob=1e-8, chunk=64):
             sid, prob, r, dc = sid[live], prob[live], r[live], dc[live] / mass[live, None]
             if prob.size == 0:
                 break
-            np.add.at(A[j, lo:lo + chunk], sid, prob[:, None] * np.minimum(r, dc))
+            np.add.at(A[j, lo : lo + chunk], sid, prob[:, None] * np.minimum(r, dc))
             if j == k - 1:
                 break
             rej = prob[:, None] * np.maximum(dc - r, 0.0)
             small = (rej > 0) & (rej < min_prob)
-            np.add.at(dropped[lo:lo + chunk], sid[np.nonzero(small)[0]], rej[small])
+            np.add.at(dropped[lo : lo + chunk], sid[np.nonzero(small)[0]], rej[small])
             r_next = _norm_excess(r, dc)[0]
             p_idx, x_idx = np.nonzero(rej >= max(min_prob, np.finfo(float).tiny))
             sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
@@ -336,10 +339,10 @@ def forced_path_weights(run, verifier, depth, paths, n_prompt, horizon, target_l
             tok = np.full((N, kmax + 1), -1, dtype=np.int64)
             tl = np.zeros((N, kmax + 1, V))
             dl = np.zeros((N, kmax + 1, V))
-            tok[:, 1: j + 1] = x[:, n: n + j]
-            tl[:, :j] = tl_path[:, n: n + j]
-            dl[:, :j] = dl_path[:, n: n + j]
-            if j < kmax:                                           # draft the continuation below depth j
+            tok[:, 1 : j + 1] = x[:, n : n + j]
+            tl[:, :j] = tl_path[:, n : n + j]
+            dl[:, :j] = dl_path[:, n : n + j]
+            if j < kmax:  # draft the continuation below depth j
                 seen = []
 
                 def rule(tree_, tokens, tl_, dl_, ua, uf, _seen=seen, _v=v):
@@ -350,7 +353,7 @@ def forced_path_weights(run, verifier, depth, paths, n_prompt, horizon, target_l
                 rule.name = v.name
                 run(rule, [list(p) for p in paths[:, : L + n + j]], kmax - j + 1, seed + 1000 * n + j)
                 ct, ctl, cdl = seen[0]
-                tok[:, j + 1:] = ct[:, 1:]
+                tok[:, j + 1 :] = ct[:, 1:]
                 tl[:, j:] = ctl
                 dl[:, j:] = cdl
             else:

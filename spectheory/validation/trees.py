@@ -26,17 +26,21 @@ verifier's exact outcome law given them (:func:`spectheory.trees.rules.outcome_l
 ``E[accepted length | tree]`` averaged over independent trees, compared with the
 decoder's first rounds in separate runs.
 """
+
 from __future__ import annotations
 
 import numpy as np
 
-from ..trees import DraftTree, get_tree_verifier
-from ..trees import node_laws
-from ..trees import tree_rule
+from ..trees import DraftTree, get_tree_verifier, node_laws, tree_rule
 from ..verifiers.multidraft import _categorical
 
-__all__ = ["node_acceptance", "tree_round_dp", "first_round_prediction", "broken_tree_rule",
-           "tree_two_token_samples"]
+__all__ = [
+    "node_acceptance",
+    "tree_round_dp",
+    "first_round_prediction",
+    "broken_tree_rule",
+    "tree_two_token_samples",
+]
 
 
 def node_acceptance(target_laws, draft_laws, tokens, k, policy, chunk=4096):
@@ -170,6 +174,7 @@ def tree_two_token_samples(generate, prompt, n_samples, seed=0, batch_size=2048)
     (2 new tokens per prompt; sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, as in one
     unbatched call)."""
     from ..decoder.rng import row_seeds
+
     out = []
     for lo in range(0, n_samples, batch_size):
         b = min(batch_size, n_samples - lo)
@@ -214,8 +219,13 @@ def draft_tables(target_laws, draft_laws, tokens, tree, policy):
     D = tree.max_depth
     out = {}
     for k in _child_counts(tree):
-        a, res = node_acceptance(t.reshape(-1, V), np.asarray(draft_laws, np.float64).reshape(-1, V),
-                                 np.asarray(tokens).reshape(-1), k, policy)
+        a, res = node_acceptance(
+            t.reshape(-1, V),
+            np.asarray(draft_laws, np.float64).reshape(-1, V),
+            np.asarray(tokens).reshape(-1),
+            k,
+            policy,
+        )
         out[k] = by_depth(a.reshape(k, N, T), res.reshape(N, T), D)
     return out
 
@@ -237,7 +247,7 @@ def medusa_tables(target_laws, head_laws, tokens, tree, policy):
         A = np.zeros((k, N, T, D))
         Rm = np.ones((N, T, D))
         for du in range(D):
-            m = T - du                                     # round starts with a node at this depth in range
+            m = T - du  # round starts with a node at this depth in range
             tl = t[:, du:].reshape(-1, V)
             dl = h[:, :m, du].reshape(-1, V)
             a, res = node_acceptance(tl, dl, np.asarray(tokens)[:, du:].reshape(-1), k, policy)

@@ -14,16 +14,17 @@ per rule family.
 - :mod:`.biased`      biased (lossy) acceptance and the rejection/quality Pareto front
 - :mod:`.pareto`      sequence-level TV of lossy rules against their rejections
 """
+
 from .base import Verifier, check_round_arrays, get_verifier, list_verifiers, register_verifier
-from .token import TOKEN, TokenVerifier
-from .rejection import *  # noqa: F401,F403
-from .batch_step import *  # noqa: F401,F403
 from .batch_chain import *  # noqa: F401,F403
 from .batch_closed_form import *  # noqa: F401,F403
+from .batch_step import *  # noqa: F401,F403
 from .biased import *  # noqa: F401,F403
-from .pareto import *  # noqa: F401,F403
-from .multidraft import *  # noqa: F401,F403
-from .kseq import *  # noqa: F401,F403
-from .optimal_transport import *  # noqa: F401,F403
 from .block import *  # noqa: F401,F403
-from .sequence_front import optimal_sequence_front, optimal_rule_chain, optimal_sequence_rule, SequenceFront  # noqa: F401
+from .kseq import *  # noqa: F401,F403
+from .multidraft import *  # noqa: F401,F403
+from .optimal_transport import *  # noqa: F401,F403
+from .pareto import *  # noqa: F401,F403
+from .rejection import *  # noqa: F401,F403
+from .sequence_front import SequenceFront, optimal_rule_chain, optimal_sequence_front, optimal_sequence_rule  # noqa: F401
+from .token import TOKEN, TokenVerifier

@@ -4,6 +4,7 @@ per-kernel cache of their tables and the draft length of a round. Their Monte Ca
 :func:`spectheory.montecarlo.simulate_batch`; their exact values come from
 :func:`spectheory.exact.phase_recursion`.
 """
+
 from __future__ import annotations
 
 from .._validation import check_int
@@ -25,6 +26,7 @@ def per_kernel(chain, build):
         if key not in cache:
             cache[key] = build(*chain.kernels(n))
         return cache[key]
+
     return get
 
 

@@ -40,6 +40,7 @@ Examples
 >>> get_verifier(token) is token
 True
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -149,6 +150,7 @@ class Verifier:
     def exact(self, chain, horizon, gamma, bonus=True):
         """Exact :class:`~spectheory.exact.ProtocolResult` of one generation on ``chain``."""
         from ..exact import phase_recursion, round_recursion
+
         masses = self.phase_masses(chain)
         if masses is not None:
             acc, rej, phase_dependent = masses
@@ -156,8 +158,10 @@ class Verifier:
         transition = self.round_transition(chain)
         if transition is not None:
             return round_recursion(chain, horizon, gamma, bonus, transition)
-        raise NotImplementedError(f"verifier {self.name!r}: exact values need phase_masses(chain) "
-                                  "(token-by-token rules) or round_transition(chain) (whole-round rules)")
+        raise NotImplementedError(
+            f"verifier {self.name!r}: exact values need phase_masses(chain) "
+            "(token-by-token rules) or round_transition(chain) (whole-round rules)"
+        )
 
     # ----------------------------------------------------------------- torch
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
@@ -170,6 +174,7 @@ class Verifier:
         import torch
 
         from .torch_forms import Verdict
+
         dev = draft_tokens.device
         kk = k.detach().cpu().numpy().astype(np.int64)
         B = kk.shape[0]

@@ -4,13 +4,14 @@ Its Monte Carlo is :func:`spectheory.montecarlo.simulate_batch`.
 The math is in :mod:`spectheory.verifiers` (which re-exports these names).
 Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from ._positional import per_kernel, _check_gamma
+from ._positional import _check_gamma, per_kernel
 from .batch_step import _check_M, batch_first_token_masses
 
 __all__ = ["BatchRejections", "batch_expected_rejections"]
@@ -69,17 +70,20 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     T = chain.check_horizon(horizon)
     M = _check_M(M, allow_inf=True)
     gamma = _check_gamma(gamma)
-    tables = per_kernel(chain, lambda t, d: (batch_first_token_masses(t, d, M),
-                                             (np.minimum(t, d), np.maximum(t - d, 0.0))))
+    tables = per_kernel(
+        chain, lambda t, d: (batch_first_token_masses(t, d, M), (np.minimum(t, d), np.maximum(t - d, 0.0)))
+    )
 
     def masses(n, i):
         first, plain = tables(n)
         return first if i == 0 else plain
 
     from ..exact import phase_recursion
+
     G = T if gamma is None else gamma
-    res = phase_recursion(chain, T, G, bonus, lambda n, i: masses(n, i)[0],
-                          lambda n, i: masses(n, i)[1], phase_dependent=True)
+    res = phase_recursion(
+        chain, T, G, bonus, lambda n, i: masses(n, i)[0], lambda n, i: masses(n, i)[1], phase_dependent=True
+    )
     checks = res.check_mass
     tvs = np.stack([chain.tv_table if chain.is_homogeneous else chain.tv_table[n] for n in range(T)])
     zb = np.stack([tables(n)[0][1].sum(-1) for n in range(T)])
@@ -88,5 +92,6 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     imp = float(np.einsum("ns,ns->", res.round_starts, tvs - zb))
     # the limit M = inf drafts infinitely many tokens per round
     drafted = np.inf if np.isinf(M) else res.draft_tokens * M
-    return BatchRejections(res.rejections, theorem1, checked, imp, res.target_calls,
-                           drafted, res.rejection_by_position)
+    return BatchRejections(
+        res.rejections, theorem1, checked, imp, res.target_calls, drafted, res.rejection_by_position
+    )

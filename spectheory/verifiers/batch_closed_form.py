@@ -5,6 +5,7 @@ scale form of the recursive residuals (see :mod:`spectheory.verifiers.batch_step
 one-state chain when each round drafts to the end of the horizon. The tests check each
 against the recursions. Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,12 @@ import numpy as np
 from .._validation import check_int, check_prob
 from .batch_step import _check_M
 
-__all__ = ["bernoulli_batch_rejection", "uniform_batch_rejection", "uniform_instance",
-           "iid_batch_expected_rejections"]
+__all__ = [
+    "bernoulli_batch_rejection",
+    "uniform_batch_rejection",
+    "uniform_instance",
+    "iid_batch_expected_rejections",
+]
 
 
 def bernoulli_batch_rejection(p_target, p_draft, M):
@@ -90,7 +95,7 @@ def uniform_instance(target_size, draft_size, overlap):
         raise ValueError(f"overlap: must be <= min(target_size, draft_size), got {k}")
     target = np.zeros(a + b - k)
     draft = np.zeros_like(target)
-    target[:a], draft[a - k:] = 1 / a, 1 / b
+    target[:a], draft[a - k :] = 1 / a, 1 / b
     return target, draft
 
 
@@ -111,6 +116,6 @@ def iid_batch_expected_rejections(tv, rho_batch, horizon):
     T = check_int(horizon, "horizon", 1)
     lam = rho - delta
     pistar = delta / (1.0 - lam)
-    s = T * pistar + (1.0 - pistar) * (1.0 - lam ** T) / (1.0 - lam)
+    s = T * pistar + (1.0 - pistar) * (1.0 - lam**T) / (1.0 - lam)
     imp = (delta - rho) * s
     return T * delta - imp, imp

@@ -40,6 +40,7 @@ Theorem 1's :math:`\sum_n E[\mathrm{TV}_n]` comes only from round starts.
 positions keep their TV, so rejections saturate above zero. Under the tree reading the limit
 is the target mass outside the draft's support at *every* position instead.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -51,8 +52,15 @@ from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio
 from ._positional import _categorical
 
 __all__ = [
-    "batch_scales", "batch_residuals", "BatchStep", "batch_first_token", "batch_rejection_probability",
-    "batch_first_token_masses", "batch_limit_rejection", "batch_verify_first", "sample_batch_first_token",
+    "batch_scales",
+    "batch_residuals",
+    "BatchStep",
+    "batch_first_token",
+    "batch_rejection_probability",
+    "batch_first_token_masses",
+    "batch_limit_rejection",
+    "batch_verify_first",
+    "sample_batch_first_token",
 ]
 
 
@@ -232,7 +240,9 @@ def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u
         raise ValueError(f"final_law: expected shape ({R}, V), got {law.shape}")
     if not np.all((p >= 0) & (p <= 1)):
         raise ValueError("candidate_accept_prob: acceptance probabilities must lie in [0, 1]")
-    if not np.issubdtype(cand.dtype, np.integer) or (cand.size and (cand.min() < 0 or cand.max() >= law.shape[1])):
+    if not np.issubdtype(cand.dtype, np.integer) or (
+        cand.size and (cand.min() < 0 or cand.max() >= law.shape[1])
+    ):
         raise ValueError(f"candidates: expected integer tokens in [0, {law.shape[1]})")
     if not np.all(np.isfinite(law) & (law >= 0)):
         raise ValueError("final_law: laws must be finite and non-negative")
@@ -267,8 +277,9 @@ def sample_batch_first_token(target, draft, M, size, rng=None):
     acc, final = _batch_tables(t[None], d[None], M)
     cand = _categorical(np.broadcast_to(d, (n, M, d.size)), rng.random((n, M)))
     p_acc = acc[np.arange(M)[None, :], 0, cand]
-    return _batch_verify_first(p_acc, cand, np.broadcast_to(final[0], (n, d.size)),
-                               rng.random((n, M)), rng.random(n))
+    return _batch_verify_first(
+        p_acc, cand, np.broadcast_to(final[0], (n, d.size)), rng.random((n, M)), rng.random(n)
+    )
 
 
 def _batch_tables(t, d, M):

@@ -32,6 +32,7 @@ set of optimal trade-offs is exactly the segment from :math:`(0, \mathrm{TV})` t
 :math:`p > 0` and :math:`\rho > 0`, :math:`a - (1-\rho)p > a - p`). Otherwise the naive point
 lies strictly above the line.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -40,13 +41,28 @@ import numpy as np
 
 from .._validation import as_law_pair, check_int, check_nonneg, check_prob
 from ..laws.sampling import safe_ratio
-from .rejection import (RejectionRule, _check_accept, optimal_rejection_law, rejection_step,
-                        sample_rejection_step, standard_acceptance)
+from .rejection import (
+    RejectionRule,
+    _check_accept,
+    optimal_rejection_law,
+    rejection_step,
+    sample_rejection_step,
+    standard_acceptance,
+)
 
 __all__ = [
-    "BiasedAcceptance", "additive_acceptance", "ratio_acceptance", "lenient_acceptance",
-    "typical_acceptance", "BiasedStep", "biased_step", "over_accepts", "ParetoFront",
-    "pareto_front", "biased_rule", "sample_biased_step",
+    "BiasedAcceptance",
+    "additive_acceptance",
+    "ratio_acceptance",
+    "lenient_acceptance",
+    "typical_acceptance",
+    "BiasedStep",
+    "biased_step",
+    "over_accepts",
+    "ParetoFront",
+    "pareto_front",
+    "biased_rule",
+    "sample_biased_step",
 ]
 
 REJECTIONS = ("optimal", "target")

@@ -31,6 +31,7 @@ As a :class:`~spectheory.verifiers.base.Verifier` (:class:`BlockVerifier`, regis
 (:func:`block_round_transition`) for :func:`spectheory.exact.round_recursion`, and the torch
 rule :func:`spectheory.verifiers.torch_forms.block_verify`.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -38,12 +39,19 @@ import itertools
 import numpy as np
 
 from .._validation import check_int
-from .base import Verifier, check_round_arrays, register_verifier
 from ..laws.sampling import normalize_or, safe_ratio
+from .base import Verifier, check_round_arrays, register_verifier
 from .multidraft import _categorical
 
-__all__ = ["BlockVerifier", "BLOCK", "block_weights", "block_round_transition",
-           "round_accepted_means", "block_emission_law", "MAX_BLOCK_ELEMENTS"]
+__all__ = [
+    "BlockVerifier",
+    "BLOCK",
+    "block_weights",
+    "block_round_transition",
+    "round_accepted_means",
+    "block_emission_law",
+    "MAX_BLOCK_ELEMENTS",
+]
 
 #: Largest ``S * V**k * (k + 1) * V`` handled by the exact enumeration in
 #: :func:`block_round_transition`.
@@ -82,7 +90,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
         xi = x[:, i - 1]
         tx = t[rows, i - 1, xi]
         dx = d[rows, i - 1, xi]
-        with np.errstate(over="ignore", invalid="ignore"):   # p/q may overflow to inf
+        with np.errstate(over="ignore", invalid="ignore"):  # p/q may overflow to inf
             ratio = safe_ratio(tx, dx, 0.0)
             prev = w[:, i - 1]
             # a zero prefix weight stays zero (0 * inf would be NaN)
@@ -91,7 +99,7 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
     final = t.copy()
     idx = np.arange(g + 1)[None, :]
     for j in range(0, g):
-        ex = np.maximum(w[:, j, None] * t[:, j] - d[:, j], 0.0)       # residual weights after j
+        ex = np.maximum(w[:, j, None] * t[:, j] - d[:, j], 0.0)  # residual weights after j
         final[:, j], mass = normalize_or(ex, t[:, j])
         if j >= 1:
             den = mass + 1.0 - w[:, j]
@@ -100,8 +108,8 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
     h[rows, kk - 1] = w[rows, kk]
     final[rows, kk] = t[rows, kk]
     # P(tau = j) = h_j prod_{i = j+1..k} (1 - h_i); h_0 := 1
-    h_ext = np.concatenate([np.ones((R, 1)), h], 1)                   # [R, g+1], h_ext[:, j] = h_j
-    one_minus = np.where(idx[:, 1:] <= kk[:, None], 1.0 - h, 1.0)     # [R, g]
+    h_ext = np.concatenate([np.ones((R, 1)), h], 1)  # [R, g+1], h_ext[:, j] = h_j
+    one_minus = np.where(idx[:, 1:] <= kk[:, None], 1.0 - h, 1.0)  # [R, g]
     tail = np.ones((R, g + 1))
     for j in range(g - 1, -1, -1):
         tail[:, j] = tail[:, j + 1] * one_minus[:, j]
@@ -111,16 +119,20 @@ def block_weights(target_laws, draft_laws, draft_tokens, k):
 
 def _enumerate_blocks(chain, n0, k, with_bonus_row):
     """All ``V**k`` draft blocks from every state: laws along each path (vectorised)."""
-    chain.require_deterministic("block verification's exact round law (Monte Carlo supports stochastic chains)")
+    chain.require_deterministic(
+        "block verification's exact round law (Monte Carlo supports stochastic chains)"
+    )
     S, V = chain.n_states, chain.vocab_size
-    B = V ** k
+    B = V**k
     if S * B * (k + 1) * V > MAX_BLOCK_ELEMENTS:
-        raise ValueError(f"k: exact block enumeration needs S * V**k * (k+1) * V = {S * B * (k + 1) * V} "
-                         f"elements (S={S}, V={V}, k={k}), above {MAX_BLOCK_ELEMENTS}; "
-                         "use Monte Carlo (simulate(..., verifier='block')) or smaller k")
+        raise ValueError(
+            f"k: exact block enumeration needs S * V**k * (k+1) * V = {S * B * (k + 1) * V} "
+            f"elements (S={S}, V={V}, k={k}), above {MAX_BLOCK_ELEMENTS}; "
+            "use Monte Carlo (simulate(..., verifier='block')) or smaller k"
+        )
     blocks = np.array(list(itertools.product(range(V), repeat=k)), dtype=np.int64).reshape(B, k)
     N = S * B
-    x = np.tile(blocks, (S, 1))                                        # [N, k]
+    x = np.tile(blocks, (S, 1))  # [N, k]
     s0 = np.repeat(np.arange(S), B)
     states = np.empty((N, k + 1), dtype=np.int64)
     states[:, 0] = s0
@@ -136,7 +148,7 @@ def _enumerate_blocks(chain, n0, k, with_bonus_row):
     if with_bonus_row:
         t_laws[:, k] = chain.kernels(n0 + k)[0][states[:, k]]
     else:
-        t_laws[:, k] = t_laws[:, k - 1]      # unused placeholder law (no bonus is emitted)
+        t_laws[:, k] = t_laws[:, k - 1]  # unused placeholder law (no bonus is emitted)
     return x, states, t_laws, d_laws, dprob
 
 
@@ -178,21 +190,24 @@ def block_round_transition(chain, n0, k, emit_bonus):
     n0 = check_int(n0, "n0", 0)
     k = check_int(k, "k", 1)
     if chain.max_horizon is not None and n0 + k + bool(emit_bonus) > chain.max_horizon:
-        raise ValueError(f"n0, k: positions {n0}..{n0 + k + bool(emit_bonus) - 1} exceed max_horizon {chain.max_horizon}")
+        raise ValueError(
+            f"n0, k: positions {n0}..{n0 + k + bool(emit_bonus) - 1} exceed max_horizon {chain.max_horizon}"
+        )
     S = chain.n_states
     x, states, t_laws, d_laws, dprob = _enumerate_blocks(chain, n0, k, bool(emit_bonus))
     _, tau_law, final = block_weights(t_laws, d_laws, x, k)
-    mass = dprob[:, None] * tau_law                                    # [N, k+1]
+    mass = dprob[:, None] * tau_law  # [N, k+1]
     Q = np.zeros((S, k + 1, S))
     s0 = states[:, 0]
     for j in range(k + 1):
         if j == k and not emit_bonus:
             np.add.at(Q, (s0, j, states[:, k]), mass[:, k])
             continue
-        nxt = chain.next_state[states[:, j]]                            # [N, V]
+        nxt = chain.next_state[states[:, j]]  # [N, V]
         flat = (s0[:, None] * (k + 1) + j) * S + nxt
-        Q += np.bincount(flat.ravel(), weights=(mass[:, j, None] * final[:, j]).ravel(),
-                         minlength=S * (k + 1) * S).reshape(S, k + 1, S)
+        Q += np.bincount(
+            flat.ravel(), weights=(mass[:, j, None] * final[:, j]).ravel(), minlength=S * (k + 1) * S
+        ).reshape(S, k + 1, S)
     return Q
 
 
@@ -323,7 +338,7 @@ class BlockVerifier(Verifier):
     def _rule(self, t, d, x, kk, eta, u_final):
         R, g = x.shape
         h, _, final = block_weights(t, d, x, kk)
-        fired = eta < h                                                    # h = 0 beyond k
+        fired = eta < h  # h = 0 beyond k
         last = g - np.argmax(fired[:, ::-1], axis=1)
         tau = np.where(fired.any(1), last, 0)
         token = _categorical(final[np.arange(R), tau], u_final)
@@ -334,6 +349,7 @@ class BlockVerifier(Verifier):
 
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
         from .torch_forms import block_verify
+
         return block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
 
 

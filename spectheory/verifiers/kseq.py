@@ -28,6 +28,7 @@ would have ``q >= p/rho``, so ``beta = q(supp p)`` is constant on ``[rho, rho*]`
 SpecTr (Theorem 3) shows K-SEQ attains at least ``1 - (1 - 1/k)^k >= 1 - 1/e`` of the optimal
 acceptance :func:`spectheory.verifiers.optimal_transport.optimal_multidraft_acceptance`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -36,8 +37,15 @@ from .._validation import check_int
 from ..laws.sampling import normalize_or, safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
-__all__ = ["kseq_rho", "kseq_beta", "kseq_acceptance", "kseq_output_law", "kseq_residual",
-           "kseq_rule", "kseq_verify"]
+__all__ = [
+    "kseq_rho",
+    "kseq_beta",
+    "kseq_acceptance",
+    "kseq_output_law",
+    "kseq_residual",
+    "kseq_rule",
+    "kseq_verify",
+]
 
 
 def kseq_beta(target, draft, rho) -> float:
@@ -90,7 +98,9 @@ def _resolve_rho(t, d, k, rho):
     if not np.isfinite(rho) or rho < 1.0 or rho > k:
         raise ValueError(f"rho: the division factor must lie in [1, k] = [1, {k}], got {rho!r}")
     if _validity(t, d, k, rho) < -1e-12:
-        raise ValueError(f"rho: {rho} is not valid for K-SEQ (1 - (1 - beta)^k > rho * beta: the rule would be biased)")
+        raise ValueError(
+            f"rho: {rho} is not valid for K-SEQ (1 - (1 - beta)^k > rho * beta: the rule would be biased)"
+        )
     return rho
 
 
@@ -114,7 +124,7 @@ def _parts(t, d, k, rho):
     b = a.sum()
     c = k if b <= 0 else (1.0 - (1.0 - b) ** k) / b
     fail = (1.0 - b) ** k
-    num = np.maximum(t - a * c, 0.0)     # clip rounding (>= -1e-15 at a valid rho)
+    num = np.maximum(t - a * c, 0.0)  # clip rounding (>= -1e-15 at a valid rho)
     res = normalize_or(num, t)[0]
     return rho, a * c, fail, res
 
@@ -169,10 +179,12 @@ def kseq_rule(target, draft, candidates, u_accept, u_final, rho=None):
     ua = np.asarray(u_accept, dtype=np.float64)
     uf = np.asarray(u_final, dtype=np.float64)
     if ua.shape != (R, k) or uf.shape != (R,):
-        raise ValueError(f"u_accept, u_final: expected shapes {(R, k)} and {(R,)}, got {ua.shape}, {uf.shape}")
+        raise ValueError(
+            f"u_accept, u_final: expected shapes {(R, k)} and {(R,)}, got {ua.shape}, {uf.shape}"
+        )
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = safe_ratio(t, rho * d, 0.0)
-    acc = ua < ratio[x]                       # [R, k]
+    acc = ua < ratio[x]  # [R, k]
     any_acc = acc.any(1)
     first = np.argmax(acc, axis=1)
     idx = np.where(any_acc, first, -1)

@@ -33,6 +33,7 @@ values enumerate the rejected candidate paths (``V! / (V - k)!`` at most; fine f
 ``V``). Without replacement at most ``nnz(draft)`` candidates exist; for larger ``k``
 only ``nnz(draft)`` are drafted (candidate slots beyond hold ``-1``).
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -41,8 +42,14 @@ from .._validation import as_law_pair, check_int
 from ..laws.sampling import normalize_or, safe_ratio, sample_categorical
 
 __all__ = [
-    "rrs_acceptance", "rrs_output_law", "rrs_residuals", "rrs_rule", "rrs_verify",
-    "sample_candidates", "candidates_from_uniforms", "check_multidraft_args",
+    "rrs_acceptance",
+    "rrs_output_law",
+    "rrs_residuals",
+    "rrs_rule",
+    "rrs_verify",
+    "sample_candidates",
+    "candidates_from_uniforms",
+    "check_multidraft_args",
 ]
 
 #: Residual mass below this is rounding noise of equal laws (see :func:`spectheory.residual`).
@@ -105,8 +112,8 @@ def _wo_paths(t, d, k):
     dc = d[None].copy()
     n_paths = 1
     for _ in range(k):
-        mass = dc.sum(-1)                    # summed directly over the tokens left
-        live = mass > 0                      # any positive mass is drafted, as by the sampler
+        mass = dc.sum(-1)  # summed directly over the tokens left
+        live = mass > 0  # any positive mass is drafted, as by the sampler
         # paths whose draft support is exhausted draft nothing more: they go to the residual
         fin += (prob[~live, None] * r[~live]).sum(0)
         fail += float(prob[~live].sum())
@@ -114,13 +121,15 @@ def _wo_paths(t, d, k):
         if prob.size == 0:
             break
         acc += (prob[:, None] * np.minimum(r, dc)).sum(0)
-        rej = prob[:, None] * np.maximum(dc - r, 0.0)          # [P, V]: x drafted and rejected
+        rej = prob[:, None] * np.maximum(dc - r, 0.0)  # [P, V]: x drafted and rejected
         r_next, _ = _norm_excess(r, dc)
         p_idx, x_idx = np.nonzero(rej > 0)
         n_paths += p_idx.size
         if n_paths > MAX_PATHS:
-            raise ValueError(f"k: exact RRS without replacement needs more than {MAX_PATHS} paths "
-                             f"(V={V}, k={k}); use Monte Carlo")
+            raise ValueError(
+                f"k: exact RRS without replacement needs more than {MAX_PATHS} paths "
+                f"(V={V}, k={k}); use Monte Carlo"
+            )
         prob = rej[p_idx, x_idx]
         r = r_next[p_idx]
         dc = dc[p_idx].copy()
@@ -264,7 +273,9 @@ def rrs_rule(target, draft, candidates, u_accept, u_final, replacement=True):
     ua = np.asarray(u_accept, dtype=np.float64)
     uf = np.asarray(u_final, dtype=np.float64)
     if ua.shape != (R, k) or uf.shape != (R,):
-        raise ValueError(f"u_accept, u_final: expected shapes {(R, k)} and {(R,)}, got {ua.shape}, {uf.shape}")
+        raise ValueError(
+            f"u_accept, u_final: expected shapes {(R, k)} and {(R,)}, got {ua.shape}, {uf.shape}"
+        )
     if x.size and (x.min() < -1 or x.max() >= t.size):
         raise ValueError(f"candidates: entries must lie in [0, {t.size}) (or -1 for no candidate)")
     r = np.broadcast_to(t, (R, t.size)).copy()

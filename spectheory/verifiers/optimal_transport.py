@@ -36,6 +36,7 @@ exhaustive fallback). Without replacement ``D(all in S) <= q(S)^k`` for every ``
 successive draw lands in ``S`` with probability ``(q(S) - q(A))/(1 - q(A)) <= q(S)``), so
 its optimum is never below the i.i.d. one.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -47,8 +48,17 @@ from .._validation import check_int
 from ..laws.sampling import safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
-__all__ = ["ratio_order", "drafted_set_law", "prob_all_in_prefixes", "optimal_multidraft_acceptance",
-           "draft_tuple_law", "optimal_coupling_lp", "OptimalCoupling", "optimal_rule", "optimal_verify"]
+__all__ = [
+    "ratio_order",
+    "drafted_set_law",
+    "prob_all_in_prefixes",
+    "optimal_multidraft_acceptance",
+    "draft_tuple_law",
+    "optimal_coupling_lp",
+    "OptimalCoupling",
+    "optimal_rule",
+    "optimal_verify",
+]
 
 #: Largest number of draft sets / tuples enumerated exactly.
 MAX_ENUM = 2_000_000
@@ -86,9 +96,9 @@ def drafted_set_law(draft, k):
     bits = np.int64(1) << np.arange(V, dtype=np.int64)
     for _ in range(k):
         rem = left
-        done = rem <= 0                      # any positive mass left is drafted (as by the sampler)
+        done = rem <= 0  # any positive mass left is drafted (as by the sampler)
         live_m, live_p, live_r = masks[~done], probs[~done], rem[~done]
-        inset = (live_m[:, None] & bits[None]) != 0                 # [M, V]
+        inset = (live_m[:, None] & bits[None]) != 0  # [M, V]
         w = np.where(inset, 0.0, d[None]) / live_r[:, None]
         mi, xi = np.nonzero(w > 0)
         if mi.size + done.sum() > MAX_ENUM:
@@ -112,7 +122,7 @@ def prob_all_in_prefixes(draft, k, order, replacement=True) -> np.ndarray:
     rank = np.empty(d.size, dtype=np.int64)
     rank[order] = np.arange(d.size)
     inset = (masks[:, None] >> np.arange(d.size)[None]) & 1
-    maxrank = np.where(inset == 1, rank[None], -1).max(1)            # [M], -1 for the empty set
+    maxrank = np.where(inset == 1, rank[None], -1).max(1)  # [M], -1 for the empty set
     hist = np.bincount(maxrank + 1, weights=probs, minlength=d.size + 1)
     return np.cumsum(hist)
 
@@ -122,14 +132,14 @@ def _prob_all_in_subsets(d, k, replacement):
     V = d.size
     if V > 20:
         raise ValueError(f"target: method='subsets' limited to V <= 20, got V={V}")
-    idx = np.arange(2 ** V)
+    idx = np.arange(2**V)
     inset = ((idx[:, None] >> np.arange(V)[None]) & 1).astype(bool)
     if replacement:
         return np.clip(inset @ d, 0.0, 1.0) ** k
     masks, probs = drafted_set_law(d, k)
-    f = np.zeros(2 ** V)
+    f = np.zeros(2**V)
     np.add.at(f, masks, probs)
-    for x in range(V):                       # zeta transform: f[S] = sum_{A subset S} P[A]
+    for x in range(V):  # zeta transform: f[S] = sum_{A subset S} P[A]
         has = inset[:, x]
         f[has] += f[idx[has] ^ (1 << x)]
     return f
@@ -165,7 +175,7 @@ def optimal_multidraft_acceptance(target, draft, k, replacement=True, method="pr
     elif method == "subsets":
         V = t.size
         f = _prob_all_in_subsets(d, k, replacement)
-        idx = np.arange(2 ** V)
+        idx = np.arange(2**V)
         pt = ((idx[:, None] >> np.arange(V)[None]) & 1) @ t
         gap = np.max(f - pt)
     else:
@@ -182,7 +192,7 @@ def draft_tuple_law(draft, k, replacement=True):
     d = np.asarray(draft, dtype=np.float64)
     supp = np.flatnonzero(d > 0)
     if replacement:
-        if supp.size ** k > MAX_ENUM:
+        if supp.size**k > MAX_ENUM:
             raise ValueError(f"k: {supp.size}^{k} draft tuples is too many to enumerate")
         tup = np.array(list(itertools.product(supp, repeat=k)), dtype=np.int64).reshape(-1, k)
         return tup, np.prod(d[tup], axis=1)
@@ -194,7 +204,7 @@ def draft_tuple_law(draft, k, replacement=True):
     dp = d[tup]
     used = np.zeros((tup.shape[0], d.size), dtype=bool)
     left = np.empty_like(dp)
-    for j in range(kk):                      # mass left before draw j, summed directly
+    for j in range(kk):  # mass left before draw j, summed directly
         left[:, j] = np.where(used, 0.0, d[None]).sum(1)
         used[np.arange(tup.shape[0]), tup[:, j]] = True
     probs = np.prod(dp / np.clip(left, 1e-300, None), axis=1)
@@ -216,6 +226,7 @@ class OptimalCoupling:
     vocab_size, k : int
     replacement : bool
     """
+
     tuples: np.ndarray
     tuple_law: np.ndarray
     plan: np.ndarray
@@ -276,11 +287,21 @@ def optimal_coupling_lp(target, draft, k, replacement=True) -> OptimalCoupling:
     # unmatched mass is then coupled independently, giving exact marginals D and p.
     en, ey = np.nonzero(member)
     E = en.size
-    a_ub = sp.vstack([sp.csr_matrix((np.ones(E), (en, np.arange(E))), shape=(N, E)),
-                      sp.csr_matrix((np.ones(E), (ey, np.arange(E))), shape=(V, E))]).tocsr()
+    a_ub = sp.vstack(
+        [
+            sp.csr_matrix((np.ones(E), (en, np.arange(E))), shape=(N, E)),
+            sp.csr_matrix((np.ones(E), (ey, np.arange(E))), shape=(V, E)),
+        ]
+    ).tocsr()
     b_ub = np.concatenate([law, t])
-    sol = linprog(-np.ones(E), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs",
-                  options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10})
+    sol = linprog(
+        -np.ones(E),
+        A_ub=a_ub,
+        b_ub=b_ub,
+        bounds=(0, None),
+        method="highs",
+        options={"primal_feasibility_tolerance": 1e-10, "dual_feasibility_tolerance": 1e-10},
+    )
     if sol.status != 0:
         raise RuntimeError(f"optimal_coupling_lp: HiGHS failed: {sol.message}")
     flow = np.zeros((N, V))

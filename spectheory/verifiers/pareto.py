@@ -18,6 +18,7 @@ emits ``x`` with the target's probability. With ``bonus=False`` the phase does n
 and :math:`G` is the chain of output kernels :math:`a + \rho P`. Notation: p = target,
 q = draft.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -28,8 +29,7 @@ from .._validation import check_int
 from ._positional import _check_gamma, round_length
 from .rejection import RejectionRule, rule_expected_rejections
 
-__all__ = ["all_sequences", "sequence_log_likelihoods", "sequence_tv",
-           "sequence_front"]
+__all__ = ["all_sequences", "sequence_log_likelihoods", "sequence_tv", "sequence_front"]
 
 #: Largest number of sequences :func:`sequence_tv` enumerates.
 MAX_SEQUENCES = 2_000_000
@@ -39,13 +39,12 @@ def all_sequences(vocab_size, horizon) -> np.ndarray:
     """Every token sequence of length ``horizon``, shape ``[V**T, T]`` (lexicographic)."""
     V = check_int(vocab_size, "vocab_size", 1)
     T = check_int(horizon, "horizon", 1)
-    if V ** T > MAX_SEQUENCES:
-        raise ValueError(f"horizon: V**T = {V ** T} sequences is too many to enumerate")
+    if V**T > MAX_SEQUENCES:
+        raise ValueError(f"horizon: V**T = {V**T} sequences is too many to enumerate")
     return np.array(list(itertools.product(range(V), repeat=T)), dtype=np.int64).reshape(-1, T)
 
 
-def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=None,
-                             bonus=False):
+def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=None, bonus=False):
     r"""Log-likelihoods of token sequences under the rule and under the target.
 
     Parameters
@@ -82,7 +81,7 @@ def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=
             cache[key] = (t,) + rule.masses(t, d)
         t, acc, rej = cache[key]
         x = X[:, n]
-        ta = t[:, x].T       # [N, S]
+        ta = t[:, x].T  # [N, S]
         aa = acc[:, x].T
         ra = rej[:, x].T
         new = np.zeros_like(w)
@@ -155,8 +154,16 @@ def sequence_front(chain, horizon, rules, gamma=None, bonus=False, max_sequences
         ``name``, ``rejections``, ``sequence_tv``.
     """
     T = chain.check_horizon(horizon)
-    if chain.vocab_size ** T > max_sequences:
-        raise ValueError(f"horizon: V**T = {chain.vocab_size}**{T} sequences exceed max_sequences = "
-                         f"{max_sequences}; use spectheory.montecarlo.sequence_tv_mc")
-    return [{"name": rule.name, "rejections": rule_expected_rejections(chain, T, rule, gamma=gamma, bonus=bonus),
-             "sequence_tv": sequence_tv(chain, T, rule, gamma, bonus)} for rule in rules]
+    if chain.vocab_size**T > max_sequences:
+        raise ValueError(
+            f"horizon: V**T = {chain.vocab_size}**{T} sequences exceed max_sequences = "
+            f"{max_sequences}; use spectheory.montecarlo.sequence_tv_mc"
+        )
+    return [
+        {
+            "name": rule.name,
+            "rejections": rule_expected_rejections(chain, T, rule, gamma=gamma, bonus=bonus),
+            "sequence_tv": sequence_tv(chain, T, rule, gamma, bonus),
+        }
+        for rule in rules
+    ]

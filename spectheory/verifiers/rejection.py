@@ -25,22 +25,32 @@ a check): an unbiased rule keeps prefixes target-distributed, so the expected nu
 rejections is :math:`\sum_n E[\rho_n] \ge \sum_n E[\mathrm{TV}_n]` (Theorem 1 is the equality
 case); :func:`rule_expected_rejections` computes both exactly.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from .._validation import as_law, as_law_pair, check_int, check_prob
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio, sample_categorical
-from ._positional import per_kernel, _categorical
+from ._positional import _categorical, per_kernel
 from .base import Verifier
 
 __all__ = [
-    "standard_acceptance", "scaled_acceptance", "RejectionStep", "rejection_step",
-    "unbiased_rejection_law", "optimal_rejection_law", "is_unbiased", "rejection_verify",
-    "sample_rejection_step", "RejectionRule", "standard_rule", "scaled_rule",
+    "standard_acceptance",
+    "scaled_acceptance",
+    "RejectionStep",
+    "rejection_step",
+    "unbiased_rejection_law",
+    "optimal_rejection_law",
+    "is_unbiased",
+    "rejection_verify",
+    "sample_rejection_step",
+    "RejectionRule",
+    "standard_rule",
+    "scaled_rule",
     "rule_expected_rejections",
 ]
 
@@ -173,8 +183,10 @@ def unbiased_rejection_law(target, draft, accept, atol: float = UNBIASED_ATOL) -
     a = d * _check_accept(accept, t.shape)
     excess = a - t
     if np.any(excess > atol):
-        raise ValueError(f"accept: no unbiased rejection law exists, draft*accept exceeds target "
-                         f"by up to {excess.max():.3g}")
+        raise ValueError(
+            f"accept: no unbiased rejection law exists, draft*accept exceeds target "
+            f"by up to {excess.max():.3g}"
+        )
     return _gap_law(t, a)
 
 
@@ -324,8 +336,9 @@ class RejectionRule(Verifier):
         elif self.rejection == "target":
             P = np.asarray(target, dtype=np.float64)
         else:
-            raise ValueError(f"rejection: expected 'unbiased', 'optimal', 'target' or a callable, "
-                             f"got {self.rejection!r}")
+            raise ValueError(
+                f"rejection: expected 'unbiased', 'optimal', 'target' or a callable, got {self.rejection!r}"
+            )
         rho = np.clip(1.0 - (draft * b).sum(-1), 0.0, 1.0)
         return b, P, rho
 

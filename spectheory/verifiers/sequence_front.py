@@ -29,6 +29,7 @@ The LP's variables are the masses :math:`m` of every prefix (depth ``1..T``), on
 budget :math:`\sum w \le \varepsilon`; the objective is :math:`\sum u`. Every row has at most
 three entries (scipy.sparse); HiGHS solves it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -87,9 +88,18 @@ class SequenceFront:
         return self.joint_law[index].ravel()
 
 
-def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
-                           max_sequences=MAX_FRONT_SEQUENCES, tol=LP_TOL, hot_start=True,
-                           closed_form_end=True, progress=None) -> SequenceFront:
+def optimal_sequence_front(
+    chain,
+    horizon,
+    eps,
+    *,
+    start_state=None,
+    max_sequences=MAX_FRONT_SEQUENCES,
+    tol=LP_TOL,
+    hot_start=True,
+    closed_form_end=True,
+    progress=None,
+) -> SequenceFront:
     r"""Least expected rejections (bonus off) at sequence-level quality ``eps``: the exact front.
 
     Solves the linear program of the module docstring with HiGHS once per budget, on one
@@ -150,6 +160,7 @@ def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
     it = order
     if progress or (progress is None and flat.size > 4 and solver.n_leaf > 4000):
         from tqdm.auto import tqdm
+
         it = tqdm(order, desc="front LP", leave=False)
     max_tv = float(forest.sequence_tv_of(forest.draft_mass[T]))
     for j in it:
@@ -160,12 +171,23 @@ def optimal_sequence_front(chain, horizon, eps, *, start_state=None,
         laws[j] = np.maximum(leaf, 0.0)
     rej = np.maximum(rej, 0.0)
     tv = forest.sequence_tv_of(laws)
-    theorem1 = float(sum(forest.target_mass[n] @ (0.5 * np.abs(forest.target[n] - forest.draft[n]).sum(-1))
-                         for n in range(T)))
+    theorem1 = float(
+        sum(
+            forest.target_mass[n] @ (0.5 * np.abs(forest.target[n] - forest.draft[n]).sum(-1))
+            for n in range(T)
+        )
+    )
     shape = e.shape
-    return SequenceFront(e, rej.reshape(shape), tv.reshape(shape), np.minimum(slope, 0.0).reshape(shape),
-                         laws.reshape(shape + (forest.starts.size,) + (V,) * T), theorem1, max_tv,
-                         forest)
+    return SequenceFront(
+        e,
+        rej.reshape(shape),
+        tv.reshape(shape),
+        np.minimum(slope, 0.0).reshape(shape),
+        laws.reshape(shape + (forest.starts.size,) + (V,) * T),
+        theorem1,
+        max_tv,
+        forest,
+    )
 
 
 def _conditional_tables(forest: PrefixForest, leaves):
@@ -217,9 +239,10 @@ def optimal_rule_chain(front: SequenceFront, index=0):
     target = np.array(base.target)
     off = base.level_offsets
     for n, cond in enumerate(_conditional_tables(forest, leaves)):
-        target[off[n]:off[n + 1]] = cond
-    chain = type(base)(target, base.draft, base.initial, base.next_state, atol=1e-6,
-                          max_horizon=forest.horizon)
+        target[off[n] : off[n + 1]] = cond
+    chain = type(base)(
+        target, base.draft, base.initial, base.next_state, atol=1e-6, max_horizon=forest.horizon
+    )
     chain.level_offsets = off
     return chain, leaves
 
@@ -247,11 +270,11 @@ def optimal_sequence_rule(front: SequenceFront, index=0):
         d = forest.draft[n]
         a = np.minimum(cond, d)
         with np.errstate(divide="ignore", invalid="ignore"):
-            b[off[n]:off[n + 1]] = np.where(d > 0, a / np.where(d > 0, d, 1.0), 1.0)
+            b[off[n] : off[n + 1]] = np.where(d > 0, a / np.where(d > 0, d, 1.0), 1.0)
         gap = cond - a
         mass = gap.sum(-1, keepdims=True)
         ok = mass > 1e-15
-        P[off[n]:off[n + 1]] = np.where(ok, gap / np.where(ok, mass, 1.0), cond)
+        P[off[n] : off[n + 1]] = np.where(ok, gap / np.where(ok, mass, 1.0), cond)
     b = np.clip(b, 0.0, 1.0)
 
     def accept(target, draft):

@@ -9,14 +9,14 @@ the emitted sequence law on the prefix forest, bonus off) the expected rejection
 any rule can pay at that quality (:func:`~spectheory.verifiers.sequence_front.optimal_sequence_front`)
 and the ratio :math:`R / R^*(\tau)`. Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from .biased import (additive_acceptance, biased_rule, lenient_acceptance, ratio_acceptance,
-                     typical_acceptance)
+from .biased import additive_acceptance, biased_rule, lenient_acceptance, ratio_acceptance, typical_acceptance
 from .rejection import RejectionRule, standard_acceptance
 from .sequence_front import SequenceFront, optimal_sequence_front
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, prefix_forest, rule_point
@@ -30,8 +30,9 @@ def mixture_rule(lam) -> RejectionRule:
     lv = float(lam)
     if not 0.0 <= lv <= 1.0:
         raise ValueError(f"lam: must lie in [0, 1], got {lam!r}")
-    return RejectionRule(lambda t, d: (1.0 - lv) * standard_acceptance(t, d) + lv, "optimal",
-                         f"mixture({lv:g})/optimal")
+    return RejectionRule(
+        lambda t, d: (1.0 - lv) * standard_acceptance(t, d) + lv, "optimal", f"mixture({lv:g})/optimal"
+    )
 
 
 def heuristic_rules(quick: bool = False):
@@ -51,7 +52,9 @@ def heuristic_rules(quick: bool = False):
         out += [(f"additive/{law}", e, biased_rule(additive_acceptance(e), law)) for e in add]
         out += [(f"ratio/{law}", e, biased_rule(ratio_acceptance(e), law)) for e in rat]
         out += [(f"lenience/{law}", v, biased_rule(lenient_acceptance(v), law)) for v in len_]
-        out += [(f"typical/{law}", f"{e:g}/{d:g}", biased_rule(typical_acceptance(e, d), law)) for e, d in typ]
+        out += [
+            (f"typical/{law}", f"{e:g}/{d:g}", biased_rule(typical_acceptance(e, d), law)) for e, d in typ
+        ]
     out += [("mixture/optimal", v, mixture_rule(v)) for v in mix]
     return out
 
@@ -83,13 +86,28 @@ class FrontGap:
         return 1.0 if self.rejections <= 1e-12 else float("inf")
 
     def as_dict(self) -> dict:
-        return {"family": self.family, "param": self.param, "name": self.name,
-                "rejections": self.rejections, "sequence_tv": self.sequence_tv,
-                "optimum": self.optimum, "excess": self.excess, "ratio": self.ratio}
+        return {
+            "family": self.family,
+            "param": self.param,
+            "name": self.name,
+            "rejections": self.rejections,
+            "sequence_tv": self.sequence_tv,
+            "optimum": self.optimum,
+            "excess": self.excess,
+            "ratio": self.ratio,
+        }
 
 
-def front_gaps(chain, horizon, rules=None, *, start_state=None, eps_grid=None,
-               max_sequences=MAX_FRONT_SEQUENCES, quick=False):
+def front_gaps(
+    chain,
+    horizon,
+    rules=None,
+    *,
+    start_state=None,
+    eps_grid=None,
+    max_sequences=MAX_FRONT_SEQUENCES,
+    quick=False,
+):
     r"""Every heuristic's exact point and the front at its sequence TV (one LP sweep).
 
     Parameters
@@ -124,14 +142,24 @@ def front_gaps(chain, horizon, rules=None, *, start_state=None, eps_grid=None,
     points = [rule_point(forest, r) for _, _, r in rules]
     tvs = np.array([p.sequence_tv for p in points])
     grid = np.zeros(0) if eps_grid is None else np.asarray(eps_grid, dtype=np.float64).ravel()
-    front = optimal_sequence_front(chain, horizon, np.concatenate([tvs, grid]), start_state=start_state,
-                                   max_sequences=max_sequences)
-    gaps = [FrontGap(fam, param, p.name, p.rejections, p.sequence_tv, float(front.rejections[i]))
-            for i, ((fam, param, _), p) in enumerate(zip(rules, points))]
+    front = optimal_sequence_front(
+        chain, horizon, np.concatenate([tvs, grid]), start_state=start_state, max_sequences=max_sequences
+    )
+    gaps = [
+        FrontGap(fam, param, p.name, p.rejections, p.sequence_tv, float(front.rejections[i]))
+        for i, ((fam, param, _), p) in enumerate(zip(rules, points))
+    ]
     grid_front = None
     if grid.size:
         sl = slice(tvs.size, tvs.size + grid.size)
-        grid_front = SequenceFront(front.eps[sl], front.rejections[sl], front.sequence_tv[sl],
-                                   front.slope[sl], front.joint_law[sl], front.theorem1,
-                                   front.max_tv, front.forest)
+        grid_front = SequenceFront(
+            front.eps[sl],
+            front.rejections[sl],
+            front.sequence_tv[sl],
+            front.slope[sl],
+            front.joint_law[sl],
+            front.theorem1,
+            front.max_tv,
+            front.forest,
+        )
     return gaps, grid_front

@@ -3,6 +3,7 @@ r"""The linear program of the exact sequence-level front, and a hot-started HiGH
 See :mod:`spectheory.verifiers.sequence_front` for the program and docs/sequence_front.md for
 its derivation. Notation: p = target, q = draft.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -34,7 +35,7 @@ def front_lp(forest: PrefixForest):
     V, T = forest.vocab_size, forest.horizon
     sizes = forest.level_sizes()
     n_nodes = sum(sizes[1:])
-    m_off = np.concatenate([[0], np.cumsum(sizes[1:])])   # depth-n node i is column m_off[n-1] + i
+    m_off = np.concatenate([[0], np.cumsum(sizes[1:])])  # depth-n node i is column m_off[n-1] + i
     u0, w0 = n_nodes, 2 * n_nodes
     n_var = 2 * n_nodes + sizes[T]
     er, ec, ev, b_eq = [], [], [], []
@@ -53,8 +54,7 @@ def front_lp(forest: PrefixForest):
         else:
             b_eq.append(forest.weights)
         row += sizes[n - 1]
-    A_eq = sp.csr_matrix((np.concatenate(ev), (np.concatenate(er), np.concatenate(ec))),
-                         shape=(row, n_var))
+    A_eq = sp.csr_matrix((np.concatenate(ev), (np.concatenate(er), np.concatenate(ec))), shape=(row, n_var))
     ur, uc, uv, b_ub = [], [], [], []
     row = 0
     for n in range(1, T + 1):
@@ -77,8 +77,9 @@ def front_lp(forest: PrefixForest):
     uc += [m_off[T - 1] + leaf, w0 + leaf, w0 + leaf]
     uv += [np.ones(sizes[T]), -np.ones(sizes[T]), np.ones(sizes[T])]
     b_ub += [forest.target_mass[T], np.zeros(1)]
-    A_ub = sp.csr_matrix((np.concatenate(uv), (np.concatenate(ur), np.concatenate(uc))),
-                         shape=(row + sizes[T] + 1, n_var))
+    A_ub = sp.csr_matrix(
+        (np.concatenate(uv), (np.concatenate(ur), np.concatenate(uc))), shape=(row + sizes[T] + 1, n_var)
+    )
     c = np.zeros(n_var)
     c[u0:w0] = 1.0
     return c, A_ub, np.concatenate(b_ub), A_eq, np.concatenate(b_eq)
@@ -88,6 +89,7 @@ def _highs_core():
     """scipy's bundled HiGHS bindings (private; None when this scipy does not ship them)."""
     try:
         from scipy.optimize._highspy import _core
+
         _core._Highs, _core.HighsLp, _core.MatrixFormat  # noqa: B018 - probe the names we use
         return _core
     except (ImportError, AttributeError):  # pragma: no cover - depends on the scipy build
@@ -132,7 +134,7 @@ class FrontSolver:
             h.setOptionValue("output_flag", False)
             h.setOptionValue("primal_feasibility_tolerance", self.tol)
             h.setOptionValue("dual_feasibility_tolerance", self.tol)
-            h.setOptionValue("simplex_dual_edge_weight_strategy", 1)   # devex: ~20% faster here
+            h.setOptionValue("simplex_dual_edge_weight_strategy", 1)  # devex: ~20% faster here
             h.passModel(lp)
             self._highs = h
             self._budget_row = M.shape[0] - 1
@@ -163,12 +165,19 @@ class FrontSolver:
                 dual = float(np.asarray(sol.row_dual)[self._budget_row])
                 return float(self.c @ x), x[leaves], dual
         from scipy.optimize import linprog
+
         b_ub = self.b_ub.copy()
         b_ub[-1] = eps
-        res = linprog(self.c, A_ub=self.A_ub, b_ub=b_ub, A_eq=self.A_eq, b_eq=self.b_eq,
-                      bounds=(0, None), method="highs",
-                      options={"primal_feasibility_tolerance": self.tol,
-                               "dual_feasibility_tolerance": self.tol})
+        res = linprog(
+            self.c,
+            A_ub=self.A_ub,
+            b_ub=b_ub,
+            A_eq=self.A_eq,
+            b_eq=self.b_eq,
+            bounds=(0, None),
+            method="highs",
+            options={"primal_feasibility_tolerance": self.tol, "dual_feasibility_tolerance": self.tol},
+        )
         if res.status != 0:
             raise RuntimeError(f"optimal_sequence_front: HiGHS failed at eps = {eps!r}: {res.message}")
         return float(res.fun), res.x[leaves], float(res.ineqlin.marginals[-1])

@@ -16,6 +16,7 @@ The *sequence TV* used throughout is that of the joint law of (prompt, sequence)
 
 which is the plain TV of the emitted sequences for a fixed start state.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -24,8 +25,14 @@ import numpy as np
 
 from .._validation import check_int
 
-__all__ = ["PrefixForest", "prefix_forest", "unrolled_chain", "RulePoint", "rule_point",
-           "MAX_FRONT_SEQUENCES"]
+__all__ = [
+    "PrefixForest",
+    "prefix_forest",
+    "unrolled_chain",
+    "RulePoint",
+    "rule_point",
+    "MAX_FRONT_SEQUENCES",
+]
 
 #: Default largest number of leaves (start states times :math:`V^T`) the front handles.
 MAX_FRONT_SEQUENCES = 100_000
@@ -59,12 +66,12 @@ class PrefixForest:
 
     @property
     def n_leaves(self) -> int:
-        return int(self.starts.size * self.vocab_size ** self.horizon)
+        return int(self.starts.size * self.vocab_size**self.horizon)
 
     def level_sizes(self):
         """Number of nodes at depth ``0..T``."""
         K, V = self.starts.size, self.vocab_size
-        return [K * V ** n for n in range(self.horizon + 1)]
+        return [K * V**n for n in range(self.horizon + 1)]
 
     def node_masses(self, leaves):
         """Masses of every node, depth ``0..T``, from leaf masses ``[..., K V^T]`` (sums over subtrees)."""
@@ -130,11 +137,13 @@ def prefix_forest(chain, horizon, start_state=None, max_sequences=MAX_FRONT_SEQU
     V = chain.vocab_size
     starts, weights = _start_law(chain, start_state)
     limit = check_int(max_sequences, "max_sequences", 1)
-    n_leaves = starts.size * V ** T
+    n_leaves = starts.size * V**T
     if n_leaves > limit:
-        raise ValueError(f"horizon: {starts.size} start state(s) x V**T = {V}**{T} gives {n_leaves} "
-                         f"sequences, above max_sequences = {limit} (the LP has a few variables "
-                         f"per sequence; fix start_state, shorten the horizon or raise max_sequences)")
+        raise ValueError(
+            f"horizon: {starts.size} start state(s) x V**T = {V}**{T} gives {n_leaves} "
+            f"sequences, above max_sequences = {limit} (the LP has a few variables "
+            f"per sequence; fix start_state, shorten the horizon or raise max_sequences)"
+        )
     states = [starts.copy()]
     tgt, drf = [], []
     tmass, dmass = [weights.copy()], [weights.copy()]
@@ -174,7 +183,7 @@ def unrolled_chain(forest: PrefixForest):
         else:
             ns[sl] = np.arange(offsets[n], offsets[n + 1])[:, None]
     init = np.zeros(S)
-    init[:sizes[0]] = forest.weights
+    init[: sizes[0]] = forest.weights
     chain = forest.chain_type(target, draft, init, ns, max_horizon=T)
     chain.level_offsets = offsets
     return chain

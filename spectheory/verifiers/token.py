@@ -16,6 +16,7 @@ A residual with no mass (``p == q`` up to rounding) falls back to ``p``
 Exact values: the phase recursion with the masses ``min(p, q)`` (accepted) and
 ``max(p - q, 0)`` (rejected, then the residual token) -- :func:`spectheory.exact.token_masses`.
 """
+
 from __future__ import annotations
 
 import numpy as np
@@ -73,7 +74,7 @@ class TokenVerifier(Verifier):
         tx = np.empty((R, g))
         dx = np.empty((R, g))
         for i in range(g):
-            m = None if smp.hom else np.minimum(n + i, T - 1)   # kernel index (unused if homogeneous)
+            m = None if smp.hom else np.minimum(n + i, T - 1)  # kernel index (unused if homogeneous)
             s = states[:, i]
             xi = smp.sample_draft(m, s, u[:, i])
             x[:, i] = xi
@@ -97,11 +98,13 @@ class TokenVerifier(Verifier):
 
     def phase_masses(self, chain):
         from ..exact import token_masses
+
         acc, rej = token_masses(chain)
         return acc, rej, False
 
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
         from .torch_forms import token_verify
+
         return token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
 
 

@@ -18,12 +18,12 @@ checked with hand-picked uniforms. All arithmetic is float64. These are the torc
 the registered :class:`~spectheory.verifiers.Verifier` objects ``"token"`` and ``"block"``
 (their ``torch_rule``); the decoder reaches them only through the Verifier.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
 
 import torch
-
 
 
 def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -188,4 +188,3 @@ def block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, a
     weights = torch.clamp(p_tau[:, None] * t_n - d_n, min=0.0)
     emit = rejected | (allow_bonus & (k > 0))
     return Verdict(tau, _emit(weights, t_n, u_emit, emit), rejected)
-
