@@ -5,6 +5,11 @@ BLAS single-threaded: oversubscribed BLAS threads make the exact recursions 20x 
 """
 
 import os
+import sys
+from pathlib import Path
+
+# tests/ mirrors the package (tests/verifiers/, tests/trees/, ...); the shared helpers live here
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 try:
     from threadpoolctl import threadpool_limits

@@ -135,7 +135,7 @@ def test_rooms_form_layers():
     assert cycle is None, "rooms import each other in a circle: " + " -> ".join(cycle)
     assert not rooms.get("exact", set()) & {"chain", "verifiers", "montecarlo"}, rooms.get("exact")
     assert not rooms.get("verifiers", set()) & {"chain", "montecarlo"}, rooms.get("verifiers")
-    assert not rooms.get("laws", set()) - {"_validation"}, rooms.get("laws")
+    assert not rooms.get("laws", set()) - {"_guards"}, rooms.get("laws")
     for low in ("laws", "exact", "verifiers", "montecarlo", "chain", "decoder", "validation", "testing"):
         assert "app" not in rooms.get(low, set()), f"{low} imports the application layer"
 

@@ -106,7 +106,7 @@ def _read_chain_file(path: str) -> dict:
 
 def load_chain(args):
     """Build the DecodingChain named by the command-line arguments."""
-    from .._validation import check_memory
+    from .._guards import check_memory
     from ..chain.core import DecodingChain
 
     if args.chain:

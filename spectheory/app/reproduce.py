@@ -299,7 +299,7 @@ def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None
     ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead.
     """
     root = Path(root).resolve()
-    from .._validation import check_int
+    from .._guards import check_int
 
     jobs = check_int(jobs, "jobs", 1)  # (0 divided the cores by zero)
     layout = Layout.at(root, out)
@@ -325,7 +325,7 @@ def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None
 def run_figures(root, names=None, quick: bool = False, out=None, jobs: int = 1) -> int:
     """Regenerate the named figures (default all) of the checkout ``root`` into ``out``
     (default ``root/figures/``)."""
-    from .._validation import check_int
+    from .._guards import check_int
 
     check_int(jobs, "jobs", 1)
     root = Path(root).resolve()

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from .._validation import check_int
+from .._guards import check_int
 
 __all__ = ["grid", "task_key", "run_sweep"]
 

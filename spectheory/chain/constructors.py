@@ -7,7 +7,7 @@ import itertools
 
 import numpy as np
 
-from .._validation import as_law, check_int, check_memory, check_nonneg, check_prob
+from .._guards import as_law, check_int, check_memory, check_nonneg, check_prob
 
 __all__ = ["ChainConstructors", "ngram_counts"]
 

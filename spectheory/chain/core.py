@@ -21,7 +21,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import SUM_TOL, as_law, check_int
+from .._guards import SUM_TOL, as_law, check_int
 from .constructors import ChainConstructors
 from .transitions import NextStateSampler, check_next_state, law_matrix, stochastic_operator
 from .views import ProtocolViews

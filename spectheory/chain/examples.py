@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from .core import DecodingChain
 
 __all__ = ["easy_hard_chain", "holey_chain"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_nonneg
+from .._guards import check_nonneg
 from ..exact import expectations as analysis
 from ..exact import iid_gap
 from ..trees.exact import tree_protocol

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import check_int
+from .._guards import check_int
 from .sampling import check_sampling_args
 
 __all__ = [

@@ -6,7 +6,7 @@ for a user of ``transformers``: it takes bare ``transformers`` models or
 :class:`~spectheory.decoder.hf.HFCausalLM` adapters, a padded ``input_ids`` batch with its
 ``attention_mask``, and returns each row's new tokens (ending at ``eos_token_id`` if hit).
 Greedy output (``do_sample=False``) equals ``model.generate(do_sample=False)`` and HF assisted
-generation token for token (tests/test_hf_generate.py).
+generation token for token (tests/decoder/test_hf_generate.py).
 """
 
 from __future__ import annotations

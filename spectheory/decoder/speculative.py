@@ -12,7 +12,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from .._validation import check_bool, check_int
+from .._guards import check_bool, check_int
 from ..verifiers.base import get_verifier
 from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
 from .rng import (

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_int
+from .._guards import check_int
 
 __all__ = ["ProtocolResult", "token_masses", "scaled_masses", "blas_single_thread"]
 

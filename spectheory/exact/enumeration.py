@@ -33,7 +33,7 @@ from collections import defaultdict
 from fractions import Fraction
 from typing import NamedTuple
 
-from .._validation import check_int
+from .._guards import check_int
 
 __all__ = [
     "Outcome",

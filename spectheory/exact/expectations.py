@@ -22,7 +22,7 @@ import weakref
 
 import numpy as np
 
-from .._validation import check_bool, check_int
+from .._guards import check_bool, check_int
 from .core import ProtocolResult, blas_single_thread, token_masses
 from .phase import calls_law, token_accept_survival
 from .sequence_laws import phase_sequence_law, target_sequence_law

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int, check_nonneg
+from .._guards import check_int, check_nonneg
 from ..laws.closed_form import expected_tokens_per_call as _formula_tokens_per_call
 from .expectations import tv_profile
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_nonneg, check_prob
+from .._guards import check_int, check_nonneg, check_prob
 
 __all__ = [
     "expected_tokens_per_call",

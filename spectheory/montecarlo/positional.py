@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.sampling import sample_categorical as _categorical
 from ..verifiers._positional import _check_gamma, per_kernel, round_length
 from ..verifiers.batch_step import _batch_tables, _batch_verify_first, _check_M

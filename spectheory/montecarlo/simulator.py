@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import check_bool, check_int, check_memory
+from .._guards import check_bool, check_int, check_memory
 from ..laws.sampling import CdfTable, normalized_cdf, residual_weights, sample_from_cdf
 from ..verifiers.base import Verifier, get_verifier
 from .stats import mean_and_se

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from .policies import Policy, StopContext
 
 __all__ = ["policy_round_dp", "ratio_mean_se", "chain_path_inputs"]

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from .context import StopContext
 
 __all__ = [

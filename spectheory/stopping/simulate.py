@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.sampling import CdfTable, normalized_cdf, residual_weights, sample_from_cdf
 from ..montecarlo import mean_and_se
 from .context import StopContext

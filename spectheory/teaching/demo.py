@@ -30,7 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.distributions import acceptance_rate
 from .render import bar_char, law_table, save_bonus_figure, save_step_figure
 from .toy import ToyModels, expected_accepted, play_round, rejection_probability, toy_models
@@ -41,7 +41,7 @@ __all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS", "DEFAULT_SEED"]
 DEFAULT_ROUNDS = 5
 #: Seed used when none is given: with the defaults (gamma = 3, 5 rounds) its demo shows a
 #: rejection, the discarded drafts after it, and a round whose proposals all pass with a bonus
-#: word (tests/test_demo.py checks that it still does).
+#: word (tests/teaching/test_demo.py checks that it still does).
 DEFAULT_SEED = 2
 RULE = "=" * 72
 

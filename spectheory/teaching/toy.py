@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import as_law_pair, check_int
+from .._guards import as_law_pair, check_int
 from ..laws.distributions import acceptance_rate, residual
 
 __all__ = [

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validation import as_law, check_int
+from .._guards import as_law, check_int
 from ..laws.sampling import normalized_cdf, sample_from_cdf
 
 __all__ = ["Instance", "FAMILIES", "make_instance", "constant_uniform_rng"]

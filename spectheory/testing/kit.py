@@ -49,7 +49,7 @@ from itertools import cycle
 
 import numpy as np
 
-from .._validation import check_int, check_prob
+from .._guards import check_int, check_prob
 from ._checks import check_instance, n_tests
 from ._runner import Runner
 from .instances import FAMILIES, Instance, make_instance

@@ -32,7 +32,7 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-from .._validation import check_int
+from .._guards import check_int
 from .instances import FAMILIES, make_instance
 
 __all__ = [

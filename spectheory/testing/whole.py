@@ -35,7 +35,7 @@ import traceback
 
 import numpy as np
 
-from .._validation import check_int, check_prob
+from .._guards import check_int, check_prob
 from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
 from .instances import FAMILIES, Instance, constant_uniform_rng
 from .kit import CHECKS, _instances, _name

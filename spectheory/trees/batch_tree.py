@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import binom
 
-from .._validation import check_int
+from .._guards import check_int
 from .children import node_laws
 from .rules import tree_rule
 

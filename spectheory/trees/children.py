@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..verifiers.multidraft import MAX_PATHS, _categorical, _norm_excess
 
 __all__ = ["node_laws", "draw_children"]

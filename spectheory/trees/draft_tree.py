@@ -24,7 +24,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 
 __all__ = ["DraftTree"]
 

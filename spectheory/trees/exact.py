@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..exact.core import blas_single_thread
 from .accumulate import TreeProtocolResult, _Accumulator, _result
 from .draft_tree import DraftTree

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from .draft_tree import DraftTree
 from .exact import tree_round_law
 from .verifiers import get_tree_verifier

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from .children import draw_children
 from .draft_tree import DraftTree
 from .verifiers import get_tree_verifier

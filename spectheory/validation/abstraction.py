@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import check_int
+from .._guards import check_int
 from ..chain.core import DecodingChain
 
 __all__ = ["state_sums", "fit_abstraction", "plugin_bound", "chain_summary"]

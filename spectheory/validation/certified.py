@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..chain.core import DecodingChain
 
 __all__ = ["coarsen", "prefix_tree_labels", "bootstrap_weights", "bootstrap_interval"]

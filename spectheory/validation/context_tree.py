@@ -26,7 +26,7 @@ import heapq
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from .abstraction import state_sums
 
 __all__ = ["ContextTree"]

@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 import torch
 
-from .._validation import check_int
+from .._guards import check_int
 
 __all__ = ["path_laws", "last_hidden_states", "kmeans", "cluster_transition_law", "HiddenStateAbstraction"]
 

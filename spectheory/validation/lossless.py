@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_int
+from .._guards import check_int
 from ..decoder.sampling import logits_to_probs, sample_from_uniform
 from ..montecarlo.stats import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier

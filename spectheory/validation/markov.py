@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..chain.core import DecodingChain
 
 __all__ = ["context_keys", "fit_order_k_chain", "chain_predictions"]

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from .._validation import check_int
+from .._guards import check_int
 from ..decoder.sampling import logits_to_probs
 from ..stopping.along_paths import policy_round_dp, ratio_mean_se
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._validation import check_int
+from .._guards import check_int
 from ..decoder.rng import derive_seed, row_seeds
 from ..decoder.sampling import logits_to_probs
 from ..montecarlo.stats import mean_and_se

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.closed_form import walltime_speedup
 
 __all__ = ["measure_speed", "resolve_models"]

@@ -7,7 +7,7 @@ per-kernel cache of their tables and the draft length of a round. Their Monte Ca
 
 from __future__ import annotations
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.sampling import sample_categorical
 
 __all__ = ["per_kernel", "round_length"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int, check_prob
+from .._guards import check_int, check_prob
 from .batch_step import _check_M
 
 __all__ = [

@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_law_pair, check_int
+from .._guards import as_law_pair, check_int
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio
 from ._positional import _categorical
 

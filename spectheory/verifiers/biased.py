@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_law_pair, check_int, check_nonneg, check_prob
+from .._guards import as_law_pair, check_int, check_nonneg, check_prob
 from ..laws.sampling import safe_ratio
 from .rejection import (
     RejectionRule,

@@ -38,7 +38,7 @@ import itertools
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.sampling import normalize_or, safe_ratio
 from .base import Verifier, check_round_arrays, register_verifier
 from .multidraft import _categorical

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.sampling import normalize_or, safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 

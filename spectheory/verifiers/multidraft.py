@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validation import as_law_pair, check_int
+from .._guards import as_law_pair, check_int
 from ..laws.sampling import normalize_or, safe_ratio, sample_categorical
 
 __all__ = [

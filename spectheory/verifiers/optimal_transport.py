@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ..laws.sampling import safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 

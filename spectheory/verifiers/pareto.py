@@ -25,7 +25,7 @@ import itertools
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 from ._positional import _check_gamma, round_length
 from .rejection import RejectionRule, rule_expected_rejections
 

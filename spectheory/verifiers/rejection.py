@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import as_law, as_law_pair, check_int, check_prob
+from .._guards import as_law, as_law_pair, check_int, check_prob
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio, sample_categorical
 from ._positional import _categorical, per_kernel
 from .base import Verifier

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int, check_nonneg
+from .._guards import check_int, check_nonneg
 from .rejection import RejectionRule
 from .sequence_front_lp import FrontSolver
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, PrefixForest, prefix_forest, unrolled_chain

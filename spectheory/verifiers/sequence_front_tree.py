@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validation import check_int
+from .._guards import check_int
 
 __all__ = [
     "PrefixForest",

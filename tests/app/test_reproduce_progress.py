@@ -8,7 +8,7 @@ import pytest
 
 from spectheory.app import reproduce
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_long_step_prints_its_name_and_a_heartbeat(tmp_path, monkeypatch, capfd):

@@ -211,7 +211,7 @@ def test_tree_round_dp_single_path_is_round_dp():
 
 def test_greedy_tree_equals_autoregressive_hf_gpt2():
     """Random-weight Hugging Face GPT-2 pair through the adapter (tree attention through a 4-d
-    mask; tests/test_decoder_trees_hf.py has the rest): greedy tree decoding equals greedy
+    mask; tests/decoder/test_decoder_trees_hf.py has the rest): greedy tree decoding equals greedy
     autoregressive decoding."""
     transformers = pytest.importorskip("transformers")
     from spectheory.decoder.hf import HFCausalLM

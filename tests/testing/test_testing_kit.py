@@ -65,7 +65,7 @@ def _load_simulation(name):
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parent.parent / "simulations" / f"{name}.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "simulations" / f"{name}.py"
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

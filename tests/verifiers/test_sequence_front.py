@@ -191,7 +191,7 @@ def test_front_equals_an_independent_dense_lp():
 # The V = 2, T = 2 instance and its exact front by vertex enumeration in rationals live in the
 # proof (proofs/sequence_front_lp.py, run by tests/test_proofs.py); here the LP meets it at other
 # budgets.
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # proofs/ is a top-level folder, not an installed package
     sys.path.insert(0, str(ROOT))
 from proofs.sequence_front_lp import DRF1, DRF2, TGT1, TGT2, exact_front  # noqa: E402

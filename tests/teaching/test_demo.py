@@ -13,7 +13,7 @@ import spectheory as st
 from spectheory.teaching import accepts, expected_accepted, play_round, rejection_probability, toy_models
 from spectheory.teaching.demo import main, run_demo
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "simulations" / "teaching_demo.ipynb"
 
 

@@ -132,7 +132,7 @@ def test_gpu_script_quick_cpu_writes_valid_json(tmp_path):
     import importlib.util
     import pathlib
 
-    path = pathlib.Path(__file__).resolve().parent.parent / "simulations" / "decoder_gpu.py"
+    path = pathlib.Path(__file__).resolve().parents[2] / "simulations" / "decoder_gpu.py"
     spec = importlib.util.spec_from_file_location("decoder_gpu", path)
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)

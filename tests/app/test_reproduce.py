@@ -8,7 +8,7 @@ import pytest
 
 from spectheory.app.reproduce import Layout, Step, discover_steps, reproduce, run_steps, write_summary
 
-ROOT = Path(__file__).resolve().parent.parent  # the checkout these tests run in
+ROOT = Path(__file__).resolve().parents[2]  # the checkout these tests run in
 
 SCRIPT = textwrap.dedent("""
     import json, sys, pathlib
