@@ -5,6 +5,7 @@ import pytest
 
 import spectheory as st
 import spectheory.exact as analysis
+from spectheory.exact import token_accept_survival
 from spectheory.verifiers import TokenVerifier
 
 
@@ -18,9 +19,6 @@ class RoundToken(TokenVerifier):
 
     def round_transition(self, chain):
         return analysis.token_round_transition(chain)
-
-
-from spectheory.exact import token_accept_survival
 
 
 def yin_chain(seed=0, T=50):
