@@ -161,11 +161,11 @@ def main(argv=None):
     for B in (1, 16) if q else ((1, 64, 1024) if gpu else (1, 64)):
         bp = list(repeat_prompts(prompts, B))
         runs = {
-            "autoregressive": lambda: autoregressive_generate(target, bp, T, seed=1, device=dev),
-            "draft-small 2x2x1 tree_rrs": lambda: tree_generate(
+            "autoregressive": lambda bp=bp: autoregressive_generate(target, bp, T, seed=1, device=dev),
+            "draft-small 2x2x1 tree_rrs": lambda bp=bp: tree_generate(
                 target, draft, bp, T, DraftTree.from_branching([2, 2, 1]), "tree_rrs", seed=1, device=dev
             ),
-            "medusa sparse16 tree_topk": lambda: medusa_generate(
+            "medusa sparse16 tree_topk": lambda bp=bp: medusa_generate(
                 target, heads, bp, T, sparse_tree(acc[:, :4], 16), "tree_topk", seed=1, device=dev
             ),
         }

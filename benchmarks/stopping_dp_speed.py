@@ -24,7 +24,7 @@ import time  # noqa: E402
 
 import spectheory as st  # noqa: E402
 from spectheory.app.results import headline, script_parser, write_results  # noqa: E402
-from spectheory.stopping import (
+from spectheory.stopping import (  # noqa: E402
     ConfidenceThreshold,
     FixedGamma,
     HFSchedule,
@@ -70,7 +70,7 @@ def main(argv=None):
         ("confidence rule (edge recursion)", ConfidenceThreshold(0.4, max_depth=D), T),
         ("HF schedule (memory x edge recursion)", HFSchedule(5, max_depth=D), T_hf),
     ):
-        secs, v = best_of(lambda: evaluate_policy(chain, policy, Th, c), 1)
+        secs, v = best_of(lambda policy=policy, Th=Th: evaluate_policy(chain, policy, Th, c), 1)
         rows.append(
             {
                 "what": name,
@@ -101,7 +101,7 @@ def main(argv=None):
     sweep = []
     for Vs in [32, 64] if args.quick else [64, 128, 256, 512]:
         ch = st.DecodingChain.random(Vs, concentration=0.3, similarity=0.6, rng=2)
-        secs, _ = best_of(lambda: optimal_policy(ch, T, c, max_depth=D), 1)
+        secs, _ = best_of(lambda ch=ch: optimal_policy(ch, T, c, max_depth=D), 1)
         sweep.append({"V": Vs, "seconds": secs})
         print(f"state DP V={Vs}: {secs:.3f} s")
     data = {

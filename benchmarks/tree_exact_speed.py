@@ -47,7 +47,7 @@ def main(argv=None):
     )
     for tname, tree in trees.items():
         for ver in ("tree_rrs", "tree_topk"):
-            res, t_exact = best_time(lambda: tree_protocol(chain, T, tree, ver), repeats)
+            res, t_exact = best_time(lambda tree=tree, ver=ver: tree_protocol(chain, T, tree, ver), repeats)
             t0 = time.perf_counter()
             sim = simulate_tree(chain, T, tree, ver, n_runs=n_mc, rng=1)
             t_mc = (time.perf_counter() - t0) / n_mc

@@ -62,7 +62,7 @@ def _check_explicit(V: int) -> None:
     tv = sum(sp.Abs(p - q) for p, q in zip(target, draft)) / 2
     for signs in sign_patterns([p - q for p, q in zip(target, draft)]):
 
-        def closed(e):
+        def closed(e, signs=signs):
             return close_simplex(close_simplex(resolve(e, signs), target), draft)
 
         assert_equal(closed(beta), closed(mins), f"V={V}: beta = sum min on {list(signs.values())}")

@@ -112,7 +112,7 @@ def _explicit(k: int) -> None:
             out[y] += prob * alive * R[y]
     for signs in sign_patterns([t - rho * d for t, d in zip(target, draft)]):
 
-        def closed(e):
+        def closed(e, signs=signs):
             return sp.sympify(resolve(e, signs)).subs(simplex)
 
         pattern = list(signs.values())

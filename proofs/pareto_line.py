@@ -54,7 +54,7 @@ def _pointwise_lemmas() -> None:
         else:
             a, extra = q * b, {sp.expand(q * b - p): 1}  # b >= p/q: a >= p
         table = {**signs, **extra}
-        pos = lambda e: resolve(sp.Max(e, 0), table)  # noqa: E731
+        pos = lambda e, table=table: resolve(sp.Max(e, 0), table)  # noqa: E731
         assert_equal(pos(p - a) - pos(a - p), p - a, f"(p - a)+ - (a - p)+ = p - a on {signs}")
         assert_equal(pos(p - a), pos(p - q), f"(p - a)+ = (p - q)+ on {signs}")
         assert_equal(
@@ -84,7 +84,7 @@ def _explicit(V: int) -> None:
         a = [draft[x] if up[x] else draft[x] * accept[x] for x in range(V)]
         table = dict(signs)
         table.update({sp.expand(a[x] - target[x]): 1 for x in range(V) if not up[x]})
-        R = lambda e: sp.sympify(resolve(e, table)).subs(simplex)  # noqa: E731
+        R = lambda e, table=table: sp.sympify(resolve(e, table)).subs(simplex)  # noqa: E731
         pattern = [1 if u else -1 for u in up]
         rho = 1 - sum(a)
         excess = [sp.Max(target[x] - a[x], 0) for x in range(V)]

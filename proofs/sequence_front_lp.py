@@ -46,7 +46,7 @@ def _coupling(V: int) -> None:
     o, q = law_symbols("o", V), law_symbols("q", V)
     simplex = {o[-1]: 1 - sum(o[:-1]), q[-1]: 1 - sum(q[:-1])}
     for signs in sign_patterns([a - b for a, b in zip(o, q)]):
-        R = lambda e: sp.sympify(resolve(e, signs)).subs(simplex)  # noqa: E731
+        R = lambda e, signs=signs: sp.sympify(resolve(e, signs)).subs(simplex)  # noqa: E731
         acc = [sp.Min(o[x], q[x]) for x in range(V)]  # q b with b = min(o, q)/q
         rho = 1 - sum(acc)
         rej = [o[x] - acc[x] for x in range(V)]  # rho P = o - min(o, q)
@@ -67,7 +67,7 @@ def _linearisation(V: int) -> None:
     kids = list(sp.symbols(f"k1:{V + 1}", positive=True))
     simplex = {q[-1]: 1 - sum(q[:-1]), kids[-1]: m - sum(kids[:-1])}
     for signs in sign_patterns([kids[x] - m * q[x] for x in range(V)]):
-        R = lambda e: sp.sympify(resolve(e, signs)).subs(simplex)  # noqa: E731
+        R = lambda e, signs=signs: sp.sympify(resolve(e, signs)).subs(simplex)  # noqa: E731
         lhs = m * sum(sp.Abs(kids[x] / m - q[x]) for x in range(V)) / 2
         rhs = sum(sp.Max(kids[x] - m * q[x], 0) for x in range(V))
         assert_equal(R(lhs), R(rhs), f"V={V}: m TV(children/m, q) = sum (m_x - m q_x)+")

@@ -123,7 +123,7 @@ def _check(horizon: int, gammas) -> None:
             law[seq] += prob
         for signs in sign_patterns(keys):
 
-            def closed(e):
+            def closed(e, signs=signs):
                 return sp.sympify(resolve(e, signs, simplex)).subs(simplex)
 
             pattern = list(signs.values())

@@ -133,7 +133,7 @@ def _cross_check_optimal_gamma() -> None:
                 gk = 1  # no gamma helps; the library returns 1
             got = optimal_gamma(float(av), float(cv))
             # library's argmax may break an exact tie the other way
-            Sg = lambda x: sum(av**k for k in range(x + 1)) / (1 + x * cv)  # noqa: E731
+            Sg = lambda x, av=av, cv=cv: sum(av**k for k in range(x + 1)) / (1 + x * cv)  # noqa: E731
             assert Sg(got) == Sg(gk) or got == gk, (
                 f"optimal gamma at a={av}, c={cv}: first-difference rule {gk}, library {got}"
             )

@@ -109,7 +109,7 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     small = DraftTree.from_branching([2, 1])
     for rule, pol in (("tree_rrs", None), (broken_tree_rule("iid"), "iid")):
         s = tree_two_token_samples(
-            lambda pr, sd: tree_generate(
+            lambda pr, sd, rule=rule, pol=pol: tree_generate(
                 target, draft, pr, 2, small, rule, seed=sd, policy=pol, device=device
             ),
             prompt,

@@ -263,7 +263,6 @@ def main(argv=None):
 
     # ---------------------------------------------------------------- Medusa
     acc = np.array(hinfo["heldout"]["rank_accuracy"])
-    K = hinfo["n_heads"]
     medusa_trees = {
         "sparse16": sparse_tree(acc[:, :4], 8 if q else 16),
         "cartesian": DraftTree.from_branching([2, 2] if q else [3, 2, 2]),

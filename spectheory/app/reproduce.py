@@ -309,7 +309,7 @@ def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None
         steps = [s for s in steps if s.name in set(only)]
     t0 = time.perf_counter()
     statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler)
-    summary = write_summary(summary_dir, layout.results, statuses, quick)
+    write_summary(summary_dir, layout.results, statuses, quick)
     failed = [s["name"] for s in statuses if s["rc"] != 0]
     if out is None and only is None and (root / "scripts" / "update_readme.py").exists():
         subprocess.run([sys.executable, str(root / "scripts" / "update_readme.py")], cwd=root, check=False)

@@ -188,8 +188,10 @@ def global_random_state(target_probs, draft_probs, draft_tokens, rng):
     """Ignores ``rng`` and draws from NumPy's global random state (not reproducible from a seed)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
-    n = _accepted(t, d, x, np.random.random(k))  # BUG: global state
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), np.random.random())
+    # The deliberate bug this sampler exists for: the kit must catch draws from NumPy's global
+    # state (not reproducible from the seed), so the legacy calls stay.
+    n = _accepted(t, d, x, np.random.random(k))  # noqa: NPY002
+    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), np.random.random())  # noqa: NPY002
     return _emit(x, n, y)
 
 

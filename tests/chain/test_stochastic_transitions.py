@@ -97,7 +97,7 @@ def test_next_state_sampler_frequencies():
 @pytest.mark.parametrize("horizon_kernels", [None, 6])
 def test_point_mass_law_equals_deterministic_chain(horizon_kernels):
     det = st.DecodingChain.random(3, n_states=5, horizon=horizon_kernels, rng=11)
-    S, V = det.n_states, det.vocab_size
+    S = det.n_states
     onehot = np.eye(S)[det.next_state]  # [S, V, S]
     soft = st.DecodingChain(det.target, det.draft, det.initial, onehot)
     assert soft.is_stochastic

@@ -635,7 +635,7 @@ def test_gpt_batch_invariance_float32():
 
 # ------------------------------------------------------------------ rule-level losslessness, property
 from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st
+from hypothesis import strategies as st  # noqa: E402
 
 
 def random_law(rng, V):

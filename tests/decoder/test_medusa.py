@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from spectheory.decoder.medusa import (
+from spectheory.decoder.medusa import (  # noqa: E402
     HEADS_NAME,
     MedusaHeads,
     load_heads,

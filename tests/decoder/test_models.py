@@ -205,7 +205,7 @@ def test_ngram_cached_equals_uncached_with_rollback():
         cache = model.new_cache(B, T)
         start = torch.tensor([0, 4, 1])
         model(ids[:, :5], cache=cache, start=torch.zeros(B, dtype=torch.long))
-        for step in range(10):
+        for _ in range(10):
             L = min(int(rng.integers(1, 5)), T - int(start.max()))
             chunk = torch.stack([ids[b, start[b] : start[b] + L] for b in range(B)])
             out = model(chunk, cache=cache, start=start)

@@ -9,7 +9,7 @@ torch = pytest.importorskip("torch")
 
 import spectheory as st  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
-from spectheory.stopping import (
+from spectheory.stopping import (  # noqa: E402
     ConfidenceThreshold,
     EntropyRule,
     FixedGamma,

@@ -11,7 +11,7 @@ torch = pytest.importorskip("torch")
 from spectheory.testing import check_verifier  # noqa: E402
 from spectheory.testing.adapters import from_batched_probs, hf_speculative_sampling  # noqa: E402
 from spectheory.testing.gallery_field import FIELD_BUGS  # noqa: E402
-from spectheory.testing.torch_adapter import (
+from spectheory.testing.torch_adapter import (  # noqa: E402
     from_torch_sampler,
     torch_reference_sampler,  # noqa: E402
     vllm_style_sampler,

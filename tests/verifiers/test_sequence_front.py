@@ -130,7 +130,7 @@ def _dense_lp(chain, T, start, eps):
         for n in range(T):
             for prefix in itertools.product(range(V), repeat=n):
                 state = s
-                for n2, tok in enumerate(prefix):
+                for tok in prefix:
                     state = c.next_state[state, tok]
                 q = c.kernels(n)[1][state]
                 below = np.array([seq[:n] == prefix for seq in seqs])
@@ -161,7 +161,7 @@ def _dense_lp(chain, T, start, eps):
     A.append(row)
     b.append(eps)
     A_eq = np.zeros((K, nv))
-    for k, s in enumerate(starts):
+    for k in range(len(starts)):
         A_eq[k, k * L : (k + 1) * L] = 1
     cost = np.zeros(nv)
     cost[n_o : n_o + n_a] = 0.5
