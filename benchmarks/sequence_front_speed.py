@@ -27,10 +27,10 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 import spectheory as st  # noqa: E402
+from spectheory.analysis.sequence_front import optimal_sequence_front  # noqa: E402
+from spectheory.analysis.sequence_front_lp import FrontSolver  # noqa: E402
+from spectheory.analysis.sequence_front_tree import prefix_forest  # noqa: E402
 from spectheory.app.results import headline, script_parser, write_results  # noqa: E402
-from spectheory.verifiers.sequence_front import optimal_sequence_front  # noqa: E402
-from spectheory.verifiers.sequence_front_lp import FrontSolver  # noqa: E402
-from spectheory.verifiers.sequence_front_tree import prefix_forest  # noqa: E402
 
 
 def time_front(V, T, n_eps, hot_start=True, seed=1, closed_form_end=True):

@@ -15,9 +15,9 @@ same sequence quality the optimal sequence-level rule (standard speculative samp
 import numpy as np
 
 import spectheory as st
+from spectheory.analysis.sequence_front import optimal_sequence_front
+from spectheory.analysis.sequence_front_gaps import front_gaps, heuristic_rules
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
-from spectheory.verifiers.sequence_front import optimal_sequence_front
-from spectheory.verifiers.sequence_front_gaps import front_gaps, heuristic_rules
 
 MARKERS = {"additive": "o", "ratio": "s", "lenience": "^", "typical": "D"}
 

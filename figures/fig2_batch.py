@@ -17,17 +17,17 @@ the target mass outside the draft's support, and is zero for uniform laws with |
 import numpy as np
 
 import spectheory as st
-from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
-from spectheory.chain.examples import holey_chain
-from spectheory.montecarlo import simulate_batch
-from spectheory.trees.batch_tree import batch_tree_expected, simulate_batch_tree
-from spectheory.verifiers import (
+from spectheory.analysis import (
     batch_expected_rejections,
-    batch_rejection_probability,
     bernoulli_batch_rejection,
     uniform_batch_rejection,
     uniform_instance,
 )
+from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
+from spectheory.chain.examples import holey_chain
+from spectheory.montecarlo import simulate_batch
+from spectheory.trees.batch_tree import batch_tree_expected, simulate_batch_tree
+from spectheory.verifiers import batch_rejection_probability
 
 
 def main(argv=None):

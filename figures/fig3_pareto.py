@@ -18,17 +18,16 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 import spectheory as st
+from spectheory.analysis.pareto import pareto_front, sequence_front
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.verifiers.biased import (
     additive_acceptance,
     biased_rule,
     biased_step,
     lenient_acceptance,
-    pareto_front,
     ratio_acceptance,
     typical_acceptance,
 )
-from spectheory.verifiers.pareto import sequence_front
 from spectheory.verifiers.rejection import RejectionRule, standard_acceptance
 
 

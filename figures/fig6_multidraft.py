@@ -10,10 +10,10 @@ optimum.
 
 import numpy as np
 
+from spectheory.analysis.optimal_transport import optimal_multidraft_acceptance
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
-from spectheory.verifiers.optimal_transport import optimal_multidraft_acceptance
 
 RULES = [
     ("rrs", "RRS, with replacement", PALETTE[0], "o", "-"),

@@ -19,7 +19,7 @@ arrangement of the piecewise-linear program in the four sequence masses: a float
 all triples of hyperplanes, then every candidate vertex solved and checked with sympy)
 equals Theorem 1's sum 87/100 at :math:`\varepsilon = 0`, is 0 at
 :math:`\varepsilon = \mathrm{TV}(Q_T, P_T)`, and matches
-:func:`spectheory.verifiers.sequence_front.optimal_sequence_front` to 1e-10 in between.
+:func:`spectheory.analysis.sequence_front.optimal_sequence_front` to 1e-10 in between.
 
 Proof
 -----
@@ -130,7 +130,7 @@ def _exact_instance() -> None:
     import numpy as np
 
     import spectheory as st
-    from spectheory.verifiers.sequence_front import optimal_sequence_front
+    from spectheory.analysis.sequence_front import optimal_sequence_front
 
     P = [TGT1[i] * TGT2[i][j] for i in range(2) for j in range(2)]
     Q = [DRF1[i] * DRF2[i][j] for i in range(2) for j in range(2)]

@@ -11,16 +11,16 @@ Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 
 import numpy as np
 
-from spectheory.app.results import headline, script_parser, write_results
-from spectheory.chain.examples import holey_chain
-from spectheory.montecarlo import simulate_batch
-from spectheory.verifiers import (
+from spectheory.analysis import (
     batch_expected_rejections,
-    batch_rejection_probability,
     bernoulli_batch_rejection,
     uniform_batch_rejection,
     uniform_instance,
 )
+from spectheory.app.results import headline, script_parser, write_results
+from spectheory.chain.examples import holey_chain
+from spectheory.montecarlo import simulate_batch
+from spectheory.verifiers import batch_rejection_probability
 
 
 def main(argv=None):

@@ -14,6 +14,7 @@ Usage: python simulations/biased_tradeoff.py [--quick] [--out DIR]
 import numpy as np
 
 import spectheory as st
+from spectheory.analysis.pareto import pareto_front, sequence_front
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.montecarlo import sequence_tv_mc
 from spectheory.verifiers.biased import (
@@ -21,11 +22,9 @@ from spectheory.verifiers.biased import (
     biased_rule,
     biased_step,
     lenient_acceptance,
-    pareto_front,
     ratio_acceptance,
     typical_acceptance,
 )
-from spectheory.verifiers.pareto import sequence_front
 from spectheory.verifiers.rejection import rule_expected_rejections
 
 EPS = [0.0, 0.01, 0.02, 0.05, 0.1, 0.2, 0.4]

@@ -35,6 +35,7 @@ import time
 import numpy as np
 import torch
 
+from spectheory.analysis.pareto import pareto_front
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
@@ -56,7 +57,7 @@ from spectheory.validation.trees import (
     tree_round_dp,
     tree_two_token_samples,
 )
-from spectheory.verifiers.biased import biased_step, pareto_front, typical_acceptance
+from spectheory.verifiers.biased import biased_step, typical_acceptance
 
 Z_MAX, P_PASS, P_FAIL = 5.0, 1e-6, 1e-12
 VERIFIERS = ("tree_rrs", "tree_rrs_wo", "tree_topk", "traversal")

@@ -13,14 +13,11 @@ Usage: python simulations/multidraft.py [--quick] [--out DIR]
 import numpy as np
 from scipy import stats
 
+from spectheory.analysis.optimal_transport import optimal_multidraft_acceptance
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.verifiers.kseq import kseq_acceptance, kseq_verify
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_verify
-from spectheory.verifiers.optimal_transport import (
-    optimal_coupling_lp,
-    optimal_multidraft_acceptance,
-    optimal_verify,
-)
+from spectheory.verifiers.optimal_coupling import optimal_coupling_lp, optimal_verify
 
 
 def chi2_pvalue(tokens, law):

@@ -17,10 +17,10 @@ Usage: python simulations/sequence_front.py [--quick] [--out DIR]
 import numpy as np
 
 import spectheory as st
+from spectheory.analysis.sequence_front import optimal_rule_chain, optimal_sequence_front
+from spectheory.analysis.sequence_front_gaps import front_gaps, heuristic_rules
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.montecarlo import mean_and_se
-from spectheory.verifiers.sequence_front import optimal_rule_chain, optimal_sequence_front
-from spectheory.verifiers.sequence_front_gaps import front_gaps, heuristic_rules
 
 HEADLINE_CHAIN = {"vocab_size": 3, "rng": 1, "horizon": 4, "start_state": 0}
 SHOWN = [

@@ -8,7 +8,8 @@ functions alike: a lazy import is still a dependency). Two graphs must be acycli
   depends on the module that defines it, which is what is followed);
 - rooms (the sub-packages ``laws``, ``exact``, ``verifiers``, ...): ``A -> B`` when a module
   of ``A`` imports one of ``B``. The rooms form layers, e.g. ``exact`` never imports ``chain``
-  or ``verifiers`` and ``verifiers`` never imports ``montecarlo`` or ``chain``.
+  or ``verifiers``, ``verifiers`` never imports ``montecarlo``, ``chain`` or ``analysis``, and
+  ``analysis`` (fronts, bounds, closed forms) reads only ``verifiers``, ``exact`` and ``laws``.
 """
 
 import ast
@@ -134,9 +135,22 @@ def test_rooms_form_layers():
     cycle = find_cycle(rooms)
     assert cycle is None, "rooms import each other in a circle: " + " -> ".join(cycle)
     assert not rooms.get("exact", set()) & {"chain", "verifiers", "montecarlo"}, rooms.get("exact")
-    assert not rooms.get("verifiers", set()) & {"chain", "montecarlo"}, rooms.get("verifiers")
+    assert not rooms.get("verifiers", set()) & {"chain", "montecarlo", "analysis"}, rooms.get("verifiers")
+    # analysis (fronts, bounds, closed forms) sits on the rules: it reads verifiers and laws,
+    # never the simulators, the chain constructors or anything above them
+    assert not rooms.get("analysis", set()) - {"_guards", "laws", "verifiers", "exact"}, rooms.get("analysis")
     assert not rooms.get("laws", set()) - {"_guards"}, rooms.get("laws")
-    for low in ("laws", "exact", "verifiers", "montecarlo", "chain", "decoder", "validation", "testing"):
+    for low in (
+        "laws",
+        "exact",
+        "verifiers",
+        "analysis",
+        "montecarlo",
+        "chain",
+        "decoder",
+        "validation",
+        "testing",
+    ):
         assert "app" not in rooms.get(low, set()), f"{low} imports the application layer"
 
 

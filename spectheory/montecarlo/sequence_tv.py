@@ -1,11 +1,11 @@
 """Monte Carlo of the sequence-level total variation of a lossy rule (the exact value, by
-enumeration, is :func:`spectheory.verifiers.pareto.sequence_tv`)."""
+enumeration, is :func:`spectheory.analysis.pareto.sequence_tv`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..verifiers.pareto import sequence_log_likelihoods
+from ..analysis.pareto import sequence_log_likelihoods
 from ..verifiers.rejection import RejectionRule
 from .simulator import mean_and_se, simulate
 

@@ -113,7 +113,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTree
     --------
     >>> import numpy as np, spectheory as st
     >>> from spectheory.trees.batch_tree import batch_tree_expected
-    >>> from spectheory.verifiers import batch_expected_rejections
+    >>> from spectheory.analysis import batch_expected_rejections
     >>> chain = st.DecodingChain.random(3, rng=0)
     >>> tree, first = batch_tree_expected(chain, 6, 4), batch_expected_rejections(chain, 6, 4)
     >>> bool(tree.rejections <= first.total), round(batch_tree_expected(chain, 6, np.inf).rejections, 12)
@@ -263,7 +263,7 @@ def batch_readings(chain, horizon, Ms, gamma=None, bonus=False) -> dict:
 
     Returns ``{"M": [...], "first_token": [...], "tree": [...]}``.
     """
-    from ..verifiers import batch_expected_rejections
+    from ..analysis.batch_chain import batch_expected_rejections
 
     first = [batch_expected_rejections(chain, horizon, M, gamma=gamma, bonus=bonus).total for M in Ms]
     tree = [batch_tree_expected(chain, horizon, M, gamma=gamma, bonus=bonus).rejections for M in Ms]

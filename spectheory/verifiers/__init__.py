@@ -1,30 +1,203 @@
 """Verification rules: the :class:`Verifier` protocol and registry (:mod:`.base`), and one module
-per rule family.
+per rule family. Fronts, bounds and closed forms that are not rules live in
+:mod:`spectheory.analysis`.
 
 - :mod:`.base`        the Verifier protocol, :func:`get_verifier`, :func:`register_verifier`
 - :mod:`.token`       standard token verification (``"token"``)
-
 - :mod:`.rejection`   general rejection-based verifiers and optimality (Yin et al. 2024, Thms 1-2)
-- :mod:`.batch_step`, :mod:`.batch_chain`, :mod:`.batch_closed_form`  batch speculative decoding
-  with M draft sequences (first-token construction, consistent with Yin et al. 2024, Theorem 3)
+- :mod:`.batch_step`  batch speculative decoding with M draft sequences, one position
+  (first-token construction, consistent with Yin et al. 2024, Theorem 3)
 - :mod:`.multidraft`  k candidates at one position: recursive rejection (with/without replacement)
 - :mod:`.kseq`        K-SEQ (SpecTr)
-- :mod:`.optimal_transport`  optimal multi-draft acceptance, its LP, an optimal verifier
+- :mod:`.optimal_coupling`  the verifier attaining the optimal multi-draft acceptance (transport LP)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
-- :mod:`.biased`      biased (lossy) acceptance and the rejection/quality Pareto front
-- :mod:`.pareto`      sequence-level TV of lossy rules against their rejections
+- :mod:`.biased`      biased (lossy) acceptance rules
+- :mod:`.torch_forms` torch forms of the token rule for the decoder (needs torch; not imported here)
 """
 
+from .._deprecation import moved_names
 from .base import Verifier, check_round_arrays, get_verifier, list_verifiers, register_verifier
-from .batch_chain import *  # noqa: F401,F403
-from .batch_closed_form import *  # noqa: F401,F403
-from .batch_step import *  # noqa: F401,F403
-from .biased import *  # noqa: F401,F403
-from .block import *  # noqa: F401,F403
-from .kseq import *  # noqa: F401,F403
-from .multidraft import *  # noqa: F401,F403
-from .optimal_transport import *  # noqa: F401,F403
-from .pareto import *  # noqa: F401,F403
-from .rejection import *  # noqa: F401,F403
-from .sequence_front import SequenceFront, optimal_rule_chain, optimal_sequence_front, optimal_sequence_rule  # noqa: F401
+from .batch_step import (
+    BatchStep,
+    batch_first_token,
+    batch_first_token_masses,
+    batch_limit_rejection,
+    batch_rejection_probability,
+    batch_residuals,
+    batch_scales,
+    batch_verify_first,
+    sample_batch_first_token,
+)
+from .biased import (
+    BiasedAcceptance,
+    BiasedStep,
+    additive_acceptance,
+    biased_rule,
+    biased_step,
+    lenient_acceptance,
+    over_accepts,
+    ratio_acceptance,
+    sample_biased_step,
+    typical_acceptance,
+)
+from .block import (
+    BLOCK,
+    BlockVerifier,
+    block_emission_law,
+    block_round_transition,
+    block_weights,
+    round_accepted_means,
+)
+from .kseq import (
+    kseq_acceptance,
+    kseq_beta,
+    kseq_output_law,
+    kseq_residual,
+    kseq_rho,
+    kseq_rule,
+    kseq_verify,
+)
+from .multidraft import (
+    candidates_from_uniforms,
+    rrs_acceptance,
+    rrs_output_law,
+    rrs_residuals,
+    rrs_rule,
+    rrs_verify,
+    sample_candidates,
+)
+from .optimal_coupling import (
+    OptimalCoupling,
+    draft_tuple_law,
+    optimal_coupling_lp,
+    optimal_rule,
+    optimal_verify,
+)
+from .rejection import (
+    RejectionRule,
+    RejectionStep,
+    is_unbiased,
+    optimal_rejection_law,
+    rejection_step,
+    rejection_verify,
+    rule_expected_rejections,
+    sample_rejection_step,
+    scaled_acceptance,
+    scaled_rule,
+    standard_acceptance,
+    standard_rule,
+    unbiased_rejection_law,
+)
 from .token import TOKEN, TokenVerifier
+
+__all__ = [
+    # the protocol and the registry
+    "Verifier",
+    "register_verifier",
+    "get_verifier",
+    "list_verifiers",
+    "check_round_arrays",
+    # token and block verification
+    "TokenVerifier",
+    "TOKEN",
+    "BlockVerifier",
+    "BLOCK",
+    "block_weights",
+    "block_round_transition",
+    "block_emission_law",
+    "round_accepted_means",
+    # rejection-based rules
+    "RejectionRule",
+    "RejectionStep",
+    "standard_rule",
+    "scaled_rule",
+    "standard_acceptance",
+    "scaled_acceptance",
+    "rejection_step",
+    "rejection_verify",
+    "sample_rejection_step",
+    "unbiased_rejection_law",
+    "optimal_rejection_law",
+    "is_unbiased",
+    "rule_expected_rejections",
+    # biased (lossy) rules
+    "BiasedAcceptance",
+    "BiasedStep",
+    "additive_acceptance",
+    "ratio_acceptance",
+    "lenient_acceptance",
+    "typical_acceptance",
+    "biased_step",
+    "biased_rule",
+    "over_accepts",
+    "sample_biased_step",
+    # batch decoding, one position
+    "BatchStep",
+    "batch_scales",
+    "batch_residuals",
+    "batch_first_token",
+    "batch_first_token_masses",
+    "batch_rejection_probability",
+    "batch_limit_rejection",
+    "batch_verify_first",
+    "sample_batch_first_token",
+    # k candidates at one position
+    "rrs_acceptance",
+    "rrs_output_law",
+    "rrs_residuals",
+    "rrs_rule",
+    "rrs_verify",
+    "sample_candidates",
+    "candidates_from_uniforms",
+    "kseq_rho",
+    "kseq_beta",
+    "kseq_acceptance",
+    "kseq_output_law",
+    "kseq_residual",
+    "kseq_rule",
+    "kseq_verify",
+    "OptimalCoupling",
+    "draft_tuple_law",
+    "optimal_coupling_lp",
+    "optimal_rule",
+    "optimal_verify",
+]
+
+#: Names this package re-exported before the analysis moved to :mod:`spectheory.analysis`
+#: (deprecated one release).
+_MOVED = {
+    **{
+        name: (f"spectheory.analysis.{module}", name)
+        for module, names in {
+            "batch_chain": ("BatchRejections", "batch_expected_rejections"),
+            "batch_closed_form": (
+                "bernoulli_batch_rejection",
+                "uniform_batch_rejection",
+                "uniform_instance",
+                "iid_batch_expected_rejections",
+            ),
+            "optimal_transport": (
+                "ratio_order",
+                "drafted_set_law",
+                "prob_all_in_prefixes",
+                "optimal_multidraft_acceptance",
+            ),
+            "pareto": (
+                "ParetoFront",
+                "pareto_front",
+                "all_sequences",
+                "sequence_log_likelihoods",
+                "sequence_tv",
+            ),
+            "sequence_front": (
+                "SequenceFront",
+                "optimal_sequence_front",
+                "optimal_rule_chain",
+                "optimal_sequence_rule",
+            ),
+        }.items()
+        for name in names
+    },
+}
+
+__getattr__ = moved_names(__name__, _MOVED)

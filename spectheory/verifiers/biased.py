@@ -1,4 +1,5 @@
-r"""Biased (lossy) acceptance and the rejection / quality Pareto front (one position).
+r"""Biased (lossy) acceptance at one position; the rejection / quality Pareto front it lies on is
+:func:`spectheory.analysis.pareto.pareto_front`.
 
 Yin et al. 2024 (arXiv 2411.00841), Theorems 4-5 (statements reconstructed and proved here; ``docs/derivations.md``,
 proved here); Leviathan et al. 2023 (lenience); Cai et al. 2024, Medusa (typical
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._guards import as_law_pair, check_int, check_nonneg, check_prob
+from .._guards import as_law_pair, check_nonneg, check_prob
 from ..laws.sampling import safe_ratio
 from .rejection import (
     RejectionRule,
@@ -59,8 +60,6 @@ __all__ = [
     "BiasedStep",
     "biased_step",
     "over_accepts",
-    "ParetoFront",
-    "pareto_front",
     "biased_rule",
     "sample_biased_step",
 ]
@@ -218,53 +217,6 @@ def over_accepts(target, draft, accept, atol: float = 1e-12):
     b = _acceptance_array(t, d, accept)
     ok = (b >= standard_acceptance(t, d) - atol) | (d == 0)
     return np.all(ok, axis=-1)[()]
-
-
-@dataclass
-class ParetoFront:
-    """The line of optimal (rejection, TV loss) pairs: from ``(0, tv)`` to ``(tv, 0)``.
-
-    ``mixing[j] = lambda`` gives the acceptance ``(1 - lambda) min(1, p/q) + lambda``
-    that attains ``(rejection[j], loss[j]) = ((1 - lambda) tv, lambda tv)``.
-    """
-
-    tv: float
-    rejection: np.ndarray
-    loss: np.ndarray
-    mixing: np.ndarray
-
-    def loss_at(self, rejection):
-        """Smallest achievable TV loss at a given rejection probability: ``max(tv - rho, 0)``."""
-        return np.maximum(self.tv - np.asarray(rejection, dtype=np.float64), 0.0)
-
-
-def pareto_front(target, draft, num: int = 101) -> ParetoFront:
-    r"""Pareto front of (rejection probability, TV loss) over all rejection-based rules.
-
-    Every rule satisfies :math:`\rho + \mathrm{TV}(o, p) \ge \mathrm{TV}(p, q)` (module
-    docstring), and the mixtures :math:`b_\lambda` with :math:`P^*` attain equality, so the
-    front is the segment :math:`\rho + L = \mathrm{TV}`, :math:`0 \le \rho \le \mathrm{TV}`.
-
-    Parameters
-    ----------
-    target, draft : array_like, shape (V,)
-    num : int
-        Number of points on the segment (``num >= 2``).
-
-    Examples
-    --------
-    >>> from spectheory.verifiers.biased import pareto_front
-    >>> f = pareto_front([0.2, 0.8], [0.5, 0.5], num=3)
-    >>> f.rejection.round(12).tolist(), f.loss.round(12).tolist()
-    ([0.3, 0.15, 0.0], [0.0, 0.15, 0.3])
-    """
-    t, d = as_law_pair(target, draft)
-    if t.ndim != 1:
-        raise ValueError(f"target: expected a 1-d law, got shape {t.shape}")
-    num = check_int(num, "num", 2)
-    tv = float(0.5 * np.abs(t - d).sum())
-    lam = np.linspace(0.0, 1.0, num)
-    return ParetoFront(tv, (1.0 - lam) * tv, lam * tv, lam)
 
 
 def biased_rule(accept, rejection="optimal") -> RejectionRule:

@@ -26,7 +26,7 @@ bisection. (If ``p_res >= 0`` held at some ``rho < rho*``, then no token with ``
 would have ``q >= p/rho``, so ``beta = q(supp p)`` is constant on ``[rho, rho*]``: same acceptance.)
 
 SpecTr (Theorem 3) shows K-SEQ attains at least ``1 - (1 - 1/k)^k >= 1 - 1/e`` of the optimal
-acceptance :func:`spectheory.verifiers.optimal_transport.optimal_multidraft_acceptance`.
+acceptance :func:`spectheory.analysis.optimal_transport.optimal_multidraft_acceptance`.
 """
 
 from __future__ import annotations

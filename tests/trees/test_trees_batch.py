@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.analysis import batch_expected_rejections
 from spectheory.trees import DraftTree, tree_protocol
 from spectheory.trees.batch_tree import (
     batch_readings,
@@ -17,7 +18,6 @@ from spectheory.trees.batch_tree import (
     batch_tree_limit_mass,
     simulate_batch_tree,
 )
-from spectheory.verifiers import batch_expected_rejections
 
 try:  # holey_chain moves next to the chain constructors
     from spectheory.chain.examples import holey_chain

@@ -10,19 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import spectheory as st
+from spectheory.analysis import (
+    batch_expected_rejections,
+    bernoulli_batch_rejection,
+    iid_batch_expected_rejections,
+    uniform_batch_rejection,
+)
 from spectheory.montecarlo import simulate_batch
 from spectheory.verifiers import (
-    batch_expected_rejections,
     batch_first_token,
     batch_first_token_masses,
     batch_limit_rejection,
     batch_rejection_probability,
     batch_scales,
     batch_verify_first,
-    bernoulli_batch_rejection,
-    iid_batch_expected_rejections,
     sample_batch_first_token,
-    uniform_batch_rejection,
 )
 from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
 

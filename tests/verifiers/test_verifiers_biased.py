@@ -10,6 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import spectheory as st
+from spectheory.analysis.pareto import (
+    all_sequences,
+    pareto_front,
+    sequence_front,
+    sequence_log_likelihoods,
+    sequence_tv,
+)
 from spectheory.montecarlo import sequence_tv_mc, simulate
 from spectheory.verifiers.biased import (
     additive_acceptance,
@@ -17,12 +24,10 @@ from spectheory.verifiers.biased import (
     biased_step,
     lenient_acceptance,
     over_accepts,
-    pareto_front,
     ratio_acceptance,
     sample_biased_step,
     typical_acceptance,
 )
-from spectheory.verifiers.pareto import all_sequences, sequence_front, sequence_log_likelihoods, sequence_tv
 from spectheory.verifiers.rejection import rejection_step, rule_expected_rejections, standard_rule
 
 SEEDS = hst.integers(0, 2**32 - 1)

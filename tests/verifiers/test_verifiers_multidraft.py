@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st_
 from scipy import stats
 
+from spectheory.analysis.optimal_transport import drafted_set_law, optimal_multidraft_acceptance, ratio_order
 from spectheory.verifiers.kseq import (
     kseq_acceptance,
     kseq_beta,
@@ -31,14 +32,11 @@ from spectheory.verifiers.multidraft import (
     rrs_rule,
     rrs_verify,
 )
-from spectheory.verifiers.optimal_transport import (
+from spectheory.verifiers.optimal_coupling import (
     draft_tuple_law,
-    drafted_set_law,
     optimal_coupling_lp,
-    optimal_multidraft_acceptance,
     optimal_rule,
     optimal_verify,
-    ratio_order,
 )
 
 

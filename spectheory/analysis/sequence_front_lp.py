@@ -1,6 +1,6 @@
 r"""The linear program of the exact sequence-level front, and a hot-started HiGHS solver for it.
 
-See :mod:`spectheory.verifiers.sequence_front` for the program and docs/sequence_front.md for
+See :mod:`spectheory.analysis.sequence_front` for the program and docs/sequence_front.md for
 its derivation. Notation: p = target, q = draft.
 """
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._guards import check_int, check_prob
-from .batch_step import _check_M
+from ..verifiers.batch_step import _check_M
 
 __all__ = [
     "bernoulli_batch_rejection",
@@ -83,7 +83,7 @@ def uniform_instance(target_size, draft_size, overlap):
 
     Examples
     --------
-    >>> from spectheory.verifiers.batch_closed_form import uniform_instance
+    >>> from spectheory.analysis.batch_closed_form import uniform_instance
     >>> t, d = uniform_instance(2, 2, 1)
     >>> t.tolist(), d.tolist()
     ([0.5, 0.5, 0.0], [0.0, 0.5, 0.5])

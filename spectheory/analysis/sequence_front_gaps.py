@@ -6,7 +6,7 @@ optimal mixtures :math:`b_\lambda = (1 - \lambda)\min(1, p/q) + \lambda` (Yin et
 Theorems 4-5: optimal at one position), this module computes *exactly* (by enumerating
 the emitted sequence law on the prefix forest, bonus off) the expected rejections
 :math:`R` and the sequence TV :math:`\tau`, then the least rejections :math:`R^*(\tau)`
-any rule can pay at that quality (:func:`~spectheory.verifiers.sequence_front.optimal_sequence_front`)
+any rule can pay at that quality (:func:`~spectheory.analysis.sequence_front.optimal_sequence_front`)
 and the ratio :math:`R / R^*(\tau)`. Notation: p = target, q = draft.
 """
 
@@ -16,8 +16,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .biased import additive_acceptance, biased_rule, lenient_acceptance, ratio_acceptance, typical_acceptance
-from .rejection import RejectionRule, standard_acceptance
+from ..verifiers.biased import (
+    additive_acceptance,
+    biased_rule,
+    lenient_acceptance,
+    ratio_acceptance,
+    typical_acceptance,
+)
+from ..verifiers.rejection import RejectionRule, standard_acceptance
 from .sequence_front import SequenceFront, optimal_sequence_front
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, prefix_forest, rule_point
 
@@ -131,7 +137,7 @@ def front_gaps(
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers.sequence_front_gaps import front_gaps, mixture_rule
+    >>> from spectheory.analysis.sequence_front_gaps import front_gaps, mixture_rule
     >>> chain = st.DecodingChain.random(2, rng=0)
     >>> gaps, _ = front_gaps(chain, 3, [("mixture", 0.5, mixture_rule(0.5))], start_state=0)
     >>> bool(gaps[0].optimum <= gaps[0].rejections + 1e-9)

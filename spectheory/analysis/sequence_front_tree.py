@@ -1,6 +1,6 @@
 r"""The prefix tree of a chain over a horizon, and rules' exact sequence laws on it.
 
-Shared machinery of :mod:`spectheory.verifiers.sequence_front` (the linear program of the
+Shared machinery of :mod:`spectheory.analysis.sequence_front` (the linear program of the
 exact sequence-level quality / speed front). Notation: p = target, q = draft.
 
 A chain with start law :math:`\pi` (the prompt, known to both models) and horizon ``T``
@@ -127,7 +127,7 @@ def prefix_forest(chain, horizon, start_state=None, max_sequences=MAX_FRONT_SEQU
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers.sequence_front_tree import prefix_forest
+    >>> from spectheory.analysis.sequence_front_tree import prefix_forest
     >>> f = prefix_forest(st.DecodingChain.random(2, rng=0), 3, start_state=1)
     >>> f.level_sizes(), round(float(f.target_mass[-1].sum()), 12)
     ([1, 2, 4, 8], 1.0)

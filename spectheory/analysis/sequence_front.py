@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._guards import check_int, check_nonneg
-from .rejection import RejectionRule
+from ..verifiers.rejection import RejectionRule
 from .sequence_front_lp import FrontSolver
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, PrefixForest, prefix_forest, unrolled_chain
 
@@ -105,7 +105,7 @@ def optimal_sequence_front(
     Solves the linear program of the module docstring with HiGHS once per budget, on one
     sparse constraint matrix; budgets are visited in increasing order and, with scipy's
     bundled HiGHS bindings, each solve is hot-started from the previous optimal basis
-    (:class:`~spectheory.verifiers.sequence_front_lp.FrontSolver`).
+    (:class:`~spectheory.analysis.sequence_front_lp.FrontSolver`).
 
     Parameters
     ----------
@@ -137,7 +137,7 @@ def optimal_sequence_front(
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers.sequence_front import optimal_sequence_front
+    >>> from spectheory.analysis.sequence_front import optimal_sequence_front
     >>> chain = st.DecodingChain.random(3, rng=2)
     >>> front = optimal_sequence_front(chain, 3, [0.0, 0.1], start_state=0)
     >>> front.rejections.shape, front.output_law.shape
@@ -227,7 +227,7 @@ def optimal_rule_chain(front: SequenceFront, index=0):
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers.sequence_front import optimal_sequence_front, optimal_rule_chain
+    >>> from spectheory.analysis.sequence_front import optimal_sequence_front, optimal_rule_chain
     >>> front = optimal_sequence_front(st.DecodingChain.random(2, rng=0), 3, 0.1, start_state=0)
     >>> chain_o, law = optimal_rule_chain(front)
     >>> bool(abs(chain_o.tv_profile(3).sum() - front.rejections) < 1e-9)
@@ -251,7 +251,7 @@ def optimal_sequence_rule(front: SequenceFront, index=0):
     r"""The optimal lossy verifier of the front point ``eps[index]`` as a per-state rule.
 
     Returns ``(chain, rule)``: ``chain`` is the unrolled prefix forest of the original chain
-    (:func:`~spectheory.verifiers.sequence_front_tree.unrolled_chain`, target and draft
+    (:func:`~spectheory.analysis.sequence_front_tree.unrolled_chain`, target and draft
     unchanged, state = start and whole prefix) and ``rule`` a
     :class:`~spectheory.verifiers.rejection.RejectionRule` whose tables, read on that chain's
     ``[S, V]`` kernels, are the acceptance :math:`\min(O_n, q_n)/q_n` and the rejection law

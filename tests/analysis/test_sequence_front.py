@@ -13,14 +13,15 @@ import pytest
 from scipy.optimize import linprog
 
 import spectheory as st
-from spectheory.verifiers import pareto, rejection
-from spectheory.verifiers.sequence_front import (
+from spectheory.analysis import pareto
+from spectheory.analysis.sequence_front import (
     optimal_rule_chain,
     optimal_sequence_front,
     optimal_sequence_rule,
 )
-from spectheory.verifiers.sequence_front_gaps import front_gaps, heuristic_rules, mixture_rule
-from spectheory.verifiers.sequence_front_tree import prefix_forest, rule_point
+from spectheory.analysis.sequence_front_gaps import front_gaps, heuristic_rules, mixture_rule
+from spectheory.analysis.sequence_front_tree import prefix_forest, rule_point
+from spectheory.verifiers import rejection
 
 
 def _chains(n, seed=0):

@@ -1,7 +1,7 @@
 r"""Batch speculative decoding on a chain (first-token construction): exact expected rejections.
 Its Monte Carlo is :func:`spectheory.montecarlo.simulate_batch`.
 
-The math is in :mod:`spectheory.verifiers` (which re-exports these names).
+The one-position rule is :mod:`spectheory.verifiers.batch_step`.
 Notation: p = target, q = draft.
 """
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._positional import _check_gamma, per_kernel
-from .batch_step import _check_M, batch_first_token_masses
+from ..verifiers._positional import _check_gamma, per_kernel
+from ..verifiers.batch_step import _check_M, batch_first_token_masses
 
 __all__ = ["BatchRejections", "batch_expected_rejections"]
 
@@ -61,7 +61,7 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.verifiers import batch_expected_rejections
+    >>> from spectheory.analysis import batch_expected_rejections
     >>> chain = st.DecodingChain.random(3, rng=0)
     >>> res = batch_expected_rejections(chain, 6, M=4)
     >>> bool(abs(res.total - (res.theorem1 - res.improvement)) < 1e-12), res.improvement > 0

@@ -1,5 +1,8 @@
-r"""Sequence-level quality / speed trade-off of biased rules on a chain.
+r"""Quality / speed trade-offs of lossy rules: the one-position Pareto front of (rejection, TV
+loss) (:func:`pareto_front`, Yin et al. 2024, Theorem 5, proved in
+:mod:`spectheory.verifiers.biased`) and the sequence-level trade-off on a chain.
 
+**On a chain.**
 For a rejection-based rule applied at every check of the speculative protocol (see
 :mod:`spectheory.verifiers.biased`), this module computes the TV distance between the law
 :math:`G` of the generated sequence :math:`X_{1:T}` and the target's law :math:`P_T`,
@@ -22,14 +25,22 @@ q = draft.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import numpy as np
 
-from .._guards import check_int
-from ._positional import _check_gamma, round_length
-from .rejection import RejectionRule, rule_expected_rejections
+from .._guards import as_law_pair, check_int
+from ..verifiers._positional import _check_gamma, round_length
+from ..verifiers.rejection import RejectionRule, rule_expected_rejections
 
-__all__ = ["all_sequences", "sequence_log_likelihoods", "sequence_tv", "sequence_front"]
+__all__ = [
+    "ParetoFront",
+    "pareto_front",
+    "all_sequences",
+    "sequence_log_likelihoods",
+    "sequence_tv",
+    "sequence_front",
+]
 
 #: Largest number of sequences :func:`sequence_tv` enumerates.
 MAX_SEQUENCES = 2_000_000
@@ -126,7 +137,7 @@ def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=False) ->
     --------
     >>> import spectheory as st
     >>> from spectheory.verifiers.rejection import standard_rule
-    >>> from spectheory.verifiers.pareto import sequence_tv
+    >>> from spectheory.analysis.pareto import sequence_tv
     >>> chain = st.DecodingChain.random(2, rng=0)
     >>> bool(sequence_tv(chain, 4, standard_rule(), gamma=2, bonus=True) < 1e-12)
     True
@@ -167,3 +178,49 @@ def sequence_front(chain, horizon, rules, gamma=None, bonus=False, max_sequences
         }
         for rule in rules
     ]
+
+
+@dataclass
+class ParetoFront:
+    """The line of optimal (rejection, TV loss) pairs: from ``(0, tv)`` to ``(tv, 0)``.
+
+    ``mixing[j] = lambda`` gives the acceptance ``(1 - lambda) min(1, p/q) + lambda``
+    that attains ``(rejection[j], loss[j]) = ((1 - lambda) tv, lambda tv)``.
+    """
+
+    tv: float
+    rejection: np.ndarray
+    loss: np.ndarray
+    mixing: np.ndarray
+
+    def loss_at(self, rejection):
+        """Smallest achievable TV loss at a given rejection probability: ``max(tv - rho, 0)``."""
+        return np.maximum(self.tv - np.asarray(rejection, dtype=np.float64), 0.0)
+
+
+def pareto_front(target, draft, num: int = 101) -> ParetoFront:
+    r"""Pareto front of (rejection probability, TV loss) over all rejection-based rules.
+
+    Every rule satisfies :math:`\rho + \mathrm{TV}(o, p) \ge \mathrm{TV}(p, q)` (:mod:`spectheory.verifiers.biased`), and the mixtures :math:`b_\lambda` with :math:`P^*` attain equality, so the
+    front is the segment :math:`\rho + L = \mathrm{TV}`, :math:`0 \le \rho \le \mathrm{TV}`.
+
+    Parameters
+    ----------
+    target, draft : array_like, shape (V,)
+    num : int
+        Number of points on the segment (``num >= 2``).
+
+    Examples
+    --------
+    >>> from spectheory.analysis.pareto import pareto_front
+    >>> f = pareto_front([0.2, 0.8], [0.5, 0.5], num=3)
+    >>> f.rejection.round(12).tolist(), f.loss.round(12).tolist()
+    ([0.3, 0.15, 0.0], [0.0, 0.15, 0.3])
+    """
+    t, d = as_law_pair(target, draft)
+    if t.ndim != 1:
+        raise ValueError(f"target: expected a 1-d law, got shape {t.shape}")
+    num = check_int(num, "num", 2)
+    tv = float(0.5 * np.abs(t - d).sum())
+    lam = np.linspace(0.0, 1.0, num)
+    return ParetoFront(tv, (1.0 - lam) * tv, lam * tv, lam)
