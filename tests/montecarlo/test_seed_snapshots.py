@@ -52,8 +52,8 @@ def test_same_seed_same_runs(name):
 
 
 def _exact(name, chain):
+    from spectheory.analysis import batch_expected_rejections
     from spectheory.trees.batch_tree import batch_tree_expected
-    from spectheory.verifiers import batch_expected_rejections
 
     T, gamma, M, bonus = {
         "batch_first_token": (8, 2, 3, False),
