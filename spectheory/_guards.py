@@ -10,13 +10,14 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 #: Absolute tolerance on ``|sum(row) - 1|`` accepted for a probability law.
 SUM_TOL = 1e-6
 
 
 def as_law(
-    x, name: str = "law", *, atol: float = SUM_TOL, normalize: bool = False, min_ndim: int = 1
+    x: ArrayLike, name: str = "law", *, atol: float = SUM_TOL, normalize: bool = False, min_ndim: int = 1
 ) -> np.ndarray:
     """Return ``x`` as a float64 array of laws over its last axis, or raise.
 
@@ -61,7 +62,9 @@ def as_law(
     return a
 
 
-def as_law_pair(target, draft, *, atol: float = SUM_TOL):
+def as_law_pair(
+    target: ArrayLike, draft: ArrayLike, *, atol: float = SUM_TOL
+) -> tuple[np.ndarray, np.ndarray]:
     """Validate two laws with identical shapes; return float64 arrays."""
     t = as_law(target, "target", atol=atol)
     d = as_law(draft, "draft", atol=atol)
@@ -70,7 +73,7 @@ def as_law_pair(target, draft, *, atol: float = SUM_TOL):
     return t, d
 
 
-def check_int(value, name: str, minimum: int | None = None) -> int:
+def check_int(value: object, name: str, minimum: int | None = None) -> int:
     """Return ``value`` as int, raising if it is not an integer ``>= minimum``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, (float, np.floating)) and float(value).is_integer():
@@ -83,7 +86,7 @@ def check_int(value, name: str, minimum: int | None = None) -> int:
     return value
 
 
-def check_prob(value, name: str, *, open_low: bool = False, open_high: bool = False):
+def check_prob(value: ArrayLike, name: str, *, open_low: bool = False, open_high: bool = False) -> np.ndarray:
     """Return ``value`` as a float array in [0, 1] (optionally open ends), or raise."""
     a = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(a)):
@@ -97,7 +100,7 @@ def check_prob(value, name: str, *, open_low: bool = False, open_high: bool = Fa
     return a
 
 
-def check_nonneg(value, name: str):
+def check_nonneg(value: ArrayLike, name: str) -> np.ndarray:
     """Return ``value`` as a float array of finite non-negative numbers, or raise."""
     a = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(a)) or np.any(a < 0):
@@ -105,7 +108,7 @@ def check_nonneg(value, name: str):
     return a
 
 
-def check_bool(value, name: str) -> bool:
+def check_bool(value: object, name: str) -> bool:
     """Return ``value`` as a bool, raising if it is not one.
 
     ``True``/``False`` and numpy booleans pass; anything else (``"no"``, ``0``, ``None``)

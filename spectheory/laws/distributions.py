@@ -14,6 +14,7 @@ The emitted token has law exactly :math:`p` (see :func:`speculative_step_law`).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law, as_law_pair
 from .sampling import normalize_or, safe_ratio
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 
-def tv(a, b) -> np.ndarray | float:
+def tv(a: ArrayLike, b: ArrayLike) -> np.ndarray | float:
     r"""Total variation distance :math:`\tfrac12 \sum_x |a(x) - b(x)|` over the last axis.
 
     Parameters
@@ -53,7 +54,7 @@ def tv(a, b) -> np.ndarray | float:
     return np.clip(out, 0.0, 1.0)[()]
 
 
-def acceptance_rate(target, draft) -> np.ndarray | float:
+def acceptance_rate(target: ArrayLike, draft: ArrayLike) -> np.ndarray | float:
     r"""Probability that one speculative step accepts the draft token.
 
     .. math:: \beta = \sum_x q(x)\min\!\Big(1, \frac{p(x)}{q(x)}\Big) = \sum_x \min(p(x), q(x)) = 1 - \mathrm{TV}(p, q).
@@ -81,7 +82,7 @@ def _residual_unchecked(t: np.ndarray, d: np.ndarray) -> np.ndarray:
     return normalize_or(np.maximum(t - d, 0.0), t)[0]
 
 
-def residual(target, draft) -> np.ndarray:
+def residual(target: ArrayLike, draft: ArrayLike) -> np.ndarray:
     r"""Residual law :math:`\mathrm{norm}(\max(p - q, 0))` sampled after a rejection.
 
     When target equals draft the residual has zero mass (a rejection never happens);
@@ -107,7 +108,7 @@ def residual(target, draft) -> np.ndarray:
     return _residual_unchecked(t, d)
 
 
-def acceptance_probs(target, draft) -> np.ndarray:
+def acceptance_probs(target: ArrayLike, draft: ArrayLike) -> np.ndarray:
     r"""Per-token acceptance probability :math:`\min(1, p(x)/q(x))`.
 
     Where :math:`q(x) = 0` the token is never proposed; the value is set to 1 by
@@ -119,7 +120,7 @@ def acceptance_probs(target, draft) -> np.ndarray:
     return np.minimum(1.0, ratio)
 
 
-def speculative_step_parts(target, draft):
+def speculative_step_parts(target: ArrayLike, draft: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Decompose one speculative step into its accepted and rejected parts.
 
     Returns
@@ -138,7 +139,7 @@ def speculative_step_parts(target, draft):
     return acc, rho, _residual_unchecked(t, d)
 
 
-def speculative_step_law(target, draft) -> np.ndarray:
+def speculative_step_law(target: ArrayLike, draft: ArrayLike) -> np.ndarray:
     r"""Exact law of the token emitted by one speculative step.
 
     .. math::
@@ -158,7 +159,7 @@ def speculative_step_law(target, draft) -> np.ndarray:
     return acc + rho[..., None] * res
 
 
-def maximal_coupling(a, b) -> np.ndarray:
+def maximal_coupling(a: ArrayLike, b: ArrayLike) -> np.ndarray:
     r"""A maximal coupling of two laws: a joint law with marginals ``a`` and ``b``
     maximising :math:`P(X = Y)`.
 

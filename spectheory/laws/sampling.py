@@ -10,6 +10,7 @@ Notation: p = target, q = draft (code says ``target``/``draft``).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "sample_categorical",
@@ -29,7 +30,7 @@ __all__ = [
 MASS_TOL = 1e-15
 
 
-def normalize_or(weights, fallback):
+def normalize_or(weights: ArrayLike, fallback: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     r"""``weights / sum(weights)`` along the last axis, or ``fallback`` where that mass is at most
     :data:`MASS_TOL`; also returns the mass (last axis dropped).
 
@@ -49,7 +50,7 @@ def normalize_or(weights, fallback):
     return np.where(ok, w / np.where(ok, mass, 1.0), fallback), mass[..., 0]
 
 
-def safe_ratio(num, den, where_zero=np.inf):
+def safe_ratio(num: ArrayLike, den: ArrayLike, where_zero: float = np.inf) -> np.ndarray:
     """``num / den`` elementwise, ``where_zero`` where ``den == 0`` (no division warning).
 
     Examples
@@ -62,7 +63,7 @@ def safe_ratio(num, den, where_zero=np.inf):
     return np.where(den > 0, num / np.where(den > 0, den, 1.0), where_zero)
 
 
-def sample_categorical(probs, u) -> np.ndarray:
+def sample_categorical(probs: ArrayLike, u: ArrayLike) -> np.ndarray:
     r"""Inverse-CDF categorical sampling, batched over leading axes.
 
     Returns, for each row, the smallest index ``x`` with :math:`F(x) > u`, where
@@ -95,7 +96,7 @@ def sample_categorical(probs, u) -> np.ndarray:
     return sample_from_cdf(normalized_cdf(probs), u)
 
 
-def normalized_cdf(weights) -> np.ndarray:
+def normalized_cdf(weights: ArrayLike) -> np.ndarray:
     r"""Row-wise CDF ``cumsum(w) / sum(w)`` over the last axis; the last entry is exactly 1.
 
     Equal consecutive entries (zero-weight tokens) stay equal, so :func:`sample_from_cdf`
@@ -106,7 +107,7 @@ def normalized_cdf(weights) -> np.ndarray:
     return cdf
 
 
-def sample_from_cdf(cdf, u) -> np.ndarray:
+def sample_from_cdf(cdf: np.ndarray, u: np.ndarray) -> np.ndarray:
     r"""Inverse CDF: the number of entries ``<= u`` of each row of a normalised CDF.
 
     ``cdf`` ``(..., V)`` as from :func:`normalized_cdf` (last entry exactly 1), ``u``
@@ -139,7 +140,7 @@ class CdfTable:
     [0, 2, 1, 2]
     """
 
-    def __init__(self, weights):
+    def __init__(self, weights: ArrayLike) -> None:
         w = np.asarray(weights, dtype=np.float64)
         V = w.shape[-1]
         self.cdf = np.ascontiguousarray(normalized_cdf(w).reshape(-1, V))
@@ -155,7 +156,7 @@ class CdfTable:
         for a in (self.cdf, self.grid, self.guide):
             a.setflags(write=False)
 
-    def sample(self, rows, u) -> np.ndarray:
+    def sample(self, rows: ArrayLike, u: ArrayLike) -> np.ndarray:
         """Inverse CDF of rows ``rows`` ``[R]`` at uniforms ``u`` ``[R]`` in ``[0, 1)``."""
         V = self.V
         u = np.asarray(u, dtype=np.float64)
@@ -170,7 +171,7 @@ class CdfTable:
         return x
 
 
-def residual_weights(target, draft) -> np.ndarray:
+def residual_weights(target: np.ndarray, draft: np.ndarray) -> np.ndarray:
     r"""Unnormalised residual :math:`\max(p - q, 0)`, or ``target`` where its mass is zero.
 
     A zero residual mass means target == draft up to rounding, in which case a rejection
@@ -182,7 +183,7 @@ def residual_weights(target, draft) -> np.ndarray:
     return np.where(mass > MASS_TOL, excess, target)
 
 
-def check_round_laws(target_laws, draft_laws):
+def check_round_laws(target_laws: np.ndarray, draft_laws: np.ndarray) -> None:
     """Raise ValueError if a round's laws have NaN, infinite or negative entries (argument
     named). Row sums are not checked (inverse-CDF sampling normalises)."""
     for a, name in ((target_laws, "target_laws"), (draft_laws, "draft_laws")):

@@ -46,7 +46,7 @@ class Cost:
     c: float = 0.0
     target_call: Callable[[int], float] | None = None
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         c = float(self.c)
         if not np.isfinite(c) or c < 0:
             raise ValueError(f"c: draft step cost must be finite and >= 0, got {self.c!r}")
@@ -72,7 +72,7 @@ class Cost:
         return np.array([0.0, self.c, 1.0])
 
 
-def as_cost(cost) -> Cost:
+def as_cost(cost: Cost | float | None) -> Cost:
     """A :class:`Cost` from a ``Cost``, a number (the draft step cost ``c``) or None (``c = 0``)."""
     if isinstance(cost, Cost):
         return cost

@@ -16,10 +16,19 @@ The classes are pure rules (vectorised over the entries of the context); the exa
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
 from .context import StopContext
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from .cost import Cost
+    from .simulate import StoppingSimulation
 
 __all__ = [
     "StopContext",
@@ -57,11 +66,19 @@ class Policy:
     def stop(self, ctx: StopContext) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def next_memory(self, memory, all_accepted):
+    def next_memory(self, memory: ArrayLike, all_accepted: ArrayLike) -> np.ndarray:
         """Memory after a round (``all_accepted``: every drafted token was accepted)."""
         return np.zeros_like(np.asarray(memory))
 
-    def simulate(self, chain, horizon, n_runs=1000, rng=None, cost=None, progress=None):
+    def simulate(
+        self,
+        chain: DecodingChain,
+        horizon: int,
+        n_runs: int = 1000,
+        rng: RNGLike = None,
+        cost: Cost | float | None = None,
+        progress: bool | None = None,
+    ) -> StoppingSimulation:
         """Monte Carlo of this policy on ``chain``: :func:`~spectheory.stopping.simulate_policy`.
 
         What ``st.simulate(chain, horizon, policy=self, ...)`` calls (the simulator finds this
@@ -76,7 +93,7 @@ class Policy:
         return repr(self)
 
 
-def _threshold(value, name, low=0.0, high=np.inf):
+def _threshold(value: float, name: str, low: float = 0.0, high: float = np.inf) -> float:
     v = float(value)
     if not (np.isfinite(v) or v == high) or not low <= v <= high:
         raise ValueError(f"{name}: must lie in [{low}, {high}], got {value!r}")
@@ -97,14 +114,14 @@ class FixedGamma(Policy):
 
     uses_start = False
 
-    def __init__(self, gamma):
+    def __init__(self, gamma: int) -> None:
         self.gamma = check_int(gamma, "gamma", 1)
         self.max_depth = self.gamma
 
-    def stop(self, ctx):
+    def stop(self, ctx: StopContext) -> np.ndarray:
         return np.broadcast_to(ctx.depth >= self.gamma, np.shape(ctx.state))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"FixedGamma({self.gamma})"
 
 
@@ -116,32 +133,34 @@ class ConfidenceThreshold(Policy):
     default 0.4; equal to ``"top"`` under greedy drafting).
     """
 
-    def __init__(self, threshold=0.4, max_depth=DEFAULT_MAX_DEPTH, statistic="top"):
+    def __init__(
+        self, threshold: float = 0.4, max_depth: int = DEFAULT_MAX_DEPTH, statistic: str = "top"
+    ) -> None:
         self.threshold = _threshold(threshold, "threshold", 0.0, 1.0)
         self.max_depth = check_int(max_depth, "max_depth", 1)
         if statistic not in ("top", "token"):
             raise ValueError(f"statistic: expected 'top' or 'token', got {statistic!r}")
         self.statistic = statistic
 
-    def stop(self, ctx):
+    def stop(self, ctx: StopContext) -> np.ndarray:
         value = ctx.top if self.statistic == "top" else ctx.token_prob
         return np.asarray(value) < self.threshold
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"ConfidenceThreshold({self.threshold:g}, {self.statistic})"
 
 
 class EntropyRule(Policy):
     """Stop when the entropy (nats) of the draft law that proposed the last token exceeds ``threshold`` (SVIP-like)."""
 
-    def __init__(self, threshold, max_depth=DEFAULT_MAX_DEPTH):
+    def __init__(self, threshold: float, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self.threshold = _threshold(threshold, "threshold")
         self.max_depth = check_int(max_depth, "max_depth", 1)
 
-    def stop(self, ctx):
+    def stop(self, ctx: StopContext) -> np.ndarray:
         return np.asarray(ctx.entropy) > self.threshold
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"EntropyRule({self.threshold:g})"
 
 
@@ -154,16 +173,16 @@ class RejectionThreshold(Policy):
 
     uses_path = True
 
-    def __init__(self, threshold, max_depth=DEFAULT_MAX_DEPTH):
+    def __init__(self, threshold: float, max_depth: int = DEFAULT_MAX_DEPTH) -> None:
         self.threshold = _threshold(threshold, "threshold", 0.0, 1.0)
         self.max_depth = check_int(max_depth, "max_depth", 1)
 
-    def stop(self, ctx):
+    def stop(self, ctx: StopContext) -> np.ndarray:
         if ctx.accept_prob is None:
             raise ValueError("RejectionThreshold: needs accept_prob (an oracle policy; evaluate on paths)")
         return 1.0 - np.asarray(ctx.accept_prob) > self.threshold
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"RejectionThreshold({self.threshold:g})"
 
 
@@ -175,7 +194,14 @@ class HFSchedule(Policy):
     also stops early on a low top probability (HF runs both rules together).
     """
 
-    def __init__(self, initial=5, increase=2, decrease=1, max_depth=DEFAULT_MAX_DEPTH, confidence=None):
+    def __init__(
+        self,
+        initial: int = 5,
+        increase: int = 2,
+        decrease: int = 1,
+        max_depth: int = DEFAULT_MAX_DEPTH,
+        confidence: float | None = None,
+    ) -> None:
         self.max_depth = check_int(max_depth, "max_depth", 1)
         self.initial = min(check_int(initial, "initial", 1), self.max_depth)
         self.increase = check_int(increase, "increase", 0)
@@ -184,19 +210,19 @@ class HFSchedule(Policy):
         self.n_memory = self.max_depth
         self.initial_memory = self.initial - 1
 
-    def stop(self, ctx):
+    def stop(self, ctx: StopContext) -> np.ndarray:
         out = ctx.depth >= np.asarray(ctx.memory) + 1
         if self.confidence is not None:
             out = out | (np.asarray(ctx.top) < self.confidence)
         return np.broadcast_to(out, np.broadcast_shapes(np.shape(out), np.shape(ctx.state)))
 
-    def next_memory(self, memory, all_accepted):
+    def next_memory(self, memory: ArrayLike, all_accepted: ArrayLike) -> np.ndarray:
         m = np.asarray(memory)
         return np.where(
             all_accepted, np.minimum(m + self.increase, self.max_depth - 1), np.maximum(m - self.decrease, 0)
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         conf = "" if self.confidence is None else f", confidence={self.confidence:g}"
         return f"HFSchedule({self.initial}, +{self.increase}/-{self.decrease}{conf})"
 
@@ -210,25 +236,27 @@ class StartStatePolicy(Policy):
     uses_start = True
     position_dependent = True
 
-    def __init__(self, lengths):
+    def __init__(self, lengths: ArrayLike) -> None:
         k = np.asarray(lengths)
         if k.ndim not in (1, 2) or not np.issubdtype(k.dtype, np.integer) or k.size == 0 or k.min() < 1:
             raise ValueError("lengths: expected an int array [S] or [T, S] with entries >= 1")
         self.lengths = k if k.ndim == 2 else k[None]
         self.max_depth = int(k.max())
 
-    def length(self, position, start_state):
+    def length(self, position: np.ndarray, start_state: np.ndarray) -> np.ndarray:
         pos = np.minimum(position, self.lengths.shape[0] - 1)
         return self.lengths[pos, start_state]
 
-    def stop(self, ctx):
+    def stop(self, ctx: StopContext) -> np.ndarray:
         return ctx.depth >= self.length(np.asarray(ctx.position), np.asarray(ctx.start_state))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"StartStatePolicy(max={self.max_depth})"
 
 
-def leviathan_policy(chain, horizon, cost, max_depth=DEFAULT_MAX_DEPTH) -> FixedGamma:
+def leviathan_policy(
+    chain: DecodingChain, horizon: int, cost: Cost | float | None, max_depth: int = DEFAULT_MAX_DEPTH
+) -> FixedGamma:
     r"""Leviathan et al.'s choice: ``FixedGamma(optimal_gamma(alpha, c))`` for the chain's mean acceptance.
 
     ``alpha`` is the mean of ``1 - E[TV]`` over the ``horizon`` positions (the i.i.d. model

@@ -13,9 +13,16 @@ streams, so decoding stays lossless.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .policies import Policy, StopContext
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..chain import DecodingChain
 
 __all__ = ["DecoderPolicy", "RUNNABLE", "chain_models"]
 
@@ -44,7 +51,7 @@ class DecoderPolicy:
     [4, 2]
     """
 
-    def __init__(self, policy: Policy, batch_size: int, device):
+    def __init__(self, policy: Policy, batch_size: int, device: torch.device) -> None:
         import torch
 
         if not isinstance(policy, Policy):
@@ -58,7 +65,7 @@ class DecoderPolicy:
         self.torch = torch
         self.memory = np.full(batch_size, policy.initial_memory, dtype=np.int64)
 
-    def cap(self, k):
+    def cap(self, k: torch.Tensor) -> torch.Tensor:
         """Longest draft of this round per row: ``min(k, max_depth)`` (and the schedule's counter)."""
         cap = self.torch.clamp(k, max=self.policy.max_depth)
         if type(self.policy).__name__ == "HFSchedule":
@@ -66,7 +73,9 @@ class DecoderPolicy:
             cap = self.torch.minimum(cap, counter)
         return cap
 
-    def stop(self, depth, law, token, position):
+    def stop(
+        self, depth: int, law: torch.Tensor, token: torch.Tensor, position: torch.Tensor
+    ) -> torch.Tensor:
         """Rows that stop after drafting token ``depth`` (``token`` [B] from ``law`` [B, V])."""
         torch = self.torch
         lawd = law.double()
@@ -89,14 +98,14 @@ class DecoderPolicy:
         out = np.broadcast_to(np.asarray(self.policy.stop(ctx), dtype=bool), (B,))
         return torch.as_tensor(np.array(out), device=law.device)
 
-    def after_round(self, k, n_accepted, active):
+    def after_round(self, k: torch.Tensor, n_accepted: torch.Tensor, active: torch.Tensor) -> None:
         """Update the memory of the rows that played this round (``active``: k > 0)."""
-        k, n, act = (np.asarray(a.cpu().numpy()) for a in (k, n_accepted, active))
-        new = np.asarray(self.policy.next_memory(self.memory, n == k), dtype=np.int64)
+        kk, n, act = (np.asarray(a.cpu().numpy()) for a in (k, n_accepted, active))
+        new = np.asarray(self.policy.next_memory(self.memory, n == kk), dtype=np.int64)
         self.memory = np.where(act, new, self.memory)
 
 
-def chain_models(chain):
+def chain_models(chain: DecodingChain) -> tuple[torch.nn.Module, torch.nn.Module]:
     """Torch models of the decoder contract that are exactly a first-order chain: ``(target, draft)``.
 
     ``logits = log kernel[last token]`` (homogeneous, first-order chains only), so the real

@@ -8,6 +8,8 @@ reports every time as a ratio to the best optimum computed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .cost import as_cost
@@ -21,6 +23,10 @@ from .policies import (
     RejectionThreshold,
     leviathan_policy,
 )
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from .cost import Cost
 
 __all__ = ["policy_table", "POLICY_NAMES", "path_feasible"]
 
@@ -41,13 +47,19 @@ ENTROPY_GRID = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
 REJECTION_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
-def path_feasible(chain, max_depth, max_nodes=2_000_000) -> bool:
+def path_feasible(chain: DecodingChain, max_depth: int, max_nodes: int = 2_000_000) -> bool:
     """Whether the drafted-path tree (``S (V + ... + V^D)`` nodes at most) fits ``max_nodes``."""
     V, S = chain.vocab_size, chain.n_states
     return S * sum(V**i for i in range(1, max_depth + 1)) <= max_nodes
 
 
-def policy_table(chain, horizon, cost, max_depth=6, paths=None) -> dict:
+def policy_table(
+    chain: DecodingChain,
+    horizon: int,
+    cost: Cost | float | None,
+    max_depth: int = 6,
+    paths: bool | None = None,
+) -> dict:
     """Exact time of each rule of ``POLICY_NAMES`` and its ratio to the optimum.
 
     Parameters
