@@ -4,24 +4,51 @@ random (Dirichlet), n-gram counts and prefix trees, with :func:`ngram_counts`.""
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law, check_int, check_memory, check_nonneg, check_prob
+from .._typing import RNGLike
 
 __all__ = ["ChainConstructors", "ngram_counts"]
+
+_C = TypeVar("_C", bound="ChainConstructors")
 
 
 class ChainConstructors:
     """Alternative constructors of :class:`DecodingChain` (mixed into it; ``cls`` is the chain class)."""
 
+    if TYPE_CHECKING:  # what the constructors use of the chain class they are mixed into
+        prefixes: list[tuple[int, ...]]
+
+        def __init__(
+            self,
+            target: ArrayLike,
+            draft: ArrayLike,
+            initial: ArrayLike | None = None,
+            next_state: ArrayLike | None = None,
+            *,
+            atol: float = ...,
+            max_horizon: int | None = None,
+        ) -> None: ...
+
     @classmethod
-    def from_matrices(cls, target, draft, initial=None, next_state=None, **kwargs):
+    def from_matrices(
+        cls: type[_C],
+        target: ArrayLike,
+        draft: ArrayLike,
+        initial: ArrayLike | None = None,
+        next_state: ArrayLike | None = None,
+        **kwargs: Any,
+    ) -> _C:
         """Same as the constructor; provided for symmetry with the other constructors."""
         return cls(target, draft, initial, next_state, **kwargs)
 
     @classmethod
-    def iid(cls, target, draft):
+    def iid(cls: type[_C], target: ArrayLike, draft: ArrayLike) -> _C:
         """One-state chain: the same laws at every position (i.i.d. acceptance).
 
         Examples
@@ -41,15 +68,15 @@ class ChainConstructors:
 
     @classmethod
     def random(
-        cls,
-        vocab_size,
-        n_states=None,
-        horizon=None,
-        concentration=1.0,
-        draft_concentration=None,
-        similarity=0.0,
-        rng=None,
-    ):
+        cls: type[_C],
+        vocab_size: int,
+        n_states: int | None = None,
+        horizon: int | None = None,
+        concentration: float = 1.0,
+        draft_concentration: float | None = None,
+        similarity: float = 0.0,
+        rng: RNGLike = None,
+    ) -> _C:
         r"""Random chain with Dirichlet next-token laws.
 
         Parameters
@@ -95,7 +122,13 @@ class ChainConstructors:
         return cls(t, d, init, ns)
 
     @classmethod
-    def ngram(cls, target_counts, draft_counts, initial=None, smoothing=0.0):
+    def ngram(
+        cls: type[_C],
+        target_counts: ArrayLike,
+        draft_counts: ArrayLike,
+        initial: ArrayLike | None = None,
+        smoothing: float = 0.0,
+    ) -> _C:
         r"""Order-k n-gram chain from token counts.
 
         Parameters
@@ -143,7 +176,13 @@ class ChainConstructors:
         return cls(kernel(tc), kernel(dc), initial, ns)
 
     @classmethod
-    def prefix_tree(cls, target_fn, draft_fn, vocab_size, horizon):
+    def prefix_tree(
+        cls: type[_C],
+        target_fn: Callable[[tuple[int, ...]], ArrayLike],
+        draft_fn: Callable[[tuple[int, ...]], ArrayLike],
+        vocab_size: int,
+        horizon: int,
+    ) -> _C:
         r"""Exact chain of any autoregressive model, enumerated as a prefix tree.
 
         The state is the whole prefix: ``S = sum_{n=0}^{T} V**n`` states (fine while
@@ -185,7 +224,7 @@ class ChainConstructors:
         return chain
 
 
-def ngram_counts(sequences, order: int, vocab_size: int) -> np.ndarray:
+def ngram_counts(sequences: Iterable[ArrayLike], order: int, vocab_size: int) -> np.ndarray:
     """Count order-``order`` n-grams: ``counts[c_1..c_k, x]`` over token sequences.
 
     Parameters
@@ -217,7 +256,7 @@ def ngram_counts(sequences, order: int, vocab_size: int) -> np.ndarray:
     return flat.reshape((V,) * (k + 1))
 
 
-def _dirichlet(rng, conc, shape):
+def _dirichlet(rng: np.random.Generator, conc: float, shape: tuple[int, ...]) -> np.ndarray:
     g = rng.gamma(conc, size=shape)
     g = np.maximum(g, np.finfo(float).tiny)  # tiny concentrations can underflow to an all-zero row
     return g / g.sum(-1, keepdims=True)

@@ -20,6 +20,7 @@ from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._guards import SUM_TOL, as_law, check_int
 from .constructors import ChainConstructors
@@ -101,14 +102,14 @@ class DecodingChain(ProtocolViews, ChainConstructors):
 
     def __init__(
         self,
-        target,
-        draft,
-        initial=None,
-        next_state=None,
+        target: ArrayLike,
+        draft: ArrayLike,
+        initial: ArrayLike | None = None,
+        next_state: ArrayLike | sp.spmatrix | None = None,
         *,
         atol: float = SUM_TOL,
         max_horizon: int | None = None,
-    ):
+    ) -> None:
         t = as_law(target, "target", atol=atol, min_ndim=2)
         d = as_law(draft, "draft", atol=atol, min_ndim=2)
         if t.ndim > 3:
@@ -159,7 +160,7 @@ class DecodingChain(ProtocolViews, ChainConstructors):
         return self._law is not None
 
     @cached_property
-    def transition_law(self):
+    def transition_law(self) -> sp.csr_matrix:
         """CSR matrix ``(S * V, S)``: row ``s * V + x`` is the law of the state after ``(s, x)``
         (one-hot rows for a deterministic map)."""
         return self._law if self._law is not None else law_matrix(self.next_state, self.n_states)
@@ -172,7 +173,7 @@ class DecodingChain(ProtocolViews, ChainConstructors):
                 "this chain's transitions are stochastic (a law [S, V, S])"
             )
 
-    def sample_next_state(self, s, x, u):
+    def sample_next_state(self, s: np.ndarray, x: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Next states after tokens ``x`` in states ``s`` (inverse CDF of the law with uniforms
         ``u``; a deterministic map ignores ``u``). Arrays of equal shape."""
         if not self.is_stochastic:
@@ -191,14 +192,14 @@ class DecodingChain(ProtocolViews, ChainConstructors):
             and bool(np.all(self.next_state == np.arange(self.vocab_size)))
         )
 
-    def check_horizon(self, horizon) -> int:
+    def check_horizon(self, horizon: int) -> int:
         """Validate a horizon ``T >= 1`` against ``max_horizon``; return it as int."""
         T = check_int(horizon, "horizon", 1)
         if self.max_horizon is not None and T > self.max_horizon:
             raise ValueError(f"horizon: {T} exceeds this chain's max_horizon {self.max_horizon}")
         return T
 
-    def kernels(self, n: int):
+    def kernels(self, n: int) -> tuple[np.ndarray, np.ndarray]:
         """``(target, draft)`` kernels, each ``[S, V]``, producing token ``n + 1`` (0-based ``n``)."""
         if self.is_homogeneous:
             return self.target, self.draft
@@ -215,7 +216,7 @@ class DecodingChain(ProtocolViews, ChainConstructors):
         """Per-state acceptance ``sum_x min(target, draft)`` = ``1 - tv_table``."""
         return np.clip(np.minimum(self.target, self.draft).sum(-1), 0.0, 1.0)
 
-    def transition_operator(self, mass):
+    def transition_operator(self, mass: ArrayLike) -> np.ndarray | sp.csr_matrix:
         r"""Matrix ``M[s, s'] = sum_{x : next_state[s, x] = s'} mass[s, x]``.
 
         ``mass`` is any non-negative ``[S, V]`` array (a kernel, or the accepted part
@@ -241,12 +242,12 @@ class DecodingChain(ProtocolViews, ChainConstructors):
             return [self.transition_operator(self.target)]
         return [self.transition_operator(k) for k in self.target]
 
-    def target_operator(self, n: int):
+    def target_operator(self, n: int) -> np.ndarray | sp.csr_matrix:
         """Transition operator of target sampling at 0-based position ``n``."""
         ops = self._target_ops
         return ops[0] if self.is_homogeneous else ops[n]
 
-    def state_marginals(self, horizon) -> np.ndarray:
+    def state_marginals(self, horizon: int) -> np.ndarray:
         r"""Law of the state before each token under target sampling.
 
         Returns

@@ -16,7 +16,9 @@ from .core import DecodingChain
 __all__ = ["easy_hard_chain", "holey_chain"]
 
 
-def easy_hard_chain(stay, easy_accept=0.95, hard_accept=0.3, group_size=4):
+def easy_hard_chain(
+    stay: float, easy_accept: float = 0.95, hard_accept: float = 0.3, group_size: int = 4
+) -> DecodingChain:
     r"""A chain whose acceptance depends on context: easy and hard token groups.
 
     Tokens ``0..m-1`` are *easy*, ``m..2m-1`` *hard* (``m = group_size``); token ``2m``
@@ -59,7 +61,7 @@ def easy_hard_chain(stay, easy_accept=0.95, hard_accept=0.3, group_size=4):
     return DecodingChain(target, draft, initial)
 
 
-def holey_chain(seed=7, vocab_size=7, horizon=50):
+def holey_chain(seed: int = 7, vocab_size: int = 7, horizon: int = 50) -> DecodingChain:
     """A random non-stationary chain whose draft puts no mass on token 0 in half of the states.
 
     :meth:`DecodingChain.random` with ``vocab_size`` tokens and ``horizon`` positions, then

@@ -22,6 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
+
+from .._typing import RNGLike
 
 __all__ = [
     "check_next_state",
@@ -32,7 +35,9 @@ __all__ = [
 ]
 
 
-def check_next_state(next_state, S: int, V: int, atol: float):
+def check_next_state(
+    next_state: ArrayLike | sp.spmatrix, S: int, V: int, atol: float
+) -> tuple[np.ndarray | sp.csr_matrix, sp.csr_matrix | None]:
     """Validate ``next_state``; return ``(stored, law)``.
 
     ``stored`` is a read-only int64 ``[S, V]`` array (deterministic, ``law is None``) or the
@@ -46,10 +51,10 @@ def check_next_state(next_state, S: int, V: int, atol: float):
         negative / non-finite entries and rows not summing to 1 within ``atol`` (law).
     """
     if sp.issparse(next_state):
-        if next_state.shape != (S * V, S):
+        if np.shape(next_state) != (S * V, S):
             raise ValueError(
                 f"next_state: a sparse transition law must have shape (S * V, S) = "
-                f"({S * V}, {S}), got {next_state.shape}"
+                f"({S * V}, {S}), got {np.shape(next_state)}"
             )
         law = sp.csr_matrix(next_state, dtype=np.float64, copy=True)
         _check_law_rows(law.data, np.asarray(law.sum(1)).ravel(), atol, V)
@@ -99,7 +104,7 @@ def _check_law_rows(entries, row_sums, atol, V):
         )
 
 
-def law_matrix(next_state, n_states=None) -> sp.csr_matrix:
+def law_matrix(next_state: ArrayLike | sp.spmatrix, n_states: int | None = None) -> sp.csr_matrix:
     """CSR matrix ``(S * V, S)``: row ``s * V + x`` is the law of the state after ``(s, x)``.
 
     ``next_state`` is an int map ``[S, V]`` (one-hot rows), a law ``[S, V, S]`` or already
@@ -123,7 +128,7 @@ def law_matrix(next_state, n_states=None) -> sp.csr_matrix:
     return sp.csr_matrix((np.ones(rows), (np.arange(rows), ns.ravel().astype(np.int64))), shape=(rows, S))
 
 
-def stochastic_operator(mass, law) -> sp.csr_matrix:
+def stochastic_operator(mass: ArrayLike, law: sp.csr_matrix) -> sp.csr_matrix:
     r"""``M[s, s'] = sum_x mass[s, x] K(s'|s, x)`` for a law ``K`` as a CSR ``(S * V, S)`` matrix.
 
     Examples
@@ -138,7 +143,13 @@ def stochastic_operator(mass, law) -> sp.csr_matrix:
     return sp.csr_matrix(w @ law)
 
 
-def random_transition_law(n_states, vocab_size, concentration=1.0, support=None, rng=None) -> np.ndarray:
+def random_transition_law(
+    n_states: int,
+    vocab_size: int,
+    concentration: float = 1.0,
+    support: int | None = None,
+    rng: RNGLike = None,
+) -> np.ndarray:
     """Random stochastic transition law ``[S, V, S]``: Dirichlet(``concentration``) rows,
     optionally on ``support`` random states per row (the others get probability 0).
 
@@ -179,7 +190,7 @@ class NextStateSampler:
     [0, 1, 0]
     """
 
-    def __init__(self, law):
+    def __init__(self, law: ArrayLike | sp.spmatrix) -> None:
         law = sp.csr_matrix(law, dtype=np.float64)
         law.eliminate_zeros()
         law.sort_indices()
@@ -197,7 +208,7 @@ class NextStateSampler:
         self.key = row + within / total[row]
         self.key[last] = row[last] + 1.0
 
-    def sample(self, s, x, u):
+    def sample(self, s: ArrayLike, x: ArrayLike, u: ArrayLike) -> np.ndarray:
         """Next states for states ``s``, tokens ``x`` and uniforms ``u`` in ``[0, 1)`` (same shapes)."""
         r = np.asarray(s, dtype=np.int64) * self.V + np.asarray(x, dtype=np.int64)
         idx = np.searchsorted(self.key, r + np.asarray(u, dtype=np.float64), side="right")

@@ -30,10 +30,14 @@ Fraction(1, 2)
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from fractions import Fraction
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .._guards import check_int
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = [
     "Outcome",
@@ -59,13 +63,15 @@ class Outcome(NamedTuple):
     accepted_counts: tuple  # accepted count of each round, in order
 
 
-def fraction_kernel(chain, n, s):
+def fraction_kernel(chain: DecodingChain, n: int, s: int) -> tuple[list[Fraction], list[Fraction]]:
     """``(target, draft)`` rows at kernel index ``n`` and state ``s`` as Fractions."""
     t, d = chain.kernels(n)
     return [Fraction(float(v)) for v in t[s]], [Fraction(float(v)) for v in d[s]]
 
 
-def protocol_outcomes(chain, horizon, gamma, bonus=True, accept_scale=1) -> dict:
+def protocol_outcomes(
+    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, accept_scale: Fraction | int | str = 1
+) -> dict[Outcome, Fraction]:
     r"""Exact law of the outcomes of one generation, as ``{Outcome: Fraction}``.
 
     Parameters
@@ -195,7 +201,9 @@ def _successors(chain):
     return succ
 
 
-def outcome_expectation(outcomes: dict, field, fn=None) -> Fraction:
+def outcome_expectation(
+    outcomes: dict[Outcome, Fraction], field: str | None, fn: Callable[[Outcome], Any] | None = None
+) -> Fraction:
     """``E[f(outcome)]``: ``field`` names an Outcome field, or pass ``fn(outcome)`` (field=None).
 
     >>> from fractions import Fraction
@@ -203,11 +211,16 @@ def outcome_expectation(outcomes: dict, field, fn=None) -> Fraction:
     >>> outcome_expectation(o, None, lambda o: Fraction(len(o.tokens), o.calls))
     Fraction(1, 1)
     """
-    f = fn if fn is not None else (lambda o: getattr(o, field))
+    if fn is None:
+        if field is None:
+            raise ValueError("field: name an Outcome field, or pass fn")
+        name = field
+        fn = lambda o: getattr(o, name)  # noqa: E731
+    f = fn
     return sum((p * f(o) for o, p in outcomes.items()), Fraction(0))
 
 
-def outcome_sequence_law(outcomes: dict) -> dict:
+def outcome_sequence_law(outcomes: dict[Outcome, Fraction]) -> dict[tuple[int, ...], Fraction]:
     """Law of the generated tokens, ``{tokens: Fraction}``."""
     law: dict = defaultdict(Fraction)
     for o, p in outcomes.items():
@@ -215,7 +228,7 @@ def outcome_sequence_law(outcomes: dict) -> dict:
     return dict(law)
 
 
-def accepted_histogram(outcomes: dict, gamma) -> list:
+def accepted_histogram(outcomes: dict[Outcome, Fraction], gamma: int) -> list[Fraction]:
     """``E[#rounds with accepted count j]`` for ``j = 0..gamma``, as Fractions."""
     G = check_int(gamma, "gamma", 1)
     hist = [Fraction(0)] * (G + 1)
@@ -225,7 +238,7 @@ def accepted_histogram(outcomes: dict, gamma) -> list:
     return hist
 
 
-def target_sequence_law_exact(chain, horizon) -> dict:
+def target_sequence_law_exact(chain: DecodingChain, horizon: int) -> dict[tuple[int, ...], Fraction]:
     """Law of ``T`` tokens sampled from the target, ``{tokens: Fraction}`` (zeros omitted)."""
     T = chain.check_horizon(horizon)
     law: dict = defaultdict(Fraction)

@@ -12,12 +12,16 @@ acceptance and any amount of context dependence.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._guards import check_int, check_nonneg
 from ..laws.closed_form import expected_tokens_per_call as _formula_tokens_per_call
 from .expectations import tv_profile
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = ["LeviathanGap", "leviathan_gap"]
 
@@ -45,7 +49,9 @@ class LeviathanGap:
     formula_speedup: float | None = None
 
 
-def leviathan_gap(chain, horizon, gamma, bonus=True, c=None) -> LeviathanGap:
+def leviathan_gap(
+    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, c: float | None = None
+) -> LeviathanGap:
     """How far Leviathan's formula with ``alpha`` = average acceptance is from the chain.
 
     Examples

@@ -6,7 +6,11 @@ See :mod:`spectheory.exact` for the protocol and the state ``Q_n[i, s]``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .core import (
     ProtocolResult,
@@ -19,21 +23,24 @@ from .core import (
     token_masses,
 )
 
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+
 __all__ = ["phase_recursion", "calls_law", "token_accept_survival"]
 
 
 @_single_threaded
 def phase_recursion(
-    chain,
-    horizon,
-    gamma,
-    bonus,
-    accept_mass,
-    reject_mass,
+    chain: DecodingChain,
+    horizon: int,
+    gamma: int,
+    bonus: bool,
+    accept_mass: Callable[[int, int], ArrayLike] | ArrayLike,
+    reject_mass: Callable[[int, int], ArrayLike] | ArrayLike,
     *,
-    position_dependent=None,
-    phase_dependent=True,
-    progress=None,
+    position_dependent: bool | None = None,
+    phase_dependent: bool = True,
+    progress: bool | None = None,
 ) -> ProtocolResult:
     r"""Exact expectations of a position-by-position verifier, by the phase recursion.
 
@@ -143,7 +150,15 @@ def phase_recursion(
 
 
 @_single_threaded
-def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elements=2**26):
+def calls_law(
+    chain: DecodingChain,
+    horizon: int,
+    gamma: int,
+    bonus: bool,
+    accept_mass: Callable[[int, int], ArrayLike] | ArrayLike,
+    reject_mass: Callable[[int, int], ArrayLike] | ArrayLike,
+    max_elements: int = 2**26,
+) -> np.ndarray:
     r"""Exact law of the number of target calls (rounds), ``P(calls = c)`` for ``c = 0..T``.
 
     The phase recursion with the mass split by the number of rounds started so far,
@@ -191,7 +206,7 @@ def calls_law(chain, horizon, gamma, bonus, accept_mass, reject_mass, max_elemen
 
 
 @_single_threaded
-def token_accept_survival(chain, horizon, gamma):
+def token_accept_survival(chain: DecodingChain, horizon: int, gamma: int) -> np.ndarray:
     r"""Per-start law of a round's accepted count under token verification.
 
     ``P(J >= j | n0, s) = (A_{n0} A_{n0+1} ... A_{n0+j-1} 1)(s)`` with

@@ -5,17 +5,34 @@ See :mod:`spectheory.exact` for the protocol.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
 import scipy.sparse as sp
 
 from .core import ProtocolResult, _check_gamma, _positions, _single_threaded, token_masses
 
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+
 __all__ = ["round_recursion", "token_round_transition"]
+
+#: ``(n0, k, emit_bonus) -> Q`` with ``Q[s, j, s']`` the mass of a round started at position
+#: ``n0`` in state ``s`` that accepts ``j`` of its ``k`` drafts and ends in state ``s'``.
+RoundTransition = Callable[[int, int, bool], np.ndarray]
 
 
 @_single_threaded
 def round_recursion(
-    chain, horizon, gamma, bonus, round_transition, *, position_dependent=None, progress=None
+    chain: DecodingChain,
+    horizon: int,
+    gamma: int,
+    bonus: bool,
+    round_transition: RoundTransition,
+    *,
+    position_dependent: bool | None = None,
+    progress: bool | None = None,
 ) -> ProtocolResult:
     r"""Exact expectations of any round-level verifier, by a recursion over round starts.
 
@@ -92,7 +109,7 @@ def _dense(op):
     return op.toarray() if sp.issparse(op) else np.asarray(op)
 
 
-def token_round_transition(chain):
+def token_round_transition(chain: DecodingChain) -> RoundTransition:
     r"""Standard token verification as a round transition ``(n0, k, emit_bonus) -> [S, k+1, S]``.
 
     With ``A_n``, ``R_n`` the operators of ``min(target, draft)`` and
