@@ -60,10 +60,10 @@ def main(argv=None):
             "depth": D,
             "T": T,
             "seconds": t_dp,
-            "time_per_token": opt.time_per_token,
+            "time_per_token": opt.time_per_token(),
         }
     )
-    print(f"state DP  S=V={V} depth={D} T={T}: {t_dp:.3f} s  (optimum time/token {opt.time_per_token:.4f})")
+    print(f"state DP  S=V={V} depth={D} T={T}: {t_dp:.3f} s  (optimum time/token {opt.time_per_token():.4f})")
     T_hf = T // 4
     for name, policy, Th in (
         ("fixed gamma (phase engine)", FixedGamma(8), T),
@@ -79,10 +79,10 @@ def main(argv=None):
                 "depth": D,
                 "T": Th,
                 "seconds": secs,
-                "time_per_token": v.time_per_token,
+                "time_per_token": v.time_per_token(),
             }
         )
-        print(f"{name:40s} T={Th:4d} {secs:7.3f} s  time/token {v.time_per_token:.4f}")
+        print(f"{name:40s} T={Th:4d} {secs:7.3f} s  time/token {v.time_per_token():.4f}")
     small = st.DecodingChain.random(6, concentration=0.5, similarity=0.5, rng=1)
     Ds, Ts = (4, 16) if args.quick else (6, 32)
     t_path, full = best_of(lambda: optimal_policy(small, Ts, c, "path", max_depth=Ds), 1)
@@ -94,7 +94,7 @@ def main(argv=None):
             "depth": Ds,
             "T": Ts,
             "seconds": t_path,
-            "time_per_token": full.time_per_token,
+            "time_per_token": full.time_per_token(),
         }
     )
     print(f"path optimum S=V=6 depth={Ds} T={Ts}: {t_path:.3f} s")

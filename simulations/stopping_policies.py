@@ -122,10 +122,10 @@ def monte_carlo(chain, T, cost, D, n_runs, rng):
         rows.append(
             {
                 "policy": policy.name,
-                "exact_time": exact.time,
+                "exact_time": exact.time(),
                 "mc_time": m,
                 "se_time": se,
-                "z_time": (m - exact.time) / se,
+                "z_time": (m - exact.time()) / se,
                 "exact_calls": exact.target_calls,
                 "mc_calls": mc,
                 "se_calls": sc,

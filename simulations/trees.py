@@ -91,7 +91,7 @@ def main(argv=None):
                     "z_rejections": zr,
                     "accepted": ex.accepted,
                     "tokens_per_call": ex.tokens_per_call,
-                    "accepted_length_law": ex.accepted_length_law,
+                    "accepted_length_law": ex.accepted_count_law,  # the results key keeps its name
                 }
             )
             print(

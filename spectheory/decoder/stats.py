@@ -17,6 +17,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+#: The per-sequence counters (the names of every result type, ``docs/architecture.md``).
+_STATISTICS = ("target_calls", "rejections", "draft_tokens", "accepted")
+
 
 @dataclass
 class DecodeStats:
@@ -29,8 +32,13 @@ class DecodeStats:
         steps spent on the sequence (``sum_r k_r``), rounds ending in a rejection.
     round_accepted, round_tokens : list of int ndarray
         Per sequence, the accepted count and the emitted-token count of every round.
+    accepted, tokens : int ndarray [B] (properties)
+        Per sequence, accepted drafts and emitted tokens.
     accepted_counts : int ndarray [B, gamma + 1] (property)
-        Per sequence, the number of rounds that accepted ``j`` drafts.
+        Per sequence, the number of rounds that accepted ``j`` drafts; ``accepted_count_law``
+        (property) the pooled law of a round's accepted count, ``tokens_per_call`` (property)
+        total tokens over total calls -- the names of every result type
+        (``docs/architecture.md``, "Result vocabulary").
     position_checked, position_accepted : int ndarray [B, gamma]
     time_prefill, time_draft, time_target, time_total : float
         Seconds; draft/target exclude prefill; total covers the whole call.
@@ -73,6 +81,34 @@ class DecodeStats:
         ).reshape(self.batch_size, width)
 
     @property
+    def tokens(self) -> np.ndarray:
+        """Tokens emitted per sequence (accepted drafts, corrections and bonus tokens)."""
+        return np.array([int(r.sum()) for r in self.round_tokens], dtype=np.int64)
+
+    @property
+    def tokens_per_call(self) -> float:
+        """Total tokens over total target calls, pooled over the batch (the ``tokens_per_call`` of
+        every result type; NaN before any call)."""
+        calls = int(self.target_calls.sum())
+        return float(self.tokens.sum()) / calls if calls else float("nan")
+
+    @property
+    def accepted_count_law(self) -> np.ndarray:
+        """Law of a round's accepted count, pooled over all rounds of all sequences, ``[gamma + 1]``."""
+        hist = self.accepted_counts.sum(axis=0).astype(np.float64)
+        return hist / hist.sum()
+
+    def mean_se(self, name: str) -> tuple[float, float]:
+        """Mean over sequences and its standard error (NaN for one sequence) of
+        ``target_calls``, ``rejections``, ``draft_tokens`` or ``accepted``, as
+        :meth:`spectheory.montecarlo.SimulationResult.mean_se`."""
+        from ..montecarlo.stats import mean_and_se
+
+        if name not in _STATISTICS:
+            raise ValueError(f"name: expected one of {_STATISTICS}, got {name!r}")
+        return mean_and_se(getattr(self, name))
+
+    @property
     def position_acceptance(self) -> np.ndarray:
         """``[B, gamma]`` accepted / checked per slot (NaN where never checked)."""
         out = np.full(self.position_checked.shape, np.nan)
@@ -86,13 +122,8 @@ class DecodeStats:
         ``tokens_per_call`` (mean tokens over mean calls, SE by the delta method) and ``n_runs``
         (the batch size). Batch totals, timings and rates: :meth:`totals`.
         """
-        from ..montecarlo.stats import mean_and_se
-
-        out = {
-            name: dict(zip(("mean", "se"), mean_and_se(getattr(self, name))))
-            for name in ("target_calls", "rejections", "draft_tokens", "accepted")
-        }
-        tokens = np.array([int(r.sum()) for r in self.round_tokens], dtype=np.float64)
+        out = {name: dict(zip(("mean", "se"), self.mean_se(name))) for name in _STATISTICS}
+        tokens = self.tokens.astype(np.float64)
         c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
         t = float(tokens.mean()) if tokens.size else float("nan")
         out["tokens_per_call"] = {

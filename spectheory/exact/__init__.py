@@ -24,7 +24,9 @@ otherwise the next round starts at ``n0 + k``. Because ``i == k`` happens exactl
 when ``i == gamma`` or ``n == T``, every phase ``i < gamma`` at a position ``n < T``
 drafts, and the all-accepted event is read off at phase ``gamma`` (or at ``n = T``).
 
-Modules: :mod:`.core` (:class:`ProtocolResult`, mass operators, token masses), :mod:`.phase`,
+Modules: :mod:`.result` (:class:`ExactResult`, the result vocabulary every exact result shares,
+and :class:`ProtocolResult`), :mod:`.cost` (:class:`Cost`, what a round costs in time),
+:mod:`.core` (mass operators, token masses), :mod:`.phase`,
 :mod:`.rounds`, :mod:`.sequence_laws`, :mod:`.expectations` (the chain-level expectations the
 :class:`~spectheory.DecodingChain` methods return), :mod:`.enumeration` (Fractions) and
 :mod:`.iid_gap` (Leviathan's i.i.d. formula against the exact chain values). This package never
@@ -41,6 +43,7 @@ from .core import (
     scaled_masses,
     token_masses,
 )
+from .cost import Cost, as_cost
 from .expectations import (
     accepted_count_per_state,
     protocol_result,
@@ -51,11 +54,16 @@ from .expectations import (
     tv_profile,
 )
 from .phase import calls_law, phase_recursion, token_accept_survival
+from .result import ExactResult, NotComputedError
 from .rounds import round_recursion, token_round_transition
 from .sequence_laws import phase_sequence_law, target_sequence_law
 
 __all__ = [
+    "ExactResult",
     "ProtocolResult",
+    "NotComputedError",
+    "Cost",
+    "as_cost",
     "phase_recursion",
     "round_recursion",
     "token_round_transition",

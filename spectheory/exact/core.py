@@ -1,20 +1,20 @@
 r"""Shared parts of the exact recursions (:mod:`spectheory.exact`).
 
-:class:`ProtocolResult` (what every engine returns), the mass-provider operators and row
-checks, the standard and scaled token-verification masses, and the single-threaded BLAS
-context for the small per-position products. Notation: p = target, q = draft.
+The mass-provider operators and row checks, the standard and scaled token-verification
+masses, and the single-threaded BLAS context for the small per-position products (the
+engines' result, :class:`ProtocolResult`, is in :mod:`.result`). Notation: p = target, q = draft.
 """
 
 from __future__ import annotations
 
 import functools
 from contextlib import nullcontext
-from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._guards import check_int
+from .result import ProtocolResult
 
 __all__ = ["ProtocolResult", "token_masses", "scaled_masses", "blas_single_thread"]
 
@@ -48,95 +48,6 @@ def _single_threaded(fn):
 
 
 _ROW_TOL = 1e-6
-
-
-@dataclass(frozen=True)
-class ProtocolResult:
-    r"""Exact expectations of one generation of ``horizon`` tokens (``chain.protocol(...)``).
-
-    Every counter of ``docs/protocol.md`` in one object, with the per-position profiles
-    behind them. The names match :class:`spectheory.montecarlo.SimulationResult` (whose
-    per-run means estimate them) and the decoder's ``DecodeStats``.
-
-    Attributes
-    ----------
-    horizon, gamma : int
-    bonus : bool
-    round_starts : ndarray, shape (T, S)
-        ``round_starts[n, s]`` = P(a round starts at position ``n`` in state ``s``);
-        its total is the expected number of target calls.
-    rejection_by_position : ndarray, shape (T,)
-        P(the token at kernel index ``n`` is emitted by a rejection).
-    accepted_counts : ndarray, shape (gamma + 1,)
-        ``E[#rounds whose accepted count is j]`` (truncated rounds included: a round
-        with ``k < gamma`` that accepts everything counts at ``j = k``).
-    bonus_tokens : float
-        Expected number of bonus tokens.
-    check_mass : ndarray, shape (T, S), or None
-        ``check_mass[n, s]`` = P(position ``n`` is a draft check in state ``s``), all
-        phases (:func:`phase_recursion` only; ``None`` from :func:`round_recursion`).
-    """
-
-    horizon: int
-    gamma: int
-    bonus: bool
-    round_starts: np.ndarray
-    rejection_by_position: np.ndarray
-    accepted_counts: np.ndarray
-    bonus_tokens: float
-    check_mass: np.ndarray | None = None
-
-    @property
-    def round_start_prob(self) -> np.ndarray:
-        """P(a round starts at position ``n``), shape ``[T]``."""
-        return self.round_starts.sum(-1)
-
-    @property
-    def target_calls(self) -> float:
-        """Expected number of rounds (target calls)."""
-        return float(self.round_starts.sum())
-
-    @property
-    def draft_tokens(self) -> float:
-        """Expected draft forward steps: ``sum_n P(start at n) * min(gamma, T - n)``."""
-        k = np.minimum(self.gamma, self.horizon - np.arange(self.horizon))
-        return float(self.round_start_prob @ k)
-
-    @property
-    def rejections(self) -> float:
-        """Expected number of rounds ended by a rejection."""
-        return float(self.rejection_by_position.sum())
-
-    @property
-    def accepted(self) -> float:
-        """Expected number of accepted draft tokens."""
-        return float(np.arange(self.gamma + 1) @ self.accepted_counts)
-
-    @property
-    def accepted_count_law(self) -> np.ndarray:
-        """Accepted count of a round, pooled over the rounds: ``accepted_counts / target_calls``."""
-        return self.accepted_counts / self.accepted_counts.sum()
-
-    @property
-    def tokens_per_call(self) -> float:
-        """``T / E[calls]`` (= total tokens over total rounds, pooled)."""
-        return self.horizon / self.target_calls
-
-    def speedup(self, c) -> float:
-        r"""Predicted walltime speedup over plain decoding with draft/target cost ratio ``c``.
-
-        .. math:: \frac{T}{E[\text{calls}] + c\, E[\text{draft tokens}]}
-        """
-        cc = float(c)
-        if not cc >= 0:
-            raise ValueError(f"c: must be a non-negative number, got {c!r}")
-        return self.horizon / (self.target_calls + cc * self.draft_tokens)
-
-    def summary(self) -> dict:
-        """``{stat: {"mean": value, "se": 0.0}}`` for the protocol counters and tokens per call:
-        the shape of :meth:`spectheory.montecarlo.SimulationResult.summary` (exact: no SE)."""
-        names = ("target_calls", "rejections", "draft_tokens", "accepted", "tokens_per_call")
-        return {name: {"mean": float(getattr(self, name)), "se": 0.0} for name in names}
 
 
 # ----------------------------------------------------------------- operators

@@ -15,7 +15,7 @@ Rao-Blackwellised prediction for the real decoder). Derivations: ``docs/stopping
 >>> chain = st.DecodingChain.random(3, concentration=0.5, rng=0)
 >>> opt = stopping.optimal_policy(chain, 16, 0.1, max_depth=6)
 >>> fix = stopping.evaluate_policy(chain, stopping.FixedGamma(3), 16, 0.1)
->>> bool(opt.time <= fix.time)
+>>> bool(opt.time() <= fix.time())
 True
 """
 

@@ -7,9 +7,17 @@ from functools import lru_cache
 
 import numpy as np
 
-#: Components of every value vector: (target calls, draft steps, target-call time).
-CALLS, DRAFTS, TTIME = 0, 1, 2
-N_COMP = 3
+#: Components of every value vector: (target calls, draft steps, target-call time, rounds
+#: ended by a rejection, bonus tokens); accepted drafts are ``T - rejections - bonus``.
+CALLS, DRAFTS, TTIME, REJECTIONS, BONUS = 0, 1, 2, 3, 4
+N_COMP = 5
+
+
+def time_weights(cost) -> np.ndarray:
+    """Weights of the value components giving the time ``c * draft steps + target-call time``."""
+    w = np.zeros(N_COMP)
+    w[DRAFTS], w[TTIME] = cost.c, 1.0
+    return w
 
 
 def single_thread(S):

@@ -1,19 +1,19 @@
 r"""Exact evaluation of any draft-length policy on a :class:`~spectheory.DecodingChain`.
 
 Backward recursion over round starts (``docs/stopping.md``). ``W_n[m, s]`` holds the expected
-remaining (target calls, draft steps, target-call time) of a generation that has emitted
-``n`` tokens, is in chain state ``s`` and whose policy memory is ``m``; ``W_T = 0``. Within a
+remaining (target calls, draft steps, target-call time, rejections, bonus tokens) of a
+generation that has emitted ``n`` tokens, is in chain state ``s`` and whose policy memory is ``m``; ``W_T = 0``. Within a
 round the cost splits into a part paid whatever the verifier decides (draft steps and the
 call, which depend only on the drafted path) and a part paid only while every drafted token
 is still accepted (the continuation after the residual or bonus token). With
 ``A = min(p, q)``, ``R = max(p - q, 0)`` (p = target, q = draft), ``sigma`` the stop decision
-on the edge ``(s, x)`` and ``B_d(s) = sum_y p(y|s) W_{n+d+1}(next(s, y))`` the value of
-stopping alive at depth ``d``:
+on the edge ``(s, x)`` and ``B_d(s) = e_bonus + sum_y p(y|s) W_{n+d+1}(next(s, y))`` the value
+of stopping alive at depth ``d``:
 
 .. math::
     X_i(s) &= e_{\rm draft} + \sum_x q(x|s)\,[\sigma\, t(i+1) e_{\rm call\,time}
               + (1 - \sigma) X_{i+1}(s')],\\
-    Y_i(s) &= \sum_y R(y|s) W_{n+i+1}(s'_y) + \sum_x A(x|s)\,[\sigma B_{i+1}(s') + (1-\sigma) Y_{i+1}(s')],
+    Y_i(s) &= \sum_y R(y|s) (e_{\rm rej} + W_{n+i+1}(s'_y)) + \sum_x A(x|s)\,[\sigma B_{i+1}(s') + (1-\sigma) Y_{i+1}(s')],
 
 and ``W_n(s) = e_calls + X_0(s) + Y_0(s)`` (kernels at index ``n + i``, ``s' = next(s, x)``).
 Policies with memory run it once per memory state, with the memory after an all-accepted
@@ -28,11 +28,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..exact import phase_recursion, token_masses
-from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
+from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .cost import as_cost
 from .paths import evaluate_paths
 from .policies import FixedGamma, Policy, StartStatePolicy, StopContext
-from .value import PolicyValue, _value, backward_positions, bonus_value
+from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 __all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
 
@@ -80,7 +80,7 @@ def evaluate_policy(
     >>> chain = st.DecodingChain.random(3, concentration=1.0, rng=0)
     >>> a = evaluate_policy(chain, FixedGamma(3), 12, 0.1)
     >>> b = evaluate_policy(chain, FixedGamma(3), 12, 0.1, method="rounds")
-    >>> abs(a.time - b.time) < 1e-12
+    >>> abs(a.time() - b.time()) < 1e-12 and abs(a.rejections - b.rejections) < 1e-12
     True
     """
     T = chain.check_horizon(horizon)
@@ -109,7 +109,9 @@ def _fixed_gamma(chain, policy, T, cost):
     res = phase_recursion(chain, T, policy.gamma, True, acc, rej, phase_dependent=False)
     k = np.minimum(policy.gamma, T - np.arange(T))
     ttime = float(res.round_start_prob @ cost.call_times(policy.gamma)[k - 1])
-    return PolicyValue(T, cost, res.target_calls, res.draft_tokens, ttime, policy.name)
+    return PolicyValue(
+        T, cost, res.target_calls, res.draft_tokens, ttime, res.rejections, res.bonus_tokens, policy.name
+    )
 
 
 def edge_context(K, policy, n, i, memory):
@@ -160,7 +162,7 @@ def _edge_recursion(K, policy, T, cost, progress):
 
     def reject(pos, m):
         if (pos, m) not in rej:
-            rej[(pos, m)] = K.apply(K.at(pos).rej, W[pos + 1][m])
+            rej[(pos, m)] = reject_value(K, K.at(pos).rej, W[pos + 1][m])
         return rej[(pos, m)]
 
     after = [(int(policy.next_memory(m, True)), int(policy.next_memory(m, False))) for m in range(M)]
@@ -199,23 +201,23 @@ def start_class_recursion(K, T, cost, *, policy=None, max_depth=None, progress=N
     minimises the time (ties: the smaller ``k``), the dynamic programme of
     :func:`~spectheory.stopping.optimal_policy`. Cost ``O(T D S V)``.
 
-    Returns ``(W_0 [S, 3], lengths [T, S])``.
+    Returns ``(W_0 [S, N_COMP], lengths [T, S])`` (components: :mod:`._kernels`).
     """
     D = policy.max_depth if policy is not None else int(max_depth)
     tk = cost.call_times(D)
-    w = cost.weights()
+    w = time_weights(cost)
     S = K.S
     W_next = np.zeros((S, N_COMP))  # W_{n+1}
     H_next = np.zeros((S, D + 1, N_COMP))  # H_{n+1}^{(r)}
     lengths = np.zeros((T, S), dtype=np.int64)
     ks = np.arange(1, D + 1)
-    base = _E[CALLS] + ks[:, None] * _E[DRAFTS] + tk[:, None] * _E[TTIME]  # [D, 3]
+    base = _E[CALLS] + ks[:, None] * _E[DRAFTS] + tk[:, None] * _E[TTIME]  # [D, N_COMP]
     for n in backward_positions(T, "state DP", progress, T * D * S * K.V):
         laws = K.at(n)
         kmax = min(D, T - n)
         H = np.empty((S, D + 1, N_COMP))
-        H[:, 0] = K.apply(laws.target, W_next)  # B(n), n < T
-        H[:, 1 : kmax + 1] = K.apply(laws.rej, W_next)[:, None] + K.apply(laws.acc, H_next[:, :kmax])
+        H[:, 0] = K.apply(laws.target, W_next) + _E[BONUS]  # B(n), n < T
+        H[:, 1 : kmax + 1] = reject_value(K, laws.rej, W_next)[:, None] + K.apply(laws.acc, H_next[:, :kmax])
         vals = base[None, :kmax] + H[:, 1 : kmax + 1]  # [S, kmax, 3]
         if policy is None:
             k = np.argmin(vals @ w, axis=1) + 1

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
+from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .policies import StopContext
-from .value import PolicyValue, backward_positions, bonus_value
+from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 __all__ = ["evaluate_paths", "optimal_paths", "path_tree"]
 
@@ -75,7 +75,7 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
             J, stop = stopv, np.ones(lv.w.size, dtype=bool)
         else:
             child = _sum_children(levels[L + 1].parent, J, lv.w.size)
-            rej = K.apply(K.at(n + L).rej, W[n + L + 1][0])[lv.state]
+            rej = reject_value(K, K.at(n + L).rej, W[n + L + 1][0])[lv.state]
             contv = lv.w[:, None] * _E[DRAFTS] + alive * rej + child
             if policy is not None:
                 ctx = StopContext(
@@ -106,7 +106,7 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
                         "stop": stop,
                     }
                 )
-    root_rej = K.apply(K.at(n).rej, W[n + 1][0])
+    root_rej = reject_value(K, K.at(n).rej, W[n + 1][0])
     return _E[CALLS] + _E[DRAFTS] + root_rej + _sum_children(levels[1].parent, J, K.S)
 
 
@@ -118,7 +118,7 @@ def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name, record=No
     K = Kernels(chain)
     D = max_depth
     tk = cost.call_times(D)
-    weights = cost.weights()
+    weights = time_weights(cost)
     W = np.zeros((T + 1, 1, K.S, N_COMP))
     tree = None
     with single_thread(K.S):
@@ -136,7 +136,7 @@ def evaluate_paths(chain, policy, horizon, cost, *, max_nodes=2_000_000, progres
         raise ValueError("policy: path enumeration supports memoryless policies only")
     T = chain.check_horizon(horizon)
     v = _run(chain, policy, T, cost, policy.max_depth, max_nodes, progress, "evaluate on paths")
-    return PolicyValue(T, cost, float(v[CALLS]), float(v[DRAFTS]), float(v[TTIME]), policy.name)
+    return _value(T, cost, v, policy)
 
 
 def optimal_paths(
@@ -154,12 +154,4 @@ def optimal_paths(
     extra = {"information": "path"}
     if record is not None:
         extra["decisions"] = record
-    return PolicyValue(
-        T,
-        cost,
-        float(v[CALLS]),
-        float(v[DRAFTS]),
-        float(v[TTIME]),
-        f"optimum (path, max_depth={max_depth})",
-        extra,
-    )
+    return _value(T, cost, v, f"optimum (path, max_depth={max_depth})", extra)

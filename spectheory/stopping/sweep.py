@@ -95,12 +95,12 @@ def policy_table(
     out = {}
 
     def put(name, value, detail=""):
-        out[name] = {"time": value.time, "tokens_per_call": value.tokens_per_call, "detail": detail}
+        out[name] = {"time": value.time(), "tokens_per_call": value.tokens_per_call, "detail": detail}
 
     lev = leviathan_policy(chain, T, cost, max_depth=D)
     put("Leviathan gamma", evaluate_policy(chain, lev, T, cost), f"gamma={lev.gamma}")
     fixed = [evaluate_policy(chain, FixedGamma(g), T, cost) for g in range(1, D + 1)]
-    g = int(np.argmin([v.time for v in fixed]))
+    g = int(np.argmin([v.time() for v in fixed]))
     put("best fixed gamma", fixed[g], f"gamma={g + 1}")
     put("HF confidence 0.4", evaluate_policy(chain, ConfidenceThreshold(0.4, max_depth=D), T, cost))
     put("HF schedule", evaluate_policy(chain, HFSchedule(min(5, D), max_depth=D), T, cost))
@@ -109,12 +109,12 @@ def policy_table(
         evaluate_policy(chain, HFSchedule(min(5, D), max_depth=D, confidence=0.4), T, cost),
     )
     ent = [evaluate_policy(chain, EntropyRule(h, max_depth=D), T, cost) for h in ENTROPY_GRID]
-    i = int(np.argmin([v.time for v in ent]))
+    i = int(np.argmin([v.time() for v in ent]))
     put("entropy rule (tuned)", ent[i], f"threshold={ENTROPY_GRID[i]}")
     put("optimum (state)", optimal_policy(chain, T, cost, "state", D))
     if paths:
         rej = [evaluate_policy(chain, RejectionThreshold(h, max_depth=D), T, cost) for h in REJECTION_GRID]
-        i = int(np.argmin([v.time for v in rej]))
+        i = int(np.argmin([v.time() for v in rej]))
         put("SpecDec++ threshold (tuned)", rej[i], f"threshold={REJECTION_GRID[i]}")
         put("optimum (path)", optimal_policy(chain, T, cost, "path", D))
     ref = "path" if paths else "state"

@@ -4,28 +4,55 @@ helpers shared by the round recursion (:mod:`.evaluate`) and the path enumeratio
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from ._kernels import CALLS, DRAFTS, N_COMP, TTIME
+from ..exact.result import ExactResult, NotComputedError
+from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, REJECTIONS, TTIME
 from .cost import Cost
 
-__all__ = ["PolicyValue", "backward_positions", "bonus_value"]
+__all__ = ["PolicyValue", "backward_positions", "bonus_value", "reject_value"]
+
+_E = np.eye(N_COMP)
 
 
 @dataclass
-class PolicyValue:
-    """Exact expectations of one generation of ``horizon`` tokens under a policy.
+class PolicyValue(ExactResult):
+    """Exact expectations of one generation of ``horizon`` tokens under a draft-length policy.
+
+    An :class:`~spectheory.exact.ExactResult` (the shared result vocabulary, ``docs/architecture.md``)
+    computed by a backward recursion under ``cost``: the counters ``target_calls``,
+    ``rejections``, ``draft_tokens``, ``accepted``, ``bonus_tokens``, ``tokens_per_call`` and the
+    cost members ``time(cost)``, ``speedup(cost)``, ``time_per_token(cost)`` (methods, by default
+    under the policy's own ``cost``). The per-position masses (``round_starts``,
+    ``rejection_by_position``) and the per-round histogram (``accepted_counts``) are not
+    computed by the backward recursion: they raise :class:`~spectheory.exact.NotComputedError`
+    (Monte Carlo estimates them: ``st.simulate(chain, T, policy)``).
 
     Attributes
     ----------
     horizon : int
     cost : Cost
+        The cost the value was computed under (the default of the cost members).
     target_calls, draft_tokens, target_time : float
         Expected rounds, draft forward steps and total target-call time ``sum t(k)``.
+    rejections, bonus_tokens : float
+        Expected rounds ended by a rejection and bonus tokens.
     policy : str
     extra : dict
         Method-specific details (e.g. the optimal policy's decisions).
+    bonus : bool
+        Always ``True`` (the only protocol the stopping engines support).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.stopping import FixedGamma, evaluate_policy
+    >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])   # always accepted
+    >>> v = evaluate_policy(chain, FixedGamma(4), 10, 0.25)
+    >>> v.target_calls, v.accepted, v.time(), v.speedup(), v.speedup(0.0)
+    (2.0, 8.0, 4.0, 2.5, 5.0)
     """
 
     horizon: int
@@ -33,49 +60,78 @@ class PolicyValue:
     target_calls: float
     draft_tokens: float
     target_time: float
+    rejections: float
+    bonus_tokens: float
     policy: str = ""
     extra: dict = field(default_factory=dict, repr=False)
+    bonus: bool = True
 
     @property
-    def time(self) -> float:
-        """Expected time ``c * draft_tokens + target_time`` (units of one target call)."""
-        return self.cost.c * self.draft_tokens + self.target_time
+    def accepted(self) -> float:
+        """Expected accepted drafts: every position emits one accepted, correction or bonus token."""
+        return self.horizon - self.rejections - self.bonus_tokens
+
+    def _not_computed(self, name: str) -> NotComputedError:
+        return NotComputedError(
+            f"PolicyValue.{name}: not computed by the policy engines (a backward recursion gives "
+            "the counters only); estimate it by Monte Carlo (st.simulate(chain, T, policy)), or "
+            "for a fixed gamma use chain.protocol(T, gamma)"
+        )
 
     @property
-    def tokens_per_call(self) -> float:
-        """``horizon / target_calls`` (as :meth:`SimulationResult.summary` reports it)."""
-        return self.horizon / self.target_calls
+    def accepted_counts(self) -> np.ndarray:
+        """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
+        raise self._not_computed("accepted_counts")
 
     @property
-    def time_per_token(self) -> float:
-        return self.time / self.horizon
+    def rejection_by_position(self) -> np.ndarray:
+        """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
+        raise self._not_computed("rejection_by_position")
 
     @property
-    def speedup(self) -> float:
-        """``horizon / time``: speedup over plain decoding at one unit of time per token."""
-        return self.horizon / self.time
+    def round_starts(self) -> np.ndarray:
+        """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
+        raise self._not_computed("round_starts")
 
-    def as_dict(self) -> dict:
+    def _default_cost(self) -> Cost:
+        return self.cost
+
+    def _call_time(self, cost: Cost) -> float:
+        if cost.target_call is None:
+            return self.target_calls
+        if cost.target_call is self.cost.target_call:
+            return self.target_time
+        raise ValueError(
+            "cost: this PolicyValue knows its target-call time only under its own target_call "
+            "(or t = 1); evaluate the policy again under the new cost"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
         return {
             "policy": self.policy,
             "horizon": self.horizon,
             "c": self.cost.c,
             "target_calls": self.target_calls,
+            "rejections": self.rejections,
             "draft_tokens": self.draft_tokens,
+            "accepted": self.accepted,
+            "bonus_tokens": self.bonus_tokens,
             "target_time": self.target_time,
-            "time": self.time,
+            "time": self.time(),
             "tokens_per_call": self.tokens_per_call,
-            "time_per_token": self.time_per_token,
+            "time_per_token": self.time_per_token(),
         }
 
 
-def _value(T, cost, vec, policy, extra=None):
+def _value(T, cost, vec, policy, extra=None) -> PolicyValue:
     return PolicyValue(
         T,
         cost,
         float(vec[CALLS]),
         float(vec[DRAFTS]),
         float(vec[TTIME]),
+        float(vec[REJECTIONS]),
+        float(vec[BONUS]),
         getattr(policy, "name", str(policy)),
         extra or {},
     )
@@ -90,7 +146,14 @@ def backward_positions(total, desc, progress, work):
 
 
 def bonus_value(K, W, n, T, memory=0):
-    """``B(s) = sum_y p_n(y|s) W_{n+1}[memory](next(s, y))`` (0 at ``n = T``: no bonus at the end)."""
+    """``B(s) = e_bonus + sum_y p_n(y|s) W_{n+1}[memory](next(s, y))``: stopping alive with ``n``
+    tokens emitted (0 at ``n = T``: no bonus at the end)."""
     if n >= T:
         return np.zeros((K.S, N_COMP))
-    return K.apply(K.at(n).target, W[n + 1][memory])
+    return _E[BONUS] + K.apply(K.at(n).target, W[n + 1][memory])
+
+
+def reject_value(K, rej, W_next):
+    """``sum_y R(y|s) (e_rejections + W_next(next(s, y)))``: the rejection branch of a check with
+    residual mass ``rej [S, V]`` (its total is the rejection probability)."""
+    return K.apply(rej, W_next) + rej.sum(-1)[:, None] * _E[REJECTIONS]

@@ -3,39 +3,48 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import warnings
+from dataclasses import dataclass
 
 import numpy as np
+
+from ..exact.result import ProtocolResult
 
 __all__ = ["TreeProtocolResult"]
 
 
-@dataclass
-class TreeProtocolResult:
+@dataclass(frozen=True)
+class TreeProtocolResult(ProtocolResult):
     """Exact expectations of one generation of ``horizon`` tokens with a draft tree.
 
-    Attributes
-    ----------
-    horizon : int
-    target_calls, rejections, draft_tokens, accepted : float
-        Expected rounds, corrections, drafted nodes, accepted drafts.
-    tokens_per_call : float
-        ``horizon / target_calls``.
-    accepted_length_law : ndarray, shape (depth + 1,)
-        Law of a round's accepted length: expected rounds with ``j`` accepted drafts over
-        expected rounds.
-    round_starts : ndarray, shape (T, S)
-        P(a round starts at position ``n`` in state ``s``).
+    A :class:`~spectheory.exact.ProtocolResult` (the same members: ``target_calls``,
+    ``rejections``, ``draft_tokens``, ``accepted``, ``tokens_per_call``, ``accepted_counts``,
+    ``accepted_count_law``, ``rejection_by_position``, ``round_starts``, ``time(cost)``,
+    ``speedup(cost)``, ``summary()``) whose ``gamma`` is the tree's depth and whose
+    ``round_drafts[n]`` is the number of tree nodes within the depth ``min(depth, T - n)`` a
+    round started at ``n`` drafts. ``rejections`` counts rounds that emitted a correction,
+    ``accepted`` accepted path lengths; ``accepted_counts[j]`` the expected rounds whose
+    accepted path has ``j`` drafts; ``bonus_tokens`` the tokens after an accepted leaf.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.trees import DraftTree
+    >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])  # always accepted
+    >>> res = chain.protocol(10, tree=DraftTree.from_branching([2, 1]))
+    >>> res.target_calls, res.draft_tokens, res.accepted_count_law.tolist()
+    (4.0, 14.0, [0.0, 0.25, 0.75])
     """
 
-    horizon: int
-    target_calls: float
-    rejections: float
-    draft_tokens: float
-    accepted: float
-    tokens_per_call: float
-    accepted_length_law: np.ndarray
-    round_starts: np.ndarray = field(repr=False)
+    @property
+    def accepted_length_law(self) -> np.ndarray:
+        """Deprecated alias of :attr:`accepted_count_law`."""
+        warnings.warn(
+            "TreeProtocolResult.accepted_length_law is deprecated; use accepted_count_law",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.accepted_count_law
 
 
 class _Accumulator:
@@ -47,21 +56,31 @@ class _Accumulator:
         self.starts[start] = init
         lead = init.shape[:-1]
         self.length = np.zeros((D + 1,) + lead)
-        self.rejections = np.zeros(lead)
+        self.rejection_by_position = np.zeros((T,) + lead)
         self.accepted = np.zeros(lead)
         self.drafted = np.zeros(lead)
 
+    def reject(self, n, mass):
+        """Record ``mass`` of rounds whose correction token sits at kernel index ``n``."""
+        self.rejection_by_position[n] += mass
 
-def _result(acc, T):
-    calls = float(acc.starts[:T].sum())
-    law = acc.length / max(acc.length.sum(), 1e-300)
+    @property
+    def rejections(self):
+        return self.rejection_by_position.sum(0)
+
+
+def _result(acc, T, tree, bonus) -> TreeProtocolResult:
+    drafts = np.array([tree.nodes_within(min(tree.max_depth, T - n)) for n in range(T)], dtype=np.int64)
+    starts = acc.starts[:T].copy()
+    counts = acc.length.copy()
     return TreeProtocolResult(
-        T,
-        calls,
-        float(acc.rejections),
-        float(acc.drafted),
-        float(acc.accepted),
-        T / calls,
-        law,
-        acc.starts[:T].copy(),
+        horizon=T,
+        gamma=tree.max_depth,
+        bonus=bool(bonus),
+        round_starts=starts,
+        rejection_by_position=acc.rejection_by_position.copy(),
+        accepted_counts=counts,
+        # every position emits one token: accepted, a correction or a bonus token
+        bonus_tokens=float(T - np.arange(counts.size) @ counts - acc.rejections) if bonus else 0.0,
+        round_drafts=drafts,
     )

@@ -34,12 +34,14 @@ proposable, but needs ``M >> 1e4`` drafts before the finite-``M`` values approac
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.stats import binom
 
 from .._guards import check_int
+from ..exact.result import ProtocolResult
 from .children import node_laws
 from .rules import tree_rule
 
@@ -52,23 +54,33 @@ __all__ = [
 ]
 
 
-@dataclass
-class BatchTreeResult:
+@dataclass(frozen=True)
+class BatchTreeResult(ProtocolResult):
     """Exact expectations of batch decoding, tree reading.
+
+    A :class:`~spectheory.exact.ProtocolResult` (the shared result vocabulary): ``gamma`` is
+    the drafts' length (``horizon`` for ``gamma=None``), ``round_drafts[n]`` is ``M * k`` for a
+    round at ``n`` (``inf`` for ``M = inf``, so ``draft_tokens`` is ``inf``),
+    ``rejection_by_position[n]`` the expected rejections whose correction sits at position
+    ``n``, ``accepted_counts[j]`` the expected rounds that accepted ``j`` tokens.
 
     Attributes
     ----------
-    rejections, target_calls, accepted, draft_tokens : float
-        ``draft_tokens`` is ``M * k`` per round (``inf`` for ``M = inf``).
-    rejection_profile : ndarray, shape (T,)
-        Expected rejections whose correction sits at position ``n``.
+    M : int or float
+        The number of draft sequences (``numpy.inf`` for the limit).
     """
 
-    rejections: float
-    target_calls: float
-    accepted: float
-    draft_tokens: float
-    rejection_profile: np.ndarray
+    M: float = 1
+
+    @property
+    def rejection_profile(self) -> np.ndarray:
+        """Deprecated alias of :attr:`rejection_by_position`."""
+        warnings.warn(
+            "BatchTreeResult.rejection_profile is deprecated; use rejection_by_position",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.rejection_by_position
 
 
 def _check_M(M):
@@ -130,7 +142,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTree
     starts = np.zeros((T + 1, S))
     starts[0] = chain.initial
     prof = np.zeros(T)
-    accepted = 0.0
+    counts = np.zeros(G_ + 1)  # expected rounds that accepted j tokens
     cache: dict = {}
 
     def tables(n):
@@ -155,20 +167,31 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTree
             G, Rc = tables(n)
             rej = np.einsum("sc,csv->sv", m, Rc[:C] if C > 1 else Rc)
             prof[n] += rej.sum()
+            counts[d] += rej.sum()
             push(rej, n + 1)
             moved = np.einsum("sc,svcd->svd", m, G)  # [S, V, C]
             m = np.zeros((S, C))
             np.add.at(m, ns.ravel(), moved.reshape(S * chain.vocab_size, C))
-            accepted += m.sum()
         end = m.sum(1)
+        counts[k] += end.sum()
         if n0 + k < T:
             if bonus:
                 push(end[:, None] * chain.kernels(n0 + k)[0], n0 + k + 1)
             else:
                 starts[n0 + k] += end
-    calls = float(starts[:T].sum())
-    drafted = np.inf if np.isinf(M) else float(sum(starts[n].sum() * M * min(G_, T - n) for n in range(T)))
-    return BatchTreeResult(float(prof.sum()), calls, accepted, drafted, prof)
+    k = np.minimum(G_, T - np.arange(T))
+    return BatchTreeResult(
+        horizon=T,
+        gamma=G_,
+        bonus=bool(bonus),
+        round_starts=starts[:T].copy(),
+        rejection_by_position=prof,
+        accepted_counts=counts,
+        # every position emits one token: accepted, a correction or a bonus token
+        bonus_tokens=float(T - np.arange(G_ + 1) @ counts - prof.sum()) if bonus else 0.0,
+        round_drafts=np.full(T, np.inf) if np.isinf(M) else M * k,
+        M=M,
+    )
 
 
 def batch_tree_limit_mass(chain, horizon) -> float:

@@ -156,7 +156,7 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
             if n0 + d == T:
                 continue
             res = has_kids[:, v]
-            acc.rejections += (mv * res).sum(-1)
+            acc.reject(n0 + d, (mv * res).sum(-1))
             if res.any() or bonus:
                 emit = np.where((res | bonus)[:, None], fin[:, v], 0.0)  # [R, V]
                 flat = mv[..., :, None] * emit  # [..., R, V]

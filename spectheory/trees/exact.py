@@ -102,7 +102,7 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
                         mass[kids_of[u][j]] = moved[g]
                 summed = stack.sum(0)
                 rej = summed @ rmass
-                acc.rejections += rej
+                acc.reject(n, rej)
                 acc.length[d] += rej
                 acc.starts[n + 1] += np.asarray(summed @ rop)
     return acc
@@ -152,7 +152,7 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
             acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
         else:
             acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
-    return _result(acc, T)
+    return _result(acc, T, tree, bonus)
 
 
 def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method="auto"):

@@ -102,7 +102,7 @@ def _tree_case(chain_name: str, tree: str, verifier: str, bonus: bool) -> Callab
             name: _arr(getattr(r, name))
             for name in ("target_calls", "rejections", "draft_tokens", "accepted", "tokens_per_call")
         }
-        out["accepted_count_law"] = _arr(r.accepted_length_law)
+        out["accepted_count_law"] = _arr(r.accepted_count_law)
         out["round_starts"] = _arr(r.round_starts)
         out["round_law"] = _arr(tree_round_law(chain, dt, verifier, n0=2, horizon=T))
         return out
@@ -123,10 +123,11 @@ POLICIES = {
 def _value(v) -> dict:
     out = {
         name: float(getattr(v, name))
-        for name in ("target_calls", "draft_tokens", "target_time", "tokens_per_call", "time_per_token")
+        for name in ("target_calls", "draft_tokens", "target_time", "tokens_per_call")
     }
-    out["time"] = float(v.time)
-    out["speedup"] = float(v.speedup)
+    out["time_per_token"] = float(v.time_per_token())
+    out["time"] = float(v.time())
+    out["speedup"] = float(v.speedup())
     return out
 
 
@@ -170,7 +171,7 @@ def _batch_case(chain_name: str, M: float, gamma: int | None, bonus: bool) -> Ca
             name: float(getattr(r, name))
             for name in ("rejections", "target_calls", "accepted", "draft_tokens")
         }
-        out["rejection_by_position"] = _arr(r.rejection_profile)
+        out["rejection_by_position"] = _arr(r.rejection_by_position)
         return out
 
     return run

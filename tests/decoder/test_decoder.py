@@ -276,6 +276,11 @@ def test_counts_are_consistent(max_new, gamma, bonus, verifier):
     m = st.summary()  # the shape of SimulationResult.summary()
     assert m["n_runs"] == len(PROMPTS) and m["target_calls"]["mean"] == st.target_calls.mean()
     assert m["tokens_per_call"]["mean"] == pytest.approx(s["tokens"] / s["target_calls"])
+    assert st.tokens_per_call == pytest.approx(s["tokens"] / s["target_calls"])  # the shared names
+    np.testing.assert_array_equal(st.tokens, [max_new] * len(PROMPTS))
+    hist = st.accepted_counts.sum(0)
+    np.testing.assert_allclose(st.accepted_count_law, hist / st.target_calls.sum())
+    assert st.mean_se("accepted") == (m["accepted"]["mean"], m["accepted"]["se"])
     json.dumps(st.as_dict())
     assert st.batch_target_calls == max(st.target_calls)
 

@@ -36,26 +36,67 @@ def test_fixed_gamma_matches_chain_methods_and_round_recursion(chain, gamma):
     T = 9
     cost = Cost(0.2, target_call=lambda k: 1.0 + 0.1 * k)
     v = evaluate_policy(chain, FixedGamma(gamma), T, cost)
-    assert abs(v.target_calls - chain.expected_target_calls(T, gamma)) < 1e-12
-    assert abs(v.draft_tokens - chain.expected_draft_tokens(T, gamma)) < 1e-12
+    res = chain.protocol(T, gamma)
+    counters = ("target_calls", "draft_tokens", "rejections", "accepted", "bonus_tokens")
+    for name in counters:
+        assert abs(getattr(v, name) - getattr(res, name)) < 1e-12, name
     for other in (
         evaluate_policy(chain, FixedGamma(gamma), T, cost, method="rounds"),
         evaluate_policy(chain, StartStatePolicy(np.full(chain.n_states, gamma)), T, cost),
         evaluate_paths(chain, FixedGamma(gamma), T, cost),
+        evaluate_paths(chain, RejectionThreshold(1.0, max_depth=gamma), T, cost),  # never stops early
     ):
         np.testing.assert_allclose(
-            [other.target_calls, other.draft_tokens, other.target_time],
-            [v.target_calls, v.draft_tokens, v.target_time],
+            [getattr(other, name) for name in (*counters, "target_time")],
+            [getattr(v, name) for name in (*counters, "target_time")],
             rtol=0,
             atol=1e-12,
         )
+
+
+@pytest.mark.parametrize("chain", list(_chains())[:3], ids=lambda c: repr(c))
+@pytest.mark.parametrize(
+    "policy", [ConfidenceThreshold(0.5, max_depth=4), EntropyRule(0.9, max_depth=4)], ids=repr
+)
+def test_rejections_and_accepted_agree_between_edge_recursion_and_path_enumeration(chain, policy):
+    """Two engines (the backward recursion over edges, the enumerated drafted-path tree) give the
+    same counters, rejections and bonus tokens included, for state-dependent stopping rules."""
+    T = 8
+    a = evaluate_policy(chain, policy, T, 0.1)
+    b = evaluate_paths(chain, policy, T, a.cost)
+    names = ("target_calls", "draft_tokens", "rejections", "accepted", "bonus_tokens")
+    np.testing.assert_allclose([getattr(a, n) for n in names], [getattr(b, n) for n in names], atol=1e-12)
+    assert 0 < a.rejections < a.target_calls and a.bonus_tokens > 0
+    assert abs(a.accepted + a.rejections + a.bonus_tokens - T) < 1e-12  # one token per position
+    opt = optimal_policy(chain, T, 0.1, max_depth=4)  # the start-class recursion
+    via_paths = evaluate_paths(chain, opt.extra["policy"], T, opt.cost)
+    np.testing.assert_allclose(
+        [getattr(opt, n) for n in names], [getattr(via_paths, n) for n in names], atol=1e-12
+    )
+
+
+def test_policy_value_cost_members_and_what_it_does_not_compute():
+    chain = st.DecodingChain.random(3, concentration=0.7, rng=3)
+    cost = Cost(0.1, target_call=lambda k: 1.0 + 0.05 * k)
+    v = evaluate_policy(chain, ConfidenceThreshold(0.5, max_depth=4), 10, cost)
+    assert v.time() == v.time(cost) == 0.1 * v.draft_tokens + v.target_time
+    assert v.speedup() == 10 / v.time() and v.time_per_token() == v.time() / 10
+    assert v.speedup(0.0) == v.tokens_per_call  # t = 1, free drafts: tokens per call
+    assert abs(v.time(0.3) - (0.3 * v.draft_tokens + v.target_calls)) < 1e-12
+    with pytest.raises(ValueError, match="cost: .*own target_call"):
+        v.time(Cost(0.1, target_call=lambda k: 2.0))
+    for name in ("accepted_counts", "accepted_count_law", "rejection_by_position", "round_starts"):
+        with pytest.raises(st.exact.NotComputedError, match=f"PolicyValue.*{name.split('_law')[0]}"):
+            getattr(v, name)
+    s = v.summary()
+    assert s["rejections"] == {"mean": v.rejections, "se": 0.0} and s["tokens_per_call"]["se"] == 0.0
 
 
 def test_call_cost_curve_on_an_always_accepted_chain():
     chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
     v = evaluate_policy(chain, FixedGamma(4), 12, Cost(0.5, target_call=lambda k: k))
     # rounds at 0, 5, 10 draft 4, 4, 2 tokens; time 0.5 * 10 + (4 + 4 + 2)
-    assert (v.target_calls, v.draft_tokens, v.target_time, v.time) == (3.0, 10.0, 10.0, 15.0)
+    assert (v.target_calls, v.draft_tokens, v.target_time, v.time()) == (3.0, 10.0, 10.0, 15.0)
 
 
 @pytest.mark.parametrize(
@@ -73,8 +114,8 @@ def test_edge_recursion_equals_path_enumeration(chain, policy):
     a = evaluate_policy(chain, policy, 8, cost)
     b = evaluate_paths(chain, policy, 8, cost)
     np.testing.assert_allclose(
-        [a.target_calls, a.draft_tokens, a.time],
-        [b.target_calls, b.draft_tokens, b.time],
+        [a.target_calls, a.draft_tokens, a.time()],
+        [b.target_calls, b.draft_tokens, b.time()],
         rtol=1e-12,
         atol=1e-12,
     )
@@ -85,12 +126,12 @@ def test_state_optimum_equals_brute_force_over_start_policies():
     T, D, cost = 4, 2, Cost(0.3)
     best = optimal_policy(chain, T, cost, max_depth=D)
     times = [
-        evaluate_policy(chain, StartStatePolicy(np.array(k).reshape(T, 2)), T, cost).time
+        evaluate_policy(chain, StartStatePolicy(np.array(k).reshape(T, 2)), T, cost).time()
         for k in itertools.product(range(1, D + 1), repeat=2 * T)
     ]
-    assert abs(best.time - min(times)) < 1e-12
+    assert abs(best.time() - min(times)) < 1e-12
     again = evaluate_policy(chain, best.extra["policy"], T, cost)
-    assert abs(again.time - best.time) < 1e-12
+    assert abs(again.time() - best.time()) < 1e-12
 
 
 def _heuristics(chain, T, cost, D):
@@ -116,15 +157,15 @@ def test_optimum_never_worse_than_any_heuristic_on_100_random_chains():
             3, concentration=float(rng.uniform(0.2, 2.0)), similarity=float(rng.uniform(0, 0.9)), rng=rng
         )
         cost = Cost(float(rng.uniform(0.0, 0.5)))
-        state = optimal_policy(chain, T, cost, max_depth=D).time
-        path = optimal_policy(chain, T, cost, "path", max_depth=D).time
+        state = optimal_policy(chain, T, cost, max_depth=D).time()
+        path = optimal_policy(chain, T, cost, "path", max_depth=D).time()
         assert path <= state + 1e-12, trial
         for policy in _heuristics(chain, T, cost, D):
-            v = evaluate_policy(chain, policy, T, cost).time
+            v = evaluate_policy(chain, policy, T, cost).time()
             assert state <= v + 1e-12, (trial, policy)
             assert path <= v + 1e-12, (trial, policy)
         for policy in _path_only(D):
-            assert path <= evaluate_policy(chain, policy, T, cost).time + 1e-12, (trial, policy)
+            assert path <= evaluate_policy(chain, policy, T, cost).time() + 1e-12, (trial, policy)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -170,7 +211,7 @@ def test_long_run_rate_of_fixed_gamma_is_the_limit_of_the_finite_horizon():
     chain = st.DecodingChain.random(3, concentration=0.5, rng=4)
     rate = long_run_rate(chain, 3, 0.1)
     # time(T) = T / rate + O(1): the difference quotient over T is exact up to the transient
-    t1, t2 = (evaluate_policy(chain, FixedGamma(3), T, 0.1).time for T in (300, 600))
+    t1, t2 = (evaluate_policy(chain, FixedGamma(3), T, 0.1).time() for T in (300, 600))
     assert abs(300 / (t2 - t1) - rate) < 1e-6 * rate
 
 
@@ -185,7 +226,7 @@ def test_long_run_optimum_beats_fixed_gamma_on_a_context_dependent_chain():
     assert res.rate > max(long_run_rate(chain, k, 0.05) for k in range(1, 33)) * 1.01
     T = 400  # the finite optimum approaches it
     fin = optimal_policy(chain, T, 0.05, max_depth=32)
-    assert abs(T / fin.time - res.rate) / res.rate < 0.02
+    assert abs(T / fin.time() - res.rate) / res.rate < 0.02
 
 
 def test_bad_input():

@@ -1,0 +1,203 @@
+r"""What an exact engine returns: one result vocabulary for path, tree, batch and policy rounds.
+
+:class:`ExactResult` holds the members every exact result shares (``docs/architecture.md``,
+"Result vocabulary"): the protocol counters ``target_calls``, ``rejections``,
+``draft_tokens``, ``accepted`` (expectations over one generation of ``horizon`` tokens),
+``bonus_tokens``, ``tokens_per_call = horizon / target_calls``, the law of a round's accepted
+count ``accepted_count_law``, the cost members ``time(cost)`` and ``speedup(cost)`` (methods
+everywhere; ``cost`` is a number ``c`` = draft step / target call, or a
+:class:`~spectheory.exact.cost.Cost`) and ``summary()`` in the shape of the Monte Carlo
+summary (``{stat: {"mean", "se"}}``; exact values have ``se = 0.0``).
+
+:class:`ProtocolResult` is the array-backed exact result of the forward engines (a path of
+``gamma`` drafts, a token tree, ``M`` draft sequences): the per-position masses
+``round_starts``, ``rejection_by_position`` and the per-round histogram ``accepted_counts``,
+from which every counter is read. Policy values
+(:class:`spectheory.stopping.PolicyValue`) come from a backward recursion that yields the
+counters but not the per-position masses; they raise :class:`NotComputedError` for those.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .cost import Cost, as_cost
+
+__all__ = ["ExactResult", "ProtocolResult", "NotComputedError", "SUMMARY_STATISTICS"]
+
+#: The per-generation counters every result's ``summary()`` reports (then ``tokens_per_call``).
+SUMMARY_STATISTICS = ("target_calls", "rejections", "draft_tokens", "accepted")
+
+
+class NotComputedError(NotImplementedError):
+    """A member of the result vocabulary that this result's engine does not compute."""
+
+
+class ExactResult:
+    """The members every exact result shares; subclasses provide the counters.
+
+    Subclasses define ``horizon``, ``bonus``, ``target_calls``, ``rejections``,
+    ``draft_tokens``, ``accepted``, ``bonus_tokens`` and, where their engine computes them,
+    ``accepted_counts``, ``rejection_by_position`` and ``round_starts`` (otherwise those raise
+    :class:`NotComputedError`), and ``_call_time(cost)`` (the expected total target-call time).
+    """
+
+    horizon: int
+    bonus: bool
+    target_calls: float
+    draft_tokens: float
+    accepted_counts: np.ndarray
+
+    @property
+    def tokens_per_call(self) -> float:
+        """``horizon / target_calls``: total tokens over total rounds (pooled)."""
+        return self.horizon / self.target_calls
+
+    @property
+    def accepted_count_law(self) -> np.ndarray:
+        """Law of a round's accepted count, pooled over the rounds: ``accepted_counts / target_calls``."""
+        counts = np.asarray(self.accepted_counts, dtype=np.float64)
+        return counts / counts.sum()
+
+    @property
+    def round_start_prob(self) -> np.ndarray:
+        """P(a round starts at position ``n``), shape ``[T]``."""
+        return np.asarray(self.round_starts).sum(-1)
+
+    def _default_cost(self) -> Cost:
+        raise ValueError(
+            f"cost: required for a {type(self).__name__} (computed under no cost): pass the "
+            "draft step cost c (units of one target call) or a Cost"
+        )
+
+    def _resolve_cost(self, cost: Cost | float | None) -> Cost:
+        return self._default_cost() if cost is None else as_cost(cost)
+
+    def _call_time(self, cost: Cost) -> float:
+        """Expected total target-call time ``E[sum_r t(k_r)]`` (``target_calls`` when ``t = 1``)."""
+        raise NotImplementedError  # pragma: no cover - every subclass defines it
+
+    def time(self, cost: Cost | float | None = None) -> float:
+        r"""Expected time of the generation in units of one target call:
+        :math:`c\,E[\text{draft tokens}] + E[\sum_r t(k_r)]` (``docs/protocol.md``)."""
+        cost = self._resolve_cost(cost)
+        drafts = cost.c * self.draft_tokens if cost.c else 0.0  # 0 * inf draft tokens (M = inf) is 0
+        return drafts + self._call_time(cost)
+
+    def speedup(self, cost: Cost | float | None = None) -> float:
+        r"""Walltime speedup over plain decoding (one target call per token):
+        :math:`T / (E[\text{calls}] + c\,E[\text{draft tokens}])` for ``t = 1``."""
+        return self.horizon / self.time(cost)
+
+    def time_per_token(self, cost: Cost | float | None = None) -> float:
+        """``time(cost) / horizon``."""
+        return self.time(cost) / self.horizon
+
+    def summary(self) -> dict[str, Any]:
+        """``{stat: {"mean": value, "se": 0.0}}`` for :data:`SUMMARY_STATISTICS` and
+        ``tokens_per_call``: the shape of :meth:`spectheory.montecarlo.SimulationResult.summary`
+        (exact values: no standard error)."""
+        names = (*SUMMARY_STATISTICS, "tokens_per_call")
+        return {name: {"mean": float(getattr(self, name)), "se": 0.0} for name in names}
+
+
+@dataclass(frozen=True)
+class ProtocolResult(ExactResult):
+    r"""Exact expectations of one generation of ``horizon`` tokens (``chain.protocol(...)``).
+
+    Every counter of ``docs/protocol.md`` in one object, with the per-position profiles
+    behind them; the result of a path round, and (subclasses) of a tree round
+    (:class:`spectheory.trees.TreeProtocolResult`) and of ``M`` draft sequences
+    (:class:`spectheory.trees.BatchTreeResult`). The names match
+    :class:`spectheory.montecarlo.SimulationResult` (whose per-run means estimate them) and the
+    decoder's ``DecodeStats``.
+
+    Attributes
+    ----------
+    horizon : int
+    gamma : int
+        The longest draft of a round: the path's ``gamma``, the tree's depth.
+    bonus : bool
+    round_starts : ndarray, shape (T, S)
+        ``round_starts[n, s]`` = P(a round starts at position ``n`` in state ``s``);
+        its total is the expected number of target calls.
+    rejection_by_position : ndarray, shape (T,)
+        P(the token at kernel index ``n`` is emitted by a rejection).
+    accepted_counts : ndarray, shape (gamma + 1,)
+        ``E[#rounds whose accepted count is j]`` (truncated rounds included: a round
+        with ``k < gamma`` that accepts everything counts at ``j = k``).
+    bonus_tokens : float
+        Expected number of bonus tokens.
+    check_mass : ndarray, shape (T, S), or None
+        ``check_mass[n, s]`` = P(position ``n`` is a draft check in state ``s``), all
+        phases (:func:`phase_recursion` only; ``None`` from :func:`round_recursion`).
+    round_drafts : ndarray, shape (T,), or None
+        Draft tokens of a round that starts at position ``n`` (what its target call scores);
+        ``None`` means a path, ``min(gamma, T - n)``.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> res = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0]).protocol(10, 4)  # always accepted
+    >>> res.target_calls, res.draft_tokens, res.tokens_per_call, res.speedup(0.25)
+    (2.0, 8.0, 5.0, 2.5)
+    >>> res.summary()["accepted"]
+    {'mean': 8.0, 'se': 0.0}
+    """
+
+    horizon: int
+    gamma: int
+    bonus: bool
+    round_starts: np.ndarray
+    rejection_by_position: np.ndarray
+    accepted_counts: np.ndarray
+    bonus_tokens: float
+    check_mass: np.ndarray | None = None
+    round_drafts: np.ndarray | None = None
+
+    @property
+    def drafts_per_round(self) -> np.ndarray:
+        """Draft tokens of a round started at position ``n``, shape ``[T]`` (``round_drafts``,
+        or ``min(gamma, T - n)`` for a path)."""
+        if self.round_drafts is not None:
+            return np.asarray(self.round_drafts)
+        return np.minimum(self.gamma, self.horizon - np.arange(self.horizon))
+
+    @property
+    def target_calls(self) -> float:
+        """Expected number of rounds (target calls)."""
+        return float(self.round_starts.sum())
+
+    @property
+    def draft_tokens(self) -> float:
+        """Expected draft tokens: ``sum_n P(start at n) * drafts_per_round[n]``."""
+        prob, k = self.round_start_prob, self.drafts_per_round
+        if np.isinf(k).any():  # M = inf draft sequences: rounds that happen draft infinitely many
+            return (
+                float(np.inf)
+                if np.any(prob[np.isinf(k)] > 0)
+                else float(prob[~np.isinf(k)] @ k[~np.isinf(k)])
+            )
+        return float(prob @ k)
+
+    @property
+    def rejections(self) -> float:
+        """Expected number of rounds ended by a rejection."""
+        return float(self.rejection_by_position.sum())
+
+    @property
+    def accepted(self) -> float:
+        """Expected number of accepted draft tokens."""
+        return float(np.arange(len(self.accepted_counts)) @ self.accepted_counts)
+
+    def _call_time(self, cost: Cost) -> float:
+        if cost.target_call is None:
+            return self.target_calls
+        k = self.drafts_per_round
+        if np.isinf(k).any():
+            raise ValueError("cost: a target-call time t(k) needs a finite number of drafts per round")
+        k = k.astype(np.int64)
+        return float(self.round_start_prob @ cost.call_times(int(k.max()))[k - 1])
