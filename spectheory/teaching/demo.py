@@ -25,12 +25,15 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import numpy as np
 
 from .._guards import check_int
+from .._typing import RNGLike
 from ..laws.distributions import acceptance_rate
 from .render import bar_char, law_table, save_bonus_figure, save_step_figure
 from .toy import ToyModels, expected_accepted, play_round, rejection_probability, toy_models
@@ -74,13 +77,13 @@ def _q(word: str) -> str:
 
 
 def run_demo(
-    seed=DEFAULT_SEED,
+    seed: RNGLike = DEFAULT_SEED,
     gamma: int = 3,
     auto: bool = False,
-    save=None,
+    save: str | Path | None = None,
     n_rounds: int = DEFAULT_ROUNDS,
-    out=None,
-    input_fn=input,
+    out: TextIO | None = None,
+    input_fn: Callable[[str], str] = input,
     models: ToyModels | None = None,
 ) -> DemoResult:
     """Walk through ``n_rounds`` rounds of speculative decoding on the toy vocabulary.
@@ -214,7 +217,7 @@ def run_demo(
                     result.saved.append(
                         save_step_figure(save_dir / f"round{r:02d}_step{i}.png", words, step, headline)
                     )
-            if record.bonus is not None:
+            if record.bonus is not None and record.bonus_law is not None:
                 pause()
                 b = words[record.bonus]
                 say("")
@@ -322,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status (2 on bad arguments, one line)."""
     try:
         args = build_parser().parse_args(argv)

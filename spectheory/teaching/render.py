@@ -6,16 +6,22 @@ so saving them never touches pyplot's global state or the user's interactive bac
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from .toy import StepRecord
 
 __all__ = ["bar_char", "bar", "law_table", "save_step_figure", "save_bonus_figure"]
 
 BAR_WIDTH = 24  # characters for probability 1
 
 
-def bar_char(out) -> str:
+def bar_char(out: TextIO | None) -> str:
     """A full block if ``out`` can print it, else ``#``."""
     enc = getattr(out, "encoding", None) or "utf-8"
     try:
@@ -38,7 +44,11 @@ def bar(prob: float, char: str = "█", width: int = BAR_WIDTH) -> str:
 
 
 def law_table(
-    words, columns: dict, mark: int | None = None, char: str = "█", indent: str = "    "
+    words: Sequence[str],
+    columns: Mapping[str, Sequence[float] | np.ndarray],
+    mark: int | None = None,
+    char: str = "█",
+    indent: str = "    ",
 ) -> list[str]:
     """Rows ``word | p bar | q bar ...``: one column per named law, word ``mark`` flagged.
 
@@ -80,7 +90,7 @@ def _new_figure(ncols: int, width: float = 3.2, height: float = 2.8):
     return fig, fig.subplots(1, ncols, squeeze=False)[0]
 
 
-def save_step_figure(path, words, step, headline: str) -> Path:
+def save_step_figure(path: str | Path, words: Sequence[str], step: StepRecord, headline: str) -> Path:
     """Four bar charts for one verification step: target, draft, min(target, draft) and the
     residual norm(max(target - draft, 0)); the proposed word is highlighted. Writes a PNG."""
     from ..laws.distributions import residual
@@ -112,7 +122,9 @@ def save_step_figure(path, words, step, headline: str) -> Path:
     return path
 
 
-def save_bonus_figure(path, words, law, bonus: int, headline: str) -> Path:
+def save_bonus_figure(
+    path: str | Path, words: Sequence[str], law: ArrayLike, bonus: int, headline: str
+) -> Path:
     """One bar chart: the target law the bonus word is drawn from, the drawn word highlighted."""
     fig, axes = _new_figure(1, width=4.0)
     _panel(axes[0], words, law, "target p (bonus word)", "#0072B2", bonus)

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._guards import as_law_pair, check_int
+from .._typing import RNGLike
 from ..laws.distributions import acceptance_rate, residual
 
 __all__ = [
@@ -161,7 +162,7 @@ class RoundRecord:
         return any(not s.accepted for s in self.steps)
 
 
-def play_round(models: ToyModels, state: int, gamma: int, rng) -> RoundRecord:
+def play_round(models: ToyModels, state: int, gamma: int, rng: RNGLike) -> RoundRecord:
     """Play one speculative round from context word ``state``; all draws from ``rng``
     (anything :func:`numpy.random.default_rng` accepts).
 
@@ -209,11 +210,11 @@ def _accept_all_probs(target, draft, gamma: int) -> np.ndarray:
     """``f[i - 1, s]`` = P(first i proposals accepted | state s), i = 1..gamma."""
     t, d = as_law_pair(target, draft)
     M = np.minimum(t, d)
-    f, out = np.ones(t.shape[0]), []
+    f, rows = np.ones(t.shape[0]), []
     for _ in range(gamma):
         f = M @ f
-        out.append(f)
-    out = np.array(out)
+        rows.append(f)
+    out = np.array(rows)
     np.testing.assert_allclose(out[0], acceptance_rate(t, d), atol=1e-12)  # f_1 = 1 - TV
     return out
 

@@ -81,7 +81,7 @@ class Runner:
         out = np.full((n, k + 1), PAD, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
         bad = np.zeros(n, dtype=bool)
-        notes = {}
+        notes: dict[int, str] = {}
         step = self.rows_per_call or n
         parts = []
         for a in range(0, n, step):
@@ -112,7 +112,7 @@ class Runner:
         out = np.full((n, k + 1), PAD, dtype=np.int64)
         lengths = np.zeros(n, dtype=np.int64)
         bad = np.zeros(n, dtype=bool)
-        notes = {}
+        notes: dict[int, str] = {}
         verify = self.verify
         k1 = k + 1
         for i in range(n):
@@ -133,7 +133,14 @@ class Runner:
         return out, lengths, bad, None, notes
 
 
-def content_violations(out, lengths, x, V, bonus=True, stop_token=None):
+def content_violations(
+    out: np.ndarray,
+    lengths: np.ndarray,
+    x: np.ndarray,
+    V: int,
+    bonus: bool = True,
+    stop_token: int | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Rows violating the output format: ``(out_of_range, wrong_prefix, bonus_off, after_stop)``.
 
     ``bonus_off`` marks ``k+1`` tokens emitted with the bonus off; ``after_stop`` marks tokens

@@ -26,10 +26,15 @@ Examples
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .reference import PAD, BatchedVerifier
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["hf_speculative_sampling", "from_batched_probs", "find_hf_speculative_sampling"]
 
@@ -53,7 +58,7 @@ def _torch():
     return torch
 
 
-def find_hf_speculative_sampling():
+def find_hf_speculative_sampling() -> Callable[..., Any]:
     """The installed transformers' ``_speculative_sampling`` (its module moved between releases)."""
     try:
         import transformers  # noqa: F401
@@ -99,7 +104,11 @@ class _TorchBatch:
 
 
 def hf_speculative_sampling(
-    fn=None, *, dtype=None, threads: int | None = 1, name: str | None = None
+    fn: Callable[..., Any] | None = None,
+    *,
+    dtype: torch.dtype | None = None,
+    threads: int | None = 1,
+    name: str | None = None,
 ) -> BatchedVerifier:
     r"""Adapt HuggingFace's ``_speculative_sampling`` (one round, logits in) to the kit.
 
@@ -208,12 +217,12 @@ def _roles(fn):
 
 
 def from_batched_probs(
-    fn,
+    fn: Callable[..., Any],
     *,
     bonus: bool = True,
     pad_value: int = -1,
-    device="cpu",
-    dtype=None,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
     threads: int | None = None,
     name: str | None = None,
 ) -> BatchedVerifier:

@@ -41,7 +41,9 @@ def _emit(x, n, y):
     return np.append(np.asarray(x[:n], dtype=np.int64), np.int64(y))
 
 
-def residual_not_normalised(target_probs, draft_probs, draft_tokens, rng):
+def residual_not_normalised(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Samples the residual by inverse CDF on ``max(p - q, 0)`` without dividing by its mass."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -53,7 +55,9 @@ def residual_not_normalised(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def draft_law_mismatch(target_probs, draft_probs, draft_tokens, rng):
+def draft_law_mismatch(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Ratio and residual use the draft law before temperature 0.5 was applied, not the law sampled from."""
     t, x = target_probs, draft_tokens
     d = np.sqrt(draft_probs)  # BUG: q**(1/2) renormalised = law at T=2 ...
@@ -64,7 +68,9 @@ def draft_law_mismatch(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def shared_uniform(target_probs, draft_probs, draft_tokens, rng):
+def shared_uniform(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Draws one uniform and reuses it for every draft position."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -74,7 +80,9 @@ def shared_uniform(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def first_draft_unverified(target_probs, draft_probs, draft_tokens, rng):
+def first_draft_unverified(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Accepts the first draft token without a test (verification starts at position 1)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -87,7 +95,9 @@ def first_draft_unverified(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def no_stop_after_rejection(target_probs, draft_probs, draft_tokens, rng):
+def no_stop_after_rejection(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Replaces a rejected token by a residual sample but keeps verifying the later drafts."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -101,7 +111,9 @@ def no_stop_after_rejection(target_probs, draft_probs, draft_tokens, rng):
     return np.array(out, dtype=np.int64)
 
 
-def leq_accepts_zero(target_probs, draft_probs, draft_tokens, rng):
+def leq_accepts_zero(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Accepts with ``u <= p/q``, so at ``u = 0`` a token of target probability 0 passes."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -113,7 +125,9 @@ def leq_accepts_zero(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def bonus_from_draft(target_probs, draft_probs, draft_tokens, rng):
+def bonus_from_draft(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Draws the bonus token from the last draft law instead of the target's bonus row."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -122,7 +136,9 @@ def bonus_from_draft(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def bonus_row_off_by_one(target_probs, draft_probs, draft_tokens, rng):
+def bonus_row_off_by_one(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Draws the bonus token from ``target_probs[k-1]`` (the last draft position) instead of ``[k]``."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -131,7 +147,9 @@ def bonus_row_off_by_one(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def nan_when_equal(target_probs, draft_probs, draft_tokens, rng):
+def nan_when_equal(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Normalises every position's residual eagerly; 0/0 = NaN where target == draft crashes the sampler."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -144,7 +162,9 @@ def nan_when_equal(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def residual_wrong_sign(target_probs, draft_probs, draft_tokens, rng):
+def residual_wrong_sign(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Samples the residual from ``max(q - p, 0)`` (p and q swapped, as between papers)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -153,7 +173,9 @@ def residual_wrong_sign(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def ratio_inverted(target_probs, draft_probs, draft_tokens, rng):
+def ratio_inverted(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Accepts with ``min(1, q(x)/p(x))`` (p and q swapped in the ratio)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -162,7 +184,9 @@ def ratio_inverted(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def resample_from_target(target_probs, draft_probs, draft_tokens, rng):
+def resample_from_target(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """After a rejection samples from the target instead of the residual."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -171,7 +195,9 @@ def resample_from_target(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def wasteful_lossless(target_probs, draft_probs, draft_tokens, rng):
+def wasteful_lossless(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Lossless but wasteful: accepts with half the optimal probability, residual fixed accordingly."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -184,7 +210,9 @@ def wasteful_lossless(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, _inv_cdf(np.maximum(t[n] - a, 0.0), rng.random()))
 
 
-def global_random_state(target_probs, draft_probs, draft_tokens, rng):
+def global_random_state(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Ignores ``rng`` and draws from NumPy's global random state (not reproducible from a seed)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -195,7 +223,9 @@ def global_random_state(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def accept_all_positions_equal_law(target_probs, draft_probs, draft_tokens, rng):
+def accept_all_positions_equal_law(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Uses the first position's laws at every position (rows not advanced with the draft)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)

@@ -33,7 +33,9 @@ __all__ = ["FIELD_BUGS", "renormalise_with_softmax", "leq_float32_torch", "bonus
 STOP_TOKEN = 0
 
 
-def renormalise_with_softmax(target_probs, draft_probs, draft_tokens, rng):
+def renormalise_with_softmax(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Residual renormalised with ``softmax(max(p - q, 0))`` instead of dividing by its sum."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -45,7 +47,9 @@ def renormalise_with_softmax(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, _inv_cdf(law, rng.random()))
 
 
-def leq_float32_torch(target_probs, draft_probs, draft_tokens, rng):
+def leq_float32_torch(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """HuggingFace's acceptance test: ``torch.rand_like(ratio) <= p/q`` in float32 (needs torch)."""
     import torch
 
@@ -60,7 +64,9 @@ def leq_float32_torch(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def bonus_after_stop(target_probs, draft_probs, draft_tokens, rng):
+def bonus_after_stop(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """Standard verification that ignores an accepted stop token (keeps going, emits the bonus)."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)
@@ -69,7 +75,9 @@ def bonus_after_stop(target_probs, draft_probs, draft_tokens, rng):
     return _emit(x, n, y)
 
 
-def stop_aware(target_probs, draft_probs, draft_tokens, rng):
+def stop_aware(
+    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+) -> np.ndarray:
     """The correct version of :func:`bonus_after_stop`: an accepted stop token ends the round."""
     t, d, x = target_probs, draft_probs, draft_tokens
     k = len(x)

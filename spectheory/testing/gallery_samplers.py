@@ -23,6 +23,9 @@ False
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from .reference import reference_verify
@@ -33,7 +36,14 @@ __all__ = ["make_sampler", "SAMPLER_BUGS"]
 BUGS = (None, "greedy_draft_soft_q", "processed_vs_raw_q")
 
 
-def make_sampler(temperature: float = 1.0, top_k=None, top_p=None, *, bug=None, greedy: bool = False):
+def make_sampler(
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    *,
+    bug: str | None = None,
+    greedy: bool = False,
+) -> Callable[..., Any]:
     """A whole speculative sampler with the given processing (and optionally one field bug)."""
     if bug not in BUGS:
         raise ValueError(f"bug: expected one of {BUGS}, got {bug!r}")

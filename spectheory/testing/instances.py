@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._guards import as_law, check_int
+from .._typing import RNGLike
 from ..laws.sampling import normalized_cdf, sample_from_cdf
 
 __all__ = ["Instance", "FAMILIES", "make_instance", "constant_uniform_rng"]
@@ -139,7 +140,7 @@ class Instance:
         return Instance(self.name, self.description, t, self.draft, self.s0, self.family)
 
     # ---------------------------------------------------------------- sampling
-    def sample_drafts(self, n: int, rng):
+    def sample_drafts(self, n: int, rng: RNGLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draw ``n`` draft paths; return ``(target_probs [n,k+1,V], draft_probs [n,k,V], tokens [n,k])``."""
         rng = np.random.default_rng(rng)
         k, V = self.k, self.vocab_size
@@ -156,11 +157,11 @@ class Instance:
         tp[:, k] = self.target[k, prev]
         return tp, dp, tokens
 
-    def complete(self, emitted, lengths, rng) -> np.ndarray:
+    def complete(self, emitted: np.ndarray, lengths: np.ndarray, rng: RNGLike) -> np.ndarray:
         """Continue each emitted prefix ``emitted[i, :lengths[i]]`` to ``k+1`` tokens with the target."""
         rng = np.random.default_rng(rng)
         out = np.array(emitted, dtype=np.int64, copy=True)
-        n = out.shape[0]
+        n = int(out.shape[0])
         cdfs = [normalized_cdf(self.target[j]) for j in range(self.k + 1)]
         prev = np.full(n, self.s0, dtype=np.int64)
         for j in range(self.k + 1):
@@ -171,7 +172,7 @@ class Instance:
             prev = out[:, j]
         return out
 
-    def emitted_target_prob_zero(self, emitted, lengths) -> np.ndarray:
+    def emitted_target_prob_zero(self, emitted: np.ndarray, lengths: np.ndarray) -> np.ndarray:
         """Boolean ``[n]``: the emitted prefix contains a token of target probability exactly 0."""
         n = emitted.shape[0]
         bad = np.zeros(n, dtype=bool)
@@ -363,7 +364,7 @@ FAMILIES = {
 }
 
 
-def make_instance(family: str, vocab_size: int, k: int, rng) -> Instance:
+def make_instance(family: str, vocab_size: int, k: int, rng: RNGLike) -> Instance:
     """Build one instance of ``family`` (a key of :data:`FAMILIES`) with ``V`` tokens and ``k`` drafts.
 
     Examples

@@ -45,15 +45,21 @@ judge each protocol by its own optimum.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from itertools import cycle
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._guards import check_int, check_prob
+from .._typing import RNGLike
 from ._checks import check_instance, n_tests
 from ._runner import Runner
 from .instances import FAMILIES, Instance, make_instance
 from .report import CheckResult, Finding, Report, summarise
+
+if TYPE_CHECKING:
+    from ..verifiers import Verifier
 
 __all__ = [
     "check_verifier",
@@ -134,7 +140,7 @@ def _plan(vocab_sizes, gammas, families, seed):
     return plan, rngs[-1]
 
 
-def resolve_verifier(verify):
+def resolve_verifier(verify: Callable[..., Any] | str | Verifier) -> Callable[..., Any]:
     """A registered verifier name or a Verifier object -> a kit verifier (:func:`from_verifier`); else ``verify``."""
     from ..verifiers.base import Verifier
 
@@ -148,12 +154,12 @@ def resolve_verifier(verify):
     return verify
 
 
-_WORK = None  # what forked workers inherit (set just before the pool starts)
+_WORK: Any = None  # what forked workers inherit (set just before the pool starts)
 
 
 def _one(i):
     runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token = _WORK
-    found = {name: [] for name in CHECKS}
+    found: dict[str, list[Finding]] = {name: [] for name in CHECKS}
     check_instance(insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token)
     return found, runner.routed
 
@@ -164,7 +170,7 @@ def _run_all(work, jobs, progress):
     from tqdm.auto import tqdm
 
     n = len(work[1])
-    bar = dict(
+    bar: dict[str, Any] = dict(
         desc="check_verifier", total=n, disable=None if progress is None else not progress, leave=False
     )
     _WORK = work
@@ -183,22 +189,22 @@ def _run_all(work, jobs, progress):
 
 
 def check_verifier(
-    verify,
+    verify: Callable[..., Any] | str | Verifier,
     *,
-    vocab_sizes=(3, 5),
-    gammas=(1, 3),
+    vocab_sizes: Sequence[int] = (3, 5),
+    gammas: Sequence[int] = (1, 3),
     n_samples: int = 20_000,
-    seed=0,
-    families=None,
+    seed: RNGLike = 0,
+    families: Sequence[str] | None = None,
     alpha: float = 1e-4,
     efficiency: bool = True,
-    batched=None,
-    instances=None,
-    progress=None,
-    bonus=None,
-    stop_token=None,
-    torch_random=None,
-    rows_per_call=None,
+    batched: bool | None = None,
+    instances: Sequence[Instance] | None = None,
+    progress: bool | None = None,
+    bonus: bool | None = None,
+    stop_token: int | None = None,
+    torch_random: bool | None = None,
+    rows_per_call: int | None = None,
     jobs: int = 1,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
@@ -313,7 +319,7 @@ def check_verifier(
     return Report(_name(verify), checks, config, M, alpha)
 
 
-def assert_verifier_lossless(verify, **kwargs) -> Report:
+def assert_verifier_lossless(verify: Callable[..., Any] | str | Verifier, **kwargs: Any) -> Report:
     """Raise ``AssertionError`` (with the report) unless ``verify`` is lossless and robust.
 
     Runs :func:`check_verifier` without the efficiency checks (a lossless but wasteful
@@ -332,7 +338,7 @@ def assert_verifier_lossless(verify, **kwargs) -> Report:
     return report
 
 
-def assert_verifier_optimal(verify, **kwargs) -> Report:
+def assert_verifier_optimal(verify: Callable[..., Any] | str | Verifier, **kwargs: Any) -> Report:
     """Raise ``AssertionError`` unless ``verify`` is lossless *and* accepts as often as the optimum.
 
     Runs every check of :func:`check_verifier`, the efficiency ones included (each protocol

@@ -36,9 +36,17 @@ hand-picked uniforms.
 
 from __future__ import annotations
 
-import numpy as np
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+from numpy.typing import ArrayLike
+
+from .._typing import RNGLike
 from ..verifiers.token import TOKEN
+
+if TYPE_CHECKING:
+    from ..verifiers import Verifier
 
 __all__ = [
     "accepted_count",
@@ -77,7 +85,9 @@ def _check_args(target_probs, draft_probs, draft_tokens, batched=False):
     return t, d, x.astype(np.int64)
 
 
-def accepted_count(target_probs, draft_probs, draft_tokens, uniforms) -> int:
+def accepted_count(
+    target_probs: ArrayLike, draft_probs: ArrayLike, draft_tokens: ArrayLike, uniforms: ArrayLike
+) -> int:
     r"""Number of accepted drafts given the acceptance uniforms (the rule, without randomness).
 
     Draft ``j`` is accepted iff ``uniforms[j] * q_j(x_j) < p_j(x_j)``, i.e.
@@ -102,7 +112,9 @@ def accepted_count(target_probs, draft_probs, draft_tokens, uniforms) -> int:
     return int(n[0])
 
 
-def reference_verify(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+def reference_verify(
+    target_probs: ArrayLike, draft_probs: ArrayLike, draft_tokens: ArrayLike, rng: RNGLike
+) -> np.ndarray:
     r"""Standard speculative sampling of one round (correct; the kit passes it).
 
     Parameters
@@ -159,7 +171,9 @@ def _check_one(target_probs, draft_probs, draft_tokens):
     return t, d, x
 
 
-def reference_verify_batch(target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+def reference_verify_batch(
+    target_probs: ArrayLike, draft_probs: ArrayLike, draft_tokens: ArrayLike, rng: RNGLike
+) -> np.ndarray:
     r"""Vectorised :func:`reference_verify` over a batch axis (same rule, other uniforms layout).
 
     Shapes ``[N, k+1, V]``, ``[N, k, V]``, ``[N, k]``; returns ``[N, k+1]`` int64, padded with
@@ -196,22 +210,36 @@ class BatchedVerifier:
     pad_value : int
         Padding used by ``verify_batch`` (converted to the kit's ``-1``).
     name : str, optional
+
+    Attributes
+    ----------
+    bonus : bool
+        The protocol the kit checks it under (a bonus token after ``k`` accepted drafts)
+        unless ``check_verifier(bonus=...)`` says otherwise; adapters set it.
     """
 
-    def __init__(self, verify_batch, pad_value: int = PAD, name: str | None = None):
+    bonus: bool = True
+
+    def __init__(
+        self, verify_batch: Callable[..., Any], pad_value: int = PAD, name: str | None = None
+    ) -> None:
         if not callable(verify_batch):
             raise ValueError("verify_batch: must be callable")
         self._fn = verify_batch
         self.pad_value = int(pad_value)
         self.__name__ = name or getattr(verify_batch, "__name__", "batched_verifier")
 
-    def verify_batch(self, target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+    def verify_batch(
+        self, target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: RNGLike
+    ) -> np.ndarray:
         out = np.asarray(self._fn(target_probs, draft_probs, draft_tokens, rng))
         if self.pad_value != PAD and np.issubdtype(out.dtype, np.integer):
             out = np.where(out == self.pad_value, PAD, out)
         return out
 
-    def __call__(self, target_probs, draft_probs, draft_tokens, rng) -> np.ndarray:
+    def __call__(
+        self, target_probs: ArrayLike, draft_probs: ArrayLike, draft_tokens: ArrayLike, rng: RNGLike
+    ) -> np.ndarray:
         out = self.verify_batch(
             np.asarray(target_probs)[None], np.asarray(draft_probs)[None], np.asarray(draft_tokens)[None], rng
         )[0]
@@ -222,7 +250,9 @@ class BatchedVerifier:
         return f"BatchedVerifier({self.__name__})"
 
 
-def as_batched(verify_batch, pad_value: int = PAD, name: str | None = None) -> BatchedVerifier:
+def as_batched(
+    verify_batch: Callable[..., Any], pad_value: int = PAD, name: str | None = None
+) -> BatchedVerifier:
     """Wrap a batched numpy verifier (see :class:`BatchedVerifier`) so the kit calls it batched.
 
     Examples
@@ -235,7 +265,7 @@ def as_batched(verify_batch, pad_value: int = PAD, name: str | None = None) -> B
     return BatchedVerifier(verify_batch, pad_value, name)
 
 
-def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifier:
+def from_round_verifier(verify_round: Callable[..., Any], name: str | None = None) -> BatchedVerifier:
     """Adapt the package's round signature (:mod:`spectheory.laws.sampling`) to the kit.
 
     ``verify_round(target_laws [N,k+1,V], draft_laws [N,k,V], draft_tokens [N,k], k [N], rng)
@@ -257,7 +287,7 @@ def from_round_verifier(verify_round, name: str | None = None) -> BatchedVerifie
     return BatchedVerifier(verify_batch, PAD, name or getattr(verify_round, "__name__", "round_verifier"))
 
 
-def from_verifier(verifier) -> BatchedVerifier:
+def from_verifier(verifier: str | Verifier) -> BatchedVerifier:
     """A registered verifier name or :class:`~spectheory.verifiers.Verifier` object as a kit verifier.
 
     Calls the Verifier's ``verify_round`` (its pure rule on uniforms drawn from the kit's

@@ -13,6 +13,7 @@ verdict); a check's line counts the instances it ran on and its findings separat
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -159,7 +160,9 @@ def _instances(findings) -> list:
     return seen
 
 
-def summarise(name, desc, kind, findings, a_i, M, alpha) -> CheckResult:
+def summarise(
+    name: str, desc: str, kind: str, findings: Sequence[Finding], a_i: float, M: int, alpha: float
+) -> CheckResult:
     """Fold the findings of one check into a :class:`CheckResult` (instances and findings counted apart)."""
     fails = [f for f in findings if not f.passed]
     passed = not fails
@@ -170,7 +173,7 @@ def summarise(name, desc, kind, findings, a_i, M, alpha) -> CheckResult:
         stat = (
             f"{bad_inst} of {n_inst} instances violate it ({len(fails)} of {len(findings)} findings); "
             f"e.g. {minimal.summary}"
-            if fails
+            if minimal is not None
             else f"0 violations on {n_inst} instances"
         )
         thr = "no violation allowed"
@@ -190,4 +193,6 @@ def summarise(name, desc, kind, findings, a_i, M, alpha) -> CheckResult:
                 f"{worst.instance}: {worst.summary}"
             )
         thr = f"p < {a_i:.3g} fails (alpha {alpha:g} / {M} tests, Bonferroni)"
-    return CheckResult(name, desc, kind, passed, stat, thr, minimal.example if minimal else None, findings)
+    return CheckResult(
+        name, desc, kind, passed, stat, thr, minimal.example if minimal else None, list(findings)
+    )

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = ["TestOutcome", "chi2_test", "binomial_test", "bernstein_lower_test"]
@@ -62,7 +63,7 @@ def pool_cells(expected: np.ndarray, min_expected: float) -> np.ndarray:
     return labels
 
 
-def chi2_test(counts, probs, alpha: float, min_expected: float = 20.0) -> TestOutcome:
+def chi2_test(counts: ArrayLike, probs: ArrayLike, alpha: float, min_expected: float = 20.0) -> TestOutcome:
     r"""Pearson chi-square goodness of fit of ``counts`` to ``probs`` at level ``alpha``.
 
     Parameters

@@ -29,11 +29,18 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from hypothesis import strategies as st
 
 from .._guards import check_int
 from .instances import FAMILIES, make_instance
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from .instances import Instance
 
 __all__ = [
     "seeds",
@@ -51,18 +58,18 @@ __all__ = [
 LAW_KINDS = ("dirichlet", "peaked", "zeros", "one_hot", "near_one_hot", "tiny", "uniform")
 
 
-def seeds():
+def seeds() -> st.SearchStrategy[int]:
     """Integer seeds (shrink towards 0)."""
     return st.integers(0, 2**32 - 1)
 
 
-def _vocab(vocab_size, min_vocab, max_vocab):
+def _vocab(vocab_size: int | None, min_vocab: int, max_vocab: int) -> st.SearchStrategy[int]:
     if vocab_size is None:
         return st.integers(check_int(min_vocab, "min_vocab", 1), check_int(max_vocab, "max_vocab", 1))
     return st.just(check_int(vocab_size, "vocab_size", 1))
 
 
-def random_law(rng, V, kind="dirichlet"):
+def random_law(rng: np.random.Generator, V: int, kind: str = "dirichlet") -> np.ndarray:
     """A random law ``[V]`` of one of :data:`LAW_KINDS` from a numpy Generator (the pure function
     behind :func:`laws`; tests that draw from seeds use it directly).
 
@@ -101,7 +108,14 @@ def random_law(rng, V, kind="dirichlet"):
 
 
 @st.composite
-def laws(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 8, kinds=LAW_KINDS):
+def laws(
+    draw: st.DrawFn,
+    vocab_size: int | None = None,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 8,
+    kinds: Sequence[str] = LAW_KINDS,
+) -> np.ndarray:
     """A probability vector ``[V]`` (float64, sums to 1) of one of ``kinds`` (see :data:`LAW_KINDS`)."""
     V = draw(_vocab(vocab_size, min_vocab, max_vocab))
     kind = draw(st.sampled_from(tuple(kinds)))
@@ -111,8 +125,14 @@ def laws(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 8, kinds
 
 @st.composite
 def law_pairs(
-    draw, vocab_size=None, *, tv=(0.0, 1.0), min_vocab: int = 2, max_vocab: int = 8, kinds=LAW_KINDS
-):
+    draw: st.DrawFn,
+    vocab_size: int | None = None,
+    *,
+    tv: tuple[float, float] = (0.0, 1.0),
+    min_vocab: int = 2,
+    max_vocab: int = 8,
+    kinds: Sequence[str] = LAW_KINDS,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""``(target, draft)`` with :math:`\mathrm{TV}(p, q)` in the band ``tv = (lo, hi)``.
 
     The draft is the mixture :math:`q = (1 - \lambda) p + \lambda o` with ``o`` one-hot on a
@@ -140,8 +160,15 @@ def law_pairs(
 
 @st.composite
 def verification_instances(
-    draw, vocab_size=None, k=None, *, min_vocab: int = 2, max_vocab: int = 6, max_k: int = 4, kinds=LAW_KINDS
-):
+    draw: st.DrawFn,
+    vocab_size: int | None = None,
+    k: int | None = None,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 6,
+    max_k: int = 4,
+    kinds: Sequence[str] = LAW_KINDS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(target_probs [k+1, V], draft_probs [k, V], draft_tokens [k])``, drafts sampled from the draft rows."""
     V = draw(_vocab(vocab_size, min_vocab, max_vocab))
     kk = draw(st.integers(1, max_k)) if k is None else check_int(k, "k", 1)
@@ -154,7 +181,14 @@ def verification_instances(
 
 
 @st.composite
-def chains(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 5, kinds=LAW_KINDS):
+def chains(
+    draw: st.DrawFn,
+    vocab_size: int | None = None,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 5,
+    kinds: Sequence[str] = LAW_KINDS,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A first-order chain as arrays ``(target [V, V], draft [V, V], initial [V])`` (state = last token)."""
     V = draw(_vocab(vocab_size, min_vocab, max_vocab))
     rows = [draw(law_pairs(V, kinds=kinds)) for _ in range(V)]
@@ -163,7 +197,7 @@ def chains(draw, vocab_size=None, *, min_vocab: int = 2, max_vocab: int = 5, kin
 
 
 @st.composite
-def decoding_chains(draw, vocab_size=None, **kwargs):
+def decoding_chains(draw: st.DrawFn, vocab_size: int | None = None, **kwargs: Any) -> DecodingChain:
     """A :class:`spectheory.DecodingChain` built from :func:`chains`."""
     from ..chain.core import DecodingChain
 
@@ -172,7 +206,14 @@ def decoding_chains(draw, vocab_size=None, **kwargs):
 
 
 @st.composite
-def kit_instances(draw, families=None, *, min_vocab: int = 2, max_vocab: int = 5, max_k: int = 3):
+def kit_instances(
+    draw: st.DrawFn,
+    families: Sequence[str] | None = None,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 5,
+    max_k: int = 3,
+) -> Instance:
     """A kit :class:`~spectheory.testing.Instance` of one of ``families`` (default: all)."""
     fam = draw(st.sampled_from(tuple(families or FAMILIES)))
     V = draw(st.integers(max(2, min_vocab), max_vocab))

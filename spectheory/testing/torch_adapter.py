@@ -15,9 +15,15 @@ torch is imported only when the adapter is built.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from .reference import PAD, BatchedVerifier
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["from_torch_sampler", "torch_reference_sampler", "vllm_style_sampler"]
 
@@ -34,13 +40,13 @@ def _torch():
 
 
 def from_torch_sampler(
-    fn,
+    fn: Callable[..., Any],
     *,
-    signature="kit",
+    signature: str | Callable[..., Any] = "kit",
     pad_value: int = -1,
     output: str = "padded",
-    device="cpu",
-    dtype=None,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
     name: str | None = None,
 ) -> BatchedVerifier:
     r"""Wrap a batched torch rejection sampler as a kit verifier.
@@ -123,7 +129,14 @@ def from_torch_sampler(
     return BatchedVerifier(verify_batch, PAD, name or getattr(fn, "__name__", "torch_sampler"))
 
 
-def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generator=None, *, strict=True):
+def torch_reference_sampler(
+    target_probs: torch.Tensor,
+    draft_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    generator: torch.Generator | None = None,
+    *,
+    strict: bool = True,
+) -> torch.Tensor:
     r"""Standard speculative sampling, batched in torch, in the engine shape (pads with ``-1``).
 
     p = target, q = draft. For each row: accept draft ``j`` while ``u_j q_j(x_j) < p_j(x_j)``;
@@ -158,8 +171,13 @@ def torch_reference_sampler(target_probs, draft_probs, draft_token_ids, generato
 
 
 def vllm_style_sampler(
-    target_probs, bonus_token_ids, draft_probs, draft_token_ids, *, disable_bonus_tokens: bool = False
-):
+    target_probs: torch.Tensor,
+    bonus_token_ids: torch.Tensor,
+    draft_probs: torch.Tensor,
+    draft_token_ids: torch.Tensor,
+    *,
+    disable_bonus_tokens: bool = False,
+) -> torch.Tensor:
     r"""A correct rejection sampler in vLLM's ``[B, k, V]`` convention (modelled on vLLM 0.5).
 
     ``target_probs [B, k, V]`` (the draft positions only), ``bonus_token_ids [B, 1]`` (drawn

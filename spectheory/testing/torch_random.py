@@ -52,8 +52,12 @@ from __future__ import annotations
 import contextlib
 import math
 import threading
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
+
+from .._typing import RNGLike
 
 __all__ = ["KitRandom", "kit_torch_random", "torch_is_routed", "BITS"]
 
@@ -78,15 +82,15 @@ class KitRandom:
     True
     """
 
-    def __init__(self, seed=None, force: str | None = None):
+    def __init__(self, seed: RNGLike = None, force: str | None = None) -> None:
         if force not in FORCES:
             raise ValueError(f"force: expected one of {FORCES}, got {force!r}")
         self.force = force
         self.seed = None if force else int(np.random.default_rng(seed).integers(2**63))
-        self._gens = {}
+        self._gens: dict[Any, Any] = {}
         self.n_calls = 0
 
-    def generator(self, torch, device=None):
+    def generator(self, torch: Any, device: Any = None) -> Any:
         """The kit's generator for ``device`` (created and seeded on first use)."""
         dev = torch.device("cpu" if device is None else device)
         key = (dev.type, dev.index)
@@ -253,7 +257,7 @@ def _uninstall(torch):
 
 
 @contextlib.contextmanager
-def kit_torch_random(seed=None, *, force: str | None = None):
+def kit_torch_random(seed: RNGLike | KitRandom = None, *, force: str | None = None) -> Iterator[KitRandom]:
     """Inside the context, torch's routed random functions draw from a :class:`KitRandom`.
 
     Parameters

@@ -32,10 +32,14 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int, check_prob
+from .._typing import RNGLike
 from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
 from .instances import FAMILIES, Instance, constant_uniform_rng
 from .kit import CHECKS, _instances, _name
@@ -47,7 +51,9 @@ __all__ = ["check_sampler", "assert_sampler_lossless", "process_logits", "ToyMod
 SAMPLER_CHECKS = [c for c, (_, kind) in CHECKS.items() if kind != "efficiency"]
 
 
-def process_logits(logits, temperature: float = 1.0, top_k=None, top_p=None) -> np.ndarray:
+def process_logits(
+    logits: ArrayLike, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> np.ndarray:
     r"""The processed law ``softmax(warp(logits))``: temperature, then top-k, then top-p (last axis).
 
     Top-k keeps the ``top_k`` largest logits; top-p then drops the least likely tokens while
@@ -100,14 +106,14 @@ class ToyModel:
     offset : int
     """
 
-    def __init__(self, laws, offset: int = 0):
+    def __init__(self, laws: ArrayLike, offset: int = 0) -> None:
         with np.errstate(divide="ignore"):
             self.logits_table = np.log(np.asarray(laws, dtype=np.float64))
         self.vocab_size = self.logits_table.shape[-1]
         self.offset = offset
         self.calls = 0
 
-    def __call__(self, tokens) -> np.ndarray:
+    def __call__(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
         tok = np.asarray(tokens, dtype=np.int64)
         if tok.ndim not in (1, 2) or tok.shape[-1] < 1:
             raise ValueError(
@@ -156,20 +162,20 @@ def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None):
 
 
 def check_sampler(
-    sampler,
+    sampler: Callable[..., Any],
     *,
     temperature: float = 1.0,
-    top_k=None,
-    top_p=None,
-    vocab_sizes=(3, 5),
-    gammas=(1, 3),
+    top_k: int | None = None,
+    top_p: float | None = None,
+    vocab_sizes: Sequence[int] = (3, 5),
+    gammas: Sequence[int] = (1, 3),
     n_samples: int = 20_000,
-    seed=0,
-    families=None,
+    seed: RNGLike = 0,
+    families: Sequence[str] | None = None,
     alpha: float = 1e-4,
-    instances=None,
-    progress=None,
-    torch_random=None,
+    instances: Sequence[Instance] | None = None,
+    progress: bool | None = None,
+    torch_random: bool | None = None,
 ) -> Report:
     r"""Check a whole speculative sampler (drafting included) against the processed target law.
 
@@ -213,7 +219,7 @@ def check_sampler(
     insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
     M = sum(inst.k + 2 for inst in insts)
     a_i = alpha / M
-    found = {name: [] for name in SAMPLER_CHECKS}
+    found: dict[str, list[Finding]] = {name: [] for name in SAMPLER_CHECKS}
     routed = torch_random is True or (torch_random is None and "torch" in sys.modules)
     for inst, ss in tqdm(
         list(zip(insts, base.spawn(len(insts)))),
@@ -250,7 +256,7 @@ def check_sampler(
     return Report(_name(sampler), checks, config, M, alpha)
 
 
-def assert_sampler_lossless(sampler, **kwargs) -> Report:
+def assert_sampler_lossless(sampler: Callable[..., Any], **kwargs: Any) -> Report:
     """Run :func:`check_sampler` and raise ``AssertionError`` (with the report) if a check fails."""
     report = check_sampler(sampler, **kwargs)
     if not report.passed:
