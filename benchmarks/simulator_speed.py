@@ -26,7 +26,8 @@ import numpy as np
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.laws.sampling import CdfTable
-from spectheory.montecarlo import simulator as mc
+from spectheory.rounds import mean_and_se
+from spectheory.rounds import sampler as sampler_module
 
 
 def reference_simulate(chain, horizon, gamma, n_runs, rng, bonus=True, sampler="choice"):
@@ -124,24 +125,24 @@ def main(argv=None):
     V, g, T = args.vocab, args.gamma, args.horizon
 
     chain = st.DecodingChain.random(V, concentration=0.3, draft_concentration=0.3, similarity=0.5, rng=0)
-    mc.simulate(chain, T, g, 50, rng=0, progress=False)  # builds the CDF tables once (cached)
-    t_sim, res = timed(lambda: mc.simulate(chain, T, g, n_runs, rng=1, progress=False), repeat=2)
+    st.simulate(chain, T, g, 50, rng=0, progress=False)  # builds the CDF tables once (cached)
+    t_sim, res = timed(lambda: st.simulate(chain, T, g, n_runs, rng=1, progress=False), repeat=2)
     t_ref, (ref_calls, _) = timed(lambda: reference_simulate(chain, T, g, n_ref, rng=2))
     t_ref2, (ref2_calls, _) = timed(lambda: reference_simulate(chain, T, g, n_ref, rng=4, sampler="cumsum"))
     n_samples = int(res.draft_tokens.sum() + res.target_calls.sum())
     batch = n_runs
     t_floor, _ = timed(lambda: floor_sampling(chain, n_samples, batch, rng=3), repeat=2)
-    saved = mc._TABLE_LIMIT
-    mc._TABLE_LIMIT = 0
+    saved = sampler_module.TABLE_LIMIT
+    sampler_module.TABLE_LIMIT = 0
     try:
-        t_notab, _ = timed(lambda: mc.simulate(chain, T, g, n_runs // 4, rng=1, progress=False))
+        t_notab, _ = timed(lambda: st.simulate(chain, T, g, n_runs // 4, rng=1, progress=False))
         t_notab *= 4
     finally:
-        mc._TABLE_LIMIT = saved
+        sampler_module.TABLE_LIMIT = saved
 
-    m_sim, se_sim = mc.mean_and_se(res.target_calls)
-    m_ref, se_ref = mc.mean_and_se(ref_calls)
-    m_ref2, se_ref2 = mc.mean_and_se(ref2_calls)
+    m_sim, se_sim = mean_and_se(res.target_calls)
+    m_ref, se_ref = mean_and_se(ref_calls)
+    m_ref2, se_ref2 = mean_and_se(ref2_calls)
     z2 = (m_sim - m_ref2) / np.hypot(se_sim, se_ref2)
     per_run_ref2 = t_ref2 / n_ref
     z = (m_sim - m_ref) / np.hypot(se_sim, se_ref)

@@ -27,6 +27,48 @@ from .laws.distributions import (
     speculative_step_parts,
     tv,
 )
-from .montecarlo.simulator import SimulationResult, sample_target, simulate
+from .montecarlo.simulator import sample_target
+from .rounds import Cost, PathRound, Round, SimulationResult, as_round, simulate
+from .trees.draft_tree import DraftTree
+from .trees.round import BatchRound, TreeRound
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "DecodingChain",
+    "ngram_counts",
+    "accepted_count_law",
+    "arithmetic_operations_factor",
+    "causal_acceptance",
+    "expected_tokens_per_call",
+    "mean_accepted",
+    "optimal_gamma",
+    "walltime_speedup",
+    "acceptance_probs",
+    "acceptance_rate",
+    "maximal_coupling",
+    "residual",
+    "speculative_step_law",
+    "speculative_step_parts",
+    "tv",
+    "simulate",
+    "SimulationResult",
+    "sample_target",
+    "Round",
+    "PathRound",
+    "TreeRound",
+    "BatchRound",
+    "PolicyRound",
+    "DraftTree",
+    "as_round",
+    "Cost",
+]
+
+
+def __getattr__(name: str):
+    """``st.PolicyRound`` on first use (the draft-length policies' room is not imported eagerly)."""
+    if name == "PolicyRound":
+        from .stopping.round import PolicyRound
+
+        return PolicyRound
+    raise AttributeError(f"module 'spectheory' has no attribute {name!r}")

@@ -1,200 +1,140 @@
-r"""Monte Carlo of rules that act one position at a time and draft more than one path.
+r"""Deprecated: batch decoding is ``st.simulate(chain, T, BatchRound(M, gamma), ...)``.
 
-:func:`simulate_positional` drives a rule that checks one draft token per position (every
-emitted token is either a *check* or a *bonus* token from the target), vectorised over runs
-(the Python loop runs over positions only), drawing the uniforms and delegating the decision
-to a pure step. :func:`simulate_batch` uses it for batch speculative decoding with ``M``
-drafts (first-token construction, :mod:`spectheory.verifiers.batch_step`), which is not a
-single-path rule and so not a :class:`~spectheory.verifiers.Verifier`. Single-path rules go
-through :func:`spectheory.montecarlo.simulate`. Both return one
-:class:`~spectheory.montecarlo.SimulationResult`.
-
-The protocol is that of ``docs/protocol.md``: a round at position ``n0`` drafts
-``k = min(gamma, T - n0)`` tokens (``gamma=None`` means ``k = T - n0``, drafting to the
-end of the horizon); a rejection ends the round; when all ``k`` are accepted and
-``n0 + k < T`` a bonus token is drawn from the target if ``bonus=True``. Drafting lazily
-(the next draft token is drawn when its check comes) has the same law as drafting the
-``k`` tokens up front, since draft token ``i + 1`` depends only on the prefix.
-Notation: p = target, q = draft.
+:func:`simulate_batch` (batch speculative decoding with ``M`` drafts, first-token reading) and
+:func:`simulate_positional` (any rule that checks one draft token per position, given as a
+``step`` function) stay one release. Both play rounds through the one driver
+(:mod:`spectheory.rounds.driver`): the first as a :class:`~spectheory.trees.BatchRound` (a tree
+round on ``M`` paths, verified by ``tree_rrs``), the second as a round that calls ``step`` once
+per drafted position. Their laws are those of the old position-by-position loops, their draws
+are not (a whole round of a run is played at once).
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
-from .._guards import check_int
-from ..laws.sampling import sample_categorical as _categorical
-from ..verifiers._positional import _check_gamma, per_kernel, round_length
-from ..verifiers.batch_step import _batch_tables, _batch_verify_first, _check_M
-from ..verifiers.rejection import optimal_rejection_law, rejection_verify, standard_acceptance
-from .simulator import SimulationResult
+from ..rounds.base import Round, RoundOutcome
+from ..rounds.driver import run_rounds
+from ..rounds.result import SimulationResult
+from ..trees.round import BatchRound
+from ..verifiers._positional import _check_gamma
 
 __all__ = ["simulate_positional", "simulate_batch"]
 
 
+class _StepRound(Round):
+    """A round of ``min(gamma, T - n)`` checks, each one ``step(n, states, first, rng)``."""
+
+    def __init__(self, gamma: int | None, step: Callable, drafts_per_token: int, name: str) -> None:
+        self.gamma, self.step, self.per_token, self._name = gamma, step, int(drafts_per_token), name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def max_depth(self) -> int | None:
+        return self.gamma
+
+    @property
+    def verifier_name(self) -> str:
+        return self._name
+
+    def play(self, sampler, horizon, n, state, memory, rng, keep_path=False) -> RoundOutcome:
+        R = n.shape[0]
+        k = np.minimum(self.depth(horizon), horizon - n)
+        j = np.zeros(R, dtype=np.int64)
+        y = np.zeros(R, dtype=np.int64)
+        rejected = np.zeros(R, dtype=bool)
+        s = np.array(state, dtype=np.int64)
+        path = np.zeros((R, int(k.max())), dtype=np.int64)
+        live = np.arange(R)
+        for d in range(int(k.max())):
+            for pos in np.unique(n[live] + d):
+                idx = live[n[live] + d == pos]
+                tok, rej = self.step(int(pos), s[idx], d == 0, rng)
+                tok, rej = np.asarray(tok, dtype=np.int64), np.asarray(rej, dtype=bool)
+                rejected[idx[rej]] = True
+                y[idx[rej]] = tok[rej]
+                ok = idx[~rej]
+                path[ok, d] = tok[~rej]
+                j[ok] += 1
+                s[ok] = sampler.next_state[s[ok], tok[~rej]]
+            live = live[~rejected[live] & (j[live] < k[live])]
+            if not live.size:
+                break
+        done = np.flatnonzero(~rejected & (n + k < horizon))
+        y[done] = sampler.sample_target(n[done] + k[done], s[done], rng.random(done.size))
+        return RoundOutcome(j, y, rejected, k * self.per_token, s, path if keep_path else None)
+
+
 def simulate_positional(
-    chain,
-    horizon,
-    gamma,
-    n_runs,
-    rng,
-    step,
-    bonus=False,
-    return_tokens=False,
-    drafts_per_token=1,
-    progress=None,
-    name="positional",
-):
-    """Monte Carlo of a position-level rule, vectorised over runs.
+    chain: Any,
+    horizon: int,
+    gamma: int | None,
+    n_runs: int,
+    rng: Any,
+    step: Callable,
+    bonus: bool = True,
+    return_tokens: bool = False,
+    drafts_per_token: int = 1,
+    progress: bool | None = None,
+    name: str = "positional",
+) -> SimulationResult:
+    """Deprecated: Monte Carlo of a position-level rule given as a ``step`` function.
 
-    Parameters
-    ----------
-    chain : DecodingChain
-    horizon : int
-    gamma : int or None
-        Draft length per round (None: to the end of the horizon).
-    n_runs : int
-    rng : seed or numpy Generator
-    step : callable
-        ``step(n, states [R], first: bool, rng) -> (tokens [R], rejected [R] bool)``: one
-        check at kernel index ``n`` for runs in ``states``; ``first`` is True for the
-        round's first draft token.
-    bonus : bool
-    return_tokens : bool
-    drafts_per_token : int
-        Drafted tokens counted per draft position (``M`` for batch decoding).
-    progress : bool or None
-        tqdm bar over positions (None: only when ``n_runs * T`` is large).
-    name : str
-        The rule's name, recorded in the result's ``verifier``.
-
-    Returns
-    -------
-    SimulationResult
-        With ``gamma = T`` when ``gamma`` is None.
+    ``step(n, states [R], first: bool, rng) -> (tokens [R], rejected [R] bool)``: one check at
+    kernel index ``n`` for runs in ``states`` (``first``: the round's first draft token). Rounds
+    draft ``min(gamma, T - n)`` tokens (``gamma=None``: to the end of the horizon); a rejection
+    ends the round, a complete round is followed by a bonus token from the target if ``bonus``.
+    ``drafts_per_token`` drafted tokens are counted per checked position.
     """
-    T = chain.check_horizon(horizon)
+    warnings.warn(
+        "simulate_positional is deprecated; write the rule as a Round (spectheory.rounds) and "
+        "call st.simulate(chain, horizon, round, ...)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     chain.require_deterministic("the positional simulator")
-    gamma = _check_gamma(gamma)
-    R = check_int(n_runs, "n_runs", 1)
-    rng = np.random.default_rng(rng)
-    kern0 = chain.initial
-    state = _categorical(np.broadcast_to(kern0, (R, kern0.size)), rng.random(R))
-    in_round = np.zeros(R, bool)
-    bonus_due = np.zeros(R, bool)
-    acc_i = np.zeros(R, np.int64)
-    k_run = np.zeros(R, np.int64)
-    n0_run = np.zeros(R, np.int64)
-    out = {name: np.zeros(R, np.int64) for name in ("rejections", "target_calls", "draft_tokens", "accepted")}
-    pos_rej = np.zeros(T, np.int64)
-    G = T if gamma is None else gamma
-    counts = np.zeros((R, G + 1), np.int64)
-    toks = np.zeros((R, T), np.int64) if return_tokens else None
-    it = range(T)
-    if progress or (progress is None and R * T > 5_000_000):
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, desc="positions", leave=False)
-    for n in it:
-        start = ~in_round & ~bonus_due
-        if start.any():
-            k_new = round_length(gamma, T, n)
-            in_round[start] = True
-            acc_i[start] = 0
-            k_run[start] = k_new
-            n0_run[start] = n
-            out["target_calls"][start] += 1
-            out["draft_tokens"][start] += k_new * drafts_per_token
-        token = np.zeros(R, np.int64)
-        if bonus_due.any():
-            idx = np.flatnonzero(bonus_due)
-            tk = chain.kernels(n)[0][state[idx]]
-            token[idx] = _categorical(tk, rng.random(idx.size))
-        rejected = np.zeros(R, bool)
-        for first in (True, False):
-            sel = in_round & ((acc_i == 0) if first else (acc_i > 0))
-            if sel.any():
-                idx = np.flatnonzero(sel)
-                tk, rj = step(n, state[idx], first, rng)
-                token[idx] = tk
-                rejected[idx] = rj
-        checked = in_round.copy()
-        accepted = checked & ~rejected
-        out["rejections"] += rejected
-        pos_rej[n] = rejected.sum()
-        out["accepted"] += accepted
-        counts[rejected, acc_i[rejected]] += 1
-        acc_i += accepted
-        done = accepted & (acc_i == k_run)
-        counts[done, acc_i[done]] += 1
-        bonus_due[:] = False
-        if bonus:
-            bonus_due = done & (n0_run + k_run < T)
-        in_round &= ~(rejected | done)
-        if return_tokens:
-            toks[:, n] = token
-        state = chain.next_state[state, token]
-    return SimulationResult(
-        T,
-        G,
-        bool(bonus),
-        name,
-        out["target_calls"],
-        out["rejections"],
-        out["draft_tokens"],
-        out["accepted"],
-        counts,
-        pos_rej,
-        toks,
+    rnd = _StepRound(_check_gamma(gamma), step, drafts_per_token, name)
+    return run_rounds(
+        chain, horizon, rnd, n_runs, rng, bonus=bonus, return_tokens=return_tokens, progress=progress
     )
 
 
 def simulate_batch(
-    chain, horizon, gamma, M, n_runs, rng=None, bonus=False, return_tokens=False, progress=None
-):
-    """Monte Carlo of batch speculative decoding, vectorised over runs.
+    chain: Any,
+    horizon: int,
+    gamma: int | None,
+    M: int,
+    n_runs: int,
+    rng: Any = None,
+    bonus: bool = True,
+    return_tokens: bool = False,
+    progress: bool | None = None,
+) -> SimulationResult:
+    """Deprecated: ``st.simulate(chain, horizon, BatchRound(M, gamma), n_runs, rng, bonus=...)``.
 
-    Each round start draws ``M`` first-token candidates from the draft and applies
-    :func:`batch_verify_first`; the rest of the accepted sequence is checked token by
-    token (:func:`~spectheory.verifiers.rejection.rejection_verify` with the standard
-    rule). Only the accepted sequence's continuation is drafted (the other ``M - 1``
-    continuations are never looked at, so not drawing them leaves the law unchanged);
-    ``draft_tokens`` still counts ``M * k`` per round.
-
-    Returns a :class:`~spectheory.montecarlo.SimulationResult` (``verifier = "batch(M)"``).
+    Batch speculative decoding with ``M`` drafts of ``gamma`` tokens (``None``: to the end of
+    the horizon), first-token reading: :data:`tree_rrs` on ``DraftTree.paths(M, gamma)``;
+    ``draft_tokens`` counts ``M * k`` per round. ``bonus`` defaults to True (it was False).
     """
-    M = _check_M(M)
-
-    def build(t, d):
-        acc, final = _batch_tables(t, d, M)
-        b = standard_acceptance(t, d)
-        return d, acc, final, b, optimal_rejection_law(t, d, b)
-
-    tables = per_kernel(chain, build)
-
-    def step(n, states, first, rng_):
-        d, acc, final, b, res = tables(n)
-        R = states.size
-        if first:
-            cand = _categorical(
-                np.broadcast_to(d[states][:, None, :], (R, M, d.shape[-1])), rng_.random((R, M))
-            )
-            p_acc = acc[np.arange(M)[None, :], states[:, None], cand]
-            tok, rej, _ = _batch_verify_first(p_acc, cand, final[states], rng_.random((R, M)), rng_.random(R))
-            return tok, rej
-        x = _categorical(d[states], rng_.random(R))
-        return rejection_verify(b[states, x], res[states], x, rng_.random(R), rng_.random(R))
-
-    return simulate_positional(
+    warnings.warn(
+        "simulate_batch is deprecated; use st.simulate(chain, horizon, BatchRound(M, gamma), n_runs, rng)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return run_rounds(
         chain,
         horizon,
-        gamma,
+        BatchRound(M, _check_gamma(gamma)),
         n_runs,
         rng,
-        step,
         bonus=bonus,
         return_tokens=return_tokens,
-        drafts_per_token=M,
         progress=progress,
-        name=f"batch({M})",
     )

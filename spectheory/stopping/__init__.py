@@ -6,7 +6,7 @@ token is rejected, HuggingFace's confidence threshold and +2/-1 schedule, an ent
 :func:`evaluate_policy` computes a policy's expected target calls, draft steps and time
 exactly on a :class:`~spectheory.DecodingChain`; :func:`optimal_policy` the best policy
 with state or full (path) information; :func:`long_run_optimum` the best long-run rate;
-:func:`simulate_policy` checks all of it by Monte Carlo (also ``st.simulate(chain, T, policy=...)``);
+:class:`PolicyRound` checks all of it by Monte Carlo (``st.simulate(chain, T, policy, cost=...)``);
 :func:`policy_round_dp` predicts a runnable rule along output paths, exactly given each path (the
 Rao-Blackwellised prediction for the real decoder). Derivations: ``docs/stopping.md``.
 
@@ -34,7 +34,8 @@ from .policies import (
     StopContext,
     leviathan_policy,
 )
-from .simulate import StoppingSimulation, simulate_policy
+from .round import PolicyRound, policy_round
+from .simulate import simulate_policy
 
 __all__ = [
     "Cost",
@@ -54,9 +55,25 @@ __all__ = [
     "compare_policies",
     "long_run_optimum",
     "LongRunResult",
+    "PolicyRound",
     "simulate_policy",
-    "StoppingSimulation",
     "policy_round_dp",
     "ratio_mean_se",
     "chain_path_inputs",
 ]
+
+from ..rounds.normalize import register_round_shorthand
+
+# st.simulate(chain, T, policy) / chain.protocol(T, policy): a Policy is a PolicyRound. Registered
+# here (the package runs before any of its modules, so before a Policy can exist), since the
+# policies module cannot import the round module that imports it back.
+register_round_shorthand(Policy, "policy", policy_round)
+
+
+def __getattr__(name):
+    """``StoppingSimulation``: deprecated alias of :class:`~spectheory.rounds.SimulationResult`."""
+    if name == "StoppingSimulation":
+        from . import simulate
+
+        return simulate.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -10,8 +10,9 @@ probability that all ``i`` drafted tokens will be accepted,
 stops at ``max_depth`` and at the end of the horizon.
 
 The classes are pure rules (vectorised over the entries of the context); the exact engines
-(:func:`~spectheory.stopping.evaluate_policy`) and the simulator
-(:func:`~spectheory.stopping.simulate_policy`) call the same ``stop`` method.
+(:func:`~spectheory.stopping.evaluate_policy`) and the Monte Carlo round
+(:class:`~spectheory.stopping.PolicyRound`, ``st.simulate(chain, T, policy)``) call the same
+``stop`` method.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from .context import StopContext
 if TYPE_CHECKING:
     from ..chain import DecodingChain
     from .cost import Cost
-    from .simulate import StoppingSimulation
+    from ..rounds.result import SimulationResult
 
 __all__ = [
     "StopContext",
@@ -78,15 +79,22 @@ class Policy:
         rng: RNGLike = None,
         cost: Cost | float | None = None,
         progress: bool | None = None,
-    ) -> StoppingSimulation:
-        """Monte Carlo of this policy on ``chain``: :func:`~spectheory.stopping.simulate_policy`.
+    ) -> SimulationResult:
+        """Deprecated: ``st.simulate(chain, horizon, policy, n_runs, rng, cost=cost)``."""
+        import warnings
 
-        What ``st.simulate(chain, horizon, policy=self, ...)`` calls (the simulator finds this
-        method by name and never imports :mod:`spectheory.stopping`).
-        """
-        from .simulate import simulate_policy
+        from ..exact.cost import as_cost
+        from ..rounds.driver import run_rounds
+        from .round import PolicyRound
 
-        return simulate_policy(chain, self, horizon, cost, n_runs, rng, progress)
+        warnings.warn(
+            "Policy.simulate is deprecated; use st.simulate(chain, horizon, policy, n_runs, rng, cost=cost)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return run_rounds(
+            chain, horizon, PolicyRound(self), n_runs, rng, cost=as_cost(cost), progress=progress
+        )
 
     @property
     def name(self) -> str:

@@ -9,7 +9,7 @@ tree protocol, what is counted and the losslessness proofs.
 - :mod:`.verifiers` -- :class:`TreeVerifier` objects and their registry
   (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``, ``traversal_iid``);
 - :func:`tree_protocol` -- exact expectations on a :class:`~spectheory.DecodingChain`;
-- :func:`simulate_tree` -- the same by Monte Carlo;
+- :class:`TreeRound`, :class:`BatchRound` -- tree rounds for ``st.simulate`` (Monte Carlo);
 - :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
 - :mod:`.sequoia` -- Sequoia's positional DP and its audit.
 
@@ -32,6 +32,7 @@ from .children import draw_children, node_laws
 from .draft_tree import DraftTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
+from .round import BatchRound, TreeRound
 from .rules import outcome_law, tree_rule
 from .sequoia import (
     exact_tree_value,
@@ -42,7 +43,7 @@ from .sequoia import (
     sequoia_positional_dp,
     stationary_law,
 )
-from .simulate import TreeSimulationResult, simulate_tree
+from .simulate import simulate_tree
 from .verifiers import TREE_VERIFIERS, TreeVerifier, get_tree_verifier, register_tree_verifier
 
 __all__ = [
@@ -59,8 +60,9 @@ __all__ = [
     "tree_round_law",
     "enumerate_realisations",
     "tree_sequence_law",
+    "TreeRound",
+    "BatchRound",
     "simulate_tree",
-    "TreeSimulationResult",
     "draw_children",
     "BatchTreeResult",
     "batch_readings",
@@ -75,3 +77,12 @@ __all__ = [
     "sequoia_positional_dp",
     "stationary_law",
 ]
+
+
+def __getattr__(name):
+    """``TreeSimulationResult``: deprecated alias of :class:`~spectheory.rounds.SimulationResult`."""
+    if name == "TreeSimulationResult":
+        from . import simulate
+
+        return simulate.__getattr__(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -43,7 +43,6 @@ from scipy.stats import binom
 from .._guards import check_int
 from ..exact.result import ProtocolResult
 from .children import node_laws
-from .rules import tree_rule
 
 __all__ = [
     "BatchTreeResult",
@@ -115,10 +114,10 @@ def _tables(target, draft, M):
     return G, Rc
 
 
-def batch_tree_expected(chain, horizon, M, gamma=None, bonus=False) -> BatchTreeResult:
+def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeResult:
     r"""Exact expectations of batch decoding with ``M`` drafts, tree reading.
 
-    ``M = numpy.inf`` gives the limit. Defaults (``gamma=None``, ``bonus=False``) match
+    ``M = numpy.inf`` gives the limit. Defaults (``gamma=None``, ``bonus=True``) match
     :func:`spectheory.verifiers.batch.batch_expected_rejections`.
 
     Examples
@@ -207,81 +206,31 @@ def batch_tree_limit_mass(chain, horizon) -> float:
     return out
 
 
-def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=False):
-    """Monte Carlo of the tree reading with ``M`` actual draft sequences per round.
+def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=True) -> dict:
+    """Deprecated: ``st.simulate(chain, horizon, BatchRound(M, gamma, reading="tree"), n_runs, rng)``.
 
-    Position by position, the ``c`` agreeing drafts' next tokens are drawn i.i.d. from the
-    draft and verified by :func:`spectheory.trees.rules.tree_rule` on a depth-1 tree of
-    ``M`` slots (slots beyond ``c`` are not drafted); ``c`` becomes the number of drafts
-    equal to the accepted token. Returns a dict of per-run arrays (``rejections``,
-    ``target_calls``, ``accepted``).
+    Monte Carlo of the tree reading with ``M`` actual draft sequences per round (the
+    ``batch_tree`` verifier on ``DraftTree.paths(M, gamma)``). Returns a dict of per-run arrays
+    (``rejections``, ``target_calls``, ``accepted``). ``bonus`` defaults to True (it was False).
     """
-    from .draft_tree import DraftTree
+    import warnings
 
-    T = chain.check_horizon(horizon)
-    chain.require_deterministic("simulate_batch_tree")
-    M = check_int(M, "M", 1)
-    G_ = T if gamma is None else check_int(gamma, "gamma", 1)
-    n_runs = check_int(n_runs, "n_runs", 1)
-    rng = np.random.default_rng(rng)
-    star = DraftTree.from_branching([M])
-    R, V = n_runs, chain.vocab_size
-    pos = np.zeros(R, dtype=np.int64)
-    state = rng.choice(chain.n_states, size=R, p=chain.initial)
-    depth = np.zeros(R, dtype=np.int64)
-    count = np.zeros(R, dtype=np.int64)
-    rej, calls, acc = np.zeros(R), np.zeros(R), np.zeros(R)
-    target, draft = np.asarray(chain.target), np.asarray(chain.draft)
+    from ..rounds.driver import run_rounds
+    from .round import BatchRound
 
-    def laws(arr, n, s):
-        return arr[s] if arr.ndim == 2 else arr[np.minimum(n, arr.shape[0] - 1), s]
-
-    while True:
-        live = np.flatnonzero(pos < T)
-        if live.size == 0:
-            break
-        n, s = pos[live], state[live]
-        new = depth[live] == 0
-        calls[live[new]] += 1
-        count[live[new]] = M
-        c = count[live]
-        k = np.minimum(G_, T - (n - depth[live]))
-        t, d = laws(target, n, s), laws(draft, n, s)
-        cum = np.cumsum(d, 1)
-        u = rng.random((live.size, M))
-        cand = np.minimum((u[:, :, None] >= cum[:, None, :]).sum(-1), V - 1)
-        cand = np.where(np.arange(M)[None] < c[:, None], cand, -1)
-        toks = np.concatenate([np.full((live.size, 1), -1), cand], 1)
-        node, y, res = tree_rule(
-            star,
-            toks,
-            np.broadcast_to(t[:, None], (live.size, M + 1, V)),
-            np.broadcast_to(d[:, None], (live.size, M + 1, V)),
-            rng.random((live.size, M + 1)),
-            rng.random(live.size),
-        )
-        ok = node > 0
-        x = np.where(ok, toks[np.arange(live.size), node], y)
-        count[live] = np.where(ok, (cand == x[:, None]).sum(1), 0)
-        rej[live] += ~ok
-        acc[live] += ok
-        state[live] = chain.next_state[s, x]
-        pos[live] = n + 1
-        depth[live] = np.where(ok, depth[live] + 1, 0)
-        full = ok & (depth[live] >= k)  # all k drafts accepted: round ends
-        if bonus:
-            b = full & (pos[live] < T)
-            bl = live[b]
-            if bl.size:
-                tb = laws(target, pos[bl], state[bl])
-                yb = np.minimum((rng.random(bl.size)[:, None] >= np.cumsum(tb, 1)).sum(1), V - 1)
-                state[bl] = chain.next_state[state[bl], yb]
-                pos[bl] += 1
-        depth[live[full]] = 0
-    return {"rejections": rej, "target_calls": calls, "accepted": acc}
+    warnings.warn(
+        "simulate_batch_tree is deprecated; use st.simulate(chain, horizon, "
+        "BatchRound(M, gamma, reading='tree'), n_runs, rng)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    res = run_rounds(
+        chain, horizon, BatchRound(M, gamma, reading="tree"), n_runs, rng, bonus=bonus, progress=False
+    )
+    return {"rejections": res.rejections, "target_calls": res.target_calls, "accepted": res.accepted}
 
 
-def batch_readings(chain, horizon, Ms, gamma=None, bonus=False) -> dict:
+def batch_readings(chain, horizon, Ms, gamma=None, bonus=True) -> dict:
     """Both readings' exact expected rejections for each ``M`` in ``Ms`` (``inf`` allowed).
 
     Returns ``{"M": [...], "first_token": [...], "tree": [...]}``.

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import spectheory as st
-from spectheory.montecarlo.simulator import simulate
+from spectheory.rounds import simulate
 from spectheory.verifiers import TokenVerifier
 
 

@@ -13,9 +13,9 @@ from scipy import stats
 
 import spectheory as st
 from spectheory.laws.sampling import sample_categorical
-from spectheory.montecarlo import pooled_chisquare
-from spectheory.montecarlo import simulator as mc
-from spectheory.montecarlo.simulator import sample_target, simulate
+from spectheory.montecarlo import pooled_chisquare, sample_target
+from spectheory.rounds import sampler as sampler_module
+from spectheory.rounds import simulate
 from spectheory.verifiers import TokenVerifier, get_verifier
 
 token_rule = get_verifier("token").rule
@@ -192,7 +192,7 @@ def test_fast_token_path_equals_generic_path(monkeypatch, tables):
     # the fused "token" path and the generic path calling token_verify_round consume the same
     # uniforms in the same order, so they must agree run by run and token by token
     if not tables:
-        monkeypatch.setattr(mc, "_TABLE_LIMIT", 0)
+        monkeypatch.setattr(sampler_module, "TABLE_LIMIT", 0)
     chain = st.DecodingChain.random(4, n_states=5, horizon=9, rng=3)
     for bonus in (True, False):
         a = simulate(chain, 9, 3, 300, rng=11, bonus=bonus, return_tokens=True)

@@ -1,0 +1,143 @@
+r"""A round that drafts one path of ``gamma`` tokens, checked by a single-path verifier.
+
+Notation: p = target, q = draft. At position ``n`` and state ``s`` the round drafts
+``k = min(gamma, T - n)`` tokens along the draft's own path (``x_i ~ q_{n+i}(. | s_i)``,
+``s_{i+1} = next_state[s_i, x_i]``, drawn from ``next_state[s_i, x_i, :]`` for stochastic
+transitions) and hands them to a :class:`~spectheory.verifiers.Verifier`: its
+:meth:`~spectheory.verifiers.Verifier.fused_round` fast path when it has one (and the
+transitions are deterministic), else :meth:`~spectheory.verifiers.Verifier.verify_round` on
+the laws gathered along each path. Uniforms: ``rng.random((R, gamma))`` for the drafts, then
+the next-state draws (stochastic chains), then the verifier's own.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from ..verifiers.base import Verifier, get_verifier
+from .base import Round, RoundOutcome
+from .sampler import ChainSampler
+
+__all__ = ["PathRound", "CHUNK_ELEMS"]
+
+#: Upper bound on the number of float64 entries of the per-round law arrays of one chunk.
+CHUNK_ELEMS = 1 << 22
+
+
+class PathRound(Round):
+    """Draft a path of ``gamma`` tokens; verify it with a single-path verifier.
+
+    Parameters
+    ----------
+    gamma : int >= 1
+        Draft length (``min(gamma, T - n)`` near the end of the horizon).
+    verifier : str or Verifier
+        A registered name (``"token"``, ``"block"``, ...) or a
+        :class:`~spectheory.verifiers.Verifier`.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.5, 0.5])   # draft == target
+    >>> res = st.simulate(chain, 10, st.PathRound(4, "block"), 100, rng=0)
+    >>> res.round, int(res.target_calls.max())                 # 5 tokens per round
+    ('path(gamma=4, verifier=block)', 2)
+    """
+
+    def __init__(self, gamma: int, verifier: Any = "token") -> None:
+        self.gamma = check_int(gamma, "gamma", 1)
+        self.verifier = get_verifier(verifier)
+
+    @property
+    def name(self) -> str:
+        return f"path(gamma={self.gamma}, verifier={self.verifier.name})"
+
+    @property
+    def max_depth(self) -> int:
+        return self.gamma
+
+    @property
+    def verifier_name(self) -> str:
+        return self.verifier.name
+
+    def describe(self) -> str:
+        return f"a path of {self.gamma} draft tokens, verified by {self.verifier.name!r}"
+
+    def check(self, chain: Any, horizon: int) -> None:
+        """Every chain works (stochastic transitions take the generic path)."""
+
+    def _fused(self, chain: Any) -> bool:
+        return type(self.verifier).fused_round is not Verifier.fused_round and not getattr(
+            chain, "is_stochastic", False
+        )
+
+    def chunk_size(self, chain: Any, horizon: int) -> int:
+        """Runs per chunk so that one round's law arrays hold at most :data:`CHUNK_ELEMS` entries."""
+        g, V = self.gamma, chain.vocab_size
+        if not self._fused(chain):
+            per_run = (2 * g + 1) * V  # gathered law arrays of the generic path
+        elif ChainSampler.uses_tables(chain):
+            per_run = 8 * (g + 1)  # fused path on CDF tables: O(gamma) per run
+        else:
+            per_run = 4 * V  # fused path gathering rows
+        return max(1, CHUNK_ELEMS // per_run)
+
+    def play(
+        self,
+        sampler: Any,
+        horizon: int,
+        n: np.ndarray,
+        state: np.ndarray,
+        memory: np.ndarray,
+        rng: np.random.Generator,
+        keep_path: bool = False,
+    ) -> RoundOutcome:
+        T, g, V = horizon, self.gamma, sampler.V
+        R = n.shape[0]
+        k = np.minimum(g, T - n)
+        states = np.empty((R, g + 1), dtype=np.int64)
+        states[:, 0] = state
+        x = np.empty((R, g), dtype=np.int64)
+        u = rng.random((R, g))
+        fused = NotImplemented
+        if not sampler.stochastic:
+            fused = self.verifier.fused_round(sampler, T, g, n, k, states, x, u, rng)
+        if fused is not NotImplemented:
+            j, y = fused
+        else:
+            tl = np.empty((R, g + 1, V))
+            dl = np.empty((R, g, V))
+            for i in range(g + 1):
+                m = np.minimum(n + i, T - 1)  # padding rows (i > k) reuse the last kernel
+                s = states[:, i]
+                tl[:, i] = sampler.rows(sampler.target, m, s)
+                if i == g:
+                    break
+                dl[:, i] = sampler.rows(sampler.draft, m, s)
+                x[:, i] = sampler.sample_draft(m, s, u[:, i])
+                states[:, i + 1] = sampler.next_states(s, x[:, i], rng)
+            j, y = self.verifier.verify_round(tl, dl, x, k, rng)
+            j = np.asarray(j, dtype=np.int64)
+            y = np.asarray(y, dtype=np.int64)
+            if j.shape != (R,) or y.shape != (R,):
+                raise ValueError(
+                    f"verifier: must return two arrays of shape ({R},), got {j.shape}, {y.shape}"
+                )
+            if np.any((j < 0) | (j > k)) or np.any((y < 0) | (y >= V)):
+                raise ValueError(
+                    "verifier: returned an accepted count outside [0, k] or a token outside [0, V)"
+                )
+        return RoundOutcome(
+            accepted=j,
+            final=y,
+            rejected=j < k,
+            drafted=k,
+            end_state=states[np.arange(R), j],
+            path=x if keep_path else None,
+        )
+
+    def __repr__(self) -> str:
+        return f"PathRound(gamma={self.gamma}, verifier={self.verifier.name!r})"

@@ -1,0 +1,235 @@
+r"""Tree rounds: a draft tree checked by a tree verifier, and batch decoding's ``M`` paths.
+
+Notation: p = target, q = draft. A :class:`TreeRound` at position ``n`` drafts the tree
+(truncated at ``T - n``) level by level with the verifier's child policy
+(``verifier.sample_children``, in node order), gathers the target and draft laws at every
+node and applies the verifier's rule (``verifier.verify``) to ``rng.random((R, nodes))`` and
+``rng.random(R)``. The accepted path's last node gives ``j`` (its depth) and the state; the
+rule's token is the correction (residual) or the bonus candidate. docs/trees.md.
+
+:class:`BatchRound` is batch speculative decoding with ``M`` drafts of ``gamma`` tokens: a tree
+round on :meth:`DraftTree.paths(M, gamma) <spectheory.trees.DraftTree.paths>`, read
+``"first_token"`` (:data:`tree_rrs`: recursive rejection over the first tokens, then the
+accepted draft alone; Yin et al.'s construction) or ``"tree"`` (the ``batch_tree`` verifier,
+:data:`~spectheory.trees.batch_verifier.BATCH_TREE`:
+recursive rejection at every position over all agreeing drafts). ``gamma=None`` drafts to
+the end of the horizon.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from ..rounds.base import Round, RoundOutcome
+from ..rounds.normalize import register_round_shorthand
+from .batch_verifier import BATCH_TREE
+from .draft_tree import DraftTree
+from .verifiers import get_tree_verifier
+
+__all__ = ["TreeRound", "BatchRound", "MAX_ELEMENTS"]
+
+#: Upper bound on the entries of one chunk's node-law arrays ``[R, nodes, V]``.
+MAX_ELEMENTS = 4_000_000
+
+#: Batch decoding's two readings and the tree verifier of each.
+READINGS = {"first_token": "tree_rrs", "tree": BATCH_TREE}
+
+
+def _ancestors(tree: DraftTree) -> np.ndarray:
+    """``anc [nodes, depth]``: the nodes on the path root -> node (root excluded, 0-padded)."""
+    anc = np.zeros((tree.n_nodes, max(tree.max_depth, 1)), dtype=np.int64)
+    for u in range(1, tree.n_nodes):
+        path = tree.path_to(u)
+        anc[u, : len(path)] = path
+    return anc
+
+
+class TreeRound(Round):
+    """Draft a :class:`~spectheory.trees.DraftTree`; verify it with a tree verifier.
+
+    Parameters
+    ----------
+    tree : DraftTree
+    verifier : str or TreeVerifier
+        A registered tree verifier (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``,
+        ``"traversal"``, ...) or a :class:`~spectheory.trees.TreeVerifier`; it carries the
+        child policy.
+    max_elements : int
+        Memory bound: a chunk of runs holds at most this many node-law entries.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.trees import DraftTree, TreeRound
+    >>> chain = st.DecodingChain.random(3, rng=0)
+    >>> rnd = TreeRound(DraftTree.from_branching([2, 1]), "traversal")
+    >>> sim = st.simulate(chain, 10, rnd, 400, rng=1)
+    >>> m, se = sim.mean_se("target_calls")
+    >>> bool(abs(m - chain.protocol(10, tree=rnd.tree, verifier="traversal").target_calls) < 5 * se)
+    True
+    """
+
+    def __init__(
+        self, tree: DraftTree, verifier: Any = "tree_rrs", *, max_elements: int = MAX_ELEMENTS
+    ) -> None:
+        if not isinstance(tree, DraftTree):
+            raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+        self.tree: DraftTree | None = tree
+        self.verifier = get_tree_verifier(verifier)
+        self.max_elements = check_int(max_elements, "max_elements", 1)
+        self._anc: dict = {}
+
+    def tree_for(self, horizon: int) -> DraftTree:
+        """The tree drafted at this horizon (before truncation at ``T - n``)."""
+        assert self.tree is not None
+        return self.tree
+
+    @property
+    def name(self) -> str:
+        return f"tree({self.tree!r}, verifier={self.verifier.name})"
+
+    @property
+    def max_depth(self) -> int | None:
+        return None if self.tree is None else self.tree.max_depth
+
+    @property
+    def verifier_name(self) -> str:
+        return self.verifier.name
+
+    def describe(self) -> str:
+        return f"the draft tree {self.tree!r}, verified by {self.verifier.name!r}"
+
+    def check(self, chain: Any, horizon: int) -> None:
+        chain.require_deterministic("tree rounds (token trees)")
+
+    def chunk_size(self, chain: Any, horizon: int) -> int:
+        """Runs per chunk so that the node laws hold at most :data:`MAX_ELEMENTS` entries."""
+        return max(1, int(self.max_elements // (self.tree_for(horizon).n_nodes * chain.vocab_size)))
+
+    def play(
+        self,
+        sampler: Any,
+        horizon: int,
+        n: np.ndarray,
+        state: np.ndarray,
+        memory: np.ndarray,
+        rng: np.random.Generator,
+        keep_path: bool = False,
+    ) -> RoundOutcome:
+        tree, v = self.tree_for(horizon), self.verifier
+        N, D, depth = tree.n_nodes, tree.max_depth, tree.depth
+        A = n.shape[0]
+        k = np.minimum(D, horizon - n)
+        tok = np.full((A, N), -1, dtype=np.int64)
+        st_ = np.zeros((A, N), dtype=np.int64)
+        st_[:, 0] = state
+        present = np.zeros((A, N), dtype=bool)
+        present[:, 0] = True
+        for u in range(N):
+            kids = tree.children[u]
+            if not kids:
+                continue
+            x = v.sample_children(_laws(sampler, sampler.draft, n + depth[u], st_[:, u]), len(kids), rng)
+            for j, c in enumerate(kids):
+                ok = present[:, u] & (depth[c] <= k) & (x[:, j] >= 0)
+                present[:, c] = ok
+                tok[:, c] = np.where(ok, x[:, j], -1)
+                st_[ok, c] = sampler.next_state[st_[ok, u], x[ok, j]]
+        t_laws = np.stack([_laws(sampler, sampler.target, n + depth[i], st_[:, i]) for i in range(N)], 1)
+        d_laws = np.stack([_laws(sampler, sampler.draft, n + depth[i], st_[:, i]) for i in range(N)], 1)
+        node, y, residual = v.verify(tree, tok, t_laws, d_laws, rng.random((A, N)), rng.random(A))
+        node = np.asarray(node, dtype=np.int64)
+        path = None
+        if keep_path:
+            anc = self._anc.get(tree)
+            if anc is None:
+                anc = self._anc[tree] = _ancestors(tree)
+            path = tok[np.arange(A)[:, None], anc[node]]
+        return RoundOutcome(
+            accepted=depth[node],
+            final=np.asarray(y, dtype=np.int64),
+            rejected=np.asarray(residual, dtype=bool),
+            drafted=present[:, 1:].sum(1),
+            end_state=st_[np.arange(A), node],
+            path=path,
+        )
+
+    def __repr__(self) -> str:
+        return f"TreeRound({self.tree!r}, verifier={self.verifier.name!r})"
+
+
+def _laws(sampler: Any, kernel: np.ndarray, pos: np.ndarray, states: np.ndarray) -> np.ndarray:
+    """``kernel[pos, states]`` (``kernel[states]`` if homogeneous), positions clipped to the kernels."""
+    if kernel.ndim == 2:
+        return kernel[states]
+    return kernel[np.minimum(pos, kernel.shape[0] - 1), states]
+
+
+class BatchRound(TreeRound):
+    """Batch speculative decoding: ``M`` drafts of ``gamma`` tokens, one of two readings.
+
+    Parameters
+    ----------
+    M : int >= 1
+        Draft sequences per round (drawn i.i.d. from the draft; ``M * k`` drafted tokens).
+    gamma : int >= 1 or None
+        Tokens per draft (``None``: to the end of the horizon).
+    reading : {"first_token", "tree"}
+        ``"first_token"``: :data:`tree_rrs` on the ``M`` paths; ``"tree"``: the
+        ``batch_tree`` verifier (see the module docstring and docs/trees.md).
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.trees import BatchRound
+    >>> from spectheory.verifiers import batch_expected_rejections
+    >>> chain = st.DecodingChain.random(3, rng=0)
+    >>> sim = st.simulate(chain, 6, BatchRound(3, 2), 2000, rng=1, bonus=False)
+    >>> m, se = sim.mean_se("rejections")
+    >>> bool(abs(m - batch_expected_rejections(chain, 6, 3, gamma=2).total) < 5 * se)
+    True
+    """
+
+    def __init__(self, M: int, gamma: int | None = None, reading: str = "first_token") -> None:
+        self.M = check_int(M, "M", 1)
+        self.gamma = None if gamma is None else check_int(gamma, "gamma", 1)
+        if reading not in READINGS:
+            raise ValueError(f"reading: expected one of {sorted(READINGS)}, got {reading!r}")
+        self.reading = reading
+        self.verifier = get_tree_verifier(READINGS[reading])
+        self.tree = None if self.gamma is None else DraftTree.paths(self.M, self.gamma)
+        self.max_elements = MAX_ELEMENTS
+        self._trees: dict[int, DraftTree] = {}
+        self._anc = {}
+
+    def tree_for(self, horizon: int) -> DraftTree:
+        if self.tree is not None:
+            return self.tree
+        if horizon not in self._trees:
+            self._trees[horizon] = DraftTree.paths(self.M, horizon)
+        return self._trees[horizon]
+
+    @property
+    def max_depth(self) -> int | None:
+        return self.gamma
+
+    @property
+    def name(self) -> str:
+        return f"batch(M={self.M}, gamma={self.gamma}, reading={self.reading})"
+
+    def describe(self) -> str:
+        length = "to the end of the horizon" if self.gamma is None else f"of {self.gamma} tokens"
+        return f"{self.M} i.i.d. drafts {length}, {self.reading} reading"
+
+    def __repr__(self) -> str:
+        return f"BatchRound(M={self.M}, gamma={self.gamma}, reading={self.reading!r})"
+
+
+def _tree_round(tree: DraftTree, verifier: Any) -> TreeRound:
+    return TreeRound(tree, "tree_rrs" if verifier is None else verifier)
+
+
+register_round_shorthand(DraftTree, "tree", _tree_round)
