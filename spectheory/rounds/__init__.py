@@ -14,8 +14,8 @@ Carlo driver that plays any of them (:func:`simulate`, returning :class:`Simulat
 See ``docs/architecture.md`` for the call graph and how to add a round kind.
 """
 
-from .base import Round, RoundOutcome
 from ..exact.cost import Cost, as_cost
+from .base import Round, RoundOutcome
 from .driver import run_rounds
 from .normalize import as_round, register_round_shorthand
 from .path import PathRound

@@ -28,8 +28,8 @@ from .context import StopContext
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
-    from .cost import Cost
     from ..rounds.result import SimulationResult
+    from .cost import Cost
 
 __all__ = [
     "StopContext",

@@ -39,7 +39,7 @@ class PolicyRound(Round):
     >>> from spectheory.stopping import FixedGamma, PolicyRound
     >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.5, 0.5])   # always accepted
     >>> res = st.simulate(chain, 10, PolicyRound(FixedGamma(4)), 50, rng=0, cost=0.1)
-    >>> int(res.target_calls.max()), float(res.time.max())
+    >>> int(res.target_calls.max()), float(res.time().max())
     (2, 2.8)
     """
 

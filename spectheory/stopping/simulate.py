@@ -40,7 +40,7 @@ def simulate_policy(
     >>> with warnings.catch_warnings():
     ...     warnings.simplefilter("ignore", DeprecationWarning)
     ...     res = simulate_policy(chain, FixedGamma(4), 10, 0.1, n_runs=50, rng=0)
-    >>> int(res.target_calls.max()), float(res.time.max())
+    >>> int(res.target_calls.max()), float(res.time().max())
     (2, 2.8)
     """
     warnings.warn(

@@ -129,5 +129,5 @@ def test_st_simulate_policy_arguments():
         st.simulate(soft, T, FixedGamma(2), 10)
     # a cost costs every round kind (it was policy-only)
     path = st.simulate(chain, T, 3, 10, rng=0, cost=0.1)
-    np.testing.assert_allclose(path.time, 0.1 * path.draft_tokens + path.target_calls)
+    np.testing.assert_allclose(path.time(), 0.1 * path.draft_tokens + path.target_calls)
     assert st.simulate(chain, T, 3, 10, rng=0).gamma == 3  # the plain call is unchanged
