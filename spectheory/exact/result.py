@@ -68,10 +68,13 @@ class ExactResult:
         return np.asarray(self.round_starts).sum(-1)
 
     def _default_cost(self) -> Cost:
-        raise ValueError(
-            f"cost: required for a {type(self).__name__} (computed under no cost): pass the "
-            "draft step cost c (units of one target call) or a Cost"
-        )
+        cost = getattr(self, "cost", None)
+        if cost is None:
+            raise ValueError(
+                f"cost: required for a {type(self).__name__} computed under no cost: pass the "
+                "draft step cost c (units of one target call) or a Cost"
+            )
+        return cost
 
     def _resolve_cost(self, cost: Cost | float | None) -> Cost:
         return self._default_cost() if cost is None else as_cost(cost)
@@ -97,11 +100,17 @@ class ExactResult:
         return self.time(cost) / self.horizon
 
     def summary(self) -> dict[str, Any]:
-        """``{stat: {"mean": value, "se": 0.0}}`` for :data:`SUMMARY_STATISTICS` and
-        ``tokens_per_call``: the shape of :meth:`spectheory.montecarlo.SimulationResult.summary`
-        (exact values: no standard error)."""
-        names = (*SUMMARY_STATISTICS, "tokens_per_call")
-        return {name: {"mean": float(getattr(self, name)), "se": 0.0} for name in names}
+        """``{stat: {"mean": value, "se": 0.0}}`` for :data:`SUMMARY_STATISTICS`, then
+        ``target_time`` and ``time`` when the result carries a cost, then ``tokens_per_call``:
+        the shape of :meth:`spectheory.rounds.SimulationResult.summary` (exact values: no
+        standard error, no ``n_runs``)."""
+        values = {name: getattr(self, name) for name in SUMMARY_STATISTICS}
+        cost = getattr(self, "cost", None)
+        if cost is not None:
+            values["target_time"] = self._call_time(cost)
+            values["time"] = self.time(cost)
+        values["tokens_per_call"] = self.tokens_per_call
+        return {name: {"mean": float(v), "se": 0.0} for name, v in values.items()}
 
 
 @dataclass(frozen=True)
@@ -137,6 +146,9 @@ class ProtocolResult(ExactResult):
     round_drafts : ndarray, shape (T,), or None
         Draft tokens of a round that starts at position ``n`` (what its target call scores);
         ``None`` means a path, ``min(gamma, T - n)``.
+    cost : Cost or None
+        The default cost of :meth:`time` and :meth:`speedup` (``chain.protocol(..., cost=)``);
+        the counters do not depend on it.
 
     Examples
     --------
@@ -157,6 +169,7 @@ class ProtocolResult(ExactResult):
     bonus_tokens: float
     check_mass: np.ndarray | None = None
     round_drafts: np.ndarray | None = None
+    cost: Cost | None = None
 
     @property
     def drafts_per_round(self) -> np.ndarray:

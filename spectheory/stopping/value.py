@@ -93,14 +93,11 @@ class PolicyValue(ExactResult):
         """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
         raise self._not_computed("round_starts")
 
-    def _default_cost(self) -> Cost:
-        return self.cost
-
     def _call_time(self, cost: Cost) -> float:
-        if cost.target_call is None:
-            return self.target_calls
         if cost.target_call is self.cost.target_call:
             return self.target_time
+        if cost.target_call is None:
+            return self.target_calls
         raise ValueError(
             "cost: this PolicyValue knows its target-call time only under its own target_call "
             "(or t = 1); evaluate the policy again under the new cost"

@@ -77,13 +77,15 @@ def test_every_exact_result_shares_the_vocabulary_and_the_summary_shape():
         evaluate_policy(chain, FixedGamma(2), 8, 0.1),
     ]
     types = (ProtocolResult, TreeProtocolResult, BatchTreeResult, PolicyValue)
+    counters = ["target_calls", "rejections", "draft_tokens", "accepted"]
     for res, kind in zip(results, types):
         assert isinstance(res, kind) and isinstance(res, ExactResult)
         s = res.summary()
-        assert sorted(s) == sorted(
-            ("target_calls", "rejections", "draft_tokens", "accepted", "tokens_per_call")
-        )
-        assert all(v["se"] == 0.0 and v["mean"] == getattr(res, k) for k, v in s.items())
+        costed = ["target_time", "time"] if kind is PolicyValue else []  # computed under a cost
+        assert list(s) == [*counters, *costed, "tokens_per_call"]
+        assert all(s[k] == {"mean": getattr(res, k), "se": 0.0} for k in (*counters, "tokens_per_call"))
+        if costed:
+            assert s["time"]["mean"] == res.time() and s["target_time"]["mean"] == res.target_time
         assert res.speedup(0.1) == 8 / res.time(0.1)
     for res in results[:3]:
         with pytest.raises(ValueError, match="cost: required"):

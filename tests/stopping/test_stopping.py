@@ -90,6 +90,7 @@ def test_policy_value_cost_members_and_what_it_does_not_compute():
             getattr(v, name)
     s = v.summary()
     assert s["rejections"] == {"mean": v.rejections, "se": 0.0} and s["tokens_per_call"]["se"] == 0.0
+    assert s["time"]["mean"] == v.time() and s["target_time"]["mean"] == v.target_time
 
 
 def test_call_cost_curve_on_an_always_accepted_chain():
