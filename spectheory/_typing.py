@@ -1,8 +1,9 @@
 """Type aliases shared by the package's annotations (private: import them from here).
 
 ``RNGLike`` is what every ``rng`` argument accepts: a :class:`numpy.random.Generator` (used as
-is), an ``int`` seed, or ``None`` (fresh entropy), i.e. whatever
-:func:`numpy.random.default_rng` turns into a generator. Arrays are annotated with
+is), a :class:`numpy.random.SeedSequence` (a spawned, independent stream) or an ``int`` seed,
+or ``None`` (fresh entropy), i.e. whatever :func:`numpy.random.default_rng` turns into a
+generator. Arrays are annotated with
 :data:`numpy.typing.ArrayLike` where anything array-like is converted (``np.asarray``) and
 :data:`FloatArray` / :data:`IntArray` / :data:`BoolArray` where an ``ndarray`` is returned.
 
@@ -25,8 +26,8 @@ from numpy.typing import ArrayLike, NDArray
 
 __all__ = ["RNGLike", "ArrayLike", "NDArray", "FloatArray", "IntArray", "BoolArray", "AnyArray"]
 
-#: An ``rng`` argument: a generator, an integer seed, or ``None`` for fresh entropy.
-RNGLike: TypeAlias = np.random.Generator | int | None
+#: An ``rng`` argument: a generator, a seed sequence, an integer seed, or ``None`` for fresh entropy.
+RNGLike: TypeAlias = np.random.Generator | np.random.SeedSequence | int | None
 #: A float64 ``ndarray`` of any shape.
 FloatArray: TypeAlias = NDArray[np.float64]
 #: An integer ``ndarray`` of any shape (token ids, counts, states).

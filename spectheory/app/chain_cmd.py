@@ -10,10 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import cli_args as A
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = [
     "CLIError",
@@ -104,7 +109,7 @@ def _read_chain_file(path: str) -> dict:
     return data
 
 
-def load_chain(args):
+def load_chain(args: argparse.Namespace) -> DecodingChain:
     """Build the DecodingChain named by the command-line arguments."""
     from .._guards import check_memory
     from ..chain.core import DecodingChain
@@ -148,10 +153,12 @@ def load_chain(args):
     )
 
 
-def analyze_table(chain, horizon: int, gammas, cost: float, bonus: bool) -> dict:
+def analyze_table(
+    chain: DecodingChain, horizon: int, gammas: Sequence[int], cost: float, bonus: bool
+) -> dict:
     """Exact quantities of a chain as a JSON-ready dict (used by ``analyze`` and ``simulate``)."""
     profile = chain.tv_profile(horizon)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for g in gammas:
         gap = chain.leviathan_gap(horizon, g, bonus=bonus)
         rows.append(
@@ -186,7 +193,7 @@ def _print_table(header, rows) -> None:
         print("  ".join(str(v).rjust(w) for v, w in zip(r, widths)))
 
 
-def cmd_analyze(args) -> int:
+def cmd_analyze(args: argparse.Namespace) -> int:
     settings = _settings(args)
     chain = load_chain(args)
     out = analyze_table(chain, args.horizon, args.gammas, args.cost, not args.no_bonus)
@@ -221,7 +228,15 @@ def cmd_analyze(args) -> int:
 SIMULATE_CHUNK = 1_000_000
 
 
-def monte_carlo_rows(chain, horizon, gamma, n_runs, seed, bonus, chunk=SIMULATE_CHUNK) -> list[dict]:
+def monte_carlo_rows(
+    chain: DecodingChain,
+    horizon: int,
+    gamma: int,
+    n_runs: int,
+    seed: int,
+    bonus: bool,
+    chunk: int = SIMULATE_CHUNK,
+) -> list[dict]:
     """Exact value, Monte Carlo mean, SE and z of each counter, over ``n_runs`` in chunks.
 
     The runs are simulated ``chunk`` at a time with one random stream
@@ -258,7 +273,7 @@ def monte_carlo_rows(chain, horizon, gamma, n_runs, seed, bonus, chunk=SIMULATE_
     return rows
 
 
-def cmd_simulate(args) -> int:
+def cmd_simulate(args: argparse.Namespace) -> int:
     settings = _settings(args)
     chain = load_chain(args)
     bonus = not args.no_bonus

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from . import cli_args as A
 from .chain_cmd import (
@@ -36,7 +38,7 @@ EXAMPLES = {
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, no usage block
+    def error(self, message: str) -> NoReturn:
         sys.stderr.write(f"{self.prog}: error: {message}\n")
         raise SystemExit(2)
 
@@ -55,7 +57,7 @@ class _Help(argparse.ArgumentDefaultsHelpFormatter, argparse.RawDescriptionHelpF
         return text + " (default: %(default)s)"
 
 
-def _root(args):
+def _root(args: argparse.Namespace) -> Path:
     """The repository checkout the command works on: ``--root`` or the one around the current
     directory (:func:`spectheory.app.repo.find_repository`)."""
     from .repo import find_repository, is_repository
@@ -67,7 +69,7 @@ def _root(args):
     return Path(args.root).resolve()
 
 
-def cmd_prove(args) -> int:
+def cmd_prove(args: argparse.Namespace) -> int:
     import subprocess
 
     root = _root(args)
@@ -76,7 +78,7 @@ def cmd_prove(args) -> int:
     return subprocess.run([sys.executable, "-m", "proofs"], cwd=root).returncode
 
 
-def cmd_demo(args) -> int:
+def cmd_demo(args: argparse.Namespace) -> int:
     from ..teaching.demo import main as demo_main
 
     argv = ["--gamma", str(args.gamma)] + (["--seed", str(args.seed)] if args.seed is not None else [])
@@ -86,7 +88,7 @@ def cmd_demo(args) -> int:
     return demo_main(argv) or 0
 
 
-def cmd_figures(args) -> int:
+def cmd_figures(args: argparse.Namespace) -> int:
     from .reproduce import run_figures
 
     root = _root(args)
@@ -100,7 +102,7 @@ def cmd_figures(args) -> int:
     return run_figures(root, args.names, quick=args.quick, out=out, jobs=args.jobs)
 
 
-def quick_figures_dir(repo) -> str:
+def quick_figures_dir(repo: str | Path) -> str:
     """A fresh folder for quick figures, with ``results`` linked to the repository's results."""
     import tempfile
 
@@ -111,13 +113,13 @@ def quick_figures_dir(repo) -> str:
     return str(root / "figures")
 
 
-def cmd_decode(args) -> int:
+def cmd_decode(args: argparse.Namespace) -> int:
     from .decode_cmd import run_decode
 
     return run_decode(args)
 
 
-def cmd_reproduce(args) -> int:
+def cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import reproduce
 
     return reproduce(_root(args), out=args.out, quick=args.quick, jobs=args.jobs, scheduler=args.scheduler)
@@ -138,7 +140,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="spectheory", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"spectheory {_version()}")
     parser.add_argument("--traceback", action="store_true", help="show full tracebacks on errors")
-    common = argparse.ArgumentParser(add_help=False)  # --traceback also after the subcommand
+    common = _Parser(add_help=False)  # --traceback also after the subcommand
     common.add_argument(
         "--traceback", action="store_true", default=argparse.SUPPRESS, help="show full tracebacks on errors"
     )
@@ -271,7 +273,7 @@ def _quiet_broken_pipe() -> None:
         pass
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

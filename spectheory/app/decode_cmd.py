@@ -11,14 +11,28 @@ without (a round then emits :math:`\\min(N + 1, \\gamma)` tokens).
 
 from __future__ import annotations
 
+import argparse
 import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..laws.closed_form import expected_tokens_per_call
 
+if TYPE_CHECKING:
+    import torch
 
-def acceptance_along(target, draft, prompt_ids, new_ids, temperature=1.0, top_k=None, top_p=None):
+
+def acceptance_along(
+    target: torch.nn.Module,
+    draft: torch.nn.Module,
+    prompt_ids: Sequence[int],
+    new_ids: Sequence[int],
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> np.ndarray:
     """Per-position acceptance ``sum_x min(target_n, draft_n)`` along ``prompt + new`` tokens.
 
     Both models score the whole sequence in one (uncached) call each; the laws are formed with
@@ -54,7 +68,7 @@ def _settings(args) -> dict:
     }
 
 
-def run_decode(args) -> int:
+def run_decode(args: argparse.Namespace) -> int:
     """Run the decoder on ``args.prompt``; print text, measured statistics, the plain-target
     baseline and the theory's prediction (``--json``: the same as one object with the settings)."""
     from .cli_args import check_device_available

@@ -3,10 +3,18 @@ results file with the device it was measured on."""
 
 from __future__ import annotations
 
+import argparse
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import torch
+
 __all__ = ["decoder_script_parser", "describe_device", "write_result"]
 
 
-def decoder_script_parser(doc: str, device="cpu", threads: int | None = 2):
+def decoder_script_parser(doc: str, device: str = "cpu", threads: int | None = 2) -> argparse.ArgumentParser:
     """:func:`spectheory.app.results.script_parser` plus the decoder scripts' model options:
     ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
     ``--threads`` (torch CPU threads; omitted when ``threads`` is None)."""
@@ -23,7 +31,7 @@ def decoder_script_parser(doc: str, device="cpu", threads: int | None = 2):
     return ap
 
 
-def describe_device(device) -> str:
+def describe_device(device: str | torch.device) -> str:
     """``"cuda:0 (NVIDIA ...)"`` or ``"cpu (x86_64, 2 threads)"``: where a result was measured."""
     import platform
 
@@ -35,7 +43,14 @@ def describe_device(device) -> str:
     return f"{dev} ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
 
 
-def write_result(out_dir, name, data, headline, argv=None, device="cpu"):
+def write_result(
+    out_dir: str | Path | None,
+    name: str,
+    data: dict,
+    headline: Iterable[dict],
+    argv: Sequence[str] | None = None,
+    device: str | torch.device = "cpu",
+) -> Path:
     """Write ``out_dir/name.json`` with ``data``, the device, and the provenance and ``headline``
     rows of :func:`spectheory.app.results.write_results`; return the path.
 

@@ -16,13 +16,22 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
+from numpy.typing import ArrayLike  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
 matplotlib.use("Agg", force=True)
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from cycler import cycler  # noqa: E402
 
 from .results import _plain  # noqa: E402
 
@@ -39,7 +48,7 @@ def _script_folder() -> Path:
     return Path(main).resolve().parent if main else Path.cwd()
 
 
-STYLE = {
+STYLE: dict[str, Any] = {
     "figure.dpi": 150,
     "savefig.dpi": 200,
     "savefig.bbox": "tight",
@@ -53,16 +62,18 @@ STYLE = {
     "grid.alpha": 0.3,
     "axes.spines.top": False,
     "axes.spines.right": False,
-    "axes.prop_cycle": matplotlib.cycler(color=PALETTE),
+    "axes.prop_cycle": cycler(color=PALETTE),
     "lines.linewidth": 1.5,
     "lines.markersize": 4,
     "pdf.fonttype": 42,
 }
 
 
-def figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2.6, **kwargs):
+def figure(
+    ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2.6, **kwargs: Any
+) -> tuple[Figure, Any]:
     """A figure at single-column width (3.4 in per panel) in the project style."""
-    plt.rcParams.update(STYLE)
+    plt.style.use(STYLE)
     return plt.subplots(
         nrows, ncols, figsize=(width * ncols, height * nrows), constrained_layout=True, **kwargs
     )
@@ -72,7 +83,9 @@ def figure(ncols: int = 1, nrows: int = 1, width: float = 3.4, height: float = 2
 _QUICK = {"on": False}
 
 
-def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[Path]:
+def save_figure(
+    fig: Figure, name: str, data: dict | None = None, out_dir: str | Path | None = None
+) -> list[Path]:
     """Write ``name.png``, ``name.pdf`` and (if ``data``) ``name.json`` into ``out_dir``.
 
     Returns the written paths. The figure is closed afterwards.
@@ -101,7 +114,7 @@ def save_figure(fig, name: str, data: dict | None = None, out_dir=None) -> list[
     return paths
 
 
-def figure_args(doc: str, argv=None) -> argparse.Namespace:
+def figure_args(doc: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
     """Standard command line of a figure script: ``--quick`` and ``--out DIR``."""
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
@@ -115,12 +128,12 @@ def figure_args(doc: str, argv=None) -> argparse.Namespace:
     return args
 
 
-def results_dir(out=None) -> Path:
+def results_dir(out: str | Path | None = None) -> Path:
     """The results folder that sits beside a figures folder (``out`` or the script's folder)."""
     return (Path(out) if out is not None else _script_folder()).resolve().parent / "results"
 
 
-def load_results(name: str, out=None) -> dict:
+def load_results(name: str, out: str | Path | None = None) -> dict:
     """Read ``<results>/<name>.json`` written by ``simulations/<name>.py`` (or a benchmark).
 
     Figures whose data cost minutes to compute (the real decoder's) plot what the main job's
@@ -135,7 +148,7 @@ def load_results(name: str, out=None) -> dict:
     return json.loads(path.read_text())
 
 
-def band(ax, x, mean, se, k: float = 1.96, **kwargs):
+def band(ax: Axes, x: ArrayLike, mean: ArrayLike, se: ArrayLike, k: float = 1.96, **kwargs: Any) -> Line2D:
     """Plot ``mean`` with a shaded ``+- k * se`` band (a 95% band by default)."""
     x, mean, se = map(np.asarray, (x, mean, se))
     (line,) = ax.plot(x, mean, **kwargs)

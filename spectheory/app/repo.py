@@ -13,13 +13,13 @@ from pathlib import Path
 __all__ = ["find_repository", "is_repository"]
 
 
-def is_repository(path) -> bool:
+def is_repository(path: str | Path) -> bool:
     """True if ``path`` holds the main job's script folders."""
     p = Path(path)
     return (p / "simulations").is_dir() and (p / "figures").is_dir()
 
 
-def find_repository(start=None) -> Path:
+def find_repository(start: str | Path | None = None) -> Path:
     """The checkout at or above ``start`` (default: the current directory).
 
     Raises

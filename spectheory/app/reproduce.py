@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,7 +47,7 @@ class Step:
         run = ["-m", self.module] if self.module else [self.script]
         return [sys.executable, *run, "--out", str(out), *self.args, *extra]
 
-    def sources(self, root) -> list[Path]:
+    def sources(self, root: str | Path) -> list[Path]:
         """Files whose content keys the cache: the script, or the whole package of a module."""
         path = Path(root) / self.script
         return sorted(path.parent.rglob("*.py")) if self.module else [path]
@@ -60,7 +61,7 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def discover_steps(root, quick: bool = False) -> list[Step]:
+def discover_steps(root: str | Path, quick: bool = False) -> list[Step]:
     """Every proof, simulation and figure script of the repository, in dependency order.
 
     GPU scripts (``*_gpu.py``) run in full only where CUDA is available (their results are
@@ -181,7 +182,7 @@ class Layout:
     cache: Path
 
     @classmethod
-    def at(cls, root, out=None) -> Layout:
+    def at(cls, root: str | Path, out: str | Path | None = None) -> Layout:
         """``out=None``: the repository ``root`` itself (results/, figures/); else everything under ``out``."""
         if out is None:
             root = Path(root)
@@ -192,7 +193,14 @@ class Layout:
         return cls(out / "results", out / "figures", out / "logs", out / ".cache")
 
 
-def run_steps(steps, layout: Layout, quick: bool, root, jobs: int = 1, scheduler=None) -> list[dict]:
+def run_steps(
+    steps: Sequence[Step],
+    layout: Layout,
+    quick: bool,
+    root: str | Path,
+    jobs: int = 1,
+    scheduler: str | None = None,
+) -> list[dict]:
     """Run ``steps`` of the repository ``root`` (figures after everything else); return one
     status dict per step."""
     from .sweeps import task_key
@@ -291,7 +299,14 @@ def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -
     return summary
 
 
-def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None, only=None) -> int:
+def reproduce(
+    root: str | Path,
+    out: str | Path | None = None,
+    quick: bool = False,
+    jobs: int = 1,
+    scheduler: str | None = None,
+    only: Sequence[str] | None = None,
+) -> int:
     """Run the main job of the repository checkout ``root``; return 0 if every step succeeded, else 1.
 
     ``out=None`` regenerates the repository's own ``results/`` (with ``summary.md`` and
@@ -322,7 +337,13 @@ def reproduce(root, out=None, quick: bool = False, jobs: int = 1, scheduler=None
     return 1 if failed else 0
 
 
-def run_figures(root, names=None, quick: bool = False, out=None, jobs: int = 1) -> int:
+def run_figures(
+    root: str | Path,
+    names: Sequence[str] | None = None,
+    quick: bool = False,
+    out: str | Path | None = None,
+    jobs: int = 1,
+) -> int:
     """Regenerate the named figures (default all) of the checkout ``root`` into ``out``
     (default ``root/figures/``)."""
     from .._guards import check_int

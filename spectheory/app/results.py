@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +29,7 @@ def _repository_of(script: Path) -> Path:
     return script.resolve().parent.parent
 
 
-def default_results_dir(script_file) -> Path:
+def default_results_dir(script_file: str | Path) -> Path:
     """``results/`` of the repository the script sits in."""
     return _repository_of(Path(script_file)) / "results"
 
@@ -57,7 +58,7 @@ def machine_info() -> dict:
     return info
 
 
-def headline(name: str, value, se=None, note: str | None = None) -> dict:
+def headline(name: str, value: object, se: float | None = None, note: str | None = None) -> dict:
     """One row of the summary table."""
     row = {"name": name, "value": value}
     if se is not None:
@@ -83,7 +84,12 @@ def _plain(obj):
 
 
 def write_results(
-    script_file: str, data: dict, out=None, argv=None, headlines=(), name: str | None = None
+    script_file: str,
+    data: dict,
+    out: str | Path | None = None,
+    argv: Sequence[str] | None = None,
+    headlines: Iterable[dict] = (),
+    name: str | None = None,
 ) -> Path:
     """Write ``<out>/<script stem>.json`` with ``data`` plus date, machine, command and headline.
 

@@ -73,7 +73,7 @@ def run_sweep(
     *,
     jobs: int = 1,
     scheduler: str | None = None,
-    cache_dir=None,
+    cache_dir: str | Path | None = None,
     progress: bool = True,
     desc: str | None = None,
 ) -> list:

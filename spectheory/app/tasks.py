@@ -6,9 +6,15 @@ local processes or a Dask cluster, and their results are identical wherever they
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from .._typing import RNGLike
 from ..chain.core import DecodingChain
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = ["COUNTERS", "exact_counters", "exact_vs_monte_carlo", "chain_task"]
 
@@ -17,14 +23,20 @@ __all__ = ["COUNTERS", "exact_counters", "exact_vs_monte_carlo", "chain_task"]
 COUNTERS = ("target_calls", "rejections", "draft_tokens")
 
 
-def exact_counters(chain, horizon, gamma, bonus=True) -> dict:
+def exact_counters(chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True) -> dict:
     """The exact expectation of each counter of :data:`COUNTERS` (``chain.protocol``)."""
     res = chain.protocol(horizon, gamma, bonus=bonus)
     return {name: float(getattr(res, name)) for name in COUNTERS}
 
 
 def exact_vs_monte_carlo(
-    chain, horizon: int, gamma: int, n_runs: int, rng=None, bonus: bool = True, progress=None
+    chain: DecodingChain,
+    horizon: int,
+    gamma: int,
+    n_runs: int,
+    rng: RNGLike = None,
+    bonus: bool = True,
+    progress: bool | None = None,
 ) -> list[dict]:
     """Exact expectation and Monte Carlo mean, SE and z-score of each protocol counter.
 
