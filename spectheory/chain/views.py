@@ -1,17 +1,21 @@
 """The exact values of a :class:`~spectheory.DecodingChain`: ``protocol`` (every expectation of
-the protocol in one :class:`~spectheory.exact.ProtocolResult`, or a tree's with ``tree=``) and
-the ``expected_*`` views of it. A mixin of :class:`~spectheory.chain.core.DecodingChain`; the
-engines are in :mod:`spectheory.exact` and :mod:`spectheory.trees`.
+the protocol for any round -- a path, a tree, a batch of drafts, a draft-length policy -- in one
+:class:`~spectheory.exact.ExactResult`) and the ``expected_*`` views of a path's. A mixin of
+:class:`~spectheory.chain.core.DecodingChain`; each round's :meth:`~spectheory.rounds.Round.exact`
+calls its engine (:mod:`spectheory.exact`, :mod:`spectheory.trees`, :mod:`spectheory.stopping`).
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from .._guards import check_nonneg
 from ..exact import expectations as analysis
 from ..exact import iid_gap
-from ..trees.exact import tree_protocol
+from ..exact.result import ExactResult
+from ..rounds.normalize import as_round
 from ..verifiers.base import get_verifier
 
 __all__ = ["ProtocolViews"]
@@ -21,26 +25,50 @@ class ProtocolViews:
     """Exact-value methods of :class:`~spectheory.DecodingChain` (chains are immutable, so
     results are cached by :func:`spectheory.exact.expectations.protocol_result`)."""
 
-    def protocol(self, horizon, gamma=None, *, bonus=True, verifier="token", tree=None):
-        r"""Every exact expectation of the protocol in one result (cached).
+    def protocol(
+        self,
+        horizon: int,
+        round: Any = None,
+        *,
+        bonus: bool = True,
+        verifier: Any = None,
+        gamma: int | None = None,
+        tree: Any = None,
+        policy: Any = None,
+        cost: Any = None,
+        **options: Any,
+    ) -> ExactResult:
+        r"""Every exact expectation of the protocol over one generation of ``horizon`` tokens.
 
-        One generation of ``horizon`` tokens with draft length ``gamma`` under ``verifier``
-        (a registered name or a :class:`~spectheory.verifiers.Verifier`); ``bonus=True`` (the
-        default everywhere: exact, Monte Carlo, decoder, command line) emits a target token
-        after a fully accepted round. What is counted: ``docs/protocol.md``.
-
-        With ``tree=`` (a :class:`spectheory.trees.DraftTree`, which sets the draft depth, so
-        no ``gamma``) each round drafts a token tree and ``verifier`` is a tree verifier
-        (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``; ``"token"`` is
-        recursive rejection, token verification's tree form); the result is a
-        :class:`spectheory.trees.TreeProtocolResult` (``docs/trees.md``).
+        ``round`` says what a round drafts, as in ``st.simulate``: an ``int`` is a path of
+        ``gamma`` drafts checked by ``verifier`` (a registered name or a
+        :class:`~spectheory.verifiers.Verifier`, default ``"token"``), a
+        :class:`~spectheory.trees.DraftTree` a token tree checked by a tree verifier
+        (``"tree_rrs"`` by default, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``), a
+        :mod:`spectheory.stopping` policy as many drafts as the policy decides, or any
+        :class:`~spectheory.rounds.Round` (:class:`~spectheory.rounds.PathRound`,
+        :class:`~spectheory.trees.TreeRound`, :class:`~spectheory.trees.BatchRound`,
+        :class:`~spectheory.stopping.PolicyRound`). ``gamma=``, ``tree=`` and ``policy=`` say
+        the same by keyword (give exactly one). The round's :meth:`~spectheory.rounds.Round.exact`
+        runs its engine (``docs/architecture.md``); path results are cached per chain (chains
+        are immutable). ``bonus=True`` (the default everywhere: exact, Monte Carlo, decoder,
+        command line) emits a target token after a fully accepted round; what is counted:
+        ``docs/protocol.md``. ``cost`` (a number ``c`` or a :class:`~spectheory.stopping.Cost`)
+        is the result's default cost for ``time()`` and ``speedup()``, and the cost a policy
+        is evaluated under; ``options`` go to the engine (e.g. ``method=`` for trees and
+        policies).
 
         Returns
         -------
-        ProtocolResult
+        ExactResult
+            A :class:`~spectheory.exact.ProtocolResult` (a path;
+            :class:`~spectheory.trees.TreeProtocolResult` for a tree,
+            :class:`~spectheory.trees.BatchTreeResult` for the batch tree reading) or a
+            :class:`~spectheory.stopping.PolicyValue`, with the names of every result type:
             ``target_calls``, ``rejections``, ``draft_tokens``, ``accepted``,
             ``tokens_per_call``, ``accepted_count_law`` (pooled over rounds), the per-position
-            profiles ``round_starts`` and ``rejection_by_position``, and ``speedup(c)``.
+            profiles ``round_starts`` and ``rejection_by_position``, ``time(cost)``,
+            ``speedup(cost)`` and ``summary()``.
 
         Examples
         --------
@@ -49,17 +77,17 @@ class ProtocolViews:
         >>> res = chain.protocol(12, 2)
         >>> round(res.tokens_per_call, 6), res.accepted_count_law.round(3).tolist()
         (1.670473, [0.5, 0.27, 0.23])
-        >>> from spectheory.trees import DraftTree
-        >>> round(chain.protocol(12, tree=DraftTree.from_branching([1, 1])).tokens_per_call, 6)  # a path
+        >>> path = st.DraftTree.from_branching([1, 1])                  # a path as a tree
+        >>> round(chain.protocol(12, path).tokens_per_call, 6)
+        1.670473
+        >>> from spectheory.stopping import FixedGamma
+        >>> round(chain.protocol(12, FixedGamma(2), cost=0.1).tokens_per_call, 6)
+        1.670473
+        >>> round(chain.protocol(12, st.BatchRound(1, 2, reading="tree")).tokens_per_call, 6)
         1.670473
         """
-        if tree is not None:
-            if gamma is not None:
-                raise ValueError("gamma: a tree sets the draft depth; pass gamma or tree=, not both")
-            return tree_protocol(self, horizon, tree, verifier, bonus)
-        if gamma is None:
-            raise ValueError("gamma: required (the draft length), or pass tree= for tree drafting")
-        return analysis.protocol_result(self, horizon, gamma, bonus, get_verifier(verifier))
+        rnd = as_round(round, gamma=gamma, tree=tree, policy=policy, verifier=verifier)
+        return rnd.exact(self, horizon, bonus=bonus, cost=cost, **options)
 
     def tv_profile(self, horizon) -> np.ndarray:
         r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``.
@@ -87,7 +115,7 @@ class ProtocolViews:
         >>> round(chain.expected_rejections(4, 2, bonus=False), 12)   # 4 * TV
         1.2
         """
-        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections
+        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).rejections
 
     def expected_target_calls(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
         """``protocol(...).target_calls``: expected rounds.
@@ -99,7 +127,7 @@ class ProtocolViews:
         >>> chain.expected_target_calls(10, 4)  # rounds emit 5, 5 tokens
         2.0
         """
-        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).target_calls
+        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).target_calls
 
     def expected_draft_tokens(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
         """``protocol(...).draft_tokens``: each round at ``n0`` drafts ``min(gamma, T - n0)``.
@@ -111,7 +139,7 @@ class ProtocolViews:
         >>> chain.expected_draft_tokens(7, 4)  # rounds at 0 (4 drafts) and 5 (2 drafts)
         6.0
         """
-        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).draft_tokens
+        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).draft_tokens
 
     def accepted_count_law(self, horizon, gamma, bonus=True, *, verifier="token", per_state=False):
         """``protocol(...).accepted_count_law`` (pooled over rounds, shape ``[gamma + 1]``), or with
@@ -119,7 +147,7 @@ class ProtocolViews:
         :func:`spectheory.exact.expectations.accepted_count_per_state`)."""
         if per_state:
             return analysis.accepted_count_per_state(self, horizon, gamma)
-        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).accepted_count_law
+        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).accepted_count_law
 
     def expected_tokens_per_call(self, horizon, gamma, bonus=True, *, verifier="token", per_generation=False):
         """``protocol(...).tokens_per_call`` (``T / E[calls]``, pooled), or with
@@ -141,7 +169,7 @@ class ProtocolViews:
             return analysis.tokens_per_call_per_generation(
                 self, horizon, gamma, bonus, get_verifier(verifier)
             )
-        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).tokens_per_call
+        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).tokens_per_call
 
     def predicted_speedup(self, horizon, gamma, c, bonus=True, *, verifier="token") -> float:
         r"""``protocol(...).speedup(c)``: :math:`T / (E[\text{calls}] + c\,E[\text{draft tokens}])`
@@ -154,7 +182,9 @@ class ProtocolViews:
         >>> chain.predicted_speedup(10, 4, 0.0)
         5.0
         """
-        return self.protocol(horizon, gamma, bonus=bonus, verifier=verifier).speedup(check_nonneg(c, "c"))
+        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).speedup(
+            check_nonneg(c, "c")
+        )
 
     def sequence_law(self, horizon, gamma=None, bonus=True, *, method="speculative", verifier="token"):
         """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""

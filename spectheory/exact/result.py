@@ -19,6 +19,7 @@ counters but not the per-position masses; they raise :class:`NotComputedError` f
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,6 +171,10 @@ class ProtocolResult(ExactResult):
     check_mass: np.ndarray | None = None
     round_drafts: np.ndarray | None = None
     cost: Cost | None = None
+
+    def with_cost(self, cost: Cost | float) -> ProtocolResult:
+        """The same result with ``cost`` as the default of :meth:`time` and :meth:`speedup`."""
+        return dataclasses.replace(self, cost=as_cost(cost))
 
     @property
     def drafts_per_round(self) -> np.ndarray:

@@ -63,7 +63,7 @@ class Round:
     """Base class of round kinds (see the module docstring).
 
     A subclass sets :attr:`name`, :attr:`max_depth` and :attr:`verifier_name` and implements
-    :meth:`play`; it may override :meth:`check` (refuse a chain), :meth:`chunk_size`
+    :meth:`play` (Monte Carlo) and :meth:`exact` (its exact engine); it may override :meth:`check` (refuse a chain), :meth:`chunk_size`
     (memory bound per batch of runs) and :attr:`initial_memory` (state carried between rounds).
     """
 
@@ -120,6 +120,17 @@ class Round:
         asks for :attr:`RoundOutcome.path`.
         """
         raise NotImplementedError(f"{type(self).__name__}: define play")
+
+    def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
+        """The round's exact expectations over one generation of ``horizon`` tokens: an
+        :class:`~spectheory.exact.ExactResult` from the round kind's exact engine (what
+        ``chain.protocol(horizon, round)`` returns; ``docs/architecture.md``).
+
+        ``cost`` (a number ``c`` or a :class:`~spectheory.exact.Cost`) is the default cost of
+        the result's ``time()`` and ``speedup()`` (and what a draft-length policy is evaluated
+        under); ``options`` go to the engine.
+        """
+        raise NotImplementedError(f"{type(self).__name__}: no exact engine (define exact)")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
+from ..exact.expectations import protocol_result
 from ..verifiers.base import Verifier, get_verifier
 from .base import Round, RoundOutcome
 from .sampler import ChainSampler
@@ -138,6 +139,14 @@ class PathRound(Round):
             end_state=states[np.arange(R), j],
             path=x if keep_path else None,
         )
+
+    def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
+        """Exact :class:`~spectheory.exact.ProtocolResult` by the verifier's engine
+        (:func:`spectheory.exact.expectations.protocol_result`, cached per chain)."""
+        if options:
+            raise ValueError(f"options: a path round's exact engine takes none, got {sorted(options)}")
+        res = protocol_result(chain, horizon, self.gamma, bonus, self.verifier)
+        return res if cost is None else res.with_cost(cost)
 
     def __repr__(self) -> str:
         return f"PathRound(gamma={self.gamma}, verifier={self.verifier.name!r})"

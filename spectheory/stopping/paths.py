@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
-from .policies import StopContext
+from .context import StopContext
 from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 __all__ = ["evaluate_paths", "optimal_paths", "path_tree"]

@@ -83,18 +83,14 @@ class Policy:
         """Deprecated: ``st.simulate(chain, horizon, policy, n_runs, rng, cost=cost)``."""
         import warnings
 
-        from ..exact.cost import as_cost
-        from ..rounds.driver import run_rounds
-        from .round import PolicyRound
+        from ..rounds.simulate import simulate  # policies are a registered round shorthand
 
         warnings.warn(
             "Policy.simulate is deprecated; use st.simulate(chain, horizon, policy, n_runs, rng, cost=cost)",
             DeprecationWarning,
             stacklevel=2,
         )
-        return run_rounds(
-            chain, horizon, PolicyRound(self), n_runs, rng, cost=as_cost(cost), progress=progress
-        )
+        return simulate(chain, horizon, self, n_runs, rng, cost=cost, progress=progress)
 
     @property
     def name(self) -> str:

@@ -20,6 +20,7 @@ from ..rounds.base import Round, RoundOutcome
 from ..rounds.sampler import DRAFT, RESIDUAL, TARGET
 from ..verifiers.base import get_verifier
 from .context import StopContext
+from .evaluate import evaluate_policy
 
 __all__ = ["PolicyRound"]
 
@@ -141,6 +142,12 @@ class PolicyRound(Round):
             path=xs,
             memory=np.asarray(policy.next_memory(memory, j == k), dtype=np.int64),
         )
+
+    def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
+        """Exact :class:`~spectheory.stopping.PolicyValue` under ``cost``
+        (:func:`~spectheory.stopping.evaluate_policy`; ``options``: its ``method``,
+        ``max_nodes``, ``progress``)."""
+        return evaluate_policy(chain, self.policy, horizon, cost, bonus=bonus, **options)
 
     def __repr__(self) -> str:
         return f"PolicyRound({self.policy.name})"

@@ -216,7 +216,9 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=T
     import warnings
 
     from ..rounds.driver import run_rounds
-    from .round import BatchRound
+    from ..rounds.normalize import as_round
+    from .batch_verifier import BATCH_TREE
+    from .draft_tree import DraftTree
 
     warnings.warn(
         "simulate_batch_tree is deprecated; use st.simulate(chain, horizon, "
@@ -224,9 +226,11 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=T
         DeprecationWarning,
         stacklevel=2,
     )
-    res = run_rounds(
-        chain, horizon, BatchRound(M, gamma, reading="tree"), n_runs, rng, bonus=bonus, progress=False
-    )
+    # BatchRound(M, gamma, reading="tree") is this tree round (trees.round imports this module)
+    T = chain.check_horizon(horizon)
+    tree = DraftTree.paths(check_int(M, "M", 1), T if gamma is None else check_int(gamma, "gamma", 1))
+    rnd = as_round(tree=tree, verifier=BATCH_TREE)
+    res = run_rounds(chain, T, rnd, n_runs, rng, bonus=bonus, progress=False)
     return {"rejections": res.rejections, "target_calls": res.target_calls, "accepted": res.accepted}
 
 

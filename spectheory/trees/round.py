@@ -25,8 +25,10 @@ import numpy as np
 from .._guards import check_int
 from ..rounds.base import Round, RoundOutcome
 from ..rounds.normalize import register_round_shorthand
+from .batch_tree import batch_tree_expected
 from .batch_verifier import BATCH_TREE
 from .draft_tree import DraftTree
+from .exact import tree_protocol
 from .verifiers import get_tree_verifier
 
 __all__ = ["TreeRound", "BatchRound", "MAX_ELEMENTS"]
@@ -157,6 +159,13 @@ class TreeRound(Round):
             path=path,
         )
 
+    def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
+        """Exact :class:`~spectheory.trees.TreeProtocolResult` (:func:`~spectheory.trees.tree_protocol`;
+        ``options``: its ``method``)."""
+        T = chain.check_horizon(horizon)
+        res = tree_protocol(chain, T, self.tree_for(T), self.verifier, bonus, **options)
+        return res if cost is None else res.with_cost(cost)
+
     def __repr__(self) -> str:
         return f"TreeRound({self.tree!r}, verifier={self.verifier.name!r})"
 
@@ -223,6 +232,19 @@ class BatchRound(TreeRound):
     def describe(self) -> str:
         length = "to the end of the horizon" if self.gamma is None else f"of {self.gamma} tokens"
         return f"{self.M} i.i.d. drafts {length}, {self.reading} reading"
+
+    def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
+        """Exact values: the tree reading by :func:`~spectheory.trees.batch_tree.batch_tree_expected`
+        (a :class:`~spectheory.trees.BatchTreeResult`), the first-token reading as ``tree_rrs`` on
+        the ``M`` paths (:meth:`TreeRound.exact`)."""
+        if self.reading != "tree":
+            return super().exact(chain, horizon, bonus=bonus, cost=cost, **options)
+        if options:
+            raise ValueError(
+                f"options: the batch tree reading's exact engine takes none, got {sorted(options)}"
+            )
+        res = batch_tree_expected(chain, horizon, self.M, gamma=self.gamma, bonus=bonus)
+        return res if cost is None else res.with_cost(cost)
 
     def __repr__(self) -> str:
         return f"BatchRound(M={self.M}, gamma={self.gamma}, reading={self.reading!r})"

@@ -106,3 +106,49 @@ def test_renamed_members_warn_and_keep_their_values():
     batch = batch_tree_expected(chain, 6, 2)
     with pytest.warns(DeprecationWarning, match="rejection_by_position"):
         np.testing.assert_array_equal(batch.rejection_profile, batch.rejection_by_position)
+
+
+# ------------------------------------------------------------ one entry point
+def test_chain_protocol_takes_every_round_kind_and_calls_its_engine():
+    from spectheory.stopping import ConfidenceThreshold, PolicyRound
+    from spectheory.trees import BatchRound, TreeRound
+
+    chain = st.DecodingChain.random(3, concentration=0.7, rng=3)
+    T, tree = 8, DraftTree.from_branching([2, 1])
+    conf = ConfidenceThreshold(0.5, max_depth=3)
+    cases = [
+        (3, chain.protocol(T, gamma=3)),
+        (st.PathRound(3, "block"), chain.protocol(T, 3, verifier="block")),
+        (tree, tree_protocol(chain, T, tree, "tree_rrs")),
+        (TreeRound(tree, "traversal"), tree_protocol(chain, T, tree, "traversal")),
+        (conf, evaluate_policy(chain, conf, T, 0.1)),
+        (PolicyRound(conf), evaluate_policy(chain, conf, T, 0.1)),
+        (BatchRound(2, 3, reading="tree"), batch_tree_expected(chain, T, 2, gamma=3, bonus=True)),
+        (BatchRound(2, 3), tree_protocol(chain, T, DraftTree.paths(2, 3), "tree_rrs")),
+    ]
+    for rnd, want in cases:
+        got = chain.protocol(T, rnd, cost=0.1)
+        assert type(got) is type(want), rnd
+        for name in COUNTERS:
+            assert abs(getattr(got, name) - getattr(want, name)) < 1e-12, (rnd, name)
+        assert got.speedup() == got.speedup(0.1)  # the cost given is the default
+    assert chain.protocol(T, 3) is chain.protocol(T, gamma=3, verifier="token")  # cached
+    assert chain.protocol(T, tree=tree, verifier="tree_rrs_wo").rejections == pytest.approx(
+        tree_protocol(chain, T, tree, "tree_rrs_wo").rejections, abs=1e-12
+    )
+    assert chain.protocol(T, policy=conf, cost=0.1).time() == evaluate_policy(chain, conf, T, 0.1).time()
+    assert chain.protocol(T, tree, method="enumerate").target_calls == pytest.approx(
+        chain.protocol(T, tree).target_calls, abs=1e-12
+    )
+
+
+def test_chain_protocol_refuses_ambiguous_or_unknown_rounds():
+    chain = st.DecodingChain.random(3, rng=0)
+    with pytest.raises(ValueError, match="exactly one of round, gamma, tree, policy"):
+        chain.protocol(8)
+    with pytest.raises(ValueError, match="exactly one"):
+        chain.protocol(8, 2, tree=DraftTree.from_branching([2]))
+    with pytest.raises(ValueError, match="round"):
+        chain.protocol(8, "two")
+    with pytest.raises(ValueError, match="options"):
+        chain.protocol(8, 2, method="enumerate")
