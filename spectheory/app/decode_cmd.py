@@ -21,12 +21,15 @@ import numpy as np
 from ..laws.closed_form import expected_tokens_per_call
 
 if TYPE_CHECKING:
-    import torch
+    pass
+
+if TYPE_CHECKING:
+    from ..decoder.batching import CausalLM
 
 
 def acceptance_along(
-    target: torch.nn.Module,
-    draft: torch.nn.Module,
+    target: CausalLM,
+    draft: CausalLM,
     prompt_ids: Sequence[int],
     new_ids: Sequence[int],
     temperature: float = 1.0,

@@ -19,7 +19,9 @@ drafts. Windows of a batched call are right-aligned on each row's last needed po
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -28,6 +30,8 @@ from .._guards import check_int
 from .sampling import check_sampling_args
 
 __all__ = [
+    "CausalLM",
+    "Prompt",
     "Batch",
     "make_batch",
     "place",
@@ -41,6 +45,37 @@ __all__ = [
 
 
 # ----------------------------------------------------------------------------- setup
+
+
+class CausalLM(Protocol):
+    """The model contract above, for the type checker: any ``torch.nn.Module`` with these members.
+
+    Structural (nothing to inherit): :class:`~spectheory.decoder.model.GPT`,
+    :class:`~spectheory.decoder.ngram.NGramModel`, :class:`~spectheory.decoder.hf.HFCausalLM`
+    and a user's module with ``vocab_size``, ``max_seq_len`` and ``new_cache`` all qualify.
+    """
+
+    @property
+    def vocab_size(self) -> int: ...
+
+    @property
+    def max_seq_len(self) -> int | None: ...
+
+    def new_cache(self, batch_size: int, max_len: int, device: Any = None, dtype: Any = None) -> Any: ...
+
+    def __call__(self, ids: torch.Tensor, *args: Any, **kwargs: Any) -> Any: ...
+
+    def to(self, *args: Any, **kwargs: Any) -> Any: ...
+
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]: ...
+
+    def buffers(self, recurse: bool = True) -> Iterator[torch.Tensor]: ...
+
+
+#: A prompt: token ids as a list, a 1-d integer array or tensor, or bytes (byte-level models).
+Prompt = Sequence[int] | bytes | bytearray | np.ndarray | torch.Tensor
+
+
 @dataclass
 class Batch:
     tokens: torch.Tensor  # [B, cap] committed tokens, then this round's drafts
@@ -49,11 +84,12 @@ class Batch:
     end: torch.Tensor  # [B] prompt_len + max_new_tokens
 
     @property
-    def remaining(self):
+    def remaining(self) -> torch.Tensor:
         return self.end - self.seq_len
 
 
-def as_prompt(p, i: int, vocab: int) -> list[int]:
+def as_prompt(p: Prompt, i: int, vocab: int) -> list[int]:
+    ids: list[Any] | None
     if isinstance(p, (bytes, bytearray)):
         ids = list(p)
     elif isinstance(p, torch.Tensor):
@@ -70,7 +106,7 @@ def as_prompt(p, i: int, vocab: int) -> list[int]:
     return ids
 
 
-def make_batch(prompts, max_new_tokens: int, models: dict, device) -> Batch:
+def make_batch(prompts: Sequence[Prompt], max_new_tokens: int, models: dict, device: torch.device) -> Batch:
     if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__"):
         raise ValueError("prompts: expected a list of token sequences (list of lists/arrays/bytes)")
     if len(prompts) == 0:
@@ -95,7 +131,9 @@ def make_batch(prompts, max_new_tokens: int, models: dict, device) -> Batch:
     )
 
 
-def place(model, device, dtype):
+def place(
+    model: CausalLM, device: str | torch.device | None, dtype: torch.dtype | str | None
+) -> tuple[torch.device, torch.dtype]:
     """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
     if isinstance(dtype, str):  # "float16" as well as torch.float16
         from .hf import as_torch_dtype
@@ -112,7 +150,9 @@ def place(model, device, dtype):
     return dev, dt
 
 
-def check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
+def check_common(
+    models: dict, max_new_tokens: int, temperature: float, top_k: int | None, top_p: float | None
+) -> tuple[int, tuple[float, int | None, float | None]]:
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
     sampling = check_sampling_args(temperature, top_k, top_p)
     vocabs = {name: getattr(m, "vocab_size", None) for name, m in models.items()}
@@ -129,13 +169,15 @@ def check_common(models: dict, max_new_tokens, temperature, top_k, top_p):
     return max_new_tokens, sampling
 
 
-def sync(device):
+def sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
 # ----------------------------------------------------------------------------- model calls
-def forward_window(model, cache, tokens, cached, end):
+def forward_window(
+    model: CausalLM, cache: Any, tokens: torch.Tensor, cached: torch.Tensor, end: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start."""
     width = int((end - cached).max().item())
     start = torch.clamp(torch.minimum(cached, end - width), min=0)
@@ -144,7 +186,7 @@ def forward_window(model, cache, tokens, cached, end):
     return logits, start
 
 
-def prefill(model, cache, batch: Batch) -> torch.Tensor:
+def prefill(model: CausalLM, cache: Any, batch: Batch) -> torch.Tensor:
     """Cache every prompt token but the last; return the new ``cached`` lengths."""
     cached = torch.zeros_like(batch.seq_len)
     if int((batch.seq_len - 1).max().item()) > 0:
@@ -152,7 +194,7 @@ def prefill(model, cache, batch: Batch) -> torch.Tensor:
     return batch.seq_len - 1
 
 
-def stop_at_eos(batch, eos):
+def stop_at_eos(batch: Batch, eos: int) -> None:
     """Rows whose last committed token is ``eos`` are finished: their end moves to here."""
     rows = torch.arange(batch.tokens.shape[0], device=batch.tokens.device)
     last = batch.tokens[rows, (batch.seq_len - 1).clamp(min=0)]
@@ -160,7 +202,7 @@ def stop_at_eos(batch, eos):
     batch.end = torch.where(done, batch.seq_len, batch.end)
 
 
-def new_tokens(batch, max_new_tokens):
+def new_tokens(batch: Batch, max_new_tokens: int) -> list[np.ndarray]:
     """Each row's new tokens: ``max_new_tokens`` of them, or up to and including its eos."""
     out = batch.tokens.cpu().numpy()
     ends = torch.minimum(batch.seq_len, batch.prompt_len + max_new_tokens).tolist()

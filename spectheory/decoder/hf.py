@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import os
+from typing import Any
 
 import torch
 from torch import nn
@@ -25,7 +26,7 @@ from torch import nn
 __all__ = ["HFCausalLM", "HFKVCache", "as_torch_dtype"]
 
 
-def as_torch_dtype(dtype):
+def as_torch_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
     """``torch.float16``, ``"float16"``, ``"fp16"``, ``"bf16"`` ... as a torch dtype (None passes).
 
     Examples
@@ -90,9 +91,9 @@ class HFKVCache:
         :mod:`spectheory.decoder.hf_tree`), ``-1`` for committed slots.
     """
 
-    def __init__(self, batch_size: int, max_len: int, device=None):
+    def __init__(self, batch_size: int, max_len: int, device: str | torch.device | None = None) -> None:
         self.batch_size, self.max_len, self.device = batch_size, max_len, device
-        self.kv = None
+        self.kv: Any = None  # a transformers DynamicCache once used
         self.position = torch.zeros(batch_size, 0, dtype=torch.int64, device=device)
         self.live = torch.zeros(batch_size, 0, dtype=torch.bool, device=device)
         self.node = torch.zeros(batch_size, 0, dtype=torch.int64, device=device)
@@ -137,7 +138,13 @@ class HFKVCache:
                 self.kv, lambda t: t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
             )
 
-    def append(self, start: torch.Tensor, length: int, positions=None, node=None) -> None:
+    def append(
+        self,
+        start: torch.Tensor,
+        length: int,
+        positions: torch.Tensor | None = None,
+        node: torch.Tensor | None = None,
+    ) -> None:
         pos = start[:, None] + torch.arange(length, device=start.device) if positions is None else positions
         self.position = torch.cat([self.position, pos], 1)
         self.live = torch.cat([self.live, torch.ones_like(pos, dtype=torch.bool)], 1)
@@ -189,7 +196,16 @@ class HFCausalLM(nn.Module):
     (40, 32, True)
     """
 
-    def __init__(self, hf_model, vocab_size=None, max_seq_len=None, device=None, dtype=None):
+    _tree_mask_ok: bool  # set by decoder.hf_tree.accepts_tree_mask once probed
+
+    def __init__(
+        self,
+        hf_model: Any,
+        vocab_size: int | None = None,
+        max_seq_len: int | None = None,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | str | None = None,
+    ) -> None:
         super().__init__()
         if isinstance(hf_model, HFCausalLM):
             raise ValueError("hf_model: already an HFCausalLM (wrap the transformers model once)")
@@ -219,7 +235,15 @@ class HFCausalLM(nn.Module):
         self._cache_arg = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
 
     @classmethod
-    def from_pretrained(cls, path, device=None, dtype=None, vocab_size=None, max_seq_len=None, **kwargs):
+    def from_pretrained(
+        cls,
+        path: str | os.PathLike,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | str | None = None,
+        vocab_size: int | None = None,
+        max_seq_len: int | None = None,
+        **kwargs: Any,
+    ) -> HFCausalLM:
         """Load ``AutoModelForCausalLM`` from a LOCAL folder (never downloads).
 
         ``dtype`` may be a torch dtype or its name (``"float16"``).
@@ -234,12 +258,18 @@ class HFCausalLM(nn.Module):
         dtype = as_torch_dtype(dtype)
         if not os.path.isdir(path):
             raise ValueError(f"path: {path!r} is not a local directory (nothing is downloaded)")
-        model = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **kwargs)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, **kwargs)
         if device is not None or dtype is not None:
             model = model.to(device=device, dtype=dtype)  # our own fresh copy: moving it is fine
         return cls(model, vocab_size=vocab_size, max_seq_len=max_seq_len)
 
-    def new_cache(self, batch_size, max_len, device=None, dtype=None) -> HFKVCache:
+    def new_cache(
+        self,
+        batch_size: int,
+        max_len: int,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> HFKVCache:
         """An empty cache for ``batch_size`` rows of up to ``max_len`` positions (dtype: the model's)."""
         for name, value in (("batch_size", batch_size), ("max_len", max_len)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -250,7 +280,9 @@ class HFCausalLM(nn.Module):
             device = next(self.model.parameters()).device
         return HFKVCache(batch_size, max_len, device)
 
-    def forward(self, ids, cache: HFKVCache | None = None, start=None):
+    def forward(
+        self, ids: torch.Tensor, cache: HFKVCache | None = None, start: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Logits ``[B, L, V]`` for ``ids [B, L]``; with a cache, rows start at ``start [B]``."""
         if ids.ndim != 2:
             raise ValueError(f"ids: expected shape [B, L], got {tuple(ids.shape)}")

@@ -11,15 +11,25 @@ generation token for token (tests/decoder/test_hf_generate.py).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import torch
 
 from .hf import HFCausalLM
 from .speculative import speculative_generate
 
+if TYPE_CHECKING:
+    from ..verifiers import Verifier
+    from .stats import GenerationResult
+
+if TYPE_CHECKING:
+    from .batching import CausalLM
+
 __all__ = ["hf_speculative_generate", "prompts_from_mask"]
 
 
-def prompts_from_mask(input_ids, attention_mask=None) -> list[list[int]]:
+def prompts_from_mask(input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None) -> list[list[int]]:
     """Rows of ``input_ids`` without their padding: the positions where ``attention_mask`` is 1.
 
     Each row's ones must form one contiguous run (left or right padding); anything else (a
@@ -63,29 +73,29 @@ def prompts_from_mask(input_ids, attention_mask=None) -> list[list[int]]:
     return prompts
 
 
-def _wrap(model, name):
+def _wrap(model: Any, name: str) -> CausalLM:
     return (
         model if isinstance(model, HFCausalLM) else HFCausalLM(model) if hasattr(model, "config") else model
     )
 
 
 def hf_speculative_generate(
-    target,
-    draft,
-    input_ids,
-    max_new_tokens,
-    gamma=4,
+    target: torch.nn.Module,
+    draft: torch.nn.Module,
+    input_ids: torch.Tensor,
+    max_new_tokens: int,
+    gamma: int = 4,
     *,
-    attention_mask=None,
-    do_sample=True,
-    temperature=1.0,
-    top_k=None,
-    top_p=None,
-    eos_token_id=None,
-    bonus=True,
-    verifier="token",
-    seed=0,
-):
+    attention_mask: torch.Tensor | None = None,
+    do_sample: bool = True,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    eos_token_id: int | None = None,
+    bonus: bool = True,
+    verifier: str | Verifier = "token",
+    seed: int | Sequence[int] = 0,
+) -> GenerationResult:
     """Speculative decoding of a padded Hugging Face batch, lossless with respect to ``target``.
 
     Parameters
@@ -114,15 +124,15 @@ def hf_speculative_generate(
     """
     if not isinstance(do_sample, bool):
         raise ValueError(f"do_sample: expected True or False, got {do_sample!r}")
-    target, draft = _wrap(target, "target"), _wrap(draft, "draft")
+    tgt, drf = _wrap(target, "target"), _wrap(draft, "draft")
     prompts = prompts_from_mask(input_ids, attention_mask)
     if eos_token_id is None:
-        eos = getattr(target, "eos_token_id", None)
+        eos = getattr(tgt, "eos_token_id", None)
         eos = eos[0] if isinstance(eos, (list, tuple)) and eos else eos
-        eos_token_id = eos if isinstance(eos, int) and 0 <= eos < target.vocab_size else None
+        eos_token_id = eos if isinstance(eos, int) and 0 <= eos < tgt.vocab_size else None
     return speculative_generate(
-        target,
-        draft,
+        tgt,
+        drf,
         prompts,
         max_new_tokens,
         gamma,

@@ -27,10 +27,14 @@ path without cache (:func:`spectheory.decoder.tree_attention.tree_logits`), with
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import torch
 
 from .hf import HFCausalLM, HFKVCache
+
+if TYPE_CHECKING:
+    from .tree_attention import TreeLayout
 
 __all__ = ["accepts_tree_mask", "hf_tree_logits", "hf_keep_path"]
 
@@ -46,7 +50,7 @@ def _model_dtype(lm):
     return p.dtype if p is not None and p.is_floating_point() else torch.float32
 
 
-def accepts_tree_mask(lm) -> bool:
+def accepts_tree_mask(lm: HFCausalLM) -> bool:
     """Whether the wrapped model honours a custom 4-d float mask with ``position_ids`` (probed once).
 
     The probe scores ``[a, b, c]`` with ``c`` hiding ``b`` and sitting at position 1, and
@@ -90,7 +94,15 @@ def accepts_tree_mask(lm) -> bool:
     return ok
 
 
-def hf_tree_logits(lm, cache: HFKVCache, root_slot, node_tokens, layout, lo, hi):
+def hf_tree_logits(
+    lm: HFCausalLM,
+    cache: HFKVCache,
+    root_slot: torch.Tensor,
+    node_tokens: torch.Tensor,
+    layout: TreeLayout,
+    lo: int,
+    hi: int,
+) -> torch.Tensor:
     """Logits ``[B, hi - lo, V]`` after the tree nodes at offsets ``lo .. hi - 1`` in one call.
 
     ``root_slot [B]`` is the root's position. With ``lo = 0`` the call first rolls the cache
@@ -132,7 +144,9 @@ def hf_tree_logits(lm, cache: HFKVCache, root_slot, node_tokens, layout, lo, hi)
     return out.logits[..., : lm.vocab_size]
 
 
-def hf_keep_path(cache: HFKVCache, root_slot, path_offsets, n_keep):
+def hf_keep_path(
+    cache: HFKVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+) -> None:
     """Keep the root and the first ``n_keep[b]`` nodes of ``path_offsets [B, D]`` as committed
     slots; kill every other tree slot of the round."""
     if cache.physical_len == 0:

@@ -82,7 +82,16 @@ class KVCache:
     ``start`` (see the module docstring), so a rollback needs no explicit truncation.
     """
 
-    def __init__(self, n_layer, batch_size, max_len, n_head, head_dim, device, dtype):
+    def __init__(
+        self,
+        n_layer: int,
+        batch_size: int,
+        max_len: int,
+        n_head: int,
+        head_dim: int,
+        device: str | torch.device | None,
+        dtype: torch.dtype,
+    ) -> None:
         shape = (n_layer, batch_size, max_len, n_head, head_dim)
         self.k = torch.zeros(shape, device=device, dtype=dtype)  # [n_layer, B, T, H, D]
         self.v = torch.zeros(shape, device=device, dtype=dtype)  # [n_layer, B, T, H, D]
@@ -96,7 +105,14 @@ class KVCache:
         )
 
 
-def check_ids_start(ids, cache, start, max_seq_len, cache_batch, cache_len):
+def check_ids_start(
+    ids: torch.Tensor,
+    cache: object,
+    start: torch.Tensor | None,
+    max_seq_len: int,
+    cache_batch: int | None,
+    cache_len: int | None,
+) -> torch.Tensor | None:
     """Validate a model call; return ``pos [B, L]`` (absolute positions) or None.
 
     Shared by every model of the package so that all raise the same errors.
@@ -116,6 +132,8 @@ def check_ids_start(ids, cache, start, max_seq_len, cache_batch, cache_len):
         return None
     if start is None:
         raise ValueError("start (LongTensor [B]) is required when cache is given")
+    if cache_len is None:
+        raise ValueError("cache_len: required when cache is given (the cache's max_len)")
     start = torch.as_tensor(start, device=ids.device)
     if start.shape != (B,):
         raise ValueError(f"start must have shape [B]=[{B}], got {tuple(start.shape)}")
@@ -134,13 +152,19 @@ def check_ids_start(ids, cache, start, max_seq_len, cache_batch, cache_len):
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention, optionally reading/writing a KV cache."""
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.n_head, self.head_dim = config.n_head, config.head_dim
         self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)  # C -> 3C
         self.proj = nn.Linear(config.n_embd, config.n_embd)  # C -> C
 
-    def forward(self, x, layer_cache=None, pos=None, attn_mask=None):
+    def forward(
+        self,
+        x: torch.Tensor,
+        layer_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
+        pos: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         B, L, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x [B, L, C]
         q = q.view(B, L, self.n_head, self.head_dim)  # [B, L, H, D]
@@ -151,6 +175,8 @@ class CausalSelfAttention(nn.Module):
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
             )  # [B, H, L, D]
         else:
+            if pos is None:
+                raise ValueError("pos: the positions [B, L] are required with layer_cache")
             k_cache, v_cache = layer_cache  # [B, T, H, D] each
             rows = torch.arange(B, device=x.device)[:, None]  # [B, 1]
             k_cache[rows, pos] = k.to(k_cache.dtype)  # write at [b, pos[b, i]]
@@ -173,26 +199,32 @@ class CausalSelfAttention(nn.Module):
 class MLP(nn.Module):
     """Position-wise feed-forward: C -> 4C -> GELU -> C."""
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.fc = nn.Linear(config.n_embd, 4 * config.n_embd)
         self.proj = nn.Linear(4 * config.n_embd, config.n_embd)
 
-    def forward(self, x):  # [B, L, C]
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(F.gelu(self.fc(x)))  # [B, L, C]
 
 
 class Block(nn.Module):
     """Pre-LayerNorm transformer block: x + attn(ln(x)), then x + mlp(ln(x))."""
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.ln_1 = nn.LayerNorm(config.n_embd)
         self.attn = CausalSelfAttention(config)
         self.ln_2 = nn.LayerNorm(config.n_embd)
         self.mlp = MLP(config)
 
-    def forward(self, x, layer_cache=None, pos=None, attn_mask=None):  # [B, L, C]
+    def forward(
+        self,
+        x: torch.Tensor,
+        layer_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
+        pos: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         x = x + self.attn(self.ln_1(x), layer_cache, pos, attn_mask)
         x = x + self.mlp(self.ln_2(x))
         return x  # [B, L, C]
@@ -219,7 +251,7 @@ class GPT(nn.Module):
     True
     """
 
-    def __init__(self, config: GPTConfig):
+    def __init__(self, config: GPTConfig) -> None:
         super().__init__()
         self.config = config
         self.wte = nn.Embedding(config.vocab_size, config.n_embd)  # token embedding, tied head
@@ -251,7 +283,13 @@ class GPT(nn.Module):
         """Number of parameters (the tied head counted once)."""
         return sum(p.numel() for p in self.parameters())
 
-    def new_cache(self, batch_size, max_len, device=None, dtype=None) -> KVCache:
+    def new_cache(
+        self,
+        batch_size: int,
+        max_len: int,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> KVCache:
         """An empty :class:`KVCache` for ``batch_size`` sequences of up to ``max_len``
         positions (``max_len <= max_seq_len``); device/dtype default to the model's."""
         for name, value in (("batch_size", batch_size), ("max_len", max_len)):
@@ -272,13 +310,13 @@ class GPT(nn.Module):
 
     def forward(
         self,
-        ids,
+        ids: torch.Tensor,
         cache: KVCache | None = None,
-        start=None,
-        positions=None,
-        attn_mask=None,
-        return_hidden=False,
-    ):
+        start: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+        return_hidden: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """Logits ``[B, L, V]`` for ``ids [B, L]``; see the module docstring for caching.
 
         Tree attention (used by :mod:`spectheory.decoder.tree_attention`): with a cache,

@@ -31,6 +31,10 @@ True
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 import torch
 import torch.nn as nn
@@ -45,7 +49,7 @@ MAX_STATES = 1 << 16  # the dense log-prob table is [S, V]; order <= 3 for V = 2
 class NGramCache:
     """Token history ``[B, max_len]`` (int64); entries past a call's positions are stale."""
 
-    def __init__(self, batch_size, max_len, device):
+    def __init__(self, batch_size: int, max_len: int, device: str | torch.device | None) -> None:
         self.history = torch.zeros(batch_size, max_len, dtype=torch.long, device=device)
         self.batch_size = batch_size
         self.max_len = max_len
@@ -73,7 +77,18 @@ class NGramModel(nn.Module):
         Left padding of short histories; default newline (10), or 0 when ``V <= 10``.
     """
 
-    def __init__(self, index, counts, order, alpha, vocab_size=256, pad_byte=None, max_seq_len=1 << 16):
+    logprobs: torch.Tensor  # registered buffer [S, V]
+
+    def __init__(
+        self,
+        index: np.ndarray,
+        counts: np.ndarray,
+        order: int,
+        alpha: float,
+        vocab_size: int = 256,
+        pad_byte: int | None = None,
+        max_seq_len: int = 1 << 16,
+    ) -> None:
         super().__init__()
         if pad_byte is None:
             pad_byte = 10 if vocab_size > 10 else 0
@@ -103,7 +118,9 @@ class NGramModel(nn.Module):
 
     # -------------------------------------------------------------- construction and storage
     @classmethod
-    def from_bytes(cls, data, order=2, alpha=0.5, **kwargs):
+    def from_bytes(
+        cls, data: bytes | np.ndarray, order: int = 2, alpha: float = 0.5, **kwargs: Any
+    ) -> NGramModel:
         """Count the order-``order`` n-grams of the byte stream ``data`` (uint8 ``[N]``)."""
         data = np.asarray(data)
         if data.ndim != 1 or data.size < order:
@@ -116,7 +133,7 @@ class NGramModel(nn.Module):
         index, counts = np.unique(codes, return_counts=True)
         return cls(index, counts, order, alpha, **kwargs)
 
-    def save(self, path):
+    def save(self, path: str | os.PathLike) -> None:
         """Save as compressed ``.npz`` of sparse counts (uint32 codes and counts)."""
         code_dtype = np.uint32 if self.num_states * self.vocab_size <= 2**32 else np.uint64
         np.savez_compressed(
@@ -130,7 +147,7 @@ class NGramModel(nn.Module):
         )
 
     @classmethod
-    def load(cls, path):
+    def load(cls, path: str | os.PathLike) -> NGramModel:
         """Inverse of :meth:`save`."""
         with np.load(path) as f:
             return cls(
@@ -164,7 +181,7 @@ class NGramModel(nn.Module):
         x = np.arange(self.vocab_size, dtype=np.int64)[None, :]
         return (s * self.vocab_size + x) % self.num_states
 
-    def state_index(self, context) -> int:
+    def state_index(self, context: bytes | Sequence[int]) -> int:
         """State of a byte context (any length; the last ``order - 1`` bytes count,
         left-padded with ``pad_byte``)."""
         context = list(bytes(context) if isinstance(context, (bytes, bytearray)) else context)
@@ -183,7 +200,13 @@ class NGramModel(nn.Module):
         return self.state_index([])
 
     # -------------------------------------------------------------- the model interface
-    def new_cache(self, batch_size, max_len, device=None, dtype=None) -> NGramCache:
+    def new_cache(
+        self,
+        batch_size: int,
+        max_len: int,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> NGramCache:
         """A history cache (``dtype`` is accepted for interface compatibility, unused)."""
         for name, value in (("batch_size", batch_size), ("max_len", max_len)):
             if not isinstance(value, int) or value < 1:
@@ -202,7 +225,9 @@ class NGramModel(nn.Module):
             state = state * self.vocab_size + byte
         return state
 
-    def forward(self, ids, cache: NGramCache | None = None, start=None):
+    def forward(
+        self, ids: torch.Tensor, cache: NGramCache | None = None, start: torch.Tensor | None = None
+    ) -> torch.Tensor:
         """Logits (log-probabilities) ``[B, L, V]`` of the next byte after each position."""
         cache_batch = cache.batch_size if cache is not None else None
         cache_len = cache.max_len if cache is not None else None
@@ -210,7 +235,7 @@ class NGramModel(nn.Module):
         ids = ids.long()
         if (ids.min() < 0) or (ids.max() >= self.vocab_size):
             raise ValueError(f"ids must be in [0, {self.vocab_size})")
-        if pos is None:
+        if cache is None or pos is None:  # pos is None exactly when there is no cache
             history = ids
             pos = torch.arange(ids.shape[1], device=ids.device).expand_as(ids)
         else:

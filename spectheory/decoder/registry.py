@@ -71,10 +71,16 @@ def model_info(name: str) -> dict:
     return _read_info(WEIGHTS_DIR, name)
 
 
-def load_model_from(folder, name, device="cpu", dtype=None):
+def load_model_from(
+    folder: str | os.PathLike,
+    name: str,
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+) -> torch.nn.Module:
     """Load model ``name`` from ``folder`` (holding ``<name>.json`` and its weights file)."""
     info = _read_info(folder, name)
     path = os.path.join(folder, info["weights_file"])
+    model: GPT | NGramModel
     if info["kind"] == "gpt":
         model = GPT(GPTConfig(**info["config"]))
         state = torch.load(path, map_location="cpu", weights_only=True)
@@ -89,7 +95,9 @@ def load_model_from(folder, name, device="cpu", dtype=None):
     return model.eval()
 
 
-def load_model(name: str, device="cpu", dtype=None):
+def load_model(
+    name: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
+) -> torch.nn.Module:
     """Load a shipped model in eval mode on ``device`` (weights cast to ``dtype``,
     float32 by default; the stored weights are fp16)."""
     return load_model_from(WEIGHTS_DIR, name, device=device, dtype=dtype)

@@ -19,6 +19,8 @@ outputs are combined into a 53-bit float64 uniform ``(m + 1/2) / 2**53`` in ``(0
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
+from typing import cast
 
 import torch
 
@@ -115,7 +117,7 @@ def derive_seed(seed: int, *keys: int) -> int:
     return int(((h[0] << 31) | (h[1] >> 1))[0])
 
 
-def check_seeds(seed, batch_size: int) -> list[int]:
+def check_seeds(seed: int | Sequence[int], batch_size: int) -> list[int]:
     """Per-sequence seeds: an int ``s`` gives :func:`row_seeds` ``(s, batch_size)``; a
     sequence gives one seed per row, taken as is.
 
@@ -129,7 +131,7 @@ def check_seeds(seed, batch_size: int) -> list[int]:
             raise ValueError(f"seed: seeds must lie in [0, 2**63), got {seed}")
         return row_seeds(int(seed), batch_size)
     try:
-        seeds = list(seed)
+        seeds = list(cast("Sequence[int]", seed))
     except TypeError:
         raise ValueError(f"seed: expected an int or a sequence of ints, got {seed!r}") from None
     if len(seeds) != batch_size:
@@ -144,12 +146,14 @@ def check_seeds(seed, batch_size: int) -> list[int]:
     return seeds
 
 
-def seed_tensor(seeds, device=None) -> torch.Tensor:
+def seed_tensor(
+    seeds: Sequence[int] | torch.Tensor, device: str | torch.device | None = None
+) -> torch.Tensor:
     """``int64`` tensor ``[B]`` of per-sequence seeds (see :func:`check_seeds`)."""
     return torch.tensor(list(seeds), dtype=torch.int64, device=device)
 
 
-def uniforms(seeds: torch.Tensor, *counters) -> torch.Tensor:
+def uniforms(seeds: torch.Tensor, *counters: int | torch.Tensor) -> torch.Tensor:
     """Uniforms in ``(0, 1)`` as a pure function of the seeds and integer counters.
 
     Parameters

@@ -16,7 +16,9 @@ import torch
 from ..verifiers.torch_forms import sample_from_uniform  # noqa: F401  (re-exported: the one inverse-CDF sampler)
 
 
-def check_sampling_args(temperature, top_k, top_p):
+def check_sampling_args(
+    temperature: float, top_k: int | None, top_p: float | None
+) -> tuple[float, int | None, float | None]:
     """Validate sampling options; return ``(temperature, top_k, top_p)`` normalised.
 
     Raises
@@ -45,7 +47,9 @@ def check_sampling_args(temperature, top_k, top_p):
     return temperature, top_k, top_p
 
 
-def logits_to_probs(logits: torch.Tensor, temperature: float = 1.0, top_k=None, top_p=None) -> torch.Tensor:
+def logits_to_probs(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
     """The sampling law over the last axis, in float64.
 
     With ``z`` the logits: ``temperature == 0`` gives the one-hot law of ``argmax z``

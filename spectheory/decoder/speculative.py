@@ -7,7 +7,9 @@ The protocol is the one of ``docs/protocol.md`` ("what is counted").
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from functools import partial
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -26,6 +28,11 @@ from .rng import (
 )
 from .sampling import logits_to_probs, sample_from_uniform
 from .stats import DecodeStats, GenerationResult, StatsRecorder
+
+if TYPE_CHECKING:
+    from ..stopping.policies import Policy
+    from ..verifiers import Verifier
+    from .batching import CausalLM, Prompt
 
 __all__ = ["speculative_generate", "autoregressive_generate"]
 
@@ -81,22 +88,24 @@ class _RoundUniforms:
     with 20,000 rows and 2 new tokens).
     """
 
-    def __init__(self, seeds, gamma: int, block: int = 64):
+    def __init__(self, seeds: torch.Tensor, gamma: int, block: int = 64) -> None:
         self.seeds, self.gamma, self.block = seeds, gamma, block
-        self.first, self.values = None, None
+        self.first: int | None = None
+        self.values: torch.Tensor | None = None
 
     def __call__(self, rnd: int, K: int, rounds_left: int | None = None) -> torch.Tensor:
-        if self.first is None or not self.first <= rnd < self.first + self.values.shape[1]:
+        first, values = self.first, self.values
+        if first is None or values is None or not first <= rnd < first + values.shape[1]:
             n = self.block if rounds_left is None else max(1, min(self.block, rounds_left))
-            self.first = rnd
+            self.first = first = rnd
             dev = self.seeds.device
             rounds = torch.arange(rnd, rnd + n, device=dev)[None, :, None, None]
             slots = torch.arange(self.gamma, device=dev)[None, None, :, None]
             purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[
                 None, None, None, :
             ]
-            self.values = uniforms(self.seeds[:, None, None, None], rounds, slots, purposes)
-        return self.values[:, rnd - self.first, :K]
+            self.values = values = uniforms(self.seeds[:, None, None, None], rounds, slots, purposes)
+        return values[:, rnd - first, :K]
 
 
 def _commit(batch, k, verdict):
@@ -124,22 +133,22 @@ def _cut_at_eos(drafts, k, eos):
 
 # ----------------------------------------------------------------------------- public API
 def speculative_generate(
-    target,
-    draft,
-    prompts,
-    max_new_tokens,
-    gamma,
-    temperature=1.0,
-    top_k=None,
-    top_p=None,
-    bonus=True,
-    verifier="token",
-    seed=0,
-    device=None,
-    dtype=None,
-    policy=None,
-    eos_token_id=None,
-):
+    target: CausalLM,
+    draft: CausalLM,
+    prompts: Sequence[Prompt],
+    max_new_tokens: int,
+    gamma: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    bonus: bool = True,
+    verifier: str | Verifier = "token",
+    seed: int | Sequence[int] = 0,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    policy: Policy | None = None,
+    eos_token_id: int | None = None,
+) -> GenerationResult:
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
     Each round, per sequence with ``r`` tokens still to generate: the draft proposes
@@ -207,7 +216,8 @@ def speculative_generate(
     gamma = check_int(gamma, "gamma", 1)
     bonus = check_bool(bonus, "bonus")
     eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", 0)
-    rule = get_verifier(verifier).torch_rule
+    rule_obj = get_verifier(verifier)
+    rule = rule_obj.torch_rule
     dev, dt_target = place(target, device, dtype)
     dev_draft, dt_draft = place(draft, dev if device is not None else None, dtype)
     if dev_draft != dev:
@@ -285,7 +295,7 @@ def speculative_generate(
         tokens = new_tokens(batch, max_new_tokens)
         sync(dev)
         times["time_total"] = time.perf_counter() - t_start
-    stats = rec.finish(verifier, bool(bonus), **times)
+    stats = rec.finish(verifier if isinstance(verifier, str) else rule_obj.name, bool(bonus), **times)
     stats.batch_draft_calls, stats.batch_target_calls = (
         calls["batch_draft_calls"],
         calls["batch_target_calls"],
@@ -294,8 +304,16 @@ def speculative_generate(
 
 
 def autoregressive_generate(
-    model, prompts, max_new_tokens, temperature=1.0, top_k=None, top_p=None, seed=0, device=None, dtype=None
-):
+    model: CausalLM,
+    prompts: Sequence[Prompt],
+    max_new_tokens: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    seed: int | Sequence[int] = 0,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+) -> GenerationResult:
     """Plain autoregressive sampling with the same options and seeding: the baseline.
 
     Token ``n`` of sequence ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of
@@ -346,6 +364,9 @@ def autoregressive_generate(
         position_checked=np.zeros((B, 0), np.int64),
         position_accepted=np.zeros((B, 0), np.int64),
         batch_target_calls=max_new_tokens,
-        **times,
+        time_prefill=times["time_prefill"],
+        time_draft=times["time_draft"],
+        time_target=times["time_target"],
+        time_total=times["time_total"],
     )
     return GenerationResult(tokens, stats)
