@@ -7,7 +7,7 @@ calls its engine (:mod:`spectheory.exact`, :mod:`spectheory.trees`, :mod:`specth
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from ..exact import iid_gap
 from ..exact.result import ExactResult
 from ..rounds.normalize import as_round
 from ..verifiers.base import get_verifier
+
+if TYPE_CHECKING:
+    from .core import DecodingChain
 
 __all__ = ["ProtocolViews"]
 
@@ -183,7 +186,7 @@ class ProtocolViews:
         5.0
         """
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).speedup(
-            check_nonneg(c, "c")
+            float(check_nonneg(c, "c"))
         )
 
     def sequence_law(self, horizon, gamma=None, bonus=True, *, method="speculative", verifier="token"):
@@ -194,4 +197,4 @@ class ProtocolViews:
 
     def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
         """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.iid_gap.leviathan_gap`."""
-        return iid_gap.leviathan_gap(self, horizon, gamma, bonus=bonus, c=c)
+        return iid_gap.leviathan_gap(cast("DecodingChain", self), horizon, gamma, bonus=bonus, c=c)

@@ -14,6 +14,7 @@ Timings are wall-clock seconds for the whole batch (CUDA synchronised before rea
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -122,7 +123,7 @@ class DecodeStats:
         ``tokens_per_call`` (mean tokens over mean calls, SE by the delta method) and ``n_runs``
         (the batch size). Batch totals, timings and rates: :meth:`totals`.
         """
-        out = {name: dict(zip(("mean", "se"), self.mean_se(name))) for name in _STATISTICS}
+        out: dict[str, Any] = {name: dict(zip(("mean", "se"), self.mean_se(name))) for name in _STATISTICS}
         tokens = self.tokens.astype(np.float64)
         c, sc = out["target_calls"]["mean"], out["target_calls"]["se"]
         t = float(tokens.mean()) if tokens.size else float("nan")
@@ -195,7 +196,9 @@ class StatsRecorder:
 
     def __init__(self, batch_size: int, gamma: int):
         self.batch_size, self.gamma = batch_size, gamma
-        self.rounds = []  # per round: (k, n_accepted, emitted, rejected), int ndarrays [B]
+        self.rounds: list[
+            tuple[np.ndarray, ...]
+        ] = []  # per round: (k, n_accepted, emitted, rejected), int ndarrays [B]
 
     def add_round(self, k, n_accepted, emitted, rejected):
         """Record one round; arguments are int/bool ndarrays [B]; rows with ``k == 0`` are idle."""

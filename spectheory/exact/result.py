@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -48,9 +48,25 @@ class ExactResult:
 
     horizon: int
     bonus: bool
-    target_calls: float
-    draft_tokens: float
-    accepted_counts: np.ndarray
+
+    if TYPE_CHECKING:  # what every subclass provides (fields or properties; not seen at run time)
+
+        @property
+        def target_calls(self) -> float: ...
+        @property
+        def rejections(self) -> float: ...
+        @property
+        def draft_tokens(self) -> float: ...
+        @property
+        def accepted(self) -> float: ...
+        @property
+        def bonus_tokens(self) -> float: ...
+        @property
+        def accepted_counts(self) -> np.ndarray: ...
+        @property
+        def rejection_by_position(self) -> np.ndarray: ...
+        @property
+        def round_starts(self) -> np.ndarray: ...
 
     @property
     def tokens_per_call(self) -> float:

@@ -139,7 +139,10 @@ def _edge_recursion(K, policy, T, cost, progress):
     M = policy.n_memory
     tk = cost.call_times(D)
     W = np.zeros((T + 1, M, K.S, N_COMP))
-    masses, xs, bon, rej = {}, {}, {}, {}
+    masses: dict = {}
+    xs: dict = {}
+    bon: dict = {}
+    rej: dict = {}
     cacheable = K.hom and not getattr(policy, "position_dependent", False)
 
     def split(n, i, m, last):

@@ -205,7 +205,7 @@ def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRun
     trans, tokens, tau = _round_start_tables(chain, cost, D)
     S = chain.n_states
     pol = np.zeros(S, dtype=np.int64)
-    lam, it = None, 0
+    lam, it = 0.0, 0
     rows = np.arange(S)
     for it in range(1, max_iter + 1):  # noqa: B007 (the iteration count is returned)
         Pp = trans[pol, rows]

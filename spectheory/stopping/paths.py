@@ -17,6 +17,8 @@ A policy picks one per node; the optimum picks the cheaper (ties: stop). The tre
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
@@ -29,7 +31,20 @@ _E = np.eye(N_COMP)
 
 
 class _Level:
+    """One depth of the drafted-path tree: per node its parent, previous state, token, state,
+    round-start state, path probability ``w``, alive probability ``rho`` and draft statistics."""
+
     __slots__ = ("parent", "prev", "token", "state", "root", "w", "rho", "top", "entropy", "token_prob")
+    parent: np.ndarray
+    prev: np.ndarray
+    token: np.ndarray
+    state: np.ndarray
+    root: np.ndarray
+    w: np.ndarray
+    rho: np.ndarray
+    top: np.ndarray
+    entropy: np.ndarray
+    token_prob: np.ndarray
 
 
 def path_tree(K, n, depth, max_nodes=2_000_000):
@@ -149,9 +164,9 @@ def optimal_paths(
     (used to check the threshold structure, ``docs/stopping.md`` Theorem 2).
     """
     T = chain.check_horizon(horizon)
-    record = [] if record_decisions else None
+    record: list[dict] | None = [] if record_decisions else None
     v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum", record)
-    extra = {"information": "path"}
+    extra: dict[str, Any] = {"information": "path"}
     if record is not None:
         extra["decisions"] = record
     return _value(T, cost, v, f"optimum (path, max_depth={max_depth})", extra)

@@ -147,7 +147,8 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeR
     def tables(n):
         key = 0 if chain.is_homogeneous else n  # one table per kernel, kept for all rounds
         if key not in cache:
-            cache[key] = _tables(*chain.kernels(n), M)
+            target, draft = chain.kernels(n)
+            cache[key] = _tables(target, draft, M)
         return cache[key]
 
     def push(vec_sv, n_dest):
