@@ -22,7 +22,8 @@ class ChainConstructors:
     """Alternative constructors of :class:`DecodingChain` (mixed into it; ``cls`` is the chain class)."""
 
     if TYPE_CHECKING:  # what the constructors use of the chain class they are mixed into
-        prefixes: list[tuple[int, ...]]
+        prefixes: list[tuple[int, ...]]  # prefix_tree: the prefix of each state
+        contexts: list[tuple[int, int]]  # validation.fit_order_k_chain: (order, key) of each state
 
         def __init__(
             self,

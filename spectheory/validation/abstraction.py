@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..chain.core import DecodingChain
@@ -37,7 +38,13 @@ def _indicator(states, n_states, weights=None):
     return sp.csr_matrix((w, (states.ravel(), np.arange(N * T))), shape=(n_states, N * T))
 
 
-def state_sums(states, laws, n_states, per_position=False, weights=None):
+def state_sums(
+    states: ArrayLike,
+    laws: np.ndarray,
+    n_states: int,
+    per_position: bool = False,
+    weights: ArrayLike | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Summed laws and counts per state (``[S, V]``, ``[S]``) or per position and state
     (``[T, S, V]``, ``[T, S]``); ``weights`` [N] weights the paths (a bootstrap resample).
 
@@ -75,15 +82,15 @@ def _normalise(sums, counts, fallback):
 
 
 def fit_abstraction(
-    states,
-    next_state,
-    initial_states,
-    target_laws,
-    draft_laws,
-    per_position=False,
-    fallback=None,
-    weights=None,
-):
+    states: ArrayLike,
+    next_state: ArrayLike | sp.spmatrix,
+    initial_states: ArrayLike,
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    per_position: bool = False,
+    fallback: tuple[np.ndarray, np.ndarray] | None = None,
+    weights: ArrayLike | None = None,
+) -> DecodingChain:
     r"""The :class:`~spectheory.DecodingChain` of a state abstraction, kernels along target paths.
 
     Parameters
@@ -120,7 +127,7 @@ def fit_abstraction(
     states = np.asarray(states, dtype=np.int64)
     V = np.shape(target_laws)[-1]
     if sp.issparse(next_state):
-        ns, S = next_state, next_state.shape[1]
+        ns, S = next_state, np.shape(next_state)[1]
     elif np.ndim(next_state) == 3:
         ns = np.asarray(next_state, dtype=np.float64)
         S = ns.shape[0]
@@ -151,7 +158,14 @@ def fit_abstraction(
     return chain
 
 
-def plugin_bound(states, target_laws, draft_laws, n_states, per_position=True, weights=None):
+def plugin_bound(
+    states: ArrayLike,
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    n_states: int,
+    per_position: bool = True,
+    weights: ArrayLike | None = None,
+) -> float:
     r"""The Jensen bound with empirical state frequencies, without building a chain.
 
     .. math:: \hat B = \frac{1}{2N}\sum_{n, s} \Big\| \sum_{(i, n) \in I_{n,s}} (p - q)(\cdot|x^{(i)}_{<n}) \Big\|_1
@@ -177,7 +191,7 @@ def plugin_bound(states, target_laws, draft_laws, n_states, per_position=True, w
     return float(0.5 * np.abs(sums).sum() / total)
 
 
-def chain_summary(chain, horizon, gamma):
+def chain_summary(chain: DecodingChain, horizon: int, gamma: int) -> dict[str, float]:
     """Predictions of a fitted chain: ``rejections`` (Theorem-1 sum, bonus off), ``target_calls``
     (bonus on, at ``gamma``) and ``tokens_per_call`` (``horizon / target_calls``)."""
     T = check_int(horizon, "horizon", 1)

@@ -19,15 +19,29 @@ percentile intervals of any fitted statistic over resampled target paths.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
 from ..chain.core import DecodingChain
+
+if TYPE_CHECKING:
+    from .context_tree import ContextTree
 
 __all__ = ["coarsen", "prefix_tree_labels", "bootstrap_weights", "bootstrap_interval"]
 
 
-def coarsen(chain, horizon, labels, n_states=None, stochastic=False):
+def coarsen(
+    chain: DecodingChain,
+    horizon: int,
+    labels: ArrayLike,
+    n_states: int | None = None,
+    stochastic: bool = False,
+) -> DecodingChain:
     r"""Exact per-position coarsening of ``chain`` along ``labels`` (fine state -> coarse state).
 
     Kernels at 0-based position ``n`` and coarse state ``c``:
@@ -117,7 +131,7 @@ def coarsen(chain, horizon, labels, n_states=None, stochastic=False):
     return DecodingChain(kern["target"], kern["draft"], initial, ns, max_horizon=T)
 
 
-def prefix_tree_labels(chain, tree):
+def prefix_tree_labels(chain: DecodingChain, tree: ContextTree) -> np.ndarray:
     """Label each prefix of a prefix-tree chain (``chain.prefixes``) by its longest suffix in
     ``tree`` (a :class:`~.context_tree.ContextTree` over the same vocabulary)."""
     V = tree.vocab_size
@@ -133,7 +147,7 @@ def prefix_tree_labels(chain, tree):
     return tree.lookup(np.array(keys, dtype=np.int64), np.array(lens))
 
 
-def bootstrap_weights(groups, n_boot, rng=None):
+def bootstrap_weights(groups: ArrayLike, n_boot: int, rng: RNGLike = None) -> np.ndarray:
     """Path weights ``[n_boot, N]`` of a bootstrap stratified by ``groups`` (the prompt of each
     path): within each group, a multinomial resample of its paths.
 
@@ -153,7 +167,13 @@ def bootstrap_weights(groups, n_boot, rng=None):
     return w
 
 
-def bootstrap_interval(statistic, groups, n_boot=200, level=0.95, rng=None):
+def bootstrap_interval(
+    statistic: Callable[[np.ndarray], float],
+    groups: ArrayLike,
+    n_boot: int = 200,
+    level: float = 0.95,
+    rng: RNGLike = None,
+) -> tuple[float, float, np.ndarray]:
     """Percentile interval of ``statistic(weights)`` over a stratified bootstrap of the paths.
 
     ``statistic`` maps path weights ``[N]`` to a float (refit with those weights). Returns

@@ -23,8 +23,11 @@ keeping the split with the largest gain in the Theorem-1 sum (the TV gain
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from .abstraction import state_sums
@@ -65,7 +68,7 @@ class ContextTree:
     [0, 1, 2, 0]
     """
 
-    def __init__(self, contexts, vocab_size=256):
+    def __init__(self, contexts: Iterable[tuple[int, int]], vocab_size: int = 256) -> None:
         V = check_int(vocab_size, "vocab_size", 2)
         todo = {(0, 0)} | {(int(l), int(k)) for l, k in contexts}
         nodes = set()
@@ -89,7 +92,7 @@ class ContextTree:
     def n_states(self) -> int:
         return len(self.contexts)
 
-    def lookup(self, keys, lengths):
+    def lookup(self, keys: np.ndarray, lengths: ArrayLike) -> np.ndarray:
         """State of the longest tree suffix of the contexts ``keys`` of lengths ``lengths``."""
         keys = np.asarray(keys, dtype=np.int64)
         lengths = np.broadcast_to(np.asarray(lengths), keys.shape)
@@ -105,7 +108,7 @@ class ContextTree:
             state = np.where(ok & (tab[pos] == q), self._offsets[j] + pos, state)
         return state
 
-    def assign(self, paths, n_prompt):
+    def assign(self, paths: np.ndarray, n_prompt: int) -> np.ndarray:
         """States ``[N, T]`` of the prefixes before each generated token of ``paths [N, L + T]``."""
         paths = np.asarray(paths, dtype=np.int64)
         L = check_int(n_prompt, "n_prompt", 0)
@@ -113,7 +116,7 @@ class ContextTree:
             raise ValueError(f"n_prompt: must be >= the tree's max order {self.max_order}, got {L}")
         return self.lookup(_keys(paths, L, self.max_order, self.vocab_size), self.max_order)
 
-    def initial_states(self, prompts):
+    def initial_states(self, prompts: np.ndarray) -> np.ndarray:
         """States of the prompts (their last ``max_order`` tokens)."""
         p = np.asarray(prompts, dtype=np.int64)
         m = self.max_order
@@ -125,7 +128,7 @@ class ContextTree:
         return self.lookup(key, m)
 
     @property
-    def next_state(self):
+    def next_state(self) -> np.ndarray:
         """``[S, V]``: the longest tree suffix of ``(context, x)``."""
         V, m = self.vocab_size, self.max_order
         lens = np.array([l for l, _ in self.contexts])
@@ -135,7 +138,9 @@ class ContextTree:
         )
         return self.lookup(new, np.minimum(lens + 1, m)[:, None])
 
-    def subtree_kernels(self, paths, n_prompt, target_laws, draft_laws):
+    def subtree_kernels(
+        self, paths: np.ndarray, n_prompt: int, target_laws: np.ndarray, draft_laws: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Back-off kernels ``(target, draft)`` ``[S, V]``: for each context, the average law over
         *all* positions whose context ends in it (its subtree), not only those in its state.
         A context no position ends in (possible only after closure) takes its suffix's."""
@@ -159,11 +164,11 @@ class ContextTree:
                     block[~seen] = 1.0 / V
                 k[sl] = block
             out.append(k)
-        return tuple(out)
+        return out[0], out[1]
 
     # ---------------------------------------------------------------- builders
     @classmethod
-    def order_k(cls, paths, n_prompt, order, vocab_size=256):
+    def order_k(cls, paths: np.ndarray, n_prompt: int, order: int, vocab_size: int = 256) -> ContextTree:
         """Every context of length ``<= order`` seen before a generated token (the order-k chain)."""
         k = check_int(order, "order", 0)
         paths = np.asarray(paths, dtype=np.int64)
@@ -173,17 +178,17 @@ class ContextTree:
     @classmethod
     def grow(
         cls,
-        paths,
-        n_prompt,
-        target_laws,
-        draft_laws,
-        budget,
-        max_order=6,
-        min_count=8,
-        min_gain=0.0,
-        vocab_size=256,
-        return_order=False,
-    ):
+        paths: np.ndarray,
+        n_prompt: int,
+        target_laws: np.ndarray,
+        draft_laws: np.ndarray,
+        budget: int,
+        max_order: int = 6,
+        min_count: int = 8,
+        min_gain: float = 0.0,
+        vocab_size: int = 256,
+        return_order: bool = False,
+    ) -> ContextTree | tuple[ContextTree, list]:
         r"""Grow a tree greedily by Theorem-1 gain until ``budget`` states.
 
         A candidate context ``u = (a, c)`` (one token older than a tree context ``c``, seen
@@ -201,7 +206,8 @@ class ContextTree:
             raise ValueError(f"max_order: contexts of length {max_order} over {V} tokens overflow int64 keys")
         diff = np.asarray(target_laws, np.float64) - np.asarray(draft_laws, np.float64)
         N = len(paths)
-        info, D = {}, []
+        info: dict[tuple[int, int], int] = {}
+        rows: list[np.ndarray] = []
         for j in range(max_order + 1):
             keys = _keys(paths, n_prompt, j, V)
             uniq, inv = np.unique(keys.ravel(), return_inverse=True)
@@ -209,13 +215,13 @@ class ContextTree:
             keep = cnt >= (min_count if j else 0)
             sums, _ = state_sums(inv.reshape(keys.shape), diff, len(uniq))
             for u, row in zip(uniq[keep], sums[keep]):
-                info[(j, int(u))] = len(D)
-                D.append(row)
-        D = np.array(D)
+                info[(j, int(u))] = len(rows)
+                rows.append(row)
+        D = np.array(rows)
         resid = {(0, 0): D[info[(0, 0)]].copy()}
         version = {(0, 0): 0}
         order = [(0, 0)]
-        heap = []
+        heap: list[Any] = []
 
         def gain(u):
             c = (u[0] - 1, u[1] % V ** (u[0] - 1))

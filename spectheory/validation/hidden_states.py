@@ -20,17 +20,34 @@ drift from the clusters' frequencies).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
 import torch
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..decoder.batching import CausalLM
 
 __all__ = ["path_laws", "last_hidden_states", "kmeans", "cluster_transition_law", "HiddenStateAbstraction"]
 
 
 @torch.inference_mode()
-def path_laws(model, paths, n_prompt, hidden=False, sampling=(1.0, None, None), batch_size=256, device=None):
+def path_laws(
+    model: CausalLM,
+    paths: np.ndarray,
+    n_prompt: int,
+    hidden: bool = False,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """The model's next-token laws ``[N, T, V]`` (float32) before each generated token of
     ``paths [N, L + T]``, and with ``hidden=True`` also its final hidden states ``[N, T, C]``
     (read by a forward hook on ``model.ln_f``; the model is not changed).
@@ -42,10 +59,11 @@ def path_laws(model, paths, n_prompt, hidden=False, sampling=(1.0, None, None), 
 
     paths = np.asarray(paths, dtype=np.int64)
     L = check_int(n_prompt, "n_prompt", 1)
-    if hidden and not hasattr(model, "ln_f"):
+    ln_f: Any = getattr(model, "ln_f", None)
+    if hidden and ln_f is None:
         raise ValueError("model: needs an ln_f module (a spectheory GPT) to read hidden states")
-    grabbed = []
-    hook = model.ln_f.register_forward_hook(lambda mod, inp, out: grabbed.append(out)) if hidden else None
+    grabbed: list[torch.Tensor] = []
+    hook = ln_f.register_forward_hook(lambda mod, inp, out: grabbed.append(out)) if hidden else None
     laws, hid = [], []
     try:
         dev = device if device is not None else model_device(model)
@@ -61,12 +79,20 @@ def path_laws(model, paths, n_prompt, hidden=False, sampling=(1.0, None, None), 
     return (np.concatenate(laws), np.concatenate(hid)) if hidden else np.concatenate(laws)
 
 
-def last_hidden_states(model, paths, n_prompt, batch_size=256, device=None):
+def last_hidden_states(
+    model: CausalLM,
+    paths: np.ndarray,
+    n_prompt: int,
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
+) -> np.ndarray:
     """Final hidden states ``[N, T, C]`` (float32) before each generated token; see :func:`path_laws`."""
     return path_laws(model, paths, n_prompt, hidden=True, batch_size=batch_size, device=device)[1]
 
 
-def kmeans(points, n_clusters, rng=None, n_iter=10):
+def kmeans(
+    points: ArrayLike, n_clusters: int, rng: RNGLike = None, n_iter: int = 10
+) -> tuple[np.ndarray, np.ndarray]:
     """Lloyd's k-means with k-means++ seeding; returns ``(centres [K, C], labels [M])``.
 
     Examples
@@ -132,7 +158,14 @@ def _top_law(counts, support):
     return keep, counts[keep] / counts[keep].sum()
 
 
-def cluster_transition_law(states, tokens, n_states, vocab_size=256, weights=None, backoff_support=4):
+def cluster_transition_law(
+    states: np.ndarray,
+    tokens: np.ndarray,
+    n_states: int,
+    vocab_size: int = 256,
+    weights: ArrayLike | None = None,
+    backoff_support: int = 4,
+) -> sp.csr_matrix:
     r"""Stochastic transition law of a state abstraction from target paths: CSR ``(S * V, S)``.
 
     Row ``s * V + x`` is the empirical law of the next state after token ``x`` in state ``s``,
@@ -220,7 +253,15 @@ class HiddenStateAbstraction:
         Fraction of observed transitions that the deterministic map gets right.
     """
 
-    def __init__(self, hidden, tokens, n_clusters, rng=None, n_components=32, vocab_size=256):
+    def __init__(
+        self,
+        hidden: np.ndarray,
+        tokens: np.ndarray,
+        n_clusters: int,
+        rng: RNGLike = None,
+        n_components: int | None = 32,
+        vocab_size: int = 256,
+    ) -> None:
         h = np.asarray(hidden, dtype=np.float64)
         N, T, C = h.shape
         flat = h.reshape(N * T, C)

@@ -17,6 +17,9 @@ the wrong law; the decoder runs them like any other verifier (``verifier=``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 
@@ -25,6 +28,10 @@ from ..decoder.sampling import logits_to_probs, sample_from_uniform
 from ..montecarlo.stats import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier
 from ..verifiers.torch_forms import Verdict
+
+if TYPE_CHECKING:
+    from ..decoder.batching import CausalLM
+    from ..verifiers import Verifier
 
 __all__ = [
     "model_device",
@@ -37,7 +44,7 @@ __all__ = [
 ]
 
 
-def model_device(model) -> torch.device:
+def model_device(model: CausalLM | torch.nn.Module) -> torch.device:
     """The device of a model's first parameter or buffer (CPU if it has none)."""
     for t in list(model.parameters()) + list(model.buffers()):
         return t.device
@@ -45,7 +52,14 @@ def model_device(model) -> torch.device:
 
 
 @torch.inference_mode()
-def exact_two_token_law(target, prompt, temperature=1.0, top_k=None, top_p=None, device="cpu"):
+def exact_two_token_law(
+    target: CausalLM,
+    prompt: Sequence[int],
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    device: str | torch.device = "cpu",
+) -> np.ndarray:
     r"""The target's exact joint law of the two tokens following ``prompt``.
 
     Parameters
@@ -83,20 +97,20 @@ def exact_two_token_law(target, prompt, temperature=1.0, top_k=None, top_p=None,
 
 
 def decoder_two_token_samples(
-    target,
-    draft,
-    prompt,
-    n_samples,
-    gamma,
-    seed=0,
-    batch_size=4096,
-    temperature=1.0,
-    top_k=None,
-    top_p=None,
-    device=None,
-    dtype=None,
-    verifier="token",
-):
+    target: CausalLM,
+    draft: CausalLM,
+    prompt: Sequence[int],
+    n_samples: int,
+    gamma: int,
+    seed: int = 0,
+    batch_size: int = 4096,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    verifier: str | Verifier = "token",
+) -> np.ndarray:
     """``n_samples`` independent pairs ``(x1, x2)`` from :func:`speculative_generate`.
 
     Sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, the same as one unbatched call
@@ -148,13 +162,22 @@ class BrokenCorrection(TokenVerifier):
 
     lossless = False
 
-    def __init__(self, source):
+    def __init__(self, source: str) -> None:
         if source not in ("target", "draft"):
             raise ValueError(f"source: expected 'target' or 'draft', got {source!r}")
         self.source = source
         self.name = f"broken_{source}_correction"
 
-    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+    def torch_rule(
+        self,
+        target_probs: torch.Tensor,
+        draft_probs: torch.Tensor,
+        draft_tokens: torch.Tensor,
+        k: torch.Tensor,
+        u_accept: torch.Tensor,
+        u_emit: torch.Tensor,
+        allow_bonus: torch.Tensor,
+    ) -> Verdict:
         verdict = super().torch_rule(
             target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus
         )
@@ -169,19 +192,19 @@ BROKEN_RULES = {
 
 
 def lossless_check(
-    target,
-    draft,
-    prompt,
-    n_samples,
-    gamma,
-    seed=0,
-    rule=None,
-    min_expected=5.0,
-    batch_size=4096,
-    device=None,
-    dtype=None,
-    law=None,
-):
+    target: CausalLM,
+    draft: CausalLM,
+    prompt: Sequence[int],
+    n_samples: int,
+    gamma: int,
+    seed: int = 0,
+    rule: str | Verifier | None = None,
+    min_expected: float = 5.0,
+    batch_size: int = 4096,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    law: np.ndarray | None = None,
+) -> dict:
     """Chi-square test of the decoder's two-token samples against the target's exact law.
 
     ``rule``: ``None`` (token verification), a name in :data:`BROKEN_RULES`, or any

@@ -18,6 +18,8 @@ abstraction's predictions; :func:`chain_predictions` collects the ones the decod
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import numpy as np
 
 from .._guards import check_int
@@ -26,7 +28,7 @@ from ..chain.core import DecodingChain
 __all__ = ["context_keys", "fit_order_k_chain", "chain_predictions"]
 
 
-def context_keys(paths, n_prompt, order, vocab_size=256):
+def context_keys(paths: np.ndarray, n_prompt: int, order: int, vocab_size: int = 256) -> np.ndarray:
     """Integer keys ``[N, T]`` of the last ``order`` tokens before each generated position.
 
     The key of context ``(c_1, ..., c_k)`` (oldest first) is ``sum_i c_i V**(k - i)``;
@@ -65,17 +67,17 @@ def _soft(paths, laws, n_prompt, soft, V):
 
 
 def fit_order_k_chain(
-    order,
-    target_paths,
-    target_laws,
-    draft_paths,
-    draft_laws,
-    n_prompt,
-    prompts,
-    soft=True,
-    smoothing=1e-3,
-    vocab_size=256,
-):
+    order: int,
+    target_paths: np.ndarray,
+    target_laws: np.ndarray,
+    draft_paths: np.ndarray,
+    draft_laws: np.ndarray,
+    n_prompt: int,
+    prompts: np.ndarray,
+    soft: bool = True,
+    smoothing: float = 1e-3,
+    vocab_size: int = 256,
+) -> DecodingChain:
     """Fit a sparse order-``k`` :class:`~spectheory.DecodingChain` to model samples.
 
     Parameters
@@ -168,7 +170,9 @@ def fit_order_k_chain(
     return chain
 
 
-def chain_predictions(chain, horizon, gammas, bonus_settings=(False, True)):
+def chain_predictions(
+    chain: DecodingChain, horizon: int, gammas: Iterable[int], bonus_settings: Iterable[bool] = (False, True)
+) -> dict:
     """The chain theory's values the decoder measures, per (gamma, bonus).
 
     Returns ``{(gamma, bonus): {"target_calls", "rejections", "draft_tokens", "counts"}}``

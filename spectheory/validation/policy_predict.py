@@ -15,6 +15,8 @@ tokens per call ``T / E[calls]`` gets a delta-method SE. Proof: ``docs/stopping.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import torch
 
@@ -22,12 +24,24 @@ from .._guards import check_int
 from ..decoder.sampling import logits_to_probs
 from ..stopping.along_paths import policy_round_dp, ratio_mean_se
 
+if TYPE_CHECKING:
+    import torch
+
+    from ..decoder.batching import CausalLM
+    from ..stopping.policies import Policy
+
 __all__ = ["policy_path_inputs", "predict_policy"]
 
 
 @torch.inference_mode()
 def policy_path_inputs(
-    target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256, device=None
+    target: CausalLM,
+    draft: CausalLM,
+    paths: np.ndarray,
+    n_prompt: int,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+    batch_size: int = 256,
+    device: str | torch.device | None = None,
 ) -> dict:
     """Per-position inputs of :func:`~spectheory.stopping.along_paths.policy_round_dp` along ``paths``.
 
@@ -43,7 +57,7 @@ def policy_path_inputs(
     from .lossless import model_device
 
     dev = device if device is not None else model_device(target)
-    out = {k: [] for k in ("reject", "top", "entropy", "token_prob")}
+    out: dict[str, list[np.ndarray]] = {k: [] for k in ("reject", "top", "entropy", "token_prob")}
     for lo in range(0, len(paths), batch_size):
         ids = torch.as_tensor(paths[lo : lo + batch_size], device=dev)
         pt = logits_to_probs(target(ids[:, :-1])[:, L - 1 :], *sampling).double()  # [b, T, V]
@@ -58,7 +72,7 @@ def policy_path_inputs(
     return {k: np.concatenate(v).astype(np.float64) for k, v in out.items()}
 
 
-def predict_policy(inputs: dict, policy, gamma=None) -> dict:
+def predict_policy(inputs: dict, policy: Policy, gamma: int | None = None) -> dict:
     r"""Predicted means over paths of ``policy``'s round statistics, with standard errors.
 
     Parameters
@@ -86,7 +100,7 @@ def predict_policy(inputs: dict, policy, gamma=None) -> dict:
         gamma=gamma,
     )
     N, T = np.shape(inputs["reject"])
-    out = {}
+    out: dict[str, Any] = {}
     for k in ("target_calls", "rejections", "full_rounds", "accepted"):
         v = dp[k]
         out[k] = (float(v.mean()), float(v.std(ddof=1) / np.sqrt(N)) if N > 1 else float("nan"))

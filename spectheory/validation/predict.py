@@ -38,15 +38,23 @@ accepted count, compared with the decoder's first rounds.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..decoder.rng import derive_seed, row_seeds
 from ..decoder.sampling import logits_to_probs
 from ..montecarlo.stats import mean_and_se
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..decoder.batching import CausalLM
 
 __all__ = [
     "repeat_prompts",
@@ -68,13 +76,13 @@ __all__ = [
 STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 
-def mean_se(x, axis=0):
+def mean_se(x: ArrayLike, axis: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error of the mean over ``axis`` (ddof = 1; NaN SE for one sample):
     :func:`spectheory.montecarlo.stats.mean_and_se` with the sample axis first by default."""
     return mean_and_se(x, axis=axis)
 
 
-def zscore(a, se_a, b, se_b):
+def zscore(a: ArrayLike, se_a: ArrayLike, b: ArrayLike, se_b: ArrayLike) -> np.ndarray:
     """``(a - b) / sqrt(se_a**2 + se_b**2)`` (0 where both are exact and equal)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     s = np.sqrt(np.asarray(se_a, float) ** 2 + np.asarray(se_b, float) ** 2)
@@ -83,7 +91,7 @@ def zscore(a, se_a, b, se_b):
     return z
 
 
-def repeat_prompts(prompts, n):
+def repeat_prompts(prompts: ArrayLike, n: int) -> np.ndarray:
     """``n`` prompts cycling through ``prompts`` (sequence ``i`` gets ``prompts[i % P]``);
     int64 array ``[n, L]`` (all prompts must have the same length)."""
     arr = np.asarray(prompts, dtype=np.int64)
@@ -93,7 +101,15 @@ def repeat_prompts(prompts, n):
     return arr[np.arange(n) % arr.shape[0]]
 
 
-def sample_paths(model, prompts, horizon, seed, batch_size=1024, sampling=(1.0, None, None), device=None):
+def sample_paths(
+    model: CausalLM,
+    prompts: ArrayLike,
+    horizon: int,
+    seed: int,
+    batch_size: int = 1024,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+    device: str | torch.device | None = None,
+) -> np.ndarray:
     """Plain autoregressive samples: int64 ``[N, L + T]`` (prompt followed by ``T`` tokens)."""
     from ..decoder.speculative import autoregressive_generate
 
@@ -126,7 +142,14 @@ class PathStatistics:
 
 @torch.inference_mode()
 def path_statistics(
-    target, draft, paths, n_prompt, sampling=(1.0, None, None), batch_size=256, keep_laws=False, device=None
+    target: CausalLM,
+    draft: CausalLM,
+    paths: np.ndarray,
+    n_prompt: int,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+    batch_size: int = 256,
+    keep_laws: bool = False,
+    device: str | torch.device | None = None,
 ) -> PathStatistics:
     """Evaluate both models once along ``paths`` [N, L + T] (see :class:`PathStatistics`).
 
@@ -164,7 +187,7 @@ def path_statistics(
     )
 
 
-def round_dp(reject, gamma, bonus):
+def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarray]:
     """Exact expected round statistics given per-position rejection probabilities.
 
     Rounds start at position 0; a round at ``n`` checks ``k = min(gamma, T - n)`` positions
@@ -220,7 +243,9 @@ def round_dp(reject, gamma, bonus):
     return {"target_calls": calls, "rejections": rej, "draft_tokens": drafts, "counts": counts}
 
 
-def rb_predictions(stats: PathStatistics, gammas, bonus_settings=(False, True)):
+def rb_predictions(
+    stats: PathStatistics, gammas: Iterable[int], bonus_settings: Iterable[bool] = (False, True)
+) -> dict:
     """Predicted means and standard errors over target paths for each (gamma, bonus).
 
     Returns a dict ``{(gamma, bonus): {stat: (mean, se)}}`` with stats ``target_calls``,
@@ -241,8 +266,15 @@ def rb_predictions(stats: PathStatistics, gammas, bonus_settings=(False, True)):
 
 
 def first_round_law(
-    target, draft, prompts, gamma, seed, sampling=(1.0, None, None), batch_size=1024, device=None
-):
+    target: CausalLM,
+    draft: CausalLM,
+    prompts: ArrayLike,
+    gamma: int,
+    seed: int,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+    batch_size: int = 1024,
+    device: str | torch.device | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Law of the first round's accepted count from per-position acceptances along draft paths.
 
     For each prompt, a draft path ``y_1..y_gamma ~ q``; ``P(J >= j | path) = prod_{i<=j} a_i``
@@ -258,18 +290,18 @@ def first_round_law(
 
 
 def measure_decoder(
-    target,
-    draft,
-    prompts,
-    horizon,
-    gamma,
-    bonus,
-    seed,
-    sampling=(1.0, None, None),
-    batch_size=1024,
-    device=None,
-    dtype=None,
-):
+    target: CausalLM,
+    draft: CausalLM,
+    prompts: ArrayLike,
+    horizon: int,
+    gamma: int,
+    bonus: bool,
+    seed: int,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+    batch_size: int = 1024,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+) -> dict:
     """Run :func:`speculative_generate` on ``prompts`` and return per-sequence statistics.
 
     Returns a dict of arrays: ``target_calls``, ``rejections``, ``draft_tokens`` [N],
@@ -281,7 +313,7 @@ def measure_decoder(
 
     prompts = np.asarray(prompts, dtype=np.int64)
     keys = ("target_calls", "rejections", "draft_tokens", "counts", "first", "accepted", "checked")
-    acc = {k: [] for k in keys}
+    acc: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     seconds = 0.0
     for lo in range(0, len(prompts), batch_size):
         chunk = list(prompts[lo : lo + batch_size])
@@ -306,7 +338,7 @@ def measure_decoder(
         acc["first"].append(np.eye(gamma + 1)[[int(a[0]) for a in s.round_accepted]])
         acc["accepted"].append(s.position_accepted.sum(1))
         acc["checked"].append(s.position_checked.sum(1))
-    out = {k: np.concatenate(v).astype(np.float64) for k, v in acc.items()}
+    out: dict[str, Any] = {k: np.concatenate(v).astype(np.float64) for k, v in acc.items()}
     out["time_total"] = seconds
     return out
 
@@ -315,19 +347,19 @@ STATS = ("target_calls", "rejections", "draft_tokens")
 
 
 def compare_theory(
-    target,
-    draft,
-    prompts,
-    horizon,
-    gammas,
-    n_sequences,
-    seed=0,
-    bonus_settings=(False, True),
-    n_paths=None,
-    batch_size=1024,
-    device=None,
-    z_max=5.0,
-):
+    target: CausalLM,
+    draft: CausalLM,
+    prompts: ArrayLike,
+    horizon: int,
+    gammas: Iterable[int],
+    n_sequences: int,
+    seed: int = 0,
+    bonus_settings: Iterable[bool] = (False, True),
+    n_paths: int | None = None,
+    batch_size: int = 1024,
+    device: str | torch.device | None = None,
+    z_max: float = 5.0,
+) -> dict:
     """Rao-Blackwellised predictions against the decoder's measurements, per (gamma, bonus).
 
     ``n_paths`` target paths (default ``n_sequences``) give the predictions; the decoder runs
@@ -355,7 +387,8 @@ def compare_theory(
     pred = rb_predictions(pstats, gammas, bonus_settings)
     seq_prompts = repeat_prompts(prompts, n_sequences)
 
-    def row(g, b, name, pm, ps, mm, ms):
+    def row(g: int, b: bool, name: str, *values: float | np.ndarray) -> None:
+        pm, ps, mm, ms = values  # predicted mean, SE; measured mean, SE
         z = float(zscore(pm, ps, mm, ms))
         rows.append(
             {

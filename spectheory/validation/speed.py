@@ -2,15 +2,33 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..laws.closed_form import walltime_speedup
 
+if TYPE_CHECKING:
+    import torch
+
+    from ..decoder.batching import CausalLM
+
 __all__ = ["measure_speed", "resolve_models"]
 
 
-def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, device=None):
+def measure_speed(
+    target: CausalLM,
+    draft: CausalLM,
+    prompts: ArrayLike,
+    horizon: int,
+    gammas: Iterable[int],
+    repeats: int = 3,
+    seed: int = 0,
+    device: str | torch.device | None = None,
+) -> dict:
     r"""Measured walltime speedup of the decoder against the prediction, per gamma.
 
     Per repeat (runs interleaved so that machine load hits all alike): plain
@@ -45,8 +63,8 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     repeats = check_int(repeats, "repeats", 1)
     prompts = [list(p) for p in np.asarray(prompts, dtype=np.int64)]
     gammas = [check_int(g, "gammas", 1) for g in gammas]
-    runs = {"ar_target": [], "ar_draft": [], "t_target": [], "t_draft": []}
-    sd = {g: [] for g in gammas}
+    runs: dict[str, list[float]] = {"ar_target": [], "ar_draft": [], "t_target": [], "t_draft": []}
+    sd: dict[int, list[Any]] = {g: [] for g in gammas}
     # warm-up (allocations, first-call overheads)
     autoregressive_generate(target, prompts, min(T, 4), seed=seed, device=device)
     speculative_generate(target, draft, prompts, min(T, 4), 2, seed=seed, device=device)
@@ -113,7 +131,9 @@ def measure_speed(target, draft, prompts, horizon, gammas, repeats=3, seed=0, de
     }
 
 
-def resolve_models(target=None, drafts=None):
+def resolve_models(
+    target: str | None = None, drafts: str | Sequence[str] | None = None
+) -> tuple[str, list[str]]:
     """Names of the target and drafts to validate: ``target`` defaults to ``"target"``;
     ``drafts`` (comma-separated string or list) to every other shipped model."""
     from ..decoder.registry import list_models
