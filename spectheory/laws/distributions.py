@@ -3,7 +3,7 @@ r"""Single-step theory of speculative sampling over a finite vocabulary.
 Notation: :math:`p` = **target** law, :math:`q` = **draft** law (Leviathan et al. 2023
 convention; Chen et al. and Yin et al. swap the letters, so code always says
 ``target``/``draft``). All functions work on the last axis and broadcast over
-leading axes; inputs are validated (see :mod:`spectheory._guards`: rows must
+leading axes; inputs are validated (see ``spectheory._guards``: rows must
 sum to 1 within ``1e-6``).
 
 One speculative step: draw :math:`x \sim q`, accept with probability
