@@ -5,23 +5,23 @@ draft laws, :mod:`spectheory.testing.instances`) it draws the draft tokens itsel
 draft laws, calls the verifier, and compares what comes out with what speculative sampling
 must produce (p = target, q = draft):
 
-========================  ===========================================================  ===========
-check                     what it tests                                                 kind
-========================  ===========================================================  ===========
-``runs_without_error``    no exception on any instance (edge cases included)           exact
-``output_format``         1-d ints in ``[0, V)``, length ``1..k+1`` (``..k`` with the  exact
+========================  ==============================================================  ===========
+check                     what it tests                                                    kind
+========================  ==============================================================  ===========
+``runs_without_error``    no exception on any instance (edge cases included)              exact
+``output_format``         1-d ints in ``[0, V)``, length ``1..k+1`` (``..k`` with the     exact
                           bonus off), prefix = drafts, nothing after a stop token
-``zero_probability``      never emits a token of target probability 0                  exact
-``forced_uniforms``       the same with every uniform forced to 0, and to the largest  exact
+``zero_probability``      never emits a token of target probability 0                     exact
+``forced_uniforms``       the same with every uniform forced to 0, and to the largest     exact
                           value below 1 (numpy ``rng`` and, routed, torch's draws)
-``determinism``           the same seed gives the same output                          exact
-``first_token_law``       law of the first emitted token = ``p_0``                     chi-square
-``position_laws``         law of each later position = target marginal                 chi-square
-``sequence_law``          joint law of the emitted tokens, completed to ``k+1`` by the chi-square
+``determinism``           the same seed gives the same output                             exact
+``first_token_law``       law of the first emitted token = ``p_0``                        chi-square
+``position_laws``         law of each later position = target marginal                    chi-square
+``sequence_law``          joint law of the emitted tokens, completed to ``k+1`` by the     chi-square
                           target, = :math:`\prod_j p_j(y_j|y_{j-1})`
-``acceptance_rate``       P(first draft accepted) = :math:`\sum_x \min(p_0, q_0)`     exact binomial
-``mean_accepted``         E[accepted drafts] not below standard token verification     Bernstein
-========================  ===========================================================  ===========
+``acceptance_rate``       P(first draft accepted) = :math:`\sum_x \min(p_0, q_0)`         exact binomial
+``mean_accepted``         E[accepted drafts] not below standard token verification        Bernstein
+========================  ==============================================================  ===========
 
 The exact checks cannot fail for a correct verifier. The statistical tests share the
 kit's false-alarm budget ``alpha`` (default ``1e-4``) by a Bonferroni split: each of the
@@ -37,7 +37,7 @@ through its own stream while it calls the verifier (:mod:`spectheory.testing.tor
 ``torch_random=False`` opts out), so the forced-extreme checks reach torch code and runs are
 reproducible without any torch seeding.
 
-**Protocols** (:mod:`spectheory.testing._checks`): ``bonus=False`` (no bonus token after
+**Protocols** (``spectheory.testing._checks``): ``bonus=False`` (no bonus token after
 ``k`` accepted drafts, as vLLM's ``disable_bonus_tokens=True``) and ``stop_token`` (nothing
 after an accepted stop token) change what a correct output is, and the efficiency checks
 judge each protocol by its own optimum.

@@ -5,20 +5,20 @@ A torch sampler draws its acceptance uniforms and its categorical samples from t
 the kit's forced-extreme checks (every uniform 0, or the largest value below 1) could not
 reach it. Inside :func:`kit_torch_random` these functions draw from a :class:`KitRandom`:
 
-=================================  ==================================  =============================
-routed                             ``force=None``                      ``force="low"`` / ``"high"``
-=================================  ==================================  =============================
-``torch.rand``, ``torch.rand_like``  torch's own draw, from a          every value ``0`` /
-``Tensor.uniform_(a, c)``            ``torch.Generator`` the kit seeds  ``1 - 2**-b`` (then
-                                   (any ``generator=`` argument is     ``a + (c - a) u``)
-                                   replaced by it)
-``Tensor.exponential_(lambd)``     same                                ``-log1p(-u) / lambd`` at
-                                                                       ``u = 2**-(b+1)`` /
-                                                                       ``1 - 2**-(b+1)`` (> 0, finite)
-``torch.multinomial``,             same                                the first / the last entry of
-``Tensor.multinomial``                                                 positive weight (inverse CDF
-                                                                       at ``u = 0`` / ``u -> 1``)
-=================================  ==================================  =============================
+=====================================  ==================================  =============================
+routed                                 ``force=None``                      ``force="low"`` / ``"high"``
+=====================================  ==================================  =============================
+``torch.rand``, ``torch.rand_like``    torch's own draw, from a            every value ``0`` /
+``Tensor.uniform_(a, c)``              ``torch.Generator`` the kit seeds   ``1 - 2**-b`` (then
+                                       (any ``generator=`` argument is     ``a + (c - a) u``)
+                                       replaced by it)
+``Tensor.exponential_(lambd)``         same                                ``-log1p(-u) / lambd`` at
+                                                                           ``u = 2**-(b+1)`` /
+                                                                           ``1 - 2**-(b+1)`` (> 0, finite)
+``torch.multinomial``,                 same                                the first / the last entry of
+``Tensor.multinomial``                                                     positive weight (inverse CDF
+                                                                           at ``u = 0`` / ``u -> 1``)
+=====================================  ==================================  =============================
 
 ``b`` is the mantissa width of the dtype: 24 for float32 (``torch.rand`` in float32 really
 returns exactly 0 with probability :math:`2^{-24}`), 53 for float64, 11 for float16, 8 for
