@@ -4,7 +4,7 @@ Notation: p = target, q = draft. A round drafts ``M`` sequences i.i.d. from the 
 ``k = min(gamma, T - n)`` tokens each (``gamma=None``: to the end of the horizon): a tree
 of ``M`` paths (:meth:`DraftTree.paths`). Two verification readings:
 
-- **first-token** (:mod:`spectheory.verifiers.batch`, "derived, consistent with Yin et
+- **first-token** (:mod:`spectheory.analysis.batch_chain`, "derived, consistent with Yin et
   al.'s Theorem 3"): recursive rejection (with replacement) over the ``M`` first tokens,
   then plain token checks along the one accepted sequence. It is ``tree_rrs`` on the
   ``M``-path tree (tested).
@@ -118,7 +118,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeR
     r"""Exact expectations of batch decoding with ``M`` drafts, tree reading.
 
     ``M = numpy.inf`` gives the limit. Defaults (``gamma=None``, ``bonus=True``) match
-    :func:`spectheory.verifiers.batch.batch_expected_rejections`.
+    :func:`spectheory.analysis.batch_chain.batch_expected_rejections`.
 
     Examples
     --------

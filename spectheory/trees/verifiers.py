@@ -4,15 +4,15 @@ A :class:`TreeVerifier` pairs a verification rule (``"rrs"`` top-down recursive 
 or ``"traversal"`` leaf-to-root) with a child policy (``"iid"``, ``"wo"``, ``"topk"``; see
 :mod:`spectheory.trees.rules`). Registered names:
 
-================  ===========  ========  ==============================================
-name              rule         policy    who uses it
-================  ===========  ========  ==============================================
-``tree_rrs``      rrs          iid       SpecInfer (Miao et al. 2024)
-``tree_rrs_wo``   rrs          wo        Sequoia (Chen et al. 2024), Jeon et al. 2024
-``tree_topk``     rrs          topk      Medusa / EAGLE engines (deterministic top-k)
-``traversal``     traversal    wo        Weng et al. 2025 (arXiv 2505.12398)
-``traversal_iid`` traversal    iid       traversal on i.i.d. children (same proof)
-================  ===========  ========  ==============================================
+==================  ===========  ========  ==============================================
+name                rule         policy    who uses it
+==================  ===========  ========  ==============================================
+``tree_rrs``        rrs          iid       SpecInfer (Miao et al. 2024)
+``tree_rrs_wo``     rrs          wo        Sequoia (Chen et al. 2024), Jeon et al. 2024
+``tree_topk``       rrs          topk      Medusa / EAGLE engines (deterministic top-k)
+``traversal``       traversal    wo        Weng et al. 2025 (arXiv 2505.12398)
+``traversal_iid``   traversal    iid       traversal on i.i.d. children (same proof)
+==================  ===========  ========  ==============================================
 
 The shared ``Verifier`` registry of :mod:`spectheory.verifiers` (``base.py``) describes
 single-path rounds (``draft_tokens [R, g]``); a tree verifier takes a whole tree, so
@@ -73,7 +73,7 @@ class TreeVerifier:
 
     def node_laws(self, target, draft, k):
         """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (rrs only);
-        see :func:`spectheory.trees.exact.node_laws`."""
+        see :func:`spectheory.trees.children.node_laws`."""
         if not self.node_local:
             raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
         return node_laws(target, draft, k, self.policy)

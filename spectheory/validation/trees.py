@@ -7,7 +7,7 @@ of docs/trees.md (``bonus=True``); ``T`` new tokens after a prompt.
 child policy). The decoder's output is target-distributed, and at a tree node ``u`` at
 prefix ``x_{<m}`` with ``k`` children the verifier emits ``x_m`` via child slot ``j`` with
 mass ``A_j(x_m)`` or as a correction with mass ``R(x_m)`` (the exact per-node laws
-:func:`spectheory.trees.exact.node_laws`, ``sum_j A_j + R = p``). Given the output
+:func:`spectheory.trees.children.node_laws`, ``sum_j A_j + R = p``). Given the output
 sequence the outcomes at different nodes are independent, with
 
 .. math:: P(\text{slot } j \mid x_m) = A_j(x_m) / p(x_m), \qquad
