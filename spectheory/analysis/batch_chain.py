@@ -52,7 +52,7 @@ def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> Bat
     Phase 0 of each round uses the batch first-token masses
     (:func:`batch_first_token_masses`), later phases the plain token masses
     ``min(p, q)`` and ``max(p - q, 0)``; the phase recursion
-    (:func:`spectheory.exact.expectations.phase_recursion`) gives the total and the round starts,
+    (:func:`spectheory.exact.phase.phase_recursion`) gives the total and the round starts,
     which give the improvement term, and the check masses, which give ``checked_tv``;
     ``total == checked_tv - improvement`` relates the recursion's rejection count to its
     state masses. ``M = numpy.inf`` gives the limit. ``gamma=None`` drafts to the end of

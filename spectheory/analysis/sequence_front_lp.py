@@ -147,7 +147,7 @@ class FrontSolver:
     def solve(self, eps: float):
         """``(objective, leaf masses, budget dual)`` at budget ``eps``.
 
-        The budget is floored at :data:`BUDGET_FLOOR`: at ``eps = 0`` the leaves must sum to
+        The budget is floored at ``BUDGET_FLOOR``: at ``eps = 0`` the leaves must sum to
         the start weights *and* stay below the target's masses, whose float sum may miss the
         weights by an ulp (an exactly infeasible program); the floor moves the optimum by at
         most ``|slope| * 1e-12``. If the hot-started solve does not end optimal, the budget is

@@ -16,15 +16,15 @@ then one token -- the correction after a rejection (``n_accepted < k``) or the b
 
 A :class:`Verifier` carries everything each engine needs, so a new rule is one class:
 
-====================  ===========================================  ==========================
-engine                method                                       default
-====================  ===========================================  ==========================
-pure rule (tests)     :meth:`rule` (validates, then :meth:`_rule`)  --  (``_rule`` is abstract)
-Monte Carlo           :meth:`verify_round` (draws the uniforms)    uniforms + ``_rule``
-exact (chains)        :meth:`exact` from :meth:`phase_masses` or    ``NotImplementedError``
-                      :meth:`round_transition`                     naming both
-real decoder (torch)  :meth:`torch_rule`                           the numpy rule, adapted
-====================  ===========================================  ==========================
+====================  ==============================================================  ===========================
+engine                method                                                          default
+====================  ==============================================================  ===========================
+pure rule (tests)     :meth:`~Verifier.rule` (validates, then ``_rule``)              --  (``_rule`` is abstract)
+Monte Carlo           :meth:`~Verifier.verify_round` (draws the uniforms)             uniforms + ``_rule``
+exact (chains)        :meth:`~Verifier.exact` from :meth:`~Verifier.phase_masses` or  ``NotImplementedError``
+                      :meth:`~Verifier.round_transition`                              naming both
+real decoder (torch)  :meth:`~Verifier.torch_rule`                                    the numpy rule, adapted
+====================  ==============================================================  ===========================
 
 Every entry point (``chain.protocol``, :func:`spectheory.simulate`,
 ``speculative_generate``, the conformance kit) takes a Verifier or a registered name;
@@ -95,7 +95,7 @@ def _check_uniforms(u_accept, u_final, R, g):
 class Verifier:
     """Base class of single-path verification rules (see the module docstring).
 
-    Subclasses set :attr:`name` and :attr:`lossless` and implement :meth:`_rule`; they
+    Subclasses set :attr:`name` and :attr:`lossless` and implement ``_rule``; they
     provide exact values by implementing :meth:`phase_masses` (rules that check one draft
     token at a time) or :meth:`round_transition` (rules that decide on the whole round),
     and may override :meth:`torch_rule` with a native torch implementation.
@@ -168,7 +168,7 @@ class Verifier:
         """The rule on torch tensors, for the real decoder (rows with ``k = 0`` are inactive).
 
         Returns a :class:`spectheory.verifiers.torch_forms.Verdict`. The default moves the tensors
-        to numpy, applies :meth:`_rule` in float64 and moves the result back (correct for
+        to numpy, applies ``_rule`` in float64 and moves the result back (correct for
         any rule; a native torch version is faster on a GPU).
         """
         import torch

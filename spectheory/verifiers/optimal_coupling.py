@@ -93,7 +93,7 @@ class OptimalCoupling:
         return self.plan / np.clip(self.plan.sum(1, keepdims=True), 1e-300, None)
 
     def tuple_index(self, candidates) -> np.ndarray:
-        """Row of :attr:`tuples` for each candidate tuple ``[R, k]`` (``-1`` if impossible)."""
+        """Row of ``tuples`` for each candidate tuple ``[R, k]`` (``-1`` if impossible)."""
         base = self.vocab_size + 1
         w = base ** np.arange(self.k - 1, -1, -1, dtype=np.int64)
         codes = (self.tuples + 1) @ w

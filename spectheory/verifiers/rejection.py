@@ -273,7 +273,7 @@ class RejectionRule(Verifier):
     callable ``(target, draft, b) -> P``.
 
     :meth:`tables` validates what the callables return: ``b`` must have the kernels' shape
-    and lie in [0, 1] (rounding slack :data:`ACCEPT_ATOL`, then clipped), a callable's ``P``
+    and lie in [0, 1] (rounding slack ``ACCEPT_ATOL``, then clipped), a callable's ``P``
     must be laws of that shape; otherwise ValueError naming ``accept`` or ``rejection``.
 
     As a Verifier, the pure rule accepts draft ``i`` iff ``u_accept[i] < b_i(x_i)``; at the
@@ -366,7 +366,7 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     law follows the output kernel :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
     computes :math:`\sum_n E_{s \sim \text{output}}[\rho_n(s)]` by propagating that law.
     ``method="analysis"`` (used whenever ``bonus=True``) runs
-    :func:`spectheory.exact.expectations.phase_recursion` with the rule's masses (``gamma=None``:
+    :func:`spectheory.exact.phase.phase_recursion` with the rule's masses (``gamma=None``:
     drafts to the end of the horizon). For unbiased rules the
     state law is the target's, so the value is :math:`\ge \sum_n E[\mathrm{TV}_n]`
     (Theorem 2) with equality for :func:`standard_rule` (Theorem 1).
