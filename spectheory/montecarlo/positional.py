@@ -120,7 +120,7 @@ def simulate_batch(
     """Deprecated: ``st.simulate(chain, horizon, BatchRound(M, gamma), n_runs, rng, bonus=...)``.
 
     Batch speculative decoding with ``M`` drafts of ``gamma`` tokens (``None``: to the end of
-    the horizon), first-token reading: :data:`tree_rrs` on ``DraftTree.paths(M, gamma)``;
+    the horizon), first-token reading: ``"tree_rrs"`` on ``DraftTree.paths(M, gamma)``;
     ``draft_tokens`` counts ``M * k`` per round. ``bonus`` defaults to True (it was False).
     """
     warnings.warn(

@@ -204,7 +204,7 @@ def start_class_recursion(K, T, cost, *, policy=None, max_depth=None, progress=N
     minimises the time (ties: the smaller ``k``), the dynamic programme of
     :func:`~spectheory.stopping.optimal_policy`. Cost ``O(T D S V)``.
 
-    Returns ``(W_0 [S, N_COMP], lengths [T, S])`` (components: :mod:`._kernels`).
+    Returns ``(W_0 [S, N_COMP], lengths [T, S])`` (components: ``spectheory.stopping._kernels``).
     """
     D = policy.max_depth if policy is not None else int(max_depth)
     tk = cost.call_times(D)

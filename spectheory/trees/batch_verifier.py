@@ -6,7 +6,7 @@ position by position: recursive rejection (with replacement, the i.i.d. rule) ov
 tokens of every draft that still agrees with the accepted prefix, in draft order; the accepted
 token keeps the drafts that carry it, a rejection of all of them emits the residual, and when
 no agreeing draft has a next token the round is complete (the bonus law at the last node).
-The first-token reading is :data:`tree_rrs` on the same tree (the accepted first token's
+The first-token reading is ``"tree_rrs"`` on the same tree (the accepted first token's
 path alone goes on). Exact values: :func:`spectheory.trees.batch_tree.batch_tree_expected`;
 docs/trees.md.
 

@@ -9,7 +9,7 @@ rule's token is the correction (residual) or the bonus candidate. docs/trees.md.
 
 :class:`BatchRound` is batch speculative decoding with ``M`` drafts of ``gamma`` tokens: a tree
 round on :meth:`DraftTree.paths(M, gamma) <spectheory.trees.DraftTree.paths>`, read
-``"first_token"`` (:data:`tree_rrs`: recursive rejection over the first tokens, then the
+``"first_token"`` (``"tree_rrs"``: recursive rejection over the first tokens, then the
 accepted draft alone; Yin et al.'s construction) or ``"tree"`` (the ``batch_tree`` verifier,
 :data:`~spectheory.trees.batch_verifier.BATCH_TREE`:
 recursive rejection at every position over all agreeing drafts). ``gamma=None`` drafts to
@@ -187,7 +187,7 @@ class BatchRound(TreeRound):
     gamma : int >= 1 or None
         Tokens per draft (``None``: to the end of the horizon).
     reading : {"first_token", "tree"}
-        ``"first_token"``: :data:`tree_rrs` on the ``M`` paths; ``"tree"``: the
+        ``"first_token"``: ``"tree_rrs"`` on the ``M`` paths; ``"tree"``: the
         ``batch_tree`` verifier (see the module docstring and docs/trees.md).
 
     Examples
