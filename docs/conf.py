@@ -128,3 +128,8 @@ def _copy_mathjax(app, exc) -> None:
 
 def setup(app) -> None:
     app.connect("build-finished", _copy_mathjax)
+    # docs/architecture.md draws its call graphs as ```mermaid blocks (GitHub renders them); the
+    # site has no mermaid renderer offline, so it shows their source as plain text
+    from pygments.lexers.special import TextLexer
+
+    app.add_lexer("mermaid", TextLexer)

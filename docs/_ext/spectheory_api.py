@@ -18,11 +18,13 @@ renamed function) stays unresolved, and the nitpicky build (``-n``) reports it.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import pkgutil
 import re
 import types
+import typing
 from pathlib import Path
 
 from sphinx.util import logging
@@ -99,9 +101,40 @@ def _assigned(module: types.ModuleType, name: str) -> bool:
         return False
     for node in tree.body:
         targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+        names = [e for t in targets for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+        if any(isinstance(t, ast.Name) and t.id == name for t in names):
             return True
     return False
+
+
+@functools.cache
+def imported_names(module_name: str) -> dict[str, str]:
+    """``{name: dotted path}`` for every ``from X import name`` in a module's source, those under
+    ``if TYPE_CHECKING:`` included (annotations name them, runtime never imports them)."""
+    module = importlib.import_module(module_name)
+    try:
+        tree = ast.parse(inspect.getsource(module))
+    except (OSError, TypeError):
+        return {}
+    package = module.__name__ if hasattr(module, "__path__") else module.__name__.rpartition(".")[0]
+    out = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            for alias in node.names:
+                out[alias.asname or alias.name] = f"{base}.{alias.name}"
+    return out
+
+
+def _is_typing_construct(obj) -> bool:
+    """A type variable or a type alias (``RNGLike = int | Generator | None``): no page of its own."""
+    return isinstance(obj, (typing.TypeVar, types.GenericAlias, types.UnionType)) or type(obj).__module__ in (
+        "typing",
+        "typing_extensions",
+    )
 
 
 def class_members(cls: type) -> dict[str, object]:
@@ -297,8 +330,8 @@ def _namespaces(obj) -> list[dict]:
     return out
 
 
-def _source_namespaces(env, node) -> tuple[list[dict], str | None]:
-    """Where a short name in the reference ``node`` is looked up, and the package of its source.
+def _source_namespaces(env, node) -> tuple[list[dict], str | None, str | None]:
+    """Where a short name in the reference ``node`` is looked up; the source's package, module.
 
     The page tells whose docstring holds the reference: an object page
     (``api/generated/spectheory.trees.DraftTree``) holds that object's docstring, a module or
@@ -322,7 +355,32 @@ def _source_namespaces(env, node) -> tuple[list[dict], str | None]:
     if module is None and context:
         module = importlib.import_module(context)
     package = getattr(module, "__package__", None) if module is not None else None
-    return namespaces, package
+    return namespaces, package, getattr(module, "__name__", None)
+
+
+def _foreign(obj) -> bool:
+    """An object another library defines (``pathlib.Path``, ``fractions.Fraction``)."""
+    if isinstance(obj, types.ModuleType):
+        return not obj.__name__.startswith(ROOT_PACKAGE)
+    module = getattr(obj, "__module__", None)
+    return (
+        isinstance(obj, (type, types.FunctionType)) and bool(module) and not module.startswith(ROOT_PACKAGE)
+    )
+
+
+def _field_owner(ref: Reference, target: str, node, namespaces: list[dict]) -> str | None:
+    """``:attr:`max_depth``` or ``:attr:`RoundOutcome.path```: a dataclass field is described
+    in its class's docstring (``Attributes``), so the reference links to the class."""
+    owner_name, _, field = target.rpartition(".")
+    if owner_name:
+        owner = _lookup(owner_name, namespaces)
+    elif node.get("py:class") and node.get("py:module"):
+        owner = _lookup(f"{node['py:module']}.{node['py:class']}", [])
+    else:
+        return None
+    if isinstance(owner, type) and field in getattr(owner, "__dataclass_fields__", {}):
+        return ref.documented(owner, owner.__name__)
+    return None
 
 
 def resolve_missing(app, env, node, contnode):
@@ -339,13 +397,23 @@ def resolve_missing(app, env, node, contnode):
     text = node.get("reftarget", "")
     target = text.lstrip("~.")
     ref: Reference = app.spectheory_reference
-    namespaces, package = _source_namespaces(env, node)
+    namespaces, package, module = _source_namespaces(env, node)
     found = None
     if package and (text.startswith(".") or "." in target):  # a sibling: ``.simulate``, ``abstraction.fit``
         found = _lookup(f"{package}.{target}", [])
     if found is None:
         found = _lookup(target, namespaces)
+    head, _, rest = target.partition(".")
+    if found is None and module is not None and head in imported_names(module):
+        source = imported_names(module)[head]  # imported for annotations only
+        if not source.startswith(ROOT_PACKAGE + "."):
+            return contnode  # another library's name (matplotlib's Figure): plain text
+        found = _lookup(f"{source}.{rest}" if rest else source, [])
+    if found is not None and (_is_typing_construct(found) or _foreign(found)):
+        return contnode  # a type variable or alias, or an object of another library
     documented = ref.documented(found, target) if found is not None else None
+    if documented is None and node.get("reftype") == "attr":
+        documented = _field_owner(ref, target, node, namespaces)
     if documented is None:
         suffix = "." + target
         matches = {n for n in ref.canonical.values() if n.endswith(suffix)}
