@@ -123,14 +123,14 @@ def main(argv=None):
         ("medusa", "sparse16", sparse_tree(acc[:, :4], 16), "tree_topk", "topk"),
     ]
     tl_h = hl = None
-    for drafter, tname, tree, v, policy in cases:
+    for drafter, tname, tree, v, children in cases:
         if drafter == "medusa":
             if hl is None:
                 tl_h, hl = head_laws(target, heads, paths, L, T)
-            pred = tree_round_dp(tree, medusa_tables(tl_h, hl, toks, tree, policy), T)["target_calls"]
+            pred = tree_round_dp(tree, medusa_tables(tl_h, hl, toks, tree, children), T)["target_calls"]
             res = medusa_generate(target, heads, list(pr), T, tree, v, seed=0, device=dev)
         else:
-            pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, policy), T)[
+            pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, children), T)[
                 "target_calls"
             ]
             res = tree_generate(target, draft, list(pr), T, tree, v, seed=0, device=dev)

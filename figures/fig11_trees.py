@@ -19,6 +19,7 @@ from spectheory.trees import (
     positional_vector,
     sequoia_positional_dp,
 )
+from spectheory.verifiers import get_verifier
 
 VERIFIERS = [
     ("tree_rrs", "(a) recursive rejection, i.i.d. (SpecInfer)"),
@@ -45,7 +46,8 @@ def main(argv=None):
     fig, axes = figure(ncols=2, nrows=2, height=2.4)
     data = {"sizes": sizes, "n_chains": len(chains), "panels": {}}
     for ax, (ver, title) in zip(np.ravel(axes), VERIFIERS):
-        vec_ver = "tree_rrs_wo" if ver == "traversal" else ver  # Sequoia measures rrs acceptance
+        # Sequoia measures recursive rejection's acceptance (a node-local rule)
+        vec_ver = ver if get_verifier(ver).node_local else "tree_rrs_wo"
         vecs = [positional_vector(c, 4, verifier=vec_ver) for c in chains]
         shapes = {
             "path": lambda n, i: DraftTree.from_branching([1] * n),

@@ -110,7 +110,7 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     for rule, pol in (("tree_rrs", None), (broken_tree_rule("iid"), "iid")):
         s = tree_two_token_samples(
             lambda pr, sd, rule=rule, pol=pol: tree_generate(
-                target, draft, pr, 2, small, rule, seed=sd, policy=pol, device=device
+                target, draft, pr, 2, small, rule, seed=sd, children=pol, device=device
             ),
             prompt,
             n_samples,

@@ -43,7 +43,7 @@ from spectheory.decoder.medusa import load_heads, medusa_generate, sparse_tree, 
 from spectheory.decoder.sampling import logits_to_probs
 from spectheory.decoder.speculative import autoregressive_generate
 from spectheory.decoder.tree_decode import tree_generate
-from spectheory.trees import DraftTree, get_tree_verifier
+from spectheory.trees import DraftTree
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
 from spectheory.validation.markov import fit_order_k_chain
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
@@ -57,6 +57,7 @@ from spectheory.validation.trees import (
     tree_round_dp,
     tree_two_token_samples,
 )
+from spectheory.verifiers import WithoutReplacement, get_verifier
 from spectheory.verifiers.biased import biased_step, typical_acceptance
 
 Z_MAX, P_PASS, P_FAIL = 5.0, 1e-6, 1e-12
@@ -84,20 +85,20 @@ def rb_method(verifier, tree):
     The plain sampled-tree estimator (``sampled_round_weights``) is unbiased but heavy-tailed at
     V = 256 (5.51 +- 0.62 tokens per call for 2x2x1 traversal against 2.84 +- 0.07 measured):
     not used."""
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     kmax = max(len(k) for k in tree.children)
     if not v.node_local:
         return "forced"
-    return "pruned" if (v.policy == "wo" and kmax > 2) else "exact"
+    return "pruned" if (isinstance(v.children, WithoutReplacement) and kmax > 2) else "exact"
 
 
 def chain_prediction(chain, T, tree, verifier):
     """Tokens per call of the fitted chain (exact tree protocol), or None where the chain's exact
     engine does not reach (traversal: enumeration at V = 256; 'wo' with k >= 3: V**(k-1) prefixes
     per state)."""
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     kmax = max(len(k) for k in tree.children)
-    if not v.node_local or (v.policy == "wo" and kmax > 2):
+    if not v.node_local or (isinstance(v.children, WithoutReplacement) and kmax > 2):
         return None
     return float(chain.protocol(T, tree=tree, verifier=v).tokens_per_call)
 
@@ -225,22 +226,29 @@ def main(argv=None):
     print(f"\n== tokens per target call, T={T}, {N} sequences / {N} target paths; z over combined SE")
     for tname, tree in trees_for(q).items():
         for v in VERIFIERS:
-            vv = get_tree_verifier(v)
+            vv = get_verifier(v).for_tree()
             gen = lambda pr, n, seed, _t=tree, _v=v: tree_generate(target, draft, pr, n, _t, _v, seed=seed)  # noqa: E731
             meas = measure(gen, seq_prompts, T, seed=0)
             method, extra = rb_method(v, tree), {}
             if method == "exact":
                 pred = tree_round_dp(
-                    tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, vv.policy), T
+                    tree, draft_tables(ps.target_laws, ps.draft_laws, toks, tree, vv.children), T
                 )["target_calls"]
             elif method == "pruned":
                 tab, dropped = pruned_wo_tables(ps.target_laws, ps.draft_laws, toks, tree, prune)
                 pred = tree_round_dp(tree, tab, T)["target_calls"]
                 extra.update(prune_below=prune, rb_bias_bound_calls=float(T * dropped.sum(1).mean()))
             elif max(len(c) for c in tree.children) == 1:  # forced, single path
-                run = lambda rule, pr, n, s, _p=vv.policy: (  # noqa: E731
+                run = lambda rule, pr, n, s, _p=vv.children: (  # noqa: E731
                     tree_generate(
-                        target, draft, pr, n, DraftTree.from_branching([1] * (n - 1)), rule, seed=s, policy=_p
+                        target,
+                        draft,
+                        pr,
+                        n,
+                        DraftTree.from_branching([1] * (n - 1)),
+                        rule,
+                        seed=s,
+                        children=_p,
                     )
                 )
                 pred = emission_dp(
@@ -254,8 +262,8 @@ def main(argv=None):
             for k, chain in chains.items():
                 extra[f"chain{k}_tokens_per_call"] = chain_prediction(chain, T, tree, v)
             first = first_round_prediction(
-                lambda rule, _t=tree, _p=vv.policy: tree_generate(
-                    target, draft, list(seq_prompts), _t.max_depth + 1, _t, rule, seed=777_000, policy=_p
+                lambda rule, _t=tree, _p=vv.children: tree_generate(
+                    target, draft, list(seq_prompts), _t.max_depth + 1, _t, rule, seed=777_000, children=_p
                 ),
                 v,
                 tree,
@@ -277,7 +285,7 @@ def main(argv=None):
         pred = tree_round_dp(tree, medusa_tables(med_tl, med_hl, toks, tree, "topk"), T)["target_calls"]
         first = first_round_prediction(
             lambda rule, _t=tree: medusa_generate(
-                target, heads, list(seq_prompts), _t.max_depth + 1, _t, rule, seed=777_000, policy="topk"
+                target, heads, list(seq_prompts), _t.max_depth + 1, _t, rule, seed=777_000, children="topk"
             ),
             "tree_topk",
             tree,
@@ -292,7 +300,7 @@ def main(argv=None):
         )
         first = first_round_prediction(
             lambda rule, _t=tree: medusa_generate(
-                target, heads, list(seq_prompts), _t.max_depth + 1, _t, rule, seed=777_000, policy="iid"
+                target, heads, list(seq_prompts), _t.max_depth + 1, _t, rule, seed=777_000, children="iid"
             ),
             "tree_rrs",
             tree,
@@ -379,7 +387,7 @@ def main(argv=None):
             "draft-ngram",
             "broken_target_correction",
             lambda pr, s: tree_generate(
-                target, ngram, pr, 2, lossless_tree, broken_tree_rule("iid"), seed=s, policy="iid"
+                target, ngram, pr, 2, lossless_tree, broken_tree_rule("iid"), seed=s, children="iid"
             ),
         )
     )

@@ -49,12 +49,19 @@ def run_tree_decode(args) -> int:
     from ..decoder.medusa import load_heads, medusa_generate, typical_rule
     from ..decoder.speculative import autoregressive_generate
     from ..decoder.tree_decode import tree_generate
-    from ..trees import TREE_VERIFIERS
+    from ..verifiers import TopK, get_verifier, list_verifiers
 
+    #: Lossy rules of the command line that are callables, not registered verifiers
+    #: (``name -> (make the rule, child policy it drafts with)``).
+    lossy = {"typical": (typical_rule, TopK())}
     medusa = bool(getattr(args, "medusa", False))
     name = getattr(args, "verifier", None) or ("tree_topk" if medusa else "tree_rrs")
-    if name != "typical" and name not in TREE_VERIFIERS:
-        raise ValueError(f"--verifier: expected typical or one of {sorted(TREE_VERIFIERS)}, got {name!r}")
+    make, children = lossy[name] if name in lossy else (None, None)
+    try:
+        verifier = make() if make is not None else get_verifier(name).for_tree()
+    except ValueError:
+        known = sorted([*lossy, *list_verifiers(trees=True)])
+        raise ValueError(f"--verifier: expected one of {known}, got {name!r}") from None
     target = load_model("target", device=args.device)
     heads, info = load_heads(device=args.device) if medusa else (None, None)
     shape = getattr(args, "tree", None) or ("sparse16" if medusa else f"path{args.gamma}")
@@ -63,7 +70,6 @@ def run_tree_decode(args) -> int:
     if medusa and len(prompt) < 2:
         raise ValueError("--prompt: Medusa decoding needs a prompt of at least 2 bytes")
     kw = dict(temperature=args.temperature, seed=args.seed, device=args.device, bonus=not args.no_bonus)
-    verifier = typical_rule() if name == "typical" else name
     if medusa:
         res = medusa_generate(target, heads, [prompt], args.tokens, tree, verifier, **kw)
     else:
@@ -75,7 +81,7 @@ def run_tree_decode(args) -> int:
             args.tokens,
             tree,
             verifier,
-            policy="topk" if name == "typical" else None,
+            children=children,
             **kw,
         )
     plain = autoregressive_generate(
@@ -118,6 +124,6 @@ def run_tree_decode(args) -> int:
     print(f"{'mean accepted path length':32s} {m['mean_accepted_per_round']:10.3f}")
     print(f"{'wall time, tree decoding':32s} {res.stats.time_total:9.3f}s")
     print(f"{'wall time, target alone':32s} {plain.time_total:9.3f}s  (one short run: timings are noisy)")
-    if name == "typical":
-        print("typical acceptance is lossy: the output does not have the target's law")
+    if not getattr(verifier, "lossless", False):
+        print(f"{name} is lossy: the output does not have the target's law")
     return 0

@@ -13,7 +13,8 @@ In a round with ``n`` committed tokens the root is ``x_{n-1}``, emitted by the p
 round from the target law at ``h_{n-2}``; head ``d`` of ``h_{n-2}`` gives the draft law of
 every depth-``d`` node (candidates for ``x_{n-1+d}``), the same law for all nodes of a
 depth: Medusa's drafts do not condition on the tree path. Candidates are the heads'
-top-k (child policy ``"topk"``): the Cartesian tree :meth:`DraftTree.from_branching`
+top-k (the child policy :class:`~spectheory.verifiers.children.TopK` applied to the heads'
+laws): the Cartesian tree :meth:`DraftTree.from_branching`
 ``([k] * K)`` or the *sparse tree* of :func:`sparse_tree`, the ``n`` nodes of largest
 estimated acceptance ``prod_d acc_d(rank_d)`` (Medusa's construction from the heads'
 measured top-k accuracies).
@@ -39,6 +40,7 @@ import torch.nn.functional as F
 
 from ..trees import DraftTree
 from ..verifiers.biased import typical_acceptance
+from ..verifiers.children import TopK
 from ..verifiers.multidraft import _categorical
 
 __all__ = [
@@ -96,7 +98,7 @@ def sparse_tree(accuracies, n_nodes):
     Returns
     -------
     DraftTree
-        Children in rank order (slot ``j`` = rank ``j``, as the ``"topk"`` policy drafts
+        Children in rank order (slot ``j`` = rank ``j``, as the :class:`~spectheory.verifiers.children.TopK` policy drafts
         them); closed under parents and lower ranks, so it is a valid top-k tree.
 
     Examples
@@ -134,7 +136,8 @@ def sparse_tree(accuracies, n_nodes):
 
 def typical_rule(epsilon=0.09, delta=0.3):
     """Medusa's typical acceptance on a tree, as a pure rule with the signature of
-    :func:`spectheory.trees.rules.tree_rule` (policy and rule fixed; draft laws unused).
+    :meth:`spectheory.verifiers.tree_base.TreeVerifier.verify` (child policy and rule fixed; draft
+    laws unused).
 
     Node ``c`` (token ``x``) under ``u`` passes iff ``b(x) = 1`` for the per-step
     :func:`~spectheory.verifiers.biased.typical_acceptance` at ``p(. | u)``; the accepted
@@ -201,7 +204,7 @@ class MedusaDrafter:
         rows = torch.arange(len(start), device=start.device)
         self.h = hidden[rows, batch.seq_len - 2 - start]
 
-    def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
+    def laws(self, batch, node_tokens, K, children, u_draft, present_root):
         from .tree_decode import draw_level
 
         lay = self.layout
@@ -217,7 +220,7 @@ class MedusaDrafter:
         for d in range(1, K + 1):
             lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
             laws[:, lo_p:lo] = head_laws[:, d - 1, None, :]
-            x, ok = draw_level(laws[:, lo_p:lo], lay, d, policy, u_draft, present[:, lo_p:lo])
+            x, ok = draw_level(laws[:, lo_p:lo], lay, d, children, u_draft, present[:, lo_p:lo])
             ok &= (d <= self.k)[:, None]
             node_tokens[:, lo:hi] = torch.where(ok, x, 0)
             present[:, lo:hi] = ok
@@ -235,7 +238,7 @@ def medusa_generate(target, heads, prompts, max_new_tokens, tree, verifier="tree
 
     ``verifier``: a lossless tree verifier name (``"tree_topk"``: Medusa's top-k children;
     ``"tree_rrs"``/``"tree_rrs_wo"``/``"traversal"``: children sampled from the heads'
-    laws) or a callable rule such as :func:`typical_rule` (then ``policy="topk"`` is used
+    laws) or a callable rule such as :func:`typical_rule` (then ``children=TopK()`` is used
     unless given). Prompts need at least 2 tokens.
     """
     from .tree_decode import tree_generate
@@ -246,7 +249,8 @@ def medusa_generate(target, heads, prompts, max_new_tokens, tree, verifier="tree
         return d
 
     if callable(verifier) and not isinstance(verifier, str):
-        kwargs.setdefault("policy", "topk")
+        if kwargs.get("policy") is None:  # the deprecated name of children= may still come
+            kwargs.setdefault("children", TopK())
     return tree_generate(target, None, prompts, max_new_tokens, tree, verifier, drafter=make, **kwargs)
 
 

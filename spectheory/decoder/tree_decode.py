@@ -7,10 +7,13 @@ docs/trees.md, ``bonus=True`` by default):
 1. the drafter builds the draft tree (:class:`~spectheory.trees.DraftTree`) truncated at
    depth ``k = min(depth, r)``: a draft model level by level (one draft call per level,
    tree attention in its cache), children drawn by the verifier's *child policy*
-   (``"iid"``, ``"wo"`` without replacement, ``"topk"``), or Medusa heads
-   (:mod:`spectheory.decoder.medusa`);
+   (:class:`~spectheory.verifiers.children.IID`,
+   :class:`~spectheory.verifiers.children.WithoutReplacement`,
+   :class:`~spectheory.verifiers.children.TopK`;
+   :meth:`~spectheory.verifiers.children.ChildPolicy.torch_draw`), or Medusa heads
+   (:mod:`spectheory.decoder.medusa`: ``TopK`` of the heads' laws);
 2. ONE target call scores the root and every node (:mod:`.tree_attention`);
-3. the tree verifier -- the pure rule of :mod:`spectheory.trees.rules` (or any callable of
+3. the tree verifier -- the pure rule of :mod:`spectheory.verifiers.tree_rules` (or any callable of
    the same signature, e.g. Medusa's typical acceptance) -- runs on the laws with
    uniforms hashed from ``(seed, round, node, purpose)``, and returns the accepted path
    and the next token (a correction after a rejection, or the bonus ``~ p`` at a leaf
@@ -25,15 +28,18 @@ the decoder and the exact theory share one definition of every tree verifier.
 from __future__ import annotations
 
 import time
+import warnings
 from functools import partial
 
 import numpy as np
 import torch
 
-from ..trees import DraftTree, TreeVerifier, get_tree_verifier
+from ..trees import DraftTree
+from ..verifiers.base import Verifier, get_verifier
+from ..verifiers.children import get_child_policy
 from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, sync
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
-from .sampling import logits_to_probs, sample_from_uniform
+from .sampling import logits_to_probs
 from .stats import GenerationResult, StatsRecorder
 from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
 
@@ -45,13 +51,15 @@ _BLOCK = (
 
 
 # ----------------------------------------------------------------------------- drafting
-def draw_level(parent_laws, layout, d, policy, u_draft, present_parent):
+def draw_level(parent_laws, layout, d, children, u_draft, present_parent):
     """Tokens of the depth-``d`` nodes from their parents' draft laws (torch, one level).
 
     Parameters
     ----------
     parent_laws : Tensor [B, n_{d-1}, V]
         Draft laws at the depth ``d - 1`` nodes (level order).
+    children : ChildPolicy or {"iid", "wo", "topk"}
+        How the children are drawn (:meth:`~spectheory.verifiers.children.ChildPolicy.torch_draw`).
     u_draft : Tensor [B, N]
         Per-node uniforms (column = level-order offset).
     present_parent : BoolTensor [B, n_{d-1}]
@@ -60,42 +68,22 @@ def draw_level(parent_laws, layout, d, policy, u_draft, present_parent):
     -------
     tokens : LongTensor [B, n_d] (``-1`` = not drafted), present : BoolTensor [B, n_d]
 
-    The ``j``-th child's law is the policy's slot law of :mod:`spectheory.trees.rules`:
-    ``q`` (iid), ``q`` without the earlier siblings renormalised (wo; absent when no mass
-    is left), or the point mass on the ``j``-th largest entry (topk, stable order).
+    The ``j``-th child's law is the policy's slot law
+    (:meth:`~spectheory.verifiers.children.ChildPolicy.slot_law`): ``q`` (iid), ``q`` without
+    the earlier siblings renormalised (wo; absent when no mass is left), or the point mass on
+    the ``j``-th largest entry (topk, stable order).
     """
+    children = get_child_policy(children)
     lo_p = layout.level_start[d - 1]
     lo, hi = layout.level_start[d], layout.level_start[d + 1]
     slots = np.asarray(layout.tree.slot)[layout.order]
-    B, _, V = parent_laws.shape
-    rows = torch.arange(B, device=parent_laws.device)
     toks, pres = [], []
-    order = None
-    removed = {}
+    cache: dict = {}
     for o in range(lo, hi):
         p = int(layout.parent_offset[o]) - lo_p
-        j = int(slots[o])
-        law = parent_laws[:, p]
-        ok = present_parent[:, p].clone()
-        if policy == "iid":
-            x = sample_from_uniform(law, u_draft[:, o])
-        elif policy == "wo":
-            rem = removed.get(p)
-            rem = law.clone() if rem is None else rem
-            mass = rem.sum(-1)
-            ok &= mass > 1e-300
-            x = sample_from_uniform(torch.where(ok[:, None], rem, law), u_draft[:, o])
-            rem = rem.clone()
-            rem[rows, x] = 0.0
-            removed[p] = rem
-        elif policy == "topk":
-            if order is None:
-                order = torch.sort(parent_laws, dim=-1, descending=True, stable=True).indices
-            if j >= V:
-                ok &= False
-            x = order[:, p, min(j, V - 1)]
-        else:
-            raise ValueError(f"policy: expected 'iid', 'wo' or 'topk', got {policy!r}")
+        x, ok = children.torch_draw(
+            parent_laws, p, int(slots[o]), u_draft[:, o], present_parent[:, p].clone(), cache
+        )
         toks.append(torch.where(ok, x, torch.full_like(x, -1)))
         pres.append(ok)
     return torch.stack(toks, 1), torch.stack(pres, 1)
@@ -117,7 +105,7 @@ class ModelDrafter:
         )
         self.cached = prefill(draft, self.cache, batch)
 
-    def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
+    def laws(self, batch, node_tokens, K, children, u_draft, present_root):
         """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
         lay = self.layout
         B = node_tokens.shape[0]
@@ -133,7 +121,7 @@ class ModelDrafter:
         calls = 1
         for d in range(1, K + 1):
             lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
-            x, ok = draw_level(laws[:, lo_p:lo], lay, d, policy, u_draft, present[:, lo_p:lo])
+            x, ok = draw_level(laws[:, lo_p:lo], lay, d, children, u_draft, present[:, lo_p:lo])
             x = self.level_tokens(d, x, laws, lo)
             ok &= (d <= self.k)[:, None]
             node_tokens[:, lo:hi] = torch.where(ok, x, 0)
@@ -169,23 +157,32 @@ class ModelDrafter:
 
 
 # ----------------------------------------------------------------------------- verification
-def resolve_rule(verifier, policy=None):
-    """``(rule, policy, name)`` from a tree-verifier name/object or a callable rule.
+def resolve_rule(verifier, children=None):
+    """``(rule, children, name)`` from a tree-verifier name/object or a callable rule.
 
-    A callable must have the signature of :func:`spectheory.trees.rules.tree_rule`
-    without ``policy``/``rule`` (``fn(tree, tokens, target_laws, draft_laws, u_accept,
-    u_final) -> (node, token, residual)``) and needs ``policy``.
+    A verifier (a registered name or a :class:`~spectheory.verifiers.Verifier`; ``"token"``
+    stands for its tree form, ``tree_rrs``) brings its own child policy; ``children`` may
+    only repeat it. A callable must have the signature of
+    :meth:`spectheory.verifiers.tree_base.TreeVerifier.verify` (``fn(tree, tokens,
+    target_laws, draft_laws, u_accept, u_final) -> (node, token, residual)``) and needs
+    ``children`` (a :class:`~spectheory.verifiers.children.ChildPolicy` or its shorthand).
     """
-    if isinstance(verifier, (str, TreeVerifier)):
-        v = get_tree_verifier(verifier)
-        if policy is not None and policy != v.policy:
-            raise ValueError(f"policy: verifier {v.name!r} draws children {v.policy!r}, got {policy!r}")
-        return v.verify, v.policy, v.name
+    if isinstance(verifier, (str, Verifier)):
+        v = get_verifier(verifier).for_tree()
+        if children is not None and get_child_policy(children) != v.children:
+            raise ValueError(f"children: verifier {v.name!r} draws children {v.children!r}, got {children!r}")
+        return v.verify, v.children, v.name
     if callable(verifier):
-        if policy is None:
-            raise ValueError("policy: a callable verifier needs the child policy ('iid', 'wo' or 'topk')")
-        return verifier, policy, getattr(verifier, "name", getattr(verifier, "__name__", "custom"))
-    raise ValueError(f"verifier: expected a tree verifier name, TreeVerifier or callable, got {verifier!r}")
+        if children is None:
+            raise ValueError(
+                "children: a callable verifier needs the child policy (IID(), WithoutReplacement() or TopK())"
+            )
+        return (
+            verifier,
+            get_child_policy(children),
+            getattr(verifier, "name", getattr(verifier, "__name__", "custom")),
+        )
+    raise ValueError(f"verifier: expected a tree verifier name, Verifier or callable, got {verifier!r}")
 
 
 def _tree_tables(tree, layout):
@@ -232,8 +229,9 @@ def tree_generate(
     seed=0,
     device=None,
     dtype=None,
-    policy=None,
+    children=None,
     drafter=None,
+    policy=None,
 ):
     """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
 
@@ -246,13 +244,18 @@ def tree_generate(
     tree : DraftTree
     verifier : str, TreeVerifier or callable
         A tree verifier (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``,
-        ...), or a callable rule (then ``policy`` is required), e.g.
+        ...), or a callable rule (then ``children`` is required), e.g.
         :func:`spectheory.decoder.medusa.typical_rule`.
+    children : ChildPolicy or {"iid", "wo", "topk"}, optional
+        How the children are drawn; default the verifier's own
+        (:class:`~spectheory.verifiers.children.ChildPolicy`).
     temperature, top_k, top_p, bonus, seed, device, dtype : as in
         :func:`~spectheory.decoder.speculative.speculative_generate`.
     drafter : callable, optional
         ``drafter(batch, law, dev, dtype, layout, target_cache) -> object`` with the
         methods of :class:`ModelDrafter`; default: a :class:`ModelDrafter` on ``draft``.
+    policy : deprecated
+        The former name of ``children`` (``policy`` is a draft-length policy elsewhere).
 
     Returns
     -------
@@ -273,7 +276,16 @@ def tree_generate(
     """
     if not isinstance(tree, DraftTree):
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
-    rule, policy, name = resolve_rule(verifier, policy)
+    if policy is not None:
+        warnings.warn(
+            "tree_generate(policy=) is deprecated; pass the child policy as children=",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if children is not None:
+            raise ValueError("children: pass children= or the deprecated policy=, not both")
+        children = policy
+    rule, children, name = resolve_rule(verifier, children)
     models = {"target": target} if draft is None else {"target": target, "draft": draft}
     max_new_tokens, (temperature, top_k, top_p) = check_common(
         models, max_new_tokens, temperature, top_k, top_p
@@ -327,7 +339,7 @@ def tree_generate(
             root_slot = batch.seq_len - 1
             node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
             dr.k = k
-            node_tokens, present, draft_laws, n_calls = dr.laws(batch, node_tokens, K, policy, u_d, k > 0)
+            node_tokens, present, draft_laws, n_calls = dr.laws(batch, node_tokens, K, children, u_d, k > 0)
             sync(dev)
             t1 = time.perf_counter()
             out = tree_logits(

@@ -8,32 +8,37 @@ with ``tree`` a :class:`~spectheory.trees.DraftTree`, ``tokens [R, N]`` (column 
 ``-1`` = not drafted), ``target_laws``/``draft_laws [R, N, V]`` the laws *after* each node,
 ``node [R]`` the last node of the accepted path (0 = nothing accepted) and ``token [R]`` the
 token emitted after it (correction, or the bonus at a leaf). The children of every node are
-drawn by the kit with the ``policy`` your verifier expects (``"iid"``, ``"wo"``, ``"topk"``).
+drawn by the kit with the child policy your verifier expects (``children=``: a
+:class:`~spectheory.verifiers.children.ChildPolicy` -- ``IID()``, ``WithoutReplacement()``,
+``TopK()`` -- or its shorthand ``"iid"``, ``"wo"``, ``"topk"``).
 
 :func:`check_tree_verifier` drafts trees on small Markov instances, runs your verifier, and
 completes every emitted sequence by sampling the target to a fixed length ``depth + 1``;
 lossless means that completed sequence has the target's law exactly, which is tested cell
 by cell against the exact law (chi-square, cells expecting fewer than 5 pooled, false-alarm
 rate ``alpha``). It also reports your
-mean accepted length beside the exact values of the library's verifiers for the same policy
-(:mod:`spectheory.trees`). :data:`TREE_GALLERY` holds deliberately buggy verifiers that the
+mean accepted length beside the exact values of the library's tree verifiers with the same
+child policy (:mod:`spectheory.verifiers.tree_rules`). :data:`TREE_GALLERY` holds deliberately buggy verifiers that the
 kit catches.
 
 >>> from spectheory.testing.trees import check_tree_verifier, reference_tree_verify
->>> check_tree_verifier(reference_tree_verify("traversal"), policy="wo", n_samples=3000, rng=0).passed
+>>> check_tree_verifier(reference_tree_verify("traversal"), children="wo", n_samples=3000, rng=0).passed
 True
 """
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import stats
 
-from ..trees import DraftTree, get_tree_verifier, tree_round_law
-from ..trees.rules import _categorical, slot_law
-from ..trees.simulate import draw_children
+from ..trees import DraftTree, tree_round_law
+from ..verifiers.base import get_verifier, list_verifiers
+from ..verifiers.children import IID, ChildPolicy, TopK, WithoutReplacement, get_child_policy
+from ..verifiers.multidraft import _categorical
+from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
 
 __all__ = [
     "check_tree_verifier",
@@ -47,7 +52,7 @@ __all__ = [
 
 def reference_tree_verify(verifier):
     """A correct tree verifier from :mod:`spectheory.trees` as a kit callable."""
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
 
     def verify(tree, tokens, target_laws, draft_laws, rng):
         R, N = tokens.shape
@@ -77,7 +82,7 @@ def tree_instances():
     ]
 
 
-def _draft_trees(chain, tree, policy, R, rng, s0=0):
+def _draft_trees(chain, tree, children, R, rng, s0=0):
     chain.require_deterministic("the tree-verifier kit")
     N = tree.n_nodes
     tok = np.full((R, N), -1, dtype=np.int64)
@@ -87,7 +92,7 @@ def _draft_trees(chain, tree, policy, R, rng, s0=0):
     for u in range(N):
         kids = tree.children[u]
         if kids:
-            x = draw_children(chain.draft[st_[:, u]], len(kids), policy, rng)
+            x = children.draw(chain.draft[st_[:, u]], len(kids), rng)
             for j, c in enumerate(kids):
                 ok[:, c] = ok[:, u] & (x[:, j] >= 0)
                 tok[:, c] = np.where(ok[:, c], x[:, j], -1)
@@ -113,22 +118,46 @@ class TreeReport:
         return "\n".join(lines)
 
 
-def check_tree_verifier(verify, policy="iid", n_samples=20_000, rng=None, alpha=1e-6, instances=None):
+def _references(children: ChildPolicy) -> list[str]:
+    """The library's registered tree rules drawing ``children`` (exact values beside yours)."""
+    out = []
+    for name in list_verifiers(trees=True):
+        v = get_verifier(name)
+        if isinstance(v, (RecursiveRejectionTree, TraversalTree)) and v.children == children:
+            out.append(name)
+    return out
+
+
+def check_tree_verifier(
+    verify,
+    children: ChildPolicy | str = "iid",
+    n_samples: int = 20_000,
+    rng=None,
+    alpha: float = 1e-6,
+    instances=None,
+    *,
+    policy: ChildPolicy | str | None = None,
+) -> TreeReport:
     """Run the kit on ``verify`` (see the module docstring); returns a :class:`TreeReport`.
 
-    An instance fails when the completed output's chi-square p-value is below ``alpha /
-    n_instances`` or when an output with target probability 0 appears.
+    ``children`` is the child policy the kit drafts with (``policy=`` is its deprecated
+    name). An instance fails when the completed output's chi-square p-value is below
+    ``alpha / n_instances`` or when an output with target probability 0 appears.
     """
-    if policy not in ("iid", "wo", "topk"):
-        raise ValueError(f"policy: expected 'iid', 'wo' or 'topk', got {policy!r}")
+    if policy is not None:
+        warnings.warn(
+            "check_tree_verifier(policy=) is deprecated; pass the child policy as children=",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        children = policy
+    children = get_child_policy(children)
     rng = np.random.default_rng(rng)
     inst = tree_instances() if instances is None else instances
     rows = []
-    refs = {"iid": ["tree_rrs", "traversal_iid"], "wo": ["tree_rrs_wo", "traversal"], "topk": ["tree_topk"]}[
-        policy
-    ]
+    refs = _references(children)
     for name, chain, tree in inst:
-        tok, states, t_laws, d_laws = _draft_trees(chain, tree, policy, n_samples, rng)
+        tok, states, t_laws, d_laws = _draft_trees(chain, tree, children, n_samples, rng)
         node, y = verify(tree, tok, t_laws, d_laws, rng)
         node, y = np.asarray(node, dtype=np.int64), np.asarray(y, dtype=np.int64)
         L = tree.max_depth + 1
@@ -175,9 +204,9 @@ def check_tree_verifier(verify, policy="iid", n_samples=20_000, rng=None, alpha=
     return TreeReport(all(r["passed"] for r in rows), rows)
 
 
-def assert_tree_verifier_lossless(verify, policy="iid", **kwargs):
+def assert_tree_verifier_lossless(verify, children: ChildPolicy | str = "iid", **kwargs) -> TreeReport:
     """Raise AssertionError with the report unless :func:`check_tree_verifier` passes."""
-    report = check_tree_verifier(verify, policy, **kwargs)
+    report = check_tree_verifier(verify, children, **kwargs)
     if not report.passed:
         raise AssertionError(str(report))
     return report
@@ -186,6 +215,8 @@ def assert_tree_verifier_lossless(verify, policy="iid", **kwargs):
 # ------------------------------------------------------------------ gallery of tree bugs
 def _rrs_variant(bug):
     """Top-down recursive rejection with one deliberate bug (vectorised, per-run loops)."""
+
+    checked_as = IID() if bug == "draft_for_wo" else bug_policy[bug]  # the slot law the rule uses
 
     def verify(tree, tokens, target_laws, draft_laws, rng):
         R, N = tokens.shape
@@ -201,13 +232,9 @@ def _rrs_variant(bug):
                     x = tokens[r, c]
                     if x < 0:
                         continue
-                    s = slot_law(
-                        draft_laws[r : r + 1, u],
-                        tokens[r : r + 1],
-                        tree.children[u],
-                        j,
-                        "iid" if bug == "draft_for_wo" else bug_policy[bug],
-                    )[0]
+                    s = checked_as.slot_law(draft_laws[r : r + 1, u], tokens[r : r + 1], tree.children[u], j)[
+                        0
+                    ]
                     if rng.random() < min(1.0, res[x] / s[x]) if s[x] > 0 else False:
                         acc = c
                         break
@@ -235,12 +262,18 @@ def _rrs_variant(bug):
     return verify
 
 
-bug_policy = {"correction_from_target": "iid", "no_zeroing": "topk", "orphan": "iid", "draft_for_wo": "wo"}
+#: The child policy each bug's trees are drawn with.
+bug_policy = {
+    "correction_from_target": IID(),
+    "no_zeroing": TopK(),
+    "orphan": IID(),
+    "draft_for_wo": WithoutReplacement(),
+}
 
-#: Buggy tree verifiers: ``name -> (verify, policy the kit should draft with)``.
+#: Buggy tree verifiers: ``name -> (verify, child policy the kit should draft with)``.
 TREE_GALLERY = {
-    "correction_from_target": (_rrs_variant("correction_from_target"), "iid"),
-    "no_zeroing_before_renormalise": (_rrs_variant("no_zeroing"), "topk"),
-    "accepts_child_of_rejected_parent": (_rrs_variant("orphan"), "iid"),
-    "wo_children_checked_against_draft": (_rrs_variant("draft_for_wo"), "wo"),
+    "correction_from_target": (_rrs_variant("correction_from_target"), IID()),
+    "no_zeroing_before_renormalise": (_rrs_variant("no_zeroing"), TopK()),
+    "accepts_child_of_rejected_parent": (_rrs_variant("orphan"), IID()),
+    "wo_children_checked_against_draft": (_rrs_variant("draft_for_wo"), WithoutReplacement()),
 }

@@ -4,10 +4,11 @@ Notation: p = target, q = draft (code says ``target``/``draft``). See docs/trees
 tree protocol, what is counted and the losslessness proofs.
 
 - :class:`DraftTree` -- topologies (parent list, per-depth branching, M paths, Sequoia shape);
-- :mod:`.rules` -- pure tree verifiers with injected uniforms (``rrs``, ``traversal``) and
-  their exact outcome law given the drafted tokens;
-- :mod:`.verifiers` -- :class:`TreeVerifier` objects and their registry
-  (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``, ``traversal_iid``);
+- :mod:`.children` -- child policies (:class:`IID`, :class:`WithoutReplacement`,
+  :class:`TopK`: objects with methods) and their exact node laws and sampler;
+- :mod:`.verifiers` -- tree verifiers (:class:`RecursiveRejectionTree`,
+  :class:`TraversalTree`; registered in the one registry as ``tree_rrs``, ``tree_rrs_wo``,
+  ``tree_topk``, ``traversal``, ``traversal_iid``: ``get_verifier(name)``);
 - :func:`tree_protocol` -- exact expectations on a :class:`~spectheory.DecodingChain`;
 - :class:`TreeRound`, :class:`BatchRound` -- tree rounds for ``st.simulate`` (Monte Carlo);
 - :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
@@ -28,12 +29,12 @@ from .batch_tree import (
     batch_tree_limit_mass,
     simulate_batch_tree,
 )
-from .children import draw_children, node_laws
+from .children import IID, ChildPolicy, TopK, WithoutReplacement, draw_children, get_child_policy, node_laws
 from .draft_tree import DraftTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
 from .round import BatchRound, TreeRound
-from .rules import outcome_law, tree_rule
+from .rules import outcome_law, tree_rule  # noqa: F401  (deprecated one release)
 from .sequoia import (
     exact_tree_value,
     optimal_tree_search,
@@ -44,16 +45,24 @@ from .sequoia import (
     stationary_law,
 )
 from .simulate import simulate_tree
-from .verifiers import TREE_VERIFIERS, TreeVerifier, get_tree_verifier, register_tree_verifier
+from .verifiers import (
+    RecursiveRejectionTree,
+    TraversalTree,
+    TreeVerifier,
+    get_tree_verifier,  # noqa: F401  (deprecated one release)
+    register_tree_verifier,  # noqa: F401  (deprecated one release)
+)
 
 __all__ = [
     "DraftTree",
-    "tree_rule",
-    "outcome_law",
     "TreeVerifier",
-    "get_tree_verifier",
-    "register_tree_verifier",
-    "TREE_VERIFIERS",
+    "RecursiveRejectionTree",
+    "TraversalTree",
+    "ChildPolicy",
+    "IID",
+    "WithoutReplacement",
+    "TopK",
+    "get_child_policy",
     "TreeProtocolResult",
     "node_laws",
     "tree_protocol",
@@ -80,9 +89,15 @@ __all__ = [
 
 
 def __getattr__(name):
-    """``TreeSimulationResult``: deprecated alias of :class:`~spectheory.rounds.SimulationResult`."""
+    """Deprecated names: ``TreeSimulationResult`` (alias of
+    :class:`~spectheory.rounds.SimulationResult`) and ``TREE_VERIFIERS`` (the one registry is
+    :mod:`spectheory.verifiers`')."""
     if name == "TreeSimulationResult":
         from . import simulate
 
         return simulate.__getattr__(name)
+    if name == "TREE_VERIFIERS":
+        from . import verifiers
+
+        return verifiers.__getattr__(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -42,7 +42,7 @@ from scipy.stats import binom
 
 from .._guards import check_int
 from ..exact.result import ProtocolResult
-from .children import node_laws
+from ..verifiers.children import IID
 
 __all__ = [
     "BatchTreeResult",
@@ -95,7 +95,7 @@ def _tables(target, draft, M):
         cover = draft > 0
         G = np.where(cover, target, 0.0)[:, :, None, None]
         return G, np.where(cover, 0.0, target)[None]
-    A, _ = node_laws(target, draft, M, "iid")  # [M, S, V], slot i = 1..M
+    A, _ = IID().node_laws(target, draft, M)  # [M, S, V], slot i = 1..M
     Rc = np.zeros((M + 1, S, V))
     r, reach = target.copy(), np.ones(S)
     for c in range(1, M + 1):

@@ -35,10 +35,11 @@ from typing import Any
 
 import numpy as np
 
+from ..verifiers.children import IID
 from ..verifiers.multidraft import _categorical
+from ..verifiers.tree_base import TreeVerifier, check_realisation
+from ..verifiers.tree_rules import _min1, _ratio, _update_rrs
 from .draft_tree import DraftTree
-from .rules import _min1, _ratio, _update_rrs, check_realisation
-from .verifiers import TreeVerifier
 
 __all__ = ["BatchTreeVerifier", "BATCH_TREE"]
 
@@ -61,12 +62,10 @@ class BatchTreeVerifier(TreeVerifier):
     from :func:`~spectheory.trees.batch_tree.batch_tree_expected`, not the tree engines.
     """
 
-    def __init__(self, name: str = "batch_tree") -> None:
-        super().__init__(name, "rrs", "iid")
+    node_local = False
 
-    @property
-    def node_local(self) -> bool:
-        return False
+    def __init__(self, name: str = "batch_tree") -> None:
+        super().__init__(name, IID())
 
     def verify(
         self,
@@ -78,7 +77,7 @@ class BatchTreeVerifier(TreeVerifier):
         u_final: Any,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The rule on given uniforms: ``(node [R], token [R], residual [R])`` as for
-        :func:`~spectheory.trees.rules.tree_rule` (``u_accept[:, c]`` decides node ``c``)."""
+        :meth:`~spectheory.verifiers.tree_base.TreeVerifier.verify` (``u_accept[:, c]`` decides node ``c``)."""
         x, t, d = check_realisation(tree, tokens, target_laws, draft_laws)
         nodes = _path_nodes(tree)
         ua = np.asarray(u_accept, dtype=np.float64)

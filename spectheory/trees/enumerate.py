@@ -2,9 +2,10 @@ r"""Exact tree rounds by enumerating every drafted tree (any rule; small ``V`` a
 
 Notation: p = target, q = draft. For a round start (position ``n0``, state ``s``) every
 assignment of tokens to the tree's nodes is listed with its draft probability (the product
-of the child draws: ``q(x)`` i.i.d.; successive-sampling probabilities without
-replacement; 1 for the deterministic top-k), and the verifier's exact outcome law given the
-tokens (:func:`spectheory.trees.rules.outcome_law`) is weighted by it. This engine is
+of the child draws, :meth:`~spectheory.verifiers.children.ChildPolicy.next_child_law`:
+``q(x)`` i.i.d.; successive-sampling probabilities without replacement; 1 for the
+deterministic top-k), and the verifier's exact outcome law given the tokens
+(:meth:`spectheory.verifiers.tree_base.TreeVerifier.outcome_law`) is weighted by it. This engine is
 independent of the per-node engine of :mod:`spectheory.trees.exact` (which it checks), it
 is the exact engine for traversal verification, and with ``fractions.Fraction`` entries it
 gives the exact law of the generated sequence (:func:`tree_sequence_law`).
@@ -17,8 +18,9 @@ from fractions import Fraction
 
 import numpy as np
 
+from ..verifiers.base import get_verifier
+from ..verifiers.children import get_child_policy
 from .accumulate import _Accumulator
-from .rules import outcome_law
 
 __all__ = ["enumerate_realisations", "enumerated_forward", "tree_sequence_law", "MAX_REALISATIONS"]
 
@@ -30,7 +32,7 @@ def _kernel(arr, n):
     return arr if arr.ndim == 2 else arr[min(n, arr.shape[0] - 1)]
 
 
-def enumerate_realisations(target, draft, next_state, tree, policy, n0, starts, k=None):
+def enumerate_realisations(target, draft, next_state, tree, children, n0, starts, k=None):
     r"""All token assignments of ``tree`` (truncated at depth ``k``) from the start states.
 
     Parameters
@@ -39,7 +41,8 @@ def enumerate_realisations(target, draft, next_state, tree, policy, n0, starts, 
         Kernels (float or ``Fraction`` object arrays).
     next_state : int array, shape (S, V)
     tree : DraftTree
-    policy : {"iid", "wo", "topk"}
+    children : ChildPolicy or {"iid", "wo", "topk"}
+        How the children were drawn (its :meth:`~spectheory.verifiers.children.ChildPolicy.next_child_law`).
     n0 : int
         Position of the round start (selects kernels of inhomogeneous chains).
     starts : int array
@@ -52,6 +55,7 @@ def enumerate_realisations(target, draft, next_state, tree, policy, n0, starts, 
     dict with ``start [R]``, ``prob [R]``, ``tokens [R, N]``, ``states [R, N]``,
     ``target_laws [R, N, V]``, ``draft_laws [R, N, V]``.
     """
+    children = get_child_policy(children)
     k = tree.max_depth if k is None else k
     N = tree.n_nodes
     starts = np.asarray(starts, dtype=np.int64)
@@ -71,23 +75,7 @@ def enumerate_realisations(target, draft, next_state, tree, policy, n0, starts, 
         du = _kernel(draft, n0 + int(tree.depth[u]))[states[:, u]]  # [R, V]
         alive = tokens[:, u] >= 0 if u else np.ones(R, dtype=bool)
         sibs = [s for s in tree.children[u] if s < c]
-        if policy == "iid":
-            w = du
-        elif policy == "topk":
-            order = np.argsort(-du.astype(np.float64), axis=-1, kind="stable")
-            j = len(sibs)
-            w = np.zeros_like(du)
-            if j < V:
-                w[np.arange(R), order[:, j]] = one
-        else:
-            rem = du.copy()
-            rows = np.arange(R)
-            for s in sibs:
-                ok = tokens[:, s] >= 0
-                rem[rows[ok], tokens[ok, s]] = 0
-            tot = rem.sum(-1)
-            pos = np.asarray(tot > 0, dtype=bool)
-            w = np.where(pos[:, None], rem / np.where(pos, tot, 1)[:, None], 0)
+        w = children.next_child_law(du, tokens, sibs)
         has = alive & np.asarray(w.sum(-1) > 0, dtype=bool)
         # rows without this node keep one copy (token -1); rows with it branch over V
         keep = np.flatnonzero(~has)
@@ -133,10 +121,8 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
         if key not in cache:
             if not chain.is_homogeneous:
                 cache.clear()
-            real = enumerate_realisations(target, draft, ns, tree, verifier.policy, n0, np.arange(S), k)
-            a, fin = outcome_law(
-                tree, real["tokens"], real["target_laws"], real["draft_laws"], verifier.policy, verifier.rule
-            )
+            real = enumerate_realisations(target, draft, ns, tree, verifier.children, n0, np.arange(S), k)
+            a, fin = verifier.outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"])
             cache[key] = (real, a * real["prob"][:, None], fin)
         real, a, fin = cache[key]
         acc.drafted += m0.sum(-1) * tree.nodes_within(k)
@@ -190,11 +176,9 @@ def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exa
     >>> str(law[(0, 0)]), str(law[(1, 1)])
     ('1/16', '9/16')
     """
-    from .verifiers import get_tree_verifier
-
     T = chain.check_horizon(horizon)
     chain.require_deterministic("tree_sequence_law")
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     conv = np.vectorize(Fraction, otypes=[object]) if exact else (lambda a: np.asarray(a, dtype=np.float64))
     target, draft = conv(np.asarray(chain.target)), conv(np.asarray(chain.draft))
     init = [Fraction(x) for x in chain.initial] if exact else list(chain.initial)
@@ -205,10 +189,8 @@ def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exa
         key = (n0 if not chain.is_homogeneous else 0, min(tree.max_depth, T - n0), s)
         if key not in rounds:
             k = key[1]
-            real = enumerate_realisations(target, draft, ns, tree, v.policy, n0, [s], k)
-            a, fin = outcome_law(
-                tree, real["tokens"], real["target_laws"], real["draft_laws"], v.policy, v.rule
-            )
+            real = enumerate_realisations(target, draft, ns, tree, v.children, n0, [s], k)
+            a, fin = v.outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"])
             out = defaultdict(lambda: Fraction(0) if exact else 0.0)
             toks = real["tokens"]
             for r in range(toks.shape[0]):

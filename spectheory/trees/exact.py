@@ -29,10 +29,10 @@ import numpy as np
 
 from .._guards import check_int
 from ..exact.core import blas_single_thread
+from ..verifiers.base import get_verifier
 from .accumulate import TreeProtocolResult, _Accumulator, _result
 from .draft_tree import DraftTree
 from .enumerate import enumerated_forward
-from .verifiers import get_tree_verifier
 
 __all__ = ["TreeProtocolResult", "tree_protocol", "tree_round_law"]
 
@@ -142,7 +142,7 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
     T = chain.check_horizon(horizon)
     chain.require_deterministic("tree_protocol (token trees)")
     tree = _check_tree(tree)
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     if method not in ("auto", "nodes", "enumerate"):
         raise ValueError(f"method: expected 'auto', 'nodes' or 'enumerate', got {method!r}")
     if method == "nodes" and not v.node_local:
@@ -179,7 +179,7 @@ def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method=
     10.0
     """
     tree = _check_tree(tree)
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     n0 = check_int(n0, "n0", 0)
     chain.require_deterministic("tree_round_law (token trees)")
     T = n0 + tree.max_depth + 1 if horizon is None else chain.check_horizon(horizon)

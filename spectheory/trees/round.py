@@ -25,11 +25,11 @@ import numpy as np
 from .._guards import check_int
 from ..rounds.base import Round, RoundOutcome
 from ..rounds.normalize import register_round_shorthand
+from ..verifiers.base import get_verifier
 from .batch_tree import batch_tree_expected
 from .batch_verifier import BATCH_TREE
 from .draft_tree import DraftTree
 from .exact import tree_protocol
-from .verifiers import get_tree_verifier
 
 __all__ = ["TreeRound", "BatchRound", "MAX_ELEMENTS"]
 
@@ -80,7 +80,7 @@ class TreeRound(Round):
         if not isinstance(tree, DraftTree):
             raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
         self.tree: DraftTree | None = tree
-        self.verifier = get_tree_verifier(verifier)
+        self.verifier = get_verifier(verifier).for_tree()
         self.max_elements = check_int(max_elements, "max_elements", 1)
         self._anc: dict = {}
 
@@ -208,7 +208,7 @@ class BatchRound(TreeRound):
         if reading not in READINGS:
             raise ValueError(f"reading: expected one of {sorted(READINGS)}, got {reading!r}")
         self.reading = reading
-        self.verifier = get_tree_verifier(READINGS[reading])
+        self.verifier = get_verifier(READINGS[reading]).for_tree()
         self.tree = None if self.gamma is None else DraftTree.paths(self.M, self.gamma)
         self.max_elements = MAX_ELEMENTS
         self._trees: dict[int, DraftTree] = {}

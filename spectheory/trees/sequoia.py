@@ -27,9 +27,9 @@ from __future__ import annotations
 import numpy as np
 
 from .._guards import check_int
+from ..verifiers.base import get_verifier
 from .draft_tree import DraftTree
 from .exact import tree_round_law
-from .verifiers import get_tree_verifier
 
 __all__ = [
     "sequoia_positional_dp",
@@ -157,30 +157,25 @@ def positional_vector(chain, K, verifier="tree_rrs_wo", states=None, n_samples=N
     estimates it from data).
     """
     K = check_int(K, "K", 1)
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     pi = _state_law(chain, states)
     t, d = chain.kernels(0)
     if n_samples is None:
         A, _ = v.node_laws(t, d, K)
         return pi @ A.sum(-1).T
-    from .children import draw_children
-    from .rules import tree_rule
-
     rng = np.random.default_rng(rng)
     n = check_int(n_samples, "n_samples", 1)
     s = rng.choice(chain.n_states, size=n, p=pi)
     star = DraftTree.from_branching([K])
-    kids = draw_children(d[s], K, v.policy, rng)
+    kids = v.sample_children(d[s], K, rng)
     tok = np.concatenate([np.full((n, 1), -1), kids], 1)
-    node, _, _ = tree_rule(
+    node, _, _ = v.verify(
         star,
         tok,
         np.broadcast_to(t[s][:, None], (n, K + 1, t.shape[1])),
         np.broadcast_to(d[s][:, None], (n, K + 1, t.shape[1])),
         rng.random((n, K + 1)),
         rng.random(n),
-        v.policy,
-        v.rule,
     )
     return np.bincount(node, minlength=K + 1)[1:] / n
 

@@ -1,123 +1,84 @@
-r"""Tree verifiers as objects: a name, a pure rule, exact per-node laws, a sampler.
+r"""Tree verifiers in the tree room: the classes of :mod:`spectheory.verifiers.tree_rules`
+and deprecated wrappers of the former second registry.
 
-A :class:`TreeVerifier` pairs a verification rule (``"rrs"`` top-down recursive rejection,
-or ``"traversal"`` leaf-to-root) with a child policy (``"iid"``, ``"wo"``, ``"topk"``; see
-:mod:`spectheory.trees.rules`). Registered names:
+A tree verifier is a :class:`~spectheory.verifiers.Verifier` that accepts trees
+(:class:`TreeVerifier`; the rule is its class, :class:`RecursiveRejectionTree` or
+:class:`TraversalTree`, the child policy its ``children``), registered in the one registry
+of :mod:`spectheory.verifiers.base`:
 
-==================  ===========  ========  ==============================================
-name                rule         policy    who uses it
-==================  ===========  ========  ==============================================
-``tree_rrs``        rrs          iid       SpecInfer (Miao et al. 2024)
-``tree_rrs_wo``     rrs          wo        Sequoia (Chen et al. 2024), Jeon et al. 2024
-``tree_topk``       rrs          topk      Medusa / EAGLE engines (deterministic top-k)
-``traversal``       traversal    wo        Weng et al. 2025 (arXiv 2505.12398)
-``traversal_iid``   traversal    iid       traversal on i.i.d. children (same proof)
-==================  ===========  ========  ==============================================
+==================  ==========================  ==========================  ==========================================
+name                class                       children                    who uses it
+==================  ==========================  ==========================  ==========================================
+``tree_rrs``        RecursiveRejectionTree      IID                         SpecInfer (Miao et al. 2024)
+``tree_rrs_wo``     RecursiveRejectionTree      WithoutReplacement          Sequoia (Chen et al. 2024), Jeon et al.
+``tree_topk``       RecursiveRejectionTree      TopK                        Medusa / EAGLE engines (top-k)
+``traversal``       TraversalTree               WithoutReplacement          Weng et al. 2025 (arXiv 2505.12398)
+``traversal_iid``   TraversalTree               IID                         traversal on i.i.d. children
+==================  ==========================  ==========================  ==========================================
 
-The shared ``Verifier`` registry of :mod:`spectheory.verifiers` (``base.py``) describes
-single-path rounds (``draft_tokens [R, g]``); a tree verifier takes a whole tree, so
-:func:`get_tree_verifier` / :func:`register_tree_verifier` keep a registry of their own.
+``get_verifier(name)`` returns any of them; ``get_verifier("token").for_tree()`` is
+``tree_rrs`` (token verification's tree form). :func:`get_tree_verifier`,
+:func:`register_tree_verifier` and ``TREE_VERIFIERS`` are deprecated (one release).
 
 Examples
 --------
->>> from spectheory.trees import get_tree_verifier
->>> v = get_tree_verifier("tree_rrs_wo")
->>> v.rule, v.policy
-('rrs', 'wo')
+>>> from spectheory.verifiers import get_verifier
+>>> v = get_verifier("tree_rrs_wo")
+>>> type(v).__name__, v.children.name, v.accepts_trees
+('RecursiveRejectionTree', 'wo', True)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import warnings
 
-from .children import draw_children, node_laws
-from .rules import POLICIES, RULES, outcome_law, tree_rule
+from ..verifiers.base import get_verifier, list_verifiers, register_verifier
+from ..verifiers.tree_base import TreeVerifier
+from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
 
-__all__ = ["TreeVerifier", "get_tree_verifier", "register_tree_verifier", "TREE_VERIFIERS"]
-
-
-@dataclass(frozen=True)
-class TreeVerifier:
-    """A lossless tree verifier: rule + child policy.
-
-    Attributes
-    ----------
-    name : str
-    rule : {"rrs", "traversal"}
-    policy : {"iid", "wo", "topk"}
-    """
-
-    name: str
-    rule: str
-    policy: str
-
-    def __post_init__(self):
-        if self.rule not in RULES:
-            raise ValueError(f"rule: expected one of {RULES}, got {self.rule!r}")
-        if self.policy not in POLICIES:
-            raise ValueError(f"policy: expected one of {POLICIES}, got {self.policy!r}")
-
-    @property
-    def node_local(self) -> bool:
-        """True when the decision at a node depends only on its children's tokens (rrs):
-        the fast per-node exact engine applies."""
-        return self.rule == "rrs"
-
-    def verify(self, tree, tokens, target_laws, draft_laws, u_accept, u_final):
-        """The pure rule (:func:`spectheory.trees.rules.tree_rule`) with this verifier's policy."""
-        return tree_rule(tree, tokens, target_laws, draft_laws, u_accept, u_final, self.policy, self.rule)
-
-    def outcome_law(self, tree, tokens, target_laws, draft_laws):
-        """Exact outcome law given the drafted tokens (:func:`spectheory.trees.rules.outcome_law`)."""
-        return outcome_law(tree, tokens, target_laws, draft_laws, self.policy, self.rule)
-
-    def node_laws(self, target, draft, k):
-        """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (rrs only);
-        see :func:`spectheory.trees.children.node_laws`."""
-        if not self.node_local:
-            raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
-        return node_laws(target, draft, k, self.policy)
-
-    def sample_children(self, draft_rows, k, rng):
-        """Draw ``k`` children per row of ``draft_rows [R, V]``; see
-        :func:`spectheory.trees.simulate.draw_children`."""
-        import numpy as np
-
-        rng = np.random.default_rng(rng)
-        return draw_children(draft_rows, k, self.policy, rng)
+__all__ = [
+    "TreeVerifier",
+    "RecursiveRejectionTree",
+    "TraversalTree",
+    "get_tree_verifier",
+    "register_tree_verifier",
+]
 
 
-TREE_VERIFIERS: dict = {}
-
-
-def register_tree_verifier(verifier: TreeVerifier):
-    """Add ``verifier`` to the tree registry; returns it."""
+def register_tree_verifier(verifier: TreeVerifier) -> TreeVerifier:
+    """Deprecated: :func:`spectheory.verifiers.register_verifier` (one registry)."""
+    warnings.warn(
+        "register_tree_verifier is deprecated; use spectheory.verifiers.register_verifier",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     if not isinstance(verifier, TreeVerifier):
         raise ValueError(f"verifier: expected a TreeVerifier, got {type(verifier).__name__}")
-    TREE_VERIFIERS[verifier.name] = verifier
-    return verifier
+    return register_verifier(verifier, replace=True)
 
 
 def get_tree_verifier(verifier) -> TreeVerifier:
-    """A :class:`TreeVerifier` from itself or its registered name."""
-    if isinstance(verifier, TreeVerifier):
-        return verifier
-    if verifier not in TREE_VERIFIERS:
-        raise ValueError(
-            f"verifier: unknown tree verifier {verifier!r}; expected one of {sorted(TREE_VERIFIERS)}"
+    """Deprecated: ``get_verifier(verifier).for_tree()`` (one registry)."""
+    warnings.warn(
+        "get_tree_verifier is deprecated; use spectheory.verifiers.get_verifier(name).for_tree()",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return get_verifier(verifier).for_tree()
+
+
+def _tree_verifiers() -> dict:
+    out = {name: get_verifier(name) for name in list_verifiers(trees=True)}
+    out["token"] = get_verifier("token").for_tree()
+    return out
+
+
+def __getattr__(name: str):
+    if name == "TREE_VERIFIERS":
+        warnings.warn(
+            "TREE_VERIFIERS is deprecated; use spectheory.verifiers.list_verifiers(trees=True) and get_verifier",
+            DeprecationWarning,
+            stacklevel=2,
         )
-    return TREE_VERIFIERS[verifier]
-
-
-for _name, _rule, _policy in [
-    ("tree_rrs", "rrs", "iid"),
-    ("tree_rrs_wo", "rrs", "wo"),
-    ("tree_topk", "rrs", "topk"),
-    ("traversal", "traversal", "wo"),
-    ("traversal_iid", "traversal", "iid"),
-]:
-    register_tree_verifier(TreeVerifier(_name, _rule, _policy))
-
-#: On a single path recursive rejection sampling is token verification, so the single-path
-#: default name also works for trees (``chain.protocol(T, tree=..., verifier="token")``).
-TREE_VERIFIERS["token"] = TREE_VERIFIERS["tree_rrs"]
+        return _tree_verifiers()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

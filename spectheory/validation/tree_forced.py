@@ -10,15 +10,16 @@ as in :mod:`spectheory.validation.tree_rounds`. For a node ``v`` at depth ``j`` 
 draws the tree from a proposal in which every ``a_d`` carries ``x_{n+d}`` and weights it by
 ``W = P(\text{siblings}) / Q(\text{siblings})``, group by group along the branch:
 
-- ``"iid"`` children: the other siblings are independent of ``a_d``, so ``W = q(x_{n+d})``;
-- ``"wo"`` children (successive sampling without replacement): the proposal draws the other
+- i.i.d. children (:class:`~spectheory.verifiers.children.IID`): the other siblings are independent of ``a_d``, so ``W = q(x_{n+d})``;
+- children without replacement (successive sampling,
+  :class:`~spectheory.verifiers.children.WithoutReplacement`): the proposal draws the other
   siblings of ``a_d`` (slot ``s``) successively from ``q`` without ``x`` and without the earlier
   ones, so with ``y_s = x``
 
   .. math:: P = \prod_i \frac{q(y_i)}{1 - \sum_{l < i} q(y_l)}, \qquad
             Q = \prod_{i \ne s} \frac{q(y_i)}{1 - q(x) - \sum_{l < i,\, l \ne s} q(y_l)}.
 
-Everything off the branch is drafted by the decoder as usual (tree attention, its own
+Both are :meth:`spectheory.verifiers.children.ChildPolicy.force`. Everything off the branch is drafted by the decoder as usual (tree attention, its own
 draft model), so the drafted tree's laws are exact. Summing ``W P(accept v) f_v / p(x...)``
 over the nodes of depth ``j`` (one forced run per node) estimates ``w(n, j)``; ``j = 0``
 uses an unforced tree. No indicator is left, so the estimate is random only through the
@@ -31,7 +32,8 @@ import numpy as np
 import torch
 
 from ..decoder.tree_decode import ModelDrafter, tree_generate
-from ..trees import get_tree_verifier
+from ..verifiers.base import get_verifier
+from ..verifiers.children import get_child_policy
 
 __all__ = ["ForcedDrafter", "forced_tree_weights"]
 
@@ -41,9 +43,10 @@ class ForcedDrafter(ModelDrafter):
     tokens ``branch_tokens [B, j]`` on the tree nodes ``branch`` (a root-to-node path), with the
     log importance weight of the forcing in ``logw [B]``."""
 
-    def __init__(self, draft, law, dev, dtype, batch, layout, branch, branch_tokens, policy, rng):
+    def __init__(self, draft, law, dev, dtype, batch, layout, branch, branch_tokens, children, rng):
         super().__init__(draft, law, dev, dtype, batch, layout)
-        self.branch, self.branch_tokens, self.policy = list(branch), np.asarray(branch_tokens), policy
+        self.branch, self.branch_tokens = list(branch), np.asarray(branch_tokens)
+        self.children = get_child_policy(children)
         self.rng = np.random.default_rng(rng)
         self.logw = np.zeros(batch.tokens.shape[0])
         self.active = True
@@ -53,40 +56,14 @@ class ForcedDrafter(ModelDrafter):
         o = int(lay.offset[self.branch[d - 1]])
         po = int(lay.parent_offset[o])
         group = [g for g in range(lo, lo + x.shape[1]) if int(lay.parent_offset[g]) == po]
-        s = group.index(o)
         q = parent_laws.to(torch.float64).cpu().numpy()
-        B = q.shape[0]
-        rows = np.arange(B)
-        xf = self.branch_tokens[:, d - 1]
+        tokens, logw = self.children.force(
+            q, self.branch_tokens[:, d - 1], len(group), group.index(o), self.rng
+        )
         out = x.clone()
-        if self.policy == "iid":
-            out[:, o - lo] = torch.as_tensor(xf, device=x.device)
-            with np.errstate(divide="ignore"):
-                self.logw += np.log(q[rows, xf])
-            return out
-        if self.policy != "wo":
-            raise ValueError(f"policy: forcing needs 'iid' or 'wo' children, got {self.policy!r}")
-        removed = np.zeros_like(q, dtype=bool)
-        removed[rows, xf] = True
-        cum_p, cum_q = np.zeros(B), q[rows, xf].copy()
-        logp, logq = np.zeros(B), np.zeros(B)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            for i, g in enumerate(group):
-                if i == s:
-                    y = xf
-                else:
-                    w = np.where(removed, 0.0, q)
-                    c = np.cumsum(w, 1)
-                    u = self.rng.random(B) * c[:, -1]
-                    y = np.minimum((c <= u[:, None]).sum(1), q.shape[1] - 1)
-                    removed[rows, y] = True
-                    logq += np.log(q[rows, y]) - np.log1p(-cum_q)
-                    cum_q += q[rows, y]
-                    out[:, g - lo] = torch.as_tensor(y, device=x.device)
-                logp += np.log(q[rows, y]) - np.log1p(-cum_p)
-                cum_p += q[rows, y]
-            out[:, o - lo] = torch.as_tensor(xf, device=x.device)
-        self.logw += logp - logq
+        for i, y in tokens.items():
+            out[:, group[i] - lo] = torch.as_tensor(y, device=x.device)
+        self.logw += logw
         return out
 
     def level_tokens(self, depth, tokens, laws, level_start):
@@ -95,8 +72,8 @@ class ForcedDrafter(ModelDrafter):
             tokens = self._force(depth, tokens, laws[:, po], level_start)
         return tokens
 
-    def laws(self, batch, node_tokens, K, policy, u_draft, present_root):
-        out = super().laws(batch, node_tokens, K, policy, u_draft, present_root)
+    def laws(self, batch, node_tokens, K, children, u_draft, present_root):
+        out = super().laws(batch, node_tokens, K, children, u_draft, present_root)
         self.active = False
         return out
 
@@ -108,7 +85,7 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
     ``x_{<= n}``) whose first round forces the branch to ``v`` onto the path; ``j = 0`` uses an
     unforced run. Cost: ``T * (nodes)`` decoder calls of ``N`` rows.
     """
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     paths = np.asarray(paths, dtype=np.int64)
     N, L, T, D = paths.shape[0], int(n_prompt), int(horizon), tree.max_depth
     x = paths[:, L:]
@@ -125,7 +102,7 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
                 continue
             seen, holder = [], []
 
-            def make(batch, law, dev, dt, layout, tcache, _b=branch, _j=j, _n=n, _node=node):
+            def make(batch, law, dev, dt, layout, tcache, _b=branch, _j=j, _n=n, _node=node, _holder=holder):
                 dr = ForcedDrafter(
                     draft,
                     law,
@@ -135,25 +112,27 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
                     layout,
                     _b,
                     x[:, _n : _n + _j],
-                    v.policy,
+                    v.children,
                     rng=[seed, _n, _node],
                 )
-                holder.append(dr)
+                _holder.append(dr)
                 return dr
 
-            def rule(tree_, tokens, tl, dl, ua, uf, _node=node, _j=j, _n=n):
-                if not seen:
+            def rule(
+                tree_, tokens, tl, dl, ua, uf, _node=node, _j=j, _n=n, _seen=seen, _holder=holder, _left=left
+            ):
+                if not _seen:
                     accept, final = v.outcome_law(tree_, tokens, tl, dl)
-                    num = accept[:, _node] * (np.exp(holder[0].logw) if holder else 1.0)
+                    num = accept[:, _node] * (np.exp(_holder[0].logw) if _holder else 1.0)
                     den = np.ones(N)
                     prev = 0
                     for i, u in enumerate(tree_.path_to(_node)):
                         den *= tl[rows, prev, x[:, _n + i]]
                         prev = u
-                    if _j < left:
+                    if _j < _left:
                         num = num * final[rows, _node, x[:, _n + _j]]
                         den = den * tl[rows, _node, x[:, _n + _j]]
-                    seen.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0))
+                    _seen.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0))
                 return v.verify(tree_, tokens, tl, dl, ua, uf)
 
             rule.name = v.name
@@ -166,7 +145,7 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
                 tree,
                 rule,
                 seed=seed + 7919 * n + node,
-                policy=v.policy,
+                children=v.children,
                 **kwargs,
             )
             out[:, n, j] += seen[0]

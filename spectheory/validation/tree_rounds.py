@@ -57,7 +57,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trees import DraftTree, get_tree_verifier
+from ..trees import DraftTree
+from ..verifiers.base import get_verifier
 from .trees import _child_counts, by_depth
 
 __all__ = ["round_weights", "emission_dp", "sampled_round_weights"]
@@ -168,7 +169,7 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
         ``run(rule, prompts, max_new_tokens, seed)`` runs the tree decoder (the drafter of the
         prediction, child policy = the verifier's) with the callable tree rule ``rule`` on the
         equal-length ``prompts``; e.g. ``lambda rule, pr, n, s: tree_generate(target, draft,
-        pr, n, tree, rule, seed=s, policy=policy)``.
+        pr, n, tree, rule, seed=s, children=children)``.
     verifier : str or TreeVerifier
         A lossless tree verifier with an ``outcome_law``.
     tree : DraftTree
@@ -187,7 +188,7 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
     -------
     ndarray [N, T, D + 1]; :func:`emission_dp` turns it into ``E[target calls | path]``.
     """
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     if not isinstance(tree, DraftTree):
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
     paths = np.asarray(paths, dtype=np.int64)
@@ -219,7 +220,7 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
 def wo_node_laws_pruned(target, draft, k, min_prob=1e-8, chunk=64):
     r"""Per-node laws of recursive rejection without replacement, rejected prefixes pruned.
 
-    As :func:`spectheory.trees.node_laws` with ``policy="wo"`` (``accept [k, S, V]`` and
+    As :meth:`WithoutReplacement().node_laws <spectheory.verifiers.children.WithoutReplacement.node_laws>` (``accept [k, S, V]`` and
     ``residual [S, V]``), but a prefix of rejected siblings whose probability is below
     ``min_prob`` is not expanded: its later slots count as rejected, so ``accept`` is low by
     at most ``dropped [S]`` in total per state and ``residual = p - sum_j accept_j`` stays
@@ -322,7 +323,7 @@ def forced_path_weights(run, verifier, depth, paths, n_prompt, horizon, target_l
         (:func:`spectheory.validation.predict.path_statistics` with ``keep_laws``).
     seed : int
     """
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     paths = np.asarray(paths, dtype=np.int64)
     tl_path = np.asarray(target_laws, dtype=np.float64)
     dl_path = np.asarray(draft_laws, dtype=np.float64)

@@ -3,11 +3,11 @@ r"""Tree decoding in the real decoder against the exact tree theory.
 Notation: p = target, q = draft (laws after temperature/top-k/top-p); the tree protocol
 of docs/trees.md (``bonus=True``); ``T`` new tokens after a prompt.
 
-**Rao-Blackwellised prediction along target paths** (node-local rules: ``rrs`` with any
-child policy). The decoder's output is target-distributed, and at a tree node ``u`` at
+**Rao-Blackwellised prediction along target paths** (node-local rules: recursive rejection with
+any child policy). The decoder's output is target-distributed, and at a tree node ``u`` at
 prefix ``x_{<m}`` with ``k`` children the verifier emits ``x_m`` via child slot ``j`` with
 mass ``A_j(x_m)`` or as a correction with mass ``R(x_m)`` (the exact per-node laws
-:func:`spectheory.trees.children.node_laws`, ``sum_j A_j + R = p``). Given the output
+:meth:`spectheory.verifiers.children.ChildPolicy.node_laws`, ``sum_j A_j + R = p``). Given the output
 sequence the outcomes at different nodes are independent, with
 
 .. math:: P(\text{slot } j \mid x_m) = A_j(x_m) / p(x_m), \qquad
@@ -22,7 +22,7 @@ indexed by (round start, depth).
 
 **First round, every verifier** (traversal included): :func:`first_round_prediction`
 records each first round's drafted tree and laws inside the decoder and evaluates the
-verifier's exact outcome law given them (:func:`spectheory.trees.rules.outcome_law`):
+verifier's exact outcome law given them (:meth:`spectheory.verifiers.tree_base.TreeVerifier.outcome_law`):
 ``E[accepted length | tree]`` averaged over independent trees, compared with the
 decoder's first rounds in separate runs.
 """
@@ -31,8 +31,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..trees import DraftTree, get_tree_verifier, node_laws, tree_rule
+from ..trees import DraftTree
+from ..verifiers.base import get_verifier
+from ..verifiers.children import get_child_policy
 from ..verifiers.multidraft import _categorical
+from ..verifiers.tree_rules import RecursiveRejectionTree
 
 __all__ = [
     "node_acceptance",
@@ -43,22 +46,26 @@ __all__ = [
 ]
 
 
-def node_acceptance(target_laws, draft_laws, tokens, k, policy, chunk=4096):
+def node_acceptance(target_laws, draft_laws, tokens, k, children, chunk=4096):
     r"""``(a [k, M], res [M])``: ``A_j(x)/p(x)`` and ``R(x)/p(x)`` per row.
 
     ``target_laws, draft_laws [M, V]`` are the laws at ``M`` prefixes and ``tokens [M]`` the
-    target path's token there. Rows with ``p(x) = 0`` get ``res = 1``.
+    target path's token there; ``children`` the child policy (a
+    :class:`~spectheory.verifiers.children.ChildPolicy` or its shorthand). Rows with
+    ``p(x) = 0`` get ``res = 1``.
     """
+    children = get_child_policy(children)
     t = np.asarray(target_laws, dtype=np.float64)
     d = np.asarray(draft_laws, dtype=np.float64)
     x = np.asarray(tokens, dtype=np.int64)
     M = t.shape[0]
     a = np.zeros((k, M))
     res = np.ones(M)
-    step = chunk if policy != "wo" or k == 1 else max(1, 2_000_000 // (t.shape[1] ** (k - 1)))
+    paths = children.node_law_paths(t.shape[1], k)  # enumerated prefixes per row (1: closed form)
+    step = chunk if paths == 1 else max(1, 2_000_000 // paths)
     for lo in range(0, M, step):
         sl = slice(lo, min(M, lo + step))
-        A, R = node_laws(t[sl], d[sl], k, policy)
+        A, R = children.node_laws(t[sl], d[sl], k)
         rows = np.arange(sl.stop - sl.start)
         px = t[sl][rows, x[sl]]
         ok = px > 0
@@ -140,7 +147,7 @@ def first_round_prediction(run, verifier, tree):
     exact outcome law given the drafted tree (uniforms integrated out) and then applies
     the verifier itself. Returns ``E[j | tree]`` per sequence ``[B]``.
     """
-    v = get_tree_verifier(verifier)
+    v = get_verifier(verifier).for_tree()
     depth = np.asarray(tree.depth, dtype=np.float64)
     seen = []
 
@@ -155,12 +162,14 @@ def first_round_prediction(run, verifier, tree):
     return seen[0]
 
 
-def broken_tree_rule(policy="iid"):
-    """WRONG on purpose: recursive rejection (``rrs``) whose correction is drawn from the
-    target law at the node instead of the residual (built on the library's rule)."""
+def broken_tree_rule(children="iid"):
+    """WRONG on purpose: recursive rejection (:class:`~spectheory.verifiers.tree_rules.RecursiveRejectionTree`
+    on ``children``) whose correction is drawn from the target law at the node instead of the
+    residual (built on the library's rule)."""
+    right = RecursiveRejectionTree("rrs", children)
 
     def rule(tree, tokens, tl, dl, ua, uf):
-        node, tok, residual = tree_rule(tree, tokens, tl, dl, ua, uf, policy, "rrs")
+        node, tok, residual = right.verify(tree, tokens, tl, dl, ua, uf)
         rows = np.arange(len(node))
         wrong = _categorical(np.asarray(tl, dtype=np.float64)[rows, node], np.asarray(uf, dtype=np.float64))
         return node, np.where(residual, wrong, tok), residual
@@ -206,7 +215,7 @@ def by_depth(a, res, depth):
     return A, R
 
 
-def draft_tables(target_laws, draft_laws, tokens, tree, policy):
+def draft_tables(target_laws, draft_laws, tokens, tree, children):
     """Tables of :func:`tree_round_dp` for a draft model: laws along target paths.
 
     ``target_laws, draft_laws [N, T, V]``: the laws before generated token ``m`` on each
@@ -224,13 +233,13 @@ def draft_tables(target_laws, draft_laws, tokens, tree, policy):
             np.asarray(draft_laws, np.float64).reshape(-1, V),
             np.asarray(tokens).reshape(-1),
             k,
-            policy,
+            children,
         )
         out[k] = by_depth(a.reshape(k, N, T), res.reshape(N, T), D)
     return out
 
 
-def medusa_tables(target_laws, head_laws, tokens, tree, policy):
+def medusa_tables(target_laws, head_laws, tokens, tree, children):
     """Tables of :func:`tree_round_dp` for Medusa heads.
 
     ``head_laws [N, T, K, V]``: for a round starting after ``n`` generated tokens, the
@@ -250,7 +259,7 @@ def medusa_tables(target_laws, head_laws, tokens, tree, policy):
             m = T - du  # round starts with a node at this depth in range
             tl = t[:, du:].reshape(-1, V)
             dl = h[:, :m, du].reshape(-1, V)
-            a, res = node_acceptance(tl, dl, np.asarray(tokens)[:, du:].reshape(-1), k, policy)
+            a, res = node_acceptance(tl, dl, np.asarray(tokens)[:, du:].reshape(-1), k, children)
             A[:, :, :m, du] = a.reshape(k, N, m)
             Rm[:, :m, du] = res.reshape(N, m)
         out[k] = (A, Rm)

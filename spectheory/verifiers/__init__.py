@@ -4,6 +4,10 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 
 - :mod:`.base`        the Verifier protocol, :func:`get_verifier`, :func:`register_verifier`
 - :mod:`.token`       standard token verification (``"token"``)
+- :mod:`.children`    child policies of draft trees (:class:`IID`, :class:`WithoutReplacement`,
+  :class:`TopK`)
+- :mod:`.tree_base`, :mod:`.tree_rules`  tree verifiers (recursive rejection, traversal;
+  ``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``, ``"traversal_iid"``)
 - :mod:`.rejection`   general rejection-based verifiers and optimality (Yin et al. 2024, Thms 1-2)
 - :mod:`.batch_step`  batch speculative decoding with M draft sequences, one position
   (first-token construction, consistent with Yin et al. 2024, Theorem 3)
@@ -48,6 +52,16 @@ from .block import (
     block_weights,
     round_accepted_means,
 )
+from .children import (
+    CHILD_POLICIES,
+    IID,
+    ChildPolicy,
+    TopK,
+    WithoutReplacement,
+    get_child_policy,
+    list_child_policies,
+    register_child_policy,
+)
 from .kseq import (
     kseq_acceptance,
     kseq_beta,
@@ -89,6 +103,16 @@ from .rejection import (
     unbiased_rejection_law,
 )
 from .token import TOKEN, TokenVerifier
+from .tree_base import TreeVerifier, check_realisation
+from .tree_rules import (
+    TRAVERSAL,
+    TRAVERSAL_IID,
+    TREE_RRS,
+    TREE_RRS_WO,
+    TREE_TOPK,
+    RecursiveRejectionTree,
+    TraversalTree,
+)
 
 __all__ = [
     # the protocol and the registry
@@ -106,6 +130,24 @@ __all__ = [
     "block_round_transition",
     "block_emission_law",
     "round_accepted_means",
+    # tree verifiers and child policies
+    "TreeVerifier",
+    "RecursiveRejectionTree",
+    "TraversalTree",
+    "TREE_RRS",
+    "TREE_RRS_WO",
+    "TREE_TOPK",
+    "TRAVERSAL",
+    "TRAVERSAL_IID",
+    "check_realisation",
+    "ChildPolicy",
+    "IID",
+    "WithoutReplacement",
+    "TopK",
+    "CHILD_POLICIES",
+    "get_child_policy",
+    "register_child_policy",
+    "list_child_policies",
     # rejection-based rules
     "RejectionRule",
     "RejectionStep",

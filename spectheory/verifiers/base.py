@@ -28,7 +28,13 @@ real decoder (torch)  :meth:`~Verifier.torch_rule`                              
 
 Every entry point (``chain.protocol``, :func:`spectheory.simulate`,
 ``speculative_generate``, the conformance kit) takes a Verifier or a registered name;
-:func:`get_verifier` resolves it. ``docs/verifiers.md`` has a worked "add your own rule"
+:func:`get_verifier` resolves it. The one registry holds single-path rules and tree
+verifiers alike: a verifier says what it checks with :attr:`Verifier.accepts_paths` and
+:attr:`Verifier.accepts_trees` (tree verifiers,
+:class:`spectheory.verifiers.tree_base.TreeVerifier`, check a whole
+:class:`~spectheory.trees.DraftTree`); :meth:`Verifier.require_path` is the check a
+single-path engine makes, :meth:`Verifier.for_tree` the verifier a tree round uses (token
+verification's tree form is recursive rejection, ``tree_rrs``). ``docs/verifiers.md`` has a worked "add your own rule"
 example.
 
 Examples
@@ -39,6 +45,8 @@ Examples
 ('token', True)
 >>> get_verifier(token) is token
 True
+>>> token.for_tree().name, get_verifier("tree_rrs").accepts_paths
+('tree_rrs', False)
 """
 
 from __future__ import annotations
@@ -105,6 +113,42 @@ class Verifier:
     name: str = "verifier"
     #: Whether the emitted tokens follow the target's law exactly.
     lossless: bool = True
+    #: Whether the verifier checks a single drafted path (``draft_tokens [R, g]``).
+    accepts_paths: bool = True
+    #: Whether the verifier checks a whole draft tree itself (a tree verifier).
+    accepts_trees: bool = False
+
+    # ----------------------------------------------------------------- capabilities
+    def require_path(self) -> Verifier:
+        """``self`` if it verifies single paths, else a ValueError saying it needs a tree.
+
+        What single-path entry points call (``chain.protocol(T, gamma, verifier=...)``,
+        ``st.simulate``) before using the path methods.
+
+        Examples
+        --------
+        >>> from spectheory.verifiers import get_verifier
+        >>> get_verifier("tree_rrs").require_path()
+        Traceback (most recent call last):
+        ...
+        ValueError: verifier: 'tree_rrs' verifies token trees, not a single path; pass tree= (a DraftTree) instead of gamma
+        """
+        if not self.accepts_paths:
+            raise ValueError(
+                f"verifier: {self.name!r} verifies token trees, not a single path; "
+                "pass tree= (a DraftTree) instead of gamma"
+            )
+        return self
+
+    def for_tree(self) -> Verifier:
+        """The tree verifier this verifier stands for in a tree round (itself for a tree
+        verifier); ValueError if it has none."""
+        if self.accepts_trees:
+            return self
+        raise ValueError(
+            f"verifier: {self.name!r} verifies single paths and has no tree form; "
+            f"tree verifiers: {list_verifiers(trees=True)}"
+        )
 
     # ----------------------------------------------------------------- the pure rule
     def _rule(self, target_laws, draft_laws, draft_tokens, k, u_accept, u_final):
@@ -238,6 +282,18 @@ def get_verifier(verifier) -> Verifier:
     raise ValueError(f"verifier: expected a registered name or a Verifier, got {type(verifier).__name__}")
 
 
-def list_verifiers() -> list[str]:
-    """Names of the registered verifiers."""
-    return sorted(_REGISTRY)
+def list_verifiers(*, trees: bool | None = None) -> list[str]:
+    """Names of the registered verifiers (``trees=True``: those that verify trees,
+    ``trees=False``: those that verify single paths).
+
+    Examples
+    --------
+    >>> from spectheory.verifiers import list_verifiers
+    >>> list_verifiers(trees=True)[:3]
+    ['traversal', 'traversal_iid', 'tree_rrs']
+    """
+    if trees is None:
+        return sorted(_REGISTRY)
+    if trees:
+        return sorted(n for n, v in _REGISTRY.items() if v.accepts_trees)
+    return sorted(n for n, v in _REGISTRY.items() if v.accepts_paths)

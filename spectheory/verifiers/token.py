@@ -102,6 +102,13 @@ class TokenVerifier(Verifier):
         acc, rej = token_masses(chain)
         return acc, rej, False
 
+    def for_tree(self):
+        """Token verification's tree form: recursive rejection on i.i.d. children
+        (``tree_rrs``; on a single path the two are the same rule)."""
+        from .tree_rules import TREE_RRS
+
+        return TREE_RRS
+
     def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
         from .torch_forms import token_verify
 

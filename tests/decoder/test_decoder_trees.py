@@ -20,10 +20,11 @@ from spectheory.validation.predict import mean_se, path_statistics, sample_paths
 from spectheory.validation.trees import (  # noqa: E402
     broken_tree_rule,
     draft_tables,
-    first_round_prediction,  # noqa: E402
+    first_round_prediction,
     tree_round_dp,
     tree_two_token_samples,
 )
+from spectheory.verifiers import IID, TopK, WithoutReplacement  # noqa: E402
 
 TREES = [
     DraftTree.from_branching([2, 2, 1]),
@@ -119,22 +120,28 @@ def test_draw_level_is_the_torch_form_of_draw_children():
     lay = TreeLayout(tree)
     u = np.array([[0.0, 0.1, 0.5, 0.93]] * 4)
     present = torch.ones(4, 1, dtype=torch.bool)
-    x, ok = draw_level(torch.as_tensor(laws)[:, None], lay, 1, "topk", torch.as_tensor(u), present)
-    np.testing.assert_array_equal(x.numpy(), draw_children(laws, 3, "topk", rng))
+    x, ok = draw_level(torch.as_tensor(laws)[:, None], lay, 1, TopK(), torch.as_tensor(u), present)
+    np.testing.assert_array_equal(x.numpy(), draw_children(laws, 3, TopK(), rng))
 
     class Given:  # an "rng" returning the hand-picked uniforms
         def random(self, shape):
             return u[:, 1:].reshape(shape)
 
-    x, _ = draw_level(torch.as_tensor(laws)[:, None], lay, 1, "iid", torch.as_tensor(u), present)
-    np.testing.assert_array_equal(x.numpy(), draw_children(laws, 3, "iid", Given()))
-    x, ok = draw_level(torch.as_tensor(laws)[:, None], lay, 1, "wo", torch.as_tensor(u), present)
+    x, _ = draw_level(torch.as_tensor(laws)[:, None], lay, 1, IID(), torch.as_tensor(u), present)
+    np.testing.assert_array_equal(x.numpy(), draw_children(laws, 3, IID(), Given()))
+    x, ok = draw_level(
+        torch.as_tensor(laws)[:, None], lay, 1, WithoutReplacement(), torch.as_tensor(u), present
+    )
     assert all(len(set(r)) == 3 for r in x.numpy().tolist())
 
 
 def test_resolve_rule_errors():
-    with pytest.raises(ValueError, match="policy"):
+    with pytest.raises(ValueError, match="children"):
         resolve_rule(lambda *a: None)
+    with pytest.raises(ValueError, match="children"):
+        resolve_rule("tree_rrs", "topk")  # the verifier draws i.i.d. children
+    with pytest.raises(ValueError, match="no tree form"):
+        resolve_rule("block")
     with pytest.raises(ValueError, match="verifier"):
         resolve_rule("nope")
     with pytest.raises(ValueError, match="tree"):
@@ -154,7 +161,7 @@ def test_lossless_chisquare_and_broken_rule_flagged(small_pair):
         assert pooled_chisquare(s, law)["pvalue"] > 1e-6, v
     s = tree_two_token_samples(
         lambda pr, sd: tree_generate(
-            target, draft, pr, 2, tree, broken_tree_rule("iid"), seed=sd, policy="iid"
+            target, draft, pr, 2, tree, broken_tree_rule("iid"), seed=sd, children="iid"
         ),
         prompt,
         3000,
@@ -170,19 +177,21 @@ def test_rao_blackwell_prediction_matches_decoder(small_pair):
     T = 10
     paths = sample_paths(target, prompts, T, seed=99)
     ps = path_statistics(target, draft, paths, 3, keep_laws=True)
-    for tree, v, policy in (
+    for tree, v, children in (
         (DraftTree.from_branching([2, 1]), "tree_rrs", "iid"),
         (DraftTree.from_branching([2, 2]), "tree_rrs_wo", "wo"),
         (DraftTree([-1, 0, 1, 0]), "tree_topk", "topk"),
     ):
-        pred = tree_round_dp(tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, policy), T)
+        pred = tree_round_dp(
+            tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, children), T
+        )
         res = tree_generate(target, draft, list(prompts), T, tree, v, seed=5)
         pm, pse = mean_se(pred["target_calls"])
         mm, mse = mean_se(res.stats.target_calls)
         assert abs(pm - mm) < 5 * np.hypot(pse, mse), (v, pm, mm)
         first = first_round_prediction(
-            lambda rule, _t=tree, _p=policy: tree_generate(
-                target, draft, list(prompts), 3, _t, rule, seed=77, policy=_p
+            lambda rule, _t=tree, _p=children: tree_generate(
+                target, draft, list(prompts), 3, _t, rule, seed=77, children=_p
             ),
             v,
             tree,

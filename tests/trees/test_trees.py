@@ -15,19 +15,17 @@ import pytest
 
 import spectheory as st
 from spectheory.trees import (
-    TREE_VERIFIERS,
     DraftTree,
-    node_laws,
-    outcome_law,
     simulate_tree,
     tree_protocol,
     tree_round_law,
-    tree_rule,
     tree_sequence_law,
 )
+from spectheory.verifiers import IID, TopK, WithoutReplacement, get_verifier, list_verifiers
 from spectheory.verifiers.block import round_accepted_means
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_rule
 
+TREE_VERIFIERS = list_verifiers(trees=True)
 SHAPES = [DraftTree.from_branching([2, 1]), DraftTree.from_parents([-1, 0, 1, 1, 0, 4])]
 
 
@@ -88,15 +86,13 @@ def test_depth_one_rule_equals_rrs_rule_on_same_uniforms():
     ua, uf = rng.random((R, k)), rng.random(R)
     tree = DraftTree.from_branching([k])
     tok = np.concatenate([np.full((R, 1), -1), cand], 1)
-    node, y, _ = tree_rule(
+    node, y, _ = get_verifier("tree_rrs").verify(
         tree,
         tok,
         np.broadcast_to(t, (R, k + 1, V)),
         np.broadcast_to(d, (R, k + 1, V)),
         np.concatenate([np.zeros((R, 1)), ua], 1),
         uf,
-        "iid",
-        "rrs",
     )
     idx, y_ref = rrs_rule(t, d, cand, ua, uf)
     np.testing.assert_array_equal(node - 1, idx)
@@ -107,7 +103,7 @@ def test_depth_one_rule_equals_rrs_rule_on_same_uniforms():
 
 def test_topk_node_law_accepts_target_mass_of_topk():
     chain = st.DecodingChain.random(6, rng=4)
-    A, R = node_laws(chain.target, chain.draft, 3, "topk")
+    A, R = TopK().node_laws(chain.target, chain.draft, 3)
     top = np.argsort(-chain.draft, 1, kind="stable")[:, :3]
     np.testing.assert_allclose(A.sum((0, 2)), np.take_along_axis(chain.target, top, 1).sum(1), atol=1e-15)
     np.testing.assert_allclose(A.sum(0) + R, chain.target, atol=1e-15)
@@ -143,7 +139,7 @@ def test_single_path_protocol_equals_chain_protocol(bonus):
 
 
 # ------------------------------------------------------------------ losslessness
-@pytest.mark.parametrize("verifier", sorted(TREE_VERIFIERS))
+@pytest.mark.parametrize("verifier", TREE_VERIFIERS)
 @pytest.mark.parametrize("V,shape", [(2, 0), (3, 1)])
 def test_sequence_law_is_target_exactly(verifier, V, shape):
     chain = dyadic_chain(V, seed=V)
@@ -167,13 +163,11 @@ def test_outcome_law_rows_sum_to_one_and_match_target():
     from spectheory.trees import enumerate_realisations
 
     tree = SHAPES[1]
-    for verifier in TREE_VERIFIERS.values():
+    for verifier in map(get_verifier, TREE_VERIFIERS):
         real = enumerate_realisations(
-            chain.target, chain.draft, chain.next_state, tree, verifier.policy, 0, [0]
+            chain.target, chain.draft, chain.next_state, tree, verifier.children, 0, [0]
         )
-        a, fin = outcome_law(
-            tree, real["tokens"], real["target_laws"], real["draft_laws"], verifier.policy, verifier.rule
-        )
+        a, fin = verifier.outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"])
         np.testing.assert_allclose(a.sum(1), 1.0, atol=1e-13)
         # first emitted token: the root's child on the path, or the root's final token
         first = real["prob"] @ (a[:, 0, None] * fin[:, 0])
@@ -218,7 +212,7 @@ def test_bad_arguments():
 
 
 # ------------------------------------------------------------------ Monte Carlo
-@pytest.mark.parametrize("verifier", sorted(TREE_VERIFIERS))
+@pytest.mark.parametrize("verifier", TREE_VERIFIERS)
 def test_monte_carlo_agrees_with_exact(verifier):
     # 5 standard errors, fixed seed: a false failure is about one in a million per quantity
     chain = st.DecodingChain.random(4, horizon=9, rng=2)
@@ -257,8 +251,8 @@ def test_draw_children_policies():
     from spectheory.trees import draw_children
 
     d = np.array([[0.5, 0.0, 0.3, 0.2]] * 200)
-    wo = draw_children(d, 4, "wo", rng)
+    wo = draw_children(d, 4, WithoutReplacement(), rng)
     assert np.all(wo[:, 3] == -1) and np.all(np.sort(wo[:, :3], 1) == [0, 2, 3])
-    np.testing.assert_array_equal(draw_children(d[:1], 5, "topk", rng), [[0, 2, 3, 1, -1]])
-    iid = draw_children(d, 3, "iid", rng)
+    np.testing.assert_array_equal(draw_children(d[:1], 5, TopK(), rng), [[0, 2, 3, 1, -1]])
+    iid = draw_children(d, 3, IID(), rng)
     assert not np.any(iid == 1)

@@ -100,13 +100,13 @@ def setup():
     return target, draft, prompts, paths, ps, T
 
 
-def _runner(target, draft, policy, tree=None):
+def _runner(target, draft, children, tree=None):
     from spectheory.decoder.tree_decode import tree_generate
     from spectheory.trees import DraftTree
 
     def run(rule, prompts, n, seed):
         t = tree if tree is not None else DraftTree.from_branching([1] * (n - 1))
-        return tree_generate(target, draft, prompts, n, t, rule, seed=seed, policy=policy)
+        return tree_generate(target, draft, prompts, n, t, rule, seed=seed, children=children)
 
     return run
 
@@ -164,9 +164,9 @@ def test_forced_branch_weights_unbiased_on_branching_trees(setup):
 
     target, draft, prompts, paths, ps, T = setup
     tree = DraftTree.from_branching([3, 1])
-    for v, policy in (("tree_rrs_wo", "wo"), ("tree_rrs", "iid")):
+    for v, children in (("tree_rrs_wo", "wo"), ("tree_rrs", "iid")):
         exact = tree_round_dp(
-            tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, policy), T
+            tree, draft_tables(ps.target_laws, ps.draft_laws, paths[:, 3:], tree, children), T
         )
         est = emission_dp(forced_tree_weights(target, draft, v, tree, paths, 3, T, seed=6), T)
         m, se = mean_se(est - exact["target_calls"])

@@ -1,0 +1,194 @@
+r"""Tree verifiers: verifiers that accept draft trees (the base class and a realisation's checks).
+
+Notation: p = target, q = draft (code says ``target``/``draft``). A *realisation* of a draft
+tree (:class:`~spectheory.trees.DraftTree`) for ``R`` runs is
+
+- ``tokens [R, N]``: the token of node ``i`` (column 0, the root, is ignored; ``-1`` marks a
+  node that is not drafted: beyond the horizon, or past the draft's support without
+  replacement);
+- ``target_laws [R, N, V]`` and ``draft_laws [R, N, V]``: the target and draft laws of the
+  token *after* node ``i`` (``draft_laws[:, u]`` is the law ``u``'s children are drawn from).
+
+A :class:`TreeVerifier` is a :class:`~spectheory.verifiers.Verifier` of the one registry
+(:func:`~spectheory.verifiers.get_verifier`) whose capability is trees
+(``accepts_trees = True``, ``accepts_paths = False``): the tree rule is its class
+(:class:`~spectheory.verifiers.tree_rules.RecursiveRejectionTree`,
+:class:`~spectheory.verifiers.tree_rules.TraversalTree`) and the way children are drawn its
+:attr:`~TreeVerifier.children` (a :class:`~spectheory.verifiers.children.ChildPolicy`).
+The single-path methods (``rule``, ``verify_round``, ``exact``, ``torch_rule``) say that a
+tree is needed (:meth:`~spectheory.verifiers.Verifier.require_path`).
+
+Uniform convention: node ``c`` is accepted iff ``u_accept[:, c] <`` its acceptance
+probability; the final token is the inverse CDF of its law at ``u_final``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .base import Verifier
+from .children import ChildPolicy, get_child_policy
+
+__all__ = ["TreeVerifier", "check_realisation"]
+
+
+def check_realisation(tree, tokens, target_laws, draft_laws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validate shapes and token range of a realisation; returns arrays (dtype kept)."""
+    x = np.asarray(tokens, dtype=np.int64)
+    t = np.asarray(target_laws)
+    d = np.asarray(draft_laws)
+    if x.ndim != 2 or x.shape[1] != tree.n_nodes:
+        raise ValueError(f"tokens: expected shape (R, {tree.n_nodes}), got {x.shape}")
+    R, N = x.shape
+    if t.shape[:2] != (R, N) or t.ndim != 3 or d.shape != t.shape:
+        raise ValueError(
+            f"target_laws, draft_laws: expected shape ({R}, {N}, V), got {t.shape} and {d.shape}"
+        )
+    if x.size and (x[:, 1:].min(initial=0) < -1 or x.max() >= t.shape[2]):
+        raise ValueError(f"tokens: entries must lie in [0, {t.shape[2]}) or be -1 (not drafted)")
+    return x, t, d
+
+
+class TreeVerifier(Verifier):
+    """Base class of tree verifiers: a tree rule (the subclass) with a child policy.
+
+    Subclasses implement :meth:`_verify` (the pure rule on checked float arrays) and
+    :meth:`_outcome_law` (its exact outcome law given the drafted tokens), and set
+    :attr:`node_local` when a node's decision depends only on its children's tokens (then
+    the per-node exact engine applies through :meth:`node_laws`).
+
+    Parameters
+    ----------
+    name : str
+        Registry key and the label results carry.
+    children : ChildPolicy or str
+        How the children of a node are drawn (``"iid"``, ``"wo"``, ``"topk"`` are shorthands).
+    lossless : bool
+    """
+
+    accepts_paths = False
+    accepts_trees = True
+    #: Whether the decision at a node depends only on its children's tokens.
+    node_local = False
+
+    def __init__(self, name: str, children: ChildPolicy | str, lossless: bool = True) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError("name: a tree verifier needs a non-empty string name")
+        self.name = name
+        self.children = get_child_policy(children)
+        self.lossless = bool(lossless)
+
+    # ----------------------------------------------------------------- the tree rule
+    def _verify(self, tree, x, t, d, ua, uf) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        raise NotImplementedError(f"tree verifier {self.name!r}: define _verify (the pure tree rule)")
+
+    def _outcome_law(self, tree, x, t, d) -> tuple[Any, Any]:
+        raise NotImplementedError(f"tree verifier {self.name!r}: define _outcome_law (its exact law)")
+
+    def verify(self, tree, tokens, target_laws, draft_laws, u_accept, u_final):
+        r"""The pure tree rule on hand-given uniforms, vectorised over runs.
+
+        Parameters
+        ----------
+        tree : DraftTree
+        tokens, target_laws, draft_laws : arrays ``[R, N]``, ``[R, N, V]``, ``[R, N, V]``
+            A realisation (module docstring).
+        u_accept : array, shape (R, N)
+            ``u_accept[:, c]`` decides node ``c``'s test (column 0 unused).
+        u_final : array, shape (R,)
+
+        Returns
+        -------
+        node : ndarray of int, shape (R,)
+            Last node of the accepted path (0 = nothing accepted).
+        token : ndarray of int, shape (R,)
+            Token drawn from the law at ``node`` (residual, or the target law at a leaf: the
+            bonus; the caller drops it when the protocol emits no bonus).
+        residual : ndarray of bool, shape (R,)
+            Whether ``token`` is a correction (``node`` had drafted children, all rejected).
+        """
+        x, t, d = check_realisation(tree, tokens, target_laws, draft_laws)
+        t = t.astype(np.float64)
+        d = d.astype(np.float64)
+        R, N, _ = t.shape
+        ua = np.asarray(u_accept, dtype=np.float64)
+        uf = np.asarray(u_final, dtype=np.float64)
+        if ua.shape != (R, N) or uf.shape != (R,):
+            raise ValueError(
+                f"u_accept, u_final: expected shapes {(R, N)} and {(R,)}, got {ua.shape}, {uf.shape}"
+            )
+        return self._verify(tree, x, t, d, ua, uf)
+
+    def outcome_law(self, tree, tokens, target_laws, draft_laws):
+        r"""Exact outcome law given the drafted tokens (analytic, no uniforms).
+
+        Works with float arrays and with ``fractions.Fraction`` object arrays.
+
+        Returns
+        -------
+        accept : array, shape (R, N)
+            ``accept[:, v]`` = P(the accepted path ends at node ``v``); rows sum to 1.
+        final : array, shape (R, N, V)
+            Law of the token emitted after the path when it ends at ``v`` (the residual if
+            ``v`` had drafted children, else ``target_laws[:, v]``).
+        """
+        x, t, d = check_realisation(tree, tokens, target_laws, draft_laws)
+        return self._outcome_law(tree, x, t, d)
+
+    def node_laws(self, target, draft, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (node-local rules only);
+        :meth:`spectheory.verifiers.children.ChildPolicy.node_laws` of :attr:`children`."""
+        if not self.node_local:
+            raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
+        return self.children.node_laws(target, draft, k)
+
+    def sample_children(self, draft_rows, k: int, rng) -> np.ndarray:
+        """Draw ``k`` children per row of ``draft_rows [R, V]`` (``[R, k]``);
+        :meth:`spectheory.verifiers.children.ChildPolicy.draw` of :attr:`children`."""
+        return self.children.draw(draft_rows, k, np.random.default_rng(rng))
+
+    def for_tree(self) -> TreeVerifier:
+        """A tree verifier is its own tree form."""
+        return self
+
+    @property
+    def policy(self) -> ChildPolicy:
+        """Deprecated: the child policy is :attr:`children` (``policy`` is a draft-length policy)."""
+        warnings.warn(
+            "TreeVerifier.policy is deprecated; use TreeVerifier.children (a ChildPolicy)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.children
+
+    # ----------------------------------------------------------------- single path: not this
+    def rule(self, *args, **kwargs):
+        """Tree verifiers have no single-path rule: see :meth:`verify`."""
+        self.require_path()
+
+    def verify_round(self, *args, **kwargs):
+        self.require_path()
+
+    def exact(self, *args, **kwargs):
+        self.require_path()
+
+    def torch_rule(self, *args, **kwargs):
+        self.require_path()
+
+    # ----------------------------------------------------------------- identity
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is type(self)
+            and other.name == self.name  # type: ignore[attr-defined]
+            and other.children == self.children  # type: ignore[attr-defined]
+            and other.lossless == self.lossless  # type: ignore[attr-defined]
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.name, self.children, self.lossless))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, children={self.children!r})"

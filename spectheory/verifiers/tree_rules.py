@@ -1,0 +1,228 @@
+r"""The tree rules: recursive rejection (top-down) and traversal (leaf-to-root), registered.
+
+Notation: p = target, q = draft; a realisation and the uniform convention as in
+:mod:`spectheory.verifiers.tree_base`; ``s`` is the slot law of a child under the verifier's
+child policy (:meth:`spectheory.verifiers.children.ChildPolicy.slot_law`). Both rules are
+lossless for every child policy (proofs in docs/trees.md):
+
+- :class:`RecursiveRejectionTree` (top-down): at node ``u`` with residual target
+  ``r = p(. | u)``, for each child ``c`` (token ``x``, slot law ``s``): accept ``c`` with
+  probability ``min(1, r(x)/s(x))`` and descend; otherwise ``r <- norm(max(r - s, 0))``.
+  All children rejected: emit ``y ~ r``. With top-k children this is "accept ``x`` with
+  probability ``r(x)``, else zero it and renormalise". On a single path it is token
+  verification (:meth:`spectheory.verifiers.TokenVerifier.for_tree`).
+- :class:`TraversalTree` (Weng et al. 2025, arXiv 2505.12398, leaf-to-root): every node
+  carries a sequence-level weight ``w`` (root 1; child ``w_c = min(1, w_u r_u(x_c)/s(x_c))``
+  when its subtree is entered). The first remaining leaf in depth-first order is tested:
+  accepted with probability ``w``, it ends the round (emit its path, then ``y ~ r`` at that
+  node). Rejected, it is deleted and its parent updates ``Z = sum (w_u r_u - s)_+``,
+  ``r_u <- (w_u r_u - s)_+ / Z``, ``w_u <- Z / (Z + 1 - w_u)`` (1 if that is 0/0). On a
+  single path this is block verification (Sun et al. 2024); at depth 1 it is recursive
+  rejection.
+
+Registered (:func:`spectheory.verifiers.get_verifier`):
+
+=================  =========================  ==========================  ===================================
+name               rule                       children                    who uses it
+=================  =========================  ==========================  ===================================
+``tree_rrs``       RecursiveRejectionTree     IID                         SpecInfer (Miao et al. 2024)
+``tree_rrs_wo``    RecursiveRejectionTree     WithoutReplacement          Sequoia (Chen et al. 2024)
+``tree_topk``      RecursiveRejectionTree     TopK                        Medusa / EAGLE engines
+``traversal``      TraversalTree              WithoutReplacement          Weng et al. 2025
+``traversal_iid``  TraversalTree              IID                         traversal on i.i.d. children
+=================  =========================  ==========================  ===================================
+
+Examples
+--------
+One node drafted below the root (p = (1/3, 2/3), q = (2/3, 1/3)), token 0: accepted iff
+``u < p(0)/q(0) = 1/2``.
+
+>>> import numpy as np
+>>> from spectheory.trees import DraftTree
+>>> from spectheory.verifiers import get_verifier
+>>> tree = DraftTree.from_branching([1])
+>>> t = np.tile([1/3, 2/3], (2, 2, 1)); d = np.tile([2/3, 1/3], (2, 2, 1))
+>>> v = get_verifier("tree_rrs")
+>>> node, tok, res = v.verify(tree, [[-1, 0], [-1, 0]], t, d, [[0, 0.4], [0, 0.6]], [0.5, 0.5])
+>>> node.tolist(), res.tolist(), tok.tolist()
+([1, 0], [False, True], [1, 1])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .base import register_verifier
+from .children import IID, TopK, WithoutReplacement, _safe_div
+from .multidraft import _categorical
+from .tree_base import TreeVerifier
+
+__all__ = [
+    "RecursiveRejectionTree",
+    "TraversalTree",
+    "TREE_RRS",
+    "TREE_RRS_WO",
+    "TREE_TOPK",
+    "TRAVERSAL",
+    "TRAVERSAL_IID",
+]
+
+
+def _ratio(r, s, x):
+    """``r(x) / s(x)`` per run (0 where ``s(x) = 0`` or the node is absent)."""
+    rows = np.arange(r.shape[0])
+    xs = np.where(x >= 0, x, 0)
+    return np.where(x >= 0, _safe_div(r[rows, xs], s[rows, xs]), 0)
+
+
+def _min1(a):
+    return np.where(a < 1, a, 1)
+
+
+def _ones(R, dtype):
+    """Ones of ``dtype`` (an object array of int 1 for Fraction laws)."""
+    return np.full(R, 1, dtype=object) if np.dtype(dtype).hasobject else np.ones(R, dtype=dtype)
+
+
+def _update_rrs(r, s, present):
+    ex = np.maximum(r - s, 0)
+    Z = ex.sum(-1)
+    new = np.where((Z > 0)[:, None], _safe_div(ex, Z[:, None]), r)
+    return np.where(present[:, None], new, r)
+
+
+def _update_traversal(r, w, s, present):
+    ex = np.maximum(w[:, None] * r - s, 0)
+    Z = ex.sum(-1)
+    r_new = np.where((Z > 0)[:, None], _safe_div(ex, Z[:, None]), r)
+    den = Z + 1 - w
+    w_new = np.where(den > 0, _safe_div(Z, den), 1)
+    return np.where(present[:, None], r_new, r), np.where(present, w_new, w)
+
+
+class RecursiveRejectionTree(TreeVerifier):
+    """Top-down recursive rejection sampling on a tree (module docstring); node-local."""
+
+    node_local = True
+
+    def _verify(self, tree, x, t, d, ua, uf):
+        R, N, _ = t.shape
+        slot_law = self.children.slot_law
+        node = np.zeros(R, dtype=np.int64)
+        law = t[:, 0].copy()
+        residual = np.zeros(R, dtype=bool)
+        cur = np.zeros(R, dtype=np.int64)
+        done = np.zeros(R, dtype=bool)
+        for u in range(N):  # pre-order: a child follows its parent
+            here = ~done & (cur == u)
+            if not here.any():
+                continue
+            r = t[:, u].copy()
+            kids = tree.children[u]
+            had = np.zeros(R, dtype=bool)
+            for j, c in enumerate(kids):
+                xc = x[:, c]
+                present = here & (xc >= 0)
+                s = slot_law(d[:, u], x, kids, j)
+                a = np.minimum(1.0, _ratio(r, s, xc))
+                acc = present & (ua[:, c] < a)
+                cur[acc] = c
+                here &= ~acc
+                rej = present & ~acc
+                had |= rej
+                r = _update_rrs(r, s, rej)
+            node[here] = u
+            law[here] = r[here]
+            residual[here] = had[here]
+            done |= here
+        return node, _categorical(law, uf), residual
+
+    def _outcome_law(self, tree, x, t, d):
+        R = t.shape[0]
+        slot_law = self.children.slot_law
+        accept = np.zeros(x.shape, dtype=t.dtype)
+        final = np.zeros_like(t)
+
+        def visit(u, w_u, reach):
+            r = t[:, u]
+            kids = tree.children[u]
+            stay = _ones(R, t.dtype)
+            for j, c in enumerate(kids):
+                present = x[:, c] >= 0
+                s = slot_law(d[:, u], x, kids, j)
+                a = _min1(w_u * _ratio(r, s, x[:, c]))
+                visit(c, 1, reach * stay * a)
+                stay = stay * np.where(present, 1 - a, 1)
+                r = _update_rrs(r, s, present)
+            accept[:, u] = reach * stay
+            final[:, u] = r
+
+        one = _ones(R, t.dtype)
+        visit(0, one, one)
+        return accept, final
+
+
+class TraversalTree(TreeVerifier):
+    """Leaf-to-root traversal verification (module docstring); not node-local."""
+
+    def _verify(self, tree, x, t, d, ua, uf):
+        R = t.shape[0]
+        slot_law = self.children.slot_law
+        node = np.zeros(R, dtype=np.int64)
+        law = t[:, 0].copy()
+        residual = np.zeros(R, dtype=bool)
+        active = np.ones(R, dtype=bool)
+
+        def visit(u, w_u):
+            r = t[:, u].copy()
+            kids = tree.children[u]
+            had = np.zeros(R, dtype=bool)
+            for j, c in enumerate(kids):
+                present = active & (x[:, c] >= 0)
+                s = slot_law(d[:, u], x, kids, j)
+                w_c = np.minimum(1.0, w_u * _ratio(r, s, x[:, c]))
+                visit(c, w_c)
+                rej = present & active  # c's subtree was rejected
+                had |= rej
+                r, w_u = _update_traversal(r, w_u, s, rej)
+            acc = active & ((ua[:, u] < w_u) if u else True)
+            node[acc] = u
+            law[acc] = r[acc]
+            residual[acc] = had[acc]
+            active[acc] = False
+
+        visit(0, np.ones(R))
+        return node, _categorical(law, uf), residual
+
+    def _outcome_law(self, tree, x, t, d):
+        R = t.shape[0]
+        slot_law = self.children.slot_law
+        accept = np.zeros(x.shape, dtype=t.dtype)
+        final = np.zeros_like(t)
+
+        def visit(u, w_u, reach):
+            r = t[:, u]
+            kids = tree.children[u]
+            stay = _ones(R, t.dtype)
+            for j, c in enumerate(kids):
+                present = x[:, c] >= 0
+                s = slot_law(d[:, u], x, kids, j)
+                a = _min1(w_u * _ratio(r, s, x[:, c]))
+                rej_c = visit(c, a, reach * stay)
+                stay = stay * np.where(present, rej_c, 1)
+                r, w_u = _update_traversal(r, w_u, s, present)
+            a_leaf = w_u if u else 1
+            accept[:, u] = reach * stay * a_leaf
+            final[:, u] = r
+            return stay * (1 - a_leaf)
+
+        one = _ones(R, t.dtype)
+        visit(0, one, one)
+        return accept, final
+
+
+TREE_RRS = register_verifier(RecursiveRejectionTree("tree_rrs", IID()))
+TREE_RRS_WO = register_verifier(RecursiveRejectionTree("tree_rrs_wo", WithoutReplacement()))
+TREE_TOPK = register_verifier(RecursiveRejectionTree("tree_topk", TopK()))
+TRAVERSAL = register_verifier(TraversalTree("traversal", WithoutReplacement()))
+TRAVERSAL_IID = register_verifier(TraversalTree("traversal_iid", IID()))
