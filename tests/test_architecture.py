@@ -54,11 +54,24 @@ def _defining_module(target, attr=None):
     return target if target in MODULES else None
 
 
+def _type_only(tree):
+    """Nodes inside ``if TYPE_CHECKING:`` blocks (imports for annotations, never run)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            out |= {id(n) for stmt in node.body for n in ast.walk(stmt)}
+    return out
+
+
 def import_graph():
     graph = {m: set() for m in MODULES}
     for mod, path in MODULES.items():
         is_pkg = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text())):
+        tree = ast.parse(path.read_text())
+        skip = _type_only(tree)
+        for node in ast.walk(tree):
+            if id(node) in skip:
+                continue
             if isinstance(node, ast.ImportFrom):
                 target = _resolve(node.module or "", node.level, mod, is_pkg)
                 if not target.startswith("spectheory"):

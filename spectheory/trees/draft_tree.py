@@ -100,7 +100,7 @@ class DraftTree:
     def _from_nested(cls, parents):
         """Renumber a parent list into depth-first (pre-order) order, keeping slot order."""
         par = np.asarray(parents)
-        kids = [[] for _ in par]
+        kids: list[list[int]] = [[] for _ in par]
         for i in range(1, par.size):
             kids[par[i]].append(i)
         order, stack = [], [0]
@@ -125,7 +125,7 @@ class DraftTree:
     @cached_property
     def children(self) -> tuple:
         """``children[u]``: tuple of child node indices of ``u`` in slot order."""
-        kids = [[] for _ in range(self.n_nodes)]
+        kids: list[list[int]] = [[] for _ in range(self.n_nodes)]
         for i in range(1, self.n_nodes):
             kids[self.parents[i]].append(i)
         return tuple(tuple(k) for k in kids)

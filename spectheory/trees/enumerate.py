@@ -191,7 +191,7 @@ def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exa
             k = key[1]
             real = enumerate_realisations(target, draft, ns, tree, v.children, n0, [s], k)
             a, fin = v.outcome_law(tree, real["tokens"], real["target_laws"], real["draft_laws"])
-            out = defaultdict(lambda: Fraction(0) if exact else 0.0)
+            out: dict = defaultdict(lambda: Fraction(0) if exact else 0.0)
             toks = real["tokens"]
             for r in range(toks.shape[0]):
                 kids = {int(tree.parents[c]) for c in range(1, tree.n_nodes) if toks[r, c] >= 0}

@@ -31,8 +31,8 @@ def _warn(old: str, new: str) -> None:
     warnings.warn(f"{old} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
 
 
-def _verifier(children: ChildPolicy | str, rule: str | type) -> TreeVerifier:
-    cls = rule if isinstance(rule, type) and issubclass(rule, TreeVerifier) else _RULE_CLASSES.get(rule)
+def _verifier(children: ChildPolicy | str, rule: str) -> TreeVerifier:
+    cls = _RULE_CLASSES.get(rule) if isinstance(rule, str) else None
     if cls is None:
         raise ValueError(f"rule: expected one of {tuple(_RULE_CLASSES)}, got {rule!r}")
     return cls(f"{cls.__name__}[{get_child_policy(children).name}]", children)

@@ -51,9 +51,14 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, TypeVar
+
 import numpy as np
 
 from ..laws.sampling import check_round_laws
+
+if TYPE_CHECKING:  # annotations only: tree_base imports this module
+    from .tree_base import TreeVerifier
 
 __all__ = ["Verifier", "register_verifier", "get_verifier", "list_verifiers", "check_round_arrays"]
 
@@ -140,11 +145,10 @@ class Verifier:
             )
         return self
 
-    def for_tree(self) -> Verifier:
+    def for_tree(self) -> TreeVerifier:
         """The tree verifier this verifier stands for in a tree round (itself for a tree
-        verifier); ValueError if it has none."""
-        if self.accepts_trees:
-            return self
+        verifier, :meth:`TokenVerifier.for_tree <spectheory.verifiers.TokenVerifier.for_tree>`
+        for token verification); ValueError if it has none."""
         raise ValueError(
             f"verifier: {self.name!r} verifies single paths and has no tree form; "
             f"tree verifiers: {list_verifiers(trees=True)}"
@@ -245,9 +249,10 @@ class Verifier:
 
 
 _REGISTRY: dict[str, Verifier] = {}
+V = TypeVar("V", bound=Verifier)
 
 
-def register_verifier(verifier: Verifier, *, replace: bool = False) -> Verifier:
+def register_verifier(verifier: V, *, replace: bool = False) -> V:
     """Make ``verifier`` available by its name to every entry point; returns it.
 
     Raises ValueError if the object is not a :class:`Verifier` or its name is taken (pass

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..laws.sampling import residual_weights, sample_categorical
 from .base import Verifier, register_verifier
+from .tree_base import TreeVerifier
 
 __all__ = ["TokenVerifier", "TOKEN"]
 
@@ -102,7 +103,7 @@ class TokenVerifier(Verifier):
         acc, rej = token_masses(chain)
         return acc, rej, False
 
-    def for_tree(self):
+    def for_tree(self) -> TreeVerifier:
         """Token verification's tree form: recursive rejection on i.i.d. children
         (``tree_rrs``; on a single path the two are the same rule)."""
         from .tree_rules import TREE_RRS

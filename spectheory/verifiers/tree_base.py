@@ -181,10 +181,11 @@ class TreeVerifier(Verifier):
     # ----------------------------------------------------------------- identity
     def __eq__(self, other: object) -> bool:
         return (
-            type(other) is type(self)
-            and other.name == self.name  # type: ignore[attr-defined]
-            and other.children == self.children  # type: ignore[attr-defined]
-            and other.lossless == self.lossless  # type: ignore[attr-defined]
+            isinstance(other, TreeVerifier)
+            and type(other) is type(self)
+            and other.name == self.name
+            and other.children == self.children
+            and other.lossless == self.lossless
         )
 
     def __hash__(self) -> int:
