@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.trees import DraftTree, simulate_tree, tree_protocol, tree_sequence_law
+from spectheory.trees import DraftTree, tree_protocol, tree_sequence_law
 from spectheory.verifiers import (
     IID,
     ChildPolicy,
@@ -169,7 +169,7 @@ def test_tree_verifier_on_a_path_says_it_needs_a_tree():
     with pytest.raises(ValueError, match="tree="):
         chain.protocol(6, 2, verifier="tree_rrs")
     with pytest.raises(ValueError, match="tree="):
-        st.simulate(chain, 6, 2, verifier="traversal", n_runs=10, rng=0)
+        st.simulate(chain, 6, 2, 10, 0, verifier="traversal")
     assert get_verifier("token").require_path() is get_verifier("token")
 
 
@@ -178,11 +178,13 @@ def test_a_new_tree_verifier_registers_and_runs_everywhere():
     v = TraversalTree("test_traversal_topk", TopK())
     try:
         register_verifier(v)
-        assert get_verifier("test_traversal_topk") is v and "test_traversal_topk" in list_verifiers(trees=True)
+        assert get_verifier("test_traversal_topk") is v and "test_traversal_topk" in list_verifiers(
+            trees=True
+        )
         chain = st.DecodingChain.random(3, horizon=6, rng=3)
         tree = DraftTree.from_branching([2, 1])
         ex = tree_protocol(chain, 6, tree, "test_traversal_topk")
-        sim = simulate_tree(chain, 6, tree, v, n_runs=3000, rng=4)
+        sim = st.simulate(chain, 6, tree, 3000, 4, verifier=v)
         m, se = sim.mean_se("target_calls")
         assert abs(m - ex.target_calls) <= 5 * se
         dyadic = st.DecodingChain.iid([0.25, 0.75], [0.5, 0.5])
@@ -242,4 +244,4 @@ def test_objects_need_no_deprecated_name():
         warnings.simplefilter("error", DeprecationWarning)
         for name in list_verifiers(trees=True):
             tree_protocol(chain, 5, tree, name)
-            simulate_tree(chain, 5, tree, name, n_runs=20, rng=1)
+            st.simulate(chain, 5, tree, 20, 1, verifier=name)

@@ -16,7 +16,6 @@ import pytest
 import spectheory as st
 from spectheory.trees import (
     DraftTree,
-    simulate_tree,
     tree_protocol,
     tree_round_law,
     tree_sequence_law,
@@ -219,7 +218,7 @@ def test_monte_carlo_agrees_with_exact(verifier):
     tree = SHAPES[1]
     for bonus in (True, False):
         exact = tree_protocol(chain, 9, tree, verifier, bonus=bonus)
-        sim = simulate_tree(chain, 9, tree, verifier, n_runs=3000, rng=17, bonus=bonus)
+        sim = st.simulate(chain, 9, tree, 3000, 17, verifier=verifier, bonus=bonus)
         for name in ("target_calls", "rejections", "accepted"):
             m, se = sim.mean_se(name)
             assert abs(m - getattr(exact, name)) <= 5 * se + 1e-12, (name, m, se, getattr(exact, name))
@@ -228,7 +227,7 @@ def test_monte_carlo_agrees_with_exact(verifier):
 def test_monte_carlo_tokens_follow_target_marginals():
     # first-token law: 5 SE per cell on 6000 runs (fixed seed)
     chain = st.DecodingChain.random(3, rng=12)
-    sim = simulate_tree(chain, 3, SHAPES[0], "traversal", n_runs=6000, rng=3, return_tokens=True)
+    sim = st.simulate(chain, 3, SHAPES[0], 6000, 3, verifier="traversal", return_tokens=True)
     law = chain.sequence_law(3, method="target").sum((1, 2))
     freq = np.bincount(sim.tokens[:, 0], minlength=3) / 6000
     assert np.all(np.abs(freq - law) <= 5 * np.sqrt(law * (1 - law) / 6000))
