@@ -19,6 +19,8 @@ from ..rounds.normalize import as_round
 from ..verifiers.base import get_verifier
 
 if TYPE_CHECKING:
+    from ..exact.iid_gap import LeviathanGap
+    from ..verifiers import Verifier
     from .core import DecodingChain
 
 __all__ = ["ProtocolViews"]
@@ -92,20 +94,22 @@ class ProtocolViews:
         rnd = as_round(round, gamma=gamma, tree=tree, policy=policy, verifier=verifier)
         return rnd.exact(self, horizon, bonus=bonus, cost=cost, **options)
 
-    def tv_profile(self, horizon) -> np.ndarray:
+    def tv_profile(self, horizon: int) -> np.ndarray:
         r""":math:`E_{prefix \sim target}[\mathrm{TV}(p_n, q_n)]` for ``n = 1..T``, shape ``[T]``.
 
         Its sum is Yin et al.'s Theorem 1: the expected rejections with ``bonus=False``
         (every position a draft check), whatever ``gamma``; see :meth:`rejection_lower_bound`.
         """
-        return analysis.tv_profile(self, horizon)
+        return analysis.tv_profile(cast("DecodingChain", self), horizon)
 
-    def rejection_lower_bound(self, horizon) -> float:
+    def rejection_lower_bound(self, horizon: int) -> float:
         """Theorem 1 = the Theorem 2 bound: ``tv_profile(T).sum()``; see
         :func:`spectheory.exact.expectations.rejection_lower_bound`."""
-        return analysis.rejection_lower_bound(self, horizon)
+        return analysis.rejection_lower_bound(cast("DecodingChain", self), horizon)
 
-    def expected_rejections(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+    def expected_rejections(
+        self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
+    ) -> float:
         """``protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections``.
 
         With ``bonus=False`` and token verification it equals :meth:`rejection_lower_bound`
@@ -120,7 +124,9 @@ class ProtocolViews:
         """
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).rejections
 
-    def expected_target_calls(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+    def expected_target_calls(
+        self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
+    ) -> float:
         """``protocol(...).target_calls``: expected rounds.
 
         Examples
@@ -132,7 +138,9 @@ class ProtocolViews:
         """
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).target_calls
 
-    def expected_draft_tokens(self, horizon, gamma, bonus=True, *, verifier="token") -> float:
+    def expected_draft_tokens(
+        self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
+    ) -> float:
         """``protocol(...).draft_tokens``: each round at ``n0`` drafts ``min(gamma, T - n0)``.
 
         Examples
@@ -144,15 +152,31 @@ class ProtocolViews:
         """
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).draft_tokens
 
-    def accepted_count_law(self, horizon, gamma, bonus=True, *, verifier="token", per_state=False):
+    def accepted_count_law(
+        self,
+        horizon: int,
+        gamma: int,
+        bonus: bool = True,
+        *,
+        verifier: str | Verifier = "token",
+        per_state: bool = False,
+    ) -> np.ndarray:
         """``protocol(...).accepted_count_law`` (pooled over rounds, shape ``[gamma + 1]``), or with
         ``per_state=True`` the law given the round's start state (token verification;
         :func:`spectheory.exact.expectations.accepted_count_per_state`)."""
         if per_state:
-            return analysis.accepted_count_per_state(self, horizon, gamma)
+            return analysis.accepted_count_per_state(cast("DecodingChain", self), horizon, gamma)
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).accepted_count_law
 
-    def expected_tokens_per_call(self, horizon, gamma, bonus=True, *, verifier="token", per_generation=False):
+    def expected_tokens_per_call(
+        self,
+        horizon: int,
+        gamma: int,
+        bonus: bool = True,
+        *,
+        verifier: str | Verifier = "token",
+        per_generation: bool = False,
+    ) -> float:
         """``protocol(...).tokens_per_call`` (``T / E[calls]``, pooled), or with
         ``per_generation=True`` ``E[T / calls]`` (token-by-token rules;
         :func:`spectheory.exact.expectations.tokens_per_call_per_generation`).
@@ -170,11 +194,13 @@ class ProtocolViews:
         """
         if per_generation:
             return analysis.tokens_per_call_per_generation(
-                self, horizon, gamma, bonus, get_verifier(verifier)
+                cast("DecodingChain", self), horizon, gamma, bonus, get_verifier(verifier)
             )
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).tokens_per_call
 
-    def predicted_speedup(self, horizon, gamma, c, bonus=True, *, verifier="token") -> float:
+    def predicted_speedup(
+        self, horizon: int, gamma: int, c: float, bonus: bool = True, *, verifier: str | Verifier = "token"
+    ) -> float:
         r"""``protocol(...).speedup(c)``: :math:`T / (E[\text{calls}] + c\,E[\text{draft tokens}])`
         with ``c`` = draft step time / target call time.
 
@@ -189,12 +215,27 @@ class ProtocolViews:
             float(check_nonneg(c, "c"))
         )
 
-    def sequence_law(self, horizon, gamma=None, bonus=True, *, method="speculative", verifier="token"):
+    def sequence_law(
+        self,
+        horizon: int,
+        gamma: int | None = None,
+        bonus: bool = True,
+        *,
+        method: str = "speculative",
+        verifier: str | Verifier = "token",
+    ) -> np.ndarray:
         """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""
         return analysis.sequence_law(
-            self, horizon, gamma=gamma, bonus=bonus, method=method, verifier=get_verifier(verifier)
+            cast("DecodingChain", self),
+            horizon,
+            gamma=gamma,
+            bonus=bonus,
+            method=method,
+            verifier=get_verifier(verifier),
         )
 
-    def leviathan_gap(self, horizon, gamma, bonus=True, c=None):
+    def leviathan_gap(
+        self, horizon: int, gamma: int, bonus: bool = True, c: float | None = None
+    ) -> LeviathanGap:
         """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.iid_gap.leviathan_gap`."""
         return iid_gap.leviathan_gap(cast("DecodingChain", self), horizon, gamma, bonus=bonus, c=c)

@@ -8,13 +8,17 @@ engines' result, :class:`ProtocolResult`, is in :mod:`.result`). Notation: p = t
 from __future__ import annotations
 
 import functools
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._guards import check_int
 from .result import ProtocolResult
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = ["ProtocolResult", "token_masses", "scaled_masses", "blas_single_thread"]
 
@@ -27,7 +31,7 @@ PROGRESS_WORK = 2e10
 SINGLE_THREAD_STATES = 4096
 
 
-def blas_single_thread(S):
+def blas_single_thread(S: int) -> AbstractContextManager:
     """Context limiting BLAS to one thread while ``S <= SINGLE_THREAD_STATES``."""
     if S > SINGLE_THREAD_STATES:
         return nullcontext()
@@ -130,7 +134,7 @@ def _check_gamma(gamma):
 
 
 # ------------------------------------------------------ token-like masses
-def token_masses(chain):
+def token_masses(chain: DecodingChain) -> tuple[Any, Any]:
     """Standard token verification: ``(accept, reject)`` mass providers ``(n, i) -> [S, V]``.
 
     ``accept = min(target, draft)``, ``reject = max(target - draft, 0)``; independent
@@ -148,7 +152,7 @@ def token_masses(chain):
     return acc, rej
 
 
-def scaled_masses(chain, scale):
+def scaled_masses(chain: DecodingChain, scale: float) -> tuple[Any, Any]:
     r"""Token verification with acceptance scaled down: ``b(x) = s * min(1, target/draft)``.
 
     The rejection law that keeps the output equal to the target is

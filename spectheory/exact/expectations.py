@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,10 @@ from .._guards import check_bool, check_int
 from .core import ProtocolResult, blas_single_thread, token_masses
 from .phase import calls_law, token_accept_survival
 from .sequence_laws import phase_sequence_law, target_sequence_law
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from ..verifiers import Verifier
 
 __all__ = [
     "tv_profile",
@@ -41,7 +46,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_PAD = 1 << 20  # gamma from which accepted_counts is not padded to gamma + 1 entries
 
 
-def tv_profile(chain, horizon) -> np.ndarray:
+def tv_profile(chain: DecodingChain, horizon: int) -> np.ndarray:
     r"""Expected TV between target and draft at each position under target prefixes.
 
     .. math:: \mathrm{tv}_n = E_{s_{n-1} \sim p}\big[\mathrm{TV}(p_n(\cdot|s_{n-1}), q_n(\cdot|s_{n-1}))\big], \quad n = 1..T.
@@ -66,7 +71,9 @@ def tv_profile(chain, horizon) -> np.ndarray:
     return np.einsum("ns,ns->n", marg, tvs[:T])
 
 
-def protocol_result(chain, horizon, gamma, bonus, verifier) -> ProtocolResult:
+def protocol_result(
+    chain: DecodingChain, horizon: int, gamma: int, bonus: bool, verifier: Verifier
+) -> ProtocolResult:
     """Exact :class:`~spectheory.exact.ProtocolResult` of one generation (cached per chain,
     arguments and rule).
 
@@ -93,7 +100,7 @@ def protocol_result(chain, horizon, gamma, bonus, verifier) -> ProtocolResult:
     return store[key]
 
 
-def rejection_lower_bound(chain, horizon) -> float:
+def rejection_lower_bound(chain: DecodingChain, horizon: int) -> float:
     r"""Lower bound on expected rejections of any unbiased rejection-based verifier.
 
     Yin et al. (2024), Theorem 2: :math:`\sum_{n=1}^{T} E_{s \sim p}[\mathrm{TV}(p_n, q_n)]`,
@@ -121,7 +128,7 @@ def rejection_lower_bound(chain, horizon) -> float:
     return float(tv_profile(chain, horizon).sum())
 
 
-def accepted_count_per_state(chain, horizon, gamma) -> np.ndarray:
+def accepted_count_per_state(chain: DecodingChain, horizon: int, gamma: int) -> np.ndarray:
     r"""Law of the number ``J`` of accepted drafts in a round given its start state (token
     verification).
 
@@ -151,7 +158,9 @@ def _phase_masses(chain, verifier):
     return masses[0], masses[1]
 
 
-def target_calls_law(chain, horizon, gamma, bonus=True, verifier=None) -> np.ndarray:
+def target_calls_law(
+    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, verifier: Verifier | None = None
+) -> np.ndarray:
     """Exact law of the number of target calls in a generation, shape ``[T + 1]``.
 
     ``verifier``: a token-by-token rule object (with ``phase_masses``); default token
@@ -168,7 +177,9 @@ def target_calls_law(chain, horizon, gamma, bonus=True, verifier=None) -> np.nda
     return calls_law(chain, horizon, gamma, bonus, acc, rej)
 
 
-def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True, verifier=None) -> float:
+def tokens_per_call_per_generation(
+    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, verifier: Verifier | None = None
+) -> float:
     r"""``E[T / calls]``: the mean over generations of each generation's tokens per call.
 
     Larger than the pooled ``T / E[calls]`` (``ProtocolResult.tokens_per_call``, what long runs
@@ -189,7 +200,13 @@ def tokens_per_call_per_generation(chain, horizon, gamma, bonus=True, verifier=N
 
 
 def sequence_law(
-    chain, horizon, gamma=None, bonus=True, method="speculative", max_elements=2**24, verifier=None
+    chain: DecodingChain,
+    horizon: int,
+    gamma: int | None = None,
+    bonus: bool = True,
+    method: str = "speculative",
+    max_elements: int = 2**24,
+    verifier: Verifier | None = None,
 ) -> np.ndarray:
     r"""Exact law of the ``T`` generated tokens, by enumeration of all ``V**T`` sequences.
 

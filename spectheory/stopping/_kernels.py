@@ -61,7 +61,7 @@ class Kernels:
         return Laws(self.chain.target[n], self.chain.draft[n])
 
     def at(self, n: int) -> Laws:
-        return self._hom if self.hom else self._at(int(n))
+        return self._hom if self._hom is not None else self._at(int(n))
 
     def apply(self, mass, vec):
         """``out[s] = sum_x mass[s, x] * vec[next_state[s, x]]`` for ``vec`` of shape ``[S, ...]``."""

@@ -23,10 +23,16 @@ The functions here are pure numpy (the per-position inputs come from a chain, se
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from .policies import Policy, StopContext
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = ["policy_round_dp", "ratio_mean_se", "chain_path_inputs"]
 
@@ -41,7 +47,13 @@ def _as_paths(a, name, shape=None):
 
 
 def policy_round_dp(
-    reject, policy: Policy, top=None, entropy=None, token_prob=None, gamma=None, bonus=True
+    reject: ArrayLike,
+    policy: Policy,
+    top: ArrayLike | None = None,
+    entropy: ArrayLike | None = None,
+    token_prob: ArrayLike | None = None,
+    gamma: int | None = None,
+    bonus: bool = True,
 ) -> dict:
     r"""Exact expected round statistics of ``policy`` given per-position inputs along output paths.
 
@@ -129,7 +141,7 @@ def policy_round_dp(
             if i == kmax:
                 stop = np.ones((N, M), dtype=bool)
             else:
-                col = {k: None if v is None else v[:, m, None] for k, v in inputs.items()}
+                col: dict[str, Any] = {k: None if v is None else v[:, m, None] for k, v in inputs.items()}
                 ctx = StopContext(
                     depth=i,
                     position=np.full((N, 1), n),
@@ -162,7 +174,7 @@ def policy_round_dp(
     return out
 
 
-def ratio_mean_se(numerator, denominator):
+def ratio_mean_se(numerator: ArrayLike, denominator: ArrayLike) -> tuple[float, float]:
     r"""Ratio of means ``mean(a) / mean(b)`` with its delta-method standard error.
 
     For i.i.d. pairs ``(a_i, b_i)``, :math:`\hat R = \bar a / \bar b` and
@@ -187,7 +199,7 @@ def ratio_mean_se(numerator, denominator):
     return float(R), float(np.sqrt(max(var, 0.0) / a.size) / abs(mb))
 
 
-def chain_path_inputs(chain, tokens):
+def chain_path_inputs(chain: DecodingChain, tokens: ArrayLike) -> dict:
     """The inputs of :func:`policy_round_dp` along token paths of a chain.
 
     ``tokens`` [N, T] are generated tokens (e.g. :func:`spectheory.montecarlo.sample_target`);

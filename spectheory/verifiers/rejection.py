@@ -298,7 +298,7 @@ class RejectionRule(Verifier):
     name: str = "rule"
 
     @property
-    def lossless(self) -> bool:
+    def lossless(self) -> bool:  # type: ignore[override]  # derived here, a class attribute on Verifier
         """True for the ``"unbiased"`` rejection law (the output is the target's)."""
         return isinstance(self.rejection, str) and self.rejection == "unbiased"
 
