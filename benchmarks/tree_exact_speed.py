@@ -2,7 +2,7 @@
 
 Times ``spectheory.trees.tree_protocol`` (per-node engine) for Sequoia's 64-node tree and a
 complete [8, 7] tree under ``tree_rrs`` (SpecInfer's i.i.d. children) and ``tree_topk``, and
-beside it the Monte Carlo of the same protocol (``simulate_tree``), reporting the time per
+beside it the Monte Carlo of the same protocol (``st.simulate`` with the tree), reporting the time per
 run, how many Monte Carlo runs fit in the exact engine's time, and the ratio of the Monte
 Carlo time needed for a 1% standard error on the target calls to the exact time. Target: exact under 10 s on 2 cores. Timings on a shared machine are noisy (load from
 other processes): the best of ``--repeats`` is reported.
@@ -16,7 +16,7 @@ import numpy as np
 
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
-from spectheory.trees import DraftTree, positional_vector, sequoia_positional_dp, simulate_tree, tree_protocol
+from spectheory.trees import DraftTree, positional_vector, sequoia_positional_dp, tree_protocol
 
 
 def best_time(fn, repeats):
@@ -49,7 +49,7 @@ def main(argv=None):
         for ver in ("tree_rrs", "tree_topk"):
             res, t_exact = best_time(lambda tree=tree, ver=ver: tree_protocol(chain, T, tree, ver), repeats)
             t0 = time.perf_counter()
-            sim = simulate_tree(chain, T, tree, ver, n_runs=n_mc, rng=1)
+            sim = st.simulate(chain, T, tree, n_mc, rng=1, verifier=ver, progress=False)
             t_mc = (time.perf_counter() - t0) / n_mc
             m, se = sim.mean_se("target_calls")
             runs_1pct = (se * np.sqrt(n_mc) / (0.01 * m)) ** 2  # runs for a 1% standard error

@@ -25,8 +25,8 @@ from spectheory.analysis import (
 )
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.chain.examples import holey_chain
-from spectheory.montecarlo import simulate_batch
-from spectheory.trees.batch_tree import batch_tree_expected, simulate_batch_tree
+from spectheory.trees import BatchRound
+from spectheory.trees.batch_tree import batch_tree_expected
 from spectheory.verifiers import batch_rejection_probability
 
 
@@ -41,20 +41,23 @@ def main(argv=None):
     data = {"horizon": T, "M": Ms, "panel_a": {}, "panel_b": {}}
     for j, gamma in enumerate((None, 4)):
         label = "to the end" if gamma is None else f"$\\gamma$ = {gamma}"
-        exact = [batch_expected_rejections(chain, T, M, gamma=gamma) for M in Ms]
-        lim = batch_expected_rejections(chain, T, np.inf, gamma=gamma).total
+        exact = [batch_expected_rejections(chain, T, M, gamma=gamma, bonus=False) for M in Ms]
+        lim = batch_expected_rejections(chain, T, np.inf, gamma=gamma, bonus=False).total
         ax.plot(Ms, [e.total for e in exact], "-", color=PALETTE[j], label=label)
         ax.axhline(lim, color=PALETTE[j], ls="--", lw=1, label=f"{label}, M $\\to \\infty$")
-        mc = [simulate_batch(chain, T, gamma, M, n_runs, rng=rng) for M in mc_Ms]
+        mc = [st.simulate(chain, T, BatchRound(M, gamma), n_runs, rng=rng, bonus=False) for M in mc_Ms]
         means = [m.mean("rejections") for m in mc]
         ses = [m.se("rejections") for m in mc]
         ax.errorbar(mc_Ms, means, yerr=1.96 * np.array(ses), fmt="o", color=PALETTE[j], ms=3, capsize=2)
-        tree = [batch_tree_expected(chain, T, M, gamma=gamma).rejections for M in Ms]
-        tree_lim = batch_tree_expected(chain, T, np.inf, gamma=gamma).rejections
+        tree = [batch_tree_expected(chain, T, M, gamma=gamma, bonus=False).rejections for M in Ms]
+        tree_lim = batch_tree_expected(chain, T, np.inf, gamma=gamma, bonus=False).rejections
         ax.plot(Ms, tree, "-.", color=PALETTE[j], label=f"{label}, tree reading")
         ax.axhline(tree_lim, color=PALETTE[j], ls=":", lw=0.8, label=f"{label}, tree, M $\\to \\infty$")
         tree_mc = [
-            simulate_batch_tree(chain, T, M, n_runs, gamma=gamma, rng=rng)["rejections"] for M in mc_Ms
+            st.simulate(
+                chain, T, BatchRound(M, gamma, reading="tree"), n_runs, rng=rng, bonus=False
+            ).rejections
+            for M in mc_Ms
         ]
         t_means = [float(x.mean()) for x in tree_mc]
         t_ses = [float(x.std(ddof=1) / np.sqrt(x.size)) for x in tree_mc]

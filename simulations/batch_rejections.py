@@ -3,7 +3,7 @@
 On a non-stationary 7-state chain, T = 50, whose draft misses one token in some states
 (so the limit M -> infinity keeps a rejection mass), for gamma = None (drafts to the end)
 and gamma = 4: exact expected rejections = Theorem 1 term - batch improvement, against
-``simulate_batch``; then the per-step closed forms for Bernoulli and uniform instances
+Monte Carlo (``st.simulate`` with ``BatchRound(M, gamma)``); then the per-step closed forms for Bernoulli and uniform instances
 against the scale recursion. Writes ``batch_rejections.json`` into ``--out``.
 
 Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
@@ -11,6 +11,7 @@ Usage: python simulations/batch_rejections.py [--quick] [--out DIR]
 
 import numpy as np
 
+import spectheory as st
 from spectheory.analysis import (
     batch_expected_rejections,
     bernoulli_batch_rejection,
@@ -19,7 +20,7 @@ from spectheory.analysis import (
 )
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.chain.examples import holey_chain
-from spectheory.montecarlo import simulate_batch
+from spectheory.trees import BatchRound
 from spectheory.verifiers import batch_rejection_probability
 
 
@@ -34,7 +35,7 @@ def main(argv=None):
     print(f"{'gamma':>5} {'M':>4} {'Thm1':>8} {'improv.':>8} {'exact':>8} {'MC':>8} {'SE':>6} {'z':>6}")
     for gamma in (None, 4):
         for M in Ms + [np.inf]:
-            ex = batch_expected_rejections(chain, T, M, gamma=gamma)
+            ex = batch_expected_rejections(chain, T, M, gamma=gamma, bonus=False)
             row = {
                 "gamma": gamma,
                 "M": None if np.isinf(M) else M,
@@ -45,7 +46,9 @@ def main(argv=None):
             if np.isinf(M):
                 mc = ""
             else:
-                sim = simulate_batch(chain, T, gamma, M, n_runs, rng=rng)
+                sim = st.simulate(
+                    chain, T, BatchRound(M, gamma), n_runs, rng=rng, bonus=False, progress=False
+                )
                 row.update(mc_mean=sim.mean("rejections"), mc_se=sim.se("rejections"))
                 row["z"] = (row["mc_mean"] - ex.total) / row["mc_se"]
                 mc = f"{row['mc_mean']:8.3f} {row['mc_se']:6.3f} {row['z']:6.2f}"

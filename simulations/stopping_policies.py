@@ -34,7 +34,6 @@ from spectheory.stopping import (
     leviathan_policy,
     long_run_optimum,
     optimal_policy,
-    simulate_policy,
 )
 from spectheory.stopping.optimal import long_run_rate
 from spectheory.stopping.sweep import POLICY_NAMES, policy_table
@@ -116,7 +115,7 @@ def monte_carlo(chain, T, cost, D, n_runs, rng):
     rows = []
     for policy in policies:
         exact = evaluate_policy(chain, policy, T, cost)
-        sim = simulate_policy(chain, policy, T, cost, n_runs=n_runs, rng=rng, progress=False)
+        sim = st.simulate(chain, T, policy, n_runs, rng=rng, cost=cost, progress=False)
         m, se = sim.mean_se("time")
         mc, sc = sim.mean_se("target_calls")
         rows.append(

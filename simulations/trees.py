@@ -4,7 +4,7 @@ For a random first-order chain (V = 4, T = 12, bonus on) and three tree shapes (
 the complete [2, 2] tree, [3, 1]), each registered tree verifier
 (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``, ``traversal_iid``) gets its
 exact expected target calls, rejections, accepted drafts and tokens per call
-(``tree_protocol``) beside the Monte Carlo of the same protocol (``simulate_tree``,
+(``tree_protocol``) beside the Monte Carlo of the same protocol (``st.simulate`` with the tree,
 z = (MC - exact) / SE). Then the agreements the issue asks for: depth-1 trees against the
 multi-draft rules, traversal on a single path against block verification (11/9 on the binary
 example), and the exact sequence law (Fractions) against the target's. Writes
@@ -22,7 +22,6 @@ import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.trees import (
     DraftTree,
-    simulate_tree,
     tree_protocol,
     tree_round_law,
     tree_sequence_law,
@@ -77,7 +76,7 @@ def main(argv=None):
     for sname, tree in shapes.items():
         for name in VERIFIERS:
             ex = tree_protocol(chain, T, tree, name)
-            sim = simulate_tree(chain, T, tree, name, n_runs=n_runs, rng=rng)
+            sim = st.simulate(chain, T, tree, n_runs, rng=rng, verifier=name, progress=False)
             m, se = sim.mean_se("target_calls")
             mr, ser = sim.mean_se("rejections")
             z, zr = (m - ex.target_calls) / se, (mr - ex.rejections) / ser

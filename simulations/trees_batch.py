@@ -16,7 +16,8 @@ import numpy as np
 
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
-from spectheory.trees.batch_tree import batch_readings, batch_tree_limit_mass, simulate_batch_tree
+from spectheory.trees import BatchRound
+from spectheory.trees.batch_tree import batch_readings, batch_tree_limit_mass
 
 try:  # holey_chain moved next to the chain constructors
     from spectheory.chain.examples import holey_chain
@@ -32,7 +33,7 @@ def main(argv=None):
     mc_Ms = [2, 6] if args.quick else [2, 6, 16]
     n_chains = 20 if args.quick else 100
     chain = holey_chain(horizon=T)
-    res = batch_readings(chain, T, Ms + [np.inf])
+    res = batch_readings(chain, T, Ms + [np.inf], bonus=False)
     rng = np.random.default_rng(11)
     mc = {}
     print(f"holey_chain (7 states), T = {T}, drafts to the end, bonus off")
@@ -40,7 +41,8 @@ def main(argv=None):
     for M, f, t in zip(res["M"], res["first_token"], res["tree"]):
         line = f"{str(M):>5} {f:12.4f} {t:9.4f}"
         if M in mc_Ms:
-            sim = simulate_batch_tree(chain, T, M, n_runs, rng=rng)["rejections"]
+            rnd = BatchRound(M, None, reading="tree")
+            sim = st.simulate(chain, T, rnd, n_runs, rng=rng, bonus=False, progress=False).rejections
             m, se = sim.mean(), sim.std(ddof=1) / np.sqrt(sim.size)
             mc[M] = {"mean": m, "se": se, "z": (m - t) / se}
             line += f" {m:9.4f} {se:6.4f} {(m - t) / se:6.2f}"
@@ -55,7 +57,7 @@ def main(argv=None):
     for seed in range(n_chains):
         small = st.DecodingChain.random(3, horizon=6, concentration=0.5, rng=seed)
         for gamma in (None, 2):
-            r = batch_readings(small, 6, [2, 6], gamma=gamma)
+            r = batch_readings(small, 6, [2, 6], gamma=gamma, bonus=False)
             for M, f, t in zip(r["M"], r["first_token"], r["tree"]):
                 worst = max(worst, t - f)
                 examples.append({"seed": seed, "gamma": gamma, "M": M, "first_token": f, "tree": t})

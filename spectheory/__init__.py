@@ -29,8 +29,9 @@ from .laws.distributions import (
 )
 from .montecarlo.simulator import sample_target
 from .rounds import Cost, PathRound, Round, SimulationResult, as_round, simulate
+from .trees.batch_round import BatchRound
 from .trees.draft_tree import DraftTree
-from .trees.round import BatchRound, TreeRound
+from .trees.round import TreeRound
 
 __version__ = "0.1.0"
 

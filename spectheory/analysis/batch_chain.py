@@ -1,5 +1,5 @@
 r"""Batch speculative decoding on a chain (first-token construction): exact expected rejections.
-Its Monte Carlo is :func:`spectheory.montecarlo.simulate_batch`.
+Its Monte Carlo is ``st.simulate(chain, T, BatchRound(M, gamma))`` (:class:`spectheory.trees.BatchRound`).
 
 The one-position rule is :mod:`spectheory.verifiers.batch_step`.
 Notation: p = target, q = draft.
@@ -46,7 +46,7 @@ class BatchRejections:
     rejection_profile: np.ndarray
 
 
-def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=False) -> BatchRejections:
+def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=True) -> BatchRejections:
     r"""Exact expected rejections of batch speculative decoding with ``M`` drafts.
 
     Phase 0 of each round uses the batch first-token masses

@@ -55,7 +55,7 @@ def all_sequences(vocab_size, horizon) -> np.ndarray:
     return np.array(list(itertools.product(range(V), repeat=T)), dtype=np.int64).reshape(-1, T)
 
 
-def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=None, bonus=False):
+def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=None, bonus=True):
     r"""Log-likelihoods of token sequences under the rule and under the target.
 
     Parameters
@@ -130,7 +130,7 @@ def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=
     return logg, logt
 
 
-def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=False) -> float:
+def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=True) -> float:
     r"""Exact :math:`\mathrm{TV}(G, P_T)` by enumerating all :math:`V^T` sequences.
 
     Examples
@@ -149,7 +149,7 @@ def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=False) ->
     return float(0.5 * np.abs(g - t).sum())
 
 
-def sequence_front(chain, horizon, rules, gamma=None, bonus=False, max_sequences=50_000):
+def sequence_front(chain, horizon, rules, gamma=None, bonus=True, max_sequences=50_000):
     """Exact expected rejections and sequence TV for each rule: the sequence-level front data.
 
     Both by enumeration of the ``V**T`` sequences (refused above ``max_sequences``; the

@@ -1,8 +1,9 @@
-"""Monte Carlo of the protocol, vectorised over runs, with one result type
-(:class:`SimulationResult`): :func:`simulate` for every single-path
-:class:`~spectheory.verifiers.Verifier`, :func:`simulate_batch` for batch decoding with ``M``
-drafts (first-token construction), :func:`sequence_tv_mc` for the sequence-level TV of lossy
-rules, :func:`sample_target` for plain target sampling."""
+"""Monte Carlo: :func:`simulate` (``st.simulate``, the one entry point for every round kind,
+from :mod:`spectheory.rounds`) and its one result type :class:`SimulationResult`;
+:func:`sequence_tv_mc` for the sequence-level TV of lossy rules, :func:`sample_target` for plain
+target sampling, :func:`pooled_chisquare` and :func:`mean_and_se` (the SE convention). The
+batch entry points :func:`simulate_batch` and :func:`simulate_positional` are deprecated
+(``st.simulate(chain, T, BatchRound(M, gamma))``)."""
 
 from .positional import simulate_batch, simulate_positional
 from .sequence_tv import sequence_tv_mc

@@ -20,7 +20,7 @@ import numpy as np
 from ..rounds.base import Round, RoundOutcome
 from ..rounds.driver import run_rounds
 from ..rounds.result import SimulationResult
-from ..trees.round import BatchRound
+from ..trees.batch_round import BatchRound
 from ..verifiers._positional import _check_gamma
 
 __all__ = ["simulate_positional", "simulate_batch"]

@@ -12,7 +12,7 @@ from .simulator import mean_and_se, simulate
 __all__ = ["sequence_tv_mc"]
 
 
-def sequence_tv_mc(chain, horizon, rule: RejectionRule, n_runs, rng=None, gamma=None, bonus=False):
+def sequence_tv_mc(chain, horizon, rule: RejectionRule, n_runs, rng=None, gamma=None, bonus=True):
     r"""Monte Carlo :math:`\mathrm{TV}(G, P_T) = E_G[(1 - P_T(X)/G(X))_+]` with its standard error.
 
     Sequences are simulated with :func:`spectheory.montecarlo.simulate` (the rule as

@@ -22,6 +22,7 @@ tree protocol, what is counted and the losslessness proofs.
 True
 """
 
+from .batch_round import BatchRound
 from .batch_tree import (
     BatchTreeResult,
     batch_readings,
@@ -33,7 +34,7 @@ from .children import IID, ChildPolicy, TopK, WithoutReplacement, draw_children,
 from .draft_tree import DraftTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
-from .round import BatchRound, TreeRound
+from .round import TreeRound
 from .rules import outcome_law, tree_rule  # noqa: F401  (deprecated one release)
 from .sequoia import (
     exact_tree_value,

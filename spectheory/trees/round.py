@@ -1,4 +1,4 @@
-r"""Tree rounds: a draft tree checked by a tree verifier, and batch decoding's ``M`` paths.
+r"""Tree rounds: a draft tree checked by a tree verifier.
 
 Notation: p = target, q = draft. A :class:`TreeRound` at position ``n`` drafts the tree
 (truncated at ``T - n``) level by level with the verifier's child policy
@@ -7,13 +7,8 @@ node and applies the verifier's rule (``verifier.verify``) to ``rng.random((R, n
 ``rng.random(R)``. The accepted path's last node gives ``j`` (its depth) and the state; the
 rule's token is the correction (residual) or the bonus candidate. docs/trees.md.
 
-:class:`BatchRound` is batch speculative decoding with ``M`` drafts of ``gamma`` tokens: a tree
-round on :meth:`DraftTree.paths(M, gamma) <spectheory.trees.DraftTree.paths>`, read
-``"first_token"`` (``"tree_rrs"``: recursive rejection over the first tokens, then the
-accepted draft alone; Yin et al.'s construction) or ``"tree"`` (the ``batch_tree`` verifier,
-:data:`~spectheory.trees.batch_verifier.BATCH_TREE`:
-recursive rejection at every position over all agreeing drafts). ``gamma=None`` drafts to
-the end of the horizon.
+:class:`~spectheory.trees.BatchRound` (:mod:`.batch_round`), batch decoding's ``M`` drafts, is a
+tree round on ``DraftTree.paths(M, gamma)`` with a fast play of its own.
 """
 
 from __future__ import annotations
@@ -26,18 +21,13 @@ from .._guards import check_int
 from ..rounds.base import Round, RoundOutcome
 from ..rounds.normalize import register_round_shorthand
 from ..verifiers.base import get_verifier
-from .batch_tree import batch_tree_expected
-from .batch_verifier import BATCH_TREE
 from .draft_tree import DraftTree
 from .exact import tree_protocol
 
-__all__ = ["TreeRound", "BatchRound", "MAX_ELEMENTS"]
+__all__ = ["TreeRound", "MAX_ELEMENTS"]
 
 #: Upper bound on the entries of one chunk's node-law arrays ``[R, nodes, V]``.
 MAX_ELEMENTS = 4_000_000
-
-#: Batch decoding's two readings and the tree verifier of each.
-READINGS = {"first_token": "tree_rrs", "tree": BATCH_TREE}
 
 
 def _ancestors(tree: DraftTree) -> np.ndarray:
@@ -175,79 +165,6 @@ def _laws(sampler: Any, kernel: np.ndarray, pos: np.ndarray, states: np.ndarray)
     if kernel.ndim == 2:
         return kernel[states]
     return kernel[np.minimum(pos, kernel.shape[0] - 1), states]
-
-
-class BatchRound(TreeRound):
-    """Batch speculative decoding: ``M`` drafts of ``gamma`` tokens, one of two readings.
-
-    Parameters
-    ----------
-    M : int >= 1
-        Draft sequences per round (drawn i.i.d. from the draft; ``M * k`` drafted tokens).
-    gamma : int >= 1 or None
-        Tokens per draft (``None``: to the end of the horizon).
-    reading : {"first_token", "tree"}
-        ``"first_token"``: ``"tree_rrs"`` on the ``M`` paths; ``"tree"``: the
-        ``batch_tree`` verifier (see the module docstring and docs/trees.md).
-
-    Examples
-    --------
-    >>> import spectheory as st
-    >>> from spectheory.trees import BatchRound
-    >>> from spectheory.verifiers import batch_expected_rejections
-    >>> chain = st.DecodingChain.random(3, rng=0)
-    >>> sim = st.simulate(chain, 6, BatchRound(3, 2), 2000, rng=1, bonus=False)
-    >>> m, se = sim.mean_se("rejections")
-    >>> bool(abs(m - batch_expected_rejections(chain, 6, 3, gamma=2).total) < 5 * se)
-    True
-    """
-
-    def __init__(self, M: int, gamma: int | None = None, reading: str = "first_token") -> None:
-        self.M = check_int(M, "M", 1)
-        self.gamma = None if gamma is None else check_int(gamma, "gamma", 1)
-        if reading not in READINGS:
-            raise ValueError(f"reading: expected one of {sorted(READINGS)}, got {reading!r}")
-        self.reading = reading
-        self.verifier = get_verifier(READINGS[reading]).for_tree()
-        self.tree = None if self.gamma is None else DraftTree.paths(self.M, self.gamma)
-        self.max_elements = MAX_ELEMENTS
-        self._trees: dict[int, DraftTree] = {}
-        self._anc = {}
-
-    def tree_for(self, horizon: int) -> DraftTree:
-        if self.tree is not None:
-            return self.tree
-        if horizon not in self._trees:
-            self._trees[horizon] = DraftTree.paths(self.M, horizon)
-        return self._trees[horizon]
-
-    @property
-    def max_depth(self) -> int | None:
-        return self.gamma
-
-    @property
-    def name(self) -> str:
-        return f"batch(M={self.M}, gamma={self.gamma}, reading={self.reading})"
-
-    def describe(self) -> str:
-        length = "to the end of the horizon" if self.gamma is None else f"of {self.gamma} tokens"
-        return f"{self.M} i.i.d. drafts {length}, {self.reading} reading"
-
-    def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
-        """Exact values: the tree reading by :func:`~spectheory.trees.batch_tree.batch_tree_expected`
-        (a :class:`~spectheory.trees.BatchTreeResult`), the first-token reading as ``tree_rrs`` on
-        the ``M`` paths (:meth:`TreeRound.exact`)."""
-        if self.reading != "tree":
-            return super().exact(chain, horizon, bonus=bonus, cost=cost, **options)
-        if options:
-            raise ValueError(
-                f"options: the batch tree reading's exact engine takes none, got {sorted(options)}"
-            )
-        res = batch_tree_expected(chain, horizon, self.M, gamma=self.gamma, bonus=bonus)
-        return res if cost is None else res.with_cost(cost)
-
-    def __repr__(self) -> str:
-        return f"BatchRound(M={self.M}, gamma={self.gamma}, reading={self.reading!r})"
 
 
 def _tree_round(tree: DraftTree, verifier: Any) -> TreeRound:

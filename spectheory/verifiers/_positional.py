@@ -1,7 +1,7 @@
 r"""Helpers for rules that act one position at a time (rejection-based, batch, biased): the
 per-kernel cache of their tables and the draft length of a round. Their Monte Carlo is
-:func:`spectheory.montecarlo.simulate` (single-path rules) and
-:func:`spectheory.montecarlo.simulate_batch`; their exact values come from
+:func:`spectheory.simulate` (a path round, or a ``BatchRound`` for batch decoding); their
+exact values come from
 :func:`spectheory.exact.phase_recursion`.
 """
 

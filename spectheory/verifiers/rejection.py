@@ -359,13 +359,15 @@ def scaled_rule(scale) -> RejectionRule:
     return RejectionRule(lambda t, d: s * standard_acceptance(t, d), "unbiased", f"scaled({s:g})")
 
 
-def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, method="direct"):
+def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=True, method="direct"):
     r"""Exact expected rejections of a rejection-based rule over ``horizon`` tokens.
 
-    With ``bonus=False`` every position is a check whatever ``gamma`` is, and the state
-    law follows the output kernel :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
+    With ``bonus=False`` every position is a check whatever ``gamma`` is, and so with
+    ``gamma=None`` (rounds draft to the end of the horizon, so no round ends with a bonus
+    token, whatever ``bonus`` says); the state law then follows the output kernel
+    :math:`o_n = a_n + \rho_n P_n`; ``method="direct"``
     computes :math:`\sum_n E_{s \sim \text{output}}[\rho_n(s)]` by propagating that law.
-    ``method="analysis"`` (used whenever ``bonus=True``) runs
+    ``method="analysis"`` (used whenever ``bonus=True`` and ``gamma`` is given) runs
     :func:`spectheory.exact.phase.phase_recursion` with the rule's masses (``gamma=None``:
     drafts to the end of the horizon). For unbiased rules the
     state law is the target's, so the value is :math:`\ge \sum_n E[\mathrm{TV}_n]`
@@ -388,11 +390,9 @@ def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=False, meth
     """
     T = chain.check_horizon(horizon)
     masses = per_kernel(chain, rule.masses)
-    if bonus and gamma is None:
-        raise ValueError("gamma: required when bonus=True")
     if method not in ("direct", "analysis"):
         raise ValueError(f"method: expected 'direct' or 'analysis', got {method!r}")
-    if method == "analysis" or bonus:
+    if method == "analysis" or (bonus and gamma is not None):
         G = T if gamma is None else check_int(gamma, "gamma", 1)
         return rule.exact(chain, T, G, bonus).rejections
     vec = chain.initial

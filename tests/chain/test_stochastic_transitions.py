@@ -236,7 +236,7 @@ def test_exact_lumping_of_a_deterministic_chain():
 # ---------------------------------------------- engines that need a deterministic map
 def test_path_engines_refuse_stochastic_chains():
     from spectheory.analysis.sequence_front_tree import prefix_forest
-    from spectheory.montecarlo.positional import simulate_positional
+    from spectheory.stopping import FixedGamma
     from spectheory.stopping._kernels import Kernels
     from spectheory.trees import DraftTree
     from spectheory.validation.certified import coarsen
@@ -249,7 +249,9 @@ def test_path_engines_refuse_stochastic_chains():
         lambda: Kernels(chain),
         lambda: prefix_forest(chain, 2),
         lambda: coarsen(chain, 3, np.zeros(2, int)),
-        lambda: simulate_positional(chain, 3, 2, 10, 0, None),
+        lambda: st.simulate(chain, 3, tree, 10, rng=0),
+        lambda: st.simulate(chain, 3, st.BatchRound(2, 2), 10, rng=0),
+        lambda: st.simulate(chain, 3, st.PolicyRound(FixedGamma(2)), 10, rng=0),
     ]
     for call in calls:
         with pytest.raises(ValueError, match="needs a deterministic next_state"):

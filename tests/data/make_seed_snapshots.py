@@ -7,7 +7,10 @@ one round driver (issue 20) must not move a single draw of the path, tree and po
 
 The batch cases (``batch_*``) were recorded from the position-by-position simulators that the
 driver replaced; they draw in another order now, so only their means and standard errors were
-kept (section ``"batch_reference"``), and regenerating leaves that section as it is.
+kept (section ``"batch_reference"``), and regenerating leaves that section as it is (``--batch``
+re-records it from the current code). The committed file is the one recorded before the
+refactor: regenerating it now gives the same fingerprints plus those of the counters the old
+policy simulator did not report (rejections, accepted, the accepted-count histogram).
 """
 
 from __future__ import annotations
@@ -42,10 +45,14 @@ def _chains():
 
 
 def cases():
-    """``{name: (chain name, callable(chain) -> result)}`` of the identity cases."""
+    """``{name: (chain name, callable(chain) -> SimulationResult)}`` of the identity cases.
+
+    Recorded (before the one driver) with ``st.simulate(chain, T, gamma, ...)``,
+    ``simulate_tree(chain, T, tree, verifier, ...)`` and ``simulate_policy(chain, policy, T, cost,
+    ...)``; the same calls through ``st.simulate`` are below."""
     import spectheory as st
-    from spectheory.stopping import ConfidenceThreshold, FixedGamma, HFSchedule, simulate_policy
-    from spectheory.trees import DraftTree, simulate_tree
+    from spectheory.stopping import ConfidenceThreshold, FixedGamma, HFSchedule
+    from spectheory.trees import DraftTree, TreeRound
 
     tree = DraftTree.from_branching([2, 2, 1])
     wide_tree = DraftTree.from_branching([3, 1])
@@ -60,7 +67,7 @@ def cases():
         "path_tokens": ("first_order", lambda c: st.simulate(c, 9, 4, 300, rng=5, return_tokens=True)),
         "path_block_tokens": (
             "first_order",
-            lambda c: st.simulate(c, 9, 3, 300, rng=6, verifier="block", return_tokens=True),
+            lambda c: st.simulate(c, 9, st.PathRound(3, "block"), 300, rng=6, return_tokens=True),
         ),
         "path_gamma_over_horizon": ("first_order", lambda c: st.simulate(c, 3, 5, 300, rng=7)),
         "path_stochastic_token": (
@@ -69,7 +76,7 @@ def cases():
         ),
         "path_stochastic_block": (
             "stochastic",
-            lambda c: st.simulate(c, 10, 2, 500, rng=9, verifier="block", bonus=False),
+            lambda c: st.simulate(c, 10, gamma=2, n_runs=500, rng=9, verifier="block", bonus=False),
         ),
         "path_inhomogeneous_token": ("inhomogeneous", lambda c: st.simulate(c, 12, 3, 600, rng=10)),
         "path_inhomogeneous_block": (
@@ -82,19 +89,19 @@ def cases():
     for name in ("tree_rrs", "tree_rrs_wo", "tree_topk", "traversal", "traversal_iid"):
         out[f"tree_{name}"] = (
             "first_order",
-            lambda c, v=name: simulate_tree(c, 12, tree, v, n_runs=500, rng=20),
+            lambda c, v=name: st.simulate(c, 12, tree, 500, rng=20, verifier=v),
         )
     out["tree_rrs_nobonus_tokens"] = (
         "hidden_states",
-        lambda c: simulate_tree(c, 10, tree, "tree_rrs", n_runs=400, rng=21, bonus=False, return_tokens=True),
+        lambda c: st.simulate(c, 10, TreeRound(tree), 400, rng=21, bonus=False, return_tokens=True),
     )
     out["tree_traversal_inhomogeneous"] = (
         "inhomogeneous",
-        lambda c: simulate_tree(c, 12, tree, "traversal", n_runs=400, rng=22, return_tokens=True),
+        lambda c: st.simulate(c, 12, tree=tree, verifier="traversal", n_runs=400, rng=22, return_tokens=True),
     )
     out["tree_wide_wo"] = (
         "wide",
-        lambda c: simulate_tree(c, 6, wide_tree, "tree_rrs_wo", n_runs=1000, rng=23),
+        lambda c: st.simulate(c, 6, TreeRound(wide_tree, "tree_rrs_wo"), 1000, rng=23),
     )
     for name, policy in (
         ("fixed", FixedGamma(3)),
@@ -103,37 +110,39 @@ def cases():
     ):
         out[f"policy_{name}"] = (
             "first_order",
-            lambda c, p=policy: simulate_policy(c, p, 16, 0.1, n_runs=600, rng=30, progress=False),
+            lambda c, p=policy: st.simulate(c, 16, p, 600, rng=30, cost=0.1, progress=False),
         )
     out["policy_threshold_inhomogeneous"] = (
         "inhomogeneous",
-        lambda c: simulate_policy(
-            c, ConfidenceThreshold(0.4, max_depth=5), 12, 0.2, n_runs=500, rng=31, progress=False
+        lambda c: st.simulate(
+            c, 12, policy=ConfidenceThreshold(0.4, max_depth=5), n_runs=500, rng=31, cost=0.2, progress=False
         ),
     )
     return out
 
 
 def batch_cases():
-    """``{name: (chain name, callable(chain) -> {stat: per-run array})}`` of the batch cases."""
-    from spectheory.montecarlo import simulate_batch
-    from spectheory.trees.batch_tree import simulate_batch_tree
+    """``{name: (chain name, callable(chain) -> {stat: per-run array})}`` of the batch cases.
 
-    def first(c, T, gamma, M, bonus, seed):
-        r = simulate_batch(c, T, gamma, M, 4000, rng=seed, bonus=bonus)
+    Recorded with ``simulate_batch(chain, T, gamma, M, 4000, rng=seed, bonus=bonus)`` and
+    ``simulate_batch_tree(chain, T, M, 4000, gamma=gamma, rng=seed, bonus=bonus)``."""
+    import spectheory as st
+    from spectheory.trees import BatchRound
+
+    def run(c, T, gamma, M, bonus, seed, reading):
+        r = st.simulate(c, T, BatchRound(M, gamma, reading), 4000, rng=seed, bonus=bonus)
         return {k: getattr(r, k) for k in ("target_calls", "rejections", "draft_tokens", "accepted")}
 
-    def tree(c, T, gamma, M, bonus, seed):
-        r = simulate_batch_tree(c, T, M, 4000, gamma=gamma, rng=seed, bonus=bonus)
-        return {k: r[k] for k in ("target_calls", "rejections", "accepted")}
-
     return {
-        "batch_first_token": ("first_order", lambda c: first(c, 8, 2, 3, False, 40)),
-        "batch_first_token_bonus": ("hidden_states", lambda c: first(c, 8, 3, 2, True, 41)),
-        "batch_first_token_to_horizon": ("first_order", lambda c: first(c, 6, None, 3, False, 42)),
-        "batch_tree": ("first_order", lambda c: tree(c, 8, 2, 3, False, 43)),
-        "batch_tree_bonus": ("hidden_states", lambda c: tree(c, 8, 3, 2, True, 44)),
-        "batch_tree_to_horizon": ("first_order", lambda c: tree(c, 6, None, 3, False, 45)),
+        "batch_first_token": ("first_order", lambda c: run(c, 8, 2, 3, False, 40, "first_token")),
+        "batch_first_token_bonus": ("hidden_states", lambda c: run(c, 8, 3, 2, True, 41, "first_token")),
+        "batch_first_token_to_horizon": (
+            "first_order",
+            lambda c: run(c, 6, None, 3, False, 42, "first_token"),
+        ),
+        "batch_tree": ("first_order", lambda c: run(c, 8, 2, 3, False, 43, "tree")),
+        "batch_tree_bonus": ("hidden_states", lambda c: run(c, 8, 3, 2, True, 44, "tree")),
+        "batch_tree_to_horizon": ("first_order", lambda c: run(c, 6, None, 3, False, 45, "tree")),
     }
 
 

@@ -11,13 +11,9 @@ import pytest
 
 import spectheory as st
 from spectheory.analysis import batch_expected_rejections
-from spectheory.trees import DraftTree, tree_protocol
-from spectheory.trees.batch_tree import (
-    batch_readings,
-    batch_tree_expected,
-    batch_tree_limit_mass,
-    simulate_batch_tree,
-)
+from spectheory.trees import BatchRound, DraftTree, TreeRound, tree_protocol
+from spectheory.trees.batch_tree import batch_readings, batch_tree_expected, batch_tree_limit_mass
+from spectheory.trees.batch_verifier import BATCH_TREE
 
 try:  # holey_chain moves next to the chain constructors
     from spectheory.chain.examples import holey_chain
@@ -44,8 +40,8 @@ def test_tree_reading_never_above_first_token_on_100_chains():
         chain = st.DecodingChain.random(3, horizon=5 if seed % 10 == 0 else None, concentration=0.5, rng=seed)
         for M in (2, 4):
             for gamma in (None, 2):
-                first = batch_expected_rejections(chain, 5, M, gamma=gamma).total
-                tree = batch_tree_expected(chain, 5, M, gamma=gamma).rejections
+                first = batch_expected_rejections(chain, 5, M, gamma=gamma, bonus=False).total
+                tree = batch_tree_expected(chain, 5, M, gamma=gamma, bonus=False).rejections
                 worst = max(worst, tree - first)
     assert worst <= 1e-12
 
@@ -78,16 +74,54 @@ def test_limit_is_target_mass_outside_draft_support():
     assert all(a >= b - 1e-12 for a, b in zip(vals, vals[1:]))
 
 
-@pytest.mark.parametrize("gamma,bonus", [(None, False), (2, True)])
+@pytest.mark.parametrize("gamma,bonus", [(None, False), (2, True), (3, False)])
 def test_tree_reading_monte_carlo(gamma, bonus):
-    # 5 standard errors, fixed seed
+    """Both ways of playing the tree reading -- BatchRound's lazy position-by-position play and
+    the generic tree round on the full M-path tree with the batch_tree verifier -- agree with
+    the extended-state recursion (5 standard errors, fixed seeds)."""
     chain = st.DecodingChain.random(3, horizon=6, rng=4)
     exact = batch_tree_expected(chain, 6, 3, gamma=gamma, bonus=bonus)
-    sim = simulate_batch_tree(chain, 6, 3, 6000, gamma=gamma, rng=9, bonus=bonus)
-    for name in ("rejections", "target_calls", "accepted"):
-        x = sim[name]
-        se = x.std(ddof=1) / np.sqrt(x.size)
-        assert abs(x.mean() - getattr(exact, name)) <= 5 * se, name
+    lazy = st.simulate(chain, 6, BatchRound(3, gamma, reading="tree"), 6000, rng=9, bonus=bonus)
+    full = st.simulate(
+        chain, 6, TreeRound(DraftTree.paths(3, gamma or 6), BATCH_TREE), 6000, rng=9, bonus=bonus
+    )
+    for sim in (lazy, full):
+        for name in ("rejections", "target_calls", "accepted", "draft_tokens"):
+            m, se = sim.mean_se(name)
+            assert abs(m - getattr(exact, name)) <= 5 * se + 1e-12, (sim.round, name, m, getattr(exact, name))
+        np.testing.assert_array_equal(sim.accepted_counts.sum(1), sim.target_calls)
+
+
+@pytest.mark.parametrize("gamma,bonus", [(None, False), (2, True)])
+def test_first_token_reading_is_tree_rrs_on_paths_by_monte_carlo(gamma, bonus):
+    """BatchRound(M, gamma) (first-token reading, lazy play), TreeRound(DraftTree.paths(M, gamma),
+    "tree_rrs") (generic play) and the first-token construction's exact values agree (5 SE)."""
+    chain = st.DecodingChain.random(3, horizon=6, rng=5)
+    exact = batch_expected_rejections(chain, 6, 3, gamma=gamma, bonus=bonus)
+    tree = DraftTree.paths(3, gamma or 6)
+    for rnd in (BatchRound(3, gamma), TreeRound(tree, "tree_rrs")):
+        sim = st.simulate(chain, 6, rnd, 6000, rng=13, bonus=bonus)
+        for name, value in (("rejections", exact.total), ("target_calls", exact.target_calls)):
+            m, se = sim.mean_se(name)
+            assert abs(m - value) <= 5 * se + 1e-12, (rnd, name, m, value)
+        assert sim.verifier == "tree_rrs"
+
+
+def test_batch_round_arguments_and_names():
+    assert BatchRound(2, 3).name == "batch(M=2, gamma=3, reading=first_token)"
+    assert BatchRound(2, None, "tree").tree_for(5) == DraftTree.paths(2, 5)
+    assert BatchRound(2, 3).tree == DraftTree.paths(2, 3) and BatchRound(2).max_depth is None
+    for bad, match in (
+        ({"M": 0}, "M"),
+        ({"M": 2, "gamma": 0}, "gamma"),
+        ({"M": 2, "reading": "x"}, "reading"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            BatchRound(**bad)
+    with pytest.raises(ValueError, match="paths"):
+        st.simulate(
+            st.DecodingChain.random(2, rng=0), 4, TreeRound(DraftTree.from_branching([2, 2]), BATCH_TREE), 5
+        )
 
 
 def test_bad_M():

@@ -16,7 +16,7 @@ from spectheory.analysis import (
     iid_batch_expected_rejections,
     uniform_batch_rejection,
 )
-from spectheory.montecarlo import simulate_batch
+from spectheory.trees import BatchRound
 from spectheory.verifiers import (
     batch_first_token,
     batch_first_token_masses,
@@ -142,7 +142,7 @@ CHAINS = [st.DecodingChain.random(4, rng=21), st.DecodingChain.random(3, n_state
 def test_chain_decomposition_and_monotonicity(chain):
     T = 8
     std = rule_expected_rejections(chain, T, standard_rule())
-    one = batch_expected_rejections(chain, T, 1, gamma=3)
+    one = batch_expected_rejections(chain, T, 1, gamma=3, bonus=False)
     np.testing.assert_allclose([one.total, one.improvement], [std, 0.0], atol=1e-12)
     prev = one
     for M in (2, 4, 8):
@@ -153,10 +153,10 @@ def test_chain_decomposition_and_monotonicity(chain):
             if not bonus:
                 np.testing.assert_allclose(r.theorem1, std, rtol=1e-12)
                 np.testing.assert_allclose(r.checked_tv, r.theorem1, rtol=1e-12)
-        r = batch_expected_rejections(chain, T, M, gamma=3)
+        r = batch_expected_rejections(chain, T, M, gamma=3, bonus=False)
         assert r.total < prev.total and r.improvement > prev.improvement
         prev = r
-    lim = batch_expected_rejections(chain, T, np.inf, gamma=3)
+    lim = batch_expected_rejections(chain, T, np.inf, gamma=3, bonus=False)
     assert 0 < lim.total <= prev.total
 
 
@@ -200,7 +200,7 @@ def test_exact_vs_monte_carlo(gamma, bonus, M):
     chain = CHAINS[1]
     T, n = 8, 20_000
     exact = batch_expected_rejections(chain, T, M, gamma=gamma, bonus=bonus)
-    sim = simulate_batch(chain, T, gamma, M, n, rng=17, bonus=bonus)
+    sim = st.simulate(chain, T, BatchRound(M, gamma), n, rng=17, bonus=bonus)
     assert_positional_mc(
         sim,
         exact.total,
@@ -213,7 +213,7 @@ def test_exact_vs_monte_carlo(gamma, bonus, M):
 def test_sampled_sequences_follow_the_target():
     chain = st.DecodingChain.random(2, rng=4)
     T, n = 3, 60_000
-    sim = simulate_batch(chain, T, None, 3, n, rng=8, return_tokens=True)
+    sim = st.simulate(chain, T, BatchRound(3), n, rng=8, return_tokens=True)
     idx = sim.tokens @ (2 ** np.arange(T)[::-1])
     freq = np.bincount(idx, minlength=2**T) / n
     law = np.zeros(2**T)
@@ -240,7 +240,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="gamma"):
         batch_expected_rejections(CHAINS[0], 4, 2, gamma=0)
     with pytest.raises(ValueError, match="gamma"):
-        simulate_batch(CHAINS[0], 4, 0, 2, 10, rng=0)
+        st.simulate(CHAINS[0], 4, BatchRound(2, 0), 10, rng=0)
     with pytest.raises(ValueError, match="overlap"):
         uniform_batch_rejection(2, 3, 3, 2)
     with pytest.raises(ValueError, match="p_target"):
@@ -274,15 +274,15 @@ def test_limit_drafts_infinitely_many_tokens():
     """M = inf is the limit of infinitely many drafts per round: draft_tokens is inf (it used
     to report k per round, the count of a single draft)."""
     chain = CHAINS[0]
-    assert batch_expected_rejections(chain, 6, np.inf, gamma=3).draft_tokens == np.inf
-    two = batch_expected_rejections(chain, 6, 2, gamma=3)
+    assert batch_expected_rejections(chain, 6, np.inf, gamma=3, bonus=False).draft_tokens == np.inf
+    two = batch_expected_rejections(chain, 6, 2, gamma=3, bonus=False)
     assert np.isfinite(two.draft_tokens) and two.draft_tokens >= 2 * two.target_calls
 
 
 def test_single_run_standard_error_is_nan_like_mean_and_se():
     from spectheory.montecarlo import mean_and_se
 
-    sim = simulate_batch(CHAINS[0], 4, 2, 2, 1, rng=0)
+    sim = st.simulate(CHAINS[0], 4, BatchRound(2, 2), 1, rng=0)
     for name in ("rejections", "target_calls", "draft_tokens", "accepted"):
         assert sim.mean(name) == mean_and_se(getattr(sim, name))[0]
         assert np.isnan(sim.se(name)) and np.isnan(mean_and_se(getattr(sim, name))[1])

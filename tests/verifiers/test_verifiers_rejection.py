@@ -129,7 +129,7 @@ def test_theorems_1_and_2_on_chains(chain):
     assert rule_expected_rejections(chain, T, rnd) > std
     for gamma in (1, 3, None):  # every position is a check when bonus is off
         np.testing.assert_allclose(
-            rule_expected_rejections(chain, T, scaled_rule(0.6), gamma=gamma, method="analysis"),
+            rule_expected_rejections(chain, T, scaled_rule(0.6), gamma=gamma, bonus=False, method="analysis"),
             rule_expected_rejections(chain, T, scaled_rule(0.6)),
             rtol=1e-12,
         )
@@ -201,8 +201,10 @@ def test_bad_input():
     chain = CHAINS[0]
     with pytest.raises(ValueError, match="gamma"):
         rule_expected_rejections(chain, 4, standard_rule(), gamma=0, bonus=True)
-    with pytest.raises(ValueError, match="gamma"):
-        rule_expected_rejections(chain, 4, standard_rule(), bonus=True)
+    # gamma=None drafts to the end of the horizon: no bonus token either way (bonus=True default)
+    assert rule_expected_rejections(chain, 4, standard_rule(), bonus=True) == rule_expected_rejections(
+        chain, 4, standard_rule(), bonus=False
+    )
     with pytest.raises(ValueError, match="rejection"):
         rule_expected_rejections(chain, 4, RejectionRule(standard_acceptance, "bogus"))
 
