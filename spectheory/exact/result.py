@@ -188,6 +188,11 @@ class ProtocolResult(ExactResult):
     round_drafts: np.ndarray | None = None
     cost: Cost | None = None
 
+    @property
+    def max_depth(self) -> int:
+        """:attr:`gamma`, the longest draft of a round (``SimulationResult.max_depth``)."""
+        return self.gamma
+
     def with_cost(self, cost: Cost | float) -> ProtocolResult:
         """The same result with ``cost`` as the default of :meth:`time` and :meth:`speedup`."""
         return dataclasses.replace(self, cost=as_cost(cost))

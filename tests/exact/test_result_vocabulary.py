@@ -35,7 +35,7 @@ def test_a_path_as_tree_and_as_one_draft_sequence_has_the_path_result(chain, bon
     for other in (tree, batch):
         for name in (*COUNTERS, *ARRAYS):
             np.testing.assert_allclose(getattr(other, name), getattr(path, name), atol=1e-12, err_msg=name)
-        assert other.gamma == gamma and other.horizon == T and other.bonus is bonus
+        assert other.gamma == other.max_depth == gamma and other.horizon == T and other.bonus is bonus
     for res in (path, tree, batch):
         assert abs(res.accepted + res.rejections + res.bonus_tokens - T) < 1e-12  # one token per position
         assert abs(res.accepted_counts.sum() - res.target_calls) < 1e-12
