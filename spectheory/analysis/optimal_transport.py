@@ -83,7 +83,7 @@ def drafted_set_law(draft, k):
     if V > 62:
         raise ValueError(f"draft: exact drafted-set law limited to V <= 62, got V={V}")
     masks = np.zeros(1, dtype=np.int64)
-    probs = np.ones(1)
+    probs: np.ndarray = np.ones(1)
     left = np.full(1, d.sum())
     bits = np.int64(1) << np.arange(V, dtype=np.int64)
     for _ in range(k):

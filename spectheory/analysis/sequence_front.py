@@ -32,7 +32,9 @@ three entries (scipy.sparse); HiGHS solves it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -157,7 +159,7 @@ def optimal_sequence_front(
     slope = np.empty(flat.size)
     laws = np.empty((flat.size, solver.n_leaf))
     order = np.argsort(flat, kind="stable")
-    it = order
+    it: Iterable[Any] = order
     if progress or (progress is None and flat.size > 4 and solver.n_leaf > 4000):
         from tqdm.auto import tqdm
 

@@ -53,7 +53,7 @@ def heuristic_rules(quick: bool = False):
     len_ = [0.8, 0.5, 0.3] if quick else [0.9, 0.8, 0.65, 0.5, 0.4, 0.3, 0.2]
     typ = [(0.09, 0.3), (0.2, 0.45)] if quick else [(0.05, 0.2), (0.09, 0.3), (0.2, 0.45), (0.3, 0.6)]
     mix = [0.1, 0.3, 0.5, 0.7, 0.9] if quick else [0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95]
-    out = []
+    out: list[tuple[str, float | str, RejectionRule]] = []
     for law in ("optimal", "target"):
         out += [(f"additive/{law}", e, biased_rule(additive_acceptance(e), law)) for e in add]
         out += [(f"ratio/{law}", e, biased_rule(ratio_acceptance(e), law)) for e in rat]

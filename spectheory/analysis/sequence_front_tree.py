@@ -20,6 +20,7 @@ which is the plain TV of the emitted sequences for a fixed start state.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ class PrefixForest:
     draft: list
     target_mass: list
     draft_mass: list
-    chain_type: type = None
+    chain_type: Any = None  # the DecodingChain class the forest was built from
 
     @property
     def n_leaves(self) -> int:

@@ -65,7 +65,7 @@ def run_tree_decode(args) -> int:
     target = load_model("target", device=args.device)
     heads, info = load_heads(device=args.device) if medusa else (None, None)
     shape = getattr(args, "tree", None) or ("sparse16" if medusa else f"path{args.gamma}")
-    tree = parse_tree_shape(shape, info["heldout"]["rank_accuracy"] if medusa else None)
+    tree = parse_tree_shape(shape, info["heldout"]["rank_accuracy"] if info is not None else None)
     prompt = list(args.prompt.encode("utf-8"))
     if medusa and len(prompt) < 2:
         raise ValueError("--prompt: Medusa decoding needs a prompt of at least 2 bytes")

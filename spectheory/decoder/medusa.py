@@ -32,6 +32,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -42,6 +43,9 @@ from ..trees import DraftTree
 from ..verifiers.biased import typical_acceptance
 from ..verifiers.children import TopK
 from ..verifiers.multidraft import _categorical
+
+if TYPE_CHECKING:
+    from .tree_attention import TreeLayout
 
 __all__ = [
     "MedusaHeads",
@@ -109,9 +113,9 @@ def sparse_tree(accuracies, n_nodes):
     """
     acc = -np.sort(-np.asarray(accuracies, dtype=np.float64), axis=1)
     K, k = acc.shape
-    chosen = []
-    heap = [(-acc[0, 0], (0,))]
-    seen = {(0,)}
+    chosen: list[tuple[int, ...]] = []
+    heap: list[tuple[float, tuple[int, ...]]] = [(-acc[0, 0], (0,))]
+    seen: set[tuple[int, ...]] = {(0,)}
     while heap and len(chosen) < n_nodes:
         negs, path = heapq.heappop(heap)
         chosen.append(path)
@@ -126,7 +130,7 @@ def sparse_tree(accuracies, n_nodes):
                 score = np.prod([acc[d, r] for d, r in enumerate(c)])
                 heapq.heappush(heap, (-score, c))
     chosen.sort()  # lexicographic = pre-order, rank order
-    index = {(): 0}
+    index: dict[tuple[int, ...], int] = {(): 0}
     parents = [-1]
     for i, path in enumerate(chosen, start=1):
         index[path] = i
@@ -180,7 +184,7 @@ def typical_rule(epsilon=0.09, delta=0.3):
         token = _categorical(t[rows, node], np.asarray(u_final, dtype=np.float64))
         return node, token, residual
 
-    rule.name = f"typical(eps={epsilon:g},delta={delta:g})"
+    rule.name = f"typical(eps={epsilon:g},delta={delta:g})"  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
     return rule
 
 
@@ -190,6 +194,8 @@ class MedusaDrafter:
 
     needs_hidden = True
     prefilled_target = True
+    layout: TreeLayout  # set by medusa_generate's factory
+    k: torch.Tensor  # this round's draft depth per row, set by tree_generate
 
     def __init__(self, target, heads, batch, law, tcache):
         self.target, self.heads, self.law = target, heads, law

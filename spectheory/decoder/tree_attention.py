@@ -149,7 +149,7 @@ def _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi):
     B = prefix.shape[0]
     anc = torch.as_tensor(layout.ancestors, device=prefix.device)
     depth = layout.offset_depth
-    seqs, last = [], []
+    seqs = []
     for o in range(lo, hi):
         path = torch.nonzero(anc[o]).flatten()  # offsets root -> node, level order
         toks = node_tokens[:, path]  # [B, d + 1]

@@ -93,6 +93,7 @@ class ModelDrafter:
     """Drafts the tree with a draft model, one call per level (tree attention when it is a GPT)."""
 
     needs_hidden = False
+    k: torch.Tensor  # this round's draft depth per row, set by tree_generate
 
     def __init__(self, draft, law, dev, dtype, batch, layout):
         self.draft, self.law, self.layout = draft, law, layout
@@ -104,6 +105,9 @@ class ModelDrafter:
             else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype)
         )
         self.cached = prefill(draft, self.cache, batch)
+
+    def observe(self, hidden: torch.Tensor) -> None:
+        """Hidden states at the last accepted nodes; only drafters with ``needs_hidden`` use them."""
 
     def laws(self, batch, node_tokens, K, children, u_draft, present_root):
         """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
@@ -374,7 +378,7 @@ def tree_generate(
             if tcache is not None:
                 compact_path(tcache, root_slot, path_off, j)
             dr.commit(batch, root_slot, path_off, j)
-            if dr.needs_hidden:
+            if dr.needs_hidden and hidden is not None:
                 dr.observe(hidden[rows, layout_offset(layout, node, dev)])
             batch.seq_len = batch.seq_len + j + emitted.to(torch.int64)
             rec.add_round(

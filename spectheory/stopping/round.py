@@ -82,7 +82,7 @@ class PolicyRound(Round):
         keep_path: bool = False,
     ) -> RoundOutcome:
         T, D, smp, policy = horizon, self.max_depth, sampler, self.policy
-        R = n.shape[0]
+        R = int(n.shape[0])
         rows = np.arange(R)
         kmax = np.minimum(D, T - n)
         states = np.zeros((R, D + 1), dtype=np.int64)

@@ -28,6 +28,8 @@ off-branch siblings and subtrees.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -100,7 +102,8 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
             j = len(branch)
             if j > kmax:
                 continue
-            seen, holder = [], []
+            seen: list[np.ndarray] = []
+            holder: list[Any] = []
 
             def make(batch, law, dev, dt, layout, tcache, _b=branch, _j=j, _n=n, _node=node, _holder=holder):
                 dr = ForcedDrafter(
@@ -135,7 +138,7 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
                     _seen.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0))
                 return v.verify(tree_, tokens, tl, dl, ua, uf)
 
-            rule.name = v.name
+            rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
             kwargs = {} if j == 0 else {"drafter": make}
             tree_generate(
                 target,

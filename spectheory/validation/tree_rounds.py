@@ -200,7 +200,7 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
         left = T - n
         width = min(D + 1, left)
         follow = np.repeat(paths[:, L + n : L + n + width], n_trees, axis=0)
-        seen = []
+        seen: list[np.ndarray] = []
 
         def rule(tree_, tokens, tl, dl, ua, uf, _follow=follow, _left=left, _seen=seen):
             if not _seen:
@@ -210,7 +210,7 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
                 )
             return v.verify(tree_, tokens, tl, dl, ua, uf)
 
-        rule.name = v.name
+        rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
         prompts = np.repeat(paths[:, : L + n], n_trees, axis=0)
         run(rule, [list(p) for p in prompts], width, seed + n)
         out[:, n] = seen[0].reshape(N, n_trees, D + 1).mean(1)
@@ -344,14 +344,14 @@ def forced_path_weights(run, verifier, depth, paths, n_prompt, horizon, target_l
             tl[:, :j] = tl_path[:, n : n + j]
             dl[:, :j] = dl_path[:, n : n + j]
             if j < kmax:  # draft the continuation below depth j
-                seen = []
+                seen: list[np.ndarray] = []
 
                 def rule(tree_, tokens, tl_, dl_, ua, uf, _seen=seen, _v=v):
                     if not _seen:
                         _seen.append((tokens.copy(), tl_.copy(), dl_.copy()))
                     return _v.verify(tree_, tokens, tl_, dl_, ua, uf)
 
-                rule.name = v.name
+                rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
                 run(rule, [list(p) for p in paths[:, : L + n + j]], kmax - j + 1, seed + 1000 * n + j)
                 ct, ctl, cdl = seen[0]
                 tok[:, j + 1 :] = ct[:, 1:]
