@@ -39,7 +39,7 @@ __all__ = ["BatchRound", "READINGS"]
 
 #: Batch decoding's two readings: the tree verifier of each, and whether every draft that agrees
 #: with the accepted prefix goes on (tree) or only the accepted one (first-token).
-READINGS = {"first_token": ("tree_rrs", False), "tree": (BATCH_TREE, True)}
+READINGS: dict[str, tuple[Any, bool]] = {"first_token": ("tree_rrs", False), "tree": (BATCH_TREE, True)}
 
 
 class BatchRound(TreeRound):

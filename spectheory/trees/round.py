@@ -113,7 +113,7 @@ class TreeRound(Round):
     ) -> RoundOutcome:
         tree, v = self.tree_for(horizon), self.verifier
         N, D, depth = tree.n_nodes, tree.max_depth, tree.depth
-        A = n.shape[0]
+        A = int(n.shape[0])
         k = np.minimum(D, horizon - n)
         tok = np.full((A, N), -1, dtype=np.int64)
         st_ = np.zeros((A, N), dtype=np.int64)

@@ -51,19 +51,31 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 
+from .._typing import RNGLike
 from ..laws.sampling import check_round_laws
 
 if TYPE_CHECKING:  # annotations only: tree_base imports this module
     from .tree_base import TreeVerifier
 
+if TYPE_CHECKING:
+    import torch
+
+    from ..chain import DecodingChain
+    from ..exact.result import ProtocolResult
+    from .torch_forms import Verdict
+
 __all__ = ["Verifier", "register_verifier", "get_verifier", "list_verifiers", "check_round_arrays"]
 
 
-def check_round_arrays(target_laws, draft_laws, draft_tokens, k):
+def check_round_arrays(
+    target_laws: ArrayLike, draft_laws: ArrayLike, draft_tokens: ArrayLike, k: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Shape, dtype and range checks of a round's arrays (ValueError naming the argument).
 
     Returns float64 ``target_laws``, ``draft_laws`` and int64 ``draft_tokens``, ``k``. Law
@@ -159,7 +171,15 @@ class Verifier:
         """The rule on checked arrays (float64 laws, int64 tokens and ``k``, uniforms)."""
         raise NotImplementedError(f"verifier {self.name!r}: define _rule (the pure rule on given uniforms)")
 
-    def rule(self, target_laws, draft_laws, draft_tokens, k, u_accept, u_final):
+    def rule(
+        self,
+        target_laws: ArrayLike,
+        draft_laws: ArrayLike,
+        draft_tokens: ArrayLike,
+        k: ArrayLike,
+        u_accept: ArrayLike,
+        u_final: ArrayLike,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """The rule on hand-given uniforms, with every input validated.
 
         Returns ``(n_accepted [R], final_token [R])`` as int64 arrays.
@@ -169,7 +189,14 @@ class Verifier:
         check_round_laws(t, d)
         return self._rule(t, d, x, kk, ua, uf)
 
-    def verify_round(self, target_laws, draft_laws, draft_tokens, k, rng=None):
+    def verify_round(
+        self,
+        target_laws: ArrayLike,
+        draft_laws: ArrayLike,
+        draft_tokens: ArrayLike,
+        k: ArrayLike,
+        rng: RNGLike = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """One round per row with fresh uniforms from ``rng`` (``u_accept`` first, then
         ``u_final``). Checks shapes, token range and ``k``; skips the law-value pass (the
         simulator's hot path: its laws come from a validated chain)."""
@@ -178,24 +205,35 @@ class Verifier:
         R, g = x.shape
         return self._rule(t, d, x, kk, rng.random((R, g)), rng.random(R))
 
-    def fused_round(self, sampler, horizon, gamma, n, k, states, x, u, rng):
+    def fused_round(
+        self,
+        sampler: Any,
+        horizon: int,
+        gamma: int,
+        n: np.ndarray,
+        k: np.ndarray,
+        states: np.ndarray,
+        x: np.ndarray,
+        u: np.ndarray,
+        rng: np.random.Generator,
+    ) -> Any:
         """Optional fast path of the simulator that drafts and verifies without gathering
         the full ``[R, g+1, V]`` laws; return ``NotImplemented`` to use :meth:`verify_round`."""
         return NotImplemented
 
     # ----------------------------------------------------------------- exact values
-    def phase_masses(self, chain):
+    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
         """``(accept_mass, reject_mass, phase_dependent)`` for
         :func:`spectheory.exact.phase_recursion`, or ``None`` if the rule is not a
         token-by-token rule."""
         return None
 
-    def round_transition(self, chain):
+    def round_transition(self, chain: DecodingChain) -> Callable[[int, int, bool], np.ndarray] | None:
         """``(n0, k, emit_bonus) -> Q [S, k+1, S]`` for :func:`spectheory.exact.round_recursion`,
         or ``None``."""
         return None
 
-    def exact(self, chain, horizon, gamma, bonus=True):
+    def exact(self, chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True) -> ProtocolResult:
         """Exact :class:`~spectheory.exact.ProtocolResult` of one generation on ``chain``."""
         from ..exact import phase_recursion, round_recursion
 
@@ -212,7 +250,16 @@ class Verifier:
         )
 
     # ----------------------------------------------------------------- torch
-    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+    def torch_rule(
+        self,
+        target_probs: torch.Tensor,
+        draft_probs: torch.Tensor,
+        draft_tokens: torch.Tensor,
+        k: torch.Tensor,
+        u_accept: torch.Tensor,
+        u_emit: torch.Tensor,
+        allow_bonus: torch.Tensor,
+    ) -> Verdict:
         """The rule on torch tensors, for the real decoder (rows with ``k = 0`` are inactive).
 
         Returns a :class:`spectheory.verifiers.torch_forms.Verdict`. The default moves the tensors
@@ -269,7 +316,7 @@ def register_verifier(verifier: V, *, replace: bool = False) -> V:
     return verifier
 
 
-def get_verifier(verifier) -> Verifier:
+def get_verifier(verifier: str | Verifier) -> Verifier:
     """The :class:`Verifier` for a registered name, or the object itself.
 
     Examples

@@ -46,8 +46,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, check_int
+from .._typing import RNGLike
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio
 from ._positional import _categorical
 
@@ -70,7 +72,7 @@ def _check_M(M, allow_inf=False):
     return check_int(M, "M", 1)
 
 
-def batch_scales(target, draft, M):
+def batch_scales(target: ArrayLike, draft: ArrayLike, M: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Scales :math:`c_m` and masses :math:`Z_m`, ``m = 1..M+1`` (see the module docstring).
 
     Returns
@@ -96,7 +98,7 @@ def batch_scales(target, draft, M):
     return c, Z
 
 
-def batch_residuals(target, draft, M) -> np.ndarray:
+def batch_residuals(target: ArrayLike, draft: ArrayLike, M: int) -> np.ndarray:
     r"""Explicit recursion :math:`r_1 = p`, :math:`r_{m+1} = \mathrm{norm}(\max(r_m - q, 0))`.
 
     When :math:`r_m = q` (zero excess) candidate ``m`` is always accepted and
@@ -140,7 +142,7 @@ class BatchStep:
     output: np.ndarray
 
 
-def batch_first_token(target, draft, M) -> BatchStep:
+def batch_first_token(target: ArrayLike, draft: ArrayLike, M: int) -> BatchStep:
     r"""Exact law of the first token of a batch round, from the explicit residuals.
 
     .. math:: P(\text{emit } x) = \sum_{m=1}^M \Big[\prod_{j<m} \mathrm{TV}(q, r_j)\Big] \min(r_m(x), q(x))
@@ -167,7 +169,7 @@ def batch_first_token(target, draft, M) -> BatchStep:
     return BatchStep(cand, reach, reach[M][()], r[M], out)
 
 
-def batch_rejection_probability(target, draft, M):
+def batch_rejection_probability(target: ArrayLike, draft: ArrayLike, M: int) -> np.ndarray | float:
     r"""Probability that all ``M`` first tokens are rejected, :math:`Z_{M+1}` (scale form).
 
     ``M = numpy.inf`` gives the limit :func:`batch_limit_rejection`.
@@ -178,7 +180,7 @@ def batch_rejection_probability(target, draft, M):
     return batch_scales(target, draft, M)[1][M][()]
 
 
-def batch_first_token_masses(target, draft, M):
+def batch_first_token_masses(target: ArrayLike, draft: ArrayLike, M: int) -> tuple[np.ndarray, np.ndarray]:
     r"""``(accepted, rejected)`` masses of a batch round's first token, each ``[..., V]``.
 
     accepted :math:`= \min(p, c_{M+1} q)`, rejected :math:`= (p - c_{M+1} q)_+`;
@@ -192,13 +194,19 @@ def batch_first_token_masses(target, draft, M):
     return np.minimum(t, c * d), np.maximum(t - c * d, 0.0)
 
 
-def batch_limit_rejection(target, draft):
+def batch_limit_rejection(target: ArrayLike, draft: ArrayLike) -> np.ndarray | float:
     r"""Limit :math:`M \to \infty` of the all-rejected probability: :math:`p(\{q = 0\})`."""
     t, d = as_law_pair(target, draft)
     return np.where(d > 0, 0.0, t).sum(-1)[()]
 
 
-def batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, u_final):
+def batch_verify_first(
+    candidate_accept_prob: ArrayLike,
+    candidates: ArrayLike,
+    final_law: ArrayLike,
+    u_accept: ArrayLike,
+    u_final: ArrayLike,
+) -> tuple[np.ndarray, np.ndarray]:
     """The recursive-rejection rule over ``M`` candidates, on hand-given uniforms.
 
     Parameters
@@ -262,7 +270,9 @@ def _batch_verify_first(candidate_accept_prob, candidates, final_law, u_accept, 
     return tok, ~anyacc, index
 
 
-def sample_batch_first_token(target, draft, M, size, rng=None):
+def sample_batch_first_token(
+    target: ArrayLike, draft: ArrayLike, M: int, size: int, rng: RNGLike = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``size`` independent first tokens of batch rounds at one position.
 
     Draws ``M`` candidates from the draft and the uniforms, then calls

@@ -36,11 +36,14 @@ lies strictly above the line.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, check_nonneg, check_prob
+from .._typing import RNGLike
 from ..laws.sampling import safe_ratio
 from .rejection import (
     RejectionRule,
@@ -85,7 +88,7 @@ class BiasedAcceptance:
             return f"typical(epsilon={self.param:g}, delta={self.param2:g})"
         return f"{self.kind}({self.param:g})"
 
-    def __call__(self, target, draft) -> np.ndarray:
+    def __call__(self, target: np.ndarray, draft: np.ndarray) -> np.ndarray:
         t, d = as_law_pair(target, draft)
         with np.errstate(divide="ignore", invalid="ignore"):
             if self.kind == "additive":
@@ -103,7 +106,7 @@ class BiasedAcceptance:
         return np.minimum(1.0, b)
 
 
-def additive_acceptance(eps) -> BiasedAcceptance:
+def additive_acceptance(eps: float) -> BiasedAcceptance:
     r"""Over-acceptance :math:`b(x) = \min(1, (p(x) + \varepsilon)/q(x))`, ``eps >= 0``.
 
     Examples
@@ -115,12 +118,12 @@ def additive_acceptance(eps) -> BiasedAcceptance:
     return BiasedAcceptance("additive", float(check_nonneg(eps, "eps")))
 
 
-def ratio_acceptance(eps) -> BiasedAcceptance:
+def ratio_acceptance(eps: float) -> BiasedAcceptance:
     r"""Over-acceptance :math:`b(x) = \min(1, p(x)/q(x) + \varepsilon)`, ``eps >= 0``."""
     return BiasedAcceptance("ratio", float(check_nonneg(eps, "eps")))
 
 
-def lenient_acceptance(lenience) -> BiasedAcceptance:
+def lenient_acceptance(lenience: float) -> BiasedAcceptance:
     r"""Leviathan et al.'s lenience: :math:`b(x) = \min(1, p(x)/(l\,q(x)))`, ``l`` in (0, 1].
 
     ``l = 1`` is standard speculative sampling. Accepted mass :math:`\min(p/l, q)`; with
@@ -131,7 +134,7 @@ def lenient_acceptance(lenience) -> BiasedAcceptance:
     return BiasedAcceptance("lenience", lv)
 
 
-def typical_acceptance(epsilon=0.09, delta=0.3) -> BiasedAcceptance:
+def typical_acceptance(epsilon: float = 0.09, delta: float = 0.3) -> BiasedAcceptance:
     r"""Medusa's typical acceptance (Cai et al. 2024): accept ``x`` iff
     :math:`p(x) > \min(\epsilon, \delta\, e^{-H(p)})`, ``H`` the target's entropy (nats).
 
@@ -175,12 +178,17 @@ class BiasedStep:
     tv: np.ndarray
 
     @property
-    def excess(self):
+    def excess(self) -> np.ndarray:
         """``rejection + loss - TV``: 0 on the Pareto line, > 0 above it."""
         return self.rejection + self.loss - self.tv
 
 
-def biased_step(target, draft, accept, rejection="optimal") -> BiasedStep:
+def biased_step(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    rejection: str = "optimal",
+) -> BiasedStep:
     r"""Rejection probability, output law and TV loss of a biased rule at one position.
 
     Parameters
@@ -211,7 +219,12 @@ def biased_step(target, draft, accept, rejection="optimal") -> BiasedStep:
     return BiasedStep(b, step.accepted, step.rejection, P, step.output, step.loss, tv[()])
 
 
-def over_accepts(target, draft, accept, atol: float = 1e-12):
+def over_accepts(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    atol: float = 1e-12,
+) -> np.ndarray | bool:
     r"""True where :math:`b \ge \min(1, p/q)` on the support of ``q`` (per row)."""
     t, d = as_law_pair(target, draft)
     b = _acceptance_array(t, d, accept)
@@ -219,7 +232,9 @@ def over_accepts(target, draft, accept, atol: float = 1e-12):
     return np.all(ok, axis=-1)[()]
 
 
-def biased_rule(accept, rejection="optimal") -> RejectionRule:
+def biased_rule(
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray], rejection: str = "optimal"
+) -> RejectionRule:
     """A :class:`~spectheory.verifiers.rejection.RejectionRule` applying ``accept`` at every position."""
     if rejection not in REJECTIONS:
         raise ValueError(f"rejection: expected one of {REJECTIONS}, got {rejection!r}")
@@ -227,7 +242,14 @@ def biased_rule(accept, rejection="optimal") -> RejectionRule:
     return RejectionRule(accept, rejection, f"{name}/{rejection}")
 
 
-def sample_biased_step(target, draft, accept, rejection="optimal", size=1, rng=None):
+def sample_biased_step(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    rejection: str = "optimal",
+    size: int = 1,
+    rng: RNGLike = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``size`` independent steps of a biased rule at one position.
 
     Returns ``(tokens [size], rejected [size])``; the law of ``tokens`` is

@@ -35,13 +35,22 @@ rule :func:`spectheory.verifiers.torch_forms.block_verify`.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..laws.sampling import normalize_or, safe_ratio
 from .base import Verifier, check_round_arrays, register_verifier
 from .multidraft import _categorical
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..chain import DecodingChain
+    from .torch_forms import Verdict
 
 __all__ = [
     "BlockVerifier",
@@ -58,7 +67,9 @@ __all__ = [
 MAX_BLOCK_ELEMENTS = 30_000_000
 
 
-def block_weights(target_laws, draft_laws, draft_tokens, k):
+def block_weights(
+    target_laws: np.ndarray, draft_laws: np.ndarray, draft_tokens: np.ndarray, k: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Exact per-block quantities of block verification, vectorised over runs.
 
     Parameters
@@ -152,7 +163,7 @@ def _enumerate_blocks(chain, n0, k, with_bonus_row):
     return x, states, t_laws, d_laws, dprob
 
 
-def block_round_transition(chain, n0, k, emit_bonus):
+def block_round_transition(chain: DecodingChain, n0: int, k: int, emit_bonus: bool) -> np.ndarray:
     r"""Exact round transition of block verification, by enumerating the ``V**k`` draft blocks.
 
     ``Q[s, j, s'] = P(tau = j, state s' after the round's last emitted token | round starts
@@ -211,7 +222,7 @@ def block_round_transition(chain, n0, k, emit_bonus):
     return Q
 
 
-def round_accepted_means(chain, n0, k):
+def round_accepted_means(chain: DecodingChain, n0: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Expected accepted drafts of one round, per start state: ``(block [S], token [S])``.
 
     Both by enumerating the draft blocks: block verification's :math:`E[\tau]`, and token
@@ -241,7 +252,13 @@ def round_accepted_means(chain, n0, k):
     return block, token
 
 
-def block_emission_law(target_fn, draft_fn, vocab_size, gamma, prefix=()):
+def block_emission_law(
+    target_fn: Callable[[tuple[int, ...]], Any],
+    draft_fn: Callable[[tuple[int, ...]], Any],
+    vocab_size: int,
+    gamma: int,
+    prefix: tuple[int, ...] = (),
+) -> dict:
     r"""Exact law of one block-verification round by plain enumeration (Fraction-friendly).
 
     A slow, loop-by-loop implementation of the algorithm, independent of the vectorised
@@ -344,10 +361,19 @@ class BlockVerifier(Verifier):
         token = _categorical(final[np.arange(R), tau], u_final)
         return tau.astype(np.int64), token
 
-    def round_transition(self, chain):
+    def round_transition(self, chain: DecodingChain) -> Callable[[int, int, bool], np.ndarray]:
         return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus)
 
-    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+    def torch_rule(
+        self,
+        target_probs: torch.Tensor,
+        draft_probs: torch.Tensor,
+        draft_tokens: torch.Tensor,
+        k: torch.Tensor,
+        u_accept: torch.Tensor,
+        u_emit: torch.Tensor,
+        allow_bonus: torch.Tensor,
+    ) -> Verdict:
         from .torch_forms import block_verify
 
         return block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)

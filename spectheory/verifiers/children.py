@@ -158,14 +158,14 @@ class IID(ChildPolicy):
 
     name = "iid"
 
-    def draw(self, draft_rows, k, rng):
+    def draw(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Inverse CDF per child (one uniform per child, row-major)."""
         d = np.asarray(draft_rows, dtype=np.float64)
         R, V = d.shape
         w = np.broadcast_to(d[:, None, :], (R, k, V))
         return _categorical(w, rng.random((R, k))).astype(np.int64)
 
-    def node_laws(self, target, draft, k):
+    def node_laws(self, target: Any, draft: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
         t, d, k = _node_args(target, draft, k)
         S, V = t.shape
         A = np.zeros((k, S, V))
@@ -177,18 +177,20 @@ class IID(ChildPolicy):
             r = _norm_excess(r, d)[0]
         return A, reach[:, None] * r
 
-    def slot_law(self, draft_u, tokens, kids, j):
+    def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
         return draft_u
 
-    def next_child_law(self, draft_u, tokens, siblings):
+    def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         return draft_u
 
-    def torch_draw(self, parent_laws, p, j, u, ok, cache):
+    def torch_draw(self, parent_laws: Any, p: int, j: int, u: Any, ok: Any, cache: dict) -> tuple[Any, Any]:
         from .torch_forms import sample_from_uniform
 
         return sample_from_uniform(parent_laws[:, p], u), ok
 
-    def force(self, q, forced, group, slot, rng):
+    def force(
+        self, q: np.ndarray, forced: np.ndarray, group: int, slot: int, rng: np.random.Generator
+    ) -> tuple[dict, np.ndarray]:
         """The other siblings are independent of the forced one: weight ``q(x)``."""
         rows = np.arange(q.shape[0])
         with np.errstate(divide="ignore"):
@@ -211,7 +213,7 @@ class WithoutReplacement(ChildPolicy):
 
     name = "wo"
 
-    def draw(self, draft_rows, k, rng):
+    def draw(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Gumbel top-k (one uniform per vocabulary entry and row)."""
         d = np.asarray(draft_rows, dtype=np.float64)
         R, V = d.shape
@@ -224,10 +226,7 @@ class WithoutReplacement(ChildPolicy):
         order = np.argsort(-keys, axis=-1, kind="stable")[:, :k]
         return np.where(np.take_along_axis(d, order, 1) > 0, order, -1).astype(np.int64)
 
-    def node_laws(self, target, draft, k):
-        # the last slot's rejections are never expanded: R = p - sum_j A_j (losslessness at a
-        # node), so the enumeration holds at most V**(k-1) rejected prefixes per state; states
-        # are taken in chunks of about _WO_CHUNK paths
+    def node_laws(self, target: Any, draft: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
         t, d, k = _node_args(target, draft, k)
         S, V = t.shape
         A = np.zeros((k, S, V))
@@ -237,13 +236,13 @@ class WithoutReplacement(ChildPolicy):
             A[:, lo:hi] = _wo_accept(t[lo:hi], d[lo:hi], k)
         return A, np.clip(t - A.sum(0), 0.0, None)
 
-    def node_law_paths(self, V, k):
+    def node_law_paths(self, V: int, k: int) -> int:
         return V ** (k - 1)
 
-    def slot_law(self, draft_u, tokens, kids, j):
+    def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
         return self.next_child_law(draft_u, tokens, kids[:j])
 
-    def next_child_law(self, draft_u, tokens, siblings):
+    def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         rows = np.arange(draft_u.shape[0])
         rem = draft_u.copy()
         for c in siblings:
@@ -252,7 +251,7 @@ class WithoutReplacement(ChildPolicy):
             rem[rows[ok], x[ok]] = 0
         return _safe_div(rem, rem.sum(-1)[:, None])
 
-    def torch_draw(self, parent_laws, p, j, u, ok, cache):
+    def torch_draw(self, parent_laws: Any, p: int, j: int, u: Any, ok: Any, cache: dict) -> tuple[Any, Any]:
         import torch
 
         from .torch_forms import sample_from_uniform
@@ -267,7 +266,9 @@ class WithoutReplacement(ChildPolicy):
         cache[p] = rem
         return x, ok
 
-    def force(self, q, forced, group, slot, rng):
+    def force(
+        self, q: np.ndarray, forced: np.ndarray, group: int, slot: int, rng: np.random.Generator
+    ) -> tuple[dict, np.ndarray]:
         r"""The other siblings are drawn successively from ``q`` without the forced token and the
         earlier ones (one uniform per row and sibling, in slot order); with ``y_slot = x``
 
@@ -314,7 +315,7 @@ class TopK(ChildPolicy):
 
     name = "topk"
 
-    def draw(self, draft_rows, k, rng):
+    def draw(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """No randomness (``rng`` is not used)."""
         d = np.asarray(draft_rows, dtype=np.float64)
         R, V = d.shape
@@ -323,7 +324,7 @@ class TopK(ChildPolicy):
         out[:, : order.shape[1]] = order
         return out
 
-    def node_laws(self, target, draft, k):
+    def node_laws(self, target: Any, draft: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
         t, d, k = _node_args(target, draft, k)
         S, V = t.shape
         A = np.zeros((k, S, V))
@@ -336,14 +337,14 @@ class TopK(ChildPolicy):
             res[rows, x] = 0.0
         return A, res
 
-    def slot_law(self, draft_u, tokens, kids, j):
+    def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
         rows = np.arange(draft_u.shape[0])
         out = np.zeros_like(draft_u)
         x = tokens[:, kids[j]]
         out[rows, np.where(x >= 0, x, 0)] = 1
         return np.where((x >= 0)[:, None], out, draft_u)
 
-    def next_child_law(self, draft_u, tokens, siblings):
+    def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         R, V = draft_u.shape
         one = Fraction(1) if draft_u.dtype == object else 1.0
         order = np.argsort(-draft_u.astype(np.float64), axis=-1, kind="stable")
@@ -353,7 +354,7 @@ class TopK(ChildPolicy):
             w[np.arange(R), order[:, j]] = one
         return w
 
-    def torch_draw(self, parent_laws, p, j, u, ok, cache):
+    def torch_draw(self, parent_laws: Any, p: int, j: int, u: Any, ok: Any, cache: dict) -> tuple[Any, Any]:
         import torch
 
         order = cache.get("order")

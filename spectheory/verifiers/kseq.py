@@ -32,8 +32,10 @@ acceptance :func:`spectheory.analysis.optimal_transport.optimal_multidraft_accep
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
 from ..laws.sampling import normalize_or, safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
@@ -48,7 +50,7 @@ __all__ = [
 ]
 
 
-def kseq_beta(target, draft, rho) -> float:
+def kseq_beta(target: ArrayLike, draft: ArrayLike, rho: float) -> float:
     r""":math:`\beta(\rho) = \sum_x \min(q(x), p(x)/\rho)`."""
     t = np.asarray(target, dtype=np.float64)
     d = np.asarray(draft, dtype=np.float64)
@@ -60,7 +62,7 @@ def _validity(t, d, k, rho):
     return rho * b - (1.0 - (1.0 - b) ** k)
 
 
-def kseq_rho(target, draft, k, tol: float = 1e-14) -> float:
+def kseq_rho(target: ArrayLike, draft: ArrayLike, k: int, tol: float = 1e-14) -> float:
     r"""Smallest valid division factor :math:`\rho^* \in [1, k]` (bisection on ``f(rho) >= 0``).
 
     The returned value always satisfies ``f(rho) >= 0`` (the upper end of the final bracket).
@@ -104,7 +106,7 @@ def _resolve_rho(t, d, k, rho):
     return rho
 
 
-def kseq_acceptance(target, draft, k, rho=None) -> float:
+def kseq_acceptance(target: ArrayLike, draft: ArrayLike, k: int, rho: float | None = None) -> float:
     r"""K-SEQ acceptance :math:`1 - (1 - \beta(\rho))^k` at the optimal (or a given valid) ``rho`` in [1, k].
 
     Examples
@@ -129,13 +131,15 @@ def _parts(t, d, k, rho):
     return rho, a * c, fail, res
 
 
-def kseq_residual(target, draft, k, rho=None) -> np.ndarray:
+def kseq_residual(target: ArrayLike, draft: ArrayLike, k: int, rho: float | None = None) -> np.ndarray:
     r"""Residual law ``p_res`` sampled when all ``k`` candidates are rejected (shape ``[V]``)."""
     t, d, k = check_multidraft_args(target, draft, k)
     return _parts(t, d, k, rho)[3]
 
 
-def kseq_output_law(target, draft, k, rho=None, parts=False):
+def kseq_output_law(
+    target: ArrayLike, draft: ArrayLike, k: int, rho: float | None = None, parts: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     r"""Exact law of the emitted token: ``min(q, p/rho) c + (1 - beta)^k p_res`` (equals ``p``).
 
     With ``parts=True`` returns ``(accepted [V], residual_part [V])``.
@@ -152,7 +156,14 @@ def kseq_output_law(target, draft, k, rho=None, parts=False):
     return (acc, fail * res) if parts else acc + fail * res
 
 
-def kseq_rule(target, draft, candidates, u_accept, u_final, rho=None):
+def kseq_rule(
+    target: ArrayLike,
+    draft: ArrayLike,
+    candidates: ArrayLike,
+    u_accept: ArrayLike,
+    u_final: ArrayLike,
+    rho: float | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Pure K-SEQ rule on hand-given uniforms, vectorised over runs.
 
     Candidate ``i`` is accepted iff ``u_accept[:, i] < p(x_i) / (rho q(x_i))``; the first
@@ -192,7 +203,9 @@ def kseq_rule(target, draft, candidates, u_accept, u_final, rho=None):
     return idx.astype(np.int64), token.astype(np.int64)
 
 
-def kseq_verify(target, draft, k, n, rng=None, rho=None):
+def kseq_verify(
+    target: ArrayLike, draft: ArrayLike, k: int, n: int, rng: RNGLike = None, rho: float | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample ``n`` K-SEQ rounds (candidates, uniforms, :func:`kseq_rule`)."""
     t, d, k = check_multidraft_args(target, draft, k)
     n = check_int(n, "n", 1)

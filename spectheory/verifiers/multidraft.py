@@ -37,8 +37,10 @@ only ``nnz(draft)`` are drafted (candidate slots beyond hold ``-1``).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, check_int
+from .._typing import RNGLike
 from ..laws.sampling import normalize_or, safe_ratio, sample_categorical
 
 __all__ = [
@@ -58,7 +60,9 @@ __all__ = [
 MAX_PATHS = 2_000_000
 
 
-def check_multidraft_args(target, draft, k, replacement=True):
+def check_multidraft_args(
+    target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True
+) -> tuple[np.ndarray, np.ndarray, int]:
     """Validate ``(target, draft, k)``: two 1-d laws of equal length and ``k >= 1``
     (``k <= V`` without replacement). Returns float64 arrays and ``k``."""
     t, d = as_law_pair(target, draft)
@@ -82,7 +86,7 @@ def _categorical(weights, u):
     return sample_categorical(w, np.broadcast_to(np.asarray(u, dtype=np.float64), w.shape[:-1]))
 
 
-def rrs_residuals(target, draft, k):
+def rrs_residuals(target: ArrayLike, draft: ArrayLike, k: int) -> np.ndarray:
     r"""Residual targets ``r_1 = target, ..., r_{k+1}`` of RRS **with replacement**.
 
     ``r_{i+1} = norm(max(r_i - draft, 0))`` (``r_i`` itself when that mass is 0, i.e. when a
@@ -138,7 +142,7 @@ def _wo_paths(t, d, k):
     return acc, fin, fail + float(prob.sum())
 
 
-def rrs_acceptance(target, draft, k, replacement=True) -> float:
+def rrs_acceptance(target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True) -> float:
     r"""Probability that recursive rejection sampling accepts one of ``k`` candidates.
 
     With replacement (SpecInfer): :math:`1 - \prod_{i=1}^{k} \mathrm{TV}(r_i, q)` with
@@ -175,7 +179,9 @@ def rrs_acceptance(target, draft, k, replacement=True) -> float:
     return float(np.clip(1.0 - rej, 0.0, 1.0))
 
 
-def rrs_output_law(target, draft, k, replacement=True, parts=False):
+def rrs_output_law(
+    target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True, parts: bool = False
+) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     r"""Exact law of the token emitted by RRS (computed, not assumed: it equals ``target``).
 
     :math:`P(Y = y) = \sum_i P(\text{reach } i) \min(r_i(y), q_i(y)) + P(\text{all rejected}) r_{k+1}(y)`
@@ -207,7 +213,7 @@ def rrs_output_law(target, draft, k, replacement=True, parts=False):
     return (acc, fin) if parts else acc + fin
 
 
-def candidates_from_uniforms(draft, k, u, replacement=True):
+def candidates_from_uniforms(draft: ArrayLike, k: int, u: np.ndarray, replacement: bool = True) -> np.ndarray:
     r"""Map uniforms to ``k`` candidates per run (random draws kept apart from rules).
 
     With replacement ``u`` has shape ``[R, k]`` (inverse CDF per candidate). Without
@@ -230,7 +236,9 @@ def candidates_from_uniforms(draft, k, u, replacement=True):
     return np.where(valid, order, -1).astype(np.int64)
 
 
-def sample_candidates(draft, k, n, rng=None, replacement=True):
+def sample_candidates(
+    draft: ArrayLike, k: int, n: int, rng: RNGLike = None, replacement: bool = True
+) -> np.ndarray:
     """Draw ``n`` independent sets of ``k`` candidates from ``draft``; shape ``[n, k]``.
 
     Examples
@@ -246,7 +254,14 @@ def sample_candidates(draft, k, n, rng=None, replacement=True):
     return candidates_from_uniforms(d, k, u, replacement)
 
 
-def rrs_rule(target, draft, candidates, u_accept, u_final, replacement=True):
+def rrs_rule(
+    target: ArrayLike,
+    draft: ArrayLike,
+    candidates: ArrayLike,
+    u_accept: ArrayLike,
+    u_final: ArrayLike,
+    replacement: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Pure RRS rule on hand-given uniforms, vectorised over runs.
 
     Parameters
@@ -307,7 +322,9 @@ def rrs_rule(target, draft, candidates, u_accept, u_final, replacement=True):
     return idx, token
 
 
-def rrs_verify(target, draft, k, n, rng=None, replacement=True):
+def rrs_verify(
+    target: ArrayLike, draft: ArrayLike, k: int, n: int, rng: RNGLike = None, replacement: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample ``n`` RRS rounds: draw candidates and uniforms, apply :func:`rrs_rule`.
 
     Returns ``(accepted_index [n], token [n])``.

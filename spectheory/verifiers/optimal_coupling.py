@@ -15,8 +15,10 @@ import itertools
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
 __all__ = [
@@ -31,7 +33,7 @@ __all__ = [
 MAX_ENUM = 2_000_000
 
 
-def draft_tuple_law(draft, k, replacement=True):
+def draft_tuple_law(draft: ArrayLike, k: int, replacement: bool = True) -> tuple[np.ndarray, np.ndarray]:
     r"""All ordered candidate tuples with positive probability and their law.
 
     Returns ``tuples [N, k]`` (``-1`` pads slots beyond an exhausted draft support without
@@ -92,7 +94,7 @@ class OptimalCoupling:
         """``P(Y = y | tuple)``, shape ``[N, V]``."""
         return self.plan / np.clip(self.plan.sum(1, keepdims=True), 1e-300, None)
 
-    def tuple_index(self, candidates) -> np.ndarray:
+    def tuple_index(self, candidates: ArrayLike) -> np.ndarray:
         """Row of ``tuples`` for each candidate tuple ``[R, k]`` (``-1`` if impossible)."""
         base = self.vocab_size + 1
         w = base ** np.arange(self.k - 1, -1, -1, dtype=np.int64)
@@ -102,7 +104,9 @@ class OptimalCoupling:
         return np.array([lut.get(int(v), -1) for v in c], dtype=np.int64)
 
 
-def optimal_coupling_lp(target, draft, k, replacement=True) -> OptimalCoupling:
+def optimal_coupling_lp(
+    target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True
+) -> OptimalCoupling:
     r"""Solve the transport LP with HiGHS (``scipy.optimize.linprog``); small ``V`` only.
 
     Coupling ``pi[n, y] >= 0`` of (candidate tuple ``n``, output ``y``) with marginals ``D``
@@ -166,7 +170,9 @@ def optimal_coupling_lp(target, draft, k, replacement=True) -> OptimalCoupling:
     return OptimalCoupling(tup, law, plan, float(plan[member].sum()), V, k, replacement)
 
 
-def optimal_rule(coupling: OptimalCoupling, candidates, u):
+def optimal_rule(
+    coupling: OptimalCoupling, candidates: ArrayLike, u: ArrayLike
+) -> tuple[np.ndarray, np.ndarray]:
     """Pure optimal verifier: emit ``y ~ pi(tuple, .) / D(tuple)`` by inverse CDF with ``u``.
 
     Returns ``(accepted [R] bool, token [R] int)``; accepted iff the token is a candidate.
@@ -179,7 +185,15 @@ def optimal_rule(coupling: OptimalCoupling, candidates, u):
     return (x == token[:, None]).any(1), token
 
 
-def optimal_verify(target, draft, k, n, rng=None, replacement=True, coupling=None):
+def optimal_verify(
+    target: ArrayLike,
+    draft: ArrayLike,
+    k: int,
+    n: int,
+    rng: RNGLike = None,
+    replacement: bool = True,
+    coupling: OptimalCoupling | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Sample ``n`` rounds of the LP-optimal verifier; returns ``(accepted [n], token [n])``.
 
     Examples

@@ -19,11 +19,19 @@ Exact values: the phase recursion with the masses ``min(p, q)`` (accepted) and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..laws.sampling import residual_weights, sample_categorical
 from .base import Verifier, register_verifier
 from .tree_base import TreeVerifier
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..chain import DecodingChain
+    from .torch_forms import Verdict
 
 __all__ = ["TokenVerifier", "TOKEN"]
 
@@ -61,7 +69,18 @@ class TokenVerifier(Verifier):
         law = np.where(rejected[:, None], residual_weights(t[rows, jc], d[rows, jc]), t[rows, k])
         return j, sample_categorical(law, u_final)
 
-    def fused_round(self, sampler, horizon, gamma, n, k, states, x, u, rng):
+    def fused_round(
+        self,
+        sampler: Any,
+        horizon: int,
+        gamma: int,
+        n: np.ndarray,
+        k: np.ndarray,
+        states: np.ndarray,
+        x: np.ndarray,
+        u: np.ndarray,
+        rng: np.random.Generator,
+    ) -> Any:
         """Drafting fused with verification (the simulator's fast path).
 
         Same rule and the same uniforms, in the same order, as drafting followed by
@@ -70,7 +89,7 @@ class TokenVerifier(Verifier):
         are computed (never the full ``[R, gamma + 1, V]`` law arrays).
         """
         smp, T, g = sampler, horizon, gamma
-        R = n.shape[0]
+        R = int(n.shape[0])
         rows = np.arange(R)
         tx = np.empty((R, g))
         dx = np.empty((R, g))
@@ -97,7 +116,7 @@ class TokenVerifier(Verifier):
             y[rejected] = smp.sample_residual(mj[rejected], sj[rejected], u_final[rejected])
         return j, y
 
-    def phase_masses(self, chain):
+    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
         from ..exact import token_masses
 
         acc, rej = token_masses(chain)
@@ -110,7 +129,16 @@ class TokenVerifier(Verifier):
 
         return TREE_RRS
 
-    def torch_rule(self, target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus):
+    def torch_rule(
+        self,
+        target_probs: torch.Tensor,
+        draft_probs: torch.Tensor,
+        draft_tokens: torch.Tensor,
+        k: torch.Tensor,
+        u_accept: torch.Tensor,
+        u_emit: torch.Tensor,
+        allow_bonus: torch.Tensor,
+    ) -> Verdict:
         from .torch_forms import token_verify
 
         return token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)

@@ -25,17 +25,23 @@ probability; the final token is the inverse CDF of its law at ``u_final``.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .base import Verifier
 from .children import ChildPolicy, get_child_policy
 
+if TYPE_CHECKING:
+    from ..trees.draft_tree import DraftTree
+
 __all__ = ["TreeVerifier", "check_realisation"]
 
 
-def check_realisation(tree, tokens, target_laws, draft_laws) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def check_realisation(
+    tree: DraftTree, tokens: ArrayLike, target_laws: ArrayLike, draft_laws: ArrayLike
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate shapes and token range of a realisation; returns arrays (dtype kept)."""
     x = np.asarray(tokens, dtype=np.int64)
     t = np.asarray(target_laws)
@@ -88,7 +94,15 @@ class TreeVerifier(Verifier):
     def _outcome_law(self, tree, x, t, d) -> tuple[Any, Any]:
         raise NotImplementedError(f"tree verifier {self.name!r}: define _outcome_law (its exact law)")
 
-    def verify(self, tree, tokens, target_laws, draft_laws, u_accept, u_final):
+    def verify(
+        self,
+        tree: DraftTree,
+        tokens: np.ndarray,
+        target_laws: np.ndarray,
+        draft_laws: np.ndarray,
+        u_accept: np.ndarray,
+        u_final: np.ndarray,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         r"""The pure tree rule on hand-given uniforms, vectorised over runs.
 
         Parameters
@@ -122,7 +136,9 @@ class TreeVerifier(Verifier):
             )
         return self._verify(tree, x, t, d, ua, uf)
 
-    def outcome_law(self, tree, tokens, target_laws, draft_laws):
+    def outcome_law(
+        self, tree: DraftTree, tokens: np.ndarray, target_laws: np.ndarray, draft_laws: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
         r"""Exact outcome law given the drafted tokens (analytic, no uniforms).
 
         Works with float arrays and with ``fractions.Fraction`` object arrays.
@@ -138,14 +154,14 @@ class TreeVerifier(Verifier):
         x, t, d = check_realisation(tree, tokens, target_laws, draft_laws)
         return self._outcome_law(tree, x, t, d)
 
-    def node_laws(self, target, draft, k: int) -> tuple[np.ndarray, np.ndarray]:
+    def node_laws(self, target: np.ndarray, draft: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (node-local rules only);
         :meth:`spectheory.verifiers.children.ChildPolicy.node_laws` of :attr:`children`."""
         if not self.node_local:
             raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
         return self.children.node_laws(target, draft, k)
 
-    def sample_children(self, draft_rows, k: int, rng) -> np.ndarray:
+    def sample_children(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``k`` children per row of ``draft_rows [R, V]`` (``[R, k]``);
         :meth:`spectheory.verifiers.children.ChildPolicy.draw` of :attr:`children`."""
         return self.children.draw(draft_rows, k, np.random.default_rng(rng))
@@ -165,17 +181,17 @@ class TreeVerifier(Verifier):
         return self.children
 
     # ----------------------------------------------------------------- single path: not this
-    def rule(self, *args, **kwargs):
+    def rule(self, *args: Any, **kwargs: Any) -> Any:  # raises: a tree verifier checks trees
         """Tree verifiers have no single-path rule: see :meth:`verify`."""
         self.require_path()
 
-    def verify_round(self, *args, **kwargs):
+    def verify_round(self, *args: Any, **kwargs: Any) -> Any:  # raises: a tree verifier checks trees
         self.require_path()
 
-    def exact(self, *args, **kwargs):
+    def exact(self, *args: Any, **kwargs: Any) -> Any:  # raises: a tree verifier checks trees
         self.require_path()
 
-    def torch_rule(self, *args, **kwargs):
+    def torch_rule(self, *args: Any, **kwargs: Any) -> Any:  # raises: a tree verifier checks trees
         self.require_path()
 
     # ----------------------------------------------------------------- identity
