@@ -75,7 +75,7 @@ def _safe_div(num, den):
 class ChildPolicy:
     """Base class of child policies (module docstring); instances compare by class.
 
-    Subclasses set :attr:`name` (the registry shorthand) and implement :meth:`draw`,
+    Subclasses set ``name`` (the registry shorthand) and implement :meth:`draw`,
     :meth:`node_laws`, :meth:`slot_law`, :meth:`next_child_law` and :meth:`torch_draw`;
     :meth:`force` is optional (importance forcing in the decoder validation).
     """
@@ -408,7 +408,7 @@ CHILD_POLICIES: dict[str, ChildPolicy] = {}
 
 
 def register_child_policy(policy: ChildPolicy, *, replace: bool = False) -> ChildPolicy:
-    """Make ``policy`` available by its :attr:`~ChildPolicy.name`; returns it."""
+    """Make ``policy`` available by its ``name``; returns it."""
     if not isinstance(policy, ChildPolicy):
         raise ValueError(f"children: expected a ChildPolicy instance, got {type(policy).__name__}")
     if policy.name in CHILD_POLICIES and CHILD_POLICIES[policy.name] != policy and not replace:

@@ -14,7 +14,7 @@ A :class:`TreeVerifier` is a :class:`~spectheory.verifiers.Verifier` of the one 
 (``accepts_trees = True``, ``accepts_paths = False``): the tree rule is its class
 (:class:`~spectheory.verifiers.tree_rules.RecursiveRejectionTree`,
 :class:`~spectheory.verifiers.tree_rules.TraversalTree`) and the way children are drawn its
-:attr:`~TreeVerifier.children` (a :class:`~spectheory.verifiers.children.ChildPolicy`).
+``children`` (a :class:`~spectheory.verifiers.children.ChildPolicy`).
 The single-path methods (``rule``, ``verify_round``, ``exact``, ``torch_rule``) say that a
 tree is needed (:meth:`~spectheory.verifiers.Verifier.require_path`).
 
@@ -61,9 +61,9 @@ def check_realisation(
 class TreeVerifier(Verifier):
     """Base class of tree verifiers: a tree rule (the subclass) with a child policy.
 
-    Subclasses implement :meth:`_verify` (the pure rule on checked float arrays) and
-    :meth:`_outcome_law` (its exact outcome law given the drafted tokens), and set
-    :attr:`node_local` when a node's decision depends only on its children's tokens (then
+    Subclasses implement ``_verify`` (the pure rule on checked float arrays) and
+    ``_outcome_law`` (its exact outcome law given the drafted tokens), and set
+    ``node_local`` when a node's decision depends only on its children's tokens (then
     the per-node exact engine applies through :meth:`node_laws`).
 
     Parameters
@@ -156,14 +156,14 @@ class TreeVerifier(Verifier):
 
     def node_laws(self, target: np.ndarray, draft: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (node-local rules only);
-        :meth:`spectheory.verifiers.children.ChildPolicy.node_laws` of :attr:`children`."""
+        :meth:`spectheory.verifiers.children.ChildPolicy.node_laws` of ``children``."""
         if not self.node_local:
             raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
         return self.children.node_laws(target, draft, k)
 
     def sample_children(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``k`` children per row of ``draft_rows [R, V]`` (``[R, k]``);
-        :meth:`spectheory.verifiers.children.ChildPolicy.draw` of :attr:`children`."""
+        :meth:`spectheory.verifiers.children.ChildPolicy.draw` of ``children``."""
         return self.children.draw(draft_rows, k, np.random.default_rng(rng))
 
     def for_tree(self) -> TreeVerifier:
@@ -172,7 +172,7 @@ class TreeVerifier(Verifier):
 
     @property
     def policy(self) -> ChildPolicy:
-        """Deprecated: the child policy is :attr:`children` (``policy`` is a draft-length policy)."""
+        """Deprecated: the child policy is ``children`` (``policy`` is a draft-length policy)."""
         warnings.warn(
             "TreeVerifier.policy is deprecated; use TreeVerifier.children (a ChildPolicy)",
             DeprecationWarning,
