@@ -126,8 +126,22 @@ def _copy_mathjax(app, exc) -> None:
         shutil.copy2(_MATHJAX / "tex-svg.js", target / "tex-svg.js")
 
 
+_RST_ROLE = re.compile(r"(?<![\w`]):(func|class|mod|meth|attr|data|obj|exc):(`[^`]+`)")
+
+
+def _myst_roles(app, docname: str, source: list[str]) -> None:
+    """The notes (docs/*.md) write Sphinx roles as in docstrings, ``:class:`X```; MyST spells
+    them ``{class}`X```. They are rewritten when read (outside fenced code), so they render as
+    links and the nitpicky build checks them, while the files stay as GitHub shows them."""
+    if not app.env.doc2path(docname).suffix == ".md":
+        return
+    parts = re.split(r"(^```.*?^```)", source[0], flags=re.M | re.S)
+    source[0] = "".join(p if i % 2 else _RST_ROLE.sub(r"{\1}\2", p) for i, p in enumerate(parts))
+
+
 def setup(app) -> None:
     app.connect("build-finished", _copy_mathjax)
+    app.connect("source-read", _myst_roles)
     # docs/architecture.md draws its call graphs as ```mermaid blocks (GitHub renders them); the
     # site has no mermaid renderer offline, so it shows their source as plain text
     from pygments.lexers.special import TextLexer

@@ -23,6 +23,7 @@ import importlib
 import inspect
 import pkgutil
 import re
+import sys
 import types
 import typing
 from pathlib import Path
@@ -315,10 +316,12 @@ def _lookup(target: str, namespaces: list[dict]):
 
 
 def _namespaces(obj) -> list[dict]:
-    """Where a name in ``obj``'s docstring is looked up: the class (for a method), the module."""
+    """Where a name in ``obj``'s docstring is looked up: the class (for a method), the module
+    (for a class, the modules of its project bases too: an inherited method's module)."""
     out = []
     if isinstance(obj, type):
         out.append(dict(inspect.getmembers(obj)))
+        out += [vars(sys.modules[k.__module__]) for k in obj.__mro__ if k.__module__.startswith(ROOT_PACKAGE)]
     qualname = getattr(obj, "__qualname__", "")
     module = inspect.getmodule(obj) if not isinstance(obj, types.ModuleType) else obj
     if module is not None and "." in qualname:
@@ -404,8 +407,14 @@ def resolve_missing(app, env, node, contnode):
     if found is None:
         found = _lookup(target, namespaces)
     head, _, rest = target.partition(".")
-    if found is None and module is not None and head in imported_names(module):
-        source = imported_names(module)[head]  # imported for annotations only
+    imported = {}
+    for namespace in reversed(namespaces):  # annotation-only imports of the modules searched
+        if "__name__" in namespace and namespace["__name__"] in sys.modules:
+            imported.update(imported_names(namespace["__name__"]))
+    if module is not None:
+        imported.update(imported_names(module))
+    if found is None and head in imported:
+        source = imported[head]  # imported for annotations only
         if not source.startswith(ROOT_PACKAGE + "."):
             return contnode  # another library's name (matplotlib's Figure): plain text
         found = _lookup(f"{source}.{rest}" if rest else source, [])
@@ -474,6 +483,34 @@ def drop_foreign_docstrings(app, what, name, obj, options, lines) -> None:
             return
 
 
+ALIASES = "spectheory._typing"  # the type aliases of the annotations, shown by name
+
+
+@functools.cache
+def _expanded_aliases() -> list[tuple[str, str]]:
+    """``(expanded text, alias name)`` for every alias of :data:`ALIASES`, longest first: autodoc
+    writes an alias out in full (``ArrayLike`` as a union of seven private numpy types)."""
+    from sphinx.util.typing import stringify_annotation
+
+    module = importlib.import_module(ALIASES)
+    pairs = {
+        stringify_annotation(getattr(module, name), mode): name
+        for name in module.__all__
+        for mode in ("smart", "fully-qualified-except-typing", "fully-qualified")
+    }
+    return sorted(pairs.items(), key=lambda pair: -len(pair[0]))
+
+
+def shorten_aliases(app, what, name, obj, options, signature, return_annotation):
+    """Signatures name the aliases (``states: ArrayLike``), not their expansions."""
+    for expanded, alias in _expanded_aliases():
+        if signature:
+            signature = signature.replace(expanded, alias)
+        if return_annotation:
+            return_annotation = return_annotation.replace(expanded, alias)
+    return signature, return_annotation
+
+
 def generate(app) -> None:
     ref = Reference()
     app.spectheory_reference = ref
@@ -485,6 +522,7 @@ def setup(app):
     app.connect("missing-reference", resolve_missing)
     app.connect("autodoc-process-docstring", drop_foreign_docstrings)
     app.connect("autodoc-process-docstring", absolute_relative_roles)
+    app.connect("autodoc-process-signature", shorten_aliases)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
 

@@ -38,11 +38,22 @@ def caption(path: Path) -> list[str]:
 
 
 def title(path: Path) -> str:
-    """``Figure N: `` and the caption's first sentence (its first clause if very long)."""
+    """``Figure N: `` and the caption's first sentence (shortened if very long)."""
     first = caption(path)[0] if caption(path) else path.stem
-    sentence = re.split(r"(?<!\bal)(?<=[.?])\s", first, maxsplit=1)[0].rstrip(".")
-    if len(sentence) > 90:
-        sentence = re.split(r"[:(]", sentence, maxsplit=1)[0].strip()
+    sentence = first
+    for end in re.finditer(r"[.?](?=\s)", first):
+        word = re.search(r"[\w.]*$", first[: end.start()]).group(0)
+        last = word.split(".")[-1]
+        if last not in ("al", "e.g", "i.e") and not (len(last) == 1 and last.isalpha()):
+            sentence = first[: end.start() + 1]  # not after "et al." or "i.i.d."
+            break
+    sentence = sentence.rstrip(".")
+    if len(sentence) > 90:  # long: up to its colon, without trailing parentheses
+        sentence = sentence.split(": ", 1)[0]
+        while len(sentence) > 90 and re.search(r"\s*\([^()]*\)$", sentence):
+            sentence = re.sub(r"\s*\([^()]*\)$", "", sentence)
+        if len(sentence) > 90:
+            sentence = re.sub(r"\s*\([^()]*\)", "", sentence)
     number = re.match(r"fig(\d+)", path.stem)
     return f"Figure {number.group(1)}: {sentence}" if number else sentence
 
@@ -70,8 +81,17 @@ def _page(path: Path) -> str:
     lines = [head, "=" * len(head), "", f".. image:: {rel}.png", f"   :alt: {head}", ""]
     lines += [f".. figure-caption:: {name}", ""]
     lines += [f"Files: {', '.join(files)}. Regenerate with ``python figures/{name}.py``.", ""]
-    lines += ["Source", "------", "", f".. literalinclude:: {rel}.py", "   :language: python", ""]
+    lines += ["Source", "------", "", f".. literalinclude:: {rel}.py", "   :language: python"]
+    lines += [f"   :lines: {_after_docstring(path)}-", ""]
     return "\n".join(lines)
+
+
+def _after_docstring(path: Path) -> int:
+    """The first line after the module docstring (the caption above already shows it)."""
+    tree = ast.parse(path.read_text())
+    first = tree.body[0] if tree.body else None
+    docstring = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant)
+    return first.end_lineno + 1 if docstring else 1
 
 
 def _index(paths: list[Path]) -> str:
