@@ -28,6 +28,7 @@ import types
 import typing
 from pathlib import Path
 
+from docutils import nodes
 from sphinx.util import logging
 
 LOG = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def _is_typing_construct(obj) -> bool:
 
 
 def class_members(cls: type) -> dict[str, object]:
-    """The methods, properties and annotated class attributes a class has from the project's
+    """The methods, properties and (annotated or constant) class attributes a class has from the project's
     classes (its own first, then those of its project bases, as the MRO orders them): what its
     page documents. Members of other libraries' bases (``torch.nn.Module``) and dataclass fields
     (the class docstring's ``Attributes`` or ``Parameters``) are left out."""
@@ -155,6 +156,7 @@ def class_members(cls: type) -> dict[str, object]:
             if (
                 isinstance(member, (types.FunctionType, property, classmethod, staticmethod))
                 or attr in annotated
+                or isinstance(member, (str, int, float, bool, tuple, type(None)))  # name = "iid"
             ):
                 out[attr] = member
     return out
@@ -343,7 +345,9 @@ def _source_namespaces(env, node) -> tuple[list[dict], str | None, str | None]:
     namespaces: list[dict] = []
     owner = None
     refdoc = node.get("refdoc") or ""
-    if refdoc.startswith(OUT.as_posix() + "/"):
+    if node.get("spectheory_source"):  # a summary row: the summarised object's docstring
+        owner = _lookup(node["spectheory_source"], [])
+    elif refdoc.startswith(OUT.as_posix() + "/"):
         owner = _lookup(refdoc.rsplit("/", 1)[1], [])
     context = node.get("py:module")
     if node.get("py:class") and context:
@@ -372,8 +376,9 @@ def _foreign(obj) -> bool:
 
 
 def _field_owner(ref: Reference, target: str, node, namespaces: list[dict]) -> str | None:
-    """``:attr:`max_depth``` or ``:attr:`RoundOutcome.path```: a dataclass field is described
-    in its class's docstring (``Attributes``), so the reference links to the class."""
+    """``:attr:`max_depth``` or ``:attr:`RoundOutcome.path```: a dataclass field or a constructor
+    argument kept as an attribute is described in its class's docstring (``Attributes`` or
+    ``Parameters``), so the reference links to the class."""
     owner_name, _, field = target.rpartition(".")
     if owner_name:
         owner = _lookup(owner_name, namespaces)
@@ -381,7 +386,16 @@ def _field_owner(ref: Reference, target: str, node, namespaces: list[dict]) -> s
         owner = _lookup(f"{node['py:module']}.{node['py:class']}", [])
     else:
         return None
-    if isinstance(owner, type) and field in getattr(owner, "__dataclass_fields__", {}):
+    if not isinstance(owner, type):
+        return None
+    parameters = set()
+    for klass in owner.__mro__:  # a base's constructor may set it (TreeVerifier.children)
+        if klass.__module__.startswith(ROOT_PACKAGE):
+            try:
+                parameters |= set(inspect.signature(klass).parameters)
+            except (TypeError, ValueError):
+                pass
+    if field in getattr(owner, "__dataclass_fields__", {}) or field in parameters:
         return ref.documented(owner, owner.__name__)
     return None
 
@@ -511,6 +525,24 @@ def shorten_aliases(app, what, name, obj, options, signature, return_annotation)
     return signature, return_annotation
 
 
+def mark_summary_sources(app, doctree) -> None:
+    """In an autosummary table, the summary of a row is the first sentence of that row's
+    object: its references are marked with the object, to resolve in its namespace."""
+    from sphinx import addnodes
+    from sphinx.ext.autosummary import autosummary_table
+
+    for table in doctree.findall(autosummary_table):
+        for row in table.findall(nodes.row):
+            entries = [e for e in row.children if isinstance(e, nodes.entry)]
+            if len(entries) < 2:
+                continue
+            heads = list(entries[0].findall(addnodes.pending_xref))
+            if not heads:
+                continue
+            for ref in entries[1].findall(addnodes.pending_xref):
+                ref["spectheory_source"] = heads[0]["reftarget"]
+
+
 def generate(app) -> None:
     ref = Reference()
     app.spectheory_reference = ref
@@ -520,6 +552,7 @@ def generate(app) -> None:
 def setup(app):
     app.connect("builder-inited", generate)
     app.connect("missing-reference", resolve_missing)
+    app.connect("doctree-read", mark_summary_sources)
     app.connect("autodoc-process-docstring", drop_foreign_docstrings)
     app.connect("autodoc-process-docstring", absolute_relative_roles)
     app.connect("autodoc-process-signature", shorten_aliases)
