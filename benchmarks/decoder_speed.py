@@ -2,7 +2,7 @@
 
 For each draft model and gamma = 1..8, batch size 1 on CPU: the measured speedup
 time(autoregressive target) / time(speculative) against Leviathan's prediction
-walltime_speedup(alpha, gamma, c) from the measured cost ratio c = t_draft / t_target (per-token
+iid_speedup(alpha, gamma, c) from the measured cost ratio c = t_draft / t_target (per-token
 times of plain decoding) and the measured acceptance alpha; the ratio measured/predicted
 should be >= 0.8. Overheads are shown, not hidden: the cost of one target call in the
 decoder relative to a one-token step (scoring gamma + 1 tokens), of one draft step, and the

@@ -4,7 +4,7 @@
 (lines), with the exact value on a one-state DecodingChain of T tokens (dots; equal up to the
 end-of-horizon truncation). (b) speedup (1 - alpha**(gamma+1)) / ((1 - alpha)(gamma c + 1)) at cost
 ratio c = t_draft / t_target = 0.05; (c) at alpha = 0.8 for several c. Stars mark the optimal integer
-gamma (spectheory.optimal_gamma). Data: fig4_leviathan.json.
+gamma (spectheory.iid_optimal_gamma). Data: fig4_leviathan.json.
 """
 
 import numpy as np
@@ -16,11 +16,11 @@ from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 
 def speedup_curve(ax, gammas, alpha, c, color, label):
     """Plot the speedup against gamma with a star at the optimal gamma (if in range)."""
-    s = np.array([st.walltime_speedup(alpha, g, c) for g in gammas])
-    g_opt = st.optimal_gamma(alpha, c, max_gamma=1000)
+    s = np.array([st.iid_speedup(alpha, g, c) for g in gammas])
+    g_opt = st.iid_optimal_gamma(alpha, c, max_gamma=1000)
     ax.plot(gammas, s, color=color, label=label)
     if g_opt <= gammas[-1]:
-        ax.plot(g_opt, st.walltime_speedup(alpha, g_opt, c), "*", color=color, ms=9, mec="k", mew=0.5)
+        ax.plot(g_opt, st.iid_speedup(alpha, g_opt, c), "*", color=color, ms=9, mec="k", mew=0.5)
     return s, g_opt
 
 
@@ -46,7 +46,7 @@ def main(argv=None):
         "optimal_gamma_alpha_fixed": {},
     }
     for color, a in zip(PALETTE, alphas):
-        e = np.array([st.expected_tokens_per_call(a, g) for g in gammas])
+        e = np.array([st.iid_tokens_per_call(a, g) for g in gammas])
         chain = st.DecodingChain.iid([1.0, 0.0], [a, 1.0 - a])
         exact = np.array([chain.expected_tokens_per_call(T, int(g)) for g in gammas])
         axes[0].plot(gammas, e, color=color, label=f"$\\alpha$={a}")

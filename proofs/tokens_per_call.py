@@ -33,7 +33,7 @@ Proof
 for symbolic g and i.
 (ii) Algebra with :math:`G(g+1) = G(g) + a^{g+1}` and :math:`a^{g+2} = a \cdot a^{g+1}`,
 treating G(g) and :math:`A = a^{g+1}` as symbols (so g is general). The rule "first g with
-D(g) <= 0" is cross-checked in exact rationals against :func:`spectheory.optimal_gamma`.
+D(g) <= 0" is cross-checked in exact rationals against :func:`spectheory.iid_optimal_gamma`.
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _check_first_difference() -> None:
 
 def _cross_check_optimal_gamma() -> None:
     try:
-        from spectheory import optimal_gamma
+        from spectheory import iid_optimal_gamma
     except ImportError:  # the proof itself does not need it
         return
     for an in ((1, 2), (4, 5), (9, 10), (19, 20), (3, 10), (7, 10)):
@@ -131,7 +131,7 @@ def _cross_check_optimal_gamma() -> None:
                 assert gk < 10_000
             if av <= cv:
                 gk = 1  # no gamma helps; the library returns 1
-            got = optimal_gamma(float(av), float(cv))
+            got = iid_optimal_gamma(float(av), float(cv))
             # library's argmax may break an exact tie the other way
             Sg = lambda x, av=av, cv=cv: sum(av**k for k in range(x + 1)) / (1 + x * cv)  # noqa: E731
             assert Sg(got) == Sg(gk) or got == gk, (

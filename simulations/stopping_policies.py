@@ -193,7 +193,7 @@ def main(argv=None):
     for c in costs:
         res = long_run_optimum(eh, c, max_depth=64)
         alpha = float(1 - eh.tv_profile(64).mean())
-        g = st.optimal_gamma(alpha, c, max_gamma=64)
+        g = st.iid_optimal_gamma(alpha, c, max_gamma=64)
         lev = long_run_rate(eh, g, c)
         best_fixed = max(long_run_rate(eh, k, c) for k in range(1, 65))
         long_run.append(
@@ -205,13 +205,13 @@ def main(argv=None):
                 "leviathan_gamma": g,
                 "leviathan_rate": lev,
                 "best_fixed_rate": best_fixed,
-                "leviathan_formula_rate": st.walltime_speedup(alpha, g, c),
+                "leviathan_formula_rate": st.iid_speedup(alpha, g, c),
             }
         )
         print(
             f"easy/hard stay 0.9, c={c:g}: long-run optimum {res.rate:.4f} tokens/unit time with k = "
             f"{res.lengths[0]} (easy) / {res.lengths[2]} (hard); best fixed gamma {best_fixed:.4f}; "
-            f"Leviathan's gamma={g}: {lev:.4f} (his formula predicts {st.walltime_speedup(alpha, g, c):.4f})"
+            f"Leviathan's gamma={g}: {lev:.4f} (his formula predicts {st.iid_speedup(alpha, g, c):.4f})"
         )
 
     def mean_ratio(fam, name, c):

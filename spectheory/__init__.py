@@ -3,20 +3,37 @@
 Notation: in code the two models are always ``target`` (the large model whose law the
 output must follow; *p* in Leviathan et al.) and ``draft`` (the small proposer; *q*).
 
+The everyday names live here: the one-position laws (:mod:`spectheory.laws`), Leviathan et
+al.'s closed forms under i.i.d. acceptance (``iid_*``, not to be confused with the exact
+values of a chain, ``chain.expected_tokens_per_call(T, gamma)``), the central object
+:class:`DecodingChain`, the round kinds (:class:`PathRound`, :class:`TreeRound`,
+:class:`BatchRound`, :class:`PolicyRound`) and the Monte Carlo driver :func:`simulate`.
+Everything else is in the subpackages (``spectheory.trees``, ``spectheory.stopping``,
+``spectheory.analysis``, ...), which are imported on first use: ``import spectheory`` loads numpy and the one-position laws,
+nothing heavier (no scipy.stats, no torch).
+
 >>> import spectheory as st
 >>> float(st.acceptance_rate([0.2, 0.8], [0.5, 0.5]))
 0.7
+>>> round(float(st.iid_tokens_per_call(0.5, 3)), 6)
+1.875
 """
 
-from .chain import DecodingChain, ngram_counts
+from typing import TYPE_CHECKING
+
+from ._deprecation import moved_names
+from ._lazy import lazy_exports
 from .laws.closed_form import (
-    accepted_count_law,
-    arithmetic_operations_factor,
-    causal_acceptance,
-    expected_tokens_per_call,
-    mean_accepted,
-    optimal_gamma,
-    walltime_speedup,
+    RENAMED as _IID_RENAMED,
+)
+from .laws.closed_form import (
+    iid_accepted_count_law,
+    iid_causal_acceptance,
+    iid_mean_accepted,
+    iid_operations_factor,
+    iid_optimal_gamma,
+    iid_speedup,
+    iid_tokens_per_call,
 )
 from .laws.distributions import (
     acceptance_probs,
@@ -27,31 +44,58 @@ from .laws.distributions import (
     speculative_step_parts,
     tv,
 )
-from .montecarlo.simulator import sample_target
-from .rounds import Cost, PathRound, Round, SimulationResult, as_round, simulate
-from .trees.batch_round import BatchRound
-from .trees.draft_tree import DraftTree
-from .trees.round import TreeRound
+
+if TYPE_CHECKING:  # the lazy names, for type checkers
+    from .chain.constructors import ngram_counts
+    from .chain.core import DecodingChain
+    from .montecarlo.simulator import sample_target
+    from .rounds import Cost, PathRound, Round, SimulationResult, as_round, simulate
+    from .stopping.round import PolicyRound
+    from .trees.batch_round import BatchRound
+    from .trees.draft_tree import DraftTree
+    from .trees.round import TreeRound
 
 __version__ = "0.1.0"
 
+#: Names loaded on first use (the chain, the rounds and the simulator pull in scipy.sparse and
+#: the engines).
+_LAZY = {
+    "DecodingChain": "spectheory.chain.core",
+    "ngram_counts": "spectheory.chain.constructors",
+    "simulate": "spectheory.rounds",
+    "SimulationResult": "spectheory.rounds",
+    "sample_target": "spectheory.montecarlo.simulator",
+    "Round": "spectheory.rounds",
+    "PathRound": "spectheory.rounds",
+    "TreeRound": "spectheory.trees.round",
+    "BatchRound": "spectheory.trees.batch_round",
+    "PolicyRound": "spectheory.stopping.round",
+    "DraftTree": "spectheory.trees.draft_tree",
+    "as_round": "spectheory.rounds",
+    "Cost": "spectheory.rounds",
+}
+
+_SUBPACKAGES = (
+    "analysis",
+    "app",
+    "chain",
+    "decoder",
+    "exact",
+    "laws",
+    "montecarlo",
+    "rounds",
+    "stopping",
+    "teaching",
+    "testing",
+    "trees",
+    "validation",
+    "verifiers",
+)
+
 __all__ = [
+    # the central object, rounds and the Monte Carlo driver
     "DecodingChain",
     "ngram_counts",
-    "accepted_count_law",
-    "arithmetic_operations_factor",
-    "causal_acceptance",
-    "expected_tokens_per_call",
-    "mean_accepted",
-    "optimal_gamma",
-    "walltime_speedup",
-    "acceptance_probs",
-    "acceptance_rate",
-    "maximal_coupling",
-    "residual",
-    "speculative_step_law",
-    "speculative_step_parts",
-    "tv",
     "simulate",
     "SimulationResult",
     "sample_target",
@@ -63,13 +107,29 @@ __all__ = [
     "DraftTree",
     "as_round",
     "Cost",
+    # one position
+    "tv",
+    "acceptance_rate",
+    "acceptance_probs",
+    "residual",
+    "maximal_coupling",
+    "speculative_step_law",
+    "speculative_step_parts",
+    # Leviathan et al.'s closed forms under i.i.d. acceptance
+    "iid_tokens_per_call",
+    "iid_mean_accepted",
+    "iid_causal_acceptance",
+    "iid_speedup",
+    "iid_optimal_gamma",
+    "iid_accepted_count_law",
+    "iid_operations_factor",
 ]
 
-
-def __getattr__(name: str):
-    """``st.PolicyRound`` on first use (the draft-length policies' room is not imported eagerly)."""
-    if name == "PolicyRound":
-        from .stopping.round import PolicyRound
-
-        return PolicyRound
-    raise AttributeError(f"module 'spectheory' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    _LAZY,
+    _SUBPACKAGES,
+    fallback=moved_names(
+        __name__, {old: ("spectheory.laws.closed_form", new) for old, new in _IID_RENAMED.items()}
+    ),
+)

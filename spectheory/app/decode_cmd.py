@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..laws.closed_form import expected_tokens_per_call
+from ..laws.closed_form import iid_tokens_per_call
 
 if TYPE_CHECKING:
     pass
@@ -83,7 +83,7 @@ def run_decode(args: argparse.Namespace) -> int:
         return run_tree_decode(args)
     from ..decoder import list_models, load_model
     from ..decoder.speculative import autoregressive_generate, speculative_generate
-    from ..laws.closed_form import walltime_speedup
+    from ..laws.closed_form import iid_speedup
 
     names = list_models()
     if args.draft not in names or "target" not in names:
@@ -108,9 +108,9 @@ def run_decode(args: argparse.Namespace) -> int:
         "mean_acceptance": alpha,
         "rejections_without_bonus": float((1.0 - beta).sum()),
         # with bonus tokens sum_{i<=gamma} alpha^i; without, a round emits min(N + 1, gamma) tokens
-        "tokens_per_call_iid": float(expected_tokens_per_call(min(alpha, 1.0), args.gamma - (not bonus))),
+        "tokens_per_call_iid": float(iid_tokens_per_call(min(alpha, 1.0), args.gamma - (not bonus))),
         "cost_ratio_measured": cost,
-        "speedup_iid": float(walltime_speedup(min(alpha, 1.0 - 1e-12), args.gamma, cost)) if bonus else None,
+        "speedup_iid": float(iid_speedup(min(alpha, 1.0 - 1e-12), args.gamma, cost)) if bonus else None,
     }
     baseline = {
         "time_total": plain.time_total,

@@ -13,7 +13,7 @@ Examples
 >>> len(params)
 4
 >>> import spectheory.laws.closed_form as cf
->>> [round(float(r), 3) for r in run_sweep(cf.expected_tokens_per_call, params, progress=False)]
+>>> [round(float(r), 3) for r in run_sweep(cf.iid_tokens_per_call, params, progress=False)]
 [1.5, 1.75, 1.9, 2.71]
 """
 

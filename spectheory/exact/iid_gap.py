@@ -2,7 +2,7 @@ r"""Leviathan et al.'s i.i.d. formula against the exact value on a chain.
 
 Leviathan et al. (2023) predict the tokens per target call from one number, the average
 acceptance :math:`\alpha`: :math:`(1 - \alpha^{\gamma+1})/(1 - \alpha)`
-(:func:`spectheory.laws.closed_form.expected_tokens_per_call`). On a chain whose acceptance
+(:func:`spectheory.laws.closed_form.iid_tokens_per_call`). On a chain whose acceptance
 depends on the context this is only an approximation; :func:`leviathan_gap` computes both
 (the exact value by the chain's :meth:`~spectheory.DecodingChain.protocol`), and
 :func:`spectheory.chain.examples.easy_hard_chain` builds chains with the same average
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._guards import check_int, check_nonneg
-from ..laws.closed_form import expected_tokens_per_call as _formula_tokens_per_call
+from ..laws.closed_form import iid_tokens_per_call as _formula_tokens_per_call
 from .expectations import tv_profile
 
 if TYPE_CHECKING:

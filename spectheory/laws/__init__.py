@@ -1,15 +1,20 @@
-"""One position, no chain: total variation, acceptance, the residual, Leviathan et al.'s i.i.d.
-formulas (:mod:`.closed_form`) and the sampling primitives shared by every simulator
-(:mod:`.sampling`). Notation: p = target, q = draft."""
+"""One position, no chain: total variation, acceptance, the residual, Leviathan et al.'s
+closed forms under i.i.d. acceptance (:mod:`.closed_form`, every name ``iid_*``) and the
+sampling primitives shared by every simulator (:mod:`.sampling`). Notation: p = target,
+q = draft. numpy only."""
 
+from .._deprecation import moved_names
 from .closed_form import (
-    accepted_count_law,
-    arithmetic_operations_factor,
-    causal_acceptance,
-    expected_tokens_per_call,
-    mean_accepted,
-    optimal_gamma,
-    walltime_speedup,
+    RENAMED as _IID_RENAMED,
+)
+from .closed_form import (
+    iid_accepted_count_law,
+    iid_causal_acceptance,
+    iid_mean_accepted,
+    iid_operations_factor,
+    iid_optimal_gamma,
+    iid_speedup,
+    iid_tokens_per_call,
 )
 from .distributions import (
     acceptance_probs,
@@ -19,4 +24,25 @@ from .distributions import (
     speculative_step_law,
     speculative_step_parts,
     tv,
+)
+
+__all__ = [
+    "tv",
+    "acceptance_rate",
+    "acceptance_probs",
+    "residual",
+    "maximal_coupling",
+    "speculative_step_law",
+    "speculative_step_parts",
+    "iid_tokens_per_call",
+    "iid_mean_accepted",
+    "iid_causal_acceptance",
+    "iid_speedup",
+    "iid_optimal_gamma",
+    "iid_accepted_count_law",
+    "iid_operations_factor",
+]
+
+__getattr__ = moved_names(
+    __name__, {old: (f"{__name__}.closed_form", new) for old, new in _IID_RENAMED.items()}
 )

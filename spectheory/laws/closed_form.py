@@ -11,6 +11,10 @@ geometric variable capped at :math:`\gamma`:
 and the tokens per target call are :math:`N + 1`, with mean
 :math:`\sum_{i=0}^{\gamma} \alpha^i = (1 - \alpha^{\gamma+1}) / (1 - \alpha)`.
 
+Every name starts with ``iid_``: these are the i.i.d. idealisation, not the exact values of a
+:class:`~spectheory.DecodingChain` (``chain.expected_tokens_per_call(T, gamma)`` and friends,
+whose gap to these formulas is :mod:`spectheory.exact.iid_gap`).
+
 All functions accept scalars or arrays for ``alpha`` and ``c``, are exact at
 ``alpha = 0`` and ``alpha = 1`` (the geometric sum is evaluated as a sum of
 powers, never as a ratio) and raise ``ValueError`` for bad input.
@@ -20,16 +24,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._deprecation import moved_names
 from .._guards import check_int, check_nonneg, check_prob
 
 __all__ = [
-    "expected_tokens_per_call",
-    "walltime_speedup",
-    "optimal_gamma",
-    "accepted_count_law",
-    "arithmetic_operations_factor",
-    "mean_accepted",
-    "causal_acceptance",
+    "iid_tokens_per_call",
+    "iid_speedup",
+    "iid_optimal_gamma",
+    "iid_accepted_count_law",
+    "iid_operations_factor",
+    "iid_mean_accepted",
+    "iid_causal_acceptance",
 ]
 
 
@@ -39,7 +44,7 @@ def _geom_sum(alpha: np.ndarray, n_terms: int) -> np.ndarray:
     return powers.sum(axis=-1)
 
 
-def expected_tokens_per_call(alpha, gamma):
+def iid_tokens_per_call(alpha, gamma):
     r"""Expected tokens produced per target call, :math:`(1 - \alpha^{\gamma+1}) / (1 - \alpha)`.
 
     Parameters
@@ -58,7 +63,7 @@ def expected_tokens_per_call(alpha, gamma):
     Examples
     --------
     >>> import spectheory as st
-    >>> round(float(st.expected_tokens_per_call(0.5, 3)), 6)
+    >>> round(float(st.iid_tokens_per_call(0.5, 3)), 6)
     1.875
     """
     a = check_prob(alpha, "alpha")
@@ -66,18 +71,18 @@ def expected_tokens_per_call(alpha, gamma):
     return _geom_sum(a, g + 1)[()]
 
 
-def mean_accepted(alpha, gamma):
+def iid_mean_accepted(alpha, gamma):
     r"""Mean accepted draft tokens per round, :math:`\alpha(1 - \alpha^\gamma)/(1 - \alpha)`."""
-    return expected_tokens_per_call(alpha, gamma) - 1.0
+    return iid_tokens_per_call(alpha, gamma) - 1.0
 
 
-def causal_acceptance(alpha, gamma):
+def iid_causal_acceptance(alpha, gamma):
     r"""Accepted over drafted tokens, :math:`\alpha(1 - \alpha^\gamma) / (\gamma(1 - \alpha))`."""
     g = check_int(gamma, "gamma", 1)
-    return mean_accepted(alpha, g) / g
+    return iid_mean_accepted(alpha, g) / g
 
 
-def walltime_speedup(alpha, gamma, c):
+def iid_speedup(alpha, gamma, c):
     r"""Expected walltime improvement factor over plain decoding.
 
     .. math:: S(\alpha, \gamma, c) = \frac{1 - \alpha^{\gamma+1}}{(1 - \alpha)(\gamma c + 1)},
@@ -87,12 +92,12 @@ def walltime_speedup(alpha, gamma, c):
     Examples
     --------
     >>> import spectheory as st
-    >>> round(float(st.walltime_speedup(0.8, 4, 0.05)), 4)
+    >>> round(float(st.iid_speedup(0.8, 4, 0.05)), 4)
     2.8013
     """
     g = check_int(gamma, "gamma", 1)
     cc = check_nonneg(c, "c")
-    return (expected_tokens_per_call(alpha, g) / (g * cc + 1.0))[()]
+    return (iid_tokens_per_call(alpha, g) / (g * cc + 1.0))[()]
 
 
 def _gains(a: float, c: float, g: int) -> bool:
@@ -100,8 +105,8 @@ def _gains(a: float, c: float, g: int) -> bool:
     return a ** (g + 1) * ((1.0 - a) * (g * c + 1.0) + c) > c
 
 
-def optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
-    r"""Integer :math:`\gamma \ge 1` maximising :func:`walltime_speedup`.
+def iid_optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
+    r"""Integer :math:`\gamma \ge 1` maximising :func:`iid_speedup`.
 
     With :math:`E(\gamma) = \sum_{i \le \gamma}\alpha^i` and :math:`D(\gamma) = \gamma c + 1`,
     :math:`S(\gamma+1) > S(\gamma)` iff :math:`\alpha^{\gamma+1} D(\gamma) > c E(\gamma)`, i.e.
@@ -134,14 +139,14 @@ def optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
     Examples
     --------
     >>> import spectheory as st
-    >>> st.optimal_gamma(0.8, 0.05)
+    >>> st.iid_optimal_gamma(0.8, 0.05)
     8
     """
     for value, name in ((alpha, "alpha"), (c, "c")):
         if np.ndim(value) != 0:
             raise ValueError(
                 f"{name}: expected a scalar, got shape {np.shape(value)} "
-                "(optimal_gamma is not vectorised; call it per value)"
+                "(iid_optimal_gamma is not vectorised; call it per value)"
             )
     a = float(check_prob(alpha, "alpha"))
     cc = float(check_nonneg(c, "c"))
@@ -151,7 +156,7 @@ def optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
     if unbounded:
         if max_gamma is None:
             raise ValueError(
-                "optimal_gamma: speedup increases without bound for alpha=1, c<1 or c=0; pass max_gamma"
+                "iid_optimal_gamma: speedup increases without bound for alpha=1, c<1 or c=0; pass max_gamma"
             )
         return max_gamma
     limit = max_gamma if max_gamma is not None else 1 << 62
@@ -176,7 +181,7 @@ def _bisect(a, c, lo, hi):
     return hi
 
 
-def accepted_count_law(alpha, gamma) -> np.ndarray:
+def iid_accepted_count_law(alpha, gamma) -> np.ndarray:
     r"""Law of the accepted count :math:`N \in \{0, \dots, \gamma\}` of one round.
 
     Returns
@@ -187,7 +192,7 @@ def accepted_count_law(alpha, gamma) -> np.ndarray:
     Examples
     --------
     >>> import spectheory as st
-    >>> st.accepted_count_law(0.5, 2).tolist()
+    >>> st.iid_accepted_count_law(0.5, 2).tolist()
     [0.5, 0.25, 0.25]
     """
     a = check_prob(alpha, "alpha")
@@ -198,7 +203,7 @@ def accepted_count_law(alpha, gamma) -> np.ndarray:
     return law
 
 
-def arithmetic_operations_factor(alpha, gamma, c_hat):
+def iid_operations_factor(alpha, gamma, c_hat):
     r"""Expected factor of increase in arithmetic operations (Leviathan et al., Thm 3.11).
 
     .. math:: \frac{(1 - \alpha)(\gamma \hat c + \gamma + 1)}{1 - \alpha^{\gamma+1}},
@@ -210,4 +215,18 @@ def arithmetic_operations_factor(alpha, gamma, c_hat):
     """
     g = check_int(gamma, "gamma", 1)
     ch = check_nonneg(c_hat, "c_hat")
-    return ((g * ch + g + 1.0) / expected_tokens_per_call(alpha, g))[()]
+    return ((g * ch + g + 1.0) / iid_tokens_per_call(alpha, g))[()]
+
+
+#: The names before the ``iid_`` prefix (deprecated one release).
+RENAMED = {
+    "expected_tokens_per_call": "iid_tokens_per_call",
+    "walltime_speedup": "iid_speedup",
+    "optimal_gamma": "iid_optimal_gamma",
+    "accepted_count_law": "iid_accepted_count_law",
+    "mean_accepted": "iid_mean_accepted",
+    "arithmetic_operations_factor": "iid_operations_factor",
+    "causal_acceptance": "iid_causal_acceptance",
+}
+
+__getattr__ = moved_names(__name__, {old: (__name__, new) for old, new in RENAMED.items()})

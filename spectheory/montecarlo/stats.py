@@ -4,7 +4,6 @@ chi-square with small cells pooled (samples against an exact law)."""
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats as _stats
 
 __all__ = ["mean_and_se", "pooled_chisquare"]
 
@@ -93,6 +92,7 @@ def pooled_chisquare(samples, law, min_expected=5.0):
     obs, exp = np.array(obs), np.array(exp)
     stat = float(((obs - exp) ** 2 / exp).sum())
     dof = max(len(obs) - 1, 1)
+    from scipy import stats as _stats  # slow to import: only when a test statistic is asked for
     return {
         "statistic": stat,
         "dof": int(dof),

@@ -197,7 +197,7 @@ def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRun
     >>> import spectheory as st
     >>> from spectheory.stopping import long_run_optimum
     >>> res = long_run_optimum(st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0]), 0.05)
-    >>> int(res.lengths[0]), st.optimal_gamma(0.8, 0.05)
+    >>> int(res.lengths[0]), st.iid_optimal_gamma(0.8, 0.05)
     (8, 8)
     """
     cost = as_cost(cost)
@@ -264,7 +264,7 @@ def long_run_rate(chain, lengths, cost=None) -> float:
     >>> import spectheory as st
     >>> from spectheory.stopping.optimal import long_run_rate
     >>> chain = st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0])
-    >>> bool(abs(long_run_rate(chain, 4, 0.1) - st.walltime_speedup(0.8, 4, 0.1)) < 1e-12)
+    >>> bool(abs(long_run_rate(chain, 4, 0.1) - st.iid_speedup(0.8, 4, 0.1)) < 1e-12)
     True
     """
     cost = as_cost(cost)

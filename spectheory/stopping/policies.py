@@ -261,7 +261,7 @@ class StartStatePolicy(Policy):
 def leviathan_policy(
     chain: DecodingChain, horizon: int, cost: Cost | float | None, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> FixedGamma:
-    r"""Leviathan et al.'s choice: ``FixedGamma(optimal_gamma(alpha, c))`` for the chain's mean acceptance.
+    r"""Leviathan et al.'s choice: ``FixedGamma(iid_optimal_gamma(alpha, c))`` for the chain's mean acceptance.
 
     ``alpha`` is the mean of ``1 - E[TV]`` over the ``horizon`` positions (the i.i.d. model
     fitted to the chain); the formula assumes ``t(k) = 1``.
@@ -273,9 +273,9 @@ def leviathan_policy(
     >>> leviathan_policy(st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0]), 50, 0.05)
     FixedGamma(8)
     """
-    from ..laws.closed_form import optimal_gamma
+    from ..laws.closed_form import iid_optimal_gamma
     from .cost import as_cost
 
     T = chain.check_horizon(horizon)
     alpha = float(np.clip(1.0 - chain.tv_profile(T).mean(), 0.0, 1.0))
-    return FixedGamma(optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1)))
+    return FixedGamma(iid_optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1)))

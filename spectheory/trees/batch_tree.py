@@ -38,7 +38,6 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binom
 
 from .._guards import check_int
 from ..exact.result import ProtocolResult
@@ -107,6 +106,8 @@ def _tables(target, draft, M):
         Rc[c] = reach[:, None] * r
     G = np.zeros((S, V, M + 1, M + 1))
     cp = np.arange(1, M + 1)
+    from scipy.stats import binom  # scipy.stats is slow to import: only here
+
     # P[s, x, n, c'] = Bin(c' - 1; n, q(s, x)) for the n = c - i drafts after the accepted slot
     P = binom.pmf(cp[None, None, None, :] - 1, np.arange(M)[None, None, :, None], draft[:, :, None, None])
     for c in range(1, M + 1):

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
-from ..laws.closed_form import walltime_speedup
+from ..laws.closed_form import iid_speedup
 
 if TYPE_CHECKING:
     import torch
@@ -39,7 +39,7 @@ def measure_speed(
 
     Reported per gamma: ``measured = time(autoregressive target) / time(speculative)``
     (whole calls, prefill included); ``alpha`` = accepted / checked drafts;
-    ``predicted = walltime_speedup(alpha, gamma, c)`` (Leviathan et al.);
+    ``predicted = iid_speedup(alpha, gamma, c)`` (Leviathan et al.);
     ``predicted_counts = T / (calls + c * draft_tokens)`` (the same cost model with the
     measured calls and draft steps, no i.i.d. assumption); their ratios; and where the time
     goes: ``target_call_cost`` = seconds per target call in the decoder / ``t_target``
@@ -93,7 +93,7 @@ def measure_speed(
         alpha = acc / chk if chk else float("nan")
         t_sd = float(np.min([s.time_total for s in st]))
         measured = med["ar_target"] / t_sd
-        predicted = float(walltime_speedup(alpha, g, c))
+        predicted = float(iid_speedup(alpha, g, c))
         predicted_counts = T / (calls + c * steps)
         per_call = np.min([s.time_target / max(s.batch_target_calls, 1) for s in st])
         per_step = np.min([s.time_draft / max(s.batch_draft_calls, 1) for s in st])

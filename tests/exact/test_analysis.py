@@ -57,7 +57,7 @@ def iid_calls(alpha, T, gamma, bonus):
     calls = np.zeros(T + 1)
     for m in range(1, T + 1):
         k = min(gamma, m)
-        law = st.accepted_count_law(alpha, k)
+        law = st.iid_accepted_count_law(alpha, k)
         adv = np.arange(k + 1) + 1
         adv[k] = k + (1 if bonus and k < m else 0)
         calls[m] = 1.0 + law @ calls[m - adv]
@@ -74,7 +74,7 @@ def test_iid_chain_equals_closed_forms(gamma, bonus):
     # per-round law of an untruncated round: the capped geometric law
     np.testing.assert_allclose(
         chain.accepted_count_law(100, gamma, per_state=True)[0],
-        st.accepted_count_law(alpha, gamma),
+        st.iid_accepted_count_law(alpha, gamma),
         rtol=1e-13,
     )
     # the whole generation, truncation included, against a scalar renewal recursion
@@ -85,7 +85,7 @@ def test_iid_chain_equals_closed_forms(gamma, bonus):
     # long horizon: tokens per call -> Leviathan's formula (bonus) or its no-bonus analogue;
     # E[calls] = T / mean + O(1), so the relative error is O(mean / T)
     T = 3000
-    mean = st.expected_tokens_per_call(alpha, gamma) - (0 if bonus else alpha**gamma)
+    mean = st.iid_tokens_per_call(alpha, gamma) - (0 if bonus else alpha**gamma)
     np.testing.assert_allclose(
         chain.expected_tokens_per_call(T, gamma, bonus), mean, rtol=3 * (gamma + 1) / T
     )
@@ -93,7 +93,7 @@ def test_iid_chain_equals_closed_forms(gamma, bonus):
     if bonus:
         np.testing.assert_allclose(
             chain.predicted_speedup(T, gamma, c),
-            st.walltime_speedup(alpha, gamma, c),
+            st.iid_speedup(alpha, gamma, c),
             rtol=3 * (gamma + 1) / T,
         )
 
@@ -215,8 +215,8 @@ def test_leviathan_gap_iid_and_context_dependent():
     gap = iid.leviathan_gap(2000, 4, c=0.05)
     np.testing.assert_allclose(gap.alpha, 0.6, rtol=1e-14)
     np.testing.assert_allclose(gap.exact, gap.iid_exact, rtol=1e-12)
-    np.testing.assert_allclose(gap.formula, st.expected_tokens_per_call(0.6, 4), rtol=1e-14)
-    np.testing.assert_allclose(gap.formula_speedup, st.walltime_speedup(0.6, 4, 0.05), rtol=1e-14)
+    np.testing.assert_allclose(gap.formula, st.iid_tokens_per_call(0.6, 4), rtol=1e-14)
+    np.testing.assert_allclose(gap.formula_speedup, st.iid_speedup(0.6, 4, 0.05), rtol=1e-14)
     assert abs(gap.relative_error) < 5 * 5 / 2000
     # easy/hard mixture: a state that always agrees, one that never does, and sticky transitions
     target = np.array([[0.9, 0.1, 0.0], [0.1, 0.9, 0.0], [0.0, 0.0, 1.0]])

@@ -6,63 +6,64 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import spectheory as st
+from spectheory.laws import closed_form
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 0.9, 1.0])
 @pytest.mark.parametrize("gamma", [1, 2, 5])
 def test_tokens_per_call_is_mean_of_capped_geometric(alpha, gamma):
-    law = st.accepted_count_law(alpha, gamma)
+    law = st.iid_accepted_count_law(alpha, gamma)
     np.testing.assert_allclose(law.sum(), 1.0, atol=1e-14)
     mean_tokens = (law * (np.arange(gamma + 1) + 1)).sum()
-    np.testing.assert_allclose(st.expected_tokens_per_call(alpha, gamma), mean_tokens, atol=1e-12)
+    np.testing.assert_allclose(st.iid_tokens_per_call(alpha, gamma), mean_tokens, atol=1e-12)
     if alpha < 1:
         np.testing.assert_allclose(
-            st.expected_tokens_per_call(alpha, gamma), (1 - alpha ** (gamma + 1)) / (1 - alpha), atol=1e-12
+            st.iid_tokens_per_call(alpha, gamma), (1 - alpha ** (gamma + 1)) / (1 - alpha), atol=1e-12
         )
 
 
 def test_edges_alpha_zero_one():
-    assert st.expected_tokens_per_call(1.0, 4) == 5.0
-    assert st.expected_tokens_per_call(0.0, 4) == 1.0
-    assert st.walltime_speedup(1.0, 4, 0.0) == 5.0
+    assert st.iid_tokens_per_call(1.0, 4) == 5.0
+    assert st.iid_tokens_per_call(0.0, 4) == 1.0
+    assert st.iid_speedup(1.0, 4, 0.0) == 5.0
 
 
 def test_optimal_gamma_is_exact_integer_argmax():
     for alpha in np.linspace(0.05, 0.99, 25):
         for c in [0.01, 0.05, 0.2, 0.5, 0.9]:
-            g = st.optimal_gamma(alpha, c)
+            g = st.iid_optimal_gamma(alpha, c)
             grid = np.arange(1, 400)
-            s = np.array([st.walltime_speedup(alpha, k, c) for k in grid])
+            s = np.array([st.iid_speedup(alpha, k, c) for k in grid])
             assert g == grid[np.argmax(s)]
 
 
 def test_gamma_one_helps_iff_alpha_above_c():
     for alpha, c in [(0.3, 0.2), (0.2, 0.3), (0.8, 0.1)]:
-        assert (st.walltime_speedup(alpha, 1, c) > 1) == (alpha > c)
-        np.testing.assert_allclose(st.walltime_speedup(alpha, 1, c), (1 + alpha) / (1 + c))
+        assert (st.iid_speedup(alpha, 1, c) > 1) == (alpha > c)
+        np.testing.assert_allclose(st.iid_speedup(alpha, 1, c), (1 + alpha) / (1 + c))
 
 
 def test_unbounded_needs_max_gamma():
     with pytest.raises(ValueError, match="max_gamma"):
-        st.optimal_gamma(1.0, 0.1)
-    assert st.optimal_gamma(1.0, 0.1, max_gamma=50) == 50
+        st.iid_optimal_gamma(1.0, 0.1)
+    assert st.iid_optimal_gamma(1.0, 0.1, max_gamma=50) == 50
 
 
 def test_operations_factor():
     a, g, ch = 0.7, 3, 0.1
     np.testing.assert_allclose(
-        st.arithmetic_operations_factor(a, g, ch), (1 - a) * (g * ch + g + 1) / (1 - a ** (g + 1))
+        st.iid_operations_factor(a, g, ch), (1 - a) * (g * ch + g + 1) / (1 - a ** (g + 1))
     )
 
 
 @pytest.mark.parametrize(
     "call",
     [
-        lambda: st.expected_tokens_per_call(1.2, 3),
-        lambda: st.expected_tokens_per_call(0.5, -1),
-        lambda: st.walltime_speedup(0.5, 0, 0.1),
-        lambda: st.walltime_speedup(0.5, 2, -0.1),
-        lambda: st.accepted_count_law(np.nan, 2),
+        lambda: st.iid_tokens_per_call(1.2, 3),
+        lambda: st.iid_tokens_per_call(0.5, -1),
+        lambda: st.iid_speedup(0.5, 0, 0.1),
+        lambda: st.iid_speedup(0.5, 2, -0.1),
+        lambda: st.iid_accepted_count_law(np.nan, 2),
     ],
 )
 def test_bad_input_raises(call):
@@ -73,7 +74,7 @@ def test_bad_input_raises(call):
 @pytest.mark.parametrize("alpha,c", [([0.5, 0.8], 0.1), (0.5, [0.1, 0.2]), (np.array([0.5]), 0.1)])
 def test_optimal_gamma_array_input_raises_value_error(alpha, c):
     with pytest.raises(ValueError, match="scalar"):
-        st.optimal_gamma(alpha, c)
+        st.iid_optimal_gamma(alpha, c)
 
 
 def _argmax_by_cumsum(alpha, c, n):
@@ -86,11 +87,11 @@ def _argmax_by_cumsum(alpha, c, n):
 @given(hst.floats(0.0, 0.9999), hst.floats(1e-5, 2.0))
 @settings(max_examples=200, deadline=None)
 def test_optimal_gamma_matches_brute_force_over_a_wide_range(alpha, c):
-    g = st.optimal_gamma(alpha, c)
+    g = st.iid_optimal_gamma(alpha, c)
     n = 200_000
     assert g < n
-    assert g == _argmax_by_cumsum(alpha, c, n) or st.walltime_speedup(alpha, g, c) == pytest.approx(
-        st.walltime_speedup(alpha, _argmax_by_cumsum(alpha, c, n), c), rel=1e-13
+    assert g == _argmax_by_cumsum(alpha, c, n) or st.iid_speedup(alpha, g, c) == pytest.approx(
+        st.iid_speedup(alpha, _argmax_by_cumsum(alpha, c, n), c), rel=1e-13
     )  # a rounding tie
 
 
@@ -103,7 +104,7 @@ def test_optimal_gamma_is_fast_near_alpha_one():
     import mpmath
 
     start = time.perf_counter()
-    g = st.optimal_gamma(0.999999, 1e-7)
+    g = st.iid_optimal_gamma(0.999999, 1e-7)
     assert time.perf_counter() - start < 0.5
     assert 1_000_000 < g < 5_000_000
     with mpmath.workdps(60):
@@ -113,5 +114,15 @@ def test_optimal_gamma_is_fast_near_alpha_one():
             return (1 - a ** (n + 1)) / ((1 - a) * (n * c + 1))
 
         assert speedup(g) > speedup(g - 1) and speedup(g) >= speedup(g + 1)
-    assert st.optimal_gamma(0.999999, 1e-7, max_gamma=1000) == 1000
-    assert st.optimal_gamma(0.5, 0.0, max_gamma=77) == 77  # unbounded: S increases forever
+    assert st.iid_optimal_gamma(0.999999, 1e-7, max_gamma=1000) == 1000
+    assert st.iid_optimal_gamma(0.5, 0.0, max_gamma=77) == 77  # unbounded: S increases forever
+
+
+@pytest.mark.parametrize("old,new", sorted(closed_form.RENAMED.items()))
+def test_old_names_warn_and_forward_to_the_iid_names(old, new):
+    import spectheory.laws as laws
+
+    for where in (st, laws, closed_form):
+        with pytest.warns(DeprecationWarning, match=new):
+            assert getattr(where, old) is getattr(closed_form, new)
+        assert old not in where.__all__ and (where is closed_form or new in where.__all__)

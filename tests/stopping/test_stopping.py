@@ -1,5 +1,5 @@
 """Draft-length policies: exact evaluation cross-checked between engines, the optimum against
-brute force and against every heuristic, and the long-run optimum against Leviathan's optimal_gamma."""
+brute force and against every heuristic, and the long-run optimum against Leviathan's iid_optimal_gamma."""
 
 import itertools
 
@@ -198,10 +198,10 @@ def test_one_state_long_run_optimum_is_optimal_gamma(alpha, c):
     chain = st.DecodingChain.iid([alpha, 1 - alpha], [1.0, 0.0])  # acceptance exactly alpha
     D = 64
     res = long_run_optimum(chain, c, max_depth=D)
-    g = st.optimal_gamma(alpha, c, max_gamma=D)
-    speed = st.walltime_speedup(alpha, g, c)
+    g = st.iid_optimal_gamma(alpha, c, max_gamma=D)
+    speed = st.iid_speedup(alpha, g, c)
     np.testing.assert_allclose(res.rate, speed, rtol=1e-12)
-    others = [st.walltime_speedup(alpha, h, c) for h in (g - 1, g + 1) if 1 <= h <= D]
+    others = [st.iid_speedup(alpha, h, c) for h in (g - 1, g + 1) if 1 <= h <= D]
     if all(o < speed * (1 - 1e-9) for o in others):  # no near-tie: the same gamma
         assert int(res.lengths[0]) == g
 
