@@ -1,3 +1,9 @@
-"""The application layer: the command line (:mod:`.cli`), the main job (:mod:`.reproduce`), sweeps,
-the results-file convention and the plotting style. The library never imports this package; it
-takes paths from its callers."""
+"""The application layer: the command line (:mod:`.cli`, also ``python -m spectheory``), the main
+job (:mod:`.reproduce`), sweeps, the results-file convention and the plotting style. The library
+never imports this package; it takes paths from its callers."""
+
+from .._lazy import lazy_exports
+
+__all__ = ["main"]
+
+__getattr__, __dir__ = lazy_exports(__name__, {"main": f"{__name__}.cli"})

@@ -1,30 +1,50 @@
 """The PyTorch speculative decoder, the shipped small models and model adapters (torch only; the
 theory-versus-decoder checks live in :mod:`spectheory.validation`).
 
+- models: :func:`load_model`, :func:`list_models`, :func:`model_info`, :func:`load_model_from`
+  (:mod:`.registry`); :class:`GPT`, :class:`GPTConfig` (:mod:`.model`); :class:`NGramModel`
+  (:mod:`.ngram`; its torch-free chain is :class:`spectheory.chain.ngram.NGramChain`);
+  :class:`HFCausalLM` (:mod:`.hf`, HuggingFace models);
+- single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
+  (:mod:`.speculative`); :func:`hf_speculative_generate` (:mod:`.hf_generate`);
+- token trees: :func:`tree_generate`, :class:`ModelDrafter` (:mod:`.tree_decode`);
+- Medusa heads: :func:`medusa_generate`, :func:`load_heads`, :class:`MedusaHeads`,
+  :class:`MedusaDrafter`, :func:`sparse_tree`, :func:`typical_rule` (:mod:`.medusa`);
+- the held-out corpus windows the validations decode: :func:`heldout_windows` (:mod:`.corpus`).
+
 Needs torch (``pip install "spectheory[decoder]"``); the rest of spectheory imports
 without it. Names are resolved lazily so that ``import spectheory.decoder`` itself
 never imports torch.
 """
 
-import importlib
+from .._lazy import lazy_exports
 
+#: public name -> the submodule defining it
 _EXPORTS = {
     "list_models": "registry",
     "load_model": "registry",
+    "load_model_from": "registry",
     "model_info": "registry",
     "GPT": "model",
     "GPTConfig": "model",
     "NGramModel": "ngram",
+    "HFCausalLM": "hf",
     "speculative_generate": "speculative",
     "autoregressive_generate": "speculative",
-    "HFCausalLM": "hf",
+    "hf_speculative_generate": "hf_generate",
+    "tree_generate": "tree_decode",
+    "ModelDrafter": "tree_decode",
+    "medusa_generate": "medusa",
+    "load_heads": "medusa",
+    "MedusaHeads": "medusa",
+    "MedusaDrafter": "medusa",
+    "sparse_tree": "medusa",
+    "typical_rule": "medusa",
+    "heldout_windows": "corpus",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = list(_EXPORTS)
 
-
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module = importlib.import_module(f".{_EXPORTS[name]}", __name__)
-    return getattr(module, name)
+__getattr__, __dir__ = lazy_exports(
+    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
+)

@@ -1,4 +1,4 @@
-"""The theory checked against the real decoder (needs torch).
+"""The theory checked against the real decoder (torch for the decoder parts).
 
 - losslessness measured (:mod:`.lossless`): :func:`exact_two_token_law`, :func:`lossless_check`,
   :data:`BROKEN_RULES`;
@@ -13,74 +13,57 @@
 - draft-length policies, Rao-Blackwellised along target paths (:mod:`.policy_predict`):
   :func:`policy_path_inputs`, :func:`predict_policy`;
 - speed (:mod:`.speed`): :func:`measure_speed`.
+
+Names load on first use (:mod:`spectheory._lazy`): the torch-free fits (:mod:`.markov`,
+:mod:`.context_tree`, :mod:`.abstraction`, :mod:`.certified`) import and run without torch;
+the rest needs it.
 """
 
-from .abstraction import chain_summary, fit_abstraction, plugin_bound, state_sums
-from .certified import bootstrap_interval, bootstrap_weights, coarsen, prefix_tree_labels
-from .context_tree import ContextTree
-from .hidden_states import HiddenStateAbstraction, kmeans, last_hidden_states
-from .lossless import (
-    BROKEN_RULES,
-    BrokenCorrection,
-    decoder_two_token_samples,
-    exact_two_token_law,
-    lossless_check,
-    model_device,
-    pooled_chisquare,
-)
-from .markov import chain_predictions, context_keys, fit_order_k_chain
-from .policy_predict import policy_path_inputs, predict_policy
-from .predict import (
-    PathStatistics,
-    compare_theory,
-    first_round_law,
-    mean_se,
-    measure_decoder,
-    path_statistics,
-    rb_predictions,
-    repeat_prompts,
-    round_dp,
-    sample_paths,
-    zscore,
-)
-from .speed import measure_speed, resolve_models
+from .._lazy import lazy_exports
 
-__all__ = [
-    "BROKEN_RULES",
-    "exact_two_token_law",
-    "lossless_check",
-    "pooled_chisquare",
-    "BrokenCorrection",
-    "decoder_two_token_samples",
-    "model_device",
-    "fit_order_k_chain",
-    "chain_predictions",
-    "context_keys",
-    "fit_abstraction",
-    "plugin_bound",
-    "state_sums",
-    "chain_summary",
-    "coarsen",
-    "prefix_tree_labels",
-    "bootstrap_weights",
-    "bootstrap_interval",
-    "ContextTree",
-    "HiddenStateAbstraction",
-    "kmeans",
-    "last_hidden_states",
-    "PathStatistics",
-    "path_statistics",
-    "rb_predictions",
-    "first_round_law",
-    "measure_decoder",
-    "compare_theory",
-    "mean_se",
-    "zscore",
-    "repeat_prompts",
-    "round_dp",
-    "sample_paths",
-    "measure_speed",
-    "resolve_models",
-    "policy_path_inputs",
-    "predict_policy",
-]
+#: public name -> the submodule defining it
+_EXPORTS = {
+    "BROKEN_RULES": "lossless",
+    "exact_two_token_law": "lossless",
+    "lossless_check": "lossless",
+    "pooled_chisquare": "lossless",
+    "BrokenCorrection": "lossless",
+    "decoder_two_token_samples": "lossless",
+    "model_device": "lossless",
+    "fit_order_k_chain": "markov",
+    "chain_predictions": "markov",
+    "context_keys": "markov",
+    "fit_abstraction": "abstraction",
+    "plugin_bound": "abstraction",
+    "state_sums": "abstraction",
+    "chain_summary": "abstraction",
+    "coarsen": "certified",
+    "prefix_tree_labels": "certified",
+    "bootstrap_weights": "certified",
+    "bootstrap_interval": "certified",
+    "ContextTree": "context_tree",
+    "HiddenStateAbstraction": "hidden_states",
+    "kmeans": "hidden_states",
+    "last_hidden_states": "hidden_states",
+    "PathStatistics": "predict",
+    "path_statistics": "predict",
+    "rb_predictions": "predict",
+    "first_round_law": "predict",
+    "measure_decoder": "predict",
+    "compare_theory": "predict",
+    "mean_se": "predict",
+    "zscore": "predict",
+    "repeat_prompts": "predict",
+    "round_dp": "predict",
+    "sample_paths": "predict",
+    "measure_speed": "speed",
+    "resolve_models": "speed",
+    "policy_path_inputs": "policy_predict",
+    "predict_policy": "policy_predict",
+}
+
+__all__ = list(_EXPORTS)
+
+__getattr__, __dir__ = lazy_exports(
+    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
+)

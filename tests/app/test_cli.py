@@ -105,3 +105,16 @@ def test_decode_runs_the_shipped_models(capsys):
     hist = out["accepted_counts"]
     assert len(hist) == 4 and sum(hist) == m["target_calls"]
     assert out["baseline"]["time_total"] > 0 and out["baseline"]["speedup_measured"] > 0
+
+
+def test_python_dash_m_spectheory_is_the_cli():
+    """``python -m spectheory`` is the command line: version, help and one-line errors."""
+    proc = subprocess.run([sys.executable, "-m", "spectheory", "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"spectheory {st.__version__}"
+    proc = subprocess.run([sys.executable, "-m", "spectheory", "--help"], capture_output=True, text=True)
+    assert proc.returncode == 0 and "usage: spectheory" in proc.stdout, proc.stderr
+    proc = subprocess.run(
+        [sys.executable, "-m", "spectheory", "no-such-command"], capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "error" in proc.stderr and "Traceback" not in proc.stderr
