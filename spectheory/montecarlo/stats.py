@@ -5,35 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..rounds.stats import mean_and_se
+
 __all__ = ["mean_and_se", "pooled_chisquare"]
-
-
-def mean_and_se(values, axis=None):
-    """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (NaN when n < 2).
-
-    The one definition every result type uses (:class:`SimulationResult`, the decoder's
-    ``DecodeStats``, the validation tables). ``axis=None`` pools all values and returns
-    floats; an integer axis returns arrays.
-
-    Examples
-    --------
-    >>> mean_and_se([1.0, 2.0, 3.0])
-    (2.0, 0.5773502691896258)
-    >>> mean_and_se([4.0])
-    (4.0, nan)
-    """
-    v = np.asarray(values, dtype=np.float64)
-    n = v.size if axis is None else v.shape[axis]
-    if n == 0:
-        raise ValueError("values: empty")
-    mean = v.mean(axis=axis)
-    if n > 1:
-        se = v.std(axis=axis, ddof=1) / np.sqrt(n)
-    else:
-        se = np.full_like(mean, np.nan) if axis is not None else np.nan
-    if axis is None:
-        return float(mean), float(se)
-    return mean, se
 
 
 def pooled_chisquare(samples, law, min_expected=5.0):
@@ -83,13 +57,10 @@ def pooled_chisquare(samples, law, min_expected=5.0):
         }
     expected = n * flat_law
     big = expected >= min_expected
-    obs = list(observed[big])
-    exp = list(expected[big])
     rest = expected[~big].sum()
-    if rest > 0:
-        obs.append(observed[~big].sum())
-        exp.append(rest)
-    obs, exp = np.array(obs), np.array(exp)
+    pooled = rest > 0
+    obs = np.append(observed[big], observed[~big].sum()) if pooled else observed[big]
+    exp = np.append(expected[big], rest) if pooled else expected[big]
     stat = float(((obs - exp) ** 2 / exp).sum())
     dof = max(len(obs) - 1, 1)
     from scipy import stats as _stats  # slow to import: only when a test statistic is asked for

@@ -129,7 +129,7 @@ class PolicyRound(Round):
         sj = states[rows, j]
         mj = n + j
         y = np.zeros(R, dtype=np.int64)
-        u = rng.random(R)
+        u = rng.random((R,))
         for which, sel in ((RESIDUAL, rejected), (TARGET, ~rejected & (n + k < T))):
             if sel.any():
                 y[sel] = smp.sample(which, None if smp.hom else mj[sel], sj[sel], u[sel])
