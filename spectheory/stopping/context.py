@@ -1,7 +1,7 @@
 """What a draft-length policy may look at after each drafted token (:class:`StopContext`).
 
-Its own module so that the simulator (:mod:`.simulate`) needs no import of the policy classes,
-which hand ``st.simulate(..., policy=)`` to it (``Policy.simulate``).
+Its own module so that the policy round (:mod:`.round`, what ``st.simulate(chain, T, policy)``
+plays) needs no import of the policy classes.
 """
 
 from __future__ import annotations
