@@ -50,7 +50,7 @@ class PathRound(Round):
 
     def __init__(self, gamma: int, verifier: Any = "token") -> None:
         self.gamma = check_int(gamma, "gamma", 1)
-        self.verifier = get_verifier(verifier)
+        self.verifier = get_verifier(verifier).require_path()
 
     @property
     def name(self) -> str:

@@ -170,6 +170,8 @@ def test_tree_verifier_on_a_path_says_it_needs_a_tree():
         chain.protocol(6, 2, verifier="tree_rrs")
     with pytest.raises(ValueError, match="tree="):
         st.simulate(chain, 6, 2, 10, 0, verifier="traversal")
+    with pytest.raises(ValueError, match="tree="):
+        st.PathRound(2, "tree_topk")
     assert get_verifier("token").require_path() is get_verifier("token")
 
 
