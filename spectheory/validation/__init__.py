@@ -14,7 +14,7 @@
   :func:`policy_path_inputs`, :func:`predict_policy`;
 - speed (:mod:`.speed`): :func:`measure_speed`.
 
-Names load on first use (:mod:`spectheory._lazy`): the torch-free fits (:mod:`.markov`,
+Names load on first use (``spectheory._lazy``): the torch-free fits (:mod:`.markov`,
 :mod:`.context_tree`, :mod:`.abstraction`, :mod:`.certified`) import and run without torch;
 the rest needs it.
 """
