@@ -8,11 +8,15 @@ Notation: p = target, q = draft.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..verifiers._positional import _check_gamma, per_kernel
 from ..verifiers.batch_step import _check_M, batch_first_token_masses
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = ["BatchRejections", "batch_expected_rejections"]
 
@@ -46,7 +50,9 @@ class BatchRejections:
     rejection_profile: np.ndarray
 
 
-def batch_expected_rejections(chain, horizon, M, gamma=None, bonus=True) -> BatchRejections:
+def batch_expected_rejections(
+    chain: DecodingChain, horizon: int, M: int, gamma: int | None = None, bonus: bool = True
+) -> BatchRejections:
     r"""Exact expected rejections of batch speculative decoding with ``M`` drafts.
 
     Phase 0 of each round uses the batch first-token masses

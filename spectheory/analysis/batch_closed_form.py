@@ -8,7 +8,10 @@ against the recursions. Notation: p = target, q = draft.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int, check_prob
 from ..verifiers.batch_step import _check_M
@@ -21,7 +24,7 @@ __all__ = [
 ]
 
 
-def bernoulli_batch_rejection(p_target, p_draft, M):
+def bernoulli_batch_rejection(p_target: ArrayLike, p_draft: ArrayLike, M: int) -> np.ndarray | float:
     r"""Closed form for ``target = (1 - a, a)``, ``draft = (1 - b, b)`` (``a = p_target``, ``b = p_draft``).
 
     Let :math:`x_+` be the token with :math:`p > q` and :math:`x_-` the other. Then
@@ -44,7 +47,7 @@ def bernoulli_batch_rejection(p_target, p_draft, M):
     return (delta * q_minus ** (M - 1))[()]
 
 
-def uniform_batch_rejection(target_size, draft_size, overlap, M):
+def uniform_batch_rejection(target_size: int, draft_size: int, overlap: int, M: int) -> float:
     r"""Closed form for target uniform on a set ``A`` and draft uniform on ``B``.
 
     With :math:`a = |A|`, :math:`b = |B|`, :math:`k = |A \cap B|`:
@@ -71,7 +74,7 @@ def uniform_batch_rejection(target_size, draft_size, overlap, M):
     return max(u, (1.0 - k / b) ** M)
 
 
-def uniform_instance(target_size, draft_size, overlap):
+def uniform_instance(target_size: int, draft_size: int, overlap: int) -> tuple[np.ndarray, np.ndarray]:
     r"""The laws of :func:`uniform_batch_rejection`: target uniform on ``A``, draft uniform on ``B``.
 
     Tokens ``0..a-1`` form ``A`` and ``a-k..a+b-k-1`` form ``B`` (``|A| = a``, ``|B| = b``,
@@ -99,7 +102,7 @@ def uniform_instance(target_size, draft_size, overlap):
     return target, draft
 
 
-def iid_batch_expected_rejections(tv, rho_batch, horizon):
+def iid_batch_expected_rejections(tv: ArrayLike, rho_batch: ArrayLike, horizon: int) -> tuple[Any, Any]:
     r"""Closed form on a one-state chain with ``gamma=None`` (drafts to the end), no bonus.
 
     A position starts a round iff it is the first or follows a rejection. With

@@ -43,6 +43,7 @@ its optimum is never below the i.i.d. one.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..laws.sampling import safe_ratio
 from ..verifiers.multidraft import check_multidraft_args
@@ -56,7 +57,7 @@ __all__ = [
 ]
 
 
-def ratio_order(target, draft) -> np.ndarray:
+def ratio_order(target: ArrayLike, draft: ArrayLike) -> np.ndarray:
     """Tokens sorted by ``target/draft`` ascending (``draft = 0`` last, ties by index)."""
     t = np.asarray(target, dtype=np.float64)
     d = np.asarray(draft, dtype=np.float64)
@@ -65,7 +66,7 @@ def ratio_order(target, draft) -> np.ndarray:
     return np.argsort(ratio, kind="stable")
 
 
-def drafted_set_law(draft, k):
+def drafted_set_law(draft: ArrayLike, k: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Law of the *set* of ``k`` candidates drawn by successive sampling (no replacement).
 
     Dynamic programme over bitmasks: ``P(A + x) += P(A) q(x) / q(not A)``. When the draft
@@ -103,7 +104,7 @@ def drafted_set_law(draft, k):
     return masks, probs
 
 
-def prob_all_in_prefixes(draft, k, order, replacement=True) -> np.ndarray:
+def prob_all_in_prefixes(draft: ArrayLike, k: int, order: ArrayLike, replacement: bool = True) -> np.ndarray:
     """``D(all k drafts in S_j)`` for the prefixes ``S_j = order[:j]``, ``j = 0..V``; shape ``[V+1]``."""
     d = np.asarray(draft, dtype=np.float64)
     order = np.asarray(order)
@@ -137,7 +138,9 @@ def _prob_all_in_subsets(d, k, replacement):
     return f
 
 
-def optimal_multidraft_acceptance(target, draft, k, replacement=True, method="prefix") -> float:
+def optimal_multidraft_acceptance(
+    target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True, method: str = "prefix"
+) -> float:
     r"""Optimal acceptance :math:`1 - \max_S [D(\text{all in } S) - p(S)]` over ``k`` drafts.
 
     Parameters

@@ -25,13 +25,19 @@ q = draft.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, check_int
 from ..verifiers._positional import _check_gamma, round_length
 from ..verifiers.rejection import RejectionRule, rule_expected_rejections
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = [
     "ParetoFront",
@@ -46,7 +52,7 @@ __all__ = [
 MAX_SEQUENCES = 2_000_000
 
 
-def all_sequences(vocab_size, horizon) -> np.ndarray:
+def all_sequences(vocab_size: int, horizon: int) -> np.ndarray:
     """Every token sequence of length ``horizon``, shape ``[V**T, T]`` (lexicographic)."""
     V = check_int(vocab_size, "vocab_size", 1)
     T = check_int(horizon, "horizon", 1)
@@ -55,7 +61,14 @@ def all_sequences(vocab_size, horizon) -> np.ndarray:
     return np.array(list(itertools.product(range(V), repeat=T)), dtype=np.int64).reshape(-1, T)
 
 
-def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=None, bonus=True):
+def sequence_log_likelihoods(
+    chain: DecodingChain,
+    horizon: int,
+    rule: RejectionRule,
+    tokens: ArrayLike,
+    gamma: int | None = None,
+    bonus: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Log-likelihoods of token sequences under the rule and under the target.
 
     Parameters
@@ -130,7 +143,9 @@ def sequence_log_likelihoods(chain, horizon, rule: RejectionRule, tokens, gamma=
     return logg, logt
 
 
-def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=True) -> float:
+def sequence_tv(
+    chain: DecodingChain, horizon: int, rule: RejectionRule, gamma: int | None = None, bonus: bool = True
+) -> float:
     r"""Exact :math:`\mathrm{TV}(G, P_T)` by enumerating all :math:`V^T` sequences.
 
     Examples
@@ -149,7 +164,14 @@ def sequence_tv(chain, horizon, rule: RejectionRule, gamma=None, bonus=True) -> 
     return float(0.5 * np.abs(g - t).sum())
 
 
-def sequence_front(chain, horizon, rules, gamma=None, bonus=True, max_sequences=50_000):
+def sequence_front(
+    chain: DecodingChain,
+    horizon: int,
+    rules: Sequence[RejectionRule],
+    gamma: int | None = None,
+    bonus: bool = True,
+    max_sequences: int = 50_000,
+) -> list[dict]:
     """Exact expected rejections and sequence TV for each rule: the sequence-level front data.
 
     Both by enumeration of the ``V**T`` sequences (refused above ``max_sequences``; the
@@ -193,12 +215,12 @@ class ParetoFront:
     loss: np.ndarray
     mixing: np.ndarray
 
-    def loss_at(self, rejection):
+    def loss_at(self, rejection: ArrayLike) -> np.ndarray:
         """Smallest achievable TV loss at a given rejection probability: ``max(tv - rho, 0)``."""
         return np.maximum(self.tv - np.asarray(rejection, dtype=np.float64), 0.0)
 
 
-def pareto_front(target, draft, num: int = 101) -> ParetoFront:
+def pareto_front(target: ArrayLike, draft: ArrayLike, num: int = 101) -> ParetoFront:
     r"""Pareto front of (rejection probability, TV loss) over all rejection-based rules.
 
     Every rule satisfies :math:`\rho + \mathrm{TV}(o, p) \ge \mathrm{TV}(p, q)` (:mod:`spectheory.verifiers.biased`), and the mixtures :math:`b_\lambda` with :math:`P^*` attain equality, so the

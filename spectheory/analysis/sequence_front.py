@@ -34,14 +34,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int, check_nonneg
 from ..verifiers.rejection import RejectionRule
 from .sequence_front_lp import FrontSolver
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, PrefixForest, prefix_forest, unrolled_chain
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = ["SequenceFront", "optimal_sequence_front", "optimal_rule_chain", "optimal_sequence_rule"]
 
@@ -85,22 +89,22 @@ class SequenceFront:
         w = self.forest.weights.reshape((-1,) + (1,) * self.forest.horizon)
         return self.joint_law / w
 
-    def law_at(self, index=()):
+    def law_at(self, index: int | tuple = ()) -> np.ndarray:
         """Flat joint leaf law ``[K V^T]`` of the front point ``eps[index]``."""
         return self.joint_law[index].ravel()
 
 
 def optimal_sequence_front(
-    chain,
-    horizon,
-    eps,
+    chain: DecodingChain,
+    horizon: int,
+    eps: ArrayLike,
     *,
-    start_state=None,
-    max_sequences=MAX_FRONT_SEQUENCES,
-    tol=LP_TOL,
-    hot_start=True,
-    closed_form_end=True,
-    progress=None,
+    start_state: int | None = None,
+    max_sequences: int = MAX_FRONT_SEQUENCES,
+    tol: float = LP_TOL,
+    hot_start: bool = True,
+    closed_form_end: bool = True,
+    progress: bool | None = None,
 ) -> SequenceFront:
     r"""Least expected rejections (bonus off) at sequence-level quality ``eps``: the exact front.
 
@@ -214,7 +218,7 @@ def _front_point(front: SequenceFront, index):
     return front.law_at(idx)
 
 
-def optimal_rule_chain(front: SequenceFront, index=0):
+def optimal_rule_chain(front: SequenceFront, index: int | tuple = 0) -> tuple[DecodingChain, np.ndarray]:
     r"""The front point ``eps[index]`` as a chain whose *target* is the optimal emitted law.
 
     The optimal rule at a prefix accepts the draft token ``x`` with probability
@@ -249,7 +253,9 @@ def optimal_rule_chain(front: SequenceFront, index=0):
     return chain, leaves
 
 
-def optimal_sequence_rule(front: SequenceFront, index=0):
+def optimal_sequence_rule(
+    front: SequenceFront, index: int | tuple = 0
+) -> tuple[DecodingChain, RejectionRule]:
     r"""The optimal lossy verifier of the front point ``eps[index]`` as a per-state rule.
 
     Returns ``(chain, rule)``: ``chain`` is the unrolled prefix forest of the original chain

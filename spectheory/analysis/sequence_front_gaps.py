@@ -12,9 +12,12 @@ and the ratio :math:`R / R^*(\tau)`. Notation: p = target, q = draft.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..verifiers.biased import (
     additive_acceptance,
@@ -27,10 +30,13 @@ from ..verifiers.rejection import RejectionRule, standard_acceptance
 from .sequence_front import SequenceFront, optimal_sequence_front
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, prefix_forest, rule_point
 
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+
 __all__ = ["mixture_rule", "heuristic_rules", "FrontGap", "front_gaps"]
 
 
-def mixture_rule(lam) -> RejectionRule:
+def mixture_rule(lam: float) -> RejectionRule:
     r"""The per-step optimal mixture :math:`b_\lambda = (1 - \lambda)\min(1, p/q) + \lambda` with
     the optimal rejection law (on the single-position Pareto line for every ``lam`` in [0, 1])."""
     lv = float(lam)
@@ -41,7 +47,7 @@ def mixture_rule(lam) -> RejectionRule:
     )
 
 
-def heuristic_rules(quick: bool = False):
+def heuristic_rules(quick: bool = False) -> list[tuple[str, float | str, RejectionRule]]:
     """The heuristics compared with the front: ``[(family, parameter, rule), ...]``.
 
     Families ``additive``, ``ratio``, ``lenience`` and ``typical`` each with the optimal
@@ -105,15 +111,15 @@ class FrontGap:
 
 
 def front_gaps(
-    chain,
-    horizon,
-    rules=None,
+    chain: DecodingChain,
+    horizon: int,
+    rules: Sequence[tuple[str, Any, RejectionRule]] | None = None,
     *,
-    start_state=None,
-    eps_grid=None,
-    max_sequences=MAX_FRONT_SEQUENCES,
-    quick=False,
-):
+    start_state: int | None = None,
+    eps_grid: ArrayLike | None = None,
+    max_sequences: int = MAX_FRONT_SEQUENCES,
+    quick: bool = False,
+) -> tuple[list[FrontGap], SequenceFront | None]:
     r"""Every heuristic's exact point and the front at its sequence TV (one LP sweep).
 
     Parameters

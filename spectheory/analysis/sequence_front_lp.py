@@ -6,6 +6,8 @@ its derivation. Notation: p = target, q = draft.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -17,7 +19,7 @@ __all__ = ["front_lp", "FrontSolver"]
 BUDGET_FLOOR = 1e-12
 
 
-def front_lp(forest: PrefixForest):
+def front_lp(forest: PrefixForest) -> tuple[Any, Any, np.ndarray, Any, np.ndarray]:
     r"""The LP of the front with the budget's right-hand side left at 0: ``(c, A_ub, b_ub, A_eq, b_eq)``.
 
     Variables, all :math:`\ge 0`, in this order: the masses :math:`m` of the nodes of depth
@@ -109,7 +111,7 @@ class FrontSolver:
     :math:`dR^*/d\varepsilon \le 0`.
     """
 
-    def __init__(self, forest: PrefixForest, tol: float = 1e-10, hot_start: bool = True):
+    def __init__(self, forest: PrefixForest, tol: float = 1e-10, hot_start: bool = True) -> None:
         self.c, self.A_ub, self.b_ub, self.A_eq, self.b_eq = front_lp(forest)
         self.n_leaf = forest.level_sizes()[-1]
         self.n_nodes = (self.c.size - self.n_leaf) // 2
@@ -144,7 +146,7 @@ class FrontSolver:
         """True when budgets after the first are hot-started."""
         return self._core is not None
 
-    def solve(self, eps: float):
+    def solve(self, eps: float) -> tuple[float, np.ndarray, float]:
         """``(objective, leaf masses, budget dual)`` at budget ``eps``.
 
         The budget is floored at ``BUDGET_FLOOR``: at ``eps = 0`` the leaves must sum to

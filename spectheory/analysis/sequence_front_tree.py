@@ -20,11 +20,16 @@ which is the plain TV of the emitted sequences for a fixed start state.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from ..verifiers.rejection import RejectionRule
 
 __all__ = [
     "PrefixForest",
@@ -69,12 +74,12 @@ class PrefixForest:
     def n_leaves(self) -> int:
         return int(self.starts.size * self.vocab_size**self.horizon)
 
-    def level_sizes(self):
+    def level_sizes(self) -> list[int]:
         """Number of nodes at depth ``0..T``."""
         K, V = self.starts.size, self.vocab_size
         return [K * V**n for n in range(self.horizon + 1)]
 
-    def node_masses(self, leaves):
+    def node_masses(self, leaves: ArrayLike) -> list:
         """Masses of every node, depth ``0..T``, from leaf masses ``[..., K V^T]`` (sums over subtrees)."""
         leaves = np.asarray(leaves, dtype=np.float64)
         out = [leaves]
@@ -83,7 +88,7 @@ class PrefixForest:
             out.insert(0, m.reshape(m.shape[:-1] + (-1, self.vocab_size)).sum(-1))
         return out
 
-    def rejections_of(self, leaves):
+    def rejections_of(self, leaves: ArrayLike) -> np.ndarray | float:
         r"""Least expected rejections that emit the joint leaf law ``leaves`` (the LP's objective).
 
         :math:`\sum_n \sum_{x_{<n}} \sum_x (m(x_{<n}, x) - m(x_{<n}) q(x \mid x_{<n}))_+`.
@@ -98,7 +103,7 @@ class PrefixForest:
             total = total + np.maximum(gap, 0.0).sum((-2, -1))
         return total
 
-    def sequence_tv_of(self, leaves):
+    def sequence_tv_of(self, leaves: ArrayLike) -> np.ndarray:
         """Joint sequence TV of the leaf law ``leaves`` against the target's."""
         return 0.5 * np.abs(np.asarray(leaves) - self.target_mass[-1]).sum(-1)
 
@@ -117,7 +122,12 @@ def _start_law(chain, start_state):
     return starts, w[starts] / w[starts].sum()
 
 
-def prefix_forest(chain, horizon, start_state=None, max_sequences=MAX_FRONT_SEQUENCES) -> PrefixForest:
+def prefix_forest(
+    chain: DecodingChain,
+    horizon: int,
+    start_state: int | None = None,
+    max_sequences: int = MAX_FRONT_SEQUENCES,
+) -> PrefixForest:
     r"""Unroll ``chain`` over ``horizon`` tokens from its start law (or a fixed ``start_state``).
 
     Raises
@@ -160,7 +170,7 @@ def prefix_forest(chain, horizon, start_state=None, max_sequences=MAX_FRONT_SEQU
     return PrefixForest(V, T, starts, weights, states, tgt, drf, tmass, dmass, type(chain))
 
 
-def unrolled_chain(forest: PrefixForest):
+def unrolled_chain(forest: PrefixForest) -> DecodingChain:
     r"""The forest as a :class:`~spectheory.DecodingChain` whose state is (start, whole prefix).
 
     States are the forest's nodes of depth ``0..T`` in level order (depth-``T`` nodes are
@@ -203,7 +213,7 @@ class RulePoint:
     law: np.ndarray
 
 
-def rule_point(forest: PrefixForest, rule, chain=None) -> RulePoint:
+def rule_point(forest: PrefixForest, rule: RejectionRule, chain: DecodingChain | None = None) -> RulePoint:
     r"""Exact expected rejections and sequence TV of a per-state rule, by enumeration.
 
     With the bonus off every position is a check of one draft token; at a node with

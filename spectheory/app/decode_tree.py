@@ -10,13 +10,18 @@ tree verifier (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``,
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from ..trees import DraftTree
 
 __all__ = ["parse_tree_shape", "run_tree_decode"]
 
 
-def parse_tree_shape(shape, accuracies=None):
+def parse_tree_shape(shape: str, accuracies: ArrayLike | None = None) -> DraftTree:
     """A :class:`~spectheory.trees.DraftTree` from ``AxBxC``, ``pathN`` or ``sparseN``.
 
     Examples
@@ -70,7 +75,7 @@ def run_tree_decode(args) -> int:
     if medusa and len(prompt) < 2:
         raise ValueError("--prompt: Medusa decoding needs a prompt of at least 2 bytes")
     kw = dict(temperature=args.temperature, seed=args.seed, device=args.device, bonus=not args.no_bonus)
-    if medusa:
+    if heads is not None:  # --medusa
         res = medusa_generate(target, heads, [prompt], args.tokens, tree, verifier, **kw)
     else:
         draft = load_model(args.draft, device=args.device)

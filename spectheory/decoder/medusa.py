@@ -32,12 +32,14 @@ from __future__ import annotations
 import heapq
 import json
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from numpy.typing import ArrayLike
 
 from ..trees import DraftTree
 from ..verifiers.biased import typical_acceptance
@@ -46,6 +48,11 @@ from ..verifiers.multidraft import _categorical
 
 if TYPE_CHECKING:
     from .tree_attention import TreeLayout
+
+if TYPE_CHECKING:
+    from ..verifiers.base import Verifier
+    from .batching import CausalLM, Prompt
+    from .stats import GenerationResult
 
 __all__ = [
     "MedusaHeads",
@@ -72,23 +79,23 @@ class MedusaHeads(nn.Module):
     torch.Size([2, 3, 5])
     """
 
-    def __init__(self, n_heads, n_embd):
+    def __init__(self, n_heads: int, n_embd: int) -> None:
         super().__init__()
         self.n_heads, self.n_embd = int(n_heads), int(n_embd)
         self.w = nn.Parameter(torch.zeros(self.n_heads, self.n_embd, self.n_embd))
         self.b = nn.Parameter(torch.zeros(self.n_heads, self.n_embd))
 
-    def hidden(self, h):
+    def hidden(self, h: torch.Tensor) -> torch.Tensor:
         """``h + SiLU(W_k h + b_k)`` for every head: ``[..., C] -> [..., K, C]``."""
         z = torch.einsum("kij,...j->...ki", self.w, h) + self.b
         return h[..., None, :] + F.silu(z)
 
-    def forward(self, h, lm_head):
+    def forward(self, h: torch.Tensor, lm_head: torch.Tensor) -> torch.Tensor:
         """Logits ``[..., K, V]`` from hidden states ``h [..., C]`` and ``lm_head [V, C]``."""
         return self.hidden(h) @ lm_head.T
 
 
-def sparse_tree(accuracies, n_nodes):
+def sparse_tree(accuracies: ArrayLike, n_nodes: int) -> DraftTree:
     """Medusa's sparse tree: the ``n_nodes`` rank paths of largest ``prod_d acc[d][rank_d]``.
 
     Parameters
@@ -138,7 +145,9 @@ def sparse_tree(accuracies, n_nodes):
     return DraftTree(parents)
 
 
-def typical_rule(epsilon=0.09, delta=0.3):
+def typical_rule(
+    epsilon: float = 0.09, delta: float = 0.3
+) -> Callable[..., tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """Medusa's typical acceptance on a tree, as a pure rule with the signature of
     :meth:`spectheory.verifiers.tree_base.TreeVerifier.verify` (child policy and rule fixed; draft
     laws unused).
@@ -197,7 +206,14 @@ class MedusaDrafter:
     layout: TreeLayout  # set by medusa_generate's factory
     k: torch.Tensor  # this round's draft depth per row, set by tree_generate
 
-    def __init__(self, target, heads, batch, law, tcache):
+    def __init__(
+        self,
+        target: Any,
+        heads: MedusaHeads,
+        batch: Any,
+        law: Callable[[torch.Tensor], torch.Tensor],
+        tcache: Any,
+    ) -> None:
         self.target, self.heads, self.law = target, heads, law
         if int(batch.seq_len.min()) < 2:
             raise ValueError(
@@ -210,7 +226,15 @@ class MedusaDrafter:
         rows = torch.arange(len(start), device=start.device)
         self.h = hidden[rows, batch.seq_len - 2 - start]
 
-    def laws(self, batch, node_tokens, K, children, u_draft, present_root):
+    def laws(
+        self,
+        batch: Any,
+        node_tokens: torch.Tensor,
+        K: int,
+        children: Any,
+        u_draft: torch.Tensor,
+        present_root: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
         from .tree_decode import draw_level
 
         lay = self.layout
@@ -232,14 +256,24 @@ class MedusaDrafter:
             present[:, lo:hi] = ok
         return node_tokens, present, laws, 0
 
-    def commit(self, batch, root_slot, path_offsets, j):
+    def commit(
+        self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
+    ) -> None:
         pass
 
-    def observe(self, h):
+    def observe(self, h: torch.Tensor) -> None:
         self.h = h
 
 
-def medusa_generate(target, heads, prompts, max_new_tokens, tree, verifier="tree_topk", **kwargs):
+def medusa_generate(
+    target: CausalLM,
+    heads: MedusaHeads,
+    prompts: Sequence[Prompt],
+    max_new_tokens: int,
+    tree: DraftTree,
+    verifier: str | Verifier | Callable[..., Any] = "tree_topk",
+    **kwargs: Any,
+) -> GenerationResult:
     """Tree decoding with Medusa heads as the drafter (see :func:`tree_generate`).
 
     ``verifier``: a lossless tree verifier name (``"tree_topk"``: Medusa's top-k children;
@@ -260,7 +294,9 @@ def medusa_generate(target, heads, prompts, max_new_tokens, tree, verifier="tree
     return tree_generate(target, None, prompts, max_new_tokens, tree, verifier, drafter=make, **kwargs)
 
 
-def load_heads(folder=None, device="cpu"):
+def load_heads(
+    folder: str | os.PathLike | None = None, device: str | torch.device = "cpu"
+) -> tuple[MedusaHeads, dict]:
     """The shipped Medusa heads of the shipped target and their metadata dict."""
     from .registry import WEIGHTS_DIR
 

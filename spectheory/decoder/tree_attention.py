@@ -37,6 +37,7 @@ Examples
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -45,6 +46,9 @@ from .hf import HFCausalLM, HFKVCache
 from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
 from .model import GPT, KVCache
 from .ngram import NGramModel
+
+if TYPE_CHECKING:
+    from ..trees import DraftTree
 
 __all__ = [
     "TreeLayout",
@@ -74,7 +78,7 @@ class TreeLayout:
         Offsets of depth ``d`` are ``level_start[d] .. level_start[d + 1] - 1``.
     """
 
-    def __init__(self, tree):
+    def __init__(self, tree: DraftTree) -> None:
         self.tree = tree
         depth = np.asarray(tree.depth)
         self.order = np.argsort(depth, kind="stable")
@@ -100,7 +104,7 @@ class TreeLayout:
         par = np.asarray(self.tree.parents)[self.order]
         return np.where(par >= 0, self.offset[np.maximum(par, 0)], -1)
 
-    def torch_tables(self, device):
+    def torch_tables(self, device: str | torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """``(ancestors, offset_depth)`` as tensors on ``device`` (cached per device)."""
         key = str(device)
         cache = self.__dict__.setdefault("_tables", {})
@@ -112,7 +116,7 @@ class TreeLayout:
         return cache[key]
 
 
-def tree_attn_mask(layout, root_slot, lo, hi, width):
+def tree_attn_mask(layout: TreeLayout, root_slot: torch.Tensor, lo: int, hi: int, width: int) -> torch.Tensor:
     """Boolean mask ``[B, hi - lo, width]`` for the nodes at offsets ``lo .. hi - 1``.
 
     Row ``b``'s query at offset ``o`` may attend to slot ``t`` iff ``t < root_slot[b]``
@@ -127,13 +131,15 @@ def tree_attn_mask(layout, root_slot, lo, hi, width):
     return (rel < 0)[:, None, :] | (inside[:, None, :] & tree_part)
 
 
-def supports_tree_cache(model) -> bool:
+def supports_tree_cache(model: object) -> bool:
     """True for models whose cached call takes a tree mask and per-node positions: the shipped
     GPT, and Hugging Face models that honour a 4-d attention mask."""
     return isinstance(model, GPT) or (isinstance(model, HFCausalLM) and accepts_tree_mask(model))
 
 
-def new_tree_cache(model, batch_size, max_len, device, dtype):
+def new_tree_cache(
+    model: Any, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
+) -> Any:
     """A cache with room for the tree past ``max_seq_len`` slots (positions stay in range)."""
     if isinstance(model, GPT):
         c = model.config
@@ -168,7 +174,17 @@ def _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi):
     return torch.stack(out, 1)
 
 
-def tree_logits(model, cache, prefix, root_slot, node_tokens, layout, lo, hi, return_hidden=False):
+def tree_logits(
+    model: Any,
+    cache: Any,
+    prefix: torch.Tensor,
+    root_slot: torch.Tensor,
+    node_tokens: torch.Tensor,
+    layout: TreeLayout,
+    lo: int,
+    hi: int,
+    return_hidden: bool = False,
+) -> Any:
     """Logits ``[B, hi - lo, V]`` after the nodes at offsets ``lo .. hi - 1``, in one call.
 
     Parameters
@@ -207,7 +223,9 @@ def tree_logits(model, cache, prefix, root_slot, node_tokens, layout, lo, hi, re
     return _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi)
 
 
-def compact_path(cache, root_slot, path_offsets, n_keep):
+def compact_path(
+    cache: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+) -> None:
     """Keep the accepted path in a GPT :class:`KVCache`: copy slot ``root + path_offsets[b, d-1]``
     to slot ``root + d`` for ``d = 1 .. n_keep[b]`` (the rest of the tree becomes stale).
 

@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -43,6 +45,10 @@ from .sampling import logits_to_probs
 from .stats import GenerationResult, StatsRecorder
 from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
 
+if TYPE_CHECKING:
+    from ..verifiers.children import ChildPolicy
+    from .batching import CausalLM, Prompt
+
 __all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
 
 _BLOCK = (
@@ -51,7 +57,14 @@ _BLOCK = (
 
 
 # ----------------------------------------------------------------------------- drafting
-def draw_level(parent_laws, layout, d, children, u_draft, present_parent):
+def draw_level(
+    parent_laws: torch.Tensor,
+    layout: TreeLayout,
+    d: int,
+    children: ChildPolicy,
+    u_draft: torch.Tensor,
+    present_parent: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Tokens of the depth-``d`` nodes from their parents' draft laws (torch, one level).
 
     Parameters
@@ -95,7 +108,15 @@ class ModelDrafter:
     needs_hidden = False
     k: torch.Tensor  # this round's draft depth per row, set by tree_generate
 
-    def __init__(self, draft, law, dev, dtype, batch, layout):
+    def __init__(
+        self,
+        draft: CausalLM,
+        law: Callable[[torch.Tensor], torch.Tensor],
+        dev: torch.device,
+        dtype: torch.dtype,
+        batch: Any,
+        layout: TreeLayout,
+    ) -> None:
         self.draft, self.law, self.layout = draft, law, layout
         cap = batch.tokens.shape[1]
         self.cached_model = supports_tree_cache(draft)
@@ -109,7 +130,15 @@ class ModelDrafter:
     def observe(self, hidden: torch.Tensor) -> None:
         """Hidden states at the last accepted nodes; only drafters with ``needs_hidden`` use them."""
 
-    def laws(self, batch, node_tokens, K, children, u_draft, present_root):
+    def laws(
+        self,
+        batch: Any,
+        node_tokens: torch.Tensor,
+        K: int,
+        children: ChildPolicy,
+        u_draft: torch.Tensor,
+        present_root: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
         """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
         lay = self.layout
         B = node_tokens.shape[0]
@@ -146,12 +175,16 @@ class ModelDrafter:
         self.fed = K - 1
         return node_tokens, present, laws, calls
 
-    def level_tokens(self, depth, tokens, laws, level_start):
+    def level_tokens(
+        self, depth: int, tokens: torch.Tensor, laws: torch.Tensor, level_start: int
+    ) -> torch.Tensor:
         """The drafted tokens ``[B, n_d]`` of level ``depth`` as used (a hook: the validation's
         forced drafter overrides it to put a given path onto one branch)."""
         return tokens
 
-    def commit(self, batch, root_slot, path_offsets, j):
+    def commit(
+        self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
+    ) -> None:
         keep = torch.clamp(j, max=self.fed)
         if self.cached_model:
             compact_path(self.cache, root_slot, path_offsets, keep)
@@ -161,7 +194,9 @@ class ModelDrafter:
 
 
 # ----------------------------------------------------------------------------- verification
-def resolve_rule(verifier, children=None):
+def resolve_rule(
+    verifier: str | Verifier | Callable[..., Any], children: ChildPolicy | str | None = None
+) -> tuple[Callable[..., Any], ChildPolicy, str]:
     """``(rule, children, name)`` from a tree-verifier name/object or a callable rule.
 
     A verifier (a registered name or a :class:`~spectheory.verifiers.Verifier`; ``"token"``
@@ -220,23 +255,23 @@ def _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws, u
 
 # ----------------------------------------------------------------------------- generation
 def tree_generate(
-    target,
-    draft,
-    prompts,
-    max_new_tokens,
-    tree,
-    verifier="tree_rrs",
-    temperature=1.0,
-    top_k=None,
-    top_p=None,
-    bonus=True,
-    seed=0,
-    device=None,
-    dtype=None,
-    children=None,
-    drafter=None,
-    policy=None,
-):
+    target: CausalLM,
+    draft: CausalLM | None,
+    prompts: Sequence[Prompt],
+    max_new_tokens: int,
+    tree: DraftTree,
+    verifier: str | Verifier | Callable[..., Any] = "tree_rrs",
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    bonus: bool = True,
+    seed: int | Sequence[int] = 0,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    children: ChildPolicy | str | None = None,
+    drafter: Callable[..., Any] | None = None,
+    policy: Any = None,
+) -> GenerationResult:
     """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
 
     Parameters
@@ -315,6 +350,8 @@ def tree_generate(
         cached_target = supports_tree_cache(target)
         tcache = new_tree_cache(target, B, cap + N, dev, dt) if cached_target else None
         if drafter is None:
+            if draft is None:
+                raise ValueError("draft: a draft model is required unless a drafter is given")
             dr = ModelDrafter(draft, law, dev, dt, batch, layout)
         else:
             dr = drafter(batch, law, dev, dt, layout, tcache)
@@ -396,6 +433,6 @@ def tree_generate(
     return GenerationResult(tokens, stats)
 
 
-def layout_offset(layout, node, device):
+def layout_offset(layout: TreeLayout, node: torch.Tensor, device: str | torch.device) -> torch.Tensor:
     """Level-order offsets of tree nodes ``node [B]`` (torch)."""
     return torch.as_tensor(layout.offset, device=device)[node]

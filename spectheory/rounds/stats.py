@@ -6,12 +6,15 @@ Carlo, decoder, validation tables -- imports it without importing :mod:`scipy.st
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["mean_and_se"]
 
 
-def mean_and_se(values, axis=None):
+def mean_and_se(values: ArrayLike, axis: int | None = None) -> tuple[Any, Any]:
     """Sample mean and its standard error ``std(ddof=1) / sqrt(n)`` (NaN when n < 2).
 
     The one definition every result type uses (:class:`~spectheory.SimulationResult`, the

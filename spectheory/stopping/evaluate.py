@@ -25,6 +25,8 @@ acceptance probability) are evaluated by enumerating drafted paths
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..exact import phase_recursion, token_masses
@@ -34,21 +36,25 @@ from .paths import evaluate_paths
 from .policies import FixedGamma, Policy, StartStatePolicy, StopContext
 from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
 
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from .cost import Cost
+
 __all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
 
 _E = np.eye(N_COMP)
 
 
 def evaluate_policy(
-    chain,
+    chain: DecodingChain,
     policy: Policy,
-    horizon,
-    cost=None,
+    horizon: int,
+    cost: Cost | float | None = None,
     *,
-    bonus=True,
-    method="auto",
-    max_nodes=2_000_000,
-    progress=None,
+    bonus: bool = True,
+    method: str = "auto",
+    max_nodes: int = 2_000_000,
+    progress: bool | None = None,
 ) -> PolicyValue:
     r"""Exact expected target calls, draft steps and time of ``policy`` over ``horizon`` tokens.
 
@@ -114,7 +120,7 @@ def _fixed_gamma(chain, policy, T, cost):
     )
 
 
-def edge_context(K, policy, n, i, memory):
+def edge_context(K: Kernels, policy: Policy, n: int, i: int, memory: int) -> StopContext:
     """Context of every edge ``(s, x)`` for the decision after drafting token ``i + 1`` of a round at ``n``."""
     laws = K.at(n + i)
     S, V = K.S, K.V
@@ -194,7 +200,15 @@ def _edge_recursion(K, policy, T, cost, progress):
     return W[0, policy.initial_memory]
 
 
-def start_class_recursion(K, T, cost, *, policy=None, max_depth=None, progress=None):
+def start_class_recursion(
+    K: Kernels,
+    T: int,
+    cost: Cost,
+    *,
+    policy: StartStatePolicy | None = None,
+    max_depth: int | None = None,
+    progress: bool | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""Round-start recursion for policies that fix ``k`` at the round start (state information).
 
     With ``H_m^{(0)} = B(m)`` and ``H_m^{(r)} = R_m W_{m+1} + A_m H_{m+1}^{(r-1)}`` (the
@@ -206,7 +220,12 @@ def start_class_recursion(K, T, cost, *, policy=None, max_depth=None, progress=N
 
     Returns ``(W_0 [S, N_COMP], lengths [T, S])`` (components: ``spectheory.stopping._kernels``).
     """
-    D = policy.max_depth if policy is not None else int(max_depth)
+    if policy is not None:
+        D = policy.max_depth
+    elif max_depth is not None:
+        D = int(max_depth)
+    else:
+        raise ValueError("max_depth: required when no policy is given")
     tk = cost.call_times(D)
     w = time_weights(cost)
     S = K.S

@@ -17,13 +17,18 @@ A policy picks one per node; the optimum picks the cheaper (ties: stop). The tre
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .context import StopContext
 from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from .cost import Cost
+    from .policies import Policy
 
 __all__ = ["evaluate_paths", "optimal_paths", "path_tree"]
 
@@ -47,7 +52,7 @@ class _Level:
     token_prob: np.ndarray
 
 
-def path_tree(K, n, depth, max_nodes=2_000_000):
+def path_tree(K: Kernels, n: int, depth: int, max_nodes: int = 2_000_000) -> list:
     """Levels ``0..depth`` of the drafted-path tree of rounds starting at kernel index ``n`` (all start states)."""
     S = K.S
     root = _Level()
@@ -145,7 +150,15 @@ def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name, record=No
     return chain.initial @ W[0, 0]
 
 
-def evaluate_paths(chain, policy, horizon, cost, *, max_nodes=2_000_000, progress=None) -> PolicyValue:
+def evaluate_paths(
+    chain: DecodingChain,
+    policy: Policy,
+    horizon: int,
+    cost: Cost | float | None,
+    *,
+    max_nodes: int = 2_000_000,
+    progress: bool | None = None,
+) -> PolicyValue:
     """Exact value of a (memoryless) policy that may use the drafted path, by enumeration."""
     if policy.n_memory != 1:
         raise ValueError("policy: path enumeration supports memoryless policies only")
@@ -155,7 +168,14 @@ def evaluate_paths(chain, policy, horizon, cost, *, max_nodes=2_000_000, progres
 
 
 def optimal_paths(
-    chain, horizon, cost, max_depth, *, max_nodes=2_000_000, progress=None, record_decisions=False
+    chain: DecodingChain,
+    horizon: int,
+    cost: Cost | float | None,
+    max_depth: int,
+    *,
+    max_nodes: int = 2_000_000,
+    progress: bool | None = None,
+    record_decisions: bool = False,
 ) -> PolicyValue:
     """The full-information optimum (decisions on the drafted path and the target's laws), exactly.
 

@@ -247,9 +247,9 @@ class StartStatePolicy(Policy):
         self.lengths = k if k.ndim == 2 else k[None]
         self.max_depth = int(k.max())
 
-    def length(self, position: np.ndarray, start_state: np.ndarray) -> np.ndarray:
+    def length(self, position: ArrayLike, start_state: ArrayLike) -> np.ndarray:
         pos = np.minimum(position, self.lengths.shape[0] - 1)
-        return self.lengths[pos, start_state]
+        return self.lengths[pos, np.asarray(start_state)]
 
     def stop(self, ctx: StopContext) -> np.ndarray:
         return ctx.depth >= self.length(np.asarray(ctx.position), np.asarray(ctx.start_state))

@@ -3,14 +3,18 @@ helpers shared by the round recursion (:mod:`.evaluate`) and the path enumeratio
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..exact.result import ExactResult, NotComputedError
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, REJECTIONS, TTIME
 from .cost import Cost
+
+if TYPE_CHECKING:
+    from ._kernels import Kernels
 
 __all__ = ["PolicyValue", "backward_positions", "bonus_value", "reject_value"]
 
@@ -134,7 +138,7 @@ def _value(T, cost, vec, policy, extra=None) -> PolicyValue:
     )
 
 
-def backward_positions(total, desc, progress, work):
+def backward_positions(total: int, desc: str, progress: bool | None, work: float) -> Iterable[int]:
     """``total - 1, ..., 0`` with a tqdm bar when the work is large (or ``progress=True``)."""
     from tqdm.auto import tqdm
 
@@ -142,7 +146,7 @@ def backward_positions(total, desc, progress, work):
     return tqdm(range(total - 1, -1, -1), desc=desc, disable=not show, leave=False)
 
 
-def bonus_value(K, W, n, T, memory=0):
+def bonus_value(K: Kernels, W: Any, n: int, T: int, memory: int = 0) -> np.ndarray:
     """``B(s) = e_bonus + sum_y p_n(y|s) W_{n+1}[memory](next(s, y))``: stopping alive with ``n``
     tokens emitted (0 at ``n = T``: no bonus at the end)."""
     if n >= T:
@@ -150,7 +154,7 @@ def bonus_value(K, W, n, T, memory=0):
     return _E[BONUS] + K.apply(K.at(n).target, W[n + 1][memory])
 
 
-def reject_value(K, rej, W_next):
+def reject_value(K: Kernels, rej: np.ndarray, W_next: np.ndarray) -> np.ndarray:
     """``sum_y R(y|s) (e_rejections + W_next(next(s, y)))``: the rejection branch of a check with
     residual mass ``rej [S, V]`` (its total is the rejection probability)."""
     return K.apply(rej, W_next) + rej.sum(-1)[:, None] * _E[REJECTIONS]

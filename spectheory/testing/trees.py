@@ -29,16 +29,22 @@ True
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from scipy import stats
 
+from .._typing import RNGLike
 from ..trees import DraftTree, tree_round_law
 from ..verifiers.base import get_verifier, list_verifiers
 from ..verifiers.children import IID, ChildPolicy, TopK, WithoutReplacement, get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
+
+if TYPE_CHECKING:
+    from ..verifiers.base import Verifier
 
 __all__ = [
     "check_tree_verifier",
@@ -50,7 +56,7 @@ __all__ = [
 ]
 
 
-def reference_tree_verify(verifier):
+def reference_tree_verify(verifier: str | Verifier) -> Callable[..., Any]:
     """A correct tree verifier from :mod:`spectheory.trees` as a kit callable."""
     v = get_verifier(verifier).for_tree()
 
@@ -63,7 +69,7 @@ def reference_tree_verify(verifier):
     return verify
 
 
-def tree_instances():
+def tree_instances() -> list:
     """Kit instances: ``(name, chain, tree)``, first-order chains over 3 and 5 tokens."""
     import spectheory as st
 
@@ -129,12 +135,12 @@ def _references(children: ChildPolicy) -> list[str]:
 
 
 def check_tree_verifier(
-    verify,
+    verify: Callable[..., Any],
     children: ChildPolicy | str = "iid",
     n_samples: int = 20_000,
-    rng=None,
+    rng: RNGLike = None,
     alpha: float = 1e-6,
-    instances=None,
+    instances: Sequence[Any] | None = None,
     *,
     policy: ChildPolicy | str | None = None,
 ) -> TreeReport:
@@ -204,7 +210,9 @@ def check_tree_verifier(
     return TreeReport(all(r["passed"] for r in rows), rows)
 
 
-def assert_tree_verifier_lossless(verify, children: ChildPolicy | str = "iid", **kwargs) -> TreeReport:
+def assert_tree_verifier_lossless(
+    verify: Callable[..., Any], children: ChildPolicy | str = "iid", **kwargs: Any
+) -> TreeReport:
     """Raise AssertionError with the report unless :func:`check_tree_verifier` passes."""
     report = check_tree_verifier(verify, children, **kwargs)
     if not report.passed:

@@ -20,9 +20,11 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cached_property
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 
@@ -40,7 +42,7 @@ class DraftTree:
         nodes also orders the children of each node (slot order).
     """
 
-    def __init__(self, parents):
+    def __init__(self, parents: ArrayLike) -> None:
         par = np.asarray(parents, dtype=np.int64).copy()
         if par.ndim != 1 or par.size < 2:
             raise ValueError(
@@ -55,12 +57,12 @@ class DraftTree:
 
     # ------------------------------------------------------------ constructors
     @classmethod
-    def from_parents(cls, parents):
+    def from_parents(cls, parents: ArrayLike) -> DraftTree:
         """Tree from a parent list (``parents[0]`` is the root's and is ignored)."""
         return cls(parents)
 
     @classmethod
-    def from_branching(cls, branching):
+    def from_branching(cls, branching: Sequence[int]) -> DraftTree:
         """Complete tree: every node at depth ``d`` has ``branching[d]`` children.
 
         ``[4, 2, 1]`` gives 4 + 8 + 8 = 20 drafted nodes; ``[1] * g`` is a single path of
@@ -81,7 +83,7 @@ class DraftTree:
         return cls._from_nested(parents)
 
     @classmethod
-    def paths(cls, M, depth):
+    def paths(cls, M: int, depth: int) -> DraftTree:
         """``M`` disjoint paths of ``depth`` drafts from the root (batch decoding's tree).
 
         Node order is path by path, so the root's slot ``m`` starts path ``m``.
@@ -155,11 +157,11 @@ class DraftTree:
     def n_children(self) -> np.ndarray:
         return np.array([len(k) for k in self.children], dtype=np.int64)
 
-    def nodes_within(self, depth) -> int:
+    def nodes_within(self, depth: int) -> int:
         """Number of drafted nodes with depth ``<= depth``."""
         return int(np.count_nonzero(self.depth[1:] <= depth))
 
-    def path_to(self, node) -> list:
+    def path_to(self, node: int) -> list:
         """Node indices on the path root -> ``node`` (root excluded)."""
         out = []
         u = int(node)
@@ -168,7 +170,7 @@ class DraftTree:
             u = int(self.parents[u])
         return out[::-1]
 
-    def truncated(self, depth):
+    def truncated(self, depth: int) -> DraftTree:
         """The subtree of nodes with depth ``<= depth`` (node order kept), or ``self``."""
         depth = check_int(depth, "depth", 1)
         if depth >= self.max_depth:

@@ -15,12 +15,20 @@ from __future__ import annotations
 
 from collections import defaultdict
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..verifiers.base import get_verifier
 from ..verifiers.children import get_child_policy
 from .accumulate import _Accumulator
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from ..verifiers.children import ChildPolicy
+    from ..verifiers.tree_base import TreeVerifier
+    from .draft_tree import DraftTree
 
 __all__ = ["enumerate_realisations", "enumerated_forward", "tree_sequence_law", "MAX_REALISATIONS"]
 
@@ -32,7 +40,16 @@ def _kernel(arr, n):
     return arr if arr.ndim == 2 else arr[min(n, arr.shape[0] - 1)]
 
 
-def enumerate_realisations(target, draft, next_state, tree, children, n0, starts, k=None):
+def enumerate_realisations(
+    target: np.ndarray,
+    draft: np.ndarray,
+    next_state: np.ndarray,
+    tree: DraftTree,
+    children: ChildPolicy | str,
+    n0: int,
+    starts: ArrayLike,
+    k: int | None = None,
+) -> dict:
     r"""All token assignments of ``tree`` (truncated at depth ``k``) from the start states.
 
     Parameters
@@ -100,7 +117,16 @@ def enumerate_realisations(target, draft, next_state, tree, children, n0, starts
     return dict(start=start, prob=prob, tokens=tokens, states=states, target_laws=t_laws, draft_laws=d_laws)
 
 
-def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
+def enumerated_forward(
+    chain: DecodingChain,
+    T: int,
+    tree: DraftTree,
+    verifier: TreeVerifier,
+    bonus: bool,
+    init: np.ndarray,
+    stop: int,
+    start: int = 0,
+) -> Any:
     """Forward recursion over round starts with enumerated rounds (see module docstring).
 
     Same accumulator as the per-node engine (:mod:`spectheory.trees.exact`).
@@ -158,7 +184,14 @@ def enumerated_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
     return acc
 
 
-def tree_sequence_law(chain, horizon, tree, verifier="tree_rrs", bonus=True, exact=False) -> dict:
+def tree_sequence_law(
+    chain: DecodingChain,
+    horizon: int,
+    tree: DraftTree,
+    verifier: str | TreeVerifier = "tree_rrs",
+    bonus: bool = True,
+    exact: bool = False,
+) -> dict:
     r"""Exact law of the ``horizon`` generated tokens, ``{tuple: probability}``.
 
     Rounds are enumerated prefix by prefix (:func:`enumerate_realisations` and the rule's

@@ -25,6 +25,8 @@ Non-local rules (traversal) use :mod:`spectheory.trees.enumerate`.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .._guards import check_int
@@ -33,6 +35,11 @@ from ..verifiers.base import get_verifier
 from .accumulate import TreeProtocolResult, _Accumulator, _result
 from .draft_tree import DraftTree
 from .enumerate import enumerated_forward
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from ..verifiers.tree_base import TreeVerifier
+    from .draft_tree import DraftTree
 
 __all__ = ["TreeProtocolResult", "tree_protocol", "tree_round_law"]
 
@@ -108,7 +115,14 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
     return acc
 
 
-def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method="auto") -> TreeProtocolResult:
+def tree_protocol(
+    chain: DecodingChain,
+    horizon: int,
+    tree: DraftTree,
+    verifier: str | TreeVerifier = "tree_rrs",
+    bonus: bool = True,
+    method: str = "auto",
+) -> TreeProtocolResult:
     r"""Exact expectations of tree speculative decoding over ``horizon`` tokens.
 
     Parameters
@@ -155,7 +169,14 @@ def tree_protocol(chain, horizon, tree, verifier="tree_rrs", bonus=True, method=
     return _result(acc, T, tree, bonus)
 
 
-def tree_round_law(chain, tree, verifier="tree_rrs", n0=0, horizon=None, method="auto"):
+def tree_round_law(
+    chain: DecodingChain,
+    tree: DraftTree,
+    verifier: str | TreeVerifier = "tree_rrs",
+    n0: int = 0,
+    horizon: int | None = None,
+    method: str = "auto",
+) -> np.ndarray:
     r"""Law of one round's accepted length from each start state at position ``n0``.
 
     Returns

@@ -13,12 +13,17 @@ definitions: :mod:`spectheory.verifiers.tree_base`, :mod:`spectheory.verifiers.t
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..verifiers.children import ChildPolicy, get_child_policy
 from ..verifiers.multidraft import _categorical  # noqa: F401  (kept importable from here)
 from ..verifiers.tree_base import TreeVerifier, check_realisation
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from .draft_tree import DraftTree
 
 __all__ = ["slot_law", "outcome_law", "tree_rule", "check_realisation"]
 
@@ -44,7 +49,14 @@ def slot_law(draft_u: Any, tokens: Any, kids: list, j: int, policy: ChildPolicy 
     return get_child_policy(policy).slot_law(draft_u, tokens, kids, j)
 
 
-def outcome_law(tree, tokens, target_laws, draft_laws, policy, rule):
+def outcome_law(
+    tree: DraftTree,
+    tokens: np.ndarray,
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    policy: str,
+    rule: str,
+) -> tuple[np.ndarray, np.ndarray]:
     """Deprecated: ``get_verifier(name).outcome_law(tree, tokens, target_laws, draft_laws)``
     (:meth:`spectheory.verifiers.tree_base.TreeVerifier.outcome_law`)."""
     _warn(
@@ -54,7 +66,16 @@ def outcome_law(tree, tokens, target_laws, draft_laws, policy, rule):
     return _verifier(policy, rule).outcome_law(tree, tokens, target_laws, draft_laws)
 
 
-def tree_rule(tree, tokens, target_laws, draft_laws, u_accept, u_final, policy="iid", rule="rrs"):
+def tree_rule(
+    tree: DraftTree,
+    tokens: np.ndarray,
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    u_accept: np.ndarray,
+    u_final: np.ndarray,
+    policy: str = "iid",
+    rule: str = "rrs",
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Deprecated: ``get_verifier(name).verify(tree, tokens, target_laws, draft_laws, u_accept,
     u_final)`` (:meth:`spectheory.verifiers.tree_base.TreeVerifier.verify`)."""
     _warn("spectheory.trees.tree_rule", "get_verifier(name).verify(tree, tokens, ...)")

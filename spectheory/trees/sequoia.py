@@ -24,12 +24,21 @@ of ``n`` nodes by enumerating every ordered tree (Catalan(n) of them).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
 from ..verifiers.base import get_verifier
 from .draft_tree import DraftTree
 from .exact import tree_round_law
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from ..verifiers.tree_base import TreeVerifier
 
 __all__ = [
     "sequoia_positional_dp",
@@ -42,7 +51,7 @@ __all__ = [
 ]
 
 
-def positional_value(tree, accept_probs) -> float:
+def positional_value(tree: DraftTree, accept_probs: ArrayLike) -> float:
     """Sequoia's predicted value ``F(tree)`` under the positional vector ``accept_probs``."""
     a = np.asarray(accept_probs, dtype=np.float64)
     if np.any(tree.slot[1:] >= a.size):
@@ -53,7 +62,9 @@ def positional_value(tree, accept_probs) -> float:
     return float(f.sum())
 
 
-def sequoia_positional_dp(accept_probs, n_nodes, max_depth=None):
+def sequoia_positional_dp(
+    accept_probs: ArrayLike, n_nodes: int, max_depth: int | None = None
+) -> tuple[float, DraftTree]:
     r"""Sequoia's dynamic program: the best tree of ``n_nodes`` drafts under ``a``.
 
     Parameters
@@ -124,7 +135,7 @@ def sequoia_positional_dp(accept_probs, n_nodes, max_depth=None):
     return float(best[m_max, L]), tree
 
 
-def stationary_law(chain, tol=1e-13, max_iter=100_000):
+def stationary_law(chain: DecodingChain, tol: float = 1e-13, max_iter: int = 100_000) -> np.ndarray:
     """Stationary law of the target's state process (homogeneous chains), by power iteration."""
     if not chain.is_homogeneous:
         raise ValueError("chain: the stationary law needs a homogeneous chain")
@@ -148,7 +159,14 @@ def _state_law(chain, states):
     return s
 
 
-def positional_vector(chain, K, verifier="tree_rrs_wo", states=None, n_samples=None, rng=None):
+def positional_vector(
+    chain: DecodingChain,
+    K: int,
+    verifier: str | TreeVerifier = "tree_rrs_wo",
+    states: ArrayLike | None = None,
+    n_samples: int | None = None,
+    rng: RNGLike = None,
+) -> np.ndarray:
     r"""Sequoia's positional acceptance vector measured on a chain.
 
     ``a_k`` = P(child ``k`` of a node with ``K`` children is the accepted one), averaged over
@@ -180,14 +198,19 @@ def positional_vector(chain, K, verifier="tree_rrs_wo", states=None, n_samples=N
     return np.bincount(node, minlength=K + 1)[1:] / n
 
 
-def exact_tree_value(chain, tree, verifier="tree_rrs_wo", states=None) -> float:
+def exact_tree_value(
+    chain: DecodingChain,
+    tree: DraftTree,
+    verifier: str | TreeVerifier = "tree_rrs_wo",
+    states: ArrayLike | None = None,
+) -> float:
     """True expected tokens per target call of one round (accepted + 1) from the state law."""
     pi = _state_law(chain, states)
     law = tree_round_law(chain, tree, verifier)
     return float(1.0 + pi @ (law @ np.arange(law.shape[1])))
 
 
-def ordered_trees(n_nodes, max_depth=None):
+def ordered_trees(n_nodes: int, max_depth: int | None = None) -> Iterator[DraftTree]:
     """Every ordered (plane) tree with ``n_nodes`` drafted nodes, as DraftTrees (Catalan(n))."""
     n = check_int(n_nodes, "n_nodes", 1)
     L = n if max_depth is None else check_int(max_depth, "max_depth", 1)
@@ -207,7 +230,13 @@ def ordered_trees(n_nodes, max_depth=None):
         yield DraftTree(parents)
 
 
-def optimal_tree_search(chain, n_nodes, verifier="tree_rrs_wo", states=None, max_depth=None):
+def optimal_tree_search(
+    chain: DecodingChain,
+    n_nodes: int,
+    verifier: str | TreeVerifier = "tree_rrs_wo",
+    states: ArrayLike | None = None,
+    max_depth: int | None = None,
+) -> tuple[float, DraftTree | None]:
     """The truly best tree of ``n_nodes`` drafts on ``chain`` by exhaustive search.
 
     Returns ``(value, tree)`` maximising :func:`exact_tree_value`.

@@ -31,10 +31,14 @@ Examples
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 from ..verifiers.base import get_verifier, list_verifiers, register_verifier
 from ..verifiers.tree_base import TreeVerifier
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
+
+if TYPE_CHECKING:
+    from ..verifiers.base import Verifier
 
 __all__ = [
     "TreeVerifier",
@@ -57,7 +61,7 @@ def register_tree_verifier(verifier: TreeVerifier) -> TreeVerifier:
     return register_verifier(verifier, replace=True)
 
 
-def get_tree_verifier(verifier) -> TreeVerifier:
+def get_tree_verifier(verifier: str | Verifier) -> TreeVerifier:
     """Deprecated: ``get_verifier(verifier).for_tree()`` (one registry)."""
     warnings.warn(
         "get_tree_verifier is deprecated; use spectheory.verifiers.get_verifier(name).for_tree()",

@@ -28,14 +28,25 @@ off-branch siblings and subtrees.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from .._typing import RNGLike
 from ..decoder.tree_decode import ModelDrafter, tree_generate
 from ..verifiers.base import get_verifier
 from ..verifiers.children import get_child_policy
+
+if TYPE_CHECKING:
+    import torch
+
+    from ..decoder.batching import CausalLM
+    from ..decoder.tree_attention import TreeLayout
+    from ..trees import DraftTree
+    from ..verifiers.base import Verifier
+    from ..verifiers.children import ChildPolicy
 
 __all__ = ["ForcedDrafter", "forced_tree_weights"]
 
@@ -45,7 +56,19 @@ class ForcedDrafter(ModelDrafter):
     tokens ``branch_tokens [B, j]`` on the tree nodes ``branch`` (a root-to-node path), with the
     log importance weight of the forcing in ``logw [B]``."""
 
-    def __init__(self, draft, law, dev, dtype, batch, layout, branch, branch_tokens, children, rng):
+    def __init__(
+        self,
+        draft: CausalLM,
+        law: Callable[[torch.Tensor], torch.Tensor],
+        dev: torch.device,
+        dtype: torch.dtype,
+        batch: Any,
+        layout: TreeLayout,
+        branch: Sequence[int],
+        branch_tokens: np.ndarray,
+        children: ChildPolicy,
+        rng: RNGLike | Sequence[int],
+    ) -> None:
         super().__init__(draft, law, dev, dtype, batch, layout)
         self.branch, self.branch_tokens = list(branch), np.asarray(branch_tokens)
         self.children = get_child_policy(children)
@@ -68,19 +91,38 @@ class ForcedDrafter(ModelDrafter):
         self.logw += logw
         return out
 
-    def level_tokens(self, depth, tokens, laws, level_start):
+    def level_tokens(
+        self, depth: int, tokens: torch.Tensor, laws: torch.Tensor, level_start: int
+    ) -> torch.Tensor:
         if self.active and depth <= len(self.branch):
             po = int(self.layout.parent_offset[int(self.layout.offset[self.branch[depth - 1]])])
             tokens = self._force(depth, tokens, laws[:, po], level_start)
         return tokens
 
-    def laws(self, batch, node_tokens, K, children, u_draft, present_root):
+    def laws(
+        self,
+        batch: Any,
+        node_tokens: torch.Tensor,
+        K: int,
+        children: ChildPolicy,
+        u_draft: torch.Tensor,
+        present_root: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
         out = super().laws(batch, node_tokens, K, children, u_draft, present_root)
         self.active = False
         return out
 
 
-def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon, seed=0):
+def forced_tree_weights(
+    target: CausalLM,
+    draft: CausalLM,
+    verifier: str | Verifier,
+    tree: DraftTree,
+    paths: np.ndarray,
+    n_prompt: int,
+    horizon: int,
+    seed: int = 0,
+) -> np.ndarray:
     r"""Round emission weights ``[N, T, D + 1]`` on a branching tree, one forced run per node.
 
     Each (round start ``n``, node ``v``) is one decoder run over all paths (prompts
@@ -139,7 +181,7 @@ def forced_tree_weights(target, draft, verifier, tree, paths, n_prompt, horizon,
                 return v.verify(tree_, tokens, tl, dl, ua, uf)
 
             rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
-            kwargs = {} if j == 0 else {"drafter": make}
+            kwargs: dict[str, Any] = {} if j == 0 else {"drafter": make}
             tree_generate(
                 target,
                 draft,

@@ -55,16 +55,31 @@ check the two agree.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
 from .trees import _child_counts, by_depth
 
+if TYPE_CHECKING:
+    from ..trees import DraftTree
+    from ..verifiers.base import Verifier
+
 __all__ = ["round_weights", "emission_dp", "sampled_round_weights"]
 
 
-def round_weights(tree, tokens, target_laws, accept, final, path_tokens, left):
+def round_weights(
+    tree: DraftTree,
+    tokens: np.ndarray,
+    target_laws: np.ndarray,
+    accept: np.ndarray,
+    final: np.ndarray,
+    path_tokens: np.ndarray,
+    left: np.ndarray,
+) -> np.ndarray:
     r"""Unbiased one-tree estimates ``w [R, D + 1]`` of the round emission weights.
 
     Parameters
@@ -130,7 +145,7 @@ def round_weights(tree, tokens, target_laws, accept, final, path_tokens, left):
     return w
 
 
-def emission_dp(weights, horizon):
+def emission_dp(weights: np.ndarray, horizon: int) -> np.ndarray:
     r"""``E[target calls | path] [N]`` from round emission weights ``weights [N, T, D + 1]``.
 
     ``weights[:, n, j]`` = ``w(n, j)`` of the module docstring (round starting after ``n``
@@ -160,7 +175,16 @@ def emission_dp(weights, horizon):
     return calls
 
 
-def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees=1, seed=0):
+def sampled_round_weights(
+    run: Callable[..., Any],
+    verifier: str | Verifier,
+    tree: DraftTree,
+    paths: np.ndarray,
+    n_prompt: int,
+    horizon: int,
+    n_trees: int = 1,
+    seed: int = 0,
+) -> np.ndarray:
     r"""Round emission weights ``[N, T, D + 1]`` averaged over ``n_trees`` trees per round start.
 
     Parameters
@@ -217,7 +241,9 @@ def sampled_round_weights(run, verifier, tree, paths, n_prompt, horizon, n_trees
     return out
 
 
-def wo_node_laws_pruned(target, draft, k, min_prob=1e-8, chunk=64):
+def wo_node_laws_pruned(
+    target: np.ndarray, draft: np.ndarray, k: int, min_prob: float = 1e-8, chunk: int = 64
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Per-node laws of recursive rejection without replacement, rejected prefixes pruned.
 
     As :meth:`WithoutReplacement().node_laws <spectheory.verifiers.children.WithoutReplacement.node_laws>` (``accept [k, S, V]`` and
@@ -268,7 +294,13 @@ def wo_node_laws_pruned(target, draft, k, min_prob=1e-8, chunk=64):
     return A, np.clip(t_all - A.sum(0), 0.0, None), dropped
 
 
-def pruned_wo_tables(target_laws, draft_laws, tokens, tree, min_prob=1e-8):
+def pruned_wo_tables(
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    tokens: np.ndarray,
+    tree: DraftTree,
+    min_prob: float = 1e-8,
+) -> tuple[dict, np.ndarray]:
     """Tables of :func:`spectheory.validation.trees.tree_round_dp` for ``tree_rrs_wo`` from
     :func:`wo_node_laws_pruned` (laws along target paths, as
     :func:`spectheory.validation.trees.draft_tables`); returns ``(tables, dropped)`` with
@@ -292,7 +324,17 @@ def pruned_wo_tables(target_laws, draft_laws, tokens, tree, min_prob=1e-8):
     return out, worst
 
 
-def forced_path_weights(run, verifier, depth, paths, n_prompt, horizon, target_laws, draft_laws, seed=0):
+def forced_path_weights(
+    run: Callable[..., Any],
+    verifier: str | Verifier,
+    depth: int,
+    paths: np.ndarray,
+    n_prompt: int,
+    horizon: int,
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    seed: int = 0,
+) -> np.ndarray:
     r"""Round emission weights ``[N, T, D + 1]`` for a *single-path* tree by forcing the path.
 
     For a path tree (one child per node, any child policy reduces to the draft law ``q``) the

@@ -29,6 +29,9 @@ decoder's first rounds in separate runs.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
 from ..trees import DraftTree
@@ -36,6 +39,11 @@ from ..verifiers.base import get_verifier
 from ..verifiers.children import get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree
+
+if TYPE_CHECKING:
+    from ..trees import DraftTree
+    from ..verifiers.base import Verifier
+    from ..verifiers.children import ChildPolicy
 
 __all__ = [
     "node_acceptance",
@@ -46,7 +54,14 @@ __all__ = [
 ]
 
 
-def node_acceptance(target_laws, draft_laws, tokens, k, children, chunk=4096):
+def node_acceptance(
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    tokens: np.ndarray,
+    k: int,
+    children: ChildPolicy | str,
+    chunk: int = 4096,
+) -> tuple[np.ndarray, np.ndarray]:
     r"""``(a [k, M], res [M])``: ``A_j(x)/p(x)`` and ``R(x)/p(x)`` per row.
 
     ``target_laws, draft_laws [M, V]`` are the laws at ``M`` prefixes and ``tokens [M]`` the
@@ -74,7 +89,7 @@ def node_acceptance(target_laws, draft_laws, tokens, k, children, chunk=4096):
     return a, res
 
 
-def tree_round_dp(tree, tables, T):
+def tree_round_dp(tree: DraftTree, tables: dict, T: int) -> dict[str, np.ndarray]:
     r"""Exact expected round statistics per path given per-node acceptances.
 
     Parameters
@@ -139,7 +154,7 @@ def tree_round_dp(tree, tables, T):
     return {"target_calls": calls, "accepted": acc, "first_accepted": first}
 
 
-def first_round_prediction(run, verifier, tree):
+def first_round_prediction(run: Callable[..., Any], verifier: str | Verifier, tree: DraftTree) -> np.ndarray:
     r"""Exact expected first-round accepted length per sequence, from the decoder's own trees.
 
     ``run(rule)`` must call the decoder with the callable ``rule`` (child policy = the
@@ -162,7 +177,7 @@ def first_round_prediction(run, verifier, tree):
     return seen[0]
 
 
-def broken_tree_rule(children="iid"):
+def broken_tree_rule(children: ChildPolicy | str = "iid") -> Callable[..., Any]:
     """WRONG on purpose: recursive rejection (:class:`~spectheory.verifiers.tree_rules.RecursiveRejectionTree`
     on ``children``) whose correction is drawn from the target law at the node instead of the
     residual (built on the library's rule)."""
@@ -178,7 +193,9 @@ def broken_tree_rule(children="iid"):
     return rule
 
 
-def tree_two_token_samples(generate, prompt, n_samples, seed=0, batch_size=2048):
+def tree_two_token_samples(
+    generate: Callable[..., Any], prompt: Sequence[int], n_samples: int, seed: int = 0, batch_size: int = 2048
+) -> np.ndarray:
     """``n_samples`` pairs of new tokens ``[n, 2]`` from ``generate(prompts, seed) -> GenerationResult``
     (2 new tokens per prompt; sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, as in one
     unbatched call)."""
@@ -192,7 +209,7 @@ def tree_two_token_samples(generate, prompt, n_samples, seed=0, batch_size=2048)
     return np.concatenate(out).astype(np.int64)
 
 
-def check_tree(tree):
+def check_tree(tree: DraftTree) -> DraftTree:
     if not isinstance(tree, DraftTree):
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
     return tree
@@ -202,7 +219,7 @@ def _child_counts(tree):
     return sorted({len(k) for k in tree.children if k})
 
 
-def by_depth(a, res, depth):
+def by_depth(a: np.ndarray, res: np.ndarray, depth: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-position acceptances ``a [k, N, T]`` and residual factors ``res [N, T]`` arranged by
     node depth for every round start: ``A[:, :, n, d] = a[:, :, n + d]`` (zero past the horizon),
     ``R[:, n, d] = res[:, n + d]`` (one past it). Returns ``(A [k, N, T, D], R [N, T, D])``."""
@@ -215,7 +232,13 @@ def by_depth(a, res, depth):
     return A, R
 
 
-def draft_tables(target_laws, draft_laws, tokens, tree, children):
+def draft_tables(
+    target_laws: np.ndarray,
+    draft_laws: np.ndarray,
+    tokens: np.ndarray,
+    tree: DraftTree,
+    children: ChildPolicy | str,
+) -> dict:
     """Tables of :func:`tree_round_dp` for a draft model: laws along target paths.
 
     ``target_laws, draft_laws [N, T, V]``: the laws before generated token ``m`` on each
@@ -239,7 +262,13 @@ def draft_tables(target_laws, draft_laws, tokens, tree, children):
     return out
 
 
-def medusa_tables(target_laws, head_laws, tokens, tree, children):
+def medusa_tables(
+    target_laws: np.ndarray,
+    head_laws: np.ndarray,
+    tokens: np.ndarray,
+    tree: DraftTree,
+    children: ChildPolicy | str,
+) -> dict:
     """Tables of :func:`tree_round_dp` for Medusa heads.
 
     ``head_laws [N, T, K, V]``: for a round starting after ``n`` generated tokens, the

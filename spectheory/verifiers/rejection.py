@@ -30,13 +30,19 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law, as_law_pair, check_int, check_prob
+from .._typing import RNGLike
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio, sample_categorical
 from ._positional import _categorical, per_kernel
 from .base import Verifier
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = [
     "standard_acceptance",
@@ -71,7 +77,7 @@ def _ratio(t, d):
     return safe_ratio(t, d)
 
 
-def standard_acceptance(target, draft) -> np.ndarray:
+def standard_acceptance(target: ArrayLike, draft: ArrayLike) -> np.ndarray:
     r"""Acceptance :math:`b(x) = \min(1, p(x)/q(x))` of speculative sampling (1 where q = 0).
 
     Examples
@@ -84,7 +90,7 @@ def standard_acceptance(target, draft) -> np.ndarray:
     return np.minimum(1.0, _ratio(t, d))
 
 
-def scaled_acceptance(target, draft, scale) -> np.ndarray:
+def scaled_acceptance(target: ArrayLike, draft: ArrayLike, scale: float) -> np.ndarray:
     r"""Scaled-down acceptance :math:`b(x) = s \min(1, p(x)/q(x))`, ``scale = s`` in [0, 1].
 
     With its unique unbiased rejection law it is unbiased and rejects with probability
@@ -122,7 +128,12 @@ class RejectionStep:
     loss: np.ndarray
 
 
-def rejection_step(target, draft, accept, rejection) -> RejectionStep:
+def rejection_step(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    rejection: ArrayLike,
+) -> RejectionStep:
     r"""Exact law and rejection probability of one rejection-based step.
 
     Parameters
@@ -159,7 +170,12 @@ def rejection_step(target, draft, accept, rejection) -> RejectionStep:
     return RejectionStep(a, rho[()], P, out, loss[()])
 
 
-def unbiased_rejection_law(target, draft, accept, atol: float = UNBIASED_ATOL) -> np.ndarray:
+def unbiased_rejection_law(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    atol: float = UNBIASED_ATOL,
+) -> np.ndarray:
     r"""The unique rejection law making ``accept`` unbiased: :math:`P = (p - q b)/\rho`.
 
     It exists iff :math:`q b \le p` pointwise (within ``atol``); when :math:`\rho = 0`
@@ -195,7 +211,9 @@ def _gap_law(t, a):
     return normalize_or(np.maximum(t - a, 0.0), t)[0]
 
 
-def optimal_rejection_law(target, draft, accept) -> np.ndarray:
+def optimal_rejection_law(
+    target: ArrayLike, draft: ArrayLike, accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike
+) -> np.ndarray:
     r"""Rejection law :math:`P^* = \mathrm{norm}(\max(p - q b, 0))` minimising the TV loss.
 
     Equal to :func:`unbiased_rejection_law` whenever that exists; defined for every ``b``
@@ -206,14 +224,26 @@ def optimal_rejection_law(target, draft, accept) -> np.ndarray:
     return _gap_law(t, d * _check_accept(accept, t.shape))
 
 
-def is_unbiased(target, draft, accept, rejection, atol: float = UNBIASED_ATOL):
+def is_unbiased(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    rejection: ArrayLike,
+    atol: float = UNBIASED_ATOL,
+) -> np.ndarray | bool:
     """True where the output law ``q b + rho P`` equals ``target`` within ``atol`` (per row)."""
     step = rejection_step(target, draft, accept, rejection)
     t = as_law(target, "target")
     return np.all(np.abs(step.output - t) <= atol, axis=-1)[()]
 
 
-def rejection_verify(accept_prob, rejection_law, draft_token, u_accept, u_rejection):
+def rejection_verify(
+    accept_prob: ArrayLike,
+    rejection_law: ArrayLike,
+    draft_token: ArrayLike,
+    u_accept: ArrayLike,
+    u_rejection: ArrayLike,
+) -> tuple[np.ndarray, np.ndarray]:
     """The rule itself, on hand-given uniforms (no randomness inside).
 
     Parameters
@@ -243,7 +273,14 @@ def rejection_verify(accept_prob, rejection_law, draft_token, u_accept, u_reject
     return np.where(rejected, y, np.asarray(draft_token)), rejected
 
 
-def sample_rejection_step(target, draft, accept, rejection, size, rng=None):
+def sample_rejection_step(
+    target: ArrayLike,
+    draft: ArrayLike,
+    accept: Callable[[np.ndarray, np.ndarray], np.ndarray] | ArrayLike,
+    rejection: ArrayLike,
+    size: int,
+    rng: RNGLike = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """Draw ``size`` independent steps of a rejection-based verifier at one position.
 
     Draws the draft tokens and the uniforms, then calls :func:`rejection_verify`.
@@ -314,14 +351,14 @@ class RejectionRule(Verifier):
         law = np.where(rejected[:, None], P[rows, jc], t[rows, k])
         return j, sample_categorical(law, u_final)
 
-    def phase_masses(self, chain):
+    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool]:
         masses = per_kernel(chain, self.masses)
         return (lambda n, i: masses(n)[0]), (lambda n, i: masses(n)[1]), False
 
     def __repr__(self) -> str:
         return f"RejectionRule(name={self.name!r}, rejection={self.rejection!r})"
 
-    def tables(self, target, draft):
+    def tables(self, target: np.ndarray, draft: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(b, P, rho)`` for kernels ``[S, V]``."""
         t = np.asarray(target, dtype=np.float64)
         b = _check_accept(self.accept(target, draft), t.shape, ACCEPT_ATOL)
@@ -342,7 +379,7 @@ class RejectionRule(Verifier):
         rho = np.clip(1.0 - (draft * b).sum(-1), 0.0, 1.0)
         return b, P, rho
 
-    def masses(self, target, draft):
+    def masses(self, target: np.ndarray, draft: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(accepted mass q b, rejected mass rho P)``, each ``[S, V]``."""
         b, P, rho = self.tables(target, draft)
         return draft * b, rho[..., None] * P
@@ -353,13 +390,20 @@ def standard_rule() -> RejectionRule:
     return RejectionRule(standard_acceptance, "unbiased", "standard")
 
 
-def scaled_rule(scale) -> RejectionRule:
+def scaled_rule(scale: float) -> RejectionRule:
     """Unbiased rule with acceptance ``scale * min(1, p/q)`` and its unique rejection law."""
     s = float(check_prob(scale, "scale"))
     return RejectionRule(lambda t, d: s * standard_acceptance(t, d), "unbiased", f"scaled({s:g})")
 
 
-def rule_expected_rejections(chain, horizon, rule, gamma=None, bonus=True, method="direct"):
+def rule_expected_rejections(
+    chain: DecodingChain,
+    horizon: int,
+    rule: RejectionRule,
+    gamma: int | None = None,
+    bonus: bool = True,
+    method: str = "direct",
+) -> float:
     r"""Exact expected rejections of a rejection-based rule over ``horizon`` tokens.
 
     With ``bonus=False`` every position is a check whatever ``gamma`` is, and so with
