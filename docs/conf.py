@@ -100,6 +100,8 @@ nitpick_ignore_regex = [
     (r"py:.*", rf"({'|'.join(re.escape(m) for m in _EXTERNAL)})(\..*)?"),
     # the short forms annotations take once ``from numpy.typing import ArrayLike`` etc. ran
     (r"py:class", r"(ArrayLike|NDArray|Generator|Tensor)"),
+    # the stopping engines' private kernel tables, which their helpers' annotations name
+    (r"py:class", r"(spectheory\.stopping\._kernels\.)?Kernels"),
 ]
 
 # -- HTML --------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ tree verifier (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``, ``traversal``,
 
 from __future__ import annotations
 
+import argparse
 import json
 from typing import TYPE_CHECKING
 
@@ -48,7 +49,7 @@ def parse_tree_shape(shape: str, accuracies: ArrayLike | None = None) -> DraftTr
         raise ValueError(f"--tree: expected AxBxC, pathN or sparseN, got {shape!r}") from None
 
 
-def run_tree_decode(args) -> int:
+def run_tree_decode(args: argparse.Namespace) -> int:
     """Tree decoding of ``args.prompt``; prints the text and the measured statistics."""
     from ..decoder import load_model
     from ..decoder.medusa import load_heads, medusa_generate, typical_rule

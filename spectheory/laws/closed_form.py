@@ -23,6 +23,7 @@ powers, never as a ratio) and raise ``ValueError`` for bad input.
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._deprecation import moved_names
 from .._guards import check_int, check_nonneg, check_prob
@@ -44,7 +45,7 @@ def _geom_sum(alpha: np.ndarray, n_terms: int) -> np.ndarray:
     return powers.sum(axis=-1)
 
 
-def iid_tokens_per_call(alpha, gamma):
+def iid_tokens_per_call(alpha: ArrayLike, gamma: int) -> np.ndarray | float:
     r"""Expected tokens produced per target call, :math:`(1 - \alpha^{\gamma+1}) / (1 - \alpha)`.
 
     Parameters
@@ -71,18 +72,18 @@ def iid_tokens_per_call(alpha, gamma):
     return _geom_sum(a, g + 1)[()]
 
 
-def iid_mean_accepted(alpha, gamma):
+def iid_mean_accepted(alpha: ArrayLike, gamma: int) -> np.ndarray | float:
     r"""Mean accepted draft tokens per round, :math:`\alpha(1 - \alpha^\gamma)/(1 - \alpha)`."""
     return iid_tokens_per_call(alpha, gamma) - 1.0
 
 
-def iid_causal_acceptance(alpha, gamma):
+def iid_causal_acceptance(alpha: ArrayLike, gamma: int) -> np.ndarray | float:
     r"""Accepted over drafted tokens, :math:`\alpha(1 - \alpha^\gamma) / (\gamma(1 - \alpha))`."""
     g = check_int(gamma, "gamma", 1)
     return iid_mean_accepted(alpha, g) / g
 
 
-def iid_speedup(alpha, gamma, c):
+def iid_speedup(alpha: ArrayLike, gamma: int, c: ArrayLike) -> np.ndarray | float:
     r"""Expected walltime improvement factor over plain decoding.
 
     .. math:: S(\alpha, \gamma, c) = \frac{1 - \alpha^{\gamma+1}}{(1 - \alpha)(\gamma c + 1)},
@@ -105,7 +106,7 @@ def _gains(a: float, c: float, g: int) -> bool:
     return a ** (g + 1) * ((1.0 - a) * (g * c + 1.0) + c) > c
 
 
-def iid_optimal_gamma(alpha, c, max_gamma: int | None = None) -> int:
+def iid_optimal_gamma(alpha: float, c: float, max_gamma: int | None = None) -> int:
     r"""Integer :math:`\gamma \ge 1` maximising :func:`iid_speedup`.
 
     With :math:`E(\gamma) = \sum_{i \le \gamma}\alpha^i` and :math:`D(\gamma) = \gamma c + 1`,
@@ -181,7 +182,7 @@ def _bisect(a, c, lo, hi):
     return hi
 
 
-def iid_accepted_count_law(alpha, gamma) -> np.ndarray:
+def iid_accepted_count_law(alpha: ArrayLike, gamma: int) -> np.ndarray:
     r"""Law of the accepted count :math:`N \in \{0, \dots, \gamma\}` of one round.
 
     Returns
@@ -203,7 +204,7 @@ def iid_accepted_count_law(alpha, gamma) -> np.ndarray:
     return law
 
 
-def iid_operations_factor(alpha, gamma, c_hat):
+def iid_operations_factor(alpha: ArrayLike, gamma: int, c_hat: ArrayLike) -> np.ndarray | float:
     r"""Expected factor of increase in arithmetic operations (Leviathan et al., Thm 3.11).
 
     .. math:: \frac{(1 - \alpha)(\gamma \hat c + \gamma + 1)}{1 - \alpha^{\gamma+1}},

@@ -4,13 +4,14 @@ chi-square with small cells pooled (samples against an exact law)."""
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..rounds.stats import mean_and_se
 
 __all__ = ["mean_and_se", "pooled_chisquare"]
 
 
-def pooled_chisquare(samples, law, min_expected=5.0):
+def pooled_chisquare(samples: ArrayLike, law: ArrayLike, min_expected: float = 5.0) -> dict:
     """Pearson chi-square of categorical ``samples`` against ``law`` with small cells pooled.
 
     Cells with expected count ``n * law < min_expected`` are merged into one cell (kept
@@ -64,6 +65,7 @@ def pooled_chisquare(samples, law, min_expected=5.0):
     stat = float(((obs - exp) ** 2 / exp).sum())
     dof = max(len(obs) - 1, 1)
     from scipy import stats as _stats  # slow to import: only when a test statistic is asked for
+
     return {
         "statistic": stat,
         "dof": int(dof),

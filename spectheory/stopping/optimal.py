@@ -22,15 +22,23 @@ exists (a partially observed problem); they are evaluated exactly, and compared 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+    from .cost import Cost
+    from .policies import Policy
 
 __all__ = [
     "optimal_policy",
@@ -45,14 +53,14 @@ INFORMATION = ("state", "path")
 
 
 def optimal_policy(
-    chain,
-    horizon,
-    cost=None,
-    information="state",
-    max_depth=DEFAULT_MAX_DEPTH,
+    chain: DecodingChain,
+    horizon: int,
+    cost: Cost | float | None = None,
+    information: str = "state",
+    max_depth: int = DEFAULT_MAX_DEPTH,
     *,
-    max_nodes=2_000_000,
-    progress=None,
+    max_nodes: int = 2_000_000,
+    progress: bool | None = None,
 ) -> PolicyValue:
     r"""The exact optimum over draft-length policies with the given information, over ``horizon`` tokens.
 
@@ -106,7 +114,13 @@ def optimal_policy(
 
 
 def compare_policies(
-    chain, policies, horizon, cost=None, information=("state", "path"), max_depth=DEFAULT_MAX_DEPTH, **kwargs
+    chain: DecodingChain,
+    policies: Sequence[Policy],
+    horizon: int,
+    cost: Cost | float | None = None,
+    information: Sequence[str] = ("state", "path"),
+    max_depth: int = DEFAULT_MAX_DEPTH,
+    **kwargs: Any,
 ) -> list[dict]:
     """Each policy's exact value and its time as a ratio to each optimum (``time / optimum time``).
 
@@ -181,7 +195,9 @@ def _gain(P, r):
     return sol[0], h
 
 
-def long_run_optimum(chain, cost=None, max_depth=64, *, max_iter=200) -> LongRunResult:
+def long_run_optimum(
+    chain: DecodingChain, cost: Cost | float | None = None, max_depth: int = 64, *, max_iter: int = 200
+) -> LongRunResult:
     r"""Maximum long-run tokens per unit time over round-start policies ``k(s)``, by Dinkelbach's method.
 
     The rate of a stationary policy is a ratio of expectations per round under the
@@ -254,7 +270,7 @@ def _round_start_tables(chain, cost, D):
     return trans, tokens, cost.c * np.arange(1, D + 1) + cost.call_times(D)
 
 
-def long_run_rate(chain, lengths, cost=None) -> float:
+def long_run_rate(chain: DecodingChain, lengths: int | ArrayLike, cost: Cost | float | None = None) -> float:
     """Long-run tokens per unit time of drafting ``lengths[s]`` tokens from round-start state ``s`` (an int: fixed gamma).
 
     ``g(e) / g(tau)`` under the stationary law of round starts (``docs/stopping.md``, Theorem 3).

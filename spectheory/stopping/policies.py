@@ -278,4 +278,6 @@ def leviathan_policy(
 
     T = chain.check_horizon(horizon)
     alpha = float(np.clip(1.0 - chain.tv_profile(T).mean(), 0.0, 1.0))
-    return FixedGamma(iid_optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1)))
+    return FixedGamma(
+        iid_optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1))
+    )

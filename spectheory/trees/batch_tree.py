@@ -35,13 +35,19 @@ proposable, but needs ``M >> 1e4`` drafts before the finite-``M`` values approac
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._guards import check_int
+from .._typing import RNGLike
 from ..exact.result import ProtocolResult
 from ..verifiers.children import IID
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
 
 __all__ = [
     "BatchTreeResult",
@@ -115,7 +121,9 @@ def _tables(target, draft, M):
     return G, Rc
 
 
-def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeResult:
+def batch_tree_expected(
+    chain: DecodingChain, horizon: int, M: float, gamma: int | None = None, bonus: bool = True
+) -> BatchTreeResult:
     r"""Exact expectations of batch decoding with ``M`` drafts, tree reading.
 
     ``M = numpy.inf`` gives the limit. Defaults (``gamma=None``, ``bonus=True``) match
@@ -136,8 +144,8 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeR
     M = _check_M(M)
     G_ = T if gamma is None else check_int(gamma, "gamma", 1)
     S = chain.n_states
-    C = 1 if np.isinf(M) else M + 1
-    c0 = 0 if np.isinf(M) else M
+    C = 1 if np.isinf(M) else int(M) + 1
+    c0 = 0 if np.isinf(M) else int(M)
     ns = chain.next_state
     starts = np.zeros((T + 1, S))
     starts[0] = chain.initial
@@ -180,7 +188,7 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeR
                 push(end[:, None] * chain.kernels(n0 + k)[0], n0 + k + 1)
             else:
                 starts[n0 + k] += end
-    k = np.minimum(G_, T - np.arange(T))
+    k_round = np.minimum(G_, T - np.arange(T))
     return BatchTreeResult(
         horizon=T,
         gamma=G_,
@@ -190,12 +198,12 @@ def batch_tree_expected(chain, horizon, M, gamma=None, bonus=True) -> BatchTreeR
         accepted_counts=counts,
         # every position emits one token: accepted, a correction or a bonus token
         bonus_tokens=float(T - np.arange(G_ + 1) @ counts - prof.sum()) if bonus else 0.0,
-        round_drafts=np.full(T, np.inf) if np.isinf(M) else M * k,
+        round_drafts=np.full(T, np.inf) if np.isinf(M) else M * k_round,
         M=M,
     )
 
 
-def batch_tree_limit_mass(chain, horizon) -> float:
+def batch_tree_limit_mass(chain: DecodingChain, horizon: int) -> float:
     r""":math:`\sum_{n<T} E_{p}[p_n(\{x: q_n(x) = 0\})]`: the target mass the draft cannot
     propose, summed over target-distributed prefixes (the tree reading's ``M -> inf``
     limit with ``gamma=None``, ``bonus=False``)."""
@@ -208,7 +216,15 @@ def batch_tree_limit_mass(chain, horizon) -> float:
     return out
 
 
-def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=True) -> dict:
+def simulate_batch_tree(
+    chain: DecodingChain,
+    horizon: int,
+    M: int,
+    n_runs: int,
+    gamma: int | None = None,
+    rng: RNGLike = None,
+    bonus: bool = True,
+) -> dict:
     """Deprecated: ``st.simulate(chain, horizon, BatchRound(M, gamma, reading="tree"), n_runs, rng)``.
 
     Monte Carlo of the tree reading with ``M`` actual draft sequences per round (the
@@ -236,7 +252,9 @@ def simulate_batch_tree(chain, horizon, M, n_runs, gamma=None, rng=None, bonus=T
     return {"rejections": res.rejections, "target_calls": res.target_calls, "accepted": res.accepted}
 
 
-def batch_readings(chain, horizon, Ms, gamma=None, bonus=True) -> dict:
+def batch_readings(
+    chain: DecodingChain, horizon: int, Ms: Sequence[int], gamma: int | None = None, bonus: bool = True
+) -> dict:
     """Both readings' exact expected rejections for each ``M`` in ``Ms`` (``inf`` allowed).
 
     Returns ``{"M": [...], "first_token": [...], "tree": [...]}``.
