@@ -17,6 +17,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from sphinx.application import Sphinx
+
 DOCS = Path(__file__).resolve().parent
 ROOT = DOCS.parent
 sys.path[:0] = [str(ROOT), str(DOCS / "_ext")]
@@ -121,7 +123,7 @@ if _MATHJAX is not None and (_MATHJAX / "tex-svg.js").exists():
     mathjax_path = "mathjax/tex-svg.js"
 
 
-def _copy_mathjax(app, exc) -> None:
+def _copy_mathjax(app: Sphinx, exc: Exception | None) -> None:
     if exc is None and _MATHJAX is not None and app.builder.format == "html":
         target = Path(app.outdir) / "_static" / "mathjax"
         target.mkdir(parents=True, exist_ok=True)
@@ -131,7 +133,7 @@ def _copy_mathjax(app, exc) -> None:
 _RST_ROLE = re.compile(r"(?<![\w`]):(func|class|mod|meth|attr|data|obj|exc):(`[^`]+`)")
 
 
-def _myst_roles(app, docname: str, source: list[str]) -> None:
+def _myst_roles(app: Sphinx, docname: str, source: list[str]) -> None:
     """The notes (docs/*.md) write Sphinx roles as in docstrings, ``:class:`X```; MyST spells
     them ``{class}`X```. They are rewritten when read (outside fenced code), so they render as
     links and the nitpicky build checks them, while the files stay as GitHub shows them."""
@@ -141,7 +143,7 @@ def _myst_roles(app, docname: str, source: list[str]) -> None:
     source[0] = "".join(p if i % 2 else _RST_ROLE.sub(r"{\1}\2", p) for i, p in enumerate(parts))
 
 
-def setup(app) -> None:
+def setup(app: Sphinx) -> None:
     app.connect("build-finished", _copy_mathjax)
     app.connect("source-read", _myst_roles)
     # docs/architecture.md draws its call graphs as ```mermaid blocks (GitHub renders them); the

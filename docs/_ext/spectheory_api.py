@@ -26,10 +26,17 @@ import re
 import sys
 import types
 import typing
+from collections.abc import Hashable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 from sphinx.util import logging
+
+if TYPE_CHECKING:
+    from docutils.nodes import Element
+    from sphinx.application import Sphinx
+    from sphinx.environment import BuildEnvironment
 
 LOG = logging.getLogger(__name__)
 ROOT_PACKAGE = "spectheory"
@@ -68,7 +75,7 @@ def public_names(package: types.ModuleType) -> list[str]:
     return list(names)
 
 
-def _key(obj, name):
+def _key(obj: Any, name: str) -> Hashable:
     """Identity of a documented object: the object itself for classes, functions and modules
     (a bound or class method counts as its function); for a constant (an int, a dict) its name
     as well, since small constants are shared."""
@@ -131,7 +138,7 @@ def imported_names(module_name: str) -> dict[str, str]:
     return out
 
 
-def _is_typing_construct(obj) -> bool:
+def _is_typing_construct(obj: Any) -> bool:
     """A type variable or a type alias (``RNGLike = int | Generator | None``): no page of its own."""
     return isinstance(obj, (typing.TypeVar, types.GenericAlias, types.UnionType)) or type(obj).__module__ in (
         "typing",
@@ -185,7 +192,7 @@ class Reference:
             names = [n for n in module_members(module) if n not in self.exports.get(mod_name, [])]
             self.members[mod_name] = [n for n in names if self._claim(getattr(module, n), f"{mod_name}.{n}")]
 
-    def _claim(self, obj, full: str) -> bool:
+    def _claim(self, obj: Any, full: str) -> bool:
         """Make ``full`` the documented name of ``obj`` (and of its own members) if it has none."""
         key = _key(obj, full)
         if key in self.canonical:
@@ -197,7 +204,7 @@ class Reference:
                     self.canonical[_key(member, attr)] = f"{full}.{attr}"
         return True
 
-    def documented(self, obj, name: str) -> str | None:
+    def documented(self, obj: Any, name: str) -> str | None:
         return self.canonical.get(_key(obj, name))
 
     # -- pages -----------------------------------------------------------------------------
@@ -275,7 +282,7 @@ class Reference:
         head = self._title("Module members", "-")
         return head + "\n".join(self._object(module, n, self.modules[module]) for n in self.members[module])
 
-    def _object(self, where: str, name: str, namespace=None) -> str:
+    def _object(self, where: str, name: str, namespace: types.ModuleType | None = None) -> str:
         obj = getattr(namespace if namespace is not None else self.packages[where], name)
         lines = [f".. currentmodule:: {where}", ""]
         if isinstance(obj, type) and issubclass(obj, BaseException):
@@ -292,7 +299,7 @@ class Reference:
 
 
 # -- cross-references ------------------------------------------------------------------------
-def _lookup(target: str, namespaces: list[dict]):
+def _lookup(target: str, namespaces: list[dict]) -> Any:
     """The object a dotted ``target`` names: first in the given namespaces, then by import."""
     head, *rest = target.split(".")
     candidates = [ns[head] for ns in namespaces if head in ns]
@@ -317,7 +324,7 @@ def _lookup(target: str, namespaces: list[dict]):
     return None
 
 
-def _namespaces(obj) -> list[dict]:
+def _namespaces(obj: Any) -> list[dict]:
     """Where a name in ``obj``'s docstring is looked up: the class (for a method), the module
     (for a class, the modules of its project bases too: an inherited method's module)."""
     out = []
@@ -335,7 +342,7 @@ def _namespaces(obj) -> list[dict]:
     return out
 
 
-def _source_namespaces(env, node) -> tuple[list[dict], str | None, str | None]:
+def _source_namespaces(env: BuildEnvironment, node: Element) -> tuple[list[dict], str | None, str | None]:
     """Where a short name in the reference ``node`` is looked up; the source's package, module.
 
     The page tells whose docstring holds the reference: an object page
@@ -365,17 +372,19 @@ def _source_namespaces(env, node) -> tuple[list[dict], str | None, str | None]:
     return namespaces, package, getattr(module, "__name__", None)
 
 
-def _foreign(obj) -> bool:
+def _foreign(obj: Any) -> bool:
     """An object another library defines (``pathlib.Path``, ``fractions.Fraction``)."""
     if isinstance(obj, types.ModuleType):
         return not obj.__name__.startswith(ROOT_PACKAGE)
     module = getattr(obj, "__module__", None)
     return (
-        isinstance(obj, (type, types.FunctionType)) and bool(module) and not module.startswith(ROOT_PACKAGE)
+        isinstance(obj, (type, types.FunctionType))
+        and isinstance(module, str)
+        and not module.startswith(ROOT_PACKAGE)
     )
 
 
-def _field_owner(ref: Reference, target: str, node, namespaces: list[dict]) -> str | None:
+def _field_owner(ref: Reference, target: str, node: Element, namespaces: list[dict]) -> str | None:
     """``:attr:`max_depth``` or ``:attr:`RoundOutcome.path```: a dataclass field or a constructor
     argument kept as an attribute is described in its class's docstring (``Attributes`` or
     ``Parameters``), so the reference links to the class."""
@@ -400,7 +409,7 @@ def _field_owner(ref: Reference, target: str, node, namespaces: list[dict]) -> s
     return None
 
 
-def resolve_missing(app, env, node, contnode):
+def resolve_missing(app: Sphinx, env: BuildEnvironment, node: Element, contnode: Element) -> Element | None:
     """Link a reference that Sphinx did not find to the page of the object it names.
 
     A target is found as Python finds it: in the namespace of the docstring's class and module
@@ -413,7 +422,7 @@ def resolve_missing(app, env, node, contnode):
         return None
     text = node.get("reftarget", "")
     target = text.lstrip("~.")
-    ref: Reference = app.spectheory_reference
+    ref = _reference(app)
     namespaces, package, module = _source_namespaces(env, node)
     found = None
     if package and (text.startswith(".") or "." in target):  # a sibling: ``.simulate``, ``abstraction.fit``
@@ -459,7 +468,9 @@ def resolve_missing(app, env, node, contnode):
 RELATIVE = re.compile(r":(?:py:)?(func|class|meth|attr|data|obj|exc|mod):`(~?)(\.[\w.]+)`")
 
 
-def absolute_relative_roles(app, what, name, obj, options, lines) -> None:
+def absolute_relative_roles(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """A relative target (``:mod:`.core```, ``:func:`~.abstraction.fit```) names what it names
     in a relative import: a sibling of the docstring's module (a submodule, for a package's
     docstring). It is written out absolutely here, so that it resolves wherever the text is
@@ -482,7 +493,9 @@ def absolute_relative_roles(app, what, name, obj, options, lines) -> None:
     lines[:] = [RELATIVE.sub(absolute, line) for line in lines]
 
 
-def drop_foreign_docstrings(app, what, name, obj, options, lines) -> None:
+def drop_foreign_docstrings(
+    app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]
+) -> None:
     """A method without a docstring of its own shows no docstring inherited from another
     library (``forward`` would show ``torch.nn.Module.forward``'s, with torch's roles)."""
     if what != "method" or getattr(obj, "__doc__", None) is not None:
@@ -515,7 +528,15 @@ def _expanded_aliases() -> list[tuple[str, str]]:
     return sorted(pairs.items(), key=lambda pair: -len(pair[0]))
 
 
-def shorten_aliases(app, what, name, obj, options, signature, return_annotation):
+def shorten_aliases(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: Any,
+    options: Any,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[str | None, str | None]:
     """Signatures name the aliases (``states: ArrayLike``), not their expansions."""
     for expanded, alias in _expanded_aliases():
         if signature:
@@ -525,7 +546,7 @@ def shorten_aliases(app, what, name, obj, options, signature, return_annotation)
     return signature, return_annotation
 
 
-def mark_summary_sources(app, doctree) -> None:
+def mark_summary_sources(app: Sphinx, doctree: nodes.document) -> None:
     """In an autosummary table, the summary of a row is the first sentence of that row's
     object: its references are marked with the object, to resolve in its namespace."""
     from sphinx import addnodes
@@ -543,13 +564,20 @@ def mark_summary_sources(app, doctree) -> None:
                 ref["spectheory_source"] = heads[0]["reftarget"]
 
 
-def generate(app) -> None:
+_REFERENCES: dict[int, Reference] = {}  # the build's reference, by application
+
+
+def _reference(app: Sphinx) -> Reference:
+    return _REFERENCES[id(app)]
+
+
+def generate(app: Sphinx) -> None:
     ref = Reference()
-    app.spectheory_reference = ref
+    _REFERENCES[id(app)] = ref
     ref.write(Path(app.srcdir))
 
 
-def setup(app):
+def setup(app: Sphinx) -> dict[str, bool]:
     app.connect("builder-inited", generate)
     app.connect("missing-reference", resolve_missing)
     app.connect("doctree-read", mark_summary_sources)

@@ -12,9 +12,13 @@ from __future__ import annotations
 import ast
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
+
+if TYPE_CHECKING:
+    from sphinx.application import Sphinx
 
 OUT = Path("gallery") / "generated"
 FIGURES = Path(__file__).resolve().parents[2] / "figures"
@@ -42,7 +46,7 @@ def title(path: Path) -> str:
     first = caption(path)[0] if caption(path) else path.stem
     sentence = first
     for end in re.finditer(r"[.?](?=\s)", first):
-        word = re.search(r"[\w.]*$", first[: end.start()]).group(0)
+        word = re.findall(r"[\w.]*$", first[: end.start()])[0]
         last = word.split(".")[-1]
         if last not in ("al", "e.g", "i.e") and not (len(last) == 1 and last.isalpha()):
             sentence = first[: end.start() + 1]  # not after "et al." or "i.i.d."
@@ -90,8 +94,9 @@ def _after_docstring(path: Path) -> int:
     """The first line after the module docstring (the caption above already shows it)."""
     tree = ast.parse(path.read_text())
     first = tree.body[0] if tree.body else None
-    docstring = isinstance(first, ast.Expr) and isinstance(getattr(first, "value", None), ast.Constant)
-    return first.end_lineno + 1 if docstring else 1
+    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and first.end_lineno:
+        return first.end_lineno + 1
+    return 1
 
 
 def _index(paths: list[Path]) -> str:
@@ -115,7 +120,7 @@ def _index(paths: list[Path]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def generate(app) -> None:
+def generate(app: Sphinx) -> None:
     out = Path(app.srcdir) / OUT
     out.mkdir(parents=True, exist_ok=True)
     paths = scripts()
@@ -129,7 +134,7 @@ def generate(app) -> None:
             target.write_text(text)
 
 
-def setup(app):
+def setup(app: Sphinx) -> dict[str, bool]:
     app.add_directive("figure-caption", CaptionDirective)
     app.connect("builder-inited", generate)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
