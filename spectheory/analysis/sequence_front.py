@@ -196,7 +196,7 @@ def optimal_sequence_front(
     )
 
 
-def _conditional_tables(forest: PrefixForest, leaves):
+def _conditional_tables(forest: PrefixForest, leaves: np.ndarray) -> Any:
     """Per node of depth ``0..T-1``: the emitted law :math:`O_n(\\cdot \\mid x_{<n})` (rows of
     ``(K V^n, V)``), the target's where the node has no mass."""
     m = forest.node_masses(leaves)
@@ -209,7 +209,7 @@ def _conditional_tables(forest: PrefixForest, leaves):
     return out
 
 
-def _front_point(front: SequenceFront, index):
+def _front_point(front: SequenceFront, index: Any) -> Any:
     if not isinstance(front, SequenceFront):
         raise ValueError(f"front: expected a SequenceFront, got {type(front).__name__}")
     if front.eps.ndim == 0:

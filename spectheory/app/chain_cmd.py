@@ -67,7 +67,7 @@ def add_chain_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="machine-readable output (default: a table)")
 
 
-def _chain_settings(args) -> dict:
+def _chain_settings(args: argparse.Namespace) -> dict:
     """The chain options in effect (for ``--json``), warning about ignored ones."""
     given = {k: getattr(args, k) for k in CHAIN_DEFAULTS if getattr(args, k) is not None}
     if args.chain:
@@ -83,7 +83,7 @@ def _chain_settings(args) -> dict:
     return settings
 
 
-def _settings(args) -> dict:
+def _settings(args: argparse.Namespace) -> dict:
     return {
         **_chain_settings(args),
         "horizon": args.horizon,
@@ -186,7 +186,7 @@ def analyze_table(
     }
 
 
-def _print_table(header, rows) -> None:
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(header)]
     print("  ".join(str(h).rjust(w) for h, w in zip(header, widths)))
     for r in rows:

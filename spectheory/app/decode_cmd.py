@@ -57,7 +57,7 @@ def acceptance_along(
     return torch.minimum(*laws).sum(-1).cpu().numpy()
 
 
-def _settings(args) -> dict:
+def _settings(args: argparse.Namespace) -> dict:
     return {
         "target": "target",
         "draft": args.draft,

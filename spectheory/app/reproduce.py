@@ -164,7 +164,7 @@ def _library_digest() -> str:
     return h.hexdigest()
 
 
-def _digest(step: Step, library: str, root) -> str:
+def _digest(step: Step, library: str, root: str | Path) -> str:
     h = hashlib.sha256(library.encode())
     for path in step.sources(root):
         h.update(path.read_bytes())
@@ -254,7 +254,7 @@ def collect_headlines(out: Path) -> list[dict]:
     return rows
 
 
-def _cell(v) -> str:
+def _cell(v: object) -> str:
     """A markdown table cell: 4 significant digits for floats, pipes escaped."""
     text = f"{v:.4g}" if isinstance(v, float) else str(v)
     return text.replace("|", "\\|")

@@ -27,6 +27,7 @@ import pickle
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -55,12 +56,12 @@ def _call(fn, params):
     return fn(**params)
 
 
-def _load(path: Path):
+def _load(path: Path) -> Any:
     with open(path, "rb") as fh:
         return pickle.load(fh)
 
 
-def _store(path: Path, value) -> None:
+def _store(path: Path, value: Any) -> None:
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     with open(tmp, "wb") as fh:
         pickle.dump(value, fh)

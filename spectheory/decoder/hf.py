@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -65,7 +66,7 @@ def _layers(cache):
     ]
 
 
-def _map_kv(cache, fn) -> None:
+def _map_kv(cache: Any, fn: Callable[[torch.Tensor], torch.Tensor]) -> None:
     """Replace every cached key/value tensor ``t`` (``[B, H, P, D]``) by ``fn(t)``."""
     for obj, k, v in _layers(cache):
         if v is None:  # legacy lists: obj[k] is one tensor
@@ -120,7 +121,7 @@ class HFKVCache:
             )
             self._gather(order)
 
-    def _select(self, _rows, keep: int) -> None:
+    def _select(self, _rows: Any, keep: int) -> None:
         self.position, self.live, self.node = (
             self.position[:, :keep],
             self.live[:, :keep],

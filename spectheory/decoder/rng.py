@@ -54,7 +54,7 @@ def _mix32(x: torch.Tensor) -> torch.Tensor:
     return x ^ (x >> 16)
 
 
-def _hash_lanes(words) -> torch.Tensor:
+def _hash_lanes(words: Sequence[torch.Tensor]) -> torch.Tensor:
     """The two 32-bit hash lanes ``[2, *shape]`` of broadcast int64 words (each in [0, 2**32))."""
     dev = words[0].device
     words = [w.to(dev) for w in words]

@@ -204,7 +204,7 @@ class StatsRecorder:
         """Record one round; arguments are int/bool ndarrays [B]; rows with ``k == 0`` are idle."""
         self.rounds.append(tuple(np.asarray(a, dtype=np.int64) for a in (k, n_accepted, emitted, rejected)))
 
-    def finish(self, verifier: str, bonus: bool, **times) -> DecodeStats:
+    def finish(self, verifier: str, bonus: bool, **times: Any) -> DecodeStats:
         B, R, g = self.batch_size, len(self.rounds), self.gamma
         k, n, e, rej = (
             np.stack([r[i] for r in self.rounds], axis=1) if R else np.zeros((B, 0), np.int64)

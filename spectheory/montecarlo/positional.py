@@ -44,7 +44,16 @@ class _StepRound(Round):
     def verifier_name(self) -> str:
         return self._name
 
-    def play(self, sampler, horizon, n, state, memory, rng, keep_path=False) -> RoundOutcome:
+    def play(
+        self,
+        sampler: Any,
+        horizon: int,
+        n: np.ndarray,
+        state: np.ndarray,
+        memory: Any,
+        rng: np.random.Generator,
+        keep_path: bool = False,
+    ) -> RoundOutcome:
         R = n.shape[0]
         k = np.minimum(self.depth(horizon), horizon - n)
         j = np.zeros(R, dtype=np.int64)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from functools import lru_cache
+from typing import Any
 
 import numpy as np
 
@@ -13,7 +14,7 @@ CALLS, DRAFTS, TTIME, REJECTIONS, BONUS = 0, 1, 2, 3, 4
 N_COMP = 5
 
 
-def time_weights(cost) -> np.ndarray:
+def time_weights(cost: Any) -> np.ndarray:
     """Weights of the value components giving the time ``c * draft steps + target-call time``."""
     w = np.zeros(N_COMP)
     w[DRAFTS], w[TTIME] = cost.c, 1.0

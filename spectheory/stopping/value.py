@@ -124,7 +124,7 @@ class PolicyValue(ExactResult):
         }
 
 
-def _value(T, cost, vec, policy, extra=None) -> PolicyValue:
+def _value(T: int, cost: Any, vec: np.ndarray, policy: Any, extra: dict | None = None) -> PolicyValue:
     return PolicyValue(
         T,
         cost,

@@ -272,7 +272,7 @@ def run_demo(
     return result
 
 
-def _tally(say, result: DemoResult, rounds: int) -> None:
+def _tally(say: Callable[[str], None], result: DemoResult, rounds: int) -> None:
     emitted = len(result.words) - 1
     predicted_words = result.predicted_accepted + rounds
     say(f"  Running tally after {rounds} round{'s' if rounds != 1 else ''}:")

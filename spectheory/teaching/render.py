@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -81,7 +81,7 @@ def _panel(ax, words, law, title, color, mark=None):
     ax.grid(axis="y", alpha=0.3)
 
 
-def _new_figure(ncols: int, width: float = 3.2, height: float = 2.8):
+def _new_figure(ncols: int, width: float = 3.2, height: float = 2.8) -> tuple[Any, Any]:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, check_int
 from .._typing import RNGLike
@@ -206,7 +207,7 @@ def play_round(models: ToyModels, state: int, gamma: int, rng: RNGLike) -> Round
     return record
 
 
-def _accept_all_probs(target, draft, gamma: int) -> np.ndarray:
+def _accept_all_probs(target: ArrayLike, draft: ArrayLike, gamma: int) -> np.ndarray:
     """``f[i - 1, s]`` = P(first i proposals accepted | state s), i = 1..gamma."""
     t, d = as_law_pair(target, draft)
     M = np.minimum(t, d)

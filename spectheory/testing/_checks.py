@@ -20,6 +20,8 @@ of standard token verification under the same protocol.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from ._runner import boundary_run, content_violations, determinism, fmt_call, violation_reason
@@ -33,7 +35,9 @@ N_DETERMINISM = 8
 FORCED = {"low": "0", "high": "their largest value below 1"}
 
 
-def accepted_counts(out, lengths, x, bonus=True, stop_token=None) -> np.ndarray:
+def accepted_counts(
+    out: np.ndarray, lengths: np.ndarray, x: np.ndarray, bonus: bool = True, stop_token: int | None = None
+) -> np.ndarray:
     """Accepted drafts of each round, read according to the protocol (see the module docstring)."""
     n, k = x.shape
     acc = lengths - 1
@@ -57,21 +61,29 @@ def n_tests(inst: Instance, efficiency: bool) -> int:
     return n
 
 
-def cells(counts, probs, V=None, L=1, top=6) -> str:
+def cells(counts: np.ndarray, probs: np.ndarray, V: int | None = None, L: int = 1, top: int = 6) -> str:
     n = counts.sum()
     exp = n * probs
     score = np.where(exp > 0, (counts - exp) ** 2 / np.maximum(exp, 1e-300), np.where(counts > 0, np.inf, 0))
     worst = np.argsort(-score)[:top]
     lines = ["most deviating cells (observed vs expected):"]
     for c in worst:
-        lab = c if L == 1 else tuple(int(v) for v in np.unravel_index(c, (V,) * L))
+        lab = c if L == 1 else tuple(int(v) for v in np.unravel_index(c, (V or 0,) * L))
         lines.append(f"  {lab}: {int(counts[c])} vs {exp[c]:.1f}")
     return "\n".join(lines)
 
 
 def check_instance(
-    inst: Instance, ss, runner, n: int, a_i: float, efficiency: bool, found, bonus=True, stop_token=None
-):
+    inst: Instance,
+    ss: Any,
+    runner: Any,
+    n: int,
+    a_i: float,
+    efficiency: bool,
+    found: dict,
+    bonus: bool = True,
+    stop_token: int | None = None,
+) -> None:
     """Run every check on one instance; append :class:`Finding` objects to ``found[check]``."""
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)

@@ -12,8 +12,10 @@ from __future__ import annotations
 import contextlib
 import sys
 import traceback
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .instances import constant_uniform_rng
 from .reference import PAD
@@ -21,7 +23,7 @@ from .reference import PAD
 __all__ = ["Runner", "fmt_call", "content_violations", "violation_reason", "boundary_run", "determinism"]
 
 
-def fmt_call(tp, dp, x, out=None, rng_note="") -> str:
+def fmt_call(tp: ArrayLike, dp: ArrayLike, x: ArrayLike, out: Any = None, rng_note: str = "") -> str:
     """The call that reproduces one round, as text."""
     with np.printoptions(precision=6, linewidth=100, suppress=False):
         s = (
@@ -159,7 +161,14 @@ def content_violations(
     return out_of_range, wrong_prefix, bonus_off, after_stop
 
 
-def violation_reason(i, oor, wp, bonus_off, after_stop, stop_token) -> str:
+def violation_reason(
+    i: int,
+    oor: np.ndarray,
+    wp: np.ndarray,
+    bonus_off: np.ndarray,
+    after_stop: np.ndarray,
+    stop_token: int | None,
+) -> str:
     """Why row ``i`` is malformed."""
     if oor[i]:
         return "token out of range [0, V)"

@@ -103,7 +103,7 @@ CHECKS = {
 }
 
 
-def _name(verify) -> str:
+def _name(verify: object) -> str:
     return getattr(verify, "__name__", None) or getattr(verify, "name", None) or type(verify).__name__
 
 

@@ -151,7 +151,7 @@ class Report:
         return head + "\n" + "\n".join(str(c) for c in self.checks)
 
 
-def _instances(findings) -> list:
+def _instances(findings: Sequence[Finding]) -> list:
     seen = []
     for f in findings:
         base = f.instance.split(" pos ")[0]

@@ -121,7 +121,7 @@ def torch_is_routed() -> bool:
     return bool(_stack)
 
 
-def _bits(dtype) -> int:
+def _bits(dtype: Any) -> int:
     name = str(dtype).replace("torch.", "")
     if name not in BITS:
         raise RuntimeError(f"kit_torch_random: random draws of dtype {dtype} are not supported")

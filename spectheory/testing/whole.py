@@ -264,7 +264,7 @@ def assert_sampler_lossless(sampler: Callable[..., Any], **kwargs: Any) -> Repor
     return report
 
 
-def _example(inst, out=None, note="") -> str:
+def _example(inst: Instance, out: Any = None, note: str = "") -> str:
     s = f"instance {inst.name}: sampler(target_model, draft_model, prefix=[{inst.s0}], k={inst.k}, rng)"
     if out is not None:
         s += f"\noutput = {out}"

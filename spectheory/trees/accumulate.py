@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -69,7 +70,7 @@ class _Accumulator:
         return self.rejection_by_position.sum(0)
 
 
-def _result(acc, T, tree, bonus) -> TreeProtocolResult:
+def _result(acc: _Accumulator, T: int, tree: Any, bonus: bool) -> TreeProtocolResult:
     drafts = np.array([tree.nodes_within(min(tree.max_depth, T - n)) for n in range(T)], dtype=np.int64)
     starts = acc.starts[:T].copy()
     counts = acc.length.copy()

@@ -82,7 +82,7 @@ def tree_rule(
     return _verifier(policy, rule).verify(tree, tokens, target_laws, draft_laws, u_accept, u_final)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name in _OLD_CONSTANTS:
         _warn(
             f"spectheory.trees.rules.{name}",

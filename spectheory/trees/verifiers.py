@@ -31,7 +31,7 @@ Examples
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..verifiers.base import get_verifier, list_verifiers, register_verifier
 from ..verifiers.tree_base import TreeVerifier
@@ -77,7 +77,7 @@ def _tree_verifiers() -> dict:
     return out
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "TREE_VERIFIERS":
         warnings.warn(
             "TREE_VERIFIERS is deprecated; use spectheory.verifiers.list_verifiers(trees=True) and get_verifier",

@@ -30,7 +30,7 @@ def per_kernel(chain, build):
     return get
 
 
-def round_length(gamma, horizon: int, n0: int) -> int:
+def round_length(gamma: int | None, horizon: int, n0: int) -> int:
     """Draft length ``k = min(gamma, T - n0)`` of a round at ``n0`` (``gamma=None``: ``T - n0``)."""
     return horizon - n0 if gamma is None else min(gamma, horizon - n0)
 

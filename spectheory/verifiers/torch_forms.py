@@ -76,7 +76,9 @@ def _gather_pos(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
     return x.gather(1, idx.view(-1, 1, 1).expand(-1, 1, x.shape[-1])).squeeze(1)
 
 
-def _emit(weights: torch.Tensor, fallback: torch.Tensor, u_emit: torch.Tensor, emit: torch.Tensor):
+def _emit(
+    weights: torch.Tensor, fallback: torch.Tensor, u_emit: torch.Tensor, emit: torch.Tensor
+) -> torch.Tensor:
     """Sample ``normalize(weights)`` (or ``fallback`` where weights have no mass) if ``emit``."""
     mass = weights.sum(-1, keepdim=True)
     law = torch.where(mass > 0, weights, fallback)
@@ -84,7 +86,15 @@ def _emit(weights: torch.Tensor, fallback: torch.Tensor, u_emit: torch.Tensor, e
     return torch.where(emit, token, torch.full_like(token, -1))
 
 
-def token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus) -> Verdict:
+def token_verify(
+    target_probs: torch.Tensor,
+    draft_probs: torch.Tensor,
+    draft_tokens: torch.Tensor,
+    k: torch.Tensor,
+    u_accept: torch.Tensor,
+    u_emit: torch.Tensor,
+    allow_bonus: torch.Tensor,
+) -> Verdict:
     """Standard token-level speculative verification (Leviathan et al. 2023; Chen et al. 2023).
 
     Pseudo-code, per row::
@@ -132,7 +142,15 @@ def token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, a
     return Verdict(n, _emit(weights, t_n, u_emit, emit), rejected)
 
 
-def block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus) -> Verdict:
+def block_verify(
+    target_probs: torch.Tensor,
+    draft_probs: torch.Tensor,
+    draft_tokens: torch.Tensor,
+    k: torch.Tensor,
+    u_accept: torch.Tensor,
+    u_emit: torch.Tensor,
+    allow_bonus: torch.Tensor,
+) -> Verdict:
     """Block verification (Sun et al., "Block Verification Accelerates Speculative Decoding").
 
     Pseudo-code, per row with ``g = k`` draft tokens ``X_1..X_g`` (1-based)::

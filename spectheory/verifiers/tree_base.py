@@ -88,10 +88,12 @@ class TreeVerifier(Verifier):
         self.lossless = bool(lossless)
 
     # ----------------------------------------------------------------- the tree rule
-    def _verify(self, tree, x, t, d, ua, uf) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _verify(
+        self, tree: DraftTree, x: np.ndarray, t: np.ndarray, d: np.ndarray, ua: np.ndarray, uf: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise NotImplementedError(f"tree verifier {self.name!r}: define _verify (the pure tree rule)")
 
-    def _outcome_law(self, tree, x, t, d) -> tuple[Any, Any]:
+    def _outcome_law(self, tree: DraftTree, x: np.ndarray, t: np.ndarray, d: np.ndarray) -> tuple[Any, Any]:
         raise NotImplementedError(f"tree verifier {self.name!r}: define _outcome_law (its exact law)")
 
     def verify(
