@@ -10,7 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
+from _torch_models import gpt  # noqa: E402
+
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.decoder.tree_attention import TreeLayout, compact_path, new_tree_cache, tree_logits  # noqa: E402
 from spectheory.decoder.tree_decode import draw_level, resolve_rule, tree_generate  # noqa: E402
@@ -33,15 +34,6 @@ TREES = [
     DraftTree([-1, 0, 1, 0, 3, 3]),
 ]
 VERIFIERS = ["tree_rrs", "tree_rrs_wo", "tree_topk", "traversal", "traversal_iid"]
-
-
-def gpt(seed, n_layer=1, n_embd=16, vocab=256, scale=1.0):
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        m = GPT(GPTConfig(n_layer=n_layer, n_head=2, n_embd=n_embd, block_size=64, vocab_size=vocab)).eval()
-    with torch.no_grad():
-        m.wte.weight.mul_(scale)
-    return m
 
 
 @pytest.fixture(scope="module")

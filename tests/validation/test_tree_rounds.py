@@ -88,7 +88,7 @@ torch = pytest.importorskip("torch")
 
 @pytest.fixture(scope="module")
 def setup():
-    from test_decoder_trees import gpt
+    from _torch_models import gpt
 
     from spectheory.validation.predict import path_statistics, sample_paths
 
