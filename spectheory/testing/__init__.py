@@ -20,6 +20,8 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
   deliberately buggy verifiers and samplers the kit catches (field bugs with their reports).
 * :func:`check_tree_verifier` / :func:`assert_tree_verifier_lossless` -- tree verifiers (a draft
   tree in, accepted path and next token out), with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
+* :func:`check_round` -- the kit on a round object, the one ``st.simulate`` and
+  :func:`spectheory.decoder.generate` take (:mod:`.rounds`).
 
 >>> from spectheory.testing import check_verifier, reference_verify
 >>> check_verifier(reference_verify, n_samples=300).passed
@@ -45,10 +47,12 @@ from .reference import (
     reference_verify,
     reference_verify_batch,
 )
+from .rounds import check_round
 from .trees import TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier, reference_tree_verify
 from .whole import assert_sampler_lossless, check_sampler
 
 __all__ = [
+    "check_round",
     "check_sampler",
     "assert_sampler_lossless",
     "check_verifier",

@@ -1,0 +1,85 @@
+"""``spectheory.decoder.generate``: the real decoder takes the round object ``st.simulate`` takes,
+and plays it token for token as the loop it dispatches to (same seed, same output)."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import spectheory as st  # noqa: E402
+from spectheory.decoder import generate, speculative_generate, tree_generate  # noqa: E402
+from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
+from spectheory.stopping import ConfidenceThreshold, PolicyRound  # noqa: E402
+from spectheory.trees import BatchRound, DraftTree, TreeRound  # noqa: E402
+
+PROMPTS = [[1, 2, 3], [4]]
+N_NEW = 10
+
+
+def gpt(seed):
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64, vocab_size=8)).eval()
+
+
+@pytest.fixture(scope="module")
+def pair():
+    return gpt(0), gpt(1)
+
+
+def same(a, b):
+    assert len(a.tokens) == len(b.tokens)
+    for x, y in zip(a.tokens, b.tokens):
+        np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+    np.testing.assert_array_equal(a.stats.target_calls, b.stats.target_calls)
+    assert a.stats.batch_target_calls == b.stats.batch_target_calls
+
+
+@pytest.mark.parametrize("verifier", ["token", "block"])
+def test_path_round_equals_speculative_generate(pair, verifier):
+    t, d = pair
+    got = generate(t, d, PROMPTS, N_NEW, st.PathRound(3, verifier), seed=5, temperature=0.8)
+    ref = speculative_generate(t, d, PROMPTS, N_NEW, 3, verifier=verifier, seed=5, temperature=0.8)
+    same(got, ref)
+
+
+def test_int_shorthand_is_a_token_path_round(pair):
+    t, d = pair
+    same(generate(t, d, PROMPTS, N_NEW, 2, seed=2), speculative_generate(t, d, PROMPTS, N_NEW, 2, seed=2))
+
+
+def test_tree_round_equals_tree_generate(pair):
+    t, d = pair
+    tree = DraftTree.from_branching([2, 1])
+    got = generate(t, d, PROMPTS, N_NEW, TreeRound(tree, "tree_rrs_wo"), seed=7)
+    same(got, tree_generate(t, d, PROMPTS, N_NEW, tree, verifier="tree_rrs_wo", seed=7))
+    same(generate(t, d, PROMPTS, N_NEW, tree, seed=7), tree_generate(t, d, PROMPTS, N_NEW, tree, seed=7))
+
+
+def test_batch_round_is_tree_rrs_on_the_path_tree(pair):
+    t, d = pair
+    got = generate(t, d, PROMPTS, N_NEW, BatchRound(3, 2), seed=4)
+    same(got, tree_generate(t, d, PROMPTS, N_NEW, DraftTree.paths(3, 2), verifier="tree_rrs", seed=4))
+
+
+def test_policy_round_equals_speculative_generate_with_policy(pair):
+    t, d = pair
+    policy = ConfidenceThreshold(0.5, max_depth=4)
+    got = generate(t, d, PROMPTS, N_NEW, PolicyRound(policy), seed=3)
+    same(got, speculative_generate(t, d, PROMPTS, N_NEW, 4, policy=policy, seed=3))
+
+
+@pytest.mark.parametrize(
+    "bad, options",
+    [
+        (BatchRound(2, 2, reading="tree"), {}),
+        (BatchRound(2), {}),
+        ("three", {}),
+        (st.PathRound(2), {"verifier": "block"}),
+        (st.PathRound(2), {"gamma": 3}),
+    ],
+)
+def test_bad_rounds_raise_naming_round(pair, bad, options):
+    t, d = pair
+    with pytest.raises(ValueError, match="round"):
+        generate(t, d, PROMPTS, N_NEW, bad, **options)
