@@ -38,7 +38,7 @@ def main(argv=None):
     n_mc = 4 if args.quick else 20
     chain = st.DecodingChain.random(V, concentration=0.3, rng=0)
     a = positional_vector(chain, 8, verifier="tree_rrs")
-    _, sequoia = sequoia_positional_dp(a, 64, max_depth=8)
+    _, sequoia = sequoia_positional_dp(a, tree_size=65, tree_depth=9)
     trees = {"sequoia64": sequoia, "complete[8,7]": DraftTree.from_branching([8, 7])}
     rows = []
     print(f"S = V = {V}, T = {T}, best of {repeats}; Monte Carlo: {n_mc} runs")

@@ -52,7 +52,7 @@ def main(argv=None):
         shapes = {
             "path": lambda n, i: DraftTree.from_branching([1] * n),
             "binary": lambda n, i: kary(n, 2),
-            "Sequoia DP": lambda n, i, vecs=vecs: sequoia_positional_dp(vecs[i], n)[1],
+            "Sequoia DP": lambda n, i, vecs=vecs: sequoia_positional_dp(vecs[i], tree_size=n + 1)[1],
         }
         panel = {}
         for j, (sname, make) in enumerate(shapes.items()):

@@ -32,7 +32,7 @@ def main(argv=None):
             a = positional_vector(chain, 4, verifier=ver)
             pred, exact = [], []
             for n in budgets:
-                p, tree = sequoia_positional_dp(a, n)
+                p, tree = sequoia_positional_dp(a, tree_size=n + 1)
                 pred.append(p)
                 exact.append(exact_tree_value(chain, tree, ver))
             color = PALETTE[i % len(PALETTE)]
@@ -58,7 +58,7 @@ def main(argv=None):
     ns = np.arange(1, 9 if args.quick else 13)
     pred, exact = [], []
     for n in ns:
-        p, tree = sequoia_positional_dp(a, int(n))
+        p, tree = sequoia_positional_dp(a, tree_size=int(n) + 1)
         pred.append(p)
         exact.append(exact_tree_value(chain, tree, "tree_rrs_wo"))
     ns_opt = np.arange(1, 5 if args.quick else 7)

@@ -43,7 +43,7 @@ def main(argv=None):
         for ver in ("tree_rrs_wo", "tree_rrs"):
             a = positional_vector(chain, K, verifier=ver)
             for n in budgets:
-                pred, tree = sequoia_positional_dp(a, n)
+                pred, tree = sequoia_positional_dp(a, tree_size=n + 1)
                 exact = exact_tree_value(chain, tree, ver)
                 row = {
                     "chain": cname,

@@ -8,13 +8,14 @@ call: accepted drafts + the one emitted token) is
 
 .. math:: F(\text{tree}) = \sum_{v \in \text{tree}} \prod_{u \in \text{path}(v)} a_{\text{slot}(u)}
 
-(the root counts 1). The dynamic program over (nodes ``m``, levels ``l``, root children ``b``)::
+(the root counts 1). The dynamic program over (nodes ``m`` and levels ``l``, both counting
+the root as Sequoia does, and root children ``b``)::
 
     T[1][l][0] = 1
     T[m][l][1] = 1 + a_1 max_b T[m-1][l-1][b]
     T[m][l][b] = max_{1 <= y < m} T[y][l][b-1] + a_b max_b' T[m-y][l-1][b']
 
-finds the best tree for a node budget. On a chain the acceptance of a slot depends on the
+finds the best tree for a node budget (``l = 1`` holds the root alone). On a chain the acceptance of a slot depends on the
 state, so the assumption is an approximation: :func:`positional_vector` measures ``a``
 the way Sequoia does (the frequency with which child ``k`` of a ``K``-wide node is the
 accepted one, here exactly, averaged over a state law), :func:`exact_tree_value` gives the
@@ -24,6 +25,7 @@ of ``n`` nodes by enumerating every ordered tree (Catalan(n) of them).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -62,19 +64,40 @@ def positional_value(tree: DraftTree, accept_probs: ArrayLike) -> float:
     return float(f.sum())
 
 
+def _full_tree_size(K: int, levels: int) -> int:
+    """Nodes (root included) of the full ``K``-ary tree with ``levels`` levels."""
+    return levels if K == 1 else (K**levels - 1) // (K - 1)
+
+
 def sequoia_positional_dp(
-    accept_probs: ArrayLike, n_nodes: int, max_depth: int | None = None
+    accept_probs: ArrayLike,
+    n_nodes: int | None = None,
+    max_depth: int | None = None,
+    *,
+    tree_size: int | None = None,
+    tree_depth: int | None = None,
 ) -> tuple[float, DraftTree]:
-    r"""Sequoia's dynamic program: the best tree of ``n_nodes`` drafts under ``a``.
+    r"""Sequoia's dynamic program: the best tree of ``tree_size`` nodes under ``a``.
+
+    Counts as Sequoia does (Chen et al. 2024, and their ``tree_search.py``): ``tree_size``
+    and ``tree_depth`` include the root, so ``tree_size = n`` gives ``n - 1`` drafted
+    tokens and ``tree_depth = d`` drafts at most ``d - 1`` tokens along any path. The
+    returned :class:`DraftTree` counts drafts (``tree.size == tree_size - 1``,
+    ``tree.max_depth <= tree_depth - 1``), as every other tree in this package.
 
     Parameters
     ----------
     accept_probs : array_like, shape (K,)
         ``a_k``: P(the ``k``-th child is the accepted one); at most ``K`` children per node.
-    n_nodes : int >= 1
-        Drafted nodes (the root excluded).
-    max_depth : int, optional
-        Largest depth (default ``n_nodes``).
+    n_nodes, max_depth : int, optional
+        Deprecated (the old counting, root excluded: ``n_nodes`` drafts, depth
+        ``max_depth`` in drafts). Equivalent to ``tree_size=n_nodes + 1,
+        tree_depth=max_depth + 1``; warns, removed in the next release.
+    tree_size : int >= 2
+        Nodes of the tree, the root included (Sequoia's budget ``n``).
+    tree_depth : int >= 2, optional
+        Levels of the tree, the root's included (Sequoia's ``d``; default ``tree_size``:
+        no depth limit).
 
     Returns
     -------
@@ -82,21 +105,48 @@ def sequoia_positional_dp(
         ``F`` of the best tree (expected tokens per call under the assumption).
     tree : DraftTree
 
+    Notes
+    -----
+    A budget larger than the full ``K``-ary tree of ``tree_depth`` levels
+    (:math:`\sum_{i<d} K^i` nodes) cannot be spent: the full tree is returned, which is
+    the best feasible one (every node adds :math:`\prod a \ge 0` to ``F``), with fewer
+    than ``tree_size`` nodes.
+
     Examples
     --------
     >>> from spectheory.trees import sequoia_positional_dp
-    >>> value, tree = sequoia_positional_dp([0.6, 0.2, 0.1], 4)
+    >>> value, tree = sequoia_positional_dp([0.6, 0.2, 0.1], tree_size=5)
     >>> round(value, 4), tree.parents.tolist()
     (2.376, [-1, 0, 1, 2, 0])
+    >>> sequoia_positional_dp([0.3, 0.2, 0.1, 0.1, 0.1], tree_size=15, tree_depth=2)[1].parents.tolist()
+    [-1, 0, 0, 0, 0, 0]
     """
     a = np.asarray(accept_probs, dtype=np.float64)
     if a.ndim != 1 or a.size < 1 or np.any(~np.isfinite(a)) or np.any(a < 0) or a.sum() > 1 + 1e-9:
         raise ValueError("accept_probs: expected a 1-d vector of probabilities >= 0 with sum <= 1")
-    n = check_int(n_nodes, "n_nodes", 1)
-    L = n if max_depth is None else check_int(max_depth, "max_depth", 1)
-    L = min(L, n)
+    if n_nodes is not None or max_depth is not None:
+        if tree_size is not None or tree_depth is not None:
+            raise ValueError(
+                "n_nodes/max_depth (deprecated, root excluded) and tree_size/tree_depth: pass one pair"
+            )
+        warnings.warn(
+            "sequoia_positional_dp(a, n_nodes, max_depth) counts the root out and is deprecated; "
+            "pass tree_size=n_nodes + 1, tree_depth=max_depth + 1 (root included, as in Sequoia)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        if n_nodes is None:
+            raise ValueError("n_nodes: required with the deprecated counting")
+        tree_size = check_int(n_nodes, "n_nodes", 1) + 1
+        tree_depth = None if max_depth is None else check_int(max_depth, "max_depth", 1) + 1
+    if tree_size is None:
+        raise ValueError("tree_size: required (nodes of the tree, the root included, as in Sequoia)")
+    m_max = check_int(tree_size, "tree_size", 2)
+    levels = m_max if tree_depth is None else check_int(tree_depth, "tree_depth", 2)
+    levels = min(levels, m_max)
     K = a.size
-    m_max = n + 1
+    m_max = min(m_max, _full_tree_size(K, levels))  # the best feasible tree: the full one
+    L = levels - 1  # below, l counts the levels under a node (0: a leaf)
     NEG = -np.inf
     T = np.full((m_max + 1, L + 1, K + 1), NEG)
     choice = np.zeros((m_max + 1, L + 1, K + 1), dtype=np.int64)
