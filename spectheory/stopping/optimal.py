@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from ..chain.classes import require_one_closed_class
 from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
@@ -184,8 +185,21 @@ def _dense(op):
     return op.toarray() if hasattr(op, "toarray") else np.asarray(op, dtype=np.float64)
 
 
+_MULTICHAIN_HINT = (
+    "the long-run rate then depends on the start state: restrict the chain to one closed class, "
+    "or use a finite horizon from a given start (chain.protocol, optimal_policy)"
+)
+
+
 def _gain(P, r):
     """Average reward per round ``g`` and bias ``h`` (``h[0] = 0``) of a unichain round chain."""
+    require_one_closed_class(
+        P,
+        "the long-run rate of these draft lengths",
+        "their round starts never leave one of these sets (e.g. a periodic chain whose drafts are "
+        "always accepted), so the rate depends on the start state; use a finite horizon from a "
+        "given start (chain.protocol, optimal_policy)",
+    )
     S = P.shape[0]
     M = np.eye(S) - P
     M[:, 0] = 1.0  # column 0 now carries the gain g (h[0] = 0)
@@ -206,7 +220,9 @@ def long_run_optimum(
     round). Dinkelbach: for ``lambda`` solve the average-reward problem with reward
     ``e - lambda tau`` exactly by policy iteration; set ``lambda`` to the rate of its
     solution; stop when the policy repeats. The optimum's average reward is 0 exactly at
-    the optimal rate (proof in ``docs/stopping.md``). Homogeneous, unichain chains.
+    the optimal rate (proof in ``docs/stopping.md``). Homogeneous, unichain chains (one
+    closed class of states; a chain whose states do not all reach one class, or a policy
+    whose round starts split into several, raises a ``ValueError`` naming the classes).
 
     Examples
     --------
@@ -257,6 +273,7 @@ def _round_start_tables(chain, cost, D):
     A = _dense(chain.transition_operator(laws.acc))
     R = _dense(chain.transition_operator(laws.rej))
     P = _dense(chain.transition_operator(laws.target))
+    require_one_closed_class(P, "chain: the long-run rate", _MULTICHAIN_HINT)
     Mj, cumR = np.eye(S), np.zeros((S, S))
     trans, tokens = np.empty((D, S, S)), np.empty((D, S))
     ej = np.ones(S)

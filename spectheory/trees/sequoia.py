@@ -34,6 +34,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from .._typing import RNGLike
+from ..chain.classes import require_one_closed_class
 from ..verifiers.base import get_verifier
 from .draft_tree import DraftTree
 from .exact import tree_round_law
@@ -186,10 +187,18 @@ def sequoia_positional_dp(
 
 
 def stationary_law(chain: DecodingChain, tol: float = 1e-13, max_iter: int = 100_000) -> np.ndarray:
-    """Stationary law of the target's state process (homogeneous chains), by power iteration."""
+    """Stationary law of the target's state process (homogeneous chains), by power iteration.
+
+    Unique when the states reach one closed class (transient states allowed); otherwise a
+    ``ValueError`` names the classes (pass ``states=``, a law over the states, to the
+    functions that default to this law).
+    """
     if not chain.is_homogeneous:
         raise ValueError("chain: the stationary law needs a homogeneous chain")
     op = chain.target_operator(0)
+    require_one_closed_class(
+        op, "chain: the stationary law", "pass states= (a law over the states) to choose one"
+    )
     v = np.full(chain.n_states, 1.0 / chain.n_states)
     for _ in range(max_iter):
         w = np.asarray(v @ op).ravel()
