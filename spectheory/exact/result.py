@@ -116,6 +116,21 @@ class ExactResult:
         """``time(cost) / horizon``."""
         return self.time(cost) / self.horizon
 
+    def __repr__(self) -> str:
+        """One line: the counters, ``tokens_per_call``, the speedup under the result's own
+        cost (if any) and every array by its shape (``spectheory/exact/_repr.py``)."""
+        from ._repr import exact_value, result_repr
+
+        counters = (
+            "target_calls",
+            "rejections",
+            "draft_tokens",
+            "accepted",
+            "bonus_tokens",
+            "tokens_per_call",
+        )
+        return result_repr(self, counters, exact_value(self), self.speedup)
+
     def summary(self) -> dict[str, Any]:
         """``{stat: {"mean": value, "se": 0.0}}`` for :data:`SUMMARY_STATISTICS`, then
         ``target_time`` and ``time`` when the result carries a cost, then ``tokens_per_call``:
@@ -130,7 +145,7 @@ class ExactResult:
         return {name: {"mean": float(v), "se": 0.0} for name, v in values.items()}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)  # ExactResult.__repr__: one line, arrays by shape
 class ProtocolResult(ExactResult):
     r"""Exact expectations of one generation of ``horizon`` tokens (``chain.protocol(...)``).
 

@@ -18,7 +18,7 @@ STATISTICS = ("target_calls", "rejections", "draft_tokens", "accepted")
 TIME_STATISTICS = ("target_time", "time")
 
 
-@dataclass
+@dataclass(repr=False)  # __repr__ below: one line, means +- SE, arrays by shape
 class SimulationResult:
     r"""Per-run counters of a Monte Carlo run of the protocol, for every round kind.
 
@@ -183,6 +183,21 @@ class SimulationResult:
         """Deprecated: :attr:`round` (``StoppingSimulation``'s name)."""
         warnings.warn("policy is deprecated; use round", DeprecationWarning, stacklevel=2)
         return self.round
+
+    def __repr__(self) -> str:
+        """One line: ``n_runs``, the counters' means +- standard errors, ``tokens_per_call``, the
+        speedup under the run's own cost (if any) and every array by its shape."""
+        from ..exact._repr import result_repr
+
+        s = self.summary()
+
+        def value(name: str) -> str:
+            if name == "n_runs":
+                return str(self.n_runs)
+            return f"{s[name]['mean']:.6g}+-{s[name]['se']:.2g}"
+
+        counters = ("n_runs", *self.statistics, "tokens_per_call")
+        return result_repr(self, counters, value, self.speedup if self.target_time is not None else None)
 
     def __str__(self) -> str:
         s = self.summary()

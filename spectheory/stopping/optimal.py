@@ -149,7 +149,7 @@ def compare_policies(
     return rows
 
 
-@dataclass
+@dataclass(repr=False)
 class LongRunResult:
     """Long-run optimum of a homogeneous chain (state information).
 
@@ -179,6 +179,13 @@ class LongRunResult:
     def time_per_token(self) -> float:
         """``1 / rate``: long-run time per token (units of one target call)."""
         return 1.0 / self.rate
+
+    def __repr__(self) -> str:
+        """One line: the rate, the expectations per round, the iterations, ``lengths`` by shape."""
+        from ..exact._repr import exact_value, result_repr
+
+        counters = ("rate", "tokens_per_round", "time_per_round", "iterations")
+        return result_repr(self, counters, exact_value(self), None)
 
 
 def _dense(op):

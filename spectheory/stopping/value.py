@@ -21,7 +21,7 @@ __all__ = ["PolicyValue", "backward_positions", "bonus_value", "reject_value"]
 _E = np.eye(N_COMP)
 
 
-@dataclass
+@dataclass(repr=False)
 class PolicyValue(ExactResult):
     """Exact expectations of one generation of ``horizon`` tokens under a draft-length policy.
 

@@ -14,7 +14,7 @@ from ..exact.result import ProtocolResult
 __all__ = ["TreeProtocolResult"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class TreeProtocolResult(ProtocolResult):
     """Exact expectations of one generation of ``horizon`` tokens with a draft tree.
 

@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BatchTreeResult(ProtocolResult):
     """Exact expectations of batch decoding, tree reading.
 
