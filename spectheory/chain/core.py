@@ -62,9 +62,10 @@ class DecodingChain(ProtocolViews, ChainConstructors):
     :math:`M[s, s'] = \sum_x m(s, x) K(s'|s, x)` of a mass ``m`` (:meth:`transition_operator`),
     so ``protocol`` and its views are exact for both kinds. A deterministic map is the point
     mass :math:`K(s'|s, x) = [s' = \mathrm{next\_state}[s, x]]`. Engines that walk explicit
-    paths (token trees, draft-length policies, the positional simulator, block
-    verification's exact round law, the sequence fronts) need a deterministic map and say so
-    (:meth:`require_deterministic`).
+    paths (token trees, the draft-length policies' recursions and simulator, the positional
+    simulator, block verification's exact round law, the sequence fronts) need a
+    deterministic map and say so (:meth:`require_deterministic`);
+    ``evaluate_policy(chain, FixedGamma(k), ...)`` runs the phase engine and accepts both.
 
     Attributes
     ----------

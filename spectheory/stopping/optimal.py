@@ -8,11 +8,12 @@ Two information structures (``docs/stopping.md``):
   and the Bellman recursion of :func:`~spectheory.stopping.evaluate.start_class_recursion`
   is exact; cost ``O(T D S V)``. It dominates every policy that fixes the length at the
   round start, with or without memory (:class:`FixedGamma`, Leviathan's gamma,
-  :class:`HFSchedule`).
+  :class:`HFSchedule` without ``confidence=``, which stops inside a round).
 * ``information="path"``: the policy knows the drafted path and the target's laws (an
   oracle). The state and the probability that all drafted tokens are accepted are a
   sufficient statistic, and the optimum is computed on the enumerated path tree
-  (:mod:`spectheory.stopping.paths`; small chains). It dominates every policy.
+  (:mod:`spectheory.stopping.paths`; small chains). It dominates every policy that decides
+  from the drafted path, the laws and the past (not from the verifier's coins).
 
 Policies that look at the state *along the drafted path* without the target (a confidence
 or entropy rule) lie between the two classes: the probability that the round is still

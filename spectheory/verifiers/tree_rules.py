@@ -2,8 +2,11 @@ r"""The tree rules: recursive rejection (top-down) and traversal (leaf-to-root),
 
 Notation: p = target, q = draft; a realisation and the uniform convention as in
 :mod:`spectheory.verifiers.tree_base`; ``s`` is the slot law of a child under the verifier's
-child policy (:meth:`spectheory.verifiers.children.ChildPolicy.slot_law`). Both rules are
-lossless for every child policy (proofs in docs/trees.md):
+child policy (:meth:`spectheory.verifiers.children.ChildPolicy.slot_law`). Recursive
+rejection is lossless for every child policy (proof in docs/trees.md). Traversal is proved
+lossless by Weng et al. in their setting (children without replacement, ``traversal``); here
+both registered forms, ``traversal`` and ``traversal_iid``, are *checked* lossless exactly (in
+Fractions, on small chains; docs/trees.md): for i.i.d. children that check is all there is.
 
 - :class:`RecursiveRejectionTree` (top-down): at node ``u`` with residual target
   ``r = p(. | u)``, for each child ``c`` (token ``x``, slot law ``s``): accept ``c`` with

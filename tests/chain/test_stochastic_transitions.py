@@ -259,3 +259,23 @@ def test_path_engines_refuse_stochastic_chains():
     # Monte Carlo of block verification works (generic verify_round path)
     sim = st.simulate(chain, 3, 2, 100, rng=0, verifier="block")
     assert sim.n_runs == 100
+
+
+def test_fixed_gamma_policy_value_is_exact_on_stochastic_chains():
+    # evaluate_policy(FixedGamma) runs the phase engine (no path walk): it accepts stochastic
+    # chains and equals chain.protocol, itself exact for them; the round recursion refuses them
+    from spectheory.stopping import FixedGamma, HFSchedule, evaluate_policy
+
+    chain = _stochastic(3)
+    for g in (1, 2, 4):
+        value = evaluate_policy(chain, FixedGamma(g), 9, 0.2)
+        res = chain.protocol(9, g, cost=0.2)
+        for name in ("target_calls", "rejections", "draft_tokens", "accepted", "bonus_tokens"):
+            assert getattr(value, name) == pytest.approx(getattr(res, name), rel=1e-12, abs=1e-13)
+        assert value.time() == pytest.approx(res.time(), rel=1e-12)
+    for call in (
+        lambda: evaluate_policy(chain, FixedGamma(2), 9, 0.2, method="rounds"),
+        lambda: evaluate_policy(chain, HFSchedule(2, max_depth=4), 9, 0.2),
+    ):
+        with pytest.raises(ValueError, match="needs a deterministic next_state"):
+            call()
