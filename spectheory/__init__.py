@@ -48,6 +48,7 @@ from .laws.distributions import (
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from .chain.constructors import ngram_counts
     from .chain.core import DecodingChain
+    from .cost import CostModel
     from .montecarlo.simulator import sample_target
     from .rounds import Cost, PathRound, Round, SimulationResult, as_round, simulate
     from .stopping.round import PolicyRound
@@ -73,12 +74,14 @@ _LAZY = {
     "DraftTree": "spectheory.trees.draft_tree",
     "as_round": "spectheory.rounds",
     "Cost": "spectheory.rounds",
+    "CostModel": "spectheory.cost",
 }
 
 _SUBPACKAGES = (
     "analysis",
     "app",
     "chain",
+    "cost",
     "decoder",
     "exact",
     "laws",
@@ -107,6 +110,7 @@ __all__ = [
     "DraftTree",
     "as_round",
     "Cost",
+    "CostModel",
     # one position
     "tv",
     "acceptance_rate",

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .cost import Cost, as_cost
+from ..cost.base import Cost, as_cost
+from ..cost.model import CostModel
 
 __all__ = ["ExactResult", "ProtocolResult", "NotComputedError", "SUMMARY_STATISTICS"]
 
@@ -89,32 +90,68 @@ class ExactResult:
         if cost is None:
             raise ValueError(
                 f"cost: required for a {type(self).__name__} computed under no cost: pass the "
-                "draft step cost c (units of one target call) or a Cost"
+                "draft step cost c (units of one target call), a Cost or a CostModel"
             )
         return cost
 
-    def _resolve_cost(self, cost: Cost | float | None) -> Cost:
+    def _resolve_cost(self, cost: Any, batch: int = 1, context: float = 0.0) -> Cost:
+        """The :class:`Cost` of a round: a CostModel's at ``(batch, context)``; a Cost or a number
+        as given (then ``batch`` and ``context`` must keep their defaults: a Cost has no batch)."""
+        if isinstance(cost, CostModel):
+            return cost.at(batch, context)
+        if batch != 1 or context != 0.0:
+            raise ValueError(
+                "batch, context: a Cost or a number c is the cost of one round as given; pass a "
+                "CostModel (spectheory.cost) to cost a round at another batch size or context"
+            )
         return self._default_cost() if cost is None else as_cost(cost)
 
     def _call_time(self, cost: Cost) -> float:
         """Expected total target-call time ``E[sum_r t(k_r)]`` (``target_calls`` when ``t = 1``)."""
         raise NotImplementedError  # pragma: no cover - every subclass defines it
 
-    def time(self, cost: Cost | float | None = None) -> float:
-        r"""Expected time of the generation in units of one target call:
-        :math:`c\,E[\text{draft tokens}] + E[\sum_r t(k_r)]` (``docs/protocol.md``)."""
-        cost = self._resolve_cost(cost)
-        drafts = cost.c * self.draft_tokens if cost.c else 0.0  # 0 * inf draft tokens (M = inf) is 0
-        return drafts + self._call_time(cost)
+    def _draft_time(self, cost: Cost) -> float:
+        """Expected total drafting time: ``c E[draft tokens]`` (one draft step per drafted token)."""
+        return cost.c * self.draft_tokens if cost.c else 0.0  # 0 * inf draft tokens (M = inf) is 0
 
-    def speedup(self, cost: Cost | float | None = None) -> float:
-        r"""Walltime speedup over plain decoding (one target call per token):
+    def time(self, cost: Any = None, *, batch: int = 1, context: float = 0.0) -> float:
+        r"""Expected time of the generation: :math:`E[\text{drafting time}] + E[\sum_r t(k_r)]`.
+
+        With a number ``c`` or a :class:`~spectheory.cost.Cost`: :math:`c\,E[\text{draft
+        tokens}] + E[\sum_r t(k_r)]` in the cost's unit (one target call for a number). With a
+        :class:`~spectheory.cost.CostModel`: seconds of one row's generation when ``batch`` rows
+        run in lockstep at context ``context`` (every round costed by ``model.at(batch,
+        context)``: a batch round scores ``batch x (k + 1)`` tokens; a tree level is one draft
+        forward). Exact when the rows of a batch round draft the same number of tokens (fixed
+        rounds away from the horizon); a policy whose ``k`` differs per row is costed as if each
+        row paid its own ``k`` (the lockstep rate, longest row, is
+        :func:`spectheory.stopping.batch.lockstep_rate`). Derivation: ``docs/cost.md``.
+        """
+        cost = self._resolve_cost(cost, batch, context)
+        return self._draft_time(cost) + self._call_time(cost)
+
+    def speedup(self, cost: Any = None, *, batch: int = 1, context: float = 0.0) -> float:
+        r"""Walltime speedup over plain decoding at the same batch size:
+        :math:`T a / \text{time}`, ``a`` the time per token of plain decoding (1 target call
+        for a number ``c``; ``model.autoregressive(batch, context)`` for a CostModel), so
         :math:`T / (E[\text{calls}] + c\,E[\text{draft tokens}])` for ``t = 1``."""
-        return self.horizon / self.time(cost)
+        cost = self._resolve_cost(cost, batch, context)
+        return self.horizon * cost.autoregressive / (self._draft_time(cost) + self._call_time(cost))
 
-    def time_per_token(self, cost: Cost | float | None = None) -> float:
-        """``time(cost) / horizon``."""
-        return self.time(cost) / self.horizon
+    def time_per_token(self, cost: Any = None, *, batch: int = 1, context: float = 0.0) -> float:
+        """``time(cost) / horizon``: expected time per emitted token of one row (seconds with a CostModel)."""
+        return self.time(cost, batch=batch, context=context) / self.horizon
+
+    def tokens_per_second(self, cost: Any = None, *, batch: int = 1, context: float = 0.0) -> float:
+        """``horizon / time(cost)``: tokens per unit time of one sequence (row) -- per second
+        under a CostModel, ``batch`` rows decoded together."""
+        return self.horizon / self.time(cost, batch=batch, context=context)
+
+    def throughput(self, cost: Any = None, *, batch: int = 1, context: float = 0.0) -> float:
+        """``batch * tokens_per_second``: tokens per unit time of a batch of ``batch`` rows in
+        lockstep (continuous batching: a finished row is replaced at once, so the batch stays
+        full and its throughput is ``batch`` over the time per token of a row; ``docs/cost.md``)."""
+        return batch * self.tokens_per_second(cost, batch=batch, context=context)
 
     def __repr__(self) -> str:
         """One line: the counters, ``tokens_per_call``, the speedup under the result's own
@@ -181,6 +218,11 @@ class ProtocolResult(ExactResult):
     cost : Cost or None
         The default cost of :meth:`time` and :meth:`speedup` (``chain.protocol(..., cost=)``);
         the counters do not depend on it.
+    level_widths : ndarray, shape (gamma + 1,), or None
+        Drafted nodes per depth of a round's tree, ``[1, w_1, ..., w_gamma]`` (the root
+        first); a round truncated at depth ``d`` drafts levels ``1..d`` with the forwards over
+        levels ``0..d-1``, which a :class:`~spectheory.cost.Cost` with ``draft_call`` costs
+        level by level. ``None`` means a path (one token per level).
 
     Examples
     --------
@@ -202,6 +244,7 @@ class ProtocolResult(ExactResult):
     check_mass: np.ndarray | None = None
     round_drafts: np.ndarray | None = None
     cost: Cost | None = None
+    level_widths: np.ndarray | None = None
 
     @property
     def max_depth(self) -> int:
@@ -246,6 +289,14 @@ class ProtocolResult(ExactResult):
     def accepted(self) -> float:
         """Expected number of accepted draft tokens."""
         return float(np.arange(len(self.accepted_counts)) @ self.accepted_counts)
+
+    def _draft_time(self, cost: Cost) -> float:
+        if cost.draft_call is None or self.level_widths is None:
+            return super()._draft_time(cost)
+        w = np.asarray(self.level_widths, dtype=np.float64)
+        depth = np.minimum(self.gamma, self.horizon - np.arange(self.horizon))
+        per_depth = np.array([cost.tree_draft_time(w[: d + 1]) for d in range(self.gamma + 1)])
+        return float(self.round_start_prob @ per_depth[depth])
 
     def _call_time(self, cost: Cost) -> float:
         if cost.target_call is None:

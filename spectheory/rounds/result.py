@@ -109,8 +109,13 @@ class SimulationResult:
         return cost.c * self.draft_tokens + self.target_calls.astype(np.float64)
 
     def speedup(self, cost: Any = None) -> float:
-        """Walltime speedup over plain decoding: ``horizon / mean(time(cost))`` (pooled)."""
-        return self.horizon / float(np.mean(self.time(cost)))
+        """Walltime speedup over plain decoding: ``horizon a / mean(time(cost))`` (pooled; ``a`` the
+        cost's time per plain-decoding token, 1 target call by default)."""
+        from ..exact.cost import as_cost
+
+        ref = self.cost if cost is None else as_cost(cost)
+        a = 1.0 if ref is None else ref.autoregressive
+        return self.horizon * a / float(np.mean(self.time(cost)))
 
     def time_per_token(self, cost: Any = None) -> float:
         """``mean(time(cost)) / horizon``."""

@@ -98,7 +98,7 @@ class PolicyValue(ExactResult):
         raise self._not_computed("round_starts")
 
     def _call_time(self, cost: Cost) -> float:
-        if cost.target_call is self.cost.target_call:
+        if cost.target_call == self.cost.target_call:  # equal costs (CostModel.at) compare equal
             return self.target_time
         if cost.target_call is None:
             return self.target_calls

@@ -84,4 +84,5 @@ def _result(acc: _Accumulator, T: int, tree: Any, bonus: bool) -> TreeProtocolRe
         # every position emits one token: accepted, a correction or a bonus token
         bonus_tokens=float(T - np.arange(counts.size) @ counts - acc.rejections) if bonus else 0.0,
         round_drafts=drafts,
+        level_widths=np.bincount(tree.depth, minlength=tree.max_depth + 1),
     )

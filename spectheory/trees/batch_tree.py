@@ -199,6 +199,7 @@ def batch_tree_expected(
         # every position emits one token: accepted, a correction or a bonus token
         bonus_tokens=float(T - np.arange(G_ + 1) @ counts - prof.sum()) if bonus else 0.0,
         round_drafts=np.full(T, np.inf) if np.isinf(M) else M * k_round,
+        level_widths=np.concatenate([[1.0], np.full(G_, float(M))]),
         M=M,
     )
 

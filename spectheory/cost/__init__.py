@@ -1,0 +1,40 @@
+"""What speculation costs in time: the cost of a round at every batch size (``docs/cost.md``).
+
+* :class:`Cost` -- the cost of a round as the engines read it: a draft step ``c``, a target
+  call ``t(k)`` scoring ``k`` drafted tokens, optionally a draft forward per tree level and the
+  time per token of plain decoding (:mod:`.base`);
+* :class:`ForwardCost` -- seconds of one forward ``f(batch, tokens, context)``:
+  :class:`ConstantForward`, :class:`LinearForward`, :class:`RooflineForward` (:mod:`.forward`);
+* :class:`CostModel` -- a target and a draft forward and an overhead; ``model.at(batch,
+  context)`` is the :class:`Cost` of a round in seconds; :class:`ConstantCost` is Leviathan et
+  al.'s constant ``c`` (:mod:`.model`);
+* :func:`named_cost` -- example models with published constants (:mod:`.examples`).
+
+This room sits below :mod:`spectheory.exact` (every result type reads a :class:`Cost`), so it
+imports only numpy and :mod:`spectheory.laws`.
+
+>>> from spectheory.cost import CostModel, LinearForward, ConstantForward
+>>> model = CostModel(LinearForward(0.02, 1e-4), ConstantForward(0.002))
+>>> round(model.at(batch=16).target_call(4), 4)
+0.028
+"""
+
+from .base import Cost, as_cost
+from .examples import COST_MODELS, named_cost
+from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
+from .model import ConstantCost, CostModel, DraftCall, TargetCall
+
+__all__ = [
+    "Cost",
+    "as_cost",
+    "ForwardCost",
+    "ConstantForward",
+    "LinearForward",
+    "RooflineForward",
+    "CostModel",
+    "ConstantCost",
+    "TargetCall",
+    "DraftCall",
+    "COST_MODELS",
+    "named_cost",
+]

@@ -1,0 +1,216 @@
+r"""What one forward of a model costs: :class:`ForwardCost` and its built-in forms.
+
+A forward of a model over ``batch`` rows, each scoring ``tokens`` new tokens with ``context``
+tokens already in its KV cache, takes ``f(batch, tokens, context)`` seconds. Three forms
+(derivations in ``docs/cost.md``):
+
+* :class:`ConstantForward` -- ``f = seconds`` whatever it scores (Leviathan et al. 2023's model:
+  a target call costs the same for one token or ``gamma + 1``; true while the forward is
+  memory-bound and the batch is small).
+* :class:`LinearForward` -- ``f = base + per_token * B m + per_context * B L`` (the latency model
+  of Liu et al. 2026, arXiv 2601.11580, ``t = a N_kv + b N_batched + c0``, fitted on H100).
+* :class:`RooflineForward` -- ``f = launch + max(compute, memory)``: compute time
+  ``(2 P B m + A B m L) / peak_flops`` against the time to read the weights and the KV cache,
+  ``(P bytes_per_param + kv_bytes_per_token B L) / bandwidth`` (Williams et al. 2009's roofline).
+
+Every form is a frozen dataclass (hashable, comparable, with a readable ``repr``) with
+:meth:`ForwardCost.describe`; arguments may be numpy arrays (the forms broadcast).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+__all__ = ["ForwardCost", "ConstantForward", "LinearForward", "RooflineForward"]
+
+
+def _nonneg(value: Any, name: str, *, positive: bool = False) -> float:
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a number, got {value!r}") from None
+    if not np.isfinite(x) or x < 0 or (positive and x == 0):
+        raise ValueError(f"{name}: expected a finite number {'> 0' if positive else '>= 0'}, got {value!r}")
+    return x
+
+
+def _check_shape(batch: Any, tokens: Any, context: Any) -> tuple[Any, Any, Any]:
+    b, m, L = np.asarray(batch), np.asarray(tokens), np.asarray(context, dtype=np.float64)
+    if np.any(b < 1) or not np.all(np.isfinite(b)):
+        raise ValueError(f"batch: expected rows >= 1, got {batch!r}")
+    if np.any(m < 1) or not np.all(np.isfinite(m)):
+        raise ValueError(f"tokens: expected tokens scored per row >= 1, got {tokens!r}")
+    if np.any(L < 0) or not np.all(np.isfinite(L)):
+        raise ValueError(f"context: expected cached tokens >= 0, got {context!r}")
+    return b, m, L
+
+
+class ForwardCost(ABC):
+    """Seconds of ONE forward of a model: ``f(batch, tokens, context)``.
+
+    ``batch`` rows each score ``tokens`` new tokens with ``context`` tokens already cached.
+    Subclasses are frozen dataclasses implementing :meth:`evaluate` and :meth:`describe`.
+    """
+
+    def __call__(self, batch: Any = 1, tokens: Any = 1, context: Any = 0.0) -> Any:
+        """Seconds of one forward (a float for scalar arguments; arrays broadcast)."""
+        b, m, L = _check_shape(batch, tokens, context)
+        out = self.evaluate(b.astype(np.float64), m.astype(np.float64), L)
+        return float(out) if np.ndim(out) == 0 else out
+
+    @abstractmethod
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        """The form itself on validated float arrays."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """The form as a one-line formula with its constants."""
+
+
+@dataclass(frozen=True)
+class ConstantForward(ForwardCost):
+    """A forward costs ``seconds`` whatever it scores (Leviathan et al. 2023).
+
+    Examples
+    --------
+    >>> from spectheory.cost import ConstantForward
+    >>> f = ConstantForward(0.02)
+    >>> f(1, 1, 0), f(64, 8, 4096)
+    (0.02, 0.02)
+    >>> f.describe()
+    't = 0.02 s'
+    """
+
+    seconds: float = 1.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "seconds", _nonneg(self.seconds, "seconds"))
+
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        return self.seconds + 0.0 * (batch * tokens * (context + 1.0))
+
+    def describe(self) -> str:
+        return f"t = {self.seconds:.4g} s"
+
+
+@dataclass(frozen=True)
+class LinearForward(ForwardCost):
+    r"""``f = base + per_token * B m + per_context * B L`` (Liu et al. 2026, arXiv 2601.11580).
+
+    Liu et al. write the latency of a forward as ``t = a N_kv + b N_batched + c0``, with
+    ``N_batched = B m`` the tokens the forward scores and ``N_kv = B L`` the cached tokens the
+    attention reads; here ``base = c0``, ``per_token = b``, ``per_context = a``.
+
+    Parameters
+    ----------
+    base, per_token, per_context : float >= 0
+        Seconds; seconds per scored token; seconds per cached token read.
+
+    Examples
+    --------
+    >>> from spectheory.cost import LinearForward
+    >>> f = LinearForward(0.01, 1e-4, 1e-7)
+    >>> round(f(4, 2, 1000), 6)
+    0.0112
+    """
+
+    base: float = 0.0
+    per_token: float = 0.0
+    per_context: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("base", "per_token", "per_context"):
+            object.__setattr__(self, name, _nonneg(getattr(self, name), name))
+
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        return self.base + self.per_token * batch * tokens + self.per_context * batch * context
+
+    def describe(self) -> str:
+        return f"t = {self.base:.4g} + {self.per_token:.4g} B m + {self.per_context:.4g} B L  (s)"
+
+
+@dataclass(frozen=True)
+class RooflineForward(ForwardCost):
+    r"""``f = launch + max(compute, memory)``: a roofline of one forward (``docs/cost.md``).
+
+    .. math::
+        \text{compute} = \frac{2 P B m + A B m L}{\text{peak\_flops}}, \qquad
+        \text{memory} = \frac{P \cdot \text{bytes\_per\_param}
+        + \text{kv\_bytes\_per\_token} \cdot B L}{\text{bandwidth}}
+
+    (a dense decoder does ``2 P`` FLOPs per scored token, and attention ``A`` FLOPs per
+    (scored, cached) token pair, ``A = 4 n_layers d_model``; a forward reads every weight once
+    and every row's KV cache once).
+
+    Parameters
+    ----------
+    params : float > 0
+        Parameters ``P``.
+    peak_flops : float > 0
+        FLOP/s the device reaches on the forward's matrix products (the datasheet peak, or an
+        achieved fraction of it).
+    bandwidth : float > 0
+        Memory bandwidth, bytes/s.
+    launch : float >= 0
+        Fixed seconds per forward (kernel launches, framework overhead).
+    kv_bytes_per_token : float >= 0
+        Bytes of KV cache per cached token of one row (``2 n_layers d_kv bytes_per_value``).
+    bytes_per_param : float > 0
+        2 for fp16/bf16 weights.
+    attention_flops_per_pair : float >= 0
+        ``A`` above.
+
+    Examples
+    --------
+    >>> from spectheory.cost import RooflineForward
+    >>> f = RooflineForward(7e9, peak_flops=1e15, bandwidth=5e12)
+    >>> round(f(1, 1, 0) * 1e3, 4), round(f(1024, 1, 0) * 1e3, 4)  # memory-bound, compute-bound
+    (2.8, 14.336)
+    """
+
+    params: float
+    peak_flops: float
+    bandwidth: float
+    launch: float = 0.0
+    kv_bytes_per_token: float = 0.0
+    bytes_per_param: float = 2.0
+    attention_flops_per_pair: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("params", "peak_flops", "bandwidth", "bytes_per_param"):
+            object.__setattr__(self, name, _nonneg(getattr(self, name), name, positive=True))
+        for name in ("launch", "kv_bytes_per_token", "attention_flops_per_pair"):
+            object.__setattr__(self, name, _nonneg(getattr(self, name), name))
+
+    def compute_time(self, batch: Any, tokens: Any, context: Any) -> Any:
+        """``(2 P B m + A B m L) / peak_flops`` seconds."""
+        scored = np.asarray(batch, dtype=np.float64) * np.asarray(tokens, dtype=np.float64)
+        flops = 2.0 * self.params * scored + self.attention_flops_per_pair * scored * np.asarray(context)
+        return flops / self.peak_flops
+
+    def memory_time(self, batch: Any, tokens: Any, context: Any) -> Any:
+        """``(P bytes_per_param + kv_bytes_per_token B L) / bandwidth`` seconds."""
+        kv = self.kv_bytes_per_token * np.asarray(batch, dtype=np.float64) * np.asarray(context)
+        return (self.params * self.bytes_per_param + kv + 0.0 * np.asarray(tokens)) / self.bandwidth
+
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        return self.launch + np.maximum(
+            self.compute_time(batch, tokens, context), self.memory_time(batch, tokens, context)
+        )
+
+    def ridge_tokens(self, context: float = 0.0) -> float:
+        """Scored tokens ``B m`` (batch 1 context-free weights) where compute time equals the
+        weight-reading time: ``P bytes_per_param peak_flops / (bandwidth (2 P + A L))``."""
+        per_token = 2.0 * self.params + self.attention_flops_per_pair * float(context)
+        return self.params * self.bytes_per_param * self.peak_flops / (self.bandwidth * per_token)
+
+    def describe(self) -> str:
+        return (
+            f"t = {self.launch:.3g} + max((2 x {self.params:.3g} B m + {self.attention_flops_per_pair:.3g} B m L)"
+            f" / {self.peak_flops:.3g}, ({self.params:.3g} x {self.bytes_per_param:.3g} + "
+            f"{self.kv_bytes_per_token:.3g} B L) / {self.bandwidth:.3g})  (s)"
+        )
