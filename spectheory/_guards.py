@@ -12,6 +12,9 @@ import numbers
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ._sizes import format_bytes, memory_limit  # noqa: F401 - sizes live in ._sizes
+from ._typing import RNGLike
+
 #: Absolute tolerance on ``|sum(row) - 1|`` accepted for a probability law.
 SUM_TOL = 1e-6
 
@@ -128,47 +131,44 @@ def check_bool(value: object, name: str) -> bool:
     raise ValueError(f"{name}: expected True or False, got {value!r}")
 
 
-def memory_limit() -> int:
-    """Bytes one array allocation may take: ``SPECTHEORY_MAX_BYTES`` or half the physical memory."""
-    import os
+def as_rng(rng: RNGLike, name: str = "rng") -> np.random.Generator:
+    """The :class:`numpy.random.Generator` meant by an ``rng`` argument, or a clear error.
 
-    env = os.environ.get("SPECTHEORY_MAX_BYTES")
-    if env:
-        return int(float(env))
-    try:
-        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2)
-    except (ValueError, OSError, AttributeError):  # pragma: no cover - non-POSIX
-        return 8 << 30
-
-
-def format_bytes(n: float) -> str:
-    """``1.5 GiB``-style size."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if abs(n) < 1024 or unit == "PiB":
-            return f"{n:.1f} {unit}" if unit != "B" else f"{int(n)} B"
-        n /= 1024.0
-    return f"{n:.1f} PiB"  # pragma: no cover
-
-
-def check_memory(nbytes: float, name: str, what: str = "arrays", limit: int | None = None) -> None:
-    """Refuse, before allocating, a request whose arrays would take more than ``limit`` bytes.
-
-    Raises
-    ------
-    ValueError
-        Naming the argument that sets the size, the estimated memory and the limit (default
-        :func:`memory_limit`, i.e. half the physical memory or ``SPECTHEORY_MAX_BYTES``).
+    Accepted: ``None`` (fresh entropy), an integer seed ``>= 0``, a sequence of such integers
+    (``[seed, gamma]``), a :class:`numpy.random.SeedSequence` or ``BitGenerator`` (a new
+    generator on it) or a ``Generator`` (returned as it is, so draws continue its stream).
+    Anything else raises a ``TypeError`` (a negative seed a ``ValueError``) naming ``name``,
+    where numpy's own message ("SeedSequence expects int or sequence of ints") named neither
+    the argument nor what is accepted.
 
     Examples
     --------
-    >>> check_memory(10 ** 12, "vocab_size", "the two kernels", limit=2 ** 30)
+    >>> g = as_rng(0)
+    >>> as_rng(g) is g
+    True
+    >>> as_rng("abc")
     Traceback (most recent call last):
     ...
-    ValueError: vocab_size: the two kernels would need 931.3 GiB of memory (limit 1.0 GiB); use a smaller vocab_size
+    TypeError: rng: expected None, an integer seed >= 0, a sequence of such integers, a numpy SeedSequence or a numpy Generator, got str 'abc'
     """
-    limit = memory_limit() if limit is None else int(limit)
-    if nbytes > limit:
-        raise ValueError(
-            f"{name}: {what} would need {format_bytes(nbytes)} of memory "
-            f"(limit {format_bytes(limit)}); use a smaller {name}"
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if rng is None or isinstance(rng, (np.random.SeedSequence, np.random.BitGenerator)):
+        return np.random.default_rng(rng)
+    seeds: list = []
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)):
+        seeds = [rng]
+    elif isinstance(rng, (list, tuple, np.ndarray)) and len(rng) > 0:
+        seeds = list(np.asarray(rng, dtype=object).ravel())
+    ok = bool(seeds) and all(
+        isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)) for x in seeds
+    )
+    if not ok:
+        shown = repr(rng) if len(repr(rng)) <= 60 else repr(rng)[:57] + "..."
+        raise TypeError(
+            f"{name}: expected None, an integer seed >= 0, a sequence of such integers, a numpy "
+            f"SeedSequence or a numpy Generator, got {type(rng).__name__} {shown}"
         )
+    if min(int(x) for x in seeds) < 0:
+        raise ValueError(f"{name}: seeds must be >= 0, got {rng!r}")
+    return np.random.default_rng(rng)  # type: ignore[arg-type]

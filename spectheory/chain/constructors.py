@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import as_law, check_int, check_memory, check_nonneg, check_prob
+from .._guards import as_law, as_rng, check_int, check_nonneg, check_prob
+from .._sizes import check_size
 from .._typing import RNGLike
 
 __all__ = ["ChainConstructors", "ngram_counts"]
@@ -111,12 +112,14 @@ class ChainConstructors:
         lam = float(check_prob(similarity, "similarity"))
         lead = (S,) if horizon is None else (check_int(horizon, "horizon", 1), S)
         # refuse before allocating: target, draft and ~6 same-size temporaries and tables
-        check_memory(
-            8.0 * 8 * int(np.prod(lead)) * V,
+        check_size(
+            "chain",
             "vocab_size" if n_states is None else "n_states",
-            f"a random chain with {S} states x {V} tokens",
+            states=S,
+            vocab=V,
+            positions=int(np.prod(lead)) // S,
         )
-        rng = np.random.default_rng(rng)
+        rng = as_rng(rng)
         t = _dirichlet(rng, conc, lead + (V,))
         d = lam * t + (1.0 - lam) * _dirichlet(rng, dconc, lead + (V,))
         ns = None if S == V or S == 1 else rng.integers(0, S, size=(S, V))

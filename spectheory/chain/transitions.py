@@ -24,6 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
+from .._guards import as_rng
 from .._typing import RNGLike
 
 __all__ = [
@@ -164,7 +165,7 @@ def random_transition_law(
         raise ValueError(f"n_states, vocab_size: must be >= 1, got {n_states}, {vocab_size}")
     if not concentration > 0:
         raise ValueError(f"concentration: must be > 0, got {concentration!r}")
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     g = np.maximum(rng.gamma(float(concentration), size=(S, V, S)), np.finfo(float).tiny)
     if support is not None:
         k = int(support)

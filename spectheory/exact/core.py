@@ -15,6 +15,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._guards import check_int
+from .._progress import progress_range
+from .._sizes import PROGRESS_SECONDS, check_size
 from .result import ProtocolResult
 
 if TYPE_CHECKING:
@@ -120,13 +122,34 @@ def _check_rows(acc_sum, rej_sum, n, i):
         )
 
 
-def _positions(T, G, S, progress, desc):
-    show = (T * G * float(S) ** 2 > PROGRESS_WORK) if progress is None else bool(progress)
+def _positions(T, G, S, progress, desc, seconds=None):
+    """``range(T)`` with a bar when the work is large: estimated above
+    :data:`~spectheory._sizes.PROGRESS_SECONDS` (``seconds`` given), else ``T G S^2`` above
+    :data:`PROGRESS_WORK`; ``progress`` True/False forces it."""
+    if progress is None:
+        show = seconds > PROGRESS_SECONDS if seconds is not None else T * G * float(S) ** 2 > PROGRESS_WORK
+    else:
+        show = bool(progress)
     if not show:
         return range(T)
-    from tqdm.auto import tqdm
+    return progress_range(T, desc, show=True, unit="pos")
 
-    return tqdm(range(T), desc=desc, leave=False)
+
+def check_engine_size(chain: DecodingChain, computation: str, T: int, **sizes: float) -> float:
+    """Refuse an exact computation estimated above the limits (:func:`spectheory._sizes.check_size`,
+    before anything is allocated); returns its estimated seconds (for the progress bar)."""
+    S = chain.n_states
+    name = "horizon" if S <= SINGLE_THREAD_STATES else "horizon (or the chain's number of states)"
+    est = check_size(
+        computation,
+        name,
+        horizon=T,
+        states=S,
+        vocab=chain.vocab_size,
+        dense=chain.is_first_order,
+        **sizes,
+    )
+    return est.seconds
 
 
 def _check_gamma(gamma):

@@ -20,6 +20,7 @@ from .core import (
     _positions,
     _single_threaded,
     _vm,
+    check_engine_size,
     token_masses,
 )
 
@@ -97,6 +98,7 @@ def phase_recursion(
     G = _check_gamma(gamma)
     bonus = bool(bonus)
     S = chain.n_states
+    seconds = check_engine_size(chain, "path_exact", T, gamma=min(G, T))
     A = _MassOps(chain, accept_mass, "accept_mass", position_dependent, phase_dependent)
     R = _MassOps(chain, reject_mass, "reject_mass", position_dependent, phase_dependent)
     checked = set()
@@ -107,7 +109,7 @@ def phase_recursion(
     bonus_tokens = 0.0
     Q = np.zeros((G + 1, S))
     Q[0] = chain.initial
-    for n in _positions(T, G, S, progress, "phase recursion"):
+    for n in _positions(T, G, S, progress, "phase recursion", seconds):
         nxt = np.zeros((G + 1, S))
         full = Q[G]
         full_mass = full.sum()

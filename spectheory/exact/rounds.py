@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from .core import ProtocolResult, _check_gamma, _positions, _single_threaded, token_masses
+from .core import ProtocolResult, _check_gamma, _positions, _single_threaded, check_engine_size, token_masses
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -69,13 +69,14 @@ def round_recursion(
     bonus = bool(bonus)
     S = chain.n_states
     posdep = (not chain.is_homogeneous) if position_dependent is None else bool(position_dependent)
+    seconds = check_engine_size(chain, "round_exact", T, gamma=min(G, T))
     cache: dict = {}
     R = np.zeros((T + 1, S))
     R[0] = chain.initial
     rej_pos = np.zeros(T)
     counts = np.zeros(G + 1)
     bonus_tokens = 0.0
-    for n0 in _positions(T, G, S, progress, "round recursion"):
+    for n0 in _positions(T, G, S, progress, "round recursion", seconds):
         r = R[n0]
         if not np.any(r):
             continue

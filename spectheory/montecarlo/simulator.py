@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._guards import check_int
+from .._guards import as_rng, check_int
 from ..rounds.driver import progress_bar
 from ..rounds.path import CHUNK_ELEMS
 from ..rounds.result import STATISTICS, SimulationResult
@@ -40,7 +40,7 @@ def sample_target(
     """
     T = chain.check_horizon(horizon)
     N = check_int(n_runs, "n_runs", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     smp = ChainSampler(chain)
     tokens = np.empty((N, T), dtype=np.int64)
     chunk = max(1, min(N, CHUNK_ELEMS // max(1, 2 * chain.vocab_size)))

@@ -22,25 +22,24 @@ from typing import Any
 
 import numpy as np
 
-from .._guards import check_bool, check_int, check_memory
+from .._guards import as_rng, check_bool, check_int
+from .._sizes import PROGRESS_SECONDS, check_size
 from .base import Round
 from .result import STATISTICS, SimulationResult
 from .sampler import ChainSampler, sample_initial
 
 __all__ = ["run_rounds"]
 
-#: progress=None shows a bar only once a run has lasted this many seconds.
-PROGRESS_DELAY_S = 3.0
 
+def progress_bar(progress: Any, total: int, desc: str, seconds: float = 0.0) -> Any:
+    """The bar over ``total`` tokens (:func:`spectheory._progress.progress_bar`): ``None`` shows
+    it at once when the run is estimated above :data:`~spectheory._sizes.PROGRESS_SECONDS`, else
+    after 3 s; a bar passed as ``progress`` (one total for a caller's whole job) is updated."""
+    from .._progress import progress_bar as bar
 
-def progress_bar(progress: bool | None, total: int, desc: str) -> Any:
-    """A tqdm bar over ``total`` tokens (``None``: shown after :data:`PROGRESS_DELAY_S`)."""
-    from tqdm.auto import tqdm
-
-    if progress is False:
-        return tqdm(total=total, disable=True)
-    delay = 0.0 if progress is True else PROGRESS_DELAY_S
-    return tqdm(total=total, desc=desc, unit="tok", unit_scale=True, delay=delay, leave=False)
+    if progress is None and seconds > PROGRESS_SECONDS:
+        progress = True
+    return bar(total, desc, show=progress, unit="tok", unit_scale=True)
 
 
 def run_rounds(
@@ -68,12 +67,15 @@ def run_rounds(
     bonus = bool(check_bool(bonus, "bonus"))
     D = round.depth(T)
     # the per-run results are kept whole (the work itself is chunked): refuse before allocating
-    check_memory(
-        8.0 * N * (len(STATISTICS) + D + 1 + (T if return_tokens else 0) + (cost is not None)),
+    est = check_size(
+        "simulate",
         "n_runs",
-        f"the per-run results of {N} runs (split them over several calls)",
+        runs=N,
+        horizon=T,
+        gamma=D,
+        stored=len(STATISTICS) + 1 + (T if return_tokens else 0) + (cost is not None),
     )
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     out = {k: np.zeros(N, dtype=np.int64) for k in STATISTICS}
     counts = np.zeros((N, D + 1), dtype=np.int64)
     tokens = np.zeros((N, T), dtype=np.int64) if return_tokens else None
@@ -83,7 +85,7 @@ def run_rounds(
     limit = round.chunk_size(chain, T)
     chunk = N if limit is None else max(1, min(N, int(limit)))
     call_times = np.zeros(0)
-    with progress_bar(progress, N * T, f"simulate {round.name}") as bar:
+    with progress_bar(progress, N * T, f"simulate {round.name}", est.seconds) as bar:
         for start in range(0, N, chunk):
             sl = slice(start, min(N, start + chunk))
             call_times = _run_chunk(

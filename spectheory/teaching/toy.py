@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import as_law_pair, check_int
+from .._guards import as_law_pair, as_rng, check_int
 from .._typing import RNGLike
 from ..laws.distributions import acceptance_rate, residual
 
@@ -180,7 +180,7 @@ def play_round(models: ToyModels, state: int, gamma: int, rng: RNGLike) -> Round
     state = check_int(state, "state", 0)
     if state >= V:
         raise ValueError(f"state: must be a word id below {V}, got {state}")
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     proposals, s = [], state
     for _ in range(gamma):  # the draft runs ahead on its own words
         x = int(rng.choice(V, p=models.draft[s]))

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._guards import as_rng
 from .reference import PAD, BatchedVerifier
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ class _TorchBatch:
 
         torch = self.torch
         if not torch_is_routed():
-            torch.default_generator.manual_seed(int(np.random.default_rng(rng).integers(2**63)))
+            torch.default_generator.manual_seed(int(as_rng(rng).integers(2**63)))
         old = torch.get_num_threads()
         if self.threads and old != self.threads:
             torch.set_num_threads(self.threads)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._guards import as_law, check_int
+from .._guards import as_law, as_rng, check_int
 from .._typing import RNGLike
 from ..laws.sampling import normalized_cdf, sample_from_cdf
 
@@ -142,7 +142,7 @@ class Instance:
     # ---------------------------------------------------------------- sampling
     def sample_drafts(self, n: int, rng: RNGLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Draw ``n`` draft paths; return ``(target_probs [n,k+1,V], draft_probs [n,k,V], tokens [n,k])``."""
-        rng = np.random.default_rng(rng)
+        rng = as_rng(rng)
         k, V = self.k, self.vocab_size
         prev = np.full(n, self.s0, dtype=np.int64)
         tokens = np.empty((n, k), dtype=np.int64)
@@ -159,7 +159,7 @@ class Instance:
 
     def complete(self, emitted: np.ndarray, lengths: np.ndarray, rng: RNGLike) -> np.ndarray:
         """Continue each emitted prefix ``emitted[i, :lengths[i]]`` to ``k+1`` tokens with the target."""
-        rng = np.random.default_rng(rng)
+        rng = as_rng(rng)
         out = np.array(emitted, dtype=np.int64, copy=True)
         n = int(out.shape[0])
         cdfs = [normalized_cdf(self.target[j]) for j in range(self.k + 1)]
@@ -378,7 +378,7 @@ def make_instance(family: str, vocab_size: int, k: int, rng: RNGLike) -> Instanc
         raise ValueError(f"family: unknown {family!r}; choose from {sorted(FAMILIES)}")
     V = check_int(vocab_size, "vocab_size", 2)
     k = check_int(k, "k", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     build, desc, _ = FAMILIES[family]
     t, d = build(rng, V, k)
     t = t / t.sum(-1, keepdims=True)

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._guards import as_rng
 from .._typing import RNGLike
 from ..verifiers.token import TOKEN
 
@@ -139,7 +140,7 @@ def reference_verify(
     [1]
     """
     t, d, x = _check_one(target_probs, draft_probs, draft_tokens)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     k = x.shape[0]
     u = rng.random((1, k))
     n, y = TOKEN._rule(
@@ -188,7 +189,7 @@ def reference_verify_batch(
     [0, 1]
     """
     t, d, x = _check_args(target_probs, draft_probs, draft_tokens, batched=True)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     N, k = x.shape
     n, y = TOKEN._rule(t, d, x, np.full(N, k, dtype=np.int64), rng.random((N, k)), rng.random(N))
     out = np.full((N, k + 1), PAD, dtype=np.int64)

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._guards import as_rng
 from .reference import PAD, BatchedVerifier
 
 if TYPE_CHECKING:
@@ -98,7 +99,7 @@ def from_torch_sampler(
     dev = torch.device(device)
 
     def verify_batch(target_probs, draft_probs, draft_tokens, rng):
-        rng = np.random.default_rng(rng)
+        rng = as_rng(rng)
         gen = torch.Generator(device=dev)
         gen.manual_seed(int(rng.integers(2**63)))
         t = torch.as_tensor(np.asarray(target_probs), dtype=dtype, device=dev)

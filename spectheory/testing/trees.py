@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from scipy import stats
 
+from .._guards import as_rng
 from .._typing import RNGLike
 from ..trees import DraftTree, tree_round_law
 from ..verifiers.base import get_verifier, list_verifiers
@@ -158,7 +159,7 @@ def check_tree_verifier(
         )
         children = policy
     children = get_child_policy(children)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     inst = tree_instances() if instances is None else instances
     rows = []
     refs = _references(children)

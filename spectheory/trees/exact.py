@@ -25,12 +25,15 @@ Non-local rules (traversal) use :mod:`spectheory.trees.enumerate`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._guards import check_int
-from ..exact.core import blas_single_thread
+from .._progress import progress_range
+from .._sizes import PROGRESS_SECONDS
+from ..exact.core import blas_single_thread, check_engine_size
 from ..verifiers.base import get_verifier
 from .accumulate import TreeProtocolResult, _Accumulator, _result
 from .draft_tree import DraftTree
@@ -50,7 +53,7 @@ def _check_tree(tree):
     return tree
 
 
-def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
+def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0, seconds=0.0):
     """Per-node engine over round starts ``start..stop-1``; ``init`` is ``[S]`` or ``[B, S]``.
 
     Level by level, the masses of all nodes with the same number of children are stacked
@@ -62,7 +65,10 @@ def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0):
     levels = [np.flatnonzero(tree.depth == d) for d in range(tree.max_depth + 1)]
     nkids = tree.n_children
     kids_of = tree.children
-    for n0 in range(start, stop):
+    starts: Iterable[int] = range(start, stop)
+    if seconds > PROGRESS_SECONDS:  # estimated by tree_protocol's size check: a bar over round starts
+        starts = (start + i for i in progress_range(stop - start, "tree recursion", show=True, unit="pos"))
+    for n0 in starts:
         m0 = acc.starts[n0]
         if not np.any(m0):
             continue
@@ -161,11 +167,12 @@ def tree_protocol(
         raise ValueError(f"method: expected 'auto', 'nodes' or 'enumerate', got {method!r}")
     if method == "nodes" and not v.node_local:
         raise ValueError(f"method: the per-node engine needs a node-local rule; {v.name!r} is not")
+    seconds = check_engine_size(chain, "tree_exact", T, nodes=tree.size)
     with blas_single_thread(chain.n_states):  # small products: extra BLAS threads only contend
         if method == "enumerate" or not v.node_local:
             acc = enumerated_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
         else:
-            acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T)
+            acc = _node_forward(chain, T, tree, v, bool(bonus), chain.initial, T, seconds=seconds)
     return _result(acc, T, tree, bonus)
 
 

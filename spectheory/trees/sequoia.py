@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import check_int
+from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from ..chain.classes import require_one_closed_class
 from ..verifiers.base import get_verifier
@@ -240,7 +240,7 @@ def positional_vector(
     if n_samples is None:
         A, _ = v.node_laws(t, d, K)
         return pi @ A.sum(-1).T
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     n = check_int(n_samples, "n_samples", 1)
     s = rng.choice(chain.n_states, size=n, p=pi)
     star = DraftTree.from_branching([K])

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import check_int
+from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from ..chain.core import DecodingChain
 
@@ -159,7 +159,7 @@ def bootstrap_weights(groups: ArrayLike, n_boot: int, rng: RNGLike = None) -> np
     """
     g = np.asarray(groups)
     B = check_int(n_boot, "n_boot", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     w = np.zeros((B, len(g)))
     for lab in np.unique(g):
         idx = np.flatnonzero(g == lab)

@@ -27,7 +27,7 @@ import scipy.sparse as sp
 import torch
 from numpy.typing import ArrayLike
 
-from .._guards import check_int
+from .._guards import as_rng, check_int
 from .._typing import RNGLike
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def kmeans(
     K = check_int(n_clusters, "n_clusters", 1)
     if K > len(x):
         raise ValueError(f"n_clusters: {K} exceeds the number of points {len(x)}")
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     seed_pts = x[
         rng.choice(len(x), size=min(len(x), 2 * K + 1000), replace=False)
     ]  # k-means++ on a subsample

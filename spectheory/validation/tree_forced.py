@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .._guards import as_rng
 from .._typing import RNGLike
 from ..decoder.tree_decode import ModelDrafter, tree_generate
 from ..verifiers.base import get_verifier
@@ -72,7 +73,7 @@ class ForcedDrafter(ModelDrafter):
         super().__init__(draft, law, dev, dtype, batch, layout)
         self.branch, self.branch_tokens = list(branch), np.asarray(branch_tokens)
         self.children = get_child_policy(children)
-        self.rng = np.random.default_rng(rng)
+        self.rng = as_rng(rng)
         self.logw = np.zeros(batch.tokens.shape[0])
         self.active = True
 

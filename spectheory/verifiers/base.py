@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._guards import as_rng
 from .._typing import RNGLike
 from ..laws.sampling import check_round_laws
 
@@ -201,7 +202,7 @@ class Verifier:
         ``u_final``). Checks shapes, token range and ``k``; skips the law-value pass (the
         simulator's hot path: its laws come from a validated chain)."""
         t, d, x, kk = check_round_arrays(target_laws, draft_laws, draft_tokens, k)
-        rng = np.random.default_rng(rng)
+        rng = as_rng(rng)
         R, g = x.shape
         return self._rule(t, d, x, kk, rng.random((R, g)), rng.random(R))
 

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import as_law_pair, check_int
+from .._guards import as_law_pair, as_rng, check_int
 from .._typing import RNGLike
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio
 from ._positional import _categorical
@@ -283,7 +283,7 @@ def sample_batch_first_token(
         raise ValueError(f"target: expected a 1-d law, got shape {t.shape}")
     M = _check_M(M)
     n = check_int(size, "size", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     acc, final = _batch_tables(t[None], d[None], M)
     cand = _categorical(np.broadcast_to(d, (n, M, d.size)), rng.random((n, M)))
     p_acc = acc[np.arange(M)[None, :], 0, cand]

@@ -34,7 +34,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import check_int
+from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from ..laws.sampling import normalize_or, safe_ratio
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
@@ -209,6 +209,6 @@ def kseq_verify(
     """Sample ``n`` K-SEQ rounds (candidates, uniforms, :func:`kseq_rule`)."""
     t, d, k = check_multidraft_args(target, draft, k)
     n = check_int(n, "n", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     cand = sample_candidates(d, k, n, rng, True)
     return kseq_rule(t, d, cand, rng.random((n, k)), rng.random(n), rho)

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import as_law_pair, check_int
+from .._guards import as_law_pair, as_rng, check_int
 from .._typing import RNGLike
 from ..laws.sampling import normalize_or, safe_ratio, sample_categorical
 
@@ -249,7 +249,7 @@ def sample_candidates(
     """
     d = np.asarray(draft, dtype=np.float64)
     k = check_int(k, "k", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     u = rng.random((n, k) if replacement else (n, d.size))
     return candidates_from_uniforms(d, k, u, replacement)
 
@@ -338,7 +338,7 @@ def rrs_verify(
     """
     t, d, k = check_multidraft_args(target, draft, k, replacement)
     n = check_int(n, "n", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     cand = sample_candidates(d, k, n, rng, replacement)
     ua = rng.random((n, k))
     uf = rng.random(n)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import check_int
+from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from .multidraft import _categorical, check_multidraft_args, sample_candidates
 
@@ -206,6 +206,6 @@ def optimal_verify(
     t, d, k = check_multidraft_args(target, draft, k, replacement)
     n = check_int(n, "n", 1)
     cp = optimal_coupling_lp(t, d, k, replacement) if coupling is None else coupling
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     cand = sample_candidates(d, k, n, rng, replacement)
     return optimal_rule(cp, cand, rng.random(n))

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import as_law, as_law_pair, check_int, check_prob
+from .._guards import as_law, as_law_pair, as_rng, check_int, check_prob
 from .._typing import RNGLike
 from ..laws.sampling import MASS_TOL, normalize_or, safe_ratio, sample_categorical
 from ._positional import _categorical, per_kernel
@@ -292,7 +292,7 @@ def sample_rejection_step(
     b = _check_accept(accept, t.shape)
     P = as_law(rejection, "rejection")
     n = check_int(size, "size", 1)
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     x = _categorical(np.broadcast_to(d, (n, d.size)), rng.random(n))
     u1, u2 = rng.random(n), rng.random(n)
     return rejection_verify(b[x], np.broadcast_to(P, (n, P.size)), x, u1, u2)

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._guards import as_rng
 from .base import Verifier
 from .children import ChildPolicy, get_child_policy
 
@@ -166,7 +167,7 @@ class TreeVerifier(Verifier):
     def sample_children(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``k`` children per row of ``draft_rows [R, V]`` (``[R, k]``);
         :meth:`spectheory.verifiers.children.ChildPolicy.draw` of ``children``."""
-        return self.children.draw(draft_rows, k, np.random.default_rng(rng))
+        return self.children.draw(draft_rows, k, as_rng(rng))
 
     def for_tree(self) -> TreeVerifier:
         """A tree verifier is its own tree form."""

@@ -142,7 +142,7 @@ def test_one_progress_bar_for_the_whole_call(monkeypatch):
     bars = []
     real = driver.progress_bar
 
-    def spy(progress, total, desc):
+    def spy(progress, total, desc, *rest):
         bars.append((total, desc))
         return real(False, total, desc)
 
