@@ -122,7 +122,14 @@ def cmd_decode(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import reproduce
 
-    return reproduce(_root(args), out=args.out, quick=args.quick, jobs=args.jobs, scheduler=args.scheduler)
+    return reproduce(
+        _root(args),
+        out=args.out,
+        quick=args.quick,
+        jobs=args.jobs,
+        scheduler=args.scheduler,
+        force=args.force,
+    )
 
 
 def _version() -> str:
@@ -180,6 +187,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=A.positive_int, default=1, help="local worker processes")
     p.add_argument(
         "--scheduler", default=None, help="dask.distributed scheduler address (default: none, run locally)"
+    )
+    p.add_argument(
+        "--force",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="STEP,...",
+        help="rerun steps even if their script, imported sources, files read, options and outputs are "
+        "unchanged (default: reuse those; --force alone: every step)",
     )
 
     p = add("analyze", cmd_analyze, "exact quantities of a chain (file or random instance)")

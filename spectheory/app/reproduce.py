@@ -1,10 +1,11 @@
 """The main job: run every proof, simulation, decoder validation and figure; write a summary.
 
 Each step is a script of the repository run as its own process with ``--out DIR`` (and
-``--quick`` in quick mode). Steps run as independent tasks through
-:func:`spectheory.app.sweeps.run_sweep` (``--jobs N`` local processes, or a Dask scheduler),
-cached on disk by a hash of the script's content and arguments, so an interrupted run
-resumes and an unchanged step is not recomputed.
+``--quick`` in quick mode), ``--jobs N`` at a time (or on a Dask scheduler), by
+:func:`spectheory.app.step_runner.run_steps`. A step is reused while its script, the package
+sources it imports, the files it reads (shipped weights, a figure's results), its options and
+the outputs it wrote are unchanged (:mod:`spectheory.app.step_cache`), so an interrupted job
+resumes and a job with nothing changed takes seconds; ``force`` reruns steps anyway.
 
 Every JSON file a step writes may carry a ``"headline"`` list of
 ``{"name", "value", "se" (optional), "note" (optional)}`` entries; these become the rows of
@@ -13,9 +14,7 @@ Every JSON file a step writes may carry a ``"headline"`` list of
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import subprocess
 import sys
 import time
@@ -23,10 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .sweeps import run_sweep
-
-#: The installed package (its sources key the cache); the repository is always passed in.
-PACKAGE = Path(__file__).resolve().parent.parent
+from .step_runner import run_steps
 
 
 @dataclass(frozen=True)
@@ -100,78 +96,6 @@ def discover_steps(root: str | Path, quick: bool = False) -> list[Step]:
     return steps
 
 
-#: Seconds between the "still running" lines of a long step.
-HEARTBEAT_S = 30.0
-
-
-def _last_line(log: str) -> str:
-    """The last non-empty line of a log (progress bars rewrite their line with ``\\r``)."""
-    try:
-        with open(log, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 4096))
-            tail = fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-    parts = [p.strip() for p in tail.replace("\r", "\n").splitlines() if p.strip()]
-    return parts[-1][:100] if parts else ""
-
-
-def _run_step(name: str, argv: list, log: str, digest: str, threads: int = 1, cwd: str = ".") -> dict:
-    """Run one step as a subprocess; ``digest`` (script content hash) only keys the cache.
-
-    Prints one line on stderr when the step starts, and every :data:`HEARTBEAT_S` seconds
-    while it runs (elapsed time and the last line of its log, e.g. its progress bar), so a
-    long step shows that it is alive and what it is doing.
-    """
-    start = time.perf_counter()
-    env = dict(os.environ)
-    for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-        env.setdefault(var, str(threads))  # parallel steps must not oversubscribe the cores
-    sys.stderr.write(f"reproduce: {name} started (log: {log})\n")
-    sys.stderr.flush()
-    with open(log, "w") as fh:
-        proc = subprocess.Popen(argv, cwd=cwd, stdout=fh, stderr=subprocess.STDOUT, env=env)
-        next_beat = start + HEARTBEAT_S
-        while True:
-            try:
-                proc.wait(timeout=min(1.0, HEARTBEAT_S))
-                break
-            except subprocess.TimeoutExpired:
-                now = time.perf_counter()
-                if now >= next_beat:
-                    next_beat = now + HEARTBEAT_S
-                    last = _last_line(log)
-                    sys.stderr.write(
-                        f"reproduce: {name} still running, {now - start:.0f} s{': ' + last if last else ''}\n"
-                    )
-                    sys.stderr.flush()
-    seconds = round(time.perf_counter() - start, 2)
-    sys.stderr.write(f"reproduce: {name} {'done' if proc.returncode == 0 else 'FAILED'} in {seconds:.0f} s\n")
-    return {
-        "name": name,
-        "rc": proc.returncode,
-        "seconds": seconds,
-        "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(argv)),
-    }
-
-
-def _library_digest() -> str:
-    """Hash of the library's sources: a changed library invalidates every cached step."""
-    h = hashlib.sha256()
-    for path in sorted(PACKAGE.rglob("*.py")):
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-def _digest(step: Step, library: str, root: str | Path) -> str:
-    h = hashlib.sha256(library.encode())
-    for path in step.sources(root):
-        h.update(path.read_bytes())
-    h.update(repr((step.args, step.quick_args, step.full_args)).encode())
-    return h.hexdigest()[:16]
-
-
 @dataclass(frozen=True)
 class Layout:
     """Where the main job writes: results (JSON), figures, logs, cache, and the summary."""
@@ -191,51 +115,6 @@ class Layout:
             )
         out = Path(out).resolve()
         return cls(out / "results", out / "figures", out / "logs", out / ".cache")
-
-
-def run_steps(
-    steps: Sequence[Step],
-    layout: Layout,
-    quick: bool,
-    root: str | Path,
-    jobs: int = 1,
-    scheduler: str | None = None,
-) -> list[dict]:
-    """Run ``steps`` of the repository ``root`` (figures after everything else); return one
-    status dict per step."""
-    from .sweeps import task_key
-
-    layout.logs.mkdir(parents=True, exist_ok=True)
-    cache = layout.cache / ("quick" if quick else "full")
-    threads = max(1, (os.cpu_count() or 1) // jobs)
-    library = _library_digest()
-    statuses = []
-    # benchmarks time things, so they run one at a time with the machine to themselves
-    groups = (
-        (("proof", "simulation", "decoder"), jobs, scheduler, "simulations"),
-        (("benchmark",), 1, None, "benchmarks"),
-        (("figure",), jobs, scheduler, "figures"),
-    )
-    for kinds, n_jobs, sched, desc in groups:
-        n_threads = threads if n_jobs > 1 or sched else max(1, os.cpu_count() or 1)
-        params = [
-            {
-                "name": s.name,
-                "argv": s.argv(layout.figures if s.kind == "figure" else layout.results, quick),
-                "log": str(layout.logs / f"{s.name}.log"),
-                "digest": _digest(s, library, root),
-                "threads": n_threads,
-                "cwd": str(root),
-            }
-            for s in steps
-            if s.kind in kinds
-        ]
-        results = run_sweep(_run_step, params, jobs=n_jobs, scheduler=sched, cache_dir=cache, desc=desc)
-        for p, status in zip(params, results):
-            if status["rc"] != 0:  # never keep a failed step in the cache
-                (cache / f"{task_key(_run_step, p)}.pkl").unlink(missing_ok=True)
-        statuses += results
-    return statuses
 
 
 def collect_headlines(out: Path) -> list[dict]:
@@ -261,7 +140,10 @@ def _cell(v: object) -> str:
 
 
 def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -> dict:
-    """Write ``summary.json`` and ``summary.md`` into ``out`` from the JSON files in ``results``."""
+    """Write ``summary.json`` and ``summary.md`` into ``out`` from the JSON files in ``results``.
+
+    ``statuses`` are :func:`run_steps`'s: the step table says of each step whether it ran (and
+    why) or was reused, with its own wall time (for a reused step, that of its last run)."""
     out.mkdir(parents=True, exist_ok=True)
     headlines = collect_headlines(results)
     commands = {st["name"]: st["command"] for st in statuses}
@@ -290,11 +172,21 @@ def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -
             f"| {_cell(h.get('name', '?'))} | {_cell(value)} | {_cell(se) if se is not None else ''} | "
             f"`{h.get('command') or h['source']}` |"
         )
-    lines += ["", "| step | status | seconds |", "|---|---|---|"]
+    reused = [s for s in statuses if s.get("reused")]
     lines += [
-        f"| {s['name']} | {'ok' if s['rc'] == 0 else 'FAILED (rc ' + str(s['rc']) + ')'} | {s['seconds']} |"
-        for s in statuses
+        "",
+        f"{len(statuses) - len(reused)} step(s) ran, {len(reused)} reused (inputs and outputs unchanged "
+        "since the run whose time is shown).",
+        "",
+        "| step | status | seconds | note |",
+        "|---|---|---|---|",
     ]
+    for s in statuses:
+        status = (
+            "FAILED (rc " + str(s["rc"]) + ")" if s["rc"] != 0 else "reused" if s.get("reused") else "ran"
+        )
+        note = f"time of its run on {s.get('measured', '?')}" if s.get("reused") else s.get("reason", "")
+        lines.append(f"| {s['name']} | {status} | {s['seconds']} | {_cell(note)} |")
     (out / "summary.md").write_text("\n".join(lines) + "\n")
     return summary
 
@@ -306,12 +198,14 @@ def reproduce(
     jobs: int = 1,
     scheduler: str | None = None,
     only: Sequence[str] | None = None,
+    force: bool | str | Sequence[str] | None = None,
 ) -> int:
     """Run the main job of the repository checkout ``root``; return 0 if every step succeeded, else 1.
 
     ``out=None`` regenerates the repository's own ``results/`` (with ``summary.md`` and
     ``summary.json``) and ``figures/``; ``out=DIR`` writes ``DIR/summary.md``,
-    ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead.
+    ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead. Steps whose inputs
+    and outputs are unchanged are reused; ``force`` (``True``, or step names) reruns them.
     """
     root = Path(root).resolve()
     from .._guards import check_int
@@ -323,7 +217,7 @@ def reproduce(
     if only:
         steps = [s for s in steps if s.name in set(only)]
     t0 = time.perf_counter()
-    statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler)
+    statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler, force=force)
     write_summary(summary_dir, layout.results, statuses, quick)
     failed = [s["name"] for s in statuses if s["rc"] != 0]
     if out is None and only is None and (root / "scripts" / "update_readme.py").exists():

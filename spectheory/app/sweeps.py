@@ -77,6 +77,7 @@ def run_sweep(
     cache_dir: str | Path | None = None,
     progress: bool = True,
     desc: str | None = None,
+    on_result: Callable[[int, Any], None] | None = None,
 ) -> list:
     """Run ``fn(**p)`` for every ``p`` in ``params``; return results in the order of ``params``.
 
@@ -93,6 +94,11 @@ def run_sweep(
         Folder of cached results (one pickle per task, named by :func:`task_key`).
     progress : bool
         Show a progress bar.
+    desc : str, optional
+        The bar's label (default: the function's name).
+    on_result : callable, optional
+        Called as ``on_result(i, result)`` as soon as task ``i`` is done (in the order tasks
+        finish; cached tasks are not reported).
     """
     jobs = check_int(jobs, "jobs", 1)
     params = [dict(p) for p in params]
@@ -120,6 +126,8 @@ def run_sweep(
         if path is not None:
             _store(path, value)
         bar.update(1)
+        if on_result is not None:
+            on_result(i, value)
 
     try:
         if scheduler is not None:

@@ -34,7 +34,8 @@ def test_steps_are_cached_and_failures_are_not(tmp_path):
     first = run_steps([ok], layout, True, ROOT)
     assert first[0]["rc"] == 0
     again = run_steps([ok], layout, True, ROOT)
-    assert again == first and (tmp_path / "toy.count").read_text() == "1"  # cached: not rerun
+    assert (tmp_path / "toy.count").read_text() == "1"  # cached: not rerun
+    assert again[0]["reused"] and not first[0]["reused"] and again[0]["seconds"] == first[0]["seconds"]
     bad = _toy(tmp_path, fail=True)
     assert run_steps([bad], layout, True, ROOT)[0]["rc"] == 1
     assert run_steps([bad], layout, True, ROOT)[0]["rc"] == 1
