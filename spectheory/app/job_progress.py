@@ -123,10 +123,12 @@ class JobProgress:
         total = 0.0
         for group, n in enumerate(self.workers):
             names = [s for s in self.order if self.group[s] == group and s not in self.finished]
-            if any(self.expected[s] is None for s in names):
+            times = {s: self.expected[s] for s in names}
+            known = {s: t for s, t in times.items() if t is not None}
+            if len(known) < len(times):
                 return None
-            busy = [max(self.expected[s] - (now - self.running[s]), 1.0) for s in names if s in self.running]
-            waiting = [self.expected[s] for s in names if s not in self.running]
+            busy = [max(known[s] - (now - self.running[s]), 1.0) for s in names if s in self.running]
+            waiting = [known[s] for s in names if s not in self.running]
             total += makespan(waiting, n, busy)
         return total
 

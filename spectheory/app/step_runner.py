@@ -98,7 +98,7 @@ def _run_local(
     tasks: Sequence[dict], jobs: int, progress: JobProgress, on_done: Callable[[dict], None]
 ) -> None:
     """Run ``tasks`` as processes, at most ``jobs`` at a time, in order."""
-    waiting, running = list(tasks), []
+    waiting, running = list(tasks), list[_Running]()
     try:
         while waiting or running:
             while waiting and len(running) < jobs:
