@@ -8,6 +8,7 @@ ends, writes to ``FILE`` a JSON object with
 - ``modules``: the source files of every module it imported,
 - ``reads``: the files it opened for reading,
 - ``writes``: the files it opened for writing or renamed into place (its outputs),
+- ``packages``: the other top-level packages it imported (numpy, torch, ...),
 - ``spawned``: the programs it started (``os.fork`` etc. for a bare fork): another Python's
   imports are not seen here,
 
@@ -25,6 +26,7 @@ import json
 import os
 import runpy
 import sys
+from collections.abc import Callable
 
 _SPAWN = {"os.fork", "os.forkpty", "os.posix_spawn", "os.exec", "os.spawn", "os.system"}
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
@@ -54,20 +56,34 @@ def main(argv: list[str]) -> int:
     writes: set[str] = set()
     spawned: list[str] = []
 
-    def hook(event: str, args: tuple) -> None:
-        if event == "open":
-            path, mode, flags = args
-            if path is None or isinstance(path, int):
-                return
-            path = os.path.abspath(os.fsdecode(path))
-            written = (flags & _WRITE_FLAGS) if mode is None else any(c in mode for c in "wax+")
-            (writes if written else reads).add(path)
-        elif event == "os.rename":  # os.replace too: an atomic write lands at the target
-            writes.add(os.path.abspath(os.fsdecode(args[1])))
-        elif event == "subprocess.Popen":
-            spawned.append(os.path.basename(os.fsdecode(args[0] or args[1][0])))
-        elif event in _SPAWN:
-            spawned.append(event)
+    def on_open(args: tuple) -> None:
+        path, mode, flags = args
+        if path is None or isinstance(path, int):
+            return
+        path = os.path.abspath(os.fsdecode(path))
+        written = (flags & _WRITE_FLAGS) if mode is None else any(c in mode for c in "wax+")
+        (writes if written else reads).add(path)
+
+    def on_rename(args: tuple) -> None:  # os.replace too: an atomic write lands at the target
+        writes.add(os.path.abspath(os.fsdecode(args[1])))
+
+    def on_popen(args: tuple) -> None:
+        spawned.append(os.path.basename(os.fsdecode(args[0] or args[1][0])))
+
+    def on_fork(event: str) -> Callable[[tuple], None]:
+        return lambda args: spawned.append(event)
+
+    handlers: dict[str, Callable[[tuple], None]] = {
+        "open": on_open,
+        "os.rename": on_rename,
+        "subprocess.Popen": on_popen,
+    }
+    handlers.update({e: on_fork(e) for e in _SPAWN})
+
+    def hook(event: str, args: tuple) -> None:  # called on every audited event: one dict look-up
+        handler = handlers.get(event)
+        if handler is not None:
+            handler(args)
 
     pid = os.getpid()
     if step[:1] == ["-m"]:
@@ -93,11 +109,22 @@ def main(argv: list[str]) -> int:
             files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
             files.add(None if target is None else os.path.abspath(target))
             modules = {os.path.realpath(f) for f in files if isinstance(f, str)}
-            modules.discard(os.path.realpath(__file__))  # the launcher is ``__main__`` outside the step
+            me = os.path.realpath(__file__)  # the launcher: ``__main__`` outside the step, and
+            modules.discard(me)  # read by a traceback or warning that shows its frame
             real_writes = {os.path.realpath(p) for p in writes}
+            tops = {n: getattr(m, "__file__", None) for n, m in list(sys.modules.items()) if "." not in n}
+            third_party = {
+                n
+                for n, f in tops.items()
+                if isinstance(f, str)
+                and not n.startswith("_")
+                and n not in sys.stdlib_module_names
+                and not _inside(os.path.realpath(f), roots)
+            }
             record = {
                 "modules": _keep(modules, roots),
-                "reads": _keep({os.path.realpath(p) for p in reads} - real_writes, roots),
+                "packages": sorted(third_party),
+                "reads": _keep({os.path.realpath(p) for p in reads} - real_writes - {me}, roots),
                 "writes": _keep(real_writes, roots),
                 "spawned": sorted(set(spawned)),
             }

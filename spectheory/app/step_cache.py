@@ -7,7 +7,8 @@ step used. Its *inputs* are then
   package (every package source, conservatively, if it started another Python or forked);
 - the files of the checkout and the output folders it read (a figure's results files);
 - the shipped weights ``spectheory/decoder/weights/*`` whenever it imported the decoder;
-- its options: its command-line arguments, the mode (quick or full), the Python version.
+- its options: its command-line arguments, the mode (quick or full), the Python version, and
+  the installed version of each other package it imported (numpy, torch, ...).
 
 Its *outputs* are the files it wrote. The manifest (``manifest.json`` in the layout's cache
 folder) keeps, per step, the SHA-256 of each input and output, the step's wall time and its
@@ -41,7 +42,15 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .reproduce import Step
 
-__all__ = ["PACKAGE", "LAUNCHER", "StepCache", "file_digest", "step_options", "step_inputs"]
+__all__ = [
+    "PACKAGE",
+    "LAUNCHER",
+    "StepCache",
+    "file_digest",
+    "package_versions",
+    "step_options",
+    "step_inputs",
+]
 
 #: The installed package: its sources and weights are inputs of the steps that import them.
 PACKAGE = Path(__file__).resolve().parent.parent
@@ -70,6 +79,25 @@ def file_digest(path: str | Path) -> str | None:
                 h.update(block)
         _digests[key] = h.hexdigest()
     return _digests[key]
+
+
+_versions: dict[str, str | None] = {}
+_distributions: dict[str, list[str]] = {}
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str | None]:
+    """The installed version of each top-level package (``None``: not a distribution)."""
+    from importlib import metadata
+
+    for name in set(names) - set(_versions):
+        try:
+            _versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:  # PIL is Pillow, yaml PyYAML, ...
+            if not _distributions:
+                _distributions.update(metadata.packages_distributions())
+            dists = _distributions.get(name, [])
+            _versions[name] = ",".join(f"{d} {metadata.version(d)}" for d in sorted(set(dists))) or None
+    return {n: _versions[n] for n in sorted(set(names))}
 
 
 def step_options(step: Step, quick: bool) -> list[str]:
@@ -134,6 +162,9 @@ class StepCache:
             return "no successful run recorded"
         if entry.get("options") != step_options(step, quick):
             return "options changed"
+        for name, version in package_versions(entry.get("packages", {})).items():
+            if version != entry["packages"][name]:
+                return f"package {name} changed: {entry['packages'][name]} -> {version}"
         for kind, files in (("input", entry["inputs"]), ("output", entry["outputs"])):
             for name, digest in files.items():
                 now = file_digest(self._path(name))
@@ -166,6 +197,7 @@ class StepCache:
             "options": step_options(step, quick),
             "inputs": inputs,
             "outputs": {k: v for k, v in outputs.items() if v is not None},
+            "packages": package_versions(deps.get("packages", ())),
             "seconds": seconds,
             "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         }

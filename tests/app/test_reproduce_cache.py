@@ -125,6 +125,12 @@ def test_a_failed_step_and_changed_options_rerun(checkout):
     wider = [Step("alpha", "simulations/alpha.py", args=("--seed", "1")), *steps[1:]]
     run_steps(wider, layout, True, repo)
     assert ran() == ["alpha"]
+    manifest = layout.cache / "quick" / "manifest.json"  # another installed version of a package
+    data = json.loads(manifest.read_text())
+    data["steps"]["beta"]["packages"] = {"pytest": "0.0"}
+    manifest.write_text(json.dumps(data))
+    statuses = {s["name"]: s for s in run_steps(wider, layout, True, repo)}
+    assert ran() == ["beta"] and statuses["beta"]["reason"].startswith("package pytest changed: 0.0 ->")
 
 
 def test_summary_and_time_records_say_what_was_reused(checkout, capfd):
@@ -195,7 +201,7 @@ def test_launcher_records_imports_reads_and_writes(tmp_path):
     script = tmp_path / "s.py"
     script.write_text(
         textwrap.dedent("""
-        import os, sys, mod_here
+        import os, sys, mod_here, pytest
         open(os.path.join(os.path.dirname(__file__), "data.txt")).read()
         with open(sys.argv[1] + ".tmp", "w") as fh:
             fh.write("o")
@@ -221,3 +227,4 @@ def test_launcher_records_imports_reads_and_writes(tmp_path):
     real = Path(tmp_path).resolve()
     assert {str(real / "mod_here.py"), str(real / "s.py")} <= set(rec["modules"])
     assert str(real / "data.txt") in rec["reads"] and rec["writes"] == [str(real / "out.txt")]
+    assert "pytest" in rec["packages"] and "os" not in rec["packages"]
