@@ -8,7 +8,10 @@
 * :class:`CostModel` -- a target and a draft forward and an overhead; ``model.at(batch,
   context)`` is the :class:`Cost` of a round in seconds; :class:`ConstantCost` is Leviathan et
   al.'s constant ``c`` (:mod:`.model`);
-* :func:`named_cost` -- example models with published constants (:mod:`.examples`).
+* :func:`named_cost` -- example models with published constants (:mod:`.examples`);
+* :func:`optimal_gamma`, :func:`optimal_round`, :func:`speedup_table`, :func:`crossover_batch`
+  -- the best configuration per batch size, the crossover and the constant-``c`` error
+  (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.batch`).
 
 This room sits below :mod:`spectheory.exact` (every result type reads a :class:`Cost`), so it
 imports only numpy and :mod:`spectheory.laws`.
@@ -20,6 +23,7 @@ imports only numpy and :mod:`spectheory.laws`.
 """
 
 from .base import Cost, as_cost
+from .batch import BatchOptimum, crossover_batch, optimal_gamma, optimal_round, speedup_table
 from .examples import COST_MODELS, named_cost
 from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
 from .model import ConstantCost, CostModel, DraftCall, TargetCall
@@ -37,4 +41,9 @@ __all__ = [
     "DraftCall",
     "COST_MODELS",
     "named_cost",
+    "BatchOptimum",
+    "optimal_gamma",
+    "optimal_round",
+    "speedup_table",
+    "crossover_batch",
 ]

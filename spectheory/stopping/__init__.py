@@ -8,7 +8,9 @@ exactly on a :class:`~spectheory.DecodingChain`; :func:`optimal_policy` the best
 with state or full (path) information; :func:`long_run_optimum` the best long-run rate;
 :class:`PolicyRound` checks all of it by Monte Carlo (``st.simulate(chain, T, policy, cost=...)``);
 :func:`policy_round_dp` predicts a runnable rule along output paths, exactly given each path (the
-Rao-Blackwellised prediction for the real decoder). Derivations: ``docs/stopping.md``.
+Rao-Blackwellised prediction for the real decoder); :func:`lockstep_rate` and
+:func:`optimal_policy_by_batch` cost a policy on a batch of rows in lockstep (``docs/cost.md``).
+Derivations: ``docs/stopping.md``.
 
 >>> import spectheory as st
 >>> from spectheory import stopping
@@ -20,6 +22,7 @@ True
 """
 
 from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
+from .batch import LockstepRate, lockstep_rate, optimal_policy_by_batch
 from .cost import Cost, as_cost
 from .evaluate import PolicyValue, evaluate_policy
 from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
@@ -60,6 +63,9 @@ __all__ = [
     "policy_round_dp",
     "ratio_mean_se",
     "chain_path_inputs",
+    "lockstep_rate",
+    "LockstepRate",
+    "optimal_policy_by_batch",
 ]
 
 from ..rounds.normalize import register_round_shorthand

@@ -1,0 +1,207 @@
+r"""Draft-length policies on a batch of rows in lockstep: the longest row sets the round (``docs/cost.md`` §4).
+
+``B`` rows decode together; each row's policy picks its draft length ``K_i`` at its round start,
+the batch drafts ``K_max = max_i K_i`` steps and one target call scores ``B x (K_max + 1)``
+tokens, so a batch round lasts :math:`\tau_B(K_{\max}) = K_{\max} c_B + t_B(K_{\max})`. Under the
+stated assumption -- rows independent and each at stationarity, so their round-start states are
+i.i.d. from the stationary law :math:`\nu` of round starts -- the ``K_i`` are i.i.d. with law
+:math:`\pi(k) = \sum_s \nu(s) [k(s) = k]` and
+
+.. math::
+    E[\tau_B(K_{\max})] = \sum_k \big(F(k)^B - F(k-1)^B\big)\,\tau_B(k), \qquad
+    \text{tokens per row per second} = \frac{E_\nu[e]}{E[\tau_B(K_{\max})]},
+
+``e`` the tokens a round emits. This is the exact long-run rate of the ``B``-row product chain
+(its stationary law is :math:`\nu^{\otimes B}`; renewal-reward), an approximation for a finite
+generation whose rows start together. Policies here choose the length at the round start from
+the round-start state (``FixedGamma``, the state-information optimum ``StartStatePolicy``
+of a homogeneous chain, i.e. ``lengths[s]``); ``tests/cost/`` checks the rate against a direct
+simulation of ``B`` rows in lockstep.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..cost.model import CostModel
+from .optimal import _round_start_tables, long_run_optimum
+
+if TYPE_CHECKING:
+    from ..chain import DecodingChain
+
+__all__ = ["LockstepRate", "lockstep_rate", "optimal_policy_by_batch"]
+
+
+@dataclass(frozen=True)
+class LockstepRate:
+    """The long-run rate of ``batch`` rows in lockstep under a round-start policy ``lengths[s]``.
+
+    Attributes
+    ----------
+    batch : int
+    lengths : ndarray of int, shape (S,)
+        Draft length per round-start state.
+    length_law : ndarray, shape (max_length + 1,)
+        ``pi(k)``: law of one row's draft length at stationarity (index ``k``).
+    expected_max_length : float
+        ``E[K_max]`` over the ``batch`` rows.
+    tokens_per_round : float
+        ``E_nu[e]``: tokens one row emits per round.
+    round_time : float
+        ``E[tau_B(K_max)]``, seconds of a batch round.
+    ragged_round_time : float
+        ``E_nu[tau_B(K)]``: the round time if each row paid its own length (a lower bound).
+    autoregressive : float
+        Seconds per token per row of plain decoding at this batch.
+    """
+
+    batch: int
+    lengths: np.ndarray
+    length_law: np.ndarray
+    expected_max_length: float
+    tokens_per_round: float
+    round_time: float
+    ragged_round_time: float
+    autoregressive: float
+
+    @property
+    def tokens_per_second(self) -> float:
+        """Tokens per second of one row: ``tokens_per_round / round_time``."""
+        return self.tokens_per_round / self.round_time
+
+    @property
+    def throughput(self) -> float:
+        """Tokens per second of the batch: ``batch * tokens_per_second``."""
+        return self.batch * self.tokens_per_second
+
+    def speedup(self) -> float:
+        """Over plain decoding at the same batch: ``autoregressive * tokens_per_second``."""
+        return self.autoregressive * self.tokens_per_second
+
+    @property
+    def lockstep_penalty(self) -> float:
+        """``round_time / ragged_round_time >= 1``: what waiting for the longest row costs."""
+        return self.round_time / self.ragged_round_time
+
+
+def _stationary(P: np.ndarray) -> np.ndarray:
+    S = P.shape[0]
+    A = np.vstack([P.T - np.eye(S), np.ones((1, S))])
+    b = np.zeros(S + 1)
+    b[-1] = 1.0
+    nu = np.linalg.lstsq(A, b, rcond=None)[0]
+    nu = np.clip(nu, 0.0, None)
+    return nu / nu.sum()
+
+
+def lockstep_rate(
+    chain: DecodingChain, lengths: int | ArrayLike, model: CostModel, batch: int, *, context: float = 0.0
+) -> LockstepRate:
+    """The long-run rate of ``batch`` rows in lockstep drafting ``lengths[s]`` from round-start state ``s``.
+
+    Parameters
+    ----------
+    chain : DecodingChain
+        Homogeneous, with one closed class of round starts.
+    lengths : int or array_like of int, shape (S,)
+        Draft length per round-start state (an int: a fixed gamma).
+    model : CostModel
+    batch : int >= 1
+    context : float
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.cost import named_cost
+    >>> from spectheory.stopping import lockstep_rate
+    >>> chain = st.DecodingChain.random(3, n_states=4, concentration=0.6, rng=11)
+    >>> model = named_cost("llama2-7b/68m-h200")
+    >>> fixed = lockstep_rate(chain, 3, model, 64)
+    >>> fixed.expected_max_length, fixed.lockstep_penalty
+    (3.0, 1.0)
+    >>> mixed = lockstep_rate(chain, [1, 4, 2, 6], model, 64)
+    >>> round(mixed.expected_max_length, 3), bool(mixed.lockstep_penalty > 1)
+    (4.412, True)
+    """
+    if not isinstance(model, CostModel):
+        raise ValueError(f"model: expected a CostModel (spectheory.cost), got {type(model).__name__}")
+    S = chain.n_states
+    k = np.broadcast_to(np.asarray(lengths, dtype=np.int64), (S,)).copy()
+    if k.min() < 1:
+        raise ValueError("lengths: draft lengths must be >= 1")
+    cost = model.at(batch, context)
+    D = int(k.max())
+    trans, tokens, tau = _round_start_tables(chain, cost, D)
+    rows = np.arange(S)
+    nu = _stationary(trans[k - 1, rows])
+    law = np.bincount(k, weights=nu, minlength=D + 1)
+    F = np.cumsum(law)
+    B = int(batch)
+    p_max = np.diff(np.concatenate([[0.0], F**B]))  # P(K_max = k), k = 0..D
+    times = np.concatenate([[0.0], tau])
+    return LockstepRate(
+        batch=B,
+        lengths=k,
+        length_law=law,
+        expected_max_length=float(np.arange(D + 1) @ p_max),
+        tokens_per_round=float(nu @ tokens[k - 1, rows]),
+        round_time=float(p_max @ times),
+        ragged_round_time=float(law @ times),
+        autoregressive=cost.autoregressive,
+    )
+
+
+def optimal_policy_by_batch(
+    chain: DecodingChain,
+    model: CostModel,
+    batches: Sequence[int],
+    *,
+    context: float = 0.0,
+    max_depth: int = 16,
+) -> list[dict[str, Any]]:
+    """Per batch size: the long-run optimal round-start policy and the best fixed gamma, in lockstep.
+
+    At each ``B`` the policy is :func:`~spectheory.stopping.long_run_optimum` under
+    ``model.relative(B, context)`` (optimal for rows that each pay their own length: the
+    stopping optimiser does not see the other rows), then costed in lockstep by
+    :func:`lockstep_rate`; the best fixed gamma (all rows equal, no lockstep loss) beside it.
+
+    Returns
+    -------
+    list of dict
+        One row per batch size: ``batch``, ``lengths`` (the policy), ``policy_speedup`` (its
+        lockstep speedup), ``policy_ragged_speedup`` (the optimiser's value, each row paying
+        its own length), ``best_gamma``, ``gamma_speedup``.
+
+    Examples
+    --------
+    >>> import spectheory as st
+    >>> from spectheory.cost import named_cost
+    >>> from spectheory.stopping import optimal_policy_by_batch
+    >>> chain = st.DecodingChain.random(3, n_states=4, concentration=0.6, rng=11)
+    >>> rows = optimal_policy_by_batch(chain, named_cost("llama2-7b/68m-h200"), [1, 256], max_depth=8)
+    >>> [r["best_gamma"] for r in rows]
+    [4, 1]
+    """
+    out = []
+    for B in batches:
+        opt = long_run_optimum(chain, model.relative(B, context), max_depth)
+        pol = lockstep_rate(chain, opt.lengths, model, B, context=context)
+        fixed = [lockstep_rate(chain, g, model, B, context=context) for g in range(1, max_depth + 1)]
+        j = int(np.argmax([f.speedup() for f in fixed]))
+        out.append(
+            {
+                "batch": int(B),
+                "lengths": opt.lengths.tolist(),
+                "policy_speedup": pol.speedup(),
+                "policy_ragged_speedup": float(opt.rate),
+                "best_gamma": j + 1,
+                "gamma_speedup": fixed[j].speedup(),
+            }
+        )
+    return out
