@@ -30,6 +30,7 @@ computation         memory                                                time
 ``"round_exact"``   ``8 (2 T S + 3 (G + 1) S^2)``                         ``T (5e-5 + 2e-9 (G + 1) S^2) + 1e-9 G^2 S^3``
 ``"tree_exact"``    ``8 (3 T S + 2 N S)`` + operators                     ``T N (2e-5 + w)``
 ``"simulate"``      ``8 R (G + 6)`` (the per-run results)                 ``1.6e-7 R T (1 + G / 8)`` + ``3e-4`` per round
+``"tree"``          ``200 N`` (a :class:`~spectheory.trees.DraftTree`)     ``3e-6 N``
 ``"tree_decode"``   ``B N (N + L)`` (the attention mask) ``+ 32 B N V``   ``2e-9 B N (N + L) + 1e-3`` per round
 ==================  ===================================================  ==============================================
 
@@ -60,6 +61,7 @@ __all__ = [
     "SizeError",
     "estimate",
     "check_size",
+    "check_estimate",
     "size_limits",
     "memory_limit",
     "time_limit",
@@ -259,7 +261,7 @@ def estimate(computation: str, **sizes: float) -> Estimate:
 
     Parameters
     ----------
-    computation : {"chain", "path_exact", "round_exact", "tree_exact", "simulate", "tree_decode"}
+    computation : {"chain", "path_exact", "round_exact", "tree_exact", "simulate", "tree", "tree_decode"}
     **sizes
         ``horizon``, ``states``, ``vocab``, ``gamma``, ``nodes``, ``runs``, ``batch``,
         ``context`` as the computation needs them (missing ones count as 1); ``dense``
@@ -308,6 +310,8 @@ def estimate(computation: str, **sizes: float) -> Estimate:
             8.0 * R * (G + g.get("stored", 6.0)),
             f"Monte Carlo of {_n(R)} runs x {_n(T)} tokens",
         )
+    if computation == "tree":
+        return Estimate(3e-6 * N, 200.0 * N, f"a draft tree of {_n(N)} nodes")
     if computation == "tree_decode":
         B, L = g.get("batch", 1.0), g.get("context", 1.0)
         rounds = max(1.0, g.get("tokens", 1.0))
@@ -347,7 +351,16 @@ def check_size(
     ...
     spectheory._sizes.SizeError: n_states: a chain with 1000000000 states x 8 tokens would take about 20 min and 476.8 GiB (limit 10 min, 1.0 GiB); use a smaller n_states, or raise the limits (size_limits(max_seconds=..., max_memory=...), SPECTHEORY_MAX_SECONDS / SPECTHEORY_MAX_MEMORY, or --max-seconds / --max-memory on the command line)
     """
-    est = estimate(computation, **sizes)
+    return check_estimate(
+        estimate(computation, **sizes), name, max_seconds=max_seconds, max_memory=max_memory
+    )
+
+
+def check_estimate(
+    est: Estimate, name: str, *, max_seconds: float | None = None, max_memory: float | None = None
+) -> Estimate:
+    """Raise :class:`SizeError` naming ``name`` if ``est`` is above a limit; else return it
+    (for a job of several computations, e.g. ``Estimate(t1 + t2, max(m1, m2), what)``)."""
     secs = time_limit() if max_seconds is None else float(max_seconds)
     mem = memory_limit() if max_memory is None else float(max_memory)
     if est.seconds > secs or est.nbytes > mem:

@@ -18,6 +18,7 @@ import numpy as np
 from . import cli_args as A
 
 if TYPE_CHECKING:
+    from .._sizes import Estimate
     from ..chain import DecodingChain
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "cmd_simulate",
     "add_chain_args",
     "SIMULATE_CHUNK",
+    "check_request",
 ]
 
 
@@ -54,9 +56,11 @@ def add_chain_args(p: argparse.ArgumentParser) -> None:
     )
     src.add_argument("--states", type=A.positive_int, default=None, help="number of states (default: vocab)")
     src.add_argument("--seed", type=A.nonneg_int, default=None, help="random seed of the chain (default 0)")
-    src.add_argument("--concentration", type=float, default=None, help="Dirichlet concentration (default 1)")
     src.add_argument(
-        "--similarity", type=float, default=None, help="draft = s*target + (1-s)*noise (default 0)"
+        "--concentration", type=A.positive_float, default=None, help="Dirichlet concentration (default 1)"
+    )
+    src.add_argument(
+        "--similarity", type=A.finite_float, default=None, help="draft = s*target + (1-s)*noise (default 0)"
     )
     p.add_argument("--horizon", type=A.positive_int, default=32, help="tokens generated, T")
     p.add_argument("--gammas", type=A.gammas, default=[1, 2, 4, 8], help="draft lengths (default 1,2,4,8)")
@@ -65,6 +69,7 @@ def add_chain_args(p: argparse.ArgumentParser) -> None:
         "--no-bonus", action="store_true", help="count without bonus tokens (Yin et al.; default: bonus)"
     )
     p.add_argument("--json", action="store_true", help="machine-readable output (default: a table)")
+    A.add_limit_args(p)
 
 
 def _chain_settings(args: argparse.Namespace) -> dict:
@@ -111,7 +116,6 @@ def _read_chain_file(path: str) -> dict:
 
 def load_chain(args: argparse.Namespace) -> DecodingChain:
     """Build the DecodingChain named by the command-line arguments."""
-    from .._guards import check_memory
     from ..chain.core import DecodingChain
 
     if args.chain:
@@ -138,12 +142,6 @@ def load_chain(args: argparse.Namespace) -> DecodingChain:
         except ValueError as exc:
             raise CLIError(f"--chain: chain file {path!r}: {exc}") from None
     _chain_settings(args)
-    states = args.states or args.vocab
-    check_memory(
-        64.0 * states * args.vocab,
-        "--vocab" if args.states is None else "--states",
-        f"a random chain with {states} states x {args.vocab} tokens",
-    )
     return DecodingChain.random(
         args.vocab,
         n_states=args.states,
@@ -151,6 +149,72 @@ def load_chain(args: argparse.Namespace) -> DecodingChain:
         similarity=args.similarity,
         rng=args.seed,
     )
+
+
+def _states_flag(args: argparse.Namespace) -> str:
+    if args.chain:
+        return "--chain"
+    return "--vocab" if args.states is None else "--states"
+
+
+def check_request(args: argparse.Namespace, chain: DecodingChain | None = None, runs: int = 0) -> Estimate:
+    """Refuse, before anything big is built, a command estimated above the limits.
+
+    The estimate (:func:`spectheory._sizes.estimate`) adds up the random chain's construction,
+    one exact recursion per draft length (plus one for the TV profile) and, for ``simulate``,
+    ``runs`` Monte Carlo generations per draft length; memory is the largest part plus the
+    chain. The message names the flag of the part that costs most. ``chain`` is the loaded
+    chain (``--chain FILE``) or ``None`` (a random chain of ``--vocab`` / ``--states``).
+    """
+    from .._sizes import Estimate, check_estimate, estimate
+
+    if chain is None:
+        S, V = args.states or args.vocab, args.vocab
+        dense = args.states is None or args.states == args.vocab
+        build = estimate("chain", states=S, vocab=V)
+    else:
+        S, V, dense = chain.n_states, chain.vocab_size, chain.is_first_order
+        build = Estimate(0.0, 0.0, "")
+    T = args.horizon
+    exact = [
+        estimate("path_exact", horizon=T, states=S, vocab=V, gamma=min(g, T), dense=dense)
+        for g in args.gammas
+    ]
+    exact.append(estimate("path_exact", horizon=T, states=S, vocab=V, gamma=1, dense=dense))
+    chunk = min(runs, SIMULATE_CHUNK)  # runs are simulated a chunk at a time: memory of one chunk
+    mc = (
+        [
+            Estimate(
+                estimate("simulate", runs=runs, horizon=T, gamma=min(g, T)).seconds,
+                estimate("simulate", runs=chunk, horizon=T, gamma=min(g, T)).nbytes,
+                "",
+            )
+            for g in args.gammas
+        ]
+        if runs
+        else []
+    )
+    parts = {
+        _states_flag(args): build,
+        "--horizon" if S <= 4096 else _states_flag(args): Estimate(
+            sum(e.seconds for e in exact), max(e.nbytes for e in exact), ""
+        ),
+    }
+    if mc:
+        parts["--runs"] = Estimate(sum(e.seconds for e in mc), max(e.nbytes for e in mc), "")
+    what = f"{args.command} (T={T}, {S} states x {V} tokens, gammas {','.join(map(str, args.gammas))}"
+    what += f", {runs} runs per gamma)" if runs else ")"
+    total = Estimate(
+        sum(e.seconds for e in parts.values()),
+        build.nbytes + max(e.nbytes for e in parts.values()),
+        what,
+    )
+    name = max(parts, key=lambda k: (parts[k].seconds, parts[k].nbytes))
+    from .._sizes import memory_limit
+
+    if total.nbytes > memory_limit():
+        name = max(parts, key=lambda k: parts[k].nbytes)
+    return check_estimate(total, name)
 
 
 def analyze_table(
@@ -193,9 +257,19 @@ def _print_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         print("  ".join(str(v).rjust(w) for v, w in zip(r, widths)))
 
 
+def _load_checked(args: argparse.Namespace, runs: int = 0) -> tuple[DecodingChain, Estimate]:
+    """The chain, with the whole command's size checked first (:func:`check_request`)."""
+    if not args.chain:
+        _chain_settings(args)
+        est = check_request(args, runs=runs)
+        return load_chain(args), est
+    chain = load_chain(args)
+    return chain, check_request(args, chain, runs=runs)
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     settings = _settings(args)
-    chain = load_chain(args)
+    chain, _ = _load_checked(args)
     out = analyze_table(chain, args.horizon, args.gammas, args.cost, not args.no_bonus)
     if args.json:
         print(json.dumps({"settings": settings, **out}, indent=1, default=float))
@@ -236,12 +310,14 @@ def monte_carlo_rows(
     seed: int,
     bonus: bool,
     chunk: int = SIMULATE_CHUNK,
+    progress: Any = None,
 ) -> list[dict]:
     """Exact value, Monte Carlo mean, SE and z of each counter, over ``n_runs`` in chunks.
 
     The runs are simulated ``chunk`` at a time with one random stream
     (``default_rng([seed, gamma])``), and only per-counter sums and sums of squares are
-    kept, so the memory is that of one chunk whatever ``n_runs`` is.
+    kept, so the memory is that of one chunk whatever ``n_runs`` is. ``progress`` is passed to
+    :func:`~spectheory.simulate` (a bar given by the caller spans every chunk).
     """
     from ..montecarlo.simulator import simulate
     from .tasks import COUNTERS, exact_counters
@@ -249,7 +325,8 @@ def monte_carlo_rows(
     rng = np.random.default_rng([seed, gamma])
     sums = {name: np.zeros(2) for name in COUNTERS}
     for start in range(0, n_runs, chunk):
-        sim = simulate(chain, horizon, gamma, min(chunk, n_runs - start), rng=rng, bonus=bonus)
+        n = min(chunk, n_runs - start)
+        sim = simulate(chain, horizon, gamma, n, rng=rng, bonus=bonus, progress=progress)
         for name in COUNTERS:
             x = getattr(sim, name).astype(np.float64)
             sums[name] += (x.sum(), (x * x).sum())
@@ -274,14 +351,22 @@ def monte_carlo_rows(
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    from .._progress import progress_bar
+    from .._sizes import PROGRESS_SECONDS
+
     settings = _settings(args)
-    chain = load_chain(args)
+    chain, est = _load_checked(args, runs=args.runs)
     bonus = not args.no_bonus
-    records = [
-        {"gamma": g, **row}
-        for g in args.gammas
-        for row in monte_carlo_rows(chain, args.horizon, g, args.runs, settings.get("seed", 0), bonus)
-    ]
+    total = args.runs * args.horizon * len(args.gammas)  # one bar, one total for the whole job
+    show = True if est.seconds > PROGRESS_SECONDS else None
+    with progress_bar(total, "simulate", show=show, unit="tok", unit_scale=True) as bar:
+        records = [
+            {"gamma": g, **row}
+            for g in args.gammas
+            for row in monte_carlo_rows(
+                chain, args.horizon, g, args.runs, settings.get("seed", 0), bonus, progress=bar
+            )
+        ]
     if args.json:
         print(
             json.dumps(

@@ -240,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: tree_rrs; tree_topk with --medusa)",
     )
     p.add_argument("--medusa", action="store_true", help="draft with the shipped Medusa heads (default: off)")
+    A.add_limit_args(p)
 
     p = add("demo", cmd_demo, "step-by-step teaching demo in the terminal")
     p.add_argument("--seed", type=A.nonneg_int, default=None, help="random seed (default: the demo's own)")
@@ -293,7 +294,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code = int(args.func(args) or 0)
+        with A.size_limits_of(args):  # --max-seconds / --max-memory (analyze, simulate, decode)
+            code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
         return code
     except BrokenPipeError:
@@ -307,7 +309,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (CLIError, ValueError, TypeError, OSError, MemoryError, NotImplementedError) as exc:
         if args.traceback:
             raise
-        text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        text = A.cli_message(exc, args.command)  # API argument names -> flags
         if isinstance(exc, MemoryError):
             text = f"out of memory ({text}); use smaller sizes"
         sys.stderr.write(f"spectheory {args.command}: error: {text}\n")

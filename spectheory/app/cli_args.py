@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 __all__ = [
@@ -29,6 +30,15 @@ __all__ = [
     "nonneg_int",
     "nonneg_float",
     "gammas",
+    "comma_items",
+    "finite_float",
+    "positive_float",
+    "max_seconds",
+    "max_memory",
+    "add_limit_args",
+    "size_limits_of",
+    "cli_message",
+    "FLAGS",
     "device_name",
     "writable_dir",
     "check_device_available",
@@ -67,15 +77,162 @@ def nonneg_float(text: str) -> float:
     return value
 
 
+def comma_items(text: str) -> list[str]:
+    """The items of a comma-separated list, refusing empty ones (``1,,2``, ``2,``, ``,``).
+
+    Examples
+    --------
+    >>> comma_items("1, 2")
+    ['1', '2']
+    >>> comma_items("1,,2")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: empty item 2 in the comma-separated list '1,,2'
+    """
+    items = [x.strip() for x in str(text).split(",")]
+    for i, x in enumerate(items):
+        if not x:
+            raise argparse.ArgumentTypeError(f"empty item {i + 1} in the comma-separated list {text!r}")
+    return items
+
+
 def gammas(text: str) -> list[int]:
-    """Comma-separated draft lengths, each >= 1."""
+    """Comma-separated draft lengths, each >= 1 (no empty items)."""
+    items = comma_items(text)
     try:
-        values = [int(x) for x in text.split(",") if x.strip()]
+        values = [int(x) for x in items]
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
+    if min(values) < 1:
         raise argparse.ArgumentTypeError(f"gammas must be integers >= 1, got {text!r}")
     return values
+
+
+def finite_float(text: str) -> float:
+    """A finite float (no nan, no inf)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite float > 0."""
+    value = finite_float(text) if text.strip().lower() not in ("inf", "-inf", "nan") else float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+def max_seconds(text: str) -> float:
+    """Seconds > 0, or ``inf`` (no time limit)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0 (or inf), got {text!r}")
+    return value
+
+
+def max_memory(text: str) -> float:
+    """A size such as ``8G``, ``500M``, ``2e9`` (bytes) or ``inf``."""
+    from .._sizes import parse_bytes
+
+    try:
+        return parse_bytes(text, "--max-memory")
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 8G, 500M or 2e9 (bytes), got {text!r}"
+        ) from None
+
+
+def add_limit_args(p: argparse.ArgumentParser) -> None:
+    """``--max-seconds`` and ``--max-memory``: the limits above which a request is refused up front."""
+    from .._sizes import DEFAULT_MAX_SECONDS
+
+    p.add_argument(
+        "--max-seconds",
+        type=max_seconds,
+        default=None,
+        metavar="S",
+        help="refuse a request estimated to take longer (default: $SPECTHEORY_MAX_SECONDS or "
+        f"{DEFAULT_MAX_SECONDS:.0f}; inf: no limit)",
+    )
+    p.add_argument(
+        "--max-memory",
+        type=max_memory,
+        default=None,
+        metavar="SIZE",
+        help="refuse a request estimated to need more memory, e.g. 8G (default: "
+        "$SPECTHEORY_MAX_MEMORY or half this machine's memory)",
+    )
+
+
+def size_limits_of(args: argparse.Namespace) -> AbstractContextManager:
+    """The :func:`spectheory._sizes.size_limits` of ``--max-seconds`` / ``--max-memory``."""
+    from .._sizes import size_limits
+
+    return size_limits(getattr(args, "max_seconds", None), getattr(args, "max_memory", None))
+
+
+#: API argument names (as library errors name them) -> the command-line flag that sets them.
+FLAGS = {
+    "max_new_tokens": "--tokens",
+    "n_runs": "--runs",
+    "vocab_size": "--vocab",
+    "n_states": "--states",
+    "horizon": "--horizon",
+    "gamma": "--gamma",
+    "temperature": "--temperature",
+    "tree": "--tree",
+    "branching": "--tree",
+    "verifier": "--verifier",
+    "concentration": "--concentration",
+    "similarity": "--similarity",
+    "seed": "--seed",
+    "seeds": "--seed",
+    "device": "--device",
+}
+
+_PROMPTS = re.compile(r"\bprompts(\[\d+\])?")
+_LEAD = re.compile(r"^(" + "|".join(sorted(FLAGS, key=len, reverse=True)) + r"):")
+#: Names mapped anywhere in a message: only unmistakable identifiers (not "tree" or "gamma").
+_NAMES = re.compile(
+    r"(?<![-\w])(" + "|".join(sorted((k for k in FLAGS if "_" in k), key=len, reverse=True)) + r")\b"
+)
+
+
+def cli_message(exc: BaseException, command: str | None = None) -> str:
+    """One line for a user error, with the library's argument names turned into flags.
+
+    ``prompts[0]`` is ``--prompt``, ``max_new_tokens`` is ``--tokens`` and so on (:data:`FLAGS`);
+    a :class:`~spectheory._sizes.SizeError` says to raise ``--max-seconds`` / ``--max-memory``.
+
+    Examples
+    --------
+    >>> cli_message(ValueError("prompts[0]: empty prompt"), "decode")
+    '--prompt: empty prompt'
+    >>> cli_message(ValueError("max_new_tokens: prompt length 3 + max_new_tokens 300 exceeds 256"), "decode")
+    '--tokens: prompt length 3 + --tokens 300 exceeds 256'
+    """
+    from .._sizes import SizeError
+
+    if isinstance(exc, SizeError):
+        name = FLAGS.get(exc.name, exc.name)
+        return exc.message(
+            name, "--max-seconds S / --max-memory SIZE, or SPECTHEORY_MAX_SECONDS / SPECTHEORY_MAX_MEMORY"
+        )
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if command == "decode":
+        text = _PROMPTS.sub("--prompt", text)
+    if command in ("decode", "analyze", "simulate"):
+        text = _LEAD.sub(lambda m: FLAGS[m.group(1)] + ":", text)
+        text = _NAMES.sub(lambda m: FLAGS[m.group(1)], text)
+    return text
 
 
 _DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")

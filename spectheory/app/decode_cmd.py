@@ -77,7 +77,13 @@ def run_decode(args: argparse.Namespace) -> int:
     from .cli_args import check_device_available
 
     check_device_available(args.device)  # before the models load
-    if getattr(args, "tree", None) or getattr(args, "medusa", False):  # tree decoding (issue 12)
+    tree_mode = bool(getattr(args, "tree", None) or getattr(args, "medusa", False))
+    if getattr(args, "verifier", None) and not tree_mode:
+        raise ValueError(
+            f"--verifier {args.verifier}: chooses a tree verifier, and needs --tree SHAPE (e.g. "
+            "--tree 2x2x1 or path4) or --medusa; without them decode runs token verification"
+        )
+    if tree_mode:  # tree decoding (issue 12)
         from .decode_tree import run_tree_decode
 
         return run_tree_decode(args)

@@ -19,7 +19,7 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from ..trees import DraftTree
 
-__all__ = ["parse_tree_shape", "run_tree_decode"]
+__all__ = ["parse_tree_shape", "run_tree_decode", "check_tree_request"]
 
 
 def parse_tree_shape(shape: str, accuracies: ArrayLike | None = None) -> DraftTree:
@@ -44,9 +44,31 @@ def parse_tree_shape(shape: str, accuracies: ArrayLike | None = None) -> DraftTr
             return sparse_tree(np.asarray(accuracies)[:, :4], int(s[6:]))
         return DraftTree.from_branching([int(x) for x in s.split("x")])
     except ValueError as exc:
+        from .._sizes import SizeError
+
+        if isinstance(exc, SizeError):
+            raise SizeError("--tree", exc.estimate, exc.limit_seconds, exc.limit_bytes) from None
         if "--tree" in str(exc):
             raise
+        if str(exc).startswith("branching:"):
+            raise ValueError(f"--tree: children per depth must be integers >= 1, got {shape!r}") from None
         raise ValueError(f"--tree: expected AxBxC, pathN or sparseN, got {shape!r}") from None
+
+
+def check_tree_request(tree: DraftTree, prompt_len: int, tokens: int, vocab: int = 256) -> None:
+    """Refuse, before any model loads, a tree decoding estimated above the limits
+    (:func:`spectheory._sizes.check_size`: the tree attention mask is ``N (N + L)`` per round)."""
+    from .._sizes import check_size
+
+    check_size(
+        "tree_decode",
+        "--tree",
+        nodes=tree.size,
+        batch=1,
+        context=prompt_len + tokens,
+        vocab=vocab,
+        tokens=tokens,
+    )
 
 
 def run_tree_decode(args: argparse.Namespace) -> int:
@@ -68,11 +90,13 @@ def run_tree_decode(args: argparse.Namespace) -> int:
     except ValueError:
         known = sorted([*lossy, *list_verifiers(trees=True)])
         raise ValueError(f"--verifier: expected one of {known}, got {name!r}") from None
+    shape = getattr(args, "tree", None) or ("sparse16" if medusa else f"path{args.gamma}")
+    prompt = list(args.prompt.encode("utf-8"))
+    if not shape.strip().lower().startswith("sparse"):  # sizes refused before the models load
+        check_tree_request(parse_tree_shape(shape), len(prompt), args.tokens)
     target = load_model("target", device=args.device)
     heads, info = load_heads(device=args.device) if medusa else (None, None)
-    shape = getattr(args, "tree", None) or ("sparse16" if medusa else f"path{args.gamma}")
     tree = parse_tree_shape(shape, info["heldout"]["rank_accuracy"] if info is not None else None)
-    prompt = list(args.prompt.encode("utf-8"))
     if medusa and len(prompt) < 2:
         raise ValueError("--prompt: Medusa decoding needs a prompt of at least 2 bytes")
     kw = dict(temperature=args.temperature, seed=args.seed, device=args.device, bonus=not args.no_bonus)

@@ -194,7 +194,7 @@ class ProtocolViews:
         """
         if per_generation:
             return analysis.tokens_per_call_per_generation(
-                cast("DecodingChain", self), horizon, gamma, bonus, get_verifier(verifier)
+                cast("DecodingChain", self), horizon, gamma, bonus, get_verifier(verifier).require_path()
             )
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).tokens_per_call
 

@@ -116,10 +116,17 @@ def make_batch(prompts: Sequence[Prompt], max_new_tokens: int, models: dict, dev
     lens = [len(x) for x in ids]
     for name, m in models.items():
         limit = getattr(m, "max_seq_len", None)
+        if limit is not None and max(lens) >= limit:  # the prompt alone leaves no room
+            i = int(np.argmax(lens))
+            raise ValueError(
+                f"prompts[{i}]: the prompt has {lens[i]} tokens, {name}.max_seq_len = {limit} leaves "
+                f"no room for new tokens; use a prompt of at most {limit - 1} tokens"
+            )
         if limit is not None and max(lens) + max_new_tokens > limit:
             raise ValueError(
                 f"max_new_tokens: prompt length {max(lens)} + max_new_tokens "
-                f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}"
+                f"{max_new_tokens} exceeds {name}.max_seq_len = {limit}; at most "
+                f"{limit - max(lens)} new tokens fit after this prompt"
             )
     cap = max(lens) + max_new_tokens
     tokens = torch.zeros(len(ids), cap, dtype=torch.int64)

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .._sizes import check_size
 from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
 from ..verifiers.children import get_child_policy
@@ -336,6 +337,8 @@ def tree_generate(
     B, cap = batch.tokens.shape
     layout = TreeLayout(tree)
     N, D = layout.n_nodes, tree.max_depth
+    V = int(target.vocab_size)
+    check_size("tree_decode", "tree", nodes=N, batch=B, context=cap, vocab=V, tokens=max_new_tokens)
     paths = torch.as_tensor(_tree_tables(tree, layout), device=dev)
     depth_of = torch.as_tensor(np.asarray(tree.depth), device=dev)
     seeds = seed_tensor(check_seeds(seed, B), dev)

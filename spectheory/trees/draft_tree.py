@@ -20,6 +20,7 @@ Examples
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from functools import cached_property
 
@@ -27,6 +28,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._sizes import check_size
 
 __all__ = ["DraftTree"]
 
@@ -71,6 +73,7 @@ class DraftTree:
         br = [check_int(b, "branching", 1) for b in branching]
         if not br:
             raise ValueError("branching: expected at least one level")
+        check_size("tree", "branching", nodes=sum(math.prod(br[: d + 1]) for d in range(len(br))))
         parents = [-1]
         level = [0]
         for b in br:
@@ -90,6 +93,7 @@ class DraftTree:
         """
         M = check_int(M, "M", 1)
         depth = check_int(depth, "depth", 1)
+        check_size("tree", "M", nodes=M * depth)
         parents = [-1]
         for _ in range(M):
             prev = 0
