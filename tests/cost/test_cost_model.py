@@ -228,3 +228,40 @@ def test_named_models_state_their_sources():
         assert model.name == name and model.source
         assert 0 < model.at().c < model.autoregressive()
         assert model.describe().startswith(name)
+
+
+def test_every_round_kind_is_costed_by_a_cost_model():
+    """Path, tree, batch (both readings) and policy results under one cost model at a batch size:
+    the policy evaluated under ``model.at(B)`` has the fixed path's time (FixedGamma is the path),
+    and a batch round's draft sequences are drafted level by level (``M`` nodes a level)."""
+    chain, T, B = _chain(), 12, 8
+    model = CostModel(LinearForward(0.02, 1e-3), LinearForward(0.001, 2e-4))
+    path = chain.protocol(T, 3)
+    policy = chain.protocol(T, FixedGamma(3), cost=model.at(B))
+    assert policy.time(model, batch=B) == pytest.approx(path.time(model, batch=B), rel=1e-12)
+    assert policy.speedup() == pytest.approx(path.speedup(model, batch=B), rel=1e-12)
+    with pytest.raises(ValueError, match="cost"):
+        policy.time(model, batch=2 * B)  # its target time is known under its own cost only
+    for reading in ("first_token", "tree"):
+        res = chain.protocol(T, st.BatchRound(2, gamma=3, reading=reading))
+        cost = model.at(B)
+        depth = np.minimum(3, T - np.arange(T))
+        draft = res.round_start_prob @ np.array(
+            [sum(cost.draft_call(w) for w in [1, 2, 2][:d]) for d in depth]
+        )
+        calls = res.round_start_prob @ np.array([cost.target_call(2 * d) for d in depth])
+        assert res.time(model, batch=B) == pytest.approx(float(draft + calls), rel=1e-12)
+
+
+def test_a_policy_under_a_cost_model_matches_monte_carlo():
+    from spectheory.stopping import ConfidenceThreshold
+
+    chain, T, B = _chain(), 16, 32
+    model = named_cost("llama2-7b/68m-h100")
+    policy = ConfidenceThreshold(0.6, max_depth=4)
+    exact = chain.protocol(T, policy, cost=model.at(B))
+    sim = st.simulate(chain, T, policy, n_runs=4000, rng=5, cost=model.at(B))
+    times = sim.time()
+    se = times.std(ddof=1) / np.sqrt(times.size)
+    assert abs(times.mean() - exact.time()) < 5 * se
+    assert exact.time() == exact.time(model, batch=B)
