@@ -1,7 +1,7 @@
 """The ``spectheory`` command line.
 
 Subcommands: ``reproduce`` (the main job), ``analyze``, ``simulate``, ``decode``, ``demo``,
-``figures``, ``prove``. A user mistake (a bad argument, an unreadable file, a request too big
+``figures``, ``prove``, ``tune``. A user mistake (a bad argument, an unreadable file, a request too big
 for memory) prints one line naming the argument and exits with status 2, never a traceback;
 ``--traceback`` (before or after the subcommand) shows the full trace. An unexpected internal
 error prints one line and exits with status 1. Output cut short by a closed pipe
@@ -34,6 +34,7 @@ EXAMPLES = {
     "demo": "spectheory demo --seed 0 --gamma 3 --auto",
     "figures": "spectheory figures fig4_leviathan --quick",
     "prove": "spectheory prove",
+    "tune": "spectheory tune --batches 1,16 --gammas 1,2,4,8 --verify",
 }
 
 
@@ -117,6 +118,12 @@ def cmd_decode(args: argparse.Namespace) -> int:
     from .decode_cmd import run_decode
 
     return run_decode(args)
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from .tune_cmd import run_tune
+
+    return run_tune(args)
 
 
 def cmd_reproduce(args: argparse.Namespace) -> int:
@@ -278,6 +285,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--jobs", type=A.positive_int, default=1, help="figures made at once")
 
     add_root(add("prove", cmd_prove, "run the symbolic proofs (sympy)"))
+
+    from .tune_cmd import add_tune_args
+
+    add_tune_args(add("tune", cmd_tune, "rank gamma, trees and policies by predicted throughput"))
     return parser
 
 

@@ -1,0 +1,243 @@
+r"""Predicted wall time and batch throughput of the real decoder on real models.
+
+The accepted side comes from target paths sampled once (:func:`sample_target_paths`): along them
+the Rao-Blackwellised recursions give, for every fixed ``gamma``, node-local tree and runnable
+draft-length policy, the law of a row's number of rounds ``R`` given its path
+(:mod:`.cost_rounds`). The cost side is a :class:`~spectheory.validation.cost_timing.DecoderTiming`
+(fitted forwards and measured overheads). For a batch of ``B`` rows generating ``T`` tokens
+after prompts of length ``L_0`` (:func:`predict_time`):
+
+.. math:: \text{time}(B) = t_\text{prefill}(B) + E[\max_b R_b]\; E_K[t_\text{round}(B, K, \bar L)],
+          \qquad \text{throughput} = \frac{B T}{\text{time}(B)},
+
+where ``K`` is the round's batch draft depth -- the largest over the rows of their own draft
+lengths (fixed for paths and trees, the policy's stopping law for policies, from the draft's own
+paths, :func:`drafted_length_law`) -- and :math:`\bar L` the mean over rounds of the longest
+row's context (attention reads up to the longest row): about
+:math:`L_0 + T (1 - E[\min_b R_b] / (2 E[\max_b R_b]))`, i.e. ``L_0 + T/2`` at ``B = 1``. Tokens
+per call ``T / E[R]`` has the delta-method SE over paths; ``E[max R]`` a bootstrap SE over
+paths, carried to the time and throughput (the fit error of the cost model is reported beside,
+not inside, these SEs).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from ..stopping.along_paths import ratio_mean_se
+from ..stopping.policies import StopContext
+from .cost_rounds import batch_rounds, path_kernel, policy_kernel, rounds_law, tree_kernel
+from .cost_timing import DecoderTiming, round_kind
+
+__all__ = ["PathSample", "sample_target_paths", "drafted_length_law", "round_law", "predict_time"]
+
+
+@dataclass
+class PathSample:
+    """Target paths and what the predictions read along them (:func:`sample_target_paths`).
+
+    ``paths [N, L0 + T]``; ``reject [N, T]``; ``target_laws``, ``draft_laws [N, T, V]`` (trees
+    only); ``policy_inputs`` (``top``, ``entropy``, ``token_prob`` of the draft law along the
+    paths); ``draft_own`` the same along the draft's own continuations ``[S, D]`` from prefixes
+    of the paths (the drafted-length law of policies).
+    """
+
+    prompt_len: int
+    horizon: int
+    paths: np.ndarray
+    reject: np.ndarray
+    target_laws: np.ndarray | None = None
+    draft_laws: np.ndarray | None = None
+    policy_inputs: dict | None = None
+    draft_own: dict | None = None
+    _laws: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def n_paths(self) -> int:
+        return int(self.paths.shape[0])
+
+
+def _seed(rng: Any) -> int:
+    return int(np.random.default_rng(rng).integers(0, 2**31 - 1))
+
+
+def sample_target_paths(
+    target: Any,
+    draft: Any,
+    prompts: Any,
+    horizon: int,
+    n_paths: int = 256,
+    rng: np.random.Generator | int | None = None,
+    device: Any = "cpu",
+    trees: bool = True,
+    policy_depth: int = 0,
+    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
+) -> PathSample:
+    """Sample ``n_paths`` target paths from ``prompts`` (cycled) and evaluate both models along them.
+
+    ``trees``: keep the laws ``[N, T, V]`` (tree predictions); ``policy_depth > 0``: also the
+    draft's statistics along the paths and along ``policy_depth``-token draft continuations from
+    prefixes at ``n = 0, T/3, 2T/3`` (policy predictions).
+    """
+    from .policy_predict import policy_path_inputs
+    from .predict import path_statistics, repeat_prompts, sample_paths
+
+    T = check_int(horizon, "horizon", 1)
+    N = check_int(n_paths, "n_paths", 2)
+    gen = np.random.default_rng(rng)
+    P = np.asarray(prompts, dtype=np.int64)
+    L0 = P.shape[1]
+    paths = sample_paths(target, repeat_prompts(P, N), T, _seed(gen), sampling=sampling, device=device)
+    st = path_statistics(target, draft, paths, L0, sampling, keep_laws=trees, device=device)
+    sample = PathSample(L0, T, paths, st.reject, st.target_laws, st.draft_laws)
+    D = check_int(policy_depth, "policy_depth", 0)
+    if D:
+        inp = policy_path_inputs(target, draft, paths, L0, sampling, device=device)
+        sample.policy_inputs = {k: inp[k] for k in ("top", "entropy", "token_prob")}
+        own: dict[str, list[np.ndarray]] = {"top": [], "entropy": [], "token_prob": []}
+        for n in sorted({0, T // 3, 2 * T // 3}):
+            pre = paths[: max(2, N // 2), : L0 + n]
+            dp = sample_paths(draft, pre, D, _seed(gen), sampling=sampling, device=device)
+            di = policy_path_inputs(draft, draft, dp, L0 + n, sampling, device=device)
+            for k in own:
+                own[k].append(di[k])
+        sample.draft_own = {k: np.concatenate(v) for k, v in own.items()}
+    return sample
+
+
+def drafted_length_law(policy: Any, own: dict, memory_weights: np.ndarray, cap: int) -> np.ndarray:
+    """Law ``[cap + 1]`` of the draft length a policy chooses in a round, along the draft's own
+    paths ``own`` (``top``, ``entropy``, ``token_prob`` ``[S, >= cap]``), mixed over the policy's
+    memory with ``memory_weights [M]``; the round stops at ``cap`` at the latest."""
+    S = own["top"].shape[0]
+    law = np.zeros(cap + 1)
+    none = np.full((S, 1), -1)
+    w = np.asarray(memory_weights, dtype=np.float64)
+    for a in np.flatnonzero(w > 0):
+        alive = np.ones(S, bool)
+        for i in range(1, cap + 1):
+            if i == cap:
+                stop = np.ones(S, bool)
+            else:
+                ctx = StopContext(
+                    depth=i,
+                    position=np.zeros((S, 1), np.int64),
+                    start_state=none,
+                    prev_state=none,
+                    token=none,
+                    state=none,
+                    accept_prob=None,
+                    memory=np.full((S, 1), a),
+                    **{k: own[k][:, i - 1, None] for k in ("top", "entropy", "token_prob")},
+                )
+                stop = np.asarray(policy.stop(ctx), bool).reshape(S)
+            law[i] += w[a] * np.mean(alive & stop)
+            alive &= ~stop
+    return law / law.sum()
+
+
+def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
+    """``(law [N, T + 1], depth law [D + 1])``: a row's rounds given each path, and the law of
+    the draft depth of a round (visit-weighted over round starts). Cached per round on ``sample``."""
+    from .trees import draft_tables
+
+    key = repr(rnd)
+    if key in sample._laws:
+        return sample._laws[key]
+    kind, T = round_kind(rnd), sample.horizon
+    m0 = 0
+    if kind == "path":
+        J, D = path_kernel(sample.reject, rnd.gamma), rnd.gamma
+    elif kind == "tree":
+        if sample.target_laws is None or sample.draft_laws is None:
+            raise ValueError("trees: the path sample has no laws; sample with trees=True")
+        tree, D = rnd.tree, rnd.tree.max_depth
+        tokens = sample.paths[:, sample.prompt_len :]
+        tables = draft_tables(sample.target_laws, sample.draft_laws, tokens, tree, rnd.verifier.children)
+        J = tree_kernel(tree, tables, T)
+    else:
+        if sample.policy_inputs is None or sample.draft_own is None:
+            raise ValueError(
+                "policies: the path sample has no draft statistics; sample with policy_depth > 0"
+            )
+        D = int(rnd.policy.max_depth)
+        if sample.draft_own["top"].shape[1] < D:
+            raise ValueError(f"policies: sampled for depth {sample.draft_own['top'].shape[1]} < {D}")
+        J, m0 = policy_kernel({"reject": sample.reject, **sample.policy_inputs}, rnd.policy)
+    law, visits = rounds_law(J, m0)
+    starts = visits.sum(0)  # [T, M]
+    if kind == "policy":
+        depth = drafted_length_law(rnd.policy, sample.draft_own, starts.sum(0), D)
+    else:
+        depth = np.bincount(np.minimum(D, T - np.arange(T)), weights=starts[:, 0], minlength=D + 1)
+        depth = depth / depth.sum()
+    sample._laws[key] = (law, depth)
+    return law, depth
+
+
+def predict_time(
+    sample: PathSample,
+    rnd: Any,
+    timing: DecoderTiming,
+    batch: int,
+    rng: np.random.Generator | int | None = None,
+) -> dict:
+    """Predicted time, throughput and tokens per call of round ``rnd`` (``None``: autoregressive)
+    on ``batch`` rows (module docstring). Keys: ``tokens_per_call`` (+ ``_se``), ``rounds``
+    (``E[max R]``, + ``_se``), ``depth`` (mean batch draft depth), ``context``, ``round_seconds``,
+    ``seconds`` (+ ``_se``), ``seconds_per_token`` (per row), ``throughput`` (+ ``_se``, tokens/s
+    over the batch) and ``draft_calls`` (per round at batch 1, for Leviathan's constant-c model)."""
+    B = check_int(batch, "batch", 1)
+    T, L0 = sample.horizon, sample.prompt_len
+    if rnd is None:
+        ctx = L0 + T / 2
+        seconds = timing.prefill_seconds(B, L0, speculative=False) + T * timing.autoregressive_seconds(B, ctx)
+        return {
+            "tokens_per_call": 1.0,
+            "tokens_per_call_se": 0.0,
+            "rounds": float(T),
+            "rounds_se": 0.0,
+            "depth": 0.0,
+            "context": ctx,
+            "round_seconds": timing.autoregressive_seconds(B, ctx),
+            "seconds": seconds,
+            "seconds_se": 0.0,
+            "seconds_per_token": seconds / T,
+            "throughput": B * T / seconds,
+            "throughput_se": 0.0,
+            "draft_calls": 0.0,
+        }
+    kind = round_kind(rnd)
+    law, depth = round_law(sample, rnd)
+    calls = law @ np.arange(law.shape[1])
+    tpc, tpc_se = ratio_mean_se(np.full(len(calls), float(T)), calls)
+    r = batch_rounds(law, B, rng=rng)
+    ctx = L0 + T * (1 - r["min"] / (2 * r["max"]))
+    F = np.cumsum(depth)
+    batch_depth = np.diff(np.concatenate([[0.0], np.clip(F, 0, 1) ** B]))  # the largest of B rows
+    tree = getattr(rnd, "tree", None)
+    per_round = sum(
+        p * timing.round_seconds(kind, B, k, ctx, tree=tree) for k, p in enumerate(batch_depth) if p > 0
+    )
+    seconds = timing.prefill_seconds(B, L0) + r["max"] * per_round
+    seconds_se = r["max_se"] * per_round
+    k1 = float(depth @ np.arange(len(depth)))
+    return {
+        "tokens_per_call": tpc,
+        "tokens_per_call_se": tpc_se,
+        "rounds": r["max"],
+        "rounds_se": r["max_se"],
+        "depth": float(batch_depth @ np.arange(len(batch_depth))),
+        "context": float(ctx),
+        "round_seconds": float(per_round),
+        "seconds": float(seconds),
+        "seconds_se": float(seconds_se),
+        "seconds_per_token": float(seconds / T),
+        "throughput": float(B * T / seconds),
+        "throughput_se": float(B * T * seconds_se / seconds**2),
+        "draft_calls": k1,
+    }

@@ -1,0 +1,207 @@
+r"""The law of a row's number of rounds, given its output path (pure numpy).
+
+A batch of the real decoder plays rounds until its *slowest* row is done (a finished row still
+rides along in every forward), so a batch's wall time is set by :math:`\max_b R_b`, the largest
+number of rounds over its ``B`` rows, not by their mean. The Rao-Blackwellised predictions
+(:func:`spectheory.validation.predict.round_dp`, :func:`~spectheory.validation.trees.tree_round_dp`,
+:func:`~spectheory.stopping.along_paths.policy_round_dp`) give ``E[R | path]``; this module gives
+the whole law of ``R`` given the path, by the same argument: given the output path the verifier's
+outcomes are independent (docs of those functions), so the round boundaries form a Markov chain
+on (round start ``n``, policy memory) with a per-path jump kernel
+
+.. math:: J_i(n, a \to n', a') = P(\text{next round starts at } n' \text{ with memory } a'
+          \mid \text{start } n, \text{memory } a, \text{path } i),
+
+``n' = T`` meaning done. :func:`rounds_law` runs the chain forward counting rounds:
+``law[i, c] = P(R = c | path i)``. For ``B`` rows drawn independently (paths from the prompts,
+outcomes from their seeds) the law of a random row is the path average
+:math:`F(c) = \frac1N \sum_i P(R \le c \mid i)` and
+
+.. math:: E[\max_b R_b] = \sum_{c \ge 0} \big(1 - F(c)^B\big), \qquad
+          E[\min_b R_b] = \sum_{c \ge 0} \big(1 - F(c)\big)^B
+
+(:func:`batch_rounds`, with a bootstrap standard error over paths).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from ..stopping.policies import Policy, StopContext
+
+__all__ = ["path_kernel", "tree_kernel", "policy_kernel", "rounds_law", "batch_rounds"]
+
+
+def path_kernel(reject: np.ndarray, gamma: int, bonus: bool = True) -> np.ndarray:
+    """Jump kernel ``J [N, T, 1, T + 1, 1]`` of fixed-``gamma`` path rounds (the rounds of
+    :func:`~spectheory.validation.predict.round_dp`).
+
+    Examples
+    --------
+    >>> J = path_kernel([[0.0, 0.0, 0.0]], 2)
+    >>> J[0, 0, 0, :, 0].tolist()   # from 0: 2 accepted + bonus -> start 3 = done
+    [0.0, 0.0, 0.0, 1.0]
+    """
+    r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
+    gamma = check_int(gamma, "gamma", 1)
+    N, T = r.shape
+    J = np.zeros((N, T, 1, T + 1, 1))
+    for n in range(T):
+        k = min(gamma, T - n)
+        surv = np.ones(N)
+        for j in range(k):
+            stop = surv * r[:, n + j]
+            J[:, n, 0, n + j + 1, 0] += stop
+            surv = surv - stop
+        J[:, n, 0, min(n + k + (1 if bonus and n + k < T else 0), T), 0] += surv
+    return J
+
+
+def tree_kernel(tree: Any, tables: dict, T: int) -> np.ndarray:
+    """Jump kernel ``J [N, T, 1, T + 1, 1]`` of tree rounds with node-local verifiers, from the
+    tables of :func:`~spectheory.validation.trees.tree_round_dp` (same arguments)."""
+    N = next(iter(tables.values()))[1].shape[0]
+    J = np.zeros((N, T, 1, T + 1, 1))
+    depth = np.asarray(tree.depth)
+    for n in range(T):
+        kmax = min(tree.max_depth, T - n)
+        mass = {0: np.ones(N)}
+        for u in range(tree.n_nodes):
+            du = int(depth[u])
+            if du > kmax or u not in mass:
+                continue
+            m = mass.pop(u)
+            pos = n + du
+            if pos >= T:
+                J[:, n, 0, T, 0] += m
+                continue
+            kids = tree.children[u] if du < kmax else ()
+            if kids:
+                a, res = tables[len(kids)]
+                for j, c in enumerate(kids):
+                    mass[c] = m * a[j][:, n, du]
+                J[:, n, 0, pos + 1, 0] += m * res[:, n, du]
+            else:
+                J[:, n, 0, pos + 1, 0] += m
+    return J
+
+
+def policy_kernel(
+    inputs: dict, policy: Policy, gamma: int | None = None, bonus: bool = True
+) -> tuple[np.ndarray, int]:
+    """Jump kernel ``J [N, T, M, T + 1, M]`` of a draft-length policy's rounds (the rounds of
+    :func:`~spectheory.stopping.along_paths.policy_round_dp`, same inputs) and the initial memory."""
+    r = np.atleast_2d(np.asarray(inputs["reject"], dtype=np.float64))
+    N, T = r.shape
+    stats = {k: inputs.get(k) for k in ("top", "entropy", "token_prob")}
+    D = int(policy.max_depth) if gamma is None else min(int(policy.max_depth), check_int(gamma, "gamma", 1))
+    M = int(policy.n_memory)
+    mems = np.arange(M)
+    next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
+    next_rej = np.asarray(policy.next_memory(mems, np.zeros(M, bool)), dtype=np.int64)
+    none = np.full((1, M), -1)
+    J = np.zeros((N, T, M, T + 1, M))
+    cols = np.arange(M)
+    for n in range(T):
+        kmax = min(D, T - n)
+        alive = np.ones((N, M))
+        for i in range(1, kmax + 1):
+            m = n + i - 1
+            rej = alive * r[:, m, None]
+            J[:, n, cols, m + 1, next_rej] += rej
+            alive = alive - rej
+            if i == kmax:
+                stop = np.ones((N, M), dtype=bool)
+            else:
+                col = {
+                    k: None if v is None else np.asarray(v, np.float64)[:, m, None] for k, v in stats.items()
+                }
+                ctx = StopContext(
+                    depth=i,
+                    position=np.full((N, 1), n),
+                    start_state=none,
+                    prev_state=none,
+                    token=none,
+                    state=none,
+                    accept_prob=None,
+                    memory=mems[None, :],
+                    **col,
+                )
+                stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
+            done = np.where(stop, alive, 0.0)
+            J[:, n, cols, min(n + i + (1 if bonus and n + i < T else 0), T), next_ok] += done
+            alive = alive - done
+            if not alive.any():
+                break
+    return J, int(policy.initial_memory)
+
+
+def rounds_law(J: np.ndarray, initial_memory: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    r"""``(law [N, T + 1], visits [N, T, M])``: ``law[i, c] = P(R = c | path i)`` and the expected
+    number of rounds starting at ``(n, memory)``.
+
+    Examples
+    --------
+    Two positions, each rejected with probability 1/2, ``gamma = 1`` without bonus: always 2 rounds.
+
+    >>> law, visits = rounds_law(path_kernel([[0.5, 0.5]], 1, bonus=False))
+    >>> law.tolist(), visits[0, :, 0].tolist()
+    ([[0.0, 0.0, 1.0]], [1.0, 1.0])
+    """
+    J = np.asarray(J, dtype=np.float64)
+    N, T, M = J.shape[:3]
+    mass = np.zeros((N, T + 1, M, T + 1))  # [path, start, memory, rounds so far]
+    mass[:, 0, int(initial_memory), 0] = 1.0
+    visits = np.zeros((N, T, M))
+    for n in range(T):
+        f = mass[:, n]  # [N, M, C]
+        visits[:, n] = f.sum(-1)
+        if not f.any():
+            continue
+        g = np.zeros_like(f)
+        g[..., 1:] = f[..., :-1]  # one more round
+        mass[:, n + 1 :] += np.einsum("iac,iajb->ijbc", g, J[:, n, :, n + 1 :, :])
+    return mass[:, T].sum(1), visits
+
+
+def batch_rounds(
+    law: np.ndarray, batch: int, n_boot: int = 200, rng: np.random.Generator | int | None = None
+) -> dict:
+    """Expected largest and smallest number of rounds over ``batch`` independent rows.
+
+    ``law [N, C]``: per path, the law of a row's rounds (:func:`rounds_law`). Returns a dict with
+    ``mean`` (a row's ``E[R]``), ``max``, ``min`` and their bootstrap standard errors over paths
+    (``max_se``, ``min_se``, ``mean_se``).
+
+    Examples
+    --------
+    >>> out = batch_rounds(np.array([[0.0, 0.5, 0.5]]), 2)
+    >>> out["mean"], out["max"], out["min"]
+    (1.5, 1.75, 1.25)
+    """
+    B = check_int(batch, "batch", 1)
+    P = np.asarray(law, dtype=np.float64)
+    cdf = np.clip(np.cumsum(P, axis=1), 0.0, 1.0)
+
+    def stats(F: np.ndarray) -> np.ndarray:  # F [..., C] mixture CDFs -> [..., 3]
+        return np.stack([(1 - F).sum(-1), (1 - F**B).sum(-1), ((1 - F) ** B).sum(-1)], axis=-1)
+
+    point = stats(cdf.mean(0))
+    gen = np.random.default_rng(rng)
+    N = P.shape[0]
+    if N > 1 and n_boot > 1:
+        idx = gen.integers(0, N, size=(n_boot, N))
+        se = stats(cdf[idx].mean(1)).std(0, ddof=1)
+    else:
+        se = np.full(3, np.nan)
+    return {
+        "mean": float(point[0]),
+        "max": float(point[1]),
+        "min": float(point[2]),
+        "mean_se": float(se[0]),
+        "max_se": float(se[1]),
+        "min_se": float(se[2]),
+    }

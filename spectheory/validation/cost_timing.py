@@ -1,0 +1,210 @@
+r"""The wall time of the real decoder's rounds from fitted forward costs (needs torch to measure).
+
+A round of :func:`~spectheory.decoder.speculative_generate` on a batch of ``B`` rows at cached
+context ``L`` with (batch) draft depth ``K`` makes ``K`` draft forwards -- the first feeds the
+(up to 2) committed tokens the draft has not cached, the others one token each -- and one
+target forward over ``K + 1`` tokens, plus the work outside the models (sampling, hashing the
+uniforms, the verifier, the bookkeeping):
+
+.. math:: t_\text{round}(B, K, L) = t_D(B, 2, L) + (K - 1)\, t_D(B, 1, L) + t_T(B, K + 1, L)
+          + o_\text{path}(B, K + 1).
+
+A tree round (:func:`~spectheory.decoder.tree_generate`) drafts level by level: the root call,
+then one call per level ``d = 1..K-1`` over its ``n_d`` nodes, and one target call over all
+``N`` nodes of the tree (root included): :math:`t_D(B, 2, L) + \sum_{d<K} t_D(B, n_d, L) +
+t_T(B, N, L) + o_\text{tree}(B, N)`. Autoregressive decoding costs :math:`t_T(B, 1, L) +
+o_\text{ar}(B, 1)` per token, and a prefill of prompts of length ``L_0`` one forward of
+``L_0 - 1`` tokens per model.
+
+The overheads ``o_kind(B, w) = a + b B w`` (``w`` = tokens scored per row) are *measured*:
+:func:`measure_overhead` runs the real decoder at a few configurations and takes each round's
+time minus its predicted forwards, then fits ``a, b >= 0`` (least squares relative to the round
+time). :class:`DecoderTiming` holds the two forward costs and the overheads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["OVERHEAD_KINDS", "DecoderTiming", "round_kind", "measure_overhead"]
+
+#: Kinds of rounds whose outside-the-model work is measured separately.
+OVERHEAD_KINDS = ("path", "policy", "tree", "autoregressive")
+
+
+def round_kind(rnd: Any) -> str:
+    """``"path"``, ``"policy"`` or ``"tree"`` for a round the decoder runs (a ``PathRound``,
+    ``PolicyRound`` or ``TreeRound``)."""
+    from ..rounds import PathRound
+    from ..stopping import PolicyRound
+    from ..trees import TreeRound
+
+    for cls, kind in ((PathRound, "path"), (PolicyRound, "policy"), (TreeRound, "tree")):
+        if isinstance(rnd, cls):
+            return kind
+    raise ValueError(f"round: expected a path, policy or tree round, got {type(rnd).__name__}")
+
+
+def _zero(batch: int, tokens: int, context: int) -> float:
+    return 0.0
+
+
+@dataclass(frozen=True)
+class DecoderTiming:
+    """Seconds of the decoder's forwards and rounds (module docstring).
+
+    Parameters
+    ----------
+    target, draft : ForwardCost
+        ``f(batch, tokens, context) -> seconds`` of one forward (e.g. ``fit_cost(...).forward``).
+    overhead : dict kind -> ForwardCost, optional
+        Per-round work outside the models, called as ``o(batch, tokens scored per row, 0)``;
+        missing kinds cost 0 (``"policy"`` falls back to ``"path"``).
+
+    Examples
+    --------
+    >>> t = DecoderTiming(lambda b, m, L: 1.0 + 0.1 * b * m, lambda b, m, L: 0.1)
+    >>> round(t.round_seconds("path", 1, 3, 10), 6)   # 3 draft steps + a call scoring 4
+    1.7
+    """
+
+    target: Any
+    draft: Any
+    overhead: dict = field(default_factory=dict)
+
+    def _overhead(self, kind: str) -> Any:
+        if kind in self.overhead:
+            return self.overhead[kind]
+        if kind == "policy" and "path" in self.overhead:
+            return self.overhead["path"]
+        return _zero
+
+    def round_seconds(
+        self, kind: str, batch: int, depth: float, context: float, tree: Any = None, overhead: bool = True
+    ) -> float:
+        """One round on ``batch`` rows with draft depth ``depth`` (tree rounds: ``tree``'s levels
+        up to ``depth``) at ``context`` cached positions; ``overhead=False``: forwards only."""
+        B, K, L = int(batch), float(depth), float(context)
+        if kind == "tree":
+            if tree is None:
+                raise ValueError("tree: a tree round needs its DraftTree")
+            widths = np.bincount(np.asarray(tree.depth), minlength=tree.max_depth + 1)
+            Ki = int(round(K))
+            scored = float(widths[: Ki + 1].sum())
+            draft = self.draft(B, 2, L) + sum(self.draft(B, int(widths[d]), L) for d in range(1, Ki))
+            target = self.target(B, int(scored), L)
+        elif kind in ("path", "policy"):
+            scored = K + 1
+            draft = self.draft(B, 2, L) + (K - 1) * self.draft(B, 1, L)
+            lo = int(np.floor(K))  # a mean depth may be fractional: interpolate the target call
+            w = K - lo
+            target = (1 - w) * self.target(B, lo + 1, L) + (w * self.target(B, lo + 2, L) if w else 0.0)
+        else:
+            raise ValueError(f"kind: expected 'path', 'policy' or 'tree', got {kind!r}")
+        extra = self._overhead(kind)(B, scored, 0) if overhead else 0.0
+        return float(draft + target + extra)
+
+    def autoregressive_seconds(self, batch: int, context: float, overhead: bool = True) -> float:
+        """One autoregressive token on ``batch`` rows at ``context`` cached positions."""
+        extra = self._overhead("autoregressive")(int(batch), 1, 0) if overhead else 0.0
+        return float(self.target(int(batch), 1, float(context)) + extra)
+
+    def prefill_seconds(self, batch: int, prompt_len: int, speculative: bool = True) -> float:
+        """The prefill: one forward of ``prompt_len - 1`` tokens per model (none for 1-token prompts)."""
+        m = int(prompt_len) - 1
+        if m < 1:
+            return 0.0
+        t = self.target(int(batch), m, 0)
+        return float(t + (self.draft(int(batch), m, 0) if speculative else 0.0))
+
+
+def _work(kind: str, rnd: Any, depth: float) -> float:
+    if kind == "tree":
+        return float(rnd.tree.n_nodes)
+    return float(depth) + 1.0
+
+
+def measure_overhead(
+    target: Any,
+    draft: Any,
+    timing: DecoderTiming,
+    prompts: Sequence[Any],
+    runs: Sequence[tuple[Any, int]],
+    horizon: int,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> tuple[DecoderTiming, list[dict]]:
+    r"""Measure the per-round work outside the forwards and fit ``o_kind(B, w) = a + b B w``.
+
+    Parameters
+    ----------
+    target, draft : models of the decoder contract
+    timing : DecoderTiming
+        The fitted forward costs (its overheads are ignored).
+    prompts : list of equal-length prompts (the first ``B`` are used for a run of batch ``B``;
+        they are cycled if fewer)
+    runs : list of ``(round, batch)``
+        ``round``: ``None`` for autoregressive decoding, else anything the decoder's
+        :func:`~spectheory.decoder.generate` takes; at least one per kind to fit.
+    horizon : int
+        New tokens per run.
+
+    Returns
+    -------
+    (DecoderTiming with the fitted overheads, list of per-run dicts: kind, batch, rounds, depth,
+    round seconds, forward seconds, overhead seconds)
+    """
+    from scipy.optimize import nnls
+
+    from ..decoder.generate import generate
+    from ..decoder.speculative import autoregressive_generate
+    from ..rounds import as_round
+
+    L0 = len(prompts[0])
+    T = int(horizon)
+    points: list[dict] = []
+    for rnd, B in runs:
+        rows = [prompts[i % len(prompts)] for i in range(int(B))]
+        if rnd is None:
+            autoregressive_generate(target, rows, min(T, 4), seed=seed, device=device)  # warm-up
+            s = autoregressive_generate(target, rows, T, seed=seed, device=device).stats
+            kind, R, depth = "autoregressive", T, 0.0
+            fwd = timing.autoregressive_seconds(B, L0 + T / 2, overhead=False)
+        else:
+            rnd = as_round(rnd)
+            kind = round_kind(rnd)
+            generate(target, draft, rows, min(T, 4), rnd, seed=seed, device=device)  # warm-up
+            s = generate(target, draft, rows, T, rnd, seed=seed, device=device).stats
+            R = max(int(s.batch_target_calls), 1)
+            depth = s.batch_draft_calls / R if kind != "tree" else float(rnd.tree.max_depth)
+            fwd = timing.round_seconds(
+                kind, B, depth, L0 + T / 2, tree=getattr(rnd, "tree", None), overhead=False
+            )
+        per_round = (s.time_total - s.time_prefill) / R
+        points.append(
+            {
+                "kind": kind,
+                "batch": int(B),
+                "rounds": int(R),
+                "depth": float(depth),
+                "work": 1.0 if rnd is None else _work(kind, rnd, depth),
+                "round_seconds": float(per_round),
+                "forward_seconds": float(fwd),
+                "overhead_seconds": float(per_round - fwd),
+            }
+        )
+    from ..cost.forward import LinearForward
+
+    fitted: dict[str, Any] = {}
+    for kind in {p["kind"] for p in points}:
+        pts = [p for p in points if p["kind"] == kind]
+        t = np.array([p["round_seconds"] for p in pts])
+        X = np.array([[1.0, p["batch"] * p["work"]] for p in pts]) / t[:, None]
+        y = np.array([p["overhead_seconds"] for p in pts]) / t
+        coef, _ = nnls(X, y)
+        fitted[kind] = LinearForward(float(coef[0]), float(coef[1]), 0.0)
+    return DecoderTiming(timing.target, timing.draft, fitted), points

@@ -1,0 +1,390 @@
+r"""Which gamma, tree or policy to run, for these models on this device at this batch size.
+
+:func:`tune` answers the question in four steps, each a documented piece of the package:
+
+1. fit the forward cost of both models on the device (:func:`spectheory.cost.fit.fit_cost`) over
+   the batch sizes asked for and the token counts the configurations score;
+2. measure the decoder's per-round work outside the forwards at a few small runs
+   (:func:`~spectheory.validation.cost_timing.measure_overhead`);
+3. sample target paths once and predict, for every configuration, the law of a row's rounds
+   from those paths (Rao-Blackwellised, :mod:`spectheory.validation.cost_predict`);
+4. combine: predicted seconds, seconds per token and batch throughput with standard errors,
+   ranked per batch size (:meth:`TuneResult.table`), plotted (:meth:`TuneResult.plot`), and,
+   on request, checked by running the decoder on the top configurations (:meth:`TuneResult.verify`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from .cost_predict import PathSample, predict_time, sample_target_paths
+from .cost_timing import DecoderTiming, measure_overhead, round_kind
+
+__all__ = [
+    "DEFAULT_TREES",
+    "default_configs",
+    "config_label",
+    "fit_timing",
+    "measure_throughput",
+    "tune",
+    "TuneResult",
+]
+
+#: Tree shapes (children per depth) tried by default.
+DEFAULT_TREES = ((2, 1, 1), (2, 2, 1))
+
+
+def default_configs(
+    gammas: Iterable[int] = (1, 2, 3, 4, 6, 8),
+    trees: Iterable[Any] = DEFAULT_TREES,
+    policies: Iterable[Any] | None = None,
+) -> list[Any]:
+    """Rounds for ``gammas`` (``PathRound``), ``trees`` (``DraftTree`` or branching tuples, as
+    ``TreeRound`` with ``tree_rrs``) and ``policies`` (default: HuggingFace's confidence rule 0.4
+    up to depth 8, as ``PolicyRound``)."""
+    from ..rounds import PathRound
+    from ..stopping import ConfidenceThreshold, PolicyRound
+    from ..trees import DraftTree, TreeRound
+
+    out: list[Any] = [PathRound(check_int(g, "gammas", 1)) for g in gammas]
+    for t in trees:
+        out.append(TreeRound(t if isinstance(t, DraftTree) else DraftTree.from_branching(list(t))))
+    for p in (ConfidenceThreshold(0.4, max_depth=8),) if policies is None else policies:
+        out.append(PolicyRound(p))
+    return out
+
+
+def config_label(rnd: Any) -> str:
+    """A short name: ``gamma=4``, ``tree 2x2x1``, ``policy ConfidenceThreshold(0.4, top)``, ``autoregressive``."""
+    if rnd is None:
+        return "autoregressive"
+    kind = round_kind(rnd)
+    if kind == "path":
+        return f"gamma={rnd.gamma}"
+    if kind == "tree":
+        widths = np.bincount(np.asarray(rnd.tree.depth))
+        branching = [int(widths[d + 1] // max(widths[d], 1)) for d in range(len(widths) - 1)]
+        regular = all(widths[d + 1] == widths[d] * b for d, b in enumerate(branching))
+        shape = "x".join(map(str, branching)) if regular else f"{rnd.tree.n_nodes} nodes"
+        return f"tree {shape}"
+    return f"policy {rnd.policy!r}"
+
+
+def _scored_tokens(configs: Sequence[Any]) -> list[int]:
+    m = {1, 2}
+    for rnd in configs:
+        if round_kind(rnd) == "tree":
+            m.add(int(rnd.tree.n_nodes))
+            m.update(int(w) for w in np.bincount(np.asarray(rnd.tree.depth))[1:])
+        else:
+            m.add(int(rnd.max_depth) + 1)
+    return sorted(m)
+
+
+def fit_timing(
+    target: Any,
+    draft: Any,
+    prompts: np.ndarray,
+    horizon: int,
+    configs: Sequence[Any],
+    batches: Sequence[int],
+    device: Any = "cpu",
+    repeats: int = 5,
+    calibration_batches: Sequence[int] | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> tuple[DecoderTiming, dict]:
+    """Fit both models' forwards over ``batches`` x the tokens ``configs`` score x the contexts
+    ``L0, L0 + T`` and measure the overheads (one short run per kind at each calibration batch:
+    the smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
+    record of the fits and overhead runs."""
+    from ..cost.fit import fit_cost
+
+    gen = np.random.default_rng(rng)
+    L0, T = int(np.shape(prompts)[1]), int(horizon)
+    grid = dict(batches=sorted(set(batches)), tokens=_scored_tokens(configs), contexts=(L0, L0 + T))
+    fits = {
+        name: fit_cost(model, device=device, repeats=repeats, rng=gen, **grid)  # type: ignore[arg-type]
+        for name, model in (("target", target), ("draft", draft))
+    }
+    timing = DecoderTiming(fits["target"].forward, fits["draft"].forward)
+    cal = sorted({min(batches), max(batches)}) if calibration_batches is None else list(calibration_batches)
+    kinds: dict[str, Any] = {}
+    for rnd in configs:
+        kinds.setdefault(round_kind(rnd), rnd)
+    runs = [(rnd, B) for B in cal for rnd in [None, *kinds.values()]]
+    rows = [list(p) for p in np.asarray(prompts)]
+    timing, points = measure_overhead(target, draft, timing, rows, runs, min(T, 32), device=device)
+    record = {
+        "fits": {k: f.to_dict() for k, f in fits.items()},
+        "overhead_runs": points,
+        "overhead": {k: vars(v) for k, v in timing.overhead.items()},
+    }
+    return timing, record
+
+
+def measure_throughput(
+    target: Any,
+    draft: Any,
+    prompts: Sequence[Any],
+    horizon: int,
+    rnd: Any,
+    batch: int,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> float:
+    """Measured tokens per second of one decoder call on ``batch`` rows (prompts cycled), prefill
+    included; ``rnd`` None: autoregressive decoding."""
+    from ..decoder.generate import generate
+    from ..decoder.speculative import autoregressive_generate
+
+    rows = [list(prompts[i % len(prompts)]) for i in range(int(batch))]
+    if rnd is None:
+        s = autoregressive_generate(target, rows, horizon, seed=seed, device=device).stats
+    else:
+        s = generate(target, draft, rows, horizon, rnd, seed=seed, device=device).stats
+    return int(batch) * int(horizon) / s.time_total
+
+
+@dataclass
+class TuneResult:
+    """Predicted throughput of every configuration at every batch size (:func:`tune`).
+
+    ``rows``: one dict per (batch, configuration) with ``batch``, ``config`` (label), ``kind``,
+    the fields of :func:`~spectheory.validation.cost_predict.predict_time` and ``speedup`` over
+    the predicted autoregressive baseline (``config = "autoregressive"`` rows); ``rounds`` the
+    round objects by label; ``record`` the cost fits and overhead runs; ``verified`` measured rows.
+    """
+
+    rows: list[dict]
+    rounds: dict
+    record: dict
+    settings: dict
+    verified: list[dict] = field(default_factory=list)
+
+    def ranked(self, batch: int) -> list[dict]:
+        """Rows of ``batch`` by predicted throughput, best first."""
+        rows = [r for r in self.rows if r["batch"] == batch]
+        if not rows:
+            raise ValueError(
+                f"batch: {batch} was not tuned (batches: {sorted({r['batch'] for r in self.rows})})"
+            )
+        return sorted(rows, key=lambda r: -r["throughput"])
+
+    def best(self, batch: int) -> dict:
+        """The top-ranked configuration at ``batch``."""
+        return self.ranked(batch)[0]
+
+    def table(self) -> str:
+        """Per batch size, every configuration ranked by predicted throughput (95% intervals)."""
+        lines = []
+        fits = self.record["fits"]
+        lines.append(
+            f"cost fits on {self.settings['device']}: target max error "
+            f"{fits['target']['max_relative_error']:.0%} (median {fits['target']['median_relative_error']:.0%}), "
+            f"draft max {fits['draft']['max_relative_error']:.0%} (median {fits['draft']['median_relative_error']:.0%})"
+        )
+        for B in sorted({r["batch"] for r in self.rows}):
+            lines.append(f"\nbatch {B}: {self.settings['horizon']} new tokens per row")
+            lines.append(
+                f"{'rank':>4s}  {'configuration':34s} {'tokens/call':>12s} {'tokens/s':>18s} "
+                f"{'ms/token':>9s} {'speedup':>8s}"
+            )
+            for i, r in enumerate(self.ranked(B), 1):
+                iv = f"{r['throughput']:.0f} +- {1.96 * r['throughput_se']:.0f}"
+                tpc = f"{r['tokens_per_call']:.2f}+-{1.96 * r['tokens_per_call_se']:.2f}"
+                lines.append(
+                    f"{i:4d}  {r['config']:34s} {tpc:>12s} {iv:>18s} {1e3 * r['seconds_per_token']:9.2f} "
+                    f"{r['speedup']:8.2f}"
+                )
+        if self.verified:
+            lines.append("\nverified (decoder runs, median over repeats):")
+            lines.append(
+                f"{'batch':>5s}  {'configuration':34s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s}"
+            )
+            for v in self.verified:
+                lines.append(
+                    f"{v['batch']:5d}  {v['config']:34s} {v['predicted']:10.0f} {v['measured']:10.0f} "
+                    f"{v['predicted'] / v['measured']:6.2f}"
+                )
+        return "\n".join(lines)
+
+    def verify(self, target: Any, draft: Any, top: int = 3, repeats: int = 3, seed: int = 0) -> list[dict]:
+        """Run the decoder on the ``top`` configurations of every batch size (and the baseline) and
+        record measured beside predicted throughput (median of ``repeats`` runs)."""
+        top, repeats = check_int(top, "top", 1), check_int(repeats, "repeats", 1)
+        prompts, T, dev = self.settings["prompts"], self.settings["horizon"], self.settings["device"]
+        out = []
+        for B in sorted({r["batch"] for r in self.rows}):
+            picked = self.ranked(B)[:top]
+            if all(r["config"] != "autoregressive" for r in picked):
+                picked.append(
+                    next(r for r in self.rows if r["batch"] == B and r["config"] == "autoregressive")
+                )
+            for r in picked:
+                rnd = self.rounds[r["config"]]
+                measure_throughput(target, draft, prompts, min(T, 4), rnd, B, seed, dev)  # warm-up
+                m = [
+                    measure_throughput(target, draft, prompts, T, rnd, B, seed + i, dev)
+                    for i in range(repeats)
+                ]
+                out.append(
+                    {
+                        "batch": B,
+                        "config": r["config"],
+                        "predicted": r["throughput"],
+                        "measured": float(np.median(m)),
+                        "measured_repeats": m,
+                    }
+                )
+        self.verified = out
+        return out
+
+    def plot(self, path: str) -> list[str]:
+        """Predicted throughput (95% intervals) of every configuration, one panel per batch size;
+        measured points where :meth:`verify` ran. Returns the files written (``.png``, ``.pdf``
+        beside ``path`` without its suffix)."""
+        import os
+
+        from ..app.plotting import PALETTE, figure
+
+        batches = sorted({r["batch"] for r in self.rows})
+        fig, axes = figure(ncols=len(batches), width=3.2, height=2.8)
+        axes = np.atleast_1d(axes)
+        for ax, B in zip(axes, batches):
+            rows = self.ranked(B)[::-1]
+            y = np.arange(len(rows))
+            ax.barh(
+                y,
+                [r["throughput"] for r in rows],
+                xerr=[1.96 * r["throughput_se"] for r in rows],
+                color=[PALETTE[0] if r["config"] != "autoregressive" else "0.6" for r in rows],
+            )
+            meas = {v["config"]: v["measured"] for v in self.verified if v["batch"] == B}
+            for i, r in enumerate(rows):
+                if r["config"] in meas:
+                    ax.plot(meas[r["config"]], i, "o", color=PALETTE[1], ms=4)
+            ax.set_yticks(y, [r["config"] for r in rows], fontsize=6)
+            ax.set_xlabel("tokens / s (predicted; o measured)")
+            ax.set_title(f"batch {B}")
+        stem = os.path.splitext(str(path))[0]
+        out = []
+        for ext in (".png", ".pdf"):
+            fig.savefig(stem + ext, bbox_inches="tight", dpi=150)
+            out.append(stem + ext)
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
+        return out
+
+    def to_dict(self) -> dict:
+        """JSON-ready: settings (without the prompts), rows, fits and verified rows."""
+        settings = {k: v for k, v in self.settings.items() if k != "prompts"}
+        return {"settings": settings, "rows": self.rows, "record": self.record, "verified": self.verified}
+
+
+def tune(
+    target: Any,
+    draft: Any,
+    prompts: Any = None,
+    device: str = "cpu",
+    batches: Iterable[int] = (1,),
+    gammas: Iterable[int] = (1, 2, 3, 4, 6, 8),
+    trees: Iterable[Any] = DEFAULT_TREES,
+    policies: Iterable[Any] | None = None,
+    n_paths: int = 128,
+    horizon: int = 64,
+    fit_repeats: int = 5,
+    rng: np.random.Generator | int | None = None,
+) -> TuneResult:
+    r"""Predict and rank the throughput of every gamma, tree and policy (module docstring).
+
+    Parameters
+    ----------
+    target, draft : models of the decoder contract (same vocabulary), moved to ``device``
+    prompts : int array ``[P, L]`` of equal-length prompts, or None for 8 held-out windows of
+        32 bytes of the built-in corpus (:func:`spectheory.decoder.corpus.heldout_windows`)
+    device : ``"cpu"``, ``"cuda"`` or ``"cuda:N"``
+    batches : batch sizes to rank for
+    gammas, trees, policies : the configurations (:func:`default_configs`)
+    n_paths : target paths sampled once for all predictions
+    horizon : new tokens per row
+    fit_repeats : timed calls per grid point of the cost fits
+    rng : numpy Generator or seed
+
+    Returns
+    -------
+    TuneResult
+
+    Examples
+    --------
+    >>> from spectheory.decoder.model import GPT, GPTConfig
+    >>> t = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
+    >>> d = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=8, block_size=64)).eval()
+    >>> res = tune(t, d, [[1, 2, 3, 4]], gammas=(1, 2), trees=(), policies=(), n_paths=8,
+    ...            horizon=6, fit_repeats=1, rng=0)
+    >>> sorted(r["config"] for r in res.rows)
+    ['autoregressive', 'gamma=1', 'gamma=2']
+    """
+    from ..cost.measure import check_device
+
+    dev = str(check_device(device))
+    batches = sorted(
+        {check_int(b, "batches", 1) for b in ([batches] if isinstance(batches, int) else batches)}
+    )
+    if not batches:
+        raise ValueError("batches: give at least one batch size")
+    T = check_int(horizon, "horizon", 1)
+    if prompts is None:
+        from ..decoder.corpus import heldout_windows
+
+        prompts = heldout_windows(8, 32)
+    P = (
+        np.asarray(prompts, dtype=np.int64)
+        if not isinstance(prompts, np.ndarray)
+        else prompts.astype(np.int64)
+    )
+    if P.ndim != 2 or P.shape[1] < 1:
+        raise ValueError(f"prompts: expected equal-length token prompts [P, L], got shape {P.shape}")
+    configs = default_configs(gammas, trees, policies)
+    if not configs:
+        raise ValueError("gammas, trees, policies: nothing to tune")
+    gen = np.random.default_rng(rng)
+    timing, record = fit_timing(target, draft, P, T, configs, batches, dev, fit_repeats, rng=gen)
+    depth = max([int(r.max_depth) for r in configs if round_kind(r) == "policy"], default=0)
+    has_tree = any(round_kind(r) == "tree" for r in configs)
+    sample: PathSample = sample_target_paths(
+        target, draft, P, T, n_paths, rng=gen, device=dev, trees=has_tree, policy_depth=depth
+    )
+    rows, rounds = [], {"autoregressive": None}
+    for B in batches:
+        base = predict_time(sample, None, timing, B)
+        rows.append(
+            {"batch": B, "config": "autoregressive", "kind": "autoregressive", **base, "speedup": 1.0}
+        )
+        for rnd in configs:
+            label = config_label(rnd)
+            rounds[label] = rnd
+            p = predict_time(sample, rnd, timing, B, rng=gen)
+            rows.append(
+                {
+                    "batch": B,
+                    "config": label,
+                    "kind": round_kind(rnd),
+                    **p,
+                    "speedup": p["throughput"] / base["throughput"],
+                }
+            )
+    settings = {
+        "device": dev,
+        "horizon": T,
+        "n_paths": int(n_paths),
+        "batches": batches,
+        "prompts": P,
+        "prompt_len": int(P.shape[1]),
+    }
+    return TuneResult(rows, rounds, record, settings)
