@@ -250,10 +250,12 @@ class TuneResult:
         beside ``path`` without its suffix)."""
         import os
 
-        from ..app.plotting import PALETTE, figure
+        from matplotlib.figure import Figure  # no pyplot: no backend is switched
 
+        blue, orange = "#0072B2", "#E69F00"  # the project palette (spectheory.app.plotting)
         batches = sorted({r["batch"] for r in self.rows})
-        fig, axes = figure(ncols=len(batches), width=3.2, height=2.8)
+        fig = Figure(figsize=(3.4 * len(batches), 2.8), layout="constrained")
+        axes = fig.subplots(1, len(batches))
         axes = np.atleast_1d(axes)
         for ax, B in zip(axes, batches):
             rows = self.ranked(B)[::-1]
@@ -262,12 +264,12 @@ class TuneResult:
                 y,
                 [r["throughput"] for r in rows],
                 xerr=[1.96 * r["throughput_se"] for r in rows],
-                color=[PALETTE[0] if r["config"] != "autoregressive" else "0.6" for r in rows],
+                color=[blue if r["config"] != "autoregressive" else "0.6" for r in rows],
             )
             meas = {v["config"]: v["measured"] for v in self.verified if v["batch"] == B}
             for i, r in enumerate(rows):
                 if r["config"] in meas:
-                    ax.plot(meas[r["config"]], i, "o", color=PALETTE[1], ms=4)
+                    ax.plot(meas[r["config"]], i, "o", color=orange, ms=4)
             ax.set_yticks(y, [r["config"] for r in rows], fontsize=6)
             ax.set_xlabel("tokens / s (predicted; o measured)")
             ax.set_title(f"batch {B}")
@@ -276,9 +278,6 @@ class TuneResult:
         for ext in (".png", ".pdf"):
             fig.savefig(stem + ext, bbox_inches="tight", dpi=150)
             out.append(stem + ext)
-        import matplotlib.pyplot as plt
-
-        plt.close(fig)
         return out
 
     def to_dict(self) -> dict:
