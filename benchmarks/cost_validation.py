@@ -2,7 +2,7 @@
 
 In ONE process, on the same machine load, in this order: (1) fit the forward cost of the target
 and the draft on the device over the batch sizes and token counts used below and measure the
-decoder's per-round overheads at the smallest and largest batch (spectheory.validation.tune.fit_timing);
+decoder's per-round overheads at the smallest and largest batch (spectheory.validation.tuning.fit_timing);
 (2) sample target paths once and predict, for every configuration and batch size, the batch
 throughput (Rao-Blackwellised rounds law x the cost model, spectheory.validation.cost_predict);
 (3) run the decoder: per repeat, every batch size and configuration (autoregressive baseline,
@@ -29,7 +29,7 @@ from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.validation.cost_predict import predict_time, sample_target_paths
-from spectheory.validation.tune import config_label, default_configs, fit_timing, measure_throughput
+from spectheory.validation.tuning import config_label, default_configs, fit_timing, measure_throughput
 
 TOLERANCE = 0.10
 PROMPT_LEN = 32

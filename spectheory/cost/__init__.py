@@ -11,7 +11,9 @@
 * :func:`named_cost` -- example models with published constants (:mod:`.examples`);
 * :func:`optimal_gamma`, :func:`optimal_round`, :func:`speedup_table`, :func:`crossover_batch`
   -- the best configuration per batch size, the crossover and the constant-``c`` error
-  (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.batch`).
+  (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.batch`);
+* :func:`fit_cost` -- time a model's forward on the user's device and fit a form, with the
+  fit error (:class:`CostFit`, :mod:`.fit`; torch is imported only when it runs).
 
 This room sits below :mod:`spectheory.exact` (every result type reads a :class:`Cost`), so it
 imports only numpy and :mod:`spectheory.laws`.
@@ -25,6 +27,7 @@ imports only numpy and :mod:`spectheory.laws`.
 from .base import Cost, as_cost
 from .batch import BatchOptimum, crossover_batch, optimal_gamma, optimal_round, speedup_table
 from .examples import COST_MODELS, named_cost
+from .fit import CostFit, fit_cost
 from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
 from .model import ConstantCost, CostModel, DraftCall, TargetCall
 
@@ -46,4 +49,6 @@ __all__ = [
     "optimal_round",
     "speedup_table",
     "crossover_batch",
+    "CostFit",
+    "fit_cost",
 ]

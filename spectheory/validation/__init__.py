@@ -12,7 +12,11 @@
   bootstrap intervals (:mod:`.certified`: :func:`coarsen`, :func:`bootstrap_interval`);
 - draft-length policies, Rao-Blackwellised along target paths (:mod:`.policy_predict`):
   :func:`policy_path_inputs`, :func:`predict_policy`;
-- speed (:mod:`.speed`): :func:`measure_speed`.
+- speed (:mod:`.speed`): :func:`measure_speed`;
+- wall time and throughput at every batch size (:mod:`.cost_predict`, :mod:`.cost_rounds`,
+  :mod:`.cost_timing`): :func:`sample_target_paths`, :func:`predict_time`,
+  :class:`DecoderTiming`, :func:`measure_overhead`; and which configuration to run
+  (:mod:`.tuning`): :func:`tune`, :class:`TuneResult`.
 
 Names load on first use (``spectheory._lazy``): the torch-free fits (:mod:`.markov`,
 :mod:`.context_tree`, :mod:`.abstraction`, :mod:`.certified`) import and run without torch;
@@ -60,6 +64,12 @@ _EXPORTS = {
     "resolve_models": "speed",
     "policy_path_inputs": "policy_predict",
     "predict_policy": "policy_predict",
+    "sample_target_paths": "cost_predict",
+    "predict_time": "cost_predict",
+    "DecoderTiming": "cost_timing",
+    "measure_overhead": "cost_timing",
+    "tune": "tuning",
+    "TuneResult": "tuning",
 }
 
 __all__ = list(_EXPORTS)

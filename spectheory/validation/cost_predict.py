@@ -170,7 +170,7 @@ def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
         J, m0 = policy_kernel({"reject": sample.reject, **sample.policy_inputs}, rnd.policy)
     law, visits = rounds_law(J, m0)
     starts = visits.sum(0)  # [T, M]
-    if kind == "policy":
+    if kind == "policy" and sample.draft_own is not None:
         depth = drafted_length_law(rnd.policy, sample.draft_own, starts.sum(0), D)
     else:
         depth = np.bincount(np.minimum(D, T - np.arange(T)), weights=starts[:, 0], minlength=D + 1)

@@ -116,7 +116,7 @@ def policy_kernel(
             if i == kmax:
                 stop = np.ones((N, M), dtype=bool)
             else:
-                col = {
+                col: dict[str, Any] = {
                     k: None if v is None else np.asarray(v, np.float64)[:, m, None] for k, v in stats.items()
                 }
                 ctx = StopContext(

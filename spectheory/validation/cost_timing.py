@@ -108,6 +108,15 @@ class DecoderTiming:
         extra = self._overhead(kind)(B, scored, 0) if overhead else 0.0
         return float(draft + target + extra)
 
+    def cost_model(self, batch: int, kind: str = "path", depth: int = 4) -> Any:
+        """The :class:`~spectheory.cost.CostModel` of these forwards with this timing's overhead
+        at ``batch`` rows and ``depth`` drafted tokens per round as its constant ``overhead``
+        (what the exact engines read: ``CostModel.at(batch, context)``)."""
+        from ..cost import CostModel
+
+        work = depth + 1 if kind != "tree" else depth
+        return CostModel(self.target, self.draft, overhead=float(self._overhead(kind)(int(batch), work, 0)))
+
     def autoregressive_seconds(self, batch: int, context: float, overhead: bool = True) -> float:
         """One autoregressive token on ``batch`` rows at ``context`` cached positions."""
         extra = self._overhead("autoregressive")(int(batch), 1, 0) if overhead else 0.0
@@ -167,6 +176,7 @@ def measure_overhead(
     L0 = len(prompts[0])
     T = int(horizon)
     points: list[dict] = []
+    rnd: Any
     for rnd, B in runs:
         rows = [prompts[i % len(prompts)] for i in range(int(B))]
         if rnd is None:
@@ -175,7 +185,7 @@ def measure_overhead(
             kind, R, depth = "autoregressive", T, 0.0
             fwd = timing.autoregressive_seconds(B, L0 + T / 2, overhead=False)
         else:
-            rnd = as_round(rnd)
+            rnd = as_round(rnd)  # a PathRound, PolicyRound or TreeRound (checked by round_kind)
             kind = round_kind(rnd)
             generate(target, draft, rows, min(T, 4), rnd, seed=seed, device=device)  # warm-up
             s = generate(target, draft, rows, T, rnd, seed=seed, device=device).stats

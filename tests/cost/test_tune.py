@@ -1,4 +1,4 @@
-"""Rounds law given paths, predicted time and throughput, and spectheory.validation.tune."""
+"""Rounds law given paths, predicted time and throughput, and spectheory.validation.tuning."""
 
 import numpy as np
 import pytest
@@ -23,7 +23,7 @@ from spectheory.validation.cost_rounds import (  # noqa: E402
 from spectheory.validation.cost_timing import DecoderTiming  # noqa: E402
 from spectheory.validation.predict import round_dp  # noqa: E402
 from spectheory.validation.trees import by_depth, tree_round_dp  # noqa: E402
-from spectheory.validation.tune import TuneResult, tune  # noqa: E402
+from spectheory.validation.tuning import TuneResult, tune  # noqa: E402
 
 RNG = np.random.default_rng(7)
 REJECT = RNG.uniform(0, 0.7, (6, 14))
@@ -109,6 +109,13 @@ def test_predict_time_when_every_draft_is_accepted():
     )
     big = predict_time(sample, PathRound(gamma), timing, 64)  # 64 rows: the batch depth is 3 nearly always
     assert 2.9 < big["depth"] <= 3.0 and big["rounds"] == pytest.approx(3)
+
+
+def test_cost_model_of_a_timing():
+    t = DecoderTiming(LinearForward(1e-3, 1e-5), LinearForward(1e-4), {"path": LinearForward(2e-4, 1e-6)})
+    model = t.cost_model(8, depth=3)
+    assert model.overhead == pytest.approx(2e-4 + 1e-6 * 8 * 4)
+    assert model.at(batch=8).target_call(3) == pytest.approx(t.target(8, 4, 0) + model.overhead)
 
 
 def test_round_seconds_of_a_tree_counts_levels():
