@@ -165,9 +165,9 @@ def optimal_sequence_front(
     order = np.argsort(flat, kind="stable")
     it: Iterable[Any] = order
     if progress or (progress is None and flat.size > 4 and solver.n_leaf > 4000):
-        from tqdm.auto import tqdm
+        from .._progress import progress_range
 
-        it = tqdm(order, desc="front LP", leave=False)
+        it = (order[i] for i in progress_range(order.size, "front LP", show=True))
     max_tv = float(forest.sequence_tv_of(forest.draft_mass[T]))
     for j in it:
         if closed_form_end and flat[j] >= max_tv:

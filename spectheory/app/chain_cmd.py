@@ -319,17 +319,21 @@ def monte_carlo_rows(
     kept, so the memory is that of one chunk whatever ``n_runs`` is. ``progress`` is passed to
     :func:`~spectheory.simulate` (a bar given by the caller spans every chunk).
     """
+    from .._progress import progress_bar
     from ..montecarlo.simulator import simulate
     from .tasks import COUNTERS, exact_counters
 
     rng = np.random.default_rng([seed, gamma])
     sums = {name: np.zeros(2) for name in COUNTERS}
-    for start in range(0, n_runs, chunk):
-        n = min(chunk, n_runs - start)
-        sim = simulate(chain, horizon, gamma, n, rng=rng, bonus=bonus, progress=progress)
-        for name in COUNTERS:
-            x = getattr(sim, name).astype(np.float64)
-            sums[name] += (x.sum(), (x * x).sum())
+    with progress_bar(
+        n_runs * horizon, f"simulate gamma={gamma}", show=progress, unit="tok", unit_scale=True
+    ) as bar:
+        for start in range(0, n_runs, chunk):  # one bar over every chunk (or the caller's bar)
+            n = min(chunk, n_runs - start)
+            sim = simulate(chain, horizon, gamma, n, rng=rng, bonus=bonus, progress=bar)
+            for name in COUNTERS:
+                x = getattr(sim, name).astype(np.float64)
+                sums[name] += (x.sum(), (x * x).sum())
     exact = exact_counters(chain, horizon, gamma, bonus)
     rows = []
     for name in COUNTERS:

@@ -29,9 +29,8 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
-from tqdm.auto import tqdm
-
 from .._guards import check_int
+from .._progress import progress_bar
 
 __all__ = ["grid", "task_key", "run_sweep"]
 
@@ -113,13 +112,8 @@ def run_sweep(
             results[i] = _load(path)
         else:
             todo.append((i, p, path))
-    bar = tqdm(
-        total=len(params),
-        initial=len(params) - len(todo),
-        desc=desc or fn.__name__,
-        disable=not progress,
-        leave=False,
-    )
+    bar = progress_bar(len(params), desc or fn.__name__, show=bool(progress))  # lines when not a tty
+    bar.update(len(params) - len(todo))
 
     def done(i, path, value):
         results[i] = value

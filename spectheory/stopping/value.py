@@ -140,10 +140,10 @@ def _value(T: int, cost: Any, vec: np.ndarray, policy: Any, extra: dict | None =
 
 def backward_positions(total: int, desc: str, progress: bool | None, work: float) -> Iterable[int]:
     """``total - 1, ..., 0`` with a tqdm bar when the work is large (or ``progress=True``)."""
-    from tqdm.auto import tqdm
+    from .._progress import progress_range
 
     show = (work > 2e9) if progress is None else bool(progress)
-    return tqdm(range(total - 1, -1, -1), desc=desc, disable=not show, leave=False)
+    return progress_range(total, desc, show=show, reverse=True) if show else range(total - 1, -1, -1)
 
 
 def bonus_value(K: Kernels, W: Any, n: int, T: int, memory: int = 0) -> np.ndarray:
