@@ -1,9 +1,9 @@
 """How long to draft: the exact expected time per generated token of the draft-length rules that engines ship, as a ratio to the exact optimum (1 = optimal), against the draft step cost c (T = 32 tokens, at most 6 drafts per round). (a) Random first-order chains over V = 4 tokens (mean over 4 chains), ratio to the full-information optimum (an oracle that knows the drafted path and the target's laws: SpecDec++'s rule with per-state thresholds); (b) the easy/hard chain (acceptance 0.95 or 0.3 by context, stretches of mean length 10); (c) random chains over V = 16 tokens and (d) order-1 chains fitted to samples of the shipped byte-level target and each draft (V = 256), ratio to the state-information optimum (the round's length chosen from its start state, by dynamic programming; rules that look along the drafted path can go below 1 there). Leviathan's gamma and the best fixed gamma coincide on most chains; HuggingFace's confidence rule (top probability < 0.4) stops too early wherever the draft is spread out (up to 1.8 times the optimal time) and its +2/-1 schedule loses 5-30%; a single SpecDec++ threshold, tuned, comes within a few percent of the oracle.
 
-The numbers are those of simulations/stopping_policies.py, read from the results folder beside the
-figures folder (computed here at small sizes when that file is absent).
+The numbers are those of simulations/stopping_policies.py, read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/) (computed here at small sizes when that file is absent).
 
-Usage: python figures/fig10_stopping.py [--quick] [--out DIR]
+Usage: python figures/fig10_stopping.py [--quick] [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def _compute_small():
 def main(argv=None):
     args = figure_args(__doc__, argv)
     try:
-        res = load_results("stopping_policies", args.out)
+        res = load_results("stopping_policies", args.out, args.results)
     except FileNotFoundError:
         res = _compute_small()
     rows, costs = res["rows"], res["costs"]

@@ -1,8 +1,9 @@
 """Trees in the real decoder against the exact theory. (a) Tokens per target call measured by the decoder (T new tokens per sequence, 95% intervals) against the full-horizon prediction along target paths for every (tree, verifier) with a shipped draft and for Medusa heads' trees (filled: Rao-Blackwellised exact per-node acceptances; recursive rejection without replacement with 4 children pruned below 1e-6 with its error bound; traversal from round emission weights with the target path forced onto one branch, importance-weighted on branching trees, hence its wider intervals), and, open markers at the same measured value, the exact value of the order-2 chain fitted to the models (where the chain's exact engine reaches at V = 256); the dashed line is y = x. (b) First round's accepted length: the exact outcome law of the decoder's own drafted trees (every verifier, traversal included) against the decoder's first rounds. (c) Typical acceptance against the per-step Pareto front at a held-out prompt: the front rho + L = TV(p, q) with q = Medusa head 1's law (line), the exact (rejection, TV loss) of typical acceptance on one sampled draft (square), and the sparse Medusa tree's measured first-position rejection rate and first-byte TV loss (star) beside the lossless tree verifiers' measured TVs (plug-in noise floor, circles).
 
-The numbers are those of simulations/decoder_trees.py, read from the results folder beside the figures folder.
+The numbers are those of simulations/decoder_trees.py, read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/).
 
-Usage: python figures/fig13_decoder_trees.py [--out DIR]
+Usage: python figures/fig13_decoder_trees.py [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ MARKERS = {"tree_rrs": "o", "tree_rrs_wo": "s", "tree_topk": "^", "traversal": "
 
 def main(argv=None):
     args = figure_args(__doc__, argv)
-    res = load_results("decoder_trees", args.out)
+    res = load_results("decoder_trees", args.out, args.results)
     rows = res["comparisons"]
     data = {
         "comparisons": rows,

@@ -1,9 +1,9 @@
 """How many states does the Markov abstraction of a real model need? Prediction error of the fitted chain (target-path fit, pooled over positions) against its number of states, per draft (columns), for E[rejections] with bonus off (top) and target calls at gamma = 4 with bonus on (bottom): order-k contexts (circles), context trees grown by Theorem-1 gain (squares) and k-means clusters of the target's last hidden state (triangles: with the stochastic cluster-transition law observed along the target paths, a DecodingChain with next_state a law [S, V, S]; hollow triangles: the most likely next cluster instead, which is not certified). Hollow markers (top): the certified per-position plug-in bound of the same order-k contexts and trees, which never exceeds the truth in the population and never exceeds the Rao-Blackwellised estimate in-sample (docs/markov_abstraction.md). The grey band is +-5%; the dotted line the decoder.
 
-The numbers are those of simulations/decoder_markov_gap.py, read from the results folder beside
-the figures folder.
+The numbers are those of simulations/decoder_markov_gap.py, read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/).
 
-Usage: python figures/fig15_abstraction.py [--out DIR]
+Usage: python figures/fig15_abstraction.py [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ FAMILIES = (
 
 def main(argv=None):
     args = figure_args(__doc__, argv)
-    gap = load_results("decoder_markov_gap", args.out)
+    gap = load_results("decoder_markov_gap", args.out, args.results)
     drafts = gap["drafts"]
     data = {
         "target": gap["target"],

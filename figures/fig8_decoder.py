@@ -1,9 +1,10 @@
 """The real decoder against the theory. (a) Accepted-count law of a round (gamma = 4, bonus on): the Rao-Blackwellised prediction (bars) against the decoder's measured histogram (points, 95% intervals), per draft model. (b) E[rejections] with bonus off: the Theorem-1 sum of exact TVs along target paths against the decoder's measured mean, per draft and gamma in {1, 2, 4, 8}, with the y = x line. (c) Walltime speedup on CPU (batch 1): measured (median over the repeats, bars from the fastest to the slowest repeat when the results hold them) against Leviathan's prediction from the measured cost ratio c and acceptance, against gamma.
 
 The numbers are those of simulations/decoder_theory.py (panels a, b) and benchmarks/decoder_speed.py
-(panel c), read from the results folder beside the figures folder.
+(panel c), read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/).
 
-Usage: python figures/fig8_decoder.py [--out DIR]
+Usage: python figures/fig8_decoder.py [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -15,7 +16,10 @@ from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, 
 
 def main(argv=None):
     args = figure_args(__doc__, argv)
-    theory, speed = load_results("decoder_theory", args.out), load_results("decoder_speed", args.out)
+    theory, speed = (
+        load_results("decoder_theory", args.out, args.results),
+        load_results("decoder_speed", args.out, args.results),
+    )
     drafts, gammas, T = theory["drafts"], theory["gammas"], theory["horizon"]
     data = {
         "target": theory["target"],

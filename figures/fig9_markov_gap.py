@@ -1,9 +1,9 @@
 """The Markov abstraction gap. Order-k chains fitted to the shipped models and their exact predictions of E[rejections] (bonus off, left) and target calls (gamma = 4, bonus on, right) relative to the real decoder, against the order k. Solid: the target-path fit (both kernels average the models' exact laws over the same target prefixes, pooled over positions; with one kernel per position its Theorem-1 sum is a lower bound on the truth that grows with k, docs/markov_abstraction.md), with its bias-corrected 95% bootstrap interval (vertical bars). Dashed: the old fit (draft kernel averaged over draft samples), which has no such guarantee. The dotted line at 0 is the decoder, shaded bands its 95% interval, crosses the Rao-Blackwellised prediction (k = infinity).
 
-The numbers are those of simulations/decoder_markov_gap.py, read from the results folder beside
-the figures folder.
+The numbers are those of simulations/decoder_markov_gap.py, read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/).
 
-Usage: python figures/fig9_markov_gap.py [--out DIR]
+Usage: python figures/fig9_markov_gap.py [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ FITS = {"order-k": ("target paths", "o-"), "order-k (old fit, draft paths)": ("d
 
 def main(argv=None):
     args = figure_args(__doc__, argv)
-    gap = load_results("decoder_markov_gap", args.out)
+    gap = load_results("decoder_markov_gap", args.out, args.results)
     drafts, orders = gap["drafts"], gap["orders"]
     data = {
         "target": gap["target"],

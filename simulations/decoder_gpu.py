@@ -30,6 +30,12 @@ from spectheory.validation import (
 )
 
 
+def run_label(device: str) -> str:
+    """How the headline rows name the run: by the device that actually ran it ("gpu run" on
+    CUDA, "cpu run" on CPU), so a CPU row is never labelled as a GPU one."""
+    return "gpu run" if str(device).startswith("cuda") else f"{str(device).split(':')[0]} run"
+
+
 def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     """Tree decoding at large batch (issue 12): tokens per call against the Rao-Blackwellised
     prediction, the two-token chi-square of a lossless tree verifier and a broken one, and
@@ -126,7 +132,7 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     zs = [abs(r["z_calls"]) for r in res["rows"] if "z_calls" in r]
     res["headline"] = [
         {
-            "name": f"gpu run trees: tokens per call at batch {B} (2x2x1 tree_rrs / Medusa sparse16)",
+            "name": f"{run_label(device)} trees: tokens per call at batch {B} (2x2x1 tree_rrs / Medusa sparse16)",
             "value": res["rows"][0]["tokens_per_call"],
             "note": (
                 f"Medusa {res['rows'][2]['tokens_per_call']:.3f}; "
@@ -136,7 +142,7 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
             + f"|z| vs RB prediction {max(zs):.2f}",
         },
         {
-            "name": "gpu run trees: lossless tree_rrs p-value (broken rule)",
+            "name": f"{run_label(device)} trees: lossless tree_rrs p-value (broken rule)",
             "value": res["chisquare"][0]["pvalue"],
             "note": f"broken rule p = {res['chisquare'][1]['pvalue']:.1e}, {n_samples} samples",
         },
@@ -223,17 +229,17 @@ def main(argv=None):
         broken = [x for x in out["lossless"] if x["draft"] == name and x["rule"] != "decoder"][0]
         headline += [
             {
-                "name": f"gpu run {name}: lossless p-value (real / broken rule)",
+                "name": f"{run_label(device)} {name}: lossless p-value (real / broken rule)",
                 "value": real["pvalue"],
                 "note": f"broken rule p = {broken['pvalue']:.1e}, {sizes['lossless_samples']} samples, device {device}",
             },
             {
-                "name": f"gpu run {name}: max |z| theory vs decoder",
+                "name": f"{run_label(device)} {name}: max |z| theory vs decoder",
                 "value": zmax,
                 "note": f"{sizes['theory_sequences']} sequences x {sizes['horizon']} tokens",
             },
             {
-                "name": f"gpu run {name}: min measured/predicted speedup",
+                "name": f"{run_label(device)} {name}: min measured/predicted speedup",
                 "value": min(x["ratio"] for sp in out["speed"][name].values() for x in sp["rows"]),
                 "note": f"device {device}",
             },

@@ -90,28 +90,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_figures(args: argparse.Namespace) -> int:
-    from .reproduce import run_figures
+    from .figures_job import run_figures
 
-    root = _root(args)
-    out = args.out
-    if args.quick and out is None:  # never overwrite the committed full-size figures with quick ones
-        out = quick_figures_dir(root)
-        print(
-            f"spectheory figures --quick: writing into {out} (pass --out to choose; the committed "
-            "figures/ are untouched)"
-        )
-    return run_figures(root, args.names, quick=args.quick, out=out, jobs=args.jobs)
-
-
-def quick_figures_dir(repo: str | Path) -> str:
-    """A fresh folder for quick figures, with ``results`` linked to the repository's results."""
-    import tempfile
-
-    root = Path(tempfile.mkdtemp(prefix="spectheory-figures-quick-"))
-    repo_results = Path(repo) / "results"
-    if repo_results.is_dir():  # figures of the decoder read what the simulations wrote
-        (root / "results").symlink_to(repo_results, target_is_directory=True)
-    return str(root / "figures")
+    return run_figures(
+        _root(args), args.names, quick=args.quick, out=args.out, jobs=args.jobs, results=args.results
+    )
 
 
 def cmd_decode(args: argparse.Namespace) -> int:
@@ -135,8 +118,17 @@ def cmd_reproduce(args: argparse.Namespace) -> int:
         quick=args.quick,
         jobs=args.jobs,
         scheduler=args.scheduler,
+        only=args.only,
         force=args.force,
     )
+
+
+def _names(text: str) -> list[str]:
+    """A comma-separated list of names, none empty (``--only a,,b`` is refused)."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected comma-separated names, got {text!r}")
+    return names
 
 
 def _version() -> str:
@@ -183,13 +175,27 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = add("reproduce", cmd_reproduce, "regenerate every result and figure (the main job)")
     add_root(p)
-    p.add_argument("--quick", action="store_true", help="small sizes, a few minutes (default: full sizes)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="small sizes, a few minutes; never written into the checkout: without --out into a "
+        "fresh temporary folder (default: full sizes)",
+    )
     p.add_argument(
         "--out",
-        type=A.writable_dir,
+        type=A.output_dir,
         default=None,
         metavar="DIR",
-        help="output folder (default: the repository's own results/ and figures/)",
+        help="output folder (default: the repository's own results/ and figures/, or a fresh "
+        "folder with --quick)",
+    )
+    p.add_argument(
+        "--only",
+        type=_names,
+        default=None,
+        metavar="NAMES",
+        help="comma-separated step names to run, e.g. proofs,fig1_theorem1; the README is then "
+        "not updated (default: every step)",
     )
     p.add_argument("--jobs", type=A.positive_int, default=1, help="local worker processes")
     p.add_argument(
@@ -277,10 +283,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--out",
-        type=A.writable_dir,
+        type=A.output_dir,
         default=None,
         metavar="DIR",
         help="output folder (default: figures/, or a fresh folder with --quick)",
+    )
+    p.add_argument(
+        "--results",
+        default=None,
+        metavar="DIR",
+        help="folder of the results/*.json the figures read (default: the checkout's results/)",
     )
     p.add_argument("--jobs", type=A.positive_int, default=1, help="figures made at once")
 

@@ -41,6 +41,7 @@ __all__ = [
     "FLAGS",
     "device_name",
     "writable_dir",
+    "output_dir",
     "check_device_available",
     "shipped_drafts",
 ]
@@ -253,6 +254,29 @@ def writable_dir(text: str) -> str:
     except OSError as exc:
         raise argparse.ArgumentTypeError(f"cannot create folder {text!r}: {exc.strerror or exc}") from None
     if not os.access(path, os.W_OK):
+        raise argparse.ArgumentTypeError(f"folder {text!r} is not writable")
+    return str(path)
+
+
+def output_dir(text: str) -> str:
+    """A folder that exists or could be created, checked without creating anything (the
+    command creates it only once every other argument is known to be good).
+
+    Examples
+    --------
+    >>> output_dir("/tmp/spectheory-not-created-yet/sub")
+    '/tmp/spectheory-not-created-yet/sub'
+    >>> import os
+    >>> os.path.exists("/tmp/spectheory-not-created-yet")
+    False
+    """
+    path = Path(text).expanduser()
+    parent = path
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"cannot create folder {text!r}: {str(parent)!r} is not a folder")
+    if not os.access(parent, os.W_OK):
         raise argparse.ArgumentTypeError(f"folder {text!r} is not writable")
     return str(path)
 

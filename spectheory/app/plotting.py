@@ -115,11 +115,28 @@ def save_figure(
 
 
 def figure_args(doc: str, argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Standard command line of a figure script: ``--quick`` and ``--out DIR``."""
+    """Standard command line of a figure script: ``--quick``, ``--out DIR`` and ``--results DIR``.
+
+    ``--results`` is where the figure reads the ``*.json`` files the simulations wrote
+    (:func:`results_dir` when absent).
+
+    Examples
+    --------
+    >>> args = figure_args("A figure.", ["--out", "/tmp/f", "--results", "/tmp/r"])
+    >>> (args.out, args.results, args.quick)
+    ('/tmp/f', '/tmp/r', False)
+    """
     parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (for CI)")
     parser.add_argument(
         "--out", default=None, help="output folder (default: the script's own figures/ folder)"
+    )
+    parser.add_argument(
+        "--results",
+        default=None,
+        metavar="DIR",
+        help="folder of the results/*.json files the figure reads (default: the results/ beside "
+        "--out when that exists, else the checkout's results/)",
     )
     args = parser.parse_args(argv)
     if args.out is None:
@@ -128,22 +145,40 @@ def figure_args(doc: str, argv: Sequence[str] | None = None) -> argparse.Namespa
     return args
 
 
-def results_dir(out: str | Path | None = None) -> Path:
-    """The results folder that sits beside a figures folder (``out`` or the script's folder)."""
-    return (Path(out) if out is not None else _script_folder()).resolve().parent / "results"
+def results_dir(out: str | Path | None = None, results: str | Path | None = None) -> Path:
+    """The folder a figure reads its results from.
+
+    ``results`` when given; else the ``results/`` folder beside the figures folder ``out``
+    (the layout of ``spectheory reproduce``: ``DIR/results`` beside ``DIR/figures``) when
+    that folder exists; else the ``results/`` of the checkout the running figure script
+    belongs to, so ``python figures/fig8_decoder.py --out /anywhere`` still finds the
+    committed results.
+
+    Examples
+    --------
+    >>> results_dir("/tmp/anything/figures", results="/tmp/r").as_posix()
+    '/tmp/r'
+    """
+    if results is not None:
+        return Path(results).resolve()
+    beside = (Path(out) if out is not None else _script_folder()).resolve().parent / "results"
+    if beside.is_dir():
+        return beside
+    return _script_folder().resolve().parent / "results"
 
 
-def load_results(name: str, out: str | Path | None = None) -> dict:
+def load_results(name: str, out: str | Path | None = None, results: str | Path | None = None) -> dict:
     """Read ``<results>/<name>.json`` written by ``simulations/<name>.py`` (or a benchmark).
 
     Figures whose data cost minutes to compute (the real decoder's) plot what the main job's
-    simulations wrote, instead of computing it a second time.
+    simulations wrote, instead of computing it a second time. The folder is
+    :func:`results_dir` of ``out`` and ``results``.
     """
-    path = results_dir(out) / f"{name}.json"
+    path = results_dir(out, results) / f"{name}.json"
     if not path.exists():
         raise FileNotFoundError(
             f"{path} is missing: run the script that writes {name}.json first "
-            "(spectheory reproduce runs simulations before figures)"
+            "(spectheory reproduce runs simulations before figures), or pass --results DIR"
         )
     return json.loads(path.read_text())
 

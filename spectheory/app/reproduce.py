@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .step_runner import run_steps
+from .job_safety import GpuResultsGuard, check_scheduler, fresh_folder, is_gpu_script
+from .step_runner import _forced, run_steps
 
 
 @dataclass(frozen=True)
@@ -57,12 +58,13 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
-def discover_steps(root: str | Path, quick: bool = False) -> list[Step]:
+def discover_steps(root: str | Path, quick: bool = False, gpu: bool | None = None) -> list[Step]:
     """Every proof, simulation and figure script of the repository, in dependency order.
 
-    GPU scripts (``*_gpu.py``) run in full only where CUDA is available (their results are
-    committed from a GPU machine and a CPU run must not replace them); on CPU only their
-    ``--quick`` mode runs."""
+    GPU scripts (``*_gpu.py``) are included when ``gpu`` is true; ``gpu=None`` (the default)
+    includes them in quick mode, and in full mode only where CUDA is available (their results
+    are committed from a GPU machine and a CPU run must not replace them; see
+    :func:`reproduce`, which also checks the device a GPU step actually used)."""
     steps = []
     if (Path(root) / "proofs" / "__main__.py").exists():
         steps.append(Step("proofs", "proofs/__main__.py", kind="proof", module="proofs"))
@@ -70,12 +72,10 @@ def discover_steps(root: str | Path, quick: bool = False) -> list[Step]:
         "train_models.py",
         "train_medusa.py",
     }  # training is not part of the main job: the weights are shipped
-    gpu_ok = quick or _cuda_available()
+    gpu_ok = (quick or _cuda_available()) if gpu is None else gpu
 
-    def runs_here(path):
-        return not (
-            path.name in skip or path.name.startswith("_") or (path.stem.endswith("_gpu") and not gpu_ok)
-        )
+    def runs_here(path: Path) -> bool:
+        return not (path.name in skip or path.name.startswith("_") or (is_gpu_script(path) and not gpu_ok))
 
     for path in sorted((Path(root) / "simulations").glob("*.py")):
         if runs_here(path):
@@ -107,14 +107,28 @@ class Layout:
 
     @classmethod
     def at(cls, root: str | Path, out: str | Path | None = None) -> Layout:
-        """``out=None``: the repository ``root`` itself (results/, figures/); else everything under ``out``."""
-        if out is None:
-            root = Path(root)
+        """``out=None`` (or ``out`` the checkout ``root`` itself): the repository's own results/
+        and figures/; else everything under ``out``.
+
+        Examples
+        --------
+        >>> Layout.at("/repo").results.as_posix(), Layout.at("/repo", "/tmp/o").figures.as_posix()
+        ('/repo/results', '/tmp/o/figures')
+        >>> Layout.at("/repo", "/repo").is_checkout("/repo")
+        True
+        """
+        root = Path(root).resolve()
+        if out is None or Path(out).resolve() == root:
             return cls(
                 root / "results", root / "figures", root / "results" / "logs", root / ".cache" / "reproduce"
             )
         out = Path(out).resolve()
         return cls(out / "results", out / "figures", out / "logs", out / ".cache")
+
+    def is_checkout(self, root: str | Path) -> bool:
+        """Whether this layout writes into the committed results/ or figures/ of ``root``."""
+        root = Path(root).resolve()
+        return self.results.resolve() == root / "results" or self.figures.resolve() == root / "figures"
 
 
 def collect_headlines(out: Path) -> list[dict]:
@@ -191,6 +205,25 @@ def write_summary(out: Path, results: Path, statuses: list[dict], quick: bool) -
     return summary
 
 
+def _select(steps: list[Step], only: Sequence[str] | None) -> list[Step]:
+    """The steps named in ``only`` (all when None); unknown names raise ``ValueError``."""
+    if only is None:
+        return steps
+    known = {s.name for s in steps}
+    unknown = sorted(set(only) - known)
+    if unknown:
+        raise ValueError(f"--only: unknown step(s) {unknown}; known: {sorted(known)}")
+    return [s for s in steps if s.name in set(only)]
+
+
+def _update_readme(root: Path) -> int:
+    """Run ``scripts/update_readme.py`` of the checkout; its exit status (0 when it has none)."""
+    script = root / "scripts" / "update_readme.py"
+    if not script.exists():
+        return 0
+    return subprocess.run([sys.executable, str(script)], cwd=root, check=False).returncode
+
+
 def reproduce(
     root: str | Path,
     out: str | Path | None = None,
@@ -200,61 +233,88 @@ def reproduce(
     only: Sequence[str] | None = None,
     force: bool | str | Sequence[str] | None = None,
 ) -> int:
-    """Run the main job of the repository checkout ``root``; return 0 if every step succeeded, else 1.
+    """Run the main job of the repository checkout ``root``; return 0 if every step (and the
+    README update) succeeded, else 1.
 
-    ``out=None`` regenerates the repository's own ``results/`` (with ``summary.md`` and
-    ``summary.json``) and ``figures/``; ``out=DIR`` writes ``DIR/summary.md``,
-    ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead. Steps whose inputs
-    and outputs are unchanged are reused; ``force`` (``True``, or step names) reruns them.
+    Full mode with ``out=None`` regenerates the repository's own ``results/`` (with
+    ``summary.md`` and ``summary.json``) and ``figures/``, then ``README.md``'s generated
+    blocks (only when every step ran, ``only=None``, and succeeded; a partial run into the
+    checkout writes its summary into ``results/logs/``). ``out=DIR`` writes
+    ``DIR/summary.md``, ``DIR/summary.json``, ``DIR/results/`` and ``DIR/figures/`` instead.
+    Steps whose inputs and outputs are unchanged are reused; ``force`` (``True``, or step
+    names) reruns them.
+    Quick mode never writes into the checkout: ``out=None`` means a fresh temporary folder
+    (printed), and ``out`` pointing at the checkout is refused.
+
+    GPU steps (``*_gpu.py``) never replace committed GPU results with CPU ones: in full mode
+    without CUDA they are skipped (one line each says so); in a run into the checkout their
+    committed files are put back when the step failed or its JSON names no CUDA device.
+    Unknown ``only`` names and a dead ``scheduler`` are refused before any folder is made.
+    The last line printed says ``ok`` or ``FAILED`` and why.
     """
     root = Path(root).resolve()
     from .._guards import check_int
 
     jobs = check_int(jobs, "jobs", 1)  # (0 divided the cores by zero)
+    steps = _select(discover_steps(root, quick, gpu=True), only)
+    if quick and out is not None and Layout.at(root, out).is_checkout(root):
+        raise ValueError(
+            f"--out {out}: a quick run never writes into the checkout's committed results/ and "
+            "figures/; choose another folder (or leave --out out for a fresh one)"
+        )
+    _forced(force, steps)  # a bad --force name is refused before any folder is made
+    if scheduler is not None:
+        check_scheduler(scheduler)
+    skipped = []
+    if not quick and not _cuda_available():
+        skipped = [s.name for s in steps if is_gpu_script(s.script)]
+        for name in skipped:
+            print(
+                f"reproduce: {name} skipped: a GPU step and CUDA is not available here "
+                "(a CPU run never replaces its committed GPU results; run it on a GPU machine)",
+                flush=True,
+            )
+        steps = [s for s in steps if s.name not in skipped]
+    if quick and out is None:
+        out = fresh_folder("reproduce")
+        print(
+            f"spectheory reproduce --quick: writing into {out} (pass --out to choose; the "
+            "checkout's results/ and figures/ are untouched)",
+            flush=True,
+        )
     layout = Layout.at(root, out)
-    summary_dir = layout.results if out is None else Path(out).resolve()
-    steps = discover_steps(root, quick)
-    if only:
-        steps = [s for s in steps if s.name in set(only)]
+    into_checkout = layout.is_checkout(root)
+    # a partial run (only=...) must not replace the checkout's committed summary of a full run
+    summary_dir = (layout.results if only is None else layout.logs) if into_checkout else Path(out).resolve()
+    guard = GpuResultsGuard(layout.results, [s.name for s in steps if is_gpu_script(s.script)])
     t0 = time.perf_counter()
     statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler, force=force)
+    if into_checkout:
+        for name in guard.restore({st["name"]: st["rc"] for st in statuses}):
+            print(
+                f"reproduce: {name} did not run on CUDA (or failed): its committed GPU results in "
+                f"{layout.results} are kept",
+                flush=True,
+            )
     write_summary(summary_dir, layout.results, statuses, quick)
     failed = [s["name"] for s in statuses if s["rc"] != 0]
-    if out is None and only is None and (root / "scripts" / "update_readme.py").exists():
-        subprocess.run([sys.executable, str(root / "scripts" / "update_readme.py")], cwd=root, check=False)
-    print(
-        f"spectheory reproduce: {len(statuses) - len(failed)}/{len(statuses)} steps ok in "
-        f"{time.perf_counter() - t0:.0f} s; summary in {summary_dir / 'summary.md'}"
+    problems = (
+        [f"{len(failed)} step(s) failed: {', '.join(failed)} (logs in {layout.logs})"] if failed else []
     )
-    if failed:
-        print(f"failed steps (logs in {layout.logs}): {', '.join(failed)}")
-    return 1 if failed else 0
+    if into_checkout and only is None:
+        if failed:
+            print("reproduce: README.md not updated (some steps failed)", flush=True)
+        elif (rc := _update_readme(root)) != 0:
+            problems.append(f"the README update (scripts/update_readme.py) failed with exit status {rc}")
+    tail = f"{len(statuses) - len(failed)}/{len(statuses)} steps ok in {time.perf_counter() - t0:.0f} s"
+    tail += f", {len(skipped)} GPU step(s) skipped (no CUDA)" if skipped else ""
+    tail += f"; summary in {summary_dir / 'summary.md'}"
+    if problems:
+        print(f"spectheory reproduce: FAILED: {'; '.join(problems)}; {tail}")
+        return 1
+    print(f"spectheory reproduce: ok: {tail}")
+    return 0
 
 
-def run_figures(
-    root: str | Path,
-    names: Sequence[str] | None = None,
-    quick: bool = False,
-    out: str | Path | None = None,
-    jobs: int = 1,
-) -> int:
-    """Regenerate the named figures (default all) of the checkout ``root`` into ``out``
-    (default ``root/figures/``)."""
-    from .._guards import check_int
-
-    check_int(jobs, "jobs", 1)
-    root = Path(root).resolve()
-    steps = [s for s in discover_steps(root) if s.kind == "figure"]
-    known = {s.name for s in steps}
-    unknown = set(names or ()) - known
-    if unknown:
-        raise ValueError(f"unknown figure(s) {sorted(unknown)}; known: {sorted(known)}")
-    chosen = [s for s in steps if not names or s.name in names]
-    target = Path(out).resolve() if out else root / "figures"
-    failed = 0
-    for i, s in enumerate(chosen, 1):
-        print(f"[{i}/{len(chosen)}] {s.name} ...", flush=True)
-        proc = subprocess.run(s.argv(target, quick), cwd=root)
-        print(f"[{i}/{len(chosen)}] {s.name}: {'ok' if proc.returncode == 0 else 'FAILED'}", flush=True)
-        failed += proc.returncode != 0
-    return 1 if failed else 0
+# ``spectheory figures`` (its own module; importable from here as before)
+from .figures_job import run_figures  # noqa: E402, F401

@@ -184,17 +184,6 @@ def test_simulate_chunks_any_number_of_runs():
     np.testing.assert_allclose(one[0]["mc_se"], mean_and_se(sim.target_calls)[1], rtol=1e-9)
 
 
-def test_quick_figures_never_overwrite_the_committed_ones(monkeypatch, capsys):
-    seen = {}
-    from spectheory.app import reproduce
-
-    monkeypatch.setattr(reproduce, "run_figures", lambda *a, out=None, **kw: seen.update(out=out) or 0)
-    assert main(["figures", "fig4_leviathan", "--quick"]) == 0
-    committed = os.path.realpath(os.path.join(os.path.dirname(cli.__file__), "..", "..", "figures"))
-    assert seen["out"] is not None and os.path.realpath(seen["out"]) != committed
-    assert "untouched" in capsys.readouterr().out
-
-
 def test_quick_figures_are_stamped(tmp_path):
     from spectheory.app import plotting
 
