@@ -14,7 +14,6 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.app import cli
 from spectheory.app.chain_cmd import monte_carlo_rows
 from spectheory.app.cli import build_parser, main
 from spectheory.montecarlo import mean_and_se

@@ -265,7 +265,7 @@ def test_fig8_reads_the_committed_results_from_any_out(tmp_path, monkeypatch):
     spec.loader.exec_module(mod)
     seen = {}
     monkeypatch.setattr(
-        mod, "save_figure", lambda fig, name, data=None, out_dir=None: seen.update(out=out_dir)
+        mod, "save_figure", lambda fig, name, data=None, out_dir=None: seen.update(out=out_dir) or []
     )
     monkeypatch.setitem(plotting._QUICK, "on", plotting._QUICK["on"])  # restored afterwards
     mod.main(["--quick", "--out", str(tmp_path / "deep" / "fresh"), "--results", str(ROOT / "results")])
