@@ -141,6 +141,16 @@ def check_scheduler(address: str, timeout: float = 5.0) -> None:
         from distributed import Client
     except ImportError:
         raise ValueError(f"--scheduler {address}: needs dask.distributed (pip install distributed)") from None
+    host, _, port = address.removeprefix("tcp://").rpartition(":")
+    if address.startswith("tcp://") and port.isdigit():  # a closed port is refused at once
+        import socket
+
+        try:
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=timeout).close()
+        except OSError as exc:
+            raise ValueError(
+                f"--scheduler {address}: no Dask scheduler answers there ({exc.strerror or exc})"
+            ) from None
     try:
         client = Client(address, timeout=timeout)
     except Exception as exc:  # noqa: BLE001 - OSError, TimeoutError, ValueError on a bad address
