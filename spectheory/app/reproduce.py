@@ -285,7 +285,10 @@ def reproduce(
     layout = Layout.at(root, out)
     into_checkout = layout.is_checkout(root)
     # a partial run (only=...) must not replace the checkout's committed summary of a full run
-    summary_dir = (layout.results if only is None else layout.logs) if into_checkout else Path(out).resolve()
+    if into_checkout:
+        summary_dir = layout.results if only is None else layout.logs
+    else:
+        summary_dir = layout.results.parent  # the folder ``out``
     guard = GpuResultsGuard(layout.results, [s.name for s in steps if is_gpu_script(s.script)])
     t0 = time.perf_counter()
     statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler, force=force)
