@@ -13,6 +13,7 @@ tree protocol, what is counted and the losslessness proofs.
 - :class:`TreeRound`, :class:`BatchRound` -- tree rounds for ``st.simulate`` (Monte Carlo);
 - :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
 - :mod:`.sequoia` -- Sequoia's positional DP and its audit.
+- :mod:`.by_batch` -- the best tree per batch size under a cost model (``docs/cost.md``).
 
 >>> import spectheory as st
 >>> from spectheory.trees import DraftTree, tree_protocol
@@ -30,6 +31,7 @@ from .batch_tree import (
     batch_tree_limit_mass,
     simulate_batch_tree,
 )
+from .by_batch import TreesByBatch, optimal_tree_by_batch
 from .children import IID, ChildPolicy, TopK, WithoutReplacement, draw_children, get_child_policy, node_laws
 from .draft_tree import DraftTree
 from .enumerate import enumerate_realisations, tree_sequence_law
@@ -86,6 +88,8 @@ __all__ = [
     "positional_vector",
     "sequoia_positional_dp",
     "stationary_law",
+    "optimal_tree_by_batch",
+    "TreesByBatch",
 ]
 
 

@@ -176,3 +176,21 @@ def test_optimal_policy_by_batch_is_the_stopping_optimum_costed_in_lockstep():
         assert row["policy_ragged_speedup"] >= row["policy_speedup"] - 1e-9
         assert row["policy_ragged_speedup"] >= row["gamma_speedup"] - 1e-9  # the optimum dominates
     assert rows[0]["best_gamma"] >= rows[1]["best_gamma"]
+
+
+def test_the_best_tree_per_batch_size_is_sequoias_tree_costed_exactly():
+    from spectheory.trees import optimal_tree_by_batch, positional_vector, sequoia_positional_dp
+
+    chain, T = st.DecodingChain.random(6, concentration=0.5, similarity=0.4, rng=2), 32
+    res = optimal_tree_by_batch(chain, H200, [1, 64, 1024], T, budgets=(1, 3, 8))
+    a = positional_vector(chain, 4, "tree_rrs_wo")
+    for j, b in enumerate((1, 3, 8)):
+        assert res.trees[j] == sequoia_positional_dp(a, tree_size=b + 1)[1]
+        for i, B in enumerate((1, 64, 1024)):
+            exact = chain.protocol(T, st.TreeRound(res.trees[j], "tree_rrs_wo")).speedup(H200, batch=B)
+            assert res.speedup[i, j] == exact
+    assert res.best.tolist() == res.speedup.argmax(1).tolist()
+    assert res.best_budget[0] >= res.best_budget[-1]  # calls turn compute-bound: fewer nodes
+    assert res.crossover == crossover_batch(res.best_speedup, [1, 64, 1024])
+    with pytest.raises(ValueError, match="budgets"):
+        optimal_tree_by_batch(chain, H200, [1], T, budgets=[0])
