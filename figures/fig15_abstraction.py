@@ -95,7 +95,9 @@ def main(argv=None):
                 ax.set_ylabel(label)
             if i == 0:
                 ax.set_title(f"draft = {name}")
-    axes[0, 0].legend(fontsize=5, loc="lower right")
+    # one legend under the grid (inside a panel it hid the small-state points)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=6, frameon=False)
     paths = save_figure(fig, "fig15_abstraction", data=data, out_dir=args.out)
     print("wrote", *paths)
 

@@ -90,7 +90,8 @@ def main(argv=None):
     ax.set_xlabel("draft sequences per round M")
     ax.set_ylabel("expected rejections (T = 50)")
     ax.set_title("(a) first-token (solid) vs tree reading (dash-dot)")
-    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 0.06), fontsize=5.5)
+    # below the panel: inside, its nine entries hid the curves at small M
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=3, fontsize=5.5, frameon=False)
 
     Mg = np.arange(1, 17)
     inst = [
@@ -123,7 +124,7 @@ def main(argv=None):
     bx.set_xlabel("draft sequences per round M")
     bx.set_ylabel("per-step improvement TV - P(all rejected)")
     bx.set_title("(b) closed forms (lines) vs recursion (o)")
-    bx.legend(loc="upper left", fontsize=6)
+    bx.legend(loc="upper center", bbox_to_anchor=(0.5, -0.3), ncol=2, fontsize=5.5, frameon=False)
     data["panel_b"]["M"] = Mg
     save_figure(fig, "fig2_batch", data=data, out_dir=args.out)
 

@@ -71,8 +71,8 @@ def main(argv=None):
         ylabel="walltime speedup",
         title=f"(c) speedup, $\\alpha$ = {alpha_fixed}",
     )
-    for ax in axes:
-        ax.legend(frameon=False)
+    for ax in axes:  # below each panel: inside, (b) and (c) covered curves
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=3, frameon=False, fontsize=7)
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     return save_figure(fig, "fig4_leviathan", data=data, out_dir=args.out)
 
