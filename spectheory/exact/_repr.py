@@ -23,9 +23,20 @@ def _num(x: Any) -> str:
 
 
 def cost_repr(cost: Any) -> str:
-    """``Cost(c=0.1)``, or ``Cost(c=0.1, t(k))`` with a target-call time (a callable, not printed)."""
-    extra = ", t(k)" if getattr(cost, "target_call", None) is not None else ""
-    return f"Cost(c={_num(cost.c)}{extra})"
+    """``Cost(c=0.1)``; the callables of a :class:`~spectheory.cost.Cost` by name only
+    (``t(k)``, ``draft_call(w)``), ``autoregressive`` when not 1; other cost objects (a
+    ``CostModel``) by their own short ``repr`` when they have one, else their class name."""
+    if not hasattr(cost, "c") or not hasattr(cost, "target_call"):
+        text = repr(cost)
+        return text if len(text) <= 80 else type(cost).__name__
+    parts = [f"c={_num(cost.c)}"]
+    if cost.target_call is not None:
+        parts.append("t(k)")
+    if getattr(cost, "draft_call", None) is not None:
+        parts.append("draft_call(w)")
+    if getattr(cost, "autoregressive", 1.0) != 1.0:
+        parts.append(f"autoregressive={_num(cost.autoregressive)}")
+    return f"{type(cost).__name__}({', '.join(parts)})"
 
 
 def result_repr(
@@ -66,7 +77,7 @@ def result_repr(
     if cost is not None and speedup is not None:
         try:
             parts.append(f"speedup={_num(speedup())} under {cost_repr(cost)}")
-        except (ValueError, NotImplementedError, ZeroDivisionError):
+        except (ValueError, TypeError, AttributeError, NotImplementedError, ZeroDivisionError):
             parts.append(f"cost={cost_repr(cost)}")
     return f"{type(obj).__name__}({', '.join(parts + arrays)})"
 

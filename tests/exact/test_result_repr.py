@@ -77,3 +77,10 @@ def test_simulation_and_long_run_reprs():
     assert "speedup" not in repr(st.simulate(CHAIN, T, 4, 10, rng=0))
     lr = repr(long_run_optimum(CHAIN, 0.1, max_depth=8))
     assert lr.startswith("LongRunResult(rate=") and "lengths=<shape (6,)>" in lr and "\n" not in lr
+
+
+def test_cost_shown_by_its_parameters():
+    res = CHAIN.protocol(T, 3, cost=Cost(0.1, draft_call=lambda w: 0.1, autoregressive=2.0))
+    text = repr(res)
+    assert "under Cost(c=0.1, draft_call(w), autoregressive=2)" in text
+    assert _num(text, "speedup") == pytest.approx(res.speedup(), rel=1e-5)
