@@ -177,7 +177,8 @@ def write_times(path: Path, statuses: Sequence[dict], quick: bool, jobs: int, wa
         "steps_reused": sum(s["reused"] for s in statuses),
         "steps_failed": sum(s["rc"] != 0 for s in statuses),
     }
-    cold = job if statuses and job["steps_reused"] == 0 else old.get("cold")
+    every_step = statuses and job["steps_reused"] == 0 and job["steps_failed"] == 0
+    cold = job if every_step else old.get("cold")
     record = {
         "mode": "quick" if quick else "full",
         "machine": f"{platform.machine()} {platform.system()}, {os.cpu_count()} cores, Python "
@@ -210,7 +211,7 @@ def run_steps(
 
     ``<layout.results>/reproduce_times.json`` records ``mode``, ``machine``, ``last`` (this
     job: ``date``, ``wall_seconds``, ``jobs``, ``cores``, ``steps_ran``, ``steps_reused``,
-    ``steps_failed``), ``cold`` (the same for the last job that ran every step) and
+    ``steps_failed``), ``cold`` (the same for the last job that ran every step, all successfully) and
     ``steps`` (per step: ``seconds``, ``reused``, ``measured``).
     """
     t0 = time.monotonic()
@@ -253,7 +254,7 @@ def run_steps(
             progress.will_run(s.name, expected[s.name])
         else:
             progress.will_reuse(s.name)
-    for g, n_workers in enumerate(workers):
+    for g, (n_workers, (_, parallel)) in enumerate(zip(workers, GROUPS)):
         members = [s for s in steps if group_of[s.name] == g]
         to_run: list[Step] = []
         for s in members:
@@ -283,7 +284,7 @@ def run_steps(
         )
 
         tasks = [_task(s, layout, quick, root, threads) for s in to_run]
-        if scheduler is not None and n_workers > 1:
+        if scheduler is not None and parallel:
             from .sweeps import run_sweep
 
             params = [{k: t[k] for k in ("name", "argv", "log", "threads", "cwd", "command")} for t in tasks]

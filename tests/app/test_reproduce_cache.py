@@ -228,3 +228,16 @@ def test_launcher_records_imports_reads_and_writes(tmp_path):
     assert {str(real / "mod_here.py"), str(real / "s.py")} <= set(rec["modules"])
     assert str(real / "data.txt") in rec["reads"] and rec["writes"] == [str(real / "out.txt")]
     assert "pytest" in rec["packages"] and "os" not in rec["packages"]
+
+
+@pytest.mark.slow  # a LocalCluster takes seconds to start
+def test_steps_on_a_dask_cluster_are_cached_too(checkout):
+    distributed = pytest.importorskip("distributed")
+    repo, steps, layout, ran = checkout
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:
+        first = run_steps(steps, layout, True, repo, scheduler=c.scheduler_address)
+        again = run_steps(steps, layout, True, repo, scheduler=c.scheduler_address)
+    assert all(s["rc"] == 0 for s in first) and not any(s["reused"] for s in first)
+    assert all(s["reused"] for s in again) and ran() == ["alpha", "beta", "fig1_alpha"]
