@@ -29,7 +29,7 @@ from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.validation.cost_predict import predict_time, sample_target_paths
-from spectheory.validation.tuning import config_label, default_configs, fit_timing, measure_throughput
+from spectheory.validation.tuning import config_label, default_configs, fit_timing, measure_run
 
 TOLERANCE = 0.10
 PROMPT_LEN = 32
@@ -38,7 +38,7 @@ PROMPT_LEN = 32
 def grid(args):
     """(batches, gammas, trees, horizon, n_paths, repeats) of the run."""
     if args.quick:
-        return [1, 4], [1, 4], [(2, 1)], 16, 32, 1
+        return args.batches or [1, 4], [1, 4], [(2, 1)], 16, 32, 2
     batches = args.batches or [1, 4, 16, 64, 256]
     return batches, [1, 2, 4, 8], [(2, 1, 1), (2, 2, 1)], 64, 256, args.repeats
 
@@ -67,15 +67,16 @@ def validate(target, draft, args, device):
         for B in batches:
             for r in rounds:
                 if rep == 0:
-                    measure_throughput(target, draft, prompts, min(T, 4), r, B, device=device)  # warm-up
+                    measure_run(target, draft, prompts, min(T, 4), r, B, device=device)  # warm-up
                 meas[(B, config_label(r))].append(
-                    measure_throughput(target, draft, prompts, T, r, B, seed=1000 * rep + 1, device=device)
+                    measure_run(target, draft, prompts, T, r, B, seed=1000 * rep + 1, device=device)
                 )
     rows = []
     for (B, label), p in pred.items():
-        m = np.asarray(meas[(B, label)])
+        runs = meas[(B, label)]
+        m = np.array([x["throughput"] for x in runs])
         med = float(np.median(m))
-        ar = float(np.median(meas[(B, "autoregressive")]))
+        ar = float(np.median([x["throughput"] for x in meas[(B, "autoregressive")]]))
         const_c = ar * p["tokens_per_call"] / (1 + c * p["draft_calls"]) if label != "autoregressive" else ar
         rows.append(
             {
@@ -87,6 +88,8 @@ def validate(target, draft, args, device):
                 "measured_min": float(m.min()),
                 "measured_max": float(m.max()),
                 "measured_repeats": m.tolist(),
+                "measured_rounds": float(np.mean([x["rounds"] for x in runs])),
+                "measured_draft_calls": float(np.mean([x["draft_calls"] for x in runs])),
                 "ratio": p["throughput"] / med,
                 "constant_c": const_c,
                 "ratio_constant_c": const_c / med,
@@ -94,6 +97,7 @@ def validate(target, draft, args, device):
             }
         )
     data = {
+        "quick": bool(args.quick),
         "target": args.target or "target",
         "draft": args.drafts or "draft-small",
         "horizon": T,
@@ -141,9 +145,10 @@ def print_rows(data):
     for r in data["rows"]:
         flag = "" if abs(r["ratio"] - 1) <= TOLERANCE else "  *"
         spread = f"{r['measured_min']:.0f}..{r['measured_max']:.0f}"
+        rounds = f"{r['prediction']['rounds']:.1f}/{r['measured_rounds']:.1f}"
         print(
-            f"{r['batch']:5d}  {r['config']:34s} {r['predicted']:10.1f} {r['measured']:10.1f} {spread:>15s} "
-            f"{r['ratio']:6.3f} {r['ratio_constant_c']:8.3f}{flag}"
+            f"{r['batch']:5d}  {r['config']:38s} {r['predicted']:10.1f} {r['measured']:10.1f} {spread:>15s} "
+            f"{r['ratio']:6.3f} {r['ratio_constant_c']:8.3f} {rounds:>17s}{flag}"
         )
 
 

@@ -42,7 +42,7 @@ class PathSample:
 
     ``paths [N, L0 + T]``; ``reject [N, T]``; ``target_laws``, ``draft_laws [N, T, V]`` (trees
     only); ``policy_inputs`` (``top``, ``entropy``, ``token_prob`` of the draft law along the
-    paths); ``draft_own`` the same along the draft's own continuations ``[S, D]`` from prefixes
+
     of the paths (the drafted-length law of policies).
     """
 
@@ -53,7 +53,10 @@ class PathSample:
     target_laws: np.ndarray | None = None
     draft_laws: np.ndarray | None = None
     policy_inputs: dict | None = None
-    draft_own: dict | None = None
+    draft: Any = field(default=None, repr=False)
+    sampling: tuple = (1.0, None, None)
+    device: Any = "cpu"
+    seed: int = 0
     _laws: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -80,8 +83,8 @@ def sample_target_paths(
     """Sample ``n_paths`` target paths from ``prompts`` (cycled) and evaluate both models along them.
 
     ``trees``: keep the laws ``[N, T, V]`` (tree predictions); ``policy_depth > 0``: also the
-    draft's statistics along the paths and along ``policy_depth``-token draft continuations from
-    prefixes at ``n = 0, T/3, 2T/3`` (policy predictions).
+    draft's statistics along the paths, and keep the draft to draft from round starts (policy
+    predictions).
     """
     from .policy_predict import policy_path_inputs
     from .predict import path_statistics, repeat_prompts, sample_paths
@@ -94,50 +97,64 @@ def sample_target_paths(
     paths = sample_paths(target, repeat_prompts(P, N), T, _seed(gen), sampling=sampling, device=device)
     st = path_statistics(target, draft, paths, L0, sampling, keep_laws=trees, device=device)
     sample = PathSample(L0, T, paths, st.reject, st.target_laws, st.draft_laws)
-    D = check_int(policy_depth, "policy_depth", 0)
-    if D:
+    if check_int(policy_depth, "policy_depth", 0):
         inp = policy_path_inputs(target, draft, paths, L0, sampling, device=device)
         sample.policy_inputs = {k: inp[k] for k in ("top", "entropy", "token_prob")}
-        own: dict[str, list[np.ndarray]] = {"top": [], "entropy": [], "token_prob": []}
-        for n in sorted({0, T // 3, 2 * T // 3}):
-            pre = paths[: max(2, N // 2), : L0 + n]
-            dp = sample_paths(draft, pre, D, _seed(gen), sampling=sampling, device=device)
-            di = policy_path_inputs(draft, draft, dp, L0 + n, sampling, device=device)
-            for k in own:
-                own[k].append(di[k])
-        sample.draft_own = {k: np.concatenate(v) for k, v in own.items()}
+        sample.draft, sample.sampling, sample.device, sample.seed = draft, sampling, device, _seed(gen)
     return sample
 
 
-def drafted_length_law(policy: Any, own: dict, memory_weights: np.ndarray, cap: int) -> np.ndarray:
-    """Law ``[cap + 1]`` of the draft length a policy chooses in a round, along the draft's own
-    paths ``own`` (``top``, ``entropy``, ``token_prob`` ``[S, >= cap]``), mixed over the policy's
-    memory with ``memory_weights [M]``; the round stops at ``cap`` at the latest."""
-    S = own["top"].shape[0]
-    law = np.zeros(cap + 1)
-    none = np.full((S, 1), -1)
-    w = np.asarray(memory_weights, dtype=np.float64)
-    for a in np.flatnonzero(w > 0):
+def drafted_length_law(sample: PathSample, policy: Any, visits: np.ndarray, per_path: int = 2) -> np.ndarray:
+    r"""Law ``[D + 1]`` of the draft length a policy plays in a round (``D = policy.max_depth``).
+
+    The decoder drafts before it verifies, so after a rejection the drafted length is set by the
+    draft's *own* continuation, not by the output path. Round starts ``(n, memory)`` are drawn
+    from each path's expected visits ``visits [N, T, M]`` (:func:`~.cost_rounds.rounds_law`;
+    ``per_path`` per path), the draft continues ``D`` tokens from the path's prefix there, and the
+    policy's stopping rule along that continuation (capped at ``T - n``) gives one drafted length.
+    """
+    from .policy_predict import policy_path_inputs
+    from .predict import sample_paths
+
+    if sample.draft is None or sample.policy_inputs is None:
+        raise ValueError("policies: the path sample has no draft statistics; sample with policy_depth > 0")
+    N, T, M = visits.shape
+    D = int(policy.max_depth)
+    gen = np.random.default_rng(sample.seed)
+    w = visits.reshape(N, T * M) / visits.reshape(N, T * M).sum(1, keepdims=True)
+    picks = np.array([gen.choice(T * M, size=per_path, p=w[i]) for i in range(N)])  # [N, per_path]
+    rows = np.repeat(np.arange(N), per_path)
+    n_at, mem = np.divmod(picks.ravel(), M)
+    counts = np.zeros(D + 1)
+    for n in np.unique(n_at):
+        sel = n_at == n
+        L = sample.prompt_len + int(n)
+        pre = sample.paths[rows[sel], :L]
+        dp = sample_paths(
+            sample.draft, pre, D, int(gen.integers(2**31 - 1)), sampling=sample.sampling, device=sample.device
+        )
+        own = policy_path_inputs(sample.draft, sample.draft, dp, L, sample.sampling, device=sample.device)
+        S, cap = int(sel.sum()), min(D, T - int(n))
+        none = np.full((S, 1), -1)
+        k = np.full(S, cap)
         alive = np.ones(S, bool)
-        for i in range(1, cap + 1):
-            if i == cap:
-                stop = np.ones(S, bool)
-            else:
-                ctx = StopContext(
-                    depth=i,
-                    position=np.zeros((S, 1), np.int64),
-                    start_state=none,
-                    prev_state=none,
-                    token=none,
-                    state=none,
-                    accept_prob=None,
-                    memory=np.full((S, 1), a),
-                    **{k: own[k][:, i - 1, None] for k in ("top", "entropy", "token_prob")},
-                )
-                stop = np.asarray(policy.stop(ctx), bool).reshape(S)
-            law[i] += w[a] * np.mean(alive & stop)
+        for i in range(1, cap):
+            ctx = StopContext(
+                depth=i,
+                position=np.full((S, 1), int(n)),
+                start_state=none,
+                prev_state=none,
+                token=none,
+                state=none,
+                accept_prob=None,
+                memory=mem[sel][:, None],
+                **{key: own[key][:, i - 1, None] for key in ("top", "entropy", "token_prob")},
+            )
+            stop = alive & np.asarray(policy.stop(ctx), bool).reshape(S)
+            k[stop] = i
             alive &= ~stop
-    return law / law.sum()
+        counts += np.bincount(k, minlength=D + 1)
+    return counts / counts.sum()
 
 
 def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -160,20 +177,17 @@ def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
         tables = draft_tables(sample.target_laws, sample.draft_laws, tokens, tree, rnd.verifier.children)
         J = tree_kernel(tree, tables, T)
     else:
-        if sample.policy_inputs is None or sample.draft_own is None:
+        if sample.policy_inputs is None:
             raise ValueError(
                 "policies: the path sample has no draft statistics; sample with policy_depth > 0"
             )
         D = int(rnd.policy.max_depth)
-        if sample.draft_own["top"].shape[1] < D:
-            raise ValueError(f"policies: sampled for depth {sample.draft_own['top'].shape[1]} < {D}")
         J, m0 = policy_kernel({"reject": sample.reject, **sample.policy_inputs}, rnd.policy)
     law, visits = rounds_law(J, m0)
-    starts = visits.sum(0)  # [T, M]
-    if kind == "policy" and sample.draft_own is not None:
-        depth = drafted_length_law(rnd.policy, sample.draft_own, starts.sum(0), D)
+    if kind == "policy":
+        depth = drafted_length_law(sample, rnd.policy, visits)
     else:
-        depth = np.bincount(np.minimum(D, T - np.arange(T)), weights=starts[:, 0], minlength=D + 1)
+        depth = np.bincount(np.minimum(D, T - np.arange(T)), weights=visits.sum((0, 2)), minlength=D + 1)
         depth = depth / depth.sum()
     sample._laws[key] = (law, depth)
     return law, depth

@@ -127,6 +127,36 @@ def fit_timing(
     return timing, record
 
 
+def measure_run(
+    target: Any,
+    draft: Any,
+    prompts: Sequence[Any],
+    horizon: int,
+    rnd: Any,
+    batch: int,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> dict:
+    """One decoder call on ``batch`` rows (prompts cycled); ``rnd`` None: autoregressive decoding.
+
+    Returns ``throughput`` (``B T`` / wall time of the call, prefill included), ``seconds``,
+    ``rounds`` (batch target calls) and ``draft_calls`` (batch draft forwards)."""
+    from ..decoder.generate import generate
+    from ..decoder.speculative import autoregressive_generate
+
+    rows = [list(prompts[i % len(prompts)]) for i in range(int(batch))]
+    if rnd is None:
+        s = autoregressive_generate(target, rows, horizon, seed=seed, device=device).stats
+    else:
+        s = generate(target, draft, rows, horizon, rnd, seed=seed, device=device).stats
+    return {
+        "throughput": int(batch) * int(horizon) / s.time_total,
+        "seconds": float(s.time_total),
+        "rounds": int(s.batch_target_calls),
+        "draft_calls": int(s.batch_draft_calls),
+    }
+
+
 def measure_throughput(
     target: Any,
     draft: Any,
@@ -137,17 +167,8 @@ def measure_throughput(
     seed: int = 0,
     device: Any = "cpu",
 ) -> float:
-    """Measured tokens per second of one decoder call on ``batch`` rows (prompts cycled), prefill
-    included; ``rnd`` None: autoregressive decoding."""
-    from ..decoder.generate import generate
-    from ..decoder.speculative import autoregressive_generate
-
-    rows = [list(prompts[i % len(prompts)]) for i in range(int(batch))]
-    if rnd is None:
-        s = autoregressive_generate(target, rows, horizon, seed=seed, device=device).stats
-    else:
-        s = generate(target, draft, rows, horizon, rnd, seed=seed, device=device).stats
-    return int(batch) * int(horizon) / s.time_total
+    """Measured tokens per second of one decoder call (:func:`measure_run`'s ``throughput``)."""
+    return float(measure_run(target, draft, prompts, horizon, rnd, batch, seed, device)["throughput"])
 
 
 @dataclass
@@ -191,24 +212,24 @@ class TuneResult:
         for B in sorted({r["batch"] for r in self.rows}):
             lines.append(f"\nbatch {B}: {self.settings['horizon']} new tokens per row")
             lines.append(
-                f"{'rank':>4s}  {'configuration':34s} {'tokens/call':>12s} {'tokens/s':>18s} "
+                f"{'rank':>4s}  {'configuration':38s} {'tokens/call':>12s} {'tokens/s':>18s} "
                 f"{'ms/token':>9s} {'speedup':>8s}"
             )
             for i, r in enumerate(self.ranked(B), 1):
                 iv = f"{r['throughput']:.0f} +- {1.96 * r['throughput_se']:.0f}"
                 tpc = f"{r['tokens_per_call']:.2f}+-{1.96 * r['tokens_per_call_se']:.2f}"
                 lines.append(
-                    f"{i:4d}  {r['config']:34s} {tpc:>12s} {iv:>18s} {1e3 * r['seconds_per_token']:9.2f} "
+                    f"{i:4d}  {r['config']:38s} {tpc:>12s} {iv:>18s} {1e3 * r['seconds_per_token']:9.2f} "
                     f"{r['speedup']:8.2f}"
                 )
         if self.verified:
             lines.append("\nverified (decoder runs, median over repeats):")
             lines.append(
-                f"{'batch':>5s}  {'configuration':34s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s}"
+                f"{'batch':>5s}  {'configuration':38s} {'predicted':>10s} {'measured':>10s} {'ratio':>6s}"
             )
             for v in self.verified:
                 lines.append(
-                    f"{v['batch']:5d}  {v['config']:34s} {v['predicted']:10.0f} {v['measured']:10.0f} "
+                    f"{v['batch']:5d}  {v['config']:38s} {v['predicted']:10.0f} {v['measured']:10.0f} "
                     f"{v['predicted'] / v['measured']:6.2f}"
                 )
         return "\n".join(lines)
