@@ -47,6 +47,7 @@ from spectheory.trees import DraftTree
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
 from spectheory.validation.markov import fit_order_k_chain
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
+from spectheory.validation.shared_prefill import shared_prefill
 from spectheory.validation.tree_forced import forced_tree_weights
 from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables
 from spectheory.validation.trees import (
@@ -189,6 +190,9 @@ def main(argv=None):
     target = load_model(args.target or "target", device=args.device)
     draft = load_model(draft_name, device=args.device)
     heads, hinfo = load_heads(device=args.device)
+    # repeated prompts prefilled once (same samples); the wall clock times the plain models
+    clock_target, clock_draft = target, draft
+    target, draft = shared_prefill(target), shared_prefill(draft)
     prompts = heldout_windows(8 if q else 64, 16 if q else 32)
     L = prompts.shape[1]
     seq_prompts = repeat_prompts(prompts, N)
@@ -462,18 +466,18 @@ def main(argv=None):
     Tw = 16 if q else 24
     wp = [heldout_windows(4, L)[i].tolist() for i in range(1)]
     runs = {
-        "autoregressive": lambda s: autoregressive_generate(target, wp, Tw, seed=s),
+        "autoregressive": lambda s: autoregressive_generate(clock_target, wp, Tw, seed=s),
         f"{draft_name} path4 tree_rrs": lambda s: tree_generate(
-            target, draft, wp, Tw, DraftTree.from_branching([1, 1, 1, 1]), "tree_rrs", seed=s
+            clock_target, clock_draft, wp, Tw, DraftTree.from_branching([1, 1, 1, 1]), "tree_rrs", seed=s
         ),
         f"{draft_name} 2x2x1 tree_rrs": lambda s: tree_generate(
-            target, draft, wp, Tw, DraftTree.from_branching([2, 2, 1]), "tree_rrs", seed=s
+            clock_target, clock_draft, wp, Tw, DraftTree.from_branching([2, 2, 1]), "tree_rrs", seed=s
         ),
         "medusa sparse16 tree_topk": lambda s: medusa_generate(
-            target, heads, wp, Tw, medusa_trees["sparse16"], "tree_topk", seed=s
+            clock_target, heads, wp, Tw, medusa_trees["sparse16"], "tree_topk", seed=s
         ),
         "medusa sparse16 typical": lambda s: medusa_generate(
-            target, heads, wp, Tw, medusa_trees["sparse16"], typ, seed=s
+            clock_target, heads, wp, Tw, medusa_trees["sparse16"], typ, seed=s
         ),
     }
     times = {k: [] for k in runs}

@@ -17,7 +17,8 @@ __all__ = ["decoder_script_parser", "describe_device", "write_result"]
 def decoder_script_parser(doc: str, device: str = "cpu", threads: int | None = 2) -> argparse.ArgumentParser:
     """:func:`spectheory.app.results.script_parser` plus the decoder scripts' model options:
     ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
-    ``--threads`` (torch CPU threads; omitted when ``threads`` is None)."""
+    ``--threads`` (torch CPU threads, default ``$OMP_NUM_THREADS`` if set, else ``threads``;
+    omitted when ``threads`` is None)."""
     from ..app.results import script_parser
 
     ap = script_parser(doc)
@@ -27,8 +28,23 @@ def decoder_script_parser(doc: str, device: str = "cpu", threads: int | None = 2
         "--device", default=device, help=f"torch device (default: {device or 'cuda if available'})"
     )
     if threads is not None:
-        ap.add_argument("--threads", type=int, default=threads, help=f"torch CPU threads (default {threads})")
+        ap.add_argument(
+            "--threads",
+            type=int,
+            default=_env_threads(threads),
+            help=f"torch CPU threads (default: $OMP_NUM_THREADS if set, else {threads})",
+        )
     return ap
+
+
+def _env_threads(default: int) -> int:
+    """``$OMP_NUM_THREADS`` if it is a positive int, else ``default``: a step of a parallel
+    ``spectheory reproduce`` gets 1 thread, and 2 threads per job on 2 cores run several times
+    slower than 1 (the threads wait on each other)."""
+    import os
+
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else default
 
 
 def describe_device(device: str | torch.device) -> str:

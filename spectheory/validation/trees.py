@@ -194,7 +194,7 @@ def broken_tree_rule(children: ChildPolicy | str = "iid") -> Callable[..., Any]:
 
 
 def tree_two_token_samples(
-    generate: Callable[..., Any], prompt: Sequence[int], n_samples: int, seed: int = 0, batch_size: int = 2048
+    generate: Callable[..., Any], prompt: Sequence[int], n_samples: int, seed: int = 0, batch_size: int = 512
 ) -> np.ndarray:
     """``n_samples`` pairs of new tokens ``[n, 2]`` from ``generate(prompts, seed) -> GenerationResult``
     (2 new tokens per prompt; sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, as in one
