@@ -17,7 +17,7 @@ __all__ = ["decoder_script_parser", "describe_device", "write_result"]
 def decoder_script_parser(doc: str, device: str = "cpu", threads: int | None = 2) -> argparse.ArgumentParser:
     """:func:`spectheory.app.results.script_parser` plus the decoder scripts' model options:
     ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
-    ``--threads`` (torch CPU threads, default ``$OMP_NUM_THREADS`` if set, else ``threads``;
+    ``--threads`` (torch CPU threads, default ``threads`` but at most ``$OMP_NUM_THREADS``;
     omitted when ``threads`` is None)."""
     from ..app.results import script_parser
 
@@ -32,19 +32,20 @@ def decoder_script_parser(doc: str, device: str = "cpu", threads: int | None = 2
             "--threads",
             type=int,
             default=_env_threads(threads),
-            help=f"torch CPU threads (default: $OMP_NUM_THREADS if set, else {threads})",
+            help=f"torch CPU threads (default {threads}, at most $OMP_NUM_THREADS if set)",
         )
     return ap
 
 
 def _env_threads(default: int) -> int:
-    """``$OMP_NUM_THREADS`` if it is a positive int, else ``default``: a step of a parallel
-    ``spectheory reproduce`` gets 1 thread, and 2 threads per job on 2 cores run several times
-    slower than 1 (the threads wait on each other)."""
+    """``default``, lowered to ``$OMP_NUM_THREADS`` where that is a smaller positive int: a step
+    of a parallel ``spectheory reproduce`` gets 1 thread (2 threads per job on 2 cores run
+    several times slower than 1: the threads wait on each other), and a benchmark that asks
+    for 1 thread keeps 1."""
     import os
 
     value = os.environ.get("OMP_NUM_THREADS", "")
-    return int(value) if value.isdigit() and int(value) > 0 else default
+    return min(default, int(value)) if value.isdigit() and int(value) > 0 else default
 
 
 def describe_device(device: str | torch.device) -> str:

@@ -39,6 +39,7 @@ from .._typing import RNGLike
 from ..decoder.tree_decode import ModelDrafter, tree_generate
 from ..verifiers.base import get_verifier
 from ..verifiers.children import get_child_policy
+from .trees import FirstRoundRecorded, run_first_round
 
 if TYPE_CHECKING:
     import torch
@@ -167,23 +168,23 @@ def forced_tree_weights(
             def rule(
                 tree_, tokens, tl, dl, ua, uf, _node=node, _j=j, _n=n, _seen=seen, _holder=holder, _left=left
             ):
-                if not _seen:
-                    accept, final = v.outcome_law(tree_, tokens, tl, dl)
-                    num = accept[:, _node] * (np.exp(_holder[0].logw) if _holder else 1.0)
-                    den = np.ones(N)
-                    prev = 0
-                    for i, u in enumerate(tree_.path_to(_node)):
-                        den *= tl[rows, prev, x[:, _n + i]]
-                        prev = u
-                    if _j < _left:
-                        num = num * final[rows, _node, x[:, _n + _j]]
-                        den = den * tl[rows, _node, x[:, _n + _j]]
-                    _seen.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0))
-                return v.verify(tree_, tokens, tl, dl, ua, uf)
+                accept, final = v.outcome_law(tree_, tokens, tl, dl)
+                num = accept[:, _node] * (np.exp(_holder[0].logw) if _holder else 1.0)
+                den = np.ones(N)
+                prev = 0
+                for i, u in enumerate(tree_.path_to(_node)):
+                    den *= tl[rows, prev, x[:, _n + i]]
+                    prev = u
+                if _j < _left:
+                    num = num * final[rows, _node, x[:, _n + _j]]
+                    den = den * tl[rows, _node, x[:, _n + _j]]
+                _seen.append(np.where(den > 0, num / np.where(den > 0, den, 1.0), 0.0))
+                raise FirstRoundRecorded  # only the first round is read
 
             rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
             kwargs: dict[str, Any] = {} if j == 0 else {"drafter": make}
-            tree_generate(
+            run_first_round(
+                tree_generate,
                 target,
                 draft,
                 [list(p) for p in paths[:, : L + n]],

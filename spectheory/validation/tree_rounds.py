@@ -62,7 +62,7 @@ import numpy as np
 
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
-from .trees import _child_counts, by_depth
+from .trees import FirstRoundRecorded, _child_counts, by_depth, run_first_round
 
 if TYPE_CHECKING:
     from ..trees import DraftTree
@@ -388,13 +388,14 @@ def forced_path_weights(
             if j < kmax:  # draft the continuation below depth j
                 seen: list[np.ndarray] = []
 
-                def rule(tree_, tokens, tl_, dl_, ua, uf, _seen=seen, _v=v):
-                    if not _seen:
-                        _seen.append((tokens.copy(), tl_.copy(), dl_.copy()))
-                    return _v.verify(tree_, tokens, tl_, dl_, ua, uf)
+                def rule(tree_, tokens, tl_, dl_, ua, uf, _seen=seen):
+                    _seen.append((tokens.copy(), tl_.copy(), dl_.copy()))
+                    raise FirstRoundRecorded  # only the first round is read
 
                 rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
-                run(rule, [list(p) for p in paths[:, : L + n + j]], kmax - j + 1, seed + 1000 * n + j)
+                run_first_round(
+                    run, rule, [list(p) for p in paths[:, : L + n + j]], kmax - j + 1, seed + 1000 * n + j
+                )
                 ct, ctl, cdl = seen[0]
                 tok[:, j + 1 :] = ct[:, 1:]
                 tl[:, j:] = ctl

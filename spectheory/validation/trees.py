@@ -49,6 +49,8 @@ __all__ = [
     "node_acceptance",
     "tree_round_dp",
     "first_round_prediction",
+    "FirstRoundRecorded",
+    "run_first_round",
     "broken_tree_rule",
     "tree_two_token_samples",
 ]
@@ -154,26 +156,50 @@ def tree_round_dp(tree: DraftTree, tables: dict, T: int) -> dict[str, np.ndarray
     return {"target_calls": calls, "accepted": acc, "first_accepted": first}
 
 
+class FirstRoundRecorded(Exception):
+    """Raised by a recording rule once it holds what it needs from a decoder run's first round;
+    :func:`run_first_round` stops the run there (later rounds are never read)."""
+
+
+def run_first_round(run: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+    """``run(*args, **kwargs)``, stopped at :class:`FirstRoundRecorded`: a decoder run whose
+    rule records the first round, without the rounds after it.
+
+    Examples
+    --------
+    >>> def run(n):
+    ...     for rnd in range(n):
+    ...         if rnd == 1:
+    ...             raise FirstRoundRecorded
+    ...     return "all rounds"
+    >>> run_first_round(run, 5) is None
+    True
+    """
+    try:
+        run(*args, **kwargs)
+    except FirstRoundRecorded:
+        pass
+
+
 def first_round_prediction(run: Callable[..., Any], verifier: str | Verifier, tree: DraftTree) -> np.ndarray:
     r"""Exact expected first-round accepted length per sequence, from the decoder's own trees.
 
     ``run(rule)`` must call the decoder with the callable ``rule`` (child policy = the
     verifier's) over the prompts; the rule records, for the *first* round, the verifier's
-    exact outcome law given the drafted tree (uniforms integrated out) and then applies
-    the verifier itself. Returns ``E[j | tree]`` per sequence ``[B]``.
+    exact outcome law given the drafted tree (uniforms integrated out) and stops the run
+    (:class:`FirstRoundRecorded`). Returns ``E[j | tree]`` per sequence ``[B]``.
     """
     v = get_verifier(verifier).for_tree()
     depth = np.asarray(tree.depth, dtype=np.float64)
     seen: list[np.ndarray] = []
 
     def rule(tree_, tokens, tl, dl, ua, uf):
-        if not seen:
-            accept, _ = v.outcome_law(tree_, tokens, tl, dl)
-            seen.append(accept @ depth)
-        return v.verify(tree_, tokens, tl, dl, ua, uf)
+        accept, _ = v.outcome_law(tree_, tokens, tl, dl)
+        seen.append(accept @ depth)
+        raise FirstRoundRecorded  # the rest of the run is not needed
 
     rule.name = v.name  # type: ignore[attr-defined]  # the kit and the decoder read a rule's name
-    run(rule)
+    run_first_round(run, rule)
     return seen[0]
 
 
