@@ -52,22 +52,21 @@ class SharedPrefillGPT(GPT):
     ) -> Any:
         """:meth:`GPT.forward`; a cached call with every ``start`` 0 and repeated rows of ``ids``
         runs the distinct rows on a cache of their own and copies the result to the repeats."""
-        plain = (
-            cache is None
+        if (
+            not isinstance(cache, KVCache)
             or positions is not None
             or attn_mask is not None
-            or not isinstance(cache, KVCache)
             or not isinstance(ids, torch.Tensor)
             or ids.dim() != 2
             or ids.shape[0] < 2
+            or ids.shape[0] != cache.batch_size  # let the plain call raise its error
             or start is None
             or torch.as_tensor(start).shape != (ids.shape[0],)
             or bool(torch.as_tensor(start).any())
-        )
-        uniq, inverse = (None, None) if plain else torch.unique(ids, dim=0, return_inverse=True)
-        if uniq is None or inverse is None or uniq.shape[0] == ids.shape[0]:
+        ):
             return super().forward(ids, cache, start, positions, attn_mask, return_hidden)
-        if ids.shape[0] != cache.batch_size:  # let the plain call raise its error
+        uniq, inverse = torch.unique(ids, dim=0, return_inverse=True)
+        if uniq.shape[0] == ids.shape[0]:
             return super().forward(ids, cache, start, positions, attn_mask, return_hidden)
         U, L = uniq.shape
         small = KVCache(
