@@ -97,6 +97,23 @@ def cmd_figures(args: argparse.Namespace) -> int:
     )
 
 
+def quick_figures_dir(repo: str | Path) -> str:
+    """Deprecated: :func:`spectheory.app.figures_job.run_figures` makes the fresh folder itself
+    (after checking the figure names), and the figures read ``repo``'s results through
+    ``--results``, so no ``results`` link is needed."""
+    import warnings
+
+    from .job_safety import fresh_folder
+
+    warnings.warn(
+        "quick_figures_dir is deprecated and will be removed in the next release; "
+        "run_figures(quick=True) makes the fresh folder",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return str(fresh_folder("figures"))
+
+
 def cmd_decode(args: argparse.Namespace) -> int:
     from .decode_cmd import run_decode
 
