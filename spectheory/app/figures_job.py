@@ -60,6 +60,10 @@ def run_figures(
     if not results.is_dir():
         raise ValueError(f"--results {results}: no such folder")
     chosen = [s for s in steps if not names or s.name in names]
+    if quick and out is not None and Path(out).resolve() == root / "figures":
+        raise ValueError(
+            f"--out {out}: quick figures never replace the committed figures/; choose another folder"
+        )
     if out is None and quick:  # never overwrite the committed full-size figures with quick ones
         out = fresh_folder("figures")
         print(

@@ -202,6 +202,9 @@ def test_unknown_figures_are_refused_before_any_folder(tmp_path, private_tmp, ca
     assert not (tmp_path / "x").exists()
     assert main(["figures", "fig1_theorem1", "--results", str(tmp_path / "none")]) == 2
     assert "--results" in capsys.readouterr().err
+    assert main(["figures", "fig1_theorem1", "--quick", "--out", str(ROOT / "figures")]) == 2
+    assert "never replace the committed figures" in capsys.readouterr().err
+    assert not any(private_tmp.iterdir())
 
 
 def test_dead_scheduler_leaves_nothing_in_out(tmp_path, capsys):
