@@ -91,8 +91,9 @@ def main(argv: list[str]) -> int:
         sys.path[0] = os.getcwd()  # as ``python -m`` sets it
         target = None
     else:
-        target, sys.argv = step[0], list(step)
-        sys.path[0] = os.path.dirname(os.path.abspath(target))  # as ``python SCRIPT`` sets it
+        target = os.path.abspath(step[0])  # ``__file__`` absolute, as ``python SCRIPT`` gives it
+        sys.argv = list(step)  # argv[0] as given, as ``python SCRIPT`` leaves it
+        sys.path[0] = os.path.dirname(target)
     sys.addaudithook(hook)
     code = 0
     try:
@@ -107,7 +108,7 @@ def main(argv: list[str]) -> int:
     finally:
         if os.getpid() == pid:  # not in a forked child that fell through
             files = {getattr(m, "__file__", None) for m in list(sys.modules.values())}
-            files.add(None if target is None else os.path.abspath(target))
+            files.add(target)
             modules = {os.path.realpath(f) for f in files if isinstance(f, str)}
             me = os.path.realpath(__file__)  # the launcher: ``__main__`` outside the step, and
             modules.discard(me)  # read by a traceback or warning that shows its frame
