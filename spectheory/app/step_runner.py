@@ -177,7 +177,9 @@ def write_times(path: Path, statuses: Sequence[dict], quick: bool, jobs: int, wa
         "steps_reused": sum(s["reused"] for s in statuses),
         "steps_failed": sum(s["rc"] != 0 for s in statuses),
     }
-    every_step = statuses and job["steps_reused"] == 0 and job["steps_failed"] == 0
+    names = {s["name"] for s in statuses}  # (a job of some steps only, e.g. --only, is not cold)
+    every_step = bool(names) and names >= set(old.get("steps", {}))
+    every_step = every_step and job["steps_reused"] == 0 and job["steps_failed"] == 0
     cold = job if every_step else old.get("cold")
     record = {
         "mode": "quick" if quick else "full",
@@ -211,7 +213,8 @@ def run_steps(
 
     ``<layout.results>/reproduce_times.json`` records ``mode``, ``machine``, ``last`` (this
     job: ``date``, ``wall_seconds``, ``jobs``, ``cores``, ``steps_ran``, ``steps_reused``,
-    ``steps_failed``), ``cold`` (the same for the last job that ran every step, all successfully) and
+    ``steps_failed``), ``cold`` (the same for the last job that ran every step, all successfully, and
+    no fewer steps than the records know) and
     ``steps`` (per step: ``seconds``, ``reused``, ``measured``).
     """
     t0 = time.monotonic()

@@ -18,7 +18,7 @@ from spectheory.app.cli import main
 from spectheory.app.job_progress import JobProgress
 from spectheory.app.reproduce import Layout, Step
 from spectheory.app.step_cache import PACKAGE, WEIGHTS, step_inputs
-from spectheory.app.step_runner import TIMES, run_steps
+from spectheory.app.step_runner import TIMES, run_steps, write_times
 
 SIMULATION = """
 import json, pathlib, sys
@@ -241,3 +241,18 @@ def test_steps_on_a_dask_cluster_are_cached_too(checkout):
         again = run_steps(steps, layout, True, repo, scheduler=c.scheduler_address)
     assert all(s["rc"] == 0 for s in first) and not any(s["reused"] for s in first)
     assert all(s["reused"] for s in again) and ran() == ["alpha", "beta", "fig1_alpha"]
+
+
+def test_time_records_keep_the_last_cold_job(tmp_path):
+    path = tmp_path / TIMES
+
+    def st(name, reused=False, rc=0):
+        return {"name": name, "rc": rc, "seconds": 2.0, "reused": reused, "measured": "then"}
+
+    cold = write_times(path, [st("a"), st("b")], False, 2, 10.0)["cold"]
+    assert cold["wall_seconds"] == 10.0 and cold["jobs"] == 2 and cold["steps_ran"] == 2
+    warm = write_times(path, [st("a", reused=True), st("b", reused=True)], False, 2, 1.0)
+    assert warm["cold"] == cold and warm["last"]["wall_seconds"] == 1.0 and warm["last"]["steps_reused"] == 2
+    assert write_times(path, [st("a")], False, 2, 3.0)["cold"] == cold  # some steps only (--only)
+    assert write_times(path, [st("a"), st("b", rc=1)], False, 2, 3.0)["cold"] == cold  # a failure
+    assert write_times(path, [st("a")], True, 2, 3.0)["cold"]["wall_seconds"] == 3.0  # quick: its own
