@@ -171,4 +171,4 @@ def as_rng(rng: RNGLike, name: str = "rng") -> np.random.Generator:
         )
     if min(int(x) for x in seeds) < 0:
         raise ValueError(f"{name}: seeds must be >= 0, got {rng!r}")
-    return np.random.default_rng(rng)  # type: ignore[arg-type]
+    return np.random.default_rng(rng)

@@ -102,7 +102,7 @@ class _Lines:
 class _Off:
     """A disabled bar."""
 
-    n = 0
+    n: float = 0
 
     def update(self, n: float = 1) -> None:
         self.n += n

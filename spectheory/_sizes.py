@@ -25,11 +25,12 @@ computation         memory                                                time
 ==================  ===================================================  ==============================================
 ``"chain"``         ``64 T' S V`` (kernels and temporaries, ``T'`` = 1   ``1.5e-7 T' S V``
                     or the horizon of a per-position chain)
-``"path_exact"``    ``8 T (4 S + 4)`` + operators (``24 S^2`` dense,     ``T (4e-5 + G w)``, ``w = 1e-9 S^2`` dense,
-                    ``48 S V`` sparse)                                    ``2e-8 S V`` sparse
+``"path_exact"``    ``8 T (4 S + 4)`` + operators (``24 S^2`` dense,     ``T (4e-5 [+ 1e-4 sparse] + G w)``, ``w = 1e-9 S^2``
+                    ``48 S V`` sparse)                                    dense, ``2e-8 S V`` sparse
 ``"round_exact"``   ``8 (2 T S + 3 (G + 1) S^2)``                         ``T (5e-5 + 2e-9 (G + 1) S^2) + 1e-9 G^2 S^3``
 ``"tree_exact"``    ``8 (3 T S + 2 N S)`` + operators                     ``T N (2e-5 + w)``
 ``"simulate"``      ``8 R (G + 6)`` (the per-run results)                 ``1.6e-7 R T (1 + G / 8)`` + ``3e-4`` per round
+``"decode"``        ``B L (16 + 32 V)`` (tokens, the laws)                 ``1e-8 B L V``
 ``"tree"``          ``200 N`` (a :class:`~spectheory.trees.DraftTree`)     ``3e-6 N``
 ``"tree_decode"``   ``B N (N + L)`` (the attention mask) ``+ 32 B N V``   ``2e-9 B N (N + L) + 1e-3`` per round
 ==================  ===================================================  ==============================================
@@ -261,7 +262,7 @@ def estimate(computation: str, **sizes: float) -> Estimate:
 
     Parameters
     ----------
-    computation : {"chain", "path_exact", "round_exact", "tree_exact", "simulate", "tree", "tree_decode"}
+    computation : {"chain", "path_exact", "round_exact", "tree_exact", "simulate", "decode", "tree", "tree_decode"}
     **sizes
         ``horizon``, ``states``, ``vocab``, ``gamma``, ``nodes``, ``runs``, ``batch``,
         ``context`` as the computation needs them (missing ones count as 1); ``dense``
@@ -285,7 +286,7 @@ def estimate(computation: str, **sizes: float) -> Estimate:
     if computation == "path_exact":
         w, ops = _op_cost(S, V, dense)
         return Estimate(
-            T * (4e-5 + G * w),
+            T * (4e-5 + (0.0 if dense else 1e-4) + G * w),
             8.0 * T * (4 * S + 4) + ops,
             f"the exact recursion (T={_n(T)}, S={_n(S)}, gamma={_n(G)})",
         )
@@ -309,6 +310,11 @@ def estimate(computation: str, **sizes: float) -> Estimate:
             1.6e-7 * R * T * (1 + G / 8) + 3e-4 * 0.6 * T * chunks,
             8.0 * R * (G + g.get("stored", 6.0)),
             f"Monte Carlo of {_n(R)} runs x {_n(T)} tokens",
+        )
+    if computation == "decode":
+        B, L = g.get("batch", 1.0), g.get("context", 1.0)
+        return Estimate(
+            1e-8 * B * L * V, B * L * (16 + 32 * V), f"decoding {_n(B)} sequences x {_n(L)} tokens"
         )
     if computation == "tree":
         return Estimate(3e-6 * N, 200.0 * N, f"a draft tree of {_n(N)} nodes")

@@ -126,3 +126,15 @@ def test_one_bar_over_every_chunk_and_gamma(chain, monkeypatch):
     for g in (1, 2, 4):
         chain_cmd.monte_carlo_rows(chain, 6, g, 700, seed=0, bonus=True, chunk=100, progress=bar)
     assert made == [] and bar.n == 3 * 700 * 6  # the callee updated the caller's bar, made none
+
+
+def test_decoder_batch_too_big_is_refused_before_allocating():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from spectheory.decoder.batching import make_batch
+
+    model = SimpleNamespace(vocab_size=256, max_seq_len=None)
+    with pytest.raises(SizeError, match=r"^prompts: decoding 100000 sequences"):
+        make_batch([[1, 2]] * 10**5, 10**4, {"target": model}, torch.device("cpu"))
+    assert make_batch([[1, 2]], 3, {"target": model}, torch.device("cpu")).tokens.shape == (1, 5)

@@ -161,7 +161,8 @@ def check_request(args: argparse.Namespace, chain: DecodingChain | None = None, 
     """Refuse, before anything big is built, a command estimated above the limits.
 
     The estimate (:func:`spectheory._sizes.estimate`) adds up the random chain's construction,
-    one exact recursion per draft length (plus one for the TV profile) and, for ``simulate``,
+    one exact recursion per draft length (plus one for the TV profile, and for ``analyze`` one of
+    the i.i.d. chain of Leviathan's formula per draft length) and, for ``simulate``,
     ``runs`` Monte Carlo generations per draft length; memory is the largest part plus the
     chain. The message names the flag of the part that costs most. ``chain`` is the loaded
     chain (``--chain FILE``) or ``None`` (a random chain of ``--vocab`` / ``--states``).
@@ -180,7 +181,12 @@ def check_request(args: argparse.Namespace, chain: DecodingChain | None = None, 
         estimate("path_exact", horizon=T, states=S, vocab=V, gamma=min(g, T), dense=dense)
         for g in args.gammas
     ]
-    exact.append(estimate("path_exact", horizon=T, states=S, vocab=V, gamma=1, dense=dense))
+    exact.append(estimate("path_exact", horizon=T, states=S, vocab=V, gamma=1, dense=dense))  # TV profile
+    if args.command == "analyze":  # leviathan_gap: the one-state i.i.d. chain per gamma (sparse)
+        exact += [
+            estimate("path_exact", horizon=T, states=1, vocab=2, gamma=min(g, T), dense=0)
+            for g in args.gammas
+        ]
     chunk = min(runs, SIMULATE_CHUNK)  # runs are simulated a chunk at a time: memory of one chunk
     mc = (
         [

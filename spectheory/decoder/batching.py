@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from .._guards import check_int
+from .._sizes import check_size
 from .sampling import check_sampling_args
 
 __all__ = [
@@ -129,6 +130,9 @@ def make_batch(prompts: Sequence[Prompt], max_new_tokens: int, models: dict, dev
                 f"{limit - max(lens)} new tokens fit after this prompt"
             )
     cap = max(lens) + max_new_tokens
+    check_size(
+        "decode", "prompts" if len(ids) > 1 else "max_new_tokens", batch=len(ids), context=cap, vocab=vocab
+    )
     tokens = torch.zeros(len(ids), cap, dtype=torch.int64)
     for b, x in enumerate(ids):
         tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
