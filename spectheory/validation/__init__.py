@@ -16,7 +16,8 @@
 - wall time and throughput at every batch size (:mod:`.cost_predict`, :mod:`.cost_rounds`,
   :mod:`.cost_timing`): :func:`sample_target_paths`, :func:`predict_time`,
   :class:`DecoderTiming`, :func:`measure_overhead`; and which configuration to run
-  (:mod:`.tuning`): :func:`tune`, :class:`TuneResult`.
+  (:mod:`.tuning`): :func:`tune`, :class:`TuneResult`;
+- repeated prompts prefilled once, same samples (:mod:`.shared_prefill`): :func:`shared_prefill`.
 
 Names load on first use (``spectheory._lazy``): the torch-free fits (:mod:`.markov`,
 :mod:`.context_tree`, :mod:`.abstraction`, :mod:`.certified`) import and run without torch;
@@ -70,6 +71,8 @@ _EXPORTS = {
     "measure_overhead": "cost_timing",
     "tune": "tuning",
     "TuneResult": "tuning",
+    "shared_prefill": "shared_prefill",
+    "SharedPrefillGPT": "shared_prefill",
 }
 
 __all__ = list(_EXPORTS)
