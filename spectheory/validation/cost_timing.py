@@ -16,10 +16,11 @@ t_T(B, N, L) + o_\text{tree}(B, N)`. Autoregressive decoding costs :math:`t_T(B,
 o_\text{ar}(B, 1)` per token, and a prefill of prompts of length ``L_0`` one forward of
 ``L_0 - 1`` tokens per model.
 
-The overheads ``o_kind(B, w) = a + b B w`` (``w`` = tokens scored per row) are *measured*:
-:func:`measure_overhead` runs the real decoder at a few configurations and takes each round's
-time minus its predicted forwards, then fits ``a, b >= 0`` (least squares relative to the round
-time). :class:`DecoderTiming` holds the two forward costs and the overheads.
+The overheads ``o_kind(B, w) = a + s w + b B w`` (``w`` = tokens scored per row: work per round,
+per draft step, per row and token) are *measured*: :func:`measure_overhead` runs the real decoder
+at a few configurations and takes each round's time minus its predicted forwards, then fits
+``a, s, b >= 0`` (least squares relative to the round time; :class:`RoundOverhead`).
+:class:`DecoderTiming` holds the two forward costs and the overheads.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OVERHEAD_KINDS", "DecoderTiming", "round_kind", "measure_overhead"]
+from ..cost.forward import ForwardCost
+
+__all__ = ["OVERHEAD_KINDS", "RoundOverhead", "DecoderTiming", "round_kind", "measure_overhead"]
 
 #: Kinds of rounds whose outside-the-model work is measured separately.
 OVERHEAD_KINDS = ("path", "policy", "tree", "autoregressive")
@@ -51,6 +54,28 @@ def round_kind(rnd: Any) -> str:
 
 def _zero(batch: int, tokens: int, context: int) -> float:
     return 0.0
+
+
+@dataclass(frozen=True)
+class RoundOverhead(ForwardCost):
+    """Seconds per round outside the models: ``base + per_step w + per_token B w`` for ``B`` rows
+    scoring ``w`` tokens each (``context`` is ignored).
+
+    Examples
+    --------
+    >>> RoundOverhead(1e-4, 2e-5, 1e-6)(8, 5, 0)
+    0.00024
+    """
+
+    base: float = 0.0
+    per_step: float = 0.0
+    per_token: float = 0.0
+
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        return self.base + self.per_step * tokens + self.per_token * batch * tokens + 0.0 * context
+
+    def describe(self) -> str:
+        return f"o = {self.base:.4g} + {self.per_step:.4g} w + {self.per_token:.4g} B w  (s)"
 
 
 @dataclass(frozen=True)
@@ -147,7 +172,7 @@ def measure_overhead(
     seed: int = 0,
     device: Any = "cpu",
 ) -> tuple[DecoderTiming, list[dict]]:
-    r"""Measure the per-round work outside the forwards and fit ``o_kind(B, w) = a + b B w``.
+    r"""Measure the per-round work outside the forwards and fit ``o_kind(B, w) = a + s w + b B w``.
 
     Parameters
     ----------
@@ -164,7 +189,7 @@ def measure_overhead(
 
     Returns
     -------
-    (DecoderTiming with the fitted overheads, list of per-run dicts: kind, batch, rounds, depth,
+    (DecoderTiming with the fitted :class:`RoundOverhead` per kind, list of per-run dicts: kind, batch, rounds, depth,
     round seconds, forward seconds, overhead seconds)
     """
     from scipy.optimize import nnls
@@ -207,14 +232,12 @@ def measure_overhead(
                 "overhead_seconds": float(per_round - fwd),
             }
         )
-    from ..cost.forward import LinearForward
-
     fitted: dict[str, Any] = {}
     for kind in {p["kind"] for p in points}:
         pts = [p for p in points if p["kind"] == kind]
         t = np.array([p["round_seconds"] for p in pts])
-        X = np.array([[1.0, p["batch"] * p["work"]] for p in pts]) / t[:, None]
+        X = np.array([[1.0, p["work"], p["batch"] * p["work"]] for p in pts]) / t[:, None]
         y = np.array([p["overhead_seconds"] for p in pts]) / t
         coef, _ = nnls(X, y)
-        fitted[kind] = LinearForward(float(coef[0]), float(coef[1]), 0.0)
+        fitted[kind] = RoundOverhead(*(float(c) for c in coef))
     return DecoderTiming(timing.target, timing.draft, fitted), points

@@ -99,8 +99,9 @@ def fit_timing(
     rng: np.random.Generator | int | None = None,
 ) -> tuple[DecoderTiming, dict]:
     """Fit both models' forwards over ``batches`` x the tokens ``configs`` score x the contexts
-    ``L0, L0 + T`` and measure the overheads (one short run per kind at each calibration batch:
-    the smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
+    ``L0, L0 + T`` and measure the overheads (short runs of the cheapest and the dearest
+    configuration of each kind, and of autoregressive decoding, at each calibration batch: the
+    smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
     record of the fits and overhead runs."""
     from ..cost.fit import fit_cost
 
@@ -113,16 +114,22 @@ def fit_timing(
     }
     timing = DecoderTiming(fits["target"].forward, fits["draft"].forward)
     cal = sorted({min(batches), max(batches)}) if calibration_batches is None else list(calibration_batches)
-    kinds: dict[str, Any] = {}
-    for rnd in configs:
-        kinds.setdefault(round_kind(rnd), rnd)
-    runs = [(rnd, B) for B in cal for rnd in [None, *kinds.values()]]
+    kinds: dict[str, list[Any]] = {}
+    for rnd in configs:  # per kind, the configurations scoring the fewest and the most tokens
+        kinds.setdefault(round_kind(rnd), []).append(rnd)
+    picked = [None]
+    for group in kinds.values():
+        work = [r.tree.n_nodes if round_kind(r) == "tree" else r.max_depth for r in group]
+        picked += [group[int(np.argmin(work))]] + (
+            [group[int(np.argmax(work))]] if max(work) > min(work) else []
+        )
+    runs = [(rnd, B) for B in cal for rnd in picked]
     rows = [list(p) for p in np.asarray(prompts)]
     timing, points = measure_overhead(target, draft, timing, rows, runs, min(T, 32), device=device)
     record = {
         "fits": {k: f.to_dict() for k, f in fits.items()},
         "overhead_runs": points,
-        "overhead": {k: vars(v) for k, v in timing.overhead.items()},
+        "overhead": {k: {**vars(v), "form": v.describe()} for k, v in timing.overhead.items()},
     }
     return timing, record
 
