@@ -3,7 +3,8 @@ r"""Predicted wall time and batch throughput of the real decoder on real models.
 The accepted side comes from target paths sampled once (:func:`sample_target_paths`): along them
 the Rao-Blackwellised recursions give, for every fixed ``gamma``, node-local tree and runnable
 draft-length policy, the law of a row's number of rounds ``R`` given its path
-(:mod:`.cost_rounds`). The cost side is a :class:`~spectheory.validation.cost_timing.DecoderTiming`
+(:mod:`.cost_rounds`), for the batch's own rows (row ``b`` has prompt ``b mod P``, as the decoder's
+rows cycle through the prompts). The cost side is a :class:`~spectheory.validation.cost_timing.DecoderTiming`
 (fitted forwards and measured overheads). For a batch of ``B`` rows generating ``T`` tokens
 after prompts of length ``L_0`` (:func:`predict_time`):
 
@@ -40,7 +41,7 @@ __all__ = ["PathSample", "sample_target_paths", "drafted_length_law", "round_law
 class PathSample:
     """Target paths and what the predictions read along them (:func:`sample_target_paths`).
 
-    ``paths [N, L0 + T]``; ``reject [N, T]``; ``target_laws``, ``draft_laws [N, T, V]`` (trees
+    ``paths [N, L0 + T]`` (path ``i`` from prompt ``prompt_of[i]``); ``reject [N, T]``; ``target_laws``, ``draft_laws [N, T, V]`` (trees
     only); ``policy_inputs`` (``top``, ``entropy``, ``token_prob`` of the draft law along the
 
     of the paths (the drafted-length law of policies).
@@ -57,6 +58,7 @@ class PathSample:
     sampling: tuple = (1.0, None, None)
     device: Any = "cpu"
     seed: int = 0
+    prompt_of: np.ndarray | None = None
     _laws: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -97,6 +99,7 @@ def sample_target_paths(
     paths = sample_paths(target, repeat_prompts(P, N), T, _seed(gen), sampling=sampling, device=device)
     st = path_statistics(target, draft, paths, L0, sampling, keep_laws=trees, device=device)
     sample = PathSample(L0, T, paths, st.reject, st.target_laws, st.draft_laws)
+    sample.prompt_of = np.arange(N) % len(P)  # repeat_prompts cycles through the prompts
     if check_int(policy_depth, "policy_depth", 0):
         inp = policy_path_inputs(target, draft, paths, L0, sampling, device=device)
         sample.policy_inputs = {k: inp[k] for k in ("top", "entropy", "token_prob")}
@@ -227,9 +230,12 @@ def predict_time(
         }
     kind = round_kind(rnd)
     law, depth = round_law(sample, rnd)
-    calls = law @ np.arange(law.shape[1])
-    tpc, tpc_se = ratio_mean_se(np.full(len(calls), float(T)), calls)
-    r = batch_rounds(law, B, rng=rng)
+    r = batch_rounds(law, B, rng=rng, groups=sample.prompt_of)
+    if sample.prompt_of is None:
+        calls = law @ np.arange(law.shape[1])
+        tpc, tpc_se = ratio_mean_se(np.full(len(calls), float(T)), calls)
+    else:  # the batch's own prompts: row b has prompt b mod P
+        tpc, tpc_se = T / r["mean"], T * r["mean_se"] / r["mean"] ** 2
     ctx = L0 + T * (1 - r["min"] / (2 * r["max"]))
     F = np.cumsum(depth)
     batch_depth = np.diff(np.concatenate([[0.0], np.clip(F, 0, 1) ** B]))  # the largest of B rows

@@ -168,33 +168,63 @@ def rounds_law(J: np.ndarray, initial_memory: int = 0) -> tuple[np.ndarray, np.n
 
 
 def batch_rounds(
-    law: np.ndarray, batch: int, n_boot: int = 200, rng: np.random.Generator | int | None = None
+    law: np.ndarray,
+    batch: int,
+    n_boot: int = 200,
+    rng: np.random.Generator | int | None = None,
+    groups: np.ndarray | None = None,
 ) -> dict:
-    """Expected largest and smallest number of rounds over ``batch`` independent rows.
+    r"""Expected largest and smallest number of rounds over ``batch`` independent rows.
 
-    ``law [N, C]``: per path, the law of a row's rounds (:func:`rounds_law`). Returns a dict with
-    ``mean`` (a row's ``E[R]``), ``max``, ``min`` and their bootstrap standard errors over paths
-    (``max_se``, ``min_se``, ``mean_se``).
+    ``law [N, C]``: per path, the law of a row's rounds (:func:`rounds_law`). Without ``groups``
+    every row draws a random path: :math:`P(\max \le c) = F(c)^B` with ``F`` the path average.
+    With ``groups [N]`` (the prompt of each path, ``0..P-1``) row ``b`` has prompt ``b mod P``
+    (the decoder's rows cycle through the prompts), its law is the average over that prompt's
+    paths, and :math:`P(\max \le c) = \prod_b F_{b \bmod P}(c)`. Returns ``mean`` (a row's
+    ``E[R]``, averaged over the batch's rows), ``max``, ``min`` and their bootstrap standard
+    errors over paths (resampled within each prompt): ``mean_se``, ``max_se``, ``min_se``.
 
     Examples
     --------
     >>> out = batch_rounds(np.array([[0.0, 0.5, 0.5]]), 2)
     >>> out["mean"], out["max"], out["min"]
     (1.5, 1.75, 1.25)
+    >>> law = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])   # prompt 0: 1 round, prompt 1: 2
+    >>> batch_rounds(law, 1, groups=np.array([0, 1]))["max"], batch_rounds(law, 2, groups=np.array([0, 1]))["max"]
+    (1.0, 2.0)
     """
     B = check_int(batch, "batch", 1)
-    P = np.asarray(law, dtype=np.float64)
-    cdf = np.clip(np.cumsum(P, axis=1), 0.0, 1.0)
+    L = np.asarray(law, dtype=np.float64)
+    cdf = np.clip(np.cumsum(L, axis=1), 0.0, 1.0)
+    N = L.shape[0]
+    g = np.zeros(N, np.int64) if groups is None else np.asarray(groups, dtype=np.int64)
+    if g.shape != (N,) or g.min() < 0:
+        raise ValueError(f"groups: expected one prompt index >= 0 per path, shape ({N},)")
+    P = int(g.max()) + 1
+    members = [np.flatnonzero(g == p) for p in range(P)]
+    if groups is not None and any(len(m) == 0 for m in members[: min(B, P)]):
+        raise ValueError("groups: a prompt of the batch has no sampled path")
+    rows = np.bincount(np.arange(B) % P if groups is not None else np.zeros(B, np.int64), minlength=P)
 
-    def stats(F: np.ndarray) -> np.ndarray:  # F [..., C] mixture CDFs -> [..., 3]
-        return np.stack([(1 - F).sum(-1), (1 - F**B).sum(-1), ((1 - F) ** B).sum(-1)], axis=-1)
+    def stats(F: np.ndarray) -> np.ndarray:  # F [..., P, C] per-prompt CDFs -> [..., 3]
+        used = rows > 0
+        Fu, w = F[..., used, :], rows[used][:, None]
+        mean = ((1 - Fu) * w).sum((-2, -1)) / B
+        hi = (1 - np.prod(Fu**w, axis=-2)).sum(-1)
+        lo = np.prod((1 - Fu) ** w, axis=-2).sum(-1)
+        return np.stack([mean, hi, lo], axis=-1)
 
-    point = stats(cdf.mean(0))
+    def per_prompt(idx: list[np.ndarray]) -> np.ndarray:
+        return np.stack([cdf[i].mean(0) if len(i) else np.ones(cdf.shape[1]) for i in idx], axis=-2)
+
+    point = stats(per_prompt(members))
     gen = np.random.default_rng(rng)
-    N = P.shape[0]
     if N > 1 and n_boot > 1:
-        idx = gen.integers(0, N, size=(n_boot, N))
-        se = stats(cdf[idx].mean(1)).std(0, ddof=1)
+        boots = [
+            stats(per_prompt([m[gen.integers(0, len(m), len(m))] if len(m) else m for m in members]))
+            for _ in range(n_boot)
+        ]
+        se = np.std(boots, axis=0, ddof=1)
     else:
         se = np.full(3, np.nan)
     return {

@@ -111,6 +111,18 @@ def test_predict_time_when_every_draft_is_accepted():
     assert 2.9 < big["depth"] <= 3.0 and big["rounds"] == pytest.approx(3)
 
 
+def test_predictions_are_for_the_batch_own_prompts():
+    """Rows cycle through the prompts: prompt 0 always accepted, prompt 1 always rejected."""
+    T, gamma = 8, 3
+    reject = np.array([[0.0] * T, [1.0] * T] * 2)
+    sample = PathSample(2, T, np.zeros((4, 2 + T), np.int64), reject, prompt_of=np.array([0, 1, 0, 1]))
+    one = predict_time(sample, PathRound(gamma), _timing(), 1)
+    two = predict_time(sample, PathRound(gamma), _timing(), 2)
+    assert one["rounds"] == pytest.approx(2) and one["tokens_per_call"] == pytest.approx(4)
+    assert two["rounds"] == pytest.approx(T)  # the slowest row: one token per round
+    assert two["tokens_per_call"] == pytest.approx(T / ((2 + T) / 2))
+
+
 def test_cost_model_of_a_timing():
     t = DecoderTiming(LinearForward(1e-3, 1e-5), LinearForward(1e-4), {"path": LinearForward(2e-4, 1e-6)})
     model = t.cost_model(8, depth=3)
