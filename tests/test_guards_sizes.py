@@ -138,3 +138,11 @@ def test_decoder_batch_too_big_is_refused_before_allocating():
     with pytest.raises(SizeError, match=r"^prompts: decoding 100000 sequences"):
         make_batch([[1, 2]] * 10**5, 10**4, {"target": model}, torch.device("cpu"))
     assert make_batch([[1, 2]], 3, {"target": model}, torch.device("cpu")).tokens.shape == (1, 5)
+
+
+def test_decoder_seed_string_is_named_not_counted():
+    pytest.importorskip("torch")
+    from spectheory.decoder.rng import check_seeds
+
+    with pytest.raises(ValueError, match=r"^seed: expected an int or a sequence of ints, got str 'abc'"):
+        check_seeds("abc", 2)  # was "got 3 seeds for 2 sequences": the letters counted as seeds

@@ -200,26 +200,27 @@ def check_request(args: argparse.Namespace, chain: DecodingChain | None = None, 
         if runs
         else []
     )
-    parts = {
-        _states_flag(args): build,
-        "--horizon" if S <= 4096 else _states_flag(args): Estimate(
-            sum(e.seconds for e in exact), max(e.nbytes for e in exact), ""
-        ),
-    }
+    run_part = Estimate(sum(e.seconds for e in exact), max(e.nbytes for e in exact), "")
+    items = [(_states_flag(args), build), ("--horizon" if S <= 4096 else _states_flag(args), run_part)]
     if mc:
-        parts["--runs"] = Estimate(sum(e.seconds for e in mc), max(e.nbytes for e in mc), "")
+        items.append(("--runs", Estimate(sum(e.seconds for e in mc), max(e.nbytes for e in mc), "")))
+    parts: dict[str, Estimate] = {}
+    for flag, e in items:  # the parts a flag sets, added up
+        old = parts.get(flag, Estimate(0.0, 0.0, ""))
+        parts[flag] = Estimate(old.seconds + e.seconds, old.nbytes + e.nbytes, "")
     what = f"{args.command} (T={T}, {S} states x {V} tokens, gammas {','.join(map(str, args.gammas))}"
     what += f", {runs} runs per gamma)" if runs else ")"
     total = Estimate(
-        sum(e.seconds for e in parts.values()),
-        build.nbytes + max(e.nbytes for e in parts.values()),
+        sum(e.seconds for _, e in items),
+        build.nbytes + max(e.nbytes for _, e in items[1:]),
         what,
     )
-    name = max(parts, key=lambda k: (parts[k].seconds, parts[k].nbytes))
     from .._sizes import memory_limit
 
     if total.nbytes > memory_limit():
         name = max(parts, key=lambda k: parts[k].nbytes)
+    else:
+        name = max(parts, key=lambda k: (parts[k].seconds, parts[k].nbytes))
     return check_estimate(total, name)
 
 

@@ -130,6 +130,8 @@ def check_seeds(seed: int | Sequence[int], batch_size: int) -> list[int]:
         if not 0 <= int(seed) < _MAX_SEED:
             raise ValueError(f"seed: seeds must lie in [0, 2**63), got {seed}")
         return row_seeds(int(seed), batch_size)
+    if isinstance(seed, (str, bytes, dict)):  # iterable, but never a list of seeds
+        raise ValueError(f"seed: expected an int or a sequence of ints, got {type(seed).__name__} {seed!r}")
     try:
         seeds = list(cast("Sequence[int]", seed))
     except TypeError:
