@@ -289,7 +289,7 @@ def wo_node_laws_pruned(
             r_next = _norm_excess(r, dc)[0]
             p_idx, x_idx = np.nonzero(rej >= max(min_prob, np.finfo(float).tiny))
             sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
-            dc = dc[p_idx].copy()
+            dc = dc[p_idx]  # fancy indexing copies: the zeroing below leaves the parents alone
             dc[np.arange(p_idx.size), x_idx] = 0.0
     return A, np.clip(t_all - A.sum(0), 0.0, None), dropped
 
