@@ -16,11 +16,12 @@ measured median.
 
 Usage: python benchmarks/cost_validation.py [--quick] [--out DIR] [--target NAME] [--drafts NAME]
        [--device cpu] [--threads N] [--repeats R]
-Full CPU run (B in 1, 4, 16, 64, 256): about 10 minutes on an idle core.
+Full CPU run (B in 1, 4, 16, 64, 256, 5 repeats): about 20 minutes on one idle core.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -53,12 +54,14 @@ def validate(target, draft, args, device):
     configs = default_configs(gammas, trees, [ConfidenceThreshold(0.4, max_depth=8 if not args.quick else 4)])
     prompts = heldout_windows(N_PROMPTS if not args.quick else 4, PROMPT_LEN)  # rows cycle through them
     rng = np.random.default_rng(args.seed)
+    load = {"before_fit": os.getloadavg()[0]}  # a shared machine's load moves timings: recorded
     t0 = time.perf_counter()
     timing, record = fit_timing(target, draft, prompts, T, configs, batches, device, repeats=5, rng=rng)
     sample = sample_target_paths(
         target, draft, prompts, T, n_paths, rng=rng, device=device, policy_depth=8 if not args.quick else 4
     )
     t_fit = time.perf_counter() - t0
+    load["after_fit"] = os.getloadavg()[0]
     c = timing.draft(1, 1, PROMPT_LEN + T / 2) / timing.target(1, 1, PROMPT_LEN + T / 2)
     rounds = [None, *configs]
     pred = {
@@ -73,6 +76,7 @@ def validate(target, draft, args, device):
                 meas[(B, config_label(r))].append(
                     measure_run(target, draft, prompts, T, r, B, seed=1000 * rep + 1, device=device)
                 )
+    load["after_measure"] = os.getloadavg()[0]
     rows = []
     for (B, label), p in pred.items():
         runs = meas[(B, label)]
@@ -112,6 +116,7 @@ def validate(target, draft, args, device):
         "repeats": repeats,
         "c": c,
         "seconds_fit_and_predict": t_fit,
+        "load_average": load,
         "cost": record,
         "rows": rows,
     }
