@@ -151,7 +151,9 @@ def test_rooms_form_layers():
     assert not rooms.get("verifiers", set()) & {"chain", "montecarlo", "analysis"}, rooms.get("verifiers")
     # analysis (fronts, bounds, closed forms) sits on the rules: it reads verifiers and laws,
     # never the simulators, the chain constructors or anything above them
-    assert not rooms.get("analysis", set()) - {"_guards", "laws", "verifiers", "exact"}, rooms.get("analysis")
+    # (_guards, _sizes, _progress: the input checks, size limits and progress bar every room uses)
+    base = {"_guards", "_sizes", "_progress"}
+    assert not rooms.get("analysis", set()) - base - {"laws", "verifiers", "exact"}, rooms.get("analysis")
     assert not rooms.get("laws", set()) - {"_guards", "_deprecation"}, rooms.get("laws")
     for low in (
         "laws",
