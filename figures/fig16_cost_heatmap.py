@@ -1,9 +1,9 @@
 """Speculation stops paying as the batch grows: the exact speedup over plain decoding at the same batch size of drafting gamma tokens per round (x) at batch size B (y, rows decoded in lockstep), on the docs' default chain (random, V = 16, T = 128 tokens), under the roofline of Llama-2-7B verified with Llama-68M drafts on an H200 (dense BF16 989 TFLOP/s, 4.8 TB/s, context 0, no launch overhead; docs/cost.md). Blue: speculation wins, red: it loses; the black line is speedup = 1 (the crossover), dots mark the best gamma at each batch size. At small B a target call is memory-bound, so verifying gamma + 1 tokens costs what one costs and long drafts pay; once B (gamma + 1) passes the ridge (about 206 tokens per call), verification time grows with the tokens scored, the best gamma shrinks, and beyond the crossover every gamma loses. Leviathan's constant-c model predicts the bottom row (B = 1) at every B.
 
-The numbers are those of simulations/cost_batch.py, read from the results folder beside the
-figures folder (computed here at small sizes when that file is absent).
+The numbers are those of simulations/cost_batch.py, read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/) (computed here at small sizes when that file is absent).
 
-Usage: python figures/fig16_cost_heatmap.py [--quick] [--out DIR]
+Usage: python figures/fig16_cost_heatmap.py [--quick] [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def _compute_small():
 def main(argv=None):
     args = figure_args(__doc__, argv)
     try:
-        res = load_results("cost_batch", args.out)
+        res = load_results("cost_batch", args.out, args.results)
     except FileNotFoundError:
         res = _compute_small()
     name = res["heatmap_model"]

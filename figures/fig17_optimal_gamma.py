@@ -1,9 +1,9 @@
 """The best draft length falls with the batch size, and a constant c cannot see it: (a) the exact best gamma (solid, 1..12) at each batch size B for four named cost models on the docs' default chain (random, V = 16, T = 128 tokens): Llama-2-7B / Llama-68M rooflines on an H200 and an H100 (datasheet peak and bandwidth, context 0, no launch overhead) and the batch-1 constants of Chinchilla 70B / 4B (Chen et al. 2023) and T5-XXL / T5-small (Leviathan et al. 2023), with the gamma Leviathan's constant-c model recommends (dashed; c measured at batch 1, target calls of cost 1 at every batch); (b) the constant-c error, its predicted speedup over what its gamma achieves under the cost model (1 = right). The constant models are constant-c models, so their best gamma and error do not move; under a roofline the target call turns compute-bound once B (gamma + 1) passes the ridge and the constant-c prediction overstates the speedup several-fold (docs/cost.md).
 
-The numbers are those of simulations/cost_batch.py, read from the results folder beside the
-figures folder (computed here at small sizes when that file is absent).
+The numbers are those of simulations/cost_batch.py, read from ``--results DIR`` (default: the results folder beside the figures folder when
+it exists, else the checkout's results/) (computed here at small sizes when that file is absent).
 
-Usage: python figures/fig17_optimal_gamma.py [--quick] [--out DIR]
+Usage: python figures/fig17_optimal_gamma.py [--quick] [--out DIR] [--results DIR]
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def _compute_small():
 def main(argv=None):
     args = figure_args(__doc__, argv)
     try:
-        res = load_results("cost_batch", args.out)
+        res = load_results("cost_batch", args.out, args.results)
     except FileNotFoundError:
         res = _compute_small()
     batches = np.asarray(res["batches"])

@@ -394,3 +394,11 @@ def test_quick_main_job_in_a_clone_leaves_git_clean(tmp_path):
     assert readme.returncode == 0, readme.stderr[-2000:]
     assert "exact_scaling.py --quick" in readme.stdout and "(quick mode)" in readme.stdout
     assert git(clone, "status", "--porcelain").splitlines() == changed
+
+
+def test_every_figure_that_reads_results_takes_the_results_flag():
+    """A figure reading ``results/*.json`` must pass ``args.results`` on, or ``figures --out``
+    elsewhere reads the wrong folder (fig8, fig9, fig13, fig15 did)."""
+    for script in sorted((ROOT / "figures").glob("fig*.py")):
+        for call in re.findall(r"load_results\(([^)]*)\)", script.read_text()):
+            assert "args.results" in call, f"{script.name}: load_results({call})"
