@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._deprecation import moved_names
 from .job_safety import GpuResultsGuard, check_scheduler, fresh_folder, is_gpu_script
 from .step_runner import _forced, run_steps
 
@@ -319,5 +320,5 @@ def reproduce(
     return 0
 
 
-# ``spectheory figures`` (its own module; importable from here as before)
-from .figures_job import run_figures  # noqa: E402, F401
+# ``run_figures`` moved to :mod:`spectheory.app.figures_job` (kept here one release, deprecated)
+__getattr__ = moved_names(__name__, {"run_figures": ("spectheory.app.figures_job", "run_figures")})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from spectheory.app import reproduce, step_runner
+from spectheory.app import figures_job, reproduce, step_runner
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,4 +29,4 @@ def test_jobs_zero_is_refused_by_the_library():
     with pytest.raises(ValueError, match="jobs"):
         reproduce.reproduce(ROOT, jobs=0)  # was ZeroDivisionError
     with pytest.raises(ValueError, match="jobs"):
-        reproduce.run_figures(ROOT, ["fig1_theorem1"], jobs=0)
+        figures_job.run_figures(ROOT, ["fig1_theorem1"], jobs=0)
