@@ -1,5 +1,5 @@
-"""Repeated prompts prefilled once (spectheory.validation.shared_prefill): bitwise the same
-logits, caches and decoder samples as the plain model, whatever the decoder."""
+"""Repeated prompts prefilled once (spectheory.validation.shared_prefill): the same logits,
+caches and decoder samples as the plain model, whatever the decoder (bitwise at these sizes)."""
 
 import numpy as np
 import pytest
