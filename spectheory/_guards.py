@@ -8,6 +8,7 @@ the problem. Nothing is silently renormalised unless the caller asks
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -131,7 +132,7 @@ def check_bool(value: object, name: str) -> bool:
     raise ValueError(f"{name}: expected True or False, got {value!r}")
 
 
-def as_rng(rng: RNGLike, name: str = "rng") -> np.random.Generator:
+def as_rng(rng: RNGLike | Sequence[int], name: str = "rng") -> np.random.Generator:
     """The :class:`numpy.random.Generator` meant by an ``rng`` argument, or a clear error.
 
     Accepted: ``None`` (fresh entropy), an integer seed ``>= 0``, a sequence of such integers

@@ -60,8 +60,8 @@ def _iid_tokens(alpha: float, gamma: int) -> float:
 def speedup_table(
     source: Any,
     model: CostModel,
-    gammas: Sequence[int],
-    batches: Sequence[int],
+    gammas: Sequence[int] | np.ndarray,
+    batches: Sequence[int] | np.ndarray,
     *,
     context: float = 0.0,
     horizon: int | None = None,
@@ -115,7 +115,9 @@ def speedup_table(
     return out
 
 
-def crossover_batch(best_speedup: Sequence[float], batches: Sequence[int]) -> int | None:
+def crossover_batch(
+    best_speedup: Sequence[float] | np.ndarray, batches: Sequence[int] | np.ndarray
+) -> int | None:
     """The smallest batch size whose best speedup is below 1 (speculation loses), or None.
 
     >>> crossover_batch([2.1, 1.3, 0.9, 0.7], [1, 16, 256, 4096])

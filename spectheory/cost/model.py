@@ -165,8 +165,9 @@ class CostModel:
 
     def _cost(self, B: int, L: float, scale: float) -> Cost:
         ar = float(self.target(B, 1, L)) * scale
-        unit_calls = isinstance(self.target, ConstantForward) and self.overhead == 0.0
-        if unit_calls and float(self.target.seconds) * scale == 1.0:
+        target = self.target
+        unit_calls = isinstance(target, ConstantForward) and self.overhead == 0.0
+        if unit_calls and isinstance(target, ConstantForward) and float(target.seconds) * scale == 1.0:
             target_call = None
         else:
             target_call = TargetCall(self.target, B, L, self.overhead, scale)
