@@ -292,7 +292,16 @@ def reproduce(
         summary_dir = layout.results.parent  # the folder ``out``
     guard = GpuResultsGuard(layout.results, [s.name for s in steps if is_gpu_script(s.script)])
     t0 = time.perf_counter()
-    statuses = run_steps(steps, layout, quick, root, jobs=jobs, scheduler=scheduler, force=force)
+    statuses = run_steps(
+        steps,
+        layout,
+        quick,
+        root,
+        jobs=jobs,
+        scheduler=scheduler,
+        force=force,
+        times_dir=summary_dir if into_checkout else layout.results,  # a partial run: results/logs/
+    )
     if into_checkout:
         for name in guard.restore({st["name"]: st["rc"] for st in statuses}):
             print(

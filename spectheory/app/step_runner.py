@@ -202,6 +202,7 @@ def run_steps(
     jobs: int = 1,
     scheduler: str | None = None,
     force: bool | str | Sequence[str] | None = None,
+    times_dir: Path | None = None,
 ) -> list[dict]:
     """Run ``steps`` of the checkout ``root``, reusing those whose inputs and outputs are
     unchanged; return one status dict per step, in the order of ``steps``.
@@ -211,7 +212,7 @@ def run_steps(
     ``reason`` (why it ran) and ``command``. ``force``: ``True`` or ``"all"`` runs every step,
     a list (or comma-separated string) of names runs those whatever the cache says.
 
-    ``<layout.results>/reproduce_times.json`` records ``mode``, ``machine``, ``last`` (this
+    ``<times_dir>/reproduce_times.json`` (default ``times_dir``: ``layout.results``) records ``mode``, ``machine``, ``last`` (this
     job: ``date``, ``wall_seconds``, ``jobs``, ``cores``, ``steps_ran``, ``steps_reused``,
     ``steps_failed``), ``cold`` (the same for the last job that ran every step, all successfully, and
     no fewer steps than the records know) and
@@ -301,12 +302,13 @@ def run_steps(
     progress.close()
     ordered = [statuses[s.name] for s in steps]
     wall = time.monotonic() - t0
-    write_times(layout.results / TIMES, ordered, quick, jobs, wall)
+    times = (layout.results if times_dir is None else Path(times_dir)) / TIMES
+    write_times(times, ordered, quick, jobs, wall)
     ran = sum(not s["reused"] for s in ordered)
     failed = sum(s["rc"] != 0 for s in ordered)
     sys.stderr.write(
         f"reproduce: {len(ordered)} steps in {clock(wall)}: {ran} ran, {len(ordered) - ran} reused"
-        f"{f', {failed} FAILED' if failed else ''}; times in {layout.results / TIMES}\n"
+        f"{f', {failed} FAILED' if failed else ''}; times in {times}\n"
     )
     return ordered
 
