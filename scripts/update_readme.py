@@ -72,12 +72,109 @@ def block_headline() -> str:
             f"{sum(s['rc'] == 0 for s in summary['steps'])}/{len(summary['steps'])} steps succeeded."
         )
     lines = [head, "", "| quantity | value | SE | command |", "|---|---|---|---|"]
-    for h in summary["headline"]:
+    for h in _headlines(summary):
         se = h.get("se")
         lines.append(
             f"| {_cell(h.get('name', '?'))} | {_cell(h.get('value'))} | "
             f"{_cell(se) if se is not None else ''} | `{h.get('command', '')}` |"
         )
+    return "\n".join(lines) + "\n"
+
+
+def _headlines(summary: dict) -> list[dict]:
+    """Every ``headline`` row of every results file (sorted by file), commands from ``summary``.
+
+    A results file written after the summary (a step run on its own) contributes its rows with
+    its own ``command``."""
+    commands = {s["name"]: s.get("command", "") for s in summary.get("steps", [])}
+    rows = []
+    for path in sorted(_results().glob("*.json")):
+        if path.name.startswith(("summary", "reproduce_times")):
+            continue
+        data = _load(path)
+        if isinstance(data, dict) and isinstance(data.get("headline"), list):
+            command = data.get("command") or commands.get(path.stem, "")
+            rows += [{**row, "source": path.name, "command": command} for row in data["headline"]]
+    return rows
+
+
+#: The README's few key results: (results file stem, start of the headline name); the values
+#: are read from the files, only the choice of rows is made here.
+KEY_RESULTS = (
+    ("optimality", "Theorem 1 sum E[TV]"),
+    ("optimality", "standard SD expected rejections, Monte Carlo"),
+    ("validate_core", "core chains: exact vs Monte Carlo, max |z|"),
+    ("sweep_chains", "sweep of 144 random chains"),
+    ("decoder_lossless", "decoder lossless: all verdicts as expected"),
+    ("decoder_theory", "decoder theory: comparisons outside 5 SE"),
+    ("decoder_trees", "decoder trees: (tree, verifier) comparisons outside 5 SE"),
+    ("stopping_decoder", "shipped models, (policy, draft) pairs"),
+    ("decoder_speed", "speed draft-small: best measured speedup"),
+    ("decoder_speed", "speed draft-ngram: best measured speedup"),
+    ("cost_batch", "llama2-7b/68m-h200: crossover batch size"),
+    ("cost_batch", "llama2-7b/68m-h200: constant-c predicted / achieved speedup"),
+    ("cost_validation", "cost validation: predictions within 10%"),
+    ("trees_sequoia", "Sequoia positional assumption: largest"),
+    ("stopping_policies", "optimum (state): time / path optimum"),
+    ("testing_kit_power", "conformance kit: field bugs flagged"),
+    ("proofs", "sympy proofs passing"),
+)
+
+
+def block_key() -> str:
+    rows = _headlines(_summary() or {})
+    lines = ["| quantity | value | SE | command |", "|---|---|---|---|"]
+    for stem, start in KEY_RESULTS:
+        for h in rows:
+            if h["source"] == f"{stem}.json" and str(h.get("name", "")).startswith(start):
+                se = h.get("se")
+                lines.append(
+                    f"| {_cell(h['name'])} | {_cell(h.get('value'))} | "
+                    f"{_cell(se) if se is not None else ''} | `{h.get('command', '')}` |"
+                )
+                break
+    return "\n".join(lines) + "\n" if len(lines) > 2 else "_No results yet: run `spectheory reproduce`._\n"
+
+
+def _times() -> dict | None:
+    return _load(_results() / "reproduce_times.json")
+
+
+def _minutes(seconds: float) -> str:
+    return f"{seconds / 60:.0f} min" if seconds >= 90 else f"{seconds:.0f} s"
+
+
+def block_jobtime() -> str:
+    rec = _times()
+    if not rec or rec.get("mode") != "full" or not rec.get("cold"):
+        return (
+            "_The main job's time is recorded by the job itself (`results/reproduce_times.json`); no "
+            "full run has recorded it yet._\n"
+        )
+    cold, last = rec["cold"], rec.get("last") or {}
+    text = (
+        f"The last cold full run of the main job (every step run) took **{_minutes(cold['wall_seconds'])}** "
+        f"with `--jobs {cold['jobs']}` on {cold['cores']} cores ({cold['date']}; {rec.get('machine', '')})."
+    )
+    if last and last.get("date") != cold.get("date"):
+        text += (
+            f" The last run ({last['date']}) took {_minutes(last['wall_seconds'])}: "
+            f"{last['steps_ran']} steps ran, {last['steps_reused']} were reused."
+        )
+    return text + " Per-step times: `results/reproduce_times.json`.\n"
+
+
+def block_times() -> str:
+    rec = _times()
+    if not rec or not rec.get("steps"):
+        return "_No time records yet: `spectheory reproduce` writes `results/reproduce_times.json`._\n"
+    lines = [block_jobtime(), "", "| step | seconds | reused | measured |", "|---|---:|---|---|"]
+    steps = sorted(rec["steps"].items(), key=lambda kv: -float(kv[1].get("seconds", 0)))
+    lines += [
+        f"| {name} | {float(v.get('seconds', 0)):.0f} | {'yes' if v.get('reused') else 'no'} | "
+        f"{v.get('measured', '')} |"
+        for name, v in steps
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -91,7 +188,10 @@ def _caption(script: Path) -> str:
 
 def block_figures() -> str:
     lines = []
-    for script in sorted((ROOT / "figures").glob("fig*.py")):
+    scripts = sorted(
+        (ROOT / "figures").glob("fig*.py"), key=lambda p: int(re.sub(r"\D", "", p.stem.split("_")[0]))
+    )
+    for script in scripts:
         png = script.with_suffix(".png")
         if not png.exists():
             continue
@@ -219,6 +319,9 @@ def block_gpu() -> str:
 
 
 BLOCKS = {
+    "key": block_key,
+    "jobtime": block_jobtime,
+    "times": block_times,
     "headline": block_headline,
     "figures": block_figures,
     "speed": block_speed,
@@ -226,6 +329,10 @@ BLOCKS = {
     "testing": block_testing,
     "gpu": block_gpu,
 }
+
+
+#: The files whose generated blocks this script fills (README first).
+FILES = (README, ROOT / "docs" / "results.md", ROOT / "docs" / "testing_kit.md")
 
 
 def render(text: str) -> str:
@@ -239,7 +346,9 @@ def render(text: str) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="exit 1 if README.md is out of date")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if README.md or a docs page it fills is out of date"
+    )
     parser.add_argument(
         "--results", default=None, metavar="DIR", help="results folder to read (default: results/)"
     )
@@ -251,14 +360,18 @@ def main(argv=None) -> int:
         RESULTS["dir"] = Path(args.results).resolve()
     results = _results()
     summary = _summary() or {}
-    old = README.read_text()
-    new = render(old)
+    rendered = {path: (path.read_text(), render(path.read_text())) for path in FILES if path.exists()}
     if args.stdout:
-        sys.stdout.write(new)
+        for path, (_, new) in rendered.items():
+            if path != README:
+                sys.stdout.write(f"\n<!-- {path.relative_to(ROOT)} -->\n")
+            sys.stdout.write(new)
         return 0
+    stale = [path for path, (old, new) in rendered.items() if old != new]
     if args.check:
-        if new != old:
-            print("README.md is out of date: run python scripts/update_readme.py")
+        if stale:
+            names = ", ".join(str(p.relative_to(ROOT)) for p in stale)
+            print(f"{names}: out of date: run python scripts/update_readme.py")
             return 1
         return 0
     if results != ROOT / "results":
@@ -272,7 +385,8 @@ def main(argv=None) -> int:
             "from full results (spectheory reproduce without --quick)"
         )
         return 2
-    README.write_text(new)
+    for path in stale:
+        path.write_text(rendered[path][1])
     return 0
 
 

@@ -9,11 +9,28 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
 
 
+#: The docs pages that took the README's longer sections (their code must run too).
+MOVED = ("docs/guide.md", "docs/testing_kit.md")
+
+
 def test_python_blocks_run():
     blocks = re.findall(r"```python\n(.*?)```", README, re.S)
     assert blocks, "the README should show runnable Python"
     for code in blocks:
         exec(compile(code, "README.md", "exec"), {"__name__": "__readme__"})
+
+
+def test_python_blocks_of_the_guide_pages_run():
+    for page in MOVED:
+        blocks = re.findall(r"```python\n(.*?)```", (ROOT / page).read_text(), re.S)
+        assert blocks, f"{page} should show runnable Python"
+        for code in blocks:
+            exec(compile(code, page, "exec"), {"__name__": "__readme__"})
+
+
+def test_readme_points_to_the_pages_it_moved():
+    for page in (*MOVED, "docs/results.md"):
+        assert page in README and (ROOT / page).exists()
 
 
 def test_generated_blocks_are_up_to_date():
