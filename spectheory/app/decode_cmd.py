@@ -166,6 +166,10 @@ def run_decode(args: argparse.Namespace) -> int:
         f"measured cost ratio c = {cost:.3f}; one short run, timings are noisy)"
     )
     print(
+        "  (one run of one prompt, first calls included; the README's speedups are the best gamma of "
+        "python benchmarks/decoder_speed.py: 200 tokens, minimum of interleaved repeats)"
+    )
+    print(
         "rounds by accepted drafts (j = 0.."
         + str(args.gamma)
         + "): "
