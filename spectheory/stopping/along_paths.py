@@ -34,7 +34,7 @@ from .policies import Policy, StopContext
 if TYPE_CHECKING:
     from ..chain import DecodingChain
 
-__all__ = ["policy_round_dp", "ratio_mean_se", "chain_path_inputs"]
+__all__ = ["policy_round_dp", "stop_along_paths", "ratio_mean_se", "chain_path_inputs"]
 
 _INPUTS = ("top", "entropy", "token_prob")
 
@@ -44,6 +44,42 @@ def _as_paths(a, name, shape=None):
     if a.ndim != 2 or (shape is not None and a.shape != shape):
         raise ValueError(f"{name}: expected shape {shape if shape else '(N, T)'}, got {a.shape}")
     return a
+
+
+def stop_along_paths(
+    policy: Policy, depth: int, kmax: int, n: int, inputs: dict[str, Any], N: int, M: int
+) -> np.ndarray:
+    """The policy's stop decisions ``[N, M]`` after the ``depth``-th draft of a round starting at
+    position ``n`` of ``N`` paths, for each of its ``M`` memory values (always stop at ``kmax``).
+
+    ``inputs`` maps ``top``, ``entropy``, ``token_prob`` to ``[N, T]`` arrays (or None): the
+    draft law's statistics at each position of the paths, the only things a runnable rule reads.
+    """
+    if depth == kmax:
+        return np.ones((N, M), dtype=bool)
+    m = n + depth - 1
+    none = np.full((1, M), -1)
+    col: dict[str, Any] = {
+        k: None if v is None else np.asarray(v, np.float64)[:, m, None] for k, v in inputs.items()
+    }
+    ctx = StopContext(
+        depth=depth,
+        position=np.full((N, 1), n),
+        start_state=none,
+        prev_state=none,
+        token=none,
+        state=none,
+        accept_prob=None,
+        memory=np.arange(M)[None, :],
+        **col,
+    )
+    try:
+        return np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
+    except TypeError as exc:
+        raise ValueError(
+            f"top, entropy, token_prob: {policy.name} needs the draft law's statistics "
+            f"along the paths ({exc})"
+        ) from None
 
 
 def policy_round_dp(
@@ -113,7 +149,6 @@ def policy_round_dp(
     mems = np.arange(M)
     next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
     next_rej = np.asarray(policy.next_memory(mems, np.zeros(M, bool)), dtype=np.int64)
-    none = np.full((1, M), -1)
     start = np.zeros((N, T + 1, M))
     start[:, 0, int(policy.initial_memory)] = 1.0
     out = {k: np.zeros(N) for k in ("target_calls", "rejections", "full_rounds", "accepted")}
@@ -138,28 +173,7 @@ def policy_round_dp(
             counts[:, i - 1] += rej.sum(1)
             move(rej, m + 1, next_rej)
             alive = alive - rej
-            if i == kmax:
-                stop = np.ones((N, M), dtype=bool)
-            else:
-                col: dict[str, Any] = {k: None if v is None else v[:, m, None] for k, v in inputs.items()}
-                ctx = StopContext(
-                    depth=i,
-                    position=np.full((N, 1), n),
-                    start_state=none,
-                    prev_state=none,
-                    token=none,
-                    state=none,
-                    accept_prob=None,
-                    memory=mems[None, :],
-                    **col,
-                )
-                try:
-                    stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
-                except TypeError as exc:
-                    raise ValueError(
-                        f"top, entropy, token_prob: {policy.name} needs the draft law's statistics "
-                        f"along the paths ({exc})"
-                    ) from None
+            stop = stop_along_paths(policy, i, kmax, n, inputs, N, M)
             done = np.where(stop, alive, 0.0)
             if done.any():
                 s = done.sum(1)

@@ -30,7 +30,8 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..stopping.policies import Policy, StopContext
+from ..stopping.along_paths import stop_along_paths
+from ..stopping.policies import Policy
 
 __all__ = ["path_kernel", "tree_kernel", "policy_kernel", "rounds_law", "batch_rounds"]
 
@@ -102,7 +103,6 @@ def policy_kernel(
     mems = np.arange(M)
     next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
     next_rej = np.asarray(policy.next_memory(mems, np.zeros(M, bool)), dtype=np.int64)
-    none = np.full((1, M), -1)
     J = np.zeros((N, T, M, T + 1, M))
     cols = np.arange(M)
     for n in range(T):
@@ -113,24 +113,7 @@ def policy_kernel(
             rej = alive * r[:, m, None]
             J[:, n, cols, m + 1, next_rej] += rej
             alive = alive - rej
-            if i == kmax:
-                stop = np.ones((N, M), dtype=bool)
-            else:
-                col: dict[str, Any] = {
-                    k: None if v is None else np.asarray(v, np.float64)[:, m, None] for k, v in stats.items()
-                }
-                ctx = StopContext(
-                    depth=i,
-                    position=np.full((N, 1), n),
-                    start_state=none,
-                    prev_state=none,
-                    token=none,
-                    state=none,
-                    accept_prob=None,
-                    memory=mems[None, :],
-                    **col,
-                )
-                stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
+            stop = stop_along_paths(policy, i, kmax, n, stats, N, M)
             done = np.where(stop, alive, 0.0)
             J[:, n, cols, min(n + i + (1 if bonus and n + i < T else 0), T), next_ok] += done
             alive = alive - done
