@@ -9,6 +9,7 @@ Usage: python figures/fig18_cost_validation.py [--out DIR] [--results DIR]
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
 
@@ -77,6 +78,8 @@ def main(argv=None):
     ax.fill_between(x, 0.9 * x, 1.1 * x, color="0.8", alpha=0.5, lw=0)
     ax.set_xscale("log")
     ax.set_yscale("log")
+    for axis in (ax.xaxis, ax.yaxis):  # decades only: the minor labels ran together
+        axis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("measured tokens / s")
     ax.set_ylabel("predicted tokens / s")
     ax.set_title("(a) filled: cost model; hollow: constant c")
