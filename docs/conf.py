@@ -104,6 +104,10 @@ nitpick_ignore_regex = [
     (r"py:class", r"(ArrayLike|NDArray|Generator|Tensor)"),
     # the stopping engines' private kernel tables, which their helpers' annotations name
     (r"py:class", r"(spectheory\.stopping\._kernels\.)?Kernels"),
+    # private modules (``spectheory._sizes``, ``spectheory._progress``, ``spectheory.app._step_launcher``)
+    # are not on the site; docstrings may still name them and their classes
+    (r"py:.*", r"spectheory(\.\w+)*\._\w+(\.\w+)*"),
+    (r"py:class", r"(Estimate|SizeError)"),
 ]
 
 # -- HTML --------------------------------------------------------------------------------------

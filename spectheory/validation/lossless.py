@@ -115,7 +115,7 @@ def decoder_two_token_samples(
 
     Sequence ``i`` has the row seed ``row_seeds(seed, n)[i]``, the same as one unbatched call
     with ``seed`` (the decoder is batch invariant, so the batching does not change the samples). Returns an int64 array ``[n_samples, 2]``.
-    The shared prompt is prefilled once per batch (:func:`~.shared_prefill.shared_prefill`;
+    The shared prompt is prefilled once per batch (:func:`~spectheory.validation.shared_prefill`;
     same samples, about 5 times faster on CPU).
     """
     from ..decoder.rng import row_seeds
