@@ -136,7 +136,7 @@ def as_rng(rng: RNGLike | Sequence[int], name: str = "rng") -> np.random.Generat
     """The :class:`numpy.random.Generator` meant by an ``rng`` argument, or a clear error.
 
     Accepted: ``None`` (fresh entropy), an integer seed ``>= 0``, a sequence of such integers
-    (``[seed, gamma]``), a :class:`numpy.random.SeedSequence` or ``BitGenerator`` (a new
+    (``[seed, gamma]``; bools inside count as 0/1, as numpy reads them), a :class:`numpy.random.SeedSequence` or ``BitGenerator`` (a new
     generator on it) or a ``Generator`` (returned as it is, so draws continue its stream).
     Anything else raises a ``TypeError`` (a negative seed a ``ValueError``) naming ``name``,
     where numpy's own message ("SeedSequence expects int or sequence of ints") named neither
@@ -161,9 +161,8 @@ def as_rng(rng: RNGLike | Sequence[int], name: str = "rng") -> np.random.Generat
         seeds = [rng]
     elif isinstance(rng, (list, tuple, np.ndarray)) and len(rng) > 0:
         seeds = list(np.asarray(rng, dtype=object).ravel())
-    ok = bool(seeds) and all(
-        isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)) for x in seeds
-    )
+    # inside a sequence a bool is an integer 0/1 to numpy (``[seed, gamma, bonus]`` seeds are used)
+    ok = bool(seeds) and all(isinstance(x, (numbers.Integral, np.bool_)) for x in seeds)
     if not ok:
         shown = repr(rng) if len(repr(rng)) <= 60 else repr(rng)[:57] + "..."
         raise TypeError(

@@ -146,3 +146,15 @@ def test_decoder_seed_string_is_named_not_counted():
 
     with pytest.raises(ValueError, match=r"^seed: expected an int or a sequence of ints, got str 'abc'"):
         check_seeds("abc", 2)  # was "got 3 seeds for 2 sequences": the letters counted as seeds
+
+
+def test_as_rng_reads_bools_inside_a_seed_sequence_as_numpy_does():
+    """``[seed, gamma, bonus]`` seeds (validate_core) keep their streams; a lone bool is refused."""
+    import numpy as np
+    import pytest
+
+    from spectheory._guards import as_rng
+
+    assert as_rng([0, 0, 1, True]).random() == np.random.default_rng([0, 0, 1, 1]).random()
+    with pytest.raises(TypeError, match="rng"):
+        as_rng(True)
