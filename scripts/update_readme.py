@@ -19,6 +19,8 @@ import re
 import sys
 from pathlib import Path
 
+from spectheory.app.reproduce import collect_headlines
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 #: The results folder the blocks read (``--results``; the checkout's results/ by default).
@@ -82,19 +84,15 @@ def block_headline() -> str:
 
 
 def _headlines(summary: dict) -> list[dict]:
-    """Every ``headline`` row of every results file (sorted by file), commands from ``summary``.
+    """Every ``headline`` row of every results file (the main job's own
+    :func:`~spectheory.app.reproduce.collect_headlines`), commands from ``summary``.
 
     A results file written after the summary (a step run on its own) contributes its rows with
     its own ``command``."""
     commands = {s["name"]: s.get("command", "") for s in summary.get("steps", [])}
-    rows = []
-    for path in sorted(_results().glob("*.json")):
-        if path.name.startswith(("summary", "reproduce_times")):
-            continue
-        data = _load(path)
-        if isinstance(data, dict) and isinstance(data.get("headline"), list):
-            command = data.get("command") or commands.get(path.stem, "")
-            rows += [{**row, "source": path.name, "command": command} for row in data["headline"]]
+    rows = collect_headlines(_results())
+    for h in rows:
+        h["command"] = h["command"] or commands.get(Path(h["source"]).stem, "")
     return rows
 
 
