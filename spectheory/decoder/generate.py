@@ -19,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..rounds import PathRound, as_round
+from ..rounds import PathRound
+from ..rounds.normalize import round_handler
 from ..stopping import PolicyRound
 from ..trees import BatchRound, TreeRound
 from .speculative import speculative_generate
@@ -117,14 +118,6 @@ def generate(
     >>> all((a == b).all() for a, b in zip(res.tokens, ref.tokens))
     True
     """
-    fixed = sorted(k for k in options if k in _ROUND_ARGS)
-    if fixed:
-        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to generate")
-    rnd = as_round(round)
-    dispatch = next((_DISPATCH[c] for c in type(rnd).__mro__ if c in _DISPATCH), None)
-    if dispatch is None:
-        raise ValueError(
-            f"round: the decoder runs path, policy, tree and batch rounds, got {type(rnd).__name__}"
-        )
+    rnd, dispatch = round_handler(round, _DISPATCH, options, _ROUND_ARGS, "generate", "the decoder runs")
     loop, args, kwargs = dispatch(rnd)
     return loop(target, draft, prompts, max_new_tokens, *args, **kwargs, **options)

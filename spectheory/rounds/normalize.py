@@ -17,15 +17,15 @@ PathRound(gamma=4, verifier='token')
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import numpy as np
 
 from .base import Round
 from .path import PathRound
 
-__all__ = ["as_round", "register_round_shorthand"]
+__all__ = ["as_round", "register_round_shorthand", "round_handler"]
 
 _SHORTHANDS: dict[type, tuple[str, Callable[..., Round]]] = {}
 _KEYWORDS = ("round", "gamma", "tree", "policy")
@@ -108,3 +108,43 @@ def as_round(
             f"got {type(obj).__name__}"
         )
     return found[1](obj, verifier)
+
+
+H = TypeVar("H")
+
+
+def round_handler(
+    round: Any,
+    handlers: Mapping[type, H],
+    options: Iterable[str],
+    fixed_args: Iterable[str],
+    caller: str,
+    does: str,
+) -> tuple[Round, H]:
+    """``as_round(round)`` and its handler: the entry of ``handlers`` for the first class of its MRO.
+
+    The one dispatch of the entry points that play a round of any kind (the decoder's
+    ``generate``, the kit's ``check_round``). ``options`` are the caller's other keyword
+    arguments; those in ``fixed_args`` are what the round itself fixes and are refused.
+
+    Raises
+    ------
+    ValueError
+        ``options`` repeat an argument the round fixes (the message names ``caller``), or no
+        handler takes the round's kind (the message says what the caller ``does``).
+
+    Examples
+    --------
+    >>> from spectheory.rounds import PathRound
+    >>> rnd, h = round_handler(3, {PathRound: "path"}, (), ("gamma",), "f", "f runs")
+    >>> rnd.gamma, h
+    (3, 'path')
+    """
+    fixed = sorted(k for k in options if k in set(fixed_args))
+    if fixed:
+        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to {caller}")
+    rnd = as_round(round)
+    handler = next((handlers[c] for c in type(rnd).__mro__ if c in handlers), None)
+    if handler is None:
+        raise ValueError(f"round: {does} path, policy, tree and batch rounds, got {type(rnd).__name__}")
+    return rnd, handler

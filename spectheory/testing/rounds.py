@@ -24,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..rounds import PathRound, as_round
+from ..rounds import PathRound
+from ..rounds.normalize import round_handler
 from ..stopping import PolicyRound
 from ..trees import BatchRound, TreeRound
 from .kit import Report, check_verifier
@@ -97,13 +98,5 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
     >>> check_round(TreeRound(DraftTree.from_branching([2]), "tree_rrs"), n_samples=2000, rng=0).passed
     True
     """
-    fixed = sorted(k for k in options if k in _ROUND_ARGS)
-    if fixed:
-        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to check_round")
-    rnd = as_round(round)
-    check = next((_CHECKS[c] for c in type(rnd).__mro__ if c in _CHECKS), None)
-    if check is None:
-        raise ValueError(
-            f"round: the kit checks path, policy, tree and batch rounds, got {type(rnd).__name__}"
-        )
+    rnd, check = round_handler(round, _CHECKS, options, _ROUND_ARGS, "check_round", "the kit checks")
     return check(rnd, options)
