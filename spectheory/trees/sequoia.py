@@ -70,6 +70,16 @@ def _full_tree_size(K: int, levels: int) -> int:
     return levels if K == 1 else (K**levels - 1) // (K - 1)
 
 
+def _add_child(rest: np.ndarray | float, a_b: float, sub: np.ndarray | float) -> np.ndarray:
+    """``rest + a_b * sub`` with ``-inf`` (no such subtree) kept ``-inf`` when ``a_b = 0``.
+
+    A zero entry of ``a`` (measured vectors have them, Sequoia's own among them) would
+    otherwise give ``0 * -inf = nan``, which ``argmax`` picks and the table propagates.
+    """
+    sub = np.asarray(sub, dtype=np.float64)
+    return np.where(sub > -np.inf, rest + a_b * np.where(sub > -np.inf, sub, 0.0), -np.inf)
+
+
 def sequoia_positional_dp(
     accept_probs: ArrayLike,
     n_nodes: int | None = None,
@@ -111,7 +121,10 @@ def sequoia_positional_dp(
     A budget larger than the full ``K``-ary tree of ``tree_depth`` levels
     (:math:`\sum_{i<d} K^i` nodes) cannot be spent: the full tree is returned, which is
     the best feasible one (every node adds :math:`\prod a \ge 0` to ``F``), with fewer
-    than ``tree_size`` nodes.
+    than ``tree_size`` nodes. Zero entries of ``a`` are allowed (measured vectors have
+    them): such a child adds 0 to ``F``. With Sequoia's published demo
+    vector and config this reproduces the tree their ``tree_search.py`` recorded
+    (``tests/trees/test_sequoia_paper.py``).
 
     Examples
     --------
@@ -155,17 +168,17 @@ def sequoia_positional_dp(
     best = np.full((m_max + 1, L + 1), NEG)  # max_b T[m][l][b]
     best_b = np.zeros((m_max + 1, L + 1), dtype=np.int64)
     best[1, :] = 1.0
-    for m in range(2, m_max + 1):
-        for l in range(1, L + 1):
-            T[m, l, 1] = 1.0 + a[0] * best[m - 1, l - 1]
-            for b in range(2, K + 1):
-                ys = np.arange(1, m)
-                vals = T[ys, l, b - 1] + a[b - 1] * best[m - ys, l - 1]
-                j = int(np.argmax(vals))
-                T[m, l, b] = vals[j]
-                choice[m, l, b] = ys[j]
-            b = int(np.argmax(T[m, l]))
-            best[m, l], best_b[m, l] = T[m, l, b], b
+    cols = np.arange(L)
+    for m in range(2, m_max + 1):  # every level count l = 1..L at once (m only reads m' < m)
+        ys = np.arange(1, m)
+        T[m, 1:, 1] = _add_child(1.0, a[0], best[m - 1, :-1])
+        for b in range(2, K + 1):
+            vals = _add_child(T[ys, 1:, b - 1], a[b - 1], best[m - ys, :-1])  # (m - 1, L)
+            j = np.argmax(vals, axis=0)  # the first best split, as Sequoia's strict ">"
+            T[m, 1:, b] = vals[j, cols]
+            choice[m, 1:, b] = ys[j]
+        best_b[m, 1:] = np.argmax(T[m, 1:], axis=1)
+        best[m, 1:] = T[m, 1:].max(axis=1)
     parents = [-1]
 
     def build(m, l, b, root):

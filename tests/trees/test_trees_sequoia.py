@@ -86,17 +86,25 @@ def _sequoia_reference(p, max_budget, max_depth):
 
     Their indexing: ``p[0]`` unused, ``p[b]`` for child ``b``; ``m`` nodes and ``l`` levels,
     both with the root (``l = 1``: the root alone); ``T[m][l][b]`` is ``-inf`` when ``m``
-    nodes do not fit. Returns ``results[m][l] = max_b T[m][l][b]``.
+    nodes do not fit. Returns ``results[m][l] = max_b T[m][l][b]``. Their split loop keeps
+    a running best from ``-inf`` with a strict ``>``, so a ``nan`` (``0 * -inf``, a zero
+    entry of ``p`` times a subtree that does not fit) is never taken.
     """
     max_branch = len(p) - 1
     T = np.full((max_budget + 1, max_depth + 1, max_branch + 1), -np.inf)
     for l in range(1, max_depth + 1):
         T[1][l][0] = 1.0
-    for m in range(2, max_budget + 1):
-        for l in range(2, max_depth + 1):
-            T[m][l][1] = 1 + p[1] * T[m - 1][l - 1].max()
-            for b in range(2, max_branch + 1):
-                T[m][l][b] = max(T[y][l][b - 1] + p[b] * T[m - y][l - 1].max() for y in range(1, m))
+    with np.errstate(invalid="ignore"):
+        for m in range(2, max_budget + 1):
+            for l in range(2, max_depth + 1):
+                T[m][l][1] = 1 + p[1] * T[m - 1][l - 1].max()
+                for b in range(2, max_branch + 1):
+                    best = -np.inf
+                    for y in range(1, m):
+                        value = T[y][l][b - 1] + p[b] * T[m - y][l - 1].max()
+                        if value > best:
+                            best = value
+                    T[m][l][b] = best
     return T.max(axis=2)
 
 
@@ -106,6 +114,7 @@ def _sequoia_reference(p, max_budget, max_depth):
         [0.62, 0.14, 0.06, 0.03],  # a decaying vector, as measured on real model pairs
         [0.3, 0.25, 0.2, 0.15, 0.05],
         [0.9],
+        [0.5, 0.0, 0.2, 0.0],  # zero entries, as in Sequoia's own measured vector
     ],
 )
 def test_matches_sequoia_reference_code_with_root_included(a):
