@@ -3,8 +3,9 @@
 - losslessness measured (:mod:`.lossless`): :func:`exact_two_token_law`, :func:`lossless_check`,
   :data:`BROKEN_RULES`;
 - Rao-Blackwellised predictions of rejections, calls, draft steps and accepted-count laws
-  (:mod:`.predict`): :func:`sample_paths`, :func:`path_statistics`, :func:`rb_predictions`,
-  :func:`first_round_law`, :func:`measure_decoder`, :func:`compare_theory`;
+  (:mod:`.predict`): :func:`rb_predictions`, :func:`first_round_law`, :func:`measure_decoder`,
+  :func:`compare_theory`, along paths and their exact statistics (:mod:`.paths`):
+  :func:`sample_paths`, :func:`path_statistics`;
 - the Markov abstraction (:mod:`.markov`): :func:`fit_order_k_chain`, :func:`chain_predictions`;
   certified fits along target paths for any state abstraction (:mod:`.abstraction`:
   :func:`fit_abstraction`, :func:`plugin_bound`), context trees (:mod:`.context_tree`:
@@ -50,17 +51,17 @@ _EXPORTS = {
     "HiddenStateAbstraction": "hidden_states",
     "kmeans": "hidden_states",
     "last_hidden_states": "hidden_states",
-    "PathStatistics": "predict",
-    "path_statistics": "predict",
+    "PathStatistics": "paths",
+    "path_statistics": "paths",
     "rb_predictions": "predict",
     "first_round_law": "predict",
     "measure_decoder": "predict",
     "compare_theory": "predict",
-    "mean_se": "predict",
-    "zscore": "predict",
-    "repeat_prompts": "predict",
+    "mean_se": "paths",
+    "zscore": "paths",
+    "repeat_prompts": "paths",
     "round_dp": "predict",
-    "sample_paths": "predict",
+    "sample_paths": "paths",
     "measure_speed": "speed",
     "resolve_models": "speed",
     "policy_path_inputs": "policy_predict",

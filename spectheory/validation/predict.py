@@ -39,7 +39,6 @@ accepted count, compared with the decoder's first rounds.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -48,8 +47,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..decoder.rng import derive_seed, row_seeds
-from ..decoder.sampling import logits_to_probs
-from ..montecarlo.stats import mean_and_se
+from .paths import PathStatistics, mean_se, path_statistics, repeat_prompts, sample_paths, zscore
 
 if TYPE_CHECKING:
     import torch
@@ -74,117 +72,6 @@ __all__ = [
 #: the target paths of the predictions and the draft paths of the first-round law; the decoder's
 #: own sequences use the seed itself.
 STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
-
-
-def mean_se(x: ArrayLike, axis: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Mean and standard error of the mean over ``axis`` (ddof = 1; NaN SE for one sample):
-    :func:`spectheory.montecarlo.stats.mean_and_se` with the sample axis first by default."""
-    return mean_and_se(x, axis=axis)
-
-
-def zscore(a: ArrayLike, se_a: ArrayLike, b: ArrayLike, se_b: ArrayLike) -> np.ndarray:
-    """``(a - b) / sqrt(se_a**2 + se_b**2)`` (0 where both are exact and equal)."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    s = np.sqrt(np.asarray(se_a, float) ** 2 + np.asarray(se_b, float) ** 2)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(s > 0, (a - b) / np.where(s > 0, s, 1.0), np.where(a == b, 0.0, np.inf))
-    return z
-
-
-def repeat_prompts(prompts: ArrayLike, n: int) -> np.ndarray:
-    """``n`` prompts cycling through ``prompts`` (sequence ``i`` gets ``prompts[i % P]``);
-    int64 array ``[n, L]`` (all prompts must have the same length)."""
-    arr = np.asarray(prompts, dtype=np.int64)
-    if arr.ndim != 2 or arr.shape[1] == 0:
-        raise ValueError(f"prompts: expected equal-length non-empty prompts, shape (P, L), got {arr.shape}")
-    n = check_int(n, "n", 1)
-    return arr[np.arange(n) % arr.shape[0]]
-
-
-def sample_paths(
-    model: CausalLM,
-    prompts: ArrayLike,
-    horizon: int,
-    seed: int,
-    batch_size: int = 1024,
-    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
-    device: str | torch.device | None = None,
-) -> np.ndarray:
-    """Plain autoregressive samples: int64 ``[N, L + T]`` (prompt followed by ``T`` tokens)."""
-    from ..decoder.speculative import autoregressive_generate
-
-    prompts = np.asarray(prompts, dtype=np.int64)
-    out = []
-    for lo in range(0, len(prompts), batch_size):
-        chunk = prompts[lo : lo + batch_size]
-        res = autoregressive_generate(
-            model, list(chunk), horizon, *sampling, seed=row_seeds(seed, len(chunk), start=lo), device=device
-        )
-        out.append(np.concatenate([chunk, np.stack(res.tokens)], axis=1))
-    return np.concatenate(out)
-
-
-@dataclass
-class PathStatistics:
-    """Per-path, per-position exact quantities along given token paths.
-
-    ``tv`` [N, T]: TV(p, q) before token n; ``reject`` [N, T]: ``max(0, 1 - q(x_n)/p(x_n))``;
-    ``accept`` [N, T]: ``min(1, p(x_n)/q(x_n))``; ``target_laws``/``draft_laws``
-    [N, T, V] float32 when kept (for fitting chains), else None.
-    """
-
-    tv: np.ndarray
-    reject: np.ndarray
-    accept: np.ndarray
-    target_laws: np.ndarray | None = None
-    draft_laws: np.ndarray | None = None
-
-
-@torch.inference_mode()
-def path_statistics(
-    target: CausalLM,
-    draft: CausalLM,
-    paths: np.ndarray,
-    n_prompt: int,
-    sampling: tuple[float, int | None, float | None] = (1.0, None, None),
-    batch_size: int = 256,
-    keep_laws: bool = False,
-    device: str | torch.device | None = None,
-) -> PathStatistics:
-    """Evaluate both models once along ``paths`` [N, L + T] (see :class:`PathStatistics`).
-
-    ``n_prompt = L``: token ``n`` (1-based) of the generation is ``paths[:, L + n - 1]`` and
-    its laws are read from the logits at position ``L + n - 2``.
-    """
-    paths = np.asarray(paths, dtype=np.int64)
-    L = check_int(n_prompt, "n_prompt", 1)
-    T = paths.shape[1] - L
-    if T < 1:
-        raise ValueError("paths: no generated tokens after the prompt")
-    from .lossless import model_device
-
-    dev = device if device is not None else model_device(target)
-    tv, rej, acc, tl, dl = [], [], [], [], []
-    for lo in range(0, len(paths), batch_size):
-        ids = torch.as_tensor(paths[lo : lo + batch_size], device=dev)
-        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1 :], *sampling)  # [b, T, V]
-        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1 :], *sampling)
-        x = ids[:, L:, None]
-        px, qx = pt.gather(-1, x)[..., 0], pd.gather(-1, x)[..., 0]
-        tv.append((0.5 * (pt - pd).abs().sum(-1)).cpu().numpy())
-        rej.append(torch.clamp(1.0 - qx / px, min=0.0).cpu().numpy())
-        acc.append(
-            torch.where(qx > 0, torch.clamp(px / torch.where(qx > 0, qx, 1.0), max=1.0), torch.ones_like(px))
-            .cpu()
-            .numpy()
-        )
-        if keep_laws:
-            tl.append(pt.float().cpu().numpy())
-            dl.append(pd.float().cpu().numpy())
-    cat = np.concatenate
-    return PathStatistics(
-        cat(tv), cat(rej), cat(acc), cat(tl) if keep_laws else None, cat(dl) if keep_laws else None
-    )
 
 
 def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarray]:
