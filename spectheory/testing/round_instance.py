@@ -1,0 +1,200 @@
+r"""One test instance of the conformance kit: a round's small context-dependent laws, exact answers.
+
+An :class:`Instance` describes one speculative *round* of ``k`` draft tokens as a tiny
+first-order tree. Position ``j`` (``0 <= j <= k``) has next-token laws that depend on the
+previous token ``s`` (``s = s0`` before the round):
+
+* ``target[j, s]`` -- target law at position ``j`` after token ``s`` (``p``);
+* ``draft[j, s]`` -- draft law at position ``j < k`` after token ``s`` (``q``).
+
+The kit draws the draft tokens itself, ``x_0 ~ q_0(. | s0)``, ``x_j ~ q_j(. | x_{j-1})``, and
+hands the verifier ``target_probs[j] = target[j, x_{j-1}]`` (``k+1`` rows, the last being the
+bonus law after all drafts) and ``draft_probs[j] = draft[j, x_{j-1}]``. A context-free
+instance has identical rows for every ``s``. Everything a correct (lossless) verifier must
+produce is then known exactly:
+
+* the law of the sequence, once the emitted tokens are *completed* to ``k+1`` tokens by the
+  target itself (as the next round would do), is :math:`\prod_j p_j(y_j | y_{j-1})`
+  (:meth:`Instance.sequence_law`), with position marginals :meth:`Instance.position_laws`;
+* standard token verification accepts at least ``i`` drafts with probability
+  :math:`P(N \ge i) = \sum_s a_i(s)`, :math:`a_0 = e_{s_0}`,
+  :math:`a_i(s) = \sum_{s'} a_{i-1}(s') \min(p_{i-1}(s|s'), q_{i-1}(s|s'))`
+  (:meth:`Instance.accepted_count_law`), the optimum for the first position being
+  :math:`\beta = \sum_x \min(p_0(x), q_0(x))`.
+
+The adversarial families of instances and the boundary uniforms are in
+:mod:`spectheory.testing.instances`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .._guards import as_law, as_rng, check_int
+from .._typing import RNGLike
+from ..laws.sampling import normalized_cdf, sample_from_cdf
+
+__all__ = ["Instance"]
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One round's laws as a tiny first-order tree (see the module docstring).
+
+    Parameters
+    ----------
+    name : str
+        Family name plus sizes, e.g. ``"markov V=4 k=3"``.
+    description : str
+        What the instance stresses.
+    target : ndarray, shape (k+1, V, V)
+        ``target[j, s]``: target law at position ``j`` after token ``s``.
+    draft : ndarray, shape (k, V, V)
+        ``draft[j, s]``: draft law at position ``j`` after token ``s``.
+    s0 : int
+        Token before the round.
+    """
+
+    name: str
+    description: str
+    target: np.ndarray
+    draft: np.ndarray
+    s0: int = 0
+    family: str = field(default="custom")
+
+    def __post_init__(self):
+        t = as_law(self.target, "target", min_ndim=3)
+        d = as_law(self.draft, "draft", min_ndim=3)
+        k1, V, V2 = t.shape
+        if V != V2 or d.shape != (k1 - 1, V, V) or k1 < 2:
+            raise ValueError(
+                f"target, draft: expected shapes (k+1, V, V) and (k, V, V) with k >= 1, "
+                f"got {t.shape} and {d.shape}"
+            )
+        s0 = check_int(self.s0, "s0", 0)
+        if s0 >= V:
+            raise ValueError(f"s0: must lie in [0, {V}), got {s0}")
+        object.__setattr__(self, "target", t)
+        object.__setattr__(self, "draft", d)
+        object.__setattr__(self, "s0", s0)
+
+    @property
+    def k(self) -> int:
+        """Number of draft tokens per round."""
+        return self.draft.shape[0]
+
+    @property
+    def vocab_size(self) -> int:
+        return self.target.shape[-1]
+
+    # ---------------------------------------------------------------- exact answers
+    def sequence_law(self, length: int | None = None) -> np.ndarray:
+        r"""Exact target law of the first ``length`` (default ``k+1``) tokens, shape ``(V,)*length``."""
+        L = self.k + 1 if length is None else length
+        law = self.target[0, self.s0]
+        for j in range(1, L):
+            law = law[..., :, None] * self.target[j]
+        return law
+
+    def position_laws(self) -> np.ndarray:
+        r"""Exact target marginal of each position, shape ``(k+1, V)``."""
+        out = [self.target[0, self.s0]]
+        for j in range(1, self.k + 1):
+            out.append(out[-1] @ self.target[j])
+        return np.array(out)
+
+    def accepted_count_law(self, stop_token: int | None = None) -> np.ndarray:
+        r"""Law of the number ``N`` of accepted drafts under standard token verification, ``(k+1,)``.
+
+        With a ``stop_token``, a round ends once that token is accepted (no further drafts are
+        verified): :math:`a_i(s)` then only continues from :math:`a_{i-1}(s')` with
+        :math:`s' \ne` the stop token (for :math:`i \ge 2`).
+        """
+        a = np.zeros(self.vocab_size)
+        a[self.s0] = 1.0
+        at_least = [1.0]
+        for j in range(self.k):
+            if stop_token is not None and j >= 1:
+                a = a.copy()
+                a[stop_token] = 0.0
+            a = a @ np.minimum(self.target[j], self.draft[j])
+            at_least.append(min(float(a.sum()), at_least[-1]))
+        at_least = np.clip(np.array(at_least + [0.0]), 0.0, 1.0)
+        return at_least[:-1] - at_least[1:]
+
+    def first_acceptance(self) -> float:
+        r""":math:`\beta = \sum_x \min(p_0(x), q_0(x))`, the optimal acceptance of the first draft."""
+        return float(np.clip(np.minimum(self.target[0, self.s0], self.draft[0, self.s0]).sum(), 0.0, 1.0))
+
+    def absorbing(self, stop_token: int) -> Instance:
+        """The target laws of a protocol that stops at ``stop_token``: after it, only it (absorbing).
+
+        The law a stop-aware sampler must produce, once its output is completed by this
+        instance's target (the completion repeats the stop token). Draft laws are unchanged.
+        """
+        t = self.target.copy()
+        t[1:, stop_token] = np.eye(self.vocab_size)[stop_token]
+        return Instance(self.name, self.description, t, self.draft, self.s0, self.family)
+
+    # ---------------------------------------------------------------- sampling
+    def sample_drafts(self, n: int, rng: RNGLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Draw ``n`` draft paths; return ``(target_probs [n,k+1,V], draft_probs [n,k,V], tokens [n,k])``."""
+        rng = as_rng(rng)
+        k, V = self.k, self.vocab_size
+        prev = np.full(n, self.s0, dtype=np.int64)
+        tokens = np.empty((n, k), dtype=np.int64)
+        tp = np.empty((n, k + 1, V))
+        dp = np.empty((n, k, V))
+        for j in range(k):
+            dp[:, j] = self.draft[j, prev]
+            tp[:, j] = self.target[j, prev]
+            cdf = normalized_cdf(self.draft[j])[prev]
+            prev = sample_from_cdf(cdf, rng.random(n))
+            tokens[:, j] = prev
+        tp[:, k] = self.target[k, prev]
+        return tp, dp, tokens
+
+    def complete(self, emitted: np.ndarray, lengths: np.ndarray, rng: RNGLike) -> np.ndarray:
+        """Continue each emitted prefix ``emitted[i, :lengths[i]]`` to ``k+1`` tokens with the target."""
+        rng = as_rng(rng)
+        out = np.array(emitted, dtype=np.int64, copy=True)
+        n = int(out.shape[0])
+        cdfs = [normalized_cdf(self.target[j]) for j in range(self.k + 1)]
+        prev = np.full(n, self.s0, dtype=np.int64)
+        for j in range(self.k + 1):
+            u = rng.random(n)
+            fill = lengths <= j
+            if fill.any():
+                out[fill, j] = sample_from_cdf(cdfs[j][prev[fill]], u[fill])
+            prev = out[:, j]
+        return out
+
+    def emitted_target_prob_zero(self, emitted: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Boolean ``[n]``: the emitted prefix contains a token of target probability exactly 0."""
+        n = emitted.shape[0]
+        bad = np.zeros(n, dtype=bool)
+        prev = np.full(n, self.s0, dtype=np.int64)
+        for j in range(emitted.shape[1]):
+            live = lengths > j
+            tok = np.where(live, emitted[:, j], 0)
+            bad |= live & (self.target[j, prev, tok] == 0.0)
+            prev = tok
+        return bad
+
+    def describe(self) -> str:
+        """Human-readable laws (the rows reachable from ``s0`` when context-free, else all)."""
+        with np.printoptions(precision=4, suppress=False, linewidth=100):
+            lines = [f"{self.name}: {self.description}", f"  s0 = {self.s0}"]
+            free = all(np.all(self.target[j] == self.target[j, :1]) for j in range(self.k + 1)) and all(
+                np.all(self.draft[j] == self.draft[j, :1]) for j in range(self.k)
+            )
+            for j in range(self.k + 1):
+                rows = [self.s0] if (j == 0 or free) else range(self.vocab_size)
+                for s in rows:
+                    ctx = "" if (j == 0 or free) else f" | prev={s}"
+                    lines.append(f"  target[{j}{ctx}] = {self.target[j, s]}")
+                    if j < self.k:
+                        lines.append(f"  draft [{j}{ctx}] = {self.draft[j, s]}")
+            return "\n".join(lines)
