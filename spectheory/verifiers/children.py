@@ -47,7 +47,15 @@ from typing import Any
 
 import numpy as np
 
-from .._guards import check_int
+from .child_policy import (
+    CHILD_POLICIES,
+    ChildPolicy,
+    _node_args,
+    _safe_div,  # noqa: F401  (re-exported)
+    get_child_policy,
+    list_child_policies,
+    register_child_policy,
+)
 from .multidraft import MAX_PATHS, _categorical, _norm_excess
 
 __all__ = [
@@ -63,84 +71,6 @@ __all__ = [
 
 #: Paths of the without-replacement enumeration per chunk of states (:meth:`WithoutReplacement.node_laws`).
 _WO_CHUNK = 65_536
-
-
-def _safe_div(num, den):
-    """``num / den`` where ``den > 0``, else 0 (works on float and Fraction object arrays)."""
-    pos = den > 0
-    return np.where(pos, num / np.where(pos, den, 1), 0)
-
-
-@dataclass(frozen=True)
-class ChildPolicy:
-    """Base class of child policies (module docstring); instances compare by class.
-
-    Subclasses set ``name`` (the registry shorthand) and implement :meth:`draw`,
-    :meth:`node_laws`, :meth:`slot_law`, :meth:`next_child_law` and :meth:`torch_draw`;
-    :meth:`force` is optional (importance forcing in the decoder validation).
-    """
-
-    #: Registry shorthand (``get_child_policy(name)``) and the label results carry.
-    name = "child-policy"
-
-    def draw(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-        """``k`` children per row of ``draft_rows [R, V]``: int64 ``[R, k]`` (``-1`` = not drafted)."""
-        raise NotImplementedError(f"child policy {self.name!r}: define draw (Monte Carlo)")
-
-    def node_laws(self, target: Any, draft: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
-        r"""Exact per-node laws of recursive rejection with ``k`` children, per state.
-
-        Parameters
-        ----------
-        target, draft : array, shape (S, V)
-        k : int >= 1
-
-        Returns
-        -------
-        accept : ndarray, shape (k, S, V)
-            ``accept[j, s, x]`` = P(child slot ``j`` is accepted and has token ``x``).
-        residual : ndarray, shape (S, V)
-            ``residual[s, y]`` = P(all children rejected and correction ``y``);
-            ``accept.sum(0) + residual == target`` (losslessness at a node).
-        """
-        raise NotImplementedError(f"child policy {self.name!r}: define node_laws (exact engine)")
-
-    def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
-        """Law ``s_j [R, V]`` of the ``j``-th child (node ``kids[j]``) of a node whose draft law
-        is ``draft_u [R, V]``, given the drafted ``tokens [R, N]`` (float or Fraction arrays)."""
-        raise NotImplementedError(f"child policy {self.name!r}: define slot_law (tree rules)")
-
-    def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
-        """Law ``[R, V]`` of the next child's token given its earlier ``siblings``' tokens (the
-        child's own token still unknown: the enumeration engine branches over it)."""
-        raise NotImplementedError(f"child policy {self.name!r}: define next_child_law (enumeration)")
-
-    def node_law_paths(self, V: int, k: int) -> int:
-        """Rejected prefixes :meth:`node_laws` enumerates per state (a cost hint; 1 = closed form)."""
-        return 1
-
-    def torch_draw(self, parent_laws: Any, p: int, j: int, u: Any, ok: Any, cache: dict) -> tuple[Any, Any]:
-        """The real decoder's draw of slot ``j`` under parent ``p`` of one level (torch).
-
-        ``parent_laws [B, n, V]`` are the draft laws of the level's parents, ``u [B]`` the
-        node's uniforms, ``ok [B]`` whether the parent is drafted; ``cache`` is one dict per
-        level (what earlier siblings left). Returns ``(tokens [B], ok [B])``.
-        """
-        raise NotImplementedError(f"child policy {self.name!r}: define torch_draw (real decoder)")
-
-    def force(
-        self, q: np.ndarray, forced: np.ndarray, group: int, slot: int, rng: np.random.Generator
-    ) -> tuple[dict, np.ndarray]:
-        r"""Force token ``forced [B]`` onto slot ``slot`` of a sibling group of ``group`` children
-        drawn from ``q [B, V]``, with importance weights (:mod:`spectheory.validation.tree_forced`).
-
-        Returns ``(tokens, log_weight)``: ``tokens`` maps slot -> int array ``[B]`` (the slots to
-        overwrite), ``log_weight [B]`` is ``log P(siblings) - log Q(siblings)``.
-        """
-        raise ValueError(f"children: forcing a branch needs 'iid' or 'wo' children, got {self.name!r}")
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}()"
 
 
 @dataclass(frozen=True, repr=False)
@@ -366,12 +296,6 @@ class TopK(ChildPolicy):
         return order[:, p, min(j, V - 1)], ok
 
 
-def _node_args(target, draft, k):
-    t = np.atleast_2d(np.asarray(target, dtype=np.float64))
-    d = np.atleast_2d(np.asarray(draft, dtype=np.float64))
-    return t, d, check_int(k, "k", 1)
-
-
 def _wo_accept(t, d, k):
     """``accept [k, S, V]`` of recursive rejection without replacement (enumerates the
     rejected siblings of slots ``0..k-2``; slot ``k-1``'s rejections are not needed)."""
@@ -401,41 +325,6 @@ def _wo_accept(t, d, k):
         dc = dc[p_idx].copy()
         dc[np.arange(p_idx.size), x_idx] = 0.0
     return A
-
-
-#: The registered child policies by shorthand.
-CHILD_POLICIES: dict[str, ChildPolicy] = {}
-
-
-def register_child_policy(policy: ChildPolicy, *, replace: bool = False) -> ChildPolicy:
-    """Make ``policy`` available by its ``name``; returns it."""
-    if not isinstance(policy, ChildPolicy):
-        raise ValueError(f"children: expected a ChildPolicy instance, got {type(policy).__name__}")
-    if policy.name in CHILD_POLICIES and CHILD_POLICIES[policy.name] != policy and not replace:
-        raise ValueError(f"children: the name {policy.name!r} is already registered (pass replace=True)")
-    CHILD_POLICIES[policy.name] = policy
-    return policy
-
-
-def get_child_policy(children: ChildPolicy | str) -> ChildPolicy:
-    """A :class:`ChildPolicy` from itself or its shorthand (``"iid"``, ``"wo"``, ``"topk"``).
-
-    Examples
-    --------
-    >>> from spectheory.verifiers.children import TopK, get_child_policy
-    >>> get_child_policy("topk") == TopK(), get_child_policy(TopK()).name
-    (True, 'topk')
-    """
-    if isinstance(children, ChildPolicy):
-        return children
-    if isinstance(children, str) and children in CHILD_POLICIES:
-        return CHILD_POLICIES[children]
-    raise ValueError(f"children: expected a ChildPolicy or one of {sorted(CHILD_POLICIES)}, got {children!r}")
-
-
-def list_child_policies() -> list[str]:
-    """Shorthands of the registered child policies."""
-    return sorted(CHILD_POLICIES)
 
 
 for _p in (IID(), WithoutReplacement(), TopK()):
