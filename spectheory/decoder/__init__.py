@@ -8,7 +8,7 @@ theory-versus-decoder checks live in :mod:`spectheory.validation`).
 - single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
   (:mod:`.speculative`); :func:`hf_speculative_generate` (:mod:`.hf_generate`);
 - one entry point taking the round ``st.simulate`` takes: :func:`generate` (:mod:`.generate`);
-- token trees: :func:`tree_generate`, :class:`ModelDrafter` (:mod:`.tree_decode`);
+- token trees: :func:`tree_generate` (:mod:`.tree_decode`), :class:`ModelDrafter` (:mod:`.tree_draft`);
 - Medusa heads: :func:`medusa_generate`, :func:`load_heads`, :class:`MedusaHeads`,
   :class:`MedusaDrafter`, :func:`sparse_tree`, :func:`typical_rule` (:mod:`.medusa`);
 - the held-out corpus windows the validations decode: :func:`heldout_windows` (:mod:`.corpus`).
@@ -35,7 +35,7 @@ _EXPORTS = {
     "hf_speculative_generate": "hf_generate",
     "tree_generate": "tree_decode",
     "generate": "generate",
-    "ModelDrafter": "tree_decode",
+    "ModelDrafter": "tree_draft",
     "medusa_generate": "medusa",
     "load_heads": "medusa",
     "MedusaHeads": "medusa",

@@ -40,11 +40,12 @@ from .._sizes import check_size
 from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
 from ..verifiers.children import get_child_policy
-from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, sync
+from .batching import check_common, make_batch, new_tokens, place, prefill, sync
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
 from .sampling import logits_to_probs
 from .stats import GenerationResult, StatsRecorder
 from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
+from .tree_draft import ModelDrafter, draw_level
 
 if TYPE_CHECKING:
     from ..verifiers.children import ChildPolicy
@@ -55,143 +56,6 @@ __all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
 _BLOCK = (
     16  # rounds whose uniforms are hashed together: u[b, node, purpose] of (seed_b, round, node, purpose)
 )
-
-
-# ----------------------------------------------------------------------------- drafting
-def draw_level(
-    parent_laws: torch.Tensor,
-    layout: TreeLayout,
-    d: int,
-    children: ChildPolicy,
-    u_draft: torch.Tensor,
-    present_parent: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Tokens of the depth-``d`` nodes from their parents' draft laws (torch, one level).
-
-    Parameters
-    ----------
-    parent_laws : Tensor [B, n_{d-1}, V]
-        Draft laws at the depth ``d - 1`` nodes (level order).
-    children : ChildPolicy or {"iid", "wo", "topk"}
-        How the children are drawn (:meth:`~spectheory.verifiers.children.ChildPolicy.torch_draw`).
-    u_draft : Tensor [B, N]
-        Per-node uniforms (column = level-order offset).
-    present_parent : BoolTensor [B, n_{d-1}]
-
-    Returns
-    -------
-    tokens : LongTensor [B, n_d] (``-1`` = not drafted), present : BoolTensor [B, n_d]
-
-    The ``j``-th child's law is the policy's slot law
-    (:meth:`~spectheory.verifiers.children.ChildPolicy.slot_law`): ``q`` (iid), ``q`` without
-    the earlier siblings renormalised (wo; absent when no mass is left), or the point mass on
-    the ``j``-th largest entry (topk, stable order).
-    """
-    children = get_child_policy(children)
-    lo_p = layout.level_start[d - 1]
-    lo, hi = layout.level_start[d], layout.level_start[d + 1]
-    slots = np.asarray(layout.tree.slot)[layout.order]
-    toks, pres = [], []
-    cache: dict = {}
-    for o in range(lo, hi):
-        p = int(layout.parent_offset[o]) - lo_p
-        x, ok = children.torch_draw(
-            parent_laws, p, int(slots[o]), u_draft[:, o], present_parent[:, p].clone(), cache
-        )
-        toks.append(torch.where(ok, x, torch.full_like(x, -1)))
-        pres.append(ok)
-    return torch.stack(toks, 1), torch.stack(pres, 1)
-
-
-class ModelDrafter:
-    """Drafts the tree with a draft model, one call per level (tree attention when it is a GPT)."""
-
-    needs_hidden = False
-    k: torch.Tensor  # this round's draft depth per row, set by tree_generate
-
-    def __init__(
-        self,
-        draft: CausalLM,
-        law: Callable[[torch.Tensor], torch.Tensor],
-        dev: torch.device,
-        dtype: torch.dtype,
-        batch: Any,
-        layout: TreeLayout,
-    ) -> None:
-        self.draft, self.law, self.layout = draft, law, layout
-        cap = batch.tokens.shape[1]
-        self.cached_model = supports_tree_cache(draft)
-        self.cache = (
-            new_tree_cache(draft, batch.tokens.shape[0], cap + layout.n_nodes, dev, dtype)
-            if self.cached_model
-            else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype)
-        )
-        self.cached = prefill(draft, self.cache, batch)
-
-    def observe(self, hidden: torch.Tensor) -> None:
-        """Hidden states at the last accepted nodes; only drafters with ``needs_hidden`` use them."""
-
-    def laws(
-        self,
-        batch: Any,
-        node_tokens: torch.Tensor,
-        K: int,
-        children: ChildPolicy,
-        u_draft: torch.Tensor,
-        present_root: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
-        lay = self.layout
-        B = node_tokens.shape[0]
-        rows = torch.arange(B, device=node_tokens.device)
-        logits, start = forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
-        root_law = self.law(logits[rows, batch.seq_len - 1 - start])
-        V = root_law.shape[-1]
-        laws = torch.zeros(B, lay.n_nodes, V, dtype=root_law.dtype, device=root_law.device)
-        laws[:, 0] = root_law
-        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
-        present[:, 0] = present_root
-        root_slot = batch.seq_len - 1
-        calls = 1
-        for d in range(1, K + 1):
-            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
-            x, ok = draw_level(laws[:, lo_p:lo], lay, d, children, u_draft, present[:, lo_p:lo])
-            x = self.level_tokens(d, x, laws, lo)
-            ok &= (d <= self.k)[:, None]
-            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
-            present[:, lo:hi] = ok
-            if d < K:  # laws after depth-d nodes
-                lg = tree_logits(
-                    self.draft,
-                    self.cache if self.cached_model else None,
-                    batch.tokens,
-                    root_slot,
-                    node_tokens,
-                    lay,
-                    lo,
-                    hi,
-                )
-                laws[:, lo:hi] = self.law(lg)
-                calls += 1
-        self.fed = K - 1
-        return node_tokens, present, laws, calls
-
-    def level_tokens(
-        self, depth: int, tokens: torch.Tensor, laws: torch.Tensor, level_start: int
-    ) -> torch.Tensor:
-        """The drafted tokens ``[B, n_d]`` of level ``depth`` as used (a hook: the validation's
-        forced drafter overrides it to put a given path onto one branch)."""
-        return tokens
-
-    def commit(
-        self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
-    ) -> None:
-        keep = torch.clamp(j, max=self.fed)
-        if self.cached_model:
-            compact_path(self.cache, root_slot, path_offsets, keep)
-            self.cached = root_slot + 1 + keep
-        else:
-            self.cached = root_slot + 1  # history caches: the path is re-fed
 
 
 # ----------------------------------------------------------------------------- verification
@@ -252,6 +116,27 @@ def _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws, u
         torch.as_tensor(np.asarray(token), device=dev),
         torch.as_tensor(np.asarray(residual), device=dev),
     )
+
+
+def _write_accepted(
+    batch: Any,
+    node_tokens: torch.Tensor,
+    path_off: torch.Tensor,
+    j: torch.Tensor,
+    emitted: torch.Tensor,
+    token: torch.Tensor,
+) -> None:
+    """Append each row's accepted path (the first ``j [B]`` nodes of ``path_off [B, D]``) to
+    ``batch.tokens`` in place, then the emitted token after it where ``emitted [B]``."""
+    B, cap = batch.tokens.shape
+    dev = node_tokens.device
+    rows = torch.arange(B, device=dev)
+    path_tok = node_tokens.gather(1, path_off)  # [B, D]
+    keep = torch.arange(path_off.shape[1], device=dev)[None, :] < j[:, None]  # accepted path
+    r_idx, d_sel = torch.nonzero(keep, as_tuple=True)
+    batch.tokens[r_idx, batch.seq_len[r_idx] + d_sel] = path_tok[r_idx, d_sel]
+    slot = (batch.seq_len + j).clamp(max=cap - 1)
+    batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
 
 
 # ----------------------------------------------------------------------------- generation
@@ -408,13 +293,7 @@ def tree_generate(
             emitted = residual | (bool(bonus) & (j < remaining) & (k > 0))
             rows = torch.arange(B, device=dev)
             path_off = paths[node]  # [B, D]
-            path_tok = node_tokens.gather(1, path_off)  # [B, D]
-            d_idx = torch.arange(D, device=dev)[None, :]
-            keep = d_idx < j[:, None]  # accepted path, in place
-            r_idx, d_sel = torch.nonzero(keep, as_tuple=True)
-            batch.tokens[r_idx, batch.seq_len[r_idx] + d_sel] = path_tok[r_idx, d_sel]
-            slot = (batch.seq_len + j).clamp(max=cap - 1)
-            batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
+            _write_accepted(batch, node_tokens, path_off, j, emitted, token)
             if tcache is not None:
                 compact_path(tcache, root_slot, path_off, j)
             dr.commit(batch, root_slot, path_off, j)
