@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .job_safety import fresh_folder
 
 if TYPE_CHECKING:
-    from .reproduce import Step
+    from .steps import Step
 
 __all__ = ["run_figures"]
 

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .reproduce import Step
+    from .steps import Step
 
 __all__ = [
     "PACKAGE",

@@ -24,7 +24,7 @@ from .job_progress import JobProgress, clock
 from .step_cache import LAUNCHER, PACKAGE, StepCache
 
 if TYPE_CHECKING:
-    from .reproduce import Layout, Step
+    from .steps import Layout, Step
 
 __all__ = ["HEARTBEAT_S", "TIMES", "run_steps"]
 
