@@ -107,7 +107,7 @@ nitpick_ignore_regex = [
     # private modules (``spectheory._sizes``, ``spectheory._progress``, ``spectheory.app._step_launcher``)
     # are not on the site; docstrings may still name them and their classes
     (r"py:.*", r"spectheory(\.\w+)*\._\w+(\.\w+)*"),
-    (r"py:class", r"(Estimate|SizeError)"),
+    (r"py:class", r"Estimate"),
 ]
 
 # -- HTML --------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ The everyday names live here: the one-position laws (:mod:`spectheory.laws`), Le
 al.'s closed forms under i.i.d. acceptance (``iid_*``, not to be confused with the exact
 values of a chain, ``chain.expected_tokens_per_call(T, gamma)``), the central object
 :class:`DecodingChain`, the round kinds (:class:`PathRound`, :class:`TreeRound`,
-:class:`BatchRound`, :class:`PolicyRound`) and the Monte Carlo driver :func:`simulate`.
+:class:`BatchRound`, :class:`PolicyRound`) and the Monte Carlo driver :func:`simulate`; a
+computation estimated above the size limits raises :class:`SizeError` before it starts.
 Everything else is in the subpackages (``spectheory.trees``, ``spectheory.stopping``,
 ``spectheory.analysis``, ...), which are imported on first use: ``import spectheory`` loads numpy and the one-position laws,
 nothing heavier (no scipy.stats, no torch).
@@ -46,6 +47,7 @@ from .laws.distributions import (
 )
 
 if TYPE_CHECKING:  # the lazy names, for type checkers
+    from ._sizes import SizeError
     from .chain.constructors import ngram_counts
     from .chain.core import DecodingChain
     from .cost import CostModel
@@ -75,6 +77,7 @@ _LAZY = {
     "as_round": "spectheory.rounds",
     "Cost": "spectheory.rounds",
     "CostModel": "spectheory.cost",
+    "SizeError": "spectheory._sizes",
 }
 
 _SUBPACKAGES = (
@@ -127,6 +130,8 @@ __all__ = [
     "iid_optimal_gamma",
     "iid_accepted_count_law",
     "iid_operations_factor",
+    # a computation refused up front (above the size limits)
+    "SizeError",
 ]
 
 __getattr__, __dir__ = lazy_exports(
