@@ -20,8 +20,10 @@ argparse.ArgumentTypeError: expected cpu, cuda, cuda:N or mps, got 'tpu'
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from pathlib import Path
 
@@ -67,15 +69,21 @@ def nonneg_int(text: str) -> int:
     return _int(text, 0)
 
 
-def nonneg_float(text: str) -> float:
-    """A finite float >= 0."""
+def _float(text: str, ok: Callable[[float], bool], expected: str) -> float:
+    """``float(text)`` when ``ok`` holds for it, else ``ArgumentTypeError("{expected}, got
+    {text!r}")``; a text that is no number reads as nan (which no check accepts)."""
     try:
         value = float(text)
     except ValueError:
-        value = float("nan")
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text!r}")
+        value = math.nan
+    if not ok(value):
+        raise argparse.ArgumentTypeError(f"{expected}, got {text!r}")
     return value
+
+
+def nonneg_float(text: str) -> float:
+    """A finite float >= 0."""
+    return _float(text, lambda v: 0 <= v < math.inf, "must be a finite number >= 0")
 
 
 def comma_items(text: str) -> list[str]:
@@ -111,32 +119,27 @@ def gammas(text: str) -> list[int]:
 
 def finite_float(text: str) -> float:
     """A finite float (no nan, no inf)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
+    return _float(text, math.isfinite, "must be a finite number")
 
 
 def positive_float(text: str) -> float:
-    """A finite float > 0."""
-    value = finite_float(text) if text.strip().lower() not in ("inf", "-inf", "nan") else float("nan")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
-    return value
+    """A finite float > 0.
+
+    Examples
+    --------
+    >>> positive_float("0.5")
+    0.5
+    >>> positive_float("inf")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: must be a finite number > 0, got 'inf'
+    """
+    return _float(text, lambda v: 0 < v < math.inf, "must be a finite number > 0")
 
 
 def max_seconds(text: str) -> float:
     """Seconds > 0, or ``inf`` (no time limit)."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"expected a number of seconds > 0 (or inf), got {text!r}")
-    return value
+    return _float(text, lambda v: v > 0, "expected a number of seconds > 0 (or inf)")
 
 
 def max_memory(text: str) -> float:
