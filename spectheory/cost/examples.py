@@ -2,10 +2,15 @@
 
 Each entry states where its numbers come from and how sure they are. Two kinds:
 
-* **measured constants** from the speculative decoding papers (Leviathan et al. 2023's ``c``
-  for T5-XXL; Chen et al. 2023's per-token latencies for Chinchilla 70B): constant forms, valid
-  at the batch size they were measured at (batch 1) and used here at every batch size -- the
-  assumption whose failure :mod:`spectheory.cost.batch` quantifies;
+* **published constants** from the speculative decoding papers: Leviathan et al. 2023's cost
+  coefficient ``c`` for T5-XXL (11B) with T5-small (77M), T5-base (250M) or T5-large (800M)
+  drafts (arXiv 2211.17192v2, Appendix A.3, Table 4: 0.02 / 0.04 / 0.11, one value per draft on
+  both tasks and both temperatures, "estimated ... based on profiler traces", at batch size 1 on
+  one TPU-v4; Appendix A.5's lenience runs use ``c = 0.015`` for T5-small instead), and Chen
+  et al. 2023's per-token latencies for Chinchilla 70B and its 4B draft (arXiv 2302.01318v1,
+  Sec. 6: 14.1 and 1.8 ms per token on 16 TPU v4; Table 1, batch size 1). These are constant
+  forms, valid at the batch size they were measured at (batch 1) and used here at every batch
+  size -- the assumption whose failure :mod:`spectheory.cost.batch` quantifies;
 * **rooflines** from datasheet numbers (NVIDIA H100 SXM and H200 SXM: dense BF16 989.4 TFLOP/s
   for both -- 1979 with sparsity --, HBM bandwidth 3.35 and 4.8 TB/s) and model shapes
   (Llama-2-7B: 6.74e9 parameters, 32 layers, ``d_model`` 4096, no grouped-query attention;
@@ -14,8 +19,9 @@ Each entry states where its numbers come from and how sure they are. Two kinds:
   forward turns compute-bound, not its measured latency; fit a real device with
   ``spectheory.cost.fit`` (``spectheory tune``).
 
-The linear fit of Liu et al. 2026 (arXiv 2601.11580) is not included: its constants could not
-be checked in this release (pass them to :class:`~spectheory.cost.LinearForward` yourself).
+The linear latency fit of Liu et al. 2026 (arXiv 2601.11580) is not included: no text checked
+for this release states its fitted constants or their units (pass your own to
+:class:`~spectheory.cost.LinearForward`).
 
 >>> from spectheory.cost import named_cost
 >>> round(named_cost("chinchilla-70b/4b").relative().c, 4)  # c = 1.8 ms / 14.1 ms
@@ -37,8 +43,6 @@ __all__ = ["COST_MODELS", "named_cost", "llama_roofline"]
 HOPPER_BF16_FLOPS = 989.4e12
 H100_BANDWIDTH = 3.35e12
 H200_BANDWIDTH = 4.8e12
-
-_UNVERIFIED = "not checked against the paper's text in this release (recalled; treat as approximate)"
 
 
 def llama_roofline(
@@ -75,14 +79,16 @@ def _llama_pair(bandwidth: float, device: str) -> CostModel:
     )
 
 
-def _leviathan(c: float, draft: str) -> Callable[[], CostModel]:
+def _leviathan(c: float, draft: str, params: str) -> Callable[[], CostModel]:
     def make() -> CostModel:
         return ConstantCost(
             c,
             name=f"t5-xxl/{draft}-leviathan",
             source=(
-                f"Leviathan et al. 2023 (ICML, arXiv 2211.17192), Sec. 4: c = {c} measured for T5-XXL "
-                f"with {draft} on TPU-v4, batch 1; {_UNVERIFIED}"
+                f"Leviathan et al. 2023 (ICML, arXiv 2211.17192v2), Appendix A.3, Table 4: c = {c} "
+                f"for T5-XXL (11B) drafted by {draft} ({params}), on WMT EnDe and CNN/DM at temperature "
+                "0 and 1, estimated from profiler traces; walltimes at batch size 1 on a single "
+                "TPU-v4 (Sec. 4.1)"
             ),
         )
 
@@ -96,17 +102,18 @@ def _chinchilla() -> CostModel:
         level_forwards=False,
         name="chinchilla-70b/4b",
         source=(
-            "Chen et al. 2023 (arXiv 2302.01318): 14.1 ms per token for Chinchilla 70B and 1.8 ms "
-            f"for the 4B draft on 16 TPU-v4, batch 1; {_UNVERIFIED}"
+            "Chen et al. 2023 (arXiv 2302.01318v1), Sec. 6: the 4B draft (8 layers) samples at "
+            "1.8 ms/token against 14.1 ms/token for Chinchilla 70B, both on 16 TPU v4; Table 1: "
+            "autoregressive 14.1 ms/token at batch size 1"
         ),
     )
 
 
 #: Name -> factory of a :class:`~spectheory.cost.CostModel` (see the module docstring for sources).
 COST_MODELS: dict[str, Callable[[], CostModel]] = {
-    "t5-xxl/t5-small-leviathan": _leviathan(0.02, "t5-small"),
-    "t5-xxl/t5-base-leviathan": _leviathan(0.04, "t5-base"),
-    "t5-xxl/t5-large-leviathan": _leviathan(0.11, "t5-large"),
+    "t5-xxl/t5-small-leviathan": _leviathan(0.02, "t5-small", "77M"),
+    "t5-xxl/t5-base-leviathan": _leviathan(0.04, "t5-base", "250M"),
+    "t5-xxl/t5-large-leviathan": _leviathan(0.11, "t5-large", "800M"),
     "chinchilla-70b/4b": _chinchilla,
     "llama2-7b/68m-h100": lambda: _llama_pair(H100_BANDWIDTH, "h100"),
     "llama2-7b/68m-h200": lambda: _llama_pair(H200_BANDWIDTH, "h200"),

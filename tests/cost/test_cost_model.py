@@ -230,6 +230,19 @@ def test_named_models_state_their_sources():
         assert model.describe().startswith(name)
 
 
+def test_named_models_carry_the_published_constants():
+    """Leviathan et al.'s Table 4 (arXiv 2211.17192v2) and Chen et al.'s Sec. 6 (2302.01318v1)."""
+    for draft, c in (("t5-small", 0.02), ("t5-base", 0.04), ("t5-large", 0.11)):
+        model = named_cost(f"t5-xxl/{draft}-leviathan")
+        assert model.relative(1).c == model.relative(4096).c == c
+        assert "Table 4" in model.source
+    chinchilla = named_cost("chinchilla-70b/4b")
+    assert chinchilla.autoregressive() == pytest.approx(14.1e-3, rel=1e-12)
+    assert chinchilla.at().c == pytest.approx(1.8e-3, rel=1e-12)
+    assert "Sec. 6" in chinchilla.source
+    assert not any("recalled" in named_cost(name).source for name in COST_MODELS)
+
+
 def test_every_round_kind_is_costed_by_a_cost_model():
     """Path, tree, batch (both readings) and policy results under one cost model at a batch size:
     the policy evaluated under ``model.at(B)`` has the fixed path's time (FixedGamma is the path),
