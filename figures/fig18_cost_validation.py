@@ -1,4 +1,4 @@
-"""Measured vs predicted throughput of the real decoder at every batch size. (a) Predicted (filled: the fitted cost model with the Rao-Blackwellised rounds law; hollow: Leviathan's constant c at batch 1) against measured tokens/s (median over repeats, bars from the slowest to the fastest repeat), every batch size and configuration, with y = x and a 10% band. (b) predicted / measured against the batch size, per configuration, the constant-c prediction dashed.
+"""Measured vs predicted throughput of the real decoder at every batch size. (a) Predicted (filled: the cost model fitted on the other configurations' logged calls, with the Rao-Blackwellised rounds law; hollow: Leviathan's constant c at batch 1) against measured tokens/s (median over repeats, bars from the slowest to the fastest repeat), every batch size and configuration, with y = x and a 10% band. (b) predicted / measured against the batch size, per configuration, the constant-c prediction dashed.
 
 The numbers are those of benchmarks/cost_validation.py (CPU), and of benchmarks/cost_validation_gpu.py
 when its results are present (drawn as squares), read from the results folder beside the figures folder.

@@ -13,7 +13,9 @@
   -- the best configuration per batch size, the crossover and the constant-``c`` error
   (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.batch`);
 * :func:`fit_cost` -- time a model's forward on the user's device and fit a form, with the
-  fit error (:class:`CostFit`, :mod:`.fit`; torch is imported only when it runs).
+  fit error (:class:`CostFit`, :mod:`.fit`; torch is imported only when it runs);
+* :class:`ForwardLog` -- log the shape and seconds of every forward a model makes while the
+  decoder runs (torch hooks; :mod:`.timed`).
 
 This room sits below :mod:`spectheory.exact` (every result type reads a :class:`Cost`), so it
 imports only numpy and :mod:`spectheory.laws`.
@@ -30,6 +32,7 @@ from .examples import COST_MODELS, named_cost
 from .fit import CostFit, fit_cost
 from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
 from .model import ConstantCost, CostModel, DraftCall, TargetCall
+from .timed import ForwardLog
 
 __all__ = [
     "Cost",
@@ -51,4 +54,5 @@ __all__ = [
     "crossover_batch",
     "CostFit",
     "fit_cost",
+    "ForwardLog",
 ]

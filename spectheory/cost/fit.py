@@ -12,7 +12,7 @@ so a 50 us call and a 50 ms call weigh alike. Forms:
 - ``"constant"``: :math:`f = t_0` (Leviathan et al.'s unit cost: a call costs the same
   whatever it scores), :math:`\hat t_0 = \sum_i t_i^{-1} / \sum_i t_i^{-2}`;
 - ``"linear"``: :math:`f = a + b\,B m + c\,B L` (a launch/weight-reading floor, a cost per
-  scored token and one per cached key read; Liu et al. 2026's form), fitted by non-negative
+  scored token and one per cached key read; the form quoted from Liu et al. 2026), fitted by non-negative
   least squares on the rows ``[1, B m, B L] / t_i`` against 1.
 
 The result keeps the fitted :class:`~spectheory.cost.ForwardCost`, the grid and its

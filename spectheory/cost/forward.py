@@ -8,7 +8,8 @@ tokens already in its KV cache, takes ``f(batch, tokens, context)`` seconds. Thr
   a target call costs the same for one token or ``gamma + 1``; true while the forward is
   memory-bound and the batch is small).
 * :class:`LinearForward` -- ``f = base + per_token * B m + per_context * B L`` (the latency model
-  of Liu et al. 2026, arXiv 2601.11580, ``t = a N_kv + b N_batched + c0``, fitted on H100).
+  cited from Liu et al. 2026, arXiv 2601.11580, ``t = a N_kv + b N_batched + c0``, fitted on H100;
+  the form as quoted to us, not checked against the paper's text).
 * :class:`RooflineForward` -- ``f = launch + max(compute, memory)``: compute time
   ``(2 P B m + A B m L) / peak_flops`` against the time to read the weights and the KV cache,
   ``(P bytes_per_param + kv_bytes_per_token B L) / bandwidth`` (Williams et al. 2009's roofline).
@@ -101,7 +102,8 @@ class ConstantForward(ForwardCost):
 class LinearForward(ForwardCost):
     r"""``f = base + per_token * B m + per_context * B L`` (Liu et al. 2026, arXiv 2601.11580).
 
-    Liu et al. write the latency of a forward as ``t = a N_kv + b N_batched + c0``, with
+    Liu et al. are quoted (not checked here) as writing the latency of a forward as
+    ``t = a N_kv + b N_batched + c0``, with
     ``N_batched = B m`` the tokens the forward scores and ``N_kv = B L`` the cached tokens the
     attention reads; here ``base = c0``, ``per_token = b``, ``per_context = a``.
 

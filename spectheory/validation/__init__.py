@@ -16,7 +16,9 @@
 - speed (:mod:`.speed`): :func:`measure_speed`;
 - wall time and throughput at every batch size (:mod:`.cost_predict`, :mod:`.cost_rounds`,
   :mod:`.cost_timing`): :func:`sample_target_paths`, :func:`predict_time`,
-  :class:`DecoderTiming`, :func:`measure_overhead`; and which configuration to run
+  :class:`DecoderTiming`, :func:`measure_overhead`; the same fitted on the decoder's own
+  logged calls, each run predicted from the others (:mod:`.cost_insitu`:
+  :func:`measure_logged`, :func:`insitu_timing`, :func:`predict_held_out`); and which configuration to run
   (:mod:`.tuning`): :func:`tune`, :class:`TuneResult`;
 - repeated prompts prefilled once, same samples (:mod:`.shared_prefill`): :func:`shared_prefill`.
 
@@ -70,6 +72,10 @@ _EXPORTS = {
     "predict_time": "cost_predict",
     "DecoderTiming": "cost_timing",
     "measure_overhead": "cost_timing",
+    "LoggedRun": "cost_insitu",
+    "measure_logged": "cost_insitu",
+    "insitu_timing": "cost_insitu",
+    "predict_held_out": "cost_insitu",
     "tune": "tuning",
     "TuneResult": "tuning",
     "shared_prefill": "shared_prefill",

@@ -7,20 +7,23 @@ target forward over ``K + 1`` tokens, plus the work outside the models (sampling
 uniforms, the verifier, the bookkeeping):
 
 .. math:: t_\text{round}(B, K, L) = t_D(B, 2, L) + (K - 1)\, t_D(B, 1, L) + t_T(B, K + 1, L)
-          + o_\text{path}(B, K + 1).
+          + K\, o_\text{step} + o_\text{path}(B, K + 1).
 
 A tree round (:func:`~spectheory.decoder.tree_generate`) drafts level by level: the root call,
 then one call per level ``d = 1..K-1`` over its ``n_d`` nodes, and one target call over all
 ``N`` nodes of the tree (root included): :math:`t_D(B, 2, L) + \sum_{d<K} t_D(B, n_d, L) +
-t_T(B, N, L) + o_\text{tree}(B, N)`. Autoregressive decoding costs :math:`t_T(B, 1, L) +
+t_T(B, N, L) + K\, o_\text{step} + o_\text{tree}(B, N)`. Autoregressive decoding costs :math:`t_T(B, 1, L) +
 o_\text{ar}(B, 1)` per token, and a prefill of prompts of length ``L_0`` one forward of
-``L_0 - 1`` tokens per model.
+``L_0 - 1`` tokens per model; a whole decoder call adds ``o_call`` (allocating the caches,
+building the batch, collecting the output).
 
 The overheads ``o_kind(B, w) = a + s w + b B w`` (``w`` = tokens scored per row: work per round,
 per draft step, per row and token) are *measured*: :func:`measure_overhead` runs the real decoder
 at a few configurations and takes each round's time minus its predicted forwards, then fits
 ``a, s, b >= 0`` (least squares relative to the round time; :class:`RoundOverhead`).
-:class:`DecoderTiming` holds the two forward costs and the overheads.
+:class:`DecoderTiming` holds the two forward costs and the overheads. The fits of
+:mod:`.cost_insitu` measure all of them -- ``o_step``, ``o_kind`` and ``o_call`` included -- on the
+decoder's own logged calls instead (:class:`~spectheory.cost.timed.ForwardLog`).
 """
 
 from __future__ import annotations
@@ -89,6 +92,15 @@ class DecoderTiming:
     overhead : dict kind -> ForwardCost, optional
         Per-round work outside the models, called as ``o(batch, tokens scored per row, 0)``;
         missing kinds cost 0 (``"policy"`` falls back to ``"path"``).
+    step : float or dict kind -> float, optional
+        Seconds outside the model after each draft forward of a round (sampling the drafted
+        token, appending it, a policy's stopping statistic), ``o_step``: a path round of depth
+        ``K`` adds ``K o_step``, a tree round one per draft call. Default 0 (the :func:`measure_overhead` fit folds it into
+        ``overhead``); the in-situ fits (:mod:`.cost_insitu`) measure it.
+    call : (float, float), optional
+        Seconds of one decoder call outside the forwards and the rounds (allocating caches,
+        building the batch, collecting the output), autoregressive and speculative; added
+        to :meth:`prefill_seconds`. Default ``(0, 0)``.
 
     Examples
     --------
@@ -100,6 +112,8 @@ class DecoderTiming:
     target: Any
     draft: Any
     overhead: dict = field(default_factory=dict)
+    step: Any = 0.0
+    call: tuple = (0.0, 0.0)
 
     def _overhead(self, kind: str) -> Any:
         if kind in self.overhead:
@@ -107,6 +121,12 @@ class DecoderTiming:
         if kind == "policy" and "path" in self.overhead:
             return self.overhead["path"]
         return _zero
+
+    def _step(self, kind: str) -> float:
+        if not isinstance(self.step, dict):
+            return float(self.step)
+        fallback = self.step.get("path", 0.0) if kind == "policy" else 0.0
+        return float(self.step[kind]) if kind in self.step else float(fallback)
 
     def round_seconds(
         self, kind: str, batch: int, depth: float, context: float, tree: Any = None, overhead: bool = True
@@ -121,10 +141,11 @@ class DecoderTiming:
             Ki = int(round(K))
             scored = float(widths[: Ki + 1].sum())
             draft = self.draft(B, 2, L) + sum(self.draft(B, int(widths[d]), L) for d in range(1, Ki))
+            draft += max(Ki, 1) * self._step(kind)
             target = self.target(B, int(scored), L)
         elif kind in ("path", "policy"):
             scored = K + 1
-            draft = self.draft(B, 2, L) + (K - 1) * self.draft(B, 1, L)
+            draft = self.draft(B, 2, L) + (K - 1) * self.draft(B, 1, L) + K * self._step(kind)
             lo = int(np.floor(K))  # a mean depth may be fractional: interpolate the target call
             w = K - lo
             target = (1 - w) * self.target(B, lo + 1, L) + (w * self.target(B, lo + 2, L) if w else 0.0)
@@ -148,12 +169,14 @@ class DecoderTiming:
         return float(self.target(int(batch), 1, float(context)) + extra)
 
     def prefill_seconds(self, batch: int, prompt_len: int, speculative: bool = True) -> float:
-        """The prefill: one forward of ``prompt_len - 1`` tokens per model (none for 1-token prompts)."""
+        """The prefill: one forward of ``prompt_len - 1`` tokens per model (none for 1-token prompts),
+        plus the call's own work outside the forwards (``call``)."""
         m = int(prompt_len) - 1
+        extra = float(self.call[1] if speculative else self.call[0])
         if m < 1:
-            return 0.0
+            return extra
         t = self.target(int(batch), m, 0)
-        return float(t + (self.draft(int(batch), m, 0) if speculative else 0.0))
+        return float(t + (self.draft(int(batch), m, 0) if speculative else 0.0)) + extra
 
 
 def _work(kind: str, rnd: Any, depth: float) -> float:

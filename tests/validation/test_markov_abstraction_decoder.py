@@ -12,6 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 import spectheory.validation as V  # noqa: E402
+import spectheory.validation.hidden_states  # noqa: E402,F401  (V.hidden_states below: a submodule, not a lazy name)
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
 

@@ -1,0 +1,293 @@
+r"""Cost models fitted on the decoder's own calls, held out by configuration (issue 21, item 3).
+
+On a shared machine the speed of the same forward drifts by tens of percent within seconds, so
+a cost model fitted at one moment mispredicts runs made at another. Here the forwards are
+timed *inside* the decoder's runs (:class:`~spectheory.cost.timed.ForwardLog`): every run of
+the validation grid leaves a :class:`LoggedRun` with the shape and seconds of each of its
+target and draft calls. The prediction for one run uses only *other* runs:
+
+* forwards (:class:`LoggedForward`, :func:`fit_logged_forward`): at the run's batch size ``B``,
+  from the calls of the *other configurations* of the same repeat (made within seconds of it).
+  A cached call of ``m`` tokens per row at context ``L`` costs :math:`\alpha_m + c L` (one
+  intercept per token count seen, one shared context slope, least squares with all
+  coefficients :math:`\ge 0`; token counts not seen are interpolated linearly between the
+  nearest seen ones, or extrapolated from the last two); a prefill (``L = 0``) costs the mean
+  of the logged prefills of that width;
+* the work outside the forwards (:func:`fit_outside`): over every other run at ``B`` (all
+  repeats), the run's time minus its logged forwards is fitted by least squares (coefficients
+  :math:`\ge 0`) to
+
+  .. math:: q_\text{call} + a_\text{kind} R + o_{\text{step},\text{kind}} D + t W
+
+  with ``R`` the rounds (target calls after the prefill), ``D`` the draft forwards and ``W``
+  the tokens scored per row summed over rounds; ``q`` per decoder call (autoregressive or
+  speculative), ``a`` per round and ``o_step`` per draft forward, each per kind of round
+  (autoregressive, path, policy, tree: a policy computes its stopping statistic after every
+  draft step, a tree round builds its attention mask).
+
+:func:`insitu_timing` turns both into the :class:`~.cost_timing.DecoderTiming` that
+:func:`~.cost_predict.predict_time` reads. No run's own times enter its prediction, and the
+configuration predicted never enters the forwards it is predicted with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..cost.forward import ForwardCost
+from .cost_timing import DecoderTiming, RoundOverhead
+
+__all__ = [
+    "LoggedRun",
+    "LoggedForward",
+    "fit_logged_forward",
+    "fit_outside",
+    "insitu_timing",
+    "measure_logged",
+    "predict_held_out",
+    "held_out_parts",
+]
+
+KINDS = ("autoregressive", "path", "policy", "tree")
+
+
+@dataclass(frozen=True)
+class LoggedRun:
+    """One decoder call with its logged forwards.
+
+    Parameters
+    ----------
+    config : str
+        Label of the configuration (e.g. ``"gamma=4"``).
+    kind : ``"autoregressive"``, ``"path"``, ``"policy"`` or ``"tree"``
+    batch, repeat : int
+    seconds : float
+        Wall time of the whole call.
+    target, draft : ndarray ``[n, 4]``
+        The logs (batch, tokens per row, mean context, seconds) of :class:`~spectheory.cost.timed.ForwardLog`.
+    """
+
+    config: str
+    kind: str
+    batch: int
+    repeat: int
+    seconds: float
+    target: np.ndarray
+    draft: np.ndarray
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"kind: expected one of {KINDS}, got {self.kind!r}")
+
+    @property
+    def outside(self) -> float:
+        """Seconds of the call outside every logged forward."""
+        return float(self.seconds - self.target[:, 3].sum() - self.draft[:, 3].sum())
+
+    def features(self) -> np.ndarray:
+        """``[11]``: calls (autoregressive, speculative), rounds per kind (:data:`KINDS`), draft
+        forwards per speculative kind (path, policy, tree) and tokens scored, as counted in
+        :func:`fit_outside`."""
+        rounds = self.target[self.target[:, 2] > 0]
+        R, D = float(len(rounds)), float((self.draft[:, 2] > 0).sum())
+        ar = self.kind == "autoregressive"
+        per_kind = [R * (self.kind == k) for k in KINDS]
+        steps = [D * (self.kind == k) for k in KINDS[1:]]
+        return np.array([float(ar), float(not ar), *per_kind, *steps, float(rounds[:, 1].sum())])
+
+
+def _interp(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
+    """Piecewise-linear through ``(xp, fp)``, extended linearly beyond both ends."""
+    if len(xp) == 1:
+        return np.full_like(x, fp[0], dtype=np.float64)
+    y = np.interp(x, xp, fp)
+    lo, hi = x < xp[0], x > xp[-1]
+    y[lo] = fp[0] + (x[lo] - xp[0]) * (fp[1] - fp[0]) / (xp[1] - xp[0])
+    y[hi] = fp[-1] + (x[hi] - xp[-1]) * (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])
+    return np.maximum(y, 0.0)
+
+
+@dataclass(frozen=True)
+class LoggedForward(ForwardCost):
+    r"""A forward's seconds at one batch size, from logged calls: :math:`\alpha_m + c L` (module docstring).
+
+    Parameters
+    ----------
+    batch : int
+        The only batch size it answers for (others: ``ValueError``).
+    tokens, intercepts : tuples of float
+        The token counts seen (increasing) and their :math:`\alpha_m`.
+    per_context : float
+        :math:`c`, seconds per cached position.
+    prefill : tuple of (tokens, seconds)
+        Mean seconds of the uncached calls (``context = 0``) per width.
+
+    Examples
+    --------
+    >>> f = LoggedForward(4, (1.0, 3.0), (0.010, 0.014), 1e-5, ((31.0, 0.05),))
+    >>> round(f(4, 2, 100), 6), round(f(4, 5, 0), 6), f(4, 31, 0)   # interpolated, extrapolated, prefill
+    (0.013, 0.018, 0.05)
+    """
+
+    batch: int
+    tokens: tuple
+    intercepts: tuple
+    per_context: float
+    prefill: tuple = ()
+
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        if np.any(batch != self.batch):
+            raise ValueError(
+                f"batch: this logged forward was fitted at batch {self.batch} only, got {batch!r}"
+            )
+        m, L = np.broadcast_arrays(
+            np.asarray(tokens, dtype=np.float64), np.asarray(context, dtype=np.float64)
+        )
+        out = (
+            _interp(m.ravel(), np.asarray(self.tokens), np.asarray(self.intercepts))
+            + self.per_context * L.ravel()
+        )
+        for width, seconds in self.prefill:
+            out[(m.ravel() == width) & (L.ravel() == 0)] = seconds
+        return out.reshape(m.shape)
+
+    def describe(self) -> str:
+        return f"logged at B={self.batch}: {len(self.tokens)} token counts, c = {self.per_context:.3g} s/position"
+
+
+def fit_logged_forward(calls: np.ndarray, batch: int) -> LoggedForward:
+    """Fit :class:`LoggedForward` to the calls ``[n, 4]`` of one model made at ``batch`` rows.
+
+    Examples
+    --------
+    >>> calls = np.array([[2, 1, 10, 0.011], [2, 1, 20, 0.012], [2, 3, 10, 0.031], [2, 9, 0, 0.2]])
+    >>> f = fit_logged_forward(calls, 2)
+    >>> round(f(2, 3, 20), 6), f(2, 9, 0)
+    (0.032, 0.2)
+    """
+    from scipy.optimize import nnls
+
+    c = np.asarray(calls, dtype=np.float64).reshape(-1, 4)
+    c = c[c[:, 0] == batch]
+    cached, pre = c[c[:, 2] > 0], c[c[:, 2] == 0]
+    if not len(cached):
+        raise ValueError(f"calls: no cached call at batch {batch} to fit")
+    ms = np.unique(cached[:, 1])
+    X = np.column_stack([cached[:, 1][:, None] == ms[None, :], cached[:, 2]]).astype(np.float64)
+    coef, _ = nnls(X, cached[:, 3])
+    prefill = tuple((float(w), float(pre[pre[:, 1] == w, 3].mean())) for w in np.unique(pre[:, 1]))
+    return LoggedForward(
+        int(batch), tuple(map(float, ms)), tuple(map(float, coef[:-1])), float(coef[-1]), prefill
+    )
+
+
+#: Names of :func:`fit_outside`'s coefficients, in order.
+OUTSIDE_TERMS = (
+    "q_autoregressive",
+    "q_speculative",
+    *(f"a_{k}" for k in KINDS),
+    *(f"step_{k}" for k in KINDS[1:]),
+    "per_token",
+)
+
+
+def fit_outside(runs: Sequence[LoggedRun]) -> np.ndarray:
+    """Coefficients ``[11]`` (:data:`OUTSIDE_TERMS`; module docstring) fitted to the
+    outside-the-forwards seconds of ``runs`` (least squares, all ``>= 0``)."""
+    from scipy.optimize import nnls
+
+    if not runs:
+        raise ValueError("runs: nothing to fit the outside-the-model work on")
+    X = np.array([r.features() for r in runs])
+    y = np.array([r.outside for r in runs])
+    coef, _ = nnls(X, y)
+    return coef
+
+
+def insitu_timing(
+    forward_runs: Sequence[LoggedRun], outside_runs: Sequence[LoggedRun], batch: int
+) -> DecoderTiming:
+    """The :class:`~.cost_timing.DecoderTiming` at ``batch`` rows: forwards fitted on the calls of
+    ``forward_runs``, the outside work on ``outside_runs`` (module docstring)."""
+    pool = [r for r in forward_runs if r.batch == batch]
+    target = fit_logged_forward(np.concatenate([r.target for r in pool]), batch)
+    drafts = [r.draft for r in pool if len(r.draft)]
+    draft = fit_logged_forward(np.concatenate(drafts), batch) if drafts else target
+    coef = dict(zip(OUTSIDE_TERMS, map(float, fit_outside([r for r in outside_runs if r.batch == batch]))))
+    t = coef["per_token"]
+    overhead = {k: RoundOverhead(coef[f"a_{k}"], t, 0.0) for k in KINDS}
+    step = {k: coef[f"step_{k}"] for k in KINDS[1:]}
+    return DecoderTiming(
+        target, draft, overhead, step=step, call=(coef["q_autoregressive"], coef["q_speculative"])
+    )
+
+
+def measure_logged(
+    target: Any,
+    draft: Any,
+    prompts: Sequence[Any],
+    horizon: int,
+    rnd: Any,
+    batch: int,
+    repeat: int = 0,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> tuple[LoggedRun, dict]:
+    """One decoder call (:func:`~.tuning.measure_run`) with both models' forwards logged.
+
+    Returns the :class:`LoggedRun` and the run's ``measure_run`` dict (throughput, seconds,
+    rounds, draft calls)."""
+    from ..cost.timed import ForwardLog
+    from .cost_timing import round_kind
+    from .tuning import config_label, measure_run
+
+    with ForwardLog(target) as lt, ForwardLog(draft) as ld:
+        out = measure_run(target, draft, prompts, horizon, rnd, batch, seed=seed, device=device)
+    kind = "autoregressive" if rnd is None else round_kind(rnd)
+    run = LoggedRun(config_label(rnd), kind, int(batch), int(repeat), out["seconds"], lt.take(), ld.take())
+    return run, out
+
+
+def predict_held_out(
+    sample: Any,
+    rnd: Any,
+    run: LoggedRun,
+    runs: Sequence[LoggedRun],
+    rng: np.random.Generator | int | None = 0,
+) -> dict:
+    """:func:`~.cost_predict.predict_time` of ``run`` (configuration ``rnd``) from the other runs:
+    forwards from the other configurations of its repeat, the outside work from every other run
+    at its batch size (module docstring)."""
+    from .cost_predict import predict_time
+
+    same = [r for r in runs if r.batch == run.batch]
+    forwards = [r for r in same if r.repeat == run.repeat and r.config != run.config]
+    outside = [r for r in same if r is not run]
+    if not forwards:
+        raise ValueError(f"runs: no other configuration at batch {run.batch}, repeat {run.repeat}")
+    return predict_time(sample, rnd, insitu_timing(forwards, outside, run.batch), run.batch, rng=rng)
+
+
+def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun]) -> dict:
+    """Where a held-out prediction's error comes from: the fits of :func:`predict_held_out`
+    evaluated on ``run``'s *own* logged calls and counts (so the rounds law plays no part).
+
+    Returns ``forward`` and ``outside``: ``(predicted, measured)`` seconds of the run's forwards
+    (every logged call priced by the held-out forward fits) and of its work outside them."""
+    same = [r for r in runs if r.batch == run.batch]
+    forwards = [r for r in same if r.repeat == run.repeat and r.config != run.config]
+    timing = insitu_timing(forwards, [r for r in same if r is not run], run.batch)
+    priced = [
+        float(np.sum(model(calls[:, 0], calls[:, 1], calls[:, 2]))) if len(calls) else 0.0
+        for model, calls in ((timing.target, run.target), (timing.draft, run.draft))
+    ]
+    coef = fit_outside([r for r in same if r is not run])
+    measured_fwd = float(run.target[:, 3].sum() + run.draft[:, 3].sum())
+    return {
+        "forward": (sum(priced), measured_fwd),
+        "outside": (float(run.features() @ coef), run.outside),
+    }
