@@ -11,9 +11,12 @@ after prompts of length ``L_0`` (:func:`predict_time`):
 .. math:: \text{time}(B) = t_\text{prefill}(B) + E[\max_b R_b]\; E_K[t_\text{round}(B, K, \bar L)],
           \qquad \text{throughput} = \frac{B T}{\text{time}(B)},
 
-where ``K`` is the round's batch draft depth -- the largest over the rows of their own draft
-lengths (fixed for paths and trees, the policy's stopping law for policies, from the draft's own
-paths, :func:`drafted_length_law`) -- and :math:`\bar L` the mean over rounds of the longest
+where ``K`` is the round's batch draft depth -- the largest over the rows *still generating* of
+their own draft lengths, each capped by the tokens the row has left (fixed for paths and trees,
+the policy's stopping law for policies, from the draft's own paths, :func:`drafted_length_law`);
+its law is simulated on the rounds chain (:func:`~.cost_rounds.batch_depth_law`: the last
+rounds of a batch have few rows, all near the end of the horizon, so ``K`` there is well below
+the largest of ``B`` independent depths) -- and :math:`\bar L` the mean over rounds of the longest
 row's context (attention reads up to the longest row): about
 :math:`L_0 + T (1 - E[\min_b R_b] / (2 E[\max_b R_b]))`, i.e. ``L_0 + T/2`` at ``B = 1``. Tokens
 per call ``T / E[R]`` has the delta-method SE over paths; ``E[max R]`` a bootstrap SE over
@@ -31,7 +34,7 @@ import numpy as np
 from .._guards import check_int
 from ..stopping.along_paths import ratio_mean_se
 from ..stopping.policies import StopContext
-from .cost_rounds import batch_rounds, path_kernel, policy_kernel, rounds_law, tree_kernel
+from .cost_rounds import batch_depth_law, batch_rounds, path_kernel, policy_kernel, rounds_law, tree_kernel
 from .cost_timing import DecoderTiming, round_kind
 
 __all__ = ["PathSample", "sample_target_paths", "drafted_length_law", "round_law", "predict_time"]
@@ -60,6 +63,8 @@ class PathSample:
     seed: int = 0
     prompt_of: np.ndarray | None = None
     _laws: dict = field(default_factory=dict, repr=False)
+    _chains: dict = field(default_factory=dict, repr=False)
+    _batch_depths: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_paths(self) -> int:
@@ -189,10 +194,13 @@ def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
     law, visits = rounds_law(J, m0)
     if kind == "policy":
         depth = drafted_length_law(sample, rnd.policy, visits)
+        drafted: Any = depth
     else:
         depth = np.bincount(np.minimum(D, T - np.arange(T)), weights=visits.sum((0, 2)), minlength=D + 1)
         depth = depth / depth.sum()
+        drafted = D
     sample._laws[key] = (law, depth)
+    sample._chains[key] = (J, m0, drafted)
     return law, depth
 
 
@@ -237,8 +245,13 @@ def predict_time(
     else:  # the batch's own prompts: row b has prompt b mod P
         tpc, tpc_se = T / r["mean"], T * r["mean_se"] / r["mean"] ** 2
     ctx = L0 + T * (1 - r["min"] / (2 * r["max"]))
-    F = np.cumsum(depth)
-    batch_depth = np.diff(np.concatenate([[0.0], np.clip(F, 0, 1) ** B]))  # the largest of B rows
+    J, m0, drafted = sample._chains[repr(rnd)]
+    key = (repr(rnd), B)
+    if key not in sample._batch_depths:  # the largest depth over the rows still generating
+        sample._batch_depths[key] = batch_depth_law(
+            J, B, drafted, m0, groups=sample.prompt_of, rng=np.random.default_rng(sample.seed + B)
+        )
+    batch_depth = sample._batch_depths[key]
     tree = getattr(rnd, "tree", None)
     per_round = sum(
         p * timing.round_seconds(kind, B, k, ctx, tree=tree) for k, p in enumerate(batch_depth) if p > 0

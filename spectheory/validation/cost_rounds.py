@@ -33,7 +33,7 @@ from .._guards import check_int
 from ..stopping.along_paths import stop_along_paths
 from ..stopping.policies import Policy
 
-__all__ = ["path_kernel", "tree_kernel", "policy_kernel", "rounds_law", "batch_rounds"]
+__all__ = ["path_kernel", "tree_kernel", "policy_kernel", "rounds_law", "batch_rounds", "batch_depth_law"]
 
 
 def path_kernel(reject: np.ndarray, gamma: int, bonus: bool = True) -> np.ndarray:
@@ -218,3 +218,75 @@ def batch_rounds(
         "max_se": float(se[1]),
         "min_se": float(se[2]),
     }
+
+
+def batch_depth_law(
+    J: np.ndarray,
+    batch: int,
+    depth: int | np.ndarray,
+    initial_memory: int = 0,
+    groups: np.ndarray | None = None,
+    rng: np.random.Generator | int | None = None,
+    rows: int = 8192,
+) -> np.ndarray:
+    r"""Law ``[D + 1]`` of the draft depth a *batch* plays in a round: the largest depth over the
+    rows still generating, simulated on the rounds chain.
+
+    A batch drafts ``K_r = \max_{b:\, R_b \ge r} k_{b,r}`` tokens in its round ``r``: finished rows
+    draft nothing, and a row at start ``n`` drafts ``k = \min(D, T - n)`` (``depth`` an int ``D``)
+    or ``\min(k', T - n)`` with ``k' ~ depth`` (a law ``[D + 1]`` of a policy's drafted length).
+    Near the end of the horizon every row has few tokens left at once and the last rounds have
+    few rows, so ``K_r`` is smaller than the largest of ``B`` independent round depths. Rows follow
+    ``J [N, T, M, T + 1, M]`` (:func:`path_kernel`, ...) from start 0; row ``b`` takes a path of
+    prompt ``b mod P`` (``groups``, as :func:`batch_rounds`) or a uniform path; about ``rows`` rows
+    are simulated in all (batches of ``batch``). Returns the frequency of each ``K`` over all
+    simulated batch rounds.
+
+    Examples
+    --------
+    Every draft accepted, ``gamma = 2``, ``T = 5``: rounds start at 0 and 3, drafting 2 and 2.
+
+    >>> J = path_kernel([[0.0] * 5], 2)
+    >>> batch_depth_law(J, 4, 2, rng=0).tolist()
+    [0.0, 0.0, 1.0]
+
+    Near the end rows are short of tokens: ``gamma = 4``, ``T = 6``, all accepted: rounds start at
+    0 (4 drafted, then the bonus) and 5 (1 left).
+
+    >>> batch_depth_law(path_kernel([[0.0] * 6], 4), 2, 4, rng=0).tolist()
+    [0.0, 0.5, 0.0, 0.0, 0.5]
+    """
+    B = check_int(batch, "batch", 1)
+    J = np.asarray(J, dtype=np.float64)
+    N, T, M = J.shape[:3]
+    gen = np.random.default_rng(rng)
+    fixed = np.ndim(depth) == 0
+    D = int(depth) if fixed else int(np.size(depth)) - 1
+    n_batches = max(1, -(-int(rows) // B))
+    S = n_batches * B
+    g = None if groups is None else np.asarray(groups, dtype=np.int64)
+    if g is None:
+        path = gen.integers(0, N, S)
+    else:
+        members = [np.flatnonzero(g == p) for p in range(int(g.max()) + 1)]
+        prompt = np.tile(np.arange(B) % len(members), n_batches)
+        path = np.array([m[gen.integers(len(m))] for m in (members[p] for p in prompt)])
+    flat = np.cumsum(J.reshape(N, T, M, (T + 1) * M), axis=-1)
+    n, a = np.zeros(S, np.int64), np.full(S, int(initial_memory), np.int64)
+    counts = np.zeros(D + 1)
+    for _ in range(T):  # a round advances every live row by at least one position
+        live = n < T
+        if not live.any():
+            break
+        if fixed:
+            k = np.minimum(D, T - n)
+        else:
+            k = np.minimum(gen.choice(D + 1, size=S, p=np.asarray(depth) / np.sum(depth)), T - n)
+        k = np.where(live, k, -1).reshape(n_batches, B).max(1)  # per batch; -1: batch done
+        counts += np.bincount(k[k >= 0], minlength=D + 1)[: D + 1]
+        idx = np.flatnonzero(live)
+        u = gen.random(len(idx))
+        c = flat[path[idx], n[idx], a[idx]]
+        nxt = np.minimum((u[:, None] * c[:, -1:] > c).sum(1), (T + 1) * M - 1)
+        n[idx], a[idx] = np.divmod(nxt, M)
+    return counts / counts.sum()
