@@ -46,7 +46,7 @@ from spectheory.validation.cost_insitu import (
     predict_held_out,
 )
 from spectheory.validation.cost_predict import sample_target_paths
-from spectheory.validation.tuning import config_label, default_configs
+from spectheory.validation.tune_runs import config_label, default_configs
 
 TOLERANCE = 0.10
 PROMPT_LEN = 32

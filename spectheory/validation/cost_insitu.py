@@ -243,7 +243,7 @@ def measure_logged(
     rounds, draft calls)."""
     from ..cost.timed import ForwardLog
     from .cost_timing import round_kind
-    from .tuning import config_label, measure_run
+    from .tune_runs import config_label, measure_run
 
     with ForwardLog(target) as lt, ForwardLog(draft) as ld:
         out = measure_run(target, draft, prompts, horizon, rnd, batch, seed=seed, device=device)

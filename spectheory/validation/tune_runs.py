@@ -1,0 +1,169 @@
+r"""The configurations :func:`~spectheory.validation.tuning.tune` ranks, and the decoder runs it times.
+
+* :func:`default_configs`, :func:`config_label` -- the gamma / tree / policy rounds of a tuning
+  grid and their labels;
+* :func:`fit_timing` -- both models' forwards fitted on the device over the grid's batch sizes and
+  token counts, and the decoder's overheads measured (:class:`~.cost_timing.DecoderTiming`);
+* :func:`measure_run`, :func:`measure_throughput` -- one timed decoder call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from .cost_timing import DecoderTiming, measure_overhead, round_kind
+
+__all__ = [
+    "DEFAULT_TREES",
+    "default_configs",
+    "config_label",
+    "fit_timing",
+    "measure_run",
+    "measure_throughput",
+]
+
+#: Tree shapes (children per depth) tried by default.
+DEFAULT_TREES = ((2, 1, 1), (2, 2, 1))
+
+
+def default_configs(
+    gammas: Iterable[int] = (1, 2, 3, 4, 6, 8),
+    trees: Iterable[Any] = DEFAULT_TREES,
+    policies: Iterable[Any] | None = None,
+) -> list[Any]:
+    """Rounds for ``gammas`` (``PathRound``), ``trees`` (``DraftTree`` or branching tuples, as
+    ``TreeRound`` with ``tree_rrs``) and ``policies`` (default: HuggingFace's confidence rule 0.4
+    up to depth 8, as ``PolicyRound``)."""
+    from ..rounds import PathRound
+    from ..stopping import ConfidenceThreshold, PolicyRound
+    from ..trees import DraftTree, TreeRound
+
+    out: list[Any] = [PathRound(check_int(g, "gammas", 1)) for g in gammas]
+    for t in trees:
+        out.append(TreeRound(t if isinstance(t, DraftTree) else DraftTree.from_branching(list(t))))
+    for p in (ConfidenceThreshold(0.4, max_depth=8),) if policies is None else policies:
+        out.append(PolicyRound(p))
+    return out
+
+
+def config_label(rnd: Any) -> str:
+    """A short name: ``gamma=4``, ``tree 2x2x1``, ``policy ConfidenceThreshold(0.4, top)``, ``autoregressive``."""
+    if rnd is None:
+        return "autoregressive"
+    kind = round_kind(rnd)
+    if kind == "path":
+        return f"gamma={rnd.gamma}"
+    if kind == "tree":
+        widths = np.bincount(np.asarray(rnd.tree.depth))
+        branching = [int(widths[d + 1] // max(widths[d], 1)) for d in range(len(widths) - 1)]
+        regular = all(widths[d + 1] == widths[d] * b for d, b in enumerate(branching))
+        shape = "x".join(map(str, branching)) if regular else f"{rnd.tree.n_nodes} nodes"
+        return f"tree {shape}"
+    return f"policy {rnd.policy!r}"
+
+
+def _scored_tokens(configs: Sequence[Any]) -> list[int]:
+    m = {1, 2}
+    for rnd in configs:
+        if round_kind(rnd) == "tree":
+            m.add(int(rnd.tree.n_nodes))
+            m.update(int(w) for w in np.bincount(np.asarray(rnd.tree.depth))[1:])
+        else:
+            m.add(int(rnd.max_depth) + 1)
+    return sorted(m)
+
+
+def fit_timing(
+    target: Any,
+    draft: Any,
+    prompts: np.ndarray,
+    horizon: int,
+    configs: Sequence[Any],
+    batches: Sequence[int],
+    device: Any = "cpu",
+    repeats: int = 5,
+    calibration_batches: Sequence[int] | None = None,
+    rng: np.random.Generator | int | None = None,
+) -> tuple[DecoderTiming, dict]:
+    """Fit both models' forwards over ``batches`` x the tokens ``configs`` score x the contexts
+    ``L0, L0 + T`` and measure the overheads (short runs of the cheapest and the dearest
+    configuration of each kind, and of autoregressive decoding, at each calibration batch: the
+    smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
+    record of the fits and overhead runs."""
+    from ..cost.fit import fit_cost
+
+    gen = np.random.default_rng(rng)
+    L0, T = int(np.shape(prompts)[1]), int(horizon)
+    grid = dict(batches=sorted(set(batches)), tokens=_scored_tokens(configs), contexts=(L0, L0 + T))
+    fits = {
+        name: fit_cost(model, device=device, repeats=repeats, rng=gen, **grid)  # type: ignore[arg-type]
+        for name, model in (("target", target), ("draft", draft))
+    }
+    timing = DecoderTiming(fits["target"].forward, fits["draft"].forward)
+    cal = sorted({min(batches), max(batches)}) if calibration_batches is None else list(calibration_batches)
+    kinds: dict[str, list[Any]] = {}
+    for rnd in configs:  # per kind, the configurations scoring the fewest and the most tokens
+        kinds.setdefault(round_kind(rnd), []).append(rnd)
+    picked = [None]
+    for group in kinds.values():
+        work = [r.tree.n_nodes if round_kind(r) == "tree" else r.max_depth for r in group]
+        picked += [group[int(np.argmin(work))]] + (
+            [group[int(np.argmax(work))]] if max(work) > min(work) else []
+        )
+    runs = [(rnd, B) for B in cal for rnd in picked]
+    rows = [list(p) for p in np.asarray(prompts)]
+    timing, points = measure_overhead(target, draft, timing, rows, runs, min(T, 32), device=device)
+    record = {
+        "fits": {k: f.to_dict() for k, f in fits.items()},
+        "overhead_runs": points,
+        "overhead": {k: {**vars(v), "form": v.describe()} for k, v in timing.overhead.items()},
+    }
+    return timing, record
+
+
+def measure_run(
+    target: Any,
+    draft: Any,
+    prompts: Sequence[Any],
+    horizon: int,
+    rnd: Any,
+    batch: int,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> dict:
+    """One decoder call on ``batch`` rows (prompts cycled); ``rnd`` None: autoregressive decoding.
+
+    Returns ``throughput`` (``B T`` / wall time of the call, prefill included), ``seconds``,
+    ``rounds`` (batch target calls) and ``draft_calls`` (batch draft forwards)."""
+    from ..decoder.generate import generate
+    from ..decoder.speculative import autoregressive_generate
+
+    rows = [list(prompts[i % len(prompts)]) for i in range(int(batch))]
+    if rnd is None:
+        s = autoregressive_generate(target, rows, horizon, seed=seed, device=device).stats
+    else:
+        s = generate(target, draft, rows, horizon, rnd, seed=seed, device=device).stats
+    return {
+        "throughput": int(batch) * int(horizon) / s.time_total,
+        "seconds": float(s.time_total),
+        "rounds": int(s.batch_target_calls),
+        "draft_calls": int(s.batch_draft_calls),
+    }
+
+
+def measure_throughput(
+    target: Any,
+    draft: Any,
+    prompts: Sequence[Any],
+    horizon: int,
+    rnd: Any,
+    batch: int,
+    seed: int = 0,
+    device: Any = "cpu",
+) -> float:
+    """Measured tokens per second of one decoder call (:func:`measure_run`'s ``throughput``)."""
+    return float(measure_run(target, draft, prompts, horizon, rnd, batch, seed, device)["throughput"])
