@@ -15,7 +15,7 @@ r"""Which gamma, tree or policy to run, for these models on this device at this 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -106,6 +106,12 @@ class TuneResult:
                     f"{v['batch']:5d}  {v['config']:38s} {v['predicted']:10.0f} {v['measured']:10.0f} "
                     f"{v['predicted'] / v['measured']:6.2f}"
                 )
+            for c in self.top_checks():
+                verdict = "within noise of" if c["within_noise"] else "NOT within noise of"
+                lines.append(
+                    f"batch {c['batch']}: top-ranked {c['top_ranked']} measured {verdict} the best measured "
+                    f"({c['best_measured']}; gap {c['gap']:.0f} tokens/s, 2 SE {c['noise']:.0f})"
+                )
         return "\n".join(lines)
 
     def verify(self, target: Any, draft: Any, top: int = 3, repeats: int = 3, seed: int = 0) -> list[dict]:
@@ -133,10 +139,37 @@ class TuneResult:
                         "config": r["config"],
                         "predicted": r["throughput"],
                         "measured": float(np.median(m)),
+                        "measured_se": _median_se(m),
                         "measured_repeats": m,
                     }
                 )
         self.verified = out
+        return out
+
+    def top_checks(self) -> list[dict]:
+        r"""Per verified batch size: is the top-ranked configuration, *measured*, within noise of the
+        fastest measured one among those verified? ``within_noise`` when the gap of medians is at
+        most two standard errors of their difference, :math:`2 \sqrt{s_\text{top}^2 + s_\text{best}^2}`
+        (the SE of a median :math:`\sqrt{\pi / 2}\, \hat\sigma / \sqrt{n}`; infinite from one repeat)."""
+        out = []
+        for B in sorted({v["batch"] for v in self.verified}):
+            at = [v for v in self.verified if v["batch"] == B]
+            top = next(v for v in at if v["config"] == self.best(B)["config"])
+            best = max(at, key=lambda v: v["measured"])
+            gap, noise = (
+                best["measured"] - top["measured"],
+                2 * float(np.hypot(top["measured_se"], best["measured_se"])),
+            )
+            out.append(
+                {
+                    "batch": B,
+                    "top_ranked": top["config"],
+                    "best_measured": best["config"],
+                    "gap": gap,
+                    "noise": noise,
+                    "within_noise": bool(gap <= noise),
+                }
+            )
         return out
 
     def plot(self, path: str) -> list[str]:
@@ -178,7 +211,21 @@ class TuneResult:
     def to_dict(self) -> dict:
         """JSON-ready: settings (without the prompts), rows, fits and verified rows."""
         settings = {k: v for k, v in self.settings.items() if k != "prompts"}
-        return {"settings": settings, "rows": self.rows, "record": self.record, "verified": self.verified}
+        checks = self.top_checks() if self.verified else []
+        return {
+            "settings": settings,
+            "rows": self.rows,
+            "record": self.record,
+            "verified": self.verified,
+            "top_checks": checks,
+        }
+
+
+def _median_se(x: Sequence[float]) -> float:
+    r"""Standard error of a median, :math:`\sqrt{\pi/2}\, \hat\sigma / \sqrt n` (normal approximation;
+    ``inf`` for one value)."""
+    a = np.asarray(x, dtype=np.float64)
+    return float(np.sqrt(np.pi / 2) * a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float("inf")
 
 
 def tune(

@@ -189,6 +189,17 @@ def test_tune_verify_and_plot(small_tune, tmp_path):
     rows = res.verify(t, d, top=1, repeats=1)
     assert {r["batch"] for r in rows} == {1, 2} and all(r["measured"] > 0 for r in rows)
     assert "verified" in res.table()
+    checks = res.top_checks()  # one repeat: infinite noise, so every top is within it
+    assert [c["batch"] for c in checks] == [1, 2] and all(c["within_noise"] for c in checks)
+    assert all(c["top_ranked"] == res.best(c["batch"])["config"] for c in checks)
+    assert "top-ranked" in res.table() and res.to_dict()["top_checks"] == checks
+    res.verified = [  # two configurations measured apart far beyond their noise
+        {"batch": 1, "config": res.best(1)["config"], "measured": 100.0, "measured_se": 1.0},
+        {"batch": 1, "config": "other", "measured": 150.0, "measured_se": 1.0},
+    ]
+    (c,) = res.top_checks()
+    assert not c["within_noise"] and c["best_measured"] == "other" and c["gap"] == 50.0
+    res.verified = []
     files = res.plot(str(tmp_path / "tune.png"))
     assert all((tmp_path / f).exists() for f in ("tune.png", "tune.pdf")) and len(files) == 2
 
