@@ -7,7 +7,10 @@ the validation grid leaves a :class:`LoggedRun` with the shape and seconds of ea
 target and draft calls. The prediction for one run uses only *other* runs:
 
 * forwards (:class:`LoggedForward`, :func:`fit_logged_forward`): at the run's batch size ``B``,
-  from the calls of the *other configurations* of the same repeat (made within seconds of it).
+  from the calls of the *other configurations* of the same repeat (made within seconds of it);
+  a token count none of them makes (autoregressive decoding's one-token target calls: every
+  speculative call scores at least two) comes from the same configuration's other repeats
+  (:func:`held_out_timing`).
   A cached call of ``m`` tokens per row at context ``L`` costs :math:`\alpha_m + c L` (one
   intercept per token count seen, one shared context slope, least squares with all
   coefficients :math:`\ge 0`; token counts not seen are interpolated linearly between the
@@ -27,7 +30,8 @@ target and draft calls. The prediction for one run uses only *other* runs:
 
 :func:`insitu_timing` turns both into the :class:`~.cost_timing.DecoderTiming` that
 :func:`~.cost_predict.predict_time` reads. No run's own times enter its prediction, and the
-configuration predicted never enters the forwards it is predicted with.
+configuration predicted enters the forwards it is predicted with only for the token counts no
+other configuration makes.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ __all__ = [
     "insitu_timing",
     "measure_logged",
     "predict_held_out",
+    "held_out_timing",
     "held_out_parts",
 ]
 
@@ -264,12 +269,40 @@ def predict_held_out(
     at its batch size (module docstring)."""
     from .cost_predict import predict_time
 
+    return predict_time(sample, rnd, held_out_timing(run, runs), run.batch, rng=rng)
+
+
+def _unseen(own: np.ndarray, pool: list[np.ndarray]) -> np.ndarray:
+    """Token counts of ``own``'s cached calls that no cached call in ``pool`` has."""
+    seen = {float(m) for c in pool for m in c[c[:, 2] > 0, 1]}
+    return np.array(sorted({float(m) for m in own[own[:, 2] > 0, 1]} - seen))
+
+
+def held_out_timing(run: LoggedRun, runs: Sequence[LoggedRun]) -> DecoderTiming:
+    """The :class:`~.cost_timing.DecoderTiming` a held-out prediction of ``run`` uses (module
+    docstring): forwards from the other configurations of its repeat at its batch size -- and,
+    for a token count none of them makes (autoregressive decoding's one-token target calls), the
+    calls of that count from its own configuration's *other* repeats --; the outside work from
+    every other run at its batch size."""
     same = [r for r in runs if r.batch == run.batch]
     forwards = [r for r in same if r.repeat == run.repeat and r.config != run.config]
-    outside = [r for r in same if r is not run]
     if not forwards:
         raise ValueError(f"runs: no other configuration at batch {run.batch}, repeat {run.repeat}")
-    return predict_time(sample, rnd, insitu_timing(forwards, outside, run.batch), run.batch, rng=rng)
+    mine = [r for r in same if r.config == run.config and r is not run]
+    extra = []
+    for field_ in ("target", "draft"):
+        gap = _unseen(getattr(run, field_), [getattr(r, field_) for r in forwards])
+        if len(gap) and mine:
+            calls = np.concatenate([getattr(r, field_) for r in mine])
+            extra.append((field_, calls[(calls[:, 2] > 0) & np.isin(calls[:, 1], gap)]))
+    if extra:
+        empty = np.zeros((0, 4))
+        parts = dict(extra)
+        filler = LoggedRun(
+            run.config, run.kind, run.batch, -1, 0.0, parts.get("target", empty), parts.get("draft", empty)
+        )
+        forwards = [*forwards, filler]
+    return insitu_timing(forwards, [r for r in same if r is not run], run.batch)
 
 
 def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun]) -> dict:
@@ -279,8 +312,7 @@ def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun]) -> dict:
     Returns ``forward`` and ``outside``: ``(predicted, measured)`` seconds of the run's forwards
     (every logged call priced by the held-out forward fits) and of its work outside them."""
     same = [r for r in runs if r.batch == run.batch]
-    forwards = [r for r in same if r.repeat == run.repeat and r.config != run.config]
-    timing = insitu_timing(forwards, [r for r in same if r is not run], run.batch)
+    timing = held_out_timing(run, runs)
     priced = [
         float(np.sum(model(calls[:, 0], calls[:, 1], calls[:, 2]))) if len(calls) else 0.0
         for model, calls in ((timing.target, run.target), (timing.draft, run.draft))

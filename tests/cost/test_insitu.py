@@ -18,6 +18,7 @@ from spectheory.validation.cost_insitu import (  # noqa: E402
     LoggedRun,
     fit_logged_forward,
     fit_outside,
+    held_out_timing,
     insitu_timing,
     measure_logged,
     predict_held_out,
@@ -172,3 +173,27 @@ def test_held_out_prediction_on_real_runs(pair):
     lone = [runs[0][1]]
     with pytest.raises(ValueError, match="no other configuration"):
         predict_held_out(sample, None, lone[0], lone)
+
+
+def test_held_out_timing_takes_unseen_token_counts_from_other_repeats():
+    """Autoregressive decoding is the only configuration scoring one token per call: its one-token
+    cost comes from its own other repeats, never from its own run or by extrapolation."""
+
+    def run(config, kind, repeat, width, seconds, steps=0):
+        target = np.array([[1, 31, 0, 0.1]] + [[1, width, 40, seconds]] * 8)
+        draft = np.array([[1, 31, 0, 0.05]] + [[1, 1, 40, 0.002]] * steps) if steps else np.zeros((0, 4))
+        return LoggedRun(config, kind, 1, repeat, 1.0, target, draft)
+
+    runs = [
+        run("autoregressive", "autoregressive", 0, 1, 0.004),
+        run("autoregressive", "autoregressive", 1, 1, 0.006),  # the run predicted below
+        run("gamma=1", "path", 0, 2, 0.010, steps=8),
+        run("gamma=1", "path", 1, 2, 0.010, steps=8),
+        run("gamma=2", "path", 1, 3, 0.012, steps=16),
+    ]
+    t = held_out_timing(runs[1], runs)
+    assert t.target(1, 1, 40) == pytest.approx(0.004)  # repeat 0's autoregressive calls, not 0.006
+    assert t.target(1, 2, 40) == pytest.approx(0.010) and t.target(1, 3, 40) == pytest.approx(0.012)
+    # gamma=2 has no other repeat: its three-token calls are extrapolated from repeat 1's one- and
+    # two-token calls (0.006, 0.010)
+    assert held_out_timing(runs[4], runs).target(1, 3, 40) == pytest.approx(0.014)
