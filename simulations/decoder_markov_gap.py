@@ -40,9 +40,9 @@ from spectheory.validation import (
     resolve_models,
     round_dp,
     sample_paths,
+    shared_prefill,
 )
 from spectheory.validation.hidden_states import path_laws
-from spectheory.validation.shared_prefill import shared_prefill
 
 GAMMA = 4
 

@@ -44,10 +44,10 @@ from spectheory.decoder.sampling import logits_to_probs
 from spectheory.decoder.speculative import autoregressive_generate
 from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree
+from spectheory.validation import shared_prefill
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
 from spectheory.validation.markov import fit_order_k_chain
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
-from spectheory.validation.shared_prefill import shared_prefill
 from spectheory.validation.tree_forced import forced_tree_weights
 from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables
 from spectheory.validation.trees import (

@@ -255,3 +255,24 @@ def test_docs_cited_by_docstrings_exist():
     missing = [n for n in sorted(cited) if not (ROOT / "docs" / n).exists()]
     assert outside == [], outside
     assert missing == [], missing
+
+
+def test_no_lazy_name_is_shadowed_by_a_submodule():
+    """A package's lazy name equal to one of its submodules' names is a trap: once anything imports
+    the submodule (``import pkg.name``), ``pkg.name`` is the module, and ``from pkg import name``
+    returns the module instead of the function (``spectheory.decoder.generate`` did this)."""
+    import importlib
+    import pkgutil
+
+    import spectheory
+
+    clashes = []
+    for info in [*pkgutil.walk_packages(spectheory.__path__, "spectheory."), None]:
+        name = "spectheory" if info is None else info.name
+        if info is not None and not info.ispkg:
+            continue
+        pkg = importlib.import_module(name)
+        exports = getattr(pkg, "_EXPORTS", {})
+        subs = {s.name for s in pkgutil.iter_modules(pkg.__path__)}
+        clashes += [f"{name}.{n}" for n in exports if n in subs]
+    assert clashes == []

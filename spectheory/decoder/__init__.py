@@ -7,7 +7,7 @@ theory-versus-decoder checks live in :mod:`spectheory.validation`).
   :class:`HFCausalLM` (:mod:`.hf`, HuggingFace models);
 - single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
   (:mod:`.speculative`); :func:`hf_speculative_generate` (:mod:`.hf_generate`);
-- one entry point taking the round ``st.simulate`` takes: :func:`generate` (:mod:`.generate`);
+- one entry point taking the round ``st.simulate`` takes: :func:`generate` (:mod:`.dispatch`);
 - token trees: :func:`tree_generate` (:mod:`.tree_decode`), :class:`ModelDrafter` (:mod:`.tree_draft`);
 - Medusa heads: :func:`medusa_generate`, :func:`load_heads`, :class:`MedusaHeads`,
   :class:`MedusaDrafter`, :func:`sparse_tree`, :func:`typical_rule` (:mod:`.medusa`);
@@ -34,7 +34,7 @@ _EXPORTS = {
     "autoregressive_generate": "speculative",
     "hf_speculative_generate": "hf_generate",
     "tree_generate": "tree_decode",
-    "generate": "generate",
+    "generate": "dispatch",
     "ModelDrafter": "tree_draft",
     "medusa_generate": "medusa",
     "load_heads": "medusa",

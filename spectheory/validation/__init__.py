@@ -20,7 +20,7 @@
   logged calls, each run predicted from the others (:mod:`.cost_insitu`:
   :func:`measure_logged`, :func:`insitu_timing`, :func:`predict_held_out`); and which configuration to run
   (:mod:`.tuning`): :func:`tune`, :class:`TuneResult`;
-- repeated prompts prefilled once, same samples (:mod:`.shared_prefill`): :func:`shared_prefill`.
+- repeated prompts prefilled once, same samples (:mod:`.prefill_view`): :func:`shared_prefill`.
 
 Names load on first use (``spectheory._lazy``): the torch-free fits (:mod:`.markov`,
 :mod:`.context_tree`, :mod:`.abstraction`, :mod:`.certified`) import and run without torch;
@@ -78,8 +78,8 @@ _EXPORTS = {
     "predict_held_out": "cost_insitu",
     "tune": "tuning",
     "TuneResult": "tuning",
-    "shared_prefill": "shared_prefill",
-    "SharedPrefillGPT": "shared_prefill",
+    "shared_prefill": "prefill_view",
+    "SharedPrefillGPT": "prefill_view",
 }
 
 __all__ = list(_EXPORTS)

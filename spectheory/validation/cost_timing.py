@@ -217,7 +217,7 @@ def measure_overhead(
     """
     from scipy.optimize import nnls
 
-    from ..decoder.generate import generate
+    from ..decoder.dispatch import generate
     from ..decoder.speculative import autoregressive_generate
     from ..rounds import as_round
 

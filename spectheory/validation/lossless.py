@@ -120,7 +120,7 @@ def decoder_two_token_samples(
     """
     from ..decoder.rng import row_seeds
     from ..decoder.speculative import speculative_generate
-    from .shared_prefill import shared_prefill
+    from .prefill_view import shared_prefill
 
     n_samples = check_int(n_samples, "n_samples", 1)
     target, draft = shared_prefill(target), shared_prefill(draft)

@@ -258,7 +258,7 @@ def compare_theory(
     ``bonus=False``, ``rejections_tv`` (the Theorem-1 sum of TVs). Also returns the pooled
     accepted-count laws (``law_predicted``/``law_measured``) for figures.
     """
-    from .shared_prefill import shared_prefill
+    from .prefill_view import shared_prefill
 
     target, draft = shared_prefill(target), shared_prefill(draft)  # same samples, repeats prefilled once
     prompts = np.asarray(prompts, dtype=np.int64)

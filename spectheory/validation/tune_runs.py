@@ -139,7 +139,7 @@ def measure_run(
 
     Returns ``throughput`` (``B T`` / wall time of the call, prefill included), ``seconds``,
     ``rounds`` (batch target calls) and ``draft_calls`` (batch draft forwards)."""
-    from ..decoder.generate import generate
+    from ..decoder.dispatch import generate
     from ..decoder.speculative import autoregressive_generate
 
     rows = [list(prompts[i % len(prompts)]) for i in range(int(batch))]

@@ -11,7 +11,7 @@ from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate, speculative_generate  # noqa: E402
 from spectheory.decoder.tree_decode import tree_generate  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
-from spectheory.validation.shared_prefill import SharedPrefillGPT, shared_prefill  # noqa: E402
+from spectheory.validation.prefill_view import SharedPrefillGPT, shared_prefill  # noqa: E402
 
 
 def _gpt(seed, n_embd=32):
