@@ -42,11 +42,11 @@ from spectheory.validation.cost_insitu import (
     fit_logged_forward,
     fit_outside,
     held_out_parts,
+    held_out_timing,
     measure_logged,
-    predict_held_out,
 )
-from spectheory.validation.cost_predict import sample_target_paths
-from spectheory.validation.tune_runs import config_label, default_configs
+from spectheory.validation.cost_predict import predict_time, sample_target_paths
+from spectheory.validation.tune_runs import config_label, default_configs, median_se, top_within_noise
 
 TOLERANCE = 0.10
 PROMPT_LEN = 32
@@ -64,12 +64,6 @@ def grid(args):
 def repeats_at(batch, repeats):
     """Repeats at a batch size: small batches run fast and noisy, so up to 4x more of them."""
     return max(repeats, min(4 * repeats, math.ceil(16 * repeats / batch)))
-
-
-def median_se(x):
-    """Standard error of a median, sqrt(pi/2) sd / sqrt(n) (normal approximation)."""
-    x = np.asarray(x, dtype=np.float64)
-    return float(np.sqrt(np.pi / 2) * x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else float("inf")
 
 
 def measure(target, draft, prompts, T, rounds, batches, repeats, device):
@@ -104,18 +98,8 @@ def constant_c(runs, context):
 def top_vs_best(rows, batch):
     """Is the configuration predicted fastest at ``batch`` within noise of the fastest measured?"""
     at = [r for r in rows if r["batch"] == batch]
-    top = max(at, key=lambda r: r["predicted"])
-    best = max(at, key=lambda r: r["measured"])
-    gap = best["measured"] - top["measured"]
-    noise = 2 * math.hypot(top["measured_se"], best["measured_se"])
-    return {
-        "batch": batch,
-        "top_predicted": top["config"],
-        "best_measured": best["config"],
-        "gap": gap,
-        "noise": noise,
-        "within_noise": bool(gap <= noise),
-    }
+    top = max(at, key=lambda r: r["predicted"])["config"]
+    return {"batch": batch, "top_predicted": top, **top_within_noise(at, top)}
 
 
 def validate(target, draft, args, device):
@@ -138,8 +122,9 @@ def validate(target, draft, args, device):
     load["after_measure"] = os.getloadavg()[0]
     logged = [run for _, run, _ in runs]
     seed = int(rng.integers(2**31 - 1))  # the rounds law's bootstrap: the same for every repeat
-    preds = {id(run): predict_held_out(sample, r, run, logged, rng=seed) for r, run, _ in runs}
-    parts = {id(run): held_out_parts(run, logged) for _, run, _ in runs}
+    timings = {id(run): held_out_timing(run, logged) for _, run, _ in runs}  # one fit per run, used twice
+    preds = {id(run): predict_time(sample, r, timings[id(run)], run.batch, rng=seed) for r, run, _ in runs}
+    parts = {id(run): held_out_parts(run, logged, timings[id(run)]) for _, run, _ in runs}
     c = constant_c(runs, PROMPT_LEN + T / 2)
     rows = []
     for B in batches:

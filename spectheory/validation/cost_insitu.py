@@ -305,14 +305,15 @@ def held_out_timing(run: LoggedRun, runs: Sequence[LoggedRun]) -> DecoderTiming:
     return insitu_timing(forwards, [r for r in same if r is not run], run.batch)
 
 
-def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun]) -> dict:
+def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun], timing: DecoderTiming | None = None) -> dict:
     """Where a held-out prediction's error comes from: the fits of :func:`predict_held_out`
     evaluated on ``run``'s *own* logged calls and counts (so the rounds law plays no part).
 
     Returns ``forward`` and ``outside``: ``(predicted, measured)`` seconds of the run's forwards
-    (every logged call priced by the held-out forward fits) and of its work outside them."""
+    (every logged call priced by the held-out forward fits) and of its work outside them.
+    ``timing``: :func:`held_out_timing` of ``run`` if already built (else it is built here)."""
     same = [r for r in runs if r.batch == run.batch]
-    timing = held_out_timing(run, runs)
+    timing = held_out_timing(run, runs) if timing is None else timing
     priced = [
         float(np.sum(model(calls[:, 0], calls[:, 1], calls[:, 2]))) if len(calls) else 0.0
         for model, calls in ((timing.target, run.target), (timing.draft, run.draft))

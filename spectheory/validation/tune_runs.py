@@ -18,6 +18,8 @@ from .._guards import check_int
 from .cost_timing import DecoderTiming, measure_overhead, round_kind
 
 __all__ = [
+    "median_se",
+    "top_within_noise",
     "DEFAULT_TREES",
     "default_configs",
     "config_label",
@@ -167,3 +169,34 @@ def measure_throughput(
 ) -> float:
     """Measured tokens per second of one decoder call (:func:`measure_run`'s ``throughput``)."""
     return float(measure_run(target, draft, prompts, horizon, rnd, batch, seed, device)["throughput"])
+
+
+def median_se(x: Sequence[float]) -> float:
+    r"""Standard error of a median, :math:`\sqrt{\pi/2}\, \hat\sigma / \sqrt n` (normal approximation;
+    ``inf`` for one value).
+
+    >>> median_se([1.0, 3.0]) == median_se([2.0, 4.0]), median_se([5.0])
+    (True, inf)
+    """
+    a = np.asarray(x, dtype=np.float64)
+    return float(np.sqrt(np.pi / 2) * a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float("inf")
+
+
+def top_within_noise(rows: Sequence[dict], top: str) -> dict:
+    r"""Is configuration ``top``, *measured*, within noise of the fastest measured of ``rows``?
+
+    ``rows``: one batch size's measured rows (``config``, ``measured`` median, ``measured_se``
+    from :func:`median_se`). ``within_noise`` when the gap of medians is at most two standard errors
+    of their difference, :math:`2 \sqrt{s_\text{top}^2 + s_\text{best}^2}`. Returns
+    ``best_measured``, ``gap``, ``noise`` and ``within_noise``.
+
+    >>> rows = [{"config": "a", "measured": 100.0, "measured_se": 1.0},
+    ...         {"config": "b", "measured": 150.0, "measured_se": 1.0}]
+    >>> top_within_noise(rows, "a")["within_noise"], top_within_noise(rows, "b")["gap"]
+    (False, 0.0)
+    """
+    mine = next(r for r in rows if r["config"] == top)
+    best = max(rows, key=lambda r: r["measured"])
+    gap = best["measured"] - mine["measured"]
+    noise = 2 * float(np.hypot(mine["measured_se"], best["measured_se"]))
+    return {"best_measured": best["config"], "gap": gap, "noise": noise, "within_noise": bool(gap <= noise)}

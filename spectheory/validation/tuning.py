@@ -15,7 +15,7 @@ r"""Which gamma, tree or policy to run, for these models on this device at this 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,8 @@ from .tune_runs import (
     fit_timing,
     measure_run,
     measure_throughput,
+    median_se,
+    top_within_noise,
 )
 
 __all__ = [
@@ -139,7 +141,7 @@ class TuneResult:
                         "config": r["config"],
                         "predicted": r["throughput"],
                         "measured": float(np.median(m)),
-                        "measured_se": _median_se(m),
+                        "measured_se": median_se(m),
                         "measured_repeats": m,
                     }
                 )
@@ -148,28 +150,13 @@ class TuneResult:
 
     def top_checks(self) -> list[dict]:
         r"""Per verified batch size: is the top-ranked configuration, *measured*, within noise of the
-        fastest measured one among those verified? ``within_noise`` when the gap of medians is at
-        most two standard errors of their difference, :math:`2 \sqrt{s_\text{top}^2 + s_\text{best}^2}`
-        (the SE of a median :math:`\sqrt{\pi / 2}\, \hat\sigma / \sqrt{n}`; infinite from one repeat)."""
+        fastest measured one among those verified (:func:`~.tune_runs.top_within_noise`: the gap
+        of medians against two standard errors of their difference; infinite from one repeat)."""
         out = []
         for B in sorted({v["batch"] for v in self.verified}):
             at = [v for v in self.verified if v["batch"] == B]
-            top = next(v for v in at if v["config"] == self.best(B)["config"])
-            best = max(at, key=lambda v: v["measured"])
-            gap, noise = (
-                best["measured"] - top["measured"],
-                2 * float(np.hypot(top["measured_se"], best["measured_se"])),
-            )
-            out.append(
-                {
-                    "batch": B,
-                    "top_ranked": top["config"],
-                    "best_measured": best["config"],
-                    "gap": gap,
-                    "noise": noise,
-                    "within_noise": bool(gap <= noise),
-                }
-            )
+            top = self.best(B)["config"]
+            out.append({"batch": B, "top_ranked": top, **top_within_noise(at, top)})
         return out
 
     def plot(self, path: str) -> list[str]:
@@ -219,13 +206,6 @@ class TuneResult:
             "verified": self.verified,
             "top_checks": checks,
         }
-
-
-def _median_se(x: Sequence[float]) -> float:
-    r"""Standard error of a median, :math:`\sqrt{\pi/2}\, \hat\sigma / \sqrt n` (normal approximation;
-    ``inf`` for one value)."""
-    a = np.asarray(x, dtype=np.float64)
-    return float(np.sqrt(np.pi / 2) * a.std(ddof=1) / np.sqrt(len(a))) if len(a) > 1 else float("inf")
 
 
 def tune(
