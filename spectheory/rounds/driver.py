@@ -154,10 +154,13 @@ def _run_chunk(sampler, T, round, bonus, rng, out, counts, tokens, ttime, by_pos
         out["accepted"][active] += j
         counts[active, j] += 1  # (active, j) pairs are distinct
         if ttime is not None:
-            need = int(drafted.max())
+            need = max(int(drafted.max()), 1)
             if need > call_times.size:
                 call_times = cost.call_times(need)
-            ttime[active] += call_times[drafted - 1]
+            # a round that drafts nothing (the hindsight oracle's) is a plain call: t(0) = autoregressive
+            ttime[active] += np.where(
+                drafted > 0, call_times[np.maximum(drafted, 1) - 1], cost.autoregressive
+            )
         if tokens is not None:
             path = np.asarray(o.path, dtype=np.int64)
             emitted = np.zeros((R, max(path.shape[1], int(j.max())) + 1), dtype=np.int64)

@@ -25,7 +25,10 @@ from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 from .batch import LockstepRate, lockstep_rate, optimal_policy_by_batch
 from .cost import Cost, as_cost
 from .evaluate import PolicyValue, evaluate_policy
+from .gap import OracleGap, oracle_gap
+from .longrun import LongRunValue, long_run_policy
 from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
+from .oracle import OracleRound, long_run_oracle, oracle_value
 from .policies import (
     ConfidenceThreshold,
     EntropyRule,
@@ -66,6 +69,13 @@ __all__ = [
     "lockstep_rate",
     "LockstepRate",
     "optimal_policy_by_batch",
+    "OracleRound",
+    "oracle_value",
+    "long_run_oracle",
+    "LongRunValue",
+    "long_run_policy",
+    "OracleGap",
+    "oracle_gap",
 ]
 
 from ..rounds.normalize import register_round_shorthand
