@@ -118,7 +118,10 @@ class PathRound(Round):
                 if i == g:
                     break
                 dl[:, i] = sampler.rows(sampler.draft, m, s)
-                x[:, i] = sampler.sample_draft(m, s, u[:, i])
+                if self.verifier.drafting == "sample":
+                    x[:, i] = sampler.sample_draft(m, s, u[:, i])
+                else:  # a proposal mode's own drafting law (greedy drafting)
+                    x[:, i] = self.verifier.draft(dl[:, i], u[:, i])
                 states[:, i + 1] = sampler.next_states(s, x[:, i], rng)
             j, y = self.verifier.verify_round(tl, dl, x, k, rng)
             j = np.asarray(j, dtype=np.int64)

@@ -89,7 +89,8 @@ def check_instance(
     size = V * (k + 1)
     law = inst if stop_token is None else inst.absorbing(stop_token)
     r_draft, r_verify, r_complete, r_edge, r_torch = [np.random.default_rng(s) for s in ss.spawn(5)]
-    tp, dp, x = inst.sample_drafts(n, r_draft)
+    drafting = getattr(runner.verify, "drafting", "sample")
+    tp, dp, x = inst.sample_drafts(n, r_draft, drafting)
     out, lengths, bad, err, notes = runner.run(tp, dp, x, r_verify, torch_seed=r_torch)
 
     def fail(check, summary, example):
@@ -135,7 +136,7 @@ def check_instance(
         ok("zero_probability")
 
     # ---- forced uniforms (0 and just below 1) and determinism, on fresh draft paths
-    tpb, dpb, xb = inst.sample_drafts(N_BOUNDARY, r_edge)
+    tpb, dpb, xb = inst.sample_drafts(N_BOUNDARY, r_edge, drafting)
     problem = _forced(runner, law, tpb, dpb, xb, bonus, stop_token)
     if problem is None:
         ok("forced_uniforms")

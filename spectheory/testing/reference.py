@@ -220,6 +220,9 @@ class BatchedVerifier:
     """
 
     bonus: bool = True
+    #: How the kit drafts the tokens it hands over: ``"sample"`` or ``"argmax"``
+    #: (:attr:`spectheory.verifiers.Verifier.drafting`).
+    drafting: str = "sample"
 
     def __init__(
         self, verify_batch: Callable[..., Any], pad_value: int = PAD, name: str | None = None
@@ -304,4 +307,6 @@ def from_verifier(verifier: str | Verifier) -> BatchedVerifier:
     from ..verifiers.base import get_verifier
 
     v = get_verifier(verifier)
-    return from_round_verifier(v.verify_round, name=f"verifier {v.name!r}")
+    out = from_round_verifier(v.verify_round, name=f"verifier {v.name!r}")
+    out.drafting = v.drafting  # the kit drafts as the rule's round does (greedy drafting)
+    return out

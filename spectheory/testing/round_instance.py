@@ -139,8 +139,16 @@ class Instance:
         return Instance(self.name, self.description, t, self.draft, self.s0, self.family)
 
     # ---------------------------------------------------------------- sampling
-    def sample_drafts(self, n: int, rng: RNGLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Draw ``n`` draft paths; return ``(target_probs [n,k+1,V], draft_probs [n,k,V], tokens [n,k])``."""
+    def sample_drafts(
+        self, n: int, rng: RNGLike, drafting: str = "sample"
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Draw ``n`` draft paths; return ``(target_probs [n,k+1,V], draft_probs [n,k,V], tokens [n,k])``.
+
+        ``drafting="argmax"`` drafts the most probable token at each position (greedy
+        drafting, :attr:`spectheory.verifiers.Verifier.drafting`); the uniforms are drawn
+        either way, so the kit's other streams do not move."""
+        if drafting not in ("sample", "argmax"):
+            raise ValueError(f"drafting: expected 'sample' or 'argmax', got {drafting!r}")
         rng = as_rng(rng)
         k, V = self.k, self.vocab_size
         prev = np.full(n, self.s0, dtype=np.int64)
@@ -151,7 +159,10 @@ class Instance:
             dp[:, j] = self.draft[j, prev]
             tp[:, j] = self.target[j, prev]
             cdf = normalized_cdf(self.draft[j])[prev]
-            prev = sample_from_cdf(cdf, rng.random(n))
+            u = rng.random(n)
+            prev = (
+                np.argmax(self.draft[j][prev], axis=-1) if drafting == "argmax" else sample_from_cdf(cdf, u)
+            )
             tokens[:, j] = prev
         tp[:, k] = self.target[k, prev]
         return tp, dp, tokens

@@ -15,6 +15,8 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.kseq`        K-SEQ (SpecTr)
 - :mod:`.optimal_coupling`  the verifier attaining the optimal multi-draft acceptance (transport LP)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
+- :mod:`.proposal`    proposal modes engines run (``"point_mass"``, ``"sample_match"``,
+  ``"argmax_onehot"``, ``"argmax_soft"``)
 - :mod:`.biased`      biased (lossy) acceptance rules
 - :mod:`.torch_forms` torch forms of the token rule for the decoder (needs torch; not imported here)
 """
@@ -87,6 +89,15 @@ from .optimal_coupling import (
     optimal_rule,
     optimal_verify,
 )
+from .proposal import (
+    ARGMAX_ONEHOT,
+    ARGMAX_SOFT,
+    POINT_MASS,
+    SAMPLE_MATCH,
+    ArgmaxDraftingVerifier,
+    PointMassVerifier,
+    SampleMatchVerifier,
+)
 from .rejection import (
     RejectionRule,
     RejectionStep,
@@ -130,6 +141,14 @@ __all__ = [
     "block_round_transition",
     "block_emission_law",
     "round_accepted_means",
+    # proposal modes (point-mass, sample-and-match, argmax drafting)
+    "PointMassVerifier",
+    "SampleMatchVerifier",
+    "ArgmaxDraftingVerifier",
+    "POINT_MASS",
+    "SAMPLE_MATCH",
+    "ARGMAX_ONEHOT",
+    "ARGMAX_SOFT",
     # tree verifiers and child policies
     "TreeVerifier",
     "RecursiveRejectionTree",

@@ -135,6 +135,11 @@ class Verifier:
     accepts_paths: bool = True
     #: Whether the verifier checks a whole draft tree itself (a tree verifier).
     accepts_trees: bool = False
+    #: How the round drafts the tokens this rule checks: ``"sample"`` (``x_i ~ q_i``, the
+    #: protocol's default) or ``"argmax"`` (``x_i = argmax q_i``, greedy drafting;
+    #: :mod:`spectheory.verifiers.proposal`). Single-path rounds and the kit draft through
+    #: :meth:`draft`.
+    drafting: str = "sample"
 
     # ----------------------------------------------------------------- capabilities
     def require_path(self) -> Verifier:
@@ -166,6 +171,31 @@ class Verifier:
             f"verifier: {self.name!r} verifies single paths and has no tree form; "
             f"tree verifiers: {list_verifiers(trees=True)}"
         )
+
+    # ----------------------------------------------------------------- drafting
+    def draft(self, draft_rows: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """The drafted tokens ``[R]`` from the draft's laws ``draft_rows [R, V]`` and uniforms ``u [R]``.
+
+        ``drafting == "sample"``: inverse-CDF sampling (``x ~ q``); ``"argmax"``: the most
+        probable token (the smallest index on ties), ``u`` unused.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spectheory.verifiers import get_verifier
+        >>> q = np.array([[0.3, 0.7], [0.6, 0.4]])
+        >>> get_verifier("token").draft(q, np.array([0.2, 0.2])).tolist()
+        [0, 0]
+        >>> get_verifier("argmax_soft").draft(q, np.array([0.2, 0.2])).tolist()
+        [1, 0]
+        """
+        from ..laws.sampling import sample_categorical
+
+        if self.drafting == "argmax":
+            return np.argmax(draft_rows, axis=-1).astype(np.int64)
+        if self.drafting != "sample":
+            raise ValueError(f"drafting: expected 'sample' or 'argmax', got {self.drafting!r}")
+        return sample_categorical(draft_rows, u)
 
     # ----------------------------------------------------------------- the pure rule
     def _rule(self, target_laws, draft_laws, draft_tokens, k, u_accept, u_final):

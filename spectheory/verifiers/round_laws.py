@@ -1,0 +1,177 @@
+r"""Exact laws of single-path rules by literal enumeration (any number type; Fractions exact).
+
+Independent of the vectorised rules and of the exact engines: each function walks a rule's
+algorithm branch by branch (every drafted token, every accept/reject outcome, every emitted
+token) and multiplies probabilities, so with :class:`fractions.Fraction` laws the results are
+exact rationals -- e.g. Sun et al.'s binary example, target ``(1/3, 2/3)``, draft
+``(2/3, 1/3)``, which floats cannot hold.
+
+- :func:`proposal_round_law`: one round of a proposal mode (``"token"``, ``"point_mass"``,
+  ``"sample_match"``, ``"argmax_onehot"``, ``"argmax_soft"``; :mod:`.proposal`);
+- :func:`generation_law`: the law of the first tokens of a generation made of rounds of any
+  rule given as ``round_law(prefix, k) -> {emitted tuple: probability}`` (this module's
+  laws, :func:`spectheory.verifiers.block.block_emission_law`, the HSD law of :mod:`.hsd`);
+- :func:`mean_accepted`: a round law's expected accepted drafts.
+
+``target_fn(prefix)`` and ``draft_fn(prefix)`` return the ``V`` next-token probabilities
+after a context tuple.
+
+Examples
+--------
+>>> from fractions import Fraction as F
+>>> from spectheory.verifiers.round_laws import proposal_round_law, mean_accepted
+>>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+>>> [mean_accepted(proposal_round_law(m, p, q, 2, 2)) for m in ("token", "point_mass", "argmax_onehot")]
+[Fraction(10, 9), Fraction(52, 81), Fraction(4, 9)]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._guards import check_int
+
+__all__ = ["PROPOSAL_MODES", "proposal_round_law", "generation_law", "mean_accepted", "first_token_law"]
+
+#: Modes :func:`proposal_round_law` enumerates (the registered verifier names).
+PROPOSAL_MODES = ("token", "point_mass", "sample_match", "argmax_onehot", "argmax_soft")
+
+LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
+
+
+def _argmax(q: Sequence[Any]) -> int:
+    best = 0
+    for v in range(1, len(q)):
+        if q[v] > q[best]:
+            best = v
+    return best
+
+
+def proposal_round_law(
+    mode: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+) -> dict[tuple[int, ...], Any]:
+    r"""Exact law of the tokens one round of ``mode`` emits, ``{emitted: probability}``.
+
+    An emitted tuple holds the accepted drafts then one token (the correction, or the bonus
+    token after ``gamma`` accepted drafts). The algorithm, per drafted position ``i`` with
+    ``p = target_fn(ctx)``, ``q = draft_fn(ctx)``:
+
+    - draft ``x ~ q`` (``"argmax_*"``: ``x = argmax q``, smallest index on ties);
+    - ``"sample_match"``: draw ``y ~ p``; ``y == x`` continues, else emit ``y`` and stop;
+    - otherwise let ``r = 1_x`` (``"point_mass"``, ``"argmax_onehot"``) or ``r = q``
+      (``"token"``, ``"argmax_soft"``); accept with ``min(1, p(x)/r(x))``, else emit from
+      ``norm((p - r)_+)`` and stop.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import proposal_round_law
+    >>> law = proposal_round_law("argmax_soft", lambda c: [F(1, 3), F(2, 3)], lambda c: [F(2, 3), F(1, 3)], 2, 1)
+    >>> sorted(law.items())
+    [((0, 0), Fraction(1, 6)), ((0, 1), Fraction(1, 3)), ((1,), Fraction(1, 2))]
+    """
+    if mode not in PROPOSAL_MODES:
+        raise ValueError(f"mode: expected one of {PROPOSAL_MODES}, got {mode!r}")
+    V = check_int(vocab_size, "vocab_size", 1)
+    g = check_int(gamma, "gamma", 1)
+    out: dict[tuple[int, ...], Any] = {}
+
+    def emit(key: tuple[int, ...], w: Any) -> None:
+        if w:
+            out[key] = out.get(key, 0) + w
+
+    def walk(i: int, drafted: tuple[int, ...], prob: Any) -> None:
+        p = list(target_fn(tuple(prefix) + drafted))
+        if i == g:
+            for y in range(V):
+                emit(drafted + (y,), prob * p[y])
+            return
+        q = list(draft_fn(tuple(prefix) + drafted))
+        proposals = [(_argmax(q), 1)] if mode.startswith("argmax") else [(x, q[x]) for x in range(V) if q[x]]
+        for x, w in proposals:
+            if mode == "sample_match":
+                for y in range(V):
+                    if y == x:
+                        if p[y]:
+                            walk(i + 1, drafted + (x,), prob * w * p[y])
+                    else:
+                        emit(drafted + (y,), prob * w * p[y])
+                continue
+            r = [1 if v == x else 0 for v in range(V)] if mode in ("point_mass", "argmax_onehot") else q
+            b = min(1, p[x] / r[x])
+            if b:
+                walk(i + 1, drafted + (x,), prob * w * b)
+            if b != 1:
+                res = [max(p[y] - r[y], 0) for y in range(V)]
+                tot = sum(res)
+                for y in range(V):
+                    emit(drafted + (y,), prob * w * (1 - b) * res[y] / tot)
+
+    walk(0, (), 1)
+    return out
+
+
+def generation_law(
+    round_law: Callable[[tuple[int, ...], int], dict[tuple[int, ...], Any]],
+    gamma: int,
+    length: int,
+    horizon: int | None = None,
+) -> dict[tuple[int, ...], Any]:
+    r"""Law of the first ``length`` tokens of a generation made of rounds of one rule.
+
+    Parameters
+    ----------
+    round_law : callable
+        ``round_law(prefix, k) -> {emitted tuple: probability}``: one round of ``k`` drafts
+        after ``prefix`` (e.g. ``lambda c, k: proposal_round_law(mode, p, q, V, k, c)``).
+    gamma : int
+        Draft length.
+    length : int
+        Tokens whose joint law is returned.
+    horizon : int, optional
+        ``None``: an unbounded generation (rounds of ``gamma`` drafts; the law of its first
+        ``length`` tokens). An int ``T >= length``: the protocol of ``docs/protocol.md`` with
+        ``k = min(gamma, T - n)`` drafts and no bonus token past ``T`` (compare with
+        ``chain.sequence_law(T, gamma, verifier=...)`` at ``length = T``).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import generation_law, proposal_round_law
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> law = generation_law(lambda c, k: proposal_round_law("point_mass", p, q, 2, k, c), 2, 2)
+    >>> law == {(0, 0): F(1, 9), (0, 1): F(2, 9), (1, 0): F(2, 9), (1, 1): F(4, 9)}   # lossless
+    True
+    """
+    g = check_int(gamma, "gamma", 1)
+    L = check_int(length, "length", 1)
+    T = None if horizon is None else check_int(horizon, "horizon", L)
+    out: dict[tuple[int, ...], Any] = {}
+
+    def walk(prefix: tuple[int, ...], prob: Any) -> None:
+        n = len(prefix)
+        if n >= L:
+            out[prefix[:L]] = out.get(prefix[:L], 0) + prob
+            return
+        k = g if T is None else min(g, T - n)
+        for emitted, w in round_law(prefix, k).items():
+            if T is not None and n + len(emitted) > T:  # the bonus token past the horizon
+                emitted = emitted[: T - n]
+            walk(prefix + emitted, prob * w)
+
+    walk((), 1)
+    return out
+
+
+def mean_accepted(law: dict[tuple[int, ...], Any]) -> Any:
+    """Expected accepted drafts of one round: ``sum P(emitted) (len(emitted) - 1)``."""
+    return sum((w * (len(e) - 1) for e, w in law.items()), 0)
+
+
+def first_token_law(law: dict[tuple[int, ...], Any], vocab_size: int) -> list[Any]:
+    """Law of the first emitted token of a round (or of a generation law)."""
+    out: list[Any] = [0] * check_int(vocab_size, "vocab_size", 1)
+    for e, w in law.items():
+        out[e[0]] += w
+    return out
