@@ -112,14 +112,20 @@ def sample_target_paths(
     return sample
 
 
-def drafted_length_law(sample: PathSample, policy: Any, visits: np.ndarray, per_path: int = 2) -> np.ndarray:
-    r"""Law ``[D + 1]`` of the draft length a policy plays in a round (``D = policy.max_depth``).
+def drafted_lengths(
+    sample: PathSample, policy: Any, visits: np.ndarray, per_path: int = 4
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    r"""Draft lengths a policy plays at round starts drawn from the visits: ``(path, n, k, weight)``, each ``[S]``.
 
     The decoder drafts before it verifies, so after a rejection the drafted length is set by the
     draft's *own* continuation, not by the output path. Round starts ``(n, memory)`` are drawn
     from each path's expected visits ``visits [N, T, M]`` (:func:`~.cost_rounds.rounds_law`;
-    ``per_path`` per path), the draft continues ``D`` tokens from the path's prefix there, and the
-    policy's stopping rule along that continuation (capped at ``T - n``) gives one drafted length.
+    ``per_path`` per path), the draft continues ``D = policy.max_depth`` tokens from the path's
+    prefix there, and the policy's stopping rule along that continuation gives ``k`` (not capped
+    by the tokens left: ``min(k, T - n)`` is what the row drafts). A draw's ``weight`` is its
+    path's expected number of rounds over ``per_path``: a law over rounds weights a path by how
+    many rounds it takes, and paths the draft predicts well take fewer, longer rounds (weighting
+    every path alike overstates the drafted length).
     """
     from .policy_predict import policy_path_inputs
     from .predict import sample_paths
@@ -130,23 +136,26 @@ def drafted_length_law(sample: PathSample, policy: Any, visits: np.ndarray, per_
     D = int(policy.max_depth)
     gen = np.random.default_rng(sample.seed)
     w = visits.reshape(N, T * M) / visits.reshape(N, T * M).sum(1, keepdims=True)
-    picks = np.array([gen.choice(T * M, size=per_path, p=w[i]) for i in range(N)])  # [N, per_path]
-    rows = np.repeat(np.arange(N), per_path)
+    per = check_int(per_path, "per_path", 1)
+    picks = np.array([gen.choice(T * M, size=per, p=w[i]) for i in range(N)])  # [N, per]
+    rows = np.repeat(np.arange(N), per)
     n_at, mem = np.divmod(picks.ravel(), M)
-    counts = np.zeros(D + 1)
+    k = np.full(len(rows), D)
     for n in np.unique(n_at):
-        sel = n_at == n
+        sel = np.flatnonzero(n_at == n)
         L = sample.prompt_len + int(n)
-        pre = sample.paths[rows[sel], :L]
         dp = sample_paths(
-            sample.draft, pre, D, int(gen.integers(2**31 - 1)), sampling=sample.sampling, device=sample.device
+            sample.draft,
+            sample.paths[rows[sel], :L],
+            D,
+            int(gen.integers(2**31 - 1)),
+            sampling=sample.sampling,
+            device=sample.device,
         )
         own = policy_path_inputs(sample.draft, sample.draft, dp, L, sample.sampling, device=sample.device)
-        S, cap = int(sel.sum()), min(D, T - int(n))
-        none = np.full((S, 1), -1)
-        k = np.full(S, cap)
+        S, none = len(sel), np.full((len(sel), 1), -1)
         alive = np.ones(S, bool)
-        for i in range(1, cap):
+        for i in range(1, D):
             ctx = StopContext(
                 depth=i,
                 position=np.full((S, 1), int(n)),
@@ -159,10 +168,40 @@ def drafted_length_law(sample: PathSample, policy: Any, visits: np.ndarray, per_
                 **{key: own[key][:, i - 1, None] for key in ("top", "entropy", "token_prob")},
             )
             stop = alive & np.asarray(policy.stop(ctx), bool).reshape(S)
-            k[stop] = i
+            k[sel[stop]] = i
             alive &= ~stop
-        counts += np.bincount(k, minlength=D + 1)
+    weight = visits.reshape(N, T * M).sum(1)[rows] / per
+    return rows, n_at, k, weight
+
+
+def drafted_length_law(sample: PathSample, policy: Any, visits: np.ndarray, per_path: int = 4) -> np.ndarray:
+    """Law ``[D + 1]`` of the draft length a policy plays in a round, capped by the tokens left
+    (visit-weighted over round starts, :func:`drafted_lengths`)."""
+    _, n, k, weight = drafted_lengths(sample, policy, visits, per_path)
+    return _capped_law(k, sample.horizon - n, weight, int(policy.max_depth))
+
+
+def _capped_law(k: np.ndarray, left: np.ndarray, weight: np.ndarray, D: int) -> np.ndarray:
+    counts = np.bincount(np.minimum(k, left), weights=weight, minlength=D + 1)
     return counts / counts.sum()
+
+
+def _per_prompt_laws(
+    sample: PathSample, rows: np.ndarray, k: np.ndarray, weight: np.ndarray, D: int
+) -> np.ndarray:
+    """Laws ``[P, D + 1]`` of a policy's uncapped draft length, one per prompt (``sample.prompt_of``).
+
+    The batch's rows have their own prompts (row ``b`` has prompt ``b mod P``), and how long a
+    confidence rule drafts depends on the text (at batch 1 only prompt 0 is decoded, so a law pooled
+    over the prompts misstates its depth). :func:`~.cost_rounds.batch_depth_law` draws each row's length from its
+    prompt's law and caps it by the row's tokens left.
+    """
+    group = np.zeros(sample.n_paths, np.int64) if sample.prompt_of is None else np.asarray(sample.prompt_of)
+    counts = np.zeros((int(group.max()) + 1, D + 1))
+    np.add.at(counts, (group[rows], k), weight)
+    if (counts.sum(1) == 0).any():
+        raise ValueError("per_path: too few round starts to give every prompt a drafted-length law")
+    return counts / counts.sum(1, keepdims=True)
 
 
 def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -193,8 +232,9 @@ def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
         J, m0 = policy_kernel({"reject": sample.reject, **sample.policy_inputs}, rnd.policy)
     law, visits = rounds_law(J, m0)
     if kind == "policy":
-        depth = drafted_length_law(sample, rnd.policy, visits)
-        drafted: Any = depth
+        rows, n_at, k, weight = drafted_lengths(sample, rnd.policy, visits)
+        depth = _capped_law(k, T - n_at, weight, D)
+        drafted: Any = _per_prompt_laws(sample, rows, k, weight, D)
     else:
         depth = np.bincount(np.minimum(D, T - np.arange(T)), weights=visits.sum((0, 2)), minlength=D + 1)
         depth = depth / depth.sum()

@@ -234,7 +234,8 @@ def batch_depth_law(
 
     A batch drafts ``K_r = \max_{b:\, R_b \ge r} k_{b,r}`` tokens in its round ``r``: finished rows
     draft nothing, and a row at start ``n`` drafts ``k = \min(D, T - n)`` (``depth`` an int ``D``)
-    or ``\min(k', T - n)`` with ``k' ~ depth`` (a law ``[D + 1]`` of a policy's drafted length).
+    or ``\min(k', T - n)`` with ``k' ~ depth`` (a law ``[D + 1]`` of a policy's drafted length,
+    or ``[P, D + 1]``: one law per prompt, row ``b`` drawing from its prompt's law).
     Near the end of the horizon every row has few tokens left at once and the last rounds have
     few rows, so ``K_r`` is smaller than the largest of ``B`` independent round depths. Rows follow
     ``J [N, T, M, T + 1, M]`` (:func:`path_kernel`, ...) from start 0; row ``b`` takes a path of
@@ -261,7 +262,8 @@ def batch_depth_law(
     N, T, M = J.shape[:3]
     gen = np.random.default_rng(rng)
     fixed = np.ndim(depth) == 0
-    D = int(depth) if fixed else int(np.size(depth)) - 1
+    law = None if fixed else np.atleast_2d(np.asarray(depth, dtype=np.float64))
+    D = int(depth) if fixed else law.shape[1] - 1  # type: ignore[union-attr]
     n_batches = max(1, -(-int(rows) // B))
     S = n_batches * B
     g = None if groups is None else np.asarray(groups, dtype=np.int64)
@@ -271,6 +273,12 @@ def batch_depth_law(
         members = [np.flatnonzero(g == p) for p in range(int(g.max()) + 1)]
         prompt = np.tile(np.arange(B) % len(members), n_batches)
         path = np.array([m[gen.integers(len(m))] for m in (members[p] for p in prompt)])
+    if law is not None and len(law) > 1:  # one drafted-length law per prompt
+        if g is None or len(law) != int(g.max()) + 1:
+            raise ValueError(f"depth: {len(law)} laws need groups with {len(law)} prompts")
+        row_law = g[path]
+    else:
+        row_law = np.zeros(S, np.int64)
     flat = np.cumsum(J.reshape(N, T, M, (T + 1) * M), axis=-1)
     n, a = np.zeros(S, np.int64), np.full(S, int(initial_memory), np.int64)
     counts = np.zeros(D + 1)
@@ -278,10 +286,10 @@ def batch_depth_law(
         live = n < T
         if not live.any():
             break
-        if fixed:
+        if law is None:
             k = np.minimum(D, T - n)
         else:
-            k = np.minimum(gen.choice(D + 1, size=S, p=np.asarray(depth) / np.sum(depth)), T - n)
+            k = np.minimum(_draw_depths(gen, law, row_law), T - n)
         k = np.where(live, k, -1).reshape(n_batches, B).max(1)  # per batch; -1: batch done
         counts += np.bincount(k[k >= 0], minlength=D + 1)[: D + 1]
         idx = np.flatnonzero(live)
@@ -290,3 +298,10 @@ def batch_depth_law(
         nxt = np.minimum((u[:, None] * c[:, -1:] > c).sum(1), (T + 1) * M - 1)
         n[idx], a[idx] = np.divmod(nxt, M)
     return counts / counts.sum()
+
+
+def _draw_depths(gen: np.random.Generator, law: np.ndarray, row_law: np.ndarray) -> np.ndarray:
+    """One draft length per row: row ``i`` from ``law[row_law[i]]`` (inverse CDF, laws ``[P, D + 1]``)."""
+    cdf = np.cumsum(law / law.sum(1, keepdims=True), axis=1)
+    u = gen.random(len(row_law))
+    return np.minimum((u[:, None] > cdf[row_law]).sum(1), law.shape[1] - 1)
