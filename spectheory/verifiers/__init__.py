@@ -15,6 +15,7 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.kseq`        K-SEQ (SpecTr)
 - :mod:`.optimal_coupling`  the verifier attaining the optimal multi-draft acceptance (transport LP)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
+- :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``)
 - :mod:`.proposal`    proposal modes engines run (``"point_mass"``, ``"sample_match"``,
   ``"argmax_onehot"``, ``"argmax_soft"``)
 - :mod:`.biased`      biased (lossy) acceptance rules
@@ -64,6 +65,7 @@ from .children import (
     list_child_policies,
     register_child_policy,
 )
+from .hsd import HSD, HSD_LISTING, HSDVerifier, hsd_round_law, hsd_weights
 from .kseq import (
     kseq_acceptance,
     kseq_beta,
@@ -141,6 +143,12 @@ __all__ = [
     "block_round_transition",
     "block_emission_law",
     "round_accepted_means",
+    # sequence-level rules (Hierarchical Speculative Decoding)
+    "HSDVerifier",
+    "HSD",
+    "HSD_LISTING",
+    "hsd_weights",
+    "hsd_round_law",
     # proposal modes (point-mass, sample-and-match, argmax drafting)
     "PointMassVerifier",
     "SampleMatchVerifier",

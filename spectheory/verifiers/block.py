@@ -59,6 +59,7 @@ __all__ = [
     "block_round_transition",
     "round_accepted_means",
     "block_emission_law",
+    "backward_scan_law",
     "MAX_BLOCK_ELEMENTS",
 ]
 
@@ -108,7 +109,6 @@ def block_weights(
             w[:, i] = np.where(prev > 0, np.minimum(1.0, prev * ratio), 0.0)
     h = np.zeros((R, g))
     final = t.copy()
-    idx = np.arange(g + 1)[None, :]
     for j in range(0, g):
         ex = np.maximum(w[:, j, None] * t[:, j] - d[:, j], 0.0)  # residual weights after j
         final[:, j], mass = normalize_or(ex, t[:, j])
@@ -118,14 +118,30 @@ def block_weights(
             h[:, j - 1] = np.where(j < kk, np.clip(hj, 0.0, 1.0), 0.0)
     h[rows, kk - 1] = w[rows, kk]
     final[rows, kk] = t[rows, kk]
-    # P(tau = j) = h_j prod_{i = j+1..k} (1 - h_i); h_0 := 1
+    return h, backward_scan_law(h, kk), final
+
+
+def backward_scan_law(h: np.ndarray, k: np.ndarray) -> np.ndarray:
+    r"""Law of :math:`\tau = \max\{i \le k : \eta_i = 1\}` (0 if none) for independent
+    :math:`\eta_i \sim \mathrm{Bernoulli}(h_i)`: :math:`P(\tau = j) = h_j \prod_{i=j+1}^k (1 - h_i)`,
+    :math:`h_0 := 1`. Shapes: ``h [R, g]`` (``h[:, i-1] = h_i``), ``k [R]``; returns ``[R, g+1]``
+    (0 beyond ``k``). The backward scan of block verification and of HSD (:mod:`.hsd`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers.block import backward_scan_law
+    >>> backward_scan_law(np.array([[0.5, 0.5]]), np.array([2])).tolist()
+    [[0.25, 0.25, 0.5]]
+    """
+    R, g = h.shape
+    idx = np.arange(g + 1)[None, :]
     h_ext = np.concatenate([np.ones((R, 1)), h], 1)  # [R, g+1], h_ext[:, j] = h_j
-    one_minus = np.where(idx[:, 1:] <= kk[:, None], 1.0 - h, 1.0)  # [R, g]
+    one_minus = np.where(idx[:, 1:] <= k[:, None], 1.0 - h, 1.0)  # [R, g]
     tail = np.ones((R, g + 1))
     for j in range(g - 1, -1, -1):
         tail[:, j] = tail[:, j + 1] * one_minus[:, j]
-    tau_law = np.where(idx <= kk[:, None], h_ext * tail, 0.0)
-    return h, tau_law, final
+    return np.where(idx <= k[:, None], h_ext * tail, 0.0)
 
 
 def _enumerate_blocks(chain, n0, k, with_bonus_row):
@@ -163,7 +179,9 @@ def _enumerate_blocks(chain, n0, k, with_bonus_row):
     return x, states, t_laws, d_laws, dprob
 
 
-def block_round_transition(chain: DecodingChain, n0: int, k: int, emit_bonus: bool) -> np.ndarray:
+def block_round_transition(
+    chain: DecodingChain, n0: int, k: int, emit_bonus: bool, weights: Callable[..., Any] | None = None
+) -> np.ndarray:
     r"""Exact round transition of block verification, by enumerating the ``V**k`` draft blocks.
 
     ``Q[s, j, s'] = P(tau = j, state s' after the round's last emitted token | round starts
@@ -179,6 +197,10 @@ def block_round_transition(chain: DecodingChain, n0: int, k: int, emit_bonus: bo
         Drafts in this round.
     emit_bonus : bool
         Whether a bonus token is emitted when all ``k`` drafts are accepted.
+    weights : callable, optional
+        ``weights(target_laws, draft_laws, draft_tokens, k) -> (h, tau_law, final_weights)``
+        of another whole-round rule decided by a backward scan (default
+        :func:`block_weights`; :func:`spectheory.verifiers.hsd.hsd_weights`).
 
     Returns
     -------
@@ -206,7 +228,7 @@ def block_round_transition(chain: DecodingChain, n0: int, k: int, emit_bonus: bo
         )
     S = chain.n_states
     x, states, t_laws, d_laws, dprob = _enumerate_blocks(chain, n0, k, bool(emit_bonus))
-    _, tau_law, final = block_weights(t_laws, d_laws, x, k)
+    _, tau_law, final = (block_weights if weights is None else weights)(t_laws, d_laws, x, k)
     mass = dprob[:, None] * tau_law  # [N, k+1]
     Q = np.zeros((S, k + 1, S))
     s0 = states[:, 0]
