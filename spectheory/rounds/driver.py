@@ -127,7 +127,8 @@ def _run_chunk(sampler, T, round, bonus, rng, out, counts, tokens, ttime, by_pos
     R0 = counts.shape[0]
     pos = np.zeros(R0, dtype=np.int64)
     state = sample_initial(sampler.chain, R0, rng)
-    memory = np.full(R0, round.initial_memory, dtype=np.int64)
+    init = np.asarray(round.initial_memory)  # an int, or a vector of statistics (online learners)
+    memory = np.repeat(init[None], R0, axis=0) if init.ndim else np.full(R0, int(init), dtype=np.int64)
     active = np.arange(R0)
     while active.size:
         R = active.size

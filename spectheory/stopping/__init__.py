@@ -23,6 +23,7 @@ True
 
 from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 from .batch import LockstepRate, lockstep_rate, optimal_policy_by_batch
+from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
 from .cost import Cost, as_cost
 from .evaluate import PolicyValue, evaluate_policy
 from .gap import OracleGap, oracle_gap
@@ -76,6 +77,9 @@ __all__ = [
     "long_run_policy",
     "OracleGap",
     "oracle_gap",
+    "ROCThreshold",
+    "AcceptanceRateK",
+    "UCBGamma",
 ]
 
 from ..rounds.normalize import register_round_shorthand

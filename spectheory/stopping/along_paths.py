@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
-from .policies import Policy, StopContext
+from .policies import Policy, StopContext, require_memory
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -145,6 +145,7 @@ def policy_round_dp(
     for name, val in zip(_INPUTS, (top, entropy, token_prob)):
         inputs[name] = None if val is None else _as_paths(val, name, (N, T))
     D = int(policy.max_depth) if gamma is None else min(int(policy.max_depth), check_int(gamma, "gamma", 1))
+    require_memory(policy, ("flag",), "policy_round_dp")
     M = int(policy.n_memory)
     mems = np.arange(M)
     next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["StopContext"]
+__all__ = ["StopContext", "RoundFeedback"]
 
 
 @dataclass
@@ -45,3 +45,22 @@ class StopContext:
     token_prob: np.ndarray
     accept_prob: np.ndarray | None
     memory: np.ndarray
+
+
+@dataclass
+class RoundFeedback:
+    """What a policy learns after a round's verification (per run of a batch of ``R`` runs).
+
+    Attributes
+    ----------
+    accepted : int array, shape (R,)
+        Drafted tokens the verifier accepted (``j``).
+    drafted : int array, shape (R,)
+        Tokens the round drafted (``k``; ``j == k``: all accepted).
+    token_prob : float array, shape (R, D)
+        ``q(x_i)`` of the drafted tokens (columns ``>= drafted`` are meaningless).
+    """
+
+    accepted: np.ndarray
+    drafted: np.ndarray
+    token_prob: np.ndarray

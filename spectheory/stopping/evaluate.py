@@ -33,7 +33,7 @@ from ..exact import phase_recursion, token_masses
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .cost import as_cost
 from .paths import evaluate_paths
-from .policies import FixedGamma, Policy, StartStatePolicy, StopContext
+from .policies import FixedGamma, Policy, StartStatePolicy, StopContext, require_memory
 from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ def evaluate_policy(
         raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
     if method not in ("auto", "rounds"):
         raise ValueError(f"method: expected 'auto' or 'rounds', got {method!r}")
+    require_memory(policy, ("flag", "counts"), "evaluate_policy")
     if policy.uses_path or (policy.uses_start and not isinstance(policy, StartStatePolicy)):
         return evaluate_paths(chain, policy, T, cost, max_nodes=max_nodes, progress=progress)
     if isinstance(policy, FixedGamma) and method == "auto":
@@ -174,14 +175,26 @@ def _edge_recursion(K, policy, T, cost, progress):
             rej[(pos, m)] = reject_value(K, K.at(pos).rej, W[pos + 1][m])
         return rej[(pos, m)]
 
-    after = [(int(policy.next_memory(m, True)), int(policy.next_memory(m, False))) for m in range(M)]
+    fixed = [policy.round_length(m) for m in range(M)]
+    afters: dict = {}
+
+    def after(m, i, kmax):
+        """Memories after a round from memory ``m`` accepted to depth ``i + 1`` / rejected at token ``i + 1``."""
+        drafted = -1 if fixed[m] is None else min(fixed[m], kmax)  # -1: decided inside the round
+        if (m, i, drafted) not in afters:
+            afters[(m, i, drafted)] = (
+                policy.memory_after(m, i + 1, i + 1),
+                policy.memory_after(m, i, drafted),
+            )
+        return afters[(m, i, drafted)]
+
     for n in backward_positions(T, "evaluate policy", progress, T * D * M * K.S * K.V):
         for m in range(M):
-            m_acc, m_rej = after[m]
             kmax = min(D, T - n)
             X = Y = None
             for i in range(kmax - 1, -1, -1):
                 d = i + 1
+                m_acc, m_rej = after(m, i, kmax)
                 q_stop, q_cont, acc_stop, acc_cont = split(n, i, m, d == kmax)
                 xkey = (kmax, i, m) if cacheable else None
                 if xkey in xs:

@@ -32,7 +32,7 @@ from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import edge_context
 from .optimal import _dense, _gain, long_run_rate
-from .policies import Policy, StartStatePolicy
+from .policies import Policy, StartStatePolicy, require_memory
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -84,7 +84,7 @@ def long_run_policy(chain: DecodingChain, policy: Policy, cost: Cost | float | N
     policy : Policy
         Not ``uses_path``, not position dependent (a :class:`StartStatePolicy` with ``[S]``
         lengths is evaluated by :func:`~spectheory.stopping.optimal.long_run_rate`), with a
-        finite ``n_memory`` and integer ``next_memory``.
+        a memory of kind ``"flag"`` or ``"counts"`` (finite ``n_memory``).
     cost : Cost or float
 
     Examples
@@ -114,9 +114,8 @@ def long_run_policy(chain: DecodingChain, policy: Policy, cost: Cost | float | N
             "position, so it has no finite round-start chain; use the finite horizon "
             "(evaluate_policy) or Monte Carlo (st.simulate)"
         )
-    M = int(getattr(policy, "n_memory", 1))
-    if M < 1 or not np.isfinite(M):
-        raise ValueError(f"policy: {policy.name} has no finite memory; score it by Monte Carlo (st.simulate)")
+    require_memory(policy, ("flag", "counts"), "long_run_policy")
+    M = int(policy.n_memory)
     K = Kernels(chain)
     laws = K.at(0)
     S, D = K.S, int(policy.max_depth)
@@ -129,14 +128,15 @@ def long_run_policy(chain: DecodingChain, policy: Policy, cost: Cost | float | N
     time = np.zeros(M * S)
     with single_thread(S):
         for m in range(M):
-            m_acc = int(policy.next_memory(np.int64(m), np.bool_(True)))
-            m_rej = int(policy.next_memory(np.int64(m), np.bool_(False)))
+            fixed = policy.round_length(m)
+            drafted = -1 if fixed is None else min(int(fixed), D)  # -1: decided inside the round
             Dm, L = np.eye(S), np.eye(S)
             drafts, ttime, tok = np.zeros(S), np.zeros(S), np.zeros(S)
-            k_acc, k_rej = np.zeros((S, S)), np.zeros((S, S))
+            rows = slice(m * S, (m + 1) * S)
             for i in range(D):
                 drafts += Dm.sum(1)
-                k_rej += L @ Rop
+                m_rej = policy.memory_after(m, i, drafted)
+                big[rows, m_rej * S : (m_rej + 1) * S] += L @ Rop
                 tok += (i + 1) * (L @ rej_mass)
                 if i + 1 == D:
                     sig = np.ones((S, K.V))
@@ -146,14 +146,12 @@ def long_run_policy(chain: DecodingChain, policy: Policy, cost: Cost | float | N
                 ttime += tk[i] * (Dm @ (laws.draft * sig).sum(-1))
                 stop_alive = L @ op(laws.acc * sig)
                 tok += (i + 2) * stop_alive.sum(1)
-                k_acc += stop_alive @ Pop
+                m_acc = policy.memory_after(m, i + 1, i + 1)
+                big[rows, m_acc * S : (m_acc + 1) * S] += stop_alive @ Pop
                 Dm = Dm @ op(laws.draft * (1.0 - sig))
                 L = L @ op(laws.acc * (1.0 - sig))
                 if not Dm.any():
                     break
-            rows = slice(m * S, (m + 1) * S)
-            big[rows, m_acc * S : (m_acc + 1) * S] += k_acc
-            big[rows, m_rej * S : (m_rej + 1) * S] += k_rej
             tokens[rows] = tok
             time[rows] = cost.c * drafts + ttime
     ge, _ = _gain(big, tokens)

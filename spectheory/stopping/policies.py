@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from .._typing import RNGLike
-from .context import StopContext
+from .context import RoundFeedback, StopContext
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -41,6 +41,7 @@ __all__ = [
     "HFSchedule",
     "StartStatePolicy",
     "leviathan_policy",
+    "require_memory",
 ]
 
 #: Default cap on the draft length of the adaptive rules.
@@ -67,9 +68,28 @@ class Policy:
     def stop(self, ctx: StopContext) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
 
+    #: How the memory moves between rounds: ``"flag"`` (an int in ``range(n_memory)``, by
+    #: :meth:`next_memory` from "every drafted token was accepted"), ``"counts"`` (an int in
+    #: ``range(n_memory)``, by :meth:`memory_after` from the accepted and drafted counts; the
+    #: memory fixes the round's length, :meth:`round_length`) or ``"online"`` (an array of
+    #: statistics, by :meth:`update`: no finite round-start chain, Monte Carlo only).
+    memory_kind = "flag"
+
     def next_memory(self, memory: ArrayLike, all_accepted: ArrayLike) -> np.ndarray:
         """Memory after a round (``all_accepted``: every drafted token was accepted)."""
         return np.zeros_like(np.asarray(memory))
+
+    def round_length(self, memory: int) -> int | None:
+        """Draft length fixed by the memory at the round's start (``None``: decided inside the round)."""
+        return None
+
+    def memory_after(self, memory: int, accepted: int, drafted: int) -> int:
+        """Memory after a round that accepted ``accepted`` of ``drafted`` tokens (finite memories)."""
+        return int(self.next_memory(np.int64(memory), np.bool_(accepted == drafted)))
+
+    def update(self, memory: np.ndarray, feedback: RoundFeedback) -> np.ndarray:
+        """Memory after a round, per run (what :class:`~spectheory.stopping.PolicyRound` calls)."""
+        return np.asarray(self.next_memory(memory, feedback.accepted == feedback.drafted), dtype=np.int64)
 
     def simulate(
         self,
@@ -281,3 +301,13 @@ def leviathan_policy(
     return FixedGamma(
         iid_optimal_gamma(alpha, as_cost(cost).c, max_gamma=check_int(max_depth, "max_depth", 1))
     )
+
+
+def require_memory(policy: Policy, kinds: tuple[str, ...], what: str) -> None:
+    """``ValueError`` unless ``policy.memory_kind`` is one of ``kinds`` (``what`` names the engine)."""
+    kind = getattr(policy, "memory_kind", "flag")
+    if kind not in kinds:
+        raise ValueError(
+            f"policy: {what} supports memories of kind {kinds}; {policy.name} has a {kind!r} memory "
+            "(score it by Monte Carlo: st.simulate(chain, T, policy), or long_run_policy for 'counts')"
+        )

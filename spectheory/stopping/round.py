@@ -19,7 +19,7 @@ import numpy as np
 from ..rounds.base import Round, RoundOutcome
 from ..rounds.sampler import DRAFT, RESIDUAL, TARGET
 from ..verifiers.base import get_verifier
-from .context import StopContext
+from .context import RoundFeedback, StopContext
 from .evaluate import evaluate_policy
 
 __all__ = ["PolicyRound"]
@@ -62,8 +62,9 @@ class PolicyRound(Round):
         return "token"
 
     @property
-    def initial_memory(self) -> int:  # type: ignore[override]
-        return int(self.policy.initial_memory)
+    def initial_memory(self) -> Any:  # type: ignore[override]
+        m = self.policy.initial_memory
+        return int(m) if np.ndim(m) == 0 else np.asarray(m)
 
     def describe(self) -> str:
         return f"drafts until {self.policy.name} stops (at most {self.max_depth}), token verification"
@@ -140,7 +141,7 @@ class PolicyRound(Round):
             drafted=k,
             end_state=sj,
             path=xs,
-            memory=np.asarray(policy.next_memory(memory, j == k), dtype=np.int64),
+            memory=_updated(policy, memory, RoundFeedback(j, k, dx)),
         )
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
@@ -151,6 +152,14 @@ class PolicyRound(Round):
 
     def __repr__(self) -> str:
         return f"PolicyRound({self.policy.name})"
+
+
+def _updated(policy: Any, memory: np.ndarray, feedback: RoundFeedback) -> np.ndarray:
+    """The policy's memory after the round (``update``; ``next_memory`` for duck-typed policies)."""
+    update = getattr(policy, "update", None)
+    if update is None:
+        return np.asarray(policy.next_memory(memory, feedback.accepted == feedback.drafted), dtype=np.int64)
+    return np.asarray(update(memory, feedback))
 
 
 def policy_round(policy: Any, verifier: Any = None) -> PolicyRound:

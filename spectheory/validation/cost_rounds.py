@@ -31,7 +31,7 @@ import numpy as np
 
 from .._guards import check_int
 from ..stopping.along_paths import stop_along_paths
-from ..stopping.policies import Policy
+from ..stopping.policies import Policy, require_memory
 
 __all__ = ["path_kernel", "tree_kernel", "policy_kernel", "rounds_law", "batch_rounds", "batch_depth_law"]
 
@@ -99,6 +99,7 @@ def policy_kernel(
     N, T = r.shape
     stats = {k: inputs.get(k) for k in ("top", "entropy", "token_prob")}
     D = int(policy.max_depth) if gamma is None else min(int(policy.max_depth), check_int(gamma, "gamma", 1))
+    require_memory(policy, ("flag",), "the policy jump kernel")
     M = int(policy.n_memory)
     mems = np.arange(M)
     next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
