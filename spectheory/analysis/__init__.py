@@ -10,7 +10,8 @@ imports them and never the other way round.
 - :mod:`.pareto` -- the one-position (rejection, TV loss) Pareto front of lossy rules and the
   sequence-level TV of a rule on a chain, by enumeration;
 - :mod:`.optimal_transport` -- the optimal multi-draft acceptance (a transport bound, computed
-  with a sort by the prefix-set theorem);
+  with a sort by the prefix-set theorem); :mod:`.drafting_laws` -- the same for greedy
+  drafting (top tokens plus random ones, Hu et al. 2025) and any drafting law given as tuples;
 - :mod:`.batch_closed_form` -- closed forms of batch decoding with ``M`` drafts (Bernoulli and
   uniform instances, the i.i.d. horizon formula); :mod:`.batch_chain` -- its exact expected
   rejections on a chain.
@@ -28,6 +29,12 @@ from .batch_closed_form import (
     iid_batch_expected_rejections,
     uniform_batch_rejection,
     uniform_instance,
+)
+from .drafting_laws import (
+    greedy_optimal_acceptance,
+    greedy_tuple_law,
+    top_tokens,
+    tuple_law_optimal_acceptance,
 )
 from .optimal_transport import (
     drafted_set_law,
@@ -74,6 +81,10 @@ __all__ = [
     "sequence_front",
     # optimal multi-draft acceptance
     "optimal_multidraft_acceptance",
+    "greedy_tuple_law",
+    "greedy_optimal_acceptance",
+    "tuple_law_optimal_acceptance",
+    "top_tokens",
     "ratio_order",
     "drafted_set_law",
     "prob_all_in_prefixes",

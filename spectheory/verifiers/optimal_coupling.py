@@ -104,8 +104,26 @@ class OptimalCoupling:
         return np.array([lut.get(int(v), -1) for v in c], dtype=np.int64)
 
 
+def _checked_tuples(
+    tuple_law: tuple[np.ndarray, np.ndarray], k: int, V: int
+) -> tuple[np.ndarray, np.ndarray]:
+    tup = np.asarray(tuple_law[0], dtype=np.int64)
+    law = np.asarray(tuple_law[1], dtype=np.float64)
+    if tup.ndim != 2 or tup.shape[1] != k or law.shape != (tup.shape[0],):
+        raise ValueError(f"tuple_law: expected (tuples [N, {k}], probs [N]), got {tup.shape}, {law.shape}")
+    if tup.size and (tup.min() < -1 or tup.max() >= V):
+        raise ValueError(f"tuple_law: tokens must lie in [0, {V}) (-1 for an empty slot)")
+    if np.any(law < 0) or abs(law.sum() - 1.0) > 1e-9:
+        raise ValueError("tuple_law: probabilities must be non-negative and sum to 1")
+    return tup, law
+
+
 def optimal_coupling_lp(
-    target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True
+    target: ArrayLike,
+    draft: ArrayLike,
+    k: int,
+    replacement: bool = True,
+    tuple_law: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> OptimalCoupling:
     r"""Solve the transport LP with HiGHS (``scipy.optimize.linprog``); small ``V`` only.
 
@@ -114,6 +132,9 @@ def optimal_coupling_lp(
     flow on the edges ``y in tuple n`` with row sums ``<= D(n)`` and column sums ``<= p(y)``;
     the unmatched masses (equal totals) are then coupled independently, which keeps the
     objective and gives exact marginals. Independent of the prefix formula (checks it).
+    ``tuple_law=(tuples [N, k], probs [N])`` replaces the drafting law (default
+    :func:`draft_tuple_law` of ``draft``; e.g.
+    :func:`spectheory.analysis.drafting_laws.greedy_tuple_law`).
 
     Examples
     --------
@@ -126,7 +147,7 @@ def optimal_coupling_lp(
 
     t, d, k = check_multidraft_args(target, draft, k, replacement)
     V = t.size
-    tup, law = draft_tuple_law(d, k, replacement)
+    tup, law = draft_tuple_law(d, k, replacement) if tuple_law is None else _checked_tuples(tuple_law, k, V)
     N = tup.shape[0]
     if N * V > 500_000:
         raise ValueError(f"k: LP with {N} tuples x {V} tokens is too large (keep V and k small)")
