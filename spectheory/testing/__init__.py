@@ -9,15 +9,17 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
 * :func:`check_verifier` / :func:`assert_verifier_lossless` (law only) /
   :func:`assert_verifier_optimal` (law and efficiency) -- the kit (:mod:`.kit`); protocols
   with the bonus off or a stop token; torch's random draws routed through the kit
-  (:mod:`.torch_random`);
+  (:mod:`.torch_random`), Python's ``random`` routed and the global states watched
+  (:mod:`.randomness`); block verification as the optimum no lossless rule exceeds;
 * :func:`check_sampler` -- whole samplers that draft too, handed the two models (:mod:`.whole`);
 * :func:`reference_verify` -- a correct verifier (standard speculative sampling);
 * :mod:`spectheory.testing.adapters` -- HuggingFace's ``_speculative_sampling`` and vLLM-style
   ``[B, k, V]`` samplers; :func:`as_batched`, :func:`from_round_verifier`,
   :func:`spectheory.testing.torch_adapter.from_torch_sampler` -- other batched samplers;
 * :mod:`spectheory.testing.strategies` -- hypothesis strategies (needs ``hypothesis``);
-* :mod:`spectheory.testing.gallery`, :mod:`.gallery_field`, :mod:`.gallery_samplers` --
-  deliberately buggy verifiers and samplers the kit catches (field bugs with their reports).
+* :mod:`spectheory.testing.gallery`, :mod:`.gallery_field`, :mod:`.gallery_samplers`,
+  :mod:`.gallery_engines` -- deliberately buggy verifiers and samplers the kit catches (field
+  bugs with their reports; bug classes met running the kit on engines).
 * :func:`check_tree_verifier` / :func:`assert_tree_verifier_lossless` -- tree verifiers (a draft
   tree in, accepted path and next token out), with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
 * :func:`check_round` -- the kit on a round object, the one ``st.simulate`` and
@@ -89,6 +91,8 @@ def __getattr__(name):
         "strategies",
         "gallery",
         "gallery_samplers",
+        "gallery_engines",
+        "randomness",
         "torch_adapter",
         "adapters",
         "torch_random",

@@ -25,8 +25,10 @@ from typing import Any
 import numpy as np
 
 from ._runner import boundary_run, content_violations, determinism, fmt_call, violation_reason
+from ._verdicts import above_optimum, randomness_findings, severity
 from .instances import Instance
 from .report import Finding
+from .round_instance import MAX_BLOCKS
 from .stats import bernstein_lower_test, binomial_test, chi2_test
 
 MAX_SEQUENCE_CELLS = 100_000
@@ -54,8 +56,10 @@ def accepted_counts(
     return np.where(cond, lengths, acc)
 
 
-def n_tests(inst: Instance, efficiency: bool) -> int:
+def n_tests(inst: Instance, efficiency: bool, stop_token: int | None = None) -> int:
     n = 1 + inst.k + 1  # first token, later positions, sequence
+    if stop_token is None and inst.vocab_size**inst.k <= MAX_BLOCKS:
+        n += 1  # above_optimum
     if efficiency:
         n += 1 + (1 if inst.k >= 2 else 0)
     return n
@@ -83,13 +87,18 @@ def check_instance(
     found: dict,
     bonus: bool = True,
     stop_token: int | None = None,
+    greedy: bool = False,
 ) -> None:
-    """Run every check on one instance; append :class:`Finding` objects to ``found[check]``."""
+    """Run every check on one instance; append :class:`Finding` objects to ``found[check]``.
+
+    ``greedy``: the temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`)."""
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
-    law = inst if stop_token is None else inst.absorbing(stop_token)
+    law = inst.greedy() if greedy else inst
+    law = law if stop_token is None else law.absorbing(stop_token)
     r_draft, r_verify, r_complete, r_edge, r_torch = [np.random.default_rng(s) for s in ss.spawn(5)]
     drafting = getattr(runner.verify, "drafting", "sample")
+    runner.records.clear()
     tp, dp, x = inst.sample_drafts(n, r_draft, drafting)
     out, lengths, bad, err, notes = runner.run(tp, dp, x, r_verify, torch_seed=r_torch)
 
@@ -127,9 +136,11 @@ def check_instance(
     zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, lengths, 0))
     if zero.any():
         i = int(np.flatnonzero(zero)[0])
+        per_m = 1e6 * int(zero.sum()) / max(int(lengths[valid].sum()), 1)
         fail(
             "zero_probability",
-            f"{int(zero.sum())} of {n} rounds emitted a token of target probability 0",
+            f"{int(zero.sum())} of {n} rounds emitted a token of target probability 0 "
+            f"(about {per_m:.3g} wrong tokens per million emitted on this instance)",
             f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: lengths[i]].tolist()),
         )
     else:
@@ -137,7 +148,8 @@ def check_instance(
 
     # ---- forced uniforms (0 and just below 1) and determinism, on fresh draft paths
     tpb, dpb, xb = inst.sample_drafts(N_BOUNDARY, r_edge, drafting)
-    problem = _forced(runner, law, tpb, dpb, xb, bonus, stop_token)
+    mean_len = float(lengths[valid].mean()) if valid.any() else 1.0
+    problem = _forced(runner, law, tpb, dpb, xb, bonus, stop_token, mean_len)
     if problem is None:
         ok("forced_uniforms")
     else:
@@ -147,9 +159,17 @@ def check_instance(
         ok("determinism")
     else:
         fail("determinism", det[0], f"instance {inst.name}\n" + det[1])
+    for check, finding in randomness_findings(runner.records, inst.name, size).items():
+        found[check].append(finding)
 
     # ---- statistical checks on valid rounds
     if err is not None or valid.sum() == 0:
+        return
+    if greedy:
+        if efficiency:
+            found["greedy_acceptance"].append(
+                _greedy_acceptance(inst, tp, dp, x, out, lengths, valid, bonus, stop_token)
+            )
         return
     o, L = out[valid], lengths[valid]
     nv = int(valid.sum())
@@ -176,6 +196,7 @@ def check_instance(
                 res.summary,
                 ex,
                 size,
+                detectable=res.detectable,
             )
         )
     Ls = k + 1
@@ -204,16 +225,31 @@ def check_instance(
             res.summary + ("" if Ls == k + 1 else f" (first {Ls} positions)"),
             ex,
             size,
+            detectable=res.detectable,
         )
     )
+    acc = accepted_counts(o, L, x[valid], bonus, stop_token)
+    if stop_token is None and drafting == "sample":  # block's optimum is for drafts drawn from q
+        over = above_optimum(inst, acc, a_i, size)
+        if over is not None:
+            found["above_optimum"].append(over)
     if not efficiency:
         return
-    acc = accepted_counts(o, L, x[valid], bonus, stop_token)
     beta = inst.first_acceptance()
     res = binomial_test(int(np.sum(acc >= 1)), nv, beta, a_i)
     ex = "" if res.passed else f"instance {inst.name}\n" + inst.describe()
     found["acceptance_rate"].append(
-        Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
+        Finding(
+            inst.name,
+            res.passed,
+            res.statistic,
+            res.threshold,
+            res.p_value,
+            res.summary,
+            ex,
+            size,
+            detectable=res.detectable,
+        )
     )
     if k >= 2:
         law_n = inst.accepted_count_law(stop_token)
@@ -230,13 +266,28 @@ def check_instance(
             )
         )
         found["mean_accepted"].append(
-            Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
+            Finding(
+                inst.name,
+                res.passed,
+                res.statistic,
+                res.threshold,
+                res.p_value,
+                res.summary,
+                ex,
+                size,
+                detectable=res.detectable,
+            )
         )
 
 
-def _forced(runner, law, tp, dp, x, bonus, stop_token):
-    """First problem with forced uniforms, as ``(summary, example)``, or None."""
+def _forced(runner, law, tp, dp, x, bonus, stop_token, mean_len=1.0):
+    """First problem with forced uniforms, as ``(summary, example)``, or None.
+
+    A wrong output (malformed, or a token of target probability 0) states its severity:
+    the per-draw probability of the forced event for the dtype drawn and the first-order
+    rate of wrong tokens (:func:`spectheory.testing._verdicts.severity`)."""
     V = law.vocab_size
+    n, k = x.shape
     for which in ("low", "high"):
         note = f"rng = spectheory.testing.constant_uniform_rng({which!r})" + (
             f"; torch draws forced: spectheory.testing.torch_random.kit_torch_random(force={which!r})"
@@ -252,15 +303,42 @@ def _forced(runner, law, tp, dp, x, bonus, stop_token):
         fb = badb | viol[0] | viol[1] | viol[2] | viol[3]
         if fb.any():
             i = int(np.flatnonzero(fb)[0])
+            sev = severity(runner.records[-1].bits, n, float(fb.mean()), k, mean_len, which)
             return (
-                f"malformed output {what}: {violation_reason(i, *viol, stop_token)}",
+                f"malformed output {what}: {violation_reason(i, *viol, stop_token)} ({sev})",
                 fmt_call(tp[i], dp[i], x[i], ob[i][: max(lb[i], 1)].tolist(), rng_note=note),
             )
         zb = law.emitted_target_prob_zero(ob, lb)
         if zb.any():
             i = int(np.flatnonzero(zb)[0])
+            sev = severity(runner.records[-1].bits, n, float(zb.mean()), k, mean_len, which)
             return (
-                f"emitted a token of target probability 0 {what}",
+                f"emitted a token of target probability 0 {what} ({sev})",
                 fmt_call(tp[i], dp[i], x[i], ob[i][: lb[i]].tolist(), rng_note=note),
             )
     return None
+
+
+def _greedy_acceptance(inst, tp, dp, x, out, lengths, valid, bonus, stop_token):
+    """Exact: every round accepts the longest draft prefix on the target's argmax path."""
+    n, k = x.shape
+    rows = np.arange(n)[:, None]
+    on_path = tp[rows, np.arange(k)[None, :], x] >= tp[:, :k].max(-1)
+    opt = np.cumprod(on_path, axis=1).sum(1)
+    if stop_token is not None:
+        first = np.where((x == stop_token).any(1), np.argmax(x == stop_token, axis=1) + 1, k)
+        opt = np.minimum(opt, first)
+    acc = accepted_counts(out, lengths, x, bonus, stop_token)
+    short = valid & (acc < opt)
+    size = inst.vocab_size * (k + 1)
+    if not short.any():
+        return Finding(inst.name, True, size=size)
+    i = int(np.flatnonzero(short)[0])
+    return Finding(
+        inst.name,
+        False,
+        summary=f"{int(short.sum())} of {int(valid.sum())} rounds stop before the end of the argmax "
+        f"path (accepted {int(acc[i])} drafts, the argmax path {int(opt[i])})",
+        example=f"instance {inst.name}\n" + fmt_call(tp[i], dp[i], x[i], out[i][: lengths[i]].tolist()),
+        size=size,
+    )

@@ -9,8 +9,6 @@ stream seeded by the kit, or forced to an extreme (``force="low"``: every unifor
 
 from __future__ import annotations
 
-import contextlib
-import sys
 import traceback
 from typing import Any
 
@@ -18,6 +16,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .instances import constant_uniform_rng
+from .randomness import RandomRecord, kit_randomness
 from .reference import PAD
 
 __all__ = ["Runner", "fmt_call", "content_violations", "violation_reason", "boundary_run", "determinism"]
@@ -47,7 +46,9 @@ class Runner:
     batched : bool
     torch_random : bool or None
         Route torch's global random draws through the kit: True, False, or None (whenever
-        torch is imported, i.e. whenever the verifier can run torch code).
+        torch is imported, i.e. whenever the verifier can run torch code). Python's
+        ``random`` is always routed and the global states watched
+        (:mod:`spectheory.testing.randomness`).
     rows_per_call : int or None
         Rows per ``verify_batch`` call (None: all rows of an instance in one call).
     """
@@ -58,25 +59,22 @@ class Runner:
         self.torch_random = torch_random
         self.rows_per_call = rows_per_call
         self.routed = False
-
-    def torch_context(self, seed=None, force=None):
-        """The torch routing context for one run (a null context when routing is off)."""
-        if self.torch_random is False or (self.torch_random is None and "torch" not in sys.modules):
-            return contextlib.nullcontext()
-        from .torch_random import kit_torch_random
-
-        self.routed = True
-        return kit_torch_random(seed, force=force)
+        self.records: list[RandomRecord] = []
 
     def run(self, tp, dp, x, rng, torch_seed=None, force=None):
         """Return ``(out [n,k+1] int64 padded -1, lengths [n], format_bad [n], error, notes)``.
 
         ``error`` is ``(row, message, traceback)`` if the verifier raised (outputs after it are
-        missing: ``lengths`` 0)."""
-        with self.torch_context(torch_seed, force):
+        missing: ``lengths`` 0). What the verifier did with randomness during the run (a
+        :class:`~spectheory.testing.randomness.RandomRecord`) is appended to ``self.records``."""
+        with kit_randomness(torch_seed, force, self.torch_random) as rec:
             if self.batched:
-                return self._run_batched(tp, dp, x, rng)
-            return self._run_rounds(tp, dp, x, rng, force)
+                res = self._run_batched(tp, dp, x, rng)
+            else:
+                res = self._run_rounds(tp, dp, x, rng, force)
+        self.records.append(rec)
+        self.routed = self.routed or rec.torch_routed
+        return res
 
     def _run_batched(self, tp, dp, x, rng):
         n, k = x.shape

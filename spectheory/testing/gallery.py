@@ -279,7 +279,11 @@ GALLERY = {
         "lossless but accepts half as often as optimal",
         ("acceptance_rate",),
     ),
-    "global_random_state": (global_random_state, "ignores rng (global random state)", ("determinism",)),
+    "global_random_state": (
+        global_random_state,
+        "ignores rng (global random state)",
+        ("uncontrolled_randomness",),
+    ),
     "rows_not_advanced": (
         accept_all_positions_equal_law,
         "first position's laws used at every position",

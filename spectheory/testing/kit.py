@@ -5,25 +5,35 @@ draft laws, :mod:`spectheory.testing.instances`) it draws the draft tokens itsel
 draft laws, calls the verifier, and compares what comes out with what speculative sampling
 must produce (p = target, q = draft):
 
-========================  ==============================================================  ===========
-check                     what it tests                                                    kind
-========================  ==============================================================  ===========
-``runs_without_error``    no exception on any instance (edge cases included)              exact
-``output_format``         1-d ints in ``[0, V)``, length ``1..k+1`` (``..k`` with the     exact
-                          bonus off), prefix = drafts, nothing after a stop token
-``zero_probability``      never emits a token of target probability 0                     exact
-``forced_uniforms``       the same with every uniform forced to 0, and to the largest     exact
-                          value below 1 (numpy ``rng`` and, routed, torch's draws)
-``determinism``           the same seed gives the same output                             exact
-``first_token_law``       law of the first emitted token = ``p_0``                        chi-square
-``position_laws``         law of each later position = target marginal                    chi-square
-``sequence_law``          joint law of the emitted tokens, completed to ``k+1`` by the     chi-square
-                          target, = :math:`\prod_j p_j(y_j|y_{j-1})`
-``acceptance_rate``       P(first draft accepted) = :math:`\sum_x \min(p_0, q_0)`         exact binomial
-``mean_accepted``         E[accepted drafts] not below standard token verification        Bernstein
-========================  ==============================================================  ===========
+============================  ==============================================================  ===========
+check                         what it tests                                                    kind
+============================  ==============================================================  ===========
+``runs_without_error``        no exception on any instance (edge cases included)              exact
+``output_format``             1-d ints in ``[0, V)``, length ``1..k+1`` (``..k`` with the     exact
+                              bonus off), prefix = drafts, nothing after a stop token
+``zero_probability``          never emits a token of target probability 0                     exact
+``forced_uniforms``           the same with every uniform forced to 0, and to the largest     exact
+                              value below 1 (numpy ``rng`` and, routed, torch's draws)
+``determinism``               the same seed gives the same output                             exact
+``uncontrolled_randomness``   no draw outside the kit's rng and routing (numpy's / Python's   exact
+                              global state; torch's global generator: a note only)
+``reseeding``                 no source reseeded twice with the same seed in one run          exact
+``first_token_law``           law of the first emitted token = ``p_0``                        chi-square
+``position_laws``             law of each later position = target marginal                    chi-square
+``sequence_law``              joint law of the emitted tokens, completed to ``k+1`` by the     chi-square
+                              target, = :math:`\prod_j p_j(y_j|y_{j-1})`
+``above_optimum``             E[accepted drafts] not above block verification (the lossless   Bernstein
+                              optimum of single-path rules; not with a stop token)
+``acceptance_rate``           P(first draft accepted) = :math:`\sum_x \min(p_0, q_0)`         exact binomial
+``mean_accepted``             E[accepted drafts] not below standard token verification        Bernstein
+============================  ==============================================================  ===========
 
-The exact checks cannot fail for a correct verifier. The statistical tests share the
+The exact checks cannot fail for a correct verifier. A forced-uniform finding states its
+severity (the per-draw probability of the forced event for the dtype drawn, and the rate of
+wrong tokens per million emitted it implies); each statistical check states the smallest
+effect (TV for the laws) it detects with probability 1/2 at its sample size
+(:mod:`spectheory.testing.stats`). Randomness is the kit's everywhere
+(:mod:`spectheory.testing.randomness`). The statistical tests share the
 kit's false-alarm budget ``alpha`` (default ``1e-4``) by a Bonferroni split: each of the
 ``M`` tests runs at level ``alpha / M``, so a correct verifier fails a whole kit run with
 probability below ``alpha``. The efficiency checks (``kind == "efficiency"``) flag lossless
@@ -86,6 +96,16 @@ CHECKS = {
         "exact",
     ),
     "determinism": ("the same seed gives the same output", "exact"),
+    "uncontrolled_randomness": (
+        "every draw comes from the kit's rng or its routed sources (numpy's or Python's global "
+        "state fails; torch's global generators, which TorchScript and C++ draw from, add a note)",
+        "exact",
+    ),
+    "reseeding": (
+        "no random source is reseeded with the same seed twice in one run (that repeats the same "
+        "uniforms at every position)",
+        "exact",
+    ),
     "first_token_law": ("law of the first emitted token equals the target's", "lossless"),
     "position_laws": (
         "law of each later position (completed by the target) equals the target marginal",
@@ -95,12 +115,48 @@ CHECKS = {
         "joint law of the emitted sequence (completed by the target) equals the target's",
         "lossless",
     ),
+    "above_optimum": (
+        "E[accepted drafts] is not above block verification's, the optimum of lossless "
+        "single-path rules (more cannot be lossless)",
+        "lossless",
+    ),
     "acceptance_rate": ("P(first draft accepted) equals the optimum sum_x min(target, draft)", "efficiency"),
     "mean_accepted": (
         "E[accepted drafts] is not below standard token verification (same protocol)",
         "efficiency",
     ),
+    "greedy_acceptance": (
+        "temperature 0: every round accepts the longest draft prefix on the target's argmax path",
+        "efficiency",
+    ),
 }
+
+#: checks of the temperature-0 protocol replaced by exact ones (the law: ``zero_probability``
+#: against the argmax laws; the optimum: ``greedy_acceptance``)
+SAMPLED_ONLY = (
+    "first_token_law",
+    "position_laws",
+    "sequence_law",
+    "above_optimum",
+    "acceptance_rate",
+    "mean_accepted",
+)
+
+
+def active_checks(efficiency: bool, greedy: bool = False) -> list[str]:
+    """The checks a run reports, in order: efficiency ones only if asked, per protocol.
+
+    >>> "greedy_acceptance" in active_checks(True), "sequence_law" in active_checks(True, greedy=True)
+    (False, False)
+    """
+    out = []
+    for name, (_, kind) in CHECKS.items():
+        if kind == "efficiency" and not efficiency:
+            continue
+        if (name in SAMPLED_ONLY) if greedy else (name == "greedy_acceptance"):
+            continue
+        out.append(name)
+    return out
 
 
 def _name(verify: object) -> str:
@@ -158,9 +214,9 @@ _WORK: Any = None  # what forked workers inherit (set just before the pool start
 
 
 def _one(i):
-    runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token = _WORK
+    runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, greedy = _WORK
     found: dict[str, list[Finding]] = {name: [] for name in CHECKS}
-    check_instance(insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token)
+    check_instance(insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token, greedy)
     return found, runner.routed
 
 
@@ -206,6 +262,7 @@ def check_verifier(
     torch_random: bool | None = None,
     rows_per_call: int | None = None,
     jobs: int = 1,
+    greedy: bool | None = None,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
@@ -251,6 +308,13 @@ def check_verifier(
         Instances checked in parallel by forked worker processes (POSIX ``fork`` only; the
         report is the same for any ``jobs``). Use it for slow per-round samplers; a verifier
         that keeps state across calls sees only its own process's calls.
+    greedy : bool, optional
+        Protocol: temperature 0 (default: ``verify.greedy`` if set, else False). The verifier
+        gets the same laws and must emit the target's argmax path: ``zero_probability`` checks
+        that exactly (against :meth:`~spectheory.testing.Instance.greedy`; any argmax of a tie),
+        and ``greedy_acceptance`` that every round accepts the longest draft prefix on that path
+        (greedy acceptance is optimal); the law and acceptance tests of sampled decoding are
+        not run.
 
     Returns
     -------
@@ -284,6 +348,9 @@ def check_verifier(
         stop_token = getattr(verify, "stop_token", None)
     if stop_token is not None:
         stop_token = check_int(stop_token, "stop_token", 0)
+    greedy = getattr(verify, "greedy", False) if greedy is None else greedy
+    if greedy not in (True, False):
+        raise ValueError(f"greedy: expected None, True or False, got {greedy!r}")
     if torch_random not in (None, True, False):
         raise ValueError(f"torch_random: expected None, True or False, got {torch_random!r}")
     if rows_per_call is not None:
@@ -291,19 +358,18 @@ def check_verifier(
     insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
     if stop_token is not None and stop_token >= min(i.vocab_size for i in insts):
         raise ValueError(f"stop_token: must lie below every vocabulary size, got {stop_token}")
-    M = sum(n_tests(i, efficiency) for i in insts)
-    a_i = alpha / M
+    M = 0 if greedy else sum(n_tests(i, efficiency, stop_token) for i in insts)
+    a_i = alpha / max(M, 1)
     jobs = check_int(jobs, "jobs", 1)
     runner = Runner(verify, batched, torch_random, rows_per_call)
     seeds = base.spawn(len(insts))
-    work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token)
+    work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, bool(greedy))
     found, routed = _run_all(work, jobs, progress)
 
-    checks = []
-    for name, (desc, kind) in CHECKS.items():
-        if kind == "efficiency" and not efficiency:
-            continue
-        checks.append(summarise(name, desc, kind, found[name], a_i, M, alpha))
+    checks = [
+        summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
+        for name in active_checks(efficiency, bool(greedy))
+    ]
     config = {
         "vocab_sizes": list(vocab_sizes),
         "gammas": list(gammas),
@@ -313,7 +379,7 @@ def check_verifier(
         "n_instances": len(insts),
         "instances": [i.name for i in insts],
         "batched": bool(batched),
-        "protocol": {"bonus": bonus, "stop_token": stop_token},
+        "protocol": {"bonus": bonus, "stop_token": stop_token, "greedy": bool(greedy)},
         "torch_random": routed,
     }
     return Report(_name(verify), checks, config, M, alpha)

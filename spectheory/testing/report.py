@@ -33,6 +33,8 @@ class Finding:
     summary: str = ""
     example: str = ""  # a minimal failing instance, when failed
     size: int = 0  # V * (k+1) of the instance, to choose the smallest failure
+    note: str = ""  # said even when passed (e.g. draws the kit could not route)
+    detectable: float = np.nan  # smallest effect the test detects w.p. >= 1/2 (stats.TestOutcome)
 
 
 @dataclass
@@ -52,6 +54,11 @@ class CheckResult:
         A minimal failing instance (smallest vocabulary and draft length among the failures),
         with what to call to reproduce it.
     findings : list of Finding
+    note : str
+        Something the user should know even when the check passed ("" if nothing).
+    detectable : str
+        The smallest effect (per instance) the check detects with probability >= 1/2 at this
+        sample size and level, for the statistical checks (:mod:`spectheory.testing.stats`).
     """
 
     name: str
@@ -62,14 +69,20 @@ class CheckResult:
     threshold: str
     failing_instance: str | None
     findings: list = field(default_factory=list)
+    note: str = ""
+    detectable: str = ""
 
     def __str__(self) -> str:
-        mark = "PASS" if self.passed else "FAIL"
+        mark = ("NOTE" if self.note else "PASS") if self.passed else "FAIL"
         lines = [
             f"[{mark}] {self.name}: {self.description}",
             f"       statistic: {self.statistic}",
             f"       threshold: {self.threshold}",
         ]
+        if self.detectable:
+            lines.append(f"       detects: {self.detectable}")
+        if self.note:
+            lines.append(f"       note: {self.note}")
         if self.failing_instance:
             lines.append("       minimal failing instance:")
             lines += ["         " + ln for ln in self.failing_instance.splitlines()]
@@ -103,6 +116,11 @@ class Report:
         return all(c.passed for c in self.checks if c.kind == "efficiency")
 
     @property
+    def notes(self) -> dict:
+        """Check name -> note, for the checks that carry one (passed or not)."""
+        return {c.name: c.note for c in self.checks if c.note}
+
+    @property
     def failed(self) -> list:
         """Names of the failed checks."""
         return [c.name for c in self.checks if not c.passed]
@@ -126,6 +144,8 @@ class Report:
                     "kind": c.kind,
                     "statistic": c.statistic,
                     "threshold": c.threshold,
+                    "note": c.note,
+                    "detectable": c.detectable,
                     "min_p_value": float(
                         min((f.p_value for f in c.findings if np.isfinite(f.p_value)), default=np.nan)
                     ),
@@ -169,7 +189,8 @@ def summarise(
     minimal = min(fails, key=lambda f: f.size) if fails else None
     n_inst = len(_instances(findings))
     bad_inst = len(_instances(fails))
-    if kind == "exact":
+    exact = kind == "exact" or (findings and not any(np.isfinite(f.p_value) for f in findings))
+    if exact:
         stat = (
             f"{bad_inst} of {n_inst} instances violate it ({len(fails)} of {len(findings)} findings); "
             f"e.g. {minimal.summary}"
@@ -193,6 +214,43 @@ def summarise(
                 f"{worst.instance}: {worst.summary}"
             )
         thr = f"p < {a_i:.3g} fails (alpha {alpha:g} / {M} tests, Bonferroni)"
+    notes = [f for f in findings if f.note]
+    note = ""
+    if notes:
+        on = _instances(notes)
+        note = f"{notes[0].note} (on {len(on)} of {n_inst} instances)"
     return CheckResult(
-        name, desc, kind, passed, stat, thr, minimal.example if minimal else None, list(findings)
+        name,
+        desc,
+        kind,
+        passed,
+        stat,
+        thr,
+        minimal.example if minimal else None,
+        list(findings),
+        note,
+        _detectable(name, findings),
+    )
+
+
+#: check -> the effect its statistical tests measure (see spectheory.testing.stats)
+EFFECTS = {
+    "first_token_law": "TV",
+    "position_laws": "TV",
+    "sequence_law": "TV",
+    "acceptance_rate": "shift of the first-draft acceptance rate (its TV)",
+    "mean_accepted": "shift of E[accepted drafts] (TV >= shift / k)",
+    "above_optimum": "excess of E[accepted drafts] (TV >= excess / k)",
+}
+
+
+def _detectable(name: str, findings: Sequence[Finding]) -> str:
+    d = [f.detectable for f in findings if np.isfinite(f.detectable)]
+    if not d:
+        return ""
+    what = EFFECTS.get(name, "effect")
+    best = min((v for v in d if v > 0), default=0.0)
+    return (
+        f"{what} >= {max(d):.3g} on every instance ({best:.3g} on the most sensitive), "
+        f"with probability >= 1/2 at this sample size and level"
     )

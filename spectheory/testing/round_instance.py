@@ -28,6 +28,7 @@ The adversarial families of instances and the boundary uniforms are in
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -36,7 +37,10 @@ from .._guards import as_law, as_rng, check_int
 from .._typing import RNGLike
 from ..laws.sampling import normalized_cdf, sample_from_cdf
 
-__all__ = ["Instance"]
+__all__ = ["Instance", "MAX_BLOCKS"]
+
+#: Most draft blocks :meth:`Instance.block_accepted_law` enumerates.
+MAX_BLOCKS = 50_000
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,39 @@ class Instance:
         at_least = np.clip(np.array(at_least + [0.0]), 0.0, 1.0)
         return at_least[:-1] - at_least[1:]
 
+    def block_accepted_law(self) -> np.ndarray | None:
+        r"""Law of the accepted count under block verification, ``(k+1,)``; None past ``MAX_BLOCKS`` blocks.
+
+        Block verification (Sun et al. 2024) is the optimum of lossless single-path rules: no
+        rule that emits the target law from one draft path accepts more drafts on average.
+        Exact, by enumerating the :math:`V^k` draft blocks
+        (:func:`spectheory.verifiers.block.block_weights` on each, weighted by the draft law).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from spectheory.testing import Instance
+        >>> t = np.tile([1 / 3, 2 / 3], (3, 2, 1)); d = np.tile([2 / 3, 1 / 3], (2, 2, 1))
+        >>> law = Instance("iid", "", t, d).block_accepted_law()
+        >>> round(float(law @ np.arange(3)) * 9, 10)  # 11/9 (token verification: 10/9)
+        11.0
+        """
+        from ..verifiers.block import block_weights
+
+        k, V = self.k, self.vocab_size
+        if V**k > MAX_BLOCKS:
+            return None
+        x = np.array(list(itertools.product(range(V), repeat=k)), dtype=np.int64).reshape(-1, k)
+        prev = np.concatenate([np.full((x.shape[0], 1), self.s0), x[:, :-1]], axis=1)
+        j = np.arange(k)[None, :]
+        dp = self.draft[j, prev]  # [N, k, V]
+        qx = np.prod(np.take_along_axis(dp, x[..., None], axis=2)[..., 0], axis=1)
+        keep = qx > 0
+        x, prev, dp, qx = x[keep], prev[keep], dp[keep], qx[keep]
+        tp = np.concatenate([self.target[j, prev], self.target[k, x[:, -1]][:, None]], axis=1)
+        _, tau, _ = block_weights(tp, dp, x, np.full(x.shape[0], k))
+        return qx @ tau
+
     def first_acceptance(self) -> float:
         r""":math:`\beta = \sum_x \min(p_0(x), q_0(x))`, the optimal acceptance of the first draft."""
         return float(np.clip(np.minimum(self.target[0, self.s0], self.draft[0, self.s0]).sum(), 0.0, 1.0))
@@ -137,6 +174,24 @@ class Instance:
         t = self.target.copy()
         t[1:, stop_token] = np.eye(self.vocab_size)[stop_token]
         return Instance(self.name, self.description, t, self.draft, self.s0, self.family)
+
+    def greedy(self) -> Instance:
+        """The temperature-0 target: each row uniform over its argmax set (one-hot without ties).
+
+        A greedy (temperature-0) sampler must emit only argmax tokens: the kit checks that
+        exactly as ``zero_probability`` against these laws (which argmax a tie picks is free).
+        Draft laws are unchanged.
+
+        >>> import numpy as np
+        >>> from spectheory.testing import make_instance
+        >>> inst = make_instance("markov", 3, 2, 0).greedy()
+        >>> bool(np.all(np.isin(inst.target, (0.0, 0.5, 1.0 / 3, 1.0))))
+        True
+        """
+        t = self.target
+        top = t >= t.max(axis=-1, keepdims=True)
+        law = top / top.sum(-1, keepdims=True)
+        return Instance(self.name, self.description, law, self.draft, self.s0, self.family)
 
     # ---------------------------------------------------------------- sampling
     def sample_drafts(

@@ -8,18 +8,44 @@ r"""Statistical tests of the conformance kit, each with a threshold at a given l
 * :func:`bernstein_lower_test` -- one-sided test that a mean of variables in ``[0, b]``
   with known variance is not below its expected value, from Bernstein's inequality
   :math:`P(\bar X - \mu \le -\varepsilon) \le \exp(-n\varepsilon^2 / (2\sigma^2 + 2b\varepsilon/3))`
-  (valid for every ``n``, no approximation).
+  (valid for every ``n``, no approximation); :func:`bernstein_upper_test` is its mirror.
+
+**Power by effect size** (``TestOutcome.detectable``): the smallest effect each test detects
+with probability at least 1/2 at its ``n`` and level.
+
+* chi-square (:func:`detectable_tv`): a law :math:`p'` at total variation
+  :math:`\delta = \tfrac12 \sum |p'-p|` from :math:`p` has
+  :math:`\chi^2(p'\|p) = \sum (p'-p)^2/p \ge (\sum |p'-p|)^2 = 4\delta^2` (Cauchy-Schwarz),
+  and Pearson's statistic is then approximately noncentral chi-square with ``dof`` degrees of
+  freedom and noncentrality :math:`\lambda = n\chi^2(p'\|p) \ge 4n\delta^2`. With
+  :math:`\lambda^*` the noncentrality at which the test fails with probability 1/2,
+  :math:`\delta^* = \tfrac12\sqrt{\lambda^*/n}`: every law at TV :math:`\ge \delta^*` (on
+  the pooled bins) is detected with probability :math:`\ge 1/2`, and the law
+  :math:`p' = p(1 + 2\delta^* s)` (``s = +-1`` splitting ``p`` in halves) at exactly
+  :math:`\delta^*`.
+* binomial: the rate shift (= the TV between the two Bernoulli laws) to the farther edge of
+  the accepted band;
+* Bernstein: the allowed deficit (excess) :math:`\varepsilon_\alpha` of the mean; a mean
+  shift :math:`\varepsilon` of a count in ``[0, b]`` needs TV :math:`\ge \varepsilon / b`.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-__all__ = ["TestOutcome", "chi2_test", "binomial_test", "bernstein_lower_test"]
+__all__ = [
+    "TestOutcome",
+    "chi2_test",
+    "binomial_test",
+    "bernstein_lower_test",
+    "bernstein_upper_test",
+    "detectable_tv",
+]
 
 
 @dataclass
@@ -31,6 +57,35 @@ class TestOutcome:
     p_value: float
     passed: bool
     summary: str
+    detectable: float = np.nan  # smallest effect detected with probability >= 1/2 (module docstring)
+
+
+def detectable_tv(dof: int, n: int, alpha: float) -> float:
+    r"""Smallest TV a chi-square test with ``dof`` degrees of freedom detects w.p. >= 1/2 at ``n``.
+
+    :math:`\delta^* = \tfrac12\sqrt{\lambda^*/n}`, :math:`\lambda^*` solving
+    :math:`P(\chi^2_{dof}(\lambda^*) > c_\alpha) = 1/2` (see the module docstring).
+
+    Examples
+    --------
+    >>> from spectheory.testing.stats import detectable_tv
+    >>> round(detectable_tv(4, 20_000, 1e-6), 4)
+    0.0195
+    """
+    if n <= 0 or dof < 1:
+        return float("inf")
+    return 0.5 * float(np.sqrt(_half_power_noncentrality(int(dof), float(alpha)) / n))
+
+
+@functools.lru_cache(maxsize=256)
+def _half_power_noncentrality(dof: int, alpha: float) -> float:
+    from scipy.optimize import brentq
+
+    crit = float(stats.chi2.isf(alpha, dof))
+    hi = 1.0
+    while stats.ncx2.sf(crit, dof, hi) < 0.5:
+        hi *= 2.0
+    return float(brentq(lambda lam: stats.ncx2.sf(crit, dof, lam) - 0.5, 1e-9, hi, xtol=1e-10))
 
 
 def pool_cells(expected: np.ndarray, min_expected: float) -> np.ndarray:
@@ -105,6 +160,7 @@ def chi2_test(counts: ArrayLike, probs: ArrayLike, alpha: float, min_expected: f
         p,
         bool(p >= alpha),
         f"chi2 = {x2:.4g} vs critical {crit:.4g} (dof {dof}, n = {int(n)}, p = {p:.3g})",
+        detectable_tv(dof, int(n), alpha),
     )
 
 
@@ -133,6 +189,7 @@ def binomial_test(successes: int, n: int, prob: float, alpha: float) -> TestOutc
         bool(p >= alpha),
         f"rate {rate:.5f} vs optimum {prob:.5f} (accepted band [{lo_c:.5f}, {hi_c:.5f}], "
         f"n = {n}, p = {p:.3g})",
+        max(hi_c - prob, prob - lo_c),
     )
 
 
@@ -167,4 +224,37 @@ def bernstein_lower_test(
         bool(deficit <= eps),
         f"mean {mean:.5f} vs optimum {mu:.5f} (deficit {deficit:.5f}, allowed {eps:.5f}, "
         f"n = {n}, p <= {p:.3g})",
+        float(eps),
+    )
+
+
+def bernstein_upper_test(
+    mean: float, n: int, mu: float, var: float, bound: float, alpha: float
+) -> TestOutcome:
+    r"""One-sided test that a sample mean of ``n`` variables in ``[0, bound]`` is not above ``mu``.
+
+    The mirror of :func:`bernstein_lower_test` (the variables ``bound - X``): fails when
+    :math:`\bar X - \mu > \varepsilon_\alpha`. ``var`` must bound the variance of every law
+    of mean ``<= mu`` the null allows (e.g. :math:`\mu(b - \mu)` for :math:`\mu \le b/2`).
+
+    Examples
+    --------
+    >>> from spectheory.testing.stats import bernstein_upper_test
+    >>> bernstein_upper_test(1.51, 10000, 1.5, 0.25, 2, 1e-6).passed
+    True
+    >>> bernstein_upper_test(1.60, 10000, 1.5, 0.25, 2, 1e-6).passed
+    False
+    """
+    low = bernstein_lower_test(bound - mean, n, bound - mu, var, bound, alpha)
+    if n == 0:
+        return low
+    excess = mean - mu
+    return TestOutcome(
+        low.statistic,
+        low.threshold,
+        low.p_value,
+        low.passed,
+        f"mean {mean:.5f} vs lossless optimum {mu:.5f} (excess {excess:.5f}, allowed "
+        f"{low.threshold:.5f}, n = {n}, p <= {low.p_value:.3g})",
+        low.detectable,
     )

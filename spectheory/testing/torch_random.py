@@ -28,7 +28,9 @@ Forced multinomials check their input as torch does (same errors). Other torch r
 functions (``randn``, ``randint``, ``bernoulli``, ``normal_``) are not routed.
 
 The patch is process-wide (the functions are replaced on the ``torch`` module and on
-``torch.Tensor``), undone on exit, and contexts nest. Seeding: the kit seeds its generator
+``torch.Tensor``), undone on exit, and contexts nest. ``torch.manual_seed(s)`` called inside
+the context reseeds the kit's generators instead of torch's global one (and is recorded in
+:attr:`KitRandom.reseeds`), so draws after it repeat as they would outside the kit. Seeding: the kit seeds its generator
 once per context, never the global one; to seed torch yourself per call outside the kit,
 ``torch.default_generator.manual_seed(s)`` costs about 1.5 us, ``torch.manual_seed(s)``
 (which also seeds every CUDA device) about 0.5 ms.
@@ -89,6 +91,26 @@ class KitRandom:
         self.seed = None if force else int(np.random.default_rng(seed).integers(2**63))
         self._gens: dict[Any, Any] = {}
         self.n_calls = 0
+        #: seeds the user's code passed to ``torch.manual_seed`` inside the context, in order
+        self.reseeds: list[int] = []
+        #: routed uniform / exponential elements drawn, per mantissa width
+        self.bits: dict[int, int] = {}
+
+    def count(self, bits: int | None, n: int) -> None:
+        """Record ``n`` routed draws at mantissa width ``bits`` (for the severity of a finding)."""
+        if bits is not None:
+            self.bits[bits] = self.bits.get(bits, 0) + int(n)
+
+    def reseed(self, seed: int) -> None:
+        """Honour the user's ``torch.manual_seed(seed)``: the kit's generators restart from ``seed``.
+
+        Without this the routed draws would ignore the reseeding, and a sampler that reseeds
+        before every draw (so every position gets the same uniform) would look correct."""
+        self.reseeds.append(int(seed))
+        if self.force is None:
+            self.seed = int(seed)
+            for g in self._gens.values():
+                g.manual_seed(self.seed)
 
     def generator(self, torch: Any, device: Any = None) -> Any:
         """The kit's generator for ``device`` (created and seeded on first use)."""
@@ -159,7 +181,12 @@ def _install(torch):
         "uniform_": torch.Tensor.uniform_,
         "exponential_": torch.Tensor.exponential_,
         "tmultinomial": torch.Tensor.multinomial,
+        "manual_seed": torch.manual_seed,
     }
+
+    def manual_seed(seed):
+        _stack[-1].reseed(int(seed))
+        return torch.default_generator
 
     def rand(
         *size,
@@ -172,6 +199,9 @@ def _install(torch):
         pin_memory=False,
     ):
         src = _stack[-1]
+        src.count(
+            BITS.get(str(dtype or torch.get_default_dtype()).replace("torch.", "")), math.prod(_shape(size))
+        )
         if src.force is None:
             kw = {"out": out} if out is not None else {}
             return orig["rand"](
@@ -200,6 +230,7 @@ def _install(torch):
     def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
         a, b = kw.pop("from", a), kw.pop("to", b)
         src = _stack[-1]
+        src.count(BITS.get(str(self.dtype).replace("torch.", "")), self.numel())
         if src.force is None:
             return orig["uniform_"](self, a, b, generator=src.generator(torch, self.device))
         with torch.no_grad():
@@ -207,6 +238,7 @@ def _install(torch):
 
     def exponential_(self, lambd=1.0, *, generator=None):
         src = _stack[-1]
+        src.count(BITS.get(str(self.dtype).replace("torch.", "")), self.numel())
         if src.force is None:
             return orig["exponential_"](self, lambd, generator=src.generator(torch, self.device))
         with torch.no_grad():
@@ -236,7 +268,8 @@ def _install(torch):
     def tensor_multinomial(self, num_samples, replacement=False, *, generator=None):
         return multinomial(self, num_samples, replacement)
 
-    _saved.update({("torch", k): orig[k] for k in ("rand", "rand_like", "multinomial")})
+    _saved.update({("torch", k): orig[k] for k in ("rand", "rand_like", "multinomial", "manual_seed")})
+    _saved[("torch.random", "manual_seed")] = torch.random.manual_seed
     _saved.update(
         {
             ("Tensor", "uniform_"): orig["uniform_"],
@@ -248,11 +281,12 @@ def _install(torch):
     torch.Tensor.uniform_ = uniform_
     torch.Tensor.exponential_ = exponential_
     torch.Tensor.multinomial = tensor_multinomial
+    torch.manual_seed = torch.random.manual_seed = manual_seed
 
 
 def _uninstall(torch):
     for (owner, name), fn in _saved.items():
-        setattr(torch if owner == "torch" else torch.Tensor, name, fn)
+        setattr({"torch": torch, "torch.random": torch.random}.get(owner, torch.Tensor), name, fn)
     _saved.clear()
 
 

@@ -29,7 +29,6 @@ HuggingFace's warpers: temperature, then top-k, then top-p). Checks: ``runs_with
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import traceback
 from collections.abc import Callable, Sequence
@@ -41,14 +40,16 @@ from numpy.typing import ArrayLike
 from .._guards import check_int, check_prob
 from .._typing import RNGLike
 from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
+from ._verdicts import randomness_findings, severity
 from .instances import FAMILIES, Instance, constant_uniform_rng
-from .kit import CHECKS, _instances, _name
+from .kit import CHECKS, SAMPLED_ONLY, _instances, _name
+from .randomness import kit_randomness
 from .report import Finding, Report, summarise
 from .stats import chi2_test
 
 __all__ = ["check_sampler", "assert_sampler_lossless", "process_logits", "ToyModel", "SAMPLER_CHECKS"]
 
-SAMPLER_CHECKS = [c for c, (_, kind) in CHECKS.items() if kind != "efficiency"]
+SAMPLER_CHECKS = [c for c, (_, kind) in CHECKS.items() if kind != "efficiency" and c != "above_optimum"]
 
 
 def process_logits(
@@ -126,16 +127,10 @@ class ToyModel:
         return self.logits_table[pos, tok] if tok.ndim == 1 else self.logits_table[pos[None, :], tok]
 
 
-def _torch_ctx(torch_random, seed=None, force=None):
-    if torch_random is False or (torch_random is None and "torch" not in sys.modules):
-        return contextlib.nullcontext()
-    from .torch_random import kit_torch_random
+def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None, records=None):
+    """Call the sampler ``n`` times; ``(out [n, k+1] padded -1, lengths, bad, error, note)``.
 
-    return kit_torch_random(seed, force=force)
-
-
-def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None):
-    """Call the sampler ``n`` times; ``(out [n, k+1] padded -1, lengths, bad, error, note)``."""
+    The run's :class:`~spectheory.testing.randomness.RandomRecord` is appended to ``records``."""
     k, V = inst.k, inst.vocab_size
     target = ToyModel(inst.target)
     draft = ToyModel(inst.draft)
@@ -144,7 +139,9 @@ def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None):
     lengths = np.zeros(n, dtype=np.int64)
     bad = np.zeros(n, dtype=bool)
     note = ""
-    with _torch_ctx(torch_random, torch_seed, force):
+    with kit_randomness(torch_seed, force, torch_random) as rec:
+        if records is not None:
+            records.append(rec)
         for i in range(n):
             r = constant_uniform_rng(force) if force else rng
             try:
@@ -185,7 +182,9 @@ def check_sampler(
         ``sampler(target_model, draft_model, prefix, k, rng) -> new tokens`` (module docstring).
     temperature, top_k, top_p : float, int, float
         The processing the sampler applies to the target's logits (and, for its efficiency
-        only, to the draft's); defines the law the output must follow.
+        only, to the draft's); defines the law the output must follow. ``temperature=0`` is
+        greedy decoding: the output must be the target's argmax path (checked exactly by
+        ``zero_probability``, any argmax of a tie; the law tests are not run).
     vocab_sizes, gammas, n_samples, seed, families, alpha, instances, progress, torch_random
         As in :func:`~spectheory.testing.check_verifier`.
 
@@ -206,8 +205,9 @@ def check_sampler(
     if not callable(sampler):
         raise ValueError("sampler: must be callable")
     temperature = float(temperature)
-    if not (np.isfinite(temperature) and temperature > 0):
-        raise ValueError(f"temperature: must be finite and > 0, got {temperature}")
+    if not (np.isfinite(temperature) and temperature >= 0):
+        raise ValueError(f"temperature: must be finite and >= 0, got {temperature}")
+    greedy = temperature == 0
     if top_k is not None:
         top_k = check_int(top_k, "top_k", 1)
     if top_p is not None:
@@ -217,8 +217,8 @@ def check_sampler(
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
     gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
     insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
-    M = sum(inst.k + 2 for inst in insts)
-    a_i = alpha / M
+    M = 0 if greedy else sum(inst.k + 2 for inst in insts)
+    a_i = alpha / max(M, 1)
     found: dict[str, list[Finding]] = {name: [] for name in SAMPLER_CHECKS}
     routed = torch_random is True or (torch_random is None and "torch" in sys.modules)
     for inst, ss in tqdm(
@@ -232,15 +232,18 @@ def check_sampler(
         law = Instance(
             inst.name,
             inst.description,
-            process_logits(logits, temperature, top_k, top_p),
+            process_logits(logits, temperature or 1.0, top_k, top_p),
             inst.draft,
             inst.s0,
             inst.family,
         )
-        _check(sampler, inst, law, ss, n_samples, a_i, found, torch_random)
+        _check(
+            sampler, inst, law.greedy() if greedy else law, ss, n_samples, a_i, found, torch_random, greedy
+        )
     checks = [
         summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
         for name in SAMPLER_CHECKS
+        if not (greedy and name in SAMPLED_ONLY)
     ]
     config = {
         "vocab_sizes": list(vocab_sizes),
@@ -271,7 +274,7 @@ def _example(inst: Instance, out: Any = None, note: str = "") -> str:
     return s + (f"\n{note}" if note else "") + "\n" + inst.describe()
 
 
-def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
+def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False):
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
     r_run, r_complete, r_torch = [np.random.default_rng(s) for s in ss.spawn(3)]
@@ -279,7 +282,8 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
     def add(check, passed, summary="", example=""):
         found[check].append(Finding(inst.name, passed, summary=summary, example=example, size=size))
 
-    out, L, bad, err, note = _run(sampler, inst, n, r_run, torch_random, torch_seed=r_torch)
+    records: list = []
+    out, L, bad, err, note = _run(sampler, inst, n, r_run, torch_random, torch_seed=r_torch, records=records)
     if err is not None:
         add(
             "runs_without_error",
@@ -302,14 +306,15 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
         add(
             "zero_probability",
             False,
-            f"{int(zero.sum())} of {n} outputs contain a token of processed target probability 0",
+            f"{int(zero.sum())} of {n} outputs contain a token of processed target probability 0 (about "
+            f"{1e6 * int(zero.sum()) / max(int(L[valid].sum()), 1):.3g} per million emitted tokens)",
             _example(inst, out[i][: L[i]].tolist()),
         )
     else:
         add("zero_probability", True)
     problem = None
     for which in ("low", "high"):
-        ob, lb, bb, eb, nb = _run(sampler, inst, N_BOUNDARY, None, torch_random, force=which)
+        ob, lb, bb, eb, nb = _run(sampler, inst, N_BOUNDARY, None, torch_random, force=which, records=records)
         what = f"with uniforms forced to {'0' if which == 'low' else 'their largest value below 1'}"
         rn = f"rng = spectheory.testing.constant_uniform_rng({which!r})"
         if eb is not None:
@@ -320,16 +325,22 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
             zb = law.emitted_target_prob_zero(ob, lb)
             if zb.any():
                 i = int(np.flatnonzero(zb)[0])
+                mean_len = float(L[valid].mean()) if valid.any() else 1.0
+                sev = severity(records[-1].bits, N_BOUNDARY, float(zb.mean()), k, mean_len, which)
                 problem = (
-                    f"emitted a token of processed target probability 0 {what}",
+                    f"emitted a token of processed target probability 0 {what} ({sev})",
                     _example(inst, ob[i][: lb[i]].tolist(), rn),
                 )
         if problem:
             break
     add("forced_uniforms", problem is None, *(problem or ()))
     s = int(ss.generate_state(1)[0])
-    a = _run(sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s)
-    b = _run(sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s)
+    a = _run(
+        sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s, records=records
+    )
+    b = _run(
+        sampler, inst, N_DETERMINISM, np.random.default_rng(s), torch_random, torch_seed=s, records=records
+    )
     same = a[3] is not None or b[3] is not None or np.array_equal(a[0], b[0])
     add(
         "determinism",
@@ -340,7 +351,9 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random):
         f"{a[0][0].tolist()} then {b[0][0].tolist()}",
         "" if same else _example(inst),
     )
-    if err is not None or valid.sum() == 0:
+    for check, finding in randomness_findings(records, inst.name, size).items():
+        found[check].append(finding)
+    if err is not None or valid.sum() == 0 or greedy:  # temperature 0: the law is checked exactly
         return
     comp = law.complete(out[valid], L[valid], r_complete)
     pos_laws = law.position_laws()

@@ -190,7 +190,8 @@ def test_check_sampler_catches_crash_and_bad_output():
 
 
 @pytest.mark.parametrize(
-    "kwargs, word", [({"temperature": 0}, "temperature"), ({"top_k": 0}, "top_k"), ({"top_p": 1.5}, "top_p")]
+    "kwargs, word",
+    [({"temperature": -1.0}, "temperature"), ({"top_k": 0}, "top_k"), ({"top_p": 1.5}, "top_p")],
 )
 def test_check_sampler_bad_input(kwargs, word):
     with pytest.raises(ValueError, match=word):

@@ -1,0 +1,162 @@
+r"""Verdicts the kit derives from how a sampler used randomness, and how severe a forced finding is.
+
+* :func:`randomness_findings` -- from the :class:`~spectheory.testing.randomness.RandomRecord`
+  of every run on one instance: ``uncontrolled_randomness`` (draws outside the kit's rng and
+  routing: a failure for numpy's and Python's global states, a note for torch's global
+  generators) and ``reseeding`` (a source seeded twice with the same value in one run, so
+  every position draws the same uniforms).
+* :func:`severity` -- what a forced-uniform finding costs in practice. Forcing every uniform to
+  0 (or to its largest value below 1) shows *that* a wrong token can come out; a real uniform
+  takes that value with probability :math:`\pi` per draw (:func:`event_probability`):
+  :math:`2^{-b}`, ``b`` the mantissa width of the dtype drawn (53 float64, 24 float32, 11
+  float16, 8 bfloat16), except ``u = 0`` in float16 and bfloat16, which ``torch.rand`` hits
+  with probability :math:`2^{-(b+1)}` (it rounds a finer uniform; measured: 2^-9 for
+  bfloat16). To first order, with ``m`` such draws a round, a fraction ``f`` of the forced
+  rounds wrong and :math:`\bar L` tokens emitted a round, the rate of wrong tokens is
+  :math:`10^6 \, f \, m \, \pi / \bar L` per million emitted.
+* :func:`above_optimum` -- block verification (Sun et al. 2024) accepts the most drafts on
+  average of all lossless single-path rules, so a mean accepted count significantly above its
+  exact value (:meth:`~spectheory.testing.Instance.block_accepted_law`) proves a loss:
+  "accepts more than the lossless optimum: cannot be lossless". One-sided Bernstein test with
+  the largest variance a count in ``[0, k]`` of mean :math:`\le \mu` can have
+  (:math:`\mu(k-\mu)` for :math:`\mu \le k/2`, else :math:`k^2/4`), valid for every lossless
+  rule.
+
+>>> from spectheory.testing._verdicts import severity
+>>> severity({24: 32}, 16, 1.0, 3, 2.0)
+'P(u = 0) = 2^-24 per float32 draw; about 0.0596 wrong tokens per million emitted on this instance (first order: 2 draws a round, 100% of forced rounds wrong, 2 tokens a round)'
+>>> severity({8: 48}, 16, 0.5, 3, 2.0, "high")[:81]
+'P(u = 1 - 2^-8) = 2^-8 per bfloat16 draw; about 2.93e+03 wrong tokens per million'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .randomness import FAILING_SOURCES, RandomRecord, repeated_seeds
+from .report import Finding
+from .round_instance import Instance
+from .stats import bernstein_upper_test
+from .torch_random import BITS
+
+__all__ = ["randomness_findings", "severity", "event_probability", "above_optimum", "DTYPE_OF_BITS"]
+
+DTYPE_OF_BITS = {b: name for name, b in BITS.items()}
+
+
+def randomness_findings(records: Sequence[RandomRecord], instance: str, size: int) -> dict[str, Finding]:
+    """``{"uncontrolled_randomness": Finding, "reseeding": Finding}`` over the runs of one instance."""
+    sources: dict[str, str] = {}
+    for rec in records:
+        sources.update(rec.uncontrolled)
+    failing = [s for s in sources if s in FAILING_SOURCES]
+    noted = [s for s in sources if s not in FAILING_SOURCES]
+    if failing:
+        unc = Finding(
+            instance,
+            False,
+            summary="uncontrolled randomness: " + "; ".join(sources[s] for s in failing),
+            example=f"instance {instance}: the global state moved while the sampler ran",
+            size=size,
+        )
+    else:
+        unc = Finding(instance, True, size=size)
+    if noted:
+        unc.note = "uncontrolled randomness: " + "; ".join(sources[s] for s in noted)
+    rep = None
+    for rec in records:
+        r = repeated_seeds(rec.reseeds)
+        if r:
+            rep = r[0]
+            break
+    if rep is None:
+        seed = Finding(instance, True, size=size)
+    else:
+        fn, value, count = rep
+        seed = Finding(
+            instance,
+            False,
+            summary=(
+                f"reseeds inside a call: {fn}({value}) called {count} times in one run; each call "
+                "restarts the same stream, so every position (and round) draws the same uniforms"
+            ),
+            example=f"instance {instance}: {fn}({value}) called {count} times while the kit ran it",
+            size=size,
+        )
+    return {"uncontrolled_randomness": unc, "reseeding": seed}
+
+
+def event_probability(bits: int, which: str) -> tuple[int, str]:
+    """``(e, event)``: a uniform of mantissa width ``bits`` equals the forced value w.p. ``2**-e``.
+
+    >>> event_probability(8, "low"), event_probability(24, "low"), event_probability(8, "high")
+    ((9, 'u = 0'), (24, 'u = 0'), (8, 'u = 1 - 2^-8'))
+    """
+    if which == "low":
+        return (bits + 1 if bits in (8, 11) else bits), "u = 0"
+    return bits, f"u = 1 - 2^-{bits}"
+
+
+def severity(
+    bits: dict, n_rounds: int, wrong_fraction: float, k: int, mean_emitted: float, which: str = "low"
+) -> str:
+    """The per-draw probability of a forced event and its first-order rate of wrong tokens.
+
+    Parameters
+    ----------
+    bits : dict
+        Routed torch draws of the forced run per mantissa width (empty: numpy float64 uniforms).
+    n_rounds : int
+        Rounds of the forced run.
+    wrong_fraction : float
+        Fraction of the forced rounds with a wrong output.
+    k : int
+        Draft length (numpy draws a round are taken as ``k``, the acceptance uniforms).
+    mean_emitted : float
+        Tokens emitted per round in the sampled run.
+    which : {"low", "high"}
+        The forced value.
+    """
+    if bits:
+        b = min(bits)
+        m = max(bits[b] / max(n_rounds, 1), 1.0)
+    else:
+        b, m = 53, float(k)
+    e, event = event_probability(b, which)
+    rate = 1e6 * wrong_fraction * m * 2.0**-e / max(mean_emitted, 1.0)
+    return (
+        f"P({event}) = 2^-{e} per {DTYPE_OF_BITS.get(b, 'float64')} draw; about {rate:.3g} "
+        f"wrong tokens per million emitted on this instance (first order: {m:.3g} draws a round, "
+        f"{wrong_fraction:.0%} of forced rounds wrong, {mean_emitted:.3g} tokens a round)"
+    )
+
+
+def above_optimum(inst: Instance, acc: np.ndarray, a_i: float, size: int) -> Finding | None:
+    """The ``above_optimum`` finding for accepted counts ``acc`` on ``inst`` (None: too many blocks)."""
+    block = inst.block_accepted_law()
+    if block is None:
+        return None
+    k = inst.k
+    mu = float(np.arange(k + 1) @ block)
+    var = mu * (k - mu) if mu <= k / 2 else k * k / 4.0
+    res = bernstein_upper_test(float(np.mean(acc)), int(acc.size), mu, var, k, a_i)
+    example = ""
+    if not res.passed:
+        example = (
+            f"instance {inst.name}\naccepted-count histogram observed "
+            f"{np.bincount(acc, minlength=k + 1).tolist()}, block verification "
+            f"{np.round(block, 5).tolist()}\n" + inst.describe()
+        )
+    return Finding(
+        inst.name,
+        res.passed,
+        res.statistic,
+        res.threshold,
+        res.p_value,
+        ("" if res.passed else "accepts more than the lossless optimum: cannot be lossless; ") + res.summary,
+        example,
+        size,
+        detectable=res.detectable,
+    )
