@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from ._runner import boundary_run, content_violations, determinism, fmt_call, violation_reason
-from ._verdicts import above_optimum, randomness_findings, severity
+from ._verdicts import above_optimum, loss_finding, randomness_findings, severity
 from .instances import Instance
 from .report import Finding
 from .round_instance import MAX_BLOCKS
@@ -88,10 +88,12 @@ def check_instance(
     bonus: bool = True,
     stop_token: int | None = None,
     greedy: bool = False,
+    lossy: bool = False,
 ) -> None:
     """Run every check on one instance; append :class:`Finding` objects to ``found[check]``.
 
-    ``greedy``: the temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`)."""
+    ``greedy``: the temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`);
+    ``lossy``: the rule is declared lossy, and ``loss`` measures by how much."""
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
     law = inst.greedy() if greedy else inst
@@ -229,6 +231,8 @@ def check_instance(
         )
     )
     acc = accepted_counts(o, L, x[valid], bonus, stop_token)
+    if lossy:
+        found["loss"].append(loss_finding(inst, law, counts, seq, Ls, acc, a_i, size, stop_token))
     if stop_token is None and drafting == "sample":  # block's optimum is for drafts drawn from q
         over = above_optimum(inst, acc, a_i, size)
         if over is not None:

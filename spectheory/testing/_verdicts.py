@@ -21,6 +21,16 @@ r"""Verdicts the kit derives from how a sampler used randomness, and how severe 
   the largest variance a count in ``[0, k]`` of mean :math:`\le \mu` can have
   (:math:`\mu(k-\mu)` for :math:`\mu \le k/2`, else :math:`k^2/4`), valid for every lossless
   rule.
+* :func:`loss_finding` -- a rule declared lossy (``check_verifier(..., lossy=True)``) is told
+  how large its loss is instead of failing the law tests: the TV of the law of its first ``L``
+  tokens (completed by the target) from the target's, with a confidence interval, and the drafts
+  it accepts per round beyond token verification and beyond block verification. With ``n``
+  rounds, cell laws ``p_c`` and the plug-in estimate
+  :math:`\widehat{TV} = \tfrac12\sum_c |\hat p_c - p_c|`:
+  :math:`E\widehat{TV} \ge TV` (Jensen), :math:`E\widehat{TV} \le TV + \tfrac12\sum_c
+  \sqrt{p_c(1-p_c)/n}`, and :math:`\widehat{TV}` moves by at most ``1/n`` per round
+  (McDiarmid: deviation :math:`t = \sqrt{\ln(2/\alpha)/(2n)}` w.p. :math:`\ge 1-\alpha`), so
+  :math:`TV \in [\widehat{TV} - t - \tfrac12\sum_c\sqrt{p_c(1-p_c)/n},\ \widehat{TV} + t]`.
 
 >>> from spectheory.testing._verdicts import severity
 >>> severity({24: 32}, 16, 1.0, 3, 2.0)
@@ -41,7 +51,15 @@ from .round_instance import Instance
 from .stats import bernstein_upper_test
 from .torch_random import BITS
 
-__all__ = ["randomness_findings", "severity", "event_probability", "above_optimum", "DTYPE_OF_BITS"]
+__all__ = [
+    "randomness_findings",
+    "severity",
+    "event_probability",
+    "above_optimum",
+    "loss_finding",
+    "declare_lossy",
+    "DTYPE_OF_BITS",
+]
 
 DTYPE_OF_BITS = {b: name for name, b in BITS.items()}
 
@@ -160,3 +178,72 @@ def above_optimum(inst: Instance, acc: np.ndarray, a_i: float, size: int) -> Fin
         size,
         detectable=res.detectable,
     )
+
+
+def loss_finding(
+    inst: Instance,
+    law: Instance,
+    counts: np.ndarray,
+    seq: np.ndarray,
+    length: int,
+    acc: np.ndarray,
+    alpha: float,
+    size: int,
+    stop_token: int | None = None,
+) -> Finding:
+    """The ``loss`` finding of a declared-lossy rule on one instance (module docstring)."""
+    n = max(int(counts.sum()), 1)
+    tv = 0.5 * float(np.abs(counts / n - seq).sum())
+    bias = 0.5 * float(np.sqrt(seq * (1 - seq) / n).sum())
+    t = float(np.sqrt(np.log(2.0 / alpha) / (2 * n)))
+    k = inst.k
+    mean = float(np.mean(acc)) if acc.size else 0.0
+    token = float(np.arange(k + 1) @ inst.accepted_count_law(stop_token))
+    block = inst.block_accepted_law() if stop_token is None else None
+    gain = f"accepts {mean - token:+.4f} drafts a round beyond token verification"
+    if block is not None:
+        gain += f", {mean - float(np.arange(k + 1) @ block):+.4f} beyond block verification (the lossless optimum)"
+    summary = (
+        f"TV of the first {length} tokens from the target {tv:.4f} "
+        f"(in [{max(tv - t - bias, 0.0):.4f}, {min(tv + t, 1.0):.4f}] w.p. >= 1 - {alpha:.2g}, n = {n}); {gain}"
+    )
+    return Finding(inst.name, True, tv, summary=summary, size=size)
+
+
+def declare_lossy(results: list, found: dict) -> list:
+    """A declared-lossy run's results: law failures become notes, ``loss`` lists every instance.
+
+    So does a failed ``acceptance_rate`` (a lossy rule may accept more often than the lossless
+    optimum); ``mean_accepted`` still fails a rule that accepts less than token verification."""
+    from .report import CheckResult
+
+    out = []
+    for c in results:
+        if c.name == "loss":
+            rows = [f"{f.instance}: {f.summary}" for f in found["loss"]]
+            c = CheckResult(
+                c.name,
+                c.description,
+                c.kind,
+                True,
+                f"{len(rows)} instances measured",
+                "declared lossy: measured, not judged",
+                None,
+                c.findings,
+                "\n         ".join(rows),
+            )
+        elif (c.kind == "lossless" or c.name == "acceptance_rate") and not c.passed:
+            c = CheckResult(
+                c.name,
+                c.description,
+                c.kind,
+                True,
+                c.statistic,
+                c.threshold,
+                c.failing_instance,
+                c.findings,
+                "declared lossy: the law test fails, as a lossy rule may (see loss)",
+                c.detectable,
+            )
+        out.append(c)
+    return out

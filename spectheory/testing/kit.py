@@ -65,6 +65,7 @@ from .._guards import check_int, check_prob
 from .._typing import RNGLike
 from ._checks import check_instance, n_tests
 from ._runner import Runner
+from ._verdicts import declare_lossy
 from .instances import FAMILIES, Instance, make_instance
 from .report import CheckResult, Finding, Report, summarise
 
@@ -129,6 +130,11 @@ CHECKS = {
         "temperature 0: every round accepts the longest draft prefix on the target's argmax path",
         "efficiency",
     ),
+    "loss": (
+        "declared lossy: the TV of the output from the target and the drafts accepted beyond "
+        "token and block verification, per instance",
+        "lossy",
+    ),
 }
 
 #: checks of the temperature-0 protocol replaced by exact ones (the law: ``zero_probability``
@@ -143,7 +149,7 @@ SAMPLED_ONLY = (
 )
 
 
-def active_checks(efficiency: bool, greedy: bool = False) -> list[str]:
+def active_checks(efficiency: bool, greedy: bool = False, lossy: bool = False) -> list[str]:
     """The checks a run reports, in order: efficiency ones only if asked, per protocol.
 
     >>> "greedy_acceptance" in active_checks(True), "sequence_law" in active_checks(True, greedy=True)
@@ -154,6 +160,8 @@ def active_checks(efficiency: bool, greedy: bool = False) -> list[str]:
         if kind == "efficiency" and not efficiency:
             continue
         if (name in SAMPLED_ONLY) if greedy else (name == "greedy_acceptance"):
+            continue
+        if name == "loss" and (greedy or not lossy):
             continue
         out.append(name)
     return out
@@ -214,9 +222,11 @@ _WORK: Any = None  # what forked workers inherit (set just before the pool start
 
 
 def _one(i):
-    runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, greedy = _WORK
+    runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, greedy, lossy = _WORK
     found: dict[str, list[Finding]] = {name: [] for name in CHECKS}
-    check_instance(insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token, greedy)
+    check_instance(
+        insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token, greedy, lossy
+    )
     return found, runner.routed
 
 
@@ -263,6 +273,7 @@ def check_verifier(
     rows_per_call: int | None = None,
     jobs: int = 1,
     greedy: bool | None = None,
+    lossy: bool = False,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
@@ -315,6 +326,11 @@ def check_verifier(
         and ``greedy_acceptance`` that every round accepts the longest draft prefix on that path
         (greedy acceptance is optimal); the law and acceptance tests of sampled decoding are
         not run.
+    lossy : bool
+        Declare the rule lossy on purpose: the law tests still run, but their failures become
+        notes, and ``loss`` states per instance the TV of the output from the target (with a
+        confidence interval) and the drafts accepted beyond token and block verification
+        (:func:`spectheory.testing._verdicts.loss_finding`).
 
     Returns
     -------
@@ -363,13 +379,17 @@ def check_verifier(
     jobs = check_int(jobs, "jobs", 1)
     runner = Runner(verify, batched, torch_random, rows_per_call)
     seeds = base.spawn(len(insts))
-    work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, bool(greedy))
+    if lossy not in (True, False):
+        raise ValueError(f"lossy: expected True or False, got {lossy!r}")
+    work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, bool(greedy), lossy)
     found, routed = _run_all(work, jobs, progress)
 
     checks = [
         summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
-        for name in active_checks(efficiency, bool(greedy))
+        for name in active_checks(efficiency, bool(greedy), lossy)
     ]
+    if lossy:
+        checks = declare_lossy(checks, found)
     config = {
         "vocab_sizes": list(vocab_sizes),
         "gammas": list(gammas),
@@ -379,7 +399,7 @@ def check_verifier(
         "n_instances": len(insts),
         "instances": [i.name for i in insts],
         "batched": bool(batched),
-        "protocol": {"bonus": bonus, "stop_token": stop_token, "greedy": bool(greedy)},
+        "protocol": {"bonus": bonus, "stop_token": stop_token, "greedy": bool(greedy), "lossy": lossy},
         "torch_random": routed,
     }
     return Report(_name(verify), checks, config, M, alpha)

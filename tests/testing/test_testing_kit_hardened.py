@@ -208,3 +208,22 @@ def test_check_sampler_at_temperature_zero():
     report = check_sampler(_greedy_sampler(True), temperature=0, n_samples=50, seed=0, progress=False)
     assert "zero_probability" in report.failed
     assert not check_sampler(make_sampler(), temperature=0, n_samples=50, seed=0, progress=False).passed
+
+
+# ------------------------------------------------------------------------ declared lossy
+def test_declared_lossy_rule_is_measured_not_failed():
+    from spectheory.testing.gallery_engines import longest_joint_ratio_prefix
+
+    report = check_verifier(longest_joint_ratio_prefix, n_samples=2000, seed=0, lossy=True, progress=False)
+    assert report.passed and "loss" in report.notes, str(report)
+    assert "declared lossy" in report.notes["sequence_law"]
+    rows = {f.instance: f for f in report["loss"].findings}
+    one_hots = rows["one_hots V=3 k=3"].summary
+    assert "beyond block verification" in one_hots
+    lo = float(one_hots.split("(in [")[1].split(",")[0])
+    assert lo > 0.05  # its TV interval excludes 0: the loss is proved, and sized
+    lossless = check_verifier(as_batched(reference_verify_batch), n_samples=2000, seed=0, lossy=True)
+    for f in lossless["loss"].findings:  # a lossless rule: every interval contains 0
+        assert f.summary.split("(in [")[1].startswith("0.0000")
+    with pytest.raises(ValueError, match="lossy"):
+        check_verifier(reference_verify_batch, lossy="yes")
