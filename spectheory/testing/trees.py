@@ -43,6 +43,8 @@ from ..verifiers.base import get_verifier, list_verifiers
 from ..verifiers.children import IID, ChildPolicy, TopK, WithoutReplacement, get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
+from ._tree_checks import determinism_problem, forced_problem, randomness
+from .randomness import kit_randomness
 
 if TYPE_CHECKING:
     from ..verifiers.base import Verifier
@@ -119,10 +121,26 @@ class TreeReport:
         for r in self.rows:
             ref = ", ".join(f"{k} {v:.3f}" for k, v in r["reference_accepted"].items())
             lines.append(
-                f"  {r['instance']:>14}: p = {r['p_value']:.2e} {'ok' if r['passed'] else 'BIASED'}; "
+                f"  {r['instance']:>14}: p = {r['p_value']:.2e} {'ok' if r['law_passed'] else 'BIASED'}; "
                 f"accepted {r['accepted']:.3f} +- {r['accepted_se']:.3f} (exact: {ref})"
             )
+            for check in ("forced_uniforms", "determinism", "randomness"):
+                if r.get(check):
+                    lines.append(f"  {'':>14}  FAIL {check}: {r[check]}")
+            if r.get("note"):
+                lines.append(f"  {'':>14}  note: {r['note']}")
         return "\n".join(lines)
+
+    @property
+    def failed(self) -> list:
+        """Names of the failed checks (``law``, ``forced_uniforms``, ``determinism``, ``randomness``)."""
+        out: list = []
+        for r in self.rows:
+            for check in ("law", "forced_uniforms", "determinism", "randomness"):
+                bad = not r["law_passed"] if check == "law" else bool(r.get(check))
+                if bad and check not in out:
+                    out.append(check)
+        return out
 
 
 def _references(children: ChildPolicy) -> list[str]:
@@ -149,7 +167,9 @@ def check_tree_verifier(
 
     ``children`` is the child policy the kit drafts with (``policy=`` is its deprecated
     name). An instance fails when the completed output's chi-square p-value is below
-    ``alpha / n_instances`` or when an output with target probability 0 appears.
+    ``alpha / n_instances`` or when an output with target probability 0 appears, and on the
+    chain kit's exact checks (:mod:`spectheory.testing._tree_checks`): forced uniforms,
+    determinism, draws outside the kit's routing and repeated reseeding.
     """
     if policy is not None:
         warnings.warn(
@@ -163,9 +183,19 @@ def check_tree_verifier(
     inst = tree_instances() if instances is None else instances
     rows = []
     refs = _references(children)
-    for name, chain, tree in inst:
+    for i_inst, (name, chain, tree) in enumerate(inst):
         tok, states, t_laws, d_laws = _draft_trees(chain, tree, children, n_samples, rng)
-        node, y = verify(tree, tok, t_laws, d_laws, rng)
+        with kit_randomness(i_inst) as rec:
+            node, y = verify(tree, tok, t_laws, d_laws, rng)
+        records = [rec]
+
+        def draft(n, chain=chain, tree=tree, seed=i_inst):
+            tk, _, tl, dl = _draft_trees(chain, tree, children, n, np.random.default_rng([seed, 1]))
+            return tk, tl, dl
+
+        forced = forced_problem(verify, tree, draft)
+        det = determinism_problem(verify, tree, draft, 1000 + i_inst, records)
+        rand, note = randomness(records, name)
         node, y = np.asarray(node, dtype=np.int64), np.asarray(y, dtype=np.int64)
         L = tree.max_depth + 1
         out = np.full((n_samples, L), -1, dtype=np.int64)
@@ -198,11 +228,17 @@ def check_tree_verifier(
         p_value = 0.0 if impossible else float(stats.chisquare(obs[use], exp[use]).pvalue)
         acc = tree.depth[node].astype(float)
         exact = {ref: float(tree_round_law(chain, tree, ref)[0] @ np.arange(L)) for ref in refs}
+        law_ok = p_value >= alpha / len(inst)
         rows.append(
             {
                 "instance": name,
                 "p_value": p_value,
-                "passed": p_value >= alpha / len(inst),
+                "law_passed": law_ok,
+                "forced_uniforms": forced,
+                "determinism": det,
+                "randomness": rand,
+                "note": note,
+                "passed": law_ok and not (forced or det or rand),
                 "accepted": float(acc.mean()),
                 "accepted_se": float(acc.std(ddof=1) / np.sqrt(acc.size)),
                 "reference_accepted": exact,

@@ -47,3 +47,41 @@ def test_policy_keyword_is_deprecated_and_means_children():
     with pytest.warns(DeprecationWarning, match="children="):
         old = check_tree_verifier(reference_tree_verify("tree_rrs_wo"), policy="wo", n_samples=300, rng=4)
     assert [r["p_value"] for r in old.rows] == [r["p_value"] for r in ref.rows]
+
+
+def _wrapped(transform):
+    ref = reference_tree_verify("traversal")
+
+    def verify(tree, tokens, target_laws, draft_laws, rng):
+        node, tok = ref(tree, tokens, target_laws, draft_laws, rng)
+        return transform(node, tok, rng, target_laws.shape[-1])
+
+    return verify
+
+
+def test_tree_exact_checks_pass_references_and_catch_bugs():
+    import numpy as np
+
+    ok = check_tree_verifier(reference_tree_verify("traversal"), "wo", n_samples=500, rng=0)
+    assert ok.passed and ok.failed == [] and not any(r["note"] for r in ok.rows)
+
+    def overflow_at_one(node, tok, rng, V):  # an inverse CDF that runs past V at u -> 1
+        return node, np.where(rng.random(tok.shape) > 1 - 1e-12, V, tok)
+
+    assert (
+        "forced_uniforms" in check_tree_verifier(_wrapped(overflow_at_one), "wo", n_samples=200, rng=0).failed
+    )
+
+    def global_state(node, tok, rng, V):
+        np.random.random()  # noqa: NPY002 - the deliberate bug: a draw outside the kit's rng
+        return node, tok
+
+    report = check_tree_verifier(_wrapped(global_state), "wo", n_samples=200, rng=0)
+    assert report.failed == ["randomness"] and "numpy's global RandomState" in str(report)
+
+    ref = reference_tree_verify("traversal")
+
+    def unseeded(tree, tokens, target_laws, draft_laws, rng):  # fresh entropy: not reproducible
+        return ref(tree, tokens, target_laws, draft_laws, np.random.default_rng())
+
+    assert check_tree_verifier(unseeded, "wo", n_samples=200, rng=0).failed == ["determinism"]
