@@ -162,3 +162,17 @@ def test_the_docs_table_is_the_enumeration():
         ]
         assert lossless.startswith("yes") == (two == target_law(SUN_T, 2, 2))
     assert seen == set(laws)
+
+
+@pytest.mark.slow
+def test_real_decoder_runs_hsd_losslessly():
+    pytest.importorskip("torch")
+    from spectheory.decoder import load_model
+    from spectheory.validation import exact_two_token_law, lossless_check
+
+    target, draft = load_model("target"), load_model("draft-tiny")
+    prompt = list(b"def ")
+    res = lossless_check(
+        target, draft, prompt, 3000, 2, seed=5, rule="hsd", law=exact_two_token_law(target, prompt)
+    )
+    assert res["pvalue"] > 1e-6, res

@@ -190,3 +190,20 @@ def test_kit_verdicts(mode):
         assert "acceptance_rate" in failed  # lossless but inefficient (Propositions 1-2)
     else:
         assert failed & lossless_checks, report.failed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rule", ["point_mass", "sample_match"])
+def test_real_decoder_runs_the_lossless_modes(rule):
+    # the decoder drafts by sampling, so the sampled-draft modes run there (torch adapter)
+    pytest.importorskip("torch")
+    from spectheory.decoder import load_model
+    from spectheory.validation import exact_two_token_law, lossless_check
+
+    target, draft = load_model("target"), load_model("draft-tiny")
+    prompt = list(b"def ")
+    res = lossless_check(
+        target, draft, prompt, 3000, 2, seed=5, rule=rule, law=exact_two_token_law(target, prompt)
+    )
+    assert res["rule"] == rule
+    assert res["pvalue"] > 1e-6, res  # a correct rule fails with probability 1e-6
