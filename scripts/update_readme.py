@@ -294,6 +294,31 @@ def block_testing() -> str:
     return "\n".join(lines) + "\n" if lines else "_No conformance-kit results yet._\n"
 
 
+def block_verdicts() -> str:
+    res = _load(_results() / "verification_rules.json")
+    if not res:
+        return "_No results yet: run `python simulations/verification_rules.py`._\n"
+    sun = [i for i, lab in enumerate(res["instances"]) if lab.startswith("Sun")]
+    rand = [i for i, lab in enumerate(res["instances"]) if not lab.startswith("Sun")]
+    lines = [
+        f"Exact values (`{res['command']}`; Fractions): accepted drafts per round and the total variation of "
+        "the first gamma + 1 tokens from the target on Sun et al.'s binary example, and the largest total "
+        f"variation over {len(rand)} random first-order chains (gamma = 2).",
+        "",
+        "| rule | source | claim | accepted, gamma = 2 / 3 | TV, gamma = 2 / 3 | largest TV, random chains | verdict |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in res["rules"]:
+        cells = r["instances"]
+        worst = max((cells[i] for i in rand), key=lambda c: c["tv_float"], default=None)
+        lines.append(
+            f"| `{r['rule']}` | {_cell(r['source'])} | {_cell(r['claim'])} | "
+            f"{' / '.join(cells[i]['mean_accepted'] for i in sun)} | {' / '.join(cells[i]['tv'] for i in sun)} | "
+            f"{worst['tv'] if worst else ''} | {_cell(r['verdict'])} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def block_gpu() -> str:
     runs = [(_load(p), p) for p in sorted(_results().glob("*gpu*.json"))]
     runs = [(r, p) for r, p in runs if r and "cuda" in json.dumps(r.get("device", "")).lower()]
@@ -326,6 +351,7 @@ BLOCKS = {
     "models": block_models,
     "testing": block_testing,
     "gpu": block_gpu,
+    "verdicts": block_verdicts,
 }
 
 

@@ -12,6 +12,8 @@ imports them and never the other way round.
 - :mod:`.optimal_transport` -- the optimal multi-draft acceptance (a transport bound, computed
   with a sort by the prefix-set theorem); :mod:`.drafting_laws` -- the same for greedy
   drafting (top tokens plus random ones, Hu et al. 2025) and any drafting law given as tuples;
+- :mod:`.verdicts` -- claimed vs exact: each verification rule's claim (lossless, accepts more
+  than another rule) against its exact law by Fraction enumeration;
 - :mod:`.batch_closed_form` -- closed forms of batch decoding with ``M`` drafts (Bernoulli and
   uniform instances, the i.i.d. horizon formula); :mod:`.batch_chain` -- its exact expected
   rejections on a chain.
@@ -54,6 +56,16 @@ from .sequence_front import SequenceFront, optimal_rule_chain, optimal_sequence_
 from .sequence_front_gaps import FrontGap, front_gaps, heuristic_rules, mixture_rule
 from .sequence_front_lp import FrontSolver, front_lp
 from .sequence_front_tree import PrefixForest, RulePoint, prefix_forest, rule_point, unrolled_chain
+from .verdicts import (
+    RULE_CLAIMS,
+    RuleClaim,
+    law_total_variation,
+    protocol_accepted,
+    random_fraction_table,
+    rule_exact,
+    settle_claims,
+    table_law_fn,
+)
 
 __all__ = [
     # the sequence-level front
@@ -95,4 +107,13 @@ __all__ = [
     "uniform_batch_rejection",
     "uniform_instance",
     "iid_batch_expected_rejections",
+    # claimed vs exact
+    "RuleClaim",
+    "RULE_CLAIMS",
+    "settle_claims",
+    "rule_exact",
+    "protocol_accepted",
+    "law_total_variation",
+    "random_fraction_table",
+    "table_law_fn",
 ]

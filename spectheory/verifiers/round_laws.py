@@ -11,7 +11,10 @@ exact rationals -- e.g. Sun et al.'s binary example, target ``(1/3, 2/3)``, draf
 - :func:`generation_law`: the law of the first tokens of a generation made of rounds of any
   rule given as ``round_law(prefix, k) -> {emitted tuple: probability}`` (this module's
   laws, :func:`spectheory.verifiers.block.block_emission_law`, the HSD law of :mod:`.hsd`);
-- :func:`mean_accepted`: a round law's expected accepted drafts.
+- :func:`mean_accepted`: a round law's expected accepted drafts;
+- :func:`exact_round_law`: one round of a registered rule by name (:data:`ROUND_LAWS`: the
+  proposal modes, ``"block"``, ``"hsd"``, ``"hsd_listing"``), and :func:`target_law`, the
+  target's own law of the first tokens, to compare a generation law with.
 
 ``target_fn(prefix)`` and ``draft_fn(prefix)`` return the ``V`` next-token probabilities
 after a context tuple.
@@ -31,8 +34,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
+from .block import block_emission_law
+from .hsd import hsd_round_law
 
-__all__ = ["PROPOSAL_MODES", "proposal_round_law", "generation_law", "mean_accepted", "first_token_law"]
+__all__ = [
+    "PROPOSAL_MODES",
+    "ROUND_LAWS",
+    "proposal_round_law",
+    "exact_round_law",
+    "generation_law",
+    "target_law",
+    "mean_accepted",
+    "first_token_law",
+]
 
 #: Modes :func:`proposal_round_law` enumerates (the registered verifier names).
 PROPOSAL_MODES = ("token", "point_mass", "sample_match", "argmax_onehot", "argmax_soft")
@@ -175,3 +189,63 @@ def first_token_law(law: dict[tuple[int, ...], Any], vocab_size: int) -> list[An
     for e, w in law.items():
         out[e[0]] += w
     return out
+
+
+RoundLawFn = Callable[[LawFn, LawFn, int, int, tuple[int, ...]], dict[tuple[int, ...], Any]]
+
+
+def _proposal(mode: str) -> RoundLawFn:
+    return lambda t, d, V, g, c: proposal_round_law(mode, t, d, V, g, c)
+
+
+#: ``{registered verifier name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> round law}``:
+#: the rules with a literal enumeration (each implemented once, in its own module).
+ROUND_LAWS: dict[str, RoundLawFn] = {
+    **{mode: _proposal(mode) for mode in PROPOSAL_MODES},
+    "block": block_emission_law,
+    "hsd": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "paper"),
+    "hsd_listing": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "listing"),
+}
+
+
+def exact_round_law(
+    name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+) -> dict[tuple[int, ...], Any]:
+    r"""Exact law of one round of the registered rule ``name``, ``{emitted: probability}``.
+
+    Dispatches through :data:`ROUND_LAWS` to the rule's literal enumeration
+    (:func:`proposal_round_law`, :func:`~spectheory.verifiers.block.block_emission_law`,
+    :func:`~spectheory.verifiers.hsd.hsd_round_law`); with Fraction laws the result is exact.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import exact_round_law, mean_accepted
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> [mean_accepted(exact_round_law(v, p, q, 2, 2)) for v in ("token", "block", "hsd_listing")]
+    [Fraction(10, 9), Fraction(11, 9), Fraction(4, 3)]
+    """
+    if name not in ROUND_LAWS:
+        raise ValueError(f"name: expected one of {sorted(ROUND_LAWS)}, got {name!r}")
+    return ROUND_LAWS[name](target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+
+def target_law(target_fn: LawFn, vocab_size: int, length: int) -> dict[tuple[int, ...], Any]:
+    r"""The target's law of its first ``length`` tokens, ``{tokens: prod_i p(x_i | x_{<i})}``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import target_law
+    >>> target_law(lambda c: [F(1, 3), F(2, 3)], 2, 2)[(1, 0)]
+    Fraction(2, 9)
+    """
+    V = check_int(vocab_size, "vocab_size", 1)
+    law: dict[tuple[int, ...], Any] = {(): 1}
+    for _ in range(check_int(length, "length", 1)):
+        nxt: dict[tuple[int, ...], Any] = {}
+        for s, w in law.items():
+            p = target_fn(s)
+            nxt.update({s + (y,): w * p[y] for y in range(V) if p[y]})
+        law = nxt
+    return law

@@ -1,0 +1,301 @@
+r"""Claimed vs exact: each rule's published or shipped claim against its exact law.
+
+Notation: p = target, q = draft. For a registered single-path rule with a literal enumeration
+(``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws`) and an instance ``(p, q, V, gamma)``
+given as context functions over Fractions, the exact quantities are
+
+- ``mean_accepted``: the expected accepted drafts of the first round (after the empty
+  context), :math:`\sum_e P(e) (|e| - 1)`;
+- ``tv``: the total variation between the law of the first ``L`` output tokens of a
+  generation made of the rule's rounds
+  (``generation_law`` of :mod:`spectheory.verifiers.round_laws`) and the target's law of ``L``
+  tokens, :math:`\tfrac12 \sum_{x_{1:L}} |P_{\text{rule}}(x_{1:L}) - p(x_{1:L})|`; ``L = gamma + 1``
+  by default (every token one round can emit). ``tv = 0`` exactly for a lossless rule.
+
+:data:`RULE_CLAIMS` records what each rule's paper or engine claims: lossless or not, and
+optionally an efficiency claim against another rule (``accepts more than block verification``).
+:func:`settle_claims` computes the exact values on every instance and the verdict; the proofs
+of the verdicts are in ``docs/sequence_rules.md`` and ``docs/proposal_modes.md``.
+
+Examples
+--------
+>>> from fractions import Fraction as F
+>>> from spectheory.analysis.verdicts import RULE_CLAIMS, settle_claims
+>>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+>>> rows = settle_claims([("sun", p, q, 2, 2)], [c for c in RULE_CLAIMS if c.name in ("block", "hsd_listing")])
+>>> [(r["rule"], str(r["instances"][0]["mean_accepted"]), str(r["instances"][0]["tv"])) for r in rows]
+[('block', '11/9', '0'), ('hsd_listing', '4/3', '1/9')]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from .._guards import check_int
+from ..verifiers.round_laws import exact_round_law, generation_law, mean_accepted, target_law
+
+__all__ = [
+    "RuleClaim",
+    "RULE_CLAIMS",
+    "law_total_variation",
+    "rule_exact",
+    "protocol_accepted",
+    "settle_claims",
+    "random_fraction_table",
+    "table_law_fn",
+]
+
+LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
+#: ``(label, target_fn, draft_fn, vocab_size, gamma)``.
+Instance = tuple[str, LawFn, LawFn, int, int]
+
+
+@dataclass(frozen=True)
+class RuleClaim:
+    """What a rule's paper or engine claims.
+
+    Attributes
+    ----------
+    name : str
+        The registered verifier (a key of ``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws`).
+    source : str
+        Where the rule and the claim come from.
+    claimed_lossless : bool
+        Whether the source presents the rule as reproducing the target's law.
+    versus : str or None
+        The rule an efficiency claim compares with (``None``: no efficiency claim).
+    relation : str
+        ``">="``: accepts at least as many drafts as ``versus`` (first-round expectation) on
+        every instance; ``">"``: that, and strictly more on at least one instance.
+    """
+
+    name: str
+    source: str
+    claimed_lossless: bool
+    versus: str | None = None
+    relation: str = ">="
+
+    def __post_init__(self) -> None:
+        if self.relation not in (">", ">="):
+            raise ValueError(f"relation: expected '>' or '>=', got {self.relation!r}")
+
+    def claim_text(self) -> str:
+        """The claim in words, e.g. ``'lossless; accepts > block'``."""
+        text = "lossless" if self.claimed_lossless else "not lossless"
+        return text + (f"; accepts {self.relation} {self.versus}" if self.versus else "")
+
+
+#: The claims, one per registered rule with a literal enumeration.
+RULE_CLAIMS: tuple[RuleClaim, ...] = (
+    RuleClaim("token", "Leviathan et al. 2023; Chen et al. 2023 (speculative sampling)", True),
+    RuleClaim("block", "Sun et al. 2024, arXiv 2403.10444 (block verification, optimal)", True, "token"),
+    RuleClaim(
+        "hsd",
+        "Zhou et al., ICLR 2026, arXiv 2601.05724: Algorithm 2, Eq. 19 (reported above block)",
+        True,
+        "block",
+        ">",
+    ),
+    RuleClaim("hsd_listing", "Zhou et al., ICLR 2026: Listing 2, the authors' code", True, "block", ">"),
+    RuleClaim("point_mass", "engines that do not pass the draft's probabilities (q := 1_x)", True),
+    RuleClaim("sample_match", "engines' exact-match verification (accept iff y ~ p equals x)", True),
+    RuleClaim(
+        "argmax_onehot",
+        "greedy drafting, one-hot q; code comments: 'maximises exact-match acceptance'",
+        True,
+        "sample_match",
+        ">=",
+    ),
+    RuleClaim("argmax_soft", "greedy drafting verified with the draft model's soft q", True),
+)
+
+
+def law_total_variation(a: dict[tuple[int, ...], Any], b: dict[tuple[int, ...], Any]) -> Any:
+    r"""Total variation :math:`\tfrac12 \sum_s |a(s) - b(s)|` of two laws given as dicts.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.analysis.verdicts import law_total_variation
+    >>> law_total_variation({(0,): F(1, 3), (1,): F(2, 3)}, {(0,): F(1, 2), (1,): F(1, 2)})
+    Fraction(1, 6)
+    """
+    keys = set(a) | set(b)
+    return sum((abs(a.get(s, 0) - b.get(s, 0)) for s in keys), 0) / 2
+
+
+def rule_exact(
+    name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, length: int | None = None
+) -> dict[str, Any]:
+    r"""The exact ``mean_accepted`` (first round) and ``tv`` (first ``length`` tokens) of one rule.
+
+    ``length`` defaults to ``gamma + 1``. With Fraction laws both are exact rationals.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.analysis.verdicts import rule_exact
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> rule_exact("argmax_soft", p, q, 2, 1, length=1)   # the first token is a fair coin: TV 1/6
+    {'mean_accepted': Fraction(1, 2), 'tv': Fraction(1, 6)}
+    """
+    g = check_int(gamma, "gamma", 1)
+    L = g + 1 if length is None else check_int(length, "length", 1)
+    V = check_int(vocab_size, "vocab_size", 1)
+    law = generation_law(lambda c, k: exact_round_law(name, target_fn, draft_fn, V, k, c), g, L)
+    return {
+        "mean_accepted": mean_accepted(exact_round_law(name, target_fn, draft_fn, V, g)),
+        "tv": law_total_variation(law, target_law(target_fn, V, L)),
+    }
+
+
+def protocol_accepted(
+    name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, horizon: int
+) -> Any:
+    r"""Exact expected accepted drafts of a ``horizon``-token generation of rule ``name``.
+
+    The protocol of ``docs/protocol.md`` (``k = min(gamma, T - n)`` drafts per round, no token
+    past ``T``), by enumerating every round's outcomes; the exact engine's
+    ``chain.protocol(T, gamma, verifier=name).accepted`` computes the same number in floats.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.analysis.verdicts import protocol_accepted
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> protocol_accepted("token", p, q, 2, 1, 2)   # two rounds, the second one only when the first rejected
+    Fraction(8, 9)
+    """
+    V = check_int(vocab_size, "vocab_size", 1)
+    g = check_int(gamma, "gamma", 1)
+    T = check_int(horizon, "horizon", 1)
+    total: Any = 0
+    stack: list[tuple[tuple[int, ...], Any]] = [((), 1)]
+    while stack:
+        prefix, prob = stack.pop()
+        n = len(prefix)
+        for emitted, w in exact_round_law(name, target_fn, draft_fn, V, min(g, T - n), prefix).items():
+            total += prob * w * (len(emitted) - 1)
+            if n + len(emitted) < T:
+                stack.append((prefix + emitted, prob * w))
+    return total
+
+
+def _verdict(claim: RuleClaim, cells: list[dict[str, Any]], versus: list[dict[str, Any]] | None) -> dict:
+    lossless = all(c["tv"] == 0 for c in cells)
+    if claim.claimed_lossless:
+        text = "lossless, as claimed" if lossless else "biased (claimed lossless)"
+    else:
+        text = "biased, as declared" if not lossless else "lossless (not claimed)"
+    out: dict[str, Any] = {"lossless": lossless, "lossless_claim_holds": lossless == claim.claimed_lossless}
+    if claim.versus is not None and versus is not None:
+        ours = [c["mean_accepted"] for c in cells]
+        theirs = [c["mean_accepted"] for c in versus]
+        holds = all(a >= b for a, b in zip(ours, theirs)) and (
+            claim.relation == ">=" or any(a > b for a, b in zip(ours, theirs))
+        )
+        if holds:
+            text += f"; accepts {claim.relation} {claim.versus}: holds"
+        elif ours == theirs:
+            text += f"; accepts exactly as {claim.versus} (claimed {claim.relation})"
+        else:
+            n_bad = sum(a < b for a, b in zip(ours, theirs))
+            text += (
+                f"; accepts {claim.relation} {claim.versus}: false (less on {n_bad} of {len(ours)} instances)"
+            )
+        out["efficiency_claim_holds"] = holds
+    out["verdict"] = text
+    return out
+
+
+def settle_claims(
+    instances: Iterable[Instance], claims: Iterable[RuleClaim] = RULE_CLAIMS
+) -> list[dict[str, Any]]:
+    r"""Every claim against the exact values on every instance, with the verdict.
+
+    Parameters
+    ----------
+    instances : iterable of (label, target_fn, draft_fn, vocab_size, gamma)
+        Context functions ``fn(prefix) -> V probabilities`` (Fractions for exact values).
+    claims : iterable of RuleClaim
+        Default :data:`RULE_CLAIMS`. An efficiency claim compares, on every instance, the
+        rule's ``mean_accepted`` with that of its ``versus`` rule (any rule of
+        ``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws`).
+
+    Returns
+    -------
+    list of dict
+        Per claim: ``rule``, ``source``, ``claim`` (text), ``claimed_lossless``, ``instances``
+        (per instance ``label``, ``gamma``, ``mean_accepted``, ``tv``), ``lossless``,
+        ``lossless_claim_holds``, ``efficiency_claim_holds`` (when there is an efficiency
+        claim) and ``verdict`` (text).
+    """
+    insts = list(instances)
+    claims = list(claims)
+    cache: dict[str, list[dict[str, Any]]] = {}
+
+    def cells(name: str) -> list[dict[str, Any]]:
+        if name not in cache:
+            cache[name] = [
+                {"label": lab, "gamma": g, **rule_exact(name, t, d, V, g)} for lab, t, d, V, g in insts
+            ]
+        return cache[name]
+
+    rows = []
+    for claim in claims:
+        mine = cells(claim.name)
+        versus = cells(claim.versus) if claim.versus is not None else None
+        rows.append(
+            {
+                "rule": claim.name,
+                "source": claim.source,
+                "claim": claim.claim_text(),
+                "claimed_lossless": claim.claimed_lossless,
+                "instances": mine,
+                **_verdict(claim, mine, versus),
+            }
+        )
+    return rows
+
+
+def random_fraction_table(
+    rng: np.random.Generator | int | None, vocab_size: int, max_weight: int = 4
+) -> list[list[Fraction]]:
+    r"""A random ``V x V`` row-stochastic table of small rationals (a first-order chain's kernel).
+
+    Row ``s`` is the law of the next token after token ``s``: integer weights in
+    ``0..max_weight`` (some exact zeros), each row normalised; a zero row becomes ``1_0``.
+
+    Examples
+    --------
+    >>> from spectheory.analysis.verdicts import random_fraction_table
+    >>> tab = random_fraction_table(0, 3)
+    >>> [sum(row) for row in tab]
+    [Fraction(1, 1), Fraction(1, 1), Fraction(1, 1)]
+    """
+    gen = np.random.default_rng(rng)
+    V = check_int(vocab_size, "vocab_size", 1)
+    w = gen.integers(0, check_int(max_weight, "max_weight", 1) + 1, size=(V, V))
+    w[w.sum(1) == 0, 0] = 1
+    return [[Fraction(int(x), int(r.sum())) for x in r] for r in w]
+
+
+def table_law_fn(table: Sequence[Sequence[Any]]) -> LawFn:
+    """Context function of a first-order chain: the row of the last token (row 0 at the start).
+
+    Matches ``DecodingChain(target, draft, initial=1_0)`` (states are the last token).
+
+    Examples
+    --------
+    >>> from spectheory.analysis.verdicts import table_law_fn
+    >>> fn = table_law_fn([[1, 0], [0.5, 0.5]])
+    >>> fn(()), fn((0, 1))
+    ([1, 0], [0.5, 0.5])
+    """
+    rows = [list(r) for r in table]
+    return lambda c: rows[c[-1]] if c else rows[0]

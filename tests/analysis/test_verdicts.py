@@ -1,0 +1,141 @@
+"""Claimed vs exact (spectheory.analysis.verdicts, simulations/verification_rules.py, fig20).
+
+Exact = the literal Fraction enumerations; checked against the values proved in
+docs/sequence_rules.md and docs/proposal_modes.md, against the exact engine
+(``chain.protocol``) and against Monte Carlo at 5 SE.
+"""
+
+import importlib.util
+import json
+from fractions import Fraction as F
+from pathlib import Path
+
+import numpy as np
+import pytest
+from _helpers import assert_within_se
+
+import spectheory as st
+from spectheory.analysis.verdicts import (
+    RULE_CLAIMS,
+    RuleClaim,
+    law_total_variation,
+    protocol_accepted,
+    random_fraction_table,
+    rule_exact,
+    settle_claims,
+    table_law_fn,
+)
+from spectheory.verifiers.block import block_emission_law
+from spectheory.verifiers.hsd import hsd_round_law
+from spectheory.verifiers.round_laws import (
+    PROPOSAL_MODES,
+    ROUND_LAWS,
+    exact_round_law,
+    proposal_round_law,
+    target_law,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+P, Q = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
+SUN_T, SUN_D = (lambda c: P), (lambda c: Q)
+SUN = [("sun g2", SUN_T, SUN_D, 2, 2), ("sun g3", SUN_T, SUN_D, 2, 3)]
+
+#: docs/sequence_rules.md and docs/proposal_modes.md: E[accepted] at gamma 2, 3 (proved there).
+DOCS = {
+    "token": ("10/9", "38/27"),
+    "block": ("11/9", "5/3"),
+    "hsd": ("11/9", "5/3"),
+    "hsd_listing": ("4/3", "16/9"),
+    "point_mass": ("52/81", "532/729"),
+    "sample_match": ("52/81", "532/729"),
+    "argmax_onehot": ("4/9", "13/27"),
+    "argmax_soft": ("3/4", "7/8"),
+}
+
+
+def test_registry_dispatches_to_each_rules_own_enumeration():
+    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {"block", "hsd", "hsd_listing"}
+    tab_t, tab_d = random_fraction_table(3, 3), random_fraction_table(4, 3)
+    t, d = table_law_fn(tab_t), table_law_fn(tab_d)
+    for c in ((), (2,)):
+        assert exact_round_law("block", t, d, 3, 2, c) == block_emission_law(t, d, 3, 2, c)
+        assert exact_round_law("hsd_listing", t, d, 3, 2, c) == hsd_round_law(t, d, 3, 2, c, "listing")
+        for mode in PROPOSAL_MODES:
+            assert exact_round_law(mode, t, d, 3, 2, c) == proposal_round_law(mode, t, d, 3, 2, c)
+    with pytest.raises(ValueError, match="name"):
+        exact_round_law("clever", t, d, 3, 2)
+
+
+def test_sun_example_matches_the_proved_tables():
+    rows = {r["rule"]: r for r in settle_claims(SUN)}
+    assert set(rows) == {c.name for c in RULE_CLAIMS} == set(DOCS)
+    for name, want in DOCS.items():
+        assert [c["mean_accepted"] for c in rows[name]["instances"]] == [F(w) for w in want], name
+    # the listing moves 1/9 from first tokens (1, 1) to (1, 0) (docs/sequence_rules.md, Theorem 2)
+    assert rule_exact("hsd_listing", SUN_T, SUN_D, 2, 2, length=2)["tv"] == F(1, 9)
+    # argmax_soft's first token is a fair coin (docs/proposal_modes.md, Proposition 3)
+    assert rule_exact("argmax_soft", SUN_T, SUN_D, 2, 2, length=1)["tv"] == F(1, 6)
+    for name in ("token", "block", "hsd", "point_mass", "sample_match", "argmax_onehot"):
+        assert all(c["tv"] == 0 for c in rows[name]["instances"]) and rows[name]["lossless_claim_holds"]
+    for name in ("hsd_listing", "argmax_soft"):
+        assert all(c["tv"] > 0 for c in rows[name]["instances"]) and not rows[name]["lossless_claim_holds"]
+    assert rows["hsd"]["efficiency_claim_holds"] is False and "exactly as block" in rows["hsd"]["verdict"]
+    assert rows["hsd_listing"]["efficiency_claim_holds"] is True
+    assert rows["argmax_onehot"]["efficiency_claim_holds"] is False  # Proposition 4
+    assert rows["block"]["efficiency_claim_holds"] is True
+
+
+def test_total_variation_and_target_law():
+    law = target_law(SUN_T, 2, 3)
+    assert sum(law.values()) == 1 and law[(1, 1, 0)] == F(4, 27)
+    a, b = {(0,): F(1, 4), (1,): F(3, 4)}, {(1,): F(1)}
+    assert law_total_variation(a, b) == law_total_variation(b, a) == F(1, 4)
+    assert law_total_variation(law, law) == 0
+
+
+def test_protocol_accepted_equals_the_exact_engine():
+    tab_t, tab_d = random_fraction_table(7, 3), random_fraction_table(8, 3)
+    chain = st.DecodingChain(np.array(tab_t, float), np.array(tab_d, float), initial=np.eye(3)[0])
+    for name in ROUND_LAWS:
+        exact = protocol_accepted(name, table_law_fn(tab_t), table_law_fn(tab_d), 3, 2, 4)
+        assert abs(float(exact) - chain.protocol(4, 2, verifier=name).accepted) < 1e-12, name
+
+
+def test_monte_carlo_within_5_se():
+    chain = st.DecodingChain.iid([1 / 3, 2 / 3], [2 / 3, 1 / 3])
+    for name in ("hsd_listing", "argmax_soft", "point_mass"):
+        sim = st.simulate(chain, 5, st.PathRound(2, name), 4000, rng=11)
+        assert_within_se(
+            *sim.mean_se("accepted"), float(protocol_accepted(name, SUN_T, SUN_D, 2, 2, 5)), name
+        )
+
+
+def test_a_lossless_claim_on_a_biased_rule_and_the_guards():
+    rows = settle_claims(
+        SUN[:1], [RuleClaim("argmax_soft", "declared", False), RuleClaim("token", "x", False)]
+    )
+    assert [r["verdict"] for r in rows] == ["biased, as declared", "lossless (not claimed)"]
+    with pytest.raises(ValueError, match="relation"):
+        RuleClaim("hsd", "x", True, "block", "<")
+    tab = random_fraction_table(np.random.default_rng(0), 4, max_weight=1)
+    assert all(sum(r) == 1 and all(x >= 0 for x in r) for r in tab)
+
+
+def _load(path, name):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_script_and_figure_at_quick_size(tmp_path):
+    _load(ROOT / "simulations" / "verification_rules.py", "_vr").main(["--quick", "--out", str(tmp_path)])
+    data = json.loads((tmp_path / "verification_rules.json").read_text())
+    by = {r["rule"]: r for r in data["rules"]}
+    assert by["hsd_listing"]["instances"][0]["tv"] == "1/9" and not by["hsd_listing"]["lossless"]
+    assert data["engine_max_abs_diff"] < 1e-9
+    assert data["headline"][0]["value"] == "hsd_listing, argmax_soft"
+    fig = _load(ROOT / "figures" / "fig20_verification_rules.py", "_fig20")
+    fig.main(["--quick", "--out", str(tmp_path / "fig"), "--results", str(tmp_path)])
+    saved = json.loads((tmp_path / "fig" / "fig20_verification_rules.json").read_text())
+    assert saved["rules"]["argmax_soft"]["tv_sun"][0] == "13/54"
