@@ -130,6 +130,10 @@ CHECKS = {
         "temperature 0: every round accepts the longest draft prefix on the target's argmax path",
         "efficiency",
     ),
+    "target_calls": (
+        "whole samplers: target calls per round within the declared budget (a note above 1)",
+        "exact",
+    ),
     "loss": (
         "declared lossy: the TV of the output from the target and the drafts accepted beyond "
         "token and block verification, per instance",
@@ -161,7 +165,7 @@ def active_checks(efficiency: bool, greedy: bool = False, lossy: bool = False) -
             continue
         if (name in SAMPLED_ONLY) if greedy else (name == "greedy_acceptance"):
             continue
-        if name == "loss" and (greedy or not lossy):
+        if (name == "loss" and (greedy or not lossy)) or name == "target_calls":
             continue
         out.append(name)
     return out

@@ -129,12 +129,28 @@ class ToyModel:
         return self.logits_table[pos, tok] if tok.ndim == 1 else self.logits_table[pos[None, :], tok]
 
 
-def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None, records=None):
+class _Counted:
+    """A model that counts its calls (the multi-call protocol: target calls per round)."""
+
+    def __init__(self, model: ToyModel) -> None:
+        self.model = model
+        self.calls = 0
+
+    def __call__(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
+        self.calls += 1
+        return self.model(tokens)
+
+
+def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None, records=None, calls=None):
     """Call the sampler ``n`` times; ``(out [n, k+1] padded -1, lengths, bad, error, note)``.
 
-    The run's :class:`~spectheory.testing.randomness.RandomRecord` is appended to ``records``."""
+    The run's :class:`~spectheory.testing.randomness.RandomRecord` is appended to ``records``,
+    the target calls of each round (an int array) to ``calls``."""
     k, V = inst.k, inst.vocab_size
-    target = ToyModel(inst.target)
+    target = _Counted(ToyModel(inst.target))
+    per_round = np.zeros(n, dtype=np.int64)
+    if calls is not None:
+        calls.append(per_round)
     draft = ToyModel(inst.draft)
     prefix = np.array([inst.s0], dtype=np.int64)
     out = np.full((n, k + 1), -1, dtype=np.int64)
@@ -146,10 +162,13 @@ def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None, recor
             records.append(rec)
         for i in range(n):
             r = constant_uniform_rng(force) if force else rng
+            before = target.calls
             try:
                 o = np.asarray(sampler(target, draft, prefix.copy(), k, r))
             except Exception as exc:  # noqa: BLE001 - any failure of the user's code is a finding
                 return out, lengths, bad, (i, repr(exc), traceback.format_exc(limit=3)), note
+            finally:
+                per_round[i] = target.calls - before
             if o.ndim != 1 or o.shape[0] < 1 or o.dtype.kind not in "iu" or o.min() < 0 or o.max() >= V:
                 bad[i] = True
                 note = note or f"returned {o.dtype} array of shape {o.shape}: {o.tolist()[:8]}"
@@ -175,6 +194,7 @@ def check_sampler(
     instances: Sequence[Instance] | None = None,
     progress: bool | None = None,
     torch_random: bool | None = None,
+    target_calls: int | None = None,
 ) -> Report:
     r"""Check a whole speculative sampler (drafting included) against the processed target law.
 
@@ -189,6 +209,11 @@ def check_sampler(
         ``zero_probability``, any argmax of a tie; the law tests are not run).
     vocab_sizes, gammas, n_samples, seed, families, alpha, instances, progress, torch_random
         As in :func:`~spectheory.testing.check_verifier`.
+    target_calls : int, optional
+        The multi-call protocol: the most target calls a round may make (speculative decoding:
+        1; a verifier that calls the models again inside a round: more). ``target_calls``
+        reports the calls per round (a note when above 1), and fails the rounds above this
+        budget when one is given.
 
     Returns
     -------
@@ -212,6 +237,8 @@ def check_sampler(
     greedy = temperature == 0
     if top_k is not None:
         top_k = check_int(top_k, "top_k", 1)
+    if target_calls is not None:
+        target_calls = check_int(target_calls, "target_calls", 1)
     if top_p is not None:
         top_p = float(check_prob(top_p, "top_p", open_low=True))
     n_samples = check_int(n_samples, "n_samples", 1)
@@ -239,9 +266,8 @@ def check_sampler(
             inst.s0,
             inst.family,
         )
-        _check(
-            sampler, inst, law.greedy() if greedy else law, ss, n_samples, a_i, found, torch_random, greedy
-        )
+        law = law.greedy() if greedy else law
+        _check(sampler, inst, law, ss, n_samples, a_i, found, torch_random, greedy, target_calls)
     checks = [
         summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
         for name in SAMPLER_CHECKS
@@ -276,7 +302,7 @@ def _example(inst: Instance, out: Any = None, note: str = "") -> str:
     return s + (f"\n{note}" if note else "") + "\n" + inst.describe()
 
 
-def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False):
+def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, budget=None):
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
     r_run, r_complete, r_torch = [np.random.default_rng(s) for s in ss.spawn(3)]
@@ -285,7 +311,11 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False):
         found[check].append(Finding(inst.name, passed, summary=summary, example=example, size=size))
 
     records: list = []
-    out, L, bad, err, note = _run(sampler, inst, n, r_run, torch_random, torch_seed=r_torch, records=records)
+    calls: list = []
+    out, L, bad, err, note = _run(
+        sampler, inst, n, r_run, torch_random, torch_seed=r_torch, records=records, calls=calls
+    )
+    found["target_calls"].append(_calls_finding(inst.name, calls[0], budget, size))
     if err is not None:
         add(
             "runs_without_error",
@@ -387,4 +417,16 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False):
     ex = "" if res.passed else f"first {Ls} tokens\n" + cells(counts, seq, V, Ls) + "\n" + _example(law)
     found["sequence_law"].append(
         Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
+    )
+
+
+def _calls_finding(name: str, per_round: np.ndarray, budget: int | None, size: int) -> Finding:
+    """Target calls per round: a note above 1, a failure above ``budget``."""
+    mean, most = (float(per_round.mean()) if per_round.size else 0.0), int(per_round.max(initial=0))
+    text = f"target called {mean:.3g} times a round on average (at most {most})"
+    if budget is None or most <= budget:
+        return Finding(name, True, size=size, note="" if most <= 1 else text)
+    over = int(np.sum(per_round > budget))
+    return Finding(
+        name, False, summary=f"{over} of {per_round.size} rounds exceed {budget}: {text}", size=size
     )

@@ -227,3 +227,19 @@ def test_declared_lossy_rule_is_measured_not_failed():
         assert f.summary.split("(in [")[1].startswith("0.0000")
     with pytest.raises(ValueError, match="lossy"):
         check_verifier(reference_verify_batch, lossy="yes")
+
+
+# ------------------------------------------------------------------------ multi-call protocol
+def test_target_calls_are_counted_and_budgeted():
+    good = make_sampler()
+
+    def twice(target_model, draft_model, prefix, k, rng):
+        target_model(np.asarray(prefix))  # a second target call inside the round
+        return good(target_model, draft_model, prefix, k, rng)
+
+    report = check_sampler(good, n_samples=50, seed=0, target_calls=1, progress=False)
+    assert report.passed and "target_calls" not in report.notes
+    noted = check_sampler(twice, n_samples=50, seed=0, progress=False)
+    assert noted.passed and "target called 2 times a round" in noted.notes["target_calls"]
+    flagged = check_sampler(twice, n_samples=50, seed=0, target_calls=1, progress=False)
+    assert flagged.failed == ["target_calls"]
