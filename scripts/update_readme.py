@@ -291,7 +291,25 @@ def block_testing() -> str:
             lines.append(
                 f"| {_cell(r['description'])} | {n if n is not None else big} | {n0 if n0 is not None else big} |"
             )
+        lines += ["", _effect_sizes([50, 200, 2000, 20_000])]
     return "\n".join(lines) + "\n" if lines else "_No conformance-kit results yet._\n"
+
+
+def _effect_sizes(sizes: list) -> str:
+    """The samples-per-instance claims as effect sizes: the TV each size detects (formula, no run)."""
+    from spectheory.testing.instances import FAMILIES
+    from spectheory.testing.kit import _plan, n_tests
+    from spectheory.testing.stats import detectable_tv
+
+    insts, _ = _plan((3, 5), (1, 3), list(FAMILIES), 0)
+    level = 1e-4 / sum(n_tests(i, True) for i in insts)
+    tv = ", ".join(f"{n:,}: {detectable_tv(4, n, level):.3g}" for n in sizes)
+    return (
+        "As effect sizes: the law of one position over 5 tokens (4 degrees of freedom, the default "
+        f"run's level {level:.2g} per test) is flagged with probability at least 1/2 once its total "
+        f"variation from the target reaches, per samples per instance, {tv} "
+        "(formula: **Power by effect size** in `docs/testing_kit.md`)."
+    )
 
 
 def block_verdicts() -> str:
