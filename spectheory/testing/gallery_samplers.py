@@ -10,7 +10,11 @@ q = draft). ``bug`` switches in one glue mistake reported in the field:
 * ``"greedy_draft_soft_q"`` -- drafts by argmax but hands the verifier the soft draft law
   (HuggingFace transformers issue #32867: output law [0.75, 0.25] instead of [0.6, 0.4]);
 * ``"processed_vs_raw_q"`` -- drafts from the processed logits but hands over the raw
-  (temperature only, no top-k / top-p) draft law (HuggingFace transformers issue #47932).
+  (temperature only, no top-k / top-p) draft law (HuggingFace transformers issue #47932);
+* ``"temperature_one_side"`` -- drafts after temperature but records the draft law before it
+  (met running the kit on engines, spectheory issue 23: missed at 50 and 200 samples per
+  instance, caught at 1,000; its per-instance TV is at most about 0.14, see the effect sizes in
+  ``docs/testing_kit.md``). Not in :data:`SAMPLER_BUGS` (the power table's run stays short).
 
 ``make_sampler(greedy=True)`` is the correct greedy variant (its ``q`` is the one-hot law it
 drafted from): lossless, only slower.
@@ -33,7 +37,7 @@ from .whole import process_logits
 
 __all__ = ["make_sampler", "SAMPLER_BUGS"]
 
-BUGS = (None, "greedy_draft_soft_q", "processed_vs_raw_q")
+BUGS = (None, "greedy_draft_soft_q", "processed_vs_raw_q", "temperature_one_side")
 
 
 def make_sampler(
@@ -63,6 +67,8 @@ def make_sampler(
                 x = min(int(np.count_nonzero(cdf <= rng.random() * cdf[-1])), q.size - 1)
             if bug == "processed_vs_raw_q":
                 q = process_logits(logits, temperature)  # BUG: raw (unprocessed) law handed over
+            if bug == "temperature_one_side":
+                q = process_logits(logits, 1.0, top_k, top_p)  # BUG: law recorded before temperature
             draft_probs.append(q)
             drafts.append(x)
             seq.append(x)

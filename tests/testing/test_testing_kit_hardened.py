@@ -243,3 +243,21 @@ def test_target_calls_are_counted_and_budgeted():
     assert noted.passed and "target called 2 times a round" in noted.notes["target_calls"]
     flagged = check_sampler(twice, n_samples=50, seed=0, target_calls=1, progress=False)
     assert flagged.failed == ["target_calls"]
+
+
+# ------------------------------------------------------------------------ temperature on one side
+FAMS = ["sharper_draft", "flatter_draft", "markov"]
+
+
+def test_temperature_on_one_side_is_flagged_at_1000_samples():
+    bug = make_sampler(temperature=0.5, bug="temperature_one_side")
+    report = check_sampler(bug, temperature=0.5, n_samples=1000, seed=0, families=FAMS, progress=False)
+    assert "first_token_law" in report.failed
+    good = make_sampler(temperature=0.5)
+    assert check_sampler(good, temperature=0.5, n_samples=1000, seed=0, families=FAMS, progress=False).passed
+
+
+@pytest.mark.slow
+def test_temperature_on_one_side_is_flagged_at_the_default_size():
+    bug = make_sampler(temperature=0.5, bug="temperature_one_side")
+    assert not check_sampler(bug, temperature=0.5, seed=0, progress=False).passed
