@@ -111,3 +111,9 @@ def test_script_at_quick_size(tmp_path):
     assert data["tiny_tv"] == "0" and rows[0]["merges"] == 0
     assert rows[0]["mass_overlap"] == pytest.approx(1.0) and rows[0]["vocab_overlap"] == 1.0
     assert all(0 < r["mass_overlap"] <= 1 + 1e-12 and 0 < r["acceptance"] < 1 for r in rows)
+    spec = importlib.util.spec_from_file_location("_fig21", ROOT / "figures" / "fig21_vocabularies.py")
+    fig = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fig)
+    fig.main(["--quick", "--out", str(tmp_path / "fig"), "--results", str(tmp_path)])
+    saved = json.loads((tmp_path / "fig" / "fig21_vocabularies.json").read_text())
+    assert saved["merges"] == [r["merges"] for r in rows]
