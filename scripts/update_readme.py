@@ -334,6 +334,17 @@ def block_verdicts() -> str:
             f"{' / '.join(cells[i]['mean_accepted'] for i in sun)} | {' / '.join(cells[i]['tv'] for i in sun)} | "
             f"{worst['tv'] if worst else ''} | {_cell(r['verdict'])} |"
         )
+    voc = _load(_results() / "vocabularies.json")
+    if voc:
+        first, last = voc["rows"][0], voc["rows"][-1]
+        lines += [
+            "",
+            f"Different vocabularies (`{voc['command']}`, `docs/vocabularies.md`): TLI (Timor et al., ICML 2025) "
+            f"is claimed lossless; its exact total variation from the target on a tiny corpus is {voc['tiny_tv']} "
+            f"(Fractions): lossless, as claimed. On a byte-level target its exact tokens per call fall from "
+            f"{_fmt(first['tokens_per_call'])} (the same vocabulary) to {_fmt(last['tokens_per_call'])} with "
+            f"{last['merges']} merged draft tokens (draft mass on the shared tokens {_fmt(last['mass_overlap'])}).",
+        ]
     return "\n".join(lines) + "\n"
 
 
