@@ -65,6 +65,7 @@ class PathSample:
     _laws: dict = field(default_factory=dict, repr=False)
     _chains: dict = field(default_factory=dict, repr=False)
     _batch_depths: dict = field(default_factory=dict, repr=False)
+    _batch_rounds: dict = field(default_factory=dict, repr=False)
 
     @property
     def n_paths(self) -> int:
@@ -278,7 +279,13 @@ def predict_time(
         }
     kind = round_kind(rnd)
     law, depth = round_law(sample, rnd)
-    r = batch_rounds(law, B, rng=rng, groups=sample.prompt_of)
+    if isinstance(rng, (int, np.integer)):  # a seeded bootstrap is the same every call: cached
+        rkey = (repr(rnd), B, int(rng))
+        if rkey not in sample._batch_rounds:
+            sample._batch_rounds[rkey] = batch_rounds(law, B, rng=rng, groups=sample.prompt_of)
+        r = sample._batch_rounds[rkey]
+    else:
+        r = batch_rounds(law, B, rng=rng, groups=sample.prompt_of)
     if sample.prompt_of is None:
         calls = law @ np.arange(law.shape[1])
         tpc, tpc_se = ratio_mean_se(np.full(len(calls), float(T)), calls)
