@@ -188,19 +188,7 @@ def check_instance(
                 f"instance {inst.name}, position {j}\n" + cells(counts, pos_laws[j]) + "\n" + inst.describe()
             )
         )
-        found[name].append(
-            Finding(
-                f"{inst.name} pos {j}" if j else inst.name,
-                res.passed,
-                res.statistic,
-                res.threshold,
-                res.p_value,
-                res.summary,
-                ex,
-                size,
-                detectable=res.detectable,
-            )
-        )
+        found[name].append(Finding.of_test(f"{inst.name} pos {j}" if j else inst.name, res, ex, size))
     Ls = k + 1
     while Ls > 1 and V**Ls > MAX_SEQUENCE_CELLS:
         Ls -= 1
@@ -218,16 +206,12 @@ def check_instance(
         )
     )
     found["sequence_law"].append(
-        Finding(
+        Finding.of_test(
             inst.name,
-            res.passed,
-            res.statistic,
-            res.threshold,
-            res.p_value,
-            res.summary + ("" if Ls == k + 1 else f" (first {Ls} positions)"),
+            res,
             ex,
             size,
-            detectable=res.detectable,
+            summary=res.summary + ("" if Ls == k + 1 else f" (first {Ls} positions)"),
         )
     )
     acc = accepted_counts(o, L, x[valid], bonus, stop_token)
@@ -242,19 +226,7 @@ def check_instance(
     beta = inst.first_acceptance()
     res = binomial_test(int(np.sum(acc >= 1)), nv, beta, a_i)
     ex = "" if res.passed else f"instance {inst.name}\n" + inst.describe()
-    found["acceptance_rate"].append(
-        Finding(
-            inst.name,
-            res.passed,
-            res.statistic,
-            res.threshold,
-            res.p_value,
-            res.summary,
-            ex,
-            size,
-            detectable=res.detectable,
-        )
-    )
+    found["acceptance_rate"].append(Finding.of_test(inst.name, res, ex, size))
     if k >= 2:
         law_n = inst.accepted_count_law(stop_token)
         mu = float(np.arange(k + 1) @ law_n)
@@ -269,19 +241,7 @@ def check_instance(
                 f"{np.round(law_n, 5).tolist()}\n" + inst.describe()
             )
         )
-        found["mean_accepted"].append(
-            Finding(
-                inst.name,
-                res.passed,
-                res.statistic,
-                res.threshold,
-                res.p_value,
-                res.summary,
-                ex,
-                size,
-                detectable=res.detectable,
-            )
-        )
+        found["mean_accepted"].append(Finding.of_test(inst.name, res, ex, size))
 
 
 def _forced(runner, law, tp, dp, x, bonus, stop_token, mean_len=1.0):

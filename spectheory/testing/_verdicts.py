@@ -167,17 +167,8 @@ def above_optimum(inst: Instance, acc: np.ndarray, a_i: float, size: int) -> Fin
             f"{np.bincount(acc, minlength=k + 1).tolist()}, block verification "
             f"{np.round(block, 5).tolist()}\n" + inst.describe()
         )
-    return Finding(
-        inst.name,
-        res.passed,
-        res.statistic,
-        res.threshold,
-        res.p_value,
-        ("" if res.passed else "accepts more than the lossless optimum: cannot be lossless; ") + res.summary,
-        example,
-        size,
-        detectable=res.detectable,
-    )
+    verdict = "" if res.passed else "accepts more than the lossless optimum: cannot be lossless; "
+    return Finding.of_test(inst.name, res, example, size, summary=verdict + res.summary)
 
 
 def loss_finding(

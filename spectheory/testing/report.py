@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -35,6 +36,23 @@ class Finding:
     size: int = 0  # V * (k+1) of the instance, to choose the smallest failure
     note: str = ""  # said even when passed (e.g. draws the kit could not route)
     detectable: float = np.nan  # smallest effect the test detects w.p. >= 1/2 (stats.TestOutcome)
+
+    @classmethod
+    def of_test(
+        cls, instance: str, res: Any, example: str = "", size: int = 0, summary: str | None = None
+    ) -> Finding:
+        """The finding of one statistical test ``res`` (a :class:`~spectheory.testing.stats.TestOutcome`)."""
+        return cls(
+            instance,
+            res.passed,
+            res.statistic,
+            res.threshold,
+            res.p_value,
+            res.summary if summary is None else summary,
+            example,
+            size,
+            detectable=res.detectable,
+        )
 
 
 @dataclass

@@ -394,16 +394,7 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
         res = chi2_test(counts, pos_laws[j], a_i)
         ex = "" if res.passed else f"position {j}\n" + cells(counts, pos_laws[j]) + "\n" + _example(law)
         found["first_token_law" if j == 0 else "position_laws"].append(
-            Finding(
-                f"{inst.name} pos {j}" if j else inst.name,
-                res.passed,
-                res.statistic,
-                res.threshold,
-                res.p_value,
-                res.summary,
-                ex,
-                size,
-            )
+            Finding.of_test(f"{inst.name} pos {j}" if j else inst.name, res, ex, size)
         )
     Ls = k + 1
     while Ls > 1 and V**Ls > MAX_SEQUENCE_CELLS:
@@ -415,9 +406,7 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
     counts = np.bincount(idx, minlength=seq.size)
     res = chi2_test(counts, seq, a_i)
     ex = "" if res.passed else f"first {Ls} tokens\n" + cells(counts, seq, V, Ls) + "\n" + _example(law)
-    found["sequence_law"].append(
-        Finding(inst.name, res.passed, res.statistic, res.threshold, res.p_value, res.summary, ex, size)
-    )
+    found["sequence_law"].append(Finding.of_test(inst.name, res, ex, size))
 
 
 def _calls_finding(name: str, per_round: np.ndarray, budget: int | None, size: int) -> Finding:
