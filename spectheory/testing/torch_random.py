@@ -30,8 +30,8 @@ functions (``randn``, ``randint``, ``bernoulli``, ``normal_``) are not routed.
 The patch is process-wide (the functions are replaced on the ``torch`` module and on
 ``torch.Tensor``), undone on exit, and contexts nest. ``torch.manual_seed(s)`` called inside
 the context reseeds the kit's generators instead of torch's global one (and is recorded in
-:attr:`KitRandom.reseeds`), so draws after it repeat as they would outside the kit. Seeding: the kit seeds its generator
-once per context, never the global one; to seed torch yourself per call outside the kit,
+``KitRandom.reseeds``), so draws after it repeat as they would outside the kit. Seeding: the
+kit seeds its generator once per context, never the global one; to seed torch yourself per call outside the kit,
 ``torch.default_generator.manual_seed(s)`` costs about 1.5 us, ``torch.manual_seed(s)``
 (which also seeds every CUDA device) about 0.5 ms.
 

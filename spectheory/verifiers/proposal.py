@@ -5,14 +5,14 @@ on ties). Each mode is a :class:`~spectheory.verifiers.Verifier` (registered by 
 ``chain.protocol``, :func:`spectheory.simulate` and the conformance kit run it; the closed
 forms and proofs are in ``docs/proposal_modes.md``.
 
-=================  ==================  ==========================  ===========================  ========
-name               drafting            rule                        P(accept) at one position    lossless
-=================  ==================  ==========================  ===========================  ========
-``point_mass``     ``x ~ q``           token rule with q := 1_x    :math:`\sum_x q(x) p(x)`     yes
-``sample_match``   ``x ~ q``           accept iff ``y ~ p`` is x   :math:`\sum_x q(x) p(x)`     yes
-``argmax_onehot``  ``x = x*``          token rule with q := 1_x    :math:`p(x^*)`               yes
+=================  ==================  ==========================  ==============================  ========
+name               drafting            rule                        P(accept) at one position       lossless
+=================  ==================  ==========================  ==============================  ========
+``point_mass``     ``x ~ q``           token rule with q := 1_x    :math:`\sum_x q(x) p(x)`        yes
+``sample_match``   ``x ~ q``           accept iff ``y ~ p`` is x   :math:`\sum_x q(x) p(x)`        yes
+``argmax_onehot``  ``x = x*``          token rule with q := 1_x    :math:`p(x^*)`                  yes
 ``argmax_soft``    ``x = x*``          token rule with the soft q  :math:`\min(1, p(x^*)/q(x^*))`  no
-=================  ==================  ==========================  ===========================  ========
+=================  ==================  ==========================  ==============================  ========
 
 - **Point-mass proposals** (an engine that does not pass the draft's probabilities and treats
   q as one-hot at the drafted token): accept ``x`` with probability ``p(x)``; after a
