@@ -136,7 +136,9 @@ def drafted_lengths(
     N, T, M = visits.shape
     D = int(policy.max_depth)
     gen = np.random.default_rng(sample.seed)
-    w = visits.reshape(N, T * M) / visits.reshape(N, T * M).sum(1, keepdims=True)
+    flat = visits.reshape(N, T * M)
+    rounds = flat.sum(1)  # E[R_i], each path's expected rounds
+    w = flat / rounds[:, None]
     per = check_int(per_path, "per_path", 1)
     picks = np.array([gen.choice(T * M, size=per, p=w[i]) for i in range(N)])  # [N, per]
     rows = np.repeat(np.arange(N), per)
@@ -171,7 +173,7 @@ def drafted_lengths(
             stop = alive & np.asarray(policy.stop(ctx), bool).reshape(S)
             k[sel[stop]] = i
             alive &= ~stop
-    weight = visits.reshape(N, T * M).sum(1)[rows] / per
+    weight = rounds[rows] / per
     return rows, n_at, k, weight
 
 

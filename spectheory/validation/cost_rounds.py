@@ -262,9 +262,9 @@ def batch_depth_law(
     J = np.asarray(J, dtype=np.float64)
     N, T, M = J.shape[:3]
     gen = np.random.default_rng(rng)
-    fixed = np.ndim(depth) == 0
-    law = None if fixed else np.atleast_2d(np.asarray(depth, dtype=np.float64))
-    D = int(depth) if fixed else law.shape[1] - 1  # type: ignore[union-attr]
+    law = None if np.ndim(depth) == 0 else np.atleast_2d(np.asarray(depth, dtype=np.float64))
+    D = int(depth) if law is None else law.shape[1] - 1
+    cdf = None if law is None else np.cumsum(law / law.sum(1, keepdims=True), axis=1)
     n_batches = max(1, -(-int(rows) // B))
     S = n_batches * B
     g = None if groups is None else np.asarray(groups, dtype=np.int64)
@@ -287,10 +287,11 @@ def batch_depth_law(
         live = n < T
         if not live.any():
             break
-        if law is None:
+        if cdf is None:
             k = np.minimum(D, T - n)
-        else:
-            k = np.minimum(_draw_depths(gen, law, row_law), T - n)
+        else:  # row i's draft length from its prompt's law, by inverse CDF
+            k = np.minimum((gen.random(S)[:, None] > cdf[row_law]).sum(1), D)
+            k = np.minimum(k, T - n)
         k = np.where(live, k, -1).reshape(n_batches, B).max(1)  # per batch; -1: batch done
         counts += np.bincount(k[k >= 0], minlength=D + 1)[: D + 1]
         idx = np.flatnonzero(live)
@@ -299,10 +300,3 @@ def batch_depth_law(
         nxt = np.minimum((u[:, None] * c[:, -1:] > c).sum(1), (T + 1) * M - 1)
         n[idx], a[idx] = np.divmod(nxt, M)
     return counts / counts.sum()
-
-
-def _draw_depths(gen: np.random.Generator, law: np.ndarray, row_law: np.ndarray) -> np.ndarray:
-    """One draft length per row: row ``i`` from ``law[row_law[i]]`` (inverse CDF, laws ``[P, D + 1]``)."""
-    cdf = np.cumsum(law / law.sum(1, keepdims=True), axis=1)
-    u = gen.random(len(row_law))
-    return np.minimum((u[:, None] > cdf[row_law]).sum(1), law.shape[1] - 1)

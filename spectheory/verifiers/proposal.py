@@ -38,8 +38,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..laws.sampling import normalize_or, residual_weights, sample_categorical
+from ..laws.sampling import normalize_or, sample_categorical
 from .base import Verifier, register_verifier
+from .token import token_rule
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -211,16 +212,7 @@ class ArgmaxDraftingVerifier(_NoTorch, Verifier):
     def _rule(self, t, d, x, k, u_accept, u_final):
         if self.q_mode == "onehot":
             return _point_mass_rule(t, d, x, k, u_accept, u_final)
-        R, g = x.shape
-        rows = np.arange(R)
-        tx = np.take_along_axis(t[:, :g], x[..., None], axis=-1)[..., 0]
-        dx = np.take_along_axis(d, x[..., None], axis=-1)[..., 0]
-        ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
-        j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
-        rejected = j < k
-        jc = np.minimum(j, g - 1)
-        law = np.where(rejected[:, None], residual_weights(t[rows, jc], d[rows, jc]), t[rows, k])
-        return j, sample_categorical(law, u_final)
+        return token_rule(t, d, x, k, u_accept, u_final)  # the soft q, though x was not drawn from it
 
     def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
         def masses(t: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

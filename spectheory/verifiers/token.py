@@ -36,6 +36,27 @@ if TYPE_CHECKING:
 __all__ = ["TokenVerifier", "TOKEN"]
 
 
+def token_rule(
+    t: np.ndarray, d: np.ndarray, x: np.ndarray, k: np.ndarray, u_accept: np.ndarray, u_final: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Token verification of ``R`` rows with the laws ``q = d`` the drafts are checked against.
+
+    ``t [R, g + 1, V]``, ``d [R, g, V]``, drafts ``x [R, g]``, ``k [R]`` drafted per row: accept
+    ``x_i`` while ``u_accept q(x_i) < p(x_i)``, then draw from ``norm((p - q)_+)`` at the first
+    rejection (``p`` after ``k`` accepted) with ``u_final``. Returns ``(accepted [R], token [R])``.
+    """
+    R, g, _ = d.shape
+    rows = np.arange(R)
+    tx = np.take_along_axis(t[:, :g], x[..., None], axis=-1)[..., 0]
+    dx = np.take_along_axis(d, x[..., None], axis=-1)[..., 0]
+    ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
+    j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
+    rejected = j < k
+    jc = np.minimum(j, g - 1)
+    law = np.where(rejected[:, None], residual_weights(t[rows, jc], d[rows, jc]), t[rows, k])
+    return j, sample_categorical(law, u_final)
+
+
 class TokenVerifier(Verifier):
     """Standard token verification (lossless; optimal among token-by-token rules, Yin et al.
     Theorem 2).
@@ -58,16 +79,7 @@ class TokenVerifier(Verifier):
     lossless = True
 
     def _rule(self, t, d, x, k, u_accept, u_final):
-        R, g, _ = d.shape
-        rows = np.arange(R)
-        tx = np.take_along_axis(t[:, :g], x[..., None], axis=-1)[..., 0]
-        dx = np.take_along_axis(d, x[..., None], axis=-1)[..., 0]
-        ok = (u_accept * dx < tx) & (np.arange(g)[None, :] < k[:, None])
-        j = np.cumprod(ok, axis=1).sum(axis=1).astype(np.int64)
-        rejected = j < k
-        jc = np.minimum(j, g - 1)
-        law = np.where(rejected[:, None], residual_weights(t[rows, jc], d[rows, jc]), t[rows, k])
-        return j, sample_categorical(law, u_final)
+        return token_rule(t, d, x, k, u_accept, u_final)
 
     def fused_round(
         self,
