@@ -14,6 +14,8 @@ tree protocol, what is counted and the losslessness proofs.
 - :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
 - :mod:`.sequoia` -- Sequoia's positional DP and its audit.
 - :mod:`.by_batch` -- the best tree per batch size under a cost model (``docs/cost.md``).
+- :mod:`.dynamic`, :mod:`.dynamic_rules`, :mod:`.state_optimal` -- a tree per round start:
+  EAGLE-2's and OPT-Tree's rules and the exact per-state optimal tree.
 
 >>> import spectheory as st
 >>> from spectheory.trees import DraftTree, tree_protocol
@@ -34,6 +36,8 @@ from .batch_tree import (
 from .by_batch import TreesByBatch, optimal_tree_by_batch
 from .children import IID, ChildPolicy, TopK, WithoutReplacement, draw_children, get_child_policy, node_laws
 from .draft_tree import DraftTree
+from .dynamic import DynamicTreeResult, DynamicTreeRound, TreeTable
+from .dynamic_rules import Eagle2Tree, OptTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
 from .round import TreeRound
@@ -48,6 +52,7 @@ from .sequoia import (
     stationary_law,
 )
 from .simulate import simulate_tree
+from .state_optimal import OptimalTree, TreeDPResult, optimal_tree_dp
 from .verifiers import (
     RecursiveRejectionTree,
     TraversalTree,
@@ -90,6 +95,14 @@ __all__ = [
     "stationary_law",
     "optimal_tree_by_batch",
     "TreesByBatch",
+    "DynamicTreeRound",
+    "DynamicTreeResult",
+    "TreeTable",
+    "Eagle2Tree",
+    "OptTree",
+    "OptimalTree",
+    "TreeDPResult",
+    "optimal_tree_dp",
 ]
 
 

@@ -54,71 +54,77 @@ def _check_tree(tree):
 
 
 def _node_forward(chain, T, tree, verifier, bonus, init, stop, start=0, seconds=0.0):
-    """Per-node engine over round starts ``start..stop-1``; ``init`` is ``[S]`` or ``[B, S]``.
-
-    Level by level, the masses of all nodes with the same number of children are stacked
-    and pushed through each slot's operator in one matrix product.
-    """
+    """Per-node engine over round starts ``start..stop-1``; ``init`` is ``[S]`` or ``[B, S]``."""
     acc = _Accumulator(T, tree.max_depth, init, start)
     cache: dict = {}
-    hom = chain.is_homogeneous
-    levels = [np.flatnonzero(tree.depth == d) for d in range(tree.max_depth + 1)]
-    nkids = tree.n_children
-    kids_of = tree.children
     starts: Iterable[int] = range(start, stop)
     if seconds > PROGRESS_SECONDS:  # estimated by tree_protocol's size check: a bar over round starts
         starts = (start + i for i in progress_range(stop - start, "tree recursion", show=True, unit="pos"))
     for n0 in starts:
         m0 = acc.starts[n0]
-        if not np.any(m0):
-            continue
-        k = min(tree.max_depth, T - n0)
-        acc.drafted += m0.sum(-1) * tree.nodes_within(k)
-        mass = {0: m0}
-        for d in range(k + 1):
-            nodes = [int(u) for u in levels[d] if int(u) in mass]
-            if not nodes:
-                break
-            tot = sum(mass[u] for u in nodes).sum(-1)
-            if d:
-                acc.accepted += tot
-            if n0 + d == T:  # horizon reached: nothing more emitted
-                acc.length[d] += tot
-                break
-            n = n0 + d
-            groups: dict = {}
-            for u in nodes:
-                groups.setdefault(int(nkids[u]), []).append(u)
-            for nk, us in groups.items():
-                stack = np.stack([mass.pop(u) for u in us])  # [G, (B,) S]
-                if nk == 0:
-                    acc.length[d] += stack.sum(0).sum(-1)
-                    if bonus:
-                        acc.starts[n + 1] += np.asarray(stack.sum(0) @ chain.target_operator(n))
-                    else:
-                        acc.starts[n] += stack.sum(0)
-                    continue
-                key = (0 if hom else n, nk)
-                if key not in cache:
-                    t, dr = chain.kernels(n)
-                    A, Rm = verifier.node_laws(t, dr, nk)
-                    cache[key] = (
-                        [chain.transition_operator(a) for a in A],
-                        chain.transition_operator(Rm),
-                        Rm.sum(-1),
-                    )
-                ops, rop, rmass = cache[key]
-                flat = stack.reshape(-1, stack.shape[-1])
-                for j in range(nk):
-                    moved = np.asarray(flat @ ops[j]).reshape(stack.shape)
-                    for g, u in enumerate(us):
-                        mass[kids_of[u][j]] = moved[g]
-                summed = stack.sum(0)
-                rej = summed @ rmass
-                acc.reject(n, rej)
-                acc.length[d] += rej
-                acc.starts[n + 1] += np.asarray(summed @ rop)
+        if np.any(m0):
+            push_round(acc, chain, T, tree, verifier, bonus, n0, m0, cache)
     return acc
+
+
+def push_round(acc, chain, T, tree, verifier, bonus, n0, m0, cache):
+    """Push the round-start mass ``m0`` (``[S]`` or ``[B, S]``) at position ``n0`` through one
+    round of ``tree`` (per-node engine), adding to ``acc``; ``cache`` holds the node operators.
+
+    Level by level, the masses of all nodes with the same number of children are stacked
+    and pushed through each slot's operator in one matrix product. A dynamic tree
+    (:mod:`.dynamic`) pushes each group of start states that drafts the same tree.
+    """
+    hom = chain.is_homogeneous
+    levels = [np.flatnonzero(tree.depth == d) for d in range(tree.max_depth + 1)]
+    nkids = tree.n_children
+    kids_of = tree.children
+    k = min(tree.max_depth, T - n0)
+    acc.drafted += m0.sum(-1) * tree.nodes_within(k)
+    mass = {0: m0}
+    for d in range(k + 1):
+        nodes = [int(u) for u in levels[d] if int(u) in mass]
+        if not nodes:
+            break
+        tot = sum(mass[u] for u in nodes).sum(-1)
+        if d:
+            acc.accepted += tot
+        if n0 + d == T:  # horizon reached: nothing more emitted
+            acc.length[d] += tot
+            break
+        n = n0 + d
+        groups: dict = {}
+        for u in nodes:
+            groups.setdefault(int(nkids[u]), []).append(u)
+        for nk, us in groups.items():
+            stack = np.stack([mass.pop(u) for u in us])  # [G, (B,) S]
+            if nk == 0:
+                acc.length[d] += stack.sum(0).sum(-1)
+                if bonus:
+                    acc.starts[n + 1] += np.asarray(stack.sum(0) @ chain.target_operator(n))
+                else:
+                    acc.starts[n] += stack.sum(0)
+                continue
+            key = (0 if hom else n, nk)
+            if key not in cache:
+                t, dr = chain.kernels(n)
+                A, Rm = verifier.node_laws(t, dr, nk)
+                cache[key] = (
+                    [chain.transition_operator(a) for a in A],
+                    chain.transition_operator(Rm),
+                    Rm.sum(-1),
+                )
+            ops, rop, rmass = cache[key]
+            flat = stack.reshape(-1, stack.shape[-1])
+            for j in range(nk):
+                moved = np.asarray(flat @ ops[j]).reshape(stack.shape)
+                for g, u in enumerate(us):
+                    mass[kids_of[u][j]] = moved[g]
+            summed = stack.sum(0)
+            rej = summed @ rmass
+            acc.reject(n, rej)
+            acc.length[d] += rej
+            acc.starts[n + 1] += np.asarray(summed @ rop)
 
 
 def tree_protocol(
