@@ -122,7 +122,7 @@ class DynamicTreeRound(Round):
     """Base class: a draft tree per round start ``(n, s)``, top-k children, ``tree_topk``.
 
     A subclass implements :meth:`build` (the tree of a round at ``(n, s)``) and sets
-    :attr:`budget` (most drafted nodes of a tree) and :attr:`rule`; it may override
+    ``budget`` (most drafted nodes of a tree) and ``rule``; it may override
     :meth:`table` when its trees are computed jointly (a dynamic programme). Tables are cached
     per chain and horizon (chains are immutable).
 
