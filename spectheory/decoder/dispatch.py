@@ -11,7 +11,9 @@ work too) and hands it to the decoder loop that plays it -- no loop of its own:
 - :class:`~spectheory.trees.TreeRound` -> :func:`~spectheory.decoder.tree_generate` with its
   tree and tree verifier;
 - :class:`~spectheory.trees.BatchRound` (first-token reading, finite ``gamma``) ->
-  :func:`~spectheory.decoder.tree_generate` on its ``M``-path tree with ``tree_rrs``.
+  :func:`~spectheory.decoder.tree_generate` on its ``M``-path tree with ``tree_rrs``;
+- a draft-only :class:`~spectheory.trees.DynamicTreeRound` (``Eagle2Tree``, ``OptTree``) ->
+  :func:`~spectheory.decoder.dynamic_tree.dynamic_tree_generate`.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from ..rounds import PathRound
 from ..rounds.normalize import round_handler
 from ..stopping import PolicyRound
-from ..trees import BatchRound, TreeRound
+from ..trees import BatchRound, DynamicTreeRound, TreeRound
+from .dynamic_tree import dynamic_tree_generate
 from .speculative import speculative_generate
 from .tree_decode import tree_generate
 
@@ -49,6 +52,12 @@ def _tree(rnd: TreeRound) -> tuple[Callable[..., GenerationResult], tuple[Any, .
     return tree_generate, (rnd.tree,), {"verifier": rnd.verifier}
 
 
+def _dynamic(
+    rnd: DynamicTreeRound,
+) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
+    return dynamic_tree_generate, (rnd,), {}
+
+
 def _batch(rnd: BatchRound) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
     if rnd.all_agreeing:
         raise ValueError(
@@ -68,6 +77,7 @@ _DISPATCH: dict[
     PolicyRound: _policy,
     BatchRound: _batch,
     TreeRound: _tree,
+    DynamicTreeRound: _dynamic,
 }
 
 

@@ -21,6 +21,7 @@ charged (the reranked tree is what is drafted and scored).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -146,6 +147,10 @@ class DynamicTreeRound(Round):
         """The tree of a round starting at position ``n`` in state ``s``."""
         raise NotImplementedError(f"{type(self).__name__}: define build")
 
+    def builder(self, chain: Any, horizon: int) -> Callable[[int, int], DraftTree]:
+        """``(n, s) -> tree`` for :meth:`table` (default: :meth:`build`)."""
+        return lambda n, s: self.build(chain, horizon, n, s)
+
     def position_free(self, chain: Any) -> bool:
         """Whether the tree depends on the state only (default: on a homogeneous chain)."""
         return bool(chain.is_homogeneous)
@@ -158,9 +163,7 @@ class DynamicTreeRound(Round):
             return hit[1]
         chain.require_deterministic(f"{type(self).__name__} (token trees)")
         T = chain.check_horizon(horizon)
-        tab = TreeTable.from_function(
-            T, chain.n_states, lambda n, s: self.build(chain, T, n, s), self.position_free(chain)
-        )
+        tab = TreeTable.from_function(T, chain.n_states, self.builder(chain, T), self.position_free(chain))
         if len(self._tables) > 8:
             self._tables.clear()
         self._tables[key] = (chain, tab)

@@ -31,6 +31,7 @@ counts one more layer, drafted and not used).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -42,24 +43,29 @@ from .dynamic import DynamicTreeRound
 __all__ = ["Eagle2Tree", "OptTree", "eagle2_tree", "opt_tree"]
 
 
-class _Candidates:
+class Candidates:
     """Drafted candidates of a beam expansion: parent, depth, cumulative draft probability,
-    state, and the token's rank among its parent's children (creation order = index)."""
+    the token's rank among its parent's children (creation order = index) and a *key* that
+    locates the candidate for ``law(key, depth)`` (its draft law) and ``child(key, x, j)``
+    (the key of its rank-``j`` child with token ``x``): a chain state, or a node of the real
+    decoder's drafted envelope tree."""
 
-    def __init__(self, chain: Any, n: int, s: int) -> None:
-        self.chain, self.n = chain, int(n)
-        self.parent, self.depth, self.w, self.state, self.rank = [-1], [0], [1.0], [int(s)], [0]
+    def __init__(
+        self, law: Callable[[Any, int], np.ndarray], child: Callable[[Any, int, int], Any], root: Any
+    ):
+        self.law, self.child = law, child
+        self.parent, self.depth, self.w, self.key, self.rank = [-1], [0], [1.0], [root], [0]
 
     def expand(self, u: int, k: int) -> list:
         """Add the draft's top-``k`` children of candidate ``u``; return their indices."""
-        q = _draft_row(self.chain, self.n + self.depth[u], self.state[u])
+        q = np.asarray(self.law(self.key[u], self.depth[u]), dtype=np.float64)
         order = np.argsort(-q, kind="stable")[: min(k, q.size)]  # TopK's order
         out = []
         for j, x in enumerate(order):
             self.parent.append(u)
             self.depth.append(self.depth[u] + 1)
             self.w.append(self.w[u] * float(q[x]))
-            self.state.append(int(self.chain.next_state[self.state[u], x]))
+            self.key.append(self.child(self.key[u], int(x), j))
             self.rank.append(j)
             out.append(len(self.parent) - 1)
         return out
@@ -84,10 +90,42 @@ class _Candidates:
         return DraftTree([-1] + [new[self.parent[i]] for i in keep])
 
 
-def _draft_row(chain: Any, pos: int, s: int) -> np.ndarray:
-    """``q(. | s)`` at kernel index ``pos`` (clipped to the chain's kernels)."""
-    d = chain.draft
-    return d[s] if d.ndim == 2 else d[min(pos, d.shape[0] - 1), s]
+def _chain_candidates(chain: Any, n: int, s: int) -> Candidates:
+    """Candidates keyed by chain states: ``q(.|s)`` at kernel index ``n + depth``."""
+    d, nxt = chain.draft, chain.next_state
+
+    def law(state: int, depth: int) -> np.ndarray:
+        return d[state] if d.ndim == 2 else d[min(n + depth, d.shape[0] - 1), state]
+
+    return Candidates(law, lambda state, x, j: int(nxt[state, x]), int(s))
+
+
+def eagle2_select(c: Candidates, budget: int, top_k: int, depth: int) -> list:
+    """EAGLE-2's expansion and reranking on the candidates ``c``; the kept candidates."""
+    frontier = c.expand(0, top_k)
+    pool = list(frontier)
+    for _ in range(depth - 1):
+        layer = [v for u in frontier for v in c.expand(u, top_k)]
+        pool += layer
+        frontier = c.best(layer, top_k)
+    return c.best(pool, budget)
+
+
+def opt_select(c: Candidates, budget: int, threshold: float, max_depth: int) -> list:
+    """OPT-Tree's layered selection on the candidates ``c``; the kept candidates."""
+    pool: list = []
+    layer: list = []
+    value, L = 0.0, 0
+    while True:
+        kids = c.expand(0, budget) if L == 0 else [v for u in layer for v in c.expand(u, budget)]
+        layer = c.best(kids, budget)
+        pool += layer
+        L += 1
+        grown = float(sum(c.w[i] for i in c.best(pool, budget)))
+        if grown - value > threshold and L < max_depth:
+            value = grown
+            continue
+        return c.best(pool, budget)
 
 
 def eagle2_tree(chain: Any, n: int, s: int, budget: int, top_k: int = 10, depth: int = 6) -> DraftTree:
@@ -101,14 +139,8 @@ def eagle2_tree(chain: Any, n: int, s: int, budget: int, top_k: int = 10, depth:
     >>> eagle2_tree(chain, 0, 0, budget=4, top_k=2, depth=3).parents.tolist()
     [-1, 0, 0, 1, 3]
     """
-    c = _Candidates(chain, n, s)
-    frontier = c.expand(0, top_k)
-    pool = list(frontier)
-    for _ in range(depth - 1):
-        layer = [v for u in frontier for v in c.expand(u, top_k)]
-        pool += layer
-        frontier = c.best(layer, top_k)
-    return c.tree(c.best(pool, budget))
+    c = _chain_candidates(chain, n, s)
+    return c.tree(eagle2_select(c, budget, top_k, depth))
 
 
 def opt_tree(
@@ -124,24 +156,46 @@ def opt_tree(
     >>> opt_tree(chain, 0, 0, budget=4, threshold=0.05).parents.tolist()
     [-1, 0, 0, 1, 3]
     """
-    c = _Candidates(chain, n, s)
-    pool: list = []
-    layer: list = []
-    value, L = 0.0, 0
-    while True:
-        kids = c.expand(0, budget) if L == 0 else [v for u in layer for v in c.expand(u, budget)]
-        layer = c.best(kids, budget)
-        pool += layer
-        L += 1
-        grown = float(sum(c.w[i] for i in c.best(pool, budget)))
-        if grown - value > threshold and L < max_depth:
-            value = grown
-            continue
-        break
-    return c.tree(c.best(pool, budget))
+    c = _chain_candidates(chain, n, s)
+    return c.tree(opt_select(c, budget, threshold, max_depth))
 
 
-class Eagle2Tree(DynamicTreeRound):
+class _DraftRule(DynamicTreeRound):
+    """A rule that reads only the draft: built at every round start with the depth limited to
+    the tokens left (``min(depth, T - n)``, as the real decoder drafts), and runnable in the real
+    decoder (:func:`spectheory.decoder.dynamic_tree.dynamic_tree_generate`) on the envelope
+    tree :meth:`envelope` (every candidate the rule may expand)."""
+
+    width: int = 1  # children per expanded node
+
+    def select(self, c: Candidates, depth: int) -> list:
+        """The kept candidates of ``c`` with the tree's depth at most ``depth``."""
+        raise NotImplementedError
+
+    def position_free(self, chain: Any) -> bool:
+        return False
+
+    def builder(self, chain: Any, horizon: int) -> Callable[[int, int], DraftTree]:
+        memo: dict = {}
+        hom = chain.is_homogeneous
+
+        def build(n: int, s: int) -> DraftTree:
+            key = (0 if hom else n, s, min(self.depth(horizon), horizon - n))
+            if key not in memo:
+                c = _chain_candidates(chain, n, s)
+                memo[key] = c.tree(self.select(c, key[2]))
+            return memo[key]
+
+        return build
+
+    def envelope(self, vocab_size: int) -> DraftTree:
+        """The complete ``min(width, V)``-ary tree of depth ``max_depth``: every candidate the
+        rule can expand (slot ``j`` = the draft's rank ``j``)."""
+        k = min(self.width, int(vocab_size))
+        return DraftTree.from_branching([k] * self.depth(1))
+
+
+class Eagle2Tree(_DraftRule):
     """EAGLE-2's confidence-expanded tree as a round (:func:`eagle2_tree` per round start).
 
     Parameters
@@ -181,11 +235,15 @@ class Eagle2Tree(DynamicTreeRound):
     def name(self) -> str:
         return f"eagle2(budget={self.budget}, top_k={self.top_k}, depth={self.layers})"
 
-    def build(self, chain: Any, horizon: int, n: int, s: int) -> DraftTree:
-        return eagle2_tree(chain, n, s, self.budget, self.top_k, self.layers)
+    @property
+    def width(self) -> int:  # type: ignore[override]
+        return self.top_k
+
+    def select(self, c: Candidates, depth: int) -> list:
+        return eagle2_select(c, self.budget, self.top_k, depth)
 
 
-class OptTree(DynamicTreeRound):
+class OptTree(_DraftRule):
     """OPT-Tree's adaptive tree as a round (:func:`opt_tree` per round start).
 
     Parameters
@@ -223,5 +281,9 @@ class OptTree(DynamicTreeRound):
     def name(self) -> str:
         return f"opt_tree(budget={self.budget}, threshold={self.threshold:g}, max_depth={self.depth_limit})"
 
-    def build(self, chain: Any, horizon: int, n: int, s: int) -> DraftTree:
-        return opt_tree(chain, n, s, self.budget, self.threshold, self.depth_limit)
+    @property
+    def width(self) -> int:  # type: ignore[override]
+        return self.budget
+
+    def select(self, c: Candidates, depth: int) -> list:
+        return opt_select(c, self.budget, self.threshold, depth)
