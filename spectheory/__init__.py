@@ -89,6 +89,7 @@ _SUBPACKAGES = (
     "exact",
     "laws",
     "montecarlo",
+    "objectives",
     "rounds",
     "stopping",
     "teaching",
