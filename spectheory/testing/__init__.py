@@ -20,8 +20,10 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
 * :mod:`spectheory.testing.gallery`, :mod:`.gallery_field`, :mod:`.gallery_samplers`,
   :mod:`.gallery_engines` -- deliberately buggy verifiers and samplers the kit catches (field
   bugs with their reports; bug classes met running the kit on engines).
-* :func:`check_tree_verifier` / :func:`assert_tree_verifier_lossless` -- tree verifiers (a draft
-  tree in, accepted path and next token out), with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
+* :func:`check_tree_verifier` / :func:`assert_tree_verifier_lossless` /
+  :func:`assert_tree_verifier_optimal` -- tree verifiers (a draft tree in, accepted path and
+  next token out), judged against the tree optimum (the multi-draft optimum on depth-1 trees),
+  on fixed or random instances, with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
 * :func:`check_round` -- the kit on a round object, the one ``st.simulate`` and
   :func:`spectheory.decoder.generate` take (:mod:`.rounds`).
 
@@ -50,7 +52,13 @@ from .reference import (
     reference_verify_batch,
 )
 from .rounds import check_round
-from .trees import TREE_GALLERY, assert_tree_verifier_lossless, check_tree_verifier, reference_tree_verify
+from .trees import (
+    TREE_GALLERY,
+    assert_tree_verifier_lossless,
+    assert_tree_verifier_optimal,
+    check_tree_verifier,
+    reference_tree_verify,
+)
 from .whole import assert_sampler_lossless, check_sampler
 
 __all__ = [
@@ -77,6 +85,7 @@ __all__ = [
     "constant_uniform_rng",
     "check_tree_verifier",
     "assert_tree_verifier_lossless",
+    "assert_tree_verifier_optimal",
     "reference_tree_verify",
     "TREE_GALLERY",
 ]
@@ -97,6 +106,8 @@ def __getattr__(name):
         "adapters",
         "torch_random",
         "whole",
+        "tree_gallery",
+        "random_laws",
     ):
         import importlib
 

@@ -7,7 +7,12 @@ A tree verifier ``verify(tree, tokens, target_laws, draft_laws, rng) -> (node, t
 * on :data:`N_FORCED` fresh trees with every uniform forced to 0 and then to its largest value
   below 1 (numpy ``rng`` and routed draws): no error, a node of the tree, a token in ``[0, V)``,
   no token of target probability 0 on the emitted path (``forced_uniforms``);
-* twice on :data:`N_DETERMINISM` trees with the same seed (``determinism``).
+* twice on :data:`N_DETERMINISM` trees with the same seed (``determinism``);
+
+and its mean accepted length is tested against the tree optimum (``above_optimum``,
+:func:`spectheory.trees.optimum.tree_optimum`) and the library's standard rule
+(``mean_accepted``) by :func:`optimum_problems`, with one-sided Bernstein tests
+(:mod:`spectheory.testing.stats`) whose variance bounds hold for every law of the null.
 
 Each returns a problem string or None.
 """
@@ -23,8 +28,17 @@ import numpy as np
 from ._verdicts import randomness_findings
 from .instances import constant_uniform_rng
 from .randomness import RandomRecord, kit_randomness
+from .stats import bernstein_lower_test, bernstein_upper_test
 
-__all__ = ["N_FORCED", "N_DETERMINISM", "path_problem", "forced_problem", "determinism_problem", "randomness"]
+__all__ = [
+    "N_FORCED",
+    "N_DETERMINISM",
+    "path_problem",
+    "forced_problem",
+    "determinism_problem",
+    "randomness",
+    "optimum_problems",
+]
 
 N_FORCED = 16
 N_DETERMINISM = 8
@@ -93,3 +107,51 @@ def randomness(records: list[RandomRecord], name: str) -> tuple[str | None, str]
     found = randomness_findings(records, name, 0)
     fails = [f.summary for f in found.values() if not f.passed]
     return ("; ".join(fails) or None), found["uncontrolled_randomness"].note
+
+
+def optimum_problems(
+    chain: Any,
+    tree: Any,
+    children: Any,
+    acc: np.ndarray,
+    standard: float | None,
+    a_i: float,
+    efficiency: bool,
+) -> dict[str, Any]:
+    """Row entries ``optimum``, ``optimum_kind``, ``above_optimum`` and ``mean_accepted`` of one instance.
+
+    ``acc`` are the accepted depths (in ``[0, D]``), ``standard`` the smallest exact mean of the
+    library's tree rules with the same child policy (None: no such rule). The upper
+    test uses the variance bound ``mu (D - mu)`` (``D^2 / 4`` past ``D / 2``), which every
+    law on ``[0, D]`` of mean ``<= mu`` obeys; the lower test its mirror.
+    """
+    from ..trees.optimum import tree_optimum
+
+    D = float(tree.max_depth)
+    n, mean = int(acc.size), float(np.mean(acc))
+    out: dict[str, Any] = {
+        "optimum": None,
+        "optimum_kind": None,
+        "above_optimum": None,
+        "mean_accepted": None,
+    }
+    try:
+        opt = tree_optimum(chain, tree, children)
+    except ValueError:  # too large to solve exactly: no optimum test
+        opt = None
+    if opt is not None:
+        mu = opt.value
+        res = bernstein_upper_test(mean, n, mu, mu * (D - mu) if mu <= D / 2 else D * D / 4, D, a_i)
+        out.update(optimum=mu, optimum_kind=opt.kind)
+        if not res.passed:
+            out["above_optimum"] = (
+                f"accepts more than the lossless optimum ({opt.kind}): cannot be lossless; {res.summary}"
+            )
+    if efficiency and standard is not None:
+        mu = standard
+        res = bernstein_lower_test(mean, n, mu, mu * (D - mu) if mu >= D / 2 else D * D / 4, D, a_i)
+        if not res.passed:
+            out["mean_accepted"] = (
+                f"accepts less than the library's tree rules with this child policy: {res.summary}"
+            )
+    return out

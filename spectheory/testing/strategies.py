@@ -12,7 +12,9 @@ q = draft.
 * :func:`chains` -- small first-order chains as arrays ``(target [S,V], draft [S,V], initial [S])``;
   :func:`decoding_chains` -- the same as :class:`spectheory.DecodingChain`;
 * :func:`kit_instances` -- :class:`~spectheory.testing.Instance` objects for
-  :func:`~spectheory.testing.check_verifier` (``instances=[...]``).
+  :func:`~spectheory.testing.check_verifier` (``instances=[...]``);
+* :func:`tree_kit_instances` -- ``(name, chain, tree)`` for
+  :func:`~spectheory.testing.check_tree_verifier` (``instances=[...]``).
 
 Examples
 --------
@@ -37,6 +39,7 @@ from hypothesis import strategies as st
 
 from .._guards import check_int
 from .instances import FAMILIES, make_instance
+from .random_laws import LAW_KINDS, random_law
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -50,12 +53,10 @@ __all__ = [
     "chains",
     "decoding_chains",
     "kit_instances",
+    "tree_kit_instances",
     "LAW_KINDS",
     "random_law",
 ]
-
-#: Shapes of laws that :func:`laws` draws from.
-LAW_KINDS = ("dirichlet", "peaked", "zeros", "one_hot", "near_one_hot", "tiny", "uniform")
 
 
 def seeds() -> st.SearchStrategy[int]:
@@ -67,44 +68,6 @@ def _vocab(vocab_size: int | None, min_vocab: int, max_vocab: int) -> st.SearchS
     if vocab_size is None:
         return st.integers(check_int(min_vocab, "min_vocab", 1), check_int(max_vocab, "max_vocab", 1))
     return st.just(check_int(vocab_size, "vocab_size", 1))
-
-
-def random_law(rng: np.random.Generator, V: int, kind: str = "dirichlet") -> np.ndarray:
-    """A random law ``[V]`` of one of :data:`LAW_KINDS` from a numpy Generator (the pure function
-    behind :func:`laws`; tests that draw from seeds use it directly).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from spectheory.testing.strategies import random_law
-    >>> random_law(np.random.default_rng(0), 3, "one_hot").tolist()
-    [0.0, 0.0, 1.0]
-    """
-    if V == 1:
-        return np.ones(1)
-    if kind == "dirichlet":
-        w = rng.dirichlet(np.ones(V))
-    elif kind == "peaked":
-        w = rng.dirichlet(np.full(V, 0.2))
-    elif kind == "zeros":
-        w = rng.dirichlet(np.ones(V))
-        w[rng.choice(V, size=rng.integers(1, V), replace=False)] = 0.0
-    elif kind == "one_hot":
-        w = np.eye(V)[rng.integers(V)]
-    elif kind == "near_one_hot":
-        w = 1e-6 * rng.dirichlet(np.ones(V))
-        w[rng.integers(V)] = 1.0 - 1e-6
-    elif kind == "tiny":
-        w = rng.dirichlet(np.ones(V))
-        w[rng.choice(V, size=rng.integers(1, V), replace=False)] = 1e-6
-    elif kind == "uniform":
-        w = np.ones(V)
-    else:  # pragma: no cover - guarded by sampled_from
-        raise ValueError(f"kind: unknown {kind!r}")
-    w = np.maximum(w, 0.0)
-    if w.sum() == 0:
-        w[rng.integers(V)] = 1.0
-    return w / w.sum()
 
 
 @st.composite
@@ -219,3 +182,23 @@ def kit_instances(
     V = draw(st.integers(max(2, min_vocab), max_vocab))
     k = draw(st.integers(1, max_k))
     return make_instance(fam, V, k, draw(seeds()))
+
+
+@st.composite
+def tree_kit_instances(
+    draw: st.DrawFn,
+    *,
+    min_vocab: int = 2,
+    max_vocab: int = 4,
+    max_nodes: int = 4,
+    kinds: Sequence[str] = LAW_KINDS,
+) -> tuple[str, Any, Any]:
+    """A random ``(name, chain, tree)`` for :func:`~spectheory.testing.check_tree_verifier`
+    (``instances=[...]``), from :func:`~spectheory.testing.trees.random_tree_instance`; shrinks
+    towards seed 0, two tokens and one node."""
+    from .trees import random_tree_instance
+
+    V = draw(st.integers(max(2, min_vocab), max_vocab))
+    n = draw(st.integers(1, check_int(max_nodes, "max_nodes", 1)))
+    kind = draw(st.sampled_from(tuple(kinds)))
+    return random_tree_instance(draw(seeds()), V, n, kind)

@@ -16,6 +16,7 @@ tree protocol, what is counted and the losslessness proofs.
 - :mod:`.by_batch` -- the best tree per batch size under a cost model (``docs/cost.md``).
 - :mod:`.dynamic`, :mod:`.dynamic_rules`, :mod:`.state_optimal` -- a tree per round start:
   EAGLE-2's and OPT-Tree's rules and the exact per-state optimal tree.
+- :mod:`.optimum` -- the most drafts any lossless verifier accepts on a tree (the tree optimum).
 
 >>> import spectheory as st
 >>> from spectheory.trees import DraftTree, tree_protocol
@@ -40,6 +41,7 @@ from .dynamic import DynamicTreeResult, DynamicTreeRound, TreeTable
 from .dynamic_rules import Eagle2Tree, OptTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
+from .optimum import TreeOptimum, tree_coupling_bound, tree_optimum
 from .round import TreeRound
 from .rules import outcome_law, tree_rule  # noqa: F401  (deprecated one release)
 from .sequoia import (
@@ -103,6 +105,9 @@ __all__ = [
     "OptimalTree",
     "TreeDPResult",
     "optimal_tree_dp",
+    "TreeOptimum",
+    "tree_optimum",
+    "tree_coupling_bound",
 ]
 
 
