@@ -21,6 +21,7 @@ Derivations: ``docs/stopping.md``.
 True
 """
 
+from .adaptive_steps import EMASteps
 from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 from .batch import LockstepRate, lockstep_rate, optimal_policy_by_batch
 from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
@@ -80,6 +81,7 @@ __all__ = [
     "ROCThreshold",
     "AcceptanceRateK",
     "UCBGamma",
+    "EMASteps",
 ]
 
 from ..rounds.normalize import register_round_shorthand

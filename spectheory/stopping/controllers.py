@@ -11,7 +11,9 @@ drafted tokens):
   round on the ROC curve of (draft probability, accepted) pairs, cost ``FPR + 3 FNR``;
 * :class:`AcceptanceRateK`: vLLM's per-sequence adaptive K (``DynamicProposer``), +-1 to keep
   the recent acceptance rate near a target;
-* :class:`UCBGamma`: a UCB1 bandit over draft lengths (BanditSpec's UCBSpec).
+* :class:`UCBGamma`: a UCB1 bandit over draft lengths (BanditSpec's UCBSpec);
+* :class:`~spectheory.stopping.EMASteps` (:mod:`.adaptive_steps`): SGLang's adaptive
+  speculative steps (an EMA of the accepted count between candidate lengths, with hysteresis).
 
 Exact scoring (``docs/stopping.md`` §10): :class:`AcceptanceRateK` with ``window=1`` is Markov
 in a finite memory (its ``K``): :func:`~spectheory.stopping.evaluate_policy` and

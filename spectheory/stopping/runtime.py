@@ -26,8 +26,19 @@ if TYPE_CHECKING:
 
 __all__ = ["DecoderPolicy", "RUNNABLE", "chain_models"]
 
-#: Policy classes a real decoder can run (no chain state, no target laws).
-RUNNABLE = ("FixedGamma", "ConfidenceThreshold", "EntropyRule", "HFSchedule")
+#: Policy classes a real decoder can run (no chain state, no target laws); the last four are
+#: the engines' online controllers (:mod:`.controllers`, :mod:`.adaptive_steps`), which learn
+#: from each round's :class:`~spectheory.stopping.context.RoundFeedback`.
+RUNNABLE = (
+    "FixedGamma",
+    "ConfidenceThreshold",
+    "EntropyRule",
+    "HFSchedule",
+    "AcceptanceRateK",
+    "UCBGamma",
+    "ROCThreshold",
+    "EMASteps",
+)
 
 
 class DecoderPolicy:
@@ -63,7 +74,13 @@ class DecoderPolicy:
             )
         self.policy = policy
         self.torch = torch
-        self.memory = np.full(batch_size, policy.initial_memory, dtype=np.int64)
+        init = policy.initial_memory
+        self.learns = getattr(policy, "memory_kind", "flag") in ("counts", "online")
+        if np.ndim(init):  # an online controller: one memory row per sequence
+            self.memory = np.tile(np.asarray(init, dtype=np.float64), (batch_size, 1))
+        else:
+            self.memory = np.full(batch_size, init, dtype=np.int64)
+        self.token_prob = np.zeros((batch_size, policy.max_depth))  # q(x_i) of this round's drafts
 
     def cap(self, k: torch.Tensor) -> torch.Tensor:
         """Longest draft of this round per row: ``min(k, max_depth)`` (and the schedule's counter)."""
@@ -95,14 +112,21 @@ class DecoderPolicy:
             accept_prob=None,
             memory=self.memory,
         )
+        if 1 <= depth <= self.token_prob.shape[1]:
+            self.token_prob[:, depth - 1] = ctx.token_prob
         out = np.broadcast_to(np.asarray(self.policy.stop(ctx), dtype=bool), (B,))
         return torch.as_tensor(np.array(out), device=law.device)
 
     def after_round(self, k: torch.Tensor, n_accepted: torch.Tensor, active: torch.Tensor) -> None:
         """Update the memory of the rows that played this round (``active``: k > 0)."""
         kk, n, act = (np.asarray(a.cpu().numpy()) for a in (k, n_accepted, active))
-        new = np.asarray(self.policy.next_memory(self.memory, n == kk), dtype=np.int64)
-        self.memory = np.where(act, new, self.memory)
+        if self.learns:
+            from .context import RoundFeedback
+
+            new = np.asarray(self.policy.update(self.memory, RoundFeedback(n, kk, self.token_prob.copy())))
+        else:
+            new = np.asarray(self.policy.next_memory(self.memory, n == kk), dtype=np.int64)
+        self.memory = np.where(act.reshape(act.shape + (1,) * (self.memory.ndim - 1)), new, self.memory)
 
 
 def chain_models(chain: DecodingChain) -> tuple[torch.nn.Module, torch.nn.Module]:
