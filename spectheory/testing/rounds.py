@@ -11,7 +11,9 @@
 - :class:`~spectheory.trees.TreeRound` -> :func:`~spectheory.testing.check_tree_verifier` on its
   verifier's rule and child policy, drafting the round's own tree on the kit's chains;
 - :class:`~spectheory.trees.BatchRound` (first-token reading, finite ``gamma``) -> the same on
-  its ``M``-path tree.
+  its ``M``-path tree;
+- a :class:`~spectheory.trees.DynamicTreeRound` -> the same with ``tree_topk`` on the trees the
+  rule drafts at the first position of each kit chain.
 
 >>> import spectheory as st
 >>> from spectheory.testing import check_round
@@ -27,7 +29,7 @@ from typing import Any
 from ..rounds import PathRound
 from ..rounds.normalize import round_handler
 from ..stopping import PolicyRound
-from ..trees import BatchRound, TreeRound
+from ..trees import BatchRound, DynamicTreeRound, TreeRound
 from .kit import Report, check_verifier
 from .trees import TreeReport, check_tree_verifier, reference_tree_verify, tree_instances
 
@@ -58,12 +60,28 @@ def _batch(rnd: BatchRound, options: dict[str, Any]) -> TreeReport:
     return _tree(rnd, options)
 
 
+def _dynamic(rnd: DynamicTreeRound, options: dict[str, Any]) -> TreeReport:
+    """``tree_topk`` on the trees the rule drafts at the first position of each kit chain."""
+    if "instances" not in options:
+        chains = {id(chain): (name.split(",")[0], chain) for name, chain, _ in tree_instances()}
+        insts = []
+        for n, c in chains.values():
+            tab = rnd.table(c, rnd.depth(1) + 1)
+            insts += [
+                (f"{n}, {rnd.name}, {t!r}", c, t)
+                for t in dict.fromkeys(tab.trees[int(i)] for i in tab.index[0])
+            ]
+        options = {**options, "instances": insts}
+    return check_tree_verifier(reference_tree_verify(rnd.verifier), children=rnd.verifier.children, **options)
+
+
 #: round class -> its check (looked up along the round's MRO, so subclasses come first).
 _CHECKS: dict[type, Callable[[Any, dict[str, Any]], Report | TreeReport]] = {
     PathRound: _path,
     PolicyRound: _policy,
     BatchRound: _batch,
     TreeRound: _tree,
+    DynamicTreeRound: _dynamic,
 }
 
 _ROUND_ARGS = ("gammas", "children", "policy")

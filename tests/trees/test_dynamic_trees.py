@@ -160,3 +160,10 @@ def test_errors():
         chain.protocol(5, OptimalTree(2), bonus=False)
     with pytest.raises(ValueError, match="threshold"):
         OptTree(3, threshold=-1)
+
+
+@pytest.mark.parametrize("rnd", RULES, ids=lambda r: r.rule)
+def test_kit_checks_the_rules_trees(rnd):
+    from spectheory.testing import check_round
+
+    assert check_round(rnd, n_samples=2000, rng=0).passed
