@@ -24,6 +24,7 @@ from spectheory.trees import (
     optimal_tree_dp,
     ordered_trees,
     tree_protocol,
+    tree_round_law,
 )
 from spectheory.trees.dynamic import dynamic_tree_protocol
 from spectheory.trees.dynamic_rules import eagle2_tree, opt_tree
@@ -167,3 +168,30 @@ def test_kit_checks_the_rules_trees(rnd):
     from spectheory.testing import check_round
 
     assert check_round(rnd, n_samples=2000, rng=0).passed
+
+
+def test_best_deterministic_tree_is_the_brute_force_optimum():
+    from spectheory.trees.speed_of_light import best_tree_accepted
+
+    base = st.DecodingChain.random(3, concentration=0.7, rng=2)
+    chain = st.DecodingChain(base.target, base.target, base.initial)  # draft = target: top-k = target's
+    for P in range(1, 6):
+        brute = max(
+            float(tree_round_law(chain, t, "tree_topk")[s] @ np.arange(t.max_depth + 1))
+            for t in ordered_trees(P)
+            for s in [1]
+        )
+        assert abs(best_tree_accepted(chain, P, 1) - brute) < 1e-12
+
+
+@pytest.mark.parametrize("p", [[0.5, 0.5], [0.7, 0.2, 0.1], [0.25] * 4])
+def test_speed_of_light_leading_term_bounds_the_exact_optimum_whose_slope_is_one_over_mu(p):
+    from spectheory.trees.speed_of_light import best_tree_accepted, entropy_moments, speed_of_light
+
+    chain = st.DecodingChain.iid(p, p)
+    mu, mu2 = entropy_moments(chain)
+    exact = {P: best_tree_accepted(chain, P, 0) for P in (16, 256, 4096)}
+    for P, value in exact.items():
+        assert value <= speed_of_light(mu, mu2, P)
+    slope = (exact[4096] - exact[256]) / np.log(16)
+    assert abs(slope * mu - 1) < 0.01  # renewal: E[X] = log P / mu + O(1)
