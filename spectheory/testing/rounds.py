@@ -10,8 +10,8 @@
   verifier it runs is token verification);
 - :class:`~spectheory.trees.TreeRound` -> :func:`~spectheory.testing.check_tree_verifier` on its
   verifier's rule and child policy, drafting the round's own tree on the kit's chains;
-- :class:`~spectheory.trees.BatchRound` (first-token reading, finite ``gamma``) -> the same on
-  its ``M``-path tree;
+- :class:`~spectheory.trees.BatchRound` (first-token or GLS reading, finite ``gamma``) -> the
+  same on its ``M``-path tree (GLS through its kit callable);
 - a :class:`~spectheory.trees.DynamicTreeRound` -> the same with ``tree_topk`` on the trees the
   rule drafts at the first position of each kit chain.
 
@@ -44,15 +44,19 @@ def _policy(rnd: PolicyRound, options: dict[str, Any]) -> Report:
     return check_verifier("token", gammas=(rnd.max_depth,), **options)
 
 
-def _tree(rnd: TreeRound, options: dict[str, Any]) -> TreeReport:
+def _tree(rnd: TreeRound, options: dict[str, Any], verify: Any = None) -> TreeReport:
     if "instances" not in options:
         chains = {id(chain): (name.split(",")[0], chain) for name, chain, _ in tree_instances()}
         options = {**options, "instances": [(f"{n}, {rnd.tree!r}", c, rnd.tree) for n, c in chains.values()]}
     v = rnd.verifier
-    return check_tree_verifier(reference_tree_verify(v), children=v.children, **options)
+    return check_tree_verifier(verify or reference_tree_verify(v), children=v.children, **options)
 
 
 def _batch(rnd: BatchRound, options: dict[str, Any]) -> TreeReport:
+    if rnd.reading == "gls" and rnd.tree is not None:  # GLS's kit callable resamples its exponentials
+        from ..trees.gls_tree import GLS
+
+        return _tree(rnd, options, GLS.kit_verify)
     if rnd.all_agreeing or rnd.tree is None:
         raise ValueError(
             f"round: the tree kit checks the first-token reading with a finite gamma, got {rnd.name}"

@@ -12,6 +12,7 @@ tree protocol, what is counted and the losslessness proofs.
 - :func:`tree_protocol` -- exact expectations on a :class:`~spectheory.DecodingChain`;
 - :class:`TreeRound`, :class:`BatchRound` -- tree rounds for ``st.simulate`` (Monte Carlo);
 - :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
+- :mod:`.gbv` -- greedy multi-path block verification (:data:`GBV`) on ``K`` i.i.d. paths;
 - :mod:`.sequoia` -- Sequoia's positional DP and its audit.
 - :mod:`.by_batch` -- the best tree per batch size under a cost model (``docs/cost.md``).
 - :mod:`.dynamic`, :mod:`.dynamic_rules`, :mod:`.state_optimal` -- a tree per round start:
@@ -41,6 +42,7 @@ from .dynamic import DynamicTreeResult, DynamicTreeRound, TreeTable
 from .dynamic_rules import Eagle2Tree, OptTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
+from .gbv import GBV, GreedyBlockTree, gbv_round_law
 from .optimum import TreeOptimum, tree_coupling_bound, tree_optimum
 from .round import TreeRound
 from .rules import outcome_law, tree_rule  # noqa: F401  (deprecated one release)
@@ -108,6 +110,9 @@ __all__ = [
     "TreeOptimum",
     "tree_optimum",
     "tree_coupling_bound",
+    "GBV",
+    "GreedyBlockTree",
+    "gbv_round_law",
 ]
 
 

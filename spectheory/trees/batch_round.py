@@ -33,13 +33,18 @@ from ..verifiers.tree_rules import _update_rrs
 from .batch_tree import batch_tree_expected
 from .batch_verifier import BATCH_TREE
 from .draft_tree import DraftTree
+from .gls_tree import GLS
 from .round import TreeRound
 
 __all__ = ["BatchRound", "READINGS"]
 
 #: Batch decoding's two readings: the tree verifier of each, and whether every draft that agrees
 #: with the accepted prefix goes on (tree) or only the accepted one (first-token).
-READINGS: dict[str, tuple[Any, bool]] = {"first_token": ("tree_rrs", False), "tree": (BATCH_TREE, True)}
+READINGS: dict[str, tuple[Any, bool]] = {
+    "first_token": ("tree_rrs", False),
+    "tree": (BATCH_TREE, True),
+    "gls": (GLS, True),
+}
 
 
 class BatchRound(TreeRound):
@@ -51,9 +56,11 @@ class BatchRound(TreeRound):
         Draft sequences per round (drawn i.i.d. from the draft; ``M * k`` drafted tokens).
     gamma : int >= 1 or None
         Tokens per draft (``None``: to the end of the horizon).
-    reading : {"first_token", "tree"}
+    reading : {"first_token", "tree", "gls"}
         ``"first_token"``: ``"tree_rrs"`` on the ``M`` paths; ``"tree"``: the
-        ``batch_tree`` verifier (see the module docstring and docs/trees.md).
+        ``batch_tree`` verifier (see the module docstring and docs/trees.md); ``"gls"``:
+        Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.trees.gls_tree`;
+        per position ``rng.random((R, c_max, V))`` exponentials draw the drafts and the token).
 
     Examples
     --------
@@ -114,6 +121,8 @@ class BatchRound(TreeRound):
         rng: np.random.Generator,
         keep_path: bool = False,
     ) -> RoundOutcome:
+        if self.reading == "gls":
+            return self._play_gls(sampler, horizon, n, state, rng, keep_path)
         T, M, smp = horizon, self.M, sampler
         R = n.shape[0]
         k = np.minimum(self.depth(T), T - n)
@@ -173,6 +182,53 @@ class BatchRound(TreeRound):
             y[done] = smp.sample_target(n[done] + k[done], s[done], ub)
         return RoundOutcome(accepted=j, final=y, rejected=rejected, drafted=k * M, end_state=s, path=path)
 
+    def _play_gls(
+        self, smp: Any, T: int, n: np.ndarray, state: np.ndarray, rng: np.random.Generator, keep_path: bool
+    ) -> RoundOutcome:
+        """Algorithm 2 of Rowan et al. (2025) with shared exponentials, agreeing drafts only."""
+        R, M = n.shape[0], self.M
+        k = np.minimum(self.depth(T), T - n)
+        K = int(k.max())
+        s = np.array(state, dtype=np.int64)
+        j = np.zeros(R, dtype=np.int64)
+        y = np.zeros(R, dtype=np.int64)
+        rejected = np.zeros(R, dtype=bool)
+        count = np.full(R, M, dtype=np.int64)
+        path = np.zeros((R, K), dtype=np.int64) if keep_path else None
+        live = np.arange(R)
+        for d in range(K):
+            m = np.minimum(n[live] + d, T - 1)
+            sl = s[live]
+            c = count[live]
+            t = smp.rows(smp.target, m, sl)
+            q = smp.rows(smp.draft, m, sl)
+            E = -np.log(1.0 - rng.random((live.size, int(c.max()), t.shape[1])))
+            on = np.arange(E.shape[1])[None, :] < c[:, None]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cand = np.argmin(np.where(q[:, None] > 0, E / q[:, None], np.inf), axis=-1)
+                score = np.where(on[:, :, None], E, np.inf).min(1)
+                tok = np.argmin(np.where(t > 0, score / np.where(t > 0, t, 1.0), np.inf), axis=-1)
+            hits = (on & (cand == tok[:, None])).sum(1)
+            bad = hits == 0
+            rej = live[bad]
+            rejected[rej] = True
+            y[rej] = tok[bad]
+            ok = ~bad
+            acc_rows = live[ok]
+            if path is not None:
+                path[acc_rows, d] = tok[ok]
+            j[acc_rows] += 1
+            s[acc_rows] = smp.next_state[sl[ok], tok[ok]]
+            count[acc_rows] = hits[ok]
+            live = acc_rows[j[acc_rows] < k[acc_rows]]
+            if not live.size:
+                break
+        done = np.flatnonzero(~rejected & (n + k < T))
+        ub = rng.random(done.size)
+        if done.size:
+            y[done] = smp.sample_target(n[done] + k[done], s[done], ub)
+        return RoundOutcome(accepted=j, final=y, rejected=rejected, drafted=k * M, end_state=s, path=path)
+
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
         """Exact values: the tree reading by :func:`~spectheory.trees.batch_tree.batch_tree_expected`
         (a :class:`~spectheory.trees.BatchTreeResult`), the first-token reading as ``tree_rrs`` on
@@ -183,7 +239,8 @@ class BatchRound(TreeRound):
             raise ValueError(
                 f"options: the batch tree reading's exact engine takes none, got {sorted(options)}"
             )
-        res = batch_tree_expected(chain, horizon, self.M, gamma=self.gamma, bonus=bonus)
+        coupling = "gls" if self.reading == "gls" else "rrs"
+        res = batch_tree_expected(chain, horizon, self.M, gamma=self.gamma, bonus=bonus, coupling=coupling)
         return res if cost is None else res.with_cost(cost)
 
     def __repr__(self) -> str:

@@ -121,13 +121,40 @@ def _tables(target, draft, M):
     return G, Rc
 
 
+def _gls_tables(target, draft, M):
+    """The same tables for Gumbel-max list sampling (:func:`spectheory.verifiers.gls.gls_list_law`)."""
+    from ..verifiers.gls import gls_list_law
+
+    S, V = target.shape
+    G = np.zeros((S, V, M + 1, M + 1))
+    Rc = np.zeros((M + 1, S, V))
+    for s in range(S):
+        for c in range(1, M + 1):
+            law = gls_list_law(target[s], draft[s], c)  # [V, c + 1]
+            G[s, :, c, 1 : c + 1] = law[:, 1:]
+            Rc[c, s] = law[:, 0]
+    return G, Rc
+
+
+#: Per-position couplings of the agreeing drafts: recursive rejection (the tree reading) and GLS.
+_COUPLINGS = {"rrs": _tables, "gls": _gls_tables}
+
+
 def batch_tree_expected(
-    chain: DecodingChain, horizon: int, M: float, gamma: int | None = None, bonus: bool = True
+    chain: DecodingChain,
+    horizon: int,
+    M: float,
+    gamma: int | None = None,
+    bonus: bool = True,
+    coupling: str = "rrs",
 ) -> BatchTreeResult:
     r"""Exact expectations of batch decoding with ``M`` drafts, tree reading.
 
     ``M = numpy.inf`` gives the limit. Defaults (``gamma=None``, ``bonus=True``) match
-    :func:`spectheory.analysis.batch_chain.batch_expected_rejections`.
+    :func:`spectheory.analysis.batch_chain.batch_expected_rejections`. ``coupling="gls"``
+    replaces recursive rejection at each position by Gumbel-max list sampling over the
+    agreeing drafts (Rowan et al. 2025, Algorithm 2; :mod:`spectheory.verifiers.gls`): the
+    same state ``(s, c)``, with ``G[s, x, c, n] = P(Y = x, n drafts equal x)``.
 
     Examples
     --------
@@ -142,6 +169,11 @@ def batch_tree_expected(
     T = chain.check_horizon(horizon)
     chain.require_deterministic("batch_tree_expected")
     M = _check_M(M)
+    if coupling not in _COUPLINGS:
+        raise ValueError(f"coupling: expected one of {sorted(_COUPLINGS)}, got {coupling!r}")
+    if coupling != "rrs" and np.isinf(M):
+        raise ValueError(f"M: the {coupling!r} coupling needs a finite number of drafts")
+    build = _COUPLINGS[coupling]
     G_ = T if gamma is None else check_int(gamma, "gamma", 1)
     S = chain.n_states
     C = 1 if np.isinf(M) else int(M) + 1
@@ -157,7 +189,7 @@ def batch_tree_expected(
         key = 0 if chain.is_homogeneous else n  # one table per kernel, kept for all rounds
         if key not in cache:
             target, draft = chain.kernels(n)
-            cache[key] = _tables(target, draft, M)
+            cache[key] = build(target, draft, M)
         return cache[key]
 
     def push(vec_sv, n_dest):
