@@ -39,7 +39,22 @@ from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, check_int
 
-__all__ = ["top_tokens", "greedy_tuple_law", "tuple_law_optimal_acceptance", "greedy_optimal_acceptance"]
+__all__ = [
+    "top_tokens",
+    "greedy_tuple_law",
+    "tuple_law_optimal_acceptance",
+    "greedy_optimal_acceptance",
+    "acceptance_by_drafting_law",
+    "DRAFTING_LAWS",
+]
+
+#: The drafting laws of :func:`acceptance_by_drafting_law` and the rule run on each.
+DRAFTING_LAWS = {
+    "iid": "recursive rejection (SpecInfer); GLS (Rowan et al. 2025) draws i.i.d. too",
+    "without_replacement": "recursive rejection without replacement (Sequoia)",
+    "greedy_iid": "top k - 1 tokens plus one i.i.d. draw (Hu et al. 2025)",
+    "greedy_wo": "top k - 1 tokens plus one draw without replacement",
+}
 
 #: Largest vocabulary for the exhaustive set enumeration.
 MAX_SUBSET_V = 16
@@ -174,3 +189,45 @@ def greedy_optimal_acceptance(
             return float(min(1.0, t[top].sum()))
         excess = np.maximum(d[rest] / mass - t[rest], 0.0).sum() - t[top].sum()
     return float(np.clip(1.0 - max(excess, 0.0), 0.0, 1.0))
+
+
+def acceptance_by_drafting_law(target: ArrayLike, draft: ArrayLike, k: int) -> dict[str, dict[str, float]]:
+    r"""Per drafting law of ``k`` candidates: the optimal acceptance and the shipped rules' acceptance.
+
+    ``{law: {"optimal": alpha*, rule: acceptance, ...}}`` for the laws of :data:`DRAFTING_LAWS`:
+    ``alpha*`` is the transport optimum over couplings of the candidate tuple with the target
+    (prefix sets for i.i.d. and without replacement,
+    :func:`~spectheory.analysis.optimal_transport.optimal_multidraft_acceptance`; the greedy laws
+    by :func:`greedy_optimal_acceptance`; all LP-checked in the tests); the rules are recursive
+    rejection (``"rrs"``; :func:`~spectheory.verifiers.multidraft.rrs_acceptance`) and, on
+    i.i.d. drafts, GLS (``"gls"``; :func:`~spectheory.verifiers.gls.gls_acceptance`). GLS draws
+    its drafts i.i.d., so its optimum is the i.i.d. one. ``k <= V`` (without replacement).
+
+    Examples
+    --------
+    >>> from spectheory.analysis.drafting_laws import acceptance_by_drafting_law
+    >>> tab = acceptance_by_drafting_law([1 / 3, 2 / 3], [2 / 3, 1 / 3], 2)
+    >>> {law: round(v["optimal"], 6) for law, v in tab.items()}
+    {'iid': 0.888889, 'without_replacement': 1.0, 'greedy_iid': 0.666667, 'greedy_wo': 1.0}
+    >>> round(tab["iid"]["rrs"], 6), round(tab["iid"]["gls"], 6)
+    (0.777778, 0.814815)
+    """
+    from ..verifiers.gls import gls_acceptance
+    from ..verifiers.multidraft import rrs_acceptance
+    from .optimal_transport import optimal_multidraft_acceptance
+
+    t, d = as_law_pair(target, draft)
+    k = check_int(k, "k", 1)
+    return {
+        "iid": {
+            "optimal": optimal_multidraft_acceptance(t, d, k),
+            "rrs": rrs_acceptance(t, d, k),
+            "gls": float(gls_acceptance(t, d, k)),
+        },
+        "without_replacement": {
+            "optimal": optimal_multidraft_acceptance(t, d, k, replacement=False),
+            "rrs": rrs_acceptance(t, d, k, replacement=False),
+        },
+        "greedy_iid": {"optimal": greedy_optimal_acceptance(t, d, k)},
+        "greedy_wo": {"optimal": greedy_optimal_acceptance(t, d, k, replacement=False)},
+    }

@@ -5,18 +5,22 @@ draws them from the draft law ``q`` after the node; the *child policy* fixes the
 of the ``k`` tokens, and through it the law of the ``j``-th child given the earlier ones
 (its *slot law* ``s_j``), which the tree rules test against:
 
-================================  ==========  =============================================
-class                             shorthand   slot law ``s_j`` / who uses it
-================================  ==========  =============================================
-:class:`IID`                      ``"iid"``   ``s_j = q`` (SpecInfer)
-:class:`WithoutReplacement`       ``"wo"``    ``q`` without the earlier siblings' tokens,
-                                              renormalised (Sequoia, recursive speculative
-                                              decoding); successive sampling
-:class:`TopK`                     ``"topk"``  the point mass on the ``j``-th largest entry
-                                              of ``q`` (stable order; Medusa/EAGLE engines:
-                                              Medusa's candidates are ``TopK`` of the
-                                              heads' laws)
-================================  ==========  =============================================
+================================  ============  =============================================
+class                             shorthand     slot law ``s_j`` / who uses it
+================================  ============  =============================================
+:class:`IID`                      ``"iid"``     ``s_j = q`` (SpecInfer)
+:class:`WithoutReplacement`       ``"wo"``      ``q`` without the earlier siblings' tokens,
+                                                renormalised (Sequoia, recursive speculative
+                                                decoding); successive sampling
+:class:`TopK`                     ``"topk"``    the point mass on the ``j``-th largest entry
+                                                of ``q`` (stable order; Medusa/EAGLE engines:
+                                                Medusa's candidates are ``TopK`` of the
+                                                heads' laws)
+:class:`Greedy`                   ``"greedy"``  slot 0: ``q`` (one random draft); slot
+                                                ``j >= 1``: the point mass on the ``j``-th
+                                                largest entry of ``q`` (greedy drafting, Hu
+                                                et al. 2025: top tokens plus a random one)
+================================  ============  =============================================
 
 Every engine asks the policy, never its name: Monte Carlo :meth:`ChildPolicy.draw`
 (``[R, k]`` tokens from ``[R, V]`` rows), the exact per-node engine
@@ -63,6 +67,7 @@ __all__ = [
     "IID",
     "WithoutReplacement",
     "TopK",
+    "Greedy",
     "CHILD_POLICIES",
     "get_child_policy",
     "register_child_policy",
@@ -296,6 +301,72 @@ class TopK(ChildPolicy):
         return order[:, p, min(j, V - 1)], ok
 
 
+@dataclass(frozen=True, repr=False)
+class Greedy(ChildPolicy):
+    r"""Greedy drafting (Hu et al., ICLR 2025): one i.i.d. draw from ``q``, then the ``k - 1``
+    largest entries of ``q`` (stable order; ``-1`` past ``V``).
+
+    The drafted set is that of :func:`spectheory.analysis.drafting_laws.greedy_tuple_law`
+    (``n_top = k - 1``, i.i.d.); the random slot comes first so that a slot's law does not
+    depend on the number of siblings. Recursive rejection over these slots tests the random
+    token against ``q`` and each top token against its point mass (accept with the residual's
+    mass there), which is lossless like every recursive rejection (docs/trees.md).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.verifiers.children import Greedy
+    >>> Greedy().draw(np.array([[0.2, 0.5, 0.3]]), 3, np.random.default_rng(0))[:, 1:].tolist()
+    [[1, 2]]
+    >>> A, R = Greedy().node_laws(np.array([[0.5, 0.5]]), np.array([[0.9, 0.1]]), 2)
+    >>> np.round(A.sum(0) + R, 12).tolist()          # lossless at a node
+    [[0.5, 0.5]]
+    """
+
+    name = "greedy"
+
+    def draw(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
+        """The random child by inverse CDF (one uniform per row), then the top ``k - 1`` tokens."""
+        d = np.asarray(draft_rows, dtype=np.float64)
+        R, V = d.shape
+        out = np.full((R, k), -1, dtype=np.int64)
+        out[:, 0] = _categorical(d, rng.random(R))
+        order = np.argsort(-d, axis=-1, kind="stable")[:, : min(k - 1, V)]
+        out[:, 1 : 1 + order.shape[1]] = order
+        return out
+
+    def node_laws(self, target: Any, draft: Any, k: int) -> tuple[np.ndarray, np.ndarray]:
+        t, d, k = _node_args(target, draft, k)
+        S, V = t.shape
+        A = np.zeros((k, S, V))
+        a = np.minimum(t, d)
+        A[0] = a
+        # the residual mass after the random slot, then TopK's point-mass tests on it
+        res = np.clip(1.0 - a.sum(-1), 0.0, 1.0)[:, None] * _norm_excess(t, d)[0]
+        order = np.argsort(-d, axis=-1, kind="stable")
+        rows = np.arange(S)
+        for j in range(1, min(k, V + 1)):
+            x = order[:, j - 1]
+            A[j, rows, x] = res[rows, x]
+            res[rows, x] = 0.0
+        return A, res
+
+    def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
+        if j == 0:
+            return draft_u
+        return TopK().slot_law(draft_u, tokens, kids, j)
+
+    def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
+        if not siblings:
+            return draft_u
+        return TopK().next_child_law(draft_u, tokens, siblings[1:])
+
+    def torch_draw(self, parent_laws: Any, p: int, j: int, u: Any, ok: Any, cache: dict) -> tuple[Any, Any]:
+        if j == 0:
+            return IID().torch_draw(parent_laws, p, j, u, ok, cache)
+        return TopK().torch_draw(parent_laws, p, j - 1, u, ok, cache)
+
+
 def _wo_accept(t, d, k):
     """``accept [k, S, V]`` of recursive rejection without replacement (enumerates the
     rejected siblings of slots ``0..k-2``; slot ``k-1``'s rejections are not needed)."""
@@ -327,5 +398,5 @@ def _wo_accept(t, d, k):
     return A
 
 
-for _p in (IID(), WithoutReplacement(), TopK()):
+for _p in (IID(), WithoutReplacement(), TopK(), Greedy()):
     register_child_policy(_p)

@@ -31,6 +31,7 @@ name               rule                       children                    who us
 ``tree_rrs``       RecursiveRejectionTree     IID                         SpecInfer (Miao et al. 2024)
 ``tree_rrs_wo``    RecursiveRejectionTree     WithoutReplacement          Sequoia (Chen et al. 2024)
 ``tree_topk``      RecursiveRejectionTree     TopK                        Medusa / EAGLE engines
+``tree_greedy``    RecursiveRejectionTree     Greedy                      Hu et al. 2025 (greedy drafting)
 ``traversal``      TraversalTree              WithoutReplacement          Weng et al. 2025
 ``traversal_iid``  TraversalTree              IID                         traversal on i.i.d. children
 =================  =========================  ==========================  ===================================
@@ -56,7 +57,7 @@ from __future__ import annotations
 import numpy as np
 
 from .base import register_verifier
-from .children import IID, TopK, WithoutReplacement, _safe_div
+from .children import IID, Greedy, TopK, WithoutReplacement, _safe_div
 from .multidraft import _categorical
 from .tree_base import TreeVerifier
 
@@ -66,6 +67,7 @@ __all__ = [
     "TREE_RRS",
     "TREE_RRS_WO",
     "TREE_TOPK",
+    "TREE_GREEDY",
     "TRAVERSAL",
     "TRAVERSAL_IID",
 ]
@@ -227,5 +229,6 @@ class TraversalTree(TreeVerifier):
 TREE_RRS = register_verifier(RecursiveRejectionTree("tree_rrs", IID()))
 TREE_RRS_WO = register_verifier(RecursiveRejectionTree("tree_rrs_wo", WithoutReplacement()))
 TREE_TOPK = register_verifier(RecursiveRejectionTree("tree_topk", TopK()))
+TREE_GREEDY = register_verifier(RecursiveRejectionTree("tree_greedy", Greedy()))
 TRAVERSAL = register_verifier(TraversalTree("traversal", WithoutReplacement()))
 TRAVERSAL_IID = register_verifier(TraversalTree("traversal_iid", IID()))

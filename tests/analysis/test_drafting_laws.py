@@ -68,3 +68,55 @@ def test_arguments_are_checked():
         greedy_tuple_law([0.5, 0.5], 2, 3)
     with pytest.raises(ValueError, match="tuple_law"):
         optimal_coupling_lp([0.5, 0.5], [0.5, 0.5], 2, tuple_law=(np.array([[0]]), np.array([1.0])))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_acceptance_by_drafting_law_lp_checked_and_rules_below_optimum(seed):
+    from spectheory.analysis.drafting_laws import acceptance_by_drafting_law
+
+    rng = np.random.default_rng(100 + seed)
+    V = 3 + seed % 2
+    t, d = rng.dirichlet(np.ones(V)), rng.dirichlet(np.ones(V))
+    for k in (2, 3):
+        tab = acceptance_by_drafting_law(t, d, k)
+        laws = {
+            "iid": draft_tuple_law(d, k, True),
+            "without_replacement": draft_tuple_law(d, k, False),
+            "greedy_iid": greedy_tuple_law(d, k, replacement=True),
+            "greedy_wo": greedy_tuple_law(d, k, replacement=False),
+        }
+        for name, law in laws.items():
+            lp = optimal_coupling_lp(t, d, k, name != "iid", tuple_law=law).acceptance
+            assert tab[name]["optimal"] == pytest.approx(lp, abs=1e-9), name
+            for rule, value in tab[name].items():
+                assert value <= tab[name]["optimal"] + 1e-12, (name, rule)
+
+
+def test_greedy_children_run_as_a_tree_round():
+    """Greedy drafting as a child policy: its drafted sets are greedy_tuple_law's, recursive
+    rejection over them stays below the law's optimum, and st.simulate matches the exact engine."""
+    import spectheory as st
+    from spectheory.trees import DraftTree, TreeRound
+    from spectheory.verifiers import Greedy, get_verifier
+
+    rng = np.random.default_rng(7)
+    t, d = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))
+    k = 3
+    x = Greedy().draw(np.tile(d, (20_000, 1)), k, rng)
+    tup, pr = greedy_tuple_law(d, k)
+    sets = {}
+    for row, w in zip(tup, pr):
+        key = frozenset(int(v) for v in row)
+        sets[key] = sets.get(key, 0.0) + w
+    for key, w in sets.items():
+        freq = np.mean([frozenset(r.tolist()) == key for r in x])
+        assert abs(freq - w) <= 5 * np.sqrt(w * (1 - w) / len(x)) + 1e-12
+    A, R = Greedy().node_laws(t[None], d[None], k)
+    np.testing.assert_allclose(A.sum(0)[0] + R[0], t, atol=1e-12)
+    assert A.sum() <= greedy_optimal_acceptance(t, d, k) + 1e-12
+    chain = st.DecodingChain.random(3, rng=0)
+    rnd = TreeRound(DraftTree.from_branching([3, 1]), get_verifier("tree_greedy"))
+    ex = chain.protocol(8, rnd)
+    sim = st.simulate(chain, 8, rnd, 3000, rng=1)
+    m, se = sim.mean_se("target_calls")
+    assert abs(m - ex.target_calls) <= 5 * se
