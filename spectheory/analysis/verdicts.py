@@ -62,7 +62,8 @@ class RuleClaim:
     Attributes
     ----------
     name : str
-        The registered verifier (a key of ``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws`).
+        A key of ``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws` (a registered verifier,
+        or a multi-draft rule at two drafts: ``"gbv_k2"``, ``"gls_k2"``).
     source : str
         Where the rule and the claim come from.
     claimed_lossless : bool
@@ -112,6 +113,19 @@ RULE_CLAIMS: tuple[RuleClaim, ...] = (
         ">=",
     ),
     RuleClaim("argmax_soft", "greedy drafting verified with the draft model's soft q", True),
+    RuleClaim(
+        "gbv_k2",
+        "Thomas & Pal 2026, arXiv 2602.16961: GBV on K = 2 i.i.d. paths (authors' verifier.py, "
+        "gbv_verify; reported +30% block efficiency over block)",
+        True,
+        "block",
+        ">",
+    ),
+    RuleClaim(
+        "gls_k2",
+        "Rowan, Phan & Khisti, NeurIPS 2025, arXiv 2506.05632: Algorithm 2 (GLS), K = 2 drafts; Prop. 3",
+        True,
+    ),
 )
 
 

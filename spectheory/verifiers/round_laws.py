@@ -35,6 +35,8 @@ from typing import Any
 
 from .._guards import check_int
 from .block import block_emission_law
+from .gbv import gbv_round_law
+from .gls import gls_round_law
 from .hsd import hsd_round_law
 
 __all__ = [
@@ -198,13 +200,17 @@ def _proposal(mode: str) -> RoundLawFn:
     return lambda t, d, V, g, c: proposal_round_law(mode, t, d, V, g, c)
 
 
-#: ``{registered verifier name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> round law}``:
-#: the rules with a literal enumeration (each implemented once, in its own module).
+#: ``{name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> round law}``: the rules with a
+#: literal enumeration (each implemented once, in its own module): registered verifiers, and the
+#: multi-draft rules at two drafts (``"gbv_k2"``: :func:`~spectheory.verifiers.gbv.gbv_round_law`,
+#: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`).
 ROUND_LAWS: dict[str, RoundLawFn] = {
     **{mode: _proposal(mode) for mode in PROPOSAL_MODES},
     "block": block_emission_law,
     "hsd": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "paper"),
     "hsd_listing": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "listing"),
+    "gbv_k2": lambda t, d, V, g, c: gbv_round_law(t, d, V, 2, g, c),
+    "gls_k2": lambda t, d, V, g, c: gls_round_law(t, d, V, 2, g, c),
 }
 
 

@@ -50,16 +50,34 @@ DOCS = {
     "sample_match": ("52/81", "532/729"),
     "argmax_onehot": ("4/9", "13/27"),
     "argmax_soft": ("3/4", "7/8"),
+    "gbv_k2": ("131/81", "1621/729"),
+    "gls_k2": ("1030/729", "36058/19683"),
 }
 
 
+def engine_round(name, gamma):
+    """The round the exact engine runs for rule ``name`` (the multi-draft rules at two drafts)."""
+    from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
+
+    if name == "gbv_k2":
+        return TreeRound(DraftTree.paths(2, gamma), GBV)
+    if name == "gls_k2":
+        return BatchRound(2, gamma, reading="gls")
+    return st.PathRound(gamma, name)
+
+
 def test_registry_dispatches_to_each_rules_own_enumeration():
-    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {"block", "hsd", "hsd_listing"}
+    from spectheory.verifiers.gbv import gbv_round_law
+    from spectheory.verifiers.gls import gls_round_law
+
+    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {"block", "hsd", "hsd_listing", "gbv_k2", "gls_k2"}
     tab_t, tab_d = random_fraction_table(3, 3), random_fraction_table(4, 3)
     t, d = table_law_fn(tab_t), table_law_fn(tab_d)
     for c in ((), (2,)):
         assert exact_round_law("block", t, d, 3, 2, c) == block_emission_law(t, d, 3, 2, c)
         assert exact_round_law("hsd_listing", t, d, 3, 2, c) == hsd_round_law(t, d, 3, 2, c, "listing")
+        assert exact_round_law("gbv_k2", t, d, 3, 2, c) == gbv_round_law(t, d, 3, 2, 2, c)
+        assert exact_round_law("gls_k2", t, d, 3, 2, c) == gls_round_law(t, d, 3, 2, 2, c)
         for mode in PROPOSAL_MODES:
             assert exact_round_law(mode, t, d, 3, 2, c) == proposal_round_law(mode, t, d, 3, 2, c)
     with pytest.raises(ValueError, match="name"):
@@ -83,6 +101,9 @@ def test_sun_example_matches_the_proved_tables():
     assert rows["hsd_listing"]["efficiency_claim_holds"] is True
     assert rows["argmax_onehot"]["efficiency_claim_holds"] is False  # Proposition 4
     assert rows["block"]["efficiency_claim_holds"] is True
+    for name in ("gbv_k2", "gls_k2"):  # lossless; GBV beats block on this example
+        assert all(c["tv"] == 0 for c in rows[name]["instances"]) and rows[name]["lossless_claim_holds"]
+    assert rows["gbv_k2"]["efficiency_claim_holds"] is True
 
 
 def test_total_variation_and_target_law():
@@ -98,7 +119,7 @@ def test_protocol_accepted_equals_the_exact_engine():
     chain = st.DecodingChain(np.array(tab_t, float), np.array(tab_d, float), initial=np.eye(3)[0])
     for name in ROUND_LAWS:
         exact = protocol_accepted(name, table_law_fn(tab_t), table_law_fn(tab_d), 3, 2, 4)
-        assert abs(float(exact) - chain.protocol(4, 2, verifier=name).accepted) < 1e-12, name
+        assert abs(float(exact) - chain.protocol(4, engine_round(name, 2)).accepted) < 1e-12, name
 
 
 def test_monte_carlo_within_5_se():

@@ -15,9 +15,10 @@ from _helpers import assert_within_se
 import spectheory as st
 from spectheory.testing import check_round
 from spectheory.trees import DraftTree, TreeRound, enumerate_realisations, tree_sequence_law
-from spectheory.trees.gbv import GBV, gbv_round_law, gbv_skew
+from spectheory.trees.gbv import GBV
 from spectheory.verifiers import IID
 from spectheory.verifiers.block import block_emission_law
+from spectheory.verifiers.gbv import gbv_round_law, gbv_skew
 from spectheory.verifiers.round_laws import first_token_law, generation_law, mean_accepted
 
 P, Q = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
@@ -162,3 +163,13 @@ def test_decoder_two_token_law():
         lambda pr, sd: tree_generate(target, draft, pr, 2, tree, GBV, seed=sd), prompt, 2000, seed=11
     )
     assert pooled_chisquare(s, law)["pvalue"] > 1e-6
+
+
+def test_smallest_instance_where_gbv_accepts_less_than_block():
+    """V = 2, gamma = 1, K = 2: block (= token) verification accepts 9/10, GBV 43/50 (docs)."""
+    p, q = [F(1, 2), F(1, 2)], [F(2, 5), F(3, 5)]
+    t, d = (lambda c: p), (lambda c: q)
+    assert gbv_skew(p, q, F(0), F(1), 2) == [F(16, 25), F(9, 25)]
+    got = [mean_accepted(gbv_round_law(t, d, 2, K, 1)) for K in (1, 2, 3)]
+    assert got == [F(9, 10), F(43, 50), F(179, 250)]
+    assert got[0] == mean_accepted(block_emission_law(t, d, 2, 1))
