@@ -171,7 +171,7 @@ def batch_tree_expected(
     M = _check_M(M)
     if coupling not in _COUPLINGS:
         raise ValueError(f"coupling: expected one of {sorted(_COUPLINGS)}, got {coupling!r}")
-    if coupling != "rrs" and np.isinf(M):
+    if np.isinf(M) and _COUPLINGS[coupling] is not _tables:
         raise ValueError(f"M: the {coupling!r} coupling needs a finite number of drafts")
     build = _COUPLINGS[coupling]
     G_ = T if gamma is None else check_int(gamma, "gamma", 1)
