@@ -237,11 +237,18 @@ def block_speed() -> str:
         lines += [
             f"Real decoder on CPU (`{dec.get('command', 'python benchmarks/decoder_speed.py')}`):",
             "",
-            "| quantity | value |",
-            "|---|---|",
+            "| quantity | value | note |",
+            "|---|---|---|",
         ]
-        lines += [f"| {_cell(h['name'])} | {_cell(h['value'])} |" for h in dec["headline"]]
-        lines.append("")
+        prof = _load(_results() / "decoder_profile.json") or {}
+        rows = dec["headline"] + (prof.get("headline") if isinstance(prof.get("headline"), list) else [])
+        lines += [f"| {_cell(h['name'])} | {_cell(h['value'])} | {_cell(h.get('note', ''))} |" for h in rows]
+        lines += [
+            "",
+            "The floor, the ceilings and where the rest of a round goes: `docs/decoder_floor.md` "
+            "(`python benchmarks/decoder_profile.py`).",
+            "",
+        ]
     return "\n".join(lines) if lines else "_No benchmark results yet._\n"
 
 

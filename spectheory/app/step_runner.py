@@ -1,7 +1,7 @@
 """Running the main job's steps: each as its own process, reused when nothing it used changed.
 
-:func:`run_steps` runs the steps in three groups (proofs, simulations and decoder checks in
-parallel; benchmarks one at a time, since they time things; figures in parallel, after the
+:func:`run_steps` runs the steps in two groups (proofs, simulations, decoder checks and
+benchmarks in parallel, longest first, one thread per worker; figures in parallel, after the
 results they read), each step through the launcher that records what it used
 (:mod:`spectheory.app.step_cache`). It prints one line per step and a heartbeat of the
 long ones (:mod:`spectheory.app.job_progress`), and writes every step's wall time to
@@ -32,8 +32,12 @@ __all__ = ["HEARTBEAT_S", "TIMES", "run_steps"]
 HEARTBEAT_S = 30.0
 #: The records of the job's wall time and each step's, in the results folder.
 TIMES = "reproduce_times.json"
-#: Worker groups, in order: step kinds, and whether they may run in parallel.
-GROUPS = ((("proof", "simulation", "decoder"), True), (("benchmark",), False), (("figure",), True))
+#: Worker groups, in order: step kinds, and whether they may run in parallel. Benchmarks share
+#: the first group's workers (one thread each, so a benchmark has at most one neighbour per
+#: other core): every claim a benchmark makes is a ratio of times measured within its own run
+#: (interleaved repeats, in-situ fits), which a steady neighbour moves alike, and running them one
+#: at a time left a core idle for a third of the job.
+GROUPS = ((("proof", "simulation", "decoder", "benchmark"), True), (("figure",), True))
 
 
 def _last_line(log: str) -> str:
@@ -287,6 +291,8 @@ def run_steps(
             max(1, (os.cpu_count() or 1) // n_workers) if n_workers > 1 or scheduler else os.cpu_count() or 1
         )
 
+        if parallel:  # longest first (unknown times first of all): the last to finish is short
+            to_run.sort(key=lambda s: -(expected[s.name] or float("inf")))
         tasks = [_task(s, layout, quick, root, threads) for s in to_run]
         if scheduler is not None and parallel:
             from .sweeps import run_sweep

@@ -60,29 +60,30 @@ class ForwardLog:
                 f"model: expected a torch.nn.Module of the decoder contract, got {type(model).__name__}"
             )
         self.model = model
-        self._log: list[tuple[float, float, float, float]] = []
-        self._open: list[tuple[float, float, float, bool, Any, float]] = []
+        self._log: list[tuple[float, float, Any, float]] = []
+        self._open: list[tuple[bool, Any, float]] = []
         self._handles: list[Any] = []
 
     def _before(self, module: Any, args: tuple, kwargs: dict) -> None:
-        import torch
-
-        ids, start = _ids_and_start(args, kwargs)
+        ids, _ = _ids_and_start(args, kwargs)
         cuda = bool(getattr(ids, "is_cuda", False))
-        L = 0.0 if start is None else float(torch.as_tensor(start).float().mean())
         if cuda:
+            import torch
+
             torch.cuda.synchronize(ids.device)
-        self._open.append(
-            (float(ids.shape[0]), float(ids.shape[1]), L, cuda, ids.device, time.perf_counter())
-        )
+        self._open.append((cuda, ids.device, time.perf_counter()))
 
     def _after(self, module: Any, args: tuple, kwargs: dict, output: Any) -> None:
-        import torch
-
-        B, m, L, cuda, dev, t0 = self._open.pop()
+        cuda, dev, t0 = self._open.pop()
         if cuda:
+            import torch
+
             torch.cuda.synchronize(dev)
-        self._log.append((B, m, L, time.perf_counter() - t0))
+        seconds = time.perf_counter() - t0
+        ids, start = _ids_and_start(args, kwargs)
+        # the context is reduced when the log is read: no tensor work inside the timed call's caller
+        start = None if start is None else (start.clone() if hasattr(start, "clone") else start)
+        self._log.append((float(ids.shape[0]), float(ids.shape[1]), start, seconds))
 
     def __enter__(self) -> ForwardLog:
         if self._handles:
@@ -102,7 +103,13 @@ class ForwardLog:
     @property
     def calls(self) -> np.ndarray:
         """The log so far, float64 ``[n, 4]``: batch, tokens per row, mean context, seconds."""
-        return np.asarray(self._log, dtype=np.float64).reshape(-1, 4)
+        import torch
+
+        rows = [
+            (B, m, 0.0 if start is None else float(torch.as_tensor(start).float().mean()), sec)
+            for B, m, start, sec in self._log
+        ]
+        return np.asarray(rows, dtype=np.float64).reshape(-1, 4)
 
     def take(self) -> np.ndarray:
         """The log so far (:attr:`calls`), which is then emptied."""

@@ -140,7 +140,7 @@ def check_ids_start(
     if B != cache_batch:
         raise ValueError(f"ids batch {B} does not match cache batch_size {cache_batch}")
     pos = start.long()[:, None] + torch.arange(L, device=ids.device)[None, :]  # [B, L]
-    lo, hi = int(start.min()), int(pos.max())
+    lo, hi = torch.stack((start.min(), pos.max())).tolist()  # one host read for both checks
     if lo < 0:
         raise ValueError(f"start must be >= 0, got min {lo}")
     if hi >= min(cache_len, max_seq_len):
@@ -163,8 +163,11 @@ class CausalSelfAttention(nn.Module):
         x: torch.Tensor,
         layer_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
         pos: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
+        visible: torch.Tensor | None = None,
     ) -> torch.Tensor:
+        """``x [B, L, C]``; with a cache, ``visible [B, L, T_used]`` (True = attend) says which
+        cache slots each query sees (the causal rule, or a tree's mask); ``T_used`` bounds the
+        slots read."""
         B, L, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x [B, L, C]
         q = q.view(B, L, self.n_head, self.head_dim)  # [B, L, H, D]
@@ -175,22 +178,17 @@ class CausalSelfAttention(nn.Module):
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
             )  # [B, H, L, D]
         else:
-            if pos is None:
-                raise ValueError("pos: the positions [B, L] are required with layer_cache")
+            if pos is None or visible is None:
+                raise ValueError("pos and visible: required with layer_cache")
             k_cache, v_cache = layer_cache  # [B, T, H, D] each
             rows = torch.arange(B, device=x.device)[:, None]  # [B, 1]
             k_cache[rows, pos] = k.to(k_cache.dtype)  # write at [b, pos[b, i]]
             v_cache[rows, pos] = v.to(v_cache.dtype)
-            T_used = int(pos.max()) + 1  # keys past this are never visible
+            T_used = visible.shape[2]  # keys past this are never visible
             keys = k_cache[:, :T_used].transpose(1, 2)  # [B, H, T_used, D]
             values = v_cache[:, :T_used].transpose(1, 2)  # [B, H, T_used, D]
-            if attn_mask is None:
-                key_pos = torch.arange(T_used, device=x.device)  # [T_used]
-                mask = key_pos[None, None, :] <= pos[:, :, None]  # [B, L, T_used], True = attend
-            else:  # tree attention: caller's mask
-                mask = attn_mask[:, :, :T_used]
             y = F.scaled_dot_product_attention(
-                q.transpose(1, 2), keys.to(q.dtype), values.to(q.dtype), attn_mask=mask[:, None]
+                q.transpose(1, 2), keys.to(q.dtype), values.to(q.dtype), attn_mask=visible[:, None]
             )  # [B, H, L, D]
         y = y.transpose(1, 2).reshape(B, L, C)  # [B, L, C]
         return self.proj(y)
@@ -223,9 +221,9 @@ class Block(nn.Module):
         x: torch.Tensor,
         layer_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
         pos: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
+        visible: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x), layer_cache, pos, attn_mask)
+        x = x + self.attn(self.ln_1(x), layer_cache, pos, visible)
         x = x + self.mlp(self.ln_2(x))
         return x  # [B, L, C]
 
@@ -338,9 +336,17 @@ class GPT(nn.Module):
             x = self.wte(ids) + self.wpe(torch.arange(L, device=ids.device))  # [B, L, C]
         else:
             x = self.wte(ids) + self.wpe(emb_pos)  # [B, L, C]
+        visible = None
+        if pos is not None:  # cache slots each query sees, built once for all layers
+            T_used = int(pos.max()) + 1  # keys past the last written slot are never visible
+            if attn_mask is None:  # causal: slot t is visible to the query at position p iff t <= p
+                key_pos = torch.arange(T_used, device=ids.device)  # [T_used]
+                visible = key_pos[None, None, :] <= pos[:, :, None]  # [B, L, T_used]
+            else:  # tree attention: the caller's mask
+                visible = attn_mask[:, :, :T_used]
         for layer, block in enumerate(self.blocks):
             layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
-            x = block(x, layer_cache, pos, attn_mask)  # [B, L, C]
+            x = block(x, layer_cache, pos, visible)  # [B, L, C]
         x = self.ln_f(x)  # [B, L, C]
         logits = x @ self.wte.weight.T  # [B, L, V]
         return (logits, x) if return_hidden else logits

@@ -39,10 +39,21 @@ import torch
 from .model import GPT, GPTConfig
 from .ngram import NGramModel
 
-__all__ = ["MODEL_NAMES", "WEIGHTS_DIR", "list_models", "model_info", "load_model", "load_model_from"]
+__all__ = [
+    "MODEL_NAMES",
+    "WEIGHTS_DIR",
+    "TIMING_SHAPES",
+    "list_models",
+    "model_info",
+    "load_model",
+    "load_model_from",
+    "timing_model",
+]
 
 WEIGHTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
 MODEL_NAMES = ("target", "draft-small", "draft-tiny", "draft-ngram")
+#: Standard shapes of :func:`timing_model`: name -> (n_layer, n_head, n_embd).
+TIMING_SHAPES = {"gpt-12x768": (12, 12, 768), "gpt-24x1024": (24, 16, 1024)}
 
 
 def _available(folder):
@@ -101,3 +112,43 @@ def load_model(
     """Load a shipped model in eval mode on ``device`` (weights cast to ``dtype``,
     float32 by default; the stored weights are fp16)."""
     return load_model_from(WEIGHTS_DIR, name, device=device, dtype=dtype)
+
+
+def timing_model(
+    shape: str = "gpt-12x768",
+    device: str | torch.device = "cpu",
+    dtype: torch.dtype | None = None,
+    seed: int = 0,
+) -> GPT:
+    """A GPT of a standard shape with RANDOM weights, for cost curves only (issue 22, item 4).
+
+    Its text is noise: it is never a target or a draft whose acceptance means anything. It is
+    there to show how the time of a forward grows with the tokens it scores when the weights
+    no longer fit in cache (the memory-bound regime of real targets), which the shipped
+    2.5M-parameter target is too small to show. Every result that uses it says
+    "timing only (random weights)".
+
+    Parameters
+    ----------
+    shape : a key of :data:`TIMING_SHAPES` (``"gpt-12x768"``: 12 layers, 12 heads, width 768,
+        ~85M parameters, GPT-2 small's shape with the byte vocabulary)
+    device, dtype : placement (float32 by default)
+    seed : int, the weights' seed (``torch.Generator``; no global seeding)
+
+    Examples
+    --------
+    >>> m = timing_model("gpt-12x768")
+    >>> m.config.n_layer, m.config.n_embd, m.num_params() > 80_000_000
+    (12, 768, True)
+    """
+    if shape not in TIMING_SHAPES:
+        raise ValueError(f"shape: unknown timing shape {shape!r}; valid: {', '.join(TIMING_SHAPES)}")
+    n_layer, n_head, n_embd = TIMING_SHAPES[shape]
+    gen = torch.Generator().manual_seed(int(seed))
+    with torch.random.fork_rng(devices=[]):  # GPT's initialisers draw from the global stream:
+        torch.manual_seed(int(torch.randint(0, 2**62, (1,), generator=gen)))  # isolate it
+        model = GPT(GPTConfig(n_layer=n_layer, n_head=n_head, n_embd=n_embd, block_size=256))
+    model = model.to(device=device)
+    if dtype is not None:
+        model = model.to(dtype=dtype)
+    return model.eval()

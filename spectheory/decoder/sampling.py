@@ -82,7 +82,14 @@ def logits_to_probs(
     >>> logits_to_probs(z, 1.0, top_p=0.5).tolist()
     [[1.0, 0.0, 0.0, 0.0]]
     """
-    temperature, top_k, top_p = check_sampling_args(temperature, top_k, top_p)
+    return sampling_law(logits, *check_sampling_args(temperature, top_k, top_p))
+
+
+def sampling_law(
+    logits: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None
+) -> torch.Tensor:
+    """:func:`logits_to_probs` for options already checked by :func:`check_sampling_args` (the
+    decoder checks them once per call, not once per token)."""
     z = logits.to(torch.float64)
     if temperature == 0.0:
         idx = z.argmax(dim=-1, keepdim=True)

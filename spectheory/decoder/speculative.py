@@ -26,7 +26,7 @@ from .rng import (
     seed_tensor,
     uniforms,
 )
-from .sampling import logits_to_probs, sample_from_uniform
+from .sampling import sample_from_uniform, sampling_law
 from .stats import DecodeStats, GenerationResult, StatsRecorder
 
 if TYPE_CHECKING:
@@ -45,17 +45,19 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
     (then ``K' <= K`` is the longest draft played)."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
+    before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
+    fed = k + 1  # idle rows (j > k) re-feed their x_k, whose slot is never cached
     xs, laws = [], []
     for j in range(1, K + 1):
         if j == 1:
             logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len)
             last = logits[rows, batch.seq_len - 1 - start]
-        else:  # feed x_{j-1}; idle rows rewrite the (never cached) slot of their x_k
-            pos = batch.seq_len - 2 + torch.where(k >= j, torch.full_like(k, j), k + 1)
+        else:  # feed x_{j-1}
+            pos = before + fed.clamp(max=j)
             last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
         law_j = law(last)
         x = sample_from_uniform(law_j, u_draft[:, j - 1])
-        slot = (batch.seq_len + j - 1).clamp(max=cap - 1)
+        slot = (before + (j + 1)).clamp(max=cap - 1)
         live = k >= j
         batch.tokens[rows, slot] = torch.where(live, x, batch.tokens[rows, slot])
         xs.append(x)
@@ -225,7 +227,7 @@ def speculative_generate(
     batch = make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     seeds = seed_tensor(check_seeds(seed, B), dev)
-    law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
+    law = partial(sampling_law, temperature=temperature, top_k=top_k, top_p=top_p)
     rec = StatsRecorder(B, gamma)
     hook = None
     if policy is not None:
@@ -250,11 +252,11 @@ def speculative_generate(
             k = torch.clamp(remaining, max=gamma)
             if hook is not None:
                 k = hook.cap(k)
-            K = int(k.max().item())
+            K, most = torch.stack((k.max(), remaining.max())).tolist()  # one host read per round
             if K == 0:
                 break
             t0 = time.perf_counter()
-            u = round_uniforms(rnd, K, int(remaining.max().item()))
+            u = round_uniforms(rnd, K, most)
             stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
             drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop)
             K = drafts.shape[1]
@@ -341,10 +343,14 @@ def autoregressive_generate(
         cached = prefill(model, cache, batch)
         sync(dev)
         times["time_prefill"] = time.perf_counter() - t_start
+        block = 64  # uniforms hashed 64 tokens at a time: the same values, one hash per block
         for n in range(max_new_tokens):
+            if n % block == 0:
+                steps = torch.arange(n, min(n + block, max_new_tokens), device=dev)
+                u = uniforms(seeds[:, None], steps[None, :], PURPOSE_AUTOREG)  # [B, block]
             logits, start = forward_window(model, cache, batch.tokens, cached, batch.seq_len)
-            law = logits_to_probs(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
-            x = sample_from_uniform(law, uniforms(seeds, n, PURPOSE_AUTOREG))
+            law = sampling_law(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
+            x = sample_from_uniform(law, u[:, n % block])
             batch.tokens[rows, batch.seq_len] = x
             cached, batch.seq_len = batch.seq_len, batch.seq_len + 1
         tokens = new_tokens(batch, max_new_tokens)

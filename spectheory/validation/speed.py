@@ -44,8 +44,19 @@ def measure_speed(
     measured calls and draft steps, no i.i.d. assumption); their ratios; and where the time
     goes: ``target_call_cost`` = seconds per target call in the decoder / ``t_target``
     (above 1: scoring ``gamma + 1`` tokens costs more than one), ``draft_step_cost``
-    = seconds per draft step / ``t_draft``, ``overhead_fraction`` = share of the decoder's
-    time spent outside draft and target calls (verification, bookkeeping).
+    = seconds per draft step / ``t_draft``, ``bookkeeping_fraction`` = share of the decoder's
+    time spent outside its draft and target phases (verification, bookkeeping).
+
+    **The floor** (docs/decoder_floor.md): after the timed repeats, each configuration runs once
+    more with every forward of both models logged (:class:`~spectheory.cost.timed.ForwardLog`),
+    and the floor is the seconds of those forwards alone -- the same shapes, caches and
+    moment. Per gamma: ``floor_seconds``; ``overhead_fraction = 1 - floor / seconds`` of that
+    run (everything the round does besides the two models: laws, sampling, the rule, the
+    bookkeeping); ``ceiling = floor(autoregressive) / floor(speculative)``, the speedup of a
+    round with no overhead; ``ceiling_free_draft`` = the same with the draft's forwards free
+    too (the target's ``t(gamma + 1) / t(1)`` and the accepted lengths alone bound it); and
+    ``target_cost_curve``: the median seconds of a target forward scoring ``m`` tokens over
+    that of one token, from the logged calls, ``m = 1 .. gamma + 1``.
 
     Parameters
     ----------
@@ -81,6 +92,7 @@ def measure_speed(
                     target, draft, prompts, T, g, seed=derive_seed(seed, rep), device=device
                 ).stats
             )
+    floors = _floor_runs(target, draft, prompts, T, gammas, seed, device)
     med = {key: float(np.min(v)) for key, v in runs.items()}
     c = med["t_draft"] / med["t_target"]
     rows = []
@@ -97,9 +109,10 @@ def measure_speed(
         predicted_counts = T / (calls + c * steps)
         per_call = np.min([s.time_target / max(s.batch_target_calls, 1) for s in st])
         per_step = np.min([s.time_draft / max(s.batch_draft_calls, 1) for s in st])
-        overhead = np.median(
+        bookkeeping = np.median(
             [(s.time_total - s.time_prefill - s.time_draft - s.time_target) / s.time_total for s in st]
         )
+        fl = floors[g]
         rows.append(
             {
                 "gamma": g,
@@ -114,7 +127,11 @@ def measure_speed(
                 "ratio_counts": measured / predicted_counts,
                 "target_call_cost": float(per_call / med["t_target"]),
                 "draft_step_cost": float(per_step / med["t_draft"]),
-                "overhead_fraction": float(overhead),
+                "bookkeeping_fraction": float(bookkeeping),
+                "floor_seconds": fl["floor"],
+                "overhead_fraction": 1.0 - fl["floor"] / fl["seconds"],
+                "ceiling": floors[0]["floor"] / fl["floor"],
+                "ceiling_free_draft": floors[0]["floor"] / fl["target"],
                 # per repeat r: time(autoregressive target, r) / time(speculative, r), for the spread
                 "measured_repeats": [float(a / s.time_total) for a, s in zip(runs["ar_target"], st)],
             }
@@ -128,7 +145,39 @@ def measure_speed(
         "horizon": T,
         "repeats": repeats,
         "rows": rows,
+        "autoregressive_overhead_fraction": 1.0 - floors[0]["floor"] / floors[0]["seconds"],
+        "target_cost_curve": _cost_curve(np.concatenate([floors[g]["calls"] for g in (0, *gammas)])),
     }
+
+
+def _floor_runs(
+    target: Any, draft: Any, prompts: list, T: int, gammas: list[int], seed: int, device: Any
+) -> dict:
+    """One logged run per configuration (0 = autoregressive): its seconds, the seconds of its
+    forwards (``floor``; ``target``: the target's alone) and the target's logged calls."""
+    from ..cost.timed import ForwardLog
+    from ..decoder.speculative import autoregressive_generate, speculative_generate
+
+    out = {}
+    for g in (0, *gammas):
+        with ForwardLog(target) as lt, ForwardLog(draft) as ld:
+            if g == 0:
+                st = autoregressive_generate(target, prompts, T, seed=seed, device=device).stats
+            else:
+                st = speculative_generate(target, draft, prompts, T, g, seed=seed, device=device).stats
+        tc, dc = lt.take(), ld.take()
+        t_fwd, d_fwd = float(tc[:, 3].sum()), float(dc[:, 3].sum())
+        out[g] = {"seconds": st.time_total, "floor": t_fwd + d_fwd, "target": t_fwd, "calls": tc}
+    return out
+
+
+def _cost_curve(calls: np.ndarray) -> dict[int, float]:
+    """Median seconds of a cached target forward scoring ``m`` tokens, over that of ``m = 1``."""
+    cached = calls[calls[:, 2] > 0]
+    ms = sorted({int(m) for m in cached[:, 1]})
+    med = {m: float(np.median(cached[cached[:, 1] == m, 3])) for m in ms}
+    one = med.get(1)
+    return {m: (v / one if one else float("nan")) for m, v in med.items()}
 
 
 def resolve_models(

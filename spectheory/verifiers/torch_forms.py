@@ -55,8 +55,9 @@ def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     target = (u.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)
     idx = torch.searchsorted(cdf.contiguous(), target.contiguous(), right=True).squeeze(-1)
     vocab = p.shape[-1]
-    positive = p > 0
-    last_positive = vocab - 1 - torch.flip(positive, dims=[-1]).to(torch.int64).argmax(dim=-1)
+    slots = torch.arange(vocab, device=p.device)
+    # the last index with p > 0 (vocab - 1 for a row without mass), cheaper than flip + argmax
+    last_positive = torch.where(p > 0, slots, -1).amax(dim=-1) % vocab
     return torch.minimum(idx, last_positive)
 
 

@@ -369,3 +369,20 @@ def test_ngram_models_form_a_decoding_chain():
     tv1 = 0.5 * np.abs(t_laws[0, 2] - d_laws[0, 2]).sum()
     tv2 = sum(t_laws[0, 2, x] * 0.5 * np.abs(t_laws[x, 3] - d_laws[x, 3]).sum() for x in range(V))
     np.testing.assert_allclose(profile, [tv1, tv2], rtol=1e-5)
+
+
+def test_sampler_keeps_the_last_positive_token_and_rows_without_mass():
+    from spectheory.verifiers.torch_forms import sample_from_uniform
+
+    p = torch.tensor([[0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    # u * total at the top of the CDF: the last token of positive probability, never a hole;
+    # a row without mass (outside the contract) keeps the old answer, the last index
+    assert sample_from_uniform(p, torch.tensor([1.0, 0.5])).tolist() == [1, 3]
+
+
+def test_sampling_law_is_logits_to_probs_without_the_checks():
+    from spectheory.decoder.sampling import logits_to_probs, sampling_law
+
+    z = torch.randn(3, 7, generator=torch.Generator().manual_seed(0))
+    for opts in ((1.0, None, None), (0.7, 3, None), (1.3, None, 0.8), (0.0, None, None)):
+        assert torch.equal(sampling_law(z, *opts), logits_to_probs(z, *opts))

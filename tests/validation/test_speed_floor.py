@@ -1,0 +1,44 @@
+"""The floor of the decoder (issue 22): forwards alone against the whole call, and the ceilings."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from spectheory.decoder.registry import TIMING_SHAPES, timing_model  # noqa: E402
+from spectheory.validation.speed import _cost_curve, measure_speed  # noqa: E402
+from tests._torch_models import gpt  # noqa: E402
+
+
+def test_measure_speed_reports_the_floor_consistently():
+    target, draft = gpt(0, n_layer=2, n_embd=32, vocab=16), gpt(1, vocab=16)
+    prompts = np.array([[1, 2, 3, 4]])
+    r = measure_speed(target, draft, prompts, 12, [1, 3], repeats=1)
+    assert 0.0 < r["autoregressive_overhead_fraction"] < 1.0
+    for row in r["rows"]:
+        # the forwards are part of the call: the floor is below the call's time, the overhead a share
+        assert 0.0 < row["floor_seconds"]
+        assert 0.0 < row["overhead_fraction"] < 1.0
+        # a free draft can only raise the ceiling (the target's forwards are a part of the floor)
+        assert row["ceiling_free_draft"] > row["ceiling"] > 0.0
+    curve = r["target_cost_curve"]
+    assert curve[1] == pytest.approx(1.0)
+    assert set(curve) >= {1, 2, 4}  # one-token calls, and gamma + 1 tokens scored (gamma = 1, 3)
+
+
+def test_cost_curve_is_the_median_per_token_count_over_one_token():
+    calls = np.array(
+        [[1, 1, 5, 1.0], [1, 1, 6, 3.0], [1, 1, 7, 2.0], [1, 4, 8, 5.0], [1, 4, 9, 7.0], [1, 9, 0, 99.0]]
+    )
+    # the uncached call (context 0: the prefill) is left out; medians 2.0 (m = 1) and 6.0 (m = 4)
+    assert _cost_curve(calls) == {1: 1.0, 4: 3.0}
+
+
+def test_timing_model_is_seeded_without_touching_the_global_stream():
+    state = torch.get_rng_state()
+    a, b, c = timing_model(seed=0), timing_model(seed=0), timing_model(seed=1)
+    assert torch.equal(torch.get_rng_state(), state)
+    assert torch.equal(a.wte.weight, b.wte.weight) and not torch.equal(a.wte.weight, c.wte.weight)
+    assert (a.config.n_layer, a.config.n_head, a.config.n_embd) == TIMING_SHAPES["gpt-12x768"]
+    with pytest.raises(ValueError, match="unknown timing shape"):
+        timing_model("gpt-2x2")
