@@ -48,6 +48,7 @@ def discover_steps(root: str | Path, quick: bool = False, gpu: bool | None = Non
     skip = {
         "train_models.py",
         "train_medusa.py",
+        "train_distilled.py",
     }  # training is not part of the main job: the weights are shipped
     gpu_ok = (quick or _cuda_available()) if gpu is None else gpu
 
