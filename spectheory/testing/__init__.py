@@ -11,7 +11,8 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
   with the bonus off or a stop token; torch's random draws routed through the kit
   (:mod:`.torch_random`), Python's ``random`` routed and the global states watched
   (:mod:`.randomness`); block verification as the optimum no lossless rule exceeds;
-* :func:`check_sampler` -- whole samplers that draft too, handed the two models (:mod:`.whole`);
+* :func:`check_sampler` -- whole samplers that draft too, handed the two models (:mod:`.whole`;
+  HuggingFace-style model stubs and several rounds a call: :mod:`.hf_models`);
 * :func:`reference_verify` -- a correct verifier (standard speculative sampling);
 * :mod:`spectheory.testing.adapters` -- HuggingFace's ``_speculative_sampling`` and vLLM-style
   ``[B, k, V]`` samplers; :func:`as_batched`, :func:`from_round_verifier`,
@@ -108,6 +109,8 @@ def __getattr__(name):
         "whole",
         "tree_gallery",
         "random_laws",
+        "hf_models",
+        "toy_models",
     ):
         import importlib
 

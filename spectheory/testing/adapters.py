@@ -81,6 +81,18 @@ def find_hf_speculative_sampling() -> Callable[..., Any]:
     )
 
 
+def _hf_tokens(res: Any) -> list:
+    """The valid tokens of a ``_speculative_sampling`` return: a tensor, or a tuple whose first
+    entry is the tokens and second (if any) ``n_matches``, which must equal ``len - 1``."""
+    valid, n = (res[0], res[1] if len(res) > 1 else None) if isinstance(res, (tuple, list)) else (res, None)
+    row = valid.reshape(-1).tolist()
+    if n is not None and int(n) != len(row) - 1:
+        raise ValueError(
+            f"returned n_matches = {int(n)} with {len(row)} valid tokens (expected n_matches + 1)"
+        )
+    return row
+
+
 class _TorchBatch:
     """Common torch plumbing: seeding outside the kit, threads, logits from probabilities."""
 
@@ -110,6 +122,8 @@ def hf_speculative_sampling(
     dtype: torch.dtype | None = None,
     threads: int | None = 1,
     name: str | None = None,
+    flags: str = "tensor",
+    kwargs: dict[str, Any] | None = None,
 ) -> BatchedVerifier:
     r"""Adapt HuggingFace's ``_speculative_sampling`` (one round, logits in) to the kit.
 
@@ -117,9 +131,13 @@ def hf_speculative_sampling(
     top-k processed logit); the function gets ``candidate_input_ids = [[0, *draft_tokens]]``
     (one context token), ``candidate_logits = log(draft_probs)[None]`` (``[1, k, V]``),
     ``candidate_length = k``, ``new_logits = log(target_probs)[None]`` (``[1, k+1, V]``) and,
-    where the installed release has them, ``is_done_candidate=False``,
-    ``last_assistant_token_is_eos=False``, ``max_matches=k``. It returns
-    ``(valid_tokens [1, n+1], n_matches)``.
+    where the installed release has them, ``is_done_candidate`` and
+    ``last_assistant_token_is_eos`` (False, as ``generate`` passes them: a bool tensor of shape
+    ``[1]``, what its stopping criteria return; ``flags="python"`` passes plain bools) and
+    ``max_matches=k``. It returns ``(valid_tokens [1, n+1], n_matches)``; forks that return
+    more values (``(valid_tokens, n_matches, probs)``) or the tokens alone are read too, and
+    an ``n_matches`` that disagrees with the tokens (``generate`` slices its cache with it)
+    raises, which the kit reports under ``runs_without_error``.
 
     Parameters
     ----------
@@ -132,6 +150,11 @@ def hf_speculative_sampling(
         torch threads while the kit calls it (1 is fastest for these tiny tensors; the
         previous setting is restored). None leaves torch's setting alone.
     name : str, optional
+    flags : {"tensor", "python"}
+        Types of the boolean flags (see above).
+    kwargs : dict, optional
+        More keyword arguments for every call (e.g. ``{"assistant_ensemble_weight": 0.5}``, a
+        lossy mode of recent releases: check it with ``check_verifier(..., lossy=True)``).
 
     Returns
     -------
@@ -139,6 +162,9 @@ def hf_speculative_sampling(
     """
     torch = _torch()
     fn = find_hf_speculative_sampling() if fn is None else fn
+    if flags not in ("tensor", "python"):
+        raise ValueError(f"flags: expected 'tensor' or 'python', got {flags!r}")
+    more = dict(kwargs or {})
     if not callable(fn):
         raise ValueError("fn: must be callable")
     params = inspect.signature(fn).parameters
@@ -164,21 +190,24 @@ def hf_speculative_sampling(
             tl = torch.from_numpy(np.log(np.asarray(target_probs, dtype=np.float64))).to(dtype)
             dl = torch.from_numpy(np.log(np.asarray(draft_probs, dtype=np.float64))).to(dtype)
         ids = torch.from_numpy(np.concatenate([np.zeros((N, 1), np.int64), x], axis=1))
-        extra = {"is_done_candidate": False, "last_assistant_token_is_eos": False, "max_matches": k}
+        no = torch.zeros(1, dtype=torch.bool) if flags == "tensor" else False
+        extra = {"is_done_candidate": no, "last_assistant_token_is_eos": no, "max_matches": k}
         extra = {a: v for a, v in extra.items() if a in params}
+        extra.update(more)
         out = np.full((N, k + 1), PAD, dtype=np.int64)
         old = plumbing.enter(rng)
         try:
             with torch.inference_mode():
                 for i in range(N):
-                    valid, _ = fn(
-                        candidate_input_ids=ids[i : i + 1],
-                        candidate_logits=dl[i : i + 1],
-                        candidate_length=k,
-                        new_logits=tl[i : i + 1],
-                        **extra,
+                    row = _hf_tokens(
+                        fn(
+                            candidate_input_ids=ids[i : i + 1],
+                            candidate_logits=dl[i : i + 1],
+                            candidate_length=k,
+                            new_logits=tl[i : i + 1],
+                            **extra,
+                        )
                     )
-                    row = valid.reshape(-1).tolist()
                     out[i, : len(row)] = row
         finally:
             plumbing.exit(old)

@@ -35,7 +35,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
 
 from .._guards import check_int, check_prob
 from .._typing import RNGLike
@@ -46,6 +45,7 @@ from .kit import CHECKS, SAMPLED_ONLY, _instances, _name
 from .randomness import kit_randomness
 from .report import Finding, Report, summarise
 from .stats import chi2_test
+from .toy_models import Counted, ToyModel, process_logits
 
 __all__ = ["check_sampler", "assert_sampler_lossless", "process_logits", "ToyModel", "SAMPLER_CHECKS"]
 
@@ -54,100 +54,13 @@ SAMPLER_CHECKS = [
 ]
 
 
-def process_logits(
-    logits: ArrayLike, temperature: float = 1.0, top_k: int | None = None, top_p: float | None = None
-) -> np.ndarray:
-    r"""The processed law ``softmax(warp(logits))``: temperature, then top-k, then top-p (last axis).
-
-    Top-k keeps the ``top_k`` largest logits; top-p then drops the least likely tokens while
-    their cumulative probability stays ``<= 1 - top_p`` (HuggingFace's ``TopPLogitsWarper``;
-    at least one token is kept). Tokens dropped get probability exactly 0.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from spectheory.testing.whole import process_logits
-    >>> process_logits(np.log([0.5, 0.3, 0.2]), top_k=2).round(3).tolist()
-    [0.625, 0.375, 0.0]
-    >>> process_logits(np.log([0.5, 0.3, 0.2]), top_p=0.7).round(3).tolist()
-    [0.625, 0.375, 0.0]
-    """
-    z = np.asarray(logits, dtype=np.float64)
-    if temperature != 1.0:
-        z = z / float(temperature)
-    V = z.shape[-1]
-    if top_k is not None and top_k < V:
-        kth = np.partition(z, V - top_k, axis=-1)[..., V - top_k][..., None]
-        z = np.where(z < kth, -np.inf, z)
-    m = np.max(z, axis=-1, keepdims=True)
-    w = np.exp(z - m)
-    law = w / w.sum(-1, keepdims=True)
-    if top_p is not None and top_p < 1.0:
-        order = np.argsort(law, axis=-1, kind="stable")  # ascending
-        srt = np.take_along_axis(law, order, -1)
-        drop_sorted = np.cumsum(srt, -1) <= 1.0 - top_p
-        drop_sorted[..., -1] = False  # keep at least one token
-        drop = np.zeros_like(drop_sorted)
-        np.put_along_axis(drop, order, drop_sorted, -1)
-        law = np.where(drop, 0.0, law)
-        law = law / law.sum(-1, keepdims=True)
-    return law
-
-
-class ToyModel:
-    """A first-order toy language model: logits of the next token from the position and the last token.
-
-    ``model(tokens)`` returns ``log(law[min(i - offset, last), tokens[i]])`` for each row ``i``
-    (``-inf`` where the law is 0): shape ``[L, V]`` for ``L`` tokens, ``[B, L, V]`` for
-    ``[B, L]``. ``offset = len(prefix) - 1`` makes row ``len(prefix) - 1`` the round's
-    position 0.
-
-    Parameters
-    ----------
-    laws : ndarray, shape (P, V, V)
-        ``laws[j, s]``: next-token law at position ``j`` after token ``s``.
-    offset : int
-    """
-
-    def __init__(self, laws: ArrayLike, offset: int = 0) -> None:
-        with np.errstate(divide="ignore"):
-            self.logits_table = np.log(np.asarray(laws, dtype=np.float64))
-        self.vocab_size = self.logits_table.shape[-1]
-        self.offset = offset
-        self.calls = 0
-
-    def __call__(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
-        tok = np.asarray(tokens, dtype=np.int64)
-        if tok.ndim not in (1, 2) or tok.shape[-1] < 1:
-            raise ValueError(
-                f"tokens: expected a non-empty [L] or [B, L] int sequence, got shape {tok.shape}"
-            )
-        if tok.min() < 0 or tok.max() >= self.vocab_size:
-            raise ValueError(f"tokens: entries must lie in [0, {self.vocab_size})")
-        self.calls += 1
-        pos = np.clip(np.arange(tok.shape[-1]) - self.offset, 0, self.logits_table.shape[0] - 1)
-        return self.logits_table[pos, tok] if tok.ndim == 1 else self.logits_table[pos[None, :], tok]
-
-
-class _Counted:
-    """A model that counts its calls (the multi-call protocol: target calls per round)."""
-
-    def __init__(self, model: ToyModel) -> None:
-        self.model = model
-        self.calls = 0
-
-    def __call__(self, tokens: Sequence[int] | np.ndarray) -> np.ndarray:
-        self.calls += 1
-        return self.model(tokens)
-
-
 def _run(sampler, inst, n, rng, torch_random, torch_seed=None, force=None, records=None, calls=None):
     """Call the sampler ``n`` times; ``(out [n, k+1] padded -1, lengths, bad, error, note)``.
 
     The run's :class:`~spectheory.testing.randomness.RandomRecord` is appended to ``records``,
     the target calls of each round (an int array) to ``calls``."""
     k, V = inst.k, inst.vocab_size
-    target = _Counted(ToyModel(inst.target))
+    target = Counted(ToyModel(inst.target))
     per_round = np.zeros(n, dtype=np.int64)
     if calls is not None:
         calls.append(per_round)
@@ -211,7 +124,10 @@ def check_sampler(
         As in :func:`~spectheory.testing.check_verifier`.
     target_calls : int, optional
         The multi-call protocol: the most target calls a round may make (speculative decoding:
-        1; a verifier that calls the models again inside a round: more). ``target_calls``
+        1; a verifier that calls the models again inside a round: more). A sampler that runs
+        ``R`` rounds a call declares ``sampler.rounds = R``
+        (:func:`spectheory.testing.hf_models.from_hf_sampler`): the budget is then ``R`` times
+        this for each call. ``target_calls``
         reports the calls per round (a note when above 1), and fails the rounds above this
         budget when one is given.
 
@@ -315,7 +231,8 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
     out, L, bad, err, note = _run(
         sampler, inst, n, r_run, torch_random, torch_seed=r_torch, records=records, calls=calls
     )
-    found["target_calls"].append(_calls_finding(inst.name, calls[0], budget, size))
+    rounds = int(getattr(sampler, "rounds", 1))  # an adapter running several rounds a call
+    found["target_calls"].append(_calls_finding(inst.name, calls[0], budget, size, rounds))
     if err is not None:
         add(
             "runs_without_error",
@@ -409,13 +326,17 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
     found["sequence_law"].append(Finding.of_test(inst.name, res, ex, size))
 
 
-def _calls_finding(name: str, per_round: np.ndarray, budget: int | None, size: int) -> Finding:
-    """Target calls per round: a note above 1, a failure above ``budget``."""
-    mean, most = (float(per_round.mean()) if per_round.size else 0.0), int(per_round.max(initial=0))
-    text = f"target called {mean:.3g} times a round on average (at most {most})"
-    if budget is None or most <= budget:
-        return Finding(name, True, size=size, note="" if most <= 1 else text)
-    over = int(np.sum(per_round > budget))
+def _calls_finding(
+    name: str, per_call: np.ndarray, budget: int | None, size: int, rounds: int = 1
+) -> Finding:
+    """Target calls per round: a note above 1, a failure above ``budget`` (``rounds`` rounds a call)."""
+    mean, most = (float(per_call.mean()) / rounds if per_call.size else 0.0), int(per_call.max(initial=0))
+    per = "a round" if rounds == 1 else f"a round ({rounds} rounds a call, at most {most} calls in one)"
+    text = f"target called {mean:.3g} times {per} on average" + ("" if rounds > 1 else f" (at most {most})")
+    if budget is None or most <= budget * rounds:
+        return Finding(name, True, size=size, note="" if most <= rounds else text)
+    over = int(np.sum(per_call > budget * rounds))
+    unit = "rounds" if rounds == 1 else f"calls of {rounds} rounds"
     return Finding(
-        name, False, summary=f"{over} of {per_round.size} rounds exceed {budget}: {text}", size=size
+        name, False, summary=f"{over} of {per_call.size} {unit} exceed {budget}: {text}", size=size
     )
