@@ -372,8 +372,8 @@ def list_verifiers(*, trees: bool | None = None) -> list[str]:
     Examples
     --------
     >>> from spectheory.verifiers import list_verifiers
-    >>> list_verifiers(trees=True)[:3]
-    ['traversal', 'traversal_iid', 'tree_rrs']
+    >>> list_verifiers(trees=True)[:4]
+    ['traversal', 'traversal_iid', 'tree_greedy', 'tree_rrs']
     """
     if trees is None:
         return sorted(_REGISTRY)

@@ -123,9 +123,9 @@ def gls_list_law(target: ArrayLike, draft: ArrayLike, c: int) -> np.ndarray:
     --------
     >>> from fractions import Fraction as F
     >>> from spectheory.verifiers.gls import gls_list_law
-    >>> law = gls_list_law([F(1, 2), F(1, 2)], [F(1, 2), F(1, 2)], 2)
+    >>> law = gls_list_law([F(1, 2), F(1, 2)], [F(1, 4), F(3, 4)], 2)
     >>> [str(v) for v in law.sum(1)], str(law[:, 0].sum())   # target marginal; P(no draft hits)
-    (['1/2', '1/2'], '1/6')
+    (['1/2', '1/2'], '7/48')
     """
     p, q = list(np.asarray(target, dtype=object)), list(np.asarray(draft, dtype=object))
     if len(p) != len(q) or len(p) < 1:
