@@ -4,7 +4,7 @@ An instance is ``(name, chain, tree)``: a first-order :class:`~spectheory.Decodi
 (state = last token; the round starts in state 0) and a :class:`~spectheory.trees.DraftTree`.
 :func:`tree_instances` are the kit's default ones; :func:`random_tree_instance` builds one
 from an integer seed, a vocabulary size, a node count and a law shape
-(:data:`~spectheory.testing.random_laws.LAW_KINDS`: exact zeros, one-hots, peaked laws), so
+(:data:`~spectheory.testing.trees.TREE_KINDS`: exact zeros, one-hots, peaked laws, exact ties), so
 that a failing case shrinks (hypothesis: :func:`spectheory.testing.strategies.tree_kit_instances`).
 """
 
@@ -16,9 +16,15 @@ import numpy as np
 
 from .._guards import check_int
 from ..trees import DraftTree
+from .instances import dyadic_law, tied_pair
 from .random_laws import LAW_KINDS, random_law
 
-__all__ = ["tree_instances", "random_tree_instance", "draft_trees"]
+__all__ = ["tree_instances", "random_tree_instance", "draft_trees", "TREE_KINDS"]
+
+#: Law shapes of :func:`random_tree_instance`: :data:`~spectheory.testing.random_laws.LAW_KINDS`
+#: and ``"ties"`` (dyadic target rows, each draft row its target row with two tokens' values
+#: swapped: ``p/q`` exactly 1 on the other tokens).
+TREE_KINDS = (*LAW_KINDS, "ties")
 
 
 def tree_instances() -> list:
@@ -47,7 +53,8 @@ def random_tree_instance(
 
     The tree's parents are uniform (``parents[i]`` uniform on ``0..i-1``); every row of the
     target and of the draft is a :func:`~spectheory.testing.random_laws.random_law` of
-    ``kind`` (the target's of state 0 always Dirichlet, so the round has somewhere to go).
+    ``kind`` (the target's of state 0 always Dirichlet, so the round has somewhere to go), or
+    exact ties (``kind="ties"``, :data:`~spectheory.testing.trees.TREE_KINDS`).
     Smaller ``seed``, ``V`` and ``n_nodes`` give simpler cases.
 
     Examples
@@ -64,12 +71,16 @@ def random_tree_instance(
     seed = check_int(seed, "seed", 0)
     V = check_int(vocab_size, "vocab_size", 2)
     n = check_int(n_nodes, "n_nodes", 1)
-    if kind not in LAW_KINDS:
-        raise ValueError(f"kind: unknown {kind!r}; choose from {LAW_KINDS}")
-    rng = np.random.default_rng([seed, V, n, LAW_KINDS.index(kind)])
+    if kind not in TREE_KINDS:
+        raise ValueError(f"kind: unknown {kind!r}; choose from {TREE_KINDS}")
+    rng = np.random.default_rng([seed, V, n, TREE_KINDS.index(kind)])
     parents = [-1] + [int(rng.integers(0, i)) for i in range(1, n + 1)]
-    target = np.array([random_law(rng, V, "dirichlet" if s == 0 else kind) for s in range(V)])
-    draft = np.array([random_law(rng, V, kind) for _ in range(V)])
+    if kind == "ties":
+        target = np.array([dyadic_law(rng, V) for _ in range(V)])
+        draft = np.array([tied_pair(row, rng) for row in target])
+    else:
+        target = np.array([random_law(rng, V, "dirichlet" if s == 0 else kind) for s in range(V)])
+        draft = np.array([random_law(rng, V, kind) for _ in range(V)])
     chain = st.DecodingChain.from_matrices(target, draft)
     return f"random(seed={seed}, V={V}, nodes={n}, {kind})", chain, DraftTree.from_parents(parents)
 

@@ -15,7 +15,16 @@ from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from .round_instance import Instance
 
-__all__ = ["Instance", "FAMILIES", "make_instance", "constant_uniform_rng"]
+__all__ = [
+    "Instance",
+    "FAMILIES",
+    "OPT_IN_FAMILIES",
+    "ALL_FAMILIES",
+    "make_instance",
+    "constant_uniform_rng",
+    "dyadic_law",
+    "tied_pair",
+]
 
 TINY = 1e-6
 
@@ -148,6 +157,29 @@ def _fam_markov(rng, V, k):
     return t, d
 
 
+def dyadic_law(rng: np.random.Generator, V: int, total: int = 64) -> np.ndarray:
+    """A law ``[V]`` of multiples of ``1/total`` (a power of two), all positive: sums and ratios exact."""
+    cuts = np.sort(rng.choice(np.arange(1, total), size=V - 1, replace=False))
+    return np.diff(np.concatenate([[0], cuts, [total]])) / total
+
+
+def tied_pair(t: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """``t`` with the values of two tokens swapped: ratio exactly 1 elsewhere, ``r`` and ``1/r`` on the pair."""
+    d = t.copy()
+    a, b = rng.choice(t.size, size=2, replace=False)
+    d[a], d[b] = t[b], t[a]
+    return d
+
+
+def _fam_ties(rng, V, k):
+    # Sun et al.'s binary example generalised: one dyadic law at every position, the draft the
+    # same law with two tokens' values swapped, so p/q is exactly 1 on the other tokens and the
+    # joint ratio of a block drafting a then b is exactly 1
+    t = dyadic_law(rng, V)
+    d = tied_pair(t, rng)
+    return _context_free([t] * k + [dyadic_law(rng, V)], [d] * k, V)
+
+
 #: name -> (builder(rng, V, k) -> (target [k+1,V,V], draft [k,V,V]), description, needs several positions)
 FAMILIES = {
     "disjoint_supports": (
@@ -183,8 +215,23 @@ FAMILIES = {
 }
 
 
+#: Families a run uses only when named (``families=[...]``), so the default run and its recorded
+#: numbers stay as they were: exact ties (``p/q`` exactly 1, joint ratios exactly 1).
+OPT_IN_FAMILIES = {
+    "ties": (
+        _fam_ties,
+        "exact ties: dyadic laws, the draft the target with two tokens' values swapped "
+        "(p/q exactly 1 elsewhere; joint ratio exactly 1 along a block, Sun et al.'s binary example)",
+        True,
+    ),
+}
+
+#: Every family a run may name.
+ALL_FAMILIES = {**FAMILIES, **OPT_IN_FAMILIES}
+
+
 def make_instance(family: str, vocab_size: int, k: int, rng: RNGLike) -> Instance:
-    """Build one instance of ``family`` (a key of :data:`FAMILIES`) with ``V`` tokens and ``k`` drafts.
+    """Build one instance of ``family`` (a key of :data:`ALL_FAMILIES`) with ``V`` tokens and ``k`` drafts.
 
     Examples
     --------
@@ -193,12 +240,12 @@ def make_instance(family: str, vocab_size: int, k: int, rng: RNGLike) -> Instanc
     >>> inst.name, inst.first_acceptance()
     ('equal V=3 k=2', 1.0)
     """
-    if family not in FAMILIES:
-        raise ValueError(f"family: unknown {family!r}; choose from {sorted(FAMILIES)}")
+    if family not in ALL_FAMILIES:
+        raise ValueError(f"family: unknown {family!r}; choose from {sorted(ALL_FAMILIES)}")
     V = check_int(vocab_size, "vocab_size", 2)
     k = check_int(k, "k", 1)
     rng = as_rng(rng)
-    build, desc, _ = FAMILIES[family]
+    build, desc, _ = ALL_FAMILIES[family]
     t, d = build(rng, V, k)
     t = t / t.sum(-1, keepdims=True)
     d = d / d.sum(-1, keepdims=True)

@@ -66,7 +66,7 @@ from .._typing import RNGLike
 from ._checks import check_instance, n_tests
 from ._runner import Runner
 from ._verdicts import declare_lossy
-from .instances import FAMILIES, Instance, make_instance
+from .instances import ALL_FAMILIES, FAMILIES, Instance, make_instance
 from .report import CheckResult, Finding, Report, summarise
 
 if TYPE_CHECKING:
@@ -181,8 +181,8 @@ def _instances(vocab_sizes, gammas, families, instances, seed):
     :func:`spectheory.testing.check_sampler`."""
     fams = list(FAMILIES) if families is None else list(families)
     for f in fams:
-        if f not in FAMILIES:
-            raise ValueError(f"families: unknown {f!r}; choose from {sorted(FAMILIES)}")
+        if f not in ALL_FAMILIES:
+            raise ValueError(f"families: unknown {f!r}; choose from {sorted(ALL_FAMILIES)}")
     if instances is None:
         return _plan(vocab_sizes, gammas, fams, seed)
     insts = list(instances)
@@ -202,7 +202,7 @@ def _plan(vocab_sizes, gammas, families, seed):
     for i in range(n_inst):
         fam = next(fit)
         V, g = next(vit), next(git)
-        if FAMILIES[fam][2]:
+        if ALL_FAMILIES[fam][2]:
             g = max(gammas)
         plan.append(make_instance(fam, V, g, rngs[i]))
     return plan, rngs[-1]
@@ -296,7 +296,7 @@ def check_verifier(
     seed : int
         Seeds everything (instances, drafts, the verifier's ``rng``, routed torch draws).
     families : sequence of str, optional
-        Subset of :data:`spectheory.testing.instances.FAMILIES` (default: all).
+        Of :data:`~spectheory.testing.instances.ALL_FAMILIES` (default: every one of ``FAMILIES``).
     alpha : float
         Probability that a correct verifier fails the kit (Bonferroni split over the tests).
     efficiency : bool

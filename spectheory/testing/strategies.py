@@ -191,14 +191,15 @@ def tree_kit_instances(
     min_vocab: int = 2,
     max_vocab: int = 4,
     max_nodes: int = 4,
-    kinds: Sequence[str] = LAW_KINDS,
+    kinds: Sequence[str] | None = None,
 ) -> tuple[str, Any, Any]:
     """A random ``(name, chain, tree)`` for :func:`~spectheory.testing.check_tree_verifier`
-    (``instances=[...]``), from :func:`~spectheory.testing.trees.random_tree_instance`; shrinks
-    towards seed 0, two tokens and one node."""
+    (``instances=[...]``), from :func:`~spectheory.testing.trees.random_tree_instance` (``kinds``:
+    default every shape, exact ties included); shrinks towards seed 0, two tokens and one node."""
+    from ._tree_instances import TREE_KINDS
     from .trees import random_tree_instance
 
     V = draw(st.integers(max(2, min_vocab), max_vocab))
     n = draw(st.integers(1, check_int(max_nodes, "max_nodes", 1)))
-    kind = draw(st.sampled_from(tuple(kinds)))
+    kind = draw(st.sampled_from(tuple(TREE_KINDS if kinds is None else kinds)))
     return random_tree_instance(draw(seeds()), V, n, kind)

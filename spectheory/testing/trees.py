@@ -54,7 +54,7 @@ from ..verifiers.children import ChildPolicy, WithoutReplacement, get_child_poli
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
 from ._tree_checks import determinism_problem, forced_problem, optimum_problems, randomness
-from ._tree_instances import draft_trees, random_tree_instance, tree_instances
+from ._tree_instances import TREE_KINDS, draft_trees, random_tree_instance, tree_instances
 from .randomness import kit_randomness
 from .tree_gallery import TREE_GALLERY
 
@@ -71,6 +71,7 @@ __all__ = [
     "TreeReport",
     "TREE_GALLERY",
     "TREE_CHECKS",
+    "TREE_KINDS",
 ]
 
 #: The checks a tree run reports, in the order :attr:`TreeReport.failed` names them.

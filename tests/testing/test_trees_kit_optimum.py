@@ -147,3 +147,12 @@ def test_random_tree_instance_is_seeded_and_checked():
         random_tree_instance(0, 3, 3, "nope")
     with pytest.raises(ValueError, match="vocab_size"):
         random_tree_instance(0, 1, 3)
+
+
+def test_tree_instances_with_exact_ties():
+    name, chain, tree = random_tree_instance(2, 3, 3, "ties")
+    ratio = chain.target / chain.draft
+    assert np.all(np.sum(ratio == 1.0, axis=1) == 1)  # V = 3: one exact tie per row, one swapped pair
+    assert check_tree_verifier(
+        reference_tree_verify("traversal"), n_samples=800, rng=0, instances=[(name, chain, tree)]
+    ).passed
