@@ -22,6 +22,7 @@ _EXPORTS = {
     "transition_tensor": "multistep",
     "expected_calls_torch": "multistep",
     "expected_calls_gradient": "multistep",
+    "calls_and_gradient": "multistep",
     "DIVERGENCES": "fit",
     "OBJECTIVES": "fit",
     "divergence": "fit",

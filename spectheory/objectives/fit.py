@@ -17,11 +17,12 @@ normalised weighted geometric mean; TV is a linear programme (solved exactly); J
 minimised by L-BFGS from the forward-KL fit.
 
 ``tokens_per_call`` maximises ``T / C(q)``, ``C`` the exact expected target calls at one
-``gamma`` (:func:`~spectheory.objectives.multistep.expected_calls_torch`), by L-BFGS on the
-logits from a starting fit; the result is never worse than its start. Started from the best
-divergence fit at that ``gamma``, it is the lab's reference: the best draft of the family for
-that ``gamma`` that the lab finds (a local optimum that dominates every divergence fit by
-construction). ``docs/draft_objectives.md`` has the results and the argument.
+``gamma``, by L-BFGS on the logits with the adjoint gradient
+(:func:`~spectheory.objectives.multistep.calls_and_gradient`, equal to torch autograd through
+:func:`~spectheory.objectives.multistep.expected_calls_torch`) from a starting fit; the result
+is never worse than its start. The best of the divergence fits and of this objective started
+from them is the lab's reference at that ``gamma``: the best draft of the family the lab finds
+(a local optimum that dominates every divergence fit by construction). ``docs/draft_objectives.md`` has the results and the argument.
 """
 
 from __future__ import annotations
