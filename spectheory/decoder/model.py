@@ -351,6 +351,28 @@ class GPT(nn.Module):
         logits = x @ self.wte.weight.T  # [B, L, V]
         return (logits, x) if return_hidden else logits
 
+    def static_forward(
+        self, ids: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: torch.Tensor
+    ) -> torch.Tensor:
+        """Cached logits ``[B, L, V]`` with fixed shapes and no host read, for ``torch.compile``
+        and CUDA graphs (:mod:`spectheory.decoder.compiled`).
+
+        The same model as :meth:`forward` with ``cache`` (``k = cache.k``, ``v = cache.v``, both
+        ``[n_layer, B, T, H, D]``), but every query attends over all ``T`` cache slots under the
+        causal mask ``slot <= position`` instead of slicing the slots in use (which needs the
+        largest position on the host), and nothing is validated: the caller (the decoder) keeps
+        ``start + L <= T``. Masked slots add exact zeros, so the logits equal :meth:`forward`'s up
+        to the order of floating-point sums.
+        """
+        B, L = ids.shape
+        pos = start[:, None] + torch.arange(L, device=ids.device)  # [B, L]
+        slots = torch.arange(k.shape[2], device=ids.device)  # [T]
+        visible = slots[None, None, :] <= pos[:, :, None]  # [B, L, T]
+        x = self.wte(ids) + self.wpe(pos)  # [B, L, C]
+        for layer, block in enumerate(self.blocks):
+            x = block(x, (k[layer], v[layer]), pos, visible)  # [B, L, C]
+        return self.ln_f(x) @ self.wte.weight.T  # [B, L, V]
+
     def _tree_positions(self, ids, cache, start, positions, attn_mask):
         """Validate a tree-attention call; return (cache slots [B, L], position ids [B, L])."""
         if cache is None or positions is None or attn_mask is None:

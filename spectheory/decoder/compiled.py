@@ -1,0 +1,133 @@
+"""Fixed-shape, compiled forwards for the decoder: ``torch.compile`` and CUDA graphs (issue 22).
+
+:func:`compile_model` wraps a :class:`~spectheory.decoder.model.GPT` in a model of the decoder
+contract (:mod:`spectheory.decoder.batching`) whose cached calls run
+:meth:`~spectheory.decoder.model.GPT.static_forward`: attention over the whole cache under a
+causal mask, so a call's shapes depend only on ``(B, L)`` and the forward reads nothing back
+from the device. That is what ``torch.compile`` needs to compile each shape once, and what a
+CUDA graph needs to be replayed. Any decoder function takes the wrapped models as they are::
+
+    target = compile_model(load_model("target", device="cuda"), mode="reduce-overhead")
+    draft = compile_model(load_model("draft-small", device="cuda"), mode="reduce-overhead")
+    speculative_generate(target, draft, prompts, 128, gamma=4)
+
+Modes: ``"static"`` (the fixed-shape forward, not compiled: for checks), ``"default"``
+(``torch.compile``, CPU or CUDA), ``"reduce-overhead"`` (``torch.compile`` with CUDA graphs on
+CUDA; the caches are marked as static addresses so the graphs write them in place, as gpt-fast
+does), ``"max-autotune"``. A speculative round calls a model with a few distinct ``L`` (one
+token per draft step, the window after a round, ``gamma + 1`` for the target), so a decode
+compiles a handful of graphs on its first rounds (seconds each on CPU) and replays them after.
+Uncached calls (``model(ids)``) and tree-attention calls run the eager forward.
+
+The outputs are the eager model's up to the order of floating-point sums (masked slots add exact
+zeros); the tests check greedy decoding token for token and losslessness by a chi-square test
+on the compiled path.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from .model import GPT, KVCache
+
+__all__ = ["COMPILE_MODES", "CompiledLM", "compile_model"]
+
+#: The modes of :func:`compile_model`.
+COMPILE_MODES = ("static", "default", "reduce-overhead", "max-autotune")
+#: ``torch._dynamo.config.recompile_limit`` is raised to at least this when a model is compiled:
+#: the graphs of every wrapped model and shape are graphs of one function (default limit 8).
+RECOMPILE_LIMIT = 64
+
+
+class CompiledLM(torch.nn.Module):
+    """A :class:`~spectheory.decoder.model.GPT` whose cached calls are fixed-shape and compiled.
+
+    Parameters
+    ----------
+    model : GPT
+    mode : one of :data:`COMPILE_MODES`
+
+    Examples
+    --------
+    >>> import torch
+    >>> from spectheory.decoder.model import GPT, GPTConfig
+    >>> gpt = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)).eval()
+    >>> m = compile_model(gpt, mode="static")
+    >>> cache = m.new_cache(1, 16)
+    >>> ids = torch.tensor([[104, 105, 33]])
+    >>> with torch.inference_mode():
+    ...     out = m(ids, cache=cache, start=torch.tensor([0]))
+    ...     ref = gpt(ids)
+    >>> bool(torch.allclose(out, ref, atol=1e-5)), m.vocab_size
+    (True, 256)
+    """
+
+    def __init__(self, model: GPT, mode: str = "default") -> None:
+        super().__init__()
+        if not isinstance(model, GPT):
+            raise ValueError(
+                f"model: compile_model takes a spectheory GPT (a shipped or trained one), got {type(model).__name__}"
+            )
+        if mode not in COMPILE_MODES:
+            raise ValueError(f"mode: expected one of {COMPILE_MODES}, got {mode!r}")
+        self.model, self.mode = model, mode
+        if mode == "static":
+            self._step: Any = model.static_forward
+        else:
+            compile_mode = None if mode == "default" else mode
+            # every wrapped model and every (B, L) is one graph of the same function, GPT.static_forward
+            limits = torch._dynamo.config
+            limits.recompile_limit = max(limits.recompile_limit, RECOMPILE_LIMIT)
+            self._step = torch.compile(model.static_forward, fullgraph=True, mode=compile_mode)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.model.vocab_size
+
+    @property
+    def max_seq_len(self) -> int:
+        return self.model.max_seq_len
+
+    def new_cache(
+        self,
+        batch_size: int,
+        max_len: int,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> KVCache:
+        """The wrapped model's cache; with CUDA graphs its tensors are static addresses."""
+        cache = self.model.new_cache(batch_size, max_len, device=device, dtype=dtype)
+        if self.mode == "reduce-overhead":
+            torch._dynamo.mark_static_address(cache.k)
+            torch._dynamo.mark_static_address(cache.v)
+        return cache
+
+    def forward(
+        self, ids: torch.Tensor, cache: KVCache | None = None, start: torch.Tensor | None = None, **tree: Any
+    ) -> Any:
+        """Logits ``[B, L, V]``: cached calls through the fixed-shape forward, others eager."""
+        if cache is None or start is None or tree:
+            return self.model(ids, cache=cache, start=start, **tree)
+        start = torch.as_tensor(start, device=ids.device).long()
+        out = self._step(ids, cache.k, cache.v, start)
+        return out.clone() if self.mode == "reduce-overhead" else out  # a graph reuses its output
+
+    def extra_repr(self) -> str:
+        return f"mode={self.mode!r}"
+
+
+def compile_model(model: GPT, mode: str = "default") -> CompiledLM:
+    """Wrap ``model`` so the decoder's cached calls are fixed-shape and compiled (module docstring).
+
+    Parameters
+    ----------
+    model : GPT, e.g. ``load_model("target")``
+    mode : ``"static"``, ``"default"``, ``"reduce-overhead"`` (CUDA graphs) or ``"max-autotune"``
+
+    Returns
+    -------
+    CompiledLM, a model of the decoder contract
+    """
+    return CompiledLM(model, mode)

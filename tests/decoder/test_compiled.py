@@ -1,0 +1,78 @@
+"""The fixed-shape forward and its compiled path (issue 22, item 2): the same decoder, token for token."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from spectheory.decoder.compiled import CompiledLM, compile_model  # noqa: E402
+from spectheory.decoder.sampling import logits_to_probs  # noqa: E402
+from spectheory.decoder.speculative import autoregressive_generate, speculative_generate  # noqa: E402
+from spectheory.montecarlo import pooled_chisquare  # noqa: E402
+from tests._torch_models import gpt  # noqa: E402
+
+PROMPTS = [[1, 2, 3, 4, 5], [7], [9, 8, 7]]
+P_MIN = 1e-4
+
+
+def same(a, b):
+    return len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b))
+
+
+def test_static_forward_matches_the_eager_cached_forward():
+    m = gpt(0, n_layer=2, n_embd=32)
+    cache_a, cache_b = m.new_cache(2, 16), m.new_cache(2, 16)
+    ids = torch.tensor([[3, 1, 4, 1], [5, 9, 2, 6]])
+    with torch.inference_mode():
+        for start, chunk in ((torch.tensor([0, 0]), ids[:, :3]), (torch.tensor([3, 2]), ids[:, 2:])):
+            eager = m(chunk, cache=cache_a, start=start)
+            static = m.static_forward(chunk, cache_b.k, cache_b.v, start)
+            torch.testing.assert_close(static, eager, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("verifier", ["token", "block"])
+def test_greedy_decoding_is_identical_on_the_fixed_shape_path(verifier):
+    target, draft = gpt(0, n_layer=2, n_embd=32), gpt(1)
+    ct, cd = compile_model(target, "static"), compile_model(draft, "static")
+    for g in (1, 3):
+        eager = speculative_generate(target, draft, PROMPTS, 12, g, temperature=0, verifier=verifier)
+        fixed = speculative_generate(ct, cd, PROMPTS, 12, g, temperature=0, verifier=verifier)
+        assert same(eager.tokens, fixed.tokens)
+        assert np.array_equal(eager.stats.target_calls, fixed.stats.target_calls)
+    ar = autoregressive_generate(target, PROMPTS, 12, temperature=0).tokens
+    assert same(ar, autoregressive_generate(ct, PROMPTS, 12, temperature=0).tokens)
+
+
+def test_lossless_on_the_fixed_shape_path_chi_square():
+    target, draft = gpt(0, vocab=4, scale=8.0), gpt(5, vocab=4, scale=8.0)
+    prompt, n = [1, 3, 0], 6000
+    with torch.no_grad():
+        first = logits_to_probs(target(torch.tensor([prompt]))[0, -1]).numpy()
+        ctx = torch.tensor([prompt + [y] for y in range(4)])
+        law = first[:, None] * logits_to_probs(target(ctx)[:, -1]).numpy()
+    res = speculative_generate(
+        compile_model(target, "static"),
+        compile_model(draft, "static"),
+        [prompt] * n,
+        2,
+        2,
+        seed=list(range(n)),
+    )
+    assert res.stats.rejections.sum() > n // 10  # the draft really differs
+    out = pooled_chisquare(np.array([t[:2] for t in res.tokens]), law)
+    assert out["impossible_samples"] == 0 and out["pvalue"] > P_MIN
+
+
+def test_bad_arguments_are_refused():
+    with pytest.raises(ValueError, match="spectheory GPT"):
+        CompiledLM(torch.nn.Linear(2, 2))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode"):
+        compile_model(gpt(0), "fast")
+
+
+@pytest.mark.slow
+def test_torch_compile_path_is_identical_for_greedy_decoding():
+    target, draft = gpt(0, n_layer=1, n_embd=16), gpt(1, n_layer=1, n_embd=16)
+    ct, cd = compile_model(target, "default"), compile_model(draft, "default")
+    eager = speculative_generate(target, draft, PROMPTS, 10, 2, temperature=0)
+    assert same(eager.tokens, speculative_generate(ct, cd, PROMPTS, 10, 2, temperature=0).tokens)
