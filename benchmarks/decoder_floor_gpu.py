@@ -31,7 +31,7 @@ import numpy as np
 import torch
 
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
-from spectheory.cost.measure import time_forward
+from spectheory.cost.measure import cost_curve
 from spectheory.decoder import load_model
 from spectheory.decoder.compiled import COMPILE_MODES, compile_model
 from spectheory.decoder.corpus import heldout_windows
@@ -50,22 +50,16 @@ def wrap(model, mode):
     return model if mode == "eager" or not isinstance(model, GPT) else compile_model(model, mode)
 
 
-def curve(model, tokens, device, repeats):
-    t = {
-        m: float(np.median(time_forward(model, 1, m, CONTEXT, device, repeats, warmup=3, rng=0)))
-        for m in tokens
-    }
-    return {"seconds": t, "ratio": {m: t[m] / t[tokens[0]] for m in tokens}}
-
-
 def mode_section(mode, target, drafts, sizes, device, law, prompt):
     """Every measurement of one forward mode (module docstring)."""
     t0 = time.perf_counter()
     tw = wrap(target, mode)
-    out = {"target_curve": curve(tw, sizes["tokens"], device, sizes["repeats_fwd"])}
+    out = {"target_curve": cost_curve(tw, sizes["tokens"], CONTEXT, device, sizes["repeats_fwd"], warmup=3)}
     if sizes["timing_model"]:  # 85M parameters: full runs only
         big = timing_model("gpt-12x768", device=device)
-        out["timing_model_curve"] = curve(wrap(big, mode), sizes["tokens"], device, sizes["repeats_fwd"])
+        out["timing_model_curve"] = cost_curve(
+            wrap(big, mode), sizes["tokens"], CONTEXT, device, sizes["repeats_fwd"], warmup=3
+        )
         del big
     out["drafts"] = {}
     prompts = heldout_windows(1, 32)

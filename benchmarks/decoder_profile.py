@@ -88,8 +88,7 @@ def profile_once(target, draft, prompts, T, gamma, seed):
     sec = dict(clock.seconds)
     sec["target forwards"] = float(lt.take()[:, 3].sum())
     sec["draft forwards"] = float(ld.take()[:, 3].sum())
-    # forwards run inside no timed piece except through the laws' callers: subtract nothing;
-    # the rest is the call's wall time minus every measured part (prefill counts as forwards)
+    # the rest: the call's wall time minus every measured part (the prefill counts as forwards)
     sec["rest"] = st.time_total - sum(v for k, v in sec.items() if k != "rest")
     return st.time_total, sec
 
@@ -107,7 +106,7 @@ def run(args, name="decoder_profile"):
         sp.speculative_generate(target, draft, prompts, 8, gamma, seed=0)  # warm-up
         runs = [profile_once(target, draft, prompts, T, gamma, seed=rep) for rep in range(repeats)]
         shares = {p: float(np.median([sec[p] / total for total, sec in runs])) for p in PARTS}
-        per_round = {
+        seconds = {
             p: float(np.median([sec[p] for _, sec in runs])) for p in PARTS
         }  # seconds per call, medians
         overhead = 1.0 - shares["target forwards"] - shares["draft forwards"]
@@ -116,13 +115,13 @@ def run(args, name="decoder_profile"):
             "horizon": T,
             "repeats": repeats,
             "shares": shares,
-            "seconds": per_round,
+            "seconds": seconds,
             "overhead_fraction": overhead,
             "wall_seconds": float(np.median([t for t, _ in runs])),
         }
         print(f"\n== target={target_name} draft={dname}: gamma={gamma}, batch 1, T={T}")
         for p in PARTS:
-            print(f"  {p:16s} {100 * shares[p]:5.1f}%   {1e3 * per_round[p]:8.1f} ms")
+            print(f"  {p:16s} {100 * shares[p]:5.1f}%   {1e3 * seconds[p]:8.1f} ms")
         print(f"  overhead beyond the forwards: {100 * overhead:.1f}%")
         headline.append(
             {

@@ -23,11 +23,10 @@ Usage: python benchmarks/decoder_speed.py [--quick] [--out DIR] [--target NAME] 
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
-from spectheory.cost.measure import time_forward
+from spectheory.cost.measure import cost_curve
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.registry import timing_model
@@ -39,10 +38,10 @@ SPEEDUP_GOAL = 2.0  # issue 22: measured speedup at batch 1 with a shipped draft
 CONTEXT = 64  # cached positions of the cost-curve forwards
 
 
-def cost_curve(model, tokens, device, repeats):
+def curve_at(model, tokens, device, repeats):
     """t(m) / t(1) at batch 1 (median over ``repeats`` cached forwards after CONTEXT positions)."""
-    t = {m: float(np.median(time_forward(model, 1, m, CONTEXT, device, repeats, rng=0))) for m in tokens}
-    return {"seconds_one": t[1], "ratio": {m: t[m] / t[1] for m in tokens}}
+    c = cost_curve(model, tokens, CONTEXT, device, repeats)
+    return {"seconds_one": c["seconds"][1], "ratio": c["ratio"]}
 
 
 def print_rows(r):
@@ -118,9 +117,9 @@ def run(args, name="decoder_speed"):
     )
     tokens = [1, 2, 3, 5, 9] if not args.quick else [1, 3]
     curve_reps = 3 if args.quick else 7
-    curves = {target_name: cost_curve(target, tokens, args.device, curve_reps)}
+    curves = {target_name: curve_at(target, tokens, args.device, curve_reps)}
     big = "gpt-12x768 (timing only, random weights)"
-    curves[big] = cost_curve(timing_model("gpt-12x768", device=args.device), tokens, args.device, curve_reps)
+    curves[big] = curve_at(timing_model("gpt-12x768", device=args.device), tokens, args.device, curve_reps)
     print(f"\ntarget cost curve t(m)/t(1) at batch 1 (context {CONTEXT}):")
     for label, c in curves.items():
         ratio = "  ".join(f"m={m}: {v:.2f}" for m, v in c["ratio"].items())

@@ -16,13 +16,14 @@ decoder in the layers of ``docs/architecture.md``.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .._guards import check_int
 
-__all__ = ["check_device", "time_forward"]
+__all__ = ["check_device", "time_forward", "cost_curve"]
 
 
 def check_device(device: Any) -> Any:
@@ -130,3 +131,33 @@ def time_forward(
             _sync(dev)
             out[r] = time.perf_counter() - t0
     return out
+
+
+def cost_curve(
+    model: Any,
+    tokens: Sequence[int],
+    context: int,
+    device: Any = "cpu",
+    repeats: int = 5,
+    warmup: int = 2,
+    rng: np.random.Generator | int | None = 0,
+) -> dict:
+    r"""A model's cost curve at batch 1: median seconds of a cached forward scoring ``m`` tokens
+    after ``context`` cached positions, for each ``m`` in ``tokens``, and each over the first.
+
+    Returns
+    -------
+    dict with ``seconds`` ``{m: t(m)}`` and ``ratio`` ``{m: t(m) / t(tokens[0])}``
+
+    Examples
+    --------
+    >>> from spectheory.decoder.model import GPT, GPTConfig
+    >>> m = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64)).eval()
+    >>> c = cost_curve(m, [1, 3], 8, repeats=3)
+    >>> sorted(c["ratio"]), c["ratio"][1]
+    ([1, 3], 1.0)
+    """
+    t = {
+        m: float(np.median(time_forward(model, 1, m, context, device, repeats, warmup, rng))) for m in tokens
+    }
+    return {"seconds": t, "ratio": {m: t[m] / t[tokens[0]] for m in tokens}}
