@@ -1,19 +1,25 @@
 """Measured walltime speedup of the real decoder against the prediction and the floor (issues 4, 22).
 
 For each draft model and gamma = 1..8, batch size 1 on CPU: the measured speedup
-time(autoregressive target) / time(speculative) against Leviathan's prediction
-iid_speedup(alpha, gamma, c) from the measured cost ratio c = t_draft / t_target (per-token
-times of plain decoding) and the measured acceptance alpha; the ratio measured/predicted
-should be >= 0.8. Times are minima over 5 interleaved repeats (shared machine).
+time(autoregressive target) / time(speculative) against two predictions. The measured cost
+model (issue 22's goal: within 10%): each speculative run priced held out, its forwards by the
+logged calls of the other configurations of its repeat and its work outside the forwards by
+every other run, on its own counts (spectheory.validation.cost_insitu; the same prediction with
+the exact rounds law instead of the counts is benchmarks/cost_validation.py). Leviathan's
+constant-c prediction iid_speedup(alpha, gamma, c) from c = t_draft / t_target (per-token times
+of plain decoding) and the measured acceptance alpha, for reference (issue 4 asked for >= 0.8 of
+it): it prices a target call scoring gamma + 1 tokens like one token and a round as free, so it
+overpredicts where either is not. Times are minima over 5 interleaved repeats (shared machine).
 
-The floor (issue 22; docs/decoder_floor.md): one more run per configuration logs every forward
-of both models, and the floor is the time of those forwards alone. Shown per gamma: the round's
-overhead (share of the decoder's time outside the two models; goal <= 15% at batch 1), the
-ceiling (the speedup of a round without overhead: forwards of autoregressive decoding over
-forwards of speculative decoding) and the ceiling with a free draft (target forwards only).
-The target's cost curve t(m) / t(1) (a cached forward scoring m tokens against one) is
-measured for the shipped target and for a GPT of GPT-2 small's shape with RANDOM weights
-(``timing_model``: timing only, its text is noise), which is what bounds the speedup here.
+The floor (issue 22; docs/decoder_floor.md): every timed run logs every forward of both
+models, and the floor is the time of those forwards alone. Shown per gamma (medians over
+repeats): the round's overhead (share of the decoder's time outside the two models; goal
+<= 15% at batch 1), the ceiling (the speedup of a round without overhead: forwards of
+autoregressive decoding over forwards of speculative decoding) and the ceiling with a free
+draft (target forwards only). The target's cost curve t(m) / t(1) (a cached forward scoring m
+tokens against one) is measured for the shipped target and for a GPT of GPT-2 small's shape
+with RANDOM weights (``timing_model``: timing only, its text is noise), which is what bounds
+the speedup here.
 
 The benchmark required by issue 4 ("prints these as ratios"); writes decoder_speed.json.
 
@@ -32,7 +38,8 @@ from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.registry import timing_model
 from spectheory.validation import measure_speed, resolve_models
 
-RATIO_MIN = 0.8
+RATIO_MIN = 0.8  # issue 4: measured / Leviathan's constant-c prediction (reference only)
+TOLERANCE = 0.10  # issue 22: measured within 10% of the measured cost model's prediction
 OVERHEAD_MAX = 0.15  # issue 22: the round's overhead at batch 1
 SPEEDUP_GOAL = 2.0  # issue 22: measured speedup at batch 1 with a shipped draft
 CONTEXT = 64  # cached positions of the cost-curve forwards
@@ -46,14 +53,15 @@ def curve_at(model, tokens, device, repeats):
 
 def print_rows(r):
     print(
-        f"{'gamma':>5s} {'alpha':>6s} {'measured':>9s} {'predicted':>9s} {'ratio':>6s} {'call cost':>9s} "
-        f"{'overhead':>8s} {'ceiling':>7s} {'free draft':>10s}"
+        f"{'gamma':>5s} {'alpha':>6s} {'measured':>9s} {'cost model':>10s} {'ratio':>6s} {'Leviathan':>9s} "
+        f"{'ratio':>6s} {'call cost':>9s} {'overhead':>8s} {'ceiling':>7s} {'free draft':>10s}"
     )
     for row in r["rows"]:
-        flag = "" if row["ratio"] >= RATIO_MIN else "  < 0.8"
+        flag = "" if abs(row["ratio_cost_model"] - 1) <= TOLERANCE else f"  off by > {TOLERANCE:.0%}"
         print(
-            f"{row['gamma']:5d} {row['alpha']:6.3f} {row['measured']:9.3f} {row['predicted']:9.3f} "
-            f"{row['ratio']:6.2f} {row['target_call_cost']:9.2f} {100 * row['overhead_fraction']:7.1f}% "
+            f"{row['gamma']:5d} {row['alpha']:6.3f} {row['measured']:9.3f} {row['predicted_cost_model']:10.3f} "
+            f"{row['ratio_cost_model']:6.2f} {row['predicted']:9.3f} {row['ratio']:6.2f} "
+            f"{row['target_call_cost']:9.2f} {100 * row['overhead_fraction']:7.1f}% "
             f"{row['ceiling']:7.2f} {row['ceiling_free_draft']:10.2f}{flag}"
         )
 
@@ -64,15 +72,18 @@ def headline_rows(dname, r, batch):
         {
             "name": f"speed {dname}: best measured speedup (CPU, batch {batch})",
             "value": best["measured"],
-            "note": f"gamma={best['gamma']}, predicted {best['predicted']:.2f}, c={r['c']:.3f}; "
+            "note": f"gamma={best['gamma']}, cost model {best['predicted_cost_model']:.2f}, "
+            f"Leviathan {best['predicted']:.2f} (c={r['c']:.3f}); "
             f"goal {SPEEDUP_GOAL:g}: {'met' if best['measured'] >= SPEEDUP_GOAL else 'not met'}, "
             f"ceiling without overhead {best['ceiling']:.2f}, with a free draft {best['ceiling_free_draft']:.2f}",
         },
         {
-            "name": f"speed {dname}: min measured/predicted over gamma",
-            "value": min(x["ratio"] for x in r["rows"]),
-            "note": f"must be >= {RATIO_MIN}; median call cost "
-            f"{sorted(x['target_call_cost'] for x in r['rows'])[len(r['rows']) // 2]:.2f} x one-token step",
+            "name": f"speed {dname}: worst |measured / cost-model prediction - 1| over gamma",
+            "value": max(abs(x["ratio_cost_model"] - 1) for x in r["rows"]),
+            "note": f"goal <= {TOLERANCE:g}; measured / Leviathan's constant c: "
+            f"{min(x['ratio'] for x in r['rows']):.2f}..{max(x['ratio'] for x in r['rows']):.2f} "
+            f"(median call cost {sorted(x['target_call_cost'] for x in r['rows'])[len(r['rows']) // 2]:.2f} "
+            "x one-token step)",
         },
         {
             "name": f"speed {dname}: round overhead beyond the forwards (batch {batch})",
@@ -88,7 +99,7 @@ def run(args, name="decoder_speed"):
     target_name, drafts = resolve_models(args.target, args.drafts)
     T = 32 if args.quick else 200
     gammas = [1, 4] if args.quick else list(range(1, 9))
-    repeats = args.repeats or (1 if args.quick else 5)
+    repeats = args.repeats or (2 if args.quick else 5)  # >= 2: the held-out cost model
     prompts = heldout_windows(args.batch, 32)
     target = load_model(target_name, device=args.device)
     results, headline = {}, []
@@ -110,10 +121,13 @@ def run(args, name="decoder_speed"):
         )
         print_rows(r)
         headline += headline_rows(dname, r, args.batch)
-    ratios = [row["ratio"] for r in results.values() for row in r["rows"]]
+    ratios = [row["ratio_cost_model"] for r in results.values() for row in r["rows"]]
+    lev = [row["ratio"] for r in results.values() for row in r["rows"]]
     print(
-        f"\nmeasured/predicted: min {min(ratios):.2f}, max {max(ratios):.2f}; "
-        f"{sum(x < RATIO_MIN for x in ratios)} of {len(ratios)} below {RATIO_MIN}"
+        f"\nmeasured/cost model: min {min(ratios):.2f}, max {max(ratios):.2f}; "
+        f"{sum(abs(x - 1) <= TOLERANCE for x in ratios)} of {len(ratios)} within {TOLERANCE:.0%}. "
+        f"measured/Leviathan: min {min(lev):.2f}, max {max(lev):.2f}; "
+        f"{sum(x < RATIO_MIN for x in lev)} of {len(lev)} below {RATIO_MIN}"
     )
     tokens = [1, 2, 3, 5, 9] if not args.quick else [1, 3]
     curve_reps = 3 if args.quick else 7
@@ -143,7 +157,11 @@ def run(args, name="decoder_speed"):
             "batch": args.batch,
             "results": results,
             "cost_curves": curves,
-            "goals": {"overhead_max": OVERHEAD_MAX, "speedup": SPEEDUP_GOAL},
+            "goals": {
+                "overhead_max": OVERHEAD_MAX,
+                "speedup": SPEEDUP_GOAL,
+                "cost_model_tolerance": TOLERANCE,
+            },
         },
         headline,
         device=args.device,

@@ -10,6 +10,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..laws.closed_form import iid_speedup
+from .cost_insitu import LoggedRun
 
 if TYPE_CHECKING:
     import torch
@@ -47,21 +48,32 @@ def measure_speed(
     = seconds per draft step / ``t_draft``, ``bookkeeping_fraction`` = share of the decoder's
     time spent outside its draft and target phases (verification, bookkeeping).
 
-    **The floor** (docs/decoder_floor.md): after the timed repeats, each configuration runs once
-    more with every forward of both models logged (:class:`~spectheory.cost.timed.ForwardLog`),
-    and the floor is the seconds of those forwards alone -- the same shapes, caches and
-    moment. Per gamma: ``floor_seconds``; ``overhead_fraction = 1 - floor / seconds`` of that
-    run (everything the round does besides the two models: laws, sampling, the rule, the
-    bookkeeping); ``ceiling = floor(autoregressive) / floor(speculative)``, the speedup of a
-    round with no overhead; ``ceiling_free_draft`` = the same with the draft's forwards free
-    too (the target's ``t(gamma + 1) / t(1)`` and the accepted lengths alone bound it); and
-    ``target_cost_curve``: the median seconds of a target forward scoring ``m`` tokens over
-    that of one token, from the logged calls, ``m = 1 .. gamma + 1``.
+    **The floor** (docs/decoder_floor.md): every timed run logs the forwards of both models
+    (:class:`~spectheory.cost.timed.ForwardLog`), and a run's floor is the seconds of its
+    forwards alone -- the same shapes, caches and moment. Per gamma, as medians over repeats
+    of per-repeat values: ``floor_seconds``; ``overhead_fraction = 1 - floor / seconds``
+    (everything the round does besides the two models: laws, sampling, the rule, the
+    bookkeeping); ``ceiling = floor(autoregressive) / floor(speculative)`` of the same repeat,
+    the speedup of a round with no overhead; ``ceiling_free_draft`` = the same with the draft's
+    forwards free too (the target's ``t(gamma + 1) / t(1)`` and the accepted lengths alone bound
+    it); and ``target_cost_curve``: the median seconds of a target forward scoring ``m`` tokens
+    over that of one token, from the logged calls, ``m = 1 .. gamma + 1``.
+
+    **The measured cost model** (:mod:`~spectheory.validation.cost_insitu`): each speculative run
+    is priced *held out* -- its forwards by the calls of the other configurations of its repeat,
+    its work outside the forwards by every other run -- on its own counts of calls, draft steps
+    and tokens scored. ``ratio_cost_model`` = the median over repeats of priced / measured seconds
+    of the same run (paired: load that slows one repeat slows both), which is measured /
+    predicted speedup, and ``predicted_cost_model = measured / ratio_cost_model``. Leviathan's constant-c
+    ``predicted`` ignores that scoring ``gamma + 1`` tokens costs more than one and that a round
+    has overhead; the cost model prices both.
 
     Parameters
     ----------
     prompts : int array [B, L] (B = 1 measures latency; larger B, throughput)
     horizon : int, tokens to generate; gammas : iterable of int >= 1; repeats : int >= 1
+        (``repeats >= 2`` for ``predicted_cost_model``, which needs another run of the same gamma
+        for the token counts only it scores; with one repeat it is ``nan``)
 
     Returns
     -------
@@ -73,28 +85,47 @@ def measure_speed(
     T = check_int(horizon, "horizon", 1)
     repeats = check_int(repeats, "repeats", 1)
     prompts = [list(p) for p in np.asarray(prompts, dtype=np.int64)]
+    B = len(prompts)
     gammas = [check_int(g, "gammas", 1) for g in gammas]
     runs: dict[str, list[float]] = {"ar_target": [], "ar_draft": [], "t_target": [], "t_draft": []}
     sd: dict[int, list[Any]] = {g: [] for g in gammas}
+    logged: dict[int, list[LoggedRun]] = {g: [] for g in (0, *gammas)}  # 0: autoregressive
     # warm-up (allocations, first-call overheads)
     autoregressive_generate(target, prompts, min(T, 4), seed=seed, device=device)
     speculative_generate(target, draft, prompts, min(T, 4), 2, seed=seed, device=device)
     for rep in range(repeats):
-        a = autoregressive_generate(target, prompts, T, seed=derive_seed(seed, rep), device=device).stats
-        d = autoregressive_generate(draft, prompts, T, seed=derive_seed(seed, rep), device=device).stats
+        s = derive_seed(seed, rep)
+        run, a = _logged(
+            target, draft, rep, B, 0, autoregressive_generate, target, prompts, T, seed=s, device=device
+        )
+        logged[0].append(run)
+        d = autoregressive_generate(draft, prompts, T, seed=s, device=device).stats
         runs["ar_target"].append(a.time_total)
         runs["t_target"].append((a.time_total - a.time_prefill) / T)
         runs["ar_draft"].append(d.time_total)
         runs["t_draft"].append((d.time_total - d.time_prefill) / T)
         for g in gammas:
-            sd[g].append(
-                speculative_generate(
-                    target, draft, prompts, T, g, seed=derive_seed(seed, rep), device=device
-                ).stats
+            run, st = _logged(
+                target,
+                draft,
+                rep,
+                B,
+                g,
+                speculative_generate,
+                target,
+                draft,
+                prompts,
+                T,
+                g,
+                seed=s,
+                device=device,
             )
-    floors = _floor_runs(target, draft, prompts, T, gammas, seed, device)
+            logged[g].append(run)
+            sd[g].append(st)
+    every = [r for rs in logged.values() for r in rs]
     med = {key: float(np.min(v)) for key, v in runs.items()}
     c = med["t_draft"] / med["t_target"]
+    ar_floor = [_forwards(r) for r in logged[0]]
     rows = []
     for g in gammas:
         st = sd[g]
@@ -112,7 +143,12 @@ def measure_speed(
         bookkeeping = np.median(
             [(s.time_total - s.time_prefill - s.time_draft - s.time_target) / s.time_total for s in st]
         )
-        fl = floors[g]
+        floors = [_forwards(r) for r in logged[g]]
+        priced = _priced(logged[g], every)
+        # paired per repeat: measured / predicted = priced seconds / measured seconds of the same run
+        paired = (
+            float(np.median([p / r.seconds for p, r in zip(priced, logged[g])])) if priced else float("nan")
+        )
         rows.append(
             {
                 "gamma": g,
@@ -123,15 +159,19 @@ def measure_speed(
                 "measured": measured,
                 "predicted": predicted,
                 "predicted_counts": predicted_counts,
+                "predicted_cost_model": measured / paired,
                 "ratio": measured / predicted,
                 "ratio_counts": measured / predicted_counts,
+                "ratio_cost_model": paired,
                 "target_call_cost": float(per_call / med["t_target"]),
                 "draft_step_cost": float(per_step / med["t_draft"]),
                 "bookkeeping_fraction": float(bookkeeping),
-                "floor_seconds": fl["floor"],
-                "overhead_fraction": 1.0 - fl["floor"] / fl["seconds"],
-                "ceiling": floors[0]["floor"] / fl["floor"],
-                "ceiling_free_draft": floors[0]["floor"] / fl["target"],
+                "floor_seconds": float(np.median([f for f, _ in floors])),
+                "overhead_fraction": float(
+                    np.median([1.0 - f / r.seconds for (f, _), r in zip(floors, logged[g])])
+                ),
+                "ceiling": float(np.median([a / f for (a, _), (f, _) in zip(ar_floor, floors)])),
+                "ceiling_free_draft": float(np.median([a / t for (a, _), (_, t) in zip(ar_floor, floors)])),
                 # per repeat r: time(autoregressive target, r) / time(speculative, r), for the spread
                 "measured_repeats": [float(a / s.time_total) for a, s in zip(runs["ar_target"], st)],
             }
@@ -141,33 +181,47 @@ def measure_speed(
         "t_target": med["t_target"],
         "t_draft": med["t_draft"],
         "time_autoregressive": med["ar_target"],
-        "batch_size": len(prompts),
+        "batch_size": B,
         "horizon": T,
         "repeats": repeats,
         "rows": rows,
-        "autoregressive_overhead_fraction": 1.0 - floors[0]["floor"] / floors[0]["seconds"],
-        "target_cost_curve": _cost_curve(np.concatenate([floors[g]["calls"] for g in (0, *gammas)])),
+        "autoregressive_overhead_fraction": float(
+            np.median([1.0 - f / r.seconds for (f, _), r in zip(ar_floor, logged[0])])
+        ),
+        "target_cost_curve": _cost_curve(np.concatenate([r.target for r in every])),
     }
 
 
-def _floor_runs(
-    target: Any, draft: Any, prompts: list, T: int, gammas: list[int], seed: int, device: Any
-) -> dict:
-    """One logged run per configuration (0 = autoregressive): its seconds, the seconds of its
-    forwards (``floor``; ``target``: the target's alone) and the target's logged calls."""
+def _logged(
+    target: Any, draft: Any, rep: int, batch: int, gamma: int, generate: Any, *args: Any, **kw: Any
+) -> tuple[LoggedRun, Any]:
+    """Run ``generate(*args, **kw)`` with both models' forwards logged: its
+    :class:`~.cost_insitu.LoggedRun` (configuration ``gamma=g``, or autoregressive for 0) and stats."""
     from ..cost.timed import ForwardLog
-    from ..decoder.speculative import autoregressive_generate, speculative_generate
 
-    out = {}
-    for g in (0, *gammas):
-        with ForwardLog(target) as lt, ForwardLog(draft) as ld:
-            if g == 0:
-                st = autoregressive_generate(target, prompts, T, seed=seed, device=device).stats
-            else:
-                st = speculative_generate(target, draft, prompts, T, g, seed=seed, device=device).stats
-        tc, dc = lt.take(), ld.take()
-        t_fwd, d_fwd = float(tc[:, 3].sum()), float(dc[:, 3].sum())
-        out[g] = {"seconds": st.time_total, "floor": t_fwd + d_fwd, "target": t_fwd, "calls": tc}
+    with ForwardLog(target) as lt, ForwardLog(draft) as ld:
+        st = generate(*args, **kw).stats
+    kind, label = ("autoregressive", "autoregressive") if gamma == 0 else ("path", f"gamma={gamma}")
+    return LoggedRun(label, kind, batch, rep, st.time_total, lt.take(), ld.take()), st
+
+
+def _forwards(run: LoggedRun) -> tuple[float, float]:
+    """Seconds of a run's forwards: (both models, the target's alone)."""
+    t = float(run.target[:, 3].sum())
+    return t + float(run.draft[:, 3].sum()), t
+
+
+def _priced(runs: list[LoggedRun], every: list[LoggedRun]) -> list[float]:
+    """Held-out priced seconds of each run (:func:`~.cost_insitu.held_out_parts`): forwards and
+    outside work, on the run's own calls and counts; ``[]`` where there is one repeat only."""
+    from .cost_insitu import held_out_parts
+
+    if len({r.repeat for r in every}) < 2:
+        return []
+    out = []
+    for run in runs:
+        parts = held_out_parts(run, every)
+        out.append(parts["forward"][0] + parts["outside"][0])
     return out
 
 

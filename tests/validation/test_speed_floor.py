@@ -13,7 +13,7 @@ from tests._torch_models import gpt  # noqa: E402
 def test_measure_speed_reports_the_floor_consistently():
     target, draft = gpt(0, n_layer=2, n_embd=32, vocab=16), gpt(1, vocab=16)
     prompts = np.array([[1, 2, 3, 4]])
-    r = measure_speed(target, draft, prompts, 12, [1, 3], repeats=1)
+    r = measure_speed(target, draft, prompts, 12, [1, 3], repeats=2)
     assert 0.0 < r["autoregressive_overhead_fraction"] < 1.0
     for row in r["rows"]:
         # the forwards are part of the call: the floor is below the call's time, the overhead a share
@@ -21,6 +21,9 @@ def test_measure_speed_reports_the_floor_consistently():
         assert 0.0 < row["overhead_fraction"] < 1.0
         # a free draft can only raise the ceiling (the target's forwards are a part of the floor)
         assert row["ceiling_free_draft"] > row["ceiling"] > 0.0
+        # the held-out cost model prices the run from the other runs: a positive, finite speedup
+        assert 0.0 < row["predicted_cost_model"] < np.inf
+        assert row["ratio_cost_model"] == pytest.approx(row["measured"] / row["predicted_cost_model"])
     curve = r["target_cost_curve"]
     assert curve[1] == pytest.approx(1.0)
     assert set(curve) >= {1, 2, 4}  # one-token calls, and gamma + 1 tokens scored (gamma = 1, 3)
@@ -42,3 +45,10 @@ def test_timing_model_is_seeded_without_touching_the_global_stream():
     assert (a.config.n_layer, a.config.n_head, a.config.n_embd) == TIMING_SHAPES["gpt-12x768"]
     with pytest.raises(ValueError, match="unknown timing shape"):
         timing_model("gpt-2x2")
+
+
+def test_measure_speed_without_a_second_repeat_has_no_cost_model_prediction():
+    target, draft = gpt(0, n_layer=1, n_embd=16, vocab=16), gpt(1, vocab=16)
+    r = measure_speed(target, draft, np.array([[1, 2, 3]]), 6, [2], repeats=1)
+    assert np.isnan(r["rows"][0]["predicted_cost_model"])
+    assert r["rows"][0]["floor_seconds"] > 0.0
