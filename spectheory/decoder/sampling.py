@@ -94,7 +94,8 @@ def sampling_law(
     if temperature == 0.0:
         idx = z.argmax(dim=-1, keepdim=True)
         return torch.zeros_like(z).scatter_(-1, idx, 1.0)
-    z = z / temperature
+    if temperature != 1.0:  # z / 1.0 is z: one operation fewer per law at the default
+        z = z / temperature
     if top_k is not None and top_k < z.shape[-1]:
         kth = torch.topk(z, top_k, dim=-1).values[..., -1:]
         z = z.masked_fill(z < kth, -math.inf)

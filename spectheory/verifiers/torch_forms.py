@@ -29,8 +29,8 @@ import torch
 def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Inverse-CDF sampling: the smallest index ``i`` with ``cdf[i] > u * cdf[-1]``.
 
-    A token of probability 0 is never returned (for ``0 <= u < 1``); if rounding pushes
-    ``u * total`` to the top of the CDF, the last token of positive probability is used.
+    A token of probability 0 is never returned (for ``0 <= u <= 1``): ``u * total`` is kept
+    below the total, so ``u = 1`` gives the last token of positive probability.
 
     Parameters
     ----------
@@ -50,15 +50,14 @@ def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     >>> sample_from_uniform(p.expand(3, 3), torch.tensor([0.1, 0.25, 0.9])).tolist()
     [0, 2, 2]
     """
-    p = probs.to(torch.float64)
-    cdf = torch.cumsum(p, dim=-1)
-    target = (u.to(torch.float64) * cdf[..., -1]).unsqueeze(-1)
-    idx = torch.searchsorted(cdf.contiguous(), target.contiguous(), right=True).squeeze(-1)
-    vocab = p.shape[-1]
-    slots = torch.arange(vocab, device=p.device)
-    # the last index with p > 0 (vocab - 1 for a row without mass), cheaper than flip + argmax
-    last_positive = torch.where(p > 0, slots, -1).amax(dim=-1) % vocab
-    return torch.minimum(idx, last_positive)
+    cdf = torch.cumsum(probs.to(torch.float64), dim=-1)
+    total = cdf[..., -1]
+    # u * total kept below total: the first cdf above it has p > 0 (the cdf rises there); a
+    # u * total at the top (u = 1, e.g. a float32 uniform rounded up) lands on the first cdf
+    # equal to total -- the last token of positive mass -- instead of past the end
+    target = torch.minimum(u.to(torch.float64) * total, torch.nextafter(total, torch.zeros_like(total)))
+    idx = torch.searchsorted(cdf, target.unsqueeze(-1).contiguous(), right=True).squeeze(-1)
+    return idx.clamp(max=probs.shape[-1] - 1)  # a row without mass: the last token
 
 
 class Verdict(NamedTuple):

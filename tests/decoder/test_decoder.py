@@ -516,6 +516,11 @@ def test_inverse_cdf_is_exact_on_a_grid_and_skips_zeros():
     np.testing.assert_allclose(np.bincount(x.numpy(), minlength=5) / n, law.numpy(), atol=2 / n)
     edge = sample_from_uniform(law.expand(3, 5), f64([0.0, 1 - 2**-53, 0.34]))
     assert edge.tolist() == [0, 4, 2]
+    # u * total at the top of the CDF (u = 1, what a float32 uniform near 1 rounds to): the last
+    # token of positive mass, never the zero-mass tail; a row without mass gives the last token
+    u_top = f64([1.0])
+    unnormalised = f64([[1.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    assert sample_from_uniform(unnormalised, u_top.expand(2)).tolist() == [1, 3]
 
 
 def test_uniforms_are_uniform_and_independent():
