@@ -38,11 +38,12 @@ __all__ = ["speculative_generate", "autoregressive_generate"]
 
 
 # ----------------------------------------------------------------------------- one round
-def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
+def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0):
     """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` [B, K];
     return the tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length
     policy ``stop(depth, law, token) -> bool [B]`` ends rows early by lowering ``k`` in place
-    (then ``K' <= K`` is the longest draft played)."""
+    (then ``K' <= K`` is the longest draft played). ``k_min = min k`` (read with ``K``): steps
+    ``j <= k_min`` have every row live, so their tokens are written without a select."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
@@ -57,13 +58,15 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None):
             last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
         law_j = law(last)
         x = sample_from_uniform(law_j, u_draft[:, j - 1])
-        slot = (before + (j + 1)).clamp(max=cap - 1)
-        live = k >= j
-        batch.tokens[rows, slot] = torch.where(live, x, batch.tokens[rows, slot])
+        if stop is None and j <= k_min:  # every row drafts x_j: its slot lies below the row's cap
+            batch.tokens[rows, before + (j + 1)] = x
+        else:
+            slot = (before + (j + 1)).clamp(max=cap - 1)
+            batch.tokens[rows, slot] = torch.where(k >= j, x, batch.tokens[rows, slot])
         xs.append(x)
         laws.append(law_j)
         if stop is not None:
-            k[live & (k > j) & stop(j, law_j, x)] = j
+            k[(k > j) & stop(j, law_j, x)] = j  # k > j: the row is live and drafts on
             if not bool((k > j).any()):
                 break
     return torch.stack(xs, 1), torch.stack(laws, 1)
@@ -252,13 +255,15 @@ def speculative_generate(
             k = torch.clamp(remaining, max=gamma)
             if hook is not None:
                 k = hook.cap(k)
-            K, most = torch.stack((k.max(), remaining.max())).tolist()  # one host read per round
+            K, most, k_min = torch.stack((k.max(), remaining.max(), k.min())).tolist()  # one host read
             if K == 0:
                 break
             t0 = time.perf_counter()
             u = round_uniforms(rnd, K, most)
             stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
-            drafts, draft_laws = _draft(draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop)
+            drafts, draft_laws = _draft(
+                draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop, k_min
+            )
             K = drafts.shape[1]
             u = u[:, :K]
             sync(dev)
