@@ -83,7 +83,7 @@ def _emit(
     mass = weights.sum(-1, keepdim=True)
     law = torch.where(mass > 0, weights, fallback)
     token = sample_from_uniform(law, u_emit)
-    return torch.where(emit, token, torch.full_like(token, -1))
+    return torch.where(emit, token, -1)
 
 
 def token_verify(
@@ -127,16 +127,17 @@ def token_verify(
     """
     t = target_probs.to(torch.float64)
     d = draft_probs.to(torch.float64)
-    K = d.shape[1]
-    slots = torch.arange(K, device=d.device)
-    in_round = slots[None, :] < k[:, None]
-    t_x = t[:, :K].gather(-1, draft_tokens.unsqueeze(-1)).squeeze(-1)
-    d_x = d.gather(-1, draft_tokens.unsqueeze(-1)).squeeze(-1)
-    ok = (u_accept.to(torch.float64) * d_x < t_x) & in_round
-    n = torch.cumprod(ok.to(torch.int64), dim=1).sum(dim=1)
+    _, K, V = d.shape
+    x = draft_tokens.unsqueeze(-1)
+    t_x = t[:, :K].gather(-1, x).squeeze(-1)
+    d_x = d.gather(-1, x).squeeze(-1)
+    ok = u_accept.to(torch.float64) * d_x < t_x
+    # the accepted prefix: leading passes, at most k (slots >= k are padding)
+    n = torch.minimum(torch.cumprod(ok.to(torch.int64), dim=1).sum(dim=1), k)
     rejected = n < k
-    t_n = _gather_pos(t, n)
-    d_n = _gather_pos(d, n) * rejected[:, None]
+    at = n.view(-1, 1, 1).expand(-1, 1, V)  # n <= k <= K: a position of the target's K + 1
+    t_n = t.gather(1, at).squeeze(1)
+    d_n = d.gather(1, at.clamp(max=K - 1)).squeeze(1) * rejected[:, None]  # n = K: no rejection
     weights = torch.clamp(t_n - d_n, min=0.0)
     emit = rejected | (allow_bonus & (k > 0))
     return Verdict(n, _emit(weights, t_n, u_emit, emit), rejected)
