@@ -55,7 +55,19 @@ def test_log_counts_the_decoder_calls_and_changes_nothing(pair, rnd):
     assert (t[:, 2] > 0).sum() == s.batch_target_calls  # one target call per round (trees too)
     assert (d[:, 2] > 0).sum() == s.batch_draft_calls
     assert (t[:, 0] == 2).all() and t[:, 3].sum() + d[:, 3].sum() <= s.time_total
-    assert len(ForwardLog(target).calls) == 0 and target._forward_pre_hooks == {}  # hooks removed
+    assert len(ForwardLog(target).calls) == 0 and "forward" not in vars(target)  # wrapper removed
+
+
+def test_nested_logs_on_one_model_both_count_and_unwind(pair):
+    target = pair[0]
+    ids, start = torch.tensor([[1, 2], [3, 4]]), torch.tensor([0, 0])
+    cache = target.new_cache(2, 8)
+    with ForwardLog(target) as outer:
+        with ForwardLog(target) as inner:
+            target(ids, cache=cache, start=start)
+        target(ids[:, :1], cache=cache, start=start + 2)
+    assert len(inner.calls) == 1 and len(outer.calls) == 2
+    assert "forward" not in vars(target)
 
 
 def test_log_refuses_what_it_cannot_hook(pair):
