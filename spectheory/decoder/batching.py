@@ -187,10 +187,18 @@ def sync(device: torch.device) -> None:
 
 # ----------------------------------------------------------------------------- model calls
 def forward_window(
-    model: CausalLM, cache: Any, tokens: torch.Tensor, cached: torch.Tensor, end: torch.Tensor
+    model: CausalLM,
+    cache: Any,
+    tokens: torch.Tensor,
+    cached: torch.Tensor,
+    end: torch.Tensor,
+    width: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start."""
-    width = int((end - cached).max().item())
+    """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start.
+
+    ``width``: ``max(end - cached)`` if the caller read it already (else read here: a host sync)."""
+    if width is None:
+        width = int((end - cached).max().item())
     start = torch.clamp(torch.minimum(cached, end - width), min=0)
     idx = (start[:, None] + torch.arange(width, device=tokens.device)).clamp(max=tokens.shape[1] - 1)
     logits = model(tokens.gather(1, idx), cache=cache, start=start)

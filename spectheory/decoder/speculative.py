@@ -38,12 +38,13 @@ __all__ = ["speculative_generate", "autoregressive_generate"]
 
 
 # ----------------------------------------------------------------------------- one round
-def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0):
+def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0, width=None):
     """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` [B, K];
     return the tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length
     policy ``stop(depth, law, token) -> bool [B]`` ends rows early by lowering ``k`` in place
     (then ``K' <= K`` is the longest draft played). ``k_min = min k`` (read with ``K``): steps
-    ``j <= k_min`` have every row live, so their tokens are written without a select."""
+    ``j <= k_min`` have every row live, so their tokens are written without a select;
+    ``width``: the first step's window (:func:`~.batching.forward_window`), if read already."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
@@ -51,7 +52,7 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     xs, laws = [], []
     for j in range(1, K + 1):
         if j == 1:
-            logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len)
+            logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len, width)
             last = logits[rows, batch.seq_len - 1 - start]
         else:  # feed x_{j-1}
             pos = before + fed.clamp(max=j)
@@ -72,9 +73,10 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     return torch.stack(xs, 1), torch.stack(laws, 1)
 
 
-def _score(target, cache, batch, target_cached, k, K, law):
-    """One target call over the pending tokens and the drafts; laws at the K+1 round positions."""
-    logits, start = forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k)
+def _score(target, cache, batch, target_cached, k, K, law, width=None):
+    """One target call over the pending tokens and the drafts; laws at the K+1 round positions
+    (``width``: the call's window, if read already)."""
+    logits, start = forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k, width)
     idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(
         max=logits.shape[1] - 1
     )
@@ -255,20 +257,31 @@ def speculative_generate(
             k = torch.clamp(remaining, max=gamma)
             if hook is not None:
                 k = hook.cap(k)
-            K, most, k_min = torch.stack((k.max(), remaining.max(), k.min())).tolist()  # one host read
+            # one host read per round: the draft lengths, what is left, and both calls' windows
+            K, most, k_min, w_draft, w_target = torch.stack(
+                (
+                    k.max(),
+                    remaining.max(),
+                    k.min(),
+                    (batch.seq_len - draft_cached).max(),
+                    (batch.seq_len + k - target_cached).max(),
+                )
+            ).tolist()
             if K == 0:
                 break
             t0 = time.perf_counter()
             u = round_uniforms(rnd, K, most)
             stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
             drafts, draft_laws = _draft(
-                draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop, k_min
+                draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop, k_min, w_draft
             )
             K = drafts.shape[1]
             u = u[:, :K]
             sync(dev)
             t1 = time.perf_counter()
-            target_laws = _score(target, target_cache, batch, target_cached, k, K, law)
+            # a policy may have shortened drafts: then the target's window is read afresh
+            w = w_target if hook is None else None
+            target_laws = _score(target, target_cache, batch, target_cached, k, K, law, w)
             sync(dev)
             t2 = time.perf_counter()
             allow_bonus = (k < remaining) & bool(bonus)
@@ -353,7 +366,8 @@ def autoregressive_generate(
             if n % block == 0:
                 steps = torch.arange(n, min(n + block, max_new_tokens), device=dev)
                 u = uniforms(seeds[:, None], steps[None, :], PURPOSE_AUTOREG)  # [B, block]
-            logits, start = forward_window(model, cache, batch.tokens, cached, batch.seq_len)
+            # one new token per row after the prefill: the window is 1 wide, nothing to read back
+            logits, start = forward_window(model, cache, batch.tokens, cached, batch.seq_len, 1)
             law = sampling_law(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
             x = sample_from_uniform(law, u[:, n % block])
             batch.tokens[rows, batch.seq_len] = x
