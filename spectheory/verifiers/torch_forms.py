@@ -30,7 +30,7 @@ def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Inverse-CDF sampling: the smallest index ``i`` with ``cdf[i] > u * cdf[-1]``.
 
     A token of probability 0 is never returned (for ``0 <= u <= 1``): ``u * total`` is kept
-    below the total, so ``u = 1`` gives the last token of positive probability.
+    below the total, so ``u = 1`` gives a token of positive probability.
 
     Parameters
     ----------
@@ -51,11 +51,10 @@ def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     [0, 2, 2]
     """
     cdf = torch.cumsum(probs.to(torch.float64), dim=-1)
-    total = cdf[..., -1]
-    # u * total kept below total: the first cdf above it has p > 0 (the cdf rises there); a
-    # u * total at the top (u = 1, e.g. a float32 uniform rounded up) lands on the first cdf
-    # equal to total -- the last token of positive mass -- instead of past the end
-    target = torch.minimum(u.to(torch.float64) * total, torch.nextafter(total, torch.zeros_like(total)))
+    # u at most 1 - 2^-53, the largest double below 1 (a no-op on valid uniforms): then
+    # u * total < total, and the first cdf above it has p > 0 (the cdf rises there); u = 1 (e.g.
+    # a float32 uniform rounded up) gives a token of positive mass, never the zero-mass tail
+    target = u.to(torch.float64).clamp(max=1.0 - 2.0**-53) * cdf[..., -1]
     idx = torch.searchsorted(cdf, target.unsqueeze(-1).contiguous(), right=True).squeeze(-1)
     return idx.clamp(max=probs.shape[-1] - 1)  # a row without mass: the last token
 

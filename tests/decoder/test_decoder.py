@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
 from scipy import stats as sps  # noqa: E402
 from torch import nn  # noqa: E402
 
@@ -516,11 +518,19 @@ def test_inverse_cdf_is_exact_on_a_grid_and_skips_zeros():
     np.testing.assert_allclose(np.bincount(x.numpy(), minlength=5) / n, law.numpy(), atol=2 / n)
     edge = sample_from_uniform(law.expand(3, 5), f64([0.0, 1 - 2**-53, 0.34]))
     assert edge.tolist() == [0, 4, 2]
-    # u * total at the top of the CDF (u = 1, what a float32 uniform near 1 rounds to): the last
-    # token of positive mass, never the zero-mass tail; a row without mass gives the last token
+    # u = 1 (what a float32 uniform near 1 rounds to): a token of positive mass, never the
+    # zero-mass tail; a row without mass gives the last token
     u_top = f64([1.0])
     unnormalised = f64([[1.0, 2.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]])
     assert sample_from_uniform(unnormalised, u_top.expand(2)).tolist() == [1, 3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(min_value=1e-300, max_value=1e300))
+def test_the_largest_uniform_times_a_total_stays_below_it(total):
+    # why sample_from_uniform's clamp of u at 1 - 2^-53 keeps u * total below every normal total
+    u = f64([1.0 - 2.0**-53])
+    assert float(u * total) < total
 
 
 def test_uniforms_are_uniform_and_independent():
@@ -644,8 +654,6 @@ def test_gpt_batch_invariance_float32():
 
 
 # ------------------------------------------------------------------ rule-level losslessness, property
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 
 def random_law(rng, V):
