@@ -138,6 +138,28 @@ def run(args, name="decoder_speed"):
     for label, c in curves.items():
         ratio = "  ".join(f"m={m}: {v:.2f}" for m, v in c["ratio"].items())
         print(f"  {label:42s} t(1) = {1e3 * c['seconds_one']:7.2f} ms   {ratio}")
+    rows = [row for r in results.values() for row in r["rows"]]
+    disagree = [row for row in rows if (row["measured"] > 1) != (row["predicted_cost_model"] > 1)]
+    print(
+        f"faster than autoregressive: cost model and measurement disagree on {len(disagree)} of {len(rows)}"
+    )
+    headline.append(
+        {
+            "name": f"speed: configurations where the cost model mis-calls faster/slower (CPU, batch {args.batch})",
+            "value": len(disagree),
+            "note": f"of {len(rows)}; issue 22: speculative faster than autoregressive wherever the "
+            "cost model says so"
+            + (
+                "; mis-called: "
+                + ", ".join(
+                    f"g={x['gamma']} ({x['measured']:.2f} vs {x['predicted_cost_model']:.2f})"
+                    for x in disagree
+                )
+                if disagree
+                else ""
+            ),
+        }
+    )
     m_top = tokens[-1]
     headline.append(
         {
