@@ -165,6 +165,18 @@ def main(argv=None):
             "draft-small 2x2x1 tree_rrs": lambda bp=bp: tree_generate(
                 target, draft, bp, T, DraftTree.from_branching([2, 2, 1]), "tree_rrs", seed=1, device=dev
             ),
+            # the same with the rule in numpy on the host (the default off CUDA, the old GPU path)
+            "draft-small 2x2x1 tree_rrs, host rule": lambda bp=bp: tree_generate(
+                target,
+                draft,
+                bp,
+                T,
+                DraftTree.from_branching([2, 2, 1]),
+                "tree_rrs",
+                seed=1,
+                device=dev,
+                rule_on_device=False,
+            ),
             "medusa sparse16 tree_topk": lambda bp=bp: medusa_generate(
                 target, heads, bp, T, sparse_tree(acc[:, :4], 16), "tree_topk", seed=1, device=dev
             ),
@@ -177,7 +189,7 @@ def main(argv=None):
             _sync(dev)
             sec = time.perf_counter() - s
             speed.append({"batch": B, "method": name, "seconds": sec, "tokens_per_second": B * T / sec})
-            print(f"batch {B:5d} {name:28s} {sec:7.3f}s  {B * T / sec:9.1f} tokens/s")
+            print(f"batch {B:5d} {name:40s} {sec:7.3f}s  {B * T / sec:9.1f} tokens/s")
     out["throughput"] = speed
     out["seconds"] = time.perf_counter() - t0
     n_bad = sum(not r["agree"] for r in rows)

@@ -99,8 +99,38 @@ def _tree_tables(tree, layout):
     return tab
 
 
-def _verify(rule, tree, layout, node_tokens, present, target_laws, draft_laws, u_acc, u_fin):
-    """Run the numpy rule on the round's laws (tree node numbering); return torch tensors."""
+def _device_rule(rule: Any, children: Any, wanted: bool | None) -> bool:
+    """Whether ``rule`` has the torch form of :mod:`spectheory.verifiers.tree_torch` (recursive
+    rejection with a child policy it knows); ``wanted=True`` without one is refused."""
+    from ..verifiers.tree_rules import RecursiveRejectionTree
+    from ..verifiers.tree_torch import TORCH_SLOT_LAWS
+
+    ok = isinstance(getattr(rule, "__self__", None), RecursiveRejectionTree) and (
+        type(children) in TORCH_SLOT_LAWS
+    )
+    if wanted and not ok:
+        raise ValueError(
+            "rule_on_device: only recursive rejection (tree_rrs, tree_rrs_wo, tree_topk, tree_greedy) "
+            "has a torch form"
+        )
+    return ok
+
+
+def _verify(
+    rule, tree, layout, node_tokens, present, target_laws, draft_laws, u_acc, u_fin, torch_children=None
+):
+    """Run the rule on the round's laws (tree node numbering): the numpy rule, or its torch form
+    on the device when ``torch_children`` (the child policy) is given; return torch tensors."""
+    if torch_children is not None:
+        from ..verifiers.tree_torch import recursive_rejection_torch
+
+        offs_t = torch.as_tensor(layout.offset, device=node_tokens.device)
+        x_t = torch.where(present, node_tokens, -1)[:, offs_t]
+        x_t[:, 0] = -1
+        p_t = target_laws.to(torch.float64)[:, offs_t]
+        q_t = draft_laws.to(torch.float64)[:, offs_t]
+        q_t = torch.where((q_t.sum(-1) <= 0)[..., None], p_t, q_t)  # leaves: no draft law needed
+        return recursive_rejection_torch(tree, torch_children, x_t, p_t, q_t, u_acc[:, offs_t], u_fin)
     offs = layout.offset
     tok = torch.where(present, node_tokens, -1).cpu().numpy()[:, offs]
     tok[:, 0] = -1
@@ -157,6 +187,7 @@ def tree_generate(
     children: ChildPolicy | str | None = None,
     drafter: Callable[..., Any] | None = None,
     policy: Any = None,
+    rule_on_device: bool | None = None,
 ) -> GenerationResult:
     """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
 
@@ -181,6 +212,13 @@ def tree_generate(
         methods of :class:`ModelDrafter`; default: a :class:`ModelDrafter` on ``draft``.
     policy : deprecated
         The former name of ``children`` (``policy`` is a draft-length policy elsewhere).
+    rule_on_device : bool, optional
+        Run recursive rejection (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``,
+        ``tree_greedy``) in torch on the models' device
+        (:func:`~spectheory.verifiers.tree_torch.recursive_rejection_torch`: the same rule,
+        no copy of the laws to the host) instead of the numpy rule. Default: on CUDA only
+        (on a CPU the numpy rule is the cheaper of the two). ``True`` for another rule:
+        ``ValueError``.
 
     Returns
     -------
@@ -211,6 +249,7 @@ def tree_generate(
             raise ValueError("children: pass children= or the deprecated policy=, not both")
         children = policy
     rule, children, name = resolve_rule(verifier, children)
+    has_torch_form = _device_rule(rule, children, rule_on_device)
     models = {"target": target} if draft is None else {"target": target, "draft": draft}
     max_new_tokens, (temperature, top_k, top_p) = check_common(
         models, max_new_tokens, temperature, top_k, top_p
@@ -218,6 +257,8 @@ def tree_generate(
     dev, dt = place(target, device, dtype)
     if draft is not None:
         place(draft, dev if device is not None else None, dtype)
+    on_device = dev.type == "cuda" if rule_on_device is None else rule_on_device
+    torch_children = children if has_torch_form and on_device else None  # None: the numpy rule
     batch = make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     layout = TreeLayout(tree)
@@ -286,8 +327,18 @@ def tree_generate(
             target_laws = law(logits)
             sync(dev)
             t2 = time.perf_counter()
+
             node, token, residual = _verify(
-                rule, tree, layout, node_tokens, present, target_laws, draft_laws, u_a, u_f
+                rule,
+                tree,
+                layout,
+                node_tokens,
+                present,
+                target_laws,
+                draft_laws,
+                u_a,
+                u_f,
+                torch_children,
             )
             j = depth_of[node]
             emitted = residual | (bool(bonus) & (j < remaining) & (k > 0))
