@@ -162,9 +162,13 @@ def _write_accepted(
     dev = node_tokens.device
     rows = torch.arange(B, device=dev)
     path_tok = node_tokens.gather(1, path_off)  # [B, D]
-    keep = torch.arange(path_off.shape[1], device=dev)[None, :] < j[:, None]  # accepted path
-    r_idx, d_sel = torch.nonzero(keep, as_tuple=True)
-    batch.tokens[r_idx, batch.seq_len[r_idx] + d_sel] = path_tok[r_idx, d_sel]
+    # no host read (a nonzero would be one): entry d >= j of a row rewrites the row's last
+    # accepted slot with its own token (j = 0: the slot at seq_len with what it holds), so
+    # every write to a slot carries the same value
+    last = torch.minimum(torch.arange(path_off.shape[1], device=dev)[None, :], (j - 1).clamp(min=0)[:, None])
+    pos = (batch.seq_len[:, None] + last).clamp(max=cap - 1)  # [B, D]
+    value = torch.where((j > 0)[:, None], path_tok.gather(1, last), batch.tokens.gather(1, pos))
+    batch.tokens.scatter_(1, pos, value)
     slot = (batch.seq_len + j).clamp(max=cap - 1)
     batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
 
