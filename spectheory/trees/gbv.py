@@ -48,12 +48,18 @@ one round literally.
 
 Examples
 --------
->>> from fractions import Fraction as F
->>> from spectheory.verifiers.gbv import gbv_round_law
->>> from spectheory.verifiers.round_laws import mean_accepted
->>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
->>> [mean_accepted(gbv_round_law(p, q, 2, K, 2)) for K in (1, 2)]   # K = 1: block verification
-[Fraction(11, 9), Fraction(131, 81)]
+On one path GBV is block verification; two paths take fewer target calls (the one-round law on
+Sun et al.'s example is the example of :mod:`spectheory.verifiers.gbv`):
+
+>>> import numpy as np, spectheory as st
+>>> from spectheory.trees import DraftTree, TreeRound
+>>> from spectheory.trees.gbv import GBV
+>>> chain = st.DecodingChain.random(3, rng=0)
+>>> one = chain.protocol(8, TreeRound(DraftTree.paths(1, 3), GBV))
+>>> two = chain.protocol(8, TreeRound(DraftTree.paths(2, 3), GBV))
+>>> blk = chain.protocol(8, 3, verifier="block")
+>>> bool(np.isclose(one.target_calls, blk.target_calls)), bool(two.target_calls < one.target_calls)
+(True, True)
 """
 
 from __future__ import annotations
