@@ -2,7 +2,7 @@
 
 For every rule of ``spectheory.analysis.verdicts.RULE_CLAIMS`` (token and block verification,
 Hierarchical Speculative Decoding's equations and its listing, the engines' proposal modes,
-GBV and GLS with two drafts) and
+GBV and GLS with two drafts, TLI, here with one vocabulary) and
 every instance -- Sun et al.'s binary example (target (1/3, 2/3), draft (2/3, 1/3)) at gamma 2
 and 3, and random first-order chains of small rationals (V = 2, 3; gamma = 2) -- the exact
 expected accepted drafts of the first round and the exact total variation of the first
@@ -33,6 +33,7 @@ from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
 ENGINE_ROUNDS = {
     "gbv_k2": lambda g: TreeRound(DraftTree.paths(2, g), GBV),
     "gls_k2": lambda g: BatchRound(2, g, reading="gls"),
+    "tli": lambda g: st.PathRound(g, "token"),  # one vocabulary here: TLI is token verification
 }
 
 SUN_T, SUN_D = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]

@@ -126,6 +126,12 @@ RULE_CLAIMS: tuple[RuleClaim, ...] = (
         "Rowan, Phan & Khisti, NeurIPS 2025, arXiv 2506.05632: Algorithm 2 (GLS), K = 2 drafts; Prop. 3",
         True,
     ),
+    RuleClaim(
+        "tli",
+        "Timor et al., ICML 2025, arXiv 2502.05202: Token-Level Intersection as shipped in HF "
+        "transformers (AssistantToTargetTranslator; the paper's listing not available here)",
+        True,
+    ),
 )
 
 

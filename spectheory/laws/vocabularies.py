@@ -232,7 +232,7 @@ def tli_draft_law(draft_laws: ArrayLike, to_target: ArrayLike, target_vocab_size
     d = np.asarray(draft_laws)
     Vt = check_int(target_vocab_size, "target_vocab_size", 1)
     m = _to_target(to_target, d.shape[-1], Vt)
-    mass = shared_mass(d, m)
+    mass = np.asarray(shared_mass(d, m))  # 0-d for one row (a Fraction stays an object)
     if np.any(mass == 0):
         raise ValueError("draft_laws: a row puts no mass on the shared tokens (TLI cannot draft there)")
     out = np.zeros((*d.shape[:-1], Vt), dtype=d.dtype)

@@ -48,6 +48,7 @@ __all__ = [
     "target_law",
     "mean_accepted",
     "first_token_law",
+    "tli_round_law",
 ]
 
 #: Modes :func:`proposal_round_law` enumerates (the registered verifier names).
@@ -193,6 +194,47 @@ def first_token_law(law: dict[tuple[int, ...], Any], vocab_size: int) -> list[An
     return out
 
 
+def tli_round_law(
+    target_fn: LawFn,
+    draft_fn: LawFn,
+    vocab_size: int,
+    gamma: int,
+    prefix: tuple[int, ...] = (),
+    to_target: Sequence[int] | None = None,
+) -> dict[tuple[int, ...], Any]:
+    r"""Exact law of one TLI round (a draft with its own vocabulary), ``{emitted: probability}``.
+
+    ``draft_fn(prefix)`` returns the draft's ``V_d >= 1`` probabilities over its own vocabulary;
+    ``to_target[v]`` is the target id of draft token ``v`` (``-1``: a draft-only token, e.g.
+    a merged one); by default the first ``vocab_size`` draft tokens are the target's, in
+    order, and the rest draft-only. The round, as Hugging Face's ``AssistantToTargetTranslator``
+    runs it (``docs/vocabularies.md``): draft from ``q_I``, the draft restricted to the shared
+    tokens and renormalised (:func:`spectheory.laws.vocabularies.tli_draft_law`), then token
+    verification of ``q_I`` (:func:`proposal_round_law` ``"token"``). With one vocabulary
+    (``V_d = V``) it is token verification.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import tli_round_law, mean_accepted
+    >>> p, qd = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(1, 2), F(1, 4), F(1, 4)])
+    >>> mean_accepted(tli_round_law(p, qd, 2, 1))   # q_I = (2/3, 1/3): accepts 1/3 + 1/3
+    Fraction(2, 3)
+    """
+    import numpy as np
+
+    from ..laws.vocabularies import tli_draft_law
+
+    V = check_int(vocab_size, "vocab_size", 1)
+
+    def q_fn(c: tuple[int, ...]) -> list[Any]:
+        d = list(draft_fn(c))
+        m = list(to_target) if to_target is not None else [v if v < V else -1 for v in range(len(d))]
+        return list(tli_draft_law(np.array(d, dtype=object), m, V))
+
+    return proposal_round_law("token", target_fn, q_fn, V, gamma, prefix)
+
+
 RoundLawFn = Callable[[LawFn, LawFn, int, int, tuple[int, ...]], dict[tuple[int, ...], Any]]
 
 
@@ -203,7 +245,8 @@ def _proposal(mode: str) -> RoundLawFn:
 #: ``{name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> round law}``: the rules with a
 #: literal enumeration (each implemented once, in its own module): registered verifiers, and the
 #: multi-draft rules at two drafts (``"gbv_k2"``: :func:`~spectheory.verifiers.gbv.gbv_round_law`,
-#: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`).
+#: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`), and ``"tli"``
+#: (:func:`tli_round_law`: ``draft_fn`` may return more than ``V`` values, the draft-only tokens).
 ROUND_LAWS: dict[str, RoundLawFn] = {
     **{mode: _proposal(mode) for mode in PROPOSAL_MODES},
     "block": block_emission_law,
@@ -211,6 +254,7 @@ ROUND_LAWS: dict[str, RoundLawFn] = {
     "hsd_listing": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "listing"),
     "gbv_k2": lambda t, d, V, g, c: gbv_round_law(t, d, V, 2, g, c),
     "gls_k2": lambda t, d, V, g, c: gls_round_law(t, d, V, 2, g, c),
+    "tli": lambda t, d, V, g, c: tli_round_law(t, d, V, g, c),
 }
 
 

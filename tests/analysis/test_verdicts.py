@@ -52,6 +52,7 @@ DOCS = {
     "argmax_soft": ("3/4", "7/8"),
     "gbv_k2": ("131/81", "1621/729"),
     "gls_k2": ("1030/729", "36058/19683"),
+    "tli": ("10/9", "38/27"),  # one vocabulary: TLI is token verification (docs/vocabularies.md)
 }
 
 
@@ -63,6 +64,8 @@ def engine_round(name, gamma):
         return TreeRound(DraftTree.paths(2, gamma), GBV)
     if name == "gls_k2":
         return BatchRound(2, gamma, reading="gls")
+    if name == "tli":  # the instances share one vocabulary: q_I = q
+        return st.PathRound(gamma, "token")
     return st.PathRound(gamma, name)
 
 
@@ -70,7 +73,7 @@ def test_registry_dispatches_to_each_rules_own_enumeration():
     from spectheory.verifiers.gbv import gbv_round_law
     from spectheory.verifiers.gls import gls_round_law
 
-    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {"block", "hsd", "hsd_listing", "gbv_k2", "gls_k2"}
+    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {"block", "hsd", "hsd_listing", "gbv_k2", "gls_k2", "tli"}
     tab_t, tab_d = random_fraction_table(3, 3), random_fraction_table(4, 3)
     t, d = table_law_fn(tab_t), table_law_fn(tab_d)
     for c in ((), (2,)):
@@ -78,6 +81,7 @@ def test_registry_dispatches_to_each_rules_own_enumeration():
         assert exact_round_law("hsd_listing", t, d, 3, 2, c) == hsd_round_law(t, d, 3, 2, c, "listing")
         assert exact_round_law("gbv_k2", t, d, 3, 2, c) == gbv_round_law(t, d, 3, 2, 2, c)
         assert exact_round_law("gls_k2", t, d, 3, 2, c) == gls_round_law(t, d, 3, 2, 2, c)
+        assert exact_round_law("tli", t, d, 3, 2, c) == proposal_round_law("token", t, d, 3, 2, c)
         for mode in PROPOSAL_MODES:
             assert exact_round_law(mode, t, d, 3, 2, c) == proposal_round_law(mode, t, d, 3, 2, c)
     with pytest.raises(ValueError, match="name"):
@@ -93,7 +97,7 @@ def test_sun_example_matches_the_proved_tables():
     assert rule_exact("hsd_listing", SUN_T, SUN_D, 2, 2, length=2)["tv"] == F(1, 9)
     # argmax_soft's first token is a fair coin (docs/proposal_modes.md, Proposition 3)
     assert rule_exact("argmax_soft", SUN_T, SUN_D, 2, 2, length=1)["tv"] == F(1, 6)
-    for name in ("token", "block", "hsd", "point_mass", "sample_match", "argmax_onehot"):
+    for name in ("token", "block", "hsd", "point_mass", "sample_match", "argmax_onehot", "tli"):
         assert all(c["tv"] == 0 for c in rows[name]["instances"]) and rows[name]["lossless_claim_holds"]
     for name in ("hsd_listing", "argmax_soft"):
         assert all(c["tv"] > 0 for c in rows[name]["instances"]) and not rows[name]["lossless_claim_holds"]
