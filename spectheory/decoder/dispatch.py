@@ -12,6 +12,7 @@ work too) and hands it to the decoder loop that plays it -- no loop of its own:
   tree and tree verifier;
 - :class:`~spectheory.trees.BatchRound` (first-token reading, finite ``gamma``) ->
   :func:`~spectheory.decoder.tree_generate` on its ``M``-path tree with ``tree_rrs``;
+  ``reading="gls"`` (finite ``gamma``) -> :func:`~spectheory.decoder.gls_decode.gls_generate`;
 - a draft-only :class:`~spectheory.trees.DynamicTreeRound` (``Eagle2Tree``, ``OptTree``) ->
   :func:`~spectheory.decoder.dynamic_tree.dynamic_tree_generate`.
 """
@@ -59,6 +60,10 @@ def _dynamic(
 
 
 def _batch(rnd: BatchRound) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
+    if rnd.reading == "gls" and rnd.gamma is not None:
+        from .gls_decode import gls_generate
+
+        return gls_generate, (rnd.M, rnd.gamma), {}
     if rnd.all_agreeing:
         raise ValueError(
             f"round: the decoder cannot run {rnd.name} (the {rnd.reading!r} reading); "
