@@ -15,6 +15,7 @@ Usage: python benchmarks/decoder_trees_gpu.py [--quick] [--out DIR] [--device cu
 from __future__ import annotations
 
 import time
+from functools import partial
 
 import numpy as np
 import torch
@@ -157,26 +158,18 @@ def main(argv=None):
     out["large_batch"] = rows
 
     # 3. throughput
+    def small_tree(bp, **kw):
+        tree = DraftTree.from_branching([2, 2, 1])
+        return tree_generate(target, draft, bp, T, tree, "tree_rrs", seed=1, device=dev, **kw)
+
     speed = []
     for B in (1, 16) if q else ((1, 64, 1024) if gpu else (1, 64)):
         bp = list(repeat_prompts(prompts, B))
         runs = {
             "autoregressive": lambda bp=bp: autoregressive_generate(target, bp, T, seed=1, device=dev),
-            "draft-small 2x2x1 tree_rrs": lambda bp=bp: tree_generate(
-                target, draft, bp, T, DraftTree.from_branching([2, 2, 1]), "tree_rrs", seed=1, device=dev
-            ),
+            "draft-small 2x2x1 tree_rrs": partial(small_tree, bp),
             # the same with the rule in numpy on the host (the default off CUDA, the old GPU path)
-            "draft-small 2x2x1 tree_rrs, host rule": lambda bp=bp: tree_generate(
-                target,
-                draft,
-                bp,
-                T,
-                DraftTree.from_branching([2, 2, 1]),
-                "tree_rrs",
-                seed=1,
-                device=dev,
-                rule_on_device=False,
-            ),
+            "draft-small 2x2x1 tree_rrs, host rule": partial(small_tree, bp, rule_on_device=False),
             "medusa sparse16 tree_topk": lambda bp=bp: medusa_generate(
                 target, heads, bp, T, sparse_tree(acc[:, :4], 16), "tree_topk", seed=1, device=dev
             ),
