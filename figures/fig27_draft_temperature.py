@@ -21,8 +21,9 @@ def _compute_small():
 
     path = Path(__file__).resolve().parent.parent / "simulations" / "draft_temperature.py"
     spec = importlib.util.spec_from_file_location("_draft_temperature", path)
+    assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    spec.loader.exec_module(mod)
     with tempfile.TemporaryDirectory() as tmp:
         mod.main(["--quick", "--out", tmp])
         return json.loads((Path(tmp) / "draft_temperature.json").read_text())
