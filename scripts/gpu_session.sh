@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One prepared run of every GPU script, for a lent device (one call of the device tool).
+#
+#   OUT=/path bash scripts/gpu_session.sh            # on the device, from the repository root
+#   QUICK=1 DEVICE=cpu OUT=/tmp/g bash scripts/gpu_session.sh   # the same plumbing on a CPU
+#
+# The device machine starts bare: the package is imported from the working tree (PYTHONPATH=.),
+# with the device's own CUDA torch. Each script runs under its own time budget (seconds, in the
+# order of what the open issues need most: the decoder floor and tree decoding at batch 1024 of
+# issue 22, the cost model up to B = 4096 of issue 21, then the validation), writes its JSON
+# under $OUT and its log, headed by the date, the device and the command, to $OUT/<name>_log.txt.
+# Copy $OUT/*.json and the logs into results/ and commit them with the device and date.
+set -u
+OUT=${OUT:?set OUT to the folder that comes back}
+DEVICE=${DEVICE:-cuda}
+QUICK=${QUICK:-}
+export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
+mkdir -p "$OUT"
+
+header() {
+    echo "# $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    if command -v nvidia-smi >/dev/null 2>&1; then
+        echo "# device: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
+    else
+        echo "# device: $DEVICE (no nvidia-smi)"
+    fi
+    python -c "import sys, torch; print('# torch', torch.__version__, 'cuda', torch.version.cuda, 'python', sys.version.split()[0])"
+    echo "# command: PYTHONPATH=. $*"
+}
+
+run() {  # run NAME BUDGET_SECONDS SCRIPT [ARGS...]
+    local name=$1 budget=$2
+    shift 2
+    local cmd=(python "$@" --device "$DEVICE" --out "$OUT" ${QUICK:+--quick})
+    {
+        header "${cmd[@]}"
+        local t0=$SECONDS
+        timeout "$budget" "${cmd[@]}"
+        echo "# rc=$? after $((SECONDS - t0)) s (budget $budget s)"
+    } >"$OUT/${name}_log.txt" 2>&1
+    tail -n 3 "$OUT/${name}_log.txt"
+}
+
+python -c "import spectheory, torch; print('spectheory from', spectheory.__file__, '| cuda', torch.cuda.is_available())"
+run decoder_floor_gpu 200 benchmarks/decoder_floor_gpu.py
+run decoder_trees_gpu 150 benchmarks/decoder_trees_gpu.py
+run cost_validation_gpu 150 benchmarks/cost_validation_gpu.py
+run decoder_gpu 240 simulations/decoder_gpu.py
+ls -l "$OUT"

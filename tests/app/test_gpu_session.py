@@ -1,0 +1,15 @@
+"""scripts/gpu_session.sh, the one prepared device run: it names every GPU script, and only those."""
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_gpu_session_runs_every_gpu_script_that_exists():
+    text = (ROOT / "scripts" / "gpu_session.sh").read_text()
+    named = set(re.findall(r"^run \S+ \d+ (\S+\.py)", text, flags=re.M))
+    on_disk = {p.relative_to(ROOT).as_posix() for p in ROOT.glob("*/*_gpu.py")}
+    assert named == on_disk
+    budgets = [int(b) for b in re.findall(r"^run \S+ (\d+) ", text, flags=re.M)]
+    assert sum(budgets) <= 780  # a lent device gives 15 minutes in all, start-up included
