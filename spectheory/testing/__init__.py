@@ -25,6 +25,9 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
   :func:`assert_tree_verifier_optimal` -- tree verifiers (a draft tree in, accepted path and
   next token out), judged against the tree optimum (the multi-draft optimum on depth-1 trees),
   on fixed or random instances, with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
+* :func:`check_ragged_batch` -- batched samplers over ragged, mixed greedy/sampled batches
+  (rows of different draft lengths, vocabularies and temperatures, padding rows), with a verdict
+  per row (:mod:`.ragged`).
 * :func:`check_round` -- the kit on a round object, the one ``st.simulate`` and
   :func:`spectheory.decoder.generate` take (:mod:`.rounds`).
 
@@ -42,6 +45,7 @@ from .kit import (
     assert_verifier_optimal,
     check_verifier,
 )
+from .ragged import RaggedRow, check_ragged_batch, reference_ragged_sampler
 from .reference import (
     PAD,
     BatchedVerifier,
@@ -64,6 +68,9 @@ from .whole import assert_sampler_lossless, check_sampler
 
 __all__ = [
     "check_round",
+    "check_ragged_batch",
+    "RaggedRow",
+    "reference_ragged_sampler",
     "check_sampler",
     "assert_sampler_lossless",
     "check_verifier",

@@ -88,12 +88,13 @@ def check_instance(
     bonus: bool = True,
     stop_token: int | None = None,
     greedy: bool = False,
-    lossy: bool = False,
+    lossy: bool | str = False,
 ) -> None:
     """Run every check on one instance; append :class:`Finding` objects to ``found[check]``.
 
     ``greedy``: the temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`);
-    ``lossy``: the rule is declared lossy, and ``loss`` measures by how much."""
+    ``lossy``: the rule is declared lossy, and ``loss`` measures by how much (a rule name of
+    :data:`~spectheory.testing.exact_loss.CLOSED_FORMS`: also its exact TV)."""
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
     law = inst.greedy() if greedy else inst
@@ -216,7 +217,8 @@ def check_instance(
     )
     acc = accepted_counts(o, L, x[valid], bonus, stop_token)
     if lossy:
-        found["loss"].append(loss_finding(inst, law, counts, seq, Ls, acc, a_i, size, stop_token))
+        rule = lossy if isinstance(lossy, str) else None
+        found["loss"].append(loss_finding(inst, law, counts, seq, Ls, acc, a_i, size, stop_token, rule))
     if stop_token is None and drafting == "sample":  # block's optimum is for drafts drawn from q
         over = above_optimum(inst, acc, a_i, size)
         if over is not None:

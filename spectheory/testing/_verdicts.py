@@ -181,8 +181,12 @@ def loss_finding(
     alpha: float,
     size: int,
     stop_token: int | None = None,
+    rule: str | None = None,
 ) -> Finding:
-    """The ``loss`` finding of a declared-lossy rule on one instance (module docstring)."""
+    """The ``loss`` finding of a declared-lossy rule on one instance (module docstring).
+
+    With ``rule`` (a closed form, :mod:`spectheory.testing.exact_loss`) the finding states the
+    exact TV, and fails when the measured interval excludes it (the sampler is not that rule)."""
     n = max(int(counts.sum()), 1)
     tv = 0.5 * float(np.abs(counts / n - seq).sum())
     bias = 0.5 * float(np.sqrt(seq * (1 - seq) / n).sum())
@@ -194,11 +198,18 @@ def loss_finding(
     gain = f"accepts {mean - token:+.4f} drafts a round beyond token verification"
     if block is not None:
         gain += f", {mean - float(np.arange(k + 1) @ block):+.4f} beyond block verification (the lossless optimum)"
-    summary = (
-        f"TV of the first {length} tokens from the target {tv:.4f} "
-        f"(in [{max(tv - t - bias, 0.0):.4f}, {min(tv + t, 1.0):.4f}] w.p. >= 1 - {alpha:.2g}, n = {n}); {gain}"
-    )
-    return Finding(inst.name, True, tv, summary=summary, size=size)
+    lo, hi = max(tv - t - bias, 0.0), min(tv + t, 1.0)
+    measured = f"TV of the first {length} tokens from the target {tv:.4f} (in [{lo:.4f}, {hi:.4f}] w.p. >= 1 - {alpha:.2g}, n = {n})"
+    if rule is None:
+        return Finding(inst.name, True, tv, summary=f"{measured}; {gain}", size=size)
+    from .exact_loss import exact_output_tv
+
+    exact = float(exact_output_tv(inst, rule, length))
+    ok = lo - 1e-12 <= exact <= hi + 1e-12
+    summary = f"exact TV of {rule!r} {exact:.6f} (enumerated, Fractions); measured {measured}; {gain}"
+    if not ok:
+        summary = f"measured TV excludes the exact TV of {rule!r}: the sampler is not {rule!r}; " + summary
+    return Finding(inst.name, ok, exact, summary=summary, size=size)
 
 
 def declare_lossy(results: list, found: dict) -> list:
@@ -212,14 +223,16 @@ def declare_lossy(results: list, found: dict) -> list:
     for c in results:
         if c.name == "loss":
             rows = [f"{f.instance}: {f.summary}" for f in found["loss"]]
+            bad = [f for f in found["loss"] if not f.passed]
             c = CheckResult(
                 c.name,
                 c.description,
                 c.kind,
-                True,
-                f"{len(rows)} instances measured",
-                "declared lossy: measured, not judged",
-                None,
+                not bad,
+                f"{len(rows)} instances measured"
+                + (f", {len(bad)} inconsistent with the named rule" if bad else ""),
+                "declared lossy: measured, not judged (a named closed form: its exact TV must lie in the interval)",
+                bad[0].summary if bad else None,
                 c.findings,
                 "\n         ".join(rows),
             )

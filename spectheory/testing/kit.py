@@ -277,7 +277,7 @@ def check_verifier(
     rows_per_call: int | None = None,
     jobs: int = 1,
     greedy: bool | None = None,
-    lossy: bool = False,
+    lossy: bool | str = False,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
@@ -330,11 +330,16 @@ def check_verifier(
         and ``greedy_acceptance`` that every round accepts the longest draft prefix on that path
         (greedy acceptance is optimal); the law and acceptance tests of sampled decoding are
         not run.
-    lossy : bool
+    lossy : bool or str
         Declare the rule lossy on purpose: the law tests still run, but their failures become
-        notes, and ``loss`` states per instance the TV of the output from the target (with a
-        confidence interval) and the drafts accepted beyond token and block verification
-        (:func:`spectheory.testing._verdicts.loss_finding`).
+        notes, and ``loss`` states per instance the TV of the output from the target (a Monte
+        Carlo estimate with a confidence interval) and the drafts accepted beyond token and
+        block verification (:func:`spectheory.testing._verdicts.loss_finding`). A rule name of
+        :data:`~spectheory.testing.exact_loss.CLOSED_FORMS` (implied by ``lossy=True`` when
+        ``verify`` is that registered rule) adds the exact TV, enumerated in Fractions
+        (:func:`~spectheory.testing.exact_loss.exact_output_tv`), and ``loss`` fails where the
+        measured interval excludes it (the sampler is not that rule). Needs the bonus on and no
+        stop token.
 
     Returns
     -------
@@ -350,6 +355,7 @@ def check_verifier(
     True
     """
 
+    named = verify if isinstance(verify, str) else getattr(verify, "name", None)
     verify = resolve_verifier(verify)
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
     gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
@@ -383,14 +389,13 @@ def check_verifier(
     jobs = check_int(jobs, "jobs", 1)
     runner = Runner(verify, batched, torch_random, rows_per_call)
     seeds = base.spawn(len(insts))
-    if lossy not in (True, False):
-        raise ValueError(f"lossy: expected True or False, got {lossy!r}")
+    lossy = _lossy_rule(lossy, named, bonus, stop_token, bool(greedy))
     work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, bool(greedy), lossy)
     found, routed = _run_all(work, jobs, progress)
 
     checks = [
         summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
-        for name in active_checks(efficiency, bool(greedy), lossy)
+        for name in active_checks(efficiency, bool(greedy), bool(lossy))
     ]
     if lossy:
         checks = declare_lossy(checks, found)
@@ -407,6 +412,23 @@ def check_verifier(
         "torch_random": routed,
     }
     return Report(_name(verify), checks, config, M, alpha)
+
+
+def _lossy_rule(lossy: Any, named: Any, bonus: bool, stop_token: int | None, greedy: bool) -> bool | str:
+    """``lossy`` checked: False, True, or the closed-form rule whose exact TV the kit computes."""
+    from .exact_loss import CLOSED_FORMS
+
+    if isinstance(lossy, str):
+        if lossy not in CLOSED_FORMS:
+            raise ValueError(f"lossy: expected True, False or a rule of {list(CLOSED_FORMS)}, got {lossy!r}")
+        if not bonus or stop_token is not None or greedy:
+            raise ValueError("lossy: a named closed form needs bonus=True, no stop_token and greedy=False")
+        return lossy
+    if lossy not in (True, False):
+        raise ValueError(f"lossy: expected True, False or a rule name, got {lossy!r}")
+    if lossy and named in CLOSED_FORMS and bonus and stop_token is None and not greedy:
+        return str(named)
+    return bool(lossy)
 
 
 def assert_verifier_lossless(verify: Callable[..., Any] | str | Verifier, **kwargs: Any) -> Report:

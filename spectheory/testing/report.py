@@ -186,7 +186,12 @@ class Report:
             f"  {self.n_tests} statistical tests at level {self.alpha:g}/{self.n_tests} = "
             f"{self.alpha / max(self.n_tests, 1):.3g} each (Bonferroni)"
         )
-        return head + "\n" + "\n".join(str(c) for c in self.checks)
+        rows = [
+            f"  row {r['row']} {r['label']}: "
+            + ("passed" if r["passed"] else "FAILED " + ", ".join(r["failed"]))
+            for r in cfg.get("rows", [])
+        ]
+        return "\n".join([head, *rows, *(str(c) for c in self.checks)])
 
 
 def _instances(findings: Sequence[Finding]) -> list:
