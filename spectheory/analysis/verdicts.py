@@ -93,16 +93,33 @@ class RuleClaim:
 
 #: The claims, one per registered rule with a literal enumeration.
 RULE_CLAIMS: tuple[RuleClaim, ...] = (
-    RuleClaim("token", "Leviathan et al. 2023; Chen et al. 2023 (speculative sampling)", True),
-    RuleClaim("block", "Sun et al. 2024, arXiv 2403.10444 (block verification, optimal)", True, "token"),
+    RuleClaim(
+        "token",
+        "Leviathan et al., ICML 2023, arXiv 2211.17192: Algorithm 1; Chen et al. 2023, arXiv 2302.01318: "
+        "Algorithm 2 (speculative sampling)",
+        True,
+    ),
+    RuleClaim(
+        "block",
+        "Sun et al. 2024, arXiv 2403.10444: Algorithm 2 (block verification; lossless, Theorem 1; optimal)",
+        True,
+        "token",
+    ),
     RuleClaim(
         "hsd",
-        "Zhou et al., ICLR 2026, arXiv 2601.05724: Algorithm 2, Eq. 19 (reported above block)",
+        "Zhou et al., ICLR 2026, arXiv 2601.05724: Algorithm 2, Eqs. 16-20 as read here (reported above block)",
         True,
         "block",
         ">",
     ),
-    RuleClaim("hsd_listing", "Zhou et al., ICLR 2026: Listing 2, the authors' code", True, "block", ">"),
+    RuleClaim(
+        "hsd_listing",
+        "Zhou et al., ICLR 2026: Listing 2 (Appendix F); the authors' repository "
+        "ZhouYuxuanYX/Hierarchical-Speculative-Decoding, algorithm.py, _speculative_sampling",
+        True,
+        "block",
+        ">",
+    ),
     RuleClaim("point_mass", "engines that do not pass the draft's probabilities (q := 1_x)", True),
     RuleClaim("sample_match", "engines' exact-match verification (accept iff y ~ p equals x)", True),
     RuleClaim(
