@@ -29,6 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from .._typing import RNGLike
 from .policies import Policy, StopContext, require_memory
 
 if TYPE_CHECKING:
@@ -214,12 +215,17 @@ def ratio_mean_se(numerator: ArrayLike, denominator: ArrayLike) -> tuple[float, 
     return float(R), float(np.sqrt(max(var, 0.0) / a.size) / abs(mb))
 
 
-def chain_path_inputs(chain: DecodingChain, tokens: ArrayLike) -> dict:
+def chain_path_inputs(
+    chain: DecodingChain, tokens: ArrayLike, rejected_draws: int = 0, rng: RNGLike = None
+) -> dict:
     """The inputs of :func:`policy_round_dp` along token paths of a chain.
 
     ``tokens`` [N, T] are generated tokens (e.g. :func:`spectheory.montecarlo.sample_target`);
     the states follow from ``chain.next_state`` and the ``initial`` law, which must be one state.
-    Returns a dict with ``reject``, ``top``, ``entropy``, ``token_prob`` (arrays [N, T]).
+    Returns a dict with ``reject``, ``top``, ``entropy``, ``token_prob`` (arrays [N, T]) and,
+    with ``rejected_draws = S > 0``, ``rejected_prob`` [N, T, S]: ``q(y)`` of ``S`` draws
+    ``y ~ (q - p)^+ / TV`` (0 where ``TV = 0``), as
+    :func:`~spectheory.validation.policy_predict.policy_path_inputs` gives them.
 
     Examples
     --------
@@ -240,6 +246,10 @@ def chain_path_inputs(chain: DecodingChain, tokens: ArrayLike) -> dict:
     N, T = x.shape
     s = np.full(N, int(init[0]))
     out = {k: np.zeros((N, T)) for k in ("reject", "top", "entropy", "token_prob")}
+    S = check_int(rejected_draws, "rejected_draws", 0)
+    g = np.random.default_rng(rng)
+    if S:
+        out["rejected_prob"] = np.zeros((N, T, S))
     for n in range(T):
         tgt = chain.target[s] if chain.is_homogeneous else chain.target[n, s]
         drf = chain.draft[s] if chain.is_homogeneous else chain.draft[n, s]
@@ -250,5 +260,13 @@ def chain_path_inputs(chain: DecodingChain, tokens: ArrayLike) -> dict:
         out["top"][:, n] = drf.max(-1)
         out["entropy"][:, n] = -(drf * logq).sum(-1)
         out["token_prob"][:, n] = q
+        if S:
+            excess = np.clip(drf - tgt, 0.0, None)  # [N, V]
+            tv = excess.sum(-1)
+            cdf = np.cumsum(excess, -1)
+            u = g.random((N, S)) * tv[:, None]
+            y = np.minimum((cdf[:, None, :] <= u[..., None]).sum(-1), drf.shape[-1] - 1)
+            qy = np.take_along_axis(drf, y, 1)
+            out["rejected_prob"][:, n] = np.where(tv[:, None] > 0, qy, 0.0)
         s = chain.next_state[s, x[:, n]]
     return out

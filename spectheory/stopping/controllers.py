@@ -106,6 +106,8 @@ class ROCThreshold(Policy):
     """
 
     memory_kind = "online"
+    #: Its update reads ``q`` of the first rejected drafted token (off the output path).
+    reads_rejected_prob = True
 
     def __init__(
         self, initial: float = 0.4, max_depth: int = 20, window: int = 256, min_samples: int = 6
