@@ -28,6 +28,7 @@ from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
 from .cost import Cost, as_cost
 from .evaluate import PolicyValue, evaluate_policy
 from .gap import OracleGap, oracle_gap
+from .hedge import HedgeGamma
 from .longrun import LongRunValue, long_run_policy
 from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
 from .oracle import OracleRound, long_run_oracle, oracle_value
@@ -81,6 +82,7 @@ __all__ = [
     "ROCThreshold",
     "AcceptanceRateK",
     "UCBGamma",
+    "HedgeGamma",
     "EMASteps",
 ]
 

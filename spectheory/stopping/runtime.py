@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DecoderPolicy", "RUNNABLE", "chain_models"]
 
-#: Policy classes a real decoder can run (no chain state, no target laws); the last four are
-#: the engines' online controllers (:mod:`.controllers`, :mod:`.adaptive_steps`), which learn
+#: Policy classes a real decoder can run (no chain state, no target laws); the last five are
+#: the engines' online controllers (:mod:`.controllers`, :mod:`.adaptive_steps`, :mod:`.hedge`), which learn
 #: from each round's :class:`~spectheory.stopping.context.RoundFeedback`.
 RUNNABLE = (
     "FixedGamma",
@@ -38,6 +38,7 @@ RUNNABLE = (
     "UCBGamma",
     "ROCThreshold",
     "EMASteps",
+    "HedgeGamma",
 )
 
 

@@ -10,7 +10,7 @@ torch = pytest.importorskip("torch")
 
 import spectheory as st  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
-from spectheory.stopping import AcceptanceRateK, EMASteps, ROCThreshold, UCBGamma  # noqa: E402
+from spectheory.stopping import AcceptanceRateK, EMASteps, HedgeGamma, ROCThreshold, UCBGamma  # noqa: E402
 from spectheory.stopping.runtime import chain_models  # noqa: E402
 
 V, T, B, C = 4, 12, 1000, 0.1
@@ -34,6 +34,7 @@ def inputs():
         AcceptanceRateK(max_depth=5),
         EMASteps((1, 2, 4), warmup_batches=1, update_interval=1),
         UCBGamma((1, 2, 4), cost=C),
+        HedgeGamma((1, 2, 4), cost=C),
     ],
     ids=repr,
 )
