@@ -8,7 +8,15 @@ Usage: python figures/fig25_dynamic_trees.py [--quick] [--out DIR] [--results DI
 
 from __future__ import annotations
 
-from spectheory.app.plotting import PALETTE, figure, figure_args, load_results, save_figure
+from spectheory.app.plotting import (
+    PALETTE,
+    figure,
+    figure_args,
+    load_results,
+    load_script,
+    ratio_axis,
+    save_figure,
+)
 
 STYLE = {
     "EAGLE-2 tree": (PALETTE[0], "o"),
@@ -24,13 +32,7 @@ STYLE = {
 
 
 def _compute_small():
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "simulations" / "dynamic_trees.py"
-    spec = importlib.util.spec_from_file_location("_dynamic_trees", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    mod = load_script("simulations", "dynamic_trees")
     import numpy as np
 
     rows = []
@@ -49,31 +51,8 @@ def main(argv=None):
     rows = res["rows"]
     cells = list(dict.fromkeys((r["chain"], r["c"]) for r in rows))
     fig, ax = figure(width=6.8, height=0.42 * len(cells) + 1.4)
-    data = {"T": res["T"], "budget": res["budget"], "source": res.get("command"), "cells": {}}
-    for y, cell in enumerate(cells):
-        key = f"{cell[0]}, c={cell[1]}"
-        data["cells"][key] = {}
-        for name, (color, marker) in STYLE.items():
-            r = next((x for x in rows if x["name"] == name and (x["chain"], x["c"]) == cell), None)
-            if r is None:
-                continue
-            mc = r["scored"] == "Monte Carlo"
-            ax.errorbar(
-                r["ratio"],
-                y,
-                xerr=r["ratio_se"] if mc else None,
-                color=color,
-                marker=marker,
-                ms=5,
-                ls="none",
-                mfc="none" if mc else color,
-                label=name if y == 0 else None,
-            )
-            data["cells"][key][name] = [r["ratio"], r["ratio_se"]]
-    ax.axvline(1.0, color="k", lw=0.8)
-    ax.set_yticks(range(len(cells)), [f"{ch}, c={c:g}" for ch, c in cells])
-    ax.invert_yaxis()
-    ax.set_xlabel("time per token / path optimum")
+    data = {"T": res["T"], "budget": res["budget"], "source": res.get("command")}
+    data["cells"] = ratio_axis(ax, rows, STYLE, "name")
     fig.legend(loc="outside lower center", ncol=3, fontsize=6.5)
     save_figure(fig, "fig25_dynamic_trees", data=data, out_dir=args.out)
 

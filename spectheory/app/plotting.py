@@ -189,3 +189,61 @@ def band(ax: Axes, x: ArrayLike, mean: ArrayLike, se: ArrayLike, k: float = 1.96
     (line,) = ax.plot(x, mean, **kwargs)
     ax.fill_between(x, mean - k * se, mean + k * se, color=line.get_color(), alpha=0.2, lw=0)
     return line
+
+
+def load_script(kind: str, name: str) -> Any:
+    """Import the script ``<checkout>/<kind>/<name>.py`` (e.g. ``"simulations"``) as a module,
+    for a figure that computes its numbers at small sizes when the results file is absent."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / kind / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"_{name}", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(f"{kind}/{name}.py: not found beside the package")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def ratio_axis(
+    ax: Axes,
+    rows: Sequence[dict],
+    style: dict[str, tuple[str, str]],
+    name_key: str,
+    xlabel: str = "time per token / path optimum",
+) -> dict:
+    """Rows of markers on one axis of ratios (fig19, fig25 and the like); returns the plotted numbers.
+
+    ``rows`` are dicts with ``chain``, ``c``, ``ratio``, ``ratio_se``, ``scored`` (``"Monte
+    Carlo"`` draws an open marker with 1 SE bars, anything else a filled one) and the entry's
+    name under ``name_key``; ``style`` maps names to ``(colour, marker)`` in legend order. One
+    line of markers per ``(chain, c)`` cell, a vertical line at 1. Returns
+    ``{"chain, c=...": {name: [ratio, ratio_se]}}``.
+    """
+    cells = list(dict.fromkeys((r["chain"], r["c"]) for r in rows))
+    out: dict[str, dict[str, list[float]]] = {}
+    for y, cell in enumerate(cells):
+        key = f"{cell[0]}, c={cell[1]}"
+        out[key] = {}
+        for name, (color, marker) in style.items():
+            r = next((x for x in rows if x[name_key] == name and (x["chain"], x["c"]) == cell), None)
+            if r is None:
+                continue
+            mc = r["scored"] == "Monte Carlo"
+            ax.errorbar(
+                r["ratio"],
+                y,
+                xerr=r["ratio_se"] if mc else None,
+                color=color,
+                marker=marker,
+                ms=5,
+                ls="none",
+                mfc="none" if mc else color,
+                label=name if y == 0 else None,
+            )
+            out[key][name] = [r["ratio"], r["ratio_se"]]
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_yticks(range(len(cells)), [f"{ch}, c={c:g}" for ch, c in cells])
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    return out
