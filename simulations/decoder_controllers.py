@@ -1,0 +1,157 @@
+"""Engines' draft-length controllers on the shipped models: predicted time per token against the best fixed gamma and the hindsight oracle, with the decoder's measured value.
+
+The shipped byte-level target with draft-small (CPU). One forward pass of each model along
+target-sampled paths (spectheory.validation.policy_predict.policy_path_inputs, with draws of
+the rejected drafted token's probability) predicts every runnable controller:
+predict_controller plays it on the verification coins drawn along each path (path-conditional,
+unbiased for the decoder's means; docs/stopping.md section 9). Time is in target calls: c per
+draft step plus 1 per call. The reference is the best fixed gamma in 1..D (its prediction by
+the same coins); the hindsight oracle (drafts exactly the accepted length, a plain call when
+none) is exact given each path: the fixed-D recursion's calls plus c times its accepted drafts.
+Two controllers are also run in the decoder and their measured time per token is compared
+with the prediction (z within 5 in the headline). Writes ``decoder_controllers.json``.
+
+Usage: python simulations/decoder_controllers.py [--quick] [--out DIR] [--target NAME] [--drafts a,b]
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.app.results import headline
+from spectheory.decoder import load_model
+from spectheory.decoder.corpus import heldout_windows
+from spectheory.decoder.speculative import speculative_generate
+from spectheory.stopping import AcceptanceRateK, EMASteps, FixedGamma, HedgeGamma, HFSchedule, UCBGamma
+from spectheory.stopping.along_paths import policy_round_dp
+from spectheory.validation import repeat_prompts, resolve_models, sample_paths
+from spectheory.validation.policy_predict import measured_rates, policy_path_inputs, predict_controller
+
+D = 7
+ARMS = (1, 2, 3, 4, 6, 7)
+COSTS = (0.05, 0.2)
+
+
+def controllers(c):
+    """The runnable controllers, by label (reward-driven ones read the cost ``c``)."""
+    return {
+        "HF schedule (+2/-1)": HFSchedule(2, max_depth=D),
+        "vLLM adaptive K": AcceptanceRateK(max_depth=D),
+        "SGLang adaptive steps": EMASteps((1, 3, 7)),
+        "UCB bandit over gamma": UCBGamma(ARMS, cost=c),
+        "HedgeSpec (NormalHedge)": HedgeGamma(ARMS, cost=c),
+    }
+
+
+MEASURED = ("vLLM adaptive K", "HedgeSpec (NormalHedge)")
+
+
+def cell_rows(inputs, c, n_coins, rng):
+    """Rows (label, ratio to the best fixed gamma, SE) of one draft at cost ``c``."""
+    T = inputs["reject"].shape[1]
+    fixed = {
+        g: predict_controller(inputs, FixedGamma(g), c=c, n_coins=n_coins, rng=rng) for g in range(1, D + 1)
+    }
+    best = min(fixed, key=lambda g: fixed[g]["time_per_token"][0])
+    ref, ref_se = fixed[best]["time_per_token"]
+    dp = policy_round_dp(inputs["reject"], FixedGamma(D))
+    oracle = (dp["target_calls"] + c * dp["accepted"]) / T
+    rows = [
+        {"name": f"best fixed gamma ({best})", "ratio": 1.0, "ratio_se": 0.0, "time": ref, "se": ref_se},
+        {
+            "name": "hindsight oracle",
+            "ratio": float(oracle.mean() / ref),
+            "ratio_se": float(oracle.std(ddof=1) / np.sqrt(oracle.size) / ref),
+            "time": float(oracle.mean()),
+            "se": float(oracle.std(ddof=1) / np.sqrt(oracle.size)),
+        },
+    ]
+    for label, pol in controllers(c).items():
+        p = predict_controller(inputs, pol, c=c, n_coins=n_coins, rng=rng)
+        t, se = p["time_per_token"]
+        rows.append({"name": label, "ratio": t / ref, "ratio_se": se / ref, "time": t, "se": se})
+    for r in rows:
+        r["c"] = c
+    return rows, ref
+
+
+def main(argv=None):
+    args = decoder_script_parser(__doc__).parse_args(argv)
+    torch.set_num_threads(args.threads)
+    target_name, drafts = resolve_models(args.target, args.drafts or "draft-small")
+    drafts = drafts[:1]
+    L, T = 16, (8 if args.quick else 24)
+    n_prompts, reps = (2, 4) if args.quick else (12, 8)
+    n_meas = 4 if args.quick else 48
+    n_coins = 2 if args.quick else 8
+    prompts = heldout_windows(n_prompts, L)
+    target = load_model(target_name, device=args.device)
+    paths = sample_paths(target, repeat_prompts(prompts, reps), T, seed=60_000_011, device=args.device)
+    rows, checks = [], []
+    for name in drafts:
+        draft = load_model(name, device=args.device)
+        inputs = policy_path_inputs(target, draft, paths, L, rejected_draws=2, seed=5, device=args.device)
+        rng = np.random.default_rng(0)
+        for c in COSTS:
+            cell, ref = cell_rows(inputs, c, n_coins, rng)
+            for r in cell:
+                r["chain"] = name
+                r["scored"] = "exact given paths" if r["name"] == "hindsight oracle" else "Monte Carlo"
+            rows += cell
+        c = COSTS[0]
+        pr = repeat_prompts(prompts, max(1, n_meas // n_prompts))
+        for label in MEASURED[-1:] if args.quick else MEASURED:
+            pol = controllers(c)[label]
+            res = speculative_generate(
+                target, draft, list(pr), T, gamma=D, policy=pol, seed=7, device=args.device
+            )
+            m, sm = measured_rates(res.stats.target_calls, res.stats.draft_tokens, T, c=c)["time_per_token"]
+            pred = next(r for r in rows if r["name"] == label and r["c"] == c and r["chain"] == name)
+            z = (m - pred["time"]) / np.hypot(sm, pred["se"])
+            checks.append(
+                {
+                    "draft": name,
+                    "c": c,
+                    "controller": label,
+                    "measured": m,
+                    "measured_se": sm,
+                    "predicted": pred["time"],
+                    "predicted_se": pred["se"],
+                    "z": float(z),
+                }
+            )
+    zmax = max(abs(ch["z"]) for ch in checks)
+    heads = [
+        headline(
+            "decoder_controllers: max |z| measured vs predicted time per token",
+            zmax,
+            note="must stay below 5",
+        ),
+    ]
+    for r in rows:
+        if r["name"] == "hindsight oracle":
+            heads.append(
+                headline(
+                    f"decoder_controllers: oracle / best fixed gamma, {r['chain']}, c={r['c']}",
+                    r["ratio"],
+                    r["ratio_se"],
+                )
+            )
+    data = {
+        "T": T,
+        "max_depth": D,
+        "rows": rows,
+        "checks": checks,
+        "n_paths": int(paths.shape[0]),
+        "n_coins": n_coins,
+    }
+    path = write_result(args.out, "decoder_controllers", data, heads, device=args.device)
+    print(f"wrote {path}; max |z| = {zmax:.2f}")
+    if zmax > 5:
+        raise SystemExit(f"measured vs predicted time per token: |z| = {zmax:.2f} > 5")
+
+
+if __name__ == "__main__":
+    main()
