@@ -1,17 +1,24 @@
-"""Distil the shipped draft-tiny on target samples with another objective (issue 26, item 3; DistillSpec style).
+"""Distil a shipped draft (draft-tiny or draft-small) on target samples with another objective (issue 26, item 3; DistillSpec style).
 
 On-policy data: ``--pool`` sequences of the shipped target (temperature 1, seeded), each a
 32-byte prompt from the training split of the corpus followed by 96 sampled bytes; the
-target's next-byte laws along them are computed once. Starting from the shipped
-``draft-tiny`` (same architecture: 1 layer, n_embd 32), the draft is fine-tuned on the sampled
+target's next-byte laws along them are computed once. Starting from the shipped ``--init``
+draft (``draft-tiny``: 1 layer, n_embd 32; ``draft-small``: 2 layers, n_embd 96; the same
+architecture, so the same cost per call), the draft is fine-tuned on the sampled
 positions with one objective, the same budget for each (``--steps`` AdamW steps of
 ``--batch-size`` sequences, lr 3e-4, cosine to 0.1x, clip 1, seeded):
 
 * ``fkl``: forward KL(p || q) against the target's laws (soft labels);
 * ``tv``: total variation 1/2 sum_x |p - q|, the per-position rejection probability, whose sum
-  along target paths is Theorem 1.
+  along target paths is Theorem 1;
+* ``ms4``: the multi-step objective at gamma = 4, ``1 - (1/4) mean_n sum_{k=1..4} prod_{j<k}
+  (1 - TV_{n+j})`` over the windows of 4 consecutive sampled positions: one minus the expected
+  share of a 4-draft round accepted when its checks meet the acceptances ``1 - TV`` of the
+  target-path positions in turn (a surrogate for tokens per call in the spirit of the
+  end-to-end multi-step TV loss; along real rounds the states after an acceptance follow
+  ``min(p, q)``, not ``p``).
 
-Weights are saved as fp16 ``state_dict`` files ``draft-tiny-<objective>.pt`` with a JSON
+Weights are saved as fp16 ``state_dict`` files ``<init>-<objective>.pt`` with a JSON
 metadata file in ``spectheory/objectives/weights/`` (``--out``), with the held-out acceptance
 vs the target as for the shipped drafts. Not part of the main job: the cached weights are
 read by ``simulations/distilled_drafts.py``.
@@ -20,6 +27,7 @@ Examples
 --------
     python simulations/train_distilled.py --objective tv --pool-cache /tmp/pool.npz
     python simulations/train_distilled.py --objective fkl --pool-cache /tmp/pool.npz
+    python simulations/train_distilled.py --objective ms4 --init draft-small --pool-cache /tmp/pool.npz
     python simulations/train_distilled.py --objective tv --steps 3 --pool 8 --out /tmp/w   # smoke test
 """
 
@@ -52,7 +60,13 @@ def parse_args(argv=None):
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples\n--------\n")[1],
     )
-    ap.add_argument("--objective", required=True, choices=["fkl", "tv"])
+    ap.add_argument("--objective", required=True, choices=["fkl", "tv", "ms4"])
+    ap.add_argument(
+        "--init",
+        default="draft-tiny",
+        choices=["draft-tiny", "draft-small"],
+        help="the shipped draft to start from",
+    )
     ap.add_argument("--steps", type=int, default=600)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--pool", type=int, default=1536)
@@ -80,24 +94,32 @@ def target_pool(target, n, seed):
     return paths, torch.cat(logp)
 
 
+MS_GAMMA = 4
+
+
 def loss_fn(objective, logp, logq):
-    """Mean over positions of the objective between target laws ``exp(logp)`` and the draft's."""
+    """The objective between target laws ``exp(logp)`` and the draft's, ``[..., positions, V]``:
+    the mean over positions for ``fkl`` and ``tv``, over windows of ``MS_GAMMA`` positions for ``ms4``."""
     if objective == "fkl":
         return (logp.exp() * (logp - logq)).sum(-1).mean()
-    return 0.5 * (logp.exp() - logq.exp()).abs().sum(-1).mean()
+    tv = 0.5 * (logp.exp() - logq.exp()).abs().sum(-1)
+    if objective == "tv":
+        return tv.mean()
+    windows = (1.0 - tv).unfold(-1, MS_GAMMA, 1)  # [..., positions - MS_GAMMA + 1, MS_GAMMA]
+    return 1.0 - torch.cumprod(windows, -1).sum(-1).mean() / MS_GAMMA
 
 
 @torch.no_grad()
 def heldout_acceptance(target, draft, n_windows):
     """Mean over held-out positions of ``sum_x min(target(x), draft(x))`` (T = 1), SE across windows."""
     windows = corpus.heldout_windows(n_windows, EVAL_LEN)
-    per = []
+    chunks = []
     for lo in range(0, len(windows), 32):
         ids = torch.as_tensor(windows[lo : lo + 32])
         p = torch.softmax(target(ids).double(), -1)
         q = torch.softmax(draft(ids).double(), -1)
-        per.append(torch.minimum(p, q).sum(-1).mean(1))
-    per = torch.cat(per).numpy()
+        chunks.append(torch.minimum(p, q).sum(-1).mean(1))
+    per = torch.cat(chunks).numpy()
     return float(per.mean()), float(per.std(ddof=1) / math.sqrt(len(per)))
 
 
@@ -105,7 +127,7 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(1)
     target = load_model("target")
-    draft = load_model("draft-tiny")
+    draft = load_model(args.init)
     t0 = time.time()
     if args.pool_cache and os.path.exists(args.pool_cache):
         with np.load(args.pool_cache) as z:
@@ -142,14 +164,14 @@ def main(argv=None):
         if (step + 1) % 100 == 0:
             print(f"step {step + 1}: {args.objective} {loss.item():.4f}, {time.time() - t1:.0f}s", flush=True)
     train_seconds = time.time() - t1
-    name = f"draft-tiny-{args.objective}"
+    name = f"{args.init}-{args.objective}"
     os.makedirs(args.out, exist_ok=True)
     state = {k: v.detach().to(torch.float16).contiguous() for k, v in draft.state_dict().items()}
     torch.save(state, os.path.join(args.out, f"{name}.pt"))
     draft.load_state_dict({k: v.float() for k, v in state.items()})
     draft.eval()
     acc, acc_se = heldout_acceptance(target, draft, args.eval_windows)
-    shipped = json.load(open(os.path.join(os.path.dirname(corpus.__file__), "weights", "draft-tiny.json")))
+    shipped = json.load(open(os.path.join(os.path.dirname(corpus.__file__), "weights", f"{args.init}.json")))
     meta = {
         "name": name,
         "kind": "gpt",
@@ -158,7 +180,7 @@ def main(argv=None):
         "config": shipped["config"],
         "architecture": shipped["architecture"],
         "num_params": sum(p.numel() for p in draft.parameters()),
-        "initialised_from": "draft-tiny (shipped)",
+        "initialised_from": f"{args.init} (shipped)",
         "training_command": "python simulations/train_distilled.py "
         + " ".join(sys.argv[1:] if argv is None else argv),
         "training": {
@@ -189,7 +211,7 @@ def main(argv=None):
         json.dump(meta, fh, indent=2, sort_keys=True)
         fh.write("\n")
     print(
-        f"{name}: held-out acceptance {acc:.4f} ± {acc_se:.4f} (shipped draft-tiny "
+        f"{name}: held-out acceptance {acc:.4f} ± {acc_se:.4f} (shipped {args.init} "
         f"{shipped['acceptance_vs_target']['mean']:.4f}); pool {pool_seconds:.0f}s, training {train_seconds:.0f}s"
     )
     return 0

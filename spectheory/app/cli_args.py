@@ -304,7 +304,10 @@ def check_device_available(device: str) -> None:
 
 
 def shipped_drafts() -> list[str]:
-    """Names of the shipped draft models, read from the weights folder (without torch)."""
+    """Names of the shipped draft models, read from the weights folder (without torch), then
+    the registered distilled drafts (``spectheory.decoder.registry.DISTILLED_NAMES``)."""
     weights = Path(__file__).resolve().parent.parent / "decoder" / "weights"
     names = ("draft-small", "draft-tiny", "draft-ngram")
-    return [n for n in names if (weights / f"{n}.json").exists()] or list(names)
+    shipped = [n for n in names if (weights / f"{n}.json").exists()] or list(names)
+    distilled = Path(__file__).resolve().parent.parent / "objectives" / "weights"
+    return shipped + [n for n in ("draft-small-tv",) if (distilled / f"{n}.json").exists()]

@@ -87,11 +87,11 @@ def run_decode(args: argparse.Namespace) -> int:
         from .decode_tree import run_tree_decode
 
         return run_tree_decode(args)
-    from ..decoder import list_models, load_model
+    from ..decoder import load_model, registered_models
     from ..decoder.speculative import autoregressive_generate, speculative_generate
     from ..laws.closed_form import iid_speedup
 
-    names = list_models()
+    names = registered_models()
     if args.draft not in names or "target" not in names:
         raise ValueError(f"--draft: unknown model {args.draft!r}; shipped models: {', '.join(names)}")
     target = load_model("target", device=args.device)

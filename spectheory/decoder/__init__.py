@@ -1,8 +1,8 @@
 """The PyTorch speculative decoder, the shipped small models and model adapters (torch only; the
 theory-versus-decoder checks live in :mod:`spectheory.validation`).
 
-- models: :func:`load_model`, :func:`list_models`, :func:`model_info`, :func:`load_model_from`
-  (:mod:`.registry`); :class:`GPT`, :class:`GPTConfig` (:mod:`.model`); :class:`NGramModel`
+- models: :func:`load_model`, :func:`list_models`, :func:`registered_models`, :func:`model_info`,
+  :func:`load_model_from` (:mod:`.registry`); :class:`GPT`, :class:`GPTConfig` (:mod:`.model`); :class:`NGramModel`
   (:mod:`.ngram`; its torch-free chain is :class:`spectheory.chain.ngram.NGramChain`);
   :class:`HFCausalLM` (:mod:`.hf`, HuggingFace models);
 - single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
@@ -23,6 +23,7 @@ from .._lazy import lazy_exports
 #: public name -> the submodule defining it
 _EXPORTS = {
     "list_models": "registry",
+    "registered_models": "registry",
     "load_model": "registry",
     "load_model_from": "registry",
     "model_info": "registry",

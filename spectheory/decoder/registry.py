@@ -13,6 +13,16 @@ draft-tiny  byte-level GPT, 1 layer, n_embd 32
 draft-ngram order-2 byte n-gram from counts (next byte given the last byte)
 =========== ==============================================================
 
+Distilled drafts registered beside them (weights in ``spectheory/objectives/weights/``, trained
+by ``simulations/train_distilled.py``; issue 26), loadable by name but not in
+:func:`list_models`, so that scripts iterating over the shipped drafts do not change:
+
+============== ===========================================================
+name           model
+============== ===========================================================
+draft-small-tv draft-small's architecture, fine-tuned from it by TV on target samples
+============== ===========================================================
+
 Each metadata file records the architecture, parameter count, training command, steps,
 held-out loss (nats/byte), corpus hash, date, torch version and, for drafts, the
 average acceptance against the target on held-out text.
@@ -41,6 +51,8 @@ from .ngram import NGramModel
 
 __all__ = [
     "MODEL_NAMES",
+    "DISTILLED_NAMES",
+    "registered_models",
     "WEIGHTS_DIR",
     "TIMING_SHAPES",
     "list_models",
@@ -52,6 +64,11 @@ __all__ = [
 
 WEIGHTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "weights")
 MODEL_NAMES = ("target", "draft-small", "draft-tiny", "draft-ngram")
+#: Distilled drafts loadable by :func:`load_model` (not in :func:`list_models`).
+DISTILLED_NAMES = ("draft-small-tv",)
+DISTILLED_DIR = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "objectives", "weights"
+)
 #: Standard shapes of :func:`timing_model`: name -> (n_layer, n_head, n_embd).
 TIMING_SHAPES = {"gpt-12x768": (12, 12, 768), "gpt-24x1024": (24, 16, 1024)}
 
@@ -65,9 +82,20 @@ def list_models() -> list[str]:
     return _available(WEIGHTS_DIR)
 
 
+def registered_models() -> list[str]:
+    """:func:`list_models` followed by the registered distilled drafts (:data:`DISTILLED_NAMES`)."""
+    return list_models() + [
+        n for n in DISTILLED_NAMES if os.path.exists(os.path.join(DISTILLED_DIR, f"{n}.json"))
+    ]
+
+
+def _folder(name):
+    return DISTILLED_DIR if name in DISTILLED_NAMES else WEIGHTS_DIR
+
+
 def _check_name(name, folder):
     names = _available(folder)
-    if name not in names:
+    if name not in names and not (folder == DISTILLED_DIR and name in DISTILLED_NAMES):
         raise ValueError(f"unknown model name {name!r}; valid names: {', '.join(names)}")
 
 
@@ -79,7 +107,7 @@ def _read_info(folder, name):
 
 def model_info(name: str) -> dict:
     """The metadata dict of a shipped model (see the module docstring for its fields)."""
-    return _read_info(WEIGHTS_DIR, name)
+    return _read_info(_folder(name), name)
 
 
 def load_model_from(
@@ -111,7 +139,7 @@ def load_model(
 ) -> torch.nn.Module:
     """Load a shipped model in eval mode on ``device`` (weights cast to ``dtype``,
     float32 by default; the stored weights are fp16)."""
-    return load_model_from(WEIGHTS_DIR, name, device=device, dtype=dtype)
+    return load_model_from(_folder(name), name, device=device, dtype=dtype)
 
 
 def timing_model(
