@@ -38,10 +38,10 @@ import numpy as np
 from .._guards import as_rng, check_int, check_prob
 from .._typing import RNGLike
 from ..verifiers.token import token_rule
+from ._catalog import CHECKS, active_checks
 from ._checks import check_instance, n_tests
 from ._runner import Runner
 from .instances import Instance, make_instance
-from .kit import CHECKS, active_checks
 from .reference import PAD
 from .report import Finding, Report, summarise
 

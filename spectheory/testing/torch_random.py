@@ -95,6 +95,7 @@ class KitRandom:
         self.reseeds: list[int] = []
         #: routed uniform / exponential elements drawn, per mantissa width
         self.bits: dict[int, int] = {}
+        self._by_arg: dict[Any, Any] = {}  # device argument -> its generator in _gens
 
     def count(self, bits: int | None, n: int) -> None:
         """Record ``n`` routed draws at mantissa width ``bits`` (for the severity of a finding)."""
@@ -114,6 +115,10 @@ class KitRandom:
 
     def generator(self, torch: Any, device: Any = None) -> Any:
         """The kit's generator for ``device`` (created and seeded on first use)."""
+        try:  # the common case, once per routed draw: the device seen before, no torch.device built
+            return self._by_arg[device]
+        except (KeyError, TypeError):
+            pass
         dev = torch.device("cpu" if device is None else device)
         key = (dev.type, dev.index)
         g = self._gens.get(key)
@@ -121,6 +126,10 @@ class KitRandom:
             g = torch.Generator(device=dev)
             g.manual_seed(self.seed)
             self._gens[key] = g
+        try:
+            self._by_arg[device] = g
+        except TypeError:  # an unhashable device argument: looked up each time
+            pass
         return g
 
     def uniform_value(self, bits: int) -> float:
@@ -148,6 +157,17 @@ def _bits(dtype: Any) -> int:
     if name not in BITS:
         raise RuntimeError(f"kit_torch_random: random draws of dtype {dtype} are not supported")
     return BITS[name]
+
+
+_DTYPE_BITS: dict[Any, int | None] = {}
+
+
+def _dtype_bits(dtype: Any) -> int | None:
+    """``BITS`` of a torch dtype, or None (cached: looked up on every routed draw)."""
+    b = _DTYPE_BITS.get(dtype, -1)
+    if b == -1:
+        b = _DTYPE_BITS[dtype] = BITS.get(str(dtype).replace("torch.", ""))
+    return b
 
 
 def _shape(size):
@@ -199,9 +219,7 @@ def _install(torch):
         pin_memory=False,
     ):
         src = _stack[-1]
-        src.count(
-            BITS.get(str(dtype or torch.get_default_dtype()).replace("torch.", "")), math.prod(_shape(size))
-        )
+        src.count(_dtype_bits(dtype or torch.get_default_dtype()), math.prod(_shape(size)))
         if src.force is None:
             kw = {"out": out} if out is not None else {}
             return orig["rand"](
@@ -230,7 +248,7 @@ def _install(torch):
     def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
         a, b = kw.pop("from", a), kw.pop("to", b)
         src = _stack[-1]
-        src.count(BITS.get(str(self.dtype).replace("torch.", "")), self.numel())
+        src.count(_dtype_bits(self.dtype), self.numel())
         if src.force is None:
             return orig["uniform_"](self, a, b, generator=src.generator(torch, self.device))
         with torch.no_grad():
@@ -238,7 +256,7 @@ def _install(torch):
 
     def exponential_(self, lambd=1.0, *, generator=None):
         src = _stack[-1]
-        src.count(BITS.get(str(self.dtype).replace("torch.", "")), self.numel())
+        src.count(_dtype_bits(self.dtype), self.numel())
         if src.force is None:
             return orig["exponential_"](self, lambd, generator=src.generator(torch, self.device))
         with torch.no_grad():

@@ -38,10 +38,11 @@ import numpy as np
 
 from .._guards import check_int, check_prob
 from .._typing import RNGLike
+from ._catalog import CHECKS, SAMPLED_ONLY
 from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
+from ._plan import _instances, _name
 from ._verdicts import randomness_findings, severity
 from .instances import FAMILIES, Instance, constant_uniform_rng
-from .kit import CHECKS, SAMPLED_ONLY, _instances, _name
 from .randomness import kit_randomness
 from .report import Finding, Report, summarise
 from .stats import chi2_test
