@@ -28,13 +28,15 @@ STYLE = {
 }
 
 
-def _compute_small(out):
+def _compute_small():
+    import json
     import tempfile
+    from pathlib import Path
 
     mod = load_script("simulations", "decoder_controllers")
     with tempfile.TemporaryDirectory() as tmp:
         mod.main(["--quick", "--out", tmp])
-        return load_results("decoder_controllers", tmp, tmp)
+        return json.loads((Path(tmp) / "decoder_controllers.json").read_text())
 
 
 def main(argv=None):
@@ -42,7 +44,7 @@ def main(argv=None):
     try:
         res = load_results("decoder_controllers", args.out, args.results)
     except FileNotFoundError:
-        res = _compute_small(args.out)
+        res = _compute_small()
     rows = [r for r in res["rows"] if not r["name"].startswith("best fixed gamma")]
     cells = list(dict.fromkeys((r["chain"], r["c"]) for r in rows))
     fig, ax = figure(width=6.8, height=0.42 * len(cells) + 1.4)
