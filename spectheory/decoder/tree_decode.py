@@ -99,9 +99,10 @@ def _tree_tables(tree, layout):
     return tab
 
 
-def _device_rule(rule: Any, children: Any, wanted: bool | None) -> bool:
-    """Whether ``rule`` has the torch form of :mod:`spectheory.verifiers.tree_torch` (recursive
-    rejection with a child policy it knows); ``wanted=True`` without one is refused."""
+def _device_rule(rule: Any, children: Any, wanted: bool | None, device: torch.device) -> Any:
+    """The child policy to run ``rule`` in torch with (:mod:`spectheory.verifiers.tree_torch`),
+    or None for the numpy rule: ``wanted`` (default: on CUDA) and the rule is recursive
+    rejection with a child policy the torch form knows; ``wanted=True`` without one is refused."""
     from ..verifiers.tree_rules import RecursiveRejectionTree
     from ..verifiers.tree_torch import TORCH_SLOT_LAWS
 
@@ -113,7 +114,8 @@ def _device_rule(rule: Any, children: Any, wanted: bool | None) -> bool:
             "rule_on_device: only recursive rejection (tree_rrs, tree_rrs_wo, tree_topk, tree_greedy) "
             "has a torch form"
         )
-    return ok
+    on_device = device.type == "cuda" if wanted is None else wanted
+    return children if ok and on_device else None
 
 
 def _verify(
@@ -121,25 +123,19 @@ def _verify(
 ):
     """Run the rule on the round's laws (tree node numbering): the numpy rule, or its torch form
     on the device when ``torch_children`` (the child policy) is given; return torch tensors."""
+    offs = torch.as_tensor(layout.offset, device=node_tokens.device)
+    tok = torch.where(present, node_tokens, -1)[:, offs]
+    tok[:, 0] = -1
+    tl = target_laws.to(torch.float64)[:, offs]
+    dl = draft_laws.to(torch.float64)[:, offs]
+    dl = torch.where((dl.sum(-1) <= 0)[..., None], tl, dl)  # leaves: no draft law needed
+    ua = u_acc[:, offs]
     if torch_children is not None:
         from ..verifiers.tree_torch import recursive_rejection_torch
 
-        offs_t = torch.as_tensor(layout.offset, device=node_tokens.device)
-        x_t = torch.where(present, node_tokens, -1)[:, offs_t]
-        x_t[:, 0] = -1
-        p_t = target_laws.to(torch.float64)[:, offs_t]
-        q_t = draft_laws.to(torch.float64)[:, offs_t]
-        q_t = torch.where((q_t.sum(-1) <= 0)[..., None], p_t, q_t)  # leaves: no draft law needed
-        return recursive_rejection_torch(tree, torch_children, x_t, p_t, q_t, u_acc[:, offs_t], u_fin)
-    offs = layout.offset
-    tok = torch.where(present, node_tokens, -1).cpu().numpy()[:, offs]
-    tok[:, 0] = -1
-    tl = target_laws.to(torch.float64).cpu().numpy()[:, offs]
-    dl = draft_laws.to(torch.float64).cpu().numpy()[:, offs]
-    missing = dl.sum(-1) <= 0  # leaves: no draft law needed
-    dl[missing] = tl[missing]
-    ua = u_acc.cpu().numpy()[:, offs]
-    node, token, residual = rule(tree, tok, tl, dl, ua, u_fin.cpu().numpy())
+        return recursive_rejection_torch(tree, torch_children, tok, tl, dl, ua, u_fin)
+    host = (a.cpu().numpy() for a in (tok, tl, dl, ua, u_fin))
+    node, token, residual = rule(tree, *host)
     dev = node_tokens.device
     return (
         torch.as_tensor(np.asarray(node), device=dev),
@@ -253,7 +249,6 @@ def tree_generate(
             raise ValueError("children: pass children= or the deprecated policy=, not both")
         children = policy
     rule, children, name = resolve_rule(verifier, children)
-    has_torch_form = _device_rule(rule, children, rule_on_device)
     models = {"target": target} if draft is None else {"target": target, "draft": draft}
     max_new_tokens, (temperature, top_k, top_p) = check_common(
         models, max_new_tokens, temperature, top_k, top_p
@@ -261,8 +256,7 @@ def tree_generate(
     dev, dt = place(target, device, dtype)
     if draft is not None:
         place(draft, dev if device is not None else None, dtype)
-    on_device = dev.type == "cuda" if rule_on_device is None else rule_on_device
-    torch_children = children if has_torch_form and on_device else None  # None: the numpy rule
+    torch_children = _device_rule(rule, children, rule_on_device, dev)  # None: the numpy rule
     batch = make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     layout = TreeLayout(tree)
@@ -331,7 +325,6 @@ def tree_generate(
             target_laws = law(logits)
             sync(dev)
             t2 = time.perf_counter()
-
             node, token, residual = _verify(
                 rule,
                 tree,
