@@ -121,8 +121,9 @@ def run(args, name="decoder_speed"):
         )
         print_rows(r)
         headline += headline_rows(dname, r, args.batch)
-    ratios = [row["ratio_cost_model"] for r in results.values() for row in r["rows"]]
-    lev = [row["ratio"] for r in results.values() for row in r["rows"]]
+    rows = [row for r in results.values() for row in r["rows"]]
+    ratios = [row["ratio_cost_model"] for row in rows]
+    lev = [row["ratio"] for row in rows]
     print(
         f"\nmeasured/cost model: min {min(ratios):.2f}, max {max(ratios):.2f}; "
         f"{sum(abs(x - 1) <= TOLERANCE for x in ratios)} of {len(ratios)} within {TOLERANCE:.0%}. "
@@ -138,7 +139,6 @@ def run(args, name="decoder_speed"):
     for label, c in curves.items():
         ratio = "  ".join(f"m={m}: {v:.2f}" for m, v in c["ratio"].items())
         print(f"  {label:42s} t(1) = {1e3 * c['seconds_one']:7.2f} ms   {ratio}")
-    rows = [row for r in results.values() for row in r["rows"]]
     disagree = [row for row in rows if (row["measured"] > 1) != (row["predicted_cost_model"] > 1)]
     print(
         f"faster than autoregressive: cost model and measurement disagree on {len(disagree)} of {len(rows)}"

@@ -70,7 +70,7 @@ class ForwardLog:
         log = self._log
 
         def logged_forward(*args: Any, **kwargs: Any) -> Any:
-            ids, _ = _ids_and_start(args, kwargs)
+            ids, start = _ids_and_start(args, kwargs)
             cuda = bool(getattr(ids, "is_cuda", False))
             if cuda:
                 import torch
@@ -81,7 +81,6 @@ class ForwardLog:
             if cuda:
                 torch.cuda.synchronize(ids.device)
             seconds = time.perf_counter() - t0
-            _, start = _ids_and_start(args, kwargs)
             # the context is reduced when the log is read: no tensor work inside the timed call's caller
             start = None if start is None else (start.clone() if hasattr(start, "clone") else start)
             log.append((float(ids.shape[0]), float(ids.shape[1]), start, seconds))

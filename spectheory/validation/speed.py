@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -96,7 +97,12 @@ def measure_speed(
     for rep in range(repeats):
         s = derive_seed(seed, rep)
         run, a = _logged(
-            target, draft, rep, B, 0, autoregressive_generate, target, prompts, T, seed=s, device=device
+            target,
+            draft,
+            rep,
+            B,
+            0,
+            partial(autoregressive_generate, target, prompts, T, seed=s, device=device),
         )
         logged[0].append(run)
         d = autoregressive_generate(draft, prompts, T, seed=s, device=device).stats
@@ -111,14 +117,7 @@ def measure_speed(
                 rep,
                 B,
                 g,
-                speculative_generate,
-                target,
-                draft,
-                prompts,
-                T,
-                g,
-                seed=s,
-                device=device,
+                partial(speculative_generate, target, draft, prompts, T, g, seed=s, device=device),
             )
             logged[g].append(run)
             sd[g].append(st)
@@ -167,9 +166,7 @@ def measure_speed(
                 "draft_step_cost": float(per_step / med["t_draft"]),
                 "bookkeeping_fraction": float(bookkeeping),
                 "floor_seconds": float(np.median([f for f, _ in floors])),
-                "overhead_fraction": float(
-                    np.median([1.0 - f / r.seconds for (f, _), r in zip(floors, logged[g])])
-                ),
+                "overhead_fraction": _overhead(logged[g]),
                 "ceiling": float(np.median([a / f for (a, _), (f, _) in zip(ar_floor, floors)])),
                 "ceiling_free_draft": float(np.median([a / t for (a, _), (_, t) in zip(ar_floor, floors)])),
                 # per repeat r: time(autoregressive target, r) / time(speculative, r), for the spread
@@ -185,22 +182,20 @@ def measure_speed(
         "horizon": T,
         "repeats": repeats,
         "rows": rows,
-        "autoregressive_overhead_fraction": float(
-            np.median([1.0 - f / r.seconds for (f, _), r in zip(ar_floor, logged[0])])
-        ),
+        "autoregressive_overhead_fraction": _overhead(logged[0]),
         "target_cost_curve": _cost_curve(np.concatenate([r.target for r in every])),
     }
 
 
 def _logged(
-    target: Any, draft: Any, rep: int, batch: int, gamma: int, generate: Any, *args: Any, **kw: Any
+    target: Any, draft: Any, rep: int, batch: int, gamma: int, generate: Callable[[], Any]
 ) -> tuple[LoggedRun, Any]:
-    """Run ``generate(*args, **kw)`` with both models' forwards logged: its
+    """Run ``generate()`` with both models' forwards logged: its
     :class:`~.cost_insitu.LoggedRun` (configuration ``gamma=g``, or autoregressive for 0) and stats."""
     from ..cost.timed import ForwardLog
 
     with ForwardLog(target) as lt, ForwardLog(draft) as ld:
-        st = generate(*args, **kw).stats
+        st = generate().stats
     kind, label = ("autoregressive", "autoregressive") if gamma == 0 else ("path", f"gamma={gamma}")
     return LoggedRun(label, kind, batch, rep, st.time_total, lt.take(), ld.take()), st
 
@@ -209,6 +204,11 @@ def _forwards(run: LoggedRun) -> tuple[float, float]:
     """Seconds of a run's forwards: (both models, the target's alone)."""
     t = float(run.target[:, 3].sum())
     return t + float(run.draft[:, 3].sum()), t
+
+
+def _overhead(runs: list[LoggedRun]) -> float:
+    """Median over repeats of the share of a run's time outside its forwards."""
+    return float(np.median([r.outside / r.seconds for r in runs]))
 
 
 def _priced(runs: list[LoggedRun], every: list[LoggedRun]) -> list[float]:
