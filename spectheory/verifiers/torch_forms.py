@@ -126,7 +126,7 @@ def token_verify(
     """
     t = target_probs.to(torch.float64)
     d = draft_probs.to(torch.float64)
-    _, K, V = d.shape
+    K = d.shape[1]
     x = draft_tokens.unsqueeze(-1)
     t_x = t[:, :K].gather(-1, x).squeeze(-1)
     d_x = d.gather(-1, x).squeeze(-1)
@@ -134,9 +134,8 @@ def token_verify(
     # the accepted prefix: leading passes, at most k (slots >= k are padding)
     n = torch.minimum(torch.cumprod(ok.to(torch.int64), dim=1).sum(dim=1), k)
     rejected = n < k
-    at = n.view(-1, 1, 1).expand(-1, 1, V)  # n <= k <= K: a position of the target's K + 1
-    t_n = t.gather(1, at).squeeze(1)
-    d_n = d.gather(1, at.clamp(max=K - 1)).squeeze(1) * rejected[:, None]  # n = K: no rejection
+    t_n = _gather_pos(t, n)
+    d_n = _gather_pos(d, n) * rejected[:, None]  # n = K (clamped to K - 1): no rejection
     weights = torch.clamp(t_n - d_n, min=0.0)
     emit = rejected | (allow_bonus & (k > 0))
     return Verdict(n, _emit(weights, t_n, u_emit, emit), rejected)

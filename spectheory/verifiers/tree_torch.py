@@ -59,10 +59,10 @@ def _iid(q: torch.Tensor, x: torch.Tensor, kids: list[int], j: int) -> torch.Ten
 def _without_replacement(q: torch.Tensor, x: torch.Tensor, kids: list[int], j: int) -> torch.Tensor:
     rem = q.clone()
     rows = torch.arange(q.shape[0], device=q.device)
-    for c in kids[:j]:  # the earlier siblings' tokens, removed
+    for c in kids[:j]:  # the earlier siblings' tokens, removed (rows where c is drafted)
         xc = x[:, c]
-        zero = torch.where(xc >= 0, torch.zeros_like(rem[rows, 0]), rem[rows, xc.clamp(min=0)])
-        rem[rows, xc.clamp(min=0)] = zero
+        at = xc.clamp(min=0)
+        rem[rows, at] = rem[rows, at] * (xc < 0)
     return _safe_div(rem, rem.sum(-1)[:, None])
 
 
