@@ -212,14 +212,16 @@ def protocol_accepted(
     g = check_int(gamma, "gamma", 1)
     T = check_int(horizon, "horizon", 1)
     total: Any = 0
-    stack: list[tuple[tuple[int, ...], Any]] = [((), 1)]
-    while stack:
-        prefix, prob = stack.pop()
-        n = len(prefix)
-        for emitted, w in exact_round_law(name, target_fn, draft_fn, V, min(g, T - n), prefix).items():
-            total += prob * w * (len(emitted) - 1)
-            if n + len(emitted) < T:
-                stack.append((prefix + emitted, prob * w))
+    # Prefixes by length, merged: one round law per distinct prefix (reached by several splits).
+    level: list[dict[tuple[int, ...], Any]] = [{} for _ in range(T)]
+    level[0][()] = 1
+    for n in range(T):
+        for prefix, prob in level[n].items():
+            for emitted, w in exact_round_law(name, target_fn, draft_fn, V, min(g, T - n), prefix).items():
+                total += prob * w * (len(emitted) - 1)
+                m = n + len(emitted)
+                if m < T:
+                    level[m][prefix + emitted] = level[m].get(prefix + emitted, 0) + prob * w
     return total
 
 

@@ -165,19 +165,20 @@ def generation_law(
     L = check_int(length, "length", 1)
     T = None if horizon is None else check_int(horizon, "horizon", L)
     out: dict[tuple[int, ...], Any] = {}
-
-    def walk(prefix: tuple[int, ...], prob: Any) -> None:
-        n = len(prefix)
-        if n >= L:
-            out[prefix[:L]] = out.get(prefix[:L], 0) + prob
-            return
-        k = g if T is None else min(g, T - n)
-        for emitted, w in round_law(prefix, k).items():
-            if T is not None and n + len(emitted) > T:  # the bonus token past the horizon
-                emitted = emitted[: T - n]
-            walk(prefix + emitted, prob * w)
-
-    walk((), 1)
+    # Prefixes shorter than L, by length: one round law per distinct prefix (a prefix is reached
+    # by several splits into rounds; their probabilities are merged before it is expanded).
+    level: list[dict[tuple[int, ...], Any]] = [{} for _ in range(L)]
+    level[0][()] = 1
+    for n in range(L):
+        for prefix, prob in level[n].items():
+            k = g if T is None else min(g, T - n)
+            for emitted, w in round_law(prefix, k).items():
+                if T is not None and n + len(emitted) > T:  # the bonus token past the horizon
+                    emitted = emitted[: T - n]
+                seq = prefix + emitted
+                bucket = out if len(seq) >= L else level[len(seq)]
+                key = seq[:L]
+                bucket[key] = bucket.get(key, 0) + prob * w
     return out
 
 
