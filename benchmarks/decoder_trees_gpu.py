@@ -7,9 +7,13 @@ On the shipped target with draft-small trees and the Medusa heads' sparse tree:
 2. tokens per target call measured on a large batch against the Rao-Blackwellised exact
    prediction along target paths (node-local verifiers; 5 SE on the combined error);
 3. throughput (generated tokens per second, whole batch, one repeat after a warm-up) of tree
-   decoding against autoregressive decoding at several batch sizes.
+   decoding against autoregressive decoding at several batch sizes, with the rule on the device
+   or on the host, and on the fixed-shape forward (``compile_model(mode="static")``: attention
+   over the whole cache, no host read inside a call; greedy-checked in item 1). With
+   ``--graphs`` (CUDA), also the same under ``torch.compile`` with CUDA graphs
+   (``mode="reduce-overhead"``; each call shape compiles once, in the warm-up).
 
-Usage: python benchmarks/decoder_trees_gpu.py [--quick] [--out DIR] [--device cuda]
+Usage: python benchmarks/decoder_trees_gpu.py [--quick] [--out DIR] [--device cuda] [--graphs]
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import torch
 
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
+from spectheory.decoder.compiled import compile_model
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.medusa import load_heads, medusa_generate, sparse_tree
 from spectheory.decoder.sampling import logits_to_probs
@@ -50,6 +55,7 @@ def head_laws(target, heads, paths, L, T):
 def main(argv=None):
     ap = decoder_script_parser(__doc__, device=None)
     ap.add_argument("--sequences", type=int, default=None, help="sequences of the large-batch comparison")
+    ap.add_argument("--graphs", action="store_true", help="also time tree rounds under CUDA graphs")
     args = ap.parse_args(argv)
     dev = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     if not dev.startswith("cuda"):
@@ -68,6 +74,12 @@ def main(argv=None):
     L = 16
     t0 = time.perf_counter()
     target, draft = load_model("target", device=dev), load_model("draft-small", device=dev)
+    fixed = {"fixed-shape": (compile_model(target, "static"), compile_model(draft, "static"))}
+    if args.graphs and gpu:
+        fixed["CUDA graphs"] = (
+            compile_model(target, "reduce-overhead"),
+            compile_model(draft, "reduce-overhead"),
+        )
     heads, hinfo = load_heads(device=dev)
     prompts = heldout_windows(16 if q else 64, L)
     out = {"sequences": N, "horizon": T, "prompt_len": L}
@@ -100,6 +112,18 @@ def main(argv=None):
                 T,
                 sparse_tree(np.array(hinfo["heldout"]["rank_accuracy"])[:, :4], 16),
                 "tree_topk",
+                temperature=0,
+                device=dev,
+            ),
+        ),
+        (
+            "draft-small 2x2x1 tree_rrs, fixed-shape",
+            lambda: tree_generate(
+                *fixed["fixed-shape"],
+                ragged,
+                T,
+                DraftTree.from_branching([2, 2, 1]),
+                "tree_rrs",
                 temperature=0,
                 device=dev,
             ),
@@ -158,9 +182,9 @@ def main(argv=None):
     out["large_batch"] = rows
 
     # 3. throughput
-    def small_tree(bp, **kw):
+    def small_tree(bp, models=(target, draft), **kw):
         tree = DraftTree.from_branching([2, 2, 1])
-        return tree_generate(target, draft, bp, T, tree, "tree_rrs", seed=1, device=dev, **kw)
+        return tree_generate(*models, bp, T, tree, "tree_rrs", seed=1, device=dev, **kw)
 
     speed = []
     for B in (1, 16) if q else ((1, 64, 1024) if gpu else (1, 64)):
@@ -170,6 +194,7 @@ def main(argv=None):
             "draft-small 2x2x1 tree_rrs": partial(small_tree, bp),
             # the same with the rule in numpy on the host (the default off CUDA, the old GPU path)
             "draft-small 2x2x1 tree_rrs, host rule": partial(small_tree, bp, rule_on_device=False),
+            **{f"draft-small 2x2x1 tree_rrs, {k}": partial(small_tree, bp, m) for k, m in fixed.items()},
             "medusa sparse16 tree_topk": lambda bp=bp: medusa_generate(
                 target, heads, bp, T, sparse_tree(acc[:, :4], 16), "tree_topk", seed=1, device=dev
             ),

@@ -17,7 +17,9 @@ CUDA; the caches are marked as static addresses so the graphs write them in plac
 does), ``"max-autotune"``. A speculative round calls a model with a few distinct ``L`` (one
 token per draft step, the window after a round, ``gamma + 1`` for the target), so a decode
 compiles a handful of graphs on its first rounds (seconds each on CPU) and replays them after.
-Uncached calls (``model(ids)``) and tree-attention calls run the eager forward.
+Tree rounds (:func:`~spectheory.decoder.tree_decode.tree_generate`) take the same path: the
+tree's mask spans the whole cache, so a tree call's shapes depend only on ``(B, L)`` too.
+Uncached calls (``model(ids)``) and calls that return hidden states run the eager forward.
 
 The outputs are the eager model's up to the order of floating-point sums (masked slots add exact
 zeros); the tests check greedy decoding token for token and losslessness by a chi-square test
@@ -98,20 +100,48 @@ class CompiledLM(torch.nn.Module):
         dtype: torch.dtype | None = None,
     ) -> KVCache:
         """The wrapped model's cache; with CUDA graphs its tensors are static addresses."""
-        cache = self.model.new_cache(batch_size, max_len, device=device, dtype=dtype)
+        return self.pin(self.model.new_cache(batch_size, max_len, device=device, dtype=dtype))
+
+    def pin(self, cache: KVCache) -> KVCache:
+        """``cache`` with its tensors marked as static addresses under CUDA graphs (so a graph
+        writes them in place); as it is in the other modes."""
         if self.mode == "reduce-overhead":
             torch._dynamo.mark_static_address(cache.k)
             torch._dynamo.mark_static_address(cache.v)
         return cache
 
     def forward(
-        self, ids: torch.Tensor, cache: KVCache | None = None, start: torch.Tensor | None = None, **tree: Any
+        self,
+        ids: torch.Tensor,
+        cache: KVCache | None = None,
+        start: torch.Tensor | None = None,
+        positions: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
+        return_hidden: bool = False,
     ) -> Any:
-        """Logits ``[B, L, V]``: cached calls through the fixed-shape forward, others eager."""
-        if cache is None or start is None or tree:
-            return self.model(ids, cache=cache, start=start, **tree)
+        """Logits ``[B, L, V]``: cached calls through the fixed-shape forward, others eager.
+
+        A tree-attention call (``positions [B, L]`` and ``attn_mask [B, L, T]``) takes the
+        fixed-shape path too when the mask spans the whole cache (``T = cache.max_len``, as
+        :func:`~spectheory.decoder.tree_attention.tree_logits` builds it for this model);
+        ``return_hidden`` and uncached calls run the eager forward.
+        """
+        tree = positions is not None or attn_mask is not None
+        full_mask = attn_mask is not None and cache is not None and attn_mask.shape[-1] == cache.max_len
+        if cache is None or start is None or return_hidden or (tree and not full_mask):
+            return self.model(
+                ids,
+                cache=cache,
+                start=start,
+                positions=positions,
+                attn_mask=attn_mask,
+                return_hidden=return_hidden,
+            )
         start = torch.as_tensor(start, device=ids.device).long()
-        out = self._step(ids, cache.k, cache.v, start)
+        if tree:
+            out = self._step(ids, cache.k, cache.v, start, positions, attn_mask)
+        else:
+            out = self._step(ids, cache.k, cache.v, start)
         return out.clone() if self.mode == "reduce-overhead" else out  # a graph reuses its output
 
     def extra_repr(self) -> str:

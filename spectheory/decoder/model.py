@@ -352,25 +352,34 @@ class GPT(nn.Module):
         return (logits, x) if return_hidden else logits
 
     def static_forward(
-        self, ids: torch.Tensor, k: torch.Tensor, v: torch.Tensor, start: torch.Tensor
+        self,
+        ids: torch.Tensor,
+        k: torch.Tensor,
+        v: torch.Tensor,
+        start: torch.Tensor,
+        positions: torch.Tensor | None = None,
+        attn_mask: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Cached logits ``[B, L, V]`` with fixed shapes and no host read, for ``torch.compile``
         and CUDA graphs (:mod:`spectheory.decoder.compiled`).
 
         The same model as :meth:`forward` with ``cache`` (``k = cache.k``, ``v = cache.v``, both
-        ``[n_layer, B, T, H, D]``), but every query attends over all ``T`` cache slots under the
-        causal mask ``slot <= position`` instead of slicing the slots in use (which needs the
-        largest position on the host), and nothing is validated: the caller (the decoder) keeps
-        ``start + L <= T``. Masked slots add exact zeros, so the logits equal :meth:`forward`'s up
-        to the order of floating-point sums.
+        ``[n_layer, B, T, H, D]``), but every query attends over all ``T`` cache slots instead of
+        slicing the slots in use (which needs the largest position on the host): under the
+        causal mask ``slot <= position``, or, for tree attention, under ``attn_mask [B, L, T]``
+        (bool, True = attend) with position ids ``positions [B, L]`` (keys/values still written
+        at slots ``start .. start + L - 1``). Nothing is validated: the caller (the decoder)
+        keeps ``start + L <= T``. Masked slots add exact zeros, so the logits equal
+        :meth:`forward`'s up to the order of floating-point sums.
         """
         B, L = ids.shape
-        pos = start[:, None] + torch.arange(L, device=ids.device)  # [B, L]
-        slots = torch.arange(k.shape[2], device=ids.device)  # [T]
-        visible = slots[None, None, :] <= pos[:, :, None]  # [B, L, T]
-        x = self.wte(ids) + self.wpe(pos)  # [B, L, C]
+        slot = start[:, None] + torch.arange(L, device=ids.device)  # [B, L]
+        if attn_mask is None:
+            cache_slots = torch.arange(k.shape[2], device=ids.device)  # [T]
+            attn_mask = cache_slots[None, None, :] <= slot[:, :, None]  # [B, L, T]
+        x = self.wte(ids) + self.wpe(slot if positions is None else positions)  # [B, L, C]
         for layer, block in enumerate(self.blocks):
-            x = block(x, (k[layer], v[layer]), pos, visible)  # [B, L, C]
+            x = block(x, (k[layer], v[layer]), slot, attn_mask)  # [B, L, C]
         return self.ln_f(x) @ self.wte.weight.T  # [B, L, V]
 
     def _tree_positions(self, ids, cache, start, positions, attn_mask):

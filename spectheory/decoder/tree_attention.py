@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from .compiled import CompiledLM
 from .hf import HFCausalLM, HFKVCache
 from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
 from .model import GPT, KVCache
@@ -134,16 +135,19 @@ def tree_attn_mask(layout: TreeLayout, root_slot: torch.Tensor, lo: int, hi: int
 def supports_tree_cache(model: object) -> bool:
     """True for models whose cached call takes a tree mask and per-node positions: the shipped
     GPT, and Hugging Face models that honour a 4-d attention mask."""
-    return isinstance(model, GPT) or (isinstance(model, HFCausalLM) and accepts_tree_mask(model))
+    return isinstance(model, (GPT, CompiledLM)) or (
+        isinstance(model, HFCausalLM) and accepts_tree_mask(model)
+    )
 
 
 def new_tree_cache(
     model: Any, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
 ) -> Any:
     """A cache with room for the tree past ``max_seq_len`` slots (positions stay in range)."""
-    if isinstance(model, GPT):
-        c = model.config
-        return KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
+    if isinstance(model, (GPT, CompiledLM)):
+        c = (model.model if isinstance(model, CompiledLM) else model).config
+        cache = KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
+        return model.pin(cache) if isinstance(model, CompiledLM) else cache
     if isinstance(model, HFCausalLM):
         cap = max_len if model.max_seq_len is None else min(max_len, model.max_seq_len)
         return model.new_cache(batch_size, cap, device=device)
@@ -200,10 +204,11 @@ def tree_logits(
         Tokens in level order (offset 0 = the root; absent nodes any valid id).
     """
     ids = node_tokens[:, lo:hi]
-    if isinstance(model, GPT):
+    if isinstance(model, (GPT, CompiledLM)):
         _, dep = layout.torch_tables(root_slot.device)
         positions = root_slot[:, None] + dep[lo:hi][None, :]
-        width = int(root_slot.max()) + hi
+        # the fixed-shape path attends over the whole cache (no host read); eager, the slots in use
+        width = cache.max_len if isinstance(model, CompiledLM) else int(root_slot.max()) + hi
         mask = tree_attn_mask(layout, root_slot, lo, hi, width)
         return model(
             ids,
@@ -214,7 +219,9 @@ def tree_logits(
             return_hidden=return_hidden,
         )
     if return_hidden:
-        raise ValueError("return_hidden: only the shipped GPT returns hidden states")
+        raise ValueError(
+            "return_hidden: only the shipped GPT (or its compile_model wrapper) returns hidden states"
+        )
     if isinstance(cache, HFKVCache):
         return hf_tree_logits(model, cache, root_slot, node_tokens, layout, lo, hi)
     if isinstance(model, NGramModel) and model.order <= 2:
