@@ -294,19 +294,10 @@ def speculative_generate(
                 stop_at_eos(batch, eos)
             if hook is not None:
                 hook.after_round(k, verdict.n_accepted, k > 0)
-            counts = (
-                torch.stack(
-                    [
-                        k,
-                        verdict.n_accepted,
-                        (verdict.next_token >= 0).to(torch.int64),
-                        verdict.rejected.to(torch.int64),
-                    ]
-                )
-                .cpu()
-                .numpy()
-            )  # one transfer
-            rec.add_round(*counts)
+            emitted, rejected = (verdict.next_token >= 0).to(torch.int64), verdict.rejected.to(torch.int64)
+            rec.add_round_counts(
+                torch.stack([k, verdict.n_accepted, emitted, rejected])
+            )  # stays on the device
             times["time_draft"] += t1 - t0
             times["time_target"] += t2 - t1
             calls["batch_draft_calls"] += K

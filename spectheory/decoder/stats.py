@@ -196,15 +196,31 @@ class StatsRecorder:
 
     def __init__(self, batch_size: int, gamma: int):
         self.batch_size, self.gamma = batch_size, gamma
-        self.rounds: list[
-            tuple[np.ndarray, ...]
-        ] = []  # per round: (k, n_accepted, emitted, rejected), int ndarrays [B]
+        # per round: (k, n_accepted, emitted, rejected), int ndarrays [B] (or a [4, B] tensor)
+        self.rounds: list[Any] = []
 
     def add_round(self, k, n_accepted, emitted, rejected):
         """Record one round; arguments are int/bool ndarrays [B]; rows with ``k == 0`` are idle."""
         self.rounds.append(tuple(np.asarray(a, dtype=np.int64) for a in (k, n_accepted, emitted, rejected)))
 
+    def add_round_counts(self, counts: Any) -> None:
+        """Record one round from an integer tensor ``[4, B]`` of ``(k, n_accepted, emitted,
+        rejected)`` left on its device: the rounds are copied to the host together in
+        :meth:`finish`, so a round needs no device-to-host copy (a synchronisation on CUDA)."""
+        self.rounds.append(counts)
+
+    def _on_host(self) -> None:
+        """Copy the rounds recorded as tensors to the host, all in one transfer."""
+        on_device = [i for i, r in enumerate(self.rounds) if not isinstance(r, tuple)]
+        if on_device:
+            import torch
+
+            host = torch.stack([self.rounds[i] for i in on_device]).cpu().numpy().astype(np.int64)
+            for i, counts in zip(on_device, host):
+                self.rounds[i] = tuple(counts)
+
     def finish(self, verifier: str, bonus: bool, **times: Any) -> DecodeStats:
+        self._on_host()
         B, R, g = self.batch_size, len(self.rounds), self.gamma
         k, n, e, rej = (
             np.stack([r[i] for r in self.rounds], axis=1) if R else np.zeros((B, 0), np.int64)

@@ -348,9 +348,7 @@ def tree_generate(
             if dr.needs_hidden and hidden is not None:
                 dr.observe(hidden[rows, layout_offset(layout, node, dev)])
             batch.seq_len = batch.seq_len + j + emitted.to(torch.int64)
-            rec.add_round(
-                *torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)]).cpu().numpy()
-            )
+            rec.add_round_counts(torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)]))
             times["time_draft"] += t1 - t0
             times["time_target"] += t2 - t1
             calls += n_calls
