@@ -155,6 +155,7 @@ def speculative_generate(
     dtype: torch.dtype | str | None = None,
     policy: Policy | None = None,
     eos_token_id: int | None = None,
+    check_every: int | None = None,
 ) -> GenerationResult:
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
@@ -193,6 +194,21 @@ def speculative_generate(
         A draft-length policy a real drafter can run (fixed, confidence, entropy, HF schedule;
         :mod:`spectheory.stopping.runtime`): it decides per row after each drafted token whether
         to draft another, at most ``min(gamma, policy.max_depth)`` per round.
+    check_every : int >= 1, optional
+        The fixed-horizon loop: no host read inside a round. Every round drafts
+        ``K = min(gamma, max_new_tokens)`` tokens (a row's ``k`` still bounds what is checked)
+        and feeds fixed windows (2 tokens to the draft's first step, ``K + 1`` to the target:
+        the widest a round can need), and the loop reads from the device only every
+        ``check_every`` rounds, whether any row is unfinished; it stops after
+        ``max_new_tokens`` rounds in any case (each round adds at least one token to every
+        unfinished row), so ``check_every >= max_new_tokens`` reads nothing at all. Tokens and
+        per-row statistics equal the default loop's; ``batch_draft_calls`` and
+        ``batch_target_calls`` count the calls made, which include up to ``check_every - 1``
+        idle rounds at the end and full drafts in the last rounds. The timings are not synchronised inside the loop (on CUDA,
+        ``time_draft`` and ``time_target`` then time the launches; ``time_total`` is exact).
+        This is the loop a CUDA graph of a whole round needs (docs/decoder_floor.md); not with
+        ``policy`` or ``eos_token_id``. Default ``None``: one host read per round (the draft
+        lengths and both calls' windows).
 
     Returns
     -------
@@ -223,6 +239,10 @@ def speculative_generate(
     gamma = check_int(gamma, "gamma", 1)
     bonus = check_bool(bonus, "bonus")
     eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", 0)
+    if check_every is not None:
+        check_every = check_int(check_every, "check_every", 1)
+        if policy is not None or eos is not None:
+            raise ValueError("check_every: the fixed-horizon loop takes no policy and no eos_token_id")
     rule_obj = get_verifier(verifier)
     rule = rule_obj.torch_rule
     dev, dt_target = place(target, device, dtype)
@@ -257,18 +277,24 @@ def speculative_generate(
             k = torch.clamp(remaining, max=gamma)
             if hook is not None:
                 k = hook.cap(k)
-            # one host read per round: the draft lengths, what is left, and both calls' windows
-            K, most, k_min, w_draft, w_target = torch.stack(
-                (
-                    k.max(),
-                    remaining.max(),
-                    k.min(),
-                    (batch.seq_len - draft_cached).max(),
-                    (batch.seq_len + k - target_cached).max(),
-                )
-            ).tolist()
-            if K == 0:
-                break
+            if check_every is None:  # one host read per round: draft lengths, what is left, windows
+                K, most, k_min, w_draft, w_target = torch.stack(
+                    (
+                        k.max(),
+                        remaining.max(),
+                        k.min(),
+                        (batch.seq_len - draft_cached).max(),
+                        (batch.seq_len + k - target_cached).max(),
+                    )
+                ).tolist()
+                if K == 0:
+                    break
+            else:  # the fixed horizon: the widest round, and a read every check_every rounds
+                # every round adds a token to every unfinished row: max_new_tokens rounds suffice
+                if rnd == max_new_tokens or (rnd % check_every == 0 and not bool((remaining > 0).any())):
+                    break
+                K, most, k_min = round_uniforms.gamma, None, 0
+                w_draft, w_target = 2, K + 1
             t0 = time.perf_counter()
             u = round_uniforms(rnd, K, most)
             stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
@@ -277,12 +303,14 @@ def speculative_generate(
             )
             K = drafts.shape[1]
             u = u[:, :K]
-            sync(dev)
+            if check_every is None:
+                sync(dev)
             t1 = time.perf_counter()
             # a policy may have shortened drafts: then the target's window is read afresh
             w = w_target if hook is None else None
             target_laws = _score(target, target_cache, batch, target_cached, k, K, law, w)
-            sync(dev)
+            if check_every is None:
+                sync(dev)
             t2 = time.perf_counter()
             allow_bonus = (k < remaining) & bool(bonus)
             if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
