@@ -53,7 +53,8 @@ def main(argv=None):
             ax_acc.text(
                 c["mean_accepted_float"],
                 y + (j - 0.5) * h,
-                f" {c['mean_accepted']}",
+                f" {c['mean_accepted']}"
+                + (f" ({c['target_calls']} calls)" if c.get("target_calls", "1") != "1" else ""),
                 va="center",
                 fontsize=5.5,
             )
@@ -69,6 +70,7 @@ def main(argv=None):
             "claim": r["claim"],
             "verdict": r["verdict"],
             "accepted_sun": [c["mean_accepted"] for c in sun],
+            "target_calls_sun": [c.get("target_calls", "1") for c in sun],
             "tv_sun": [c["tv"] for c in sun],
             "tv_worst_random": worst["tv"] if worst else None,
         }

@@ -326,19 +326,22 @@ def block_verdicts() -> str:
     sun = [i for i, lab in enumerate(res["instances"]) if lab.startswith("Sun")]
     rand = [i for i, lab in enumerate(res["instances"]) if not lab.startswith("Sun")]
     lines = [
-        f"Exact values (`{res['command']}`; Fractions): accepted drafts per round and the total variation of "
+        f"Exact values (`{res['command']}`; Fractions): accepted drafts per round (naive HSD: the drafted "
+        "tokens it emits, with its target calls per round) and the total variation of "
         "the first gamma + 1 tokens from the target on Sun et al.'s binary example, and the largest total "
         f"variation over {len(rand)} random first-order chains (gamma = 2).",
         "",
-        "| rule | source | claim | accepted, gamma = 2 / 3 | TV, gamma = 2 / 3 | largest TV, random chains | verdict |",
-        "|---|---|---|---|---|---|---|",
+        "| rule | source | claim | accepted, gamma = 2 / 3 | target calls, gamma = 2 / 3 | TV, gamma = 2 / 3 "
+        "| largest TV, random chains | verdict |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in res["rules"]:
         cells = r["instances"]
         worst = max((cells[i] for i in rand), key=lambda c: c["tv_float"], default=None)
         lines.append(
             f"| `{r['rule']}` | {_cell(r['source'])} | {_cell(r['claim'])} | "
-            f"{' / '.join(cells[i]['mean_accepted'] for i in sun)} | {' / '.join(cells[i]['tv'] for i in sun)} | "
+            f"{' / '.join(cells[i]['mean_accepted'] for i in sun)} | "
+            f"{' / '.join(cells[i].get('target_calls', '1') for i in sun)} | {' / '.join(cells[i]['tv'] for i in sun)} | "
             f"{worst['tv'] if worst else ''} | {_cell(r['verdict'])} |"
         )
     voc = _load(_results() / "vocabularies.json")

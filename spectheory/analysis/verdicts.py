@@ -5,7 +5,11 @@ Notation: p = target, q = draft. For a registered single-path rule with a litera
 given as context functions over Fractions, the exact quantities are
 
 - ``mean_accepted``: the expected accepted drafts of the first round (after the empty
-  context), :math:`\sum_e P(e) (|e| - 1)`;
+  context), :math:`\sum_e P(e) (|e| - 1)` -- for a rule that calls the target more than once
+  per round (:data:`MULTI_CALL_STATS`: naive HSD), the drafted tokens it emits;
+- ``tokens`` and ``target_calls``: the expected tokens the first round emits and the target
+  calls it makes (1 for every single-call rule), so ``tokens / target_calls`` compares
+  multi-call rules with the others;
 - ``tv``: the total variation between the law of the first ``L`` output tokens of a
   generation made of the rule's rounds
   (``generation_law`` of :mod:`spectheory.verifiers.round_laws`) and the target's law of ``L``
@@ -37,11 +41,13 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
+from ..verifiers.hsd_naive import naive_hsd_round_stats
 from ..verifiers.round_laws import exact_round_law, generation_law, mean_accepted, target_law
 
 __all__ = [
     "RuleClaim",
     "RULE_CLAIMS",
+    "MULTI_CALL_STATS",
     "law_total_variation",
     "rule_exact",
     "protocol_accepted",
@@ -120,6 +126,13 @@ RULE_CLAIMS: tuple[RuleClaim, ...] = (
         "block",
         ">",
     ),
+    RuleClaim(
+        "hsd_naive",
+        "Zhou et al., ICLR 2026: naive HSD as the authors' code runs it (ZhouYuxuanYX/Hierarchical-"
+        "Speculative-Decoding @ b8575e2, transformers/generation/utils.py: _speculative_sampling with "
+        "backward=True, clever=False, then _forward_sampling; several target calls per round)",
+        True,
+    ),
     RuleClaim("point_mass", "engines that do not pass the draft's probabilities (q := 1_x)", True),
     RuleClaim("sample_match", "engines' exact-match verification (accept iff y ~ p equals x)", True),
     RuleClaim(
@@ -152,6 +165,11 @@ RULE_CLAIMS: tuple[RuleClaim, ...] = (
 )
 
 
+#: ``{name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> {"tokens", "target_calls",
+#: "accepted", ...}}``: the rules of ``ROUND_LAWS`` whose round calls the target more than once.
+MULTI_CALL_STATS: dict[str, Callable[..., dict[str, Any]]] = {"hsd_naive": naive_hsd_round_stats}
+
+
 def law_total_variation(a: dict[tuple[int, ...], Any], b: dict[tuple[int, ...], Any]) -> Any:
     r"""Total variation :math:`\tfrac12 \sum_s |a(s) - b(s)|` of two laws given as dicts.
 
@@ -169,24 +187,38 @@ def law_total_variation(a: dict[tuple[int, ...], Any], b: dict[tuple[int, ...], 
 def rule_exact(
     name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, length: int | None = None
 ) -> dict[str, Any]:
-    r"""The exact ``mean_accepted`` (first round) and ``tv`` (first ``length`` tokens) of one rule.
+    r"""The exact ``mean_accepted``, ``tokens``, ``target_calls`` (first round) and ``tv`` (first ``length`` tokens) of one rule.
 
-    ``length`` defaults to ``gamma + 1``. With Fraction laws both are exact rationals.
+    ``length`` defaults to ``gamma + 1``. With Fraction laws all are exact rationals. Rules of
+    :data:`MULTI_CALL_STATS` take ``mean_accepted`` (drafted tokens emitted), ``tokens`` and
+    ``target_calls`` from their stats; for the others ``tokens = mean_accepted + 1`` and
+    ``target_calls = 1``.
 
     Examples
     --------
     >>> from fractions import Fraction as F
     >>> from spectheory.analysis.verdicts import rule_exact
     >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> rule_exact("argmax_soft", p, q, 2, 1, length=1)   # the first token is a fair coin: TV 1/6
-    {'mean_accepted': Fraction(1, 2), 'tv': Fraction(1, 6)}
+    >>> rule_exact("argmax_soft", p, q, 2, 1, length=1)["tv"]   # the first token is a fair coin: TV 1/6
+    Fraction(1, 6)
+    >>> r = rule_exact("hsd_naive", p, q, 2, 3)
+    >>> r["tokens"], r["target_calls"], r["tv"] > 0
+    (Fraction(2686, 729), Fraction(47, 27), True)
     """
     g = check_int(gamma, "gamma", 1)
     L = g + 1 if length is None else check_int(length, "length", 1)
     V = check_int(vocab_size, "vocab_size", 1)
     law = generation_law(lambda c, k: exact_round_law(name, target_fn, draft_fn, V, k, c), g, L)
+    if name in MULTI_CALL_STATS:
+        stats = MULTI_CALL_STATS[name](target_fn, draft_fn, V, g, ())
+        acc, tokens, calls = stats["accepted"], stats["tokens"], stats["target_calls"]
+    else:
+        acc = mean_accepted(exact_round_law(name, target_fn, draft_fn, V, g))
+        tokens, calls = acc + 1, 1
     return {
-        "mean_accepted": mean_accepted(exact_round_law(name, target_fn, draft_fn, V, g)),
+        "mean_accepted": acc,
+        "tokens": tokens,
+        "target_calls": calls,
         "tv": law_total_variation(law, target_law(target_fn, V, L)),
     }
 
@@ -208,6 +240,10 @@ def protocol_accepted(
     >>> protocol_accepted("token", p, q, 2, 1, 2)   # two rounds, the second one only when the first rejected
     Fraction(8, 9)
     """
+    if name in MULTI_CALL_STATS:
+        raise ValueError(
+            f"name: {name!r} calls the target more than once per round, not a round of the protocol"
+        )
     V = check_int(vocab_size, "vocab_size", 1)
     g = check_int(gamma, "gamma", 1)
     T = check_int(horizon, "horizon", 1)

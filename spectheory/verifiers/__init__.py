@@ -15,7 +15,8 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.kseq`        K-SEQ (SpecTr)
 - :mod:`.optimal_coupling`  the verifier attaining the optimal multi-draft acceptance (transport LP)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
-- :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``)
+- :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``);
+  :mod:`.hsd_naive` its naive form, several target calls per round (exact laws only)
 - :mod:`.proposal`    proposal modes engines run (``"point_mass"``, ``"sample_match"``,
   ``"argmax_onehot"``, ``"argmax_soft"``)
 - :mod:`.biased`      biased (lossy) acceptance rules

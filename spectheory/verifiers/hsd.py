@@ -33,9 +33,9 @@ first two tokens are ``(1, 0)`` with probability ``1/3`` instead of ``2/9``.
 As a :class:`~spectheory.verifiers.Verifier`: ``"hsd"`` (lossless) and ``"hsd_listing"``
 (biased); exact round laws through
 :func:`spectheory.verifiers.block.block_round_transition` with :func:`hsd_weights`; a literal
-enumeration for any number type in :func:`hsd_round_law`. One target call per round (the
-paper's naive Algorithm 1, which calls the target again for every resampled position, is not
-implemented).
+enumeration for any number type in :func:`hsd_round_law`. One target call per round; the
+authors' naive loop, which calls the target again for every resampled position, is
+:mod:`spectheory.verifiers.hsd_naive` (biased too), and their "HSD (clever)" is the listing.
 
 Examples
 --------

@@ -13,7 +13,7 @@ exact rationals -- e.g. Sun et al.'s binary example, target ``(1/3, 2/3)``, draf
   laws, :func:`spectheory.verifiers.block.block_emission_law`, the HSD law of :mod:`.hsd`);
 - :func:`mean_accepted`: a round law's expected accepted drafts;
 - :func:`exact_round_law`: one round of a registered rule by name (:data:`ROUND_LAWS`: the
-  proposal modes, ``"block"``, ``"hsd"``, ``"hsd_listing"``), and :func:`target_law`, the
+  proposal modes, ``"block"``, ``"hsd"``, ``"hsd_listing"``, ``"hsd_naive"``, ...), and :func:`target_law`, the
   target's own law of the first tokens, to compare a generation law with.
 
 ``target_fn(prefix)`` and ``draft_fn(prefix)`` return the ``V`` next-token probabilities
@@ -38,6 +38,7 @@ from .block import block_emission_law
 from .gbv import gbv_round_law
 from .gls import gls_round_law
 from .hsd import hsd_round_law
+from .hsd_naive import naive_hsd_round_law
 
 __all__ = [
     "PROPOSAL_MODES",
@@ -245,7 +246,8 @@ def _proposal(mode: str) -> RoundLawFn:
 
 #: ``{name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> round law}``: the rules with a
 #: literal enumeration (each implemented once, in its own module): registered verifiers, and the
-#: multi-draft rules at two drafts (``"gbv_k2"``: :func:`~spectheory.verifiers.gbv.gbv_round_law`,
+#: naive HSD (``"hsd_naive"``: :func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_law`, several
+#: target calls per round), the multi-draft rules at two drafts (``"gbv_k2"``: :func:`~spectheory.verifiers.gbv.gbv_round_law`,
 #: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`), and ``"tli"``
 #: (:func:`tli_round_law`: ``draft_fn`` may return more than ``V`` values, the draft-only tokens).
 ROUND_LAWS: dict[str, RoundLawFn] = {
@@ -253,6 +255,7 @@ ROUND_LAWS: dict[str, RoundLawFn] = {
     "block": block_emission_law,
     "hsd": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "paper"),
     "hsd_listing": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "listing"),
+    "hsd_naive": naive_hsd_round_law,
     "gbv_k2": lambda t, d, V, g, c: gbv_round_law(t, d, V, 2, g, c),
     "gls_k2": lambda t, d, V, g, c: gls_round_law(t, d, V, 2, g, c),
     "tli": lambda t, d, V, g, c: tli_round_law(t, d, V, g, c),

@@ -16,6 +16,7 @@ from _helpers import assert_within_se
 
 import spectheory as st
 from spectheory.analysis.verdicts import (
+    MULTI_CALL_STATS,
     RULE_CLAIMS,
     RuleClaim,
     law_total_variation,
@@ -46,6 +47,7 @@ DOCS = {
     "block": ("11/9", "5/3"),
     "hsd": ("11/9", "5/3"),
     "hsd_listing": ("4/3", "16/9"),
+    "hsd_naive": ("13/9", "1417/729"),  # drafted tokens emitted; 4/3 and 47/27 target calls
     "point_mass": ("52/81", "532/729"),
     "sample_match": ("52/81", "532/729"),
     "argmax_onehot": ("4/9", "13/27"),
@@ -72,8 +74,17 @@ def engine_round(name, gamma):
 def test_registry_dispatches_to_each_rules_own_enumeration():
     from spectheory.verifiers.gbv import gbv_round_law
     from spectheory.verifiers.gls import gls_round_law
+    from spectheory.verifiers.hsd_naive import naive_hsd_round_law
 
-    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {"block", "hsd", "hsd_listing", "gbv_k2", "gls_k2", "tli"}
+    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {
+        "block",
+        "hsd",
+        "hsd_listing",
+        "hsd_naive",
+        "gbv_k2",
+        "gls_k2",
+        "tli",
+    }
     tab_t, tab_d = random_fraction_table(3, 3), random_fraction_table(4, 3)
     t, d = table_law_fn(tab_t), table_law_fn(tab_d)
     for c in ((), (2,)):
@@ -82,6 +93,7 @@ def test_registry_dispatches_to_each_rules_own_enumeration():
         assert exact_round_law("gbv_k2", t, d, 3, 2, c) == gbv_round_law(t, d, 3, 2, 2, c)
         assert exact_round_law("gls_k2", t, d, 3, 2, c) == gls_round_law(t, d, 3, 2, 2, c)
         assert exact_round_law("tli", t, d, 3, 2, c) == proposal_round_law("token", t, d, 3, 2, c)
+        assert exact_round_law("hsd_naive", t, d, 3, 2, c) == naive_hsd_round_law(t, d, 3, 2, c)
         for mode in PROPOSAL_MODES:
             assert exact_round_law(mode, t, d, 3, 2, c) == proposal_round_law(mode, t, d, 3, 2, c)
     with pytest.raises(ValueError, match="name"):
@@ -121,7 +133,7 @@ def test_total_variation_and_target_law():
 def test_protocol_accepted_equals_the_exact_engine():
     tab_t, tab_d = random_fraction_table(7, 3), random_fraction_table(8, 3)
     chain = st.DecodingChain(np.array(tab_t, float), np.array(tab_d, float), initial=np.eye(3)[0])
-    for name in ROUND_LAWS:
+    for name in set(ROUND_LAWS) - set(MULTI_CALL_STATS):  # naive HSD: not a one-call round
         exact = protocol_accepted(name, table_law_fn(tab_t), table_law_fn(tab_d), 3, 2, 4)
         assert abs(float(exact) - chain.protocol(4, engine_round(name, 2)).accepted) < 1e-12, name
 
@@ -159,8 +171,9 @@ def test_script_and_figure_at_quick_size(tmp_path):
     by = {r["rule"]: r for r in data["rules"]}
     assert by["hsd_listing"]["instances"][0]["tv"] == "1/9" and not by["hsd_listing"]["lossless"]
     assert data["engine_max_abs_diff"] < 1e-9
-    assert data["headline"][0]["value"] == "hsd_listing, argmax_soft"
+    assert data["headline"][0]["value"] == "hsd_listing, hsd_naive, argmax_soft"
     fig = _load(ROOT / "figures" / "fig20_verification_rules.py", "_fig20")
     fig.main(["--quick", "--out", str(tmp_path / "fig"), "--results", str(tmp_path)])
     saved = json.loads((tmp_path / "fig" / "fig20_verification_rules.json").read_text())
     assert saved["rules"]["argmax_soft"]["tv_sun"][0] == "13/54"
+    assert saved["rules"]["hsd_naive"]["target_calls_sun"] == ["4/3", "47/27"]
