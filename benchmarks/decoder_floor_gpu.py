@@ -2,7 +2,9 @@
 
 For each forward mode -- ``eager`` (the shipped models as they are), ``static`` (the fixed-shape
 forward without host reads, not compiled), ``default`` (``torch.compile``) and
-``reduce-overhead`` (``torch.compile`` with CUDA graphs; CUDA only) -- at batch 1:
+``reduce-overhead`` (``torch.compile`` with CUDA graphs; CUDA only), and a mode with ``+fixed``
+(``static+fixed``, ``reduce-overhead+fixed``: the same forwards decoded by the fixed-horizon loop,
+``speculative_generate(check_every=4)``, no host read inside a round) -- at batch 1:
 
 - the target's forward time scoring m = 1, 2, 3, 5, 9 tokens after 64 cached ones (goal on a
   GPU: t(1) <= 0.3 ms), and the same curve for a GPT of GPT-2 small's shape with RANDOM weights
@@ -14,7 +16,7 @@ forward without host reads, not compiled), ``default`` (``torch.compile``) and
 - greedy decoding identical to the eager decoder token for token, and the two-token
   chi-square of the decoder's samples against the target's exact law (lossless) on that path.
 
-Device auto: CUDA if available, else CPU. On CPU use --quick (modes eager and static, small
+Device auto: CUDA if available, else CPU. On CPU use --quick (modes eager, static, static+fixed, small
 sizes: part of the main job's quick run); ``torch.compile`` on a 2-core CPU takes minutes per
 shape, which is why the compiled modes are GPU-only by default (``--modes`` overrides).
 Writes DIR/decoder_floor_gpu.json.
@@ -40,22 +42,27 @@ from spectheory.decoder.registry import timing_model
 from spectheory.decoder.speculative import speculative_generate
 from spectheory.validation import exact_two_token_law, lossless_check, measure_speed, resolve_models
 
+#: rounds between the fixed-horizon loop's reads: at most 3 idle rounds at the end of a decode
+FIXED_CHECK_EVERY = 4
 CALL_GOAL_S = 3e-4  # issue 22: a target call at batch 1 on a GPU
 CONTEXT = 64
 P_MIN = 1e-3
 
 
 def wrap(model, mode):
-    """The model in ``mode`` (``eager``: as it is; n-gram drafts are never wrapped)."""
-    return model if mode == "eager" or not isinstance(model, GPT) else compile_model(model, mode)
+    """The model in ``mode``'s forward mode (``eager``: as it is; n-gram drafts are never wrapped)."""
+    fwd = mode.partition("+")[0]
+    return model if fwd == "eager" or not isinstance(model, GPT) else compile_model(model, fwd)
 
 
 def mode_section(mode, target, drafts, sizes, device, law, prompt):
     """Every measurement of one forward mode (module docstring)."""
     t0 = time.perf_counter()
     tw = wrap(target, mode)
+    # "+fixed": the same forwards, decoded by the fixed-horizon loop (no host read inside a round)
+    fixed = {"check_every": FIXED_CHECK_EVERY} if mode.endswith("+fixed") else {}
     out = {"target_curve": cost_curve(tw, sizes["tokens"], CONTEXT, device, sizes["repeats_fwd"], warmup=3)}
-    if sizes["timing_model"]:  # 85M parameters: full runs only
+    if sizes["timing_model"] and not fixed:  # 85M parameters: full runs only
         big = timing_model("gpt-12x768", device=device)
         out["timing_model_curve"] = cost_curve(
             wrap(big, mode), sizes["tokens"], CONTEXT, device, sizes["repeats_fwd"], warmup=3
@@ -66,12 +73,21 @@ def mode_section(mode, target, drafts, sizes, device, law, prompt):
     for name, draft in drafts.items():
         dw = wrap(draft, mode)
         sp = measure_speed(
-            tw, dw, prompts, sizes["horizon"], sizes["gammas"], repeats=sizes["repeats"], device=device
+            tw,
+            dw,
+            prompts,
+            sizes["horizon"],
+            sizes["gammas"],
+            repeats=sizes["repeats"],
+            device=device,
+            **fixed,
         )
         greedy_ref = speculative_generate(
             target, draft, heldout_windows(4, 16), 24, 3, temperature=0, device=device
         )
-        greedy = speculative_generate(tw, dw, heldout_windows(4, 16), 24, 3, temperature=0, device=device)
+        greedy = speculative_generate(
+            tw, dw, heldout_windows(4, 16), 24, 3, temperature=0, device=device, **fixed
+        )
         same = all(np.array_equal(a, b) for a, b in zip(greedy_ref.tokens, greedy.tokens))
         lossless = lossless_check(tw, dw, prompt, sizes["lossless"], 2, seed=7, law=law, device=device)
         out["drafts"][name] = {"speed": sp, "greedy_identical": same, "lossless": lossless}
@@ -106,10 +122,14 @@ def run(args, name="decoder_floor_gpu"):
     if args.modes:
         modes = [m for m in args.modes.split(",") if m]
     else:
-        modes = ["eager", "static"] + (["default", "reduce-overhead"] if cuda and not args.quick else [])
+        compiled = ["default", "reduce-overhead", "reduce-overhead+fixed"] if cuda and not args.quick else []
+        modes = ["eager", "static", "static+fixed", *compiled]
     for m in modes:
-        if m != "eager" and m not in COMPILE_MODES:
-            raise SystemExit(f"--modes: unknown mode {m!r}; valid: eager, {', '.join(COMPILE_MODES)}")
+        fwd, plus, loop = m.partition("+")
+        if (fwd != "eager" and fwd not in COMPILE_MODES) or (plus and loop != "fixed"):
+            raise SystemExit(
+                f"--modes: unknown mode {m!r}; valid: eager, {', '.join(COMPILE_MODES)}, each optionally +fixed"
+            )
     q = args.quick
     sizes = {
         "tokens": [1, 3] if q else [1, 2, 3, 5, 9],

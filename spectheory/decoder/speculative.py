@@ -201,7 +201,8 @@ def speculative_generate(
         the widest a round can need), and the loop reads from the device only every
         ``check_every`` rounds, whether any row is unfinished; it stops after
         ``max_new_tokens`` rounds in any case (each round adds at least one token to every
-        unfinished row), so ``check_every >= max_new_tokens`` reads nothing at all. Tokens and
+        unfinished row), so ``check_every >= max_new_tokens`` reads nothing at all but always
+        plays ``max_new_tokens`` rounds; a few rounds (4, say) waste at most that many. Tokens and
         per-row statistics equal the default loop's; ``batch_draft_calls`` and
         ``batch_target_calls`` count the calls made, which include up to ``check_every - 1``
         idle rounds at the end and full drafts in the last rounds. The timings are not synchronised inside the loop (on CUDA,

@@ -30,6 +30,7 @@ def measure_speed(
     repeats: int = 3,
     seed: int = 0,
     device: str | torch.device | None = None,
+    check_every: int | None = None,
 ) -> dict:
     r"""Measured walltime speedup of the decoder against the prediction, per gamma.
 
@@ -72,6 +73,10 @@ def measure_speed(
     Parameters
     ----------
     prompts : int array [B, L] (B = 1 measures latency; larger B, throughput)
+    check_every : int, optional
+        Time the speculative runs on the fixed-horizon loop
+        (:func:`~spectheory.decoder.speculative.speculative_generate`'s ``check_every``: no host
+        read inside a round); default the loop with one read per round.
     horizon : int, tokens to generate; gammas : iterable of int >= 1; repeats : int >= 1
         (``repeats >= 2`` for ``predicted_cost_model``, which needs another run of the same gamma
         for the token counts only it scores; with one repeat it is ``nan``)
@@ -117,7 +122,17 @@ def measure_speed(
                 rep,
                 B,
                 g,
-                partial(speculative_generate, target, draft, prompts, T, g, seed=s, device=device),
+                partial(
+                    speculative_generate,
+                    target,
+                    draft,
+                    prompts,
+                    T,
+                    g,
+                    seed=s,
+                    device=device,
+                    check_every=check_every,
+                ),
             )
             logged[g].append(run)
             sd[g].append(st)
@@ -181,6 +196,7 @@ def measure_speed(
         "batch_size": B,
         "horizon": T,
         "repeats": repeats,
+        "check_every": check_every,
         "rows": rows,
         "autoregressive_overhead_fraction": _overhead(logged[0]),
         "target_cost_curve": _cost_curve(np.concatenate([r.target for r in every])),

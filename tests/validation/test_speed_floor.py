@@ -29,6 +29,27 @@ def test_measure_speed_reports_the_floor_consistently():
     assert set(curve) >= {1, 2, 4}  # one-token calls, and gamma + 1 tokens scored (gamma = 1, 3)
 
 
+def test_measure_speed_times_the_fixed_horizon_loop_when_asked(monkeypatch):
+    import spectheory.decoder.speculative as spec
+
+    seen = []
+    real = spec.speculative_generate
+
+    def spy(*a, **k):
+        seen.append(k.get("check_every"))
+        return real(*a, **k)
+
+    monkeypatch.setattr(spec, "speculative_generate", spy)
+    target, draft = gpt(0, n_layer=2, n_embd=32, vocab=16), gpt(1, vocab=16)
+    prompts = np.array([[1, 2, 3, 4]])
+    fixed = measure_speed(target, draft, prompts, 12, [3], repeats=1, check_every=2)
+    assert fixed["check_every"] == 2 and seen[-1] == 2  # the timed run used the fixed loop
+    default = measure_speed(target, draft, prompts, 12, [3], repeats=1)
+    # the same seeds, the same per-row counts on either loop
+    for key in ("target_calls", "draft_tokens", "alpha"):
+        assert fixed["rows"][0][key] == default["rows"][0][key]
+
+
 def test_cost_curve_is_the_median_per_token_count_over_one_token():
     calls = np.array(
         [[1, 1, 5, 1.0], [1, 1, 6, 3.0], [1, 1, 7, 2.0], [1, 4, 8, 5.0], [1, 4, 9, 7.0], [1, 9, 0, 99.0]]
