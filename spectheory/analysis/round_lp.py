@@ -19,6 +19,13 @@ LP's optimum". :func:`lossless_round_optimum` solves it (HiGHS), rationalises th
 checks it *exactly* in Fractions: a dual-feasible ``y`` with ``b.y`` equal to block verification's
 exact value proves, on that instance, that no lossless single-path rule accepts more.
 
+The general proof (``docs/sequence_rules.md``, Theorem 6): for every lossless single-path rule,
+whatever it reads, ``A_i(z) = P(tau >= i, X_{1:i} = z_{1:i}) <= m_i(z) = min_{0<=s<=i}
+q(z_{1:s}) p(z_{s+1:i} | z_{1:s})`` (validity gives ``A_{k+1}(w y) <= p(y | w) A_k(w)``, and
+``A_s <= q``), and block verification attains every ``m_i(z)``; :func:`single_path_bound`
+computes ``sum_i sum_z m_i(z)``, so ``E[tau] <= single_path_bound`` is the LP optimum in closed
+form.
+
 Examples
 --------
 >>> from fractions import Fraction as F
@@ -40,7 +47,7 @@ import numpy as np
 
 from .._guards import check_int
 
-__all__ = ["lossless_round_optimum"]
+__all__ = ["lossless_round_optimum", "single_path_bound"]
 
 LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
 
@@ -51,6 +58,43 @@ def _seq_prob(fn: LawFn, ctx: tuple[int, ...], toks: tuple[int, ...]) -> Any:
         w = w * fn(ctx)[t]
         ctx = ctx + (t,)
     return w
+
+
+def single_path_bound(
+    target_fn: LawFn,
+    draft_fn: LawFn,
+    vocab_size: int,
+    gamma: int,
+    prefix: tuple[int, ...] = (),
+    per_prefix: bool = False,
+) -> Any:
+    r"""The most accepted drafts of any lossless single-path round: ``sum_{i<=gamma} sum_z m_i(z)``.
+
+    ``m_i(z_{1:i}) = min_{0<=s<=i} q(z_{1:s} | c) p(z_{s+1:i} | c, z_{1:s})`` bounds
+    ``P(tau >= i, X_{1:i} = z_{1:i})`` for every lossless rule, whatever it reads, and block
+    verification attains it (``docs/sequence_rules.md``, Theorem 6). With Fraction laws the
+    value is exact. ``per_prefix=True`` returns ``{z_{1:i}: m_i(z)}`` instead (``i = 1..gamma``).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.analysis.round_lp import single_path_bound
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> [single_path_bound(p, q, 2, g) for g in (1, 2, 3)]   # block verification's values
+    [Fraction(2, 3), Fraction(11, 9), Fraction(5, 3)]
+    """
+    V = check_int(vocab_size, "vocab_size", 1)
+    g = check_int(gamma, "gamma", 1)
+    c = tuple(prefix)
+    out: dict[tuple[int, ...], Any] = {}
+    for i in range(1, g + 1):
+        for z in itertools.product(range(V), repeat=i):
+            m = min(
+                _seq_prob(draft_fn, c, z[:s]) * _seq_prob(target_fn, c + z[:s], z[s:]) for s in range(i + 1)
+            )
+            if m != 0:
+                out[z] = m
+    return out if per_prefix else sum(out.values(), 0)
 
 
 def lossless_round_optimum(

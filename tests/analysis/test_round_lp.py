@@ -34,3 +34,45 @@ def test_the_bound_excludes_the_biased_rules_and_is_not_trivial():
     assert rule_exact("hsd_listing", lambda c: P, lambda c: Q, 2, 2)["mean_accepted"] > r["bound"]
     # a coarse rationalisation of the dual is no certificate (the check can fail)
     assert not lossless_round_optimum(lambda c: P, lambda c: Q, 2, 3, max_denominator=2)["certified"]
+
+
+def accepted_prefix_mass(law, i):
+    """``A_i(z) = P(tau >= i, X_{1:i} = z)`` from a round law ``{emitted: probability}``."""
+    out = {}
+    for e, w in law.items():
+        if len(e) - 1 >= i:
+            out[e[:i]] = out.get(e[:i], 0) + w
+    return out
+
+
+@pytest.mark.parametrize("seed,V,gamma", [(s, V, g) for s in range(3) for V in (2, 3) for g in (1, 2, 3)])
+def test_closed_form_bound_is_block_verification_pointwise(seed, V, gamma):
+    """Theorem 6: BV attains m_i(z) = min_s q(z_1:s) p(z_s+1:i | z_1:s) for every prefix; every
+    lossless single-path rule drafted from q stays below it pointwise."""
+    from spectheory.analysis.round_lp import single_path_bound
+    from spectheory.verifiers.block import block_emission_law
+    from spectheory.verifiers.round_laws import exact_round_law
+
+    t = table_law_fn(random_fraction_table(10 + seed, V))
+    d = table_law_fn(random_fraction_table(200 + seed, V))
+    m = single_path_bound(t, d, V, gamma, per_prefix=True)
+    block = block_emission_law(t, d, V, gamma)
+    assert single_path_bound(t, d, V, gamma) == rule_exact("block", t, d, V, gamma)["mean_accepted"]
+    for i in range(1, gamma + 1):
+        a = accepted_prefix_mass(block, i)
+        assert a == {z: w for z, w in m.items() if len(z) == i}
+        for name in ("token", "point_mass", "sample_match", "hsd"):
+            law = exact_round_law(name, t, d, V, gamma)
+            assert all(w <= m.get(z, 0) for z, w in accepted_prefix_mass(law, i).items()), name
+
+
+def test_a_biased_rule_breaks_the_pointwise_bound():
+    from spectheory.analysis.round_lp import single_path_bound
+    from spectheory.verifiers.round_laws import exact_round_law
+
+    m = single_path_bound(lambda c: P, lambda c: Q, 2, 2, per_prefix=True)
+    a = accepted_prefix_mass(exact_round_law("hsd_listing", lambda c: P, lambda c: Q, 2, 2), 2)
+    assert a[(1, 0)] == F(2, 9) > m[(1, 0)] == F(1, 9)
+    assert lossless_round_optimum(lambda c: P, lambda c: Q, 2, 2)["bound"] == single_path_bound(
+        lambda c: P, lambda c: Q, 2, 2
+    )
