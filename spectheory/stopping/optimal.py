@@ -243,19 +243,51 @@ def long_run_optimum(
     cost = as_cost(cost)
     D = check_int(max_depth, "max_depth", 1)
     trans, tokens, tau = _round_start_tables(chain, cost, D)
-    S = chain.n_states
+    pol, lam, ge, gt, it = dinkelbach(trans, tokens, tau, max_iter)
+    return LongRunResult(lam, pol + 1, ge, gt, it)
+
+
+def dinkelbach(
+    trans: np.ndarray, tokens: np.ndarray, tau: np.ndarray, max_iter: int = 200
+) -> tuple[np.ndarray, float, float, float, int]:
+    r"""Best long-run rate over stationary round-start actions, by Dinkelbach's method.
+
+    Action ``a`` in state ``s`` moves the round start by ``trans[a, s]`` and earns
+    ``tokens[a, s]`` tokens in time ``tau[a]`` (``[A]``) or ``tau[a, s]`` (``[A, S]``). For
+    ``lambda`` the average-reward problem with reward ``tokens - lambda tau`` is solved by
+    policy iteration; ``lambda`` becomes the rate of its solution, until the policy repeats
+    (``docs/stopping.md``). Shared by :func:`long_run_optimum` (actions: draft lengths) and
+    :func:`spectheory.trees.long_run_tree_optimum` (actions: tree shapes).
+
+    Returns
+    -------
+    policy : ndarray of int, shape (S,)
+        The best action per state (ties: the current one, then the first).
+    rate, tokens_per_round, time_per_round : float
+    iterations : int
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from spectheory.stopping.optimal import dinkelbach
+    >>> trans = np.ones((2, 1, 1))  # one state; action 1 earns 3 tokens in 2, action 0 1 in 1
+    >>> dinkelbach(trans, np.array([[1.0], [3.0]]), np.array([1.0, 2.0]))[:2]
+    (array([1]), 1.5)
+    """
+    A, S = tokens.shape
+    tau = np.broadcast_to(np.asarray(tau, dtype=np.float64).reshape(A, -1), (A, S))
     pol = np.zeros(S, dtype=np.int64)
     lam, it = 0.0, 0
     rows = np.arange(S)
     for it in range(1, max_iter + 1):  # noqa: B007 (the iteration count is returned)
         Pp = trans[pol, rows]
         ge, _ = _gain(Pp, tokens[pol, rows])
-        gt, _ = _gain(Pp, tau[pol])
+        gt, _ = _gain(Pp, tau[pol, rows])
         lam = ge / gt
         for _ in range(max_iter):  # policy iteration at this lambda
-            r = tokens - lam * tau[:, None]
+            r = tokens - lam * tau
             _, h = _gain(trans[pol, rows], r[pol, rows])
-            q = r + trans @ h  # [D, S]
+            q = r + trans @ h  # [A, S]
             best = q.max(0)
             keep = q[pol, rows] >= best - 1e-12 * (1.0 + np.abs(best))
             new = np.where(keep, pol, q.argmax(0))
@@ -264,11 +296,11 @@ def long_run_optimum(
             pol = new
         Pp = trans[pol, rows]
         ge, _ = _gain(Pp, tokens[pol, rows])
-        gt, _ = _gain(Pp, tau[pol])
+        gt, _ = _gain(Pp, tau[pol, rows])
         if ge / gt <= lam * (1 + 1e-14):
             lam = max(lam, ge / gt)
             break
-    return LongRunResult(float(lam), pol + 1, float(ge), float(gt), it)
+    return pol, float(lam), float(ge), float(gt), it
 
 
 def _round_start_tables(chain, cost, D):

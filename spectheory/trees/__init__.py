@@ -43,6 +43,7 @@ from .dynamic_rules import Eagle2Tree, OptTree
 from .enumerate import enumerate_realisations, tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
 from .gbv import GBV, GreedyBlockTree, gbv_round_law
+from .longrun import LongRunTrees, StateTrees, long_run_tree_optimum, long_run_trees, tree_round_chain
 from .optimum import TreeOptimum, tree_coupling_bound, tree_optimum
 from .round import TreeRound
 from .rules import outcome_law, tree_rule  # noqa: F401  (deprecated one release)
@@ -105,6 +106,11 @@ __all__ = [
     "Eagle2Tree",
     "OptTree",
     "OptimalTree",
+    "LongRunTrees",
+    "StateTrees",
+    "long_run_tree_optimum",
+    "long_run_trees",
+    "tree_round_chain",
     "TreeDPResult",
     "optimal_tree_dp",
     "TreeOptimum",
