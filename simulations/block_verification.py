@@ -18,7 +18,7 @@ import numpy as np
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.montecarlo import simulate
-from spectheory.verifiers.block import block_emission_law
+from spectheory.verifiers.block_exact import block_emission_law
 
 
 def main(argv=None):

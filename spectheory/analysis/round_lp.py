@@ -123,12 +123,12 @@ def lossless_round_optimum(
         ``optimum`` (float, HiGHS), ``bound`` (Fraction: ``b.y`` of the rationalised dual),
         ``dual_feasible`` (bool: ``A^T y >= c`` holds exactly, so ``bound`` bounds every
         lossless rule), ``block`` (Fraction: block verification's expected accepted drafts,
-        :func:`~spectheory.verifiers.block.block_emission_law`) and ``certified``
+        :func:`~spectheory.verifiers.block_exact.block_emission_law`) and ``certified``
         (``dual_feasible and bound == block``: block verification is optimal on the instance).
     """
     from scipy.optimize import linprog
 
-    from ..verifiers.block import block_emission_law
+    from ..verifiers.block_exact import block_emission_law
     from ..verifiers.round_laws import mean_accepted
 
     V = check_int(vocab_size, "vocab_size", 1)

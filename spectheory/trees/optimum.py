@@ -198,7 +198,7 @@ def tree_optimum(
             value = optimal_multidraft_acceptance(t, d, k, replacement=not wo)
         return TreeOptimum(float(value), "multi-draft optimum", True)
     if tree.size == tree.max_depth and not isinstance(policy, TopK):
-        from ..verifiers.block import round_accepted_means
+        from ..verifiers.block_exact import round_accepted_means
 
         block, _ = round_accepted_means(chain, 0, tree.size)
         return TreeOptimum(float(block[start]), "block verification", True)

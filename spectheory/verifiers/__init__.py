@@ -48,14 +48,8 @@ from .biased import (
     sample_biased_step,
     typical_acceptance,
 )
-from .block import (
-    BLOCK,
-    BlockVerifier,
-    block_emission_law,
-    block_round_transition,
-    block_weights,
-    round_accepted_means,
-)
+from .block import BLOCK, BlockVerifier, block_weights
+from .block_exact import block_emission_law, block_round_transition, round_accepted_means
 from .children import (
     CHILD_POLICIES,
     IID,

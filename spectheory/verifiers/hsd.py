@@ -32,7 +32,7 @@ first two tokens are ``(1, 0)`` with probability ``1/3`` instead of ``2/9``.
 
 As a :class:`~spectheory.verifiers.Verifier`: ``"hsd"`` (lossless) and ``"hsd_listing"``
 (biased); exact round laws through
-:func:`spectheory.verifiers.block.block_round_transition` with :func:`hsd_weights`; a literal
+:func:`spectheory.verifiers.block_exact.block_round_transition` with :func:`hsd_weights`; a literal
 enumeration for any number type in :func:`hsd_round_law`. One target call per round; the
 authors' naive loop, which calls the target again for every resampled position, is
 :mod:`spectheory.verifiers.hsd_naive` (biased too), and their "HSD (clever)" is the listing.
@@ -57,7 +57,8 @@ from numpy.typing import ArrayLike
 from .._guards import check_int
 from ..laws.sampling import normalize_or, safe_ratio
 from .base import Verifier, check_round_arrays, register_verifier
-from .block import backward_scan_law, block_round_transition
+from .block import backward_scan_law
+from .block_exact import block_round_transition
 from .multidraft import _categorical
 
 if TYPE_CHECKING:
@@ -203,7 +204,7 @@ def hsd_round_law(
     Loop by loop from Definitions 4-6, Eqs. 16-20 and Algorithm 2 (``variant="listing"``: the
     full-block test of Listing 2), independent of :func:`hsd_weights`. Returns
     ``{emitted tokens: probability}`` (accepted drafts, then the resampled or bonus token), as
-    :func:`spectheory.verifiers.block.block_emission_law`.
+    :func:`spectheory.verifiers.block_exact.block_emission_law`.
 
     Examples
     --------

@@ -10,7 +10,7 @@ exact rationals -- e.g. Sun et al.'s binary example, target ``(1/3, 2/3)``, draf
   ``"sample_match"``, ``"argmax_onehot"``, ``"argmax_soft"``; :mod:`.proposal`);
 - :func:`generation_law`: the law of the first tokens of a generation made of rounds of any
   rule given as ``round_law(prefix, k) -> {emitted tuple: probability}`` (this module's
-  laws, :func:`spectheory.verifiers.block.block_emission_law`, the HSD law of :mod:`.hsd`);
+  laws, :func:`spectheory.verifiers.block_exact.block_emission_law`, the HSD law of :mod:`.hsd`);
 - :func:`mean_accepted`: a round law's expected accepted drafts;
 - :func:`exact_round_law`: one round of a registered rule by name (:data:`ROUND_LAWS`: the
   proposal modes, ``"block"``, ``"hsd"``, ``"hsd_listing"``, ``"hsd_naive"``, ...), and :func:`target_law`, the
@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
-from .block import block_emission_law
+from .block_exact import block_emission_law
 from .gbv import gbv_round_law
 from .gls import gls_round_law
 from .hsd import hsd_round_law
@@ -268,7 +268,7 @@ def exact_round_law(
     r"""Exact law of one round of the registered rule ``name``, ``{emitted: probability}``.
 
     Dispatches through :data:`ROUND_LAWS` to the rule's literal enumeration
-    (:func:`proposal_round_law`, :func:`~spectheory.verifiers.block.block_emission_law`,
+    (:func:`proposal_round_law`, :func:`~spectheory.verifiers.block_exact.block_emission_law`,
     :func:`~spectheory.verifiers.hsd.hsd_round_law`); with Fraction laws the result is exact.
 
     Examples

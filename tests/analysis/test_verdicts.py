@@ -26,7 +26,7 @@ from spectheory.analysis.verdicts import (
     settle_claims,
     table_law_fn,
 )
-from spectheory.verifiers.block import block_emission_law
+from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.hsd import hsd_round_law
 from spectheory.verifiers.round_laws import (
     PROPOSAL_MODES,

@@ -26,7 +26,7 @@ from spectheory.testing.trees import (
 )
 from spectheory.trees import DraftTree, tree_round_law
 from spectheory.trees.optimum import tree_coupling_bound, tree_optimum
-from spectheory.verifiers.block import round_accepted_means
+from spectheory.verifiers.block_exact import round_accepted_means
 from spectheory.verifiers.optimal_coupling import optimal_coupling_lp, optimal_rule
 
 RULES = {"iid": ["tree_rrs", "traversal_iid"], "wo": ["tree_rrs_wo", "traversal"], "topk": ["tree_topk"]}

@@ -17,7 +17,7 @@ from spectheory.testing import check_round
 from spectheory.trees import DraftTree, TreeRound, enumerate_realisations, tree_sequence_law
 from spectheory.trees.gbv import GBV
 from spectheory.verifiers import IID
-from spectheory.verifiers.block import block_emission_law
+from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.gbv import gbv_round_law, gbv_skew
 from spectheory.verifiers.round_laws import first_token_law, generation_law, mean_accepted
 

@@ -21,7 +21,7 @@ from spectheory.trees import (
     tree_sequence_law,
 )
 from spectheory.verifiers import IID, TopK, WithoutReplacement, get_verifier, list_verifiers
-from spectheory.verifiers.block import round_accepted_means
+from spectheory.verifiers.block_exact import round_accepted_means
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_rule
 
 TREE_VERIFIERS = list_verifiers(trees=True)

@@ -15,7 +15,8 @@ from _helpers import assert_within_se
 import spectheory as st
 from spectheory.testing import check_verifier
 from spectheory.verifiers import get_verifier
-from spectheory.verifiers.block import block_emission_law, block_weights
+from spectheory.verifiers.block import block_weights
+from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.hsd import hsd_round_law, hsd_weights
 from spectheory.verifiers.round_laws import first_token_law, generation_law, mean_accepted
 

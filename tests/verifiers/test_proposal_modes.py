@@ -17,7 +17,7 @@ import spectheory as st
 from spectheory.testing import check_verifier
 from spectheory.testing.instances import make_instance
 from spectheory.verifiers import get_verifier
-from spectheory.verifiers.block import block_emission_law
+from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.round_laws import (
     PROPOSAL_MODES,
     first_token_law,

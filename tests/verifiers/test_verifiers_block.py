@@ -20,12 +20,8 @@ import spectheory as st
 from spectheory.exact import token_round_transition
 from spectheory.montecarlo import simulate
 from spectheory.verifiers import get_verifier
-from spectheory.verifiers.block import (
-    block_emission_law,
-    block_round_transition,
-    block_weights,
-    round_accepted_means,
-)
+from spectheory.verifiers.block import block_weights
+from spectheory.verifiers.block_exact import block_emission_law, block_round_transition, round_accepted_means
 
 block_rule = get_verifier("block").rule
 block_verify_round = get_verifier("block").verify_round
@@ -315,3 +311,13 @@ def test_round_rules_reject_bad_tokens_and_laws(rule):
     nan[0, 1, 0] = np.nan
     with pytest.raises(ValueError, match="draft_laws"):
         fn(t, nan, [[0, 1]], [2], *args)
+
+
+def test_the_exact_laws_old_path_warns_and_gives_the_same_function():
+    import spectheory.verifiers.block as old
+
+    with pytest.warns(DeprecationWarning, match="block_exact"):
+        moved = old.block_emission_law
+    assert moved is block_emission_law
+    with pytest.raises(AttributeError):
+        old.no_such_name  # noqa: B018
