@@ -50,7 +50,7 @@ def test_closed_form_bound_is_block_verification_pointwise(seed, V, gamma):
     """Theorem 6: BV attains m_i(z) = min_s q(z_1:s) p(z_s+1:i | z_1:s) for every prefix; every
     lossless single-path rule drafted from q stays below it pointwise."""
     from spectheory.analysis.round_lp import single_path_bound
-    from spectheory.verifiers.block import block_emission_law
+    from spectheory.verifiers.block_exact import block_emission_law
     from spectheory.verifiers.round_laws import exact_round_law
 
     t = table_law_fn(random_fraction_table(10 + seed, V))
