@@ -290,7 +290,12 @@ def tree_generate(
         while True:
             remaining = batch.remaining
             k = torch.clamp(remaining, max=D)
-            K = int(k.max().item())
+            cached = getattr(dr, "cached", None)
+            if isinstance(dr, ModelDrafter) and isinstance(cached, torch.Tensor):
+                # one host read per round: the depth and the draft's first window together
+                K, dr.window = torch.stack((k.max(), (batch.seq_len - cached).max())).tolist()
+            else:
+                K = int(k.max().item())
             if K == 0:
                 break
             t0 = time.perf_counter()

@@ -78,6 +78,9 @@ class ModelDrafter:
 
     needs_hidden = False
     k: torch.Tensor  # this round's draft depth per row, set by tree_generate
+    #: this round's first draft window ``max(seq_len - cached)``, when tree_generate read it with
+    #: the depth (one host read per round); None: read here
+    window: int | None = None
 
     def __init__(
         self,
@@ -114,7 +117,10 @@ class ModelDrafter:
         lay = self.layout
         B = node_tokens.shape[0]
         rows = torch.arange(B, device=node_tokens.device)
-        logits, start = forward_window(self.draft, self.cache, batch.tokens, self.cached, batch.seq_len)
+        width, self.window = self.window, None  # used once
+        logits, start = forward_window(
+            self.draft, self.cache, batch.tokens, self.cached, batch.seq_len, width
+        )
         root_law = self.law(logits[rows, batch.seq_len - 1 - start])
         V = root_law.shape[-1]
         laws = torch.zeros(B, lay.n_nodes, V, dtype=root_law.dtype, device=root_law.device)
