@@ -6,11 +6,11 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from spectheory.decoder.compiled import CompiledLM, compile_model  # noqa: E402
-from spectheory.decoder.sampling import logits_to_probs  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate, speculative_generate  # noqa: E402
 from spectheory.decoder.tree_decode import tree_generate  # noqa: E402
 from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
+from spectheory.validation import exact_two_token_law  # noqa: E402
 from tests._torch_models import gpt  # noqa: E402
 
 PROMPTS = [[1, 2, 3, 4, 5], [7], [9, 8, 7]]
@@ -48,10 +48,7 @@ def test_greedy_decoding_is_identical_on_the_fixed_shape_path(verifier):
 def test_lossless_on_the_fixed_shape_path_chi_square():
     target, draft = gpt(0, vocab=4, scale=8.0), gpt(5, vocab=4, scale=8.0)
     prompt, n = [1, 3, 0], 6000
-    with torch.no_grad():
-        first = logits_to_probs(target(torch.tensor([prompt]))[0, -1]).numpy()
-        ctx = torch.tensor([prompt + [y] for y in range(4)])
-        law = first[:, None] * logits_to_probs(target(ctx)[:, -1]).numpy()
+    law = exact_two_token_law(target, prompt)
     res = speculative_generate(
         compile_model(target, "static"),
         compile_model(draft, "static"),
@@ -120,10 +117,7 @@ def test_tree_rounds_run_on_the_fixed_shape_path_token_for_token(verifier):
 def test_tree_decoding_lossless_on_the_fixed_shape_path_chi_square():
     target, draft = gpt(0, vocab=4, scale=8.0), gpt(5, vocab=4, scale=8.0)
     prompt, n = [1, 3, 0], 4000
-    with torch.no_grad():
-        first = logits_to_probs(target(torch.tensor([prompt]))[0, -1]).numpy()
-        ctx = torch.tensor([prompt + [y] for y in range(4)])
-        law = first[:, None] * logits_to_probs(target(ctx)[:, -1]).numpy()
+    law = exact_two_token_law(target, prompt)
     res = tree_generate(
         compile_model(target, "static"),
         compile_model(draft, "static"),

@@ -7,10 +7,10 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from spectheory.decoder.compiled import compile_model  # noqa: E402
-from spectheory.decoder.sampling import logits_to_probs  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
 from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.stopping import FixedGamma  # noqa: E402
+from spectheory.validation import exact_two_token_law  # noqa: E402
 from tests._torch_models import gpt  # noqa: E402
 
 PROMPTS = [[1, 2, 3, 4, 5], [7], [9, 8, 7], [4, 4]]  # ragged, one of length 1
@@ -83,10 +83,7 @@ def test_no_host_read_inside_a_round_on_the_fixed_shape_path():
 def test_lossless_on_the_fixed_horizon_loop_chi_square():
     target, draft = gpt(0, vocab=4, scale=8.0), gpt(5, vocab=4, scale=8.0)
     prompt, n = [1, 3, 0], 6000
-    with torch.no_grad():
-        first = logits_to_probs(target(torch.tensor([prompt]))[0, -1]).numpy()
-        ctx = torch.tensor([prompt + [y] for y in range(4)])
-        law = first[:, None] * logits_to_probs(target(ctx)[:, -1]).numpy()
+    law = exact_two_token_law(target, prompt)
     res = speculative_generate(target, draft, [prompt] * n, 2, 2, seed=list(range(n)), check_every=2)
     assert res.stats.rejections.sum() > n // 10  # the draft really differs
     out = pooled_chisquare(np.array([t[:2] for t in res.tokens]), law)
