@@ -206,7 +206,7 @@ class StatsRecorder:
     def add_round_counts(self, counts: Any) -> None:
         """Record one round from an integer tensor ``[4, B]`` of ``(k, n_accepted, emitted,
         rejected)`` left on its device: the rounds are copied to the host together in
-        :meth:`finish`, so a round needs no device-to-host copy (a synchronisation on CUDA)."""
+        ``finish()``, so a round needs no device-to-host copy (a synchronisation on CUDA)."""
         self.rounds.append(counts)
 
     def _on_host(self) -> None:
