@@ -35,9 +35,8 @@ import torch
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.cost.measure import cost_curve
 from spectheory.decoder import load_model
-from spectheory.decoder.compiled import COMPILE_MODES, compile_model
+from spectheory.decoder.compiled import COMPILE_MODES, with_forward
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.decoder.model import GPT
 from spectheory.decoder.registry import timing_model
 from spectheory.decoder.speculative import speculative_generate
 from spectheory.validation import exact_two_token_law, lossless_check, measure_speed, resolve_models
@@ -51,8 +50,7 @@ P_MIN = 1e-3
 
 def wrap(model, mode):
     """The model in ``mode``'s forward mode (``eager``: as it is; n-gram drafts are never wrapped)."""
-    fwd = mode.partition("+")[0]
-    return model if fwd == "eager" or not isinstance(model, GPT) else compile_model(model, fwd)
+    return with_forward(model, mode.partition("+")[0])
 
 
 def mode_section(mode, target, drafts, sizes, device, law, prompt):

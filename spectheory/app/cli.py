@@ -270,6 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: tree_rrs; tree_topk with --medusa)",
     )
     p.add_argument("--medusa", action="store_true", help="draft with the shipped Medusa heads (default: off)")
+    p.add_argument(
+        "--forward",
+        default="eager",
+        choices=A.FORWARD_CHOICES,
+        help="the models' forwards: eager (default), static (fixed shapes, no host read), or "
+        "torch.compile modes (default, reduce-overhead = CUDA graphs on CUDA, max-autotune; "
+        "each shape compiles on first use: seconds to minutes)",
+    )
     A.add_limit_args(p)
 
     p = add("demo", cmd_demo, "step-by-step teaching demo in the terminal")

@@ -154,6 +154,11 @@ def max_memory(text: str) -> float:
         ) from None
 
 
+#: ``spectheory decode --forward`` choices: :data:`spectheory.decoder.compiled.FORWARD_MODES`,
+#: spelled out so the command line starts without importing torch (a test keeps them equal).
+FORWARD_CHOICES = ("eager", "static", "default", "reduce-overhead", "max-autotune")
+
+
 def add_limit_args(p: argparse.ArgumentParser) -> None:
     """``--max-seconds`` and ``--max-memory``: the limits above which a request is refused up front."""
     from .._sizes import DEFAULT_MAX_SECONDS

@@ -68,6 +68,7 @@ def _settings(args: argparse.Namespace) -> dict:
         "seed": args.seed,
         "device": args.device,
         "bonus": not args.no_bonus,
+        "forward": getattr(args, "forward", "eager"),
     }
 
 
@@ -83,19 +84,25 @@ def run_decode(args: argparse.Namespace) -> int:
             f"--verifier {args.verifier}: chooses a tree verifier, and needs --tree SHAPE (e.g. "
             "--tree 2x2x1 or path4) or --medusa; without them decode runs token verification"
         )
+    forward = getattr(args, "forward", "eager")
+    if forward != "eager" and getattr(args, "medusa", False):
+        raise ValueError(
+            f"--forward {forward}: the Medusa heads read the target's hidden states eagerly; use --forward eager"
+        )
     if tree_mode:  # tree decoding (issue 12)
         from .decode_tree import run_tree_decode
 
         return run_tree_decode(args)
     from ..decoder import load_model, registered_models
+    from ..decoder.compiled import with_forward
     from ..decoder.speculative import autoregressive_generate, speculative_generate
     from ..laws.closed_form import iid_speedup
 
     names = registered_models()
     if args.draft not in names or "target" not in names:
         raise ValueError(f"--draft: unknown model {args.draft!r}; shipped models: {', '.join(names)}")
-    target = load_model("target", device=args.device)
-    draft = load_model(args.draft, device=args.device)
+    target = with_forward(load_model("target", device=args.device), forward)
+    draft = with_forward(load_model(args.draft, device=args.device), forward)
     prompt = list(args.prompt.encode("utf-8"))
     bonus = not args.no_bonus
     sampling = dict(temperature=args.temperature, seed=args.seed, device=args.device)

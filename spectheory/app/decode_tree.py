@@ -74,6 +74,7 @@ def check_tree_request(tree: DraftTree, prompt_len: int, tokens: int, vocab: int
 def run_tree_decode(args: argparse.Namespace) -> int:
     """Tree decoding of ``args.prompt``; prints the text and the measured statistics."""
     from ..decoder import load_model
+    from ..decoder.compiled import with_forward
     from ..decoder.medusa import load_heads, medusa_generate, typical_rule
     from ..decoder.speculative import autoregressive_generate
     from ..decoder.tree_decode import tree_generate
@@ -94,7 +95,8 @@ def run_tree_decode(args: argparse.Namespace) -> int:
     prompt = list(args.prompt.encode("utf-8"))
     if not shape.strip().lower().startswith("sparse"):  # sizes refused before the models load
         check_tree_request(parse_tree_shape(shape), len(prompt), args.tokens)
-    target = load_model("target", device=args.device)
+    forward = getattr(args, "forward", "eager")
+    target = with_forward(load_model("target", device=args.device), forward)
     heads, info = load_heads(device=args.device) if medusa else (None, None)
     tree = parse_tree_shape(shape, info["heldout"]["rank_accuracy"] if info is not None else None)
     if medusa and len(prompt) < 2:
@@ -103,7 +105,7 @@ def run_tree_decode(args: argparse.Namespace) -> int:
     if heads is not None:  # --medusa
         res = medusa_generate(target, heads, [prompt], args.tokens, tree, verifier, **kw)
     else:
-        draft = load_model(args.draft, device=args.device)
+        draft = with_forward(load_model(args.draft, device=args.device), forward)
         res = tree_generate(
             target,
             draft,

@@ -34,10 +34,12 @@ import torch
 
 from .model import GPT, KVCache
 
-__all__ = ["COMPILE_MODES", "CompiledLM", "compile_model"]
+__all__ = ["COMPILE_MODES", "FORWARD_MODES", "CompiledLM", "compile_model", "with_forward"]
 
 #: The modes of :func:`compile_model`.
 COMPILE_MODES = ("static", "default", "reduce-overhead", "max-autotune")
+#: The forward modes of :func:`with_forward`: ``"eager"`` (the model as it is) and :data:`COMPILE_MODES`.
+FORWARD_MODES = ("eager", *COMPILE_MODES)
 #: ``torch._dynamo.config.recompile_limit`` is raised to at least this when a model is compiled:
 #: the graphs of every wrapped model and shape are graphs of one function (default limit 8).
 RECOMPILE_LIMIT = 64
@@ -161,3 +163,20 @@ def compile_model(model: GPT, mode: str = "default") -> CompiledLM:
     CompiledLM, a model of the decoder contract
     """
     return CompiledLM(model, mode)
+
+
+def with_forward(model: Any, mode: str = "eager") -> Any:
+    """``model`` with its forwards in ``mode`` (:data:`FORWARD_MODES`): as it is for ``"eager"``
+    and for models that are not a shipped GPT (n-gram drafts, Hugging Face models), else
+    :func:`compile_model` of it. What ``spectheory decode --forward`` and the GPU benchmarks use.
+
+    Examples
+    --------
+    >>> from spectheory.decoder.model import GPT, GPTConfig
+    >>> gpt = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32))
+    >>> with_forward(gpt) is gpt, type(with_forward(gpt, "static")).__name__
+    (True, 'CompiledLM')
+    """
+    if mode not in FORWARD_MODES:
+        raise ValueError(f"mode: expected one of {FORWARD_MODES}, got {mode!r}")
+    return model if mode == "eager" or not isinstance(model, GPT) else compile_model(model, mode)

@@ -107,6 +107,27 @@ def test_decode_runs_the_shipped_models(capsys):
     assert out["baseline"]["time_total"] > 0 and out["baseline"]["speedup_measured"] > 0
 
 
+@pytest.mark.parametrize("tree", [[], ["--tree", "2x1"]])
+def test_decode_forward_static_gives_the_eager_text(capsys, tree):
+    pytest.importorskip("torch")
+    from spectheory.app.cli_args import FORWARD_CHOICES
+    from spectheory.decoder.compiled import FORWARD_MODES
+
+    assert FORWARD_CHOICES == FORWARD_MODES  # the command line's spelled-out copy
+    args = ["decode", "--draft", "draft-tiny", "--tokens", "16", "--temperature", "0", "--json", *tree]
+    texts = []
+    for forward in ("eager", "static"):
+        if tree:  # tree decoding prints text, not JSON
+            assert main([a for a in args if a != "--json"] + ["--forward", forward]) == 0
+            texts.append(capsys.readouterr().out.split("-" * 72)[1])
+        else:
+            assert main([*args, "--forward", forward]) == 0
+            out = json.loads(capsys.readouterr().out)
+            assert out["settings"]["forward"] == forward
+            texts.append(out["text"])
+    assert texts[0] == texts[1]
+
+
 def test_python_dash_m_spectheory_is_the_cli():
     """``python -m spectheory`` is the command line: version, help and one-line errors."""
     proc = subprocess.run([sys.executable, "-m", "spectheory", "--version"], capture_output=True, text=True)

@@ -82,6 +82,14 @@ def test_decode_bad_arguments_fail_before_torch_loads():
     assert time.perf_counter() - t0 < 30  # was 6 s of model loading first; now argparse refuses
 
 
+def test_decode_forward_refuses_medusa_and_unknown_modes():
+    assert_user_error(run_cli("decode", "--forward", "fast"), "--forward")
+    pytest.importorskip("torch")
+    assert_user_error(
+        run_cli("decode", "--medusa", "--forward", "static", "--tokens", "2"), "--forward static", "Medusa"
+    )
+
+
 def test_decode_cuda_without_cuda_names_device():
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
