@@ -9,7 +9,17 @@ draft step plus 1 per call. The reference is the best fixed gamma in 1..D (its p
 the same coins); the hindsight oracle (drafts exactly the accepted length, a plain call when
 none) is exact given each path: the fixed-D recursion's calls plus c times its accepted drafts.
 Two controllers are also run in the decoder and their measured time per token is compared
-with the prediction (z within 5 in the headline). Writes ``decoder_controllers.json``.
+with the prediction (z within 5 in the headline).
+
+Dynamic trees beside them (top-k children verified by ``tree_topk``): EAGLE-2's confidence tree
+and OPT-Tree's rule (spectheory.trees.dynamic_rules), predicted exactly given each path
+(spectheory.validation.dynamic_trees: under ``tree_topk`` a round is a function of the target's
+path; time c per kept drafted node plus 1 per call) and measured in the decoder
+(dynamic_tree_generate; its kept nodes per row are recovered by replaying its own output
+through the predictor, which also returns its target calls row by row). The per-state optimal
+tree does not apply here: it reads the target's laws, which a drafter does not have (the decoder
+refuses it); it is scored on chains (simulations/dynamic_trees.py). Writes
+``decoder_controllers.json``.
 
 Usage: python simulations/decoder_controllers.py [--quick] [--out DIR] [--target NAME] [--drafts a,b]
 """
@@ -23,10 +33,13 @@ from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.app.results import headline
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
+from spectheory.decoder.dynamic_tree import dynamic_tree_generate
 from spectheory.decoder.speculative import speculative_generate
 from spectheory.stopping import AcceptanceRateK, EMASteps, FixedGamma, HedgeGamma, HFSchedule, UCBGamma
 from spectheory.stopping.along_paths import policy_round_dp
+from spectheory.trees import Eagle2Tree, OptTree
 from spectheory.validation import repeat_prompts, resolve_models, sample_paths
+from spectheory.validation.dynamic_trees import dynamic_tree_along_paths
 from spectheory.validation.policy_predict import measured_rates, policy_path_inputs, predict_controller
 
 D = 7
@@ -46,6 +59,22 @@ def controllers(c):
 
 
 MEASURED = ("vLLM adaptive K", "HedgeSpec (NormalHedge)")
+
+#: Dynamic trees (draft-only rules: they run in the decoder), by label.
+TREES = {
+    "EAGLE-2 tree": Eagle2Tree(6, top_k=2, depth=4),
+    "OPT-Tree": OptTree(4, threshold=0.1, max_depth=3),
+}
+
+
+def tree_rows(preds, c, ref, T):
+    """Rows of the dynamic trees at cost ``c`` from their per-path rounds (exact given paths)."""
+    rows = []
+    for label, p in preds.items():
+        t = (p["target_calls"] + c * p["draft_tokens"]) / T
+        m, se = float(t.mean()), float(t.std(ddof=1) / np.sqrt(t.size))
+        rows.append({"name": label, "ratio": m / ref, "ratio_se": se / ref, "time": m, "se": se, "c": c})
+    return rows
 
 
 def cell_rows(inputs, c, n_coins, rng):
@@ -79,11 +108,14 @@ def cell_rows(inputs, c, n_coins, rng):
 
 def main(argv=None):
     args = decoder_script_parser(__doc__).parse_args(argv)
-    torch.set_num_threads(args.threads)
+    # --quick: one torch thread (its forwards are too small for two, which wait on each other)
+    torch.set_num_threads(1 if args.quick else args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts or "draft-small")
     drafts = drafts[:1]
-    L, T = 16, (8 if args.quick else 24)
-    n_prompts, reps = (2, 4) if args.quick else (12, 8)
+    # --quick (< 5 s with the imports): 6 tokens on 3 paths; the decoder runs one controller and
+    # the EAGLE-2 tree
+    L, T = 16, (6 if args.quick else 24)
+    n_prompts, reps = (2, 3) if args.quick else (12, 8)
     n_meas = 4 if args.quick else 48
     n_coins = 2 if args.quick else 8
     prompts = heldout_windows(n_prompts, L)
@@ -94,11 +126,19 @@ def main(argv=None):
         draft = load_model(name, device=args.device)
         inputs = policy_path_inputs(target, draft, paths, L, rejected_draws=2, seed=5, device=args.device)
         rng = np.random.default_rng(0)
+        trees = dict(list(TREES.items())[:1]) if args.quick else TREES
+        preds = {
+            label: dynamic_tree_along_paths(draft, paths, L, rule, device=args.device)
+            for label, rule in trees.items()
+        }
         for c in COSTS:
             cell, ref = cell_rows(inputs, c, n_coins, rng)
             for r in cell:
                 r["chain"] = name
                 r["scored"] = "exact given paths" if r["name"] == "hindsight oracle" else "Monte Carlo"
+            for r in tree_rows(preds, c, ref, T):
+                r.update(chain=name, scored="exact given paths", kind="dynamic tree")
+                cell.append(r)
             rows += cell
         c = COSTS[0]
         pr = repeat_prompts(prompts, max(1, n_meas // n_prompts))
@@ -120,6 +160,26 @@ def main(argv=None):
                     "predicted": pred["time"],
                     "predicted_se": pred["se"],
                     "z": float(z),
+                }
+            )
+        for label, rule in trees.items():  # the dynamic trees in the decoder
+            res = dynamic_tree_generate(target, draft, list(pr), T, rule, seed=7, device=args.device)
+            own = np.concatenate([np.asarray(pr, dtype=np.int64), np.stack(res.tokens)], axis=1)
+            replay = dynamic_tree_along_paths(draft, own, L, rule, device=args.device)
+            calls = np.asarray(res.stats.target_calls, dtype=np.float64)
+            m, sm = measured_rates(calls, replay["draft_tokens"], T, c=c)["time_per_token"]
+            pred = next(r for r in rows if r["name"] == label and r["c"] == c and r["chain"] == name)
+            checks.append(
+                {
+                    "draft": name,
+                    "c": c,
+                    "controller": label,
+                    "measured": m,
+                    "measured_se": sm,
+                    "predicted": pred["time"],
+                    "predicted_se": pred["se"],
+                    "z": float((m - pred["time"]) / np.hypot(sm, pred["se"])),
+                    "replayed_calls_equal": float(np.mean(replay["target_calls"] == calls)),
                 }
             )
     zmax = max(abs(ch["z"]) for ch in checks)

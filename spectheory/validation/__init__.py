@@ -68,6 +68,7 @@ _EXPORTS = {
     "resolve_models": "speed",
     "policy_path_inputs": "policy_predict",
     "predict_policy": "policy_predict",
+    "dynamic_tree_along_paths": "dynamic_trees",
     "sample_target_paths": "cost_predict",
     "predict_time": "cost_predict",
     "DecoderTiming": "cost_timing",
