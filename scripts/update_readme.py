@@ -285,21 +285,37 @@ def block_testing() -> str:
             "",
         ]
     if power:
-        big = f"> {power['grid'][-1]}"
         lines += [
             f"Statistical power (`{power['command']}`): samples per instance at which the kit flags each bug "
-            f"class in every one of {power['repeats']} seeds.",
+            f"class in every one of {power['repeats']} seeds; verdict: the checks that flagged it, most "
+            'frequent first, or "passes" for a correct entry.'
+            + (
+                " The bug classes met on real engines (`spectheory.testing.gallery_engines`) are searched "
+                f"on {', '.join(f'{n:,}' for n in power['engine_grid'])} samples over all families only (—)."
+                if power.get("engine_grid")
+                else ""
+            ),
             "",
-            "| bug class | samples needed (all families) | samples needed (families without exact zeros) |",
-            "|---|---:|---:|",
+            "| bug class | verdict | samples needed (all families) | samples needed (families without exact zeros) |",
+            "|---|---|---:|---:|",
         ]
         for r in power["rows"]:
-            n, n0 = r["smallest_n_samples"], r["zero_free_smallest_n_samples"]
+            big = f"> {r.get('grid', power['grid'])[-1]}"
+            n, n0 = r["smallest_n_samples"], r.get("zero_free_smallest_n_samples")
+            zero_free = "—" if "zero_free_smallest_n_samples" not in r else n0 if n0 is not None else big
             lines.append(
-                f"| {_cell(r['description'])} | {n if n is not None else big} | {n0 if n0 is not None else big} |"
+                f"| {_cell(r['description'])} | {_cell(_power_verdict(r))} | {n if n is not None else big} | {zero_free} |"
             )
         lines += ["", _effect_sizes([50, 200, 2000, 20_000])]
     return "\n".join(lines) + "\n" if lines else "_No conformance-kit results yet._\n"
+
+
+def _power_verdict(row: dict) -> str:
+    """A power row's verdict: the checks that flagged it, or "passes" and its notes."""
+    if row["smallest_n_samples"] is None:
+        notes = row.get("notes") or []
+        return "passes" + (f" (note: {', '.join(notes)})" if notes else "")
+    return ", ".join(row["flagged_by"])
 
 
 def _effect_sizes(sizes: list) -> str:

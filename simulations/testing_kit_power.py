@@ -12,6 +12,13 @@ The field bugs (``spectheory.testing.gallery_field.FIELD_BUGS``: verifier bugs t
 in real engines, with the issue or PR that reported each; the torch one is skipped without
 torch) and the whole-sampler glue bugs (``spectheory.testing.gallery_samplers.SAMPLER_BUGS``,
 run through ``check_sampler``) are searched the same way, each with its kit options.
+The engine bugs (``spectheory.testing.gallery_engines.ENGINE_BUGS``: bug classes met running
+the kit on real engines; the torch ones are skipped without torch) are searched on the shorter
+grid :data:`ENGINE_GRID` and over all families only (their findings are exact or large, and a
+correct entry -- ``torchscript_residual_draw``, expected to pass with at most an
+"uncontrolled randomness" note -- runs every size of the grid), which keeps their cost to
+about 15 s. Every row also records the notes of its deciding run (the flagging run at the
+smallest size, or the last passing run), so the table can state a passing row's verdict.
 Prints a table and writes ``testing_kit_power.json`` into ``--out``.
 
 Usage: python simulations/testing_kit_power.py [--quick] [--repeats R] [--out DIR]
@@ -24,10 +31,14 @@ from tqdm.auto import tqdm
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.testing import check_sampler, check_verifier
 from spectheory.testing.gallery import GALLERY
+from spectheory.testing.gallery_engines import ENGINE_BUGS
+from spectheory.testing.gallery_engines import available as engine_bugs_available
 from spectheory.testing.gallery_field import FIELD_BUGS
 from spectheory.testing.gallery_samplers import SAMPLER_BUGS
 
 GRID = (50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000)
+#: The grid of the engine bugs (``ENGINE_BUGS``).
+ENGINE_GRID = (50, 200, 1000, 2000)
 #: Instance families without exact zeros in the laws.
 ZERO_FREE = ("equal", "tiny", "flatter_draft", "sharper_draft", "positions")
 
@@ -35,20 +46,27 @@ ZERO_FREE = ("equal", "tiny", "flatter_draft", "sharper_draft", "positions")
 def smallest_detecting_n(
     verify, repeats: int, grid=GRID, first_seed: int = 500, families=None, kit=check_verifier, **options
 ):
-    """Smallest ``n`` in ``grid`` at which every one of ``repeats`` kit runs flags ``verify``."""
+    """``(n, checks, notes)``: the smallest ``n`` in ``grid`` at which all ``repeats`` runs flag ``verify``.
+
+    ``checks`` are the checks that failed in those runs (most frequent first), ``notes`` the
+    checks that carried a note in the deciding run (the last flagging one; where nothing flags,
+    the last passing one). ``n`` is None (and ``checks`` empty) when no size flags it.
+    """
+    notes: list[str] = []
     for n in grid:
         failed = {}
         for r in range(repeats):
             report = kit(
                 verify, n_samples=n, seed=first_seed + r, progress=False, families=families, **options
             )
+            notes = sorted(report.notes)
             if report.passed:
                 break
             for name in report.failed:
                 failed[name] = failed.get(name, 0) + 1
         else:
-            return n, sorted(failed, key=lambda name: (-failed[name], name))  # most frequent first
-    return None, []
+            return n, sorted(failed, key=lambda name: (-failed[name], name)), notes  # most frequent first
+    return None, [], notes
 
 
 def main(argv=None):
@@ -69,31 +87,40 @@ def main(argv=None):
         (name, sampler, desc, by, opts, check_sampler)
         for name, (sampler, desc, _, by, opts) in SAMPLER_BUGS.items()
     ]
-    for name, verify, desc, by, opts, kit in tqdm(entries, desc="bugs"):
-        n, checks = smallest_detecting_n(verify, repeats, grid, kit=kit, **opts)
-        n0, checks0 = smallest_detecting_n(verify, repeats, grid, families=ZERO_FREE, kit=kit, **opts)
-        rows.append(
-            {
-                "bug": name,
-                "description": desc,
-                "reported_by": by,
-                "kit": kit.__name__,
-                "options": opts,
-                "smallest_n_samples": n,
-                "flagged_by": checks,
-                "zero_free_smallest_n_samples": n0,
-                "zero_free_flagged_by": checks0,
-            }
-        )
+    entries = [(*e, grid, True, False) for e in entries]
+    engine_grid = tuple(n for n in ENGINE_GRID if n <= grid[-1])
+    for name in engine_bugs_available():
+        verify, desc, must_fail, _, opts = ENGINE_BUGS[name]
+        entries.append((name, verify, desc, "", opts, check_verifier, engine_grid, False, not must_fail))
+    for name, verify, desc, by, opts, kit, sizes, zero_free, must_pass in tqdm(entries, desc="bugs"):
+        n, checks, notes = smallest_detecting_n(verify, repeats, sizes, kit=kit, **opts)
+        row = {
+            "bug": name,
+            "description": desc,
+            "reported_by": by,
+            "kit": kit.__name__,
+            "options": opts,
+            "grid": list(sizes),
+            "smallest_n_samples": n,
+            "flagged_by": checks,
+            "notes": notes,
+            "expected_to_pass": must_pass,
+        }
+        if zero_free:
+            n0, checks0, _ = smallest_detecting_n(verify, repeats, sizes, families=ZERO_FREE, kit=kit, **opts)
+            row.update(zero_free_smallest_n_samples=n0, zero_free_flagged_by=checks0)
+        rows.append(row)
     res = {
         "repeats": repeats,
         "grid": list(grid),
+        "engine_grid": list(engine_grid),
         "rows": rows,
         "kit": "check_verifier defaults except n_samples",
         "zero_free_families": list(ZERO_FREE),
         "seconds": round(time.perf_counter() - t0, 1),
     }
-    caught = [r for r in rows if r["smallest_n_samples"] is not None]
+    bugs = [r for r in rows if not r["expected_to_pass"]]
+    caught = [r for r in bugs if r["smallest_n_samples"] is not None]
     field = [r for r in rows if r["reported_by"]]
     write_results(
         __file__,
@@ -105,7 +132,12 @@ def main(argv=None):
                 "conformance kit: field bugs flagged at <= 2,000 samples in every seed",
                 f"{sum(1 for r in field if (r['smallest_n_samples'] or 10**9) <= 2000)}/{len(field)}",
             ),
-            headline("conformance kit: buggy verifiers flagged", f"{len(caught)}/{len(rows)}"),
+            headline("conformance kit: buggy verifiers flagged", f"{len(caught)}/{len(bugs)}"),
+            headline(
+                "conformance kit: correct engine-style samplers passing (notes at most)",
+                f"{sum(1 for r in rows if r['expected_to_pass'] and r['smallest_n_samples'] is None)}"
+                f"/{sum(1 for r in rows if r['expected_to_pass'])}",
+            ),
             headline(
                 "conformance kit: largest samples per instance needed to flag a bug",
                 max((r["smallest_n_samples"] for r in caught), default=None),
@@ -116,20 +148,32 @@ def main(argv=None):
     return res
 
 
+def verdict(row) -> str:
+    """The kit's verdict on one row: the checks that flagged it, or "passes" with its notes."""
+    if row["smallest_n_samples"] is None:
+        notes = row.get("notes") or []
+        return "passes" + (f" (note: {', '.join(notes)})" if notes else "")
+    return ", ".join(row["flagged_by"])
+
+
 def table(res) -> str:
     """Markdown table of the power results."""
     lines = [
-        "| bug class | reported by | n_samples to flag it (all families) | flagged by | "
+        "| bug class | reported by | n_samples to flag it (all families) | verdict | "
         "n_samples, families without zeros | flagged by |",
         "|---|---|---:|---|---:|---|",
     ]
-    big = "> " + str(res["grid"][-1])
     for r in res["rows"]:
-        n, n0 = r["smallest_n_samples"], r["zero_free_smallest_n_samples"]
+        big = "> " + str(r.get("grid", res["grid"])[-1])
+        n = r["smallest_n_samples"]
+        if "zero_free_smallest_n_samples" in r:
+            n0 = r["zero_free_smallest_n_samples"]
+            zf = f"{n0 if n0 is not None else big} | {', '.join(r['zero_free_flagged_by'])}"
+        else:
+            zf = "— | —"
         lines.append(
             f"| {r['description']} | {r.get('reported_by') or '(gallery)'} | "
-            f"{n if n is not None else big} | {', '.join(r['flagged_by'])} | "
-            f"{n0 if n0 is not None else big} | {', '.join(r['zero_free_flagged_by'])} |"
+            f"{n if n is not None else big} | {verdict(r)} | {zf} |"
         )
     return "\n".join(lines)
 
