@@ -19,6 +19,9 @@ entry                                  bug
                                        out-accepts the multi-draft optimum (``above_optimum``)
 =====================================  ==============================================================
 
+:func:`spectheory.testing.tree_plans.coupling_plan_verifier` builds a lossy verifier that out-accepts
+the lossless tree optimum on general trees (``above_optimum``), for one instance at a time.
+
 >>> from spectheory.testing.tree_gallery import TREE_GALLERY
 >>> sorted(TREE_GALLERY)[0]
 'accepts_child_of_rejected_parent'

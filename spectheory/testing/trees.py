@@ -23,7 +23,8 @@ the exact law (chi-square, cells expecting fewer than 5 pooled). Besides the exa
 (:mod:`spectheory.testing._tree_checks`), the mean accepted length is tested against the
 tree optimum (``above_optimum``: above what any lossless verifier accepts on that tree and
 child policy, :func:`spectheory.trees.optimum.tree_optimum` -- the multi-draft
-optimum on depth-1 trees, block verification on single paths, the coupling bound otherwise)
+optimum on depth-1 trees, block verification on single paths, the lossless tree optimum
+of :mod:`spectheory.trees.tree_lp` on other trees)
 and, with ``efficiency=True``, against the library's rules with the same child policy
 (``mean_accepted``: not below the weakest of recursive rejection sampling and traversal
 verification, :mod:`spectheory.verifiers.tree_rules`; neither dominates the other on every

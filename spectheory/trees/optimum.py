@@ -23,8 +23,11 @@ the tree's shape:
 * **a single path** drafted from ``q``: block verification's exact mean (Sun et al. 2024), the
   optimum of lossless single-path rules, which can lie strictly below ``B`` (the coupling may
   use target probabilities off the drafted path, which no verifier sees);
-* **any other tree**: ``B``, an upper bound every lossless verifier obeys (not attained in
-  general).
+* **any other tree**: the lossless tree optimum, the linear program of
+  :mod:`spectheory.trees.tree_lp` (the coupling constrained so that the tokens after the
+  emitted ones are drawn afresh from the target), attained, sharper than ``B``, reported as
+  its certified dual bound; where that LP is too large, ``B`` (an upper bound, not attained
+  in general).
 
 Examples
 --------
@@ -44,7 +47,7 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -70,9 +73,10 @@ class TreeOptimum:
     value : float
         Expected accepted drafts (not counting the emitted token).
     kind : str
-        ``"multi-draft optimum"``, ``"block verification"`` or ``"coupling bound"``.
+        ``"multi-draft optimum"``, ``"block verification"``, ``"lossless tree optimum"`` or
+        ``"coupling bound"``.
     attained : bool
-        Whether a lossless verifier reaches ``value`` (True for the first two kinds).
+        Whether a lossless verifier reaches ``value`` (True for the first three kinds).
     """
 
     value: float
@@ -92,8 +96,12 @@ def _prefix_law(chain: DecodingChain, D: int, start: int) -> tuple[np.ndarray, n
 
 
 def tree_coupling_bound(
-    chain: DecodingChain, tree: DraftTree, children: ChildPolicy | str = "iid", start: int = 0
-) -> float:
+    chain: DecodingChain,
+    tree: DraftTree,
+    children: ChildPolicy | str = "iid",
+    start: int = 0,
+    with_plan: bool = False,
+) -> Any:
     r"""The coupling bound :math:`B` on the accepted drafts of one round from ``start``.
 
     Solves the transport LP (HiGHS) between the law of the drafted tree and the target law
@@ -110,10 +118,15 @@ def tree_coupling_bound(
         How the children of a node are drawn.
     start : int
         Start state of the round.
+    with_plan : bool
+        Also return the optimal transport plan.
 
     Returns
     -------
-    float
+    float, or (float, dict) with ``with_plan``
+        ``B``; the dict holds ``tokens`` (``[R, N]``, the enumerated realisations),
+        ``prefixes`` (``[M, D]``, the target prefixes of positive probability) and ``plan``
+        (``[R, M]``, the transport plan).
 
     Examples
     --------
@@ -163,6 +176,12 @@ def tree_coupling_bound(
     sol = linprog(-reward.ravel(), A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
     if sol.status != 0:
         raise RuntimeError(f"tree_coupling_bound: HiGHS failed: {sol.message}")
+    if with_plan:  # the kit's gallery follows the plan (a lossy verifier attaining B)
+        plan = np.maximum(sol.x.reshape(R, M), 0.0)
+        rows, cols = np.maximum(b_ub[:R] - plan.sum(1), 0.0), np.maximum(b_ub[R:] - plan.sum(0), 0.0)
+        if rows.sum() > 0:  # completed to a coupling, as the comment above says
+            plan = plan + np.outer(rows, cols) / rows.sum()
+        return float(np.clip(-sol.fun, 0.0, D)), {"tokens": tok, "prefixes": Y, "plan": plan}
     return float(np.clip(-sol.fun, 0.0, D))
 
 
@@ -202,4 +221,10 @@ def tree_optimum(
 
         block, _ = round_accepted_means(chain, 0, tree.size)
         return TreeOptimum(float(block[start]), "block verification", True)
-    return TreeOptimum(tree_coupling_bound(chain, tree, policy, start), "coupling bound", False)
+    from .tree_lp import lossless_tree_optimum
+
+    try:
+        lp = lossless_tree_optimum(chain, tree, policy, start)
+    except ValueError:  # too large for the LP: the coupling bound (which may refuse too)
+        return TreeOptimum(tree_coupling_bound(chain, tree, policy, start), "coupling bound", False)
+    return TreeOptimum(float(lp.bound), "lossless tree optimum", True)
