@@ -23,8 +23,10 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
   bugs with their reports; bug classes met running the kit on engines).
 * :func:`check_tree_verifier` / :func:`assert_tree_verifier_lossless` /
   :func:`assert_tree_verifier_optimal` -- tree verifiers (a draft tree in, accepted path and
-  next token out), judged against the tree optimum (the multi-draft optimum on depth-1 trees),
-  on fixed or random instances, with :data:`TREE_GALLERY` of tree bugs (:mod:`.trees`).
+  next token out), judged against the tree optimum (the multi-draft optimum on depth-1 trees,
+  block verification on paths, the lossless tree optimum of :mod:`spectheory.trees.tree_lp`
+  otherwise), on fixed or random instances, with :data:`TREE_GALLERY` of tree bugs
+  (:mod:`.trees`) and verifiers following a plan on one instance (:mod:`.tree_plans`).
 * :func:`check_ragged_batch` -- batched samplers over ragged, mixed greedy/sampled batches
   (rows of different draft lengths, vocabularies and temperatures, padding rows), with a verdict
   per row (:mod:`.ragged`).
