@@ -134,7 +134,7 @@ class Instance:
         Block verification (Sun et al. 2024) is the optimum of lossless single-path rules: no
         rule that emits the target law from one draft path accepts more drafts on average.
         Exact, by enumerating the :math:`V^k` draft blocks
-        (:func:`spectheory.verifiers.block.block_weights` on each, weighted by the draft law).
+        (:func:`spectheory.verifiers.block_scan.block_weights` on each, weighted by the draft law).
 
         Examples
         --------

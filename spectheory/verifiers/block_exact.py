@@ -1,6 +1,6 @@
 r"""Exact laws of block verification (Sun et al. 2024, Algorithm 2) by enumerating draft blocks.
 
-The rule itself (:func:`~spectheory.verifiers.block.block_weights`,
+The rule itself (:func:`~spectheory.verifiers.block_scan.block_weights`,
 :class:`~spectheory.verifiers.block.BlockVerifier`) is in :mod:`spectheory.verifiers.block`;
 here every draft block ``X_1..X_k`` of a round is enumerated to give exact values:
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._guards import check_int
-from .block import block_weights
+from .block_scan import block_weights
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain

@@ -83,7 +83,7 @@ def hsd_weights(
     k: ArrayLike,
     variant: str = "paper",
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    r"""HSD's per-block quantities, vectorised over runs (shapes as :func:`~spectheory.verifiers.block.block_weights`).
+    r"""HSD's per-block quantities, vectorised over runs (shapes as :func:`~spectheory.verifiers.block_scan.block_weights`).
 
     Returns ``(h [R, g], tau_law [R, g+1], final_weights [R, g+1, V])``: the acceptance
     probabilities ``h_1..h_k`` of Eq. 19 (``h_k`` per ``variant``), the law of ``tau`` under
