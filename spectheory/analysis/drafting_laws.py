@@ -54,6 +54,7 @@ DRAFTING_LAWS = {
     "without_replacement": "recursive rejection without replacement (Sequoia)",
     "greedy_iid": "top k - 1 tokens plus one i.i.d. draw (Hu et al. 2025)",
     "greedy_wo": "top k - 1 tokens plus one draw without replacement",
+    "spechub": "k = 2 only: the hub argmax q and one token from q without it (Sun et al. 2024)",
 }
 
 #: Largest vocabulary for the exhaustive set enumeration.
@@ -201,14 +202,17 @@ def acceptance_by_drafting_law(target: ArrayLike, draft: ArrayLike, k: int) -> d
     by :func:`greedy_optimal_acceptance`; all LP-checked in the tests); the rules are recursive
     rejection (``"rrs"``; :func:`~spectheory.verifiers.multidraft.rrs_acceptance`) and, on
     i.i.d. drafts, GLS (``"gls"``; :func:`~spectheory.verifiers.gls.gls_acceptance`). GLS draws
-    its drafts i.i.d., so its optimum is the i.i.d. one. ``k <= V`` (without replacement).
+    its drafts i.i.d., so its optimum is the i.i.d. one. At ``k = 2`` the table also holds
+    SpecHub's sparse drafting law (``"spechub"``; :mod:`spectheory.verifiers.spechub`), its
+    optimum by :func:`tuple_law_optimal_acceptance` and SpecHub's own acceptance, which equals
+    it (proved there). ``k <= V`` (without replacement).
 
     Examples
     --------
     >>> from spectheory.analysis.drafting_laws import acceptance_by_drafting_law
     >>> tab = acceptance_by_drafting_law([1 / 3, 2 / 3], [2 / 3, 1 / 3], 2)
     >>> {law: round(v["optimal"], 6) for law, v in tab.items()}
-    {'iid': 0.888889, 'without_replacement': 1.0, 'greedy_iid': 0.666667, 'greedy_wo': 1.0}
+    {'iid': 0.888889, 'without_replacement': 1.0, 'greedy_iid': 0.666667, 'greedy_wo': 1.0, 'spechub': 1.0}
     >>> round(tab["iid"]["rrs"], 6), round(tab["iid"]["gls"], 6)
     (0.777778, 0.814815)
     """
@@ -218,7 +222,7 @@ def acceptance_by_drafting_law(target: ArrayLike, draft: ArrayLike, k: int) -> d
 
     t, d = as_law_pair(target, draft)
     k = check_int(k, "k", 1)
-    return {
+    out = {
         "iid": {
             "optimal": optimal_multidraft_acceptance(t, d, k),
             "rrs": rrs_acceptance(t, d, k),
@@ -231,3 +235,11 @@ def acceptance_by_drafting_law(target: ArrayLike, draft: ArrayLike, k: int) -> d
         "greedy_iid": {"optimal": greedy_optimal_acceptance(t, d, k)},
         "greedy_wo": {"optimal": greedy_optimal_acceptance(t, d, k, replacement=False)},
     }
+    if k == 2:
+        from ..verifiers.spechub import spechub_acceptance, spechub_tuple_law
+
+        out["spechub"] = {
+            "optimal": tuple_law_optimal_acceptance(t, *spechub_tuple_law(d)),
+            "spechub": float(spechub_acceptance(t, d)),
+        }
+    return out

@@ -14,6 +14,8 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.multidraft`  k candidates at one position: recursive rejection (with/without replacement)
 - :mod:`.kseq`        K-SEQ (SpecTr)
 - :mod:`.optimal_coupling`  the verifier attaining the optimal multi-draft acceptance (transport LP)
+- :mod:`.spechub`     SpecHub (Sun et al. 2024): two drafts around the hub ``argmax q``, exact plan;
+  :mod:`.spechub_sampling` its sampler (the authors' drafting and staged verifier)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
 - :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``);
   :mod:`.hsd_naive` its naive form, several target calls per round (exact laws only)
