@@ -22,6 +22,7 @@ its rounds back, row by row.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -130,12 +131,12 @@ def dynamic_tree_along_paths(
                 top = np.argsort(-qu, kind="stable")[:width]  # TopK's order, as Candidates.expand
                 for j, kid in enumerate(env.children[u]):
                     tokens[i, kid] = top[j]
-        for i, r in enumerate(rows):
-            c = Candidates(lambda u, d, law=laws[i]: law[u], lambda u, x, j: int(env.children[u][j]), 0)
-            kept = {c.key[v] for v in rule.select(c, int(left[i]))}
+        for row, r in enumerate(rows):
+            c = Candidates(partial(_law_of, laws[row]), partial(_child_of, env), 0)
+            kept = {c.key[v] for v in rule.select(c, int(left[row]))}
             u, j = 0, 0
-            while j < left[i]:
-                nxt = [k for k in env.children[u] if k in kept and tokens[i, k] == paths[r, L + n[r] + j]]
+            while j < left[row]:
+                nxt = [k for k in env.children[u] if k in kept and tokens[row, k] == paths[r, L + n[r] + j]]
                 if not nxt:
                     break
                 u, j = nxt[0], j + 1
@@ -144,3 +145,13 @@ def dynamic_tree_along_paths(
             accepted[r] += j
             n[r] += j + int(n[r] + j < T)
     return {"target_calls": calls, "draft_tokens": nodes, "accepted": accepted}
+
+
+def _law_of(laws: dict, u: Any, depth: int) -> np.ndarray:
+    """The draft law after node ``u`` (a :class:`Candidates` law callback)."""
+    return laws[u]
+
+
+def _child_of(env: Any, u: Any, x: int, j: int) -> int:
+    """Child ``j`` of node ``u`` in the envelope (a :class:`Candidates` child callback)."""
+    return int(env.children[u][j])
