@@ -38,11 +38,25 @@ if TYPE_CHECKING:
     from ..chain import DecodingChain
     from .cost import Cost
 
-__all__ = ["LongRunValue", "long_run_policy"]
+__all__ = ["LongRunValue", "LongRunRate", "long_run_policy"]
+
+
+class LongRunRate:
+    """What every long-run result answers from its ``rate`` (tokens per unit time)."""
+
+    rate: float
+
+    def speedup(self) -> float:
+        """Long-run tokens per unit time (``rate``), as on every result type."""
+        return self.rate
+
+    def time_per_token(self) -> float:
+        """``1 / rate``: long-run time per token."""
+        return 1.0 / self.rate
 
 
 @dataclass(repr=False)
-class LongRunValue:
+class LongRunValue(LongRunRate):
     """Long-run value of a draft-length rule on a homogeneous chain.
 
     Attributes
@@ -58,14 +72,6 @@ class LongRunValue:
     tokens_per_round: float
     time_per_round: float
     policy: str = ""
-
-    def speedup(self) -> float:
-        """Long-run tokens per unit time (``rate``), as on every result type."""
-        return self.rate
-
-    def time_per_token(self) -> float:
-        """``1 / rate``: long-run time per token."""
-        return 1.0 / self.rate
 
     def __repr__(self) -> str:
         return (

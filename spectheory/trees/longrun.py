@@ -36,6 +36,7 @@ from .._guards import check_int
 from ..chain.classes import require_one_closed_class
 from ..exact.core import blas_single_thread
 from ..exact.cost import as_cost
+from ..stopping.longrun import LongRunRate
 from ..stopping.optimal import _gain, dinkelbach
 from ..verifiers.base import get_verifier
 from .accumulate import _Accumulator
@@ -114,7 +115,7 @@ def tree_round_chain(
 
 
 @dataclass(repr=False)
-class LongRunTrees:
+class LongRunTrees(LongRunRate):
     """Long-run value of drafting ``trees[s]`` from a round starting in state ``s``.
 
     Attributes
@@ -141,14 +142,6 @@ class LongRunTrees:
     def tokens_per_call(self) -> float:
         """Long-run tokens per target call (``tokens_per_round``: one call per round)."""
         return self.tokens_per_round
-
-    def speedup(self) -> float:
-        """Long-run tokens per unit time (``rate``), as on every result type."""
-        return self.rate
-
-    def time_per_token(self) -> float:
-        """``1 / rate``: long-run time per token."""
-        return 1.0 / self.rate
 
     def __repr__(self) -> str:
         return (
