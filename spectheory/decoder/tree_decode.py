@@ -290,10 +290,9 @@ def tree_generate(
         while True:
             remaining = batch.remaining
             k = torch.clamp(remaining, max=D)
-            cached = getattr(dr, "cached", None)
-            if isinstance(dr, ModelDrafter) and isinstance(cached, torch.Tensor):
+            if isinstance(dr, ModelDrafter):
                 # one host read per round: the depth and the draft's first window together
-                K, dr.window = torch.stack((k.max(), (batch.seq_len - cached).max())).tolist()
+                K, dr.window = torch.stack((k.max(), (batch.seq_len - dr.cached).max())).tolist()
             else:
                 K = int(k.max().item())
             if K == 0:
