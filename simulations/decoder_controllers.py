@@ -106,6 +106,22 @@ def cell_rows(inputs, c, n_coins, rng):
     return rows, ref
 
 
+def measured_check(rows, draft, c, label, measured):
+    """The decoder's measured ``(time per token, SE)`` of ``label`` beside its prediction in ``rows``."""
+    m, sm = measured
+    pred = next(r for r in rows if r["name"] == label and r["c"] == c and r["chain"] == draft)
+    return {
+        "draft": draft,
+        "c": c,
+        "controller": label,
+        "measured": m,
+        "measured_se": sm,
+        "predicted": pred["time"],
+        "predicted_se": pred["se"],
+        "z": float((m - pred["time"]) / np.hypot(sm, pred["se"])),
+    }
+
+
 def main(argv=None):
     args = decoder_script_parser(__doc__).parse_args(argv)
     # --quick: one torch thread (its forwards are too small for two, which wait on each other)
@@ -147,41 +163,17 @@ def main(argv=None):
             res = speculative_generate(
                 target, draft, list(pr), T, gamma=D, policy=pol, seed=7, device=args.device
             )
-            m, sm = measured_rates(res.stats.target_calls, res.stats.draft_tokens, T, c=c)["time_per_token"]
-            pred = next(r for r in rows if r["name"] == label and r["c"] == c and r["chain"] == name)
-            z = (m - pred["time"]) / np.hypot(sm, pred["se"])
-            checks.append(
-                {
-                    "draft": name,
-                    "c": c,
-                    "controller": label,
-                    "measured": m,
-                    "measured_se": sm,
-                    "predicted": pred["time"],
-                    "predicted_se": pred["se"],
-                    "z": float(z),
-                }
-            )
+            measured = measured_rates(res.stats.target_calls, res.stats.draft_tokens, T, c=c)
+            checks.append(measured_check(rows, name, c, label, measured["time_per_token"]))
         for label, rule in trees.items():  # the dynamic trees in the decoder
             res = dynamic_tree_generate(target, draft, list(pr), T, rule, seed=7, device=args.device)
             own = np.concatenate([np.asarray(pr, dtype=np.int64), np.stack(res.tokens)], axis=1)
             replay = dynamic_tree_along_paths(draft, own, L, rule, device=args.device)
             calls = np.asarray(res.stats.target_calls, dtype=np.float64)
-            m, sm = measured_rates(calls, replay["draft_tokens"], T, c=c)["time_per_token"]
-            pred = next(r for r in rows if r["name"] == label and r["c"] == c and r["chain"] == name)
-            checks.append(
-                {
-                    "draft": name,
-                    "c": c,
-                    "controller": label,
-                    "measured": m,
-                    "measured_se": sm,
-                    "predicted": pred["time"],
-                    "predicted_se": pred["se"],
-                    "z": float((m - pred["time"]) / np.hypot(sm, pred["se"])),
-                    "replayed_calls_equal": float(np.mean(replay["target_calls"] == calls)),
-                }
-            )
+            measured = measured_rates(calls, replay["draft_tokens"], T, c=c)
+            check = measured_check(rows, name, c, label, measured["time_per_token"])
+            check["replayed_calls_equal"] = float(np.mean(replay["target_calls"] == calls))
+            checks.append(check)
     zmax = max(abs(ch["z"]) for ch in checks)
     heads = [
         headline(
