@@ -32,7 +32,7 @@ _EXPORTS = {
     "NGramModel": "ngram",
     "HFCausalLM": "hf",
     "speculative_generate": "speculative",
-    "autoregressive_generate": "speculative",
+    "autoregressive_generate": "autoregressive",
     "hf_speculative_generate": "hf_generate",
     "tree_generate": "tree_decode",
     "generate": "dispatch",

@@ -11,15 +11,14 @@ from collections.abc import Sequence
 from functools import partial
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
 from .._guards import check_bool, check_int
 from ..verifiers.base import get_verifier
+from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
 from .rng import (
     PURPOSE_ACCEPT,
-    PURPOSE_AUTOREG,
     PURPOSE_DRAFT,
     PURPOSE_EMIT,
     check_seeds,
@@ -27,14 +26,14 @@ from .rng import (
     uniforms,
 )
 from .sampling import sample_from_uniform, sampling_law
-from .stats import DecodeStats, GenerationResult, StatsRecorder
+from .stats import GenerationResult, StatsRecorder
 
 if TYPE_CHECKING:
     from ..stopping.policies import Policy
     from ..verifiers import Verifier
     from .batching import CausalLM, Prompt
 
-__all__ = ["speculative_generate", "autoregressive_generate"]
+__all__ = ["speculative_generate"]
 
 
 # ----------------------------------------------------------------------------- one round
@@ -339,79 +338,5 @@ def speculative_generate(
     stats.batch_draft_calls, stats.batch_target_calls = (
         calls["batch_draft_calls"],
         calls["batch_target_calls"],
-    )
-    return GenerationResult(tokens, stats)
-
-
-def autoregressive_generate(
-    model: CausalLM,
-    prompts: Sequence[Prompt],
-    max_new_tokens: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-    seed: int | Sequence[int] = 0,
-    device: str | torch.device | None = None,
-    dtype: torch.dtype | str | None = None,
-) -> GenerationResult:
-    """Plain autoregressive sampling with the same options and seeding: the baseline.
-
-    Token ``n`` of sequence ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of
-    ``(seed_b, n, PURPOSE_AUTOREG)``; one model call per token after the prefill.
-    ``temperature=0`` is greedy decoding. Arguments as in :func:`speculative_generate`.
-
-    Returns
-    -------
-    GenerationResult
-        ``stats.target_calls`` = ``max_new_tokens`` per sequence; no draft statistics.
-    """
-    max_new_tokens, (temperature, top_k, top_p) = check_common(
-        {"model": model}, max_new_tokens, temperature, top_k, top_p
-    )
-    dev, dt = place(model, device, dtype)
-    batch = make_batch(prompts, max_new_tokens, {"model": model}, dev)
-    B, cap = batch.tokens.shape
-    seeds = seed_tensor(check_seeds(seed, B), dev)
-    rows = torch.arange(B, device=dev)
-    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
-    with torch.inference_mode():
-        sync(dev)
-        t_start = time.perf_counter()
-        cache = model.new_cache(B, cap, device=dev, dtype=dt)
-        cached = prefill(model, cache, batch)
-        sync(dev)
-        times["time_prefill"] = time.perf_counter() - t_start
-        block = 64  # uniforms hashed 64 tokens at a time: the same values, one hash per block
-        for n in range(max_new_tokens):
-            if n % block == 0:
-                steps = torch.arange(n, min(n + block, max_new_tokens), device=dev)
-                u = uniforms(seeds[:, None], steps[None, :], PURPOSE_AUTOREG)  # [B, block]
-            # one new token per row after the prefill: the window is 1 wide, nothing to read back
-            logits, start = forward_window(model, cache, batch.tokens, cached, batch.seq_len, 1)
-            law = sampling_law(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
-            x = sample_from_uniform(law, u[:, n % block])
-            batch.tokens[rows, batch.seq_len] = x
-            cached, batch.seq_len = batch.seq_len, batch.seq_len + 1
-        tokens = new_tokens(batch, max_new_tokens)
-        sync(dev)
-        times["time_total"] = time.perf_counter() - t_start
-        times["time_target"] = times["time_total"] - times["time_prefill"]
-    z = np.zeros(B, dtype=np.int64)
-    stats = DecodeStats(
-        gamma=0,
-        bonus=False,
-        verifier="none",
-        target_calls=z + max_new_tokens,
-        draft_tokens=z.copy(),
-        rejections=z.copy(),
-        round_accepted=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
-        round_tokens=[np.ones(max_new_tokens, np.int64) for _ in range(B)],
-        position_checked=np.zeros((B, 0), np.int64),
-        position_accepted=np.zeros((B, 0), np.int64),
-        batch_target_calls=max_new_tokens,
-        time_prefill=times["time_prefill"],
-        time_draft=times["time_draft"],
-        time_target=times["time_target"],
-        time_total=times["time_total"],
     )
     return GenerationResult(tokens, stats)
