@@ -32,7 +32,12 @@ contexts off the drafted path, after tokens it resampled, and call it again. Exa
 :func:`naive_hsd_round_law` (Fraction enumeration; ``"hsd_naive"`` of
 :data:`~spectheory.verifiers.round_laws.ROUND_LAWS`, so the verdict machinery of
 :mod:`spectheory.analysis.verdicts` runs it); counts: :func:`naive_hsd_round_stats`; Monte
-Carlo: :func:`sample_naive_hsd_rounds`. **Verdict** (``docs/sequence_rules.md``): biased; it
+Carlo: :func:`sample_naive_hsd_rounds`. Played against models, one target call per pass
+(:func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`), it runs in the
+conformance kit's multi-call protocol
+(:func:`~spectheory.testing.gallery_samplers.hsd_sampler` through
+:func:`~spectheory.testing.check_sampler`) and in the real decoder
+(:func:`~spectheory.decoder.hsd_decode.naive_hsd_generate`). **Verdict** (``docs/sequence_rules.md``): biased; it
 is lossless for ``g = 1`` (token verification) and, on binary vocabularies, ``g = 2``; the
 smallest biased instances are Sun et al.'s binary example at ``g = 3`` and a 3-token i.i.d.
 instance at ``g = 2``.
@@ -193,9 +198,11 @@ def sample_naive_hsd_rounds(
     r"""Monte Carlo: ``n_rounds`` independent naive HSD rounds after ``prefix``, in floats.
 
     Plays the algorithm of the module docstring with fresh uniforms: the drafts, then the first
-    pass through the vectorised listing rule (``HSD_LISTING.rule``, independent of the
-    enumeration), then the forward passes (``Z ~ q(. | e)`` drawn, ``t`` from
-    :func:`forward_law`). Returns ``[(emitted, target calls, drafts kept)]``.
+    pass through the vectorised listing rule (``HSD_LISTING.rule`` on all rounds at once,
+    independent of the enumeration), then the forward passes (``Z ~ q(. | e)`` drawn, ``t`` from
+    :func:`forward_law`). Returns ``[(emitted, target calls, drafts kept)]``. The same round
+    against models, one call per pass (the kit's and the decoder's form):
+    :func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`.
 
     Examples
     --------

@@ -134,3 +134,33 @@ def test_verdict_row_and_protocol_refusal():
     assert cells[0]["mean_accepted"] == F(13, 9)
     with pytest.raises(ValueError, match="more than once"):
         protocol_accepted("hsd_naive", SUN_T, SUN_D, 2, 2, 4)
+
+
+def test_played_against_models_it_counts_one_target_call_per_pass():
+    """play_naive_hsd_round (one model call per pass: the kit's and the decoder's form) within 5 SE
+    of the exact counts, and every round's calls are 1 + max(0, gamma - 1 - tau)."""
+    from spectheory.verifiers.hsd_naive_round import play_naive_hsd_round
+
+    t, d = table_fns(np.random.default_rng(5), 3)
+    calls = {"target": 0}
+
+    def laws(fn, who):
+        def rows(toks):
+            calls[who] = calls.get(who, 0) + 1
+            return np.array([[float(v) for v in fn(toks[:i])] for i in range(len(toks) + 1)])
+
+        return rows
+
+    rng = np.random.default_rng(2)
+    out = [play_naive_hsd_round(laws(t, "target"), laws(d, "draft"), 2, rng.random) for _ in range(1500)]
+    assert calls["target"] == sum(r.target_calls for r in out)
+    assert calls["draft"] == sum(r.draft_tokens for r in out)
+    assert all(r.target_calls == 1 + max(0, 1 - r.tau) for r in out)
+    stats = naive_hsd_round_stats(t, d, 3, 2)
+    for name, values in (
+        ("tokens", [len(r.emitted) for r in out]),
+        ("target_calls", [r.target_calls for r in out]),
+        ("draft_tokens", [r.draft_tokens for r in out]),
+        ("accepted", [r.accepted for r in out]),
+    ):
+        assert_mean_within_se(values, float(stats[name]), name)
