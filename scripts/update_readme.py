@@ -311,11 +311,12 @@ def block_testing() -> str:
 
 
 def _power_verdict(row: dict) -> str:
-    """A power row's verdict: the checks that flagged it, or "passes" and its notes."""
+    """A power row's verdict: the checks that flagged it, or "passes"; then its notes (e.g. target_calls)."""
+    notes = row.get("notes") or []
+    note = f" (note: {', '.join(notes)})" if notes else ""
     if row["smallest_n_samples"] is None:
-        notes = row.get("notes") or []
-        return "passes" + (f" (note: {', '.join(notes)})" if notes else "")
-    return ", ".join(row["flagged_by"])
+        return "passes" + note
+    return ", ".join(row["flagged_by"]) + note
 
 
 def _effect_sizes(sizes: list) -> str:

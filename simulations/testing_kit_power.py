@@ -17,7 +17,10 @@ the kit on real engines; the torch ones are skipped without torch) are searched 
 grid :data:`ENGINE_GRID` and over all families only (their findings are exact or large, and a
 correct entry -- ``torchscript_residual_draw``, expected to pass with at most an
 "uncontrolled randomness" note -- runs every size of the grid), which keeps their cost to
-about 15 s. Every row also records the notes of its deciding run (the flagging run at the
+about 15 s. The samplers that call the target more than once a round
+(``spectheory.testing.gallery_samplers.MULTI_CALL_SAMPLERS``: naive HSD on Sun et al.'s binary
+example, run through ``check_sampler``, whose multi-call protocol counts the calls) are searched
+the same way, on the engine grid and their own instances. Every row also records the notes of its deciding run (the flagging run at the
 smallest size, or the last passing run), so the table can state a passing row's verdict.
 Prints a table and writes ``testing_kit_power.json`` into ``--out``.
 
@@ -34,7 +37,7 @@ from spectheory.testing.gallery import GALLERY
 from spectheory.testing.gallery_engines import ENGINE_BUGS
 from spectheory.testing.gallery_engines import available as engine_bugs_available
 from spectheory.testing.gallery_field import FIELD_BUGS
-from spectheory.testing.gallery_samplers import SAMPLER_BUGS
+from spectheory.testing.gallery_samplers import MULTI_CALL_SAMPLERS, SAMPLER_BUGS
 
 GRID = (50, 100, 200, 500, 1000, 2000, 5000, 10_000, 20_000)
 #: The grid of the engine bugs (``ENGINE_BUGS``).
@@ -92,6 +95,8 @@ def main(argv=None):
     for name in engine_bugs_available():
         verify, desc, must_fail, _, opts = ENGINE_BUGS[name]
         entries.append((name, verify, desc, "", opts, check_verifier, engine_grid, False, not must_fail))
+    for name, (sampler, desc, _, by, opts) in MULTI_CALL_SAMPLERS.items():
+        entries.append((name, sampler, desc, by, opts, check_sampler, engine_grid, False, False))
     for name, verify, desc, by, opts, kit, sizes, zero_free, must_pass in tqdm(entries, desc="bugs"):
         n, checks, notes = smallest_detecting_n(verify, repeats, sizes, kit=kit, **opts)
         row = {
@@ -99,7 +104,7 @@ def main(argv=None):
             "description": desc,
             "reported_by": by,
             "kit": kit.__name__,
-            "options": opts,
+            "options": recorded_options(opts),
             "grid": list(sizes),
             "smallest_n_samples": n,
             "flagged_by": checks,
@@ -148,12 +153,18 @@ def main(argv=None):
     return res
 
 
+def recorded_options(opts: dict) -> dict:
+    """A row's kit options as JSON: instances by their names."""
+    return {k: [i.name for i in v] if k == "instances" else v for k, v in opts.items()}
+
+
 def verdict(row) -> str:
-    """The kit's verdict on one row: the checks that flagged it, or "passes" with its notes."""
+    """The kit's verdict on one row: the checks that flagged it, or "passes"; then its notes."""
+    notes = row.get("notes") or []
+    note = f" (note: {', '.join(notes)})" if notes else ""
     if row["smallest_n_samples"] is None:
-        notes = row.get("notes") or []
-        return "passes" + (f" (note: {', '.join(notes)})" if notes else "")
-    return ", ".join(row["flagged_by"])
+        return "passes" + note
+    return ", ".join(row["flagged_by"]) + note
 
 
 def table(res) -> str:

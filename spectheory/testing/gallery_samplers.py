@@ -19,6 +19,15 @@ q = draft). ``bug`` switches in one glue mistake reported in the field:
 ``make_sampler(greedy=True)`` is the correct greedy variant (its ``q`` is the one-hot law it
 drafted from): lossless, only slower.
 
+:func:`hsd_sampler` is Hierarchical Speculative Decoding as a whole sampler
+(:func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`): by default *naive* HSD
+as the authors' code runs it, which calls the target again for every position it resamples
+(``1 + max(0, k - 1 - tau)`` calls a round; the multi-call protocol of
+:func:`~spectheory.testing.check_sampler` counts them) and is biased (``docs/sequence_rules.md``,
+Theorems 4-5); ``forward=False`` is their single-call "HSD (clever)", the listing (biased,
+Theorem 2), and ``hsd_sampler("hsd", forward=False)`` the paper's equations (block
+verification, lossless). :data:`MULTI_CALL_SAMPLERS` is the power table's row for it.
+
 >>> from spectheory.testing import check_sampler
 >>> from spectheory.testing.gallery_samplers import make_sampler
 >>> check_sampler(make_sampler(bug="greedy_draft_soft_q"), n_samples=200).passed
@@ -32,10 +41,13 @@ from typing import Any
 
 import numpy as np
 
+from ..verifiers.base import get_verifier
+from ..verifiers.hsd_naive_round import play_naive_hsd_round
+from .instances import iid_instance
 from .reference import reference_verify
 from .whole import process_logits
 
-__all__ = ["make_sampler", "SAMPLER_BUGS"]
+__all__ = ["make_sampler", "SAMPLER_BUGS", "hsd_sampler", "MULTI_CALL_SAMPLERS", "SUN_K3"]
 
 BUGS = (None, "greedy_draft_soft_q", "processed_vs_raw_q", "temperature_one_side")
 
@@ -94,5 +106,63 @@ SAMPLER_BUGS = {
         ("first_token_law", "position_laws", "sequence_law"),
         "huggingface/transformers issue #47932",
         {"top_k": 2},
+    ),
+}
+
+
+def hsd_sampler(
+    first_pass: str = "hsd_listing",
+    *,
+    forward: bool = True,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> Callable[..., Any]:
+    """HSD as a whole sampler: the ``first_pass`` rule on ``k`` drafts, then (``forward``) naive HSD's passes.
+
+    Each target call is one call of ``target_model`` on the prompt and the round's tokens; the
+    laws are the processed ones (``temperature``, ``top_k``, ``top_p``) of both models.
+
+    Examples
+    --------
+    >>> from spectheory.testing import check_sampler
+    >>> from spectheory.testing.gallery_samplers import SUN_K3, hsd_sampler
+    >>> report = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=3000, seed=0)
+    >>> "sequence_law" in report.failed, "target_calls" in report.notes  # biased; several calls a round
+    (True, True)
+    """
+    rule = get_verifier(first_pass)
+
+    def sampler(target_model, draft_model, prefix, k, rng):
+        ctx = [int(t) for t in prefix]
+
+        def laws(model):
+            return lambda toks: process_logits(
+                model(np.array(ctx + list(toks), dtype=np.int64))[len(ctx) - 1 :], temperature, top_k, top_p
+            )
+
+        r = play_naive_hsd_round(
+            laws(target_model), laws(draft_model), k, rng.random, first_pass=rule, forward=forward
+        )
+        return np.array(r.emitted, dtype=np.int64)
+
+    sampler.__name__ = f"hsd_sampler({first_pass}{', naive' if forward else ''})"
+    return sampler
+
+
+#: Sun et al.'s binary example at ``k = 3``: naive HSD's smallest biased binary instance (TV 2/27
+#: of the first four tokens, ``docs/sequence_rules.md``, Theorem 4).
+SUN_K3 = iid_instance([1 / 3, 2 / 3], [2 / 3, 1 / 3], 3, name="Sun et al. binary k=3")
+
+#: name -> (sampler, description, checks of which at least one fails, reported by, check_sampler
+#: options): samplers that call the target more than once a round, searched on the engine grid.
+MULTI_CALL_SAMPLERS = {
+    "naive_hsd": (
+        hsd_sampler(),
+        "naive HSD (Zhou et al., ICLR 2026, the authors' loop; a target call per resampled position) "
+        "on Sun et al.'s binary example, gamma = 3 (TV 2/27)",
+        ("sequence_law", "position_laws"),
+        "",
+        {"instances": [SUN_K3]},
     ),
 }

@@ -10,6 +10,7 @@ tree. This module builds them: the adversarial *families* (:data:`FAMILIES`,
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._guards import as_rng, check_int
 from .._typing import RNGLike
@@ -24,6 +25,7 @@ __all__ = [
     "constant_uniform_rng",
     "dyadic_law",
     "tied_pair",
+    "iid_instance",
 ]
 
 TINY = 1e-6
@@ -251,6 +253,27 @@ def make_instance(family: str, vocab_size: int, k: int, rng: RNGLike) -> Instanc
     d = d / d.sum(-1, keepdims=True)
     s0 = int(rng.integers(V))
     return Instance(f"{family} V={V} k={k}", desc, t, d, s0, family)
+
+
+def iid_instance(target: ArrayLike, draft: ArrayLike, k: int, name: str | None = None) -> Instance:
+    """The i.i.d. instance: one target and one draft law at every position and after every token.
+
+    Sun et al.'s binary example is ``iid_instance([1/3, 2/3], [2/3, 1/3], k)``.
+
+    Examples
+    --------
+    >>> from spectheory.testing.instances import iid_instance
+    >>> inst = iid_instance([1 / 3, 2 / 3], [2 / 3, 1 / 3], 3)
+    >>> inst.name, inst.k, inst.sequence_law(2).round(4).tolist()
+    ('iid V=2 k=3', 3, [[0.1111, 0.2222], [0.2222, 0.4444]])
+    """
+    t, d = np.asarray(target, dtype=np.float64), np.asarray(draft, dtype=np.float64)
+    k = check_int(k, "k", 1)
+    if t.ndim != 1 or t.shape != d.shape:
+        raise ValueError(f"target, draft: expected two laws of the same length, got {t.shape} and {d.shape}")
+    V = t.size
+    tt, dd = _context_free([t] * (k + 1), [d] * k, V)
+    return Instance(name or f"iid V={V} k={k}", "i.i.d.: one target and one draft law everywhere", tt, dd)
 
 
 # ------------------------------------------------------------------- boundary uniforms
