@@ -1,0 +1,164 @@
+r"""Naive HSD in the real decoder: a round that calls the target more than once (Zhou et al., ICLR 2026).
+
+Naive Hierarchical Speculative Decoding as the authors' code runs it
+(``ZhouYuxuanYX/Hierarchical-Speculative-Decoding`` at ``b8575e2``, ``_assisted_decoding`` with
+``backward=True, clever=False``; :mod:`spectheory.verifiers.hsd_naive`) is not a verifier of
+one target call: after a rejection its forward passes draft one token ``Z ~ q(. | e)`` after
+the tokens ``e`` emitted so far in the round, call the target again on ``(e, Z)`` and emit
+``t ~ norm((p(e) p(. | e) - q(e) q(. | e))_+)``, until the round has ``k`` tokens. Those laws
+are read at contexts off the drafted path, so no ``torch_rule`` over the one call's laws can
+express it, and :func:`~spectheory.decoder.speculative_generate` cannot run it. This module
+plays the round (:func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`) against
+the real models, row by row, each call uncached on the whole sequence, as
+:mod:`~spectheory.decoder.gls_decode` does: it is there to check the rule on real models, not
+for speed.
+
+Per sequence with ``r`` tokens still to generate, a round drafts ``k = min(gamma, r)`` tokens,
+makes ``1 + max(0, k - 1 - tau)`` target calls and emits ``k`` or ``k + 1`` tokens (the
+``(k+1)``-th is dropped when ``k = r``). Counted (``docs/protocol.md``, with one change):
+``stats.target_calls`` and ``stats.batch_target_calls`` are the target *calls*, more than the
+rounds (``len(stats.round_accepted[b])``); ``draft_tokens`` the draft forward steps (``k`` a
+round plus one per forward pass); ``rejections`` the rounds whose first pass rejected a draft;
+``round_accepted`` the drafted tokens a round emitted (``tau``, plus one when the last forward
+pass keeps its draft). Uniforms come from a numpy generator per row
+(:func:`~spectheory.decoder.rng.row_seeds`), so the tokens are the same on every device.
+``clever=True`` plays the first pass alone (the authors' "HSD (clever)", ``"hsd_listing"``, one
+call a round). Both are biased (``docs/sequence_rules.md``, Theorems 2 and 4-5).
+
+Examples
+--------
+>>> import torch
+>>> from spectheory.decoder.hsd_decode import naive_hsd_generate
+>>> from spectheory.decoder.vocab import TokenTableModel
+>>> iid = lambda law: TokenTableModel(torch.log(torch.tensor([law, law])), [0, 1])
+>>> res = naive_hsd_generate(iid([1 / 3, 2 / 3]), iid([2 / 3, 1 / 3]), [[0], [1, 0]], 6, gamma=3, seed=0)
+>>> [len(x) for x in res.tokens], bool((res.stats.target_calls >= 2).all())
+([6, 6], True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .._guards import check_int
+from ..verifiers.base import get_verifier
+from ..verifiers.hsd_naive_round import play_naive_hsd_round
+from .batching import CausalLM, Prompt, as_prompt, check_common
+from .rng import check_seeds
+from .sampling import sampling_law
+from .stats import GenerationResult, StatsRecorder
+
+__all__ = ["naive_hsd_generate"]
+
+
+def _laws(
+    model: CausalLM, seq: list[int], sampling: tuple, device: torch.device
+) -> Callable[[tuple[int, ...]], np.ndarray]:
+    """``toks -> [len(toks) + 1, V]``: one model call on ``seq + toks``, the laws from ``seq``'s last token on."""
+
+    def laws(toks: tuple[int, ...]) -> np.ndarray:
+        ids = torch.tensor([seq + list(toks)], dtype=torch.long, device=device)
+        return sampling_law(model(ids)[0, len(seq) - 1 :], *sampling).cpu().numpy()
+
+    return laws
+
+
+def naive_hsd_generate(
+    target: CausalLM,
+    draft: CausalLM,
+    prompts: Sequence[Prompt],
+    max_new_tokens: int,
+    gamma: int,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+    clever: bool = False,
+    seed: int | Sequence[int] = 0,
+    device: str | torch.device | None = None,
+) -> GenerationResult:
+    """Naive HSD decoding of a batch of prompts, several target calls a round (module docstring).
+
+    Parameters
+    ----------
+    target, draft : models of the decoder contract (:mod:`spectheory.decoder.batching`), same
+        ``vocab_size``.
+    prompts : list of token sequences
+    max_new_tokens, gamma : int >= 1
+        Tokens to generate per prompt; drafts per round.
+    temperature, top_k, top_p : the sampling law applied to both models' logits.
+    clever : bool
+        The first pass alone (the authors' ``clever=True``: the listing, one call a round).
+    seed : int or sequence of int
+        Per-sequence seeds (an int: :func:`~spectheory.decoder.rng.row_seeds`).
+    device : optional
+        Both models are moved there in place if given; otherwise the target's device.
+
+    Returns
+    -------
+    GenerationResult
+        ``.tokens`` (``max_new_tokens`` per prompt) and ``.stats`` (``verifier="hsd_naive"``, or
+        ``"hsd_listing"`` when ``clever``; ``target_calls`` counts calls, not rounds).
+    """
+    _, sampling = check_common({"target": target, "draft": draft}, max_new_tokens, temperature, top_k, top_p)
+    max_new = check_int(max_new_tokens, "max_new_tokens", 1)
+    gamma = check_int(gamma, "gamma", 1)
+    if not isinstance(clever, (bool, np.bool_)):
+        raise ValueError(f"clever: expected a bool, got {clever!r}")
+    if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__") or not len(prompts):
+        raise ValueError("prompts: expected a non-empty list of token sequences")
+    ids = [as_prompt(p, i, int(target.vocab_size)) for i, p in enumerate(prompts)]
+    for name, m in (("target", target), ("draft", draft)):
+        limit = getattr(m, "max_seq_len", None)
+        if limit is not None and max(map(len, ids)) + max_new + 1 > limit:
+            raise ValueError(
+                f"max_new_tokens: the longest prompt + max_new_tokens + 1 exceed {name}.max_seq_len"
+            )
+    seeds = check_seeds(seed, len(ids))
+    if device is not None:
+        target.to(device)
+        draft.to(device)
+    dev = next(iter(target.parameters()), next(iter(target.buffers()), torch.zeros(0))).device
+    first_pass = get_verifier("hsd_listing")
+    t0 = time.perf_counter()
+    tokens, per_row, calls, drafts = [], [], np.zeros(len(ids), np.int64), np.zeros(len(ids), np.int64)
+    with torch.no_grad():
+        for b, prompt in enumerate(ids):
+            rng = np.random.default_rng(seeds[b])
+            seq, rounds = list(prompt), []
+            while len(seq) < len(prompt) + max_new:
+                r = len(prompt) + max_new - len(seq)
+                k = min(gamma, r)
+                play = play_naive_hsd_round(
+                    _laws(target, seq, sampling, dev),
+                    _laws(draft, seq, sampling, dev),
+                    k,
+                    rng.random,
+                    first_pass=first_pass,
+                    forward=not clever,
+                )
+                out = play.emitted[:r]  # the (k+1)-th token past the horizon is dropped
+                rounds.append((k, play.accepted, len(out) - play.accepted, int(play.tau < k)))
+                calls[b] += play.target_calls
+                drafts[b] += play.draft_tokens
+                seq += out
+            tokens.append(np.array(seq[len(prompt) :], dtype=np.int64))
+            per_row.append(rounds)
+    rec = StatsRecorder(len(ids), gamma)
+    for i in range(max(len(x) for x in per_row)):
+        cols = [x[i] if i < len(x) else (0, 0, 0, 0) for x in per_row]
+        rec.add_round(*(np.array(c) for c in zip(*cols)))
+    name = first_pass.name if clever else "hsd_naive"
+    stats = rec.finish(name, True, time_total=time.perf_counter() - t0)
+    stats = dataclasses.replace(
+        stats,
+        target_calls=calls,
+        draft_tokens=drafts,
+        batch_target_calls=int(calls.sum()),
+        batch_draft_calls=int(drafts.sum()),
+    )
+    return GenerationResult(tokens, stats)
