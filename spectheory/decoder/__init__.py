@@ -8,7 +8,6 @@ theory-versus-decoder checks live in :mod:`spectheory.validation`).
 - single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
   (:mod:`.speculative`); :func:`hf_speculative_generate` (:mod:`.hf_generate`);
 - one entry point taking the round ``st.simulate`` takes: :func:`generate` (:mod:`.dispatch`);
-- naive HSD, several target calls a round: ``naive_hsd_generate`` (:mod:`.hsd_decode`);
 - token trees: :func:`tree_generate` (:mod:`.tree_decode`), :class:`ModelDrafter` (:mod:`.tree_draft`);
 - Medusa heads: :func:`medusa_generate`, :func:`load_heads`, :class:`MedusaHeads`,
   :class:`MedusaDrafter`, :func:`sparse_tree`, :func:`typical_rule` (:mod:`.medusa`);

@@ -18,8 +18,7 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
   :mod:`.spechub_sampling` its sampler (the authors' drafting and staged verifier)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
 - :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``);
-  :mod:`.hsd_naive` its naive form, several target calls per round (exact laws), played against
-  models one call a pass in :mod:`.hsd_naive_round`
+  :mod:`.hsd_naive` its naive form, several target calls per round (exact laws only)
 - :mod:`.proposal`    proposal modes engines run (``"point_mass"``, ``"sample_match"``,
   ``"argmax_onehot"``, ``"argmax_soft"``)
 - :mod:`.biased`      biased (lossy) acceptance rules
