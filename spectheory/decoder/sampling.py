@@ -90,6 +90,8 @@ def sampling_law(
 ) -> torch.Tensor:
     """:func:`logits_to_probs` for options already checked by :func:`check_sampling_args` (the
     decoder checks them once per call, not once per token)."""
+    if temperature == 1.0 and top_k is None and top_p is None:  # the default law: one operation
+        return torch.softmax(logits, dim=-1, dtype=torch.float64)
     z = logits.to(torch.float64)
     if temperature == 0.0:
         idx = z.argmax(dim=-1, keepdim=True)

@@ -48,12 +48,15 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
     fed = k + 1  # idle rows (j > k) re-feed their x_k, whose slot is never cached
-    xs, laws = [], []
+    xs: list[torch.Tensor] = []
+    laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
         if j == 1:
             logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len, width)
             last = logits[rows, batch.seq_len - 1 - start]
-        else:  # feed x_{j-1}
+        elif stop is None and j - 1 <= k_min:  # every row drafted x_{j-1} (it sits at before + j)
+            last = draft(xs[-1][:, None], cache=cache, start=before + j)[:, 0]
+        else:  # feed x_{j-1}, or an idle row's x_k again
             pos = before + fed.clamp(max=j)
             last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
         law_j = law(last)
@@ -115,18 +118,19 @@ class _RoundUniforms:
 
 
 def _commit(batch, k, verdict):
-    """Append accepted drafts (already in place) and the emitted token; return new cached lengths."""
+    """Append accepted drafts (already in place) and the emitted token; return the new cached
+    lengths and which rows emitted a token."""
     n, token, _ = verdict
     emitted = token >= 0
     rows = torch.arange(len(k), device=k.device)
-    slot = (batch.seq_len + n).clamp(max=batch.tokens.shape[1] - 1)
-    batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
     old = batch.seq_len
-    new = old + n + emitted.to(torch.int64)
-    target_cached = torch.minimum(old + n, new - 1)  # rollback: drop rejected drafts
+    ends = old + n  # the emitted token's slot
+    slot = ends.clamp(max=batch.tokens.shape[1] - 1)
+    batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
+    batch.seq_len = new = ends + emitted  # int64 + bool
+    target_cached = new - 1  # rollback: the rejected drafts and the new token are not cached
     draft_cached = torch.minimum(target_cached, old + k - 1)  # draft never saw its own x_k
-    batch.seq_len = new
-    return target_cached, draft_cached
+    return target_cached, draft_cached, emitted
 
 
 def _cut_at_eos(drafts, k, eos):
@@ -277,18 +281,15 @@ def speculative_generate(
             k = torch.clamp(remaining, max=gamma)
             if hook is not None:
                 k = hook.cap(k)
-            if check_every is None:  # one host read per round: draft lengths, what is left, windows
-                K, most, k_min, w_draft, w_target = torch.stack(
-                    (
-                        k.max(),
-                        remaining.max(),
-                        k.min(),
-                        (batch.seq_len - draft_cached).max(),
-                        (batch.seq_len + k - target_cached).max(),
-                    )
+            if check_every is None:  # one host read per round: draft lengths, what is left, draft window
+                K, most, k_min, w_draft = torch.stack(
+                    (k.max(), remaining.max(), k.min(), (batch.seq_len - draft_cached).max())
                 ).tolist()
                 if K == 0:
                     break
+                # the target has cached all but the last committed token (prefill and _commit
+                # keep target_cached = seq_len - 1), so its window is max(k) + 1 = K + 1 wide
+                w_target = K + 1
             else:  # the fixed horizon: the widest round, and a read every check_every rounds
                 # every round adds a token to every unfinished row: max_new_tokens rounds suffice
                 if rnd == max_new_tokens or (rnd % check_every == 0 and not bool((remaining > 0).any())):
@@ -317,15 +318,13 @@ def speculative_generate(
                 k, eos_drafted = _cut_at_eos(drafts, k, eos)
                 allow_bonus = allow_bonus & ~eos_drafted
             verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
-            target_cached, draft_cached = _commit(batch, k, verdict)
+            target_cached, draft_cached, emitted = _commit(batch, k, verdict)
             if eos is not None:
                 stop_at_eos(batch, eos)
             if hook is not None:
                 hook.after_round(k, verdict.n_accepted, k > 0)
-            emitted, rejected = (verdict.next_token >= 0).to(torch.int64), verdict.rejected.to(torch.int64)
-            rec.add_round_counts(
-                torch.stack([k, verdict.n_accepted, emitted, rejected])
-            )  # stays on the device
+            # stays on the device (the flags are promoted to int64)
+            rec.add_round_counts(torch.stack([k, verdict.n_accepted, emitted, verdict.rejected]))
             times["time_draft"] += t1 - t0
             times["time_target"] += t2 - t1
             calls["batch_draft_calls"] += K

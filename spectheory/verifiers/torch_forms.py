@@ -26,6 +26,12 @@ from typing import NamedTuple
 import torch
 
 
+def f64(x: torch.Tensor) -> torch.Tensor:
+    """``x`` in float64, without a dispatch when it is float64 already (the decoder's laws are:
+    at batch 1 on a CPU a round is a count of small operations, docs/decoder_floor.md)."""
+    return x if x.dtype == torch.float64 else x.to(torch.float64)
+
+
 def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Inverse-CDF sampling: the smallest index ``i`` with ``cdf[i] > u * cdf[-1]``.
 
@@ -50,11 +56,11 @@ def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     >>> sample_from_uniform(p.expand(3, 3), torch.tensor([0.1, 0.25, 0.9])).tolist()
     [0, 2, 2]
     """
-    cdf = torch.cumsum(probs.to(torch.float64), dim=-1)
+    cdf = torch.cumsum(probs, dim=-1, dtype=torch.float64)
     # u at most 1 - 2^-53, the largest double below 1 (a no-op on valid uniforms): then
     # u * total < total, and the first cdf above it has p > 0 (the cdf rises there); u = 1 (e.g.
     # a float32 uniform rounded up) gives a token of positive mass, never the zero-mass tail
-    target = u.to(torch.float64).clamp(max=1.0 - 2.0**-53) * cdf[..., -1]
+    target = f64(u).clamp(max=1.0 - 2.0**-53) * cdf[..., -1]
     idx = torch.searchsorted(cdf, target.unsqueeze(-1).contiguous(), right=True).squeeze(-1)
     return idx.clamp(max=probs.shape[-1] - 1)  # a row without mass: the last token
 
@@ -124,15 +130,15 @@ def token_verify(
     >>> token_verify(t, d, x, k, torch.tensor([[0.7]]), torch.tensor([0.3]), bonus)[:2]
     (tensor([0]), tensor([0]))
     """
-    t = target_probs.to(torch.float64)
-    d = draft_probs.to(torch.float64)
+    t = f64(target_probs)
+    d = f64(draft_probs)
     K = d.shape[1]
     x = draft_tokens.unsqueeze(-1)
     t_x = t[:, :K].gather(-1, x).squeeze(-1)
     d_x = d.gather(-1, x).squeeze(-1)
-    ok = u_accept.to(torch.float64) * d_x < t_x
+    ok = f64(u_accept) * d_x < t_x
     # the accepted prefix: leading passes, at most k (slots >= k are padding)
-    n = torch.minimum(torch.cumprod(ok.to(torch.int64), dim=1).sum(dim=1), k)
+    n = torch.minimum(torch.cumprod(ok, dim=1).sum(dim=1), k)  # a bool cumprod is int64
     rejected = n < k
     t_n = _gather_pos(t, n)
     d_n = _gather_pos(d, n) * rejected[:, None]  # n = K (clamped to K - 1): no rejection
@@ -176,8 +182,8 @@ def block_verify(
     >>> block_verify(t, d, x, k, u, v, torch.tensor([True]))[:2]
     (tensor([2]), tensor([2]))
     """
-    t = target_probs.to(torch.float64)
-    d = draft_probs.to(torch.float64)
+    t = f64(target_probs)
+    d = f64(draft_probs)
     B, K = d.shape[:2]
     slots = torch.arange(K, device=d.device)
     in_round = slots[None, :] < k[:, None]
@@ -196,7 +202,7 @@ def block_verify(
     h = torch.cat([h_mid, torch.zeros(B, 1, dtype=torch.float64, device=d.device)], dim=1)
     is_last = slots[None, :] == (k[:, None] - 1)
     h = torch.where(is_last, p, h)
-    eta = (u_accept.to(torch.float64) < h) & in_round
+    eta = (f64(u_accept) < h) & in_round
     tau = torch.where(eta.any(1), K - torch.flip(eta, dims=[1]).to(torch.int64).argmax(1), 0)
     rejected = tau < k
     p_tau = torch.where(tau > 0, p.gather(1, (tau - 1).clamp(min=0)[:, None]).squeeze(1), 1.0)
