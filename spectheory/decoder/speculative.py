@@ -42,32 +42,38 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     return the tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length
     policy ``stop(depth, law, token) -> bool [B]`` ends rows early by lowering ``k`` in place
     (then ``K' <= K`` is the longest draft played). ``k_min = min k`` (read with ``K``): steps
-    ``j <= k_min`` have every row live, so their tokens are written without a select;
-    ``width``: the first step's window (:func:`~.batching.forward_window`), if read already."""
+    ``j <= k_min`` have every row live, so each feeds the token it just drafted and their tokens
+    are written together after step ``k_min``; ``width``: the first step's window
+    (:func:`~.batching.forward_window`), if read already (one token: every row feeds its last
+    committed token)."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
     fed = k + 1  # idle rows (j > k) re-feed their x_k, whose slot is never cached
+    live = k_min if stop is None else 0  # steps 1..live: every row drafts
     xs: list[torch.Tensor] = []
     laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
-        if j == 1:
+        if j == 1 and width == 1:  # the draft has cached all but the last committed token
+            last = draft(batch.tokens.gather(1, draft_cached[:, None]), cache=cache, start=draft_cached)[:, 0]
+        elif j == 1:
             logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len, width)
             last = logits[rows, batch.seq_len - 1 - start]
-        elif stop is None and j - 1 <= k_min:  # every row drafted x_{j-1} (it sits at before + j)
+        elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
             last = draft(xs[-1][:, None], cache=cache, start=before + j)[:, 0]
         else:  # feed x_{j-1}, or an idle row's x_k again
             pos = before + fed.clamp(max=j)
             last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
         law_j = law(last)
         x = sample_from_uniform(law_j, u_draft[:, j - 1])
-        if stop is None and j <= k_min:  # every row drafts x_j: its slot lies below the row's cap
-            batch.tokens[rows, before + (j + 1)] = x
-        else:
-            slot = (before + (j + 1)).clamp(max=cap - 1)
-            batch.tokens[rows, slot] = torch.where(k >= j, x, batch.tokens[rows, slot])
         xs.append(x)
         laws.append(law_j)
+        if j == live:  # x_1..x_j of every row, in one write: their slots lie below the rows' caps
+            slots = before[:, None] + torch.arange(2, j + 2, device=k.device)
+            batch.tokens.scatter_(1, slots, torch.stack(xs, 1))
+        elif j > live:
+            slot = (before + (j + 1)).clamp(max=cap - 1)
+            batch.tokens[rows, slot] = torch.where(k >= j, x, batch.tokens[rows, slot])
         if stop is not None:
             k[(k > j) & stop(j, law_j, x)] = j  # k > j: the row is live and drafts on
             if not bool((k > j).any()):
@@ -75,9 +81,13 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     return torch.stack(xs, 1), torch.stack(laws, 1)
 
 
-def _score(target, cache, batch, target_cached, k, K, law, width=None):
+def _score(target, cache, batch, target_cached, k, K, law, width=None, aligned=False):
     """One target call over the pending tokens and the drafts; laws at the K+1 round positions
-    (``width``: the call's window, if read already)."""
+    (``width``: the call's window, if read already; ``aligned``: every row checks ``K`` drafts,
+    so the window is each row's last committed token and its drafts, ``K + 1`` wide)."""
+    if aligned:  # the target has cached all but the last committed token: target_cached = seq_len - 1
+        idx = target_cached[:, None] + torch.arange(K + 1, device=k.device)
+        return law(target(batch.tokens.gather(1, idx), cache=cache, start=target_cached))
     logits, start = forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k, width)
     idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(
         max=logits.shape[1] - 1
@@ -309,7 +319,8 @@ def speculative_generate(
             t1 = time.perf_counter()
             # a policy may have shortened drafts: then the target's window is read afresh
             w = w_target if hook is None else None
-            target_laws = _score(target, target_cache, batch, target_cached, k, K, law, w)
+            aligned = hook is None and check_every is None and k_min == K
+            target_laws = _score(target, target_cache, batch, target_cached, k, K, law, w, aligned)
             if check_every is None:
                 sync(dev)
             t2 = time.perf_counter()
