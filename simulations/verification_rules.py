@@ -3,7 +3,8 @@
 For every rule of ``spectheory.analysis.verdicts.RULE_CLAIMS`` (token and block verification,
 Hierarchical Speculative Decoding's equations, its listing and its naive form (several target
 calls per round), the engines' proposal modes,
-GBV and GLS with two drafts, TLI, here with one vocabulary) and
+GBV and GLS with two drafts, SpecHub on the binary tree beside recursive rejection on it, TLI, here
+with one vocabulary) and
 every instance -- Sun et al.'s binary example (target (1/3, 2/3), draft (2/3, 1/3)) at gamma 2
 and 3, and random first-order chains of small rationals (V = 2, 3; gamma = 2) -- the exact
 expected accepted drafts of the first round and the exact total variation of the first
@@ -31,11 +32,13 @@ from spectheory.analysis.verdicts import (
 )
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
+from spectheory.verifiers.spechub_tree import SPECHUB
 
 #: The multi-draft rules' rounds for the exact engine (the others are path rounds of their name).
 ENGINE_ROUNDS = {
     "gbv_k2": lambda g: TreeRound(DraftTree.paths(2, g), GBV),
     "gls_k2": lambda g: BatchRound(2, g, reading="gls"),
+    "spechub_binary": lambda g: TreeRound(DraftTree.from_branching([2] * g), SPECHUB),
     "tli": lambda g: st.PathRound(g, "token"),  # one vocabulary here: TLI is token verification
 }
 

@@ -157,6 +157,15 @@ RULE_CLAIMS: tuple[RuleClaim, ...] = (
         True,
     ),
     RuleClaim(
+        "spechub_binary",
+        "Sun, Zhou, Chen & Sun, EMNLP 2024, arXiv 2411.05289: SpecHub on the depth-gamma binary tree "
+        "(authors' MasterGodzilla/Speculative_decoding_OT @ 7d592b7, EAGLE cnets.py sample and utils.py "
+        "evaluate_posterior, mode 'spechub'; reported 0.05-0.27 more tokens per step than RRS)",
+        True,
+        "rrs_binary",
+        ">",
+    ),
+    RuleClaim(
         "tli",
         "Timor et al., ICML 2025, arXiv 2502.05202: Token-Level Intersection as shipped in HF "
         "transformers (AssistantToTargetTranslator; the paper's listing not available here)",

@@ -39,6 +39,7 @@ from .gbv import gbv_round_law
 from .gls import gls_round_law
 from .hsd import hsd_round_law
 from .hsd_naive import naive_hsd_round_law
+from .spechub_rounds import rrs_binary_round_law, spechub_round_law
 
 __all__ = [
     "PROPOSAL_MODES",
@@ -248,7 +249,9 @@ def _proposal(mode: str) -> RoundLawFn:
 #: literal enumeration (each implemented once, in its own module): registered verifiers, and the
 #: naive HSD (``"hsd_naive"``: :func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_law`, several
 #: target calls per round), the multi-draft rules at two drafts (``"gbv_k2"``: :func:`~spectheory.verifiers.gbv.gbv_round_law`,
-#: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`), and ``"tli"``
+#: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`), SpecHub and recursive rejection on
+#: the depth-``gamma`` binary tree (``"spechub_binary"``, ``"rrs_binary"``:
+#: :mod:`~spectheory.verifiers.spechub_rounds`), and ``"tli"``
 #: (:func:`tli_round_law`: ``draft_fn`` may return more than ``V`` values, the draft-only tokens).
 ROUND_LAWS: dict[str, RoundLawFn] = {
     **{mode: _proposal(mode) for mode in PROPOSAL_MODES},
@@ -258,6 +261,8 @@ ROUND_LAWS: dict[str, RoundLawFn] = {
     "hsd_naive": naive_hsd_round_law,
     "gbv_k2": lambda t, d, V, g, c: gbv_round_law(t, d, V, 2, g, c),
     "gls_k2": lambda t, d, V, g, c: gls_round_law(t, d, V, 2, g, c),
+    "spechub_binary": spechub_round_law,
+    "rrs_binary": rrs_binary_round_law,
     "tli": lambda t, d, V, g, c: tli_round_law(t, d, V, g, c),
 }
 

@@ -54,6 +54,7 @@ DOCS = {
     "argmax_soft": ("3/4", "7/8"),
     "gbv_k2": ("131/81", "1621/729"),
     "gls_k2": ("1030/729", "36058/19683"),
+    "spechub_binary": ("2", "3"),  # V = 2: the pair is the vocabulary, every node accepts
     "tli": ("10/9", "38/27"),  # one vocabulary: TLI is token verification (docs/vocabularies.md)
 }
 
@@ -66,6 +67,12 @@ def engine_round(name, gamma):
         return TreeRound(DraftTree.paths(2, gamma), GBV)
     if name == "gls_k2":
         return BatchRound(2, gamma, reading="gls")
+    if name in ("spechub_binary", "rrs_binary"):  # the depth-gamma binary tree
+        from spectheory.verifiers.spechub_tree import SPECHUB
+
+        return TreeRound(
+            DraftTree.from_branching([2] * gamma), SPECHUB if name == "spechub_binary" else "tree_rrs"
+        )
     if name == "tli":  # the instances share one vocabulary: q_I = q
         return st.PathRound(gamma, "token")
     return st.PathRound(gamma, name)
@@ -83,6 +90,8 @@ def test_registry_dispatches_to_each_rules_own_enumeration():
         "hsd_naive",
         "gbv_k2",
         "gls_k2",
+        "spechub_binary",
+        "rrs_binary",
         "tli",
     }
     tab_t, tab_d = random_fraction_table(3, 3), random_fraction_table(4, 3)
@@ -120,6 +129,7 @@ def test_sun_example_matches_the_proved_tables():
     for name in ("gbv_k2", "gls_k2"):  # lossless; GBV beats block on this example
         assert all(c["tv"] == 0 for c in rows[name]["instances"]) and rows[name]["lossless_claim_holds"]
     assert rows["gbv_k2"]["efficiency_claim_holds"] is True
+    assert rows["spechub_binary"]["lossless_claim_holds"] and rows["spechub_binary"]["efficiency_claim_holds"]
 
 
 def test_total_variation_and_target_law():

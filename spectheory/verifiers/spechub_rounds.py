@@ -1,0 +1,146 @@
+r"""Literal round laws on the full binary draft tree: SpecHub, and recursive rejection beside it.
+
+Notation: p = target, q = draft. The authors of SpecHub (Sun, Zhou, Chen & Sun, EMNLP 2024,
+arXiv 2411.05289; MasterGodzilla/Speculative_decoding_OT @ 7d592b7) run it and recursive
+rejection (``RRS``, i.i.d. children) on full binary trees (``binary2`` ... ``binary5`` of
+``EAGLE/eagle/model/choices.py``), and claim more accepted tokens per step than RRS. Both rules
+are node-local: at a node the rule emits ``y`` and either continues below the child holding
+``y`` (accepted) or ends the round with it (a correction), and the subtree under an accepted
+child is drafted afresh from its token. So one round on the depth-``gamma`` binary tree is the
+walk: at depth ``< gamma`` a node's law ``(accept [V], correction [V])``, ``accept + correction
+= p``; at depth ``gamma`` a bonus token ``y ~ p``.
+
+- SpecHub's node law is its transport plan (:func:`~spectheory.verifiers.spechub.spechub_plan`):
+  ``accept(y) = sum_pairs pi(pair, y) [y in pair]``;
+- RRS with two i.i.d. children: ``accept = min(p, q) + (1 - beta) min(r, q)``, with ``beta =
+  sum min(p, q)`` and ``r = norm((p - q)_+)``.
+
+These enumerations are independent of the vectorised tree rule
+(:mod:`spectheory.verifiers.spechub_tree`) and of the tree engines (tested against both), and
+with Fractions they are exact (``ROUND_LAWS["spechub_binary"]``, ``["rrs_binary"]`` of
+:mod:`spectheory.verifiers.round_laws`: the claimed-vs-exact table).
+
+Examples
+--------
+>>> from fractions import Fraction as F
+>>> from spectheory.verifiers.round_laws import mean_accepted
+>>> from spectheory.verifiers.spechub_rounds import rrs_binary_round_law, spechub_round_law
+>>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+>>> str(mean_accepted(spechub_round_law(p, q, 2, 2))), str(mean_accepted(rrs_binary_round_law(p, q, 2, 2)))
+('2', '112/81')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .._guards import check_int
+from .spechub import spechub_plan
+
+__all__ = ["spechub_node_law", "rrs_node_law", "spechub_round_law", "rrs_binary_round_law"]
+
+NodeLaw = Callable[[Sequence[Any], Sequence[Any]], tuple[list, list]]
+
+
+def spechub_node_law(target: Sequence[Any], draft: Sequence[Any]) -> tuple[list, list]:
+    """``(accept [V], correction [V])`` of SpecHub at one node, from its plan (Fractions exact).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.spechub_rounds import spechub_node_law
+    >>> acc, cor = spechub_node_law([F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)])
+    >>> [str(v) for v in acc], [str(v) for v in cor]
+    (['1/3', '2/3'], ['0', '0'])
+    """
+    tup, _, plan = spechub_plan(list(target), list(draft))
+    V = plan.shape[1]
+    zero = 0 * plan[0, 0]
+    acc, cor = [zero] * V, [zero] * V
+    for n in range(tup.shape[0]):
+        for y in range(V):
+            if y in (int(tup[n, 0]), int(tup[n, 1])):
+                acc[y] += plan[n, y]
+            else:
+                cor[y] += plan[n, y]
+    return acc, cor
+
+
+def rrs_node_law(target: Sequence[Any], draft: Sequence[Any]) -> tuple[list, list]:
+    """``(accept [V], correction [V])`` of recursive rejection with two i.i.d. children.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.spechub_rounds import rrs_node_law
+    >>> acc, cor = rrs_node_law([F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)])
+    >>> [str(v) for v in acc], [str(v) for v in cor]
+    (['1/3', '4/9'], ['0', '2/9'])
+    """
+    p, q = list(target), list(draft)
+    V = len(p)
+    zero = 0 * p[0]
+    acc, r = [zero] * V, list(p)
+    reach = zero + 1
+    for _ in range(2):
+        m = [min(r[y], q[y]) for y in range(V)]
+        beta = sum(m, zero)
+        acc = [acc[y] + reach * m[y] for y in range(V)]
+        ex = [max(r[y] - q[y], zero) for y in range(V)]
+        z = sum(ex, zero)
+        if z != 0:
+            r = [v / z for v in ex]
+        reach = reach * (1 - beta)
+    cor = [reach * r[y] for y in range(V)]
+    return acc, cor
+
+
+def _binary_round_law(
+    node_law: NodeLaw, target_fn: Any, draft_fn: Any, vocab_size: int, gamma: int, prefix: tuple[int, ...]
+) -> dict[tuple[int, ...], Any]:
+    V = check_int(vocab_size, "vocab_size", 1)
+    g = check_int(gamma, "gamma", 1)
+    out: dict[tuple[int, ...], Any] = {}
+
+    def walk(s: tuple[int, ...], pr: Any) -> None:
+        ctx = prefix + s
+        p = list(target_fn(ctx))
+        if len(p) != V:
+            raise ValueError(f"target_fn: expected {V} probabilities, got {len(p)}")
+        if len(s) == g:  # a leaf: the bonus token
+            for y in range(V):
+                if p[y] != 0:
+                    out[s + (y,)] = out.get(s + (y,), 0) + pr * p[y]
+            return
+        acc, cor = node_law(p, list(draft_fn(ctx))[:V])
+        for y in range(V):
+            if cor[y] != 0:
+                out[s + (y,)] = out.get(s + (y,), 0) + pr * cor[y]
+            if acc[y] != 0:
+                walk(s + (y,), pr * acc[y])
+
+    walk((), 1)
+    return out
+
+
+def spechub_round_law(
+    target_fn: Any, draft_fn: Any, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+) -> dict[tuple[int, ...], Any]:
+    r"""Exact law of the tokens one SpecHub round on the depth-``gamma`` binary tree emits.
+
+    ``{emitted: probability}``, the shape of
+    :func:`spectheory.verifiers.round_laws.proposal_round_law` (``target_fn(ctx)``,
+    ``draft_fn(ctx)``: next-token laws after a context tuple; Fractions: exact). The tree is
+    ``DraftTree.from_branching([2] * gamma)`` (``2 + 4 + ... + 2^gamma`` drafted tokens), the
+    authors' ``binary{gamma + 1}``.
+    """
+    return _binary_round_law(spechub_node_law, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+
+def rrs_binary_round_law(
+    target_fn: Any, draft_fn: Any, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+) -> dict[tuple[int, ...], Any]:
+    r"""Exact law of one round of recursive rejection (i.i.d. children, ``tree_rrs``) on the
+    depth-``gamma`` binary tree; as :func:`spechub_round_law`."""
+    return _binary_round_law(rrs_node_law, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
