@@ -15,9 +15,7 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.kseq`        K-SEQ (SpecTr)
 - :mod:`.optimal_coupling`  the verifier attaining the optimal multi-draft acceptance (transport LP)
 - :mod:`.spechub`     SpecHub (Sun et al. 2024): two drafts around the hub ``argmax q``, exact plan;
-  :mod:`.spechub_sampling` its sampler (the authors' drafting and staged verifier);
-  :mod:`.spechub_tree` its tree round (child policy and tree rule, ``SPECHUB``),
-  :mod:`.spechub_rounds` its literal round laws on the binary tree
+  :mod:`.spechub_sampling` its sampler (the authors' drafting and staged verifier)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
 - :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``);
   :mod:`.hsd_naive` its naive form, several target calls per round (exact laws only)

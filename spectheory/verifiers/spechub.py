@@ -51,7 +51,10 @@ is the drafting law itself: its acceptance can fall below recursive rejection on
 (tested).
 
 The sampler (the authors' drafting and their staged verifier on hand-given uniforms) is
-:mod:`spectheory.verifiers.spechub_sampling`.
+:mod:`spectheory.verifiers.spechub_sampling`; SpecHub as a tree round (its drafting law as a
+child policy, the plan at every node of a draft tree, ``SPECHUB``) is
+:mod:`spectheory.verifiers.spechub_tree`, and its literal round laws on the binary tree
+:mod:`spectheory.verifiers.spechub_rounds`.
 
 Examples
 --------
