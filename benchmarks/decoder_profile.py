@@ -10,7 +10,10 @@ rule (its residual or bonus draw included), the commit (cache rollback, appendin
 the counter-based uniforms, and the rest (the round loop itself: reading how many tokens each
 row still needs, the stop rule's bookkeeping, the per-round counts copied to the host). The
 overhead of docs/decoder_floor.md is everything but the two forwards. Shares are medians over
-repeats. Writes ``decoder_profile.json``.
+repeats. One more run counts the torch operations dispatched outside the forwards per round
+(:class:`~spectheory.cost.OpCount`): at batch 1 on a CPU the overhead is about that count times
+a couple of microseconds, and unlike a time the count does not move with the machine's load.
+Writes ``decoder_profile.json``.
 
 Usage: python benchmarks/decoder_profile.py [--quick] [--out DIR] [--drafts a,b] [--threads N]
 """
@@ -25,7 +28,7 @@ import numpy as np
 import torch
 
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
-from spectheory.cost.timed import ForwardLog
+from spectheory.cost import ForwardLog, OpCount
 from spectheory.decoder import load_model
 from spectheory.decoder import speculative as sp
 from spectheory.decoder.corpus import heldout_windows
@@ -93,6 +96,14 @@ def profile_once(target, draft, prompts, T, gamma, seed):
     return st.time_total, sec
 
 
+def operations_per_round(target, draft, prompts, T, gamma, seed):
+    """Torch operations the decoder dispatches outside the two models' forwards, per round
+    (:class:`~spectheory.cost.OpCount`: a count, so unmoved by the machine's load)."""
+    with OpCount(target, draft) as ops:
+        st = sp.speculative_generate(target, draft, prompts, T, gamma, seed=seed).stats
+    return ops.total_outside / st.batch_target_calls, ops.outside
+
+
 def run(args, name="decoder_profile"):
     torch.set_num_threads(args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts)
@@ -110,6 +121,7 @@ def run(args, name="decoder_profile"):
             p: float(np.median([sec[p] for _, sec in runs])) for p in PARTS
         }  # seconds per call, medians
         overhead = 1.0 - shares["target forwards"] - shares["draft forwards"]
+        per_round, by_op = operations_per_round(target, draft, prompts, T, gamma, seed=0)
         results[dname] = {
             "gamma": gamma,
             "horizon": T,
@@ -117,17 +129,20 @@ def run(args, name="decoder_profile"):
             "shares": shares,
             "seconds": seconds,
             "overhead_fraction": overhead,
+            "operations_per_round": per_round,
+            "most_frequent_operations": {op: n for op, n in by_op.most_common(8)},
             "wall_seconds": float(np.median([t for t, _ in runs])),
         }
         print(f"\n== target={target_name} draft={dname}: gamma={gamma}, batch 1, T={T}")
         for p in PARTS:
             print(f"  {p:16s} {100 * shares[p]:5.1f}%   {1e3 * seconds[p]:8.1f} ms")
         print(f"  overhead beyond the forwards: {100 * overhead:.1f}%")
+        print(f"  torch operations per round outside the forwards: {per_round:.1f}")
         headline.append(
             {
                 "name": f"profile {dname}: round overhead beyond the forwards (CPU, batch 1, gamma {gamma})",
                 "value": overhead,
-                "note": "largest parts: "
+                "note": f"{per_round:.0f} torch operations per round outside the forwards; largest parts: "
                 + ", ".join(
                     f"{p} {100 * shares[p]:.0f}%"
                     for p in sorted(

@@ -15,7 +15,9 @@
 * :func:`fit_cost` -- time a model's forward on the user's device and fit a form, with the
   fit error (:class:`CostFit`, :mod:`.fit`; torch is imported only when it runs);
 * :class:`ForwardLog` -- log the shape and seconds of every forward a model makes while the
-  decoder runs (torch hooks; :mod:`.timed`).
+  decoder runs (torch hooks; :mod:`.timed`);
+* :class:`OpCount` -- count the torch operations the decoder dispatches outside the models'
+  forwards, the load-independent measure of a round's overhead on a CPU (:mod:`.op_count`).
 
 This room sits below :mod:`spectheory.exact` (every result type reads a :class:`Cost`), so it
 imports only numpy and :mod:`spectheory.laws`.
@@ -32,6 +34,7 @@ from .examples import COST_MODELS, named_cost
 from .fit import CostFit, fit_cost
 from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
 from .model import ConstantCost, CostModel, DraftCall, TargetCall
+from .op_count import OpCount
 from .timed import ForwardLog
 
 __all__ = [
@@ -55,4 +58,5 @@ __all__ = [
     "CostFit",
     "fit_cost",
     "ForwardLog",
+    "OpCount",
 ]
