@@ -34,7 +34,7 @@ import torch
 from .hf import HFCausalLM, HFKVCache
 
 if TYPE_CHECKING:
-    from .tree_attention import TreeLayout
+    from .tree_layout import TreeLayout
 
 __all__ = ["accepts_tree_mask", "hf_tree_logits", "hf_keep_path"]
 

@@ -47,7 +47,7 @@ from ..verifiers.children import TopK
 from ..verifiers.multidraft import _categorical
 
 if TYPE_CHECKING:
-    from .tree_attention import TreeLayout
+    from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
     from ..verifiers.base import Verifier

@@ -36,10 +36,8 @@ Examples
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 import torch
 
 from .compiled import CompiledLM
@@ -47,89 +45,14 @@ from .hf import HFCausalLM, HFKVCache
 from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
 from .model import GPT, KVCache
 from .ngram import NGramModel
-
-if TYPE_CHECKING:
-    from ..trees import DraftTree
+from .tree_layout import TreeLayout, tree_attn_mask  # noqa: F401  (the layout, re-exported)
 
 __all__ = [
-    "TreeLayout",
-    "tree_attn_mask",
     "tree_logits",
     "compact_path",
     "new_tree_cache",
     "supports_tree_cache",
 ]
-
-
-class TreeLayout:
-    """Level-order layout of a :class:`~spectheory.trees.DraftTree` in the cache.
-
-    Attributes
-    ----------
-    tree : DraftTree
-    order : ndarray [N]
-        ``order[o]`` = tree node at level-order offset ``o`` (``order[0] = 0``, the root).
-    offset : ndarray [N]
-        Inverse of ``order``: ``offset[node]``.
-    offset_depth : ndarray [N]
-        Depth of the node at each offset.
-    ancestors : ndarray [N, N] bool
-        ``ancestors[o, o']``: the node at ``o'`` is an ancestor of (or is) the node at ``o``.
-    level_start : ndarray [D + 2]
-        Offsets of depth ``d`` are ``level_start[d] .. level_start[d + 1] - 1``.
-    """
-
-    def __init__(self, tree: DraftTree) -> None:
-        self.tree = tree
-        depth = np.asarray(tree.depth)
-        self.order = np.argsort(depth, kind="stable")
-        self.offset = np.empty_like(self.order)
-        self.offset[self.order] = np.arange(self.order.size)
-        self.offset_depth = depth[self.order]
-        N = self.order.size
-        anc = np.zeros((N, N), dtype=bool)
-        for o, node in enumerate(self.order):
-            anc[o, 0] = True
-            for u in tree.path_to(node):
-                anc[o, self.offset[u]] = True
-        self.ancestors = anc
-        self.level_start = np.searchsorted(self.offset_depth, np.arange(tree.max_depth + 2))
-
-    @property
-    def n_nodes(self) -> int:
-        return int(self.order.size)
-
-    @cached_property
-    def parent_offset(self) -> np.ndarray:
-        """Offset of each offset's parent (-1 for the root)."""
-        par = np.asarray(self.tree.parents)[self.order]
-        return np.where(par >= 0, self.offset[np.maximum(par, 0)], -1)
-
-    def torch_tables(self, device: str | torch.device) -> tuple[torch.Tensor, torch.Tensor]:
-        """``(ancestors, offset_depth)`` as tensors on ``device`` (cached per device)."""
-        key = str(device)
-        cache = self.__dict__.setdefault("_tables", {})
-        if key not in cache:
-            cache[key] = (
-                torch.as_tensor(self.ancestors, device=device),
-                torch.as_tensor(self.offset_depth, device=device),
-            )
-        return cache[key]
-
-
-def tree_attn_mask(layout: TreeLayout, root_slot: torch.Tensor, lo: int, hi: int, width: int) -> torch.Tensor:
-    """Boolean mask ``[B, hi - lo, width]`` for the nodes at offsets ``lo .. hi - 1``.
-
-    Row ``b``'s query at offset ``o`` may attend to slot ``t`` iff ``t < root_slot[b]``
-    or ``t = root_slot[b] + o'`` with ``ancestors[o, o']``.
-    """
-    anc, _ = layout.torch_tables(root_slot.device)
-    t = torch.arange(width, device=root_slot.device)
-    rel = t[None, :] - root_slot[:, None]  # [B, width]
-    inside = (rel >= 0) & (rel < layout.n_nodes)
-    a = anc[lo:hi][None, :, :].expand(root_slot.shape[0], -1, -1)  # [B, L, N]
-    tree_part = torch.gather(a, 2, rel.clamp(0, layout.n_nodes - 1)[:, None, :].expand(-1, hi - lo, -1))
-    return (rel < 0)[:, None, :] | (inside[:, None, :] & tree_part)
 
 
 def supports_tree_cache(model: object) -> bool:

@@ -44,8 +44,9 @@ from .batching import check_common, make_batch, new_tokens, place, prefill, sync
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
 from .sampling import logits_to_probs
 from .stats import GenerationResult, StatsRecorder
-from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
+from .tree_attention import compact_path, new_tree_cache, supports_tree_cache, tree_logits
 from .tree_draft import ModelDrafter, draw_level
+from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
     from ..verifiers.children import ChildPolicy

@@ -18,7 +18,8 @@ import torch
 
 from ..verifiers.children import get_child_policy
 from .batching import forward_window, prefill
-from .tree_attention import TreeLayout, compact_path, new_tree_cache, supports_tree_cache, tree_logits
+from .tree_attention import compact_path, new_tree_cache, supports_tree_cache, tree_logits
+from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
     from ..verifiers.children import ChildPolicy

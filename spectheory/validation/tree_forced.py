@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..decoder.batching import CausalLM
-    from ..decoder.tree_attention import TreeLayout
+    from ..decoder.tree_layout import TreeLayout
     from ..trees import DraftTree
     from ..verifiers.base import Verifier
     from ..verifiers.children import ChildPolicy
