@@ -74,7 +74,7 @@ def instrumented(clock):
     with ExitStack() as stack:
         for name, part in (
             ("sampling_law", "laws"),
-            ("sample_from_uniform", "draft draws"),
+            ("draw_columns", "draft draws"),
             ("_commit", "commit"),
         ):
             stack.enter_context(mock.patch.object(sp, name, clock.wrap(part, getattr(sp, name))))

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, sync
+from ..verifiers.torch_forms import U_MAX, draw_columns
+from .batching import check_common, make_batch, new_tokens, place, prefill, sync
 from .rng import PURPOSE_AUTOREG, check_seeds, seed_tensor, uniforms
-from .sampling import sample_from_uniform, sampling_law
+from .sampling import sampling_law
 from .stats import DecodeStats, GenerationResult
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ def autoregressive_generate(
     batch = make_batch(prompts, max_new_tokens, {"model": model}, dev)
     B, cap = batch.tokens.shape
     seeds = seed_tensor(check_seeds(seed, B), dev)
-    rows = torch.arange(B, device=dev)
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     with torch.inference_mode():
         sync(dev)
@@ -60,15 +60,17 @@ def autoregressive_generate(
         sync(dev)
         times["time_prefill"] = time.perf_counter() - t_start
         block = 64  # uniforms hashed 64 tokens at a time: the same values, one hash per block
+        # one new token per row after the prefill: the input is the last committed token, the
+        # window is 1 wide and nothing is read back
+        x = batch.tokens.gather(1, cached[:, None])  # [B, 1]
         for n in range(max_new_tokens):
             if n % block == 0:
                 steps = torch.arange(n, min(n + block, max_new_tokens), device=dev)
                 u = uniforms(seeds[:, None], steps[None, :], PURPOSE_AUTOREG)  # [B, block]
-            # one new token per row after the prefill: the window is 1 wide, nothing to read back
-            logits, start = forward_window(model, cache, batch.tokens, cached, batch.seq_len, 1)
-            law = sampling_law(logits[rows, batch.seq_len - 1 - start], temperature, top_k, top_p)
-            x = sample_from_uniform(law, u[:, n % block])
-            batch.tokens[rows, batch.seq_len] = x
+                u = u.clamp(max=U_MAX)[..., None]  # [B, block, 1], columns for draw_columns
+            law = sampling_law(model(x, cache=cache, start=cached)[:, 0], temperature, top_k, top_p)
+            x = draw_columns(law, u[:, n % block])  # [B, 1]
+            batch.tokens.scatter_(1, batch.seq_len[:, None], x)
             cached, batch.seq_len = batch.seq_len, batch.seq_len + 1
         tokens = new_tokens(batch, max_new_tokens)
         sync(dev)

@@ -15,6 +15,7 @@ import torch
 
 from .._guards import check_bool, check_int
 from ..verifiers.base import get_verifier
+from ..verifiers.torch_forms import U_MAX, draw_columns
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
 from .rng import (
@@ -25,7 +26,7 @@ from .rng import (
     seed_tensor,
     uniforms,
 )
-from .sampling import sample_from_uniform, sampling_law
+from .sampling import sampling_law
 from .stats import GenerationResult, StatsRecorder
 
 if TYPE_CHECKING:
@@ -38,10 +39,11 @@ __all__ = ["speculative_generate"]
 
 # ----------------------------------------------------------------------------- one round
 def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0, width=None):
-    """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` [B, K];
-    return the tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length
-    policy ``stop(depth, law, token) -> bool [B]`` ends rows early by lowering ``k`` in place
-    (then ``K' <= K`` is the longest draft played). ``k_min = min k`` (read with ``K``): steps
+    """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` (``K``
+    columns ``[B, 1]``, at most :data:`~spectheory.verifiers.torch_forms.U_MAX`); return the
+    tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length policy
+    ``stop(depth, law, token) -> bool [B]`` ends rows early by lowering ``k`` in place (then
+    ``K' <= K`` is the longest draft played). ``k_min = min k`` (read with ``K``): steps
     ``j <= k_min`` have every row live, so each feeds the token it just drafted and their tokens
     are written together after step ``k_min``; ``width``: the first step's window
     (:func:`~.batching.forward_window`), if read already (one token: every row feeds its last
@@ -51,7 +53,7 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
     fed = k + 1  # idle rows (j > k) re-feed their x_k, whose slot is never cached
     live = k_min if stop is None else 0  # steps 1..live: every row drafts
-    xs: list[torch.Tensor] = []
+    xs: list[torch.Tensor] = []  # the drafted tokens, columns [B, 1]
     laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
         if j == 1 and width == 1:  # the draft has cached all but the last committed token
@@ -60,25 +62,33 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
             logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len, width)
             last = logits[rows, batch.seq_len - 1 - start]
         elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
-            last = draft(xs[-1][:, None], cache=cache, start=before + j)[:, 0]
+            last = draft(xs[-1], cache=cache, start=before + j)[:, 0]
         else:  # feed x_{j-1}, or an idle row's x_k again
             pos = before + fed.clamp(max=j)
             last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
         law_j = law(last)
-        x = sample_from_uniform(law_j, u_draft[:, j - 1])
+        x = draw_columns(law_j, u_draft[j - 1])
         xs.append(x)
         laws.append(law_j)
-        if j == live:  # x_1..x_j of every row, in one write: their slots lie below the rows' caps
-            slots = before[:, None] + torch.arange(2, j + 2, device=k.device)
-            batch.tokens.scatter_(1, slots, torch.stack(xs, 1))
+        if j == live and j < K:  # x_1..x_j of every row, in one write, before a step reads them
+            _write_drafts(batch, before, torch.cat(xs, 1))
         elif j > live:
             slot = (before + (j + 1)).clamp(max=cap - 1)
-            batch.tokens[rows, slot] = torch.where(k >= j, x, batch.tokens[rows, slot])
+            batch.tokens[rows, slot] = torch.where(k >= j, x[:, 0], batch.tokens[rows, slot])
         if stop is not None:
-            k[(k > j) & stop(j, law_j, x)] = j  # k > j: the row is live and drafts on
+            k[(k > j) & stop(j, law_j, x[:, 0])] = j  # k > j: the row is live and drafts on
             if not bool((k > j).any()):
                 break
-    return torch.stack(xs, 1), torch.stack(laws, 1)
+    drafts = torch.cat(xs, 1)
+    if live == K:
+        _write_drafts(batch, before, drafts)
+    return drafts, torch.stack(laws, 1)
+
+
+def _write_drafts(batch, before, drafts):
+    """Write drafts ``[B, j]`` that every row drafted at slots ``before + 2 ..`` (below the caps)."""
+    slots = before[:, None] + torch.arange(2, drafts.shape[1] + 2, device=drafts.device)
+    batch.tokens.scatter_(1, slots, drafts)
 
 
 def _score(target, cache, batch, target_cached, k, K, law, width=None, aligned=False):
@@ -124,6 +134,7 @@ class _RoundUniforms:
                 None, None, None, :
             ]
             self.values = values = uniforms(self.seeds[:, None, None, None], rounds, slots, purposes)
+            values[..., 0].clamp_(max=U_MAX)  # the draft draws' bound (draw_columns), once per block
         return values[:, rnd - first, :K]
 
 
@@ -310,7 +321,17 @@ def speculative_generate(
             u = round_uniforms(rnd, K, most)
             stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
             drafts, draft_laws = _draft(
-                draft, draft_cache, batch, draft_cached, k, K, law, u[..., 0], stop, k_min, w_draft
+                draft,
+                draft_cache,
+                batch,
+                draft_cached,
+                k,
+                K,
+                law,
+                u[..., 0:1].unbind(1),
+                stop,
+                k_min,
+                w_draft,
             )
             K = drafts.shape[1]
             u = u[:, :K]

@@ -32,6 +32,10 @@ def f64(x: torch.Tensor) -> torch.Tensor:
     return x if x.dtype == torch.float64 else x.to(torch.float64)
 
 
+#: The largest double below 1: a uniform clamped to it gives ``u * total < total``.
+U_MAX = 1.0 - 2.0**-53
+
+
 def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     """Inverse-CDF sampling: the smallest index ``i`` with ``cdf[i] > u * cdf[-1]``.
 
@@ -56,12 +60,34 @@ def sample_from_uniform(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     >>> sample_from_uniform(p.expand(3, 3), torch.tensor([0.1, 0.25, 0.9])).tolist()
     [0, 2, 2]
     """
+    # u at most U_MAX (a no-op on valid uniforms): then u * total < total, and the first cdf
+    # above it has p > 0 (the cdf rises there); u = 1 (e.g. a float32 uniform rounded up) gives
+    # a token of positive mass, never the zero-mass tail
+    return draw_columns(probs, f64(u).clamp(max=U_MAX)[..., None])[..., 0]
+
+
+def draw_columns(probs: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """:func:`sample_from_uniform` on uniforms given as a trailing column, already at most
+    :data:`U_MAX`: five operations, the token again a column (what a draft step feeds back).
+
+    Parameters
+    ----------
+    probs : Tensor, shape (..., V)
+    u : float64 Tensor, shape (..., 1), in ``[0, U_MAX]``
+
+    Returns
+    -------
+    LongTensor, shape (..., 1)
+
+    Examples
+    --------
+    >>> import torch
+    >>> p = torch.tensor([[0.25, 0.0, 0.75]], dtype=torch.float64).expand(3, 3)
+    >>> draw_columns(p, torch.tensor([[0.1], [0.25], [0.9]], dtype=torch.float64)).tolist()
+    [[0], [2], [2]]
+    """
     cdf = torch.cumsum(probs, dim=-1, dtype=torch.float64)
-    # u at most 1 - 2^-53, the largest double below 1 (a no-op on valid uniforms): then
-    # u * total < total, and the first cdf above it has p > 0 (the cdf rises there); u = 1 (e.g.
-    # a float32 uniform rounded up) gives a token of positive mass, never the zero-mass tail
-    target = f64(u).clamp(max=1.0 - 2.0**-53) * cdf[..., -1]
-    idx = torch.searchsorted(cdf, target.unsqueeze(-1).contiguous(), right=True).squeeze(-1)
+    idx = torch.searchsorted(cdf, u * cdf[..., -1:], right=True)
     return idx.clamp(max=probs.shape[-1] - 1)  # a row without mass: the last token
 
 
