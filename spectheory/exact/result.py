@@ -201,7 +201,7 @@ class ProtocolResult(ExactResult):
     bonus : bool
     round_starts : ndarray, shape (T, S)
         ``round_starts[n, s]`` = P(a round starts at position ``n`` in state ``s``);
-        its total is the expected number of target calls.
+        its total is the expected number of rounds (of target calls, but for ``extra_calls``).
     rejection_by_position : ndarray, shape (T,)
         P(the token at kernel index ``n`` is emitted by a rejection).
     accepted_counts : ndarray, shape (gamma + 1,)
@@ -223,6 +223,10 @@ class ProtocolResult(ExactResult):
         first); a round truncated at depth ``d`` drafts levels ``1..d`` with the forwards over
         levels ``0..d-1``, which a :class:`~spectheory.cost.Cost` with ``draft_call`` costs
         level by level. ``None`` means a path (one token per level).
+    extra_calls : float
+        Expected target calls beyond one per round, each drafting one more token (naive HSD's
+        forward passes, :mod:`spectheory.verifiers.hsd_naive_chain`); counted in
+        :attr:`target_calls` and :attr:`draft_tokens`. 0 for one-call rounds.
 
     Examples
     --------
@@ -245,6 +249,7 @@ class ProtocolResult(ExactResult):
     round_drafts: np.ndarray | None = None
     cost: Cost | None = None
     level_widths: np.ndarray | None = None
+    extra_calls: float = 0.0
 
     @property
     def max_depth(self) -> int:
@@ -265,13 +270,15 @@ class ProtocolResult(ExactResult):
 
     @property
     def target_calls(self) -> float:
-        """Expected number of rounds (target calls)."""
-        return float(self.round_starts.sum())
+        """Expected number of target calls: one per round, plus :attr:`extra_calls`."""
+        return float(self.round_starts.sum()) + self.extra_calls
 
     @property
     def draft_tokens(self) -> float:
-        """Expected draft tokens: ``sum_n P(start at n) * drafts_per_round[n]``."""
+        """Expected draft tokens: ``sum_n P(start at n) * drafts_per_round[n]`` (+ :attr:`extra_calls`)."""
         prob, k = self.round_start_prob, self.drafts_per_round
+        if self.extra_calls:  # a path (round_drafts None): one more draft token per extra call
+            return float(prob @ k) + self.extra_calls
         if np.isinf(k).any():  # M = inf draft sequences: rounds that happen draft infinitely many
             return (
                 float(np.inf)
@@ -301,6 +308,11 @@ class ProtocolResult(ExactResult):
     def _call_time(self, cost: Cost) -> float:
         if cost.target_call is None:
             return self.target_calls
+        if self.extra_calls:
+            raise ValueError(
+                "cost: a target-call time t(k) is not modelled for rounds with extra target calls "
+                "(naive HSD's forward passes); use a number c or a Cost without target_call"
+            )
         k = self.drafts_per_round
         if np.isinf(k).any():
             raise ValueError("cost: a target-call time t(k) needs a finite number of drafts per round")

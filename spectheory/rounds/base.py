@@ -48,6 +48,9 @@ class RoundOutcome:
         driver asks for them (``return_tokens``).
     memory : ndarray, shape (R,), or None
         The round kind's memory for the next round (``None``: unchanged).
+    extra_calls : ndarray, shape (R,), or None
+        Target calls beyond the round's first, each drafting one more token (naive HSD's
+        forward passes); ``None``: none.
     """
 
     accepted: np.ndarray
@@ -57,6 +60,7 @@ class RoundOutcome:
     end_state: np.ndarray
     path: np.ndarray | None = None
     memory: np.ndarray | None = None
+    extra_calls: np.ndarray | None = None
 
 
 class Round:

@@ -150,6 +150,14 @@ def _run_chunk(sampler, T, round, bonus, rng, out, counts, tokens, ttime, by_pos
             new_state = np.where(emit, sampler.next_state[s_j, y], s_j)
         out["target_calls"][active] += 1
         out["draft_tokens"][active] += drafted
+        if o.extra_calls is not None:  # forward passes: one more call and one more draft token each
+            if cost is not None and cost.target_call is not None:
+                raise ValueError("cost: a target-call time t(k) is not modelled for extra target calls")
+            extra = np.asarray(o.extra_calls, dtype=np.int64)
+            out["target_calls"][active] += extra
+            out["draft_tokens"][active] += extra
+            if ttime is not None:
+                ttime[active] += extra
         out["rejections"][active] += rejected
         np.add.at(by_position, (n + j)[rejected], 1)
         out["accepted"][active] += j

@@ -104,10 +104,13 @@ class PathRound(Round):
         x = np.empty((R, g), dtype=np.int64)
         u = rng.random((R, g))
         fused = NotImplemented
+        extra = None
         if not sampler.stochastic:
             fused = self.verifier.fused_round(sampler, T, g, n, k, states, x, u, rng)
         if fused is not NotImplemented:
-            j, y = fused
+            j, y = fused[:2]
+            if len(fused) == 3:  # a whole-round player's extra target calls (naive HSD)
+                extra = fused[2]
         else:
             tl = np.empty((R, g + 1, V))
             dl = np.empty((R, g, V))
@@ -141,6 +144,7 @@ class PathRound(Round):
             drafted=k,
             end_state=states[np.arange(R), j],
             path=x if keep_path else None,
+            extra_calls=extra,
         )
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:

@@ -18,7 +18,8 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
   :mod:`.spechub_sampling` its sampler (the authors' drafting and staged verifier)
 - :mod:`.block`       block verification (Sun et al.; ``"block"``)
 - :mod:`.hsd`         Hierarchical Speculative Decoding (``"hsd"``, ``"hsd_listing"``);
-  :mod:`.hsd_naive` its naive form, several target calls per round (exact laws only)
+  :mod:`.hsd_naive` its naive form, several target calls per round, and
+  :mod:`.hsd_naive_chain` that form as a whole-round Verifier on chains (``"hsd_naive"``)
 - :mod:`.proposal`    proposal modes engines run (``"point_mass"``, ``"sample_match"``,
   ``"argmax_onehot"``, ``"argmax_soft"``)
 - :mod:`.biased`      biased (lossy) acceptance rules
@@ -64,6 +65,7 @@ from .children import (
     register_child_policy,
 )
 from .hsd import HSD, HSD_LISTING, HSDVerifier, hsd_round_law, hsd_weights
+from .hsd_naive_chain import HSD_NAIVE, NaiveHSDVerifier
 from .kseq import (
     kseq_acceptance,
     kseq_beta,
@@ -147,6 +149,8 @@ __all__ = [
     "HSD_LISTING",
     "hsd_weights",
     "hsd_round_law",
+    "NaiveHSDVerifier",
+    "HSD_NAIVE",
     # proposal modes (point-mass, sample-and-match, argmax drafting)
     "PointMassVerifier",
     "SampleMatchVerifier",

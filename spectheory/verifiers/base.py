@@ -123,8 +123,9 @@ class Verifier:
 
     Subclasses set :attr:`name` and :attr:`lossless` and implement ``_rule``; they
     provide exact values by implementing :meth:`phase_masses` (rules that check one draft
-    token at a time) or :meth:`round_transition` (rules that decide on the whole round),
-    and may override :meth:`torch_rule` with a native torch implementation.
+    token at a time) or :meth:`round_transition` (rules that decide on the whole round; with
+    :meth:`round_extra_calls` when a round calls the target more than once), and may override
+    :meth:`torch_rule` with a native torch implementation.
     """
 
     #: Registry key and the label results carry.
@@ -249,7 +250,10 @@ class Verifier:
         rng: np.random.Generator,
     ) -> Any:
         """Optional fast path of the simulator that drafts and verifies without gathering
-        the full ``[R, g+1, V]`` laws; return ``NotImplemented`` to use :meth:`verify_round`."""
+        the full ``[R, g+1, V]`` laws; return ``NotImplemented`` to use :meth:`verify_round`.
+
+        Returns ``(j, y)`` with ``x``, ``states`` filled along the kept path, or ``(j, y,
+        extra_calls)`` for a round that calls the target more than once."""
         return NotImplemented
 
     # ----------------------------------------------------------------- exact values
@@ -264,8 +268,16 @@ class Verifier:
         or ``None``."""
         return None
 
+    def round_extra_calls(self, chain: DecodingChain) -> Callable[[int, int], np.ndarray] | None:
+        """``(n0, k) -> [S]``: expected target calls of a round beyond its first, per start
+        state (each drafting one more token; naive HSD's forward passes), or ``None`` (one call
+        per round). :meth:`exact` adds them up as ``ProtocolResult.extra_calls``."""
+        return None
+
     def exact(self, chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True) -> ProtocolResult:
         """Exact :class:`~spectheory.exact.ProtocolResult` of one generation on ``chain``."""
+        import dataclasses
+
         from ..exact import phase_recursion, round_recursion
 
         masses = self.phase_masses(chain)
@@ -274,7 +286,17 @@ class Verifier:
             return phase_recursion(chain, horizon, gamma, bonus, acc, rej, phase_dependent=phase_dependent)
         transition = self.round_transition(chain)
         if transition is not None:
-            return round_recursion(chain, horizon, gamma, bonus, transition)
+            res = round_recursion(chain, horizon, gamma, bonus, transition)
+            extra = self.round_extra_calls(chain)
+            if extra is None:
+                return res
+            T = res.horizon
+            calls = sum(
+                float(res.round_starts[n0] @ extra(n0, min(gamma, T - n0)))
+                for n0 in range(T)
+                if res.round_starts[n0].any()
+            )
+            return dataclasses.replace(res, extra_calls=calls)
         raise NotImplementedError(
             f"verifier {self.name!r}: exact values need phase_masses(chain) "
             "(token-by-token rules) or round_transition(chain) (whole-round rules)"

@@ -27,8 +27,12 @@ as many further draft tokens less one). ``clever=True`` (the README's "HSD (clev
 ``eval_speculative_qwen_backward_clever.sh``) skips step 2 (``if backward and (not clever)``
 is the only place the flag acts): it is the single-call listing, ``"hsd_listing"``.
 
-It is not a :class:`~spectheory.verifiers.Verifier`: its forward passes read the target at
-contexts off the drafted path, after tokens it resampled, and call it again. Exact laws:
+It is not a per-path rule: its forward passes read the target at contexts off the drafted path,
+after tokens it resampled, and call it again. On a chain those laws are the chain's rows, so
+it is a whole-round :class:`~spectheory.verifiers.Verifier`, ``"hsd_naive"``
+(:mod:`spectheory.verifiers.hsd_naive_chain`): ``chain.protocol(T, gamma,
+verifier="hsd_naive")`` gives its exact values (target calls included) and ``st.simulate`` its
+Monte Carlo. Exact laws:
 :func:`naive_hsd_round_law` (Fraction enumeration; ``"hsd_naive"`` of
 :data:`~spectheory.verifiers.round_laws.ROUND_LAWS`, so the verdict machinery of
 :mod:`spectheory.analysis.verdicts` runs it); counts: :func:`naive_hsd_round_stats`; Monte
