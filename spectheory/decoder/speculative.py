@@ -38,7 +38,9 @@ __all__ = ["speculative_generate"]
 
 
 # ----------------------------------------------------------------------------- one round
-def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0, width=None):
+def _draft(
+    draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0, width=None, aligned=False
+):
     """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` (``K``
     columns ``[B, 1]``, at most :data:`~spectheory.verifiers.torch_forms.U_MAX`); return the
     tokens [B, K'] and the laws they were sampled from [B, K', V]. A draft-length policy
@@ -46,8 +48,8 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     ``K' <= K`` is the longest draft played). ``k_min = min k`` (read with ``K``): steps
     ``j <= k_min`` have every row live, so each feeds the token it just drafted and their tokens
     are written together after step ``k_min``; ``width``: the first step's window
-    (:func:`~.batching.forward_window`), if read already (one token: every row feeds its last
-    committed token)."""
+    (:func:`~.batching.forward_window`), if read already; ``aligned``: every row's window is
+    ``width`` wide (its last ``width`` committed tokens: one, or two after a bonus token)."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
@@ -56,8 +58,9 @@ def _draft(draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_m
     xs: list[torch.Tensor] = []  # the drafted tokens, columns [B, 1]
     laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
-        if j == 1 and width == 1:  # the draft has cached all but the last committed token
-            last = draft(batch.tokens.gather(1, draft_cached[:, None]), cache=cache, start=draft_cached)[:, 0]
+        if j == 1 and aligned:  # every row feeds its last `width` committed tokens
+            ids = batch.tokens.gather(1, draft_cached[:, None] + torch.arange(width, device=k.device))
+            last = draft(ids, cache=cache, start=draft_cached)[:, -1]
         elif j == 1:
             logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len, width)
             last = logits[rows, batch.seq_len - 1 - start]
@@ -303,8 +306,9 @@ def speculative_generate(
             if hook is not None:
                 k = hook.cap(k)
             if check_every is None:  # one host read per round: draft lengths, what is left, draft window
-                K, most, k_min, w_draft = torch.stack(
-                    (k.max(), remaining.max(), k.min(), (batch.seq_len - draft_cached).max())
+                gap = batch.seq_len - draft_cached  # the tokens each row feeds the draft's first step
+                K, most, k_min, w_draft, w_min = torch.stack(
+                    (k.max(), remaining.max(), k.min(), gap.max(), gap.min())
                 ).tolist()
                 if K == 0:
                     break
@@ -332,6 +336,7 @@ def speculative_generate(
                 stop,
                 k_min,
                 w_draft,
+                aligned=check_every is None and w_min == w_draft,
             )
             K = drafts.shape[1]
             u = u[:, :K]

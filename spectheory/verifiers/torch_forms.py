@@ -101,9 +101,11 @@ class Verdict(NamedTuple):
     rejected: torch.Tensor
 
 
-def _gather_pos(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
-    """``x[b, idx[b]]`` for ``x`` of shape ``[B, K, V]`` -> ``[B, V]``."""
-    idx = idx.clamp(0, x.shape[1] - 1)
+def _gather_pos(x: torch.Tensor, idx: torch.Tensor, clamp: bool = True) -> torch.Tensor:
+    """``x[b, idx[b]]`` for ``x`` of shape ``[B, K, V]`` -> ``[B, V]`` (``clamp``: indices past
+    the last position read the last one; without it they must lie in range)."""
+    if clamp:
+        idx = idx.clamp(0, x.shape[1] - 1)
     return x.gather(1, idx.view(-1, 1, 1).expand(-1, 1, x.shape[-1])).squeeze(1)
 
 
@@ -158,15 +160,14 @@ def token_verify(
     """
     t = f64(target_probs)
     d = f64(draft_probs)
-    K = d.shape[1]
-    x = draft_tokens.unsqueeze(-1)
-    t_x = t[:, :K].gather(-1, x).squeeze(-1)
-    d_x = d.gather(-1, x).squeeze(-1)
-    ok = f64(u_accept) * d_x < t_x
+    x = draft_tokens.unsqueeze(-1)  # [B, K, 1]: gathers from t's first K positions as well
+    t_x = t.gather(-1, x)
+    d_x = d.gather(-1, x)
+    ok = f64(u_accept)[..., None] * d_x < t_x  # [B, K, 1]
     # the accepted prefix: leading passes, at most k (slots >= k are padding)
-    n = torch.minimum(torch.cumprod(ok, dim=1).sum(dim=1), k)  # a bool cumprod is int64
+    n = torch.minimum(torch.cumprod(ok, dim=1).sum(dim=(1, 2)), k)  # a bool cumprod is int64
     rejected = n < k
-    t_n = _gather_pos(t, n)
+    t_n = _gather_pos(t, n, clamp=False)  # n <= K: t has K + 1 positions
     d_n = _gather_pos(d, n) * rejected[:, None]  # n = K (clamped to K - 1): no rejection
     weights = torch.clamp(t_n - d_n, min=0.0)
     emit = rejected | (allow_bonus & (k > 0))
