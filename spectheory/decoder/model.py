@@ -1,6 +1,9 @@
-"""A byte-level GPT in one file, with a KV cache that supports ragged rollback.
+"""A byte-level GPT, with a KV cache that supports ragged rollback.
 
-Read top to bottom: config -> KV cache -> attention -> MLP -> block -> GPT.
+Read top to bottom: config -> attention -> MLP -> block -> GPT. The KV cache lives in
+:mod:`spectheory.decoder.kv_cache`, the checks of a call's arguments in
+:mod:`spectheory.decoder.call_checks` (:class:`KVCache` and :func:`check_ids_start` are
+re-exported here).
 Shapes use B = batch, L = tokens in this call, T = cache length, H = heads,
 D = head dim, C = n_embd = H * D, V = vocab_size = 256 (bytes).
 
@@ -27,6 +30,9 @@ from dataclasses import asdict, dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+from .call_checks import check_ids_start, check_tree_call
+from .kv_cache import KVCache
 
 __all__ = ["GPTConfig", "KVCache", "GPT", "check_ids_start"]
 
@@ -72,80 +78,6 @@ class GPTConfig:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-# ----------------------------------------------------------------------------- cache
-class KVCache:
-    """Per-layer keys and values, ``k[l], v[l]: [B, T, H, D]``, written in place.
-
-    The cache keeps no length: which entries are valid is decided per call by
-    ``start`` (see the module docstring), so a rollback needs no explicit truncation.
-    """
-
-    def __init__(
-        self,
-        n_layer: int,
-        batch_size: int,
-        max_len: int,
-        n_head: int,
-        head_dim: int,
-        device: str | torch.device | None,
-        dtype: torch.dtype,
-    ) -> None:
-        shape = (n_layer, batch_size, max_len, n_head, head_dim)
-        self.k = torch.zeros(shape, device=device, dtype=dtype)  # [n_layer, B, T, H, D]
-        self.v = torch.zeros(shape, device=device, dtype=dtype)  # [n_layer, B, T, H, D]
-        self.batch_size = batch_size
-        self.max_len = max_len
-
-    def __repr__(self):
-        return (
-            f"KVCache(batch_size={self.batch_size}, max_len={self.max_len}, "
-            f"dtype={self.k.dtype}, device={self.k.device})"
-        )
-
-
-def check_ids_start(
-    ids: torch.Tensor,
-    cache: object,
-    start: torch.Tensor | None,
-    max_seq_len: int,
-    cache_batch: int | None,
-    cache_len: int | None,
-) -> torch.Tensor | None:
-    """Validate a model call; return ``pos [B, L]`` (absolute positions) or None.
-
-    Shared by every model of the package so that all raise the same errors.
-    """
-    if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-        raise ValueError(f"ids must be a LongTensor [B, L], got {getattr(ids, 'shape', ids)!r}")
-    if ids.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"ids must be an integer tensor, got dtype {ids.dtype}")
-    B, L = ids.shape
-    if L < 1:
-        raise ValueError("ids must have at least one token (L >= 1)")
-    if cache is None:
-        if start is not None:
-            raise ValueError("start is only meaningful together with cache")
-        if L > max_seq_len:
-            raise ValueError(f"ids has {L} tokens, more than max_seq_len={max_seq_len}")
-        return None
-    if start is None:
-        raise ValueError("start (LongTensor [B]) is required when cache is given")
-    if cache_len is None:
-        raise ValueError("cache_len: required when cache is given (the cache's max_len)")
-    start = torch.as_tensor(start, device=ids.device)
-    if start.shape != (B,):
-        raise ValueError(f"start must have shape [B]=[{B}], got {tuple(start.shape)}")
-    if B != cache_batch:
-        raise ValueError(f"ids batch {B} does not match cache batch_size {cache_batch}")
-    pos = start.long()[:, None] + torch.arange(L, device=ids.device)[None, :]  # [B, L]
-    lo, hi = torch.stack((start.min(), pos.max())).tolist()  # one host read for both checks
-    if lo < 0:
-        raise ValueError(f"start must be >= 0, got min {lo}")
-    if hi >= min(cache_len, max_seq_len):
-        raise ValueError(f"position {hi} out of range: cache max_len={cache_len}, max_seq_len={max_seq_len}")
-    return pos
 
 
 # ----------------------------------------------------------------------------- layers
@@ -330,7 +262,7 @@ class GPT(nn.Module):
             pos = check_ids_start(ids, cache, start, self.max_seq_len, cache_batch, cache_len)
             emb_pos = pos
         else:
-            pos, emb_pos = self._tree_positions(ids, cache, start, positions, attn_mask)
+            pos, emb_pos = check_tree_call(ids, cache, start, positions, attn_mask, self.max_seq_len)
         B, L = ids.shape
         if emb_pos is None:
             x = self.wte(ids) + self.wpe(torch.arange(L, device=ids.device))  # [B, L, C]
@@ -381,28 +313,3 @@ class GPT(nn.Module):
         for layer, block in enumerate(self.blocks):
             x = block(x, (k[layer], v[layer]), slot, attn_mask)  # [B, L, C]
         return self.ln_f(x) @ self.wte.weight.T  # [B, L, V]
-
-    def _tree_positions(self, ids, cache, start, positions, attn_mask):
-        """Validate a tree-attention call; return (cache slots [B, L], position ids [B, L])."""
-        if cache is None or positions is None or attn_mask is None:
-            raise ValueError(
-                "positions and attn_mask: tree attention needs cache, start, positions and attn_mask"
-            )
-        if not isinstance(ids, torch.Tensor) or ids.dim() != 2:
-            raise ValueError(f"ids must be a LongTensor [B, L], got {getattr(ids, 'shape', ids)!r}")
-        B, L = ids.shape
-        if B != cache.batch_size:
-            raise ValueError(f"ids batch {B} does not match cache batch_size {cache.batch_size}")
-        start = torch.as_tensor(start, device=ids.device).long()
-        slots = start[:, None] + torch.arange(L, device=ids.device)[None, :]
-        if positions.shape != (B, L):
-            raise ValueError(f"positions: expected shape {(B, L)}, got {tuple(positions.shape)}")
-        if attn_mask.dim() != 3 or attn_mask.shape[:2] != (B, L) or attn_mask.dtype != torch.bool:
-            raise ValueError(f"attn_mask: expected a bool tensor [B, L, T] with B, L = {B}, {L}")
-        if int(start.min()) < 0 or int(slots.max()) >= min(cache.max_len, attn_mask.shape[2]):
-            raise ValueError(
-                f"start: slots out of range (cache max_len={cache.max_len}, mask width {attn_mask.shape[2]})"
-            )
-        if int(positions.min()) < 0 or int(positions.max()) >= self.max_seq_len:
-            raise ValueError(f"positions: must lie in [0, {self.max_seq_len})")
-        return slots, positions.long()

@@ -26,7 +26,7 @@ import torch
 import torch.nn as nn
 
 from ..chain.ngram import MAX_STATES, NGramChain
-from .model import check_ids_start
+from .call_checks import check_ids_start
 
 __all__ = ["NGramModel", "NGramCache", "MAX_STATES"]
 

@@ -44,7 +44,7 @@ import torch
 import torch.nn as nn
 
 from .._guards import check_int
-from .model import check_ids_start
+from .call_checks import check_ids_start
 
 __all__ = ["tli_logits", "TLIDraft", "TokenTableModel"]
 
