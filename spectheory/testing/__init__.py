@@ -47,7 +47,8 @@ from .kit import (
     assert_verifier_optimal,
     check_verifier,
 )
-from .ragged import RaggedRow, check_ragged_batch, reference_ragged_sampler
+from .ragged import check_ragged_batch
+from .ragged_format import RaggedRow, reference_ragged_sampler
 from .reference import (
     PAD,
     BatchedVerifier,
