@@ -60,6 +60,10 @@ def controllers(c):
 
 MEASURED = ("vLLM adaptive K", "HedgeSpec (NormalHedge)")
 
+#: (held-out prompts, target-sampled paths per prompt (the predictions), decoded sequences per
+#: prompt (the measurements)), by mode
+SIZES = {"full": (12, 8, 4), "quick": (2, 2, 1)}
+
 #: Dynamic trees (draft-only rules: they run in the decoder), by label.
 TREES = {
     "EAGLE-2 tree": Eagle2Tree(6, top_k=2, depth=4),
@@ -128,15 +132,19 @@ def main(argv=None):
     torch.set_num_threads(1 if args.quick else args.threads)
     target_name, drafts = resolve_models(args.target, args.drafts or "draft-small")
     drafts = drafts[:1]
-    # --quick (< 5 s with the imports): 6 tokens on 3 paths; the decoder runs one controller and
-    # the EAGLE-2 tree
+    # --quick (< 5 s with the imports): 6 tokens on 4 paths; the decoder runs one controller and
+    # the EAGLE-2 tree on 2 sequences
     L, T = 16, (6 if args.quick else 24)
-    n_prompts, reps = (2, 3) if args.quick else (12, 8)
-    n_meas = 4 if args.quick else 48
+    n_prompts, per_prompt, meas_per_prompt = SIZES["quick" if args.quick else "full"]
     n_coins = 2 if args.quick else 8
     prompts = heldout_windows(n_prompts, L)
+    # repeat_prompts(prompts, n) returns n rows in all (cycling through the prompts), so every
+    # prompt gets per_prompt paths and meas_per_prompt decoded sequences
+    pr = repeat_prompts(prompts, n_prompts * meas_per_prompt)
     target = load_model(target_name, device=args.device)
-    paths = sample_paths(target, repeat_prompts(prompts, reps), T, seed=60_000_011, device=args.device)
+    paths = sample_paths(
+        target, repeat_prompts(prompts, n_prompts * per_prompt), T, seed=60_000_011, device=args.device
+    )
     rows, checks = [], []
     for name in drafts:
         draft = load_model(name, device=args.device)
@@ -157,7 +165,6 @@ def main(argv=None):
                 cell.append(r)
             rows += cell
         c = COSTS[0]
-        pr = repeat_prompts(prompts, max(1, n_meas // n_prompts))
         for label in MEASURED[-1:] if args.quick else MEASURED:
             pol = controllers(c)[label]
             res = speculative_generate(
@@ -196,7 +203,9 @@ def main(argv=None):
         "max_depth": D,
         "rows": rows,
         "checks": checks,
+        "n_prompts": n_prompts,
         "n_paths": int(paths.shape[0]),
+        "n_measured": len(pr),
         "n_coins": n_coins,
     }
     path = write_result(args.out, "decoder_controllers", data, heads, device=args.device)

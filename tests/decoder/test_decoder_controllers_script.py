@@ -27,3 +27,10 @@ def test_quick_rows_and_checks(tmp_path):
     assert {"EAGLE-2 tree", "HedgeSpec (NormalHedge)"} <= kinds
     assert max(abs(ch["z"]) for ch in data["checks"]) < 5
     assert all(ch["replayed_calls_equal"] == 1.0 for ch in data["checks"] if "replayed_calls_equal" in ch)
+    # as many paths and decoded sequences as asked: per prompt, for every prompt (repeat_prompts
+    # takes the total; reading it as a count per prompt gave the full mode 8 paths, not 96)
+    n_prompts, per_prompt, meas_per_prompt = mod.SIZES["quick"]
+    assert n_prompts > 1 and data["n_prompts"] == n_prompts
+    assert data["n_paths"] == n_prompts * per_prompt
+    assert data["n_measured"] == n_prompts * meas_per_prompt
+    assert mod.SIZES["full"] == (12, 8, 4)  # 96 paths, 48 decoded sequences
