@@ -41,10 +41,10 @@ import numpy as np
 import torch
 
 from .._guards import check_int
-from .batching import CausalLM, Prompt, as_prompt, check_common
-from .rng import row_seeds
+from .batching import CausalLM, Prompt, check_common
+from .row_by_row import record_rows, row_inputs
 from .sampling import logits_to_probs
-from .stats import GenerationResult, StatsRecorder
+from .stats import GenerationResult
 
 __all__ = ["gls_generate"]
 
@@ -143,20 +143,8 @@ def gls_generate(
     max_new = check_int(max_new_tokens, "max_new_tokens", 1)
     M = check_int(M, "M", 1)
     gamma = check_int(gamma, "gamma", 1)
-    if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__") or not len(prompts):
-        raise ValueError("prompts: expected a non-empty list of token sequences")
-    ids = [as_prompt(p, i, int(target.vocab_size)) for i, p in enumerate(prompts)]
+    ids, seeds, dev = row_inputs(target, draft, prompts, max_new, seed, device)
     B = len(ids)
-    if isinstance(seed, (int, np.integer)):
-        seeds = row_seeds(int(seed), B)
-    else:
-        seeds = [int(s) for s in seed]
-        if len(seeds) != B:
-            raise ValueError(f"seed: expected an int or {B} seeds, got {len(seeds)}")
-    if device is not None:
-        target.to(device)
-        draft.to(device)
-    dev = next(iter(target.parameters()), next(iter(target.buffers()), torch.zeros(0))).device
     t0 = time.perf_counter()
     tokens, per_row = [], []
     with torch.no_grad():
@@ -166,8 +154,5 @@ def gls_generate(
             new, rounds = _row(target, draft, ids[b], max_new, M, gamma, sampling, bonus, gen, dev)
             tokens.append(np.array(new, dtype=np.int64))
             per_row.append(rounds)
-    rec = StatsRecorder(B, gamma)
-    for r in range(max(len(x) for x in per_row)):
-        cols = [x[r] if r < len(x) else (0, 0, 0, 0) for x in per_row]
-        rec.add_round(*(np.array(c) for c in zip(*cols)))
+    rec = record_rows(per_row, gamma)
     return GenerationResult(tokens, rec.finish("gls", bonus, time_total=time.perf_counter() - t0))

@@ -48,10 +48,10 @@ import torch
 from .._guards import check_int
 from ..verifiers.base import get_verifier
 from ..verifiers.hsd_naive_round import play_naive_hsd_round
-from .batching import CausalLM, Prompt, as_prompt, check_common
-from .rng import check_seeds
+from .batching import CausalLM, Prompt, check_common
+from .row_by_row import record_rows, row_inputs
 from .sampling import sampling_law
-from .stats import GenerationResult, StatsRecorder
+from .stats import GenerationResult
 
 __all__ = ["naive_hsd_generate"]
 
@@ -109,20 +109,7 @@ def naive_hsd_generate(
     gamma = check_int(gamma, "gamma", 1)
     if not isinstance(clever, (bool, np.bool_)):
         raise ValueError(f"clever: expected a bool, got {clever!r}")
-    if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__") or not len(prompts):
-        raise ValueError("prompts: expected a non-empty list of token sequences")
-    ids = [as_prompt(p, i, int(target.vocab_size)) for i, p in enumerate(prompts)]
-    for name, m in (("target", target), ("draft", draft)):
-        limit = getattr(m, "max_seq_len", None)
-        if limit is not None and max(map(len, ids)) + max_new + 1 > limit:
-            raise ValueError(
-                f"max_new_tokens: the longest prompt + max_new_tokens + 1 exceed {name}.max_seq_len"
-            )
-    seeds = check_seeds(seed, len(ids))
-    if device is not None:
-        target.to(device)
-        draft.to(device)
-    dev = next(iter(target.parameters()), next(iter(target.buffers()), torch.zeros(0))).device
+    ids, seeds, dev = row_inputs(target, draft, prompts, max_new, seed, device)
     first_pass = get_verifier("hsd_listing")
     t0 = time.perf_counter()
     tokens, per_row, calls, drafts = [], [], np.zeros(len(ids), np.int64), np.zeros(len(ids), np.int64)
@@ -148,10 +135,7 @@ def naive_hsd_generate(
                 seq += out
             tokens.append(np.array(seq[len(prompt) :], dtype=np.int64))
             per_row.append(rounds)
-    rec = StatsRecorder(len(ids), gamma)
-    for i in range(max(len(x) for x in per_row)):
-        cols = [x[i] if i < len(x) else (0, 0, 0, 0) for x in per_row]
-        rec.add_round(*(np.array(c) for c in zip(*cols)))
+    rec = record_rows(per_row, gamma)
     name = first_pass.name if clever else "hsd_naive"
     stats = rec.finish(name, True, time_total=time.perf_counter() - t0)
     stats = dataclasses.replace(
