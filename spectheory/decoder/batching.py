@@ -191,12 +191,23 @@ def forward_window(
     cache: Any,
     tokens: torch.Tensor,
     cached: torch.Tensor,
-    end: torch.Tensor,
+    end: torch.Tensor | None,
     width: int | None = None,
+    aligned: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start.
 
-    ``width``: ``max(end - cached)`` if the caller read it already (else read here: a host sync)."""
+    ``width``: ``max(end - cached)`` if the caller read it already (else read here: a host sync);
+    ``aligned``: every row's window is ``width`` wide (``end - cached == width``), so each
+    starts at ``cached`` and needs no clamping (at batch 1 every window is); ``end`` is then not
+    read and may be None."""
+    if aligned:
+        if width is None:
+            raise ValueError("forward_window: an aligned window needs its width")
+        idx = cached[:, None] + torch.arange(width, device=tokens.device)
+        return model(tokens.gather(1, idx), cache=cache, start=cached), cached
+    if end is None:
+        raise ValueError("forward_window: end is needed unless the window is aligned")
     if width is None:
         width = int((end - cached).max().item())
     start = torch.clamp(torch.minimum(cached, end - width), min=0)

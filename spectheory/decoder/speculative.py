@@ -58,12 +58,11 @@ def _draft(
     xs: list[torch.Tensor] = []  # the drafted tokens, columns [B, 1]
     laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
-        if j == 1 and aligned:  # every row feeds its last `width` committed tokens
-            ids = batch.tokens.gather(1, draft_cached[:, None] + torch.arange(width, device=k.device))
-            last = draft(ids, cache=cache, start=draft_cached)[:, -1]
-        elif j == 1:
-            logits, start = forward_window(draft, cache, batch.tokens, draft_cached, batch.seq_len, width)
-            last = logits[rows, batch.seq_len - 1 - start]
+        if j == 1:  # the tokens committed since the draft's last call; the last one's logits
+            logits, start = forward_window(
+                draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned
+            )
+            last = logits[:, -1] if aligned else logits[rows, batch.seq_len - 1 - start]
         elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
             last = draft(xs[-1], cache=cache, start=before + j)[:, 0]
         else:  # feed x_{j-1}, or an idle row's x_k again
@@ -98,10 +97,10 @@ def _score(target, cache, batch, target_cached, k, K, law, width=None, aligned=F
     """One target call over the pending tokens and the drafts; laws at the K+1 round positions
     (``width``: the call's window, if read already; ``aligned``: every row checks ``K`` drafts,
     so the window is each row's last committed token and its drafts, ``K + 1`` wide)."""
-    if aligned:  # the target has cached all but the last committed token: target_cached = seq_len - 1
-        idx = target_cached[:, None] + torch.arange(K + 1, device=k.device)
-        return law(target(batch.tokens.gather(1, idx), cache=cache, start=target_cached))
-    logits, start = forward_window(target, cache, batch.tokens, target_cached, batch.seq_len + k, width)
+    end = None if aligned else batch.seq_len + k
+    logits, start = forward_window(target, cache, batch.tokens, target_cached, end, width, aligned)
+    if aligned:  # the window is exactly the round's K + 1 positions
+        return law(logits)
     idx = ((batch.seq_len - 1 - start)[:, None] + torch.arange(K + 1, device=k.device)).clamp(
         max=logits.shape[1] - 1
     )
