@@ -7,7 +7,8 @@ move with the machine's load, so it is what a regression test can hold the decod
 
 :class:`OpCount` counts every ATen operation dispatched while it is active (a
 ``TorchDispatchMode``), split by whether it ran inside a forward of one of the given models
-(their ``forward`` wrapped on the instance, as :class:`~spectheory.cost.timed.ForwardLog` does)
+(their ``forward`` wrapped on the instance by :func:`~spectheory.cost.timed.wrap_forward`, as
+:class:`~spectheory.cost.timed.ForwardLog` does)
 or outside them. Only ``torch`` is imported, when a count is opened.
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+
+from .timed import wrap_forward
 
 __all__ = ["OpCount"]
 
@@ -53,7 +56,7 @@ class OpCount:
         self.inside = 0
         self._depth = 0
         self._mode: Any = None
-        self._saved: list[Any] = []
+        self._undo: list[Any] = []
 
     @property
     def total_outside(self) -> int:
@@ -83,18 +86,13 @@ class OpCount:
                     count.outside[str(func)] += 1
                 return func(*args, **(kwargs or {}))
 
-        self._saved = [m.__dict__.get("forward") for m in self.models]
-        for m in self.models:
-            m.forward = self._wrap(m.forward)
+        self._undo = [wrap_forward(m, self._wrap) for m in self.models]
         self._mode = _Mode()
         self._mode.__enter__()
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self._mode.__exit__(*exc)
-        for m, saved in zip(self.models, self._saved):
-            if saved is None:
-                del m.forward  # back to the class's forward
-            else:
-                m.forward = saved
-        self._mode, self._saved = None, []
+        for undo in reversed(self._undo):
+            undo()
+        self._mode, self._undo = None, []

@@ -19,11 +19,39 @@ Only ``torch`` is imported (when a log is opened), so this room stays below the 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["ForwardLog"]
+__all__ = ["ForwardLog", "wrap_forward"]
+
+
+def wrap_forward(model: Any, wrap: Callable[[Any], Any]) -> Callable[[], None]:
+    """Replace ``model``'s ``forward`` on the instance by ``wrap(forward)``; return the undo.
+
+    The class, its other methods and its hooks are untouched, and the undo restores the
+    instance exactly (an instance ``forward`` set before is put back, else the class's is used
+    again), so wrappers nest. What :class:`ForwardLog` and :class:`~spectheory.cost.OpCount` use.
+
+    Examples
+    --------
+    >>> import torch
+    >>> lin = torch.nn.Linear(2, 2)
+    >>> undo = wrap_forward(lin, lambda f: (lambda x: f(x) * 0))
+    >>> float(lin(torch.ones(1, 2)).abs().sum()), undo(), "forward" in lin.__dict__
+    (0.0, None, False)
+    """
+    saved = model.__dict__.get("forward")
+    model.forward = wrap(model.forward)
+
+    def undo() -> None:
+        if saved is None:
+            del model.forward  # back to the class's forward
+        else:
+            model.forward = saved
+
+    return undo
 
 
 def _ids_and_start(args: tuple, kwargs: dict) -> tuple[Any, Any]:
@@ -64,7 +92,7 @@ class ForwardLog:
         self.model = model
         self._log: list[tuple[float, float, Any, float]] = []
         self._active = False
-        self._saved: Any = None  # the instance's own ``forward`` before this log, if any
+        self._undo: Any = None  # puts the model's forward back (wrap_forward)
 
     def _wrap(self, forward: Any) -> Any:
         log = self._log
@@ -91,17 +119,13 @@ class ForwardLog:
     def __enter__(self) -> ForwardLog:
         if self._active:
             raise RuntimeError("ForwardLog: already active")
-        self._saved = self.model.__dict__.get("forward")
-        self.model.forward = self._wrap(self.model.forward)
+        self._undo = wrap_forward(self.model, self._wrap)
         self._active = True
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        if self._saved is None:
-            del self.model.forward  # back to the class's forward
-        else:
-            self.model.forward = self._saved
-        self._saved, self._active = None, False
+        self._undo()
+        self._undo, self._active = None, False
 
     @property
     def calls(self) -> np.ndarray:
