@@ -56,6 +56,7 @@ from .child_policy import ChildPolicy, _safe_div, register_child_policy
 from .children import IID
 from .multidraft import _categorical
 from .tree_base import TreeVerifier
+from .tree_rules import _min1, _ratio, _residual
 
 __all__ = ["hub_stage_masses", "HubChildren", "SpecHubTree", "SPECHUB"]
 
@@ -241,14 +242,9 @@ class SpecHubTree(TreeVerifier):
         return np.where(hub_first, hub_acc, ratio), np.where(hub_first, ratio, hub_acc), law
 
     def _one(self, t: Any, d: Any, x: np.ndarray) -> tuple[Any, Any]:
-        """One child: token verification (accept ``min(1, p/q)``, else ``norm((p - q)_+)``)."""
-        rows = np.arange(t.shape[0])
-        xs = np.maximum(x, 0)
-        acc = _safe_div(t[rows, xs], d[rows, xs])
-        acc = np.where(acc < 1, acc, 1 + 0 * acc)
-        ex = np.maximum(t - d, 0 * t)
-        z = ex.sum(-1)
-        return acc, np.where((z > 0)[:, None], _safe_div(ex, z[:, None]), t)
+        """One child: token verification (accept ``min(1, p/q)``, else ``norm((p - q)_+)``), the
+        recursive-rejection step of :mod:`.tree_rules` (0 where the child is absent)."""
+        return _min1(_ratio(t, d, x)), _residual(t, d)
 
     def _verify(self, tree, x, t, d, ua, uf):
         R = t.shape[0]

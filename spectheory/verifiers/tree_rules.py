@@ -89,11 +89,16 @@ def _ones(R, dtype):
     return np.full(R, 1, dtype=object) if np.dtype(dtype).hasobject else np.ones(R, dtype=dtype)
 
 
-def _update_rrs(r, s, present):
+def _residual(r, s):
+    """``norm((r - s)_+)`` per run (``r`` itself where the residual has no mass)."""
     ex = np.maximum(r - s, 0)
     Z = ex.sum(-1)
-    new = np.where((Z > 0)[:, None], _safe_div(ex, Z[:, None]), r)
-    return np.where(present[:, None], new, r)
+    return np.where((Z > 0)[:, None], _safe_div(ex, Z[:, None]), r)
+
+
+def _update_rrs(r, s, present):
+    """The law after a rejected child drawn from ``s``: :func:`_residual` where ``present``."""
+    return np.where(present[:, None], _residual(r, s), r)
 
 
 def _update_traversal(r, w, s, present):
