@@ -311,15 +311,16 @@ def speculative_generate(
                 ).tolist()
                 if K == 0:
                     break
-                # the target has cached all but the last committed token (prefill and _commit
-                # keep target_cached = seq_len - 1), so its window is max(k) + 1 = K + 1 wide
-                w_target = K + 1
+                draft_aligned = w_min == w_draft
             else:  # the fixed horizon: the widest round, and a read every check_every rounds
                 # every round adds a token to every unfinished row: max_new_tokens rounds suffice
                 if rnd == max_new_tokens or (rnd % check_every == 0 and not bool((remaining > 0).any())):
                     break
                 K, most, k_min = round_uniforms.gamma, None, 0
-                w_draft, w_target = 2, K + 1
+                w_draft, draft_aligned = 2, False
+            # the target has cached all but the last committed token (prefill and _commit keep
+            # target_cached = seq_len - 1), so its window is max(k) + 1 <= K + 1 wide
+            w_target = K + 1
             t0 = time.perf_counter()
             u = round_uniforms(rnd, K, most)
             stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
@@ -335,7 +336,7 @@ def speculative_generate(
                 stop,
                 k_min,
                 w_draft,
-                aligned=check_every is None and w_min == w_draft,
+                aligned=draft_aligned,
             )
             K = drafts.shape[1]
             u = u[:, :K]
@@ -344,7 +345,7 @@ def speculative_generate(
             t1 = time.perf_counter()
             # a policy may have shortened drafts: then the target's window is read afresh
             w = w_target if hook is None else None
-            aligned = hook is None and check_every is None and k_min == K
+            aligned = hook is None and k_min == K  # never in the fixed horizon (k_min = 0 there)
             target_laws = _score(target, target_cache, batch, target_cached, k, K, law, w, aligned)
             if check_every is None:
                 sync(dev)
