@@ -15,7 +15,7 @@ See ``docs/architecture.md`` for the call graph and how to add a round kind.
 """
 
 from ..exact.cost import Cost, as_cost
-from .base import Round, RoundOutcome
+from .base import ENGINES, Round, RoundOutcome, RoundTags, UnsupportedRoundError
 from .driver import run_rounds
 from .normalize import as_round, register_round_shorthand
 from .path import PathRound
@@ -27,6 +27,9 @@ from .stats import mean_and_se
 __all__ = [
     "Round",
     "RoundOutcome",
+    "RoundTags",
+    "UnsupportedRoundError",
+    "ENGINES",
     "PathRound",
     "as_round",
     "register_round_shorthand",

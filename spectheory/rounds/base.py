@@ -13,16 +13,98 @@ the one Monte Carlo driver (:func:`spectheory.rounds.driver.run_rounds`) does ev
 
 Shorthands (an ``int`` for a path, a ``DraftTree``, a policy) are turned into rounds by
 :func:`spectheory.rounds.as_round`.
+
+**The contract.** Every engine drives a round through its methods, never by naming its class or
+a kind string (``docs/architecture.md``):
+
+=================  ==================================  ======================================
+engine             method of the round                 what the engine hands it
+=================  ==================================  ======================================
+Monte Carlo        :meth:`Round.play`                  a sampler, positions, states, an rng
+exact              :meth:`Round.exact`                 the chain and the horizon
+real decoder       :meth:`Round.decode`                the decoder's loops (plain data in)
+conformance kit    :meth:`Round.check_plan`            the kit's checks (plain data in)
+along-path         :meth:`Round.along_path`            the along-path predictor's kernels
+=================  ==================================  ======================================
+
+The engine objects handed to :meth:`decode`, :meth:`check_plan` and :meth:`along_path` are
+*visitors*: the round calls the engine's generic loops with its own data (a ``gamma``, a tree,
+a verifier), so a round kind defined in a user's file runs through every engine without the
+engine importing it, and no engine keeps a table of round classes. What a round supports is
+declared by :meth:`Round.tags` (as scikit-learn's estimator tags): an engine asks
+:meth:`Round.require` first and raises :class:`UnsupportedRoundError` naming the round and the
+reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-__all__ = ["Round", "RoundOutcome"]
+__all__ = ["Round", "RoundOutcome", "RoundTags", "UnsupportedRoundError", "ENGINES"]
+
+#: The engines a round may support: the fields of :class:`RoundTags`, in this order.
+ENGINES = ("monte_carlo", "exact", "decoder", "kit", "along_path")
+
+#: The method each engine calls (a round supports an engine by default iff it overrides it).
+_ENGINE_METHODS = {
+    "monte_carlo": "play",
+    "exact": "exact",
+    "decoder": "decode",
+    "kit": "check_plan",
+    "along_path": "along_path",
+}
+
+#: What the engines are called in error messages.
+_ENGINE_LABELS = {
+    "monte_carlo": "the Monte Carlo driver (st.simulate)",
+    "exact": "the exact engine (chain.protocol)",
+    "decoder": "the real decoder (spectheory.decoder.generate)",
+    "kit": "the conformance kit (spectheory.testing.check_round)",
+    "along_path": "along-path prediction (spectheory tune)",
+}
+
+
+class UnsupportedRoundError(ValueError):
+    """An engine was asked to run a round that declares (:meth:`Round.tags`) it cannot run it.
+
+    A ``ValueError``, so callers that caught the old errors keep working.
+    """
+
+
+@dataclass(frozen=True)
+class RoundTags:
+    """What a round declares it supports, one flag per engine (:data:`ENGINES`).
+
+    Attributes
+    ----------
+    monte_carlo, exact, decoder, kit, along_path : bool
+        Whether :meth:`Round.play`, :meth:`Round.exact`, :meth:`Round.decode`,
+        :meth:`Round.check_plan` and :meth:`Round.along_path` run for this round.
+    why_not : dict
+        ``{engine: reason}`` for the engines it does not support (shown in the error).
+
+    Examples
+    --------
+    >>> from spectheory.rounds import PathRound
+    >>> PathRound(3).tags().monte_carlo
+    True
+    """
+
+    monte_carlo: bool = True
+    exact: bool = True
+    decoder: bool = True
+    kit: bool = True
+    along_path: bool = True
+    why_not: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def supports(self, engine: str) -> bool:
+        """Whether ``engine`` (one of :data:`ENGINES`) runs the round."""
+        if engine not in ENGINES:
+            raise ValueError(f"engine: expected one of {ENGINES}, got {engine!r}")
+        return bool(getattr(self, engine))
 
 
 @dataclass
@@ -67,8 +149,12 @@ class Round:
     """Base class of round kinds (see the module docstring).
 
     A subclass sets :attr:`name`, :attr:`max_depth` and :attr:`verifier_name` and implements
-    :meth:`play` (Monte Carlo) and :meth:`exact` (its exact engine); it may override :meth:`check` (refuse a chain), :meth:`chunk_size`
-    (memory bound per batch of runs) and :attr:`initial_memory` (state carried between rounds).
+    the engine methods it supports: :meth:`play` (Monte Carlo), :meth:`exact` (its exact
+    engine), :meth:`decode` (the real decoder), :meth:`check_plan` (the conformance kit),
+    :meth:`along_path` (along-path prediction). :meth:`tags` declares which; by default an
+    engine is supported iff its method is overridden. A subclass may also override
+    :meth:`check` (refuse a chain), :meth:`chunk_size` (memory bound per batch of runs) and
+    :attr:`initial_memory` (state carried between rounds).
     """
 
     #: Memory a run starts with (read by :meth:`play` as ``memory``).
@@ -107,6 +193,31 @@ class Round:
         """Most runs the driver plays together (``None``: no limit)."""
         return None
 
+    def tags(self) -> RoundTags:
+        """What the round supports (:class:`RoundTags`): by default an engine is supported iff
+        the round's class overrides that engine's method. Override to refuse an engine for
+        some configurations (with a reason in ``why_not``)."""
+        flags = {
+            engine: getattr(type(self), method) is not getattr(Round, method)
+            for engine, method in _ENGINE_METHODS.items()
+        }
+        missing = {
+            e: f"{type(self).__name__} does not define {_ENGINE_METHODS[e]}"
+            for e, ok in flags.items()
+            if not ok
+        }
+        return RoundTags(**flags, why_not=missing)
+
+    def require(self, engine: str) -> None:
+        """Raise :class:`UnsupportedRoundError` naming the round and the reason unless the round
+        supports ``engine`` (one of :data:`ENGINES`); every engine calls this first."""
+        tags = self.tags()
+        if not tags.supports(engine):
+            why = tags.why_not.get(engine, "")
+            raise UnsupportedRoundError(
+                f"round: {_ENGINE_LABELS[engine]} cannot run {self.name}" + (f" ({why})" if why else "")
+            )
+
     def play(
         self,
         sampler: Any,
@@ -135,6 +246,25 @@ class Round:
         under); ``options`` go to the engine.
         """
         raise NotImplementedError(f"{type(self).__name__}: no exact engine (define exact)")
+
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """Play the round with real models: call one of the decoder's loops (``loops``, the
+        visitor :mod:`spectheory.decoder` hands over) with the round's own data and the caller's
+        sampling ``options``; return its :class:`~spectheory.decoder.GenerationResult`."""
+        raise NotImplementedError(f"{type(self).__name__}: no decoder step (define decode)")
+
+    def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
+        """Run the conformance kit on the round: call the kit's checks (``kit``, the visitor
+        :mod:`spectheory.testing` hands over) with the round's verifier and shapes; return the
+        report."""
+        raise NotImplementedError(f"{type(self).__name__}: no kit check (define check_plan)")
+
+    def along_path(self, predictor: Any) -> Any:
+        """Along-path prediction: hand the predictor (the visitor of
+        :mod:`spectheory.validation`) the round's jump kernel; return what it computes."""
+        raise NotImplementedError(f"{type(self).__name__}: no along-path kernel (define along_path)")
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
