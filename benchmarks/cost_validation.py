@@ -137,13 +137,7 @@ def validate(target, draft, args, device):
             ps = [preds[id(run)] for run, _ in mine]
             pick = ps[int(np.argsort(p)[len(p) // 2])]  # the median run's prediction
             ar = float(
-                np.median(
-                    [
-                        st["throughput"]
-                        for _, run, st in runs
-                        if run.batch == B and run.kind == "autoregressive"
-                    ]
-                )
+                np.median([st["throughput"] for _, run, st in runs if run.batch == B and run.autoregressive])
             )
             const_c = ar * pick["tokens_per_call"] / (1 + c * pick["draft_calls"]) if r is not None else ar
             rows.append(
@@ -189,7 +183,7 @@ def validate(target, draft, args, device):
         means = [
             run.target[run.target[:, 2] > 0, 3].mean()
             for run in logged
-            if run.batch == B and run.kind == "autoregressive"
+            if run.batch == B and run.autoregressive
         ]
         drift[str(B)] = float(max(means) / min(means))
     data = {

@@ -56,6 +56,10 @@ class PathRound(Round):
     def name(self) -> str:
         return f"path(gamma={self.gamma}, verifier={self.verifier.name})"
 
+    def along_path(self, predictor: Any) -> Any:
+        """Along-path prediction: a path of ``gamma`` drafted tokens (``predictor.path``)."""
+        return predictor.path(self.gamma, self.verifier)
+
     @property
     def max_depth(self) -> int:
         return self.gamma

@@ -53,6 +53,10 @@ class PolicyRound(Round):
     def name(self) -> str:
         return f"policy({self.policy.name})"
 
+    def along_path(self, predictor: Any) -> Any:
+        """Along-path prediction: as many tokens as the policy drafts (``predictor.policy``)."""
+        return predictor.policy(self.policy)
+
     @property
     def max_depth(self) -> int:
         return int(self.policy.max_depth)

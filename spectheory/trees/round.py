@@ -83,6 +83,10 @@ class TreeRound(Round):
     def name(self) -> str:
         return f"tree({self.tree!r}, verifier={self.verifier.name})"
 
+    def along_path(self, predictor: Any) -> Any:
+        """Along-path prediction: the draft tree, checked node by node (``predictor.tree``)."""
+        return predictor.tree(self.tree, self.verifier)
+
     @property
     def max_depth(self) -> int | None:
         return None if self.tree is None else self.tree.max_depth

@@ -89,6 +89,11 @@ class LoggedRun:
             raise ValueError(f"kind: expected one of {KINDS}, got {self.kind!r}")
 
     @property
+    def autoregressive(self) -> bool:
+        """Whether the run decoded autoregressively (kind ``KINDS[0]``)."""
+        return KINDS.index(self.kind) == 0
+
+    @property
     def outside(self) -> float:
         """Seconds of the call outside every logged forward."""
         return float(self.seconds - self.target[:, 3].sum() - self.draft[:, 3].sum())
@@ -99,10 +104,10 @@ class LoggedRun:
         :func:`fit_outside`."""
         rounds = self.target[self.target[:, 2] > 0]
         R, D = float(len(rounds)), float((self.draft[:, 2] > 0).sum())
-        ar = self.kind == "autoregressive"
-        per_kind = [R * (self.kind == k) for k in KINDS]
-        steps = [D * (self.kind == k) for k in KINDS[1:]]
-        return np.array([float(ar), float(not ar), *per_kind, *steps, float(rounds[:, 1].sum())])
+        one_hot = np.eye(len(KINDS))[KINDS.index(self.kind)]  # the kind's column of each term
+        return np.array(
+            [one_hot[0], 1.0 - one_hot[0], *(R * one_hot), *(D * one_hot[1:]), float(rounds[:, 1].sum())]
+        )
 
 
 def _interp(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
@@ -247,12 +252,12 @@ def measure_logged(
     Returns the :class:`LoggedRun` and the run's ``measure_run`` dict (throughput, seconds,
     rounds, draft calls)."""
     from ..cost.timed import ForwardLog
-    from .cost_timing import round_kind
+    from .along_path import round_model
     from .tune_runs import config_label, measure_run
 
     with ForwardLog(target) as lt, ForwardLog(draft) as ld:
         out = measure_run(target, draft, prompts, horizon, rnd, batch, seed=seed, device=device)
-    kind = "autoregressive" if rnd is None else round_kind(rnd)
+    kind = KINDS[0] if rnd is None else round_model(rnd).kind
     run = LoggedRun(config_label(rnd), kind, int(batch), int(repeat), out["seconds"], lt.take(), ld.take())
     return run, out
 

@@ -35,24 +35,13 @@ from typing import Any
 import numpy as np
 
 from ..cost.forward import ForwardCost
+from .along_path import round_model
 
-__all__ = ["OVERHEAD_KINDS", "RoundOverhead", "DecoderTiming", "round_kind", "measure_overhead"]
+__all__ = ["OVERHEAD_KINDS", "RoundOverhead", "DecoderTiming", "measure_overhead"]
 
-#: Kinds of rounds whose outside-the-model work is measured separately.
+#: Kinds of rounds whose outside-the-model work is measured separately (the ``kind`` of each
+#: round's :class:`~.along_path.RoundsModel`, and autoregressive decoding).
 OVERHEAD_KINDS = ("path", "policy", "tree", "autoregressive")
-
-
-def round_kind(rnd: Any) -> str:
-    """``"path"``, ``"policy"`` or ``"tree"`` for a round the decoder runs (a ``PathRound``,
-    ``PolicyRound`` or ``TreeRound``)."""
-    from ..rounds import PathRound
-    from ..stopping import PolicyRound
-    from ..trees import TreeRound
-
-    for cls, kind in ((PathRound, "path"), (PolicyRound, "policy"), (TreeRound, "tree")):
-        if isinstance(rnd, cls):
-            return kind
-    raise ValueError(f"round: expected a path, policy or tree round, got {type(rnd).__name__}")
 
 
 def _zero(batch: int, tokens: int, context: int) -> float:
@@ -90,8 +79,9 @@ class DecoderTiming:
     target, draft : ForwardCost
         ``f(batch, tokens, context) -> seconds`` of one forward (e.g. ``fit_cost(...).forward``).
     overhead : dict kind -> ForwardCost, optional
-        Per-round work outside the models, called as ``o(batch, tokens scored per row, 0)``;
-        missing kinds cost 0 (``"policy"`` falls back to ``"path"``).
+        Per-round work outside the models, called as ``o(batch, tokens scored per row, 0)``,
+        looked up by the round's :attr:`~.along_path.RoundsModel.keys` (a policy falls back to
+        ``"path"``); missing kinds cost 0.
     step : float or dict kind -> float, optional
         Seconds outside the model after each draft forward of a round (sampling the drafted
         token, appending it, a policy's stopping statistic), ``o_step``: a path round of depth
@@ -104,8 +94,9 @@ class DecoderTiming:
 
     Examples
     --------
+    >>> from spectheory.rounds import PathRound
     >>> t = DecoderTiming(lambda b, m, L: 1.0 + 0.1 * b * m, lambda b, m, L: 0.1)
-    >>> round(t.round_seconds("path", 1, 3, 10), 6)   # 3 draft steps + a call scoring 4
+    >>> round(t.round_seconds(PathRound(3), 1, 3, 10), 6)   # 3 draft steps + a call scoring 4
     1.7
     """
 
@@ -115,57 +106,47 @@ class DecoderTiming:
     step: Any = 0.0
     call: tuple = (0.0, 0.0)
 
-    def _overhead(self, kind: str) -> Any:
-        if kind in self.overhead:
-            return self.overhead[kind]
-        if kind == "policy" and "path" in self.overhead:
-            return self.overhead["path"]
-        return _zero
+    @staticmethod
+    def _lookup(table: dict, keys: tuple[str, ...], default: Any) -> Any:
+        return next((table[k] for k in keys if k in table), default)
 
-    def _step(self, kind: str) -> float:
-        if not isinstance(self.step, dict):
-            return float(self.step)
-        fallback = self.step.get("path", 0.0) if kind == "policy" else 0.0
-        return float(self.step[kind]) if kind in self.step else float(fallback)
+    def _overhead(self, keys: tuple[str, ...]) -> Any:
+        return self._lookup(self.overhead, keys, _zero)
+
+    def _step(self, keys: tuple[str, ...]) -> float:
+        return float(self._lookup(self.step, keys, 0.0) if isinstance(self.step, dict) else self.step)
 
     def round_seconds(
-        self, kind: str, batch: int, depth: float, context: float, tree: Any = None, overhead: bool = True
+        self, rnd: Any, batch: int, depth: float, context: float, overhead: bool = True
     ) -> float:
-        """One round on ``batch`` rows with draft depth ``depth`` (tree rounds: ``tree``'s levels
-        up to ``depth``) at ``context`` cached positions; ``overhead=False``: forwards only."""
+        """One round of ``rnd`` (a round or its :class:`~.along_path.RoundsModel`) on ``batch``
+        rows with draft depth ``depth`` (a tree: its levels up to ``depth``) at ``context`` cached
+        positions; ``overhead=False``: forwards only. The round's forwards are its model's
+        :meth:`~.along_path.RoundsModel.draft_calls` and
+        :meth:`~.along_path.RoundsModel.target_calls` (a fractional mean depth interpolates)."""
+        m = round_model(rnd)
         B, K, L = int(batch), float(depth), float(context)
-        if kind == "tree":
-            if tree is None:
-                raise ValueError("tree: a tree round needs its DraftTree")
-            widths = np.bincount(np.asarray(tree.depth), minlength=tree.max_depth + 1)
-            Ki = int(round(K))
-            scored = float(widths[: Ki + 1].sum())
-            draft = self.draft(B, 2, L) + sum(self.draft(B, int(widths[d]), L) for d in range(1, Ki))
-            draft += max(Ki, 1) * self._step(kind)
-            target = self.target(B, int(scored), L)
-        elif kind in ("path", "policy"):
-            scored = K + 1
-            draft = self.draft(B, 2, L) + (K - 1) * self.draft(B, 1, L) + K * self._step(kind)
-            lo = int(np.floor(K))  # a mean depth may be fractional: interpolate the target call
-            w = K - lo
-            target = (1 - w) * self.target(B, lo + 1, L) + (w * self.target(B, lo + 2, L) if w else 0.0)
-        else:
-            raise ValueError(f"kind: expected 'path', 'policy' or 'tree', got {kind!r}")
-        extra = self._overhead(kind)(B, scored, 0) if overhead else 0.0
+        (w0, c0), *rest = m.draft_calls(K)
+        draft = c0 * self.draft(B, w0, L) + sum(c * self.draft(B, w, L) for w, c in rest)
+        draft += m.draft_steps(K) * self._step(m.keys)
+        target = sum(c * self.target(B, w, L) for w, c in m.target_calls(K))
+        extra = self._overhead(m.keys)(B, m.scored(K), 0) if overhead else 0.0
         return float(draft + target + extra)
 
-    def cost_model(self, batch: int, kind: str = "path", depth: int = 4) -> Any:
+    def cost_model(self, batch: int, rnd: Any = 4, depth: int | None = None) -> Any:
         """The :class:`~spectheory.cost.CostModel` of these forwards with this timing's overhead
-        at ``batch`` rows and ``depth`` drafted tokens per round as its constant ``overhead``
-        (what the exact engines read: ``CostModel.at(batch, context)``)."""
+        for round ``rnd`` (default: a path of 4) at ``batch`` rows and ``depth`` drafted tokens per
+        round (default its ``max_depth``) as its constant ``overhead`` (what the exact engines
+        read: ``CostModel.at(batch, context)``)."""
         from ..cost import CostModel
 
-        work = depth + 1 if kind != "tree" else depth
-        return CostModel(self.target, self.draft, overhead=float(self._overhead(kind)(int(batch), work, 0)))
+        m = round_model(rnd)
+        work = m.scored(m.max_depth if depth is None else depth)
+        return CostModel(self.target, self.draft, overhead=float(self._overhead(m.keys)(int(batch), work, 0)))
 
     def autoregressive_seconds(self, batch: int, context: float, overhead: bool = True) -> float:
         """One autoregressive token on ``batch`` rows at ``context`` cached positions."""
-        extra = self._overhead("autoregressive")(int(batch), 1, 0) if overhead else 0.0
+        extra = self._overhead(("autoregressive",))(int(batch), 1, 0) if overhead else 0.0
         return float(self.target(int(batch), 1, float(context)) + extra)
 
     def prefill_seconds(self, batch: int, prompt_len: int, speculative: bool = True) -> float:
@@ -177,12 +158,6 @@ class DecoderTiming:
             return extra
         t = self.target(int(batch), m, 0)
         return float(t + (self.draft(int(batch), m, 0) if speculative else 0.0)) + extra
-
-
-def _work(kind: str, rnd: Any, depth: float) -> float:
-    if kind == "tree":
-        return float(rnd.tree.n_nodes)
-    return float(depth) + 1.0
 
 
 def measure_overhead(
@@ -219,7 +194,6 @@ def measure_overhead(
 
     from ..decoder.dispatch import generate
     from ..decoder.speculative import autoregressive_generate
-    from ..rounds import as_round
 
     L0 = len(prompts[0])
     T = int(horizon)
@@ -233,15 +207,13 @@ def measure_overhead(
             kind, R, depth = "autoregressive", T, 0.0
             fwd = timing.autoregressive_seconds(B, L0 + T / 2, overhead=False)
         else:
-            rnd = as_round(rnd)  # a PathRound, PolicyRound or TreeRound (checked by round_kind)
-            kind = round_kind(rnd)
+            model = round_model(rnd)
+            kind = model.kind
             generate(target, draft, rows, min(T, 4), rnd, seed=seed, device=device)  # warm-up
             s = generate(target, draft, rows, T, rnd, seed=seed, device=device).stats
             R = max(int(s.batch_target_calls), 1)
-            depth = s.batch_draft_calls / R if kind != "tree" else float(rnd.tree.max_depth)
-            fwd = timing.round_seconds(
-                kind, B, depth, L0 + T / 2, tree=getattr(rnd, "tree", None), overhead=False
-            )
+            depth = model.priced_depth(s.batch_draft_calls / R)
+            fwd = timing.round_seconds(model, B, depth, L0 + T / 2, overhead=False)
         per_round = (s.time_total - s.time_prefill) / R
         points.append(
             {
@@ -249,15 +221,17 @@ def measure_overhead(
                 "batch": int(B),
                 "rounds": int(R),
                 "depth": float(depth),
-                "work": 1.0 if rnd is None else _work(kind, rnd, depth),
+                "work": 1.0 if rnd is None else float(model.scored(depth)),
                 "round_seconds": float(per_round),
                 "forward_seconds": float(fwd),
                 "overhead_seconds": float(per_round - fwd),
             }
         )
+    groups: dict[str, list[dict]] = {}
+    for p in points:
+        groups.setdefault(p["kind"], []).append(p)
     fitted: dict[str, Any] = {}
-    for kind in {p["kind"] for p in points}:
-        pts = [p for p in points if p["kind"] == kind]
+    for kind, pts in groups.items():
         t = np.array([p["round_seconds"] for p in pts])
         X = np.array([[1.0, p["work"], p["batch"] * p["work"]] for p in pts]) / t[:, None]
         y = np.array([p["overhead_seconds"] for p in pts]) / t

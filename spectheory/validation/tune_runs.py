@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from .cost_timing import DecoderTiming, measure_overhead, round_kind
+from .along_path import round_model
+from .cost_timing import DecoderTiming, measure_overhead
 
 __all__ = [
     "median_se",
@@ -53,29 +54,15 @@ def default_configs(
 
 
 def config_label(rnd: Any) -> str:
-    """A short name: ``gamma=4``, ``tree 2x2x1``, ``policy ConfidenceThreshold(0.4, top)``, ``autoregressive``."""
-    if rnd is None:
-        return "autoregressive"
-    kind = round_kind(rnd)
-    if kind == "path":
-        return f"gamma={rnd.gamma}"
-    if kind == "tree":
-        widths = np.bincount(np.asarray(rnd.tree.depth))
-        branching = [int(widths[d + 1] // max(widths[d], 1)) for d in range(len(widths) - 1)]
-        regular = all(widths[d + 1] == widths[d] * b for d, b in enumerate(branching))
-        shape = "x".join(map(str, branching)) if regular else f"{rnd.tree.n_nodes} nodes"
-        return f"tree {shape}"
-    return f"policy {rnd.policy!r}"
+    """A short name: ``gamma=4``, ``tree 2x2x1``, ``policy ConfidenceThreshold(0.4, top)``,
+    ``autoregressive`` (the round's :attr:`~.along_path.RoundsModel.label`)."""
+    return "autoregressive" if rnd is None else round_model(rnd).label
 
 
 def _scored_tokens(configs: Sequence[Any]) -> list[int]:
     m = {1, 2}
     for rnd in configs:
-        if round_kind(rnd) == "tree":
-            m.add(int(rnd.tree.n_nodes))
-            m.update(int(w) for w in np.bincount(np.asarray(rnd.tree.depth))[1:])
-        else:
-            m.add(int(rnd.max_depth) + 1)
+        m.update(round_model(rnd).forward_sizes())
     return sorted(m)
 
 
@@ -109,10 +96,10 @@ def fit_timing(
     cal = sorted({min(batches), max(batches)}) if calibration_batches is None else list(calibration_batches)
     kinds: dict[str, list[Any]] = {}
     for rnd in configs:  # per kind, the configurations scoring the fewest and the most tokens
-        kinds.setdefault(round_kind(rnd), []).append(rnd)
+        kinds.setdefault(round_model(rnd).kind, []).append(rnd)
     picked = [None]
     for group in kinds.values():
-        work = [r.tree.n_nodes if round_kind(r) == "tree" else r.max_depth for r in group]
+        work = [round_model(r).scored(round_model(r).max_depth) for r in group]
         picked += [group[int(np.argmin(work))]] + (
             [group[int(np.argmax(work))]] if max(work) > min(work) else []
         )

@@ -22,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
+from .along_path import round_model
 from .cost_predict import PathSample, predict_time, sample_target_paths
-from .cost_timing import round_kind
 from .tune_runs import (
     DEFAULT_TREES,
     config_label,
@@ -276,8 +276,9 @@ def tune(
         raise ValueError("gammas, trees, policies: nothing to tune")
     gen = np.random.default_rng(rng)
     timing, record = fit_timing(target, draft, P, T, configs, batches, dev, fit_repeats, rng=gen)
-    depth = max([int(r.max_depth) for r in configs if round_kind(r) == "policy"], default=0)
-    has_tree = any(round_kind(r) == "tree" for r in configs)
+    models = [round_model(r) for r in configs]
+    depth = max([m.policy_depth for m in models], default=0)
+    has_tree = any(m.keeps_laws for m in models)
     sample: PathSample = sample_target_paths(
         target, draft, P, T, n_paths, rng=gen, device=dev, trees=has_tree, policy_depth=depth
     )
@@ -287,15 +288,15 @@ def tune(
         rows.append(
             {"batch": B, "config": "autoregressive", "kind": "autoregressive", **base, "speedup": 1.0}
         )
-        for rnd in configs:
-            label = config_label(rnd)
+        for rnd, model in zip(configs, models):
+            label = model.label
             rounds[label] = rnd
             p = predict_time(sample, rnd, timing, B, rng=gen)
             rows.append(
                 {
                     "batch": B,
                     "config": label,
-                    "kind": round_kind(rnd),
+                    "kind": model.kind,
                     **p,
                     "speedup": p["throughput"] / base["throughput"],
                 }

@@ -26,6 +26,8 @@ from spectheory.validation.cost_insitu import (  # noqa: E402
 from spectheory.validation.cost_predict import sample_target_paths  # noqa: E402
 from spectheory.validation.cost_timing import DecoderTiming, RoundOverhead  # noqa: E402
 
+POLICY = PolicyRound(ConfidenceThreshold(0.4, max_depth=8))
+
 PROMPTS = [[1, 2, 3, 4], [5, 6, 7, 8]]
 
 
@@ -142,10 +144,8 @@ def test_insitu_timing_assembles_forwards_and_outside():
     q_ar, q_spec, a_ar, a_path, a_pol, a_tree, s_path, s_pol, s_tree, per_token = COEF
     # a path round of depth 2: two draft calls, a target call scoring 3, their outside work
     want = t.draft(1, 2, 40) + t.draft(1, 1, 40) + 2 * s_path + t.target(1, 3, 40) + a_path + 3 * per_token
-    assert t.round_seconds("path", 1, 2, 40) == pytest.approx(want, rel=1e-6)
-    assert t.round_seconds("policy", 1, 2, 40) == pytest.approx(
-        want - 2 * (s_path - s_pol) - (a_path - a_pol)
-    )
+    assert t.round_seconds(PathRound(2), 1, 2, 40) == pytest.approx(want, rel=1e-6)
+    assert t.round_seconds(POLICY, 1, 2, 40) == pytest.approx(want - 2 * (s_path - s_pol) - (a_path - a_pol))
     assert t.autoregressive_seconds(1, 40) == pytest.approx(0.01 + a_ar + per_token, rel=1e-6)
     assert t.target(1, 3, 40) == pytest.approx(0.01) and t.draft(1, 1, 40) == pytest.approx(0.002)
     assert t.prefill_seconds(1, 32) == pytest.approx(0.15 + q_spec, rel=1e-6)
@@ -160,12 +160,14 @@ def test_decoder_timing_step_and_call_terms():
         step={"path": 2e-5},
         call=(0.1, 0.2),
     )
-    assert t.round_seconds("path", 1, 3, 0) == pytest.approx(1e-3 + 3 * 1e-4 + 3 * 2e-5 + 1e-5)
-    assert t.round_seconds("policy", 1, 3, 0) == pytest.approx(t.round_seconds("path", 1, 3, 0))  # falls back
+    assert t.round_seconds(PathRound(2), 1, 3, 0) == pytest.approx(1e-3 + 3 * 1e-4 + 3 * 2e-5 + 1e-5)
+    assert t.round_seconds(POLICY, 1, 3, 0) == pytest.approx(
+        t.round_seconds(PathRound(2), 1, 3, 0)
+    )  # falls back
     assert t.prefill_seconds(1, 1) == pytest.approx(0.2) and t.prefill_seconds(1, 1, speculative=False) == 0.1
     flat = DecoderTiming(LinearForward(1e-3), LinearForward(1e-4), step=1e-5)
     tree = DraftTree.from_branching([2, 2])
-    assert flat.round_seconds("tree", 1, 2, 0, tree=tree) == pytest.approx(1e-3 + 2e-4 + 2e-5)
+    assert flat.round_seconds(TreeRound(tree), 1, 2, 0) == pytest.approx(1e-3 + 2e-4 + 2e-5)
 
 
 def test_held_out_prediction_on_real_runs(pair):

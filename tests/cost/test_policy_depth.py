@@ -17,7 +17,8 @@ from _helpers import assert_frequencies  # noqa: E402
 import spectheory as st  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold  # noqa: E402
 from spectheory.stopping.runtime import chain_models  # noqa: E402
-from spectheory.validation.cost_predict import drafted_length_law, drafted_lengths, sample_target_paths  # noqa: E402
+from spectheory.validation.along_path import drafted_length_law, drafted_lengths  # noqa: E402
+from spectheory.validation.cost_predict import sample_target_paths  # noqa: E402
 from spectheory.validation.cost_rounds import batch_depth_law, path_kernel  # noqa: E402
 
 

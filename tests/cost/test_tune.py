@@ -99,7 +99,7 @@ def test_predict_time_when_every_draft_is_accepted():
     p = predict_time(sample, PathRound(gamma), timing, B)
     assert p["rounds"] == pytest.approx(3) and p["tokens_per_call"] == pytest.approx(T / 3)
     assert p["context"] == pytest.approx(L0 + T / 2)
-    rounds = [timing.round_seconds("path", B, k, L0 + T / 2) for k in (3, 3, 2)]
+    rounds = [timing.round_seconds(PathRound(gamma), B, k, L0 + T / 2) for k in (3, 3, 2)]
     assert p["seconds"] == pytest.approx(timing.prefill_seconds(B, L0) + sum(rounds))
     assert p["throughput"] == pytest.approx(B * T / p["seconds"])
     k2 = timing.draft(B, 2, 9.0) + timing.draft(B, 1, 9.0) + timing.target(B, 3, 9.0)
@@ -112,7 +112,7 @@ def test_predict_time_when_every_draft_is_accepted():
     # drafts 2, not the largest of 64 independent round depths (3 nearly always)
     big = predict_time(sample, PathRound(gamma), timing, 64)
     assert big["depth"] == pytest.approx(8 / 3) and big["rounds"] == pytest.approx(3)
-    rounds64 = [timing.round_seconds("path", 64, k, L0 + T / 2) for k in (3, 3, 2)]
+    rounds64 = [timing.round_seconds(PathRound(gamma), 64, k, L0 + T / 2) for k in (3, 3, 2)]
     assert big["seconds"] == pytest.approx(timing.prefill_seconds(64, L0) + sum(rounds64))
 
 
@@ -138,10 +138,12 @@ def test_cost_model_of_a_timing():
 def test_round_seconds_of_a_tree_counts_levels():
     tree = DraftTree.from_branching([2, 2])  # levels of 2 and 4 nodes, 7 with the root
     t = _timing()
-    got = t.round_seconds("tree", 3, 2, 10.0, tree=tree)
+    got = t.round_seconds(TreeRound(tree), 3, 2, 10.0)
     assert got == pytest.approx(t.draft(3, 2, 10.0) + t.draft(3, 2, 10.0) + t.target(3, 7, 10.0))
-    with pytest.raises(ValueError, match="kind"):
-        t.round_seconds("beam", 1, 1, 0)
+    # one level: the root call and a target call over the root and its 2 children
+    assert t.round_seconds(TreeRound(tree), 3, 1, 10.0) == pytest.approx(
+        t.draft(3, 2, 10.0) + t.target(3, 3, 10.0)
+    )
 
 
 @pytest.fixture(scope="module")
