@@ -7,10 +7,14 @@ plays) needs no import of the policy classes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-__all__ = ["StopContext", "RoundFeedback"]
+if TYPE_CHECKING:
+    from ._kernels import Kernels
+
+__all__ = ["StopContext", "RoundFeedback", "edge_context", "edge_stops"]
 
 
 @dataclass
@@ -64,3 +68,29 @@ class RoundFeedback:
     accepted: np.ndarray
     drafted: np.ndarray
     token_prob: np.ndarray
+
+
+def edge_context(K: Kernels, policy: Any, n: int, i: int, memory: int) -> StopContext:
+    """Context of every edge ``(s, x)`` for the decision after drafting token ``i + 1`` of a round at ``n``."""
+    laws = K.at(n + i)
+    S, V = K.S, K.V
+    prev = np.broadcast_to(np.arange(S)[:, None], (S, V))
+    return StopContext(
+        depth=i + 1,
+        position=np.full((S, V), n),
+        start_state=prev,
+        prev_state=prev,
+        token=np.broadcast_to(np.arange(V), (S, V)),
+        state=K.next_state,
+        top=laws.top[prev],
+        entropy=laws.entropy[prev],
+        token_prob=laws.draft,
+        accept_prob=None,
+        memory=np.full((S, V), memory),
+    )
+
+
+def edge_stops(K: Kernels, policy: Any, n: int, i: int, memory: int) -> np.ndarray:
+    """``sigma [S, V]`` (float): whether ``policy`` stops after drafting token ``i + 1`` of a
+    round at ``n`` on each edge ``(s, x)`` (policies that decide on the edge, not the path)."""
+    return np.asarray(policy.stop(edge_context(K, policy, n, i, memory)), dtype=np.float64)

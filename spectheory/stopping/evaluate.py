@@ -5,8 +5,9 @@ remaining (target calls, draft steps, target-call time, rejections, bonus tokens
 generation that has emitted ``n`` tokens, is in chain state ``s`` and whose policy memory is ``m``; ``W_T = 0``. Within a
 round the cost splits into a part paid whatever the verifier decides (draft steps and the
 call, which depend only on the drafted path) and a part paid only while every drafted token
-is still accepted (the continuation after the residual or bonus token). With
-``A = min(p, q)``, ``R = max(p - q, 0)`` (p = target, q = draft), ``sigma`` the stop decision
+is still accepted (the continuation after the residual or bonus token). With the
+verifier's per-token masses (``Verifier.phase_masses``; token verification: ``A = min(p, q)``,
+``R = max(p - q, 0)``, p = target, q = draft, the drafting law ``q``), ``sigma`` the stop decision
 on the edge ``(s, x)`` and ``B_d(s) = e_bonus + sum_y p(y|s) W_{n+d+1}(next(s, y))`` the value
 of stopping alive at depth ``d``:
 
@@ -19,22 +20,27 @@ and ``W_n(s) = e_calls + X_0(s) + Y_0(s)`` (kernels at index ``n + i``, ``s' = n
 Policies with memory run it once per memory state, with the memory after an all-accepted
 or a rejected round in the two continuations. Policies that use the path (the oracle
 acceptance probability) are evaluated by enumerating drafted paths
-(:mod:`spectheory.stopping.paths`); :class:`FixedGamma` by the phase engine
-(:func:`spectheory.exact.phase_recursion`).
+(:mod:`spectheory.stopping.paths`); :class:`FixedGamma` by the verifier's own exact engine
+(:meth:`spectheory.verifiers.Verifier.exact`: the phase engine for token verification).
+The verification is valid for any rule that checks one drafted token at a time given the
+tokens before it: the drafting side ``X`` does not depend on the verifier's decisions, and
+the alive side ``Y`` follows the rule's per-token masses along the drafts the policy made.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..exact import phase_recursion, token_masses
+from ..verifiers.base import Verifier, get_verifier
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
+from .context import edge_context, edge_stops
 from .cost import as_cost
+from .forward import forward_counters
 from .paths import evaluate_paths
-from .policies import FixedGamma, Policy, StartStatePolicy, StopContext, require_memory
-from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
+from .policies import FixedGamma, Policy, StartStatePolicy, require_memory
+from .value import Counters, PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
@@ -55,6 +61,7 @@ def evaluate_policy(
     method: str = "auto",
     max_nodes: int = 2_000_000,
     progress: bool | None = None,
+    verifier: str | Verifier = "token",
 ) -> PolicyValue:
     r"""Exact expected target calls, draft steps and time of ``policy`` over ``horizon`` tokens.
 
@@ -74,10 +81,19 @@ def evaluate_policy(
         the round recursion above (the tests compare both).
     max_nodes : int
         Size limit of the drafted-path enumeration (path policies): ``ValueError`` beyond it.
+    verifier : str or Verifier
+        The single-path rule that checks each round's drafts (default token verification).
+        A rule that checks one token at a time (``phase_masses``: token, point-mass,
+        sample-and-match, argmax drafting, rejection rules) runs in every recursion; a
+        whole-round rule (``round_transition``: block, HSD) only under :class:`FixedGamma`
+        (``method="auto"``), whose rounds are the fixed-length rounds its engine describes
+        (``ValueError`` otherwise).
 
     Returns
     -------
     PolicyValue
+        Its per-position masses and accepted-count histogram are computed on first use by a
+        forward recursion over the same round law (:mod:`spectheory.stopping.forward`).
 
     Examples
     --------
@@ -98,46 +114,51 @@ def evaluate_policy(
     if method not in ("auto", "rounds"):
         raise ValueError(f"method: expected 'auto' or 'rounds', got {method!r}")
     require_memory(policy, ("flag", "counts"), "evaluate_policy")
+    verifier = _policy_verifier(verifier, chain)
     if policy.uses_path or (policy.uses_start and not isinstance(policy, StartStatePolicy)):
-        return evaluate_paths(chain, policy, T, cost, max_nodes=max_nodes, progress=progress)
+        return evaluate_paths(
+            chain, policy, T, cost, max_nodes=max_nodes, progress=progress, verifier=verifier
+        )
     if isinstance(policy, FixedGamma) and method == "auto":
-        return _fixed_gamma(chain, policy, T, cost)
-    K = Kernels(chain)
+        return _fixed_gamma(chain, policy, T, cost, verifier)
+    K = Kernels(chain, verifier)
     with single_thread(chain.n_states):
         if isinstance(policy, StartStatePolicy):
             W0 = start_class_recursion(K, T, cost, policy=policy, progress=progress)[0]
         else:
             W0 = _edge_recursion(K, policy, T, cost, progress)
-    return _value(T, cost, chain.initial @ W0, policy)
+    return _value(T, cost, chain.initial @ W0, policy, counters=forward_counters(chain, policy, T, verifier))
 
 
-def _fixed_gamma(chain, policy, T, cost):
-    acc, rej = token_masses(chain)
-    res = phase_recursion(chain, T, policy.gamma, True, acc, rej, phase_dependent=False)
+def _policy_verifier(verifier: Any, chain: DecodingChain) -> Verifier:
+    """The single-path verifier of a policy's rounds; ``ValueError`` for one that calls the
+    target more than once per round (naive HSD: the policy's rounds are one call each)."""
+    v = get_verifier(verifier).require_path()
+    if v.round_extra_calls(chain) is not None:
+        raise ValueError(
+            f"verifier: {v.name!r} calls the target more than once per round; a draft-length "
+            "policy's round is one target call (use a path round: PathRound(gamma, verifier))"
+        )
+    return v
+
+
+def _fixed_gamma(chain, policy, T, cost, verifier):
+    """:class:`FixedGamma` by the verifier's own exact engine (the phase engine for token
+    verification, the round engine for a whole-round rule)."""
+    res = verifier.exact(chain, T, policy.gamma, True)
     k = np.minimum(policy.gamma, T - np.arange(T))
     ttime = float(res.round_start_prob @ cost.call_times(policy.gamma)[k - 1])
+    counters = Counters(res.round_starts, res.rejection_by_position, res.accepted_counts)
     return PolicyValue(
-        T, cost, res.target_calls, res.draft_tokens, ttime, res.rejections, res.bonus_tokens, policy.name
-    )
-
-
-def edge_context(K: Kernels, policy: Policy, n: int, i: int, memory: int) -> StopContext:
-    """Context of every edge ``(s, x)`` for the decision after drafting token ``i + 1`` of a round at ``n``."""
-    laws = K.at(n + i)
-    S, V = K.S, K.V
-    prev = np.broadcast_to(np.arange(S)[:, None], (S, V))
-    return StopContext(
-        depth=i + 1,
-        position=np.full((S, V), n),
-        start_state=prev,
-        prev_state=prev,
-        token=np.broadcast_to(np.arange(V), (S, V)),
-        state=K.next_state,
-        top=laws.top[prev],
-        entropy=laws.entropy[prev],
-        token_prob=laws.draft,
-        accept_prob=None,
-        memory=np.full((S, V), memory),
+        T,
+        cost,
+        res.target_calls,
+        res.draft_tokens,
+        ttime,
+        res.rejections,
+        res.bonus_tokens,
+        policy.name,
+        counters=counters,
     )
 
 
@@ -156,13 +177,13 @@ def _edge_recursion(K, policy, T, cost, progress):
         """Draft/accept masses of edges after which the round stops or goes on (cached)."""
         key = (last, i, m) if cacheable else (n, last, i, m)
         if key not in masses:
-            laws = K.at(n + i)
+            ch = K.check(n + i, i)
             if last:
-                masses[key] = (None, None, laws.acc, None)
+                masses[key] = (None, None, ch.acc, None)
             else:
-                sig = np.asarray(policy.stop(edge_context(K, policy, n, i, m)), dtype=np.float64)
-                qs = laws.draft * sig
-                masses[key] = (qs.sum(-1), laws.draft - qs, laws.acc * sig, laws.acc * (1.0 - sig))
+                sig = edge_stops(K, policy, n, i, m)
+                qs = ch.drafting * sig
+                masses[key] = (qs.sum(-1), ch.drafting - qs, ch.acc * sig, ch.acc * (1.0 - sig))
         return masses[key]
 
     def bonus(pos, m):  # cached: W_{pos+1} is final once computed
@@ -170,10 +191,11 @@ def _edge_recursion(K, policy, T, cost, progress):
             bon[(pos, m)] = bonus_value(K, W, pos, T, m)
         return bon[(pos, m)]
 
-    def reject(pos, m):
-        if (pos, m) not in rej:
-            rej[(pos, m)] = reject_value(K, K.at(pos).rej, W[pos + 1][m])
-        return rej[(pos, m)]
+    def reject(pos, i, m):
+        key = (pos, i if K.phase else 0, m)
+        if key not in rej:
+            rej[key] = reject_value(K, K.check(pos, i).rej, W[pos + 1][m])
+        return rej[key]
 
     fixed = [policy.round_length(m) for m in range(M)]
     afters: dict = {}
@@ -205,7 +227,7 @@ def _edge_recursion(K, policy, T, cost, progress):
                     Xn = _E[DRAFTS] + q_stop[:, None] * (tk[d - 1] * _E[TTIME]) + K.apply(q_cont, X)
                 if xkey is not None:
                     xs[xkey] = Xn
-                Yn = reject(n + i, m_rej) + K.apply(acc_stop, bonus(n + d, m_acc))
+                Yn = reject(n + i, i, m_rej) + K.apply(acc_stop, bonus(n + d, m_acc))
                 if Y is not None:
                     Yn = Yn + K.apply(acc_cont, Y)
                 X, Y = Xn, Yn
@@ -239,6 +261,11 @@ def start_class_recursion(
         D = int(max_depth)
     else:
         raise ValueError("max_depth: required when no policy is given")
+    if K.phase:
+        raise ValueError(
+            f"verifier: {K.verifier.name!r} has phase-dependent masses; the start-class recursion "
+            "shares a round suffix across round lengths and needs masses that do not depend on the phase"
+        )
     tk = cost.call_times(D)
     w = time_weights(cost)
     S = K.S
@@ -248,11 +275,11 @@ def start_class_recursion(
     ks = np.arange(1, D + 1)
     base = _E[CALLS] + ks[:, None] * _E[DRAFTS] + tk[:, None] * _E[TTIME]  # [D, N_COMP]
     for n in backward_positions(T, "state DP", progress, T * D * S * K.V):
-        laws = K.at(n)
+        ch = K.check(n, 0)
         kmax = min(D, T - n)
         H = np.empty((S, D + 1, N_COMP))
-        H[:, 0] = K.apply(laws.target, W_next) + _E[BONUS]  # B(n), n < T
-        H[:, 1 : kmax + 1] = reject_value(K, laws.rej, W_next)[:, None] + K.apply(laws.acc, H_next[:, :kmax])
+        H[:, 0] = K.apply(K.at(n).target, W_next) + _E[BONUS]  # B(n), n < T
+        H[:, 1 : kmax + 1] = reject_value(K, ch.rej, W_next)[:, None] + K.apply(ch.acc, H_next[:, :kmax])
         vals = base[None, :kmax] + H[:, 1 : kmax + 1]  # [S, kmax, 3]
         if policy is None:
             k = np.argmin(vals @ w, axis=1) + 1

@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ._kernels import Kernels, single_thread
+from .context import edge_context
 from .cost import as_cost
-from .evaluate import edge_context
 from .optimal import _dense, _gain, long_run_rate
 from .policies import Policy, StartStatePolicy, require_memory
 

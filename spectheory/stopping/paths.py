@@ -17,20 +17,21 @@ A policy picks one per node; the optimum picks the cheaper (ties: stop). The tre
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .context import StopContext
-from .value import PolicyValue, _value, backward_positions, bonus_value, reject_value
+from .value import Counters, PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain
     from .cost import Cost
     from .policies import Policy
 
-__all__ = ["evaluate_paths", "optimal_paths", "path_tree"]
+__all__ = ["evaluate_paths", "optimal_paths", "path_tree", "paths_counters"]
 
 _E = np.eye(N_COMP)
 
@@ -61,9 +62,9 @@ def path_tree(K: Kernels, n: int, depth: int, max_nodes: int = 2_000_000) -> lis
     levels = [root]
     total = S
     for i in range(depth):
-        laws = K.at(n + i)
+        laws, ch = K.at(n + i), K.check(n + i, i)
         up = levels[-1]
-        q = laws.draft[up.state]
+        q = ch.drafting[up.state]
         par, x = np.nonzero(q > 0)
         total += par.size
         if total > max_nodes:
@@ -76,9 +77,9 @@ def path_tree(K: Kernels, n: int, depth: int, max_nodes: int = 2_000_000) -> lis
         lv.prev = up.state[par]
         lv.state = K.next_state[lv.prev, x]
         lv.root = up.root[par]
-        lv.token_prob = q[par, x]
-        lv.w = up.w[par] * lv.token_prob
-        lv.rho = up.rho[par] * laws.ratio[lv.prev, x]
+        lv.token_prob = laws.draft[lv.prev, x]
+        lv.w = up.w[par] * q[par, x]
+        lv.rho = up.rho[par] * ch.ratio[lv.prev, x]
         lv.top, lv.entropy = laws.top[lv.prev], laws.entropy[lv.prev]
         levels.append(lv)
     return levels
@@ -95,23 +96,10 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
             J, stop = stopv, np.ones(lv.w.size, dtype=bool)
         else:
             child = _sum_children(levels[L + 1].parent, J, lv.w.size)
-            rej = reject_value(K, K.at(n + L).rej, W[n + L + 1][0])[lv.state]
+            rej = reject_value(K, K.check(n + L, L).rej, W[n + L + 1][0])[lv.state]
             contv = lv.w[:, None] * _E[DRAFTS] + alive * rej + child
             if policy is not None:
-                ctx = StopContext(
-                    depth=L,
-                    position=np.full(lv.w.size, n),
-                    start_state=lv.root,
-                    prev_state=lv.prev,
-                    token=lv.token,
-                    state=lv.state,
-                    top=lv.top,
-                    entropy=lv.entropy,
-                    token_prob=lv.token_prob,
-                    accept_prob=lv.rho,
-                    memory=np.zeros(lv.w.size, dtype=np.int64),
-                )
-                stop = np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), lv.w.shape)
+                stop = node_stops(policy, lv, n, L)
             else:
                 stop = stopv @ weights <= contv @ weights
             J = np.where(stop[:, None], stopv, contv)
@@ -126,16 +114,34 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
                         "stop": stop,
                     }
                 )
-    root_rej = reject_value(K, K.at(n).rej, W[n + 1][0])
+    root_rej = reject_value(K, K.check(n, 0).rej, W[n + 1][0])
     return _E[CALLS] + _E[DRAFTS] + root_rej + _sum_children(levels[1].parent, J, K.S)
+
+
+def node_stops(policy: Policy, lv: _Level, n: int, L: int) -> np.ndarray:
+    """Whether ``policy`` stops at each node of depth ``L`` of a round at ``n`` (bool ``[nodes]``)."""
+    ctx = StopContext(
+        depth=L,
+        position=np.full(lv.w.size, n),
+        start_state=lv.root,
+        prev_state=lv.prev,
+        token=lv.token,
+        state=lv.state,
+        top=lv.top,
+        entropy=lv.entropy,
+        token_prob=lv.token_prob,
+        accept_prob=lv.rho,
+        memory=np.zeros(lv.w.size, dtype=np.int64),
+    )
+    return np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), lv.w.shape)
 
 
 def _sum_children(parent, J, size):
     return np.stack([np.bincount(parent, weights=J[:, c], minlength=size) for c in range(N_COMP)], axis=1)
 
 
-def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name, record=None):
-    K = Kernels(chain)
+def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name, record=None, verifier="token"):
+    K = Kernels(chain, verifier)
     D = max_depth
     tk = cost.call_times(D)
     weights = time_weights(cost)
@@ -158,13 +164,63 @@ def evaluate_paths(
     *,
     max_nodes: int = 2_000_000,
     progress: bool | None = None,
+    verifier: Any = "token",
 ) -> PolicyValue:
-    """Exact value of a (memoryless) policy that may use the drafted path, by enumeration."""
+    """Exact value of a (memoryless) policy that may use the drafted path, by enumeration
+    (``verifier``: a token-by-token single-path rule, ``accept_prob`` its probability that
+    every drafted token is accepted)."""
     if policy.n_memory != 1:
         raise ValueError("policy: path enumeration supports memoryless policies only")
     T = chain.check_horizon(horizon)
-    v = _run(chain, policy, T, cost, policy.max_depth, max_nodes, progress, "evaluate on paths")
-    return _value(T, cost, v, policy)
+    name = "evaluate on paths"
+    v = _run(chain, policy, T, cost, policy.max_depth, max_nodes, progress, name, verifier=verifier)
+    return _value(T, cost, v, policy, counters=partial(paths_counters, chain, policy, T, verifier, max_nodes))
+
+
+def paths_counters(
+    chain: DecodingChain, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
+) -> Counters:
+    """The forward masses (:class:`~spectheory.stopping.value.Counters`) of a memoryless path
+    policy, on the same drafted-path tree: the round-start law ``F_n`` is carried forward through
+    each node's alive mass ``F_n(root) w rho``, its rejection branch (if the policy drafts on)
+    and its bonus branch (if it stops)."""
+    T = chain.check_horizon(horizon)
+    K = Kernels(chain, verifier)
+    S, D = K.S, policy.max_depth
+    F = np.zeros((T + 1, S))
+    F[0] = chain.initial
+    starts, rej_pos, counts = np.zeros((T, S)), np.zeros(T), np.zeros(D + 1)
+    tree = None
+    for n in range(T):
+        starts[n] = r = F[n]
+        if not r.any():
+            continue
+        kmax = min(D, T - n)
+        if tree is None or not K.hom:
+            tree = path_tree(K, n, kmax if not K.hom else D, max_nodes)
+        live = np.ones(S, dtype=bool)
+        for L in range(kmax + 1):
+            lv = tree[L]
+            if L:
+                live = live[lv.parent]
+            alive = np.where(live, r[lv.root] * lv.w * lv.rho, 0.0)
+            if L == kmax:
+                stop = np.ones(lv.w.size, dtype=bool)
+            else:  # the root (L = 0) always drafts
+                stop = node_stops(policy, lv, n, L) if L else np.zeros(S, dtype=bool)
+            ended = np.bincount(lv.state, weights=np.where(stop, alive, 0.0), minlength=S)
+            counts[L] += ended.sum()
+            if L and n + L < T:
+                F[n + L + 1] += K.push(ended, K.at(n + L).target)
+            if L < kmax:
+                going = np.bincount(lv.state, weights=np.where(stop, 0.0, alive), minlength=S)
+                rej = K.check(n + L, L).rej
+                r_mass = going @ rej.sum(-1)
+                rej_pos[n + L] += r_mass
+                counts[L] += r_mass
+                F[n + L + 1] += K.push(going, rej)
+                live = live & ~stop
+    return Counters(starts, rej_pos, counts)
 
 
 def optimal_paths(

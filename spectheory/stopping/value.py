@@ -16,7 +16,7 @@ from .cost import Cost
 if TYPE_CHECKING:
     from ._kernels import Kernels
 
-__all__ = ["PolicyValue", "backward_positions", "bonus_value", "reject_value"]
+__all__ = ["PolicyValue", "Counters", "backward_positions", "bonus_value", "reject_value"]
 
 _E = np.eye(N_COMP)
 
@@ -30,9 +30,10 @@ class PolicyValue(ExactResult):
     ``rejections``, ``draft_tokens``, ``accepted``, ``bonus_tokens``, ``tokens_per_call`` and the
     cost members ``time(cost)``, ``speedup(cost)``, ``time_per_token(cost)`` (methods, by default
     under the policy's own ``cost``). The per-position masses (``round_starts``,
-    ``rejection_by_position``) and the per-round histogram (``accepted_counts``) are not
-    computed by the backward recursion: they raise :class:`~spectheory.exact.NotComputedError`
-    (Monte Carlo estimates them: ``st.simulate(chain, T, policy)``).
+    ``rejection_by_position``) and the per-round histogram (``accepted_counts``, so
+    ``accepted_count_law``) come from a forward recursion over the same round law
+    (:mod:`spectheory.stopping.forward`), run on first use and kept; a value built without
+    one (``counters=None``) raises :class:`~spectheory.exact.NotComputedError` for them.
 
     Attributes
     ----------
@@ -48,6 +49,8 @@ class PolicyValue(ExactResult):
         Method-specific details (e.g. the optimal policy's decisions).
     bonus : bool
         Always ``True`` (the only protocol the stopping engines support).
+    counters : Counters, callable or None
+        The forward masses, or what computes them on first use (``None``: not computed).
 
     Examples
     --------
@@ -57,6 +60,8 @@ class PolicyValue(ExactResult):
     >>> v = evaluate_policy(chain, FixedGamma(4), 10, 0.25)
     >>> v.target_calls, v.accepted, v.time(), v.speedup(), v.speedup(0.0)
     (2.0, 8.0, 4.0, 2.5, 5.0)
+    >>> v.accepted_counts.tolist(), v.round_starts.sum(-1).tolist()[:6]
+    ([0.0, 0.0, 0.0, 0.0, 2.0], [1.0, 0.0, 0.0, 0.0, 0.0, 1.0])
     """
 
     horizon: int
@@ -69,33 +74,38 @@ class PolicyValue(ExactResult):
     policy: str = ""
     extra: dict = field(default_factory=dict, repr=False)
     bonus: bool = True
+    counters: Any = field(default=None, repr=False, compare=False)
 
     @property
     def accepted(self) -> float:
         """Expected accepted drafts: every position emits one accepted, correction or bonus token."""
         return self.horizon - self.rejections - self.bonus_tokens
 
-    def _not_computed(self, name: str) -> NotComputedError:
-        return NotComputedError(
-            f"PolicyValue.{name}: not computed by the policy engines (a backward recursion gives "
-            "the counters only); estimate it by Monte Carlo (st.simulate(chain, T, policy)), or "
-            "for a fixed gamma use chain.protocol(T, gamma)"
-        )
+    def _forward(self, name: str) -> Counters:
+        if self.counters is None:
+            raise NotComputedError(
+                f"PolicyValue.{name}: this value was built without its forward recursion "
+                "(counters=None); evaluate the policy with evaluate_policy or chain.protocol, or "
+                "estimate it by Monte Carlo (st.simulate(chain, T, policy))"
+            )
+        if not isinstance(self.counters, Counters):  # computed on first use, then kept
+            self.counters = self.counters()
+        return self.counters
 
     @property
     def accepted_counts(self) -> np.ndarray:
-        """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
-        raise self._not_computed("accepted_counts")
+        """Expected rounds accepting ``j`` drafts, ``[max_depth + 1]`` (sums to ``target_calls``)."""
+        return self._forward("accepted_counts").accepted_counts
 
     @property
     def rejection_by_position(self) -> np.ndarray:
-        """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
-        raise self._not_computed("rejection_by_position")
+        """P(the token at position ``n`` is a correction after a rejection), ``[horizon]``."""
+        return self._forward("rejection_by_position").rejection_by_position
 
     @property
     def round_starts(self) -> np.ndarray:
-        """Not computed (raises :class:`~spectheory.exact.NotComputedError`)."""
-        raise self._not_computed("round_starts")
+        """P(a round starts at position ``n`` in state ``s``), ``[horizon, S]``."""
+        return self._forward("round_starts").round_starts
 
     def _call_time(self, cost: Cost) -> float:
         if cost.target_call == self.cost.target_call:  # equal costs (CostModel.at) compare equal
@@ -124,7 +134,25 @@ class PolicyValue(ExactResult):
         }
 
 
-def _value(T: int, cost: Any, vec: np.ndarray, policy: Any, extra: dict | None = None) -> PolicyValue:
+@dataclass(frozen=True)
+class Counters:
+    """The forward masses of a generation under a policy (what :class:`PolicyValue` reads).
+
+    Attributes
+    ----------
+    round_starts : ndarray [T, S]
+    rejection_by_position : ndarray [T]
+    accepted_counts : ndarray [D + 1]
+    """
+
+    round_starts: np.ndarray
+    rejection_by_position: np.ndarray
+    accepted_counts: np.ndarray
+
+
+def _value(
+    T: int, cost: Any, vec: np.ndarray, policy: Any, extra: dict | None = None, counters: Any = None
+) -> PolicyValue:
     return PolicyValue(
         T,
         cost,
@@ -135,6 +163,7 @@ def _value(T: int, cost: Any, vec: np.ndarray, policy: Any, extra: dict | None =
         float(vec[BONUS]),
         getattr(policy, "name", str(policy)),
         extra or {},
+        counters=counters,
     )
 
 

@@ -54,7 +54,7 @@ def test_as_round_turns_every_shorthand_into_a_round():
         ({"policy": TREE}, "policy: expected"),
         ({"round": "token"}, "round: expected"),
         ({"round": True}, "round: expected"),
-        ({"policy": FixedGamma(2), "verifier": "block"}, "verifier: a draft-length policy"),
+        ({"policy": FixedGamma(2), "verifier": "tree_rrs"}, "verifier: .tree_rrs. verifies token trees"),
         ({"round": 0}, "gamma"),
     ],
 )

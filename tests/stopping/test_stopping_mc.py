@@ -116,8 +116,13 @@ def test_st_simulate_policy_arguments():
     chain = CHAINS["random_V3"]
     with pytest.raises(ValueError, match="policy"):
         st.simulate(chain, T, gamma=3, policy=FixedGamma(3), n_runs=10)
-    with pytest.raises(ValueError, match="policy"):
-        st.simulate(chain, T, policy=FixedGamma(3), n_runs=10, verifier="block")
+    # a policy takes any single-path verifier (it was token only)
+    blk = st.simulate(chain, T, policy=FixedGamma(3), n_runs=10, verifier="block", rng=0)
+    assert blk.verifier == "block" and blk.round == "policy(FixedGamma(3), verifier=block)"
+    again = st.simulate(chain, T, PolicyRound(FixedGamma(3), "block"), 10, rng=0)
+    np.testing.assert_array_equal(blk.accepted_counts, again.accepted_counts)
+    with pytest.raises(ValueError, match="verifies token trees"):
+        st.simulate(chain, T, policy=FixedGamma(3), n_runs=10, verifier="tree_rrs")
     with pytest.raises(ValueError, match="policy"):
         st.simulate(chain, T, policy=object(), n_runs=10)
     with pytest.raises(ValueError, match="policy"):
