@@ -35,6 +35,7 @@ from ..chain.classes import require_one_closed_class
 from ._kernels import Kernels, single_thread
 from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
+from .forward import forward_counters
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
 
 if TYPE_CHECKING:
@@ -112,6 +113,7 @@ def optimal_policy(
         chain.initial @ W0,
         f"optimum (state, max_depth={D})",
         {"information": "state", "lengths": lengths, "policy": policy},
+        counters=forward_counters(chain, policy, T),
     )
 
 

@@ -25,9 +25,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._guards import check_int
-from ..rounds.base import Round, RoundOutcome
+from ..rounds.base import Round, RoundOutcome, RoundTags
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
 from .cost import as_cost
+from .forward import forward_counters
 from .longrun import LongRunValue
 from .optimal import _gain, _round_start_tables
 from .policies import DEFAULT_MAX_DEPTH, FixedGamma
@@ -98,6 +99,23 @@ class OracleRound(Round):
 
     def check(self, chain: Any, horizon: int) -> None:
         self._inner.check(chain, horizon)
+
+    def tags(self) -> RoundTags:
+        """Monte Carlo and exact values only: the oracle reads the verifier's coins before it
+        drafts, so no real drafter can play it (decoder), its emitted tokens are
+        ``FixedGamma(max_depth)``'s (the kit checks that round), and there is no drafted
+        path to predict along (along-path)."""
+        coins = "the hindsight oracle reads the verifier's coins before drafting"
+        return RoundTags(
+            decoder=False,
+            kit=False,
+            along_path=False,
+            why_not={
+                "decoder": f"{coins}: no real drafter can play it",
+                "kit": f"{coins}; its emitted tokens are those of PolicyRound(FixedGamma({self._depth})), check that round",
+                "along_path": f"{coins}: a bound for Monte Carlo and exact values, not a runnable rule",
+            },
+        )
 
     def play(
         self,
@@ -191,8 +209,14 @@ def oracle_value(
                     zcache[kmax] = Z
             W_next = head + Z + H[:, kmax]
             H_next = H
+    # the oracle emits the tokens of the D-token round: its rounds start where FixedGamma(D)'s do
     return _value(
-        T, cost, chain.initial @ W_next, f"oracle (hindsight, max_depth={D})", {"information": "hindsight"}
+        T,
+        cost,
+        chain.initial @ W_next,
+        f"oracle (hindsight, max_depth={D})",
+        {"information": "hindsight"},
+        counters=forward_counters(chain, FixedGamma(D), T),
     )
 
 
