@@ -1,21 +1,31 @@
-"""The package's architecture, checked: no import cycles, rooms in layers, no string dispatch.
+"""The package's architecture, checked: no import cycles, rooms in layers, no dispatch on names.
 
 Every ``import`` statement of every module is read with :mod:`ast` (module-level and inside
-functions alike: a lazy import is still a dependency). Two graphs must be acyclic:
+functions alike: a lazy import is still a dependency). Two graphs are read: the runtime one
+(``if TYPE_CHECKING:`` blocks left out) and the type one (those blocks included: the graph a
+type checker reads, where a circle is a circle of meaning). In each, two graphs must be acyclic:
 
 - modules: ``a -> b`` when module ``a`` imports module ``b`` (imports of a package's
-  ``__init__`` re-export lists are not edges: ``from spectheory.verifiers import get_verifier``
-  depends on the module that defines it, which is what is followed);
+  ``__init__`` re-export lists are not edges: ``from spectheory.chain import DecodingChain``
+  depends on the module that defines it, ``spectheory.chain.core``, which is what is followed,
+  through ``from .x import name`` lines and lazy ``{name: module}`` tables alike);
 - rooms (the sub-packages ``laws``, ``exact``, ``verifiers``, ...): ``A -> B`` when a module
   of ``A`` imports one of ``B``. The rooms form layers, e.g. ``exact`` never imports ``chain``
   or ``verifiers``, ``verifiers`` never imports ``montecarlo``, ``chain`` or ``analysis``, and
   ``analysis`` (fronts, bounds, closed forms) reads only ``verifiers``, ``exact`` and ``laws``.
+  The engines annotate what they read of a chain, a tree or a rule with the protocols of
+  ``spectheory/_protocols.py`` (a bottom room), not with the concrete classes above them.
+
+Engines never switch on a name: not on a verifier's (``policy == "iid"``), not on a round's
+kind or reading (``kind == "tree"``, ``rnd.reading == "gls"``), and no module keeps a table
+keyed by round classes (``{PathRound: ...}``): a round is driven through its own methods.
 """
 
 import ast
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -24,10 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "spectheory"
 
 
-def _modules():
+def _modules(root=ROOT):
+    """``{dotted name: path}`` of every module of the ``spectheory`` package under ``root``."""
     out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    for path in (root / "spectheory").rglob("*.py"):
+        parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = path
@@ -47,11 +58,48 @@ def _resolve(name, level, current, is_pkg):
     return ".".join(base + ([name] if name else []))
 
 
-def _defining_module(target, attr=None):
-    """The module an import really depends on: a submodule if ``attr`` is one, else ``target``."""
-    if attr and f"{target}.{attr}" in MODULES:
+def _reexports(package, modules):
+    """``{name: module}`` of what a package's ``__init__`` re-exports: its ``from .x import name``
+    lines (``if TYPE_CHECKING:`` blocks included) and its lazy tables (a dict literal of strings,
+    ``{"tree_generate": "tree_decode"}`` or ``{"DecodingChain": "spectheory.chain.core"}``)."""
+    out = {}
+    for node in ast.walk(ast.parse(modules[package].read_text())):
+        if isinstance(node, ast.ImportFrom):
+            target = _resolve(node.module or "", node.level, package, True)
+            for alias in node.names:
+                dep = f"{target}.{alias.name}" if f"{target}.{alias.name}" in modules else target
+                if dep in modules and dep != package:
+                    out[alias.asname or alias.name] = dep
+        elif isinstance(node, ast.Dict) and node.keys:
+            pairs = list(zip(node.keys, node.values, strict=True))
+            if all(isinstance(x, ast.Constant) and isinstance(x.value, str) for kv in pairs for x in kv):
+                for k, v in pairs:
+                    for dep in (v.value, f"{package}.{v.value}"):
+                        if dep in modules and dep != package:
+                            out.setdefault(k.value, dep)
+    return out
+
+
+def _reexport_tables(modules):
+    return {m: _reexports(m, modules) for m, p in modules.items() if p.name == "__init__.py"}
+
+
+_REEXPORTS = _reexport_tables(MODULES)
+
+
+def _defining_module(target, attr, modules, reexports):
+    """The module an import really depends on: a submodule if ``attr`` is one, the module that
+    defines ``attr`` if ``target`` is a package re-exporting it (followed through packages),
+    else ``target``."""
+    seen = set()
+    while attr and target in reexports and target not in seen and f"{target}.{attr}" not in modules:
+        seen.add(target)
+        if attr not in reexports[target]:
+            break
+        target = reexports[target][attr]
+    if attr and f"{target}.{attr}" in modules:
         return f"{target}.{attr}"
-    return target if target in MODULES else None
+    return target if target in modules else None
 
 
 def _type_only(tree):
@@ -63,12 +111,16 @@ def _type_only(tree):
     return out
 
 
-def import_graph():
-    graph = {m: set() for m in MODULES}
-    for mod, path in MODULES.items():
+def import_graph(type_checking=False, modules=None):
+    """``{module: modules it imports}``; with ``type_checking`` the ``if TYPE_CHECKING:`` imports
+    count too. ``modules`` (default: this package's) is ``{dotted name: path}``."""
+    modules = MODULES if modules is None else modules
+    reexports = _REEXPORTS if modules is MODULES else _reexport_tables(modules)
+    graph = {m: set() for m in modules}
+    for mod, path in modules.items():
         is_pkg = path.name == "__init__.py"
         tree = ast.parse(path.read_text())
-        skip = _type_only(tree)
+        skip = set() if type_checking else _type_only(tree)
         for node in ast.walk(tree):
             if id(node) in skip:
                 continue
@@ -77,21 +129,22 @@ def import_graph():
                 if not target.startswith("spectheory"):
                     continue
                 for alias in node.names:
-                    dep = _defining_module(target, alias.name)
+                    dep = _defining_module(target, alias.name, modules, reexports)
                     if dep and dep != mod:
                         graph[mod].add(dep)
             elif isinstance(node, ast.Import):
                 for alias in node.names:
-                    if alias.name.startswith("spectheory") and alias.name in MODULES and alias.name != mod:
+                    if alias.name.startswith("spectheory") and alias.name in modules and alias.name != mod:
                         graph[mod].add(alias.name)
     return graph
 
 
-def _skip_package_inits(graph):
+def _skip_package_inits(graph, modules=None):
     """Edges through a package's ``__init__`` (a list of re-exports) are replaced by nothing:
     importing a name from a package depends on the submodule that defines it, which the
     submodule edges already show; ``spectheory/__init__.py`` (the everyday verbs) likewise."""
-    inits = {m for m, p in MODULES.items() if p.name == "__init__.py"}
+    modules = MODULES if modules is None else modules
+    inits = {m for m, p in modules.items() if p.name == "__init__.py"}
     return {m: {d for d in deps if d not in inits} for m, deps in graph.items() if m not in inits}
 
 
@@ -125,10 +178,9 @@ def room(module):
     return parts[1] if len(parts) > 1 else "spectheory"
 
 
-def room_graph():
+def room_graph(type_checking=False, modules=None):
     rooms = {}
-    full = import_graph()
-    for mod, deps in full.items():
+    for mod, deps in import_graph(type_checking, modules).items():
         if mod == "spectheory":
             continue
         for dep in deps:
@@ -138,21 +190,30 @@ def room_graph():
     return rooms
 
 
-def test_module_import_graph_has_no_cycle():
-    cycle = find_cycle(_skip_package_inits(import_graph()))
+GRAPHS = pytest.mark.parametrize("type_checking", [False, True], ids=["runtime", "type_checking"])
+
+
+@GRAPHS
+def test_module_import_graph_has_no_cycle(type_checking):
+    cycle = find_cycle(_skip_package_inits(import_graph(type_checking)))
     assert cycle is None, " -> ".join(cycle)
 
 
-def test_rooms_form_layers():
-    rooms = room_graph()
+@GRAPHS
+def test_rooms_form_layers(type_checking):
+    rooms = room_graph(type_checking)
     cycle = find_cycle(rooms)
     assert cycle is None, "rooms import each other in a circle: " + " -> ".join(cycle)
+    # _protocols (what the engines read of a chain, a tree, a rule) sits at the bottom
+    assert not rooms.get("_protocols", set()) - {"_typing"}, rooms.get("_protocols")
     assert not rooms.get("exact", set()) & {"chain", "verifiers", "montecarlo"}, rooms.get("exact")
-    assert not rooms.get("verifiers", set()) & {"chain", "montecarlo", "analysis"}, rooms.get("verifiers")
+    assert not rooms.get("verifiers", set()) & {"chain", "montecarlo", "analysis", "trees"}, rooms.get(
+        "verifiers"
+    )
     # analysis (fronts, bounds, closed forms) sits on the rules: it reads verifiers and laws,
     # never the simulators, the chain constructors or anything above them
     # (_guards, _sizes, _progress: the input checks, size limits and progress bar every room uses)
-    base = {"_guards", "_sizes", "_progress"}
+    base = {"_guards", "_sizes", "_progress", "_protocols"}
     assert not rooms.get("analysis", set()) - base - {"laws", "verifiers", "exact"}, rooms.get("analysis")
     assert not rooms.get("laws", set()) - {"_guards", "_deprecation"}, rooms.get("laws")
     for low in (
@@ -167,6 +228,43 @@ def test_rooms_form_layers():
         "testing",
     ):
         assert "app" not in rooms.get(low, set()), f"{low} imports the application layer"
+
+
+def _toy_package(root, files):
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text))
+    return _modules(root)
+
+
+def test_cycle_finder_can_fail(tmp_path):
+    """The graph tests above can fail: a circle closed only by an annotation import, through a
+    package's re-export, is found in the type graph and not in the runtime one."""
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert find_cycle({"a": {"b"}, "b": {"c"}, "c": set()}) is None
+    modules = _toy_package(
+        tmp_path,
+        {
+            "spectheory/__init__.py": "",
+            "spectheory/chain/__init__.py": "from .core import Chain\n",
+            "spectheory/chain/core.py": "from ..exact.engine import value\n\nclass Chain: ...\n",
+            "spectheory/exact/__init__.py": "",
+            "spectheory/exact/engine.py": """\
+                from typing import TYPE_CHECKING
+
+                if TYPE_CHECKING:
+                    from ..chain import Chain
+
+                def value(chain: "Chain") -> float: ...
+            """,
+        },
+    )
+    runtime = _skip_package_inits(import_graph(False, modules), modules)
+    typed = _skip_package_inits(import_graph(True, modules), modules)
+    assert find_cycle(runtime) is None
+    assert find_cycle(typed) == ["spectheory.chain.core", "spectheory.exact.engine", "spectheory.chain.core"]
+    assert find_cycle(room_graph(True, modules)) == ["chain", "exact", "chain"]
 
 
 def test_every_module_imports_alone_in_a_fresh_interpreter():

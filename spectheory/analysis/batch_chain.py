@@ -16,7 +16,7 @@ from ..verifiers._positional import _check_gamma, per_kernel
 from ..verifiers.batch_step import _check_M, batch_first_token_masses
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["BatchRejections", "batch_expected_rejections"]
 
@@ -51,7 +51,7 @@ class BatchRejections:
 
 
 def batch_expected_rejections(
-    chain: DecodingChain, horizon: int, M: int, gamma: int | None = None, bonus: bool = True
+    chain: ChainLike, horizon: int, M: int, gamma: int | None = None, bonus: bool = True
 ) -> BatchRejections:
     r"""Exact expected rejections of batch speculative decoding with ``M`` drafts.
 

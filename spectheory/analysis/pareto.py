@@ -37,7 +37,7 @@ from ..verifiers._positional import _check_gamma, round_length
 from ..verifiers.rejection import RejectionRule, rule_expected_rejections
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = [
     "ParetoFront",
@@ -62,7 +62,7 @@ def all_sequences(vocab_size: int, horizon: int) -> np.ndarray:
 
 
 def sequence_log_likelihoods(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     rule: RejectionRule,
     tokens: ArrayLike,
@@ -144,7 +144,7 @@ def sequence_log_likelihoods(
 
 
 def sequence_tv(
-    chain: DecodingChain, horizon: int, rule: RejectionRule, gamma: int | None = None, bonus: bool = True
+    chain: ChainLike, horizon: int, rule: RejectionRule, gamma: int | None = None, bonus: bool = True
 ) -> float:
     r"""Exact :math:`\mathrm{TV}(G, P_T)` by enumerating all :math:`V^T` sequences.
 
@@ -165,7 +165,7 @@ def sequence_tv(
 
 
 def sequence_front(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     rules: Sequence[RejectionRule],
     gamma: int | None = None,

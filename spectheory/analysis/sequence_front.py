@@ -45,7 +45,7 @@ from .sequence_front_lp import FrontSolver
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, PrefixForest, prefix_forest, unrolled_chain
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike, UnrolledChainLike
 
 __all__ = ["SequenceFront", "optimal_sequence_front", "optimal_rule_chain", "optimal_sequence_rule"]
 
@@ -95,7 +95,7 @@ class SequenceFront:
 
 
 def optimal_sequence_front(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     eps: ArrayLike,
     *,
@@ -218,7 +218,7 @@ def _front_point(front: SequenceFront, index: Any) -> Any:
     return front.law_at(idx)
 
 
-def optimal_rule_chain(front: SequenceFront, index: int | tuple = 0) -> tuple[DecodingChain, np.ndarray]:
+def optimal_rule_chain(front: SequenceFront, index: int | tuple = 0) -> tuple[UnrolledChainLike, np.ndarray]:
     r"""The front point ``eps[index]`` as a chain whose *target* is the optimal emitted law.
 
     The optimal rule at a prefix accepts the draft token ``x`` with probability
@@ -255,7 +255,7 @@ def optimal_rule_chain(front: SequenceFront, index: int | tuple = 0) -> tuple[De
 
 def optimal_sequence_rule(
     front: SequenceFront, index: int | tuple = 0
-) -> tuple[DecodingChain, RejectionRule]:
+) -> tuple[UnrolledChainLike, RejectionRule]:
     r"""The optimal lossy verifier of the front point ``eps[index]`` as a per-state rule.
 
     Returns ``(chain, rule)``: ``chain`` is the unrolled prefix forest of the original chain

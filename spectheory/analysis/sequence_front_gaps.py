@@ -31,7 +31,7 @@ from .sequence_front import SequenceFront, optimal_sequence_front
 from .sequence_front_tree import MAX_FRONT_SEQUENCES, prefix_forest, rule_point
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["mixture_rule", "heuristic_rules", "FrontGap", "front_gaps"]
 
@@ -111,7 +111,7 @@ class FrontGap:
 
 
 def front_gaps(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     rules: Sequence[tuple[str, Any, RejectionRule]] | None = None,
     *,

@@ -28,7 +28,7 @@ from numpy.typing import ArrayLike
 from .._guards import check_int
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike, UnrolledChainLike
     from ..verifiers.rejection import RejectionRule
 
 __all__ = [
@@ -123,7 +123,7 @@ def _start_law(chain, start_state):
 
 
 def prefix_forest(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     start_state: int | None = None,
     max_sequences: int = MAX_FRONT_SEQUENCES,
@@ -170,7 +170,7 @@ def prefix_forest(
     return PrefixForest(V, T, starts, weights, states, tgt, drf, tmass, dmass, type(chain))
 
 
-def unrolled_chain(forest: PrefixForest) -> DecodingChain:
+def unrolled_chain(forest: PrefixForest) -> UnrolledChainLike:
     r"""The forest as a :class:`~spectheory.DecodingChain` whose state is (start, whole prefix).
 
     States are the forest's nodes of depth ``0..T`` in level order (depth-``T`` nodes are
@@ -213,7 +213,9 @@ class RulePoint:
     law: np.ndarray
 
 
-def rule_point(forest: PrefixForest, rule: RejectionRule, chain: DecodingChain | None = None) -> RulePoint:
+def rule_point(
+    forest: PrefixForest, rule: RejectionRule, chain: UnrolledChainLike | None = None
+) -> RulePoint:
     r"""Exact expected rejections and sequence TV of a per-state rule, by enumeration.
 
     With the bonus off every position is a check of one draft token; at a node with

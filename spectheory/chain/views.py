@@ -19,9 +19,9 @@ from ..rounds.normalize import as_round
 from ..verifiers.base import get_verifier
 
 if TYPE_CHECKING:
+    from .._protocols import ChainLike, ChainWithViews
     from ..exact.iid_gap import LeviathanGap
     from ..verifiers import Verifier
-    from .core import DecodingChain
 
 __all__ = ["ProtocolViews"]
 
@@ -100,12 +100,12 @@ class ProtocolViews:
         Its sum is Yin et al.'s Theorem 1: the expected rejections with ``bonus=False``
         (every position a draft check), whatever ``gamma``; see :meth:`rejection_lower_bound`.
         """
-        return analysis.tv_profile(cast("DecodingChain", self), horizon)
+        return analysis.tv_profile(cast("ChainLike", self), horizon)
 
     def rejection_lower_bound(self, horizon: int) -> float:
         """Theorem 1 = the Theorem 2 bound: ``tv_profile(T).sum()``; see
         :func:`spectheory.exact.expectations.rejection_lower_bound`."""
-        return analysis.rejection_lower_bound(cast("DecodingChain", self), horizon)
+        return analysis.rejection_lower_bound(cast("ChainLike", self), horizon)
 
     def expected_rejections(
         self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
@@ -165,7 +165,7 @@ class ProtocolViews:
         ``per_state=True`` the law given the round's start state (token verification;
         :func:`spectheory.exact.expectations.accepted_count_per_state`)."""
         if per_state:
-            return analysis.accepted_count_per_state(cast("DecodingChain", self), horizon, gamma)
+            return analysis.accepted_count_per_state(cast("ChainLike", self), horizon, gamma)
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).accepted_count_law
 
     def expected_tokens_per_call(
@@ -194,7 +194,7 @@ class ProtocolViews:
         """
         if per_generation:
             return analysis.tokens_per_call_per_generation(
-                cast("DecodingChain", self), horizon, gamma, bonus, get_verifier(verifier).require_path()
+                cast("ChainLike", self), horizon, gamma, bonus, get_verifier(verifier).require_path()
             )
         return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).tokens_per_call
 
@@ -226,7 +226,7 @@ class ProtocolViews:
     ) -> np.ndarray:
         """Exact law of the generated sequence; see :func:`spectheory.exact.expectations.sequence_law`."""
         return analysis.sequence_law(
-            cast("DecodingChain", self),
+            cast("ChainLike", self),
             horizon,
             gamma=gamma,
             bonus=bonus,
@@ -238,4 +238,4 @@ class ProtocolViews:
         self, horizon: int, gamma: int, bonus: bool = True, c: float | None = None
     ) -> LeviathanGap:
         """Exact chain value vs Leviathan's i.i.d. formula; see :func:`spectheory.exact.iid_gap.leviathan_gap`."""
-        return iid_gap.leviathan_gap(cast("DecodingChain", self), horizon, gamma, bonus=bonus, c=c)
+        return iid_gap.leviathan_gap(cast("ChainWithViews", self), horizon, gamma, bonus=bonus, c=c)

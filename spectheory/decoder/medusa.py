@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
+    from .._protocols import TreeRule
     from ..verifiers.base import Verifier
     from .batching import CausalLM, Prompt
     from .stats import GenerationResult
@@ -271,7 +272,7 @@ def medusa_generate(
     prompts: Sequence[Prompt],
     max_new_tokens: int,
     tree: DraftTree,
-    verifier: str | Verifier | Callable[..., Any] = "tree_topk",
+    verifier: str | Verifier | TreeRule | Callable[..., Any] = "tree_topk",
     **kwargs: Any,
 ) -> GenerationResult:
     """Tree decoding with Medusa heads as the drafter (see :func:`tree_generate`).

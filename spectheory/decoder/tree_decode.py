@@ -49,6 +49,7 @@ from .tree_draft import ModelDrafter, draw_level
 from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
+    from .._protocols import TreeRule
     from ..verifiers.children import ChildPolicy
     from .batching import CausalLM, Prompt
 
@@ -61,7 +62,7 @@ _BLOCK = (
 
 # ----------------------------------------------------------------------------- verification
 def resolve_rule(
-    verifier: str | Verifier | Callable[..., Any], children: ChildPolicy | str | None = None
+    verifier: str | Verifier | TreeRule | Callable[..., Any], children: ChildPolicy | str | None = None
 ) -> tuple[Callable[..., Any], ChildPolicy, str]:
     """``(rule, children, name)`` from a tree-verifier name/object or a callable rule.
 
@@ -177,7 +178,7 @@ def tree_generate(
     prompts: Sequence[Prompt],
     max_new_tokens: int,
     tree: DraftTree,
-    verifier: str | Verifier | Callable[..., Any] = "tree_rrs",
+    verifier: str | Verifier | TreeRule | Callable[..., Any] = "tree_rrs",
     temperature: float = 1.0,
     top_k: int | None = None,
     top_p: float | None = None,

@@ -20,7 +20,7 @@ from .._sizes import PROGRESS_SECONDS, check_size
 from .result import ProtocolResult
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["ProtocolResult", "token_masses", "scaled_masses", "blas_single_thread"]
 
@@ -135,7 +135,7 @@ def _positions(T, G, S, progress, desc, seconds=None):
     return progress_range(T, desc, show=True, unit="pos")
 
 
-def check_engine_size(chain: DecodingChain, computation: str, T: int, **sizes: float) -> float:
+def check_engine_size(chain: ChainLike, computation: str, T: int, **sizes: float) -> float:
     """Refuse an exact computation estimated above the limits (:func:`spectheory._sizes.check_size`,
     before anything is allocated); returns its estimated seconds (for the progress bar)."""
     S = chain.n_states
@@ -157,7 +157,7 @@ def _check_gamma(gamma):
 
 
 # ------------------------------------------------------ token-like masses
-def token_masses(chain: DecodingChain) -> tuple[Any, Any]:
+def token_masses(chain: ChainLike) -> tuple[Any, Any]:
     """Standard token verification: ``(accept, reject)`` mass providers ``(n, i) -> [S, V]``.
 
     ``accept = min(target, draft)``, ``reject = max(target - draft, 0)``; independent
@@ -175,7 +175,7 @@ def token_masses(chain: DecodingChain) -> tuple[Any, Any]:
     return acc, rej
 
 
-def scaled_masses(chain: DecodingChain, scale: float) -> tuple[Any, Any]:
+def scaled_masses(chain: ChainLike, scale: float) -> tuple[Any, Any]:
     r"""Token verification with acceptance scaled down: ``b(x) = s * min(1, target/draft)``.
 
     The rejection law that keeps the output equal to the target is

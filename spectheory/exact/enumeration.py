@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .._guards import check_int
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = [
     "Outcome",
@@ -63,14 +63,14 @@ class Outcome(NamedTuple):
     accepted_counts: tuple  # accepted count of each round, in order
 
 
-def fraction_kernel(chain: DecodingChain, n: int, s: int) -> tuple[list[Fraction], list[Fraction]]:
+def fraction_kernel(chain: ChainLike, n: int, s: int) -> tuple[list[Fraction], list[Fraction]]:
     """``(target, draft)`` rows at kernel index ``n`` and state ``s`` as Fractions."""
     t, d = chain.kernels(n)
     return [Fraction(float(v)) for v in t[s]], [Fraction(float(v)) for v in d[s]]
 
 
 def protocol_outcomes(
-    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, accept_scale: Fraction | int | str = 1
+    chain: ChainLike, horizon: int, gamma: int, bonus: bool = True, accept_scale: Fraction | int | str = 1
 ) -> dict[Outcome, Fraction]:
     r"""Exact law of the outcomes of one generation, as ``{Outcome: Fraction}``.
 
@@ -238,7 +238,7 @@ def accepted_histogram(outcomes: dict[Outcome, Fraction], gamma: int) -> list[Fr
     return hist
 
 
-def target_sequence_law_exact(chain: DecodingChain, horizon: int) -> dict[tuple[int, ...], Fraction]:
+def target_sequence_law_exact(chain: ChainLike, horizon: int) -> dict[tuple[int, ...], Fraction]:
     """Law of ``T`` tokens sampled from the target, ``{tokens: Fraction}`` (zeros omitted)."""
     T = chain.check_horizon(horizon)
     law: dict = defaultdict(Fraction)

@@ -29,8 +29,7 @@ from .phase import calls_law, token_accept_survival
 from .sequence_laws import phase_sequence_law, target_sequence_law
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
-    from ..verifiers import Verifier
+    from .._protocols import ChainLike, ExactRule
 
 __all__ = [
     "tv_profile",
@@ -46,7 +45,7 @@ _CACHE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _MAX_PAD = 1 << 20  # gamma from which accepted_counts is not padded to gamma + 1 entries
 
 
-def tv_profile(chain: DecodingChain, horizon: int) -> np.ndarray:
+def tv_profile(chain: ChainLike, horizon: int) -> np.ndarray:
     r"""Expected TV between target and draft at each position under target prefixes.
 
     .. math:: \mathrm{tv}_n = E_{s_{n-1} \sim p}\big[\mathrm{TV}(p_n(\cdot|s_{n-1}), q_n(\cdot|s_{n-1}))\big], \quad n = 1..T.
@@ -72,7 +71,7 @@ def tv_profile(chain: DecodingChain, horizon: int) -> np.ndarray:
 
 
 def protocol_result(
-    chain: DecodingChain, horizon: int, gamma: int, bonus: bool, verifier: Verifier
+    chain: ChainLike, horizon: int, gamma: int, bonus: bool, verifier: ExactRule
 ) -> ProtocolResult:
     """Exact :class:`~spectheory.exact.ProtocolResult` of one generation (cached per chain,
     arguments and rule).
@@ -100,7 +99,7 @@ def protocol_result(
     return store[key]
 
 
-def rejection_lower_bound(chain: DecodingChain, horizon: int) -> float:
+def rejection_lower_bound(chain: ChainLike, horizon: int) -> float:
     r"""Lower bound on expected rejections of any unbiased rejection-based verifier.
 
     Yin et al. (2024), Theorem 2: :math:`\sum_{n=1}^{T} E_{s \sim p}[\mathrm{TV}(p_n, q_n)]`,
@@ -128,7 +127,7 @@ def rejection_lower_bound(chain: DecodingChain, horizon: int) -> float:
     return float(tv_profile(chain, horizon).sum())
 
 
-def accepted_count_per_state(chain: DecodingChain, horizon: int, gamma: int) -> np.ndarray:
+def accepted_count_per_state(chain: ChainLike, horizon: int, gamma: int) -> np.ndarray:
     r"""Law of the number ``J`` of accepted drafts in a round given its start state (token
     verification).
 
@@ -159,7 +158,7 @@ def _phase_masses(chain, verifier):
 
 
 def target_calls_law(
-    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, verifier: Verifier | None = None
+    chain: ChainLike, horizon: int, gamma: int, bonus: bool = True, verifier: ExactRule | None = None
 ) -> np.ndarray:
     """Exact law of the number of target calls in a generation, shape ``[T + 1]``.
 
@@ -178,7 +177,7 @@ def target_calls_law(
 
 
 def tokens_per_call_per_generation(
-    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, verifier: Verifier | None = None
+    chain: ChainLike, horizon: int, gamma: int, bonus: bool = True, verifier: ExactRule | None = None
 ) -> float:
     r"""``E[T / calls]``: the mean over generations of each generation's tokens per call.
 
@@ -200,13 +199,13 @@ def tokens_per_call_per_generation(
 
 
 def sequence_law(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     gamma: int | None = None,
     bonus: bool = True,
     method: str = "speculative",
     max_elements: int = 2**24,
-    verifier: Verifier | None = None,
+    verifier: ExactRule | None = None,
 ) -> np.ndarray:
     r"""Exact law of the ``T`` generated tokens, by enumeration of all ``V**T`` sequences.
 

@@ -21,7 +21,7 @@ from ..laws.closed_form import iid_tokens_per_call as _formula_tokens_per_call
 from .expectations import tv_profile
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainWithViews
 
 __all__ = ["LeviathanGap", "leviathan_gap"]
 
@@ -50,7 +50,7 @@ class LeviathanGap:
 
 
 def leviathan_gap(
-    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, c: float | None = None
+    chain: ChainWithViews, horizon: int, gamma: int, bonus: bool = True, c: float | None = None
 ) -> LeviathanGap:
     """How far Leviathan's formula with ``alpha`` = average acceptance is from the chain.
 

@@ -25,14 +25,14 @@ from .core import (
 )
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["phase_recursion", "calls_law", "token_accept_survival"]
 
 
 @_single_threaded
 def phase_recursion(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     gamma: int,
     bonus: bool,
@@ -153,7 +153,7 @@ def phase_recursion(
 
 @_single_threaded
 def calls_law(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     gamma: int,
     bonus: bool,
@@ -208,7 +208,7 @@ def calls_law(
 
 
 @_single_threaded
-def token_accept_survival(chain: DecodingChain, horizon: int, gamma: int) -> np.ndarray:
+def token_accept_survival(chain: ChainLike, horizon: int, gamma: int) -> np.ndarray:
     r"""Per-start law of a round's accepted count under token verification.
 
     ``P(J >= j | n0, s) = (A_{n0} A_{n0+1} ... A_{n0+j-1} 1)(s)`` with

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from .core import ProtocolResult, _check_gamma, _positions, _single_threaded, check_engine_size, token_masses
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["round_recursion", "token_round_transition"]
 
@@ -25,7 +25,7 @@ RoundTransition = Callable[[int, int, bool], np.ndarray]
 
 @_single_threaded
 def round_recursion(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     gamma: int,
     bonus: bool,
@@ -110,7 +110,7 @@ def _dense(op):
     return op.toarray() if sp.issparse(op) else np.asarray(op)
 
 
-def token_round_transition(chain: DecodingChain) -> RoundTransition:
+def token_round_transition(chain: ChainLike) -> RoundTransition:
     r"""Standard token verification as a round transition ``(n0, k, emit_bonus) -> [S, k+1, S]``.
 
     With ``A_n``, ``R_n`` the operators of ``min(target, draft)`` and

@@ -15,7 +15,7 @@ from numpy.typing import ArrayLike
 from .core import _check_gamma, _check_rows, _MassOps
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["target_sequence_law", "phase_sequence_law"]
 
@@ -40,7 +40,7 @@ def _check_size(chain, T, width, max_elements):
         )
 
 
-def target_sequence_law(chain: DecodingChain, horizon: int, max_elements: int = 2**24) -> np.ndarray:
+def target_sequence_law(chain: ChainLike, horizon: int, max_elements: int = 2**24) -> np.ndarray:
     """Exact law of ``T`` tokens sampled from the target, shape ``[V] * T``."""
     T = chain.check_horizon(horizon)
     _check_size(chain, T, 1, max_elements)
@@ -53,7 +53,7 @@ def target_sequence_law(chain: DecodingChain, horizon: int, max_elements: int = 
 
 
 def phase_sequence_law(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     gamma: int,
     bonus: bool,

@@ -13,13 +13,13 @@ from ..verifiers.rejection import RejectionRule
 from .simulator import mean_and_se, simulate
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["sequence_tv_mc"]
 
 
 def sequence_tv_mc(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     rule: RejectionRule,
     n_runs: int,

@@ -33,25 +33,25 @@ from .._guards import as_law, check_bool, check_int
 if TYPE_CHECKING:
     import torch
 
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["transition_tensor", "expected_calls_torch", "expected_calls_gradient", "calls_and_gradient"]
 
 
-def transition_tensor(chain: DecodingChain) -> np.ndarray:
+def transition_tensor(chain: ChainLike) -> np.ndarray:
     """Dense ``K[s, x, s']`` = P(next state ``s'`` | state ``s``, token ``x``), shape ``[S, V, S]``."""
     S, V = chain.n_states, chain.vocab_size
     return chain.transition_law.toarray().reshape(S, V, S)
 
 
-def _check(chain: DecodingChain, horizon: int, gamma: int) -> tuple[int, int]:
+def _check(chain: ChainLike, horizon: int, gamma: int) -> tuple[int, int]:
     if not chain.is_homogeneous:
         raise ValueError("chain: the multi-step objective needs a homogeneous chain (2-d kernels)")
     return chain.check_horizon(horizon), check_int(gamma, "gamma", 1)
 
 
 def expected_calls_torch(
-    chain: DecodingChain, draft: torch.Tensor, horizon: int, gamma: int, bonus: bool = True
+    chain: ChainLike, draft: torch.Tensor, horizon: int, gamma: int, bonus: bool = True
 ) -> torch.Tensor:
     r"""Expected target calls of one generation of ``horizon`` tokens with draft kernel ``draft``.
 
@@ -105,7 +105,7 @@ def expected_calls_torch(
 
 
 def expected_calls_gradient(
-    chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True, draft: ArrayLike | None = None
+    chain: ChainLike, horizon: int, gamma: int, bonus: bool = True, draft: ArrayLike | None = None
 ) -> np.ndarray:
     r"""``dC / dq(x | s)``, shape ``[S, V]``: the gradient of the expected target calls in the
     draft law, by the adjoint (backward) recursion of ``docs/draft_objectives.md``.
@@ -130,7 +130,7 @@ def expected_calls_gradient(
 
 
 def calls_and_gradient(
-    chain: DecodingChain, q: np.ndarray, T: int, G: int, bonus: bool, K: np.ndarray
+    chain: ChainLike, q: np.ndarray, T: int, G: int, bonus: bool, K: np.ndarray
 ) -> tuple[float, np.ndarray]:
     """``(C, dC/dq)`` for draft kernel ``q`` (checked arguments; ``K`` = :func:`transition_tensor`)."""
     p = chain.target

@@ -33,7 +33,7 @@ from .._typing import RNGLike
 from .policies import Policy, StopContext, require_memory
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["policy_round_dp", "stop_along_paths", "ratio_mean_se", "chain_path_inputs"]
 
@@ -216,7 +216,7 @@ def ratio_mean_se(numerator: ArrayLike, denominator: ArrayLike) -> tuple[float, 
 
 
 def chain_path_inputs(
-    chain: DecodingChain, tokens: ArrayLike, rejected_draws: int = 0, rng: RNGLike = None
+    chain: ChainLike, tokens: ArrayLike, rejected_draws: int = 0, rng: RNGLike = None
 ) -> dict:
     """The inputs of :func:`policy_round_dp` along token paths of a chain.
 

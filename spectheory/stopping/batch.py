@@ -32,7 +32,7 @@ from ..cost.model import CostModel
 from .optimal import _round_start_tables, long_run_optimum
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["LockstepRate", "lockstep_rate", "optimal_policy_by_batch"]
 
@@ -100,7 +100,7 @@ def _stationary(P: np.ndarray) -> np.ndarray:
 
 
 def lockstep_rate(
-    chain: DecodingChain, lengths: int | ArrayLike, model: CostModel, batch: int, *, context: float = 0.0
+    chain: ChainLike, lengths: int | ArrayLike, model: CostModel, batch: int, *, context: float = 0.0
 ) -> LockstepRate:
     """The long-run rate of ``batch`` rows in lockstep drafting ``lengths[s]`` from round-start state ``s``.
 
@@ -157,7 +157,7 @@ def lockstep_rate(
 
 
 def optimal_policy_by_batch(
-    chain: DecodingChain,
+    chain: ChainLike,
     model: CostModel,
     batches: Sequence[int],
     *,

@@ -43,7 +43,7 @@ from .policies import FixedGamma, Policy, StartStatePolicy, require_memory
 from .value import Counters, PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
 
 __all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
@@ -52,7 +52,7 @@ _E = np.eye(N_COMP)
 
 
 def evaluate_policy(
-    chain: DecodingChain,
+    chain: ChainLike,
     policy: Policy,
     horizon: int,
     cost: Cost | float | None = None,

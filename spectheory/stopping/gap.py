@@ -28,7 +28,7 @@ from .optimal import long_run_optimum, optimal_policy
 from .oracle import long_run_oracle, oracle_value
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
     from .policies import Policy
 
@@ -93,7 +93,7 @@ class OracleGap:
 
 
 def oracle_gap(
-    chain: DecodingChain,
+    chain: ChainLike,
     policy: Policy,
     cost: Cost | float | None = None,
     *,

@@ -35,7 +35,7 @@ from .optimal import _dense, _gain, long_run_rate
 from .policies import Policy, StartStatePolicy, require_memory
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
 
 __all__ = ["LongRunValue", "LongRunRate", "long_run_policy"]
@@ -80,7 +80,7 @@ class LongRunValue(LongRunRate):
         )
 
 
-def long_run_policy(chain: DecodingChain, policy: Policy, cost: Cost | float | None = None) -> LongRunValue:
+def long_run_policy(chain: ChainLike, policy: Policy, cost: Cost | float | None = None) -> LongRunValue:
     r"""Exact long-run tokens per unit time of ``policy`` (Markov in a finite memory) on a homogeneous chain.
 
     Parameters

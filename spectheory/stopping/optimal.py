@@ -39,7 +39,7 @@ from .forward import forward_counters
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
     from .policies import Policy
 
@@ -56,7 +56,7 @@ INFORMATION = ("state", "path")
 
 
 def optimal_policy(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     cost: Cost | float | None = None,
     information: str = "state",
@@ -118,7 +118,7 @@ def optimal_policy(
 
 
 def compare_policies(
-    chain: DecodingChain,
+    chain: ChainLike,
     policies: Sequence[Policy],
     horizon: int,
     cost: Cost | float | None = None,
@@ -220,7 +220,7 @@ def _gain(P, r):
 
 
 def long_run_optimum(
-    chain: DecodingChain, cost: Cost | float | None = None, max_depth: int = 64, *, max_iter: int = 200
+    chain: ChainLike, cost: Cost | float | None = None, max_depth: int = 64, *, max_iter: int = 200
 ) -> LongRunResult:
     r"""Maximum long-run tokens per unit time over round-start policies ``k(s)``, by Dinkelbach's method.
 
@@ -329,7 +329,7 @@ def _round_start_tables(chain, cost, D):
     return trans, tokens, cost.c * np.arange(1, D + 1) + cost.call_times(D)
 
 
-def long_run_rate(chain: DecodingChain, lengths: int | ArrayLike, cost: Cost | float | None = None) -> float:
+def long_run_rate(chain: ChainLike, lengths: int | ArrayLike, cost: Cost | float | None = None) -> float:
     """Long-run tokens per unit time of drafting ``lengths[s]`` tokens from round-start state ``s`` (an int: fixed gamma).
 
     ``g(e) / g(tau)`` under the stationary law of round starts (``docs/stopping.md``, Theorem 3).

@@ -36,7 +36,7 @@ from .round import PolicyRound
 from .value import PolicyValue, _value, backward_positions, reject_value
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
 
 __all__ = ["OracleRound", "oracle_value", "long_run_oracle"]
@@ -141,7 +141,7 @@ class OracleRound(Round):
 
 
 def oracle_value(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     cost: Cost | float | None = None,
     max_depth: int = DEFAULT_MAX_DEPTH,
@@ -221,7 +221,7 @@ def oracle_value(
 
 
 def long_run_oracle(
-    chain: DecodingChain, cost: Cost | float | None = None, max_depth: int = DEFAULT_MAX_DEPTH
+    chain: ChainLike, cost: Cost | float | None = None, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> LongRunValue:
     r"""Exact long-run tokens per unit time of the hindsight oracle on a homogeneous chain.
 

@@ -27,7 +27,7 @@ from .context import StopContext
 from .value import Counters, PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
     from .policies import Policy
 
@@ -157,7 +157,7 @@ def _run(chain, policy, T, cost, max_depth, max_nodes, progress, name, record=No
 
 
 def evaluate_paths(
-    chain: DecodingChain,
+    chain: ChainLike,
     policy: Policy,
     horizon: int,
     cost: Cost | float | None,
@@ -224,7 +224,7 @@ def paths_counters(
 
 
 def optimal_paths(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     cost: Cost | float | None,
     max_depth: int,

@@ -27,7 +27,7 @@ from .._typing import RNGLike
 from .context import RoundFeedback, StopContext
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from ..rounds.result import SimulationResult
     from .cost import Cost
 
@@ -93,7 +93,7 @@ class Policy:
 
     def simulate(
         self,
-        chain: DecodingChain,
+        chain: ChainLike,
         horizon: int,
         n_runs: int = 1000,
         rng: RNGLike = None,
@@ -279,7 +279,7 @@ class StartStatePolicy(Policy):
 
 
 def leviathan_policy(
-    chain: DecodingChain, horizon: int, cost: Cost | float | None, max_depth: int = DEFAULT_MAX_DEPTH
+    chain: ChainLike, horizon: int, cost: Cost | float | None, max_depth: int = DEFAULT_MAX_DEPTH
 ) -> FixedGamma:
     r"""Leviathan et al.'s choice: ``FixedGamma(iid_optimal_gamma(alpha, c))`` for the chain's mean acceptance.
 

@@ -22,7 +22,7 @@ from .policies import Policy, StopContext
 if TYPE_CHECKING:
     import torch
 
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["DecoderPolicy", "RUNNABLE", "chain_models"]
 
@@ -130,7 +130,7 @@ class DecoderPolicy:
         self.memory = np.where(act.reshape(act.shape + (1,) * (self.memory.ndim - 1)), new, self.memory)
 
 
-def chain_models(chain: DecodingChain) -> tuple[torch.nn.Module, torch.nn.Module]:
+def chain_models(chain: ChainLike) -> tuple[torch.nn.Module, torch.nn.Module]:
     """Torch models of the decoder contract that are exactly a first-order chain: ``(target, draft)``.
 
     ``logits = log kernel[last token]`` (homogeneous, first-order chains only), so the real

@@ -25,7 +25,7 @@ from .policies import (
 )
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .cost import Cost
 
 __all__ = ["policy_table", "POLICY_NAMES", "path_feasible"]
@@ -47,14 +47,14 @@ ENTROPY_GRID = (0.25, 0.5, 1.0, 1.5, 2.0, 3.0)
 REJECTION_GRID = (0.1, 0.3, 0.5, 0.7, 0.9)
 
 
-def path_feasible(chain: DecodingChain, max_depth: int, max_nodes: int = 2_000_000) -> bool:
+def path_feasible(chain: ChainLike, max_depth: int, max_nodes: int = 2_000_000) -> bool:
     """Whether the drafted-path tree (``S (V + ... + V^D)`` nodes at most) fits ``max_nodes``."""
     V, S = chain.vocab_size, chain.n_states
     return S * sum(V**i for i in range(1, max_depth + 1)) <= max_nodes
 
 
 def policy_table(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     cost: Cost | float | None,
     max_depth: int = 6,

@@ -60,6 +60,7 @@ from .randomness import kit_randomness
 from .tree_gallery import TREE_GALLERY
 
 if TYPE_CHECKING:
+    from .._protocols import TreeRule
     from ..verifiers.base import Verifier
 
 __all__ = [
@@ -86,7 +87,7 @@ TREE_CHECKS = (
 )
 
 
-def reference_tree_verify(verifier: str | Verifier) -> Callable[..., Any]:
+def reference_tree_verify(verifier: str | Verifier | TreeRule) -> Callable[..., Any]:
     """A correct tree verifier from :mod:`spectheory.trees` as a kit callable (``.children`` declared)."""
     v = get_verifier(verifier).for_tree()
 

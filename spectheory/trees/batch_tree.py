@@ -47,7 +47,7 @@ from ..exact.result import ProtocolResult
 from ..verifiers.children import IID
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = [
     "BatchTreeResult",
@@ -141,7 +141,7 @@ _COUPLINGS = {"rrs": _tables, "gls": _gls_tables}
 
 
 def batch_tree_expected(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     M: float,
     gamma: int | None = None,
@@ -236,7 +236,7 @@ def batch_tree_expected(
     )
 
 
-def batch_tree_limit_mass(chain: DecodingChain, horizon: int) -> float:
+def batch_tree_limit_mass(chain: ChainLike, horizon: int) -> float:
     r""":math:`\sum_{n<T} E_{p}[p_n(\{x: q_n(x) = 0\})]`: the target mass the draft cannot
     propose, summed over target-distributed prefixes (the tree reading's ``M -> inf``
     limit with ``gamma=None``, ``bonus=False``)."""
@@ -250,7 +250,7 @@ def batch_tree_limit_mass(chain: DecodingChain, horizon: int) -> float:
 
 
 def simulate_batch_tree(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     M: int,
     n_runs: int,
@@ -286,7 +286,7 @@ def simulate_batch_tree(
 
 
 def batch_readings(
-    chain: DecodingChain, horizon: int, Ms: Sequence[int], gamma: int | None = None, bonus: bool = True
+    chain: ChainLike, horizon: int, Ms: Sequence[int], gamma: int | None = None, bonus: bool = True
 ) -> dict:
     """Both readings' exact expected rejections for each ``M`` in ``Ms`` (``inf`` allowed).
 

@@ -31,7 +31,7 @@ Examples
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -41,11 +41,14 @@ from ..verifiers.tree_base import TreeVerifier, check_realisation
 from ..verifiers.tree_rules import _min1, _ratio, _update_rrs
 from .draft_tree import DraftTree
 
+if TYPE_CHECKING:
+    from .._protocols import TreeLike
+
 __all__ = ["BatchTreeVerifier", "BATCH_TREE"]
 
 
 @lru_cache(maxsize=64)
-def _path_nodes(tree: DraftTree) -> np.ndarray:
+def _path_nodes(tree: TreeLike) -> np.ndarray:
     """``nodes [M, G]``: node of path ``m`` at depth ``d + 1``; ValueError unless ``tree`` is
     ``M`` disjoint paths of one length."""
     M, G = len(tree.children[0]), tree.max_depth
@@ -69,7 +72,7 @@ class BatchTreeVerifier(TreeVerifier):
 
     def verify(
         self,
-        tree: DraftTree,
+        tree: TreeLike,
         tokens: Any,
         target_laws: Any,
         draft_laws: Any,
@@ -116,7 +119,7 @@ class BatchTreeVerifier(TreeVerifier):
             cur[ok] = nodes[slot[ok], depth]
         return cur, _categorical(law, np.asarray(u_final, dtype=np.float64)), residual
 
-    def outcome_law(self, tree: DraftTree, tokens: Any, target_laws: Any, draft_laws: Any) -> Any:
+    def outcome_law(self, tree: TreeLike, tokens: Any, target_laws: Any, draft_laws: Any) -> Any:
         raise ValueError("verifier: batch_tree has no per-realisation outcome law; use batch_tree_expected")
 
     def node_laws(self, target: Any, draft: Any, k: int) -> Any:

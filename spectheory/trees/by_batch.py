@@ -27,7 +27,7 @@ from .round import TreeRound
 from .sequoia import positional_vector, sequoia_positional_dp
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["TreesByBatch", "optimal_tree_by_batch"]
 
@@ -65,7 +65,7 @@ class TreesByBatch:
 
 
 def optimal_tree_by_batch(
-    chain: DecodingChain,
+    chain: ChainLike,
     model: CostModel,
     batches: Sequence[int],
     horizon: int,

@@ -25,9 +25,8 @@ from ..verifiers.children import get_child_policy
 from .accumulate import _Accumulator
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike, TreeRule
     from ..verifiers.children import ChildPolicy
-    from ..verifiers.tree_base import TreeVerifier
     from .draft_tree import DraftTree
 
 __all__ = ["enumerate_realisations", "enumerated_forward", "tree_sequence_law", "MAX_REALISATIONS"]
@@ -118,10 +117,10 @@ def enumerate_realisations(
 
 
 def enumerated_forward(
-    chain: DecodingChain,
+    chain: ChainLike,
     T: int,
     tree: DraftTree,
-    verifier: TreeVerifier,
+    verifier: TreeRule,
     bonus: bool,
     init: np.ndarray,
     stop: int,
@@ -185,10 +184,10 @@ def enumerated_forward(
 
 
 def tree_sequence_law(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     tree: DraftTree,
-    verifier: str | TreeVerifier = "tree_rrs",
+    verifier: str | TreeRule = "tree_rrs",
     bonus: bool = True,
     exact: bool = False,
 ) -> dict:

@@ -40,8 +40,7 @@ from .draft_tree import DraftTree
 from .enumerate import enumerated_forward
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
-    from ..verifiers.tree_base import TreeVerifier
+    from .._protocols import ChainLike, TreeRule
     from .draft_tree import DraftTree
 
 __all__ = ["TreeProtocolResult", "tree_protocol", "tree_round_law"]
@@ -128,10 +127,10 @@ def push_round(acc, chain, T, tree, verifier, bonus, n0, m0, cache):
 
 
 def tree_protocol(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     tree: DraftTree,
-    verifier: str | TreeVerifier = "tree_rrs",
+    verifier: str | TreeRule = "tree_rrs",
     bonus: bool = True,
     method: str = "auto",
 ) -> TreeProtocolResult:
@@ -183,9 +182,9 @@ def tree_protocol(
 
 
 def tree_round_law(
-    chain: DecodingChain,
+    chain: ChainLike,
     tree: DraftTree,
-    verifier: str | TreeVerifier = "tree_rrs",
+    verifier: str | TreeRule = "tree_rrs",
     n0: int = 0,
     horizon: int | None = None,
     method: str = "auto",

@@ -19,7 +19,7 @@ exactly.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_base import TreeVerifier
 from .batch_verifier import _path_nodes
 from .draft_tree import DraftTree
+
+if TYPE_CHECKING:
+    from .._protocols import TreeLike
 
 __all__ = ["GumbelListTree", "GLS"]
 
@@ -42,14 +45,14 @@ class GumbelListTree(TreeVerifier):
         super().__init__(name, IID())
 
     def verify(
-        self, tree: DraftTree, tokens: Any, target_laws: Any, draft_laws: Any, u_accept: Any, u_final: Any
+        self, tree: TreeLike, tokens: Any, target_laws: Any, draft_laws: Any, u_accept: Any, u_final: Any
     ) -> Any:
         raise ValueError(
             "verifier: GLS couples the drafts with the randomness that drew them; run it as "
             "BatchRound(M, gamma, reading='gls') or check it with GumbelListTree.kit_verify"
         )
 
-    def outcome_law(self, tree: DraftTree, tokens: Any, target_laws: Any, draft_laws: Any) -> Any:
+    def outcome_law(self, tree: TreeLike, tokens: Any, target_laws: Any, draft_laws: Any) -> Any:
         raise ValueError(
             "verifier: GLS has no per-realisation outcome law here; use batch_tree_expected(coupling='gls')"
         )

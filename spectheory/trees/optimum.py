@@ -54,7 +54,7 @@ import numpy as np
 from .._guards import check_int
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from ..verifiers.children import ChildPolicy
     from .draft_tree import DraftTree
 
@@ -84,7 +84,7 @@ class TreeOptimum:
     attained: bool
 
 
-def _prefix_law(chain: DecodingChain, D: int, start: int) -> tuple[np.ndarray, np.ndarray]:
+def _prefix_law(chain: ChainLike, D: int, start: int) -> tuple[np.ndarray, np.ndarray]:
     V = chain.vocab_size
     Y = np.array(list(itertools.product(range(V), repeat=D)), dtype=np.int64).reshape(-1, D)
     py = np.ones(Y.shape[0])
@@ -96,7 +96,7 @@ def _prefix_law(chain: DecodingChain, D: int, start: int) -> tuple[np.ndarray, n
 
 
 def tree_coupling_bound(
-    chain: DecodingChain,
+    chain: ChainLike,
     tree: DraftTree,
     children: ChildPolicy | str = "iid",
     start: int = 0,
@@ -186,7 +186,7 @@ def tree_coupling_bound(
 
 
 def tree_optimum(
-    chain: DecodingChain, tree: DraftTree, children: ChildPolicy | str = "iid", start: int = 0
+    chain: ChainLike, tree: DraftTree, children: ChildPolicy | str = "iid", start: int = 0
 ) -> TreeOptimum:
     """The sharpest known bound on a lossless verifier's accepted drafts on ``tree`` (module docstring).
 

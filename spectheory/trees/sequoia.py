@@ -40,7 +40,7 @@ from .draft_tree import DraftTree
 from .exact import tree_round_law
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from ..verifiers.tree_base import TreeVerifier
 
 __all__ = [
@@ -199,7 +199,7 @@ def sequoia_positional_dp(
     return float(best[m_max, L]), tree
 
 
-def stationary_law(chain: DecodingChain, tol: float = 1e-13, max_iter: int = 100_000) -> np.ndarray:
+def stationary_law(chain: ChainLike, tol: float = 1e-13, max_iter: int = 100_000) -> np.ndarray:
     """Stationary law of the target's state process (homogeneous chains), by power iteration.
 
     Unique when the states reach one closed class (transient states allowed); otherwise a
@@ -232,7 +232,7 @@ def _state_law(chain, states):
 
 
 def positional_vector(
-    chain: DecodingChain,
+    chain: ChainLike,
     K: int,
     verifier: str | TreeVerifier = "tree_rrs_wo",
     states: ArrayLike | None = None,
@@ -271,7 +271,7 @@ def positional_vector(
 
 
 def exact_tree_value(
-    chain: DecodingChain,
+    chain: ChainLike,
     tree: DraftTree,
     verifier: str | TreeVerifier = "tree_rrs_wo",
     states: ArrayLike | None = None,
@@ -303,7 +303,7 @@ def ordered_trees(n_nodes: int, max_depth: int | None = None) -> Iterator[DraftT
 
 
 def optimal_tree_search(
-    chain: DecodingChain,
+    chain: ChainLike,
     n_nodes: int,
     verifier: str | TreeVerifier = "tree_rrs_wo",
     states: ArrayLike | None = None,

@@ -75,7 +75,7 @@ import numpy as np
 from .._guards import check_int
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from ..verifiers.children import ChildPolicy
     from .draft_tree import DraftTree
 
@@ -125,7 +125,7 @@ def _prefix_codes(V: int, D: int) -> tuple[dict, list]:
 
 
 def lossless_tree_optimum(
-    chain: DecodingChain,
+    chain: ChainLike,
     tree: DraftTree,
     children: ChildPolicy | str = "iid",
     start: int = 0,
@@ -254,7 +254,7 @@ def lossless_tree_optimum(
     return TreeLPOptimum(float(-sol.fun), bound, plan, tok, prob, R)
 
 
-def _prefix_states(chain: DecodingChain, order: list, start: int) -> dict:
+def _prefix_states(chain: ChainLike, order: list, start: int) -> dict:
     """State after every prefix (and the empty one) of ``order``."""
     states: dict[tuple, int] = {(): start}
     for v in order:

@@ -38,6 +38,7 @@ from ..verifiers.tree_base import TreeVerifier
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
 
 if TYPE_CHECKING:
+    from .._protocols import TreeRule
     from ..verifiers.base import Verifier
 
 __all__ = [
@@ -61,7 +62,7 @@ def register_tree_verifier(verifier: TreeVerifier) -> TreeVerifier:
     return register_verifier(verifier, replace=True)
 
 
-def get_tree_verifier(verifier: str | Verifier) -> TreeVerifier:
+def get_tree_verifier(verifier: str | Verifier) -> TreeRule:
     """Deprecated: ``get_verifier(verifier).for_tree()`` (one registry)."""
     warnings.warn(
         "get_tree_verifier is deprecated; use spectheory.verifiers.get_verifier(name).for_tree()",
@@ -72,7 +73,7 @@ def get_tree_verifier(verifier: str | Verifier) -> TreeVerifier:
 
 
 def _tree_verifiers() -> dict:
-    out = {name: get_verifier(name) for name in list_verifiers(trees=True)}
+    out: dict[str, Verifier | TreeRule] = {name: get_verifier(name) for name in list_verifiers(trees=True)}
     out["token"] = get_verifier("token").for_tree()
     return out
 

@@ -52,7 +52,7 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -62,12 +62,12 @@ from .._typing import RNGLike
 from ..laws.sampling import check_round_laws
 
 if TYPE_CHECKING:  # annotations only: tree_base imports this module
-    from .tree_base import TreeVerifier
+    from .._protocols import TreeRule
 
 if TYPE_CHECKING:
     import torch
 
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from ..exact.result import ProtocolResult
     from .torch_forms import Verdict
 
@@ -164,7 +164,7 @@ class Verifier:
             )
         return self
 
-    def for_tree(self) -> TreeVerifier:
+    def for_tree(self) -> TreeRule:
         """The tree verifier this verifier stands for in a tree round (itself for a tree
         verifier, :meth:`TokenVerifier.for_tree <spectheory.verifiers.TokenVerifier.for_tree>`
         for token verification); ValueError if it has none."""
@@ -257,24 +257,24 @@ class Verifier:
         return NotImplemented
 
     # ----------------------------------------------------------------- exact values
-    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
+    def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         """``(accept_mass, reject_mass, phase_dependent)`` for
         :func:`spectheory.exact.phase_recursion`, or ``None`` if the rule is not a
         token-by-token rule."""
         return None
 
-    def round_transition(self, chain: DecodingChain) -> Callable[[int, int, bool], np.ndarray] | None:
+    def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray] | None:
         """``(n0, k, emit_bonus) -> Q [S, k+1, S]`` for :func:`spectheory.exact.round_recursion`,
         or ``None``."""
         return None
 
-    def round_extra_calls(self, chain: DecodingChain) -> Callable[[int, int], np.ndarray] | None:
+    def round_extra_calls(self, chain: ChainLike) -> Callable[[int, int], np.ndarray] | None:
         """``(n0, k) -> [S]``: expected target calls of a round beyond its first, per start
         state (each drafting one more token; naive HSD's forward passes), or ``None`` (one call
         per round). :meth:`exact` adds them up as ``ProtocolResult.extra_calls``."""
         return None
 
-    def exact(self, chain: DecodingChain, horizon: int, gamma: int, bonus: bool = True) -> ProtocolResult:
+    def exact(self, chain: ChainLike, horizon: int, gamma: int, bonus: bool = True) -> ProtocolResult:
         """Exact :class:`~spectheory.exact.ProtocolResult` of one generation on ``chain``."""
         import dataclasses
 
@@ -369,7 +369,11 @@ def register_verifier(verifier: V, *, replace: bool = False) -> V:
     return verifier
 
 
-def get_verifier(verifier: str | Verifier) -> Verifier:
+@overload
+def get_verifier(verifier: str | Verifier) -> Verifier: ...
+@overload
+def get_verifier(verifier: TreeRule) -> TreeRule: ...  # a tree form (``for_tree()``), as it is
+def get_verifier(verifier: str | Verifier | TreeRule) -> Verifier | TreeRule:
     """The :class:`Verifier` for a registered name, or the object itself.
 
     Examples

@@ -48,7 +48,7 @@ from .multidraft import _categorical
 if TYPE_CHECKING:
     import torch
 
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .torch_forms import Verdict
 
 __all__ = [
@@ -94,7 +94,7 @@ class BlockVerifier(Verifier):
         token = _categorical(final[np.arange(R), tau], u_final)
         return tau.astype(np.int64), token
 
-    def round_transition(self, chain: DecodingChain) -> Callable[[int, int, bool], np.ndarray]:
+    def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray]:
         from .block_exact import block_round_transition
 
         return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus)

@@ -25,7 +25,7 @@ from .._guards import check_int
 from .block_scan import block_weights
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["block_round_transition", "round_accepted_means", "block_emission_law", "MAX_BLOCK_ELEMENTS"]
 
@@ -70,7 +70,7 @@ def _enumerate_blocks(chain, n0, k, with_bonus_row):
 
 
 def block_round_transition(
-    chain: DecodingChain, n0: int, k: int, emit_bonus: bool, weights: Callable[..., Any] | None = None
+    chain: ChainLike, n0: int, k: int, emit_bonus: bool, weights: Callable[..., Any] | None = None
 ) -> np.ndarray:
     r"""Exact round transition of block verification, by enumerating the ``V**k`` draft blocks.
 
@@ -134,7 +134,7 @@ def block_round_transition(
     return Q
 
 
-def round_accepted_means(chain: DecodingChain, n0: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+def round_accepted_means(chain: ChainLike, n0: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     r"""Expected accepted drafts of one round, per start state: ``(block [S], token [S])``.
 
     Both by enumerating the draft blocks: block verification's :math:`E[\tau]`, and token

@@ -62,7 +62,7 @@ from .block_exact import block_round_transition
 from .multidraft import _categorical
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["HSDVerifier", "HSD", "HSD_LISTING", "hsd_weights", "hsd_round_law", "HSD_VARIANTS"]
 
@@ -167,7 +167,7 @@ class HSDVerifier(Verifier):
         tau = np.where(fired.any(1), last, 0)
         return tau.astype(np.int64), _categorical(final[np.arange(R), tau], u_final)
 
-    def round_transition(self, chain: DecodingChain) -> Callable[[int, int, bool], np.ndarray]:
+    def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray]:
         weights = lambda t, d, x, k: hsd_weights(t, d, x, k, self.variant)  # noqa: E731
         return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus, weights)
 

@@ -51,7 +51,7 @@ from .hsd_naive import naive_hsd_round_law, naive_hsd_round_stats
 from .hsd_naive_round import play_naive_hsd_round
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = ["NaiveHSDVerifier", "HSD_NAIVE", "chain_round_fns", "MAX_NAIVE_ELEMENTS"]
 
@@ -61,19 +61,19 @@ MAX_NAIVE_ELEMENTS = 200_000
 LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
 
 
-def _state_after(chain: DecodingChain, s: int, tokens: tuple[int, ...]) -> int:
+def _state_after(chain: ChainLike, s: int, tokens: tuple[int, ...]) -> int:
     for t in tokens:
         s = int(chain.next_state[s, t])
     return s
 
 
-def _kernel(chain: DecodingChain, n: int, which: int) -> np.ndarray:
+def _kernel(chain: ChainLike, n: int, which: int) -> np.ndarray:
     if chain.max_horizon is not None:  # the bonus law past the horizon is never emitted
         n = min(n, chain.max_horizon - 1)
     return chain.kernels(n)[which]
 
 
-def chain_round_fns(chain: DecodingChain, n0: int, state: int) -> tuple[LawFn, LawFn]:
+def chain_round_fns(chain: ChainLike, n0: int, state: int) -> tuple[LawFn, LawFn]:
     r"""``(target_fn, draft_fn)`` of a round that starts at position ``n0`` in ``state``.
 
     ``fn(c)`` is the chain's row after the round's tokens ``c``: ``kernel[n0 + len(c)]`` at the
@@ -119,7 +119,7 @@ class NaiveHSDVerifier(Verifier):
             "(chain.protocol, st.simulate) or with spectheory.decoder.hsd_decode.naive_hsd_generate"
         )
 
-    def round_law(self, chain: DecodingChain, n0: int, k: int, state: int) -> dict[tuple[int, ...], Any]:
+    def round_law(self, chain: ChainLike, n0: int, k: int, state: int) -> dict[tuple[int, ...], Any]:
         """The law of the tokens a round of ``k`` drafts emits from ``state`` at ``n0``
         (:func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_law` on :func:`chain_round_fns`)."""
         k = check_int(k, "k", 1)
@@ -131,7 +131,7 @@ class NaiveHSDVerifier(Verifier):
             )
         return naive_hsd_round_law(*chain_round_fns(chain, n0, state), V, k)
 
-    def round_transition(self, chain: DecodingChain) -> Callable[[int, int, bool], np.ndarray]:
+    def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray]:
         chain.require_deterministic("naive HSD's exact round law (Monte Carlo supports deterministic chains)")
 
         def transition(n0: int, k: int, emit_bonus: bool) -> np.ndarray:
@@ -146,7 +146,7 @@ class NaiveHSDVerifier(Verifier):
 
         return transition
 
-    def round_extra_calls(self, chain: DecodingChain) -> Callable[[int, int], np.ndarray]:
+    def round_extra_calls(self, chain: ChainLike) -> Callable[[int, int], np.ndarray]:
         chain.require_deterministic("naive HSD's exact target calls")
 
         def extra(n0: int, k: int) -> np.ndarray:

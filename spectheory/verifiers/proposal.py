@@ -43,7 +43,7 @@ from .base import Verifier, register_verifier
 from .token import token_rule
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .torch_forms import Verdict
 
 __all__ = [
@@ -71,7 +71,7 @@ def argmax_onehot(draft: np.ndarray) -> np.ndarray:
     return np.eye(d.shape[-1])[np.argmax(d, axis=-1)]
 
 
-def _cached_masses(chain: DecodingChain, masses: Any) -> tuple[Any, Any, bool]:
+def _cached_masses(chain: ChainLike, masses: Any) -> tuple[Any, Any, bool]:
     """Phase masses ``(acc, rej, False)`` from ``masses(target [S, V], draft [S, V]) -> (acc, rej)``,
     computed once per kernel (once for a homogeneous chain)."""
     cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
@@ -135,7 +135,7 @@ class PointMassVerifier(Verifier):
     def _rule(self, t, d, x, k, u_accept, u_final):
         return _point_mass_rule(t, d, x, k, u_accept, u_final)
 
-    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
+    def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         return _cached_masses(chain, lambda t, d: (d * t, t * (1.0 - d)))
 
 
@@ -171,7 +171,7 @@ class SampleMatchVerifier(Verifier):
         bonus = sample_categorical(t[rows, k], u_final)
         return j, np.where(rejected, y[rows, np.minimum(j, g - 1)], bonus)
 
-    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
+    def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         return _cached_masses(chain, lambda t, d: (d * t, t * (1.0 - d)))
 
 
@@ -214,7 +214,7 @@ class ArgmaxDraftingVerifier(_NoTorch, Verifier):
             return _point_mass_rule(t, d, x, k, u_accept, u_final)
         return token_rule(t, d, x, k, u_accept, u_final)  # the soft q, though x was not drawn from it
 
-    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
+    def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         def masses(t: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             star = argmax_onehot(d)
             if self.q_mode == "onehot":

@@ -55,7 +55,7 @@ from .rejection_step import (
 )
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
 
 __all__ = [
     "standard_acceptance",
@@ -127,7 +127,7 @@ class RejectionRule(Verifier):
         law = np.where(rejected[:, None], P[rows, jc], t[rows, k])
         return j, sample_categorical(law, u_final)
 
-    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool]:
+    def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool]:
         masses = per_kernel(chain, self.masses)
         return (lambda n, i: masses(n)[0]), (lambda n, i: masses(n)[1]), False
 
@@ -173,7 +173,7 @@ def scaled_rule(scale: float) -> RejectionRule:
 
 
 def rule_expected_rejections(
-    chain: DecodingChain,
+    chain: ChainLike,
     horizon: int,
     rule: RejectionRule,
     gamma: int | None = None,

@@ -30,7 +30,7 @@ from .tree_base import TreeVerifier
 if TYPE_CHECKING:
     import torch
 
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .torch_forms import Verdict
 
 __all__ = ["TokenVerifier", "TOKEN"]
@@ -128,7 +128,7 @@ class TokenVerifier(Verifier):
             y[rejected] = smp.sample_residual(mj[rejected], sj[rejected], u_final[rejected])
         return j, y
 
-    def phase_masses(self, chain: DecodingChain) -> tuple[Any, Any, bool] | None:
+    def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         from ..exact import token_masses
 
         acc, rej = token_masses(chain)

@@ -35,13 +35,13 @@ from .base import Verifier
 from .children import ChildPolicy, get_child_policy
 
 if TYPE_CHECKING:
-    from ..trees.draft_tree import DraftTree
+    from .._protocols import TreeLike
 
 __all__ = ["TreeVerifier", "check_realisation"]
 
 
 def check_realisation(
-    tree: DraftTree, tokens: ArrayLike, target_laws: ArrayLike, draft_laws: ArrayLike
+    tree: TreeLike, tokens: ArrayLike, target_laws: ArrayLike, draft_laws: ArrayLike
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate shapes and token range of a realisation; returns arrays (dtype kept)."""
     x = np.asarray(tokens, dtype=np.int64)
@@ -90,16 +90,16 @@ class TreeVerifier(Verifier):
 
     # ----------------------------------------------------------------- the tree rule
     def _verify(
-        self, tree: DraftTree, x: np.ndarray, t: np.ndarray, d: np.ndarray, ua: np.ndarray, uf: np.ndarray
+        self, tree: TreeLike, x: np.ndarray, t: np.ndarray, d: np.ndarray, ua: np.ndarray, uf: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         raise NotImplementedError(f"tree verifier {self.name!r}: define _verify (the pure tree rule)")
 
-    def _outcome_law(self, tree: DraftTree, x: np.ndarray, t: np.ndarray, d: np.ndarray) -> tuple[Any, Any]:
+    def _outcome_law(self, tree: TreeLike, x: np.ndarray, t: np.ndarray, d: np.ndarray) -> tuple[Any, Any]:
         raise NotImplementedError(f"tree verifier {self.name!r}: define _outcome_law (its exact law)")
 
     def verify(
         self,
-        tree: DraftTree,
+        tree: TreeLike,
         tokens: np.ndarray,
         target_laws: np.ndarray,
         draft_laws: np.ndarray,
@@ -140,7 +140,7 @@ class TreeVerifier(Verifier):
         return self._verify(tree, x, t, d, ua, uf)
 
     def outcome_law(
-        self, tree: DraftTree, tokens: np.ndarray, target_laws: np.ndarray, draft_laws: np.ndarray
+        self, tree: TreeLike, tokens: np.ndarray, target_laws: np.ndarray, draft_laws: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray]:
         r"""Exact outcome law given the drafted tokens (analytic, no uniforms).
 
