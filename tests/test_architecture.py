@@ -300,12 +300,35 @@ _DISPATCH = re.compile(
     rf"""\bcase\s+["']({_NAMES})["']|"""
     r"""getattr\([^)]*_verify"""
 )
+#: Round kinds and batch readings (what ``round_kind()`` and ``BatchRound.reading`` returned).
+#: A round is driven through its methods (``play``, ``exact``, ``decode``, ``check_plan``,
+#: ``along_path``), so nothing compares a kind or a reading. The subject must name a kind or a
+#: reading (``kind``, ``rnd.reading``, ``round_kind(rnd)``): ``information == "path"`` (an
+#: option of ``optimal_policy``) is no round kind.
+_KINDS = "path|policy|tree|batch|dynamic|dynamic_tree|gls|first_token|all_agreeing|naive_hsd|medusa"
+_SUBJECT = r"""[\w.]*(?:kind|reading)\w*(?:\([^()]*\))?"""
+_KIND_DISPATCH = re.compile(
+    rf"""{_SUBJECT}\s*(==|!=|\bnot\s+in\b|\bin\b)\s*[(\[{{]?\s*["']({_KINDS})["']|"""
+    rf"""["']({_KINDS})["']\s*(==|!=)\s*{_SUBJECT}|"""
+    rf"""\bmatch\s+{_SUBJECT}\s*:"""
+)
 #: ``for x in ("tree_rrs", ...)`` iterates over names, it does not switch on one.
 _FOR_IN = re.compile(r"\bfor\s+[\w\s,()\[\]]+?\s+in\b")
 
 
-def _dispatches(line):
-    return bool(_DISPATCH.search(_FOR_IN.sub("for _ over", line)))
+def _dispatches(line, pattern=_DISPATCH):
+    return bool(pattern.search(_FOR_IN.sub("for _ over", line)))
+
+
+def _offenders(pattern, skip=()):
+    out = []
+    for path in PACKAGE.rglob("*.py"):
+        if path.relative_to(ROOT).as_posix() in skip:
+            continue
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if _dispatches(line, pattern) and not line.lstrip().startswith(("#", ">>>")):
+                out.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    return out
 
 
 def test_dispatch_pattern_catches_name_comparisons():
@@ -328,15 +351,123 @@ def test_dispatch_pattern_catches_name_comparisons():
         assert not _dispatches(line), line
 
 
+def test_kind_pattern_catches_kind_and_reading_comparisons():
+    """The kind/reading test below can fail: each of these lines switches on a kind or a reading."""
+    for line in (
+        'if kind == "path":',
+        'elif kind != "tree":',
+        'if round_kind(rnd) == "tree":',
+        'has_tree = any(round_kind(r) == "tree" for r in configs)',
+        'if rnd.reading == "gls" and rnd.gamma is not None:',
+        'coupling = "gls" if self.reading == "gls" else "rrs"',
+        'elif kind in ("path", "policy"):',
+        'if self.kind not in ["batch", "dynamic"]:',
+        'if "first_token" == reading:',
+        "work = depth + 1 if kind != 'tree' else depth",
+        "match rnd.kind:",
+    ):
+        assert _dispatches(line, _KIND_DISPATCH), line
+    for line in (
+        'if information == "path":',  # an option of optimal_policy, not a round kind
+        'if computation == "tree":',  # a size estimate's name
+        'BatchRound(2, 3, reading="tree")',
+        'READINGS = {"first_token": ("tree_rrs", False), "tree": ("tree_rrs", True)}',
+        'for kind in ("path", "tree"):',
+        'fallback = self.step.get("path", 0.0)',
+    ):
+        assert not _dispatches(line, _KIND_DISPATCH), line
+
+
 @pytest.mark.parametrize("folder", ["spectheory"])
 def test_no_verifier_name_dispatch_outside_the_registry(folder):
+    offenders = _offenders(_DISPATCH, skip={"spectheory/verifiers/base.py"})
+    assert offenders == [], "\n".join(offenders)
+
+
+def _pending(*files):
+    """``xfail(strict=True)`` while any of ``files`` (owned by helpers still at work) exists with
+    an offence; a strict xfail turns red once they land, which is when this mark goes."""
+    return pytest.mark.xfail(
+        strict=True, reason=f"until h1/h2 land (they remove the dispatch in {', '.join(files)})"
+    )
+
+
+@_pending(
+    "validation/cost_*.py",
+    "validation/tune_runs.py",
+    "validation/tuning.py",
+    "trees/batch_round.py",
+    "decoder/dispatch.py",
+    "testing/rounds.py",
+)
+def test_no_kind_or_reading_dispatch():
+    offenders = _offenders(_KIND_DISPATCH)
+    assert offenders == [], "\n".join(offenders)
+
+
+def _round_tables(tree):
+    """Lines of ``tree`` (a parsed module) that keep a table keyed by round classes: a dict
+    literal with a ``*Round`` class among its keys, a dict comprehension keyed so (or over a
+    literal of round classes), a sequence
+    of ``(SomeRound, value)`` pairs, or a module-level ``_DISPATCH`` / ``_CHECKS`` table."""
+
+    def is_round_class(node):
+        name = node.id if isinstance(node, ast.Name) else getattr(node, "attr", "")
+        return bool(re.fullmatch(r"_?[A-Z]\w*Round", name or ""))
+
+    lines = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict) and any(k is not None and is_round_class(k) for k in node.keys):
+            lines.add(node.lineno)
+        elif isinstance(node, ast.DictComp) and (
+            is_round_class(node.key)
+            or any(
+                isinstance(g.iter, (ast.Tuple, ast.List, ast.Set))
+                and g.iter.elts
+                and all(is_round_class(e) for e in g.iter.elts)
+                for g in node.generators
+            )
+        ):
+            lines.add(node.lineno)
+        elif isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            pairs = [e for e in node.elts if isinstance(e, ast.Tuple) and e.elts]
+            if len(pairs) >= 2 and all(is_round_class(e.elts[0]) for e in pairs):
+                lines.add(node.lineno)
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for t in targets:
+            if isinstance(t, ast.Name) and t.id in ("_DISPATCH", "_CHECKS"):
+                lines.add(node.lineno)
+    return sorted(lines)
+
+
+def test_round_table_finder_can_fail():
+    """The test below can fail: each of these modules keeps a table of round classes."""
+    for code in (
+        "_DISPATCH = {PathRound: speculative_generate, TreeRound: tree_generate}",
+        "_CHECKS = {rounds.PathRound: _path}",
+        "_CHECKS: dict = {}",
+        "def f():\n    return {cls: 1 for cls in (PathRound, TreeRound)}[PathRound]",
+        "t = {cls: k for cls, k in x}\nu = {BatchRound: 2}",
+        'KINDS = ((PathRound, "path"), (PolicyRound, "policy"), (TreeRound, "tree"))',
+    ):
+        assert _round_tables(ast.parse(code)), code
+    for code in (
+        'x = {"path": 1, Round.play: 2}',
+        "isinstance(rnd, (PathRound, TreeRound))",
+        "ENGINES = ('monte_carlo', 'exact')",
+        "pairs = [(a, 1), (b, 2)]",
+        'CHECKS = {"determinism": ("the same seed gives the same output", "exact")}',
+    ):
+        assert not _round_tables(ast.parse(code)), code
+
+
+@_pending("decoder/dispatch.py", "testing/rounds.py", "validation/cost_timing.py")
+def test_no_table_keyed_by_round_classes():
     offenders = []
-    for path in (ROOT / folder).rglob("*.py"):
-        if path.name == "base.py" and path.parent.name == "verifiers":
-            continue
-        for i, line in enumerate(path.read_text().splitlines(), 1):
-            if _dispatches(line) and not line.lstrip().startswith(("#", ">>>")):
-                offenders.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    for _, path in sorted(MODULES.items()):
+        for line in _round_tables(ast.parse(path.read_text())):
+            offenders.append(f"{path.relative_to(ROOT)}:{line}")
     assert offenders == [], "\n".join(offenders)
 
 
