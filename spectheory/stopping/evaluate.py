@@ -130,7 +130,7 @@ def evaluate_policy(
     return _value(T, cost, chain.initial @ W0, policy, counters=forward_counters(chain, policy, T, verifier))
 
 
-def _policy_verifier(verifier: Any, chain: DecodingChain) -> Verifier:
+def _policy_verifier(verifier: Any, chain: ChainLike) -> Verifier:
     """The single-path verifier of a policy's rounds; ``ValueError`` for one that calls the
     target more than once per round (naive HSD: the policy's rounds are one call each)."""
     v = get_verifier(verifier).require_path()

@@ -38,14 +38,14 @@ from .policies import StartStatePolicy
 from .value import Counters
 
 if TYPE_CHECKING:
-    from ..chain import DecodingChain
+    from .._protocols import ChainLike
     from .policies import Policy
 
 __all__ = ["policy_counters", "forward_counters"]
 
 
 def forward_counters(
-    chain: DecodingChain, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
+    chain: ChainLike, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
 ) -> partial:
     """What computes :func:`policy_counters` on first use (a :class:`~spectheory.stopping.PolicyValue`'s
     ``counters``; a ``functools.partial``, so the value pickles)."""
@@ -53,7 +53,7 @@ def forward_counters(
 
 
 def policy_counters(
-    chain: DecodingChain, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
+    chain: ChainLike, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
 ) -> Counters:
     """The forward masses of ``policy``'s generation of ``horizon`` tokens (see the module).
 

@@ -178,7 +178,7 @@ def evaluate_paths(
 
 
 def paths_counters(
-    chain: DecodingChain, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
+    chain: ChainLike, policy: Policy, horizon: int, verifier: Any = "token", max_nodes: int = 2_000_000
 ) -> Counters:
     """The forward masses (:class:`~spectheory.stopping.value.Counters`) of a memoryless path
     policy, on the same drafted-path tree: the round-start law ``F_n`` is carried forward through
