@@ -32,12 +32,16 @@ Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_t
   per row (:mod:`.ragged`).
 * :func:`check_round` -- the kit on a round object, the one ``st.simulate`` and
   :func:`spectheory.decoder.generate` take (:mod:`.rounds`).
+* :func:`parametrize_with_checks` -- a pytest decorator running, on rules and rounds, the
+  checks of every engine each declares it supports: exact vs Monte Carlo, exact vs a Fraction
+  enumeration, the decoder's law, the kit (:mod:`.checks_by_tags`, :mod:`.engine_checks`).
 
 >>> from spectheory.testing import check_verifier, reference_verify
 >>> check_verifier(reference_verify, n_samples=300).passed
 True
 """
 
+from .checks_by_tags import parametrize_with_checks
 from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
 from .kit import (
     CHECKS,
@@ -71,6 +75,7 @@ from .whole import assert_sampler_lossless, check_sampler
 
 __all__ = [
     "check_round",
+    "parametrize_with_checks",
     "check_ragged_batch",
     "RaggedRow",
     "reference_ragged_sampler",
