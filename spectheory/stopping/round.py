@@ -112,12 +112,18 @@ class PolicyRound(Round):
         return type(self.verifier).phase_masses is not Verifier.phase_masses
 
     def tags(self) -> RoundTags:
-        """As :meth:`Round.tags`, and: a whole-round rule (no ``phase_masses``) has no exact
-        value under a policy that is not :class:`FixedGamma` (the policy's rounds are not the
-        fixed-length rounds its engine describes), nor an ``accept_prob`` for a path policy."""
+        """As :meth:`Round.tags`, and: along-path prediction runs token verification only; a
+        whole-round rule (no ``phase_masses``) has no exact value under a policy that is not
+        :class:`FixedGamma` (the policy's rounds are not the fixed-length rounds its engine
+        describes), nor an ``accept_prob`` for a path policy."""
         tags = super().tags()
         why = dict(tags.why_not)
         flags = {e: tags.supports(e) for e in ("monte_carlo", "exact", "decoder", "kit", "along_path")}
+        if not self._token and flags["along_path"]:
+            flags["along_path"] = False
+            why["along_path"] = (
+                f"along-path prediction checks each draft by token verification, not {self.verifier.name!r}"
+            )
         if not self._per_token():
             whole = f"{self.verifier.name!r} decides on the whole round (no per-token masses)"
             if getattr(self.policy, "uses_path", False):

@@ -146,6 +146,8 @@ def test_decode_and_check_plan_hand_the_visitors_the_round_s_data():
     assert rnd.check_plan(_Kit(), {"n_samples": 10}) == ("verifier", rnd.verifier, (5,), {"n_samples": 10})
     tags = rnd.tags()
     assert tags.decoder and tags.kit and tags.monte_carlo and tags.exact
+    assert not tags.along_path and "token verification" in tags.why_not["along_path"]
+    assert PolicyRound(policy).tags().along_path
 
 
 def test_the_token_round_is_unchanged():
