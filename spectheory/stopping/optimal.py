@@ -40,6 +40,7 @@ from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
+    from ..verifiers.base import Verifier
     from .cost import Cost
     from .policies import Policy
 
@@ -64,6 +65,7 @@ def optimal_policy(
     *,
     max_nodes: int = 2_000_000,
     progress: bool | None = None,
+    verifier: str | Verifier = "token",
 ) -> PolicyValue:
     r"""The exact optimum over draft-length policies with the given information, over ``horizon`` tokens.
 
@@ -76,6 +78,9 @@ def optimal_policy(
         See the module docstring.
     max_depth : int
         Longest draft allowed.
+    verifier : str or Verifier
+        The single-path rule that checks the drafts: one that checks a token at a time
+        (``phase_masses``; default token verification), as in :func:`evaluate_policy`.
 
     Returns
     -------
@@ -100,10 +105,10 @@ def optimal_policy(
     if information == "path":
         from .paths import optimal_paths
 
-        return optimal_paths(chain, T, cost, D, max_nodes=max_nodes, progress=progress)
+        return optimal_paths(chain, T, cost, D, max_nodes=max_nodes, progress=progress, verifier=verifier)
     if information != "state":
         raise ValueError(f"information: expected one of {INFORMATION}, got {information!r}")
-    K = Kernels(chain)
+    K = Kernels(chain, verifier)
     with single_thread(chain.n_states):
         W0, lengths = start_class_recursion(K, T, cost, max_depth=D, progress=progress)
     policy = StartStatePolicy(lengths)
@@ -113,7 +118,7 @@ def optimal_policy(
         chain.initial @ W0,
         f"optimum (state, max_depth={D})",
         {"information": "state", "lengths": lengths, "policy": policy},
-        counters=forward_counters(chain, policy, T),
+        counters=forward_counters(chain, policy, T, K.verifier),
     )
 
 
@@ -126,7 +131,8 @@ def compare_policies(
     max_depth: int = DEFAULT_MAX_DEPTH,
     **kwargs: Any,
 ) -> list[dict]:
-    """Each policy's exact value and its time as a ratio to each optimum (``time / optimum time``).
+    """Each policy's exact value and its time as a ratio to each optimum (``time / optimum time``);
+    ``kwargs`` go to :func:`optimal_policy` (``verifier=`` to the policies' values too).
 
     Examples
     --------
@@ -140,7 +146,7 @@ def compare_policies(
     opts = {info: optimal_policy(chain, horizon, cost, info, max_depth, **kwargs) for info in information}
     rows = []
     for policy in policies:
-        v = evaluate_policy(chain, policy, horizon, cost)
+        v = evaluate_policy(chain, policy, horizon, cost, verifier=kwargs.get("verifier", "token"))
         row = v.as_dict()
         for info, opt in opts.items():
             row[f"ratio_{info}"] = v.time() / opt.time()

@@ -232,8 +232,10 @@ def optimal_paths(
     max_nodes: int = 2_000_000,
     progress: bool | None = None,
     record_decisions: bool = False,
+    verifier: Any = "token",
 ) -> PolicyValue:
-    """The full-information optimum (decisions on the drafted path and the target's laws), exactly.
+    """The full-information optimum (decisions on the drafted path and the target's laws), exactly
+    (``verifier``: a token-by-token single-path rule; ``rho`` its all-accepted probability).
 
     With ``record_decisions``, ``extra["decisions"]`` lists, per position and depth below the
     forced stop, the nodes' states, ``accept_prob`` (rho), path probabilities and stop flags
@@ -241,7 +243,7 @@ def optimal_paths(
     """
     T = chain.check_horizon(horizon)
     record: list[dict] | None = [] if record_decisions else None
-    v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum", record)
+    v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum", record, verifier)
     extra: dict[str, Any] = {"information": "path"}
     if record is not None:
         extra["decisions"] = record

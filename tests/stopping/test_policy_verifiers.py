@@ -167,3 +167,23 @@ def test_oracle_round_declares_what_it_cannot_run():
         assert not tags.supports(engine) and "coins" in tags.why_not[engine]
     with pytest.raises(UnsupportedRoundError, match="oracle.*no real drafter"):
         OracleRound(3).require("decoder")
+
+
+@pytest.mark.parametrize("verifier", ["point_mass", "argmax_soft"])
+def test_the_optima_under_another_verifier_dominate_its_policies(verifier):
+    T = 8
+    state = optimal_policy(CHAIN, T, 0.1, max_depth=3, verifier=verifier)
+    path = optimal_policy(CHAIN, T, 0.1, "path", max_depth=3, verifier=verifier)
+    token = optimal_policy(CHAIN, T, 0.1, max_depth=3)
+    assert abs(state.time() - token.time()) > 1e-6  # the verifier changes the optimum
+    # the state optimum is the best start-state policy: evaluate its lengths with the same rule
+    again = evaluate_policy(CHAIN, state.extra["policy"], T, 0.1, verifier=verifier)
+    assert abs(again.time() - state.time()) < 1e-12
+    assert abs(state.accepted_counts.sum() - state.target_calls) < 1e-12
+    for policy in (FixedGamma(1), FixedGamma(3), ConfidenceThreshold(0.5, max_depth=3)):
+        v = evaluate_policy(CHAIN, policy, T, 0.1, verifier=verifier)
+        assert path.time() <= v.time() + 1e-12
+        assert state.time() <= v.time() + 1e-12 or not isinstance(policy, FixedGamma)
+    assert path.time() <= state.time() + 1e-12
+    rows = st.stopping.compare_policies(CHAIN, [FixedGamma(2)], T, 0.1, max_depth=3, verifier=verifier)
+    assert rows[0]["ratio_state"] >= 1.0 - 1e-12 and rows[0]["ratio_path"] >= 1.0 - 1e-12
