@@ -23,7 +23,6 @@ import numpy as np
 
 import spectheory as st
 from spectheory.analysis.verdicts import (
-    MULTI_CALL_STATS,
     RULE_CLAIMS,
     protocol_accepted,
     random_fraction_table,
@@ -32,14 +31,18 @@ from spectheory.analysis.verdicts import (
 )
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
+from spectheory.verifiers.gbv import GBV_K2
+from spectheory.verifiers.round_laws import GLS_K2, TLI, round_rule
+from spectheory.verifiers.spechub_rounds import SPECHUB_BINARY
 from spectheory.verifiers.spechub_tree import SPECHUB
 
-#: The multi-draft rules' rounds for the exact engine (the others are path rounds of their name).
+#: The exact engine's round of each rule object that is not a single-path Verifier (the
+#: Verifiers run as path rounds of themselves).
 ENGINE_ROUNDS = {
-    "gbv_k2": lambda g: TreeRound(DraftTree.paths(2, g), GBV),
-    "gls_k2": lambda g: BatchRound(2, g, reading="gls"),
-    "spechub_binary": lambda g: TreeRound(DraftTree.from_branching([2] * g), SPECHUB),
-    "tli": lambda g: st.PathRound(g, "token"),  # one vocabulary here: TLI is token verification
+    GBV_K2: lambda g: TreeRound(DraftTree.paths(2, g), GBV),
+    GLS_K2: lambda g: BatchRound(2, g, reading="gls"),
+    SPECHUB_BINARY: lambda g: TreeRound(DraftTree.from_branching([2] * g), SPECHUB),
+    TLI: lambda g: st.PathRound(g, "token"),  # one vocabulary here: TLI is token verification
 }
 
 SUN_T, SUN_D = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
@@ -63,15 +66,16 @@ def main(argv=None):
     insts = instances(args.quick)
     rows = settle_claims([i[:5] for i in insts])
     worst = 0.0
-    for r in rows:  # the enumeration against the exact engine, over a T-token generation
-        if r["rule"] in MULTI_CALL_STATS:  # naive HSD: no exact engine (not a one-call round)
+    for claim in RULE_CLAIMS:  # the enumeration against the exact engine, over a T-token generation
+        rule = round_rule(claim.rule)
+        if rule.multi_call:  # naive HSD: not a one-call round of the protocol
             continue
         for _, t, d, V, g, chain in insts:
-            exact = protocol_accepted(r["rule"], t, d, V, g, T)
-            if r["rule"] in ENGINE_ROUNDS:
-                engine = chain.protocol(T, ENGINE_ROUNDS[r["rule"]](g)).accepted
+            exact = protocol_accepted(rule, t, d, V, g, T)
+            if rule in ENGINE_ROUNDS:
+                engine = chain.protocol(T, ENGINE_ROUNDS[rule](g)).accepted
             else:
-                engine = chain.protocol(T, g, verifier=r["rule"]).accepted
+                engine = chain.protocol(T, g, verifier=rule).accepted
             worst = max(worst, abs(float(exact) - engine))
 
     labels = [i[0] for i in insts]

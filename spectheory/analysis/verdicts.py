@@ -1,12 +1,14 @@
 r"""Claimed vs exact: each rule's published or shipped claim against its exact law.
 
-Notation: p = target, q = draft. For a registered single-path rule with a literal enumeration
-(``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws`) and an instance ``(p, q, V, gamma)``
-given as context functions over Fractions, the exact quantities are
+Notation: p = target, q = draft. For a rule with a literal enumeration (its
+:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`: a registered Verifier, or a rule object
+such as :data:`~spectheory.verifiers.gbv.GBV_K2`) and an instance ``(p, q, V, gamma)`` given as
+context functions over Fractions, the exact quantities are
 
 - ``mean_accepted``: the expected accepted drafts of the first round (after the empty
   context), :math:`\sum_e P(e) (|e| - 1)` -- for a rule that calls the target more than once
-  per round (:data:`MULTI_CALL_STATS`: naive HSD), the drafted tokens it emits;
+  per round (its ``multi_call`` flag: naive HSD), the drafted tokens it emits (its
+  :meth:`~spectheory.verifiers.base.RoundLawRule.round_stats`);
 - ``tokens`` and ``target_calls``: the expected tokens the first round emits and the target
   calls it makes (1 for every single-call rule), so ``tokens / target_calls`` compares
   multi-call rules with the others;
@@ -24,9 +26,9 @@ of the verdicts are in ``docs/sequence_rules.md`` and ``docs/proposal_modes.md``
 Examples
 --------
 >>> from fractions import Fraction as F
->>> from spectheory.analysis.verdicts import RULE_CLAIMS, settle_claims
+>>> from spectheory.analysis.verdicts import RULE_CLAIMS, RuleClaim, settle_claims
 >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
->>> rows = settle_claims([("sun", p, q, 2, 2)], [c for c in RULE_CLAIMS if c.name in ("block", "hsd_listing")])
+>>> rows = settle_claims([("sun", p, q, 2, 2)], [RuleClaim("block", "Sun et al.", True), RULE_CLAIMS[3]])
 >>> [(r["rule"], str(r["instances"][0]["mean_accepted"]), str(r["instances"][0]["tv"])) for r in rows]
 [('block', '11/9', '0'), ('hsd_listing', '4/3', '1/9')]
 """
@@ -41,13 +43,19 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..verifiers.hsd_naive import naive_hsd_round_stats
-from ..verifiers.round_laws import exact_round_law, generation_law, mean_accepted, target_law
+from ..verifiers.base import RoundLawRule
+from ..verifiers.block import BLOCK
+from ..verifiers.gbv import GBV_K2
+from ..verifiers.hsd import HSD, HSD_LISTING
+from ..verifiers.hsd_naive_chain import HSD_NAIVE
+from ..verifiers.proposal import ARGMAX_ONEHOT, ARGMAX_SOFT, POINT_MASS, SAMPLE_MATCH
+from ..verifiers.round_laws import GLS_K2, TLI, generation_law, round_rule, target_law
+from ..verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
+from ..verifiers.token import TOKEN
 
 __all__ = [
     "RuleClaim",
     "RULE_CLAIMS",
-    "MULTI_CALL_STATS",
     "law_total_variation",
     "rule_exact",
     "protocol_accepted",
@@ -59,6 +67,8 @@ __all__ = [
 LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
 #: ``(label, target_fn, draft_fn, vocab_size, gamma)``.
 Instance = tuple[str, LawFn, LawFn, int, int]
+#: A rule object with a round law, or a registered verifier's name.
+Rule = RoundLawRule | str
 
 
 @dataclass(frozen=True)
@@ -67,116 +77,121 @@ class RuleClaim:
 
     Attributes
     ----------
-    name : str
-        A key of ``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws` (a registered verifier,
-        or a multi-draft rule at two drafts: ``"gbv_k2"``, ``"gls_k2"``).
+    rule : RoundLawRule or str
+        The rule: an object with a round law (a Verifier, or a multi-draft rule at two drafts:
+        :data:`~spectheory.verifiers.gbv.GBV_K2`, :data:`~spectheory.verifiers.round_laws.GLS_K2`)
+        or a registered verifier's name; :attr:`name` is its name.
     source : str
         Where the rule and the claim come from.
     claimed_lossless : bool
         Whether the source presents the rule as reproducing the target's law.
-    versus : str or None
+    versus : RoundLawRule, str or None
         The rule an efficiency claim compares with (``None``: no efficiency claim).
     relation : str
         ``">="``: accepts at least as many drafts as ``versus`` (first-round expectation) on
         every instance; ``">"``: that, and strictly more on at least one instance.
     """
 
-    name: str
+    rule: Rule
     source: str
     claimed_lossless: bool
-    versus: str | None = None
+    versus: Rule | None = None
     relation: str = ">="
 
     def __post_init__(self) -> None:
         if self.relation not in (">", ">="):
             raise ValueError(f"relation: expected '>' or '>=', got {self.relation!r}")
 
+    @property
+    def name(self) -> str:
+        """The rule's name (the label of its row)."""
+        return _name(self.rule)
+
     def claim_text(self) -> str:
         """The claim in words, e.g. ``'lossless; accepts > block'``."""
         text = "lossless" if self.claimed_lossless else "not lossless"
-        return text + (f"; accepts {self.relation} {self.versus}" if self.versus else "")
+        return text + (f"; accepts {self.relation} {_name(self.versus)}" if self.versus is not None else "")
 
 
-#: The claims, one per registered rule with a literal enumeration.
+def _name(rule: Rule) -> str:
+    return rule if isinstance(rule, str) else rule.name
+
+
+#: The claims, one per rule with a literal enumeration (rule objects: each computes its own round law).
 RULE_CLAIMS: tuple[RuleClaim, ...] = (
     RuleClaim(
-        "token",
+        TOKEN,
         "Leviathan et al., ICML 2023, arXiv 2211.17192: Algorithm 1; Chen et al. 2023, arXiv 2302.01318: "
         "Algorithm 2 (speculative sampling)",
         True,
     ),
     RuleClaim(
-        "block",
+        BLOCK,
         "Sun et al. 2024, arXiv 2403.10444: Algorithm 2 (block verification; lossless, Theorem 1; optimal)",
         True,
-        "token",
+        TOKEN,
     ),
     RuleClaim(
-        "hsd",
+        HSD,
         "Zhou et al., ICLR 2026, arXiv 2601.05724: Algorithm 2, Eqs. 16-20 as read here (reported above block)",
         True,
-        "block",
+        BLOCK,
         ">",
     ),
     RuleClaim(
-        "hsd_listing",
+        HSD_LISTING,
         "Zhou et al., ICLR 2026: Listing 2 (Appendix F); the authors' repository "
         "ZhouYuxuanYX/Hierarchical-Speculative-Decoding, algorithm.py, _speculative_sampling",
         True,
-        "block",
+        BLOCK,
         ">",
     ),
     RuleClaim(
-        "hsd_naive",
+        HSD_NAIVE,
         "Zhou et al., ICLR 2026: naive HSD as the authors' code runs it (ZhouYuxuanYX/Hierarchical-"
         "Speculative-Decoding @ b8575e2, transformers/generation/utils.py: _speculative_sampling with "
         "backward=True, clever=False, then _forward_sampling; several target calls per round)",
         True,
     ),
-    RuleClaim("point_mass", "engines that do not pass the draft's probabilities (q := 1_x)", True),
-    RuleClaim("sample_match", "engines' exact-match verification (accept iff y ~ p equals x)", True),
+    RuleClaim(POINT_MASS, "engines that do not pass the draft's probabilities (q := 1_x)", True),
+    RuleClaim(SAMPLE_MATCH, "engines' exact-match verification (accept iff y ~ p equals x)", True),
     RuleClaim(
-        "argmax_onehot",
+        ARGMAX_ONEHOT,
         "greedy drafting, one-hot q; code comments: 'maximises exact-match acceptance'",
         True,
-        "sample_match",
+        SAMPLE_MATCH,
         ">=",
     ),
-    RuleClaim("argmax_soft", "greedy drafting verified with the draft model's soft q", True),
+    RuleClaim(ARGMAX_SOFT, "greedy drafting verified with the draft model's soft q", True),
     RuleClaim(
-        "gbv_k2",
+        GBV_K2,
         "Thomas & Pal 2026, arXiv 2602.16961: GBV on K = 2 i.i.d. paths (authors' verifier.py, "
         "gbv_verify; reported +30% block efficiency over block)",
         True,
-        "block",
+        BLOCK,
         ">",
     ),
     RuleClaim(
-        "gls_k2",
+        GLS_K2,
         "Rowan, Phan & Khisti, NeurIPS 2025, arXiv 2506.05632: Algorithm 2 (GLS), K = 2 drafts; Prop. 3",
         True,
     ),
     RuleClaim(
-        "spechub_binary",
+        SPECHUB_BINARY,
         "Sun, Zhou, Chen & Sun, EMNLP 2024, arXiv 2411.05289: SpecHub on the depth-gamma binary tree "
         "(authors' MasterGodzilla/Speculative_decoding_OT @ 7d592b7, EAGLE cnets.py sample and utils.py "
         "evaluate_posterior, mode 'spechub'; reported 0.05-0.27 more tokens per step than RRS)",
         True,
-        "rrs_binary",
+        RRS_BINARY,
         ">",
     ),
     RuleClaim(
-        "tli",
+        TLI,
         "Timor et al., ICML 2025, arXiv 2502.05202: Token-Level Intersection as shipped in HF "
         "transformers (AssistantToTargetTranslator; the paper's listing not available here)",
         True,
     ),
 )
-
-
-#: ``{name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> {"tokens", "target_calls",
-#: "accepted", ...}}``: the rules of ``ROUND_LAWS`` whose round calls the target more than once.
-MULTI_CALL_STATS: dict[str, Callable[..., dict[str, Any]]] = {"hsd_naive": naive_hsd_round_stats}
 
 
 def law_total_variation(a: dict[tuple[int, ...], Any], b: dict[tuple[int, ...], Any]) -> Any:
@@ -194,14 +209,16 @@ def law_total_variation(a: dict[tuple[int, ...], Any], b: dict[tuple[int, ...], 
 
 
 def rule_exact(
-    name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, length: int | None = None
+    rule: Rule, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, length: int | None = None
 ) -> dict[str, Any]:
     r"""The exact ``mean_accepted``, ``tokens``, ``target_calls`` (first round) and ``tv`` (first ``length`` tokens) of one rule.
 
-    ``length`` defaults to ``gamma + 1``. With Fraction laws all are exact rationals. Rules of
-    :data:`MULTI_CALL_STATS` take ``mean_accepted`` (drafted tokens emitted), ``tokens`` and
-    ``target_calls`` from their stats; for the others ``tokens = mean_accepted + 1`` and
-    ``target_calls = 1``.
+    ``rule``: a rule object or a registered name (:func:`~spectheory.verifiers.round_laws.round_rule`).
+    ``length`` defaults to ``gamma + 1``. With Fraction laws all are exact rationals.
+    ``mean_accepted``, ``tokens`` and ``target_calls`` are the rule's
+    :meth:`~spectheory.verifiers.base.RoundLawRule.round_stats` (a one-call rule: ``tokens =
+    mean_accepted + 1``, ``target_calls = 1``; naive HSD: the drafted tokens it emits and its
+    forward passes).
 
     Examples
     --------
@@ -217,29 +234,26 @@ def rule_exact(
     g = check_int(gamma, "gamma", 1)
     L = g + 1 if length is None else check_int(length, "length", 1)
     V = check_int(vocab_size, "vocab_size", 1)
-    law = generation_law(lambda c, k: exact_round_law(name, target_fn, draft_fn, V, k, c), g, L)
-    if name in MULTI_CALL_STATS:
-        stats = MULTI_CALL_STATS[name](target_fn, draft_fn, V, g, ())
-        acc, tokens, calls = stats["accepted"], stats["tokens"], stats["target_calls"]
-    else:
-        acc = mean_accepted(exact_round_law(name, target_fn, draft_fn, V, g))
-        tokens, calls = acc + 1, 1
+    r = round_rule(rule)
+    law = generation_law(lambda c, k: r.round_law(target_fn, draft_fn, V, k, c), g, L)
+    stats = r.round_stats(target_fn, draft_fn, V, g, ())
     return {
-        "mean_accepted": acc,
-        "tokens": tokens,
-        "target_calls": calls,
+        "mean_accepted": stats["accepted"],
+        "tokens": stats["tokens"],
+        "target_calls": stats["target_calls"],
         "tv": law_total_variation(law, target_law(target_fn, V, L)),
     }
 
 
 def protocol_accepted(
-    name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, horizon: int
+    rule: Rule, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, horizon: int
 ) -> Any:
-    r"""Exact expected accepted drafts of a ``horizon``-token generation of rule ``name``.
+    r"""Exact expected accepted drafts of a ``horizon``-token generation of ``rule`` (an object or a name).
 
     The protocol of ``docs/protocol.md`` (``k = min(gamma, T - n)`` drafts per round, no token
     past ``T``), by enumerating every round's outcomes; the exact engine's
-    ``chain.protocol(T, gamma, verifier=name).accepted`` computes the same number in floats.
+    ``chain.protocol(T, gamma, verifier=rule).accepted`` computes the same number in floats. A
+    rule whose round calls the target more than once (``multi_call``) is refused.
 
     Examples
     --------
@@ -249,9 +263,10 @@ def protocol_accepted(
     >>> protocol_accepted("token", p, q, 2, 1, 2)   # two rounds, the second one only when the first rejected
     Fraction(8, 9)
     """
-    if name in MULTI_CALL_STATS:
+    r = round_rule(rule)
+    if r.multi_call:
         raise ValueError(
-            f"name: {name!r} calls the target more than once per round, not a round of the protocol"
+            f"rule: {r.name!r} calls the target more than once per round, not a round of the protocol"
         )
     V = check_int(vocab_size, "vocab_size", 1)
     g = check_int(gamma, "gamma", 1)
@@ -262,7 +277,7 @@ def protocol_accepted(
     level[0][()] = 1
     for n in range(T):
         for prefix, prob in level[n].items():
-            for emitted, w in exact_round_law(name, target_fn, draft_fn, V, min(g, T - n), prefix).items():
+            for emitted, w in r.round_law(target_fn, draft_fn, V, min(g, T - n), prefix).items():
                 total += prob * w * (len(emitted) - 1)
                 m = n + len(emitted)
                 if m < T:
@@ -284,14 +299,12 @@ def _verdict(claim: RuleClaim, cells: list[dict[str, Any]], versus: list[dict[st
             claim.relation == ">=" or any(a > b for a, b in zip(ours, theirs))
         )
         if holds:
-            text += f"; accepts {claim.relation} {claim.versus}: holds"
+            text += f"; accepts {claim.relation} {_name(claim.versus)}: holds"
         elif ours == theirs:
-            text += f"; accepts exactly as {claim.versus} (claimed {claim.relation})"
+            text += f"; accepts exactly as {_name(claim.versus)} (claimed {claim.relation})"
         else:
             n_bad = sum(a < b for a, b in zip(ours, theirs))
-            text += (
-                f"; accepts {claim.relation} {claim.versus}: false (less on {n_bad} of {len(ours)} instances)"
-            )
+            text += f"; accepts {claim.relation} {_name(claim.versus)}: false (less on {n_bad} of {len(ours)} instances)"
         out["efficiency_claim_holds"] = holds
     out["verdict"] = text
     return out
@@ -308,8 +321,7 @@ def settle_claims(
         Context functions ``fn(prefix) -> V probabilities`` (Fractions for exact values).
     claims : iterable of RuleClaim
         Default :data:`RULE_CLAIMS`. An efficiency claim compares, on every instance, the
-        rule's ``mean_accepted`` with that of its ``versus`` rule (any rule of
-        ``ROUND_LAWS`` of :mod:`spectheory.verifiers.round_laws`).
+        rule's ``mean_accepted`` with that of its ``versus`` rule (any rule with a round law).
 
     Returns
     -------
@@ -321,18 +333,17 @@ def settle_claims(
     """
     insts = list(instances)
     claims = list(claims)
-    cache: dict[str, list[dict[str, Any]]] = {}
+    cache: dict[RoundLawRule, list[dict[str, Any]]] = {}
 
-    def cells(name: str) -> list[dict[str, Any]]:
-        if name not in cache:
-            cache[name] = [
-                {"label": lab, "gamma": g, **rule_exact(name, t, d, V, g)} for lab, t, d, V, g in insts
-            ]
-        return cache[name]
+    def cells(rule: Rule) -> list[dict[str, Any]]:
+        r = round_rule(rule)
+        if r not in cache:
+            cache[r] = [{"label": lab, "gamma": g, **rule_exact(r, t, d, V, g)} for lab, t, d, V, g in insts]
+        return cache[r]
 
     rows = []
     for claim in claims:
-        mine = cells(claim.name)
+        mine = cells(claim.rule)
         versus = cells(claim.versus) if claim.versus is not None else None
         rows.append(
             {

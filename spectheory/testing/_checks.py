@@ -20,7 +20,7 @@ of standard token verification under the same protocol.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,9 @@ from .instances import Instance
 from .report import Finding
 from .round_instance import MAX_BLOCKS
 from .stats import bernstein_lower_test, binomial_test, chi2_test
+
+if TYPE_CHECKING:
+    from ..verifiers.base import RoundLawRule
 
 MAX_SEQUENCE_CELLS = 100_000
 N_BOUNDARY = 16
@@ -88,13 +91,13 @@ def check_instance(
     bonus: bool = True,
     stop_token: int | None = None,
     greedy: bool = False,
-    lossy: bool | str = False,
+    lossy: bool | RoundLawRule = False,
 ) -> None:
     """Run every check on one instance; append :class:`Finding` objects to ``found[check]``.
 
     ``greedy``: the temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`);
-    ``lossy``: the rule is declared lossy, and ``loss`` measures by how much (a rule name of
-    :data:`~spectheory.testing.exact_loss.CLOSED_FORMS`: also its exact TV)."""
+    ``lossy``: the rule is declared lossy, and ``loss`` measures by how much (a rule object with
+    a round law, :class:`~spectheory.verifiers.base.RoundLawRule`: also its exact TV)."""
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
     law = inst.greedy() if greedy else inst
@@ -217,7 +220,7 @@ def check_instance(
     )
     acc = accepted_counts(o, L, x[valid], bonus, stop_token)
     if lossy:
-        rule = lossy if isinstance(lossy, str) else None
+        rule = None if lossy is True else lossy
         found["loss"].append(loss_finding(inst, law, counts, seq, Ls, acc, a_i, size, stop_token, rule))
     if stop_token is None and drafting == "sample":  # block's optimum is for drafts drawn from q
         over = above_optimum(inst, acc, a_i, size)

@@ -42,6 +42,7 @@ r"""Verdicts the kit derives from how a sampler used randomness, and how severe 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -50,6 +51,9 @@ from .report import Finding
 from .round_instance import Instance
 from .stats import bernstein_upper_test
 from .torch_random import BITS
+
+if TYPE_CHECKING:
+    from ..verifiers.base import RoundLawRule
 
 __all__ = [
     "randomness_findings",
@@ -181,12 +185,13 @@ def loss_finding(
     alpha: float,
     size: int,
     stop_token: int | None = None,
-    rule: str | None = None,
+    rule: RoundLawRule | None = None,
 ) -> Finding:
     """The ``loss`` finding of a declared-lossy rule on one instance (module docstring).
 
-    With ``rule`` (a closed form, :mod:`spectheory.testing.exact_loss`) the finding states the
-    exact TV, and fails when the measured interval excludes it (the sampler is not that rule)."""
+    With ``rule`` (an object with a round law, :mod:`spectheory.testing.exact_loss`) the finding
+    states the exact TV, and fails when the measured interval excludes it (the sampler is not
+    that rule)."""
     n = max(int(counts.sum()), 1)
     tv = 0.5 * float(np.abs(counts / n - seq).sum())
     bias = 0.5 * float(np.sqrt(seq * (1 - seq) / n).sum())
@@ -206,9 +211,12 @@ def loss_finding(
 
     exact = float(exact_output_tv(inst, rule, length))
     ok = lo - 1e-12 <= exact <= hi + 1e-12
-    summary = f"exact TV of {rule!r} {exact:.6f} (enumerated, Fractions); measured {measured}; {gain}"
+    summary = f"exact TV of {rule.name!r} {exact:.6f} (enumerated, Fractions); measured {measured}; {gain}"
     if not ok:
-        summary = f"measured TV excludes the exact TV of {rule!r}: the sampler is not {rule!r}; " + summary
+        summary = (
+            f"measured TV excludes the exact TV of {rule.name!r}: the sampler is not {rule.name!r}; "
+            + summary
+        )
     return Finding(inst.name, ok, exact, summary=summary, size=size)
 
 
@@ -231,7 +239,7 @@ def declare_lossy(results: list, found: dict) -> list:
                 not bad,
                 f"{len(rows)} instances measured"
                 + (f", {len(bad)} inconsistent with the named rule" if bad else ""),
-                "declared lossy: measured, not judged (a named closed form: its exact TV must lie in the interval)",
+                "declared lossy: measured, not judged (a rule with a round law: its exact TV must lie in the interval)",
                 bad[0].summary if bad else None,
                 c.findings,
                 "\n         ".join(rows),

@@ -1,10 +1,12 @@
-r"""Exact loss of a declared-lossy rule on a kit instance, when the rule has a closed form.
+r"""Exact loss of a lossy rule on a kit instance, when the rule has a round law.
 
 The kit's instances (:class:`~spectheory.testing.Instance`) are first-order trees: the target
-law at position ``j`` after token ``s`` is ``target[j, s]``, the draft's ``draft[j, s]``. For a
-rule of :data:`spectheory.verifiers.round_laws.ROUND_LAWS` (token verification, block
-verification, the proposal modes, HSD, GBV, GLS) the round law ``{emitted: probability}`` is
-enumerated branch by branch (:func:`~spectheory.verifiers.round_laws.exact_round_law`); the kit
+law at position ``j`` after token ``s`` is ``target[j, s]``, the draft's ``draft[j, s]``. For any
+rule with a literal round law (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`: token
+and block verification, the proposal modes, HSD, GBV, GLS, or a rule defined outside the
+package) the round law ``{emitted: probability}`` comes from the rule object, enumerated branch
+by branch (a registered name is resolved by
+:func:`~spectheory.verifiers.round_laws.round_rule`); the kit
 completes every emitted prefix to ``L`` tokens with the target, as it does with sampled rounds,
 so the output law it tests is
 
@@ -33,13 +35,11 @@ from itertools import product
 from typing import Any
 
 from .._guards import check_int
-from ..verifiers.round_laws import ROUND_LAWS, exact_round_law
+from ..verifiers.base import RoundLawRule
+from ..verifiers.round_laws import round_rule
 from .round_instance import Instance
 
-__all__ = ["CLOSED_FORMS", "exact_output_law", "exact_output_tv"]
-
-#: rule names whose exact round law the kit can enumerate (keys of ROUND_LAWS)
-CLOSED_FORMS = tuple(ROUND_LAWS)
+__all__ = ["exact_output_law", "exact_output_tv"]
 
 
 def _rational(row: Any) -> list[Fraction]:
@@ -57,14 +57,16 @@ def _laws(inst: Instance, exact: bool) -> tuple[Any, Any]:
 
 
 def exact_output_law(
-    inst: Instance, rule: str, length: int | None = None, exact: bool = True
+    inst: Instance, rule: str | RoundLawRule, length: int | None = None, exact: bool = True
 ) -> dict[tuple[int, ...], Any]:
     """Law of the first ``length`` (default ``k+1``) tokens a round of ``rule`` emits on ``inst``,
-    completed by the target (module docstring), ``{tokens: probability}``."""
+    completed by the target (module docstring), ``{tokens: probability}``.
+
+    ``rule``: a rule object with a round law or a registered name; ValueError naming a rule
+    without one."""
     if not isinstance(inst, Instance):
         raise ValueError(f"inst: expected an Instance, got {type(inst).__name__}")
-    if rule not in ROUND_LAWS:
-        raise ValueError(f"rule: expected one of {sorted(ROUND_LAWS)}, got {rule!r}")
+    r = round_rule(rule)
     k, V, s0 = inst.k, inst.vocab_size, inst.s0
     L = k + 1 if length is None else check_int(length, "length", 1)
     if L > k + 1:
@@ -78,7 +80,7 @@ def exact_output_law(
         return d[min(len(c), k - 1)][c[-1] if c else s0]
 
     out: dict[tuple[int, ...], Any] = {}
-    for e, w in exact_round_law(rule, target_fn, draft_fn, V, k).items():
+    for e, w in r.round_law(target_fn, draft_fn, V, k).items():
         e = tuple(int(v) for v in e[:L])
         todo = {e: w}
         while todo and len(next(iter(todo))) < L:
@@ -94,7 +96,9 @@ def exact_output_law(
     return out
 
 
-def exact_output_tv(inst: Instance, rule: str, length: int | None = None, exact: bool = True) -> Any:
+def exact_output_tv(
+    inst: Instance, rule: str | RoundLawRule, length: int | None = None, exact: bool = True
+) -> Any:
     r"""TV of :func:`exact_output_law` from the target's law of the same tokens (a Fraction if ``exact``)."""
     L = inst.k + 1 if length is None else check_int(length, "length", 1)
     o = exact_output_law(inst, rule, L, exact)

@@ -51,6 +51,12 @@ reproducible without any torch seeding.
 ``k`` accepted drafts, as vLLM's ``disable_bonus_tokens=True``) and ``stop_token`` (nothing
 after an accepted stop token) change what a correct output is, and the efficiency checks
 judge each protocol by its own optimum.
+
+**Lossy rules.** A rule that declares ``lossless = False`` (a :class:`~spectheory.verifiers.Verifier`
+attribute; any verifier object may set it) is not failed for its loss: the law tests become
+notes and the ``loss`` check states by how much (:func:`~spectheory.testing._verdicts.loss_finding`),
+with the exact TV when the rule has a round law
+(:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`, :mod:`spectheory.testing.exact_loss`).
 """
 
 from __future__ import annotations
@@ -72,6 +78,7 @@ from .report import CheckResult, Finding, Report, summarise
 
 if TYPE_CHECKING:
     from ..verifiers import Verifier
+    from ..verifiers.base import RoundLawRule
 
 __all__ = [
     "check_verifier",
@@ -153,7 +160,7 @@ def check_verifier(
     rows_per_call: int | None = None,
     jobs: int = 1,
     greedy: bool | None = None,
-    lossy: bool | str = False,
+    lossy: bool | str | RoundLawRule | None = None,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
@@ -206,16 +213,19 @@ def check_verifier(
         and ``greedy_acceptance`` that every round accepts the longest draft prefix on that path
         (greedy acceptance is optimal); the law and acceptance tests of sampled decoding are
         not run.
-    lossy : bool or str
+    lossy : bool, str, RoundLawRule or None
         Declare the rule lossy on purpose: the law tests still run, but their failures become
         notes, and ``loss`` states per instance the TV of the output from the target (a Monte
         Carlo estimate with a confidence interval) and the drafts accepted beyond token and
-        block verification (:func:`spectheory.testing._verdicts.loss_finding`). A rule name of
-        :data:`~spectheory.testing.exact_loss.CLOSED_FORMS` (implied by ``lossy=True`` when
-        ``verify`` is that registered rule) adds the exact TV, enumerated in Fractions
+        block verification (:func:`spectheory.testing._verdicts.loss_finding`). ``None`` (the
+        default): what the rule declares, ``not verify.lossless`` (a Verifier, a registered
+        name, or any object with a ``lossless`` attribute; lossless when it has none). A rule
+        with a round law (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`) -- given
+        here as an object or a registered name, or ``verify`` itself when it is lossy and has
+        one -- adds its exact TV, enumerated in Fractions
         (:func:`~spectheory.testing.exact_loss.exact_output_tv`), and ``loss`` fails where the
-        measured interval excludes it (the sampler is not that rule). Needs the bonus on and no
-        stop token.
+        measured interval excludes it (the sampler is not that rule). The exact TV needs the
+        bonus on, no stop token and sampled decoding.
 
     Returns
     -------
@@ -229,9 +239,13 @@ def check_verifier(
     (True, [])
     >>> check_verifier("block", n_samples=300, seed=0).passed       # a registered Verifier
     True
+    >>> report = check_verifier("hsd_listing", n_samples=300, seed=0)  # lossless = False
+    >>> report.passed, report.config["protocol"]["lossy"]            # reported with its exact loss
+    (True, 'hsd_listing')
     """
 
-    named = verify if isinstance(verify, str) else getattr(verify, "name", None)
+    rule = _declared_rule(verify)
+    declares_lossy = getattr(verify if rule is None else rule, "lossless", True) is False
     verify = resolve_verifier(verify)
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
     gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
@@ -265,7 +279,7 @@ def check_verifier(
     jobs = check_int(jobs, "jobs", 1)
     runner = Runner(verify, batched, torch_random, rows_per_call)
     seeds = base.spawn(len(insts))
-    lossy = _lossy_rule(lossy, named, bonus, stop_token, bool(greedy))
+    lossy = _lossy_rule(declares_lossy if lossy is None else lossy, rule, bonus, stop_token, bool(greedy))
     work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, bool(greedy), lossy)
     found, routed = _run_all(work, jobs, progress)
 
@@ -284,26 +298,51 @@ def check_verifier(
         "n_instances": len(insts),
         "instances": [i.name for i in insts],
         "batched": bool(batched),
-        "protocol": {"bonus": bonus, "stop_token": stop_token, "greedy": bool(greedy), "lossy": lossy},
+        "protocol": {
+            "bonus": bonus,
+            "stop_token": stop_token,
+            "greedy": bool(greedy),
+            "lossy": lossy if isinstance(lossy, bool) else lossy.name,
+        },
         "torch_random": routed,
     }
     return Report(_name(verify), checks, config, M, alpha)
 
 
-def _lossy_rule(lossy: Any, named: Any, bonus: bool, stop_token: int | None, greedy: bool) -> bool | str:
-    """``lossy`` checked: False, True, or the closed-form rule whose exact TV the kit computes."""
-    from .exact_loss import CLOSED_FORMS
+def _declared_rule(verify: Any) -> Verifier | None:
+    """The Verifier behind a registered name or a Verifier object (None for other samplers)."""
+    from ..verifiers.base import Verifier, get_verifier
 
-    if isinstance(lossy, str):
-        if lossy not in CLOSED_FORMS:
-            raise ValueError(f"lossy: expected True, False or a rule of {list(CLOSED_FORMS)}, got {lossy!r}")
-        if not bonus or stop_token is not None or greedy:
-            raise ValueError("lossy: a named closed form needs bonus=True, no stop_token and greedy=False")
-        return lossy
+    if isinstance(verify, (str, Verifier)):
+        try:
+            return get_verifier(verify)
+        except ValueError:
+            return None  # resolve_verifier names the problem
+    return None
+
+
+def _lossy_rule(
+    lossy: Any, rule: Verifier | None, bonus: bool, stop_token: int | None, greedy: bool
+) -> bool | RoundLawRule:
+    """``lossy`` checked: False, True, or the rule (with a round law) whose exact TV the kit computes.
+
+    ``rule``: the Verifier under test (its own round law serves ``lossy=True``)."""
+    from ..verifiers.base import RoundLawRule
+    from ..verifiers.round_laws import round_rule
+
+    exact_ok = bonus and stop_token is None and not greedy
+    if isinstance(lossy, (str, RoundLawRule)):
+        try:
+            named = round_rule(lossy)
+        except ValueError as exc:
+            raise ValueError(f"lossy: expected True, False or a rule with a round law: {exc}") from None
+        if not exact_ok:
+            raise ValueError("lossy: a rule's exact loss needs bonus=True, no stop_token and greedy=False")
+        return named
     if lossy not in (True, False):
-        raise ValueError(f"lossy: expected True, False or a rule name, got {lossy!r}")
-    if lossy and named in CLOSED_FORMS and bonus and stop_token is None and not greedy:
-        return str(named)
+        raise ValueError(f"lossy: expected None, True, False, a rule or a rule name, got {lossy!r}")
+    if lossy and rule is not None and rule.has_round_law and exact_ok:
+        return rule
     return bool(lossy)
 
 

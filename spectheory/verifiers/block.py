@@ -36,12 +36,13 @@ As a :class:`~spectheory.verifiers.base.Verifier` (:class:`BlockVerifier`, regis
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .base import Verifier, register_verifier
+from .block_exact import block_emission_law
 from .block_scan import backward_scan_law, block_weights
 from .multidraft import _categorical
 
@@ -57,6 +58,8 @@ __all__ = [
     "block_weights",
     "backward_scan_law",
 ]
+
+LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
 
 
 class BlockVerifier(Verifier):
@@ -93,6 +96,13 @@ class BlockVerifier(Verifier):
         tau = np.where(fired.any(1), last, 0)
         token = _categorical(final[np.arange(R), tau], u_final)
         return tau.astype(np.int64), token
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one round by enumeration
+        (:func:`~spectheory.verifiers.block_exact.block_emission_law`)."""
+        return block_emission_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
     def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray]:
         from .block_exact import block_round_transition

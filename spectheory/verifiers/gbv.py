@@ -3,7 +3,9 @@ r"""Greedy multi-path block verification (GBV; Thomas & Pal 2026, arXiv 2602.169
 Pure functions on per-path data, exact in the number type of the laws (Fractions: exact); the
 tree verifier that runs them on ``DraftTree.paths(K, L)`` and the algorithm's description and
 losslessness proof are in :mod:`spectheory.trees.gbv`. :func:`gbv_round_law` enumerates one
-round literally (the shape of :func:`spectheory.verifiers.round_laws.proposal_round_law`).
+round literally (the shape of :func:`spectheory.verifiers.round_laws.proposal_round_law`);
+:class:`GBVPaths` is GBV on ``K`` paths as a rule with that round law (:data:`GBV_K2`, the
+claimed-vs-exact table's ``"gbv_k2"``).
 
 Examples
 --------
@@ -22,8 +24,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
+from .base import RoundLawRule
 
-__all__ = ["gbv_select", "gbv_skew", "gbv_block_law", "gbv_core", "gbv_round_law"]
+__all__ = ["gbv_select", "gbv_skew", "gbv_block_law", "gbv_core", "gbv_round_law", "GBVPaths", "GBV_K2"]
 
 LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
 
@@ -169,3 +172,35 @@ def gbv_round_law(
                     e = tuple(paths[chosen][:j]) + (y,)
                     out[e] = out.get(e, 0) + pr * tau[j] * finals[j][y]
     return out
+
+
+class GBVPaths(RoundLawRule):
+    r"""GBV on ``K`` i.i.d. draft paths of ``gamma`` tokens as a rule with a round law
+    (:func:`gbv_round_law`); named ``"gbv_k{K}"``, lossless (:mod:`spectheory.trees.gbv`).
+
+    Not a single-path Verifier: its engines' round is ``TreeRound(DraftTree.paths(K, gamma), GBV)``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.gbv import GBV_K2
+    >>> from spectheory.verifiers.round_laws import mean_accepted
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> GBV_K2.name, mean_accepted(GBV_K2.round_law(p, q, 2, 2))
+    ('gbv_k2', Fraction(131, 81))
+    """
+
+    lossless = True
+
+    def __init__(self, K: int) -> None:
+        self.K = check_int(K, "K", 1)
+        self.name = f"gbv_k{self.K}"
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        return gbv_round_law(target_fn, draft_fn, vocab_size, self.K, gamma, tuple(prefix))
+
+
+#: GBV on two paths (the claimed-vs-exact table's ``"gbv_k2"``).
+GBV_K2 = GBVPaths(2)

@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HSDVerifier", "HSD", "HSD_LISTING", "hsd_weights", "hsd_round_law", "HSD_VARIANTS"]
 
+LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
+
 #: ``"paper"``: Algorithm 2 with Eq. 19; ``"listing"``: the paper's Listing 2 (uncapped full-block test).
 HSD_VARIANTS = ("paper", "listing")
 
@@ -166,6 +168,12 @@ class HSDVerifier(Verifier):
         last = g - np.argmax(fired[:, ::-1], axis=1)
         tau = np.where(fired.any(1), last, 0)
         return tau.astype(np.int64), _categorical(final[np.arange(R), tau], u_final)
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one round by enumeration (:func:`hsd_round_law` of this variant)."""
+        return hsd_round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix), self.variant)
 
     def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray]:
         weights = lambda t, d, x, k: hsd_weights(t, d, x, k, self.variant)  # noqa: E731

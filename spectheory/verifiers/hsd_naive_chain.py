@@ -111,6 +111,7 @@ class NaiveHSDVerifier(Verifier):
 
     name = "hsd_naive"
     lossless = False
+    multi_call = True
 
     def _rule(self, t, d, x, kk, u_accept, u_final):
         raise NotImplementedError(
@@ -119,9 +120,24 @@ class NaiveHSDVerifier(Verifier):
             "(chain.protocol, st.simulate) or with spectheory.decoder.hsd_decode.naive_hsd_generate"
         )
 
-    def round_law(self, chain: ChainLike, n0: int, k: int, state: int) -> dict[tuple[int, ...], Any]:
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one naive round by enumeration
+        (:func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_law`; ``gamma`` or ``gamma + 1``
+        tokens, several target calls)."""
+        return naive_hsd_round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+    def round_stats(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[str, Any]:
+        """Expected ``accepted`` (drafted tokens emitted), ``tokens`` and ``target_calls`` of one
+        naive round (:func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_stats`)."""
+        return naive_hsd_round_stats(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+    def chain_round_law(self, chain: ChainLike, n0: int, k: int, state: int) -> dict[tuple[int, ...], Any]:
         """The law of the tokens a round of ``k`` drafts emits from ``state`` at ``n0``
-        (:func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_law` on :func:`chain_round_fns`)."""
+        (:meth:`round_law` on :func:`chain_round_fns`)."""
         k = check_int(k, "k", 1)
         S, V = chain.n_states, chain.vocab_size
         if S * V ** (k + 1) > MAX_NAIVE_ELEMENTS:
@@ -129,7 +145,7 @@ class NaiveHSDVerifier(Verifier):
                 f"k: exact naive HSD needs S * V**(k+1) = {S * V ** (k + 1)} > {MAX_NAIVE_ELEMENTS} "
                 "enumerated outcomes; use Monte Carlo (st.simulate(..., verifier='hsd_naive'))"
             )
-        return naive_hsd_round_law(*chain_round_fns(chain, n0, state), V, k)
+        return self.round_law(*chain_round_fns(chain, n0, state), V, k)
 
     def round_transition(self, chain: ChainLike) -> Callable[[int, int, bool], np.ndarray]:
         chain.require_deterministic("naive HSD's exact round law (Monte Carlo supports deterministic chains)")
@@ -138,7 +154,7 @@ class NaiveHSDVerifier(Verifier):
             S = chain.n_states
             Q = np.zeros((S, k + 1, S))
             for s in range(S):
-                for e, w in self.round_law(chain, n0, k, s).items():
+                for e, w in self.chain_round_law(chain, n0, k, s).items():
                     j = min(len(e) - 1, k)  # k tokens: j = k - 1 and a correction; k + 1: j = k, bonus
                     kept = e if j < k or emit_bonus else e[:k]
                     Q[s, j, _state_after(chain, s, kept)] += float(w)

@@ -34,12 +34,14 @@ Examples
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..laws.sampling import normalize_or, sample_categorical
 from .base import Verifier, register_verifier
+from .round_laws import ratio_step, stepwise_round_law
 from .token import token_rule
 
 if TYPE_CHECKING:
@@ -56,6 +58,18 @@ __all__ = [
     "ARGMAX_ONEHOT",
     "argmax_onehot",
 ]
+
+LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
+
+
+def _onehot_step(p: Sequence[Any], q: Sequence[Any], x: int) -> tuple[Any, list[Any], Any]:
+    """The ratio test against ``1_x`` (point-mass proposals): accept with ``p(x)``."""
+    return ratio_step(p, [1 if v == x else 0 for v in range(len(p))], x)
+
+
+def _match_step(p: Sequence[Any], q: Sequence[Any], x: int) -> tuple[Any, list[Any], Any]:
+    """Sample-and-match: ``y ~ p`` equals ``x`` w.p. ``p(x)``, else ``y`` is emitted (``p`` off ``x``)."""
+    return p[x], [p[y] if y != x else 0 for y in range(len(p))], 1 - p[x]
 
 
 def argmax_onehot(draft: np.ndarray) -> np.ndarray:
@@ -135,6 +149,13 @@ class PointMassVerifier(Verifier):
     def _rule(self, t, d, x, k, u_accept, u_final):
         return _point_mass_rule(t, d, x, k, u_accept, u_final)
 
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one round (:func:`~spectheory.verifiers.round_laws.stepwise_round_law`, the
+        ratio test against ``1_x``)."""
+        return stepwise_round_law(_onehot_step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
     def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         return _cached_masses(chain, lambda t, d: (d * t, t * (1.0 - d)))
 
@@ -170,6 +191,13 @@ class SampleMatchVerifier(Verifier):
         rejected = j < k
         bonus = sample_categorical(t[rows, k], u_final)
         return j, np.where(rejected, y[rows, np.minimum(j, g - 1)], bonus)
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one round (:func:`~spectheory.verifiers.round_laws.stepwise_round_law`: match
+        w.p. ``p(x)``, else emit ``y ~ p`` off ``x``)."""
+        return stepwise_round_law(_match_step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
     def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         return _cached_masses(chain, lambda t, d: (d * t, t * (1.0 - d)))
@@ -213,6 +241,14 @@ class ArgmaxDraftingVerifier(_NoTorch, Verifier):
         if self.q_mode == "onehot":
             return _point_mass_rule(t, d, x, k, u_accept, u_final)
         return token_rule(t, d, x, k, u_accept, u_final)  # the soft q, though x was not drawn from it
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one round: :func:`~spectheory.verifiers.round_laws.stepwise_round_law` with
+        greedy drafting, the ratio test against ``1_x`` (one-hot) or the soft ``q``."""
+        step = _onehot_step if self.q_mode == "onehot" else ratio_step
+        return stepwise_round_law(step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix), argmax=True)
 
     def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         def masses(t: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -6,15 +6,23 @@ token) and multiplies probabilities, so with :class:`fractions.Fraction` laws th
 exact rationals -- e.g. Sun et al.'s binary example, target ``(1/3, 2/3)``, draft
 ``(2/3, 1/3)``, which floats cannot hold.
 
-- :func:`proposal_round_law`: one round of a proposal mode (``"token"``, ``"point_mass"``,
-  ``"sample_match"``, ``"argmax_onehot"``, ``"argmax_soft"``; :mod:`.proposal`);
+- :func:`stepwise_round_law`: one round of a rule that checks one draft at a time, from its
+  step (:func:`ratio_step`: accept with ``min(1, p(x)/r(x))``, else emit from
+  ``norm((p - r)_+)``); the single-path Verifiers' :meth:`~spectheory.verifiers.Verifier.round_law`
+  of token verification and the proposal modes call it;
+- :func:`proposal_round_law`: one round of a proposal mode by name (``"token"``,
+  ``"point_mass"``, ``"sample_match"``, ``"argmax_onehot"``, ``"argmax_soft"``; :mod:`.proposal`);
 - :func:`generation_law`: the law of the first tokens of a generation made of rounds of any
-  rule given as ``round_law(prefix, k) -> {emitted tuple: probability}`` (this module's
-  laws, :func:`spectheory.verifiers.block_exact.block_emission_law`, the HSD law of :mod:`.hsd`);
+  rule given as ``round_law(prefix, k) -> {emitted tuple: probability}`` (any rule's
+  :meth:`~spectheory.verifiers.base.RoundLawRule.round_law`);
 - :func:`mean_accepted`: a round law's expected accepted drafts;
-- :func:`exact_round_law`: one round of a registered rule by name (:data:`ROUND_LAWS`: the
-  proposal modes, ``"block"``, ``"hsd"``, ``"hsd_listing"``, ``"hsd_naive"``, ...), and :func:`target_law`, the
-  target's own law of the first tokens, to compare a generation law with.
+- :func:`exact_round_law`: one round of a rule (a registered name or a rule object):
+  ``get_verifier(name).round_law(...)``; :func:`round_rule` resolves a rule and checks that it
+  has a round law; :func:`target_law`, the target's own law of the first tokens, to compare a
+  generation law with;
+- rules known by their round law only (not single-path Verifiers): :class:`GLSDrafts`
+  (:data:`GLS_K2`) and :class:`TLIRule` (:data:`TLI`); GBV on ``K`` paths and the binary-tree
+  rules are in :mod:`.gbv` and :mod:`.spechub_rounds`.
 
 ``target_fn(prefix)`` and ``draft_fn(prefix)`` return the ``V`` next-token probabilities
 after a context tuple.
@@ -26,6 +34,9 @@ Examples
 >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
 >>> [mean_accepted(proposal_round_law(m, p, q, 2, 2)) for m in ("token", "point_mass", "argmax_onehot")]
 [Fraction(10, 9), Fraction(52, 81), Fraction(4, 9)]
+>>> from spectheory.verifiers import get_verifier
+>>> mean_accepted(get_verifier("block").round_law(p, q, 2, 2))   # the rule's own method
+Fraction(11, 9)
 """
 
 from __future__ import annotations
@@ -34,23 +45,25 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
-from .block_exact import block_emission_law
-from .gbv import gbv_round_law
+from .base import RoundLawRule, get_verifier
 from .gls import gls_round_law
-from .hsd import hsd_round_law
-from .hsd_naive import naive_hsd_round_law
-from .spechub_rounds import rrs_binary_round_law, spechub_round_law
 
 __all__ = [
     "PROPOSAL_MODES",
-    "ROUND_LAWS",
+    "stepwise_round_law",
+    "ratio_step",
     "proposal_round_law",
     "exact_round_law",
+    "round_rule",
     "generation_law",
     "target_law",
     "mean_accepted",
     "first_token_law",
     "tli_round_law",
+    "GLSDrafts",
+    "GLS_K2",
+    "TLIRule",
+    "TLI",
 ]
 
 #: Modes :func:`proposal_round_law` enumerates (the registered verifier names).
@@ -67,13 +80,109 @@ def _argmax(q: Sequence[Any]) -> int:
     return best
 
 
+#: ``step(p, q, x) -> (b, residual, total)``: accept the draft ``x`` with probability ``b``, else
+#: emit ``y`` with probability ``residual[y] / total`` (:func:`stepwise_round_law`).
+Step = Callable[[list[Any], list[Any], int], tuple[Any, Sequence[Any], Any]]
+
+
+def ratio_step(p: Sequence[Any], r: Sequence[Any], x: int) -> tuple[Any, list[Any], Any]:
+    r"""The step of the ratio test against a reference law ``r``: accept ``x`` with
+    :math:`\min(1, p(x)/r(x))`, else emit from :math:`\mathrm{norm}((p - r)_+)`.
+
+    ``r = q`` is token verification's step, ``r = 1_x`` point-mass proposals'. Returns
+    ``(b, residual, total)`` (:data:`Step`).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import ratio_step
+    >>> ratio_step([F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)], 0)
+    (Fraction(1, 2), [0, Fraction(1, 3)], Fraction(1, 3))
+    """
+    b = min(1, p[x] / r[x])
+    res = [max(p[y] - r[y], 0) for y in range(len(p))]
+    return b, res, sum(res)
+
+
+def stepwise_round_law(
+    step: Step,
+    target_fn: LawFn,
+    draft_fn: LawFn,
+    vocab_size: int,
+    gamma: int,
+    prefix: tuple[int, ...] = (),
+    argmax: bool = False,
+) -> dict[tuple[int, ...], Any]:
+    r"""Exact law of the tokens one round of a draft-by-draft rule emits, ``{emitted: probability}``.
+
+    An emitted tuple holds the accepted drafts then one token (the correction, or the bonus
+    token after ``gamma`` accepted drafts). Per drafted position ``i``, with ``p =
+    target_fn(ctx)``, ``q = draft_fn(ctx)``: draft ``x ~ q`` (``argmax=True``: ``x = argmax
+    q``, the smallest index on ties); ``b, residual, total = step(p, q, x)``; continue with
+    probability ``b``, else emit ``y`` with probability ``residual[y] / total`` and stop. After
+    ``gamma`` accepted drafts the bonus token ``y ~ p``.
+
+    Parameters
+    ----------
+    step : callable
+        ``step(p, q, x) -> (b, residual, total)`` (:data:`Step`; e.g. :func:`ratio_step`).
+    target_fn, draft_fn : callable
+        ``fn(ctx) -> vocab_size`` next-token probabilities after a context tuple.
+    vocab_size, gamma : int
+        Vocabulary size and drafts in the round.
+    prefix : tuple of int
+        The context before the round.
+    argmax : bool
+        Greedy drafting (the rule's ``drafting == "argmax"``).
+
+    Examples
+    --------
+    A lossy rule, accept with :math:`\min(1, 2 p(x)/q(x))` (lenient), is one step:
+
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import stepwise_round_law, ratio_step
+    >>> p, q = (lambda c: [F(1, 4), F(3, 4)]), (lambda c: [F(1, 1), F(0, 1)])
+    >>> def lenient_step(p, q, x):
+    ...     _, res, tot = ratio_step(p, q, x)
+    ...     return min(1, 2 * p[x] / q[x]), res, tot
+    >>> sorted(stepwise_round_law(lenient_step, p, q, 2, 1).items())
+    [((0, 0), Fraction(1, 8)), ((0, 1), Fraction(3, 8)), ((1,), Fraction(1, 2))]
+    """
+    V = check_int(vocab_size, "vocab_size", 1)
+    g = check_int(gamma, "gamma", 1)
+    out: dict[tuple[int, ...], Any] = {}
+
+    def emit(key: tuple[int, ...], w: Any) -> None:
+        if w:
+            out[key] = out.get(key, 0) + w
+
+    def walk(i: int, drafted: tuple[int, ...], prob: Any) -> None:
+        p = list(target_fn(tuple(prefix) + drafted))
+        if i == g:
+            for y in range(V):
+                emit(drafted + (y,), prob * p[y])
+            return
+        q = list(draft_fn(tuple(prefix) + drafted))
+        proposals = [(_argmax(q), 1)] if argmax else [(x, q[x]) for x in range(V) if q[x]]
+        for x, w in proposals:
+            b, res, tot = step(p, q, x)
+            if b:
+                walk(i + 1, drafted + (x,), prob * w * b)
+            if b != 1:
+                for y in range(V):
+                    emit(drafted + (y,), prob * w * (1 - b) * res[y] / tot)
+
+    walk(0, (), 1)
+    return out
+
+
 def proposal_round_law(
     mode: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
 ) -> dict[tuple[int, ...], Any]:
-    r"""Exact law of the tokens one round of ``mode`` emits, ``{emitted: probability}``.
+    r"""Exact law of the tokens one round of the proposal mode ``mode`` emits, ``{emitted: probability}``.
 
-    An emitted tuple holds the accepted drafts then one token (the correction, or the bonus
-    token after ``gamma`` accepted drafts). The algorithm, per drafted position ``i`` with
+    The registered rule's :meth:`~spectheory.verifiers.base.RoundLawRule.round_law`
+    (:func:`stepwise_round_law` with its step), per drafted position ``i`` with
     ``p = target_fn(ctx)``, ``q = draft_fn(ctx)``:
 
     - draft ``x ~ q`` (``"argmax_*"``: ``x = argmax q``, smallest index on ties);
@@ -92,43 +201,7 @@ def proposal_round_law(
     """
     if mode not in PROPOSAL_MODES:
         raise ValueError(f"mode: expected one of {PROPOSAL_MODES}, got {mode!r}")
-    V = check_int(vocab_size, "vocab_size", 1)
-    g = check_int(gamma, "gamma", 1)
-    out: dict[tuple[int, ...], Any] = {}
-
-    def emit(key: tuple[int, ...], w: Any) -> None:
-        if w:
-            out[key] = out.get(key, 0) + w
-
-    def walk(i: int, drafted: tuple[int, ...], prob: Any) -> None:
-        p = list(target_fn(tuple(prefix) + drafted))
-        if i == g:
-            for y in range(V):
-                emit(drafted + (y,), prob * p[y])
-            return
-        q = list(draft_fn(tuple(prefix) + drafted))
-        proposals = [(_argmax(q), 1)] if mode.startswith("argmax") else [(x, q[x]) for x in range(V) if q[x]]
-        for x, w in proposals:
-            if mode == "sample_match":
-                for y in range(V):
-                    if y == x:
-                        if p[y]:
-                            walk(i + 1, drafted + (x,), prob * w * p[y])
-                    else:
-                        emit(drafted + (y,), prob * w * p[y])
-                continue
-            r = [1 if v == x else 0 for v in range(V)] if mode in ("point_mass", "argmax_onehot") else q
-            b = min(1, p[x] / r[x])
-            if b:
-                walk(i + 1, drafted + (x,), prob * w * b)
-            if b != 1:
-                res = [max(p[y] - r[y], 0) for y in range(V)]
-                tot = sum(res)
-                for y in range(V):
-                    emit(drafted + (y,), prob * w * (1 - b) * res[y] / tot)
-
-    walk(0, (), 1)
-    return out
+    return get_verifier(mode).round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
 
 def generation_law(
@@ -235,46 +308,47 @@ def tli_round_law(
         m = list(to_target) if to_target is not None else [v if v < V else -1 for v in range(len(d))]
         return list(tli_draft_law(np.array(d, dtype=object), m, V))
 
-    return proposal_round_law("token", target_fn, q_fn, V, gamma, prefix)
+    return get_verifier("token").round_law(target_fn, q_fn, V, gamma, tuple(prefix))
 
 
-RoundLawFn = Callable[[LawFn, LawFn, int, int, tuple[int, ...]], dict[tuple[int, ...], Any]]
+def round_rule(rule: str | RoundLawRule) -> RoundLawRule:
+    """The rule object of a registered name or a rule object, checked to have a round law.
 
+    ValueError for an unknown name, an object that is not a
+    :class:`~spectheory.verifiers.base.RoundLawRule`, or a rule without a round law (naming it).
 
-def _proposal(mode: str) -> RoundLawFn:
-    return lambda t, d, V, g, c: proposal_round_law(mode, t, d, V, g, c)
-
-
-#: ``{name: fn(target_fn, draft_fn, vocab_size, gamma, prefix) -> round law}``: the rules with a
-#: literal enumeration (each implemented once, in its own module): registered verifiers, and the
-#: naive HSD (``"hsd_naive"``: :func:`~spectheory.verifiers.hsd_naive.naive_hsd_round_law`, several
-#: target calls per round), the multi-draft rules at two drafts (``"gbv_k2"``: :func:`~spectheory.verifiers.gbv.gbv_round_law`,
-#: ``"gls_k2"``: :func:`~spectheory.verifiers.gls.gls_round_law`), SpecHub and recursive rejection on
-#: the depth-``gamma`` binary tree (``"spechub_binary"``, ``"rrs_binary"``:
-#: :mod:`~spectheory.verifiers.spechub_rounds`), and ``"tli"``
-#: (:func:`tli_round_law`: ``draft_fn`` may return more than ``V`` values, the draft-only tokens).
-ROUND_LAWS: dict[str, RoundLawFn] = {
-    **{mode: _proposal(mode) for mode in PROPOSAL_MODES},
-    "block": block_emission_law,
-    "hsd": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "paper"),
-    "hsd_listing": lambda t, d, V, g, c: hsd_round_law(t, d, V, g, c, "listing"),
-    "hsd_naive": naive_hsd_round_law,
-    "gbv_k2": lambda t, d, V, g, c: gbv_round_law(t, d, V, 2, g, c),
-    "gls_k2": lambda t, d, V, g, c: gls_round_law(t, d, V, 2, g, c),
-    "spechub_binary": spechub_round_law,
-    "rrs_binary": rrs_binary_round_law,
-    "tli": lambda t, d, V, g, c: tli_round_law(t, d, V, g, c),
-}
+    Examples
+    --------
+    >>> from spectheory.verifiers.round_laws import GLS_K2, round_rule
+    >>> round_rule("block").name, round_rule(GLS_K2) is GLS_K2
+    ('block', True)
+    >>> round_rule("traversal")
+    Traceback (most recent call last):
+    ...
+    ValueError: rule 'traversal' (TraversalTree) has no literal round law: define its round_law(target_fn, draft_fn, vocab_size, gamma, prefix)
+    """
+    try:
+        obj = get_verifier(rule) if isinstance(rule, str) else rule
+    except ValueError as exc:
+        raise ValueError(f"rule: {exc}") from None
+    if not isinstance(obj, RoundLawRule):
+        raise ValueError(f"rule: expected a registered name or a RoundLawRule, got {type(rule).__name__}")
+    return obj.require_round_law()
 
 
 def exact_round_law(
-    name: str, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    rule: str | RoundLawRule,
+    target_fn: LawFn,
+    draft_fn: LawFn,
+    vocab_size: int,
+    gamma: int,
+    prefix: tuple[int, ...] = (),
 ) -> dict[tuple[int, ...], Any]:
-    r"""Exact law of one round of the registered rule ``name``, ``{emitted: probability}``.
+    r"""Exact law of one round of ``rule`` (a registered name or a rule object), ``{emitted: probability}``.
 
-    Dispatches through :data:`ROUND_LAWS` to the rule's literal enumeration
-    (:func:`proposal_round_law`, :func:`~spectheory.verifiers.block_exact.block_emission_law`,
-    :func:`~spectheory.verifiers.hsd.hsd_round_law`); with Fraction laws the result is exact.
+    ``round_rule(rule).round_law(...)``: the rule's own literal enumeration
+    (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`); with Fraction laws the result
+    is exact.
 
     Examples
     --------
@@ -284,9 +358,68 @@ def exact_round_law(
     >>> [mean_accepted(exact_round_law(v, p, q, 2, 2)) for v in ("token", "block", "hsd_listing")]
     [Fraction(10, 9), Fraction(11, 9), Fraction(4, 3)]
     """
-    if name not in ROUND_LAWS:
-        raise ValueError(f"name: expected one of {sorted(ROUND_LAWS)}, got {name!r}")
-    return ROUND_LAWS[name](target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+    return round_rule(rule).round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+
+class GLSDrafts(RoundLawRule):
+    r"""GLS (Gumbel-max list sampling, Algorithm 2 of Rowan, Phan & Khisti 2025) with ``K`` drafts
+    of ``gamma`` tokens, as a rule with a round law (:func:`~spectheory.verifiers.gls.gls_round_law`).
+
+    Not a single-path Verifier (it checks ``K`` draft sequences; its engines' round is
+    ``BatchRound(K, gamma, reading="gls")``); named ``"gls_k{K}"``; lossless (Proposition 3).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import GLS_K2, mean_accepted
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> GLS_K2.name, mean_accepted(GLS_K2.round_law(p, q, 2, 1))
+    ('gls_k2', Fraction(22, 27))
+    """
+
+    lossless = True
+
+    def __init__(self, K: int) -> None:
+        self.K = check_int(K, "K", 1)
+        self.name = f"gls_k{self.K}"
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        return gls_round_law(target_fn, draft_fn, vocab_size, self.K, gamma, tuple(prefix))
+
+
+class TLIRule(RoundLawRule):
+    r"""TLI (Token-Level Intersection, a draft with its own vocabulary) as a rule with a round law
+    (:func:`tli_round_law`): ``draft_fn`` may return more than ``vocab_size`` values, the
+    draft-only tokens; ``to_target`` maps draft ids to target ids (default: the first
+    ``vocab_size`` draft tokens are the target's). Named ``"tli"``; lossless.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import TLI, mean_accepted
+    >>> p, qd = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(1, 2), F(1, 4), F(1, 4)])
+    >>> mean_accepted(TLI.round_law(p, qd, 2, 1))
+    Fraction(2, 3)
+    """
+
+    name = "tli"
+    lossless = True
+
+    def __init__(self, to_target: Sequence[int] | None = None) -> None:
+        self.to_target = None if to_target is None else [int(v) for v in to_target]
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        return tli_round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix), self.to_target)
+
+
+#: GLS with two drafts (the claimed-vs-exact table's ``"gls_k2"``).
+GLS_K2 = GLSDrafts(2)
+#: TLI with the default vocabulary map (the table's ``"tli"``).
+TLI = TLIRule()
 
 
 def target_law(target_fn: LawFn, vocab_size: int, length: int) -> dict[tuple[int, ...], Any]:

@@ -17,8 +17,9 @@ walk: at depth ``< gamma`` a node's law ``(accept [V], correction [V])``, ``acce
 
 These enumerations are independent of the vectorised tree rule
 (:mod:`spectheory.verifiers.spechub_tree`) and of the tree engines (tested against both), and
-with Fractions they are exact (``ROUND_LAWS["spechub_binary"]``, ``["rrs_binary"]`` of
-:mod:`spectheory.verifiers.round_laws`: the claimed-vs-exact table).
+with Fractions they are exact. :class:`BinaryTreeRule` is such a rule (a node law) as an object
+with that round law: :data:`SPECHUB_BINARY` and :data:`RRS_BINARY` (``"spechub_binary"``,
+``"rrs_binary"`` of the claimed-vs-exact table, :mod:`spectheory.analysis.verdicts`).
 
 Examples
 --------
@@ -36,9 +37,18 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
+from .base import RoundLawRule
 from .spechub import spechub_plan
 
-__all__ = ["spechub_node_law", "rrs_node_law", "spechub_round_law", "rrs_binary_round_law"]
+__all__ = [
+    "spechub_node_law",
+    "rrs_node_law",
+    "spechub_round_law",
+    "rrs_binary_round_law",
+    "BinaryTreeRule",
+    "SPECHUB_BINARY",
+    "RRS_BINARY",
+]
 
 NodeLaw = Callable[[Sequence[Any], Sequence[Any]], tuple[list, list]]
 
@@ -144,3 +154,45 @@ def rrs_binary_round_law(
     r"""Exact law of one round of recursive rejection (i.i.d. children, ``tree_rrs``) on the
     depth-``gamma`` binary tree; as :func:`spechub_round_law`."""
     return _binary_round_law(rrs_node_law, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+
+class BinaryTreeRule(RoundLawRule):
+    r"""A node-local rule on the depth-``gamma`` binary draft tree as a rule with a round law.
+
+    Parameters
+    ----------
+    name : str
+        Its label (``"spechub_binary"``, ``"rrs_binary"``).
+    node_law : callable
+        ``node_law(p, q) -> (accept [V], correction [V])`` (:func:`spechub_node_law`,
+        :func:`rrs_node_law`); the round law walks it (module docstring).
+
+    Not a single-path Verifier: its engines' round is
+    ``TreeRound(DraftTree.from_branching([2] * gamma), verifier)``. Lossless.
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.round_laws import mean_accepted
+    >>> from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> [str(mean_accepted(r.round_law(p, q, 2, 2))) for r in (SPECHUB_BINARY, RRS_BINARY)]
+    ['2', '112/81']
+    """
+
+    lossless = True
+
+    def __init__(self, name: str, node_law: NodeLaw) -> None:
+        self.name = name
+        self.node_law = node_law
+
+    def round_law(
+        self, target_fn: Any, draft_fn: Any, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        return _binary_round_law(self.node_law, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
+
+
+#: SpecHub on the binary tree (the claimed-vs-exact table's ``"spechub_binary"``).
+SPECHUB_BINARY = BinaryTreeRule("spechub_binary", spechub_node_law)
+#: Recursive rejection (i.i.d. children) on the binary tree (``"rrs_binary"``).
+RRS_BINARY = BinaryTreeRule("rrs_binary", rrs_node_law)

@@ -19,12 +19,14 @@ Exact values: the phase recursion with the masses ``min(p, q)`` (accepted) and
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..laws.sampling import residual_weights, sample_categorical
 from .base import Verifier, register_verifier
+from .round_laws import ratio_step, stepwise_round_law
 from .tree_base import TreeVerifier
 
 if TYPE_CHECKING:
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
     from .torch_forms import Verdict
 
 __all__ = ["TokenVerifier", "TOKEN"]
+
+LawFn = Callable[[tuple[int, ...]], Sequence[Any]]
 
 
 def token_rule(
@@ -127,6 +131,13 @@ class TokenVerifier(Verifier):
         if rejected.any():
             y[rejected] = smp.sample_residual(mj[rejected], sj[rejected], u_final[rejected])
         return j, y
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """Exact law of one round: :func:`~spectheory.verifiers.round_laws.stepwise_round_law` with
+        the ratio test against ``q`` (:func:`~spectheory.verifiers.round_laws.ratio_step`)."""
+        return stepwise_round_law(ratio_step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
     def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:
         from ..exact import token_masses

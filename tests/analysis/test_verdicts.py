@@ -16,7 +16,6 @@ from _helpers import assert_within_se
 
 import spectheory as st
 from spectheory.analysis.verdicts import (
-    MULTI_CALL_STATS,
     RULE_CLAIMS,
     RuleClaim,
     law_total_variation,
@@ -26,15 +25,21 @@ from spectheory.analysis.verdicts import (
     settle_claims,
     table_law_fn,
 )
+from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
+from spectheory.verifiers import get_verifier, list_verifiers
 from spectheory.verifiers.block_exact import block_emission_law
+from spectheory.verifiers.gbv import GBV_K2
 from spectheory.verifiers.hsd import hsd_round_law
 from spectheory.verifiers.round_laws import (
+    GLS_K2,
     PROPOSAL_MODES,
-    ROUND_LAWS,
+    TLI,
     exact_round_law,
     proposal_round_law,
     target_law,
 )
+from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
+from spectheory.verifiers.spechub_tree import SPECHUB
 
 ROOT = Path(__file__).resolve().parents[2]
 P, Q = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
@@ -59,31 +64,30 @@ DOCS = {
 }
 
 
-def engine_round(name, gamma):
-    """The round the exact engine runs for rule ``name`` (the multi-draft rules at two drafts)."""
-    from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
-
-    if name == "gbv_k2":
-        return TreeRound(DraftTree.paths(2, gamma), GBV)
-    if name == "gls_k2":
-        return BatchRound(2, gamma, reading="gls")
-    if name in ("spechub_binary", "rrs_binary"):  # the depth-gamma binary tree
-        from spectheory.verifiers.spechub_tree import SPECHUB
-
-        return TreeRound(
-            DraftTree.from_branching([2] * gamma), SPECHUB if name == "spechub_binary" else "tree_rrs"
-        )
-    if name == "tli":  # the instances share one vocabulary: q_I = q
-        return st.PathRound(gamma, "token")
-    return st.PathRound(gamma, name)
+#: The rule objects that are not registered Verifiers, with the round the exact engine runs for
+#: each (the multi-draft rules at two drafts; the Verifiers run as path rounds of themselves).
+OTHER_RULES = {
+    GBV_K2: lambda g: TreeRound(DraftTree.paths(2, g), GBV),
+    GLS_K2: lambda g: BatchRound(2, g, reading="gls"),
+    SPECHUB_BINARY: lambda g: TreeRound(DraftTree.from_branching([2] * g), SPECHUB),
+    RRS_BINARY: lambda g: TreeRound(DraftTree.from_branching([2] * g), "tree_rrs"),
+    TLI: lambda g: st.PathRound(g, "token"),  # the instances share one vocabulary: q_I = q
+}
+#: Every rule with a round law: the registered Verifiers that have one, then the others.
+RULES = [get_verifier(n) for n in list_verifiers() if get_verifier(n).has_round_law] + list(OTHER_RULES)
 
 
-def test_registry_dispatches_to_each_rules_own_enumeration():
+def engine_round(rule, gamma):
+    """The round the exact engine runs for ``rule``."""
+    return OTHER_RULES[rule](gamma) if rule in OTHER_RULES else st.PathRound(gamma, rule)
+
+
+def test_each_rule_object_enumerates_its_own_round():
     from spectheory.verifiers.gbv import gbv_round_law
     from spectheory.verifiers.gls import gls_round_law
     from spectheory.verifiers.hsd_naive import naive_hsd_round_law
 
-    assert set(ROUND_LAWS) == set(PROPOSAL_MODES) | {
+    assert {r.name for r in RULES} == set(PROPOSAL_MODES) | {
         "block",
         "hsd",
         "hsd_listing",
@@ -99,14 +103,17 @@ def test_registry_dispatches_to_each_rules_own_enumeration():
     for c in ((), (2,)):
         assert exact_round_law("block", t, d, 3, 2, c) == block_emission_law(t, d, 3, 2, c)
         assert exact_round_law("hsd_listing", t, d, 3, 2, c) == hsd_round_law(t, d, 3, 2, c, "listing")
-        assert exact_round_law("gbv_k2", t, d, 3, 2, c) == gbv_round_law(t, d, 3, 2, 2, c)
-        assert exact_round_law("gls_k2", t, d, 3, 2, c) == gls_round_law(t, d, 3, 2, 2, c)
-        assert exact_round_law("tli", t, d, 3, 2, c) == proposal_round_law("token", t, d, 3, 2, c)
-        assert exact_round_law("hsd_naive", t, d, 3, 2, c) == naive_hsd_round_law(t, d, 3, 2, c)
+        assert exact_round_law(GBV_K2, t, d, 3, 2, c) == gbv_round_law(t, d, 3, 2, 2, c)
+        assert GLS_K2.round_law(t, d, 3, 2, c) == gls_round_law(t, d, 3, 2, 2, c)
+        assert TLI.round_law(t, d, 3, 2, c) == proposal_round_law("token", t, d, 3, 2, c)
+        assert get_verifier("hsd_naive").round_law(t, d, 3, 2, c) == naive_hsd_round_law(t, d, 3, 2, c)
         for mode in PROPOSAL_MODES:
             assert exact_round_law(mode, t, d, 3, 2, c) == proposal_round_law(mode, t, d, 3, 2, c)
-    with pytest.raises(ValueError, match="name"):
+    with pytest.raises(ValueError, match="unknown verifier 'clever'"):
         exact_round_law("clever", t, d, 3, 2)
+    with pytest.raises(ValueError, match="'tree_rrs' .* has no literal round law"):
+        exact_round_law("tree_rrs", t, d, 3, 2)
+    assert [r.name for r in RULES if r.multi_call] == ["hsd_naive"]
 
 
 def test_sun_example_matches_the_proved_tables():
@@ -143,9 +150,13 @@ def test_total_variation_and_target_law():
 def test_protocol_accepted_equals_the_exact_engine():
     tab_t, tab_d = random_fraction_table(7, 3), random_fraction_table(8, 3)
     chain = st.DecodingChain(np.array(tab_t, float), np.array(tab_d, float), initial=np.eye(3)[0])
-    for name in set(ROUND_LAWS) - set(MULTI_CALL_STATS):  # naive HSD: not a one-call round
-        exact = protocol_accepted(name, table_law_fn(tab_t), table_law_fn(tab_d), 3, 2, 4)
-        assert abs(float(exact) - chain.protocol(4, engine_round(name, 2)).accepted) < 1e-12, name
+    for rule in RULES:
+        if rule.multi_call:  # naive HSD: not a one-call round
+            with pytest.raises(ValueError, match="more than once per round"):
+                protocol_accepted(rule, table_law_fn(tab_t), table_law_fn(tab_d), 3, 2, 4)
+            continue
+        exact = protocol_accepted(rule, table_law_fn(tab_t), table_law_fn(tab_d), 3, 2, 4)
+        assert abs(float(exact) - chain.protocol(4, engine_round(rule, 2)).accepted) < 1e-12, rule
 
 
 def test_monte_carlo_within_5_se():

@@ -6,7 +6,26 @@ import numpy as np
 import pytest
 
 from spectheory.testing import check_verifier, make_instance
-from spectheory.testing.exact_loss import CLOSED_FORMS, exact_output_law, exact_output_tv
+from spectheory.testing.exact_loss import exact_output_law, exact_output_tv
+from spectheory.verifiers import get_verifier, list_verifiers
+from spectheory.verifiers.gbv import GBV_K2
+from spectheory.verifiers.round_laws import GLS_K2, TLI
+from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
+
+
+def rules_with_round_laws():
+    """Every rule object of the package with a round law: the registered ones, then the others."""
+    registered = [get_verifier(n) for n in list_verifiers() if get_verifier(n).has_round_law]
+    return registered + [GBV_K2, GLS_K2, SPECHUB_BINARY, RRS_BINARY, TLI]
+
+
+def test_the_rules_with_a_round_law():
+    names = [r.name for r in rules_with_round_laws()]
+    assert set(names[:-5]) == {
+        "token", "block", "hsd", "hsd_listing", "hsd_naive",
+        "point_mass", "sample_match", "argmax_onehot", "argmax_soft",
+    }  # fmt: skip
+    assert not any(get_verifier(n).has_round_law for n in list_verifiers(trees=True))
 
 
 @pytest.mark.parametrize("family", ["markov", "zeros", "ties", "sharper_draft"])
@@ -18,7 +37,7 @@ def test_lossless_rules_have_exactly_zero_tv(family):
 
 def test_output_law_is_a_law_and_lossy_rules_are_sized():
     small = make_instance("markov", 3, 2, rng=0)
-    for rule in CLOSED_FORMS:
+    for rule in rules_with_round_laws():
         law = exact_output_law(small, rule)
         assert sum(law.values()) == 1, rule
         assert all(len(y) == 3 for y in law)
@@ -61,5 +80,9 @@ def test_lossy_arguments_are_checked():
         check_verifier("token", lossy="token", stop_token=0)
     with pytest.raises(ValueError, match="rule"):
         exact_output_tv(make_instance("markov", 3, 1, rng=0), "nope")
+    with pytest.raises(ValueError, match="'traversal' .* has no literal round law"):
+        exact_output_tv(make_instance("markov", 3, 1, rng=0), "traversal")
+    with pytest.raises(ValueError, match="lossy: .*'tree_rrs'"):
+        check_verifier("token", lossy="tree_rrs")
     with pytest.raises(ValueError, match="length"):
         exact_output_law(make_instance("markov", 3, 1, rng=0), "token", 3)

@@ -88,7 +88,7 @@ def test_simulate_within_5_se():
 
 def test_biased_on_sun_example_through_the_chain_rows():
     # the verifier's round law on the chain's rows, composed into the law of the first 4 tokens
-    law = generation_law(lambda c, k: HSD_NAIVE.round_law(SUN, len(c), k, 0), 3, 4)
+    law = generation_law(lambda c, k: HSD_NAIVE.chain_round_law(SUN, len(c), k, 0), 3, 4)
     tgt = target_law(lambda c: [F(1, 3), F(2, 3)], 2, 4)
     tv = sum(abs(float(law.get(s, 0)) - float(w)) for s, w in tgt.items()) / 2
     assert tv == pytest.approx(2 / 27, abs=1e-12)
@@ -99,7 +99,7 @@ def test_biased_on_sun_example_through_the_chain_rows():
 
 
 def test_lossless_at_gamma_1():
-    law = generation_law(lambda c, k: HSD_NAIVE.round_law(CHAIN, len(c), k, c[-1] if c else 0), 1, 4)
+    law = generation_law(lambda c, k: HSD_NAIVE.chain_round_law(CHAIN, len(c), k, c[-1] if c else 0), 1, 4)
     tf, _ = _fns(0)
     for s, w in target_law(tf, 2, 4).items():
         assert float(law.get(s, 0)) == pytest.approx(float(w), abs=1e-12)

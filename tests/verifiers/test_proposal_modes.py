@@ -188,8 +188,11 @@ def test_kit_verdicts(mode):
     if get_verifier(mode).lossless:
         assert not failed & lossless_checks, report.failed
         assert "acceptance_rate" in failed  # lossless but inefficient (Propositions 1-2)
-    else:
-        assert failed & lossless_checks, report.failed
+    else:  # declared lossy (lossless = False): reported with its exact loss, not failed
+        assert report.lossless_passed and report.config["protocol"]["lossy"] == mode, report.failed
+        assert "exact TV of" in report["loss"].note and max(f.statistic for f in report["loss"].findings) > 0
+        strict = check_verifier(mode, n_samples=3000, seed=0, vocab_sizes=(3,), gammas=(2,), lossy=False)
+        assert set(strict.failed) & lossless_checks, strict.failed
 
 
 @pytest.mark.slow
