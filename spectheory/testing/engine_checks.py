@@ -87,19 +87,10 @@ def rule_of(rnd: Round) -> Verifier | None:
 
 def round_law_of(v: Verifier | None) -> Any:
     """``round_law(target_fn, draft_fn, V, k, prefix)`` of a rule, or ``None`` without one
-    (:meth:`Verifier.round_law`; before it existed, the literal laws of
-    :data:`~spectheory.verifiers.round_laws.ROUND_LAWS` by name)."""
-    if v is None:
+    (:meth:`Verifier.round_law`, :attr:`Verifier.has_round_law`)."""
+    if v is None or not v.has_round_law:
         return None
-    if hasattr(v, "has_round_law"):
-        return getattr(v, "round_law") if v.has_round_law else None  # noqa: B009
-    from ..verifiers.round_laws import ROUND_LAWS
-
-    law = ROUND_LAWS.get(v.name)
-    if law is not None:
-        return lambda t, d, V, k, prefix=(): law(t, d, V, k, tuple(prefix))
-    method = getattr(v, "round_law", None)
-    return method if callable(method) else None
+    return v.round_law
 
 
 def path_gamma(rnd: Round) -> int | None:
