@@ -2,7 +2,7 @@ r"""Along-path prediction of any round: the visitor a round hands its data to.
 
 An along-path prediction (:func:`~.cost_predict.predict_time`, ``spectheory tune``) reads three
 things of a round: the *jump kernel* of its rounds along sampled target paths
-(:mod:`.cost_rounds`), the law of the draft depth it plays, and the shape of its forwards -- how
+(:mod:`.round_kernels`), the law of the draft depth it plays, and the shape of its forwards -- how
 many draft calls of how many tokens a round of depth ``K`` makes and how many tokens the target
 scores -- which :class:`~.cost_timing.DecoderTiming` prices. All three depend only on the decoder
 loop that plays the round (one path of ``gamma`` tokens, a draft tree, a draft-length policy) and
@@ -44,7 +44,7 @@ import numpy as np
 
 from .._guards import check_int
 from ..stopping.policies import StopContext
-from .cost_rounds import path_kernel, policy_kernel, tree_kernel
+from .round_kernels import path_kernel, policy_kernel, tree_kernel
 
 __all__ = [
     "AlongPath",
@@ -117,7 +117,7 @@ class RoundsModel:
 
 class PathRounds(RoundsModel):
     """Rounds drafting one path of ``gamma`` tokens, checked token by token
-    (:func:`~.cost_rounds.path_kernel`)."""
+    (:func:`~.round_kernels.path_kernel`)."""
 
     kind, keys = "path", ("path",)
 
@@ -134,7 +134,7 @@ class PathRounds(RoundsModel):
 
 
 class PolicyRounds(RoundsModel):
-    """Rounds drafting until a draft-length ``policy`` stops (:func:`~.cost_rounds.policy_kernel`);
+    """Rounds drafting until a draft-length ``policy`` stops (:func:`~.round_kernels.policy_kernel`);
     priced as paths (overheads fall back to the path's)."""
 
     kind, keys = "policy", ("policy", "path")
@@ -162,7 +162,7 @@ class PolicyRounds(RoundsModel):
 
 class TreeRounds(RoundsModel):
     """Rounds drafting a :class:`~spectheory.trees.DraftTree` level by level, checked by a
-    node-local ``verifier`` (its ``children``; :func:`~.cost_rounds.tree_kernel`)."""
+    node-local ``verifier`` (its ``children``; :func:`~.round_kernels.tree_kernel`)."""
 
     kind, keys, keeps_laws = "tree", ("tree",), True
 

@@ -12,7 +12,8 @@ on (round start ``n``, policy memory) with a per-path jump kernel
 .. math:: J_i(n, a \to n', a') = P(\text{next round starts at } n' \text{ with memory } a'
           \mid \text{start } n, \text{memory } a, \text{path } i),
 
-``n' = T`` meaning done. :func:`rounds_law` runs the chain forward counting rounds:
+``n' = T`` meaning done (each kind's kernel: :mod:`.round_kernels`, whose
+:func:`~.round_kernels.outcome_dp` gives those ``E[R | path]`` from the same kernel). :func:`rounds_law` runs the chain forward counting rounds:
 ``law[i, c] = P(R = c | path i)``. For ``B`` rows drawn independently (paths from the prompts,
 outcomes from their seeds) the law of a random row is the path average
 :math:`F(c) = \frac1N \sum_i P(R \le c \mid i)` and
@@ -25,102 +26,11 @@ outcomes from their seeds) the law of a random row is the path average
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from .._guards import check_int
-from ..stopping.along_paths import stop_along_paths
-from ..stopping.policies import Policy, require_memory
 
-__all__ = ["path_kernel", "tree_kernel", "policy_kernel", "rounds_law", "batch_rounds", "batch_depth_law"]
-
-
-def path_kernel(reject: np.ndarray, gamma: int, bonus: bool = True) -> np.ndarray:
-    """Jump kernel ``J [N, T, 1, T + 1, 1]`` of fixed-``gamma`` path rounds (the rounds of
-    :func:`~spectheory.validation.predict.round_dp`).
-
-    Examples
-    --------
-    >>> J = path_kernel([[0.0, 0.0, 0.0]], 2)
-    >>> J[0, 0, 0, :, 0].tolist()   # from 0: 2 accepted + bonus -> start 3 = done
-    [0.0, 0.0, 0.0, 1.0]
-    """
-    r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
-    gamma = check_int(gamma, "gamma", 1)
-    N, T = r.shape
-    J = np.zeros((N, T, 1, T + 1, 1))
-    for n in range(T):
-        k = min(gamma, T - n)
-        surv = np.ones(N)
-        for j in range(k):
-            stop = surv * r[:, n + j]
-            J[:, n, 0, n + j + 1, 0] += stop
-            surv = surv - stop
-        J[:, n, 0, min(n + k + (1 if bonus and n + k < T else 0), T), 0] += surv
-    return J
-
-
-def tree_kernel(tree: Any, tables: dict, T: int) -> np.ndarray:
-    """Jump kernel ``J [N, T, 1, T + 1, 1]`` of tree rounds with node-local verifiers, from the
-    tables of :func:`~spectheory.validation.trees.tree_round_dp` (same arguments)."""
-    N = next(iter(tables.values()))[1].shape[0]
-    J = np.zeros((N, T, 1, T + 1, 1))
-    depth = np.asarray(tree.depth)
-    for n in range(T):
-        kmax = min(tree.max_depth, T - n)
-        mass = {0: np.ones(N)}
-        for u in range(tree.n_nodes):
-            du = int(depth[u])
-            if du > kmax or u not in mass:
-                continue
-            m = mass.pop(u)
-            pos = n + du
-            if pos >= T:
-                J[:, n, 0, T, 0] += m
-                continue
-            kids = tree.children[u] if du < kmax else ()
-            if kids:
-                a, res = tables[len(kids)]
-                for j, c in enumerate(kids):
-                    mass[c] = m * a[j][:, n, du]
-                J[:, n, 0, pos + 1, 0] += m * res[:, n, du]
-            else:
-                J[:, n, 0, pos + 1, 0] += m
-    return J
-
-
-def policy_kernel(
-    inputs: dict, policy: Policy, gamma: int | None = None, bonus: bool = True
-) -> tuple[np.ndarray, int]:
-    """Jump kernel ``J [N, T, M, T + 1, M]`` of a draft-length policy's rounds (the rounds of
-    :func:`~spectheory.stopping.along_paths.policy_round_dp`, same inputs) and the initial memory."""
-    r = np.atleast_2d(np.asarray(inputs["reject"], dtype=np.float64))
-    N, T = r.shape
-    stats = {k: inputs.get(k) for k in ("top", "entropy", "token_prob")}
-    D = int(policy.max_depth) if gamma is None else min(int(policy.max_depth), check_int(gamma, "gamma", 1))
-    require_memory(policy, ("flag",), "the policy jump kernel")
-    M = int(policy.n_memory)
-    mems = np.arange(M)
-    next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
-    next_rej = np.asarray(policy.next_memory(mems, np.zeros(M, bool)), dtype=np.int64)
-    J = np.zeros((N, T, M, T + 1, M))
-    cols = np.arange(M)
-    for n in range(T):
-        kmax = min(D, T - n)
-        alive = np.ones((N, M))
-        for i in range(1, kmax + 1):
-            m = n + i - 1
-            rej = alive * r[:, m, None]
-            J[:, n, cols, m + 1, next_rej] += rej
-            alive = alive - rej
-            stop = stop_along_paths(policy, i, kmax, n, stats, N, M)
-            done = np.where(stop, alive, 0.0)
-            J[:, n, cols, min(n + i + (1 if bonus and n + i < T else 0), T), next_ok] += done
-            alive = alive - done
-            if not alive.any():
-                break
-    return J, int(policy.initial_memory)
+__all__ = ["rounds_law", "batch_rounds", "batch_depth_law"]
 
 
 def rounds_law(J: np.ndarray, initial_memory: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -131,6 +41,7 @@ def rounds_law(J: np.ndarray, initial_memory: int = 0) -> tuple[np.ndarray, np.n
     --------
     Two positions, each rejected with probability 1/2, ``gamma = 1`` without bonus: always 2 rounds.
 
+    >>> from spectheory.validation.round_kernels import path_kernel
     >>> law, visits = rounds_law(path_kernel([[0.5, 0.5]], 1, bonus=False))
     >>> law.tolist(), visits[0, :, 0].tolist()
     ([[0.0, 0.0, 1.0]], [1.0, 1.0])
@@ -239,7 +150,7 @@ def batch_depth_law(
     or ``[P, D + 1]``: one law per prompt, row ``b`` drawing from its prompt's law).
     Near the end of the horizon every row has few tokens left at once and the last rounds have
     few rows, so ``K_r`` is smaller than the largest of ``B`` independent round depths. Rows follow
-    ``J [N, T, M, T + 1, M]`` (:func:`path_kernel`, ...) from start 0; row ``b`` takes a path of
+    ``J [N, T, M, T + 1, M]`` (:func:`~.round_kernels.path_kernel`, ...) from start 0; row ``b`` takes a path of
     prompt ``b mod P`` (``groups``, as :func:`batch_rounds`) or a uniform path; about ``rows`` rows
     are simulated in all (batches of ``batch``). Returns the frequency of each ``K`` over all
     simulated batch rounds.
@@ -248,6 +159,7 @@ def batch_depth_law(
     --------
     Every draft accepted, ``gamma = 2``, ``T = 5``: rounds start at 0 and 3, drafting 2 and 2.
 
+    >>> from spectheory.validation.round_kernels import path_kernel
     >>> J = path_kernel([[0.0] * 5], 2)
     >>> batch_depth_law(J, 4, 2, rng=0).tolist()
     [0.0, 0.0, 1.0]

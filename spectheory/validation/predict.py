@@ -48,6 +48,7 @@ from numpy.typing import ArrayLike
 from .._guards import check_int
 from ..decoder.rng import derive_seed, row_seeds
 from .paths import PathStatistics, mean_se, path_statistics, repeat_prompts, sample_paths, zscore
+from .round_kernels import outcome_dp, path_outcomes
 
 if TYPE_CHECKING:
     import torch
@@ -75,7 +76,9 @@ STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 
 def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarray]:
-    """Exact expected round statistics given per-position rejection probabilities.
+    """Exact expected round statistics given per-position rejection probabilities: the dynamic
+    programme of the path kind's jump kernel (:func:`~.round_kernels.outcome_dp` of
+    :func:`~.round_kernels.path_outcomes`).
 
     Rounds start at position 0; a round at ``n`` checks ``k = min(gamma, T - n)`` positions
     ``n..n+k-1``, each rejected independently with probability ``reject[:, m]``; it stops
@@ -102,32 +105,14 @@ def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarra
     >>> out["rejections"].tolist()
     [1.0]
     """
-    r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
     gamma = check_int(gamma, "gamma", 1)
-    N, T = r.shape
-    start = np.zeros((N, T + 2))
-    start[:, 0] = 1.0
-    calls = np.zeros(N)
-    rej = np.zeros(N)
-    drafts = np.zeros(N)
-    counts = np.zeros((N, gamma + 1))
-    for n in range(T):
-        f = start[:, n]
-        if not f.any():
-            continue
-        k = min(gamma, T - n)
-        calls += f
-        drafts += f * k
-        surv = f.copy()
-        for j in range(k):
-            stop = surv * r[:, n + j]
-            counts[:, j] += stop
-            rej += stop
-            start[:, n + j + 1] += stop
-            surv = surv - stop
-        counts[:, k] += surv
-        start[:, n + k + (1 if (bonus and n + k < T) else 0)] += surv
-    return {"target_calls": calls, "rejections": rej, "draft_tokens": drafts, "counts": counts}
+    dp = outcome_dp(path_outcomes(reject, gamma), bonus)
+    T = dp["visits"].shape[1]
+    drafts = dp["visits"][..., 0] @ np.minimum(gamma, T - np.arange(T)).astype(np.float64)
+    return {k: dp[k] for k in ("target_calls", "rejections")} | {
+        "draft_tokens": drafts,
+        "counts": dp["counts"],
+    }
 
 
 def rb_predictions(

@@ -62,6 +62,7 @@ import numpy as np
 
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
+from .round_kernels import outcome_dp
 from .tree_pruned import pruned_wo_tables, wo_node_laws_pruned  # noqa: F401  (re-exported)
 from .trees import FirstRoundRecorded, run_first_round
 
@@ -150,7 +151,9 @@ def emission_dp(weights: np.ndarray, horizon: int) -> np.ndarray:
     r"""``E[target calls | path] [N]`` from round emission weights ``weights [N, T, D + 1]``.
 
     ``weights[:, n, j]`` = ``w(n, j)`` of the module docstring (round starting after ``n``
-    tokens); a round from ``n`` moves to ``min(n + j + 1, T)``.
+    tokens); a round from ``n`` moves to ``min(n + j + 1, T)``. The weights are the tree kind's
+    outcome kernel with the bonus token counted as the emitted one, and this is its
+    :func:`~.round_kernels.outcome_dp`.
 
     Examples
     --------
@@ -165,15 +168,9 @@ def emission_dp(weights: np.ndarray, horizon: int) -> np.ndarray:
     N, T, D1 = w.shape
     if T != horizon:
         raise ValueError(f"weights: expected {horizon} round starts, got {T}")
-    start = np.zeros((N, T + 1))
-    start[:, 0] = 1.0
-    calls = np.zeros(N)
-    for n in range(T):
-        f = start[:, n]
-        calls += f
-        for j in range(min(D1 - 1, T - n) + 1):
-            start[:, min(n + j + 1, T)] += f * w[:, n, j]
-    return calls
+    outcomes = np.zeros((T, D1, 2, N, 1))
+    outcomes[:, :, 0, :, 0] = w.transpose(1, 2, 0)  # every round emits a token: none is "rejected"
+    return outcome_dp(outcomes)["target_calls"]
 
 
 def sampled_round_weights(

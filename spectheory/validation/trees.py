@@ -39,6 +39,7 @@ from ..verifiers.base import get_verifier
 from ..verifiers.children import get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree
+from .round_kernels import outcome_dp, tree_outcomes
 
 if TYPE_CHECKING:
     from ..trees import DraftTree
@@ -92,7 +93,9 @@ def node_acceptance(
 
 
 def tree_round_dp(tree: DraftTree, tables: dict, T: int) -> dict[str, np.ndarray]:
-    r"""Exact expected round statistics per path given per-node acceptances.
+    r"""Exact expected round statistics per path given per-node acceptances: the dynamic programme
+    of the tree kind's jump kernel (:func:`~.round_kernels.outcome_dp` of
+    :func:`~.round_kernels.tree_outcomes`).
 
     Parameters
     ----------
@@ -121,39 +124,10 @@ def tree_round_dp(tree: DraftTree, tables: dict, T: int) -> dict[str, np.ndarray
     >>> out["target_calls"].tolist(), out["first_accepted"].tolist()
     ([2.0], [2.0])
     """
-    N = next(iter(tables.values()))[1].shape[0]
-    start = np.zeros((N, T + 2))
-    start[:, 0] = 1.0
-    calls, acc, first = np.zeros(N), np.zeros(N), np.zeros(N)
-    depth = np.asarray(tree.depth)
-    for n in range(T):
-        f = start[:, n]
-        if not f.any():
-            continue
-        calls += f
-        kmax = min(tree.max_depth, T - n)
-        mass = {0: f}
-        for u in range(tree.n_nodes):
-            du = int(depth[u])
-            if du > kmax or u not in mass:
-                continue
-            m = mass.pop(u)
-            if u:
-                acc += m
-                if n == 0:
-                    first += m
-            pos = n + du
-            if pos >= T:
-                continue
-            kids = tree.children[u] if du < kmax else ()
-            if kids:
-                a, res = tables[len(kids)]
-                for j, c in enumerate(kids):
-                    mass[c] = m * a[j][:, n, du]
-                start[:, pos + 1] += m * res[:, n, du]
-            else:
-                start[:, pos + 1] += m
-    return {"target_calls": calls, "accepted": acc, "first_accepted": first}
+    O = tree_outcomes(tree, tables, T)
+    dp = outcome_dp(O)
+    first = np.arange(O.shape[1], dtype=np.float64) @ O[0, :, :, :, 0].sum(1)  # the first round's E[j]
+    return {"target_calls": dp["target_calls"], "accepted": dp["accepted"], "first_accepted": first}
 
 
 class FirstRoundRecorded(Exception):

@@ -19,7 +19,8 @@ from spectheory.stopping import ConfidenceThreshold  # noqa: E402
 from spectheory.stopping.runtime import chain_models  # noqa: E402
 from spectheory.validation.along_path import drafted_length_law, drafted_lengths  # noqa: E402
 from spectheory.validation.cost_predict import sample_target_paths  # noqa: E402
-from spectheory.validation.cost_rounds import batch_depth_law, path_kernel  # noqa: E402
+from spectheory.validation.cost_rounds import batch_depth_law  # noqa: E402
+from spectheory.validation.round_kernels import path_kernel  # noqa: E402
 
 
 def exact_length_law(Q: np.ndarray, start: int, threshold: float, statistic: str, D: int) -> np.ndarray:

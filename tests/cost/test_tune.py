@@ -13,16 +13,10 @@ from spectheory.stopping import ConfidenceThreshold, HFSchedule, PolicyRound  # 
 from spectheory.stopping.along_paths import policy_round_dp  # noqa: E402
 from spectheory.trees import DraftTree, TreeRound  # noqa: E402
 from spectheory.validation.cost_predict import PathSample, predict_time, sample_target_paths  # noqa: E402
-from spectheory.validation.cost_rounds import (  # noqa: E402
-    batch_depth_law,
-    batch_rounds,
-    path_kernel,
-    policy_kernel,
-    rounds_law,
-    tree_kernel,
-)
+from spectheory.validation.cost_rounds import batch_depth_law, batch_rounds, rounds_law  # noqa: E402
 from spectheory.validation.cost_timing import DecoderTiming  # noqa: E402
 from spectheory.validation.predict import round_dp  # noqa: E402
+from spectheory.validation.round_kernels import path_kernel, policy_kernel, tree_kernel  # noqa: E402
 from spectheory.validation.trees import by_depth, tree_round_dp  # noqa: E402
 from spectheory.validation.tuning import TuneResult, tune  # noqa: E402
 
