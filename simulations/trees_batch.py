@@ -16,13 +16,9 @@ import numpy as np
 
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
+from spectheory.chain.examples import holey_chain
 from spectheory.trees import BatchRound
 from spectheory.trees.batch_tree import batch_readings, batch_tree_limit_mass
-
-try:  # holey_chain moved next to the chain constructors
-    from spectheory.chain.examples import holey_chain
-except ImportError:  # pragma: no cover - before the move
-    from spectheory.verifiers import holey_chain
 
 
 def main(argv=None):

@@ -22,11 +22,7 @@ nothing heavier (no scipy.stats, no torch).
 
 from typing import TYPE_CHECKING
 
-from ._deprecation import moved_names
 from ._lazy import lazy_exports
-from .laws.closed_form import (
-    RENAMED as _IID_RENAMED,
-)
 from .laws.closed_form import (
     iid_accepted_count_law,
     iid_causal_acceptance,
@@ -58,7 +54,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from .trees.draft_tree import DraftTree
     from .trees.round import TreeRound
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Names loaded on first use (the chain, the rounds and the simulator pull in scipy.sparse and
 #: the engines).
@@ -135,11 +131,4 @@ __all__ = [
     "SizeError",
 ]
 
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    _LAZY,
-    _SUBPACKAGES,
-    fallback=moved_names(
-        __name__, {old: ("spectheory.laws.closed_form", new) for old, new in _IID_RENAMED.items()}
-    ),
-)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, _SUBPACKAGES)

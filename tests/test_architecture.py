@@ -215,7 +215,7 @@ def test_rooms_form_layers(type_checking):
     # (_guards, _sizes, _progress: the input checks, size limits and progress bar every room uses)
     base = {"_guards", "_sizes", "_progress", "_protocols"}
     assert not rooms.get("analysis", set()) - base - {"laws", "verifiers", "exact"}, rooms.get("analysis")
-    assert not rooms.get("laws", set()) - {"_guards", "_deprecation"}, rooms.get("laws")
+    assert not rooms.get("laws", set()) - {"_guards"}, rooms.get("laws")
     for low in (
         "laws",
         "exact",

@@ -97,23 +97,6 @@ def cmd_figures(args: argparse.Namespace) -> int:
     )
 
 
-def quick_figures_dir(repo: str | Path) -> str:
-    """Deprecated: :func:`spectheory.app.figures_job.run_figures` makes the fresh folder itself
-    (after checking the figure names), and the figures read ``repo``'s results through
-    ``--results``, so no ``results`` link is needed."""
-    import warnings
-
-    from .job_safety import fresh_folder
-
-    warnings.warn(
-        "quick_figures_dir is deprecated and will be removed in the next release; "
-        "run_figures(quick=True) makes the fresh folder",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return str(fresh_folder("figures"))
-
-
 def cmd_decode(args: argparse.Namespace) -> int:
     from .decode_cmd import run_decode
 
@@ -149,14 +132,11 @@ def _names(text: str) -> list[str]:
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    """The running package's version (``spectheory.__version__``; an editable install's
+    metadata keeps the version it was installed at)."""
+    from .. import __version__
 
-        return version("spectheory")
-    except Exception:  # noqa: BLE001 - not installed: the source tree's own version
-        from .. import __version__
-
-        return __version__
+    return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:

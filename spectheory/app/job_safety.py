@@ -1,7 +1,7 @@
 """What keeps the main job from destroying committed work.
 
 Three guards used by :func:`spectheory.app.reproduce.reproduce` and
-:func:`~spectheory.app.reproduce.run_figures`:
+:func:`~spectheory.app.figures_job.run_figures`:
 
 * :func:`fresh_folder` -- quick runs go to a new folder, never into the checkout;
 * :class:`GpuResultsGuard` -- the committed results of GPU steps (scripts ``*_gpu.py``, whose

@@ -21,7 +21,6 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .._deprecation import moved_names
 from .job_safety import GpuResultsGuard, check_scheduler, fresh_folder, is_gpu_script
 from .step_runner import _forced, run_steps
 from .steps import Layout, Step
@@ -269,7 +268,3 @@ def reproduce(
         return 1
     print(f"spectheory reproduce: ok: {tail}")
     return 0
-
-
-# ``run_figures`` moved to :mod:`spectheory.app.figures_job` (kept here one release, deprecated)
-__getattr__ = moved_names(__name__, {"run_figures": ("spectheory.app.figures_job", "run_figures")})

@@ -290,8 +290,7 @@ def medusa_generate(
         return d
 
     if callable(verifier) and not isinstance(verifier, str):
-        if kwargs.get("policy") is None:  # the deprecated name of children= may still come
-            kwargs.setdefault("children", TopK())
+        kwargs.setdefault("children", TopK())
     return tree_generate(target, None, prompts, max_new_tokens, tree, verifier, drafter=make, **kwargs)
 
 

@@ -28,7 +28,6 @@ the decoder and the exact theory share one definition of every tree verifier.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -188,7 +187,6 @@ def tree_generate(
     dtype: torch.dtype | str | None = None,
     children: ChildPolicy | str | None = None,
     drafter: Callable[..., Any] | None = None,
-    policy: Any = None,
     rule_on_device: bool | None = None,
 ) -> GenerationResult:
     """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
@@ -212,8 +210,6 @@ def tree_generate(
     drafter : callable, optional
         ``drafter(batch, law, dev, dtype, layout, target_cache) -> object`` with the
         methods of :class:`ModelDrafter`; default: a :class:`ModelDrafter` on ``draft``.
-    policy : deprecated
-        The former name of ``children`` (``policy`` is a draft-length policy elsewhere).
     rule_on_device : bool, optional
         Run recursive rejection (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``,
         ``tree_greedy``) in torch on the models' device
@@ -241,15 +237,6 @@ def tree_generate(
     """
     if not isinstance(tree, DraftTree):
         raise ValueError(f"tree: expected a DraftTree, got {type(tree).__name__}")
-    if policy is not None:
-        warnings.warn(
-            "tree_generate(policy=) is deprecated; pass the child policy as children=",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if children is not None:
-            raise ValueError("children: pass children= or the deprecated policy=, not both")
-        children = policy
     rule, children, name = resolve_rule(verifier, children)
     models = {"target": target} if draft is None else {"target": target, "draft": draft}
     max_new_tokens, (temperature, top_k, top_p) = check_common(

@@ -35,6 +35,7 @@ object, duck-typed) and rule objects. The protocol and its counters are document
 ``docs/protocol.md``.
 """
 
+from ..cost.base import Cost, as_cost
 from .core import (
     PROGRESS_WORK,
     SINGLE_THREAD_STATES,
@@ -43,7 +44,6 @@ from .core import (
     scaled_masses,
     token_masses,
 )
-from .cost import Cost, as_cost
 from .expectations import (
     accepted_count_per_state,
     protocol_result,

@@ -6,7 +6,7 @@ r"""What an exact engine returns: one result vocabulary for path, tree, batch an
 ``bonus_tokens``, ``tokens_per_call = horizon / target_calls``, the law of a round's accepted
 count ``accepted_count_law``, the cost members ``time(cost)`` and ``speedup(cost)`` (methods
 everywhere; ``cost`` is a number ``c`` = draft step / target call, or a
-:class:`~spectheory.exact.cost.Cost`) and ``summary()`` in the shape of the Monte Carlo
+:class:`~spectheory.cost.Cost`) and ``summary()`` in the shape of the Monte Carlo
 summary (``{stat: {"mean", "se"}}``; exact values have ``se = 0.0``).
 
 :class:`ProtocolResult` is the array-backed exact result of the forward engines (a path of

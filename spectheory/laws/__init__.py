@@ -3,10 +3,6 @@ closed forms under i.i.d. acceptance (:mod:`.closed_form`, every name ``iid_*``)
 sampling primitives shared by every simulator (:mod:`.sampling`). Notation: p = target,
 q = draft. numpy only."""
 
-from .._deprecation import moved_names
-from .closed_form import (
-    RENAMED as _IID_RENAMED,
-)
 from .closed_form import (
     iid_accepted_count_law,
     iid_causal_acceptance,
@@ -42,7 +38,3 @@ __all__ = [
     "iid_accepted_count_law",
     "iid_operations_factor",
 ]
-
-__getattr__ = moved_names(
-    __name__, {old: (f"{__name__}.closed_form", new) for old, new in _IID_RENAMED.items()}
-)

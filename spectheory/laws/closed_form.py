@@ -25,7 +25,6 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._deprecation import moved_names
 from .._guards import check_int, check_nonneg, check_prob
 
 __all__ = [
@@ -217,17 +216,3 @@ def iid_operations_factor(alpha: ArrayLike, gamma: int, c_hat: ArrayLike) -> np.
     g = check_int(gamma, "gamma", 1)
     ch = check_nonneg(c_hat, "c_hat")
     return ((g * ch + g + 1.0) / iid_tokens_per_call(alpha, g))[()]
-
-
-#: The names before the ``iid_`` prefix (deprecated one release).
-RENAMED = {
-    "expected_tokens_per_call": "iid_tokens_per_call",
-    "walltime_speedup": "iid_speedup",
-    "optimal_gamma": "iid_optimal_gamma",
-    "accepted_count_law": "iid_accepted_count_law",
-    "mean_accepted": "iid_mean_accepted",
-    "arithmetic_operations_factor": "iid_operations_factor",
-    "causal_acceptance": "iid_causal_acceptance",
-}
-
-__getattr__ = moved_names(__name__, {old: (__name__, new) for old, new in RENAMED.items()})

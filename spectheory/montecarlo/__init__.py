@@ -1,11 +1,8 @@
 """Monte Carlo: :func:`simulate` (``st.simulate``, the one entry point for every round kind,
 from :mod:`spectheory.rounds`) and its one result type :class:`SimulationResult`;
 :func:`sequence_tv_mc` for the sequence-level TV of lossy rules, :func:`sample_target` for plain
-target sampling, :func:`pooled_chisquare` and :func:`mean_and_se` (the SE convention). The
-batch entry points :func:`simulate_batch` and :func:`simulate_positional` are deprecated
-(``st.simulate(chain, T, BatchRound(M, gamma))``)."""
+target sampling, :func:`pooled_chisquare` and :func:`mean_and_se` (the SE convention)."""
 
-from .positional import simulate_batch, simulate_positional
 from .sequence_tv import sequence_tv_mc
 from .simulator import STATISTICS, SimulationResult, sample_target, simulate
 from .stats import mean_and_se, pooled_chisquare
@@ -16,8 +13,6 @@ __all__ = [
     "SimulationResult",
     "mean_and_se",
     "STATISTICS",
-    "simulate_batch",
-    "simulate_positional",
     "sequence_tv_mc",
     "pooled_chisquare",
 ]

@@ -14,7 +14,7 @@ Carlo driver that plays any of them (:func:`simulate`, returning :class:`Simulat
 See ``docs/architecture.md`` for the call graph and how to add a round kind.
 """
 
-from ..exact.cost import Cost, as_cost
+from ..cost.base import Cost, as_cost
 from .base import ENGINES, Round, RoundOutcome, RoundTags, UnsupportedRoundError
 from .driver import run_rounds
 from .normalize import as_round, register_round_shorthand

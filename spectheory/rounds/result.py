@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,7 +85,7 @@ class SimulationResult:
         :math:`c \cdot \text{draft tokens} + \sum_\text{rounds} t(k)`.
 
         ``cost`` defaults to the cost the runs were simulated with; another cost (a number
-        ``c`` or a :class:`~spectheory.exact.cost.Cost`) works when its target calls cost 1
+        ``c`` or a :class:`~spectheory.cost.Cost`) works when its target calls cost 1
         each (``t(k)`` of other shapes needs the per-call sizes: simulate with that cost).
         """
         if cost is None:
@@ -96,7 +95,7 @@ class SimulationResult:
                     "(units of one target call) or a Cost, or simulate with cost="
                 )
             return self.cost.c * self.draft_tokens + self.target_time
-        from ..exact.cost import as_cost
+        from ..cost.base import as_cost
 
         cost = as_cost(cost)
         if self.cost is not None and cost == self.cost:
@@ -111,7 +110,7 @@ class SimulationResult:
     def speedup(self, cost: Any = None) -> float:
         """Walltime speedup over plain decoding: ``horizon a / mean(time(cost))`` (pooled; ``a`` the
         cost's time per plain-decoding token, 1 target call by default)."""
-        from ..exact.cost import as_cost
+        from ..cost.base import as_cost
 
         ref = self.cost if cost is None else as_cost(cost)
         a = 1.0 if ref is None else ref.autoregressive
@@ -163,31 +162,6 @@ class SimulationResult:
         out["tokens_per_call"] = {"mean": self.horizon / c, "se": self.horizon * sc / c**2}
         out["n_runs"] = self.n_runs
         return out
-
-    # ------------------------------------------------------------ deprecated (one release)
-    @property
-    def length_counts(self) -> np.ndarray:
-        """Deprecated: :attr:`accepted_hist` (``TreeSimulationResult``'s name)."""
-        warnings.warn(
-            "length_counts is deprecated; use accepted_hist (or accepted_counts per run)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.accepted_hist
-
-    @property
-    def accepted_length_law(self) -> np.ndarray:
-        """Deprecated: :attr:`accepted_count_law`."""
-        warnings.warn(
-            "accepted_length_law is deprecated; use accepted_count_law", DeprecationWarning, stacklevel=2
-        )
-        return self.accepted_count_law
-
-    @property
-    def policy(self) -> str:
-        """Deprecated: :attr:`round` (``StoppingSimulation``'s name)."""
-        warnings.warn("policy is deprecated; use round", DeprecationWarning, stacklevel=2)
-        return self.round
 
     def __repr__(self) -> str:
         """One line: ``n_runs``, the counters' means +- standard errors, ``tokens_per_call``, the

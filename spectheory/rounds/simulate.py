@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..exact.cost import as_cost
+from ..cost.base import as_cost
 from .driver import run_rounds
 from .normalize import as_round
 from .result import SimulationResult

@@ -21,11 +21,11 @@ Derivations: ``docs/stopping.md``.
 True
 """
 
+from ..cost.base import Cost, as_cost
 from .adaptive_steps import EMASteps
 from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
 from .batch import LockstepRate, lockstep_rate, optimal_policy_by_batch
 from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
-from .cost import Cost, as_cost
 from .evaluate import PolicyValue, evaluate_policy
 from .gap import OracleGap, oracle_gap
 from .hedge import HedgeGamma
@@ -44,7 +44,6 @@ from .policies import (
     leviathan_policy,
 )
 from .round import PolicyRound, policy_round
-from .simulate import simulate_policy
 
 __all__ = [
     "Cost",
@@ -65,7 +64,6 @@ __all__ = [
     "long_run_optimum",
     "LongRunResult",
     "PolicyRound",
-    "simulate_policy",
     "policy_round_dp",
     "ratio_mean_se",
     "chain_path_inputs",
@@ -92,12 +90,3 @@ from ..rounds.normalize import register_round_shorthand
 # here (the package runs before any of its modules, so before a Policy can exist), since the
 # policies module cannot import the round module that imports it back.
 register_round_shorthand(Policy, "policy", policy_round)
-
-
-def __getattr__(name):
-    """``StoppingSimulation``: deprecated alias of :class:`~spectheory.rounds.SimulationResult`."""
-    if name == "StoppingSimulation":
-        from . import simulate
-
-        return simulate.__getattr__(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

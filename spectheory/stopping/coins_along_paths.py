@@ -27,8 +27,8 @@ import numpy as np
 
 from .._guards import check_int
 from .._typing import RNGLike
+from ..cost.base import Cost, as_cost
 from .context import RoundFeedback, StopContext
-from .cost import Cost, as_cost
 from .policies import Policy
 
 __all__ = ["controller_along_paths"]

@@ -27,8 +27,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from ..cost.base import Cost, as_cost
 from .context import RoundFeedback, StopContext
-from .cost import Cost, as_cost
 from .policies import Policy, _threshold
 
 __all__ = ["ROCThreshold", "AcceptanceRateK", "UCBGamma", "roc_threshold"]

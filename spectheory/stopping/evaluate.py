@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..cost.base import as_cost
 from ..verifiers.base import Verifier, get_verifier
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .context import edge_context, edge_stops
-from .cost import as_cost
 from .forward import forward_counters
 from .paths import evaluate_paths
 from .policies import FixedGamma, Policy, StartStatePolicy, require_memory
@@ -44,7 +44,7 @@ from .value import Counters, PolicyValue, _value, backward_positions, bonus_valu
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from .cost import Cost
+    from ..cost.base import Cost
 
 __all__ = ["PolicyValue", "evaluate_policy", "edge_context"]
 

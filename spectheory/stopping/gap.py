@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .cost import as_cost
+from ..cost.base import as_cost
 from .evaluate import evaluate_policy
 from .longrun import long_run_policy
 from .optimal import long_run_optimum, optimal_policy
@@ -29,7 +29,7 @@ from .oracle import long_run_oracle, oracle_value
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from .cost import Cost
+    from ..cost.base import Cost
     from .policies import Policy
 
 __all__ = ["OracleGap", "oracle_gap"]

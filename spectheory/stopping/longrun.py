@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..cost.base import as_cost
 from ._kernels import Kernels, single_thread
 from .context import edge_context
-from .cost import as_cost
 from .optimal import _dense, _gain, long_run_rate
 from .policies import Policy, StartStatePolicy, require_memory
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from .cost import Cost
+    from ..cost.base import Cost
 
 __all__ = ["LongRunValue", "LongRunRate", "long_run_policy"]
 

@@ -32,16 +32,16 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..chain.classes import require_one_closed_class
+from ..cost.base import as_cost
 from ._kernels import Kernels, single_thread
-from .cost import as_cost
 from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
 from .forward import forward_counters
 from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
+    from ..cost.base import Cost
     from ..verifiers.base import Verifier
-    from .cost import Cost
     from .policies import Policy
 
 __all__ = [

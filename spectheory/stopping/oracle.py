@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._guards import check_int
+from ..cost.base import as_cost
 from ..rounds.base import Round, RoundOutcome, RoundTags
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
-from .cost import as_cost
 from .forward import forward_counters
 from .longrun import LongRunValue
 from .optimal import _gain, _round_start_tables
@@ -37,7 +37,7 @@ from .value import PolicyValue, _value, backward_positions, reject_value
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from .cost import Cost
+    from ..cost.base import Cost
 
 __all__ = ["OracleRound", "oracle_value", "long_run_oracle"]
 

@@ -28,7 +28,7 @@ from .value import Counters, PolicyValue, _value, backward_positions, bonus_valu
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from .cost import Cost
+    from ..cost.base import Cost
     from .policies import Policy
 
 __all__ = ["evaluate_paths", "optimal_paths", "path_tree", "paths_counters"]

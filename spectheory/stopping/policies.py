@@ -23,13 +23,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
-from .._typing import RNGLike
 from .context import RoundFeedback, StopContext
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from ..rounds.result import SimulationResult
-    from .cost import Cost
+    from ..cost.base import Cost
 
 __all__ = [
     "StopContext",
@@ -90,27 +88,6 @@ class Policy:
     def update(self, memory: np.ndarray, feedback: RoundFeedback) -> np.ndarray:
         """Memory after a round, per run (what :class:`~spectheory.stopping.PolicyRound` calls)."""
         return np.asarray(self.next_memory(memory, feedback.accepted == feedback.drafted), dtype=np.int64)
-
-    def simulate(
-        self,
-        chain: ChainLike,
-        horizon: int,
-        n_runs: int = 1000,
-        rng: RNGLike = None,
-        cost: Cost | float | None = None,
-        progress: bool | None = None,
-    ) -> SimulationResult:
-        """Deprecated: ``st.simulate(chain, horizon, policy, n_runs, rng, cost=cost)``."""
-        import warnings
-
-        from ..rounds.simulate import simulate  # policies are a registered round shorthand
-
-        warnings.warn(
-            "Policy.simulate is deprecated; use st.simulate(chain, horizon, policy, n_runs, rng, cost=cost)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return simulate(chain, horizon, self, n_runs, rng, cost=cost, progress=progress)
 
     @property
     def name(self) -> str:
@@ -293,8 +270,8 @@ def leviathan_policy(
     >>> leviathan_policy(st.DecodingChain.iid([0.8, 0.2], [1.0, 0.0]), 50, 0.05)
     FixedGamma(8)
     """
+    from ..cost.base import as_cost
     from ..laws.closed_form import iid_optimal_gamma
-    from .cost import as_cost
 
     T = chain.check_horizon(horizon)
     alpha = float(np.clip(1.0 - chain.tv_profile(T).mean(), 0.0, 1.0))

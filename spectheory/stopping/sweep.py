@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .cost import as_cost
+from ..cost.base import as_cost
 from .evaluate import evaluate_policy
 from .optimal import optimal_policy
 from .policies import (
@@ -26,7 +26,7 @@ from .policies import (
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from .cost import Cost
+    from ..cost.base import Cost
 
 __all__ = ["policy_table", "POLICY_NAMES", "path_feasible"]
 

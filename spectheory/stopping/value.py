@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..cost.base import Cost
 from ..exact.result import ExactResult, NotComputedError
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, REJECTIONS, TTIME
-from .cost import Cost
 
 if TYPE_CHECKING:
     from ._kernels import Kernels

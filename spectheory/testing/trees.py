@@ -39,7 +39,6 @@ True
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -199,7 +198,6 @@ def check_tree_verifier(
     instances: Sequence[Any] | None = None,
     *,
     efficiency: bool = True,
-    policy: ChildPolicy | str | None = None,
 ) -> TreeReport:
     """Run the kit on ``verify`` (see the module docstring); returns a :class:`TreeReport`.
 
@@ -208,8 +206,7 @@ def check_tree_verifier(
     verify : callable
         ``verify(tree, tokens, target_laws, draft_laws, rng) -> (node [R], token [R])``.
     children : ChildPolicy or {"iid", "wo", "distinct", "topk"}, optional
-        How the kit drafts the children (default: ``verify.children`` if set, else ``"iid"``;
-        ``policy=`` is its deprecated name).
+        How the kit drafts the children (default: ``verify.children`` if set, else ``"iid"``).
     n_samples : int
         Rounds per instance.
     rng : int or Generator
@@ -229,13 +226,6 @@ def check_tree_verifier(
     exact checks (forced uniforms, determinism, draws outside the kit's routing, repeated
     reseeding), and on the one-sided Bernstein tests of the mean accepted length.
     """
-    if policy is not None:
-        warnings.warn(
-            "check_tree_verifier(policy=) is deprecated; pass the child policy as children=",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        children = policy
     children = _policy(verify, children)
     alpha = float(check_prob(alpha, "alpha", open_low=True, open_high=True))
     if efficiency not in (True, False):

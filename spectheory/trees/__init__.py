@@ -33,7 +33,6 @@ from .batch_tree import (
     batch_readings,
     batch_tree_expected,
     batch_tree_limit_mass,
-    simulate_batch_tree,
 )
 from .by_batch import TreesByBatch, optimal_tree_by_batch
 from .children import IID, ChildPolicy, TopK, WithoutReplacement, draw_children, get_child_policy, node_laws
@@ -46,7 +45,6 @@ from .gbv import GBV, GreedyBlockTree, gbv_round_law
 from .longrun import LongRunTrees, StateTrees, long_run_tree_optimum, long_run_trees, tree_round_chain
 from .optimum import TreeOptimum, tree_coupling_bound, tree_optimum
 from .round import TreeRound
-from .rules import outcome_law, tree_rule  # noqa: F401  (deprecated one release)
 from .sequoia import (
     exact_tree_value,
     optimal_tree_search,
@@ -56,14 +54,11 @@ from .sequoia import (
     sequoia_positional_dp,
     stationary_law,
 )
-from .simulate import simulate_tree
 from .state_optimal import OptimalTree, TreeDPResult, optimal_tree_dp
 from .verifiers import (
     RecursiveRejectionTree,
     TraversalTree,
     TreeVerifier,
-    get_tree_verifier,  # noqa: F401  (deprecated one release)
-    register_tree_verifier,  # noqa: F401  (deprecated one release)
 )
 
 __all__ = [
@@ -84,13 +79,11 @@ __all__ = [
     "tree_sequence_law",
     "TreeRound",
     "BatchRound",
-    "simulate_tree",
     "draw_children",
     "BatchTreeResult",
     "batch_readings",
     "batch_tree_expected",
     "batch_tree_limit_mass",
-    "simulate_batch_tree",
     "exact_tree_value",
     "optimal_tree_search",
     "ordered_trees",
@@ -120,18 +113,3 @@ __all__ = [
     "GreedyBlockTree",
     "gbv_round_law",
 ]
-
-
-def __getattr__(name):
-    """Deprecated names: ``TreeSimulationResult`` (alias of
-    :class:`~spectheory.rounds.SimulationResult`) and ``TREE_VERIFIERS`` (the one registry is
-    :mod:`spectheory.verifiers`')."""
-    if name == "TreeSimulationResult":
-        from . import simulate
-
-        return simulate.__getattr__(name)
-    if name == "TREE_VERIFIERS":
-        from . import verifiers
-
-        return verifiers.__getattr__(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

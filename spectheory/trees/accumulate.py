@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,16 +35,6 @@ class TreeProtocolResult(ProtocolResult):
     >>> res.target_calls, res.draft_tokens, res.accepted_count_law.tolist()
     (4.0, 14.0, [0.0, 0.25, 0.75])
     """
-
-    @property
-    def accepted_length_law(self) -> np.ndarray:
-        """Deprecated alias of :attr:`accepted_count_law`."""
-        warnings.warn(
-            "TreeProtocolResult.accepted_length_law is deprecated; use accepted_count_law",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.accepted_count_law
 
 
 class _Accumulator:

@@ -34,7 +34,6 @@ proposable, but needs ``M >> 1e4`` drafts before the finite-``M`` values approac
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -42,7 +41,6 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._guards import check_int
-from .._typing import RNGLike
 from ..exact.result import ProtocolResult
 from ..verifiers.children import IID
 
@@ -53,7 +51,6 @@ __all__ = [
     "BatchTreeResult",
     "batch_tree_expected",
     "batch_tree_limit_mass",
-    "simulate_batch_tree",
     "batch_readings",
 ]
 
@@ -75,16 +72,6 @@ class BatchTreeResult(ProtocolResult):
     """
 
     M: float = 1
-
-    @property
-    def rejection_profile(self) -> np.ndarray:
-        """Deprecated alias of :attr:`rejection_by_position`."""
-        warnings.warn(
-            "BatchTreeResult.rejection_profile is deprecated; use rejection_by_position",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.rejection_by_position
 
 
 def _check_M(M):
@@ -247,42 +234,6 @@ def batch_tree_limit_mass(chain: ChainLike, horizon: int) -> float:
         t, d = chain.kernels(n)
         out += float(marg[n] @ np.where(d > 0, 0.0, t).sum(-1))
     return out
-
-
-def simulate_batch_tree(
-    chain: ChainLike,
-    horizon: int,
-    M: int,
-    n_runs: int,
-    gamma: int | None = None,
-    rng: RNGLike = None,
-    bonus: bool = True,
-) -> dict:
-    """Deprecated: ``st.simulate(chain, horizon, BatchRound(M, gamma, reading="tree"), n_runs, rng)``.
-
-    Monte Carlo of the tree reading with ``M`` actual draft sequences per round (the
-    ``batch_tree`` verifier on ``DraftTree.paths(M, gamma)``). Returns a dict of per-run arrays
-    (``rejections``, ``target_calls``, ``accepted``). ``bonus`` defaults to True (it was False).
-    """
-    import warnings
-
-    from ..rounds.driver import run_rounds
-    from ..rounds.normalize import as_round
-    from .batch_verifier import BATCH_TREE
-    from .draft_tree import DraftTree
-
-    warnings.warn(
-        "simulate_batch_tree is deprecated; use st.simulate(chain, horizon, "
-        "BatchRound(M, gamma, reading='tree'), n_runs, rng)",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    # BatchRound(M, gamma, reading="tree") is this tree round (trees.round imports this module)
-    T = chain.check_horizon(horizon)
-    tree = DraftTree.paths(check_int(M, "M", 1), T if gamma is None else check_int(gamma, "gamma", 1))
-    rnd = as_round(tree=tree, verifier=BATCH_TREE)
-    res = run_rounds(chain, T, rnd, n_runs, rng, bonus=bonus, progress=False)
-    return {"rejections": res.rejections, "target_calls": res.target_calls, "accepted": res.accepted}
 
 
 def batch_readings(

@@ -6,7 +6,7 @@ A draft tree has a root (node 0, the current prefix, no token) and ``n`` drafted
 depend on its slot (Sequoia's shapes give the first child the largest subtree). How the
 children's tokens are drawn (i.i.d. from the draft law, without replacement, or the draft's
 top-k) is the *child policy* of a tree verifier, not part of the topology; see
-:mod:`spectheory.trees.rules` and docs/trees.md.
+:mod:`spectheory.verifiers.tree_rules` and docs/trees.md.
 
 Examples
 --------

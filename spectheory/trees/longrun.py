@@ -34,8 +34,8 @@ import numpy as np
 
 from .._guards import check_int
 from ..chain.classes import require_one_closed_class
+from ..cost.base import as_cost
 from ..exact.core import blas_single_thread
-from ..exact.cost import as_cost
 from ..stopping.longrun import LongRunRate
 from ..stopping.optimal import _gain, dinkelbach
 from ..verifiers.base import get_verifier

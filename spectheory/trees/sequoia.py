@@ -25,7 +25,6 @@ of ``n`` nodes by enumerating every ordered tree (Catalan(n) of them).
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -82,8 +81,6 @@ def _add_child(rest: np.ndarray | float, a_b: float, sub: np.ndarray | float) ->
 
 def sequoia_positional_dp(
     accept_probs: ArrayLike,
-    n_nodes: int | None = None,
-    max_depth: int | None = None,
     *,
     tree_size: int | None = None,
     tree_depth: int | None = None,
@@ -100,10 +97,6 @@ def sequoia_positional_dp(
     ----------
     accept_probs : array_like, shape (K,)
         ``a_k``: P(the ``k``-th child is the accepted one); at most ``K`` children per node.
-    n_nodes, max_depth : int, optional
-        Deprecated (the old counting, root excluded: ``n_nodes`` drafts, depth
-        ``max_depth`` in drafts). Equivalent to ``tree_size=n_nodes + 1,
-        tree_depth=max_depth + 1``; warns, removed in the next release.
     tree_size : int >= 2
         Nodes of the tree, the root included (Sequoia's budget ``n``).
     tree_depth : int >= 2, optional
@@ -138,21 +131,6 @@ def sequoia_positional_dp(
     a = np.asarray(accept_probs, dtype=np.float64)
     if a.ndim != 1 or a.size < 1 or np.any(~np.isfinite(a)) or np.any(a < 0) or a.sum() > 1 + 1e-9:
         raise ValueError("accept_probs: expected a 1-d vector of probabilities >= 0 with sum <= 1")
-    if n_nodes is not None or max_depth is not None:
-        if tree_size is not None or tree_depth is not None:
-            raise ValueError(
-                "n_nodes/max_depth (deprecated, root excluded) and tree_size/tree_depth: pass one pair"
-            )
-        warnings.warn(
-            "sequoia_positional_dp(a, n_nodes, max_depth) counts the root out and is deprecated; "
-            "pass tree_size=n_nodes + 1, tree_depth=max_depth + 1 (root included, as in Sequoia)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        if n_nodes is None:
-            raise ValueError("n_nodes: required with the deprecated counting")
-        tree_size = check_int(n_nodes, "n_nodes", 1) + 1
-        tree_depth = None if max_depth is None else check_int(max_depth, "max_depth", 1) + 1
     if tree_size is None:
         raise ValueError("tree_size: required (nodes of the tree, the root included, as in Sequoia)")
     m_max = check_int(tree_size, "tree_size", 2)

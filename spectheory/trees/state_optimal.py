@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..exact.cost import as_cost
+from ..cost.base import as_cost
 from .draft_tree import DraftTree
 from .dynamic import DynamicTreeRound, TreeTable
 

@@ -25,7 +25,7 @@ the ``w``'s. Averaged over target paths this is an unbiased prediction of the de
 expected number of target calls.
 
 **Estimating w without enumeration.** Given the drafted tree (tokens and laws), the verifier's
-outcome law (uniforms integrated out, :func:`spectheory.trees.rules.outcome_law`) gives
+outcome law (uniforms integrated out, :meth:`spectheory.verifiers.tree_base.TreeVerifier.outcome_law`) gives
 ``P(accept node v)`` and the law ``f_v`` of the token emitted after it, so
 
 .. math:: \hat w(n, j) = \sum_{v:\ \mathrm{depth}(v) = j,\ \mathrm{path}(v) = x_{n+1..n+j}}
@@ -92,7 +92,7 @@ def round_weights(
     target_laws : array [R, N, V]
         p after each node (the decoder's laws in the round).
     accept, final : arrays [R, N] and [R, N, V]
-        The verifier's outcome law given the tree (:func:`spectheory.trees.rules.outcome_law`).
+        The verifier's outcome law given the tree (:meth:`spectheory.verifiers.tree_base.TreeVerifier.outcome_law`).
     path_tokens : int array [R, >= min(D + 1, max(left))]
         The target path's next tokens ``x_{n+1}, x_{n+2}, ...`` after the round's prefix.
     left : int array [R]

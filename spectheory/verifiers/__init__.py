@@ -26,7 +26,6 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.torch_forms` torch forms of the token rule for the decoder (needs torch; not imported here)
 """
 
-from .._deprecation import moved_names
 from .base import Verifier, check_round_arrays, get_verifier, list_verifiers, register_verifier
 from .batch_step import (
     BatchStep,
@@ -234,42 +233,3 @@ __all__ = [
     "optimal_rule",
     "optimal_verify",
 ]
-
-#: Names this package re-exported before the analysis moved to :mod:`spectheory.analysis`
-#: (deprecated one release).
-_MOVED = {
-    **{
-        name: (f"spectheory.analysis.{module}", name)
-        for module, names in {
-            "batch_chain": ("BatchRejections", "batch_expected_rejections"),
-            "batch_closed_form": (
-                "bernoulli_batch_rejection",
-                "uniform_batch_rejection",
-                "uniform_instance",
-                "iid_batch_expected_rejections",
-            ),
-            "optimal_transport": (
-                "ratio_order",
-                "drafted_set_law",
-                "prob_all_in_prefixes",
-                "optimal_multidraft_acceptance",
-            ),
-            "pareto": (
-                "ParetoFront",
-                "pareto_front",
-                "all_sequences",
-                "sequence_log_likelihoods",
-                "sequence_tv",
-            ),
-            "sequence_front": (
-                "SequenceFront",
-                "optimal_sequence_front",
-                "optimal_rule_chain",
-                "optimal_sequence_rule",
-            ),
-        }.items()
-        for name in names
-    },
-}
-
-__getattr__ = moved_names(__name__, _MOVED)

@@ -126,22 +126,3 @@ class BlockVerifier(Verifier):
 
 #: The registered instance (``get_verifier("block")``).
 BLOCK = register_verifier(BlockVerifier())
-
-
-_MOVED = ("block_round_transition", "round_accepted_means", "block_emission_law", "MAX_BLOCK_ELEMENTS")
-
-
-def __getattr__(name: str) -> Any:
-    """The exact laws moved to :mod:`spectheory.verifiers.block_exact`: the old path warns."""
-    if name in _MOVED:
-        import warnings
-
-        from . import block_exact
-
-        warnings.warn(
-            f"spectheory.verifiers.block.{name} moved to spectheory.verifiers.block_exact.{name}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(block_exact, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

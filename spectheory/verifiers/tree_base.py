@@ -24,7 +24,6 @@ probability; the final token is the inverse CDF of its law at ``u_final``.
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -172,16 +171,6 @@ class TreeVerifier(Verifier):
     def for_tree(self) -> TreeVerifier:
         """A tree verifier is its own tree form."""
         return self
-
-    @property
-    def policy(self) -> ChildPolicy:
-        """Deprecated: the child policy is ``children`` (``policy`` is a draft-length policy)."""
-        warnings.warn(
-            "TreeVerifier.policy is deprecated; use TreeVerifier.children (a ChildPolicy)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.children
 
     # ----------------------------------------------------------------- single path: not this
     def rule(self, *args: Any, **kwargs: Any) -> Any:  # raises: a tree verifier checks trees

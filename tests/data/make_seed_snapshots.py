@@ -47,7 +47,7 @@ def _chains():
 def cases():
     """``{name: (chain name, callable(chain) -> SimulationResult)}`` of the identity cases.
 
-    Recorded (before the one driver) with ``st.simulate(chain, T, gamma, ...)``,
+    Recorded (before the one driver, with 0.1 functions removed in 0.2.0) with ``st.simulate(chain, T, gamma, ...)``,
     ``simulate_tree(chain, T, tree, verifier, ...)`` and ``simulate_policy(chain, policy, T, cost,
     ...)``; the same calls through ``st.simulate`` are below."""
     import spectheory as st
@@ -124,7 +124,7 @@ def cases():
 def batch_cases():
     """``{name: (chain name, callable(chain) -> {stat: per-run array})}`` of the batch cases.
 
-    Recorded with ``simulate_batch(chain, T, gamma, M, 4000, rng=seed, bonus=bonus)`` and
+    Recorded with the 0.1 functions ``simulate_batch(chain, T, gamma, M, 4000, rng=seed, bonus=bonus)`` and
     ``simulate_batch_tree(chain, T, M, 4000, gamma=gamma, rng=seed, bonus=bonus)``."""
     import spectheory as st
     from spectheory.trees import BatchRound

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.exact.cost import Cost
+from spectheory.cost import Cost
 from spectheory.stopping import FixedGamma, evaluate_policy, long_run_optimum
 from spectheory.trees import DraftTree
 from spectheory.trees.batch_tree import batch_tree_expected

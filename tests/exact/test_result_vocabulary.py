@@ -98,16 +98,6 @@ def test_every_exact_result_shares_the_vocabulary_and_the_summary_shape():
     )
 
 
-def test_renamed_members_warn_and_keep_their_values():
-    chain = st.DecodingChain.random(3, rng=2)
-    tree = tree_protocol(chain, 6, DraftTree.from_branching([2]), "tree_rrs")
-    with pytest.warns(DeprecationWarning, match="accepted_count_law"):
-        np.testing.assert_array_equal(tree.accepted_length_law, tree.accepted_count_law)
-    batch = batch_tree_expected(chain, 6, 2)
-    with pytest.warns(DeprecationWarning, match="rejection_by_position"):
-        np.testing.assert_array_equal(batch.rejection_profile, batch.rejection_by_position)
-
-
 # ------------------------------------------------------------ one entry point
 def test_chain_protocol_takes_every_round_kind_and_calls_its_engine():
     from spectheory.stopping import ConfidenceThreshold, PolicyRound

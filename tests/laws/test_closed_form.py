@@ -6,7 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as hst
 
 import spectheory as st
-from spectheory.laws import closed_form
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.3, 0.9, 1.0])
@@ -116,13 +115,3 @@ def test_optimal_gamma_is_fast_near_alpha_one():
         assert speedup(g) > speedup(g - 1) and speedup(g) >= speedup(g + 1)
     assert st.iid_optimal_gamma(0.999999, 1e-7, max_gamma=1000) == 1000
     assert st.iid_optimal_gamma(0.5, 0.0, max_gamma=77) == 77  # unbounded: S increases forever
-
-
-@pytest.mark.parametrize("old,new", sorted(closed_form.RENAMED.items()))
-def test_old_names_warn_and_forward_to_the_iid_names(old, new):
-    import spectheory.laws as laws
-
-    for where in (st, laws, closed_form):
-        with pytest.warns(DeprecationWarning, match=new):
-            assert getattr(where, old) is getattr(closed_form, new)
-        assert old not in where.__all__ and (where is closed_form or new in where.__all__)

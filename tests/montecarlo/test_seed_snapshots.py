@@ -13,7 +13,7 @@ position at a time (a round of one run interleaved with the rounds of the others
 plays whole rounds of a tree of ``M`` paths, so the uniforms are consumed in another order and
 no seed gives the same runs. For those cases the new per-run means must agree with the recorded
 old means within 5 combined standard errors, and with the exact expectations
-(:func:`~spectheory.verifiers.batch_expected_rejections` for the first-token reading,
+(:func:`~spectheory.analysis.batch_expected_rejections` for the first-token reading,
 :func:`~spectheory.trees.batch_tree.batch_tree_expected` for the tree reading) within 5 SE.
 """
 

@@ -1,11 +1,9 @@
 """Rounds as objects and the one Monte Carlo driver (issue 20): every round kind through
-``st.simulate``, one result type, the shorthands and their errors, the deprecated entry points.
+``st.simulate``, one result type, the shorthands and their errors.
 
 Monte Carlo comparisons are at 5 standard errors with fixed seeds (a false failure about one
 run in a million per comparison).
 """
-
-import warnings
 
 import numpy as np
 import pytest
@@ -188,64 +186,3 @@ def test_a_new_round_kind_is_one_class():
         m, se = sim.mean_se(stat)
         assert abs(m - getattr(exact, stat)) <= 5 * se + 1e-12, stat
     assert sim.round == "one_token" and sim.accepted_counts.shape == (5000, 2)
-
-
-def test_the_old_entry_points_warn_and_run_the_driver():
-    from spectheory.montecarlo import simulate_batch, simulate_positional
-    from spectheory.stopping import simulate_policy
-    from spectheory.trees import simulate_tree
-    from spectheory.trees.batch_tree import simulate_batch_tree
-
-    chain = st.DecodingChain.random(3, rng=2)
-    with pytest.warns(DeprecationWarning, match="simulate_tree"):
-        a = simulate_tree(chain, 6, TREE, "traversal", n_runs=50, rng=1)
-    b = st.simulate(chain, 6, TREE, 50, rng=1, verifier="traversal")
-    np.testing.assert_array_equal(a.target_calls, b.target_calls)
-    with pytest.warns(DeprecationWarning, match="length_counts"):
-        np.testing.assert_array_equal(a.length_counts, b.accepted_hist)
-    with pytest.warns(DeprecationWarning, match="simulate_policy"):
-        simulate_policy(chain, FixedGamma(2), 6, 0.1, n_runs=20, rng=0)
-    with pytest.warns(DeprecationWarning, match="Policy.simulate"):
-        FixedGamma(2).simulate(chain, 6, 20, rng=0)
-    with pytest.warns(DeprecationWarning, match="simulate_batch"):
-        assert simulate_batch(chain, 6, 2, 3, 20, rng=0).round == "batch(M=3, gamma=2, reading=first_token)"
-    with pytest.warns(DeprecationWarning, match="simulate_batch_tree"):
-        assert simulate_batch_tree(chain, 6, 3, 20, rng=0)["rejections"].shape == (20,)
-    with pytest.warns(DeprecationWarning, match="simulate_positional"):
-        res = simulate_positional(chain, 6, 2, 20, 0, _standard_step(chain))
-    assert res.accepted_counts.shape == (20, 3)
-    with pytest.warns(DeprecationWarning, match="TreeSimulationResult"):
-        from spectheory.trees import TreeSimulationResult
-    with pytest.warns(DeprecationWarning, match="StoppingSimulation"):
-        from spectheory.stopping import StoppingSimulation
-    assert TreeSimulationResult is StoppingSimulation is st.SimulationResult
-
-
-def _standard_step(chain):
-    """Token verification as a position-level step (for simulate_positional)."""
-    from spectheory.laws.sampling import residual_weights, sample_categorical
-
-    def step(n, states, first, rng):
-        t, d = chain.target[states], chain.draft[states]
-        x = sample_categorical(d, rng.random(states.size))
-        rows = np.arange(states.size)
-        ok = rng.random(states.size) * d[rows, x] < t[rows, x]
-        y = sample_categorical(residual_weights(t, d), rng.random(states.size))
-        return np.where(ok, x, y), ~ok
-
-    return step
-
-
-def test_simulate_positional_keeps_the_law():
-    """The deprecated step-function simulator, through the driver: token verification given as a
-    step matches the exact path values (5 SE)."""
-    from spectheory.montecarlo import simulate_positional
-
-    chain = st.DecodingChain.random(3, rng=9)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        sim = simulate_positional(chain, 8, 3, 4000, 1, _standard_step(chain), bonus=True)
-    exact = chain.protocol(8, 3)
-    for stat in ("target_calls", "rejections", "accepted", "draft_tokens"):
-        m, se = sim.mean_se(stat)
-        assert abs(m - getattr(exact, stat)) <= 5 * se + 1e-12, stat

@@ -16,7 +16,6 @@ from spectheory.stopping import (
     evaluate_policy,
     leviathan_policy,
     optimal_policy,
-    simulate_policy,
 )
 
 T = 10
@@ -78,16 +77,14 @@ def test_simulation_of_an_always_accepted_chain_is_deterministic():
     ids=repr,
 )
 def test_every_spelling_of_a_policy_round_draws_the_same(policy):
-    """st.simulate(chain, T, policy), policy=policy, PolicyRound(policy) and the deprecated
-    simulate_policy play the same PolicyRound through the one driver: the same runs for the same
-    seed; and the exact value within 5 SE."""
+    """st.simulate(chain, T, policy), policy=policy and PolicyRound(policy) play the same
+    PolicyRound through the one driver: the same runs for the same seed; and the exact value
+    within 5 SE."""
     chain = CHAINS["random_V3"]
     a = st.simulate(chain, T, policy, 3000, rng=11, cost=COST, progress=False)
     b = st.simulate(chain, T, policy=policy, n_runs=3000, rng=11, cost=COST, progress=False)
     c = st.simulate(chain, T, PolicyRound(policy), 3000, rng=11, cost=COST, progress=False)
-    with pytest.warns(DeprecationWarning, match="simulate_policy"):
-        d = simulate_policy(chain, policy, T, COST, n_runs=3000, rng=11, progress=False)
-    for other in (b, c, d):
+    for other in (b, c):
         for stat in ("target_calls", "draft_tokens", "target_time", "rejections", "accepted_counts"):
             np.testing.assert_array_equal(getattr(a, stat), getattr(other, stat))
     assert a.round == f"policy({policy.name})" and a.verifier == "token"

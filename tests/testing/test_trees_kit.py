@@ -42,13 +42,6 @@ def test_bad_child_policy():
         check_tree_verifier(reference_tree_verify("tree_rrs"), children="nope")
 
 
-def test_policy_keyword_is_deprecated_and_means_children():
-    ref = check_tree_verifier(reference_tree_verify("tree_rrs_wo"), children="wo", n_samples=300, rng=4)
-    with pytest.warns(DeprecationWarning, match="children="):
-        old = check_tree_verifier(reference_tree_verify("tree_rrs_wo"), policy="wo", n_samples=300, rng=4)
-    assert [r["p_value"] for r in old.rows] == [r["p_value"] for r in ref.rows]
-
-
 def _wrapped(transform):
     ref = reference_tree_verify("traversal")
 

@@ -25,7 +25,7 @@ from spectheory.testing.trees import (
 from spectheory.trees import DraftTree, tree_round_law
 from spectheory.trees.optimum import tree_coupling_bound, tree_optimum
 from spectheory.trees.tree_lp import lossless_tree_optimum
-from spectheory.verifiers.block import round_accepted_means
+from spectheory.verifiers.block_exact import round_accepted_means
 
 RULES = {"iid": ["tree_rrs", "traversal_iid"], "wo": ["tree_rrs_wo", "traversal"], "topk": ["tree_topk"]}
 #: the random instance whose coupling bound lies furthest above the lossless optimum (in the

@@ -2,8 +2,7 @@
 
 Independent methods: each child policy's exact node laws against a brute force with
 fractions.Fraction (every ordered child sequence with its probability under the policy, then
-recursive rejection step by step); the deprecated functional forms against the objects
-(identical arrays on the same uniforms); the registry's tree verifiers lossless exactly.
+recursive rejection step by step); the registry's tree verifiers lossless exactly.
 """
 
 import itertools
@@ -196,46 +195,6 @@ def test_a_new_tree_verifier_registers_and_runs_everywhere():
         from spectheory.verifiers import base
 
         base._REGISTRY.pop("test_traversal_topk", None)
-
-
-# ------------------------------------------------------------------ deprecated wrappers
-def test_deprecated_wrappers_warn_and_agree():
-    from spectheory.trees import get_tree_verifier, register_tree_verifier
-    from spectheory.trees.rules import outcome_law, slot_law, tree_rule
-
-    with pytest.warns(DeprecationWarning, match="get_verifier"):
-        assert get_tree_verifier("token") is get_verifier("tree_rrs")
-    with pytest.warns(DeprecationWarning, match="TREE_VERIFIERS"):
-        from spectheory.trees import TREE_VERIFIERS
-    assert TREE_VERIFIERS["token"] is get_verifier("tree_rrs") and "traversal" in TREE_VERIFIERS
-    with pytest.warns(DeprecationWarning, match="children"):
-        assert get_verifier("traversal").policy == WithoutReplacement()
-    with pytest.warns(DeprecationWarning, match="register_verifier"):
-        register_tree_verifier(get_verifier("tree_topk"))
-    with pytest.warns(DeprecationWarning):
-        from spectheory.trees.rules import POLICIES
-    assert POLICIES == ("iid", "wo", "topk")
-
-    rng = np.random.default_rng(0)
-    tree = DraftTree.from_parents([-1, 0, 1, 1, 0])
-    R, V = 200, 4
-    t = rng.dirichlet(np.ones(V), (R, tree.n_nodes))
-    d = rng.dirichlet(np.ones(V), (R, tree.n_nodes))
-    tok = np.concatenate([np.full((R, 1), -1), rng.integers(0, V, (R, tree.n_nodes - 1))], 1)
-    ua, uf = rng.random((R, tree.n_nodes)), rng.random(R)
-    for name, old in [("tree_rrs_wo", ("wo", "rrs")), ("traversal_iid", ("iid", "traversal"))]:
-        v = get_verifier(name)
-        with pytest.warns(DeprecationWarning):
-            got = tree_rule(tree, tok, t, d, ua, uf, *old)
-        for a, b in zip(got, v.verify(tree, tok, t, d, ua, uf)):
-            np.testing.assert_array_equal(a, b)
-        with pytest.warns(DeprecationWarning):
-            got = outcome_law(tree, tok, t, d, *old)
-        for a, b in zip(got, v.outcome_law(tree, tok, t, d)):
-            np.testing.assert_array_equal(a, b)
-    with pytest.warns(DeprecationWarning):
-        s = slot_law(d[:, 0], tok, tree.children[0], 1, "wo")
-    np.testing.assert_array_equal(s, WithoutReplacement().slot_law(d[:, 0], tok, tree.children[0], 1))
 
 
 def test_objects_need_no_deprecated_name():

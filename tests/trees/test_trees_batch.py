@@ -11,14 +11,10 @@ import pytest
 
 import spectheory as st
 from spectheory.analysis import batch_expected_rejections
+from spectheory.chain.examples import holey_chain
 from spectheory.trees import BatchRound, DraftTree, TreeRound, tree_protocol
 from spectheory.trees.batch_tree import batch_readings, batch_tree_expected, batch_tree_limit_mass
 from spectheory.trees.batch_verifier import BATCH_TREE
-
-try:  # holey_chain moves next to the chain constructors
-    from spectheory.chain.examples import holey_chain
-except ImportError:  # pragma: no cover - before the move
-    from spectheory.verifiers import holey_chain
 
 
 @pytest.mark.parametrize("gamma,bonus", [(None, False), (2, False), (2, True)])

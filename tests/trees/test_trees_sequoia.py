@@ -7,7 +7,6 @@ search optimum against the DP's tree (never worse, by construction of the search
 """
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -55,18 +54,12 @@ def test_dp_shapes_and_bad_input():
         sequoia_positional_dp([0.5], tree_size=3, tree_depth=1)
     with pytest.raises(ValueError, match="tree_size: required"):
         sequoia_positional_dp([0.5])
-    with pytest.raises(ValueError, match="one pair"):
-        sequoia_positional_dp([0.5], 3, tree_size=4)
+    with pytest.raises(TypeError):  # the old positional counting (root excluded) is gone
+        sequoia_positional_dp([0.5], 3, 2)
 
 
-def test_old_counting_warns_and_equals_root_included_counting():
-    a = [0.5, 0.25, 0.1]
-    with pytest.warns(DeprecationWarning, match="tree_size=n_nodes \\+ 1"):
-        old = sequoia_positional_dp(a, 7, 3)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        new = sequoia_positional_dp(a, tree_size=8, tree_depth=4)
-    assert old[0] == new[0] and old[1] == new[1]
+def test_root_included_counting():
+    new = sequoia_positional_dp([0.5, 0.25, 0.1], tree_size=8, tree_depth=4)
     assert new[1].size == 7 and new[1].max_depth <= 3
 
 

@@ -311,13 +311,3 @@ def test_round_rules_reject_bad_tokens_and_laws(rule):
     nan[0, 1, 0] = np.nan
     with pytest.raises(ValueError, match="draft_laws"):
         fn(t, nan, [[0, 1]], [2], *args)
-
-
-def test_the_exact_laws_old_path_warns_and_gives_the_same_function():
-    import spectheory.verifiers.block as old
-
-    with pytest.warns(DeprecationWarning, match="block_exact"):
-        moved = old.block_emission_law
-    assert moved is block_emission_law
-    with pytest.raises(AttributeError):
-        old.no_such_name  # noqa: B018
