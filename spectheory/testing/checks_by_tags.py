@@ -14,9 +14,11 @@ check                         applies when
 ``exact_vs_monte_carlo``      the round supports ``exact`` and ``monte_carlo`` (and a rule has
                               an exact engine)
 ``exact_vs_enumeration``      also: a single-path round whose rule has a round law
-``decoder_law``               the round supports ``decoder``, torch imports, and the rule is
-                              lossless or has a round law
-``kit``                       the round supports ``kit``
+``decoder_law``               the round supports ``decoder``, torch imports, the rule samples
+                              its drafts in one target call a round, and it is lossless or has
+                              a round law
+``kit``                       the round supports ``kit``, and one target call decides a
+                              round of its rule
 ============================  ===============================================================
 
 An engine the object does not support yields no check (not a skipped one). A new rule or round
@@ -70,6 +72,18 @@ def _has_exact_engine(v: Verifier | None) -> bool:
     )
 
 
+def _one_call(v: Verifier | None) -> bool:
+    """Whether one target call decides a round of the rule (not :attr:`multi_call`, or before
+    that flag existed, no ``round_extra_calls``): what the decoder's path loop and the kit's
+    path plan play. Tree verifiers and rounds without a rule: their round decides."""
+    if v is None or v.accepts_trees:
+        return True
+    multi = getattr(v, "multi_call", None)
+    if multi is None:
+        multi = type(v).round_extra_calls is not Verifier.round_extra_calls
+    return not multi
+
+
 def checks_for(obj: Any) -> list[Check]:
     """The checks that apply to ``obj`` (a rule or a round), from what it declares (module
     docstring); each is called as ``check(obj)``."""
@@ -82,9 +96,10 @@ def checks_for(obj: Any) -> list[Check]:
         if path_gamma(rnd) is not None and round_law_of(v) is not None:
             out.append(check_exact_vs_enumeration)
     law_known = is_lossless(rnd) or (path_gamma(rnd) is not None and round_law_of(v) is not None)
-    if tags.decoder and law_known and torch_available():
+    samples = v is None or v.accepts_trees or v.drafting == "sample"  # the decoder samples its drafts
+    if tags.decoder and _one_call(v) and samples and law_known and torch_available():
         out.append(check_decoder_law)
-    if tags.kit:
+    if tags.kit and _one_call(v):
         out.append(check_kit)
     return out
 
