@@ -73,15 +73,10 @@ def _has_exact_engine(v: Verifier | None) -> bool:
 
 
 def _one_call(v: Verifier | None) -> bool:
-    """Whether one target call decides a round of the rule (not :attr:`multi_call`, or before
-    that flag existed, no ``round_extra_calls``): what the decoder's path loop and the kit's
-    path plan play. Tree verifiers and rounds without a rule: their round decides."""
-    if v is None or v.accepts_trees:
-        return True
-    multi = getattr(v, "multi_call", None)
-    if multi is None:
-        multi = type(v).round_extra_calls is not Verifier.round_extra_calls
-    return not multi
+    """Whether one target call decides a round of the rule (not :attr:`~Verifier.multi_call`):
+    what the decoder's path loop and the kit's path plan play. Tree verifiers and rounds
+    without a rule: their round decides."""
+    return v is None or v.accepts_trees or not v.multi_call
 
 
 def checks_for(obj: Any) -> list[Check]:

@@ -113,11 +113,6 @@ def torch_available() -> bool:
     return find_spec("torch") is not None
 
 
-def _multi_call(v: Verifier, chain: Any) -> bool:
-    flag = getattr(v, "multi_call", None)
-    return bool(flag) if flag is not None else v.round_extra_calls(chain) is not None
-
-
 # ------------------------------------------------------------------ exact vs Monte Carlo
 def _mc_chains() -> list[tuple[str, DecodingChain]]:
     return [
@@ -157,22 +152,19 @@ def _tiny_chains() -> list[tuple[str, DecodingChain]]:
 def check_exact_vs_enumeration(obj: Any, horizon: int = 3) -> None:
     """``chain.protocol(T, round)`` equals the rule's round law played round by round in
     exact rationals (:func:`~spectheory.testing.protocol_enumeration.enumerate_protocol`) to
-    ``1e-10``, on two tiny chains, ``T = 3``, bonus on and off. A rule whose round calls the
-    target more than once is compared on its calls only when it has ``round_stats``."""
+    ``1e-10``, on two tiny chains, ``T = 3``, bonus on and off. A :attr:`~Verifier.multi_call`
+    rule's target calls come from its :meth:`~Verifier.round_stats`."""
     rnd = checked_round(obj)
     v, gamma, law = rule_of(rnd), path_gamma(rnd), round_law_of(rule_of(rnd))
     assert v is not None and gamma is not None and law is not None, (
         f"{rnd.name}: the enumeration needs a single-path round whose rule has a round law"
     )
+    calls = (lambda *a: v.round_stats(*a)["target_calls"]) if v.multi_call else None
     for label, chain in _tiny_chains():
-        multi = _multi_call(v, chain)
-        stats = getattr(v, "round_stats", None) if multi else None
-        calls = None if stats is None else (lambda *a, f=stats: f(*a)["target_calls"])
-        names = COUNTERS if (not multi or calls is not None) else ("rejections", "accepted")
         for bonus in (True, False):
             ref = enumerate_protocol(chain, horizon, gamma, law, bonus, round_calls=calls)
             exact = chain.protocol(horizon, rnd, bonus=bonus)
-            for name in names:
+            for name in COUNTERS:
                 value = float(getattr(exact, name))
                 assert abs(value - float(ref[name])) <= 1e-10, (
                     f"{rnd.name} on {label}, T={horizon}, bonus={bonus}: {name} exact {value!r} vs "

@@ -18,10 +18,9 @@ about ``1e-12``. The cost is exponential in ``T`` (``V^T`` branches), so keep ``
 Examples
 --------
 >>> import spectheory as st
->>> from spectheory.verifiers.round_laws import exact_round_law
+>>> from spectheory.verifiers import get_verifier
 >>> chain = st.DecodingChain.iid([0.5, 0.5], [1.0, 0.0])          # acceptance 1/2
->>> law = lambda t, d, V, k, prefix=(): exact_round_law("token", t, d, V, k, prefix)
->>> c = enumerate_protocol(chain, 3, 2, law)
+>>> c = enumerate_protocol(chain, 3, 2, get_verifier("token").round_law)
 >>> c["target_calls"], c["accepted"]
 (Fraction(2, 1), Fraction(11, 8))
 >>> float(c["target_calls"]) == chain.protocol(3, 2).target_calls
@@ -70,13 +69,14 @@ def enumerate_protocol(
         Draft length of a round.
     round_law : callable
         ``round_law(target_fn, draft_fn, vocab_size, k, prefix)``: one round of ``k`` drafts,
-        ``{emitted tuple: probability}`` (e.g. :meth:`Verifier.round_law`).
+        ``{emitted tuple: probability}`` (e.g. :meth:`~spectheory.verifiers.Verifier.round_law`).
     bonus : bool
         Emit the bonus token after a fully accepted round.
     round_calls : callable, optional
         ``round_calls(target_fn, draft_fn, vocab_size, k, prefix)``: expected target calls of
         a round that may call the target more than once (naive HSD's forward passes), each extra
-        call drafting one more token; ``None``: one call a round.
+        call drafting one more token (a multi-call rule's ``round_stats(...)["target_calls"]``);
+        ``None``: one call a round.
 
     Returns
     -------
