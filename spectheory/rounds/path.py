@@ -12,6 +12,7 @@ the next-state draws (stochastic chains), then the verifier's own.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,8 @@ import numpy as np
 from .._guards import check_int
 from ..exact.expectations import protocol_result
 from ..verifiers.base import Verifier, get_verifier
-from .base import Round, RoundOutcome
+from ..verifiers.token import TokenVerifier
+from .base import Round, RoundOutcome, RoundTags
 from .sampler import ChainSampler
 
 __all__ = ["PathRound", "CHUNK_ELEMS"]
@@ -59,6 +61,15 @@ class PathRound(Round):
     def along_path(self, predictor: Any) -> Any:
         """Along-path prediction: a path of ``gamma`` drafted tokens (``predictor.path``)."""
         return predictor.path(self.gamma, self.verifier)
+
+    def tags(self) -> RoundTags:
+        """As :meth:`Round.tags`, and: along-path prediction checks each draft by token
+        verification (its kernel reads ``max(0, 1 - q/p)`` along the path)."""
+        tags = super().tags()
+        if type(self.verifier) is TokenVerifier:
+            return tags
+        why = f"along-path prediction checks each draft by token verification, not {self.verifier.name!r}"
+        return replace(tags, along_path=False, why_not={**tags.why_not, "along_path": why})
 
     @property
     def max_depth(self) -> int:

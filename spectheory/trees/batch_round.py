@@ -21,14 +21,13 @@ tests, ``rng.random(R)`` for a correction; then ``rng.random(R)`` for the bonus 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .._guards import check_int
 from ..laws.sampling import sample_categorical
-from ..rounds.base import RoundOutcome, RoundTags
+from ..rounds.base import RoundOutcome
 from ..verifiers.base import get_verifier
 from ..verifiers.tree_rules import _update_rrs
 from .batch_tree import batch_tree_expected
@@ -103,21 +102,6 @@ class BatchRound(TreeRound):
     @property
     def name(self) -> str:
         return f"batch(M={self.M}, gamma={self.gamma}, reading={self.reading})"
-
-    def tags(self) -> RoundTags:
-        """Along-path prediction runs the first-token reading with a finite ``gamma`` only (a
-        tree of ``M`` paths checked node by node); the other readings are not node-local."""
-        tags = super().tags()
-        why = (
-            "gamma=None drafts to the end of the horizon"
-            if self.tree is None
-            else f"the {self.reading} reading is not node-local"
-            if self.all_agreeing
-            else ""
-        )
-        if not why:
-            return tags
-        return replace(tags, along_path=False, why_not={**tags.why_not, "along_path": why})
 
     def describe(self) -> str:
         length = "to the end of the horizon" if self.gamma is None else f"of {self.gamma} tokens"

@@ -13,14 +13,16 @@ tree round on ``DraftTree.paths(M, gamma)`` with a fast play of its own.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .._guards import check_int
-from ..rounds.base import Round, RoundOutcome
+from ..rounds.base import Round, RoundOutcome, RoundTags
 from ..rounds.normalize import register_round_shorthand
 from ..verifiers.base import get_verifier
+from ..verifiers.tree_rules import RecursiveRejectionTree
 from .draft_tree import DraftTree
 from .exact import tree_protocol
 
@@ -86,6 +88,18 @@ class TreeRound(Round):
     def along_path(self, predictor: Any) -> Any:
         """Along-path prediction: the draft tree, checked node by node (``predictor.tree``)."""
         return predictor.tree(self.tree, self.verifier)
+
+    def tags(self) -> RoundTags:
+        """As :meth:`Round.tags`, and: along-path prediction needs a fixed tree checked by
+        recursive rejection (its kernel multiplies each node's acceptances given the path)."""
+        tags = super().tags()
+        if self.tree is None:
+            why = "its draft tree is drawn per horizon"
+        elif not isinstance(self.verifier, RecursiveRejectionTree):
+            why = f"along-path prediction checks each node by recursive rejection, not {self.verifier.name!r}"
+        else:
+            return tags
+        return replace(tags, along_path=False, why_not={**tags.why_not, "along_path": why})
 
     @property
     def max_depth(self) -> int | None:

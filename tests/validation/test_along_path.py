@@ -96,11 +96,19 @@ def test_a_round_without_along_path_is_refused_by_name():
         config_label(NoPrediction())
 
 
-def test_batch_rounds_are_predicted_only_where_node_local():
-    assert round_model(BatchRound(2, 3)).label == "tree 2x1x1"
-    for rnd, why in ((BatchRound(2), "gamma=None"), (BatchRound(2, 3, "gls"), "gls reading")):
+def test_rounds_whose_rule_the_kernels_do_not_describe_are_refused():
+    """The path kernel is token verification, the tree kernel recursive rejection node by node."""
+    assert round_model(BatchRound(2, 3)).label == "tree 2x1x1"  # the first-token reading: tree_rrs
+    refused = (
+        (BatchRound(2), "drawn per horizon"),
+        (BatchRound(2, 3, "gls"), "not 'gls'"),
+        (TreeRound(DraftTree.from_branching([2]), "traversal"), "not 'traversal'"),
+        (PathRound(3, "block"), "token verification, not 'block'"),
+    )
+    for rnd, why in refused:
         with pytest.raises(UnsupportedRoundError, match=why):
             round_model(rnd)
+    assert round_model(TreeRound(DraftTree.from_branching([2]), "tree_rrs_wo")).kind == "tree"
 
 
 @pytest.mark.parametrize(
