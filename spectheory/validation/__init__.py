@@ -15,7 +15,8 @@
   :func:`policy_path_inputs`, :func:`predict_policy`;
 - speed (:mod:`.speed`): :func:`measure_speed`;
 - wall time and throughput at every batch size (:mod:`.cost_predict`, :mod:`.cost_rounds`,
-  :mod:`.cost_timing`): :func:`sample_target_paths`, :func:`predict_time`,
+  :mod:`.cost_timing`; any round reaches them through its ``along_path`` method and the visitor
+  of :mod:`.along_path`, each kind's one jump kernel in :mod:`.round_kernels`): :func:`sample_target_paths`, :func:`predict_time`,
   :class:`DecoderTiming`, :func:`measure_overhead`; the same fitted on the decoder's own
   logged calls, each run predicted from the others (:mod:`.cost_insitu`:
   :func:`measure_logged`, :func:`insitu_timing`, :func:`predict_held_out`); and which configuration to run
