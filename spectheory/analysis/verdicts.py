@@ -80,7 +80,7 @@ class RuleClaim:
     rule : RoundLawRule or str
         The rule: an object with a round law (a Verifier, or a multi-draft rule at two drafts:
         :data:`~spectheory.verifiers.gbv.GBV_K2`, :data:`~spectheory.verifiers.round_laws.GLS_K2`)
-        or a registered verifier's name; :attr:`name` is its name.
+        or a registered verifier's name; ``name`` is its name.
     source : str
         Where the rule and the claim come from.
     claimed_lossless : bool

@@ -24,7 +24,12 @@ Monte Carlo           :meth:`~Verifier.verify_round` (draws the uniforms)       
 exact (chains)        :meth:`~Verifier.exact` from :meth:`~Verifier.phase_masses` or  ``NotImplementedError``
                       :meth:`~Verifier.round_transition`                              naming both
 real decoder (torch)  :meth:`~Verifier.torch_rule`                                    the numpy rule, adapted
+round law             :meth:`~RoundLawRule.round_law` (Fractions exact),              ValueError naming
+                      :meth:`~RoundLawRule.round_stats`                               the rule
 ====================  ==============================================================  ===========================
+
+The conformance kit reads ``lossless``: a rule with ``lossless = False`` is
+reported lossy with the exact loss of its round law, not failed.
 
 Every entry point (``chain.protocol``, :func:`spectheory.simulate`,
 ``speculative_generate``, the conformance kit) takes a Verifier or a registered name;
@@ -136,7 +141,7 @@ class RoundLawRule:
     on a fixed draft shape, e.g. :data:`spectheory.verifiers.gbv.GBV_K2`) subclasses it directly.
     The claimed-vs-exact table (:mod:`spectheory.analysis.verdicts`) and the conformance kit's
     exact loss (:mod:`spectheory.testing.exact_loss`) call these methods on the object; a rule
-    without a round law says so through :attr:`has_round_law`, and :meth:`require_round_law`
+    without a round law says so through ``has_round_law``, and :meth:`require_round_law`
     raises a ValueError naming it.
 
     Examples
@@ -209,7 +214,7 @@ class RoundLawRule:
 
         For a one-call rule (the default) from :meth:`round_law`: ``accepted`` :math:`=
         \sum_e P(e) (|e| - 1)`, ``tokens = accepted + 1``, ``target_calls = 1``. A
-        :attr:`multi_call` rule overrides it (naive HSD counts its forward passes).
+        ``multi_call`` rule overrides it (naive HSD counts its forward passes).
 
         Examples
         --------
@@ -234,7 +239,7 @@ class RoundLawRule:
 class Verifier(RoundLawRule):
     """Base class of single-path verification rules (see the module docstring).
 
-    Subclasses set :attr:`name` and :attr:`lossless` and implement ``_rule``; they
+    Subclasses set ``name`` and :attr:`lossless` and implement ``_rule``; they
     provide exact values by implementing :meth:`phase_masses` (rules that check one draft
     token at a time) or :meth:`round_transition` (rules that decide on the whole round; with
     :meth:`round_extra_calls` when a round calls the target more than once), and may override

@@ -75,7 +75,8 @@ class BiasedAcceptance:
     """An acceptance function ``b(target, draft) -> [..., V]`` with a name and parameters.
 
     Build with :func:`additive_acceptance`, :func:`ratio_acceptance`,
-    :func:`lenient_acceptance` or :func:`typical_acceptance`; call it on laws.
+    :func:`lenient_acceptance` or :func:`typical_acceptance`; call it on laws. Each family is a
+    subclass that computes its own unclipped acceptance (``_acceptance``); ``kind`` is its label.
     """
 
     kind: str
@@ -84,26 +85,42 @@ class BiasedAcceptance:
 
     @property
     def name(self) -> str:
-        if self.kind == "typical":
-            return f"typical(epsilon={self.param:g}, delta={self.param2:g})"
         return f"{self.kind}({self.param:g})"
+
+    def _acceptance(self, t: np.ndarray, d: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{type(self).__name__}: define _acceptance(target, draft)")
 
     def __call__(self, target: np.ndarray, draft: np.ndarray) -> np.ndarray:
         t, d = as_law_pair(target, draft)
         with np.errstate(divide="ignore", invalid="ignore"):
-            if self.kind == "additive":
-                b = np.where(d > 0, (t + self.param) / np.where(d > 0, d, 1.0), 1.0)
-            elif self.kind == "ratio":
-                b = np.where(d > 0, safe_ratio(t, d) + self.param, 1.0)
-            elif self.kind == "lenience":
-                b = safe_ratio(t, self.param * d, 1.0)
-            elif self.kind == "typical":
-                ent = -np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0).sum(-1, keepdims=True)
-                thr = np.minimum(self.param, self.param2 * np.exp(-ent))
-                b = (t > thr).astype(np.float64)
-            else:  # pragma: no cover - constructors guard the kinds
-                raise ValueError(f"kind: unknown acceptance family {self.kind!r}")
+            b = self._acceptance(t, d)
         return np.minimum(1.0, b)
+
+
+class _Additive(BiasedAcceptance):
+    def _acceptance(self, t: np.ndarray, d: np.ndarray) -> np.ndarray:
+        return np.where(d > 0, (t + self.param) / np.where(d > 0, d, 1.0), 1.0)
+
+
+class _Ratio(BiasedAcceptance):
+    def _acceptance(self, t: np.ndarray, d: np.ndarray) -> np.ndarray:
+        return np.where(d > 0, safe_ratio(t, d) + self.param, 1.0)
+
+
+class _Lenient(BiasedAcceptance):
+    def _acceptance(self, t: np.ndarray, d: np.ndarray) -> np.ndarray:
+        return safe_ratio(t, self.param * d, 1.0)
+
+
+class _Typical(BiasedAcceptance):
+    @property
+    def name(self) -> str:
+        return f"typical(epsilon={self.param:g}, delta={self.param2:g})"
+
+    def _acceptance(self, t: np.ndarray, d: np.ndarray) -> np.ndarray:
+        ent = -np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0).sum(-1, keepdims=True)
+        thr = np.minimum(self.param, self.param2 * np.exp(-ent))
+        return (t > thr).astype(np.float64)
 
 
 def additive_acceptance(eps: float) -> BiasedAcceptance:
@@ -115,12 +132,12 @@ def additive_acceptance(eps: float) -> BiasedAcceptance:
     >>> additive_acceptance(0.1)([0.2, 0.8], [0.5, 0.5]).round(12).tolist()
     [0.6, 1.0]
     """
-    return BiasedAcceptance("additive", float(check_nonneg(eps, "eps")))
+    return _Additive("additive", float(check_nonneg(eps, "eps")))
 
 
 def ratio_acceptance(eps: float) -> BiasedAcceptance:
     r"""Over-acceptance :math:`b(x) = \min(1, p(x)/q(x) + \varepsilon)`, ``eps >= 0``."""
-    return BiasedAcceptance("ratio", float(check_nonneg(eps, "eps")))
+    return _Ratio("ratio", float(check_nonneg(eps, "eps")))
 
 
 def lenient_acceptance(lenience: float) -> BiasedAcceptance:
@@ -131,7 +148,7 @@ def lenient_acceptance(lenience: float) -> BiasedAcceptance:
     excess acceptance :math:`\sum \min(p/l, q) - \sum \min(p, q)`.
     """
     lv = float(check_prob(lenience, "lenience", open_low=True))
-    return BiasedAcceptance("lenience", lv)
+    return _Lenient("lenience", lv)
 
 
 def typical_acceptance(epsilon: float = 0.09, delta: float = 0.3) -> BiasedAcceptance:
@@ -146,7 +163,7 @@ def typical_acceptance(epsilon: float = 0.09, delta: float = 0.3) -> BiasedAccep
     """
     e = float(check_nonneg(epsilon, "epsilon"))
     dl = float(check_nonneg(delta, "delta"))
-    return BiasedAcceptance("typical", e, dl)
+    return _Typical("typical", e, dl)
 
 
 def _acceptance_array(target, draft, accept):

@@ -33,9 +33,9 @@ it is a whole-round :class:`~spectheory.verifiers.Verifier`, ``"hsd_naive"``
 (:mod:`spectheory.verifiers.hsd_naive_chain`): ``chain.protocol(T, gamma,
 verifier="hsd_naive")`` gives its exact values (target calls included) and ``st.simulate`` its
 Monte Carlo. Exact laws:
-:func:`naive_hsd_round_law` (Fraction enumeration; ``"hsd_naive"`` of
-:data:`~spectheory.verifiers.round_laws.ROUND_LAWS`, so the verdict machinery of
-:mod:`spectheory.analysis.verdicts` runs it); counts: :func:`naive_hsd_round_stats`; Monte
+:func:`naive_hsd_round_law` (Fraction enumeration; the ``"hsd_naive"`` Verifier's
+``round_law``, so the verdict machinery of :mod:`spectheory.analysis.verdicts` runs it); counts:
+:func:`naive_hsd_round_stats` (its ``round_stats``); Monte
 Carlo: :func:`sample_naive_hsd_rounds`. Played against models, one target call per pass
 (:func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`), it runs in the
 conformance kit's multi-call protocol

@@ -90,7 +90,7 @@ def ratio_step(p: Sequence[Any], r: Sequence[Any], x: int) -> tuple[Any, list[An
     :math:`\min(1, p(x)/r(x))`, else emit from :math:`\mathrm{norm}((p - r)_+)`.
 
     ``r = q`` is token verification's step, ``r = 1_x`` point-mass proposals'. Returns
-    ``(b, residual, total)`` (:data:`Step`).
+    ``(b, residual, total)`` (``Step``).
 
     Examples
     --------
@@ -125,7 +125,7 @@ def stepwise_round_law(
     Parameters
     ----------
     step : callable
-        ``step(p, q, x) -> (b, residual, total)`` (:data:`Step`; e.g. :func:`ratio_step`).
+        ``step(p, q, x) -> (b, residual, total)`` (``Step``; e.g. :func:`ratio_step`).
     target_fn, draft_fn : callable
         ``fn(ctx) -> vocab_size`` next-token probabilities after a context tuple.
     vocab_size, gamma : int
