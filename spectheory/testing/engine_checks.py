@@ -87,7 +87,7 @@ def rule_of(rnd: Round) -> Verifier | None:
 
 def round_law_of(v: Verifier | None) -> Any:
     """``round_law(target_fn, draft_fn, V, k, prefix)`` of a rule, or ``None`` without one
-    (:meth:`Verifier.round_law`, ``Verifier.has_round_law``)."""
+    (:meth:`Verifier.round_law`, :attr:`Verifier.has_round_law`)."""
     if v is None or not v.has_round_law:
         return None
     return v.round_law
