@@ -112,13 +112,17 @@ class PolicyRound(Round):
         return type(self.verifier).phase_masses is not Verifier.phase_masses
 
     def tags(self) -> RoundTags:
-        """As :meth:`Round.tags`, and: along-path prediction runs token verification only; a
+        """As :meth:`Round.tags`, and: the decoder samples its drafts (no greedy-drafting rule);
+        along-path prediction runs token verification only; a
         whole-round rule (no ``phase_masses``) has no exact value under a policy that is not
         :class:`FixedGamma` (the policy's rounds are not the fixed-length rounds its engine
         describes), nor an ``accept_prob`` for a path policy."""
         tags = super().tags()
         why = dict(tags.why_not)
         flags = {e: tags.supports(e) for e in ("monte_carlo", "exact", "decoder", "kit", "along_path")}
+        if self.verifier.drafting != "sample" and flags["decoder"]:
+            flags["decoder"] = False
+            why["decoder"] = f"the decoder samples its drafts; {self.verifier.name!r} drafts greedily"
         if not self._token and flags["along_path"]:
             flags["along_path"] = False
             why["along_path"] = (

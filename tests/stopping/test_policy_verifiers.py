@@ -105,6 +105,7 @@ def test_monte_carlo_against_exact_for_other_verifiers(policy, verifier):
 
 def test_greedy_drafting_drafts_the_argmax():
     rnd = PolicyRound(ConfidenceThreshold(0.3, max_depth=3), "argmax_onehot")
+    assert not rnd.tags().decoder and "greedily" in rnd.tags().why_not["decoder"]
     sim = st.simulate(CHAIN, 10, rnd, 50, rng=0, return_tokens=True)
     again = st.simulate(CHAIN, 10, rnd, 50, rng=0, return_tokens=True)  # same seed, same runs
     np.testing.assert_array_equal(sim.tokens, again.tokens)
