@@ -2,19 +2,13 @@
 
 :func:`generate` turns its ``round`` argument into a :class:`~spectheory.rounds.Round`
 (:func:`~spectheory.rounds.as_round`: an ``int``, a ``DraftTree`` or a draft-length ``Policy``
-work too) and hands it to the decoder loop that plays it -- no loop of its own:
-
-- :class:`~spectheory.rounds.PathRound` -> :func:`~spectheory.decoder.speculative_generate`
-  with its ``gamma`` and verifier;
-- :class:`~spectheory.stopping.PolicyRound` -> :func:`~spectheory.decoder.speculative_generate`
-  with ``gamma = policy.max_depth`` and ``policy=``;
-- :class:`~spectheory.trees.TreeRound` -> :func:`~spectheory.decoder.tree_generate` with its
-  tree and tree verifier;
-- :class:`~spectheory.trees.BatchRound` (first-token reading, finite ``gamma``) ->
-  :func:`~spectheory.decoder.tree_generate` on its ``M``-path tree with ``tree_rrs``;
-  ``reading="gls"`` (finite ``gamma``) -> :func:`~spectheory.decoder.gls_decode.gls_generate`;
-- a draft-only :class:`~spectheory.trees.DynamicTreeRound` (``Eagle2Tree``, ``OptTree``) ->
-  :func:`~spectheory.decoder.dynamic_tree.dynamic_tree_generate`.
+work too), asks it whether it runs in the decoder (:meth:`Round.require
+<spectheory.rounds.Round.require>`, which names the round and the reason when not) and hands it
+the decoder's loops (:data:`LOOPS`, a visitor): the round's :meth:`~spectheory.rounds.Round.decode`
+calls the loop that plays it with its own data, e.g. a :class:`~spectheory.rounds.PathRound`
+``loops.path(target, draft, prompts, max_new_tokens, gamma, verifier=...)``. No loop of its
+own and no table of round classes: a round kind defined in a user's file runs here as soon as
+it defines ``decode``.
 """
 
 from __future__ import annotations
@@ -22,10 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..rounds import PathRound
-from ..rounds.normalize import round_handler
-from ..stopping import PolicyRound
-from ..trees import BatchRound, DynamicTreeRound, TreeRound
+from ..rounds.normalize import as_round
 from .dynamic_tree import dynamic_tree_generate
 from .speculative import speculative_generate
 from .tree_decode import tree_generate
@@ -35,55 +26,68 @@ if TYPE_CHECKING:
     from .batching import CausalLM, Prompt
     from .stats import GenerationResult
 
-__all__ = ["generate"]
+__all__ = ["generate", "LOOPS", "DecoderLoops"]
 
 #: The arguments a round fixes; passing them again in ``options`` is an error.
 _ROUND_ARGS = ("gamma", "tree", "verifier", "policy", "children")
 
 
-def _path(rnd: PathRound) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
-    return speculative_generate, (rnd.gamma,), {"verifier": rnd.verifier}
+class DecoderLoops:
+    """The decoder's loops, handed to :meth:`Round.decode <spectheory.rounds.Round.decode>`
+    (the visitor of the real decoder; frozen: no attribute can be set).
 
+    Attributes
+    ----------
+    path : callable
+        :func:`~spectheory.decoder.speculative_generate` ``(target, draft, prompts,
+        max_new_tokens, gamma, *, verifier=..., policy=None, **options)``.
+    tree : callable
+        :func:`~spectheory.decoder.tree_generate` ``(target, draft, prompts, max_new_tokens,
+        tree, *, verifier, **options)``.
+    dynamic_tree : callable
+        :func:`~spectheory.decoder.dynamic_tree.dynamic_tree_generate` ``(target, draft,
+        prompts, max_new_tokens, rule, **options)``.
+    gls : callable
+        :func:`~spectheory.decoder.gls_decode.gls_generate` ``(target, draft, prompts,
+        max_new_tokens, M, gamma, **options)`` (imported on first use).
+    naive_hsd : callable
+        :func:`~spectheory.decoder.hsd_decode.naive_hsd_generate` ``(target, draft, prompts,
+        max_new_tokens, gamma, **options)`` (imported on first use).
 
-def _policy(rnd: PolicyRound) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
-    return speculative_generate, (rnd.max_depth,), {"policy": rnd.policy}
+    Examples
+    --------
+    >>> LOOPS.path is speculative_generate
+    True
+    >>> LOOPS.path = None
+    Traceback (most recent call last):
+    ...
+    AttributeError: 'DecoderLoops' object attribute 'path' is read-only
+    """
 
+    __slots__ = ()
 
-def _tree(rnd: TreeRound) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
-    return tree_generate, (rnd.tree,), {"verifier": rnd.verifier}
+    path = staticmethod(speculative_generate)
+    tree = staticmethod(tree_generate)
+    dynamic_tree = staticmethod(dynamic_tree_generate)
 
-
-def _dynamic(
-    rnd: DynamicTreeRound,
-) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
-    return dynamic_tree_generate, (rnd,), {}
-
-
-def _batch(rnd: BatchRound) -> tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]:
-    if rnd.reading == "gls" and rnd.gamma is not None:
+    @property
+    def gls(self) -> Callable[..., GenerationResult]:
         from .gls_decode import gls_generate
 
-        return gls_generate, (rnd.M, rnd.gamma), {}
-    if rnd.all_agreeing:
-        raise ValueError(
-            f"round: the decoder cannot run {rnd.name} (the {rnd.reading!r} reading); "
-            "use BatchRound(M, gamma) (first-token reading)"
-        )
-    if rnd.tree is None:
-        raise ValueError(f"round: the decoder needs a finite draft length; got {rnd.name} (give gamma)")
-    return _tree(rnd)
+        return gls_generate
+
+    @property
+    def naive_hsd(self) -> Callable[..., GenerationResult]:
+        from .hsd_decode import naive_hsd_generate
+
+        return naive_hsd_generate
+
+    def __repr__(self) -> str:
+        return "DecoderLoops(path, tree, dynamic_tree, gls, naive_hsd)"
 
 
-#: round class -> its dispatcher (looked up along the round's MRO, so subclasses come first).
-_DISPATCH: dict[
-    type, Callable[[Any], tuple[Callable[..., GenerationResult], tuple[Any, ...], dict[str, Any]]]
-] = {
-    PathRound: _path,
-    PolicyRound: _policy,
-    BatchRound: _batch,
-    TreeRound: _tree,
-    DynamicTreeRound: _dynamic,
-}
+#: The one :class:`DecoderLoops` every round's ``decode`` is handed.
+LOOPS = DecoderLoops()
 
 
 def generate(
@@ -102,12 +106,13 @@ def generate(
     prompts : list of token sequences
     max_new_tokens : int >= 1
     round : Round, int, DraftTree or Policy
-        Anything :func:`~spectheory.rounds.as_round` accepts: a
+        Anything :func:`~spectheory.rounds.as_round` accepts whose kind defines ``decode``: a
         :class:`~spectheory.rounds.PathRound`, :class:`~spectheory.trees.TreeRound`,
-        :class:`~spectheory.trees.BatchRound` (first-token reading, finite ``gamma``) or
-        :class:`~spectheory.stopping.PolicyRound`, or their shorthands.
+        :class:`~spectheory.trees.BatchRound` (first-token or GLS reading, finite ``gamma``),
+        :class:`~spectheory.stopping.PolicyRound`, a draft-only dynamic tree rule
+        (``Eagle2Tree``, ``OptTree``), their shorthands, or a user's round kind.
     **options
-        The sampling and placement options of the loop it dispatches to (``temperature``,
+        The sampling and placement options of the loop the round calls (``temperature``,
         ``top_k``, ``top_p``, ``bonus``, ``seed``, ``device``, ``dtype``, ...); not the ones the
         round fixes (``gamma``, ``tree``, ``verifier``, ``policy``, ``children``).
 
@@ -119,8 +124,11 @@ def generate(
 
     Raises
     ------
+    UnsupportedRoundError
+        The round declares (:meth:`~spectheory.rounds.Round.tags`) that the decoder cannot run
+        it; the message names the round and the reason. A ``ValueError``.
     ValueError
-        ``round`` is not a round the decoder can run, or ``options`` repeat what it fixes.
+        ``round`` is not a round, or ``options`` repeat what it fixes.
 
     Examples
     --------
@@ -133,6 +141,10 @@ def generate(
     >>> all((a == b).all() for a, b in zip(res.tokens, ref.tokens))
     True
     """
-    rnd, dispatch = round_handler(round, _DISPATCH, options, _ROUND_ARGS, "generate", "the decoder runs")
-    loop, args, kwargs = dispatch(rnd)
-    return loop(target, draft, prompts, max_new_tokens, *args, **kwargs, **options)
+    rnd = as_round(round)
+    fixed = sorted(k for k in options if k in _ROUND_ARGS)
+    if fixed:
+        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to generate")
+    rnd.require("decoder")
+    result: GenerationResult = rnd.decode(LOOPS, target, draft, prompts, max_new_tokens, dict(options))
+    return result

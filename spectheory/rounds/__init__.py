@@ -17,7 +17,7 @@ See ``docs/architecture.md`` for the call graph and how to add a round kind.
 from ..cost.base import Cost, as_cost
 from .base import ENGINES, Round, RoundOutcome, RoundTags, UnsupportedRoundError
 from .driver import run_rounds
-from .normalize import as_round, register_round_shorthand
+from .normalize import as_round
 from .path import PathRound
 from .result import STATISTICS, SimulationResult
 from .sampler import ChainSampler, sample_initial
@@ -32,7 +32,6 @@ __all__ = [
     "ENGINES",
     "PathRound",
     "as_round",
-    "register_round_shorthand",
     "simulate",
     "run_rounds",
     "SimulationResult",

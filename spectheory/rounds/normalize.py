@@ -1,10 +1,19 @@
 """Round arguments and their shorthands -> one :class:`~spectheory.rounds.Round`.
 
-An ``int`` is a path round's ``gamma``. Other types register a factory with
-:func:`register_round_shorthand` under the keyword that names them (``tree=`` for a
-``DraftTree``, ``policy=`` for a draft-length policy): the rooms that define them
-(:mod:`spectheory.trees`, :mod:`spectheory.stopping`) sit above this one, so this room never
-imports them.
+An ``int`` is a path round's ``gamma``. Any other shorthand is declared by the round kind that
+takes it, on its class (the shorthand's own room sits below the round's, so the declaration
+lives with the round, and this room imports neither):
+
+- ``shorthand``: the type of object the kind accepts (``DraftTree`` for
+  :class:`~spectheory.trees.TreeRound`, ``Policy`` for :class:`~spectheory.stopping.PolicyRound`);
+- ``round_keyword``: the keyword of :func:`as_round` that may also carry it (``"tree"``,
+  ``"policy"``; ``None``: only the positional ``round``);
+- ``from_shorthand(obj, verifier)``: a classmethod returning the round (``verifier`` may be
+  ``None``: the kind's default).
+
+:func:`as_round` finds the kind among the subclasses of :class:`~spectheory.rounds.Round` whose
+own class body declares a ``shorthand`` the object is an instance of (the most specific type of
+the object's MRO first), so a kind defined in a user's file gets its shorthand the same way.
 
 Examples
 --------
@@ -17,37 +26,35 @@ PathRound(gamma=4, verifier='token')
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from .base import Round
 from .path import PathRound
 
-__all__ = ["as_round", "register_round_shorthand", "round_handler"]
+__all__ = ["as_round"]
 
-_SHORTHANDS: dict[type, tuple[str, Callable[..., Round]]] = {}
 _KEYWORDS = ("round", "gamma", "tree", "policy")
 
 
-def register_round_shorthand(cls: type, keyword: str, factory: Callable[..., Round]) -> None:
-    """Let :func:`as_round` (so ``st.simulate`` and ``chain.protocol``) accept instances of ``cls``.
-
-    ``keyword`` is the shorthand keyword that may also carry them (``"tree"`` or ``"policy"``);
-    ``factory(obj, verifier)`` returns the round (``verifier`` may be None: the round's default).
-    """
-    if not isinstance(cls, type) or not callable(factory):
-        raise ValueError("register_round_shorthand: expected a class and a callable factory")
-    if keyword not in _KEYWORDS[2:]:
-        raise ValueError(f"keyword: expected one of {_KEYWORDS[2:]}, got {keyword!r}")
-    _SHORTHANDS[cls] = (keyword, factory)
+def _kinds(cls: type) -> list[type]:
+    """Every subclass of ``cls`` (depth first, each once)."""
+    out: list[type] = []
+    for sub in cls.__subclasses__():
+        if sub not in out:
+            out.append(sub)
+            out += [k for k in _kinds(sub) if k not in out]
+    return out
 
 
-def _shorthand(obj: Any) -> tuple[str, Callable[..., Round]] | None:
-    for cls in type(obj).__mro__:
-        if cls in _SHORTHANDS:
-            return _SHORTHANDS[cls]
+def _shorthand_kind(obj: Any) -> type | None:
+    """The round kind that declares ``type(obj)`` (or its nearest base) as its ``shorthand``."""
+    kinds = [k for k in _kinds(Round) if isinstance(k.__dict__.get("shorthand"), type)]
+    for base in type(obj).__mro__:
+        for kind in kinds:
+            if kind.__dict__["shorthand"] is base:
+                return kind
     return None
 
 
@@ -62,9 +69,10 @@ def as_round(
     """The :class:`~spectheory.rounds.Round` meant by a round argument or one of its shorthands.
 
     ``round`` may be a ``Round`` (returned as it is), an ``int`` (a path round's ``gamma``), a
-    ``DraftTree`` (a tree round) or a draft-length ``Policy`` (a policy round); ``gamma=``,
-    ``tree=`` and ``policy=`` say the same by keyword. ``verifier`` picks the verifier of a path
-    or tree round (default ``"token"`` / ``"tree_rrs"``). Exactly one of them must be given.
+    ``DraftTree`` (a tree round), a draft-length ``Policy`` (a policy round) or any object a
+    round kind declares as its ``shorthand`` (module docstring); ``gamma=``, ``tree=`` and
+    ``policy=`` say the same by keyword. ``verifier`` picks the verifier of a path or tree round
+    (default ``"token"`` / ``"tree_rrs"``). Exactly one of them must be given.
 
     Raises
     ------
@@ -101,50 +109,11 @@ def as_round(
         if key not in ("round", "gamma"):
             raise ValueError(f"{key}: got the int {obj!r}; a draft length is gamma")
         return PathRound(int(obj), "token" if verifier is None else verifier)
-    found = _shorthand(obj)
-    if found is None or key == "gamma" or key not in ("round", found[0]):
+    kind = None if key == "gamma" else _shorthand_kind(obj)
+    if kind is None or key not in ("round", getattr(kind, "round_keyword", None)):
         raise ValueError(
             f"{key}: expected a draft length (int), a DraftTree, a draft-length Policy or a Round, "
             f"got {type(obj).__name__}"
         )
-    return found[1](obj, verifier)
-
-
-H = TypeVar("H")
-
-
-def round_handler(
-    round: Any,
-    handlers: Mapping[type, H],
-    options: Iterable[str],
-    fixed_args: Iterable[str],
-    caller: str,
-    does: str,
-) -> tuple[Round, H]:
-    """``as_round(round)`` and its handler: the entry of ``handlers`` for the first class of its MRO.
-
-    The one dispatch of the entry points that play a round of any kind (the decoder's
-    ``generate``, the kit's ``check_round``). ``options`` are the caller's other keyword
-    arguments; those in ``fixed_args`` are what the round itself fixes and are refused.
-
-    Raises
-    ------
-    ValueError
-        ``options`` repeat an argument the round fixes (the message names ``caller``), or no
-        handler takes the round's kind (the message says what the caller ``does``).
-
-    Examples
-    --------
-    >>> from spectheory.rounds import PathRound
-    >>> rnd, h = round_handler(3, {PathRound: "path"}, (), ("gamma",), "f", "f runs")
-    >>> rnd.gamma, h
-    (3, 'path')
-    """
-    fixed = sorted(k for k in options if k in set(fixed_args))
-    if fixed:
-        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to {caller}")
-    rnd = as_round(round)
-    handler = next((handlers[c] for c in type(rnd).__mro__ if c in handlers), None)
-    if handler is None:
-        raise ValueError(f"round: {does} path, policy, tree and batch rounds, got {type(rnd).__name__}")
-    return rnd, handler
+    rnd: Round = kind.from_shorthand(obj, verifier)  # type: ignore[attr-defined]
+    return rnd

@@ -170,5 +170,19 @@ class PathRound(Round):
         res = protocol_result(chain, horizon, self.gamma, bonus, self.verifier)
         return res if cost is None else res.with_cost(cost)
 
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """The real decoder: ``loops.path`` (:func:`~spectheory.decoder.speculative_generate`)
+        with ``gamma`` and the verifier."""
+        return loops.path(
+            target, draft, prompts, max_new_tokens, self.gamma, verifier=self.verifier, **options
+        )
+
+    def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
+        """The conformance kit: ``kit.verifier`` (:func:`~spectheory.testing.check_verifier`) on
+        the verifier with ``gammas=(gamma,)``."""
+        return kit.verifier(self.verifier, gammas=(self.gamma,), **options)
+
     def __repr__(self) -> str:
         return f"PathRound(gamma={self.gamma}, verifier={self.verifier.name!r})"

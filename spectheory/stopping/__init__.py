@@ -43,7 +43,7 @@ from .policies import (
     StopContext,
     leviathan_policy,
 )
-from .round import PolicyRound, policy_round
+from .round import PolicyRound
 
 __all__ = [
     "Cost",
@@ -83,10 +83,3 @@ __all__ = [
     "HedgeGamma",
     "EMASteps",
 ]
-
-from ..rounds.normalize import register_round_shorthand
-
-# st.simulate(chain, T, policy) / chain.protocol(T, policy): a Policy is a PolicyRound. Registered
-# here (the package runs before any of its modules, so before a Policy can exist), since the
-# policies module cannot import the round module that imports it back.
-register_round_shorthand(Policy, "policy", policy_round)

@@ -29,7 +29,7 @@ from ..verifiers.token import TokenVerifier
 from ._kernels import Kernels
 from .context import RoundFeedback, StopContext
 from .evaluate import evaluate_policy
-from .policies import FixedGamma
+from .policies import FixedGamma, Policy
 
 #: Per chain, the verifiers' per-token masses (``accept_prob`` of a rule other than token).
 _CHECKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -64,6 +64,11 @@ class PolicyRound(Round):
     'policy(FixedGamma(4), verifier=block)'
     """
 
+    #: :func:`~spectheory.rounds.as_round` turns a ``Policy`` (positional, or ``policy=``) into a
+    #: policy round (:func:`policy_round`).
+    shorthand = Policy
+    round_keyword = "policy"
+
     def __init__(self, policy: Any, verifier: Any = "token") -> None:
         if not (callable(getattr(policy, "stop", None)) and hasattr(policy, "next_memory")):
             raise ValueError(f"policy: expected a spectheory.stopping Policy, got {type(policy).__name__}")
@@ -77,6 +82,11 @@ class PolicyRound(Round):
         self.verifier = v
         #: Token verification runs inline (its fused form); any other rule through verify_round.
         self._token = type(v) is TokenVerifier
+
+    @classmethod
+    def from_shorthand(cls, policy: Any, verifier: Any = None) -> PolicyRound:
+        """``as_round(policy, verifier=...)``: :func:`policy_round`."""
+        return policy_round(policy, verifier)
 
     @property
     def name(self) -> str:

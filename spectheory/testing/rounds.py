@@ -1,19 +1,14 @@
 """The conformance kit on a round object: the one ``st.simulate`` and the decoder take.
 
 :func:`check_round` turns its argument into a :class:`~spectheory.rounds.Round`
-(:func:`~spectheory.rounds.as_round`) and runs the kit that checks the round's verifier:
-
-- :class:`~spectheory.rounds.PathRound` -> :func:`~spectheory.testing.check_verifier` on its
-  verifier with ``gammas=(gamma,)``;
-- :class:`~spectheory.stopping.PolicyRound` -> :func:`~spectheory.testing.check_verifier` on token
-  verification with ``gammas=(policy.max_depth,)`` (a policy only shortens the draft; the
-  verifier it runs is token verification);
-- :class:`~spectheory.trees.TreeRound` -> :func:`~spectheory.testing.check_tree_verifier` on its
-  verifier's rule and child policy, drafting the round's own tree on the kit's chains;
-- :class:`~spectheory.trees.BatchRound` (first-token or GLS reading, finite ``gamma``) -> the
-  same on its ``M``-path tree (GLS through its kit callable);
-- a :class:`~spectheory.trees.DynamicTreeRound` -> the same with ``tree_topk`` on the trees the
-  rule drafts at the first position of each kit chain.
+(:func:`~spectheory.rounds.as_round`), asks it whether the kit checks it (:meth:`Round.require
+<spectheory.rounds.Round.require>`, which names the round and the reason when not) and hands it
+the kit's checks (:data:`KIT`, a visitor): the round's
+:meth:`~spectheory.rounds.Round.check_plan` calls the check that fits its verifier with its own
+data, e.g. a :class:`~spectheory.rounds.PathRound` ``kit.verifier(verifier, gammas=(gamma,))``
+and a :class:`~spectheory.trees.TreeRound` ``kit.tree_verifier(...)`` on its own tree over the
+kit's chains (:meth:`Kit.chains`). No table of round classes: a round kind defined in a user's
+file is checked as soon as it defines ``check_plan``.
 
 >>> import spectheory as st
 >>> from spectheory.testing import check_round
@@ -23,70 +18,58 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from ..rounds import PathRound
-from ..rounds.normalize import round_handler
-from ..stopping import PolicyRound
-from ..trees import BatchRound, DynamicTreeRound, TreeRound
+from ..rounds.normalize import as_round
 from .kit import Report, check_verifier
 from .trees import TreeReport, check_tree_verifier, reference_tree_verify, tree_instances
 
-__all__ = ["check_round"]
+__all__ = ["check_round", "KIT", "Kit"]
 
 
-def _path(rnd: PathRound, options: dict[str, Any]) -> Report:
-    return check_verifier(rnd.verifier, gammas=(rnd.gamma,), **options)
+class Kit:
+    """The kit's checks, handed to :meth:`Round.check_plan <spectheory.rounds.Round.check_plan>`
+    (the visitor of the conformance kit; frozen: no attribute can be set).
 
+    Attributes
+    ----------
+    verifier : callable
+        :func:`~spectheory.testing.check_verifier` ``(verifier, gammas=(g,), **options)``: a
+        path verifier's checks.
+    tree_verifier : callable
+        :func:`~spectheory.testing.check_tree_verifier` ``(verify, children=..., **options)``: a
+        tree rule's checks on ``instances`` of ``(name, chain, tree)``.
+    tree_instances : callable
+        ``() -> [(name, chain, tree), ...]``: the tree kit's default instances.
+    reference_tree_verify : callable
+        ``(verifier) -> verify``: a tree verifier of :mod:`spectheory.trees` as a kit callable.
 
-def _policy(rnd: PolicyRound, options: dict[str, Any]) -> Report:
-    return check_verifier("token", gammas=(rnd.max_depth,), **options)
+    Examples
+    --------
+    >>> [name for name, _ in KIT.chains()]
+    ['far', 'V=5', 'near']
+    """
 
+    __slots__ = ()
 
-def _tree(rnd: TreeRound, options: dict[str, Any], verify: Any = None) -> TreeReport:
-    if "instances" not in options:
+    verifier = staticmethod(check_verifier)
+    tree_verifier = staticmethod(check_tree_verifier)
+    tree_instances = staticmethod(tree_instances)
+    reference_tree_verify = staticmethod(reference_tree_verify)
+
+    @staticmethod
+    def chains() -> list[tuple[str, Any]]:
+        """``[(name, chain), ...]``: the distinct chains of :attr:`tree_instances`, for a round
+        to draft its own trees on (``name`` without the instance's tree)."""
         chains = {id(chain): (name.split(",")[0], chain) for name, chain, _ in tree_instances()}
-        options = {**options, "instances": [(f"{n}, {rnd.tree!r}", c, rnd.tree) for n, c in chains.values()]}
-    v = rnd.verifier
-    return check_tree_verifier(verify or reference_tree_verify(v), children=v.children, **options)
+        return list(chains.values())
+
+    def __repr__(self) -> str:
+        return "Kit(verifier, tree_verifier, tree_instances, reference_tree_verify, chains)"
 
 
-def _batch(rnd: BatchRound, options: dict[str, Any]) -> TreeReport:
-    if rnd.reading == "gls" and rnd.tree is not None:  # GLS's kit callable resamples its exponentials
-        from ..trees.gls_tree import GLS
-
-        return _tree(rnd, options, GLS.kit_verify)
-    if rnd.all_agreeing or rnd.tree is None:
-        raise ValueError(
-            f"round: the tree kit checks the first-token reading with a finite gamma, got {rnd.name}"
-        )
-    return _tree(rnd, options)
-
-
-def _dynamic(rnd: DynamicTreeRound, options: dict[str, Any]) -> TreeReport:
-    """``tree_topk`` on the trees the rule drafts at the first position of each kit chain."""
-    if "instances" not in options:
-        chains = {id(chain): (name.split(",")[0], chain) for name, chain, _ in tree_instances()}
-        insts = []
-        for n, c in chains.values():
-            tab = rnd.table(c, rnd.depth(1) + 1)
-            insts += [
-                (f"{n}, {rnd.name}, {t!r}", c, t)
-                for t in dict.fromkeys(tab.trees[int(i)] for i in tab.index[0])
-            ]
-        options = {**options, "instances": insts}
-    return check_tree_verifier(reference_tree_verify(rnd.verifier), children=rnd.verifier.children, **options)
-
-
-#: round class -> its check (looked up along the round's MRO, so subclasses come first).
-_CHECKS: dict[type, Callable[[Any, dict[str, Any]], Report | TreeReport]] = {
-    PathRound: _path,
-    PolicyRound: _policy,
-    BatchRound: _batch,
-    TreeRound: _tree,
-    DynamicTreeRound: _dynamic,
-}
+#: The one :class:`Kit` every round's ``check_plan`` is handed.
+KIT = Kit()
 
 _ROUND_ARGS = ("gammas", "children", "policy")
 
@@ -97,7 +80,7 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
     Parameters
     ----------
     round : Round, int, DraftTree or Policy
-        Anything :func:`~spectheory.rounds.as_round` accepts.
+        Anything :func:`~spectheory.rounds.as_round` accepts whose kind defines ``check_plan``.
     **options
         Passed to :func:`~spectheory.testing.check_verifier` (path and policy rounds:
         ``n_samples``, ``seed``, ``vocab_sizes``, ...) or
@@ -111,8 +94,11 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
 
     Raises
     ------
+    UnsupportedRoundError
+        The round declares (:meth:`~spectheory.rounds.Round.tags`) that the kit cannot check
+        it; the message names the round and the reason. A ``ValueError``.
     ValueError
-        ``round`` is not a round the kit can check, or ``options`` repeat what it fixes.
+        ``round`` is not a round, or ``options`` repeat what it fixes.
 
     Examples
     --------
@@ -120,5 +106,10 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
     >>> check_round(TreeRound(DraftTree.from_branching([2]), "tree_rrs"), n_samples=2000, rng=0).passed
     True
     """
-    rnd, check = round_handler(round, _CHECKS, options, _ROUND_ARGS, "check_round", "the kit checks")
-    return check(rnd, options)
+    rnd = as_round(round)
+    fixed = sorted(k for k in options if k in _ROUND_ARGS)
+    if fixed:
+        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to check_round")
+    rnd.require("kit")
+    report: Report | TreeReport = rnd.check_plan(KIT, dict(options))
+    return report

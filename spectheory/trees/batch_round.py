@@ -21,30 +21,21 @@ tests, ``rng.random(R)`` for a correction; then ``rng.random(R)`` for the bonus 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from .._guards import check_int
 from ..laws.sampling import sample_categorical
-from ..rounds.base import RoundOutcome
-from ..verifiers.base import get_verifier
+from ..rounds.base import RoundOutcome, RoundTags
 from ..verifiers.tree_rules import _update_rrs
+from .batch_readings import READINGS, Reading, as_reading
 from .batch_tree import batch_tree_expected
-from .batch_verifier import BATCH_TREE
 from .draft_tree import DraftTree
-from .gls_tree import GLS
 from .round import TreeRound
 
 __all__ = ["BatchRound", "READINGS"]
-
-#: Batch decoding's two readings: the tree verifier of each, and whether every draft that agrees
-#: with the accepted prefix goes on (tree) or only the accepted one (first-token).
-READINGS: dict[str, tuple[Any, bool]] = {
-    "first_token": ("tree_rrs", False),
-    "tree": (BATCH_TREE, True),
-    "gls": (GLS, True),
-}
 
 
 class BatchRound(TreeRound):
@@ -56,11 +47,13 @@ class BatchRound(TreeRound):
         Draft sequences per round (drawn i.i.d. from the draft; ``M * k`` drafted tokens).
     gamma : int >= 1 or None
         Tokens per draft (``None``: to the end of the horizon).
-    reading : {"first_token", "tree", "gls"}
+    reading : {"first_token", "tree", "gls"} or Reading
         ``"first_token"``: ``"tree_rrs"`` on the ``M`` paths; ``"tree"``: the
         ``batch_tree`` verifier (see the module docstring and docs/trees.md); ``"gls"``:
         Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.trees.gls_tree`;
         per position ``rng.random((R, c_max, V))`` exponentials draw the drafts and the token).
+        The name is mapped once to its :class:`~spectheory.trees.batch_readings.Reading`
+        (``self.reading``), which carries the verifier, the loops and what it cannot run.
 
     Examples
     --------
@@ -74,14 +67,12 @@ class BatchRound(TreeRound):
     True
     """
 
-    def __init__(self, M: int, gamma: int | None = None, reading: str = "first_token") -> None:
+    def __init__(self, M: int, gamma: int | None = None, reading: str | Reading = "first_token") -> None:
         self.M = check_int(M, "M", 1)
         self.gamma = None if gamma is None else check_int(gamma, "gamma", 1)
-        if reading not in READINGS:
-            raise ValueError(f"reading: expected one of {sorted(READINGS)}, got {reading!r}")
-        self.reading = reading
-        verifier, self.all_agreeing = READINGS[reading]
-        self.verifier = get_verifier(verifier).for_tree()
+        self.reading = as_reading(reading)
+        self.all_agreeing = self.reading.all_agreeing
+        self.verifier = self.reading.verifier
         self.tree = None if self.gamma is None else DraftTree.paths(self.M, self.gamma)
         self.max_elements = 1 << 22
         self._trees: dict[int, DraftTree] = {}
@@ -121,8 +112,18 @@ class BatchRound(TreeRound):
         rng: np.random.Generator,
         keep_path: bool = False,
     ) -> RoundOutcome:
-        if self.reading == "gls":
-            return self._play_gls(sampler, horizon, n, state, rng, keep_path)
+        return self.reading.play(self, sampler, horizon, n, state, rng, keep_path)
+
+    def _play_rrs(
+        self,
+        sampler: Any,
+        horizon: int,
+        n: np.ndarray,
+        state: np.ndarray,
+        rng: np.random.Generator,
+        keep_path: bool,
+    ) -> RoundOutcome:
+        """Recursive rejection over the agreeing drafts (the first-token and tree readings)."""
         T, M, smp = horizon, self.M, sampler
         R = n.shape[0]
         k = np.minimum(self.depth(T), T - n)
@@ -239,9 +240,34 @@ class BatchRound(TreeRound):
             raise ValueError(
                 f"options: the batch tree reading's exact engine takes none, got {sorted(options)}"
             )
-        coupling = "gls" if self.reading == "gls" else "rrs"
-        res = batch_tree_expected(chain, horizon, self.M, gamma=self.gamma, bonus=bonus, coupling=coupling)
+        res = batch_tree_expected(
+            chain, horizon, self.M, gamma=self.gamma, bonus=bonus, coupling=self.reading.coupling
+        )
         return res if cost is None else res.with_cost(cost)
 
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """The real decoder through the reading's loop (:meth:`Reading.decode
+        <spectheory.trees.batch_readings.Reading.decode>`: ``loops.tree`` on the ``M`` paths, or
+        ``loops.gls``); a finite ``gamma`` and a reading with a loop (:meth:`tags`)."""
+        return self.reading.decode(self, loops, target, draft, prompts, max_new_tokens, options)
+
+    def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
+        """The tree kit on the ``M``-path tree with the reading's kit callable."""
+        return self._check_tree(kit, options, self.reading.kit_verify(kit, self.verifier))
+
+    def tags(self) -> RoundTags:
+        """:meth:`TreeRound.tags` less what the reading cannot run (:meth:`Reading.why_not
+        <spectheory.trees.readings.Reading.why_not>`) and, without a finite ``gamma``, the
+        decoder and the kit (both need the tree)."""
+        tags = super().tags()
+        why = dict(self.reading.why_not())
+        if self.gamma is None:
+            why.setdefault("decoder", "no finite draft length (give gamma)")
+            why.setdefault("kit", "no finite draft length (give gamma)")
+        off = {engine: False for engine in why}
+        return replace(tags, **off, why_not={**tags.why_not, **why})
+
     def __repr__(self) -> str:
-        return f"BatchRound(M={self.M}, gamma={self.gamma}, reading={self.reading!r})"
+        return f"BatchRound(M={self.M}, gamma={self.gamma}, reading={self.reading.name!r})"

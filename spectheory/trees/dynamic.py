@@ -22,14 +22,14 @@ charged (the reranked tree is what is drafted and scored).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from .._guards import check_int
 from ..exact.core import blas_single_thread, check_engine_size
-from ..rounds.base import Round, RoundOutcome
+from ..rounds.base import Round, RoundOutcome, RoundTags
 from ..verifiers.base import get_verifier
 from .accumulate import TreeProtocolResult, _Accumulator
 from .draft_tree import DraftTree
@@ -237,6 +237,32 @@ class DynamicTreeRound(Round):
         T = chain.check_horizon(horizon)
         res = dynamic_tree_protocol(chain, T, self.table(chain, T), bonus, depth=self.max_depth)
         return res if cost is None else res.with_cost(cost)
+
+    def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
+        """The tree kit with ``tree_topk`` on the trees the rule drafts at the first position of
+        each kit chain (unless ``options`` give ``instances``)."""
+        if "instances" not in options:
+            insts = []
+            for n, c in kit.chains():
+                tab = self.table(c, self.depth(1) + 1)
+                trees = dict.fromkeys(tab.trees[int(i)] for i in tab.index[0])
+                insts += [(f"{n}, {self.name}, {t!r}", c, t) for t in trees]
+            options = {**options, "instances": insts}
+        v = self.verifier
+        return kit.tree_verifier(kit.reference_tree_verify(v), children=v.children, **options)
+
+    def tags(self) -> RoundTags:
+        """The defaults, with the decoder's reason spelt out: only a draft-only rule (one that
+        defines :meth:`decode`, as ``Eagle2Tree`` and ``OptTree``) runs in the real decoder; a
+        rule that reads the target or the chain state cannot be drafted by a model."""
+        tags = super().tags()
+        if tags.decoder:
+            return tags
+        why = (
+            f"{type(self).__name__} is not a draft-only dynamic tree rule (Eagle2Tree, OptTree): "
+            "its trees read the chain, which a model does not expose"
+        )
+        return replace(tags, why_not={**tags.why_not, "decoder": why})
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

@@ -194,6 +194,13 @@ class _DraftRule(DynamicTreeRound):
         k = min(self.width, int(vocab_size))
         return DraftTree.from_branching([k] * self.depth(1))
 
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """The real decoder: ``loops.dynamic_tree``
+        (:func:`~spectheory.decoder.dynamic_tree.dynamic_tree_generate`) with this rule."""
+        return loops.dynamic_tree(target, draft, prompts, max_new_tokens, self, **options)
+
 
 class Eagle2Tree(_DraftRule):
     """EAGLE-2's confidence-expanded tree as a round (:func:`eagle2_tree` per round start).

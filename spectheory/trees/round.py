@@ -20,7 +20,6 @@ import numpy as np
 
 from .._guards import check_int
 from ..rounds.base import Round, RoundOutcome, RoundTags
-from ..rounds.normalize import register_round_shorthand
 from ..verifiers.base import get_verifier
 from ..verifiers.tree_rules import RecursiveRejectionTree
 from .draft_tree import DraftTree
@@ -66,6 +65,11 @@ class TreeRound(Round):
     True
     """
 
+    #: :func:`~spectheory.rounds.as_round` turns a ``DraftTree`` (positional, or ``tree=``) into
+    #: a tree round (:meth:`from_shorthand`).
+    shorthand = DraftTree
+    round_keyword = "tree"
+
     def __init__(
         self, tree: DraftTree, verifier: Any = "tree_rrs", *, max_elements: int = MAX_ELEMENTS
     ) -> None:
@@ -75,6 +79,11 @@ class TreeRound(Round):
         self.verifier = get_verifier(verifier).for_tree()
         self.max_elements = check_int(max_elements, "max_elements", 1)
         self._anc: dict = {}
+
+    @classmethod
+    def from_shorthand(cls, tree: DraftTree, verifier: Any = None) -> TreeRound:
+        """``as_round(tree, verifier=...)``: the tree round on ``tree`` (default ``"tree_rrs"``)."""
+        return TreeRound(tree, "tree_rrs" if verifier is None else verifier)
 
     def tree_for(self, horizon: int) -> DraftTree:
         """The tree drafted at this horizon (before truncation at ``T - n``)."""
@@ -174,6 +183,28 @@ class TreeRound(Round):
         res = tree_protocol(chain, T, self.tree_for(T), self.verifier, bonus, **options)
         return res if cost is None else res.with_cost(cost)
 
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """The real decoder: ``loops.tree`` (:func:`~spectheory.decoder.tree_generate`) on the
+        round's tree with its verifier."""
+        return loops.tree(
+            target, draft, prompts, max_new_tokens, self.tree, verifier=self.verifier, **options
+        )
+
+    def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
+        """The tree kit (``kit.tree_verifier``) on the verifier's reference rule and child
+        policy, drafting the round's own tree on every kit chain (unless ``options`` give
+        ``instances``)."""
+        return self._check_tree(kit, options, kit.reference_tree_verify(self.verifier))
+
+    def _check_tree(self, kit: Any, options: dict[str, Any], verify: Any) -> Any:
+        """``kit.tree_verifier(verify, ...)`` on the round's tree over the kit's chains."""
+        if "instances" not in options:
+            tree = self.tree
+            options = {**options, "instances": [(f"{n}, {tree!r}", c, tree) for n, c in kit.chains()]}
+        return kit.tree_verifier(verify, children=self.verifier.children, **options)
+
     def __repr__(self) -> str:
         return f"TreeRound({self.tree!r}, verifier={self.verifier.name!r})"
 
@@ -183,10 +214,3 @@ def _laws(sampler: Any, kernel: np.ndarray, pos: np.ndarray, states: np.ndarray)
     if kernel.ndim == 2:
         return kernel[states]
     return kernel[np.minimum(pos, kernel.shape[0] - 1), states]
-
-
-def _tree_round(tree: DraftTree, verifier: Any) -> TreeRound:
-    return TreeRound(tree, "tree_rrs" if verifier is None else verifier)
-
-
-register_round_shorthand(DraftTree, "tree", _tree_round)
