@@ -105,10 +105,9 @@ def _device_rule(rule: Any, children: Any, wanted: bool | None, device: torch.de
     or None for the numpy rule: ``wanted`` (default: on CUDA) and the rule is recursive
     rejection with a child policy the torch form knows; ``wanted=True`` without one is refused."""
     from ..verifiers.tree_rules import RecursiveRejectionTree
-    from ..verifiers.tree_torch import TORCH_SLOT_LAWS
 
-    ok = isinstance(getattr(rule, "__self__", None), RecursiveRejectionTree) and (
-        type(children) in TORCH_SLOT_LAWS
+    ok = isinstance(getattr(rule, "__self__", None), RecursiveRejectionTree) and bool(
+        getattr(children, "has_torch_slot_law", False)
     )
     if wanted and not ok:
         raise ValueError(

@@ -39,7 +39,9 @@ class ChildPolicy:
 
     Subclasses set ``name`` (the registry shorthand) and implement :meth:`draw`,
     :meth:`node_laws`, :meth:`slot_law`, :meth:`next_child_law` and :meth:`torch_draw`;
-    :meth:`force` is optional (importance forcing in the decoder validation).
+    :meth:`force` is optional (importance forcing in the decoder validation), and so is
+    :meth:`torch_slot_law` (recursive rejection on the decoder's device; declared by
+    :attr:`has_torch_slot_law`).
     """
 
     #: Registry shorthand (``get_child_policy(name)``) and the label results carry.
@@ -71,6 +73,33 @@ class ChildPolicy:
         """Law ``s_j [R, V]`` of the ``j``-th child (node ``kids[j]``) of a node whose draft law
         is ``draft_u [R, V]``, given the drafted ``tokens [R, N]`` (float or Fraction arrays)."""
         raise NotImplementedError(f"child policy {self.name!r}: define slot_law (tree rules)")
+
+    def torch_slot_law(self, draft_u: Any, tokens: Any, kids: list, j: int) -> Any:
+        """:meth:`slot_law` in torch: ``s_j [R, V]`` from ``draft_u [R, V]`` (float64) and the
+        drafted ``tokens [R, N]`` (``-1``: not drafted), on their device; what
+        :func:`~spectheory.verifiers.tree_torch.recursive_rejection_torch` runs. Optional (see
+        :attr:`has_torch_slot_law`)."""
+        raise ValueError(f"children: no torch slot law for {type(self).__name__} (define torch_slot_law)")
+
+    @property
+    def has_torch_slot_law(self) -> bool:
+        """Whether the policy declares a torch form of its slot law: :meth:`torch_slot_law` is
+        defined by the class that defines :meth:`slot_law` or by a subclass of it (a subclass
+        that changes the slot law without its torch form has none).
+
+        Examples
+        --------
+        >>> from spectheory.verifiers.children import IID
+        >>> class Shifted(IID):
+        ...     def slot_law(self, draft_u, tokens, kids, j):
+        ...         return draft_u
+        >>> IID().has_torch_slot_law, Shifted().has_torch_slot_law
+        (True, False)
+        """
+        mro = type(self).__mro__
+        torch_owner = next(c for c in mro if "torch_slot_law" in c.__dict__)
+        law_owner = next(c for c in mro if "slot_law" in c.__dict__)
+        return torch_owner is not ChildPolicy and issubclass(torch_owner, law_owner)
 
     def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         """Law ``[R, V]`` of the next child's token given its earlier ``siblings``' tokens (the

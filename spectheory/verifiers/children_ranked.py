@@ -62,6 +62,14 @@ class TopK(ChildPolicy):
         out[rows, np.where(x >= 0, x, 0)] = 1
         return np.where((x >= 0)[:, None], out, draft_u)
 
+    def torch_slot_law(self, draft_u: Any, tokens: Any, kids: list, j: int) -> Any:
+        import torch
+
+        xc = tokens[:, kids[j]]
+        one_hot = torch.zeros_like(draft_u)
+        one_hot[torch.arange(draft_u.shape[0], device=draft_u.device), xc.clamp(min=0)] = 1.0
+        return torch.where((xc >= 0)[:, None], one_hot, draft_u)
+
     def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         R, V = draft_u.shape
         one = Fraction(1) if draft_u.dtype == object else 1.0
@@ -138,6 +146,11 @@ class Greedy(ChildPolicy):
         if j == 0:
             return draft_u
         return TopK().slot_law(draft_u, tokens, kids, j)
+
+    def torch_slot_law(self, draft_u: Any, tokens: Any, kids: list, j: int) -> Any:
+        if j == 0:
+            return draft_u
+        return TopK().torch_slot_law(draft_u, tokens, kids, j)
 
     def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         if not siblings:

@@ -57,6 +57,9 @@ class IID(ChildPolicy):
     def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
         return draft_u
 
+    def torch_slot_law(self, draft_u: Any, tokens: Any, kids: list, j: int) -> Any:
+        return draft_u
+
     def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         return draft_u
 
@@ -118,6 +121,19 @@ class WithoutReplacement(ChildPolicy):
 
     def slot_law(self, draft_u: Any, tokens: np.ndarray, kids: list, j: int) -> Any:
         return self.next_child_law(draft_u, tokens, kids[:j])
+
+    def torch_slot_law(self, draft_u: Any, tokens: Any, kids: list, j: int) -> Any:
+        import torch
+
+        from .tree_torch import _safe_div
+
+        rem = draft_u.clone()
+        rows = torch.arange(draft_u.shape[0], device=draft_u.device)
+        for c in kids[:j]:  # the earlier siblings' tokens, removed (rows where c is drafted)
+            xc = tokens[:, c]
+            at = xc.clamp(min=0)
+            rem[rows, at] = rem[rows, at] * (xc < 0)
+        return _safe_div(rem, rem.sum(-1)[:, None])
 
     def next_child_law(self, draft_u: Any, tokens: np.ndarray, siblings: list) -> Any:
         rows = np.arange(draft_u.shape[0])

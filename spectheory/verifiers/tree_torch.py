@@ -5,8 +5,10 @@ The tree decoder's rule is the library's numpy function
 copied the laws ``[B, N, V]`` to the host and back: at batch 1024 that copy and the numpy work
 dominated the round. :func:`recursive_rejection_torch` is the same rule, step for step, on
 torch tensors -- vectorised over the rows, a loop over the tree's nodes (pre-order) and
-children, no host read -- for the child policies whose slot law has a torch form here
-(:data:`TORCH_SLOT_LAWS`: ``IID``, ``WithoutReplacement``, ``TopK``, ``Greedy``).
+children, no host read -- for the child policies that declare a torch form of their slot law
+(:meth:`ChildPolicy.torch_slot_law <spectheory.verifiers.child_policy.ChildPolicy.torch_slot_law>`,
+:attr:`~spectheory.verifiers.child_policy.ChildPolicy.has_torch_slot_law`: ``IID``,
+``WithoutReplacement``, ``TopK``, ``Greedy``).
 
 Notation as in :mod:`spectheory.verifiers.tree_rules`: at node ``u`` with residual target
 ``r = p(. | u)``, child ``c`` (token ``x``, slot law ``s``) is accepted with probability
@@ -36,54 +38,17 @@ One node drafted below the root (p = (1/3, 2/3), q = (2/3, 1/3)), token 0: accep
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from .children import IID, Greedy, TopK, WithoutReplacement
-
-__all__ = ["recursive_rejection_torch", "TORCH_SLOT_LAWS", "torch_categorical"]
+__all__ = ["recursive_rejection_torch", "torch_categorical"]
 
 
 def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     """``num / den`` where ``den > 0``, else 0 (the numpy rule's ``_safe_div``)."""
     pos = den > 0
     return torch.where(pos, num / torch.where(pos, den, torch.ones_like(den)), torch.zeros_like(num))
-
-
-def _iid(q: torch.Tensor, x: torch.Tensor, kids: list[int], j: int) -> torch.Tensor:
-    return q
-
-
-def _without_replacement(q: torch.Tensor, x: torch.Tensor, kids: list[int], j: int) -> torch.Tensor:
-    rem = q.clone()
-    rows = torch.arange(q.shape[0], device=q.device)
-    for c in kids[:j]:  # the earlier siblings' tokens, removed (rows where c is drafted)
-        xc = x[:, c]
-        at = xc.clamp(min=0)
-        rem[rows, at] = rem[rows, at] * (xc < 0)
-    return _safe_div(rem, rem.sum(-1)[:, None])
-
-
-def _top_k(q: torch.Tensor, x: torch.Tensor, kids: list[int], j: int) -> torch.Tensor:
-    xc = x[:, kids[j]]
-    one_hot = torch.zeros_like(q)
-    one_hot[torch.arange(q.shape[0], device=q.device), xc.clamp(min=0)] = 1.0
-    return torch.where((xc >= 0)[:, None], one_hot, q)
-
-
-def _greedy(q: torch.Tensor, x: torch.Tensor, kids: list[int], j: int) -> torch.Tensor:
-    return q if j == 0 else _top_k(q, x, kids, j)
-
-
-#: Torch forms of the child policies' ``slot_law(draft_u, tokens, kids, j)``, by class.
-TORCH_SLOT_LAWS: dict[type, Callable[[torch.Tensor, torch.Tensor, list[int], int], torch.Tensor]] = {
-    IID: _iid,
-    WithoutReplacement: _without_replacement,
-    TopK: _top_k,
-    Greedy: _greedy,
-}
 
 
 def torch_categorical(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -124,7 +89,8 @@ def recursive_rejection_torch(
     ----------
     tree : DraftTree
     children : ChildPolicy
-        One of the classes in :data:`TORCH_SLOT_LAWS` (else ``ValueError``).
+        A child policy with a torch slot law (``children.has_torch_slot_law``; else
+        ``ValueError`` naming it).
     tokens : LongTensor [R, N]
         Node tokens in tree numbering (``-1``: not drafted; the root's entry is ignored).
     target_laws, draft_laws : Tensor [R, N, V]
@@ -143,12 +109,12 @@ def recursive_rejection_torch(
     residual : BoolTensor [R]
         Whether a child of ``node`` was drafted and rejected.
     """
-    slot_law = TORCH_SLOT_LAWS.get(type(children))
-    if slot_law is None:
+    if not getattr(children, "has_torch_slot_law", False):
         raise ValueError(
-            f"children: no torch slot law for {type(children).__name__} "
-            f"(available: {', '.join(c.__name__ for c in TORCH_SLOT_LAWS)})"
+            f"children: no torch slot law for {type(children).__name__} (a child policy runs on "
+            "the device when its class defines torch_slot_law, the torch form of its slot_law)"
         )
+    slot_law = children.torch_slot_law
     t = target_laws.to(torch.float64)
     d = draft_laws.to(torch.float64)
     R, N, _ = t.shape

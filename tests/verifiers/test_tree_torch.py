@@ -10,11 +10,12 @@ from hypothesis import strategies as st  # noqa: E402
 
 from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.verifiers import get_verifier  # noqa: E402
-from spectheory.verifiers.children import IID  # noqa: E402
+from spectheory.verifiers.children import IID, ChildPolicy, Greedy, TopK, WithoutReplacement  # noqa: E402
 from spectheory.verifiers.tree_torch import recursive_rejection_torch, torch_categorical  # noqa: E402
 
 RULES = ("tree_rrs", "tree_rrs_wo", "tree_topk", "tree_greedy")
 SHAPES = ([1], [2], [3, 1], [2, 2], [1, 1, 1], [3, 2, 1], [2, 1, 2])
+CHILDREN = (IID(), WithoutReplacement(), TopK(), Greedy())
 
 
 def _laws(rng, R, N, V, holes):
@@ -57,16 +58,29 @@ def test_torch_categorical_counts_cdf_entries_at_most_u():
     assert torch_categorical(w, u).tolist() == [0, 2, 1]  # never the zero-weight token
 
 
-def test_unknown_child_policy_is_refused():
+def test_a_child_policy_without_a_torch_slot_law_is_refused_by_name():
+    """The capability follows the slot law: a subclass that changes ``slot_law`` without its
+    torch form has none (and a policy that never had one neither); one that keeps both has it."""
+
     class Other(IID):
+        def slot_law(self, draft_u, tokens, kids, j):
+            return draft_u
+
+    class Same(IID):
         pass
 
+    class Bare(ChildPolicy):
+        pass
+
+    assert not Other().has_torch_slot_law and not Bare().has_torch_slot_law
+    assert Same().has_torch_slot_law and all(c.has_torch_slot_law for c in CHILDREN)
     tree = DraftTree.from_branching([1])
     z = torch.zeros(1, 2, 2, dtype=torch.float64)
-    with pytest.raises(ValueError, match="no torch slot law for Other"):
-        recursive_rejection_torch(
-            tree, Other(), torch.zeros(1, 2, dtype=torch.long), z, z, z[..., 0], z[:, 0, 0]
-        )
+    for policy, name in ((Other(), "Other"), (Bare(), "Bare")):
+        with pytest.raises(ValueError, match=f"no torch slot law for {name}"):
+            recursive_rejection_torch(
+                tree, policy, torch.zeros(1, 2, dtype=torch.long), z, z, z[..., 0], z[:, 0, 0]
+            )
 
 
 @pytest.mark.parametrize("rule", RULES)
