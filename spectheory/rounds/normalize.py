@@ -41,7 +41,8 @@ _KEYWORDS = ("round", "gamma", "tree", "policy")
 def _kinds(cls: type) -> list[type]:
     """Every subclass of ``cls`` (depth first, each once)."""
     out: list[type] = []
-    for sub in cls.__subclasses__():
+    subs: list[type] = cls.__subclasses__()
+    for sub in subs:
         if sub not in out:
             out.append(sub)
             out += [k for k in _kinds(sub) if k not in out]

@@ -30,16 +30,16 @@ from .._guards import check_int
 from ..laws.sampling import sample_categorical
 from ..rounds.base import RoundOutcome, RoundTags
 from ..verifiers.tree_rules import _update_rrs
-from .batch_readings import READINGS, Reading, as_reading
 from .batch_tree import batch_tree_expected
 from .draft_tree import DraftTree
+from .readings import READINGS, Reading, as_reading
 from .round import TreeRound
 
 __all__ = ["BatchRound", "READINGS"]
 
 
 class BatchRound(TreeRound):
-    """Batch speculative decoding: ``M`` drafts of ``gamma`` tokens, one of two readings.
+    """Batch speculative decoding: ``M`` drafts of ``gamma`` tokens, one of three readings.
 
     Parameters
     ----------
@@ -52,7 +52,7 @@ class BatchRound(TreeRound):
         ``batch_tree`` verifier (see the module docstring and docs/trees.md); ``"gls"``:
         Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.trees.gls_tree`;
         per position ``rng.random((R, c_max, V))`` exponentials draw the drafts and the token).
-        The name is mapped once to its :class:`~spectheory.trees.batch_readings.Reading`
+        The name is mapped once to its :class:`~spectheory.trees.readings.Reading`
         (``self.reading``), which carries the verifier, the loops and what it cannot run.
 
     Examples
@@ -234,22 +234,21 @@ class BatchRound(TreeRound):
         """Exact values: the tree reading by :func:`~spectheory.trees.batch_tree.batch_tree_expected`
         (a :class:`~spectheory.trees.BatchTreeResult`), the first-token reading as ``tree_rrs`` on
         the ``M`` paths (:meth:`TreeRound.exact`)."""
-        if not self.all_agreeing:
+        coupling = self.reading.coupling
+        if coupling is None:
             return super().exact(chain, horizon, bonus=bonus, cost=cost, **options)
         if options:
             raise ValueError(
                 f"options: the batch tree reading's exact engine takes none, got {sorted(options)}"
             )
-        res = batch_tree_expected(
-            chain, horizon, self.M, gamma=self.gamma, bonus=bonus, coupling=self.reading.coupling
-        )
+        res = batch_tree_expected(chain, horizon, self.M, gamma=self.gamma, bonus=bonus, coupling=coupling)
         return res if cost is None else res.with_cost(cost)
 
     def decode(
         self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
     ) -> Any:
         """The real decoder through the reading's loop (:meth:`Reading.decode
-        <spectheory.trees.batch_readings.Reading.decode>`: ``loops.tree`` on the ``M`` paths, or
+        <spectheory.trees.readings.Reading.decode>`: ``loops.tree`` on the ``M`` paths, or
         ``loops.gls``); a finite ``gamma`` and a reading with a loop (:meth:`tags`)."""
         return self.reading.decode(self, loops, target, draft, prompts, max_new_tokens, options)
 

@@ -1,6 +1,8 @@
 """``spectheory.decoder.generate``: the real decoder takes the round object ``st.simulate`` takes,
 and plays it token for token as the loop it dispatches to (same seed, same output)."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -9,7 +11,9 @@ torch = pytest.importorskip("torch")
 import spectheory as st  # noqa: E402
 from spectheory.decoder import generate, speculative_generate, tree_generate  # noqa: E402
 from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
+from spectheory.rounds import Round, UnsupportedRoundError  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, PolicyRound  # noqa: E402
+from spectheory.testing import check_round  # noqa: E402
 from spectheory.trees import BatchRound, DraftTree, TreeRound  # noqa: E402
 
 PROMPTS = [[1, 2, 3], [4]]
@@ -83,3 +87,65 @@ def test_bad_rounds_raise_naming_round(pair, bad, options):
     t, d = pair
     with pytest.raises(ValueError, match="round"):
         generate(t, d, PROMPTS, N_NEW, bad, **options)
+
+
+class TwoTokens(Round):
+    """A round kind the package never imports: a path of two drafts, verified by ``verifier``.
+
+    It reaches the decoder and the kit only through their visitors (``loops.path``,
+    ``kit.verifier``), with its own data."""
+
+    def __init__(self, verifier="token"):
+        self.verifier = verifier
+
+    name = property(lambda self: f"two_tokens({self.verifier})")
+    max_depth = property(lambda self: 2)
+    verifier_name = property(lambda self: self.verifier)
+
+    def decode(self, loops, target, draft, prompts, max_new_tokens, options):
+        return loops.path(target, draft, prompts, max_new_tokens, 2, verifier=self.verifier, **options)
+
+    def check_plan(self, kit, options):
+        return kit.verifier(self.verifier, gammas=(2,), **options)
+
+
+class DraftsNothing(Round):
+    """A round kind with neither ``decode`` nor ``check_plan``."""
+
+    name = property(lambda self: "drafts_nothing")
+
+
+def test_a_round_kind_defined_in_a_test_file_runs_in_the_decoder_and_the_kit(pair):
+    t, d = pair
+    rnd = TwoTokens("block")
+    assert rnd.tags().decoder and rnd.tags().kit and not rnd.tags().exact
+    got = generate(t, d, PROMPTS, N_NEW, rnd, seed=6, temperature=0.9)
+    same(got, speculative_generate(t, d, PROMPTS, N_NEW, 2, verifier="block", seed=6, temperature=0.9))
+    rep = check_round(rnd, n_samples=2000, seed=0, efficiency=False)
+    assert rep.passed and "block" in rep.verifier
+
+
+def test_a_round_without_decode_is_refused_naming_it(pair):
+    t, d = pair
+    with pytest.raises(
+        UnsupportedRoundError, match=r"cannot run drafts_nothing \(DraftsNothing does not define decode\)"
+    ):
+        generate(t, d, PROMPTS, N_NEW, DraftsNothing())
+    with pytest.raises(UnsupportedRoundError, match="DraftsNothing does not define check_plan"):
+        check_round(DraftsNothing())
+
+
+@pytest.mark.parametrize(
+    "rnd, why",
+    [
+        (BatchRound(2, 2, reading="tree"), "the tree reading has no decoder loop"),
+        (BatchRound(2, reading="gls"), "no finite draft length"),
+    ],
+)
+def test_batch_rounds_the_decoder_cannot_run_are_refused_with_their_reason(pair, rnd, why):
+    t, d = pair
+    assert not rnd.tags().decoder and rnd.tags().monte_carlo
+    with pytest.raises(
+        UnsupportedRoundError, match=rf"real decoder .*cannot run {re.escape(rnd.name)} \(.*{why}"
+    ):
+        generate(t, d, PROMPTS, N_NEW, rnd)

@@ -38,6 +38,34 @@ def test_as_round_turns_every_shorthand_into_a_round():
     assert as_round(rnd) is rnd
 
 
+class Budget:
+    """A user's shorthand type: a number of drafts, as a path round of that length."""
+
+    def __init__(self, n):
+        self.n = n
+
+
+class BudgetRound(st.PathRound):
+    """A user's round kind that declares ``Budget`` as its shorthand (positional only)."""
+
+    shorthand = Budget
+    round_keyword = None
+
+    @classmethod
+    def from_shorthand(cls, budget, verifier=None):
+        return cls(budget.n, "token" if verifier is None else verifier)
+
+
+def test_a_round_kind_declares_its_shorthand_on_its_class():
+    """``as_round`` finds a user's kind by the shorthand it declares; its subclasses that do not
+    declare one (BatchRound below TreeRound) do not take over their base's shorthand."""
+    rnd = as_round(Budget(3), verifier="block")
+    assert type(rnd) is BudgetRound and rnd.gamma == 3 and rnd.verifier_name == "block"
+    assert type(as_round(TREE)) is TreeRound
+    with pytest.raises(ValueError, match="tree: expected"):
+        as_round(tree=Budget(3))
+
+
 @pytest.mark.parametrize(
     "kwargs, match",
     [

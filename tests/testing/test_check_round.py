@@ -5,8 +5,10 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.rounds import UnsupportedRoundError
 from spectheory.stopping import FixedGamma, PolicyRound
 from spectheory.testing import Report, check_round
+from spectheory.testing.rounds import KIT
 from spectheory.testing.trees import TreeReport
 from spectheory.trees import BatchRound, DraftTree, TreeRound
 from spectheory.verifiers import TokenVerifier
@@ -59,3 +61,23 @@ def test_batch_round_first_token_passes():
 def test_bad_rounds_raise_naming_round(bad, options):
     with pytest.raises(ValueError, match="round"):
         check_round(bad, **options)
+
+
+@pytest.mark.parametrize(
+    "rnd, why",
+    [
+        (BatchRound(2, 2, reading="tree"), "the tree kit checks node-local rules and GLS"),
+        (BatchRound(3), "no finite draft length"),
+    ],
+)
+def test_rounds_the_kit_cannot_check_say_why(rnd, why):
+    with pytest.raises(UnsupportedRoundError, match=rf"conformance kit .*cannot run .*\(.*{why}"):
+        check_round(rnd)
+
+
+def test_the_kit_visitor_hands_a_round_the_kit_chains():
+    """A round's check_plan drafts its own tree on every distinct chain of the tree kit."""
+    names = [name for name, _ in KIT.chains()]
+    assert names == list(dict.fromkeys(n.split(",")[0] for n, _, _ in KIT.tree_instances()))
+    rep = check_round(BatchRound(2, 1), n_samples=500, rng=0)
+    assert [row["instance"].split(",")[0] for row in rep.rows] == names

@@ -126,3 +126,27 @@ def test_bad_M():
     chain = st.DecodingChain.random(3, rng=0)
     with pytest.raises(ValueError, match="M"):
         batch_tree_expected(chain, 5, 0)
+
+
+def test_readings_are_objects_built_once_from_their_names():
+    """``reading="gls"`` is mapped once to its reading object, which carries the tree verifier
+    and the exact coupling; names, reprs and the verifier are those of the string argument."""
+    from spectheory.trees.batch_verifier import BATCH_TREE
+    from spectheory.trees.gls_tree import GLS
+    from spectheory.trees.readings import FirstToken, GLSReading, TreeReading
+
+    for name, cls, verifier, coupling in (
+        ("first_token", FirstToken, "tree_rrs", None),
+        ("tree", TreeReading, "batch_tree", "rrs"),
+        ("gls", GLSReading, "gls", "gls"),
+    ):
+        rnd = BatchRound(2, 3, reading=name)
+        assert type(rnd.reading) is cls and str(rnd.reading) == name
+        assert rnd.verifier.name == verifier and rnd.reading.coupling == coupling
+        assert rnd.name == f"batch(M=2, gamma=3, reading={name})"
+        assert repr(rnd) == f"BatchRound(M=2, gamma=3, reading={name!r})"
+        assert BatchRound(2, 3, reading=cls()).name == rnd.name
+    assert BatchRound(2, 3, reading="tree").verifier is BATCH_TREE
+    assert BatchRound(2, 3, reading="gls").verifier is GLS
+    with pytest.raises(ValueError, match="reading: expected one of"):
+        BatchRound(2, 3, reading="first-token")
