@@ -384,15 +384,6 @@ def test_no_verifier_name_dispatch_outside_the_registry(folder):
     assert offenders == [], "\n".join(offenders)
 
 
-def _pending(*files):
-    """``xfail(strict=True)`` while any of ``files`` (owned by helpers still at work) exists with
-    an offence; a strict xfail turns red once they land, which is when this mark goes."""
-    return pytest.mark.xfail(
-        strict=True, reason=f"until h1/h2 land (they remove the dispatch in {', '.join(files)})"
-    )
-
-
-@_pending("trees/batch_round.py", "decoder/dispatch.py", "testing/rounds.py")
 def test_no_kind_or_reading_dispatch():
     offenders = _offenders(_KIND_DISPATCH)
     assert offenders == [], "\n".join(offenders)
@@ -455,7 +446,6 @@ def test_round_table_finder_can_fail():
         assert not _round_tables(ast.parse(code)), code
 
 
-@_pending("decoder/dispatch.py", "testing/rounds.py")
 def test_no_table_keyed_by_round_classes():
     offenders = []
     for _, path in sorted(MODULES.items()):

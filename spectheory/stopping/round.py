@@ -32,7 +32,7 @@ from .evaluate import evaluate_policy
 from .policies import FixedGamma, Policy
 
 #: Per chain, the verifiers' per-token masses (``accept_prob`` of a rule other than token).
-_CHECKS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_MASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 __all__ = ["PolicyRound"]
 
@@ -164,7 +164,7 @@ class PolicyRound(Round):
         """The verifier's per-token masses on ``chain`` (cached), or None for a whole-round rule."""
         if not self._per_token():
             return None
-        per_chain = _CHECKS.setdefault(chain, {})
+        per_chain = _MASSES.setdefault(chain, {})
         key = id(self.verifier)  # the round holds the verifier: its id stays unique
         if key not in per_chain:
             per_chain[key] = Kernels(chain, self.verifier)
