@@ -62,15 +62,6 @@ class PathRound(Round):
         """Along-path prediction: a path of ``gamma`` drafted tokens (``predictor.path``)."""
         return predictor.path(self.gamma, self.verifier)
 
-    def tags(self) -> RoundTags:
-        """As :meth:`Round.tags`, and: along-path prediction checks each draft by token
-        verification (its kernel reads ``max(0, 1 - q/p)`` along the path)."""
-        tags = super().tags()
-        if type(self.verifier) is TokenVerifier:
-            return tags
-        why = f"along-path prediction checks each draft by token verification, not {self.verifier.name!r}"
-        return replace(tags, along_path=False, why_not={**tags.why_not, "along_path": why})
-
     @property
     def max_depth(self) -> int:
         return self.gamma
@@ -183,6 +174,34 @@ class PathRound(Round):
         """The conformance kit: ``kit.verifier`` (:func:`~spectheory.testing.check_verifier`) on
         the verifier with ``gammas=(gamma,)``."""
         return kit.verifier(self.verifier, gammas=(self.gamma,), **options)
+
+    def tags(self) -> RoundTags:
+        """The defaults, less what the verifier keeps an engine from running:
+
+        - the real decoder samples its drafts (a rule with its own drafting law, ``drafting =
+          "argmax"``, is refused) and scores them in one target call (a ``multi_call`` rule, as
+          naive HSD, runs in :func:`~spectheory.decoder.hsd_decode.naive_hsd_generate`);
+        - along-path prediction checks each draft by token verification (its kernel reads
+          ``max(0, 1 - q/p)`` along the path).
+        """
+        tags = super().tags()
+        v = self.verifier
+        why: dict[str, str] = {}
+        if v.drafting != "sample":
+            why["decoder"] = f"verifier {v.name!r} drafts by {v.drafting}; the decoder samples its drafts"
+        elif v.multi_call:
+            why["decoder"] = (
+                f"verifier {v.name!r} calls the target more than once per round; run it with "
+                "spectheory.decoder.hsd_decode.naive_hsd_generate"
+            )
+        if type(v) is not TokenVerifier:
+            why["along_path"] = (
+                f"along-path prediction checks each draft by token verification, not {v.name!r}"
+            )
+        if not why:
+            return tags
+        off = {engine: False for engine in why}
+        return replace(tags, **off, why_not={**tags.why_not, **why})
 
     def __repr__(self) -> str:
         return f"PathRound(gamma={self.gamma}, verifier={self.verifier.name!r})"

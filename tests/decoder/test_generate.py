@@ -149,3 +149,15 @@ def test_batch_rounds_the_decoder_cannot_run_are_refused_with_their_reason(pair,
         UnsupportedRoundError, match=rf"real decoder .*cannot run {re.escape(rnd.name)} \(.*{why}"
     ):
         generate(t, d, PROMPTS, N_NEW, rnd)
+
+
+@pytest.mark.parametrize(
+    "verifier, why",
+    [("argmax_onehot", "drafts by argmax"), ("hsd_naive", "calls the target more than once per round")],
+)
+def test_path_rounds_whose_verifier_the_decoder_cannot_run_are_refused(pair, verifier, why):
+    t, d = pair
+    rnd = st.PathRound(2, verifier)
+    assert not rnd.tags().decoder and rnd.tags().monte_carlo
+    with pytest.raises(UnsupportedRoundError, match=why):
+        generate(t, d, PROMPTS, N_NEW, rnd)
