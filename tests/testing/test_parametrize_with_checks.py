@@ -2,8 +2,8 @@
 
 Each object gets the checks of the engines it declares it supports (``Round.tags()``, and for a
 rule its exact engine and round law): exact vs Monte Carlo (5 SE), exact vs a Fraction
-enumeration of its round law, the decoder's law (chi-square) and the conformance kit. Rules and
-rounds defined here, in one file, go through the same line; a broken rule fails each check.
+enumeration of its round law, the decoder's law (chi-square) and the conformance kit. Rules and a
+round kind defined here, in one file, go through the same line; a broken rule fails each check.
 """
 
 from dataclasses import replace
@@ -14,6 +14,7 @@ import pytest
 
 import spectheory as st
 from spectheory.laws.sampling import sample_categorical
+from spectheory.rounds import Round, RoundOutcome
 from spectheory.stopping import FixedGamma, PolicyRound
 from spectheory.testing import parametrize_with_checks
 from spectheory.testing.checks_by_tags import checks_for
@@ -121,6 +122,36 @@ class AcceptAll(TokenVerifier):
         return k.copy(), sample_categorical(t[np.arange(len(k)), k], u_final)
 
 
+class OneToken(Round):
+    """A round kind the package never imports: draft one token, verify it by token verification,
+    in every engine (Monte Carlo by hand, exact values, the decoder's and the kit's visitors)."""
+
+    name, max_depth, verifier_name = "one_token_test", 1, "token"
+
+    def play(self, sampler, horizon, n, state, memory, rng, keep_path=False):
+        x = sampler.sample_draft(n, state, rng.random(n.size))
+        p, q = sampler.probs(sampler.target, n, state, x), sampler.probs(sampler.draft, n, state, x)
+        ok = rng.random(n.size) * q < p
+        s1, u = sampler.next_state[state, x], rng.random(n.size)
+        y = np.where(
+            ok,
+            sampler.sample_target(np.minimum(n + 1, horizon - 1), s1, u),
+            sampler.sample_residual(n, state, u),
+        )
+        one = np.ones(n.size, dtype=np.int64)
+        path = x[:, None] if keep_path else None
+        return RoundOutcome(ok.astype(np.int64), y, ~ok, one, np.where(ok, s1, state), path)
+
+    def exact(self, chain, horizon, *, bonus=True, cost=None, **options):
+        return chain.protocol(horizon, 1, bonus=bonus, cost=cost, **options)
+
+    def decode(self, loops, target, draft, prompts, max_new_tokens, options):
+        return loops.path(target, draft, prompts, max_new_tokens, 1, verifier="token", **options)
+
+    def check_plan(self, kit, options):
+        return kit.verifier("token", gammas=(1,), **options)
+
+
 # ------------------------------------------------------------------ the package's own, one line each
 FAST_RULES = [n for n in list_verifiers() if n != "hsd_naive"]
 
@@ -133,7 +164,7 @@ FAST_RULES = [n for n in list_verifiers() if n != "hsd_naive"]
         TreeRound(DraftTree.from_branching([3]), "tree_rrs_wo"),
         pytest.param(TreeRound(DraftTree.from_branching([2, 2]), "traversal"), marks=SLOW),  # its kit: ~1 min
         st.BatchRound(2, 2),
-        pytest.param(st.BatchRound(2, 2, reading="gls"), marks=SLOW),  # the GLS decoder loop
+        st.BatchRound(2, 2, reading="gls"),
         st.BatchRound(2, 2, reading="tree"),
         PolicyRound(FixedGamma(2)),
     ]
@@ -142,8 +173,8 @@ def test_package_rules_and_rounds(obj, check):
     check(obj)
 
 
-@parametrize_with_checks([ScaledToken(), ResampleFromTarget()])
-def test_rules_defined_in_a_user_file(obj, check):
+@parametrize_with_checks([ScaledToken(), ResampleFromTarget(), OneToken()])
+def test_rules_and_a_round_kind_defined_in_a_user_file(obj, check):
     check(obj)
 
 
