@@ -14,9 +14,9 @@ check                         applies when
 ``exact_vs_monte_carlo``      the round supports ``exact`` and ``monte_carlo`` (and a rule has
                               an exact engine)
 ``exact_vs_enumeration``      also: a single-path round whose rule has a round law
-``decoder_law``               the round supports ``decoder``, torch imports, the rule samples
-                              its drafts in one target call a round, and it is lossless or has
-                              a round law
+``decoder_law``               the round supports ``decoder`` (a path round refuses rules that
+                              draft by argmax or call the target several times a round), torch
+                              imports, and the rule is lossless or has a round law
 ``kit``                       the round supports ``kit``, and one target call decides a
                               round of its rule
 ============================  ===============================================================
@@ -74,8 +74,9 @@ def _has_exact_engine(v: Verifier | None) -> bool:
 
 def _one_call(v: Verifier | None) -> bool:
     """Whether one target call decides a round of the rule (not :attr:`~Verifier.multi_call`):
-    what the decoder's path loop and the kit's path plan play. Tree verifiers and rounds
-    without a rule: their round decides."""
+    what the kit's path plan plays (a multi-call rule's forward passes read the target off the
+    drafted path, which the kit's instances do not give). Tree verifiers and rounds without a
+    rule: their round decides."""
     return v is None or v.accepts_trees or not v.multi_call
 
 
@@ -91,8 +92,7 @@ def checks_for(obj: Any) -> list[Check]:
         if path_gamma(rnd) is not None and round_law_of(v) is not None:
             out.append(check_exact_vs_enumeration)
     law_known = is_lossless(rnd) or (path_gamma(rnd) is not None and round_law_of(v) is not None)
-    samples = v is None or v.accepts_trees or v.drafting == "sample"  # the decoder samples its drafts
-    if tags.decoder and _one_call(v) and samples and law_known and torch_available():
+    if tags.decoder and law_known and torch_available():
         out.append(check_decoder_law)
     if tags.kit and _one_call(v):
         out.append(check_kit)
