@@ -130,3 +130,19 @@ def _instances(report):
 
     insts, _ = _plan(KIT["vocab_sizes"], KIT["gammas"], report.config["families"], KIT["seed"])
     return insts
+
+
+def test_a_sampler_that_is_not_a_verifier_may_declare_it_too():
+    from spectheory.testing.gallery_engines import longest_joint_ratio_prefix
+
+    def verify(*args):
+        return longest_joint_ratio_prefix(*args)
+
+    verify.lossless = False
+    report = check_verifier(verify, n_samples=500, seed=0, progress=False)
+    assert report.config["protocol"]["lossy"] is True  # no round law: a Monte Carlo estimate
+    assert "loss" in [c.name for c in report.checks] and report.lossless_passed
+    assert (
+        check_verifier(verify, n_samples=500, seed=0, progress=False, lossy=False).config["protocol"]["lossy"]
+        is False
+    )
