@@ -181,6 +181,8 @@ class PathRound(Round):
         - the real decoder samples its drafts (a rule with its own drafting law, ``drafting =
           "argmax"``, is refused) and scores them in one target call (a ``multi_call`` rule, as
           naive HSD, runs in :func:`~spectheory.decoder.hsd_decode.naive_hsd_generate`);
+        - the kit's path plan plays one target call per round (a ``multi_call`` rule is checked
+          as a whole sampler, :func:`~spectheory.testing.check_sampler`);
         - along-path prediction checks each draft by token verification (its kernel reads
           ``max(0, 1 - q/p)`` along the path).
         """
@@ -193,6 +195,12 @@ class PathRound(Round):
             why["decoder"] = (
                 f"verifier {v.name!r} calls the target more than once per round; run it with "
                 "spectheory.decoder.hsd_decode.naive_hsd_generate"
+            )
+        if v.multi_call:
+            why["kit"] = (
+                f"verifier {v.name!r} calls the target more than once per round, which the kit's "
+                "one-call instances cannot give; check it as a whole sampler "
+                "(spectheory.testing.check_sampler, its multi-call protocol)"
             )
         if type(v) is not TokenVerifier:
             why["along_path"] = (

@@ -17,8 +17,8 @@ check                         applies when
 ``decoder_law``               the round supports ``decoder`` (a path round refuses rules that
                               draft by argmax or call the target several times a round), torch
                               imports, and the rule is lossless or has a round law
-``kit``                       the round supports ``kit``, and one target call decides a
-                              round of its rule
+``kit``                       the round supports ``kit`` (a path round refuses a rule that
+                              calls the target several times a round)
 ============================  ===============================================================
 
 An engine the object does not support yields no check (not a skipped one). A new rule or round
@@ -72,14 +72,6 @@ def _has_exact_engine(v: Verifier | None) -> bool:
     )
 
 
-def _one_call(v: Verifier | None) -> bool:
-    """Whether one target call decides a round of the rule (not :attr:`~Verifier.multi_call`):
-    what the kit's path plan plays (a multi-call rule's forward passes read the target off the
-    drafted path, which the kit's instances do not give). Tree verifiers and rounds without a
-    rule: their round decides."""
-    return v is None or v.accepts_trees or not v.multi_call
-
-
 def checks_for(obj: Any) -> list[Check]:
     """The checks that apply to ``obj`` (a rule or a round), from what it declares (module
     docstring); each is called as ``check(obj)``."""
@@ -94,7 +86,7 @@ def checks_for(obj: Any) -> list[Check]:
     law_known = is_lossless(rnd) or (path_gamma(rnd) is not None and round_law_of(v) is not None)
     if tags.decoder and law_known and torch_available():
         out.append(check_decoder_law)
-    if tags.kit and _one_call(v):
+    if tags.kit:
         out.append(check_kit)
     return out
 
