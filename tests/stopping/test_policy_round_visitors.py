@@ -1,5 +1,7 @@
 """``PolicyRound.decode`` and ``PolicyRound.check_plan`` against the real decoder's path loop and
-the real kit: the round hands them its ``max_depth``, verifier and policy (any verifier)."""
+the real kit: the round hands them its ``max_depth``, verifier and policy (any verifier), both
+through stand-in visitors and through ``spectheory.decoder.generate`` and
+``spectheory.testing.check_round``."""
 
 from types import SimpleNamespace
 
@@ -83,3 +85,36 @@ def test_check_plan_checks_the_round_s_own_verifier():
         KIT, {"n_samples": 2000, "seed": 1, "efficiency": False}
     )
     assert not rep.passed
+
+
+# ------------------------------------------------------------ through the engines' own visitors
+@pytest.mark.parametrize("verifier", ["token", "block", "point_mass"])
+def test_generate_plays_the_policy_round_with_its_verifier(pair, verifier):
+    from spectheory.decoder import generate
+
+    t, d = pair
+    policy = ConfidenceThreshold(0.5, max_depth=4)
+    got = generate(t, d, PROMPTS, N_NEW, PolicyRound(policy, verifier), seed=3, temperature=0.8)
+    ref = speculative_generate(
+        t, d, PROMPTS, N_NEW, 4, verifier=verifier, policy=policy, seed=3, temperature=0.8
+    )
+    same(got, ref)
+    if verifier == "token":  # the shorthand is the token round
+        same(generate(t, d, PROMPTS, N_NEW, policy, seed=3, temperature=0.8), ref)
+
+
+def test_generate_refuses_what_the_policy_round_declares(pair):
+    from spectheory.decoder import generate
+    from spectheory.rounds import UnsupportedRoundError
+
+    t, d = pair
+    with pytest.raises(UnsupportedRoundError, match="greedily"):
+        generate(t, d, PROMPTS, N_NEW, PolicyRound(FixedGamma(2), "argmax_onehot"), seed=0)
+
+
+def test_check_round_checks_the_policy_round_s_verifier():
+    from spectheory.testing import check_round
+
+    opts = {"n_samples": 2000, "seed": 1, "efficiency": False}
+    assert check_round(PolicyRound(FixedGamma(2), "point_mass"), **opts).passed
+    assert not check_round(PolicyRound(FixedGamma(2), _AcceptAll()), **opts).passed
