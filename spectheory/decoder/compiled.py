@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from .model import GPT, KVCache
+from .tree_layout import TreeLayout, masked_tree_call
 
 __all__ = ["COMPILE_MODES", "FORWARD_MODES", "CompiledLM", "compile_model", "with_forward"]
 
@@ -112,6 +113,40 @@ class CompiledLM(torch.nn.Module):
             torch._dynamo.mark_static_address(cache.v)
         return cache
 
+    # ------------------------------------------ tree attention (decoder.tree_attention's contract)
+    supports_tree_cache = True
+
+    def new_tree_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
+    ) -> KVCache:
+        """The wrapped model's tree cache, pinned (:meth:`pin`)."""
+        return self.pin(self.model.new_tree_cache(batch_size, max_len, device, dtype))
+
+    def tree_logits(
+        self,
+        cache: KVCache | None,
+        prefix: torch.Tensor,
+        root_slot: torch.Tensor,
+        node_tokens: torch.Tensor,
+        layout: TreeLayout,
+        lo: int,
+        hi: int,
+        return_hidden: bool = False,
+    ) -> Any:
+        """As :meth:`GPT.tree_logits`, with the mask over the whole cache: the fixed-shape path
+        (no host read); ``None`` without a cache."""
+        if cache is None:
+            return None
+        return masked_tree_call(
+            self, cache, root_slot, node_tokens, layout, lo, hi, cache.max_len, return_hidden
+        )
+
+    def compact_path(
+        self, cache: KVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+    ) -> None:
+        """Keep the accepted path (:meth:`KVCache.keep_path`)."""
+        cache.keep_path(root_slot, path_offsets, n_keep)
+
     def forward(
         self,
         ids: torch.Tensor,
@@ -125,7 +160,7 @@ class CompiledLM(torch.nn.Module):
 
         A tree-attention call (``positions [B, L]`` and ``attn_mask [B, L, T]``) takes the
         fixed-shape path too when the mask spans the whole cache (``T = cache.max_len``, as
-        :func:`~spectheory.decoder.tree_attention.tree_logits` builds it for this model);
+        :meth:`tree_logits` builds it);
         ``return_hidden`` and uncached calls run the eager forward.
         """
         tree = positions is not None or attn_mask is not None

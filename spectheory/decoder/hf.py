@@ -19,10 +19,15 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import nn
+
+from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
+
+if TYPE_CHECKING:
+    from .tree_layout import TreeLayout
 
 __all__ = ["HFCausalLM", "HFKVCache", "as_torch_dtype"]
 
@@ -197,7 +202,7 @@ class HFCausalLM(nn.Module):
     (40, 32, True)
     """
 
-    _tree_mask_ok: bool  # set by decoder.hf_tree.accepts_tree_mask once probed
+    _tree_mask_ok: bool  # set by accepts_tree_mask once probed (supports_tree_cache)
 
     def __init__(
         self,
@@ -280,6 +285,45 @@ class HFCausalLM(nn.Module):
         if device is None:
             device = next(self.model.parameters()).device
         return HFKVCache(batch_size, max_len, device)
+
+    # ------------------------------------------ tree attention (decoder.tree_attention's contract)
+    @property
+    def supports_tree_cache(self) -> bool:
+        """Whether the wrapped model honours a 4-d attention mask (probed once, a warning if not:
+        :func:`~spectheory.decoder.hf_tree.accepts_tree_mask`)."""
+        return accepts_tree_mask(self)
+
+    def new_tree_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
+    ) -> HFKVCache:
+        """A cache of ``max_len`` slots, capped at ``max_seq_len`` (the tree's slots are physical:
+        it never needs room past the positions)."""
+        cap = max_len if self.max_seq_len is None else min(max_len, self.max_seq_len)
+        return self.new_cache(batch_size, cap, device=device)
+
+    def tree_logits(
+        self,
+        cache: HFKVCache | None,
+        prefix: torch.Tensor,
+        root_slot: torch.Tensor,
+        node_tokens: torch.Tensor,
+        layout: TreeLayout,
+        lo: int,
+        hi: int,
+        return_hidden: bool = False,
+    ) -> torch.Tensor | None:
+        """Logits after the tree nodes ``lo .. hi - 1`` in one call through a 4-d mask
+        (:func:`~spectheory.decoder.hf_tree.hf_tree_logits`); ``None`` (recompute the paths)
+        without a cache or for ``return_hidden``."""
+        if cache is None or return_hidden:
+            return None
+        return hf_tree_logits(self, cache, root_slot, node_tokens, layout, lo, hi)
+
+    def compact_path(
+        self, cache: HFKVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+    ) -> None:
+        """Keep the accepted path (:func:`~spectheory.decoder.hf_tree.hf_keep_path`)."""
+        hf_keep_path(cache, root_slot, path_offsets, n_keep)
 
     def forward(
         self, ids: torch.Tensor, cache: HFKVCache | None = None, start: torch.Tensor | None = None

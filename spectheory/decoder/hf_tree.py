@@ -22,16 +22,18 @@ see exactly the committed sequence.
 simply return as-is"); :func:`accepts_tree_mask` checks it on the model itself with one tiny
 probe and caches the answer. Models that refuse it fall back to recomputing every node's
 path without cache (:func:`spectheory.decoder.tree_attention.tree_logits`), with a warning.
+
+These functions are the adapter's tree capability: :class:`~spectheory.decoder.hf.HFCausalLM`
+calls them from its ``supports_tree_cache``, ``tree_logits`` and ``compact_path`` (so this
+module does not import the adapter).
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
-
-from .hf import HFCausalLM, HFKVCache
 
 if TYPE_CHECKING:
     from .tree_layout import TreeLayout
@@ -50,7 +52,7 @@ def _model_dtype(lm):
     return p.dtype if p is not None and p.is_floating_point() else torch.float32
 
 
-def accepts_tree_mask(lm: HFCausalLM) -> bool:
+def accepts_tree_mask(lm: Any) -> bool:
     """Whether the wrapped model honours a custom 4-d float mask with ``position_ids`` (probed once).
 
     The probe scores ``[a, b, c]`` with ``c`` hiding ``b`` and sitting at position 1, and
@@ -59,12 +61,11 @@ def accepts_tree_mask(lm: HFCausalLM) -> bool:
     Examples
     --------
     >>> from transformers import GPT2Config, GPT2LMHeadModel
+    >>> from spectheory.decoder.hf import HFCausalLM
     >>> lm = HFCausalLM(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=40, n_positions=32)))
     >>> accepts_tree_mask(lm)
     True
     """
-    if not isinstance(lm, HFCausalLM):
-        return False
     ok = getattr(lm, "_tree_mask_ok", None)
     if ok is not None:
         return ok
@@ -95,8 +96,8 @@ def accepts_tree_mask(lm: HFCausalLM) -> bool:
 
 
 def hf_tree_logits(
-    lm: HFCausalLM,
-    cache: HFKVCache,
+    lm: Any,
+    cache: Any,
     root_slot: torch.Tensor,
     node_tokens: torch.Tensor,
     layout: TreeLayout,
@@ -145,7 +146,7 @@ def hf_tree_logits(
 
 
 def hf_keep_path(
-    cache: HFKVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+    cache: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
 ) -> None:
     """Keep the root and the first ``n_keep[b]`` nodes of ``path_offsets [B, D]`` as committed
     slots; kill every other tree slot of the round."""

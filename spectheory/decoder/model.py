@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import torch
 import torch.nn as nn
@@ -33,6 +34,7 @@ import torch.nn.functional as F
 
 from .call_checks import check_ids_start, check_tree_call
 from .kv_cache import KVCache
+from .tree_layout import TreeLayout, masked_tree_call
 
 __all__ = ["GPTConfig", "KVCache", "GPT", "check_ids_start"]
 
@@ -237,6 +239,42 @@ class GPT(nn.Module):
             device or ref.device,
             dtype or ref.dtype,
         )
+
+    # ------------------------------------------ tree attention (decoder.tree_attention's contract)
+    #: The cached call takes a tree mask and per-node positions (``positions=``, ``attn_mask=``).
+    supports_tree_cache = True
+
+    def new_tree_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
+    ) -> KVCache:
+        """A :class:`KVCache` of ``max_len`` slots, which may exceed ``max_seq_len``: a draft tree
+        sits past the committed tokens, its positions (``root + depth``) stay in range."""
+        c = self.config
+        return KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
+
+    def tree_logits(
+        self,
+        cache: KVCache | None,
+        prefix: torch.Tensor,
+        root_slot: torch.Tensor,
+        node_tokens: torch.Tensor,
+        layout: TreeLayout,
+        lo: int,
+        hi: int,
+        return_hidden: bool = False,
+    ) -> Any:
+        """Logits after the tree nodes at offsets ``lo .. hi - 1`` in one masked cached call (the
+        mask spans the slots in use); ``None`` without a cache."""
+        if cache is None:
+            return None
+        width = int(root_slot.max()) + hi
+        return masked_tree_call(self, cache, root_slot, node_tokens, layout, lo, hi, width, return_hidden)
+
+    def compact_path(
+        self, cache: KVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+    ) -> None:
+        """Keep the accepted path (:meth:`KVCache.keep_path`)."""
+        cache.keep_path(root_slot, path_offsets, n_keep)
 
     def forward(
         self,

@@ -21,12 +21,17 @@ True
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import torch
 import torch.nn as nn
 
 from ..chain.ngram import MAX_STATES, NGramChain
 from .call_checks import check_ids_start
+
+if TYPE_CHECKING:
+    from .tree_layout import TreeLayout
 
 __all__ = ["NGramModel", "NGramCache", "MAX_STATES"]
 
@@ -113,3 +118,24 @@ class NGramModel(NGramChain, nn.Module):
             cache.history[rows, pos] = ids  # write tokens at their positions
             history = cache.history
         return self.logprobs[self._states(history, pos)]  # [B, L, V]
+
+    # ------------------------------------------ tree attention (decoder.tree_attention's contract)
+    def tree_logits(
+        self,
+        cache: NGramCache | None,
+        prefix: torch.Tensor,
+        root_slot: torch.Tensor,
+        node_tokens: torch.Tensor,
+        layout: TreeLayout,
+        lo: int,
+        hi: int,
+        return_hidden: bool = False,
+    ) -> torch.Tensor | None:
+        """Logits after the tree nodes ``lo .. hi - 1``: for ``order <= 2`` the law after a node
+        depends on its token only, so each node is one uncached call of length 1; ``None``
+        (recompute the paths) for a longer context or ``return_hidden``."""
+        if self.order > 2 or return_hidden:
+            return None
+        ids = node_tokens[:, lo:hi]
+        B, L = ids.shape
+        return self(ids.reshape(B * L, 1)).reshape(B, L, -1)

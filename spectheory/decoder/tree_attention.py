@@ -16,12 +16,25 @@ with one call per level. After verification, :func:`compact_path` copies the key
 of the accepted path's nodes to slots ``n, n + 1, ...`` (their true positions) and the
 rest of the tree is dropped (it is stale: later calls never attend past the path).
 
-Models: the shipped :class:`~spectheory.decoder.model.GPT` takes the mask and positions
-directly (``positions=``, ``attn_mask=``); a Hugging Face model wrapped in
-:class:`~spectheory.decoder.hf.HFCausalLM` takes them as a 4-d attention mask and
-``position_ids`` when it honours one (:mod:`spectheory.decoder.hf_tree`, probed once); an
-order-2 n-gram needs no context (its law after a node depends on the node's token only);
-any other model falls back to recomputing each node's full path without cache (correct,
+Models: the tree path is a capability of each model adapter, which this module only calls.
+A model that scores a tree in one cached call declares it with four members:
+
+- ``supports_tree_cache`` (bool): its cached call takes a tree mask and per-node positions;
+- ``new_tree_cache(batch_size, max_len, device, dtype)``: a cache with room for the tree past
+  ``max_seq_len`` slots;
+- ``tree_logits(cache, prefix, root_slot, node_tokens, layout, lo, hi, return_hidden=False)``:
+  the logits after the nodes ``lo .. hi - 1``, or ``None`` when it cannot score this call (then
+  the uncached recomputation below runs);
+- ``compact_path(cache, root_slot, path_offsets, n_keep)``: keep the accepted path.
+
+The shipped :class:`~spectheory.decoder.model.GPT` (and its
+:class:`~spectheory.decoder.compiled.CompiledLM` wrapper) takes the mask and positions
+directly; a Hugging Face model wrapped in :class:`~spectheory.decoder.hf.HFCausalLM` takes
+them as a 4-d attention mask and ``position_ids`` when it honours one
+(:mod:`spectheory.decoder.hf_tree`, probed once); an order-2 n-gram
+(:class:`~spectheory.decoder.ngram.NGramModel`) has only ``tree_logits`` (its law after a node
+depends on the node's token only, no cache needed). Any other model of the decoder contract
+declares nothing and falls back to recomputing each node's full path without cache (correct,
 slower).
 
 Examples
@@ -40,11 +53,6 @@ from typing import Any
 
 import torch
 
-from .compiled import CompiledLM
-from .hf import HFCausalLM, HFKVCache
-from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
-from .model import GPT, KVCache
-from .ngram import NGramModel
 from .tree_layout import TreeLayout, tree_attn_mask  # noqa: F401  (the layout, re-exported)
 
 __all__ = [
@@ -56,25 +64,19 @@ __all__ = [
 
 
 def supports_tree_cache(model: object) -> bool:
-    """True for models whose cached call takes a tree mask and per-node positions: the shipped
-    GPT, and Hugging Face models that honour a 4-d attention mask."""
-    return isinstance(model, (GPT, CompiledLM)) or (
-        isinstance(model, HFCausalLM) and accepts_tree_mask(model)
-    )
+    """True for models whose cached call takes a tree mask and per-node positions (they declare
+    ``supports_tree_cache``: the shipped GPT, Hugging Face models that honour a 4-d mask)."""
+    return bool(getattr(model, "supports_tree_cache", False))
 
 
 def new_tree_cache(
     model: Any, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
 ) -> Any:
-    """A cache with room for the tree past ``max_seq_len`` slots (positions stay in range)."""
-    if isinstance(model, (GPT, CompiledLM)):
-        c = (model.model if isinstance(model, CompiledLM) else model).config
-        cache = KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
-        return model.pin(cache) if isinstance(model, CompiledLM) else cache
-    if isinstance(model, HFCausalLM):
-        cap = max_len if model.max_seq_len is None else min(max_len, model.max_seq_len)
-        return model.new_cache(batch_size, cap, device=device)
-    return None
+    """The model's tree cache (room for the tree past ``max_seq_len`` slots), ``None`` for a model
+    without one."""
+    if not supports_tree_cache(model):
+        return None
+    return model.new_tree_cache(batch_size, max_len, device, dtype)
 
 
 def _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi):
@@ -125,56 +127,31 @@ def tree_logits(
         (GPT) when ``lo = 0``; for ``lo > 0`` the offsets ``< lo`` must have been fed.
     node_tokens : LongTensor [B, N]
         Tokens in level order (offset 0 = the root; absent nodes any valid id).
+
+    The model's own ``tree_logits`` scores the call when it declares one and does not return
+    ``None``; otherwise each node's path is recomputed without cache (``return_hidden`` then
+    raises a ValueError: only the shipped GPT returns hidden states).
     """
-    ids = node_tokens[:, lo:hi]
-    if isinstance(model, (GPT, CompiledLM)):
-        _, dep = layout.torch_tables(root_slot.device)
-        positions = root_slot[:, None] + dep[lo:hi][None, :]
-        # the fixed-shape path attends over the whole cache (no host read); eager, the slots in use
-        width = cache.max_len if isinstance(model, CompiledLM) else int(root_slot.max()) + hi
-        mask = tree_attn_mask(layout, root_slot, lo, hi, width)
-        return model(
-            ids,
-            cache=cache,
-            start=root_slot + lo,
-            positions=positions,
-            attn_mask=mask,
-            return_hidden=return_hidden,
-        )
+    own = getattr(model, "tree_logits", None)
+    out = None
+    if own is not None:
+        out = own(cache, prefix, root_slot, node_tokens, layout, lo, hi, return_hidden=return_hidden)
+    if out is not None:
+        return out
     if return_hidden:
         raise ValueError(
             "return_hidden: only the shipped GPT (or its compile_model wrapper) returns hidden states"
         )
-    if isinstance(cache, HFKVCache):
-        return hf_tree_logits(model, cache, root_slot, node_tokens, layout, lo, hi)
-    if isinstance(model, NGramModel) and model.order <= 2:
-        B, L = ids.shape
-        return model(ids.reshape(B * L, 1)).reshape(B, L, -1)
     return _fallback_logits(model, prefix, root_slot, node_tokens, layout, lo, hi)
 
 
 def compact_path(
-    cache: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+    model: Any, cache: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
 ) -> None:
-    """Keep the accepted path in a GPT :class:`KVCache`: copy slot ``root + path_offsets[b, d-1]``
-    to slot ``root + d`` for ``d = 1 .. n_keep[b]`` (the rest of the tree becomes stale).
-
-    Safe in place: in level order a node of depth ``d`` has offset ``>= d``, so a copy never
-    overwrites a source still to be read (sources are read before any write, all at once).
+    """Keep the accepted path in the model's tree cache: the root and the first ``n_keep[b]`` nodes
+    of ``path_offsets [B, D]`` (level-order offsets) end up at slots ``root + 0 .. n_keep[b]``,
+    the rest of the tree becomes stale. Nothing to do without a cache.
     """
     if cache is None or path_offsets.shape[1] == 0:
         return
-    if isinstance(cache, HFKVCache):
-        hf_keep_path(cache, root_slot, path_offsets, n_keep)
-        return
-    D = path_offsets.shape[1]
-    d = torch.arange(1, D + 1, device=root_slot.device)[None, :]
-    keep = d <= n_keep[:, None]  # [B, D]
-    src = root_slot[:, None] + torch.where(keep, path_offsets, d)  # unchanged where not kept
-    dst = root_slot[:, None] + d
-    src = src.clamp(max=cache.max_len - 1)
-    dst = dst.clamp(max=cache.max_len - 1)
-    rows = torch.arange(root_slot.shape[0], device=root_slot.device)[:, None]
-    for store in (cache.k, cache.v):  # [n_layer, B, T, H, Dh]
-        moved = store[:, rows, src]  # [n_layer, B, D, H, Dh]
-        store[:, rows, dst] = torch.where(keep[None, :, :, None, None], moved, store[:, rows, dst])
+    model.compact_path(cache, root_slot, path_offsets, n_keep)

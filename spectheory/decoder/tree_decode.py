@@ -335,7 +335,7 @@ def tree_generate(
             path_off = paths[node]  # [B, D]
             _write_accepted(batch, node_tokens, path_off, j, emitted, token)
             if tcache is not None:
-                compact_path(tcache, root_slot, path_off, j)
+                compact_path(target, tcache, root_slot, path_off, j)
             dr.commit(batch, root_slot, path_off, j)
             if dr.needs_hidden and hidden is not None:
                 dr.observe(hidden[rows, layout_offset(layout, node, dev)])

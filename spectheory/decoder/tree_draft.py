@@ -165,7 +165,7 @@ class ModelDrafter:
     ) -> None:
         keep = torch.clamp(j, max=self.fed)
         if self.cached_model:
-            compact_path(self.cache, root_slot, path_offsets, keep)
+            compact_path(self.draft, self.cache, root_slot, path_offsets, keep)
             self.cached = root_slot + 1 + keep
         else:
             self.cached = root_slot + 1  # history caches: the path is re-fed

@@ -17,7 +17,7 @@ Examples
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,7 +25,7 @@ import torch
 if TYPE_CHECKING:
     from ..trees import DraftTree
 
-__all__ = ["TreeLayout", "tree_attn_mask"]
+__all__ = ["TreeLayout", "tree_attn_mask", "masked_tree_call"]
 
 
 class TreeLayout:
@@ -97,3 +97,29 @@ def tree_attn_mask(layout: TreeLayout, root_slot: torch.Tensor, lo: int, hi: int
     a = anc[lo:hi][None, :, :].expand(root_slot.shape[0], -1, -1)  # [B, L, N]
     tree_part = torch.gather(a, 2, rel.clamp(0, layout.n_nodes - 1)[:, None, :].expand(-1, hi - lo, -1))
     return (rel < 0)[:, None, :] | (inside[:, None, :] & tree_part)
+
+
+def masked_tree_call(
+    model: Any,
+    cache: Any,
+    root_slot: torch.Tensor,
+    node_tokens: torch.Tensor,
+    layout: TreeLayout,
+    lo: int,
+    hi: int,
+    width: int,
+    return_hidden: bool = False,
+) -> Any:
+    """Feed the nodes at offsets ``lo .. hi - 1`` to a model whose cached call takes ``positions``
+    and ``attn_mask`` (the shipped GPT and its compiled wrapper): slots ``root + lo ..``, position
+    ids ``root + depth``, the :func:`tree_attn_mask` of ``width`` slots."""
+    _, dep = layout.torch_tables(root_slot.device)
+    positions = root_slot[:, None] + dep[lo:hi][None, :]
+    return model(
+        node_tokens[:, lo:hi],
+        cache=cache,
+        start=root_slot + lo,
+        positions=positions,
+        attn_mask=tree_attn_mask(layout, root_slot, lo, hi, width),
+        return_hidden=return_hidden,
+    )

@@ -66,7 +66,7 @@ def test_layout_and_tree_logits_equal_full_paths(pair):
                 full = target(torch.cat([prefix[b, : root[b]], nt[b, path]])[None])[0, -1]
                 torch.testing.assert_close(lg[b, o], full, atol=1e-5, rtol=1e-5)
         # keep the path root -> offset 2 (node 4) -> offset 6, then a cached call continues it
-        compact_path(cache, root, torch.tensor([[2, 6], [1, 3]]), torch.tensor([2, 1]))
+        compact_path(target, cache, root, torch.tensor([[2, 6], [1, 3]]), torch.tensor([2, 1]))
         nxt = torch.tensor([[7], [9]])
         start = root + 1 + torch.tensor([2, 1])
         got = target(nxt, cache=cache, start=start)[:, 0]
