@@ -27,7 +27,7 @@ from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.chain.examples import holey_chain
 from spectheory.trees import BatchRound
 from spectheory.trees.batch_tree import batch_tree_expected
-from spectheory.verifiers import batch_rejection_probability
+from spectheory.verifiers.batch_step import batch_rejection_probability
 
 
 def main(argv=None):

@@ -21,7 +21,7 @@ from spectheory.analysis import (
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.chain.examples import holey_chain
 from spectheory.trees import BatchRound
-from spectheory.verifiers import batch_rejection_probability
+from spectheory.verifiers.batch_step import batch_rejection_probability
 
 
 def main(argv=None):

@@ -30,7 +30,6 @@ from spectheory.decoder.corpus import heldout_windows
 from spectheory.validation import (
     ContextTree,
     HiddenStateAbstraction,
-    bootstrap_weights,
     fit_abstraction,
     fit_order_k_chain,
     mean_se,
@@ -42,6 +41,7 @@ from spectheory.validation import (
     sample_paths,
     shared_prefill,
 )
+from spectheory.validation.certified import bootstrap_weights
 from spectheory.validation.hidden_states import path_laws
 
 GAMMA = 4

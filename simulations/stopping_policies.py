@@ -24,9 +24,9 @@ from tqdm.auto import tqdm
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.chain.examples import easy_hard_chain
+from spectheory.cost import Cost
 from spectheory.stopping import (
     ConfidenceThreshold,
-    Cost,
     EntropyRule,
     HFSchedule,
     RejectionThreshold,

@@ -32,40 +32,14 @@ from .batch_closed_form import (
     uniform_batch_rejection,
     uniform_instance,
 )
-from .drafting_laws import (
-    greedy_optimal_acceptance,
-    greedy_tuple_law,
-    top_tokens,
-    tuple_law_optimal_acceptance,
-)
-from .optimal_transport import (
-    drafted_set_law,
-    optimal_multidraft_acceptance,
-    prob_all_in_prefixes,
-    ratio_order,
-)
-from .pareto import (
-    ParetoFront,
-    all_sequences,
-    pareto_front,
-    sequence_front,
-    sequence_log_likelihoods,
-    sequence_tv,
-)
+from .drafting_laws import greedy_optimal_acceptance
+from .optimal_transport import optimal_multidraft_acceptance
+from .pareto import ParetoFront, pareto_front, sequence_front, sequence_tv
 from .sequence_front import SequenceFront, optimal_rule_chain, optimal_sequence_front, optimal_sequence_rule
-from .sequence_front_gaps import FrontGap, front_gaps, heuristic_rules, mixture_rule
-from .sequence_front_lp import FrontSolver, front_lp
-from .sequence_front_tree import PrefixForest, RulePoint, prefix_forest, rule_point, unrolled_chain
-from .verdicts import (
-    RULE_CLAIMS,
-    RuleClaim,
-    law_total_variation,
-    protocol_accepted,
-    random_fraction_table,
-    rule_exact,
-    settle_claims,
-    table_law_fn,
-)
+from .sequence_front_gaps import FrontGap, front_gaps, heuristic_rules
+from .sequence_front_lp import front_lp
+from .sequence_front_tree import prefix_forest, rule_point
+from .verdicts import RULE_CLAIMS, RuleClaim, settle_claims
 
 __all__ = [
     # the sequence-level front
@@ -76,30 +50,17 @@ __all__ = [
     "FrontGap",
     "front_gaps",
     "heuristic_rules",
-    "mixture_rule",
-    "FrontSolver",
     "front_lp",
-    "PrefixForest",
     "prefix_forest",
-    "unrolled_chain",
-    "RulePoint",
     "rule_point",
     # Pareto fronts and sequence-level TV
     "ParetoFront",
     "pareto_front",
-    "all_sequences",
-    "sequence_log_likelihoods",
     "sequence_tv",
     "sequence_front",
     # optimal multi-draft acceptance
     "optimal_multidraft_acceptance",
-    "greedy_tuple_law",
     "greedy_optimal_acceptance",
-    "tuple_law_optimal_acceptance",
-    "top_tokens",
-    "ratio_order",
-    "drafted_set_law",
-    "prob_all_in_prefixes",
     # batch decoding closed forms and exact values
     "BatchRejections",
     "batch_expected_rejections",
@@ -111,9 +72,4 @@ __all__ = [
     "RuleClaim",
     "RULE_CLAIMS",
     "settle_claims",
-    "rule_exact",
-    "protocol_accepted",
-    "law_total_variation",
-    "random_fraction_table",
-    "table_law_fn",
 ]

@@ -58,7 +58,7 @@ class ProtocolViews:
         runs its engine (``docs/architecture.md``); path results are cached per chain (chains
         are immutable). ``bonus=True`` (the default everywhere: exact, Monte Carlo, decoder,
         command line) emits a target token after a fully accepted round; what is counted:
-        ``docs/protocol.md``. ``cost`` (a number ``c`` or a :class:`~spectheory.stopping.Cost`)
+        ``docs/protocol.md``. ``cost`` (a number ``c`` or a :class:`~spectheory.cost.Cost`)
         is the result's default cost for ``time()`` and ``speedup()``, and the cost a policy
         is evaluated under; ``options`` go to the engine (e.g. ``method=`` for trees and
         policies).

@@ -21,17 +21,15 @@ Derivations: ``docs/stopping.md``.
 True
 """
 
-from ..cost.base import Cost, as_cost
 from .adaptive_steps import EMASteps
-from .along_paths import chain_path_inputs, policy_round_dp, ratio_mean_se
-from .batch import LockstepRate, lockstep_rate, optimal_policy_by_batch
+from .batch import optimal_policy_by_batch
 from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
 from .evaluate import PolicyValue, evaluate_policy
-from .gap import OracleGap, oracle_gap
+from .gap import oracle_gap
 from .hedge import HedgeGamma
-from .longrun import LongRunValue, long_run_policy
-from .optimal import LongRunResult, compare_policies, long_run_optimum, optimal_policy
-from .oracle import OracleRound, long_run_oracle, oracle_value
+from .longrun import long_run_policy
+from .optimal import compare_policies, long_run_optimum, optimal_policy
+from .oracle import long_run_oracle, oracle_value
 from .policies import (
     ConfidenceThreshold,
     EntropyRule,
@@ -46,8 +44,6 @@ from .policies import (
 from .round import PolicyRound
 
 __all__ = [
-    "Cost",
-    "as_cost",
     "Policy",
     "StopContext",
     "FixedGamma",
@@ -62,20 +58,11 @@ __all__ = [
     "optimal_policy",
     "compare_policies",
     "long_run_optimum",
-    "LongRunResult",
     "PolicyRound",
-    "policy_round_dp",
-    "ratio_mean_se",
-    "chain_path_inputs",
-    "lockstep_rate",
-    "LockstepRate",
     "optimal_policy_by_batch",
-    "OracleRound",
     "oracle_value",
     "long_run_oracle",
-    "LongRunValue",
     "long_run_policy",
-    "OracleGap",
     "oracle_gap",
     "ROCThreshold",
     "AcceptanceRateK",

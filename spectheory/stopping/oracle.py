@@ -68,7 +68,7 @@ class OracleRound(Round):
     Examples
     --------
     >>> import spectheory as st
-    >>> from spectheory.stopping import OracleRound
+    >>> from spectheory.stopping.oracle import OracleRound
     >>> chain = st.DecodingChain.random(3, concentration=1.0, rng=0)
     >>> exact = chain.protocol(12, OracleRound(4), cost=0.1)
     >>> bool(abs(exact.draft_tokens - exact.accepted) < 1e-12)

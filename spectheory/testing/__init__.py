@@ -42,7 +42,7 @@ True
 """
 
 from .checks_by_tags import parametrize_with_checks
-from .instances import FAMILIES, Instance, constant_uniform_rng, make_instance
+from .instances import FAMILIES, Instance, make_instance
 from .kit import (
     CHECKS,
     CheckResult,
@@ -53,16 +53,7 @@ from .kit import (
 )
 from .ragged import check_ragged_batch
 from .ragged_format import RaggedRow, reference_ragged_sampler
-from .reference import (
-    PAD,
-    BatchedVerifier,
-    accepted_count,
-    as_batched,
-    from_round_verifier,
-    from_verifier,
-    reference_verify,
-    reference_verify_batch,
-)
+from .reference import as_batched, from_verifier, reference_verify, reference_verify_batch
 from .rounds import check_round
 from .trees import (
     TREE_GALLERY,
@@ -89,16 +80,11 @@ __all__ = [
     "CHECKS",
     "reference_verify",
     "reference_verify_batch",
-    "accepted_count",
     "as_batched",
-    "BatchedVerifier",
-    "from_round_verifier",
     "from_verifier",
-    "PAD",
     "Instance",
     "FAMILIES",
     "make_instance",
-    "constant_uniform_rng",
     "check_tree_verifier",
     "assert_tree_verifier_lossless",
     "assert_tree_verifier_optimal",

@@ -258,7 +258,7 @@ def _forced(runner, law, tp, dp, x, bonus, stop_token, mean_len=1.0):
     V = law.vocab_size
     n, k = x.shape
     for which in ("low", "high"):
-        note = f"rng = spectheory.testing.constant_uniform_rng({which!r})" + (
+        note = f"rng = spectheory.testing.instances.constant_uniform_rng({which!r})" + (
             f"; torch draws forced: spectheory.testing.torch_random.kit_torch_random(force={which!r})"
             if runner.routed
             else ""

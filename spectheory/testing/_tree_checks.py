@@ -79,7 +79,7 @@ def forced_problem(verify: Callable[..., Any], tree: Any, draft: Callable[..., A
             return f"raised {exc!r} {what}: {traceback.format_exc(limit=2).strip().splitlines()[-1]}"
         why = path_problem(tree, tok, t_laws, node, y)
         if why:
-            return f"{why} {what} (rng = spectheory.testing.constant_uniform_rng({which!r}))"
+            return f"{why} {what} (rng = spectheory.testing.instances.constant_uniform_rng({which!r}))"
     return None
 
 

@@ -7,7 +7,7 @@ r"""Ready adapters: engines' speculative samplers as verifiers the kit takes.
   samplers: ``fn(target_probs [B, k, V], bonus_token_ids [B, 1], draft_probs [B, k, V],
   draft_token_ids [B, k]) -> output_token_ids [B, k+1]`` padded with ``-1``.
 
-Both return a :class:`~spectheory.testing.BatchedVerifier`: the kit calls its
+Both return a :class:`~spectheory.testing.reference.BatchedVerifier`: the kit calls its
 ``verify_batch`` once per instance. p = target, q = draft. The engines draw from torch's
 global random state; inside :func:`~spectheory.testing.check_verifier` those draws come
 from the kit (:mod:`spectheory.testing.torch_random`). Called outside the kit, an adapter

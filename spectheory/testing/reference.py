@@ -97,7 +97,7 @@ def accepted_count(
 
     Examples
     --------
-    >>> from spectheory.testing import accepted_count
+    >>> from spectheory.testing.reference import accepted_count
     >>> t = [[0.5, 0.5], [0.5, 0.5], [1.0, 0.0]]; d = [[0.8, 0.2], [0.8, 0.2]]
     >>> accepted_count(t, d, [0, 0], [0.6, 0.7])     # 0.6 < 0.625 accepted, 0.7 rejected
     1

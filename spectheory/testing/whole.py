@@ -266,7 +266,7 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
     for which in ("low", "high"):
         ob, lb, bb, eb, nb = _run(sampler, inst, N_BOUNDARY, None, torch_random, force=which, records=records)
         what = f"with uniforms forced to {'0' if which == 'low' else 'their largest value below 1'}"
-        rn = f"rng = spectheory.testing.constant_uniform_rng({which!r})"
+        rn = f"rng = spectheory.testing.instances.constant_uniform_rng({which!r})"
         if eb is not None:
             problem = (f"raised {eb[1]} {what}", _example(inst, note=rn))
         elif bb.any():

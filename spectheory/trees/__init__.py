@@ -28,88 +28,44 @@ True
 """
 
 from .batch_round import BatchRound
-from .batch_tree import (
-    BatchTreeResult,
-    batch_readings,
-    batch_tree_expected,
-    batch_tree_limit_mass,
-)
-from .by_batch import TreesByBatch, optimal_tree_by_batch
-from .children import IID, ChildPolicy, TopK, WithoutReplacement, draw_children, get_child_policy, node_laws
+from .batch_tree import BatchTreeResult, batch_readings, batch_tree_expected
+from .by_batch import optimal_tree_by_batch
 from .draft_tree import DraftTree
-from .dynamic import DynamicTreeResult, DynamicTreeRound, TreeTable
+from .dynamic import DynamicTreeRound
 from .dynamic_rules import Eagle2Tree, OptTree
-from .enumerate import enumerate_realisations, tree_sequence_law
+from .enumerate import tree_sequence_law
 from .exact import TreeProtocolResult, tree_protocol, tree_round_law
-from .gbv import GBV, GreedyBlockTree, gbv_round_law
-from .longrun import LongRunTrees, StateTrees, long_run_tree_optimum, long_run_trees, tree_round_chain
-from .optimum import TreeOptimum, tree_coupling_bound, tree_optimum
+from .gbv import GBV
+from .longrun import StateTrees, long_run_tree_optimum, long_run_trees
+from .optimum import tree_optimum
 from .round import TreeRound
-from .sequoia import (
-    exact_tree_value,
-    optimal_tree_search,
-    ordered_trees,
-    positional_value,
-    positional_vector,
-    sequoia_positional_dp,
-    stationary_law,
-)
-from .state_optimal import OptimalTree, TreeDPResult, optimal_tree_dp
-from .verifiers import (
-    RecursiveRejectionTree,
-    TraversalTree,
-    TreeVerifier,
-)
+from .sequoia import exact_tree_value, optimal_tree_search, positional_vector, sequoia_positional_dp
+from .state_optimal import OptimalTree, optimal_tree_dp
 
 __all__ = [
     "DraftTree",
-    "TreeVerifier",
-    "RecursiveRejectionTree",
-    "TraversalTree",
-    "ChildPolicy",
-    "IID",
-    "WithoutReplacement",
-    "TopK",
-    "get_child_policy",
     "TreeProtocolResult",
-    "node_laws",
     "tree_protocol",
     "tree_round_law",
-    "enumerate_realisations",
     "tree_sequence_law",
     "TreeRound",
     "BatchRound",
-    "draw_children",
     "BatchTreeResult",
     "batch_readings",
     "batch_tree_expected",
-    "batch_tree_limit_mass",
     "exact_tree_value",
     "optimal_tree_search",
-    "ordered_trees",
-    "positional_value",
     "positional_vector",
     "sequoia_positional_dp",
-    "stationary_law",
     "optimal_tree_by_batch",
-    "TreesByBatch",
     "DynamicTreeRound",
-    "DynamicTreeResult",
-    "TreeTable",
     "Eagle2Tree",
     "OptTree",
     "OptimalTree",
-    "LongRunTrees",
     "StateTrees",
     "long_run_tree_optimum",
     "long_run_trees",
-    "tree_round_chain",
-    "TreeDPResult",
     "optimal_tree_dp",
-    "TreeOptimum",
     "tree_optimum",
-    "tree_coupling_bound",
     "GBV",
-    "GreedyBlockTree",
-    "gbv_round_law",
 ]

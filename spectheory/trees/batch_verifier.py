@@ -60,7 +60,7 @@ def _path_nodes(tree: TreeLike) -> np.ndarray:
 class BatchTreeVerifier(TreeVerifier):
     """Recursive rejection over all agreeing drafts at every position (the tree reading).
 
-    A :class:`~spectheory.trees.TreeVerifier` (children i.i.d. from the draft) whose
+    A :class:`~spectheory.verifiers.TreeVerifier` (children i.i.d. from the draft) whose
     :meth:`verify` is the tree reading's rule; it is not node-local, and its exact values come
     from :func:`~spectheory.trees.batch_tree.batch_tree_expected`, not the tree engines.
     """

@@ -3,7 +3,7 @@ r"""Engines' dynamic tree rules on a chain: EAGLE-2's confidence tree and OPT-Tr
 Notation: p = target, q = draft. Both rules score a drafted node by its *cumulative draft
 probability* ``w(v) = prod_{u on the path to v} q(x_u | parent of u)`` (the draft's confidence
 that the path is right) and expand a beam of the best-scoring nodes layer by layer; each node's
-children are the draft's top-k tokens (:class:`~spectheory.trees.TopK`), so the tree of a round
+children are the draft's top-k tokens (:class:`~spectheory.verifiers.TopK`), so the tree of a round
 is a function of its start ``(n, s)`` on a chain with a deterministic ``next_state``
 (:class:`~spectheory.trees.dynamic.DynamicTreeRound`; verified by ``tree_topk``). Neither rule
 reads the target.

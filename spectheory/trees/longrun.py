@@ -81,7 +81,8 @@ def tree_round_chain(
     One node, the draft's top token: accepted with ``p(top)``, then one more token:
 
     >>> import spectheory as st
-    >>> from spectheory.trees import DraftTree, tree_round_chain
+    >>> from spectheory.trees import DraftTree
+    >>> from spectheory.trees.longrun import tree_round_chain
     >>> chain = st.DecodingChain.iid([0.7, 0.3], [0.6, 0.4])
     >>> P, e, tau = tree_round_chain(chain, [DraftTree.from_branching([1])], 0.1)
     >>> P.tolist(), round(float(e[0]), 12), round(float(tau[0]), 12)

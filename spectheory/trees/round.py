@@ -48,7 +48,7 @@ class TreeRound(Round):
     tree : DraftTree
     verifier : str or TreeVerifier
         A registered tree verifier (``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``,
-        ``"traversal"``, ...) or a :class:`~spectheory.trees.TreeVerifier`; it carries the
+        ``"traversal"``, ...) or a :class:`~spectheory.verifiers.TreeVerifier`; it carries the
         child policy.
     max_elements : int
         Memory bound: a chunk of runs holds at most this many node-law entries.

@@ -30,34 +30,18 @@ the rest needs it.
 
 from .._lazy import lazy_exports
 
-#: public name -> the submodule defining it
+#: public name -> the submodule defining it (the everyday names; the rest are imported from
+#: their modules)
 _EXPORTS = {
-    "BROKEN_RULES": "lossless",
     "exact_two_token_law": "lossless",
     "lossless_check": "lossless",
-    "pooled_chisquare": "lossless",
-    "BrokenCorrection": "lossless",
-    "decoder_two_token_samples": "lossless",
-    "model_device": "lossless",
     "fit_order_k_chain": "markov",
-    "chain_predictions": "markov",
-    "context_keys": "markov",
     "fit_abstraction": "abstraction",
     "plugin_bound": "abstraction",
-    "state_sums": "abstraction",
-    "chain_summary": "abstraction",
-    "coarsen": "certified",
-    "prefix_tree_labels": "certified",
-    "bootstrap_weights": "certified",
-    "bootstrap_interval": "certified",
     "ContextTree": "context_tree",
     "HiddenStateAbstraction": "hidden_states",
-    "kmeans": "hidden_states",
-    "last_hidden_states": "hidden_states",
     "PathStatistics": "paths",
     "path_statistics": "paths",
-    "rb_predictions": "predict",
-    "first_round_law": "predict",
     "measure_decoder": "predict",
     "compare_theory": "predict",
     "mean_se": "paths",
@@ -70,18 +54,10 @@ _EXPORTS = {
     "policy_path_inputs": "policy_predict",
     "predict_policy": "policy_predict",
     "dynamic_tree_along_paths": "dynamic_trees",
-    "sample_target_paths": "cost_predict",
     "predict_time": "cost_predict",
-    "DecoderTiming": "cost_timing",
-    "measure_overhead": "cost_timing",
-    "LoggedRun": "cost_insitu",
-    "measure_logged": "cost_insitu",
-    "insitu_timing": "cost_insitu",
-    "predict_held_out": "cost_insitu",
     "tune": "tuning",
     "TuneResult": "tuning",
     "shared_prefill": "prefill_view",
-    "SharedPrefillGPT": "prefill_view",
 }
 
 __all__ = list(_EXPORTS)

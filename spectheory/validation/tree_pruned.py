@@ -38,7 +38,7 @@ def wo_node_laws_pruned(
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.trees import node_laws
+    >>> from spectheory.trees.children import node_laws
     >>> rng = np.random.default_rng(0)
     >>> t, d = rng.dirichlet(np.ones(5), 3), rng.dirichlet(np.ones(5), 3)
     >>> A, R, dropped = wo_node_laws_pruned(t, d, 3, min_prob=0.0)

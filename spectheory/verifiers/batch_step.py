@@ -82,7 +82,7 @@ def batch_scales(target: ArrayLike, draft: ArrayLike, M: int) -> tuple[np.ndarra
 
     Examples
     --------
-    >>> from spectheory.verifiers import batch_scales
+    >>> from spectheory.verifiers.batch_step import batch_scales
     >>> c, Z = batch_scales([0.2, 0.8], [0.5, 0.5], 2)
     >>> c.round(12).tolist(), Z.round(12).tolist()
     ([0.0, 1.0, 1.3], [1.0, 0.3, 0.15])
@@ -151,7 +151,7 @@ def batch_first_token(target: ArrayLike, draft: ArrayLike, M: int) -> BatchStep:
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.verifiers import batch_first_token
+    >>> from spectheory.verifiers.batch_step import batch_first_token
     >>> step = batch_first_token([0.2, 0.8], [0.5, 0.5], 3)
     >>> round(float(step.rejection), 12), step.output.round(12).tolist()
     (0.075, [0.2, 0.8])
@@ -228,7 +228,7 @@ def batch_verify_first(
 
     Examples
     --------
-    >>> from spectheory.verifiers import batch_verify_first
+    >>> from spectheory.verifiers.batch_step import batch_verify_first
     >>> tok, rej, idx = batch_verify_first([[0.5, 0.9]], [[0, 1]], [[0.0, 0.0, 1.0]], [[0.7, 0.2]], [0.3])
     >>> tok.tolist(), rej.tolist(), idx.tolist()
     ([1], [False], [1])

@@ -13,10 +13,7 @@ from spectheory.analysis import (
     uniform_batch_rejection,
 )
 from spectheory.trees import BatchRound
-from spectheory.verifiers import (
-    batch_limit_rejection,
-    batch_rejection_probability,
-)
+from spectheory.verifiers.batch_step import batch_limit_rejection, batch_rejection_probability
 from spectheory.verifiers.rejection import rule_expected_rejections, standard_rule
 
 

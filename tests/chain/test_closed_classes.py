@@ -18,13 +18,8 @@ from spectheory.stopping import (
     optimal_policy,
 )
 from spectheory.stopping.optimal import long_run_rate
-from spectheory.trees import (
-    DraftTree,
-    exact_tree_value,
-    optimal_tree_search,
-    positional_vector,
-    stationary_law,
-)
+from spectheory.trees import DraftTree, exact_tree_value, optimal_tree_search, positional_vector
+from spectheory.trees.sequoia import stationary_law
 
 # states 0 and 1 absorb; state 2 is transient (first-order chain: state = last token)
 TARGET = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.3, 0.3, 0.4]])

@@ -29,9 +29,9 @@ import numpy as np
 
 import spectheory as st
 from spectheory.chain.transitions import random_transition_law
+from spectheory.cost import Cost
 from spectheory.stopping import (
     ConfidenceThreshold,
-    Cost,
     EntropyRule,
     FixedGamma,
     HFSchedule,

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.cost import Cost
 from spectheory.exact import ExactResult, ProtocolResult
-from spectheory.stopping import Cost, FixedGamma, PolicyValue, evaluate_policy
+from spectheory.stopping import FixedGamma, PolicyValue, evaluate_policy
 from spectheory.trees import BatchTreeResult, DraftTree, TreeProtocolResult, tree_protocol
 from spectheory.trees.batch_tree import batch_tree_expected
 

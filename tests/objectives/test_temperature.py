@@ -37,7 +37,8 @@ def test_sweep_matches_rb_predictions_at_equal_temperatures():
     from _torch_models import gpt
 
     from spectheory.objectives import temperature_sweep
-    from spectheory.validation import path_statistics, rb_predictions, repeat_prompts, sample_paths
+    from spectheory.validation import path_statistics, repeat_prompts, sample_paths
+    from spectheory.validation.predict import rb_predictions
 
     target, draft = gpt(1, vocab=8, scale=3.0), gpt(2, vocab=8, scale=3.0)
     prompts = np.array([[1, 2, 3], [4, 5, 6]])

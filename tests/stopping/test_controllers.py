@@ -16,8 +16,8 @@ from spectheory.stopping import (
     long_run_oracle,
     long_run_policy,
     oracle_gap,
-    policy_round_dp,
 )
+from spectheory.stopping.along_paths import policy_round_dp
 from spectheory.stopping.context import RoundFeedback
 from spectheory.stopping.controllers import roc_threshold
 from spectheory.stopping.optimal import long_run_rate

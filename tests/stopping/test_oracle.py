@@ -11,13 +11,12 @@ import pytest
 
 import spectheory as st
 from spectheory.chain.examples import easy_hard_chain
+from spectheory.cost import Cost
 from spectheory.stopping import (
     ConfidenceThreshold,
-    Cost,
     EntropyRule,
     FixedGamma,
     HFSchedule,
-    OracleRound,
     RejectionThreshold,
     evaluate_policy,
     long_run_optimum,
@@ -28,6 +27,7 @@ from spectheory.stopping import (
     oracle_value,
 )
 from spectheory.stopping.optimal import long_run_rate
+from spectheory.stopping.oracle import OracleRound
 from tests._helpers import assert_within_se
 
 

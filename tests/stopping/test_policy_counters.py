@@ -13,7 +13,6 @@ from spectheory.stopping import (
     EntropyRule,
     FixedGamma,
     HFSchedule,
-    OracleRound,
     PolicyRound,
     RejectionThreshold,
     StopContext,
@@ -22,6 +21,7 @@ from spectheory.stopping import (
     oracle_value,
 )
 from spectheory.stopping.forward import policy_counters
+from spectheory.stopping.oracle import OracleRound
 from spectheory.stopping.paths import evaluate_paths
 
 #: Monte Carlo estimates must lie within Z standard errors of the exact values (a two-sided

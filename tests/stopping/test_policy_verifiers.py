@@ -11,12 +11,12 @@ from spectheory.stopping import (
     ConfidenceThreshold,
     FixedGamma,
     HFSchedule,
-    OracleRound,
     PolicyRound,
     RejectionThreshold,
     evaluate_policy,
     optimal_policy,
 )
+from spectheory.stopping.oracle import OracleRound
 from spectheory.stopping.paths import evaluate_paths
 from spectheory.verifiers import get_verifier, scaled_rule
 
@@ -40,7 +40,7 @@ def test_every_exact_engine_agrees_for_a_per_token_rule(verifier):
         v = evaluate_policy(CHAIN, fixed, T, 0.1, method=method, verifier=verifier)
         for name in COUNTERS:
             assert abs(getattr(v, name) - getattr(protocol, name)) < 1e-12, (method, name)
-    via_paths = evaluate_paths(CHAIN, fixed, T, st.stopping.as_cost(0.1), verifier=verifier)
+    via_paths = evaluate_paths(CHAIN, fixed, T, st.cost.as_cost(0.1), verifier=verifier)
     assert abs(via_paths.time() - protocol.time(0.1)) < 1e-12
     # a start-state policy: the start-class recursion and the path enumeration
     lengths = optimal_policy(CHAIN, T, 0.1, max_depth=3).extra["policy"]

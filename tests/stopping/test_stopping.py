@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.cost import Cost
 from spectheory.stopping import (
     ConfidenceThreshold,
-    Cost,
     EntropyRule,
     FixedGamma,
     HFSchedule,

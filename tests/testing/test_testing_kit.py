@@ -17,19 +17,18 @@ import spectheory as st
 from spectheory.testing import (
     FAMILIES,
     Instance,
-    accepted_count,
     as_batched,
     assert_verifier_lossless,
     assert_verifier_optimal,
     check_verifier,
-    constant_uniform_rng,
-    from_round_verifier,
     make_instance,
     reference_verify,
     reference_verify_batch,
 )
 from spectheory.testing import strategies as sst
 from spectheory.testing.gallery import GALLERY
+from spectheory.testing.instances import constant_uniform_rng
+from spectheory.testing.reference import accepted_count, from_round_verifier
 
 # Gallery runs use a reduced kit (fewer samples); simulations/testing_kit_power.py shows every
 # bug is detected at this size or below (results/testing_kit_power.json).

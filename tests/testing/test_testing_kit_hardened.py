@@ -9,17 +9,11 @@ import random
 import numpy as np
 import pytest
 
-from spectheory.testing import (
-    Instance,
-    as_batched,
-    check_sampler,
-    check_verifier,
-    from_round_verifier,
-    reference_verify_batch,
-)
+from spectheory.testing import Instance, as_batched, check_sampler, check_verifier, reference_verify_batch
 from spectheory.testing.gallery_engines import ENGINE_BUGS, available
 from spectheory.testing.gallery_samplers import make_sampler
 from spectheory.testing.randomness import kit_randomness, repeated_seeds
+from spectheory.testing.reference import from_round_verifier
 from spectheory.testing.stats import chi2_test, detectable_tv
 
 NEW = ("uncontrolled_randomness", "reseeding", "above_optimum")

@@ -16,18 +16,16 @@ from spectheory.chain.examples import easy_hard_chain
 from spectheory.cost import Cost
 from spectheory.trees import (
     DraftTree,
-    DynamicTreeResult,
     Eagle2Tree,
     OptimalTree,
     OptTree,
-    TreeTable,
     optimal_tree_dp,
-    ordered_trees,
     tree_protocol,
     tree_round_law,
 )
-from spectheory.trees.dynamic import dynamic_tree_protocol
+from spectheory.trees.dynamic import DynamicTreeResult, TreeTable, dynamic_tree_protocol
 from spectheory.trees.dynamic_rules import eagle2_tree, opt_tree
+from spectheory.trees.sequoia import ordered_trees
 from tests._helpers import assert_within_se
 
 AFFINE = Cost(0.1, target_call=lambda k: 1.0 + 0.04 * k)

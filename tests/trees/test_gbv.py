@@ -14,7 +14,8 @@ from _helpers import assert_within_se
 
 import spectheory as st
 from spectheory.testing import check_round
-from spectheory.trees import DraftTree, TreeRound, enumerate_realisations, tree_sequence_law
+from spectheory.trees import DraftTree, TreeRound, tree_sequence_law
+from spectheory.trees.enumerate import enumerate_realisations
 from spectheory.trees.gbv import GBV
 from spectheory.verifiers import IID
 from spectheory.verifiers.block_exact import block_emission_law

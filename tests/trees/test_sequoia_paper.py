@@ -23,7 +23,8 @@ not published), so this recorded choice is the published output the DP can repro
 import numpy as np
 import pytest
 
-from spectheory.trees import DraftTree, positional_value, sequoia_positional_dp
+from spectheory.trees import DraftTree, sequoia_positional_dp
+from spectheory.trees.sequoia import positional_value
 
 # acceptance-rate-vector.pt, entries 1-32 and 33 (no acceptance), times 667
 SLOT_COUNTS = [423, 72, 38, 15, 13, 10, 3, 2, 8, 3, 5, 3, 4, 2, 1, 2]

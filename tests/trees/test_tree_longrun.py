@@ -18,8 +18,8 @@ from spectheory.trees import (
     StateTrees,
     long_run_tree_optimum,
     long_run_trees,
-    tree_round_chain,
 )
+from spectheory.trees.longrun import tree_round_chain
 from spectheory.trees.sequoia import ordered_trees
 from tests._helpers import assert_within_se
 

@@ -159,7 +159,7 @@ def test_sequence_law_float_on_inhomogeneous_chain():
 
 def test_outcome_law_rows_sum_to_one_and_match_target():
     chain = st.DecodingChain.random(3, rng=9)
-    from spectheory.trees import enumerate_realisations
+    from spectheory.trees.enumerate import enumerate_realisations
 
     tree = SHAPES[1]
     for verifier in map(get_verifier, TREE_VERIFIERS):
@@ -247,7 +247,7 @@ def test_topk_telescoping_symbolically():
 
 def test_draw_children_policies():
     rng = np.random.default_rng(0)
-    from spectheory.trees import draw_children
+    from spectheory.trees.children import draw_children
 
     d = np.array([[0.5, 0.0, 0.3, 0.2]] * 200)
     wo = draw_children(d, 4, WithoutReplacement(), rng)

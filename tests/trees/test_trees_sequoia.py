@@ -16,11 +16,10 @@ from spectheory.trees import (
     DraftTree,
     exact_tree_value,
     optimal_tree_search,
-    ordered_trees,
-    positional_value,
     positional_vector,
     sequoia_positional_dp,
 )
+from spectheory.trees.sequoia import ordered_trees, positional_value
 
 
 def test_ordered_trees_are_catalan():
@@ -149,7 +148,8 @@ def test_assumption_is_exact_for_stars_and_search_beats_dp():
 
 def test_exact_tree_value_matches_protocol_with_stationary_start():
     chain = st.DecodingChain.random(3, rng=5)
-    from spectheory.trees import stationary_law, tree_round_law
+    from spectheory.trees import tree_round_law
+    from spectheory.trees.sequoia import stationary_law
 
     pi = stationary_law(chain)
     np.testing.assert_allclose(pi @ chain.target, pi, atol=1e-12)

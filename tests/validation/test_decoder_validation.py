@@ -16,6 +16,7 @@ torch = pytest.importorskip("torch")
 import spectheory.validation as V  # noqa: E402
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
+from spectheory.validation.lossless import BROKEN_RULES  # noqa: E402
 
 pytestmark = pytest.mark.skipif(
     not {"draft-small", "draft-tiny", "draft-ngram"} <= set(list_models()),
@@ -84,7 +85,7 @@ def test_lossless_passes_for_decoder_and_fails_for_broken_rules(models):
     law = V.exact_two_token_law(target, prompt)
     real = V.lossless_check(target, ngram, prompt, 3000, 1, seed=11, law=law)
     assert real["pvalue"] > 1e-4, real  # fixed seed; a correct decoder fails w.p. 1e-4
-    for rule in V.BROKEN_RULES:
+    for rule in BROKEN_RULES:
         broken = V.lossless_check(target, ngram, prompt, 3000, 1, seed=11, rule=rule, law=law)
         assert broken["pvalue"] < 1e-6, (rule, broken)
 

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.verifiers import HSD_NAIVE, get_verifier
+from spectheory.verifiers import get_verifier
 from spectheory.verifiers.hsd_naive import naive_hsd_round_law, naive_hsd_round_stats
+from spectheory.verifiers.hsd_naive_chain import HSD_NAIVE
 from spectheory.verifiers.round_laws import generation_law, target_law
 
 # a first-order 2-state chain (state = last token, start in state 0), held in Fractions

@@ -16,7 +16,7 @@ from spectheory.analysis import (
     uniform_batch_rejection,
 )
 from spectheory.trees import BatchRound
-from spectheory.verifiers import (
+from spectheory.verifiers.batch_step import (
     batch_first_token,
     batch_first_token_masses,
     batch_limit_rejection,
