@@ -58,12 +58,12 @@ class Reading:
     coupling: str | None = None
 
     def tree_verifier(self) -> Any:
-        """The tree verifier (a name or a :class:`~spectheory.trees.TreeVerifier`) of the reading."""
+        """The tree verifier (a name or a :class:`~spectheory.verifiers.TreeVerifier`) of the reading."""
         return "tree_rrs"
 
     @property
     def verifier(self) -> Any:
-        """The reading's :class:`~spectheory.trees.TreeVerifier` (resolved)."""
+        """The reading's :class:`~spectheory.verifiers.TreeVerifier` (resolved)."""
         return get_verifier(self.tree_verifier()).for_tree()
 
     def why_not(self) -> dict[str, str]:
