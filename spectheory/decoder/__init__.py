@@ -36,6 +36,7 @@ _EXPORTS = {
     "hf_speculative_generate": "hf_generate",
     "tree_generate": "tree_decode",
     "generate": "dispatch",
+    "GenerationResult": "stats",
     "ModelDrafter": "tree_draft",
     "medusa_generate": "medusa",
     "load_heads": "medusa",
