@@ -15,7 +15,7 @@ See ``docs/architecture.md`` for the call graph and how to add a round kind.
 """
 
 from ..cost.base import Cost, as_cost
-from .base import ENGINES, Round, RoundOutcome, RoundTags, UnsupportedRoundError
+from .base import ENGINES, Round, RoundOutcome, RoundRuns, RoundTags, UnsupportedRoundError
 from .driver import run_rounds
 from .normalize import as_round
 from .path import PathRound
@@ -27,6 +27,7 @@ from .stats import mean_and_se
 __all__ = [
     "Round",
     "RoundOutcome",
+    "RoundRuns",
     "RoundTags",
     "UnsupportedRoundError",
     "ENGINES",

@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Round", "RoundOutcome", "RoundTags", "UnsupportedRoundError", "ENGINES"]
+__all__ = ["Round", "RoundRuns", "RoundOutcome", "RoundTags", "UnsupportedRoundError", "ENGINES"]
 
 #: The engines a round may support: the fields of :class:`RoundTags`, in this order.
 ENGINES = ("monte_carlo", "exact", "decoder", "kit", "along_path")
@@ -105,6 +105,47 @@ class RoundTags:
         if engine not in ENGINES:
             raise ValueError(f"engine: expected one of {ENGINES}, got {engine!r}")
         return bool(getattr(self, engine))
+
+
+@dataclass(frozen=True)
+class RoundRuns:
+    """The ``R`` runs one round is played for: what the driver hands :meth:`Round.play`.
+
+    Attributes
+    ----------
+    horizon : int
+        ``T``, the tokens of one generation.
+    n : ndarray of int64, shape (R,)
+        Tokens generated so far, ``< horizon``.
+    state : ndarray of int64, shape (R,)
+        The chain state each run is in.
+    memory : ndarray, shape (R,) or (R, m)
+        The round kind's memory (:attr:`Round.initial_memory`, then what the last round left).
+    keep_path : bool
+        Whether the round must return its accepted tokens (:attr:`RoundOutcome.path`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> runs = RoundRuns(8, np.array([0, 3, 5]), np.array([1, 0, 2]), np.zeros(3, dtype=np.int64))
+    >>> runs.size, runs.take(np.array([2])).n
+    (3, array([5]))
+    """
+
+    horizon: int
+    n: np.ndarray
+    state: np.ndarray
+    memory: np.ndarray
+    keep_path: bool = False
+
+    @property
+    def size(self) -> int:
+        """``R``, the number of runs."""
+        return int(self.n.shape[0])
+
+    def take(self, rows: np.ndarray) -> RoundRuns:
+        """The runs at ``rows`` (an index array), e.g. those drafting the same tree."""
+        return RoundRuns(self.horizon, self.n[rows], self.state[rows], self.memory[rows], self.keep_path)
 
 
 @dataclass
@@ -218,21 +259,13 @@ class Round:
                 f"round: {_ENGINE_LABELS[engine]} cannot run {self.name}" + (f" ({why})" if why else "")
             )
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
-        """Play one round for ``R`` runs at positions ``n [R]`` (``< horizon``) in states
-        ``state [R]`` with round memory ``memory [R]``, drawing from ``rng``.
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        """Play one round for the ``R`` runs of ``runs`` (:class:`RoundRuns`: positions
+        ``n [R]`` below the horizon, states ``state [R]``, round memory ``memory [R]``), drawing
+        from ``rng``.
 
-        ``sampler`` is a :class:`~spectheory.rounds.ChainSampler` of the chain; ``keep_path``
-        asks for :attr:`RoundOutcome.path`.
+        ``sampler`` is a :class:`~spectheory.rounds.ChainSampler` of the chain;
+        ``runs.keep_path`` asks for :attr:`RoundOutcome.path`.
         """
         raise NotImplementedError(f"{type(self).__name__}: define play")
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from .._guards import as_rng, check_bool, check_int
 from .._sizes import PROGRESS_SECONDS, check_size
-from .base import Round
+from .base import Round, RoundRuns
 from .result import STATISTICS, SimulationResult
 from .sampler import ChainSampler, sample_initial
 
@@ -134,7 +134,8 @@ def _run_chunk(sampler, T, round, bonus, rng, out, counts, tokens, ttime, by_pos
         R = active.size
         rows = np.arange(R)
         n = pos[active]
-        o = round.play(sampler, T, n, state[active], memory[active], rng, tokens is not None)
+        runs = RoundRuns(T, n, state[active], memory[active], keep_path=tokens is not None)
+        o = round.play(sampler, runs, rng)
         j = np.asarray(o.accepted, dtype=np.int64)
         y = np.asarray(o.final, dtype=np.int64)
         rejected = np.asarray(o.rejected, dtype=bool)

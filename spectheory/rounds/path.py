@@ -21,7 +21,7 @@ from .._guards import check_int
 from ..exact.expectations import protocol_result
 from ..verifiers.base import Verifier, get_verifier
 from ..verifiers.token import TokenVerifier
-from .base import Round, RoundOutcome, RoundTags
+from .base import Round, RoundOutcome, RoundRuns, RoundTags
 from .sampler import ChainSampler
 
 __all__ = ["PathRound", "CHUNK_ELEMS"]
@@ -92,21 +92,12 @@ class PathRound(Round):
             per_run = 4 * V  # fused path gathering rows
         return max(1, CHUNK_ELEMS // per_run)
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
-        T, g, V = horizon, self.gamma, sampler.V
-        R = n.shape[0]
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        T, g, V, n = runs.horizon, self.gamma, sampler.V, runs.n
+        R = runs.size
         k = np.minimum(g, T - n)
         states = np.empty((R, g + 1), dtype=np.int64)
-        states[:, 0] = state
+        states[:, 0] = runs.state
         x = np.empty((R, g), dtype=np.int64)
         u = rng.random((R, g))
         fused = NotImplemented
@@ -149,7 +140,7 @@ class PathRound(Round):
             rejected=j < k,
             drafted=k,
             end_state=states[np.arange(R), j],
-            path=x if keep_path else None,
+            path=x if runs.keep_path else None,
             extra_calls=extra,
         )
 

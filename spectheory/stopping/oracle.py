@@ -26,7 +26,7 @@ import numpy as np
 
 from .._guards import check_int
 from ..cost.base import as_cost
-from ..rounds.base import Round, RoundOutcome, RoundTags
+from ..rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
 from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
 from .forward import forward_counters
 from .longrun import LongRunValue
@@ -117,17 +117,8 @@ class OracleRound(Round):
             },
         )
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
-        out = self._inner.play(sampler, horizon, n, state, memory, rng, keep_path)
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        out = self._inner.play(sampler, runs, rng)
         return replace(out, drafted=np.asarray(out.accepted, dtype=np.int64).copy(), memory=None)
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from ..rounds.base import Round, RoundOutcome, RoundTags
+from ..rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
 from ..rounds.path import CHUNK_ELEMS
 from ..rounds.sampler import DRAFT, RESIDUAL, TARGET
 from ..verifiers.base import Verifier, get_verifier
@@ -170,18 +170,10 @@ class PolicyRound(Round):
             per_chain[key] = Kernels(chain, self.verifier)
         return per_chain[key]
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
-        T, D, smp, policy = horizon, self.max_depth, sampler, self.policy
-        R = int(n.shape[0])
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        T, D, smp, policy = runs.horizon, self.max_depth, sampler, self.policy
+        n, state, memory, keep_path = runs.n, runs.state, runs.memory, runs.keep_path
+        R = runs.size
         rows = np.arange(R)
         kmax = np.minimum(D, T - n)
         states = np.zeros((R, D + 1), dtype=np.int64)

@@ -28,7 +28,7 @@ import numpy as np
 
 from .._guards import check_int
 from ..laws.sampling import sample_categorical
-from ..rounds.base import RoundOutcome, RoundTags
+from ..rounds.base import RoundOutcome, RoundRuns, RoundTags
 from ..verifiers.tree_rules import _update_rrs
 from .batch_tree import batch_tree_expected
 from .draft_tree import DraftTree
@@ -102,17 +102,8 @@ class BatchRound(TreeRound):
         """Runs per chunk so that one position's ``[R, M]`` candidates and ``[R, V]`` laws stay small."""
         return max(1, int(self.max_elements // (4 * (self.M + chain.vocab_size))))
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
-        return self.reading.play(self, sampler, horizon, n, state, rng, keep_path)
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        return self.reading.play(self, sampler, runs, rng)
 
     def _play_rrs(
         self,

@@ -29,7 +29,7 @@ import numpy as np
 
 from .._guards import check_int
 from ..exact.core import blas_single_thread, check_engine_size
-from ..rounds.base import Round, RoundOutcome, RoundTags
+from ..rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
 from ..verifiers.base import get_verifier
 from .accumulate import TreeProtocolResult, _Accumulator
 from .draft_tree import DraftTree
@@ -197,19 +197,11 @@ class DynamicTreeRound(Round):
             rnd = self._rounds[tree] = TreeRound(tree, self.verifier, max_elements=self.max_elements)
         return rnd
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        horizon, keep_path = runs.horizon, runs.keep_path
         tab = self.table(sampler.chain, horizon)
-        which = tab.index[n, state]
-        A = int(n.shape[0])
+        which = tab.index[runs.n, runs.state]
+        A = runs.size
         out = RoundOutcome(
             accepted=np.zeros(A, dtype=np.int64),
             final=np.zeros(A, dtype=np.int64),
@@ -220,9 +212,7 @@ class DynamicTreeRound(Round):
         )
         for i in np.unique(which):  # one tree round per group of runs drafting the same tree
             g = np.flatnonzero(which == i)
-            o = self._round(tab.trees[int(i)]).play(
-                sampler, horizon, n[g], state[g], memory[g], rng, keep_path
-            )
+            o = self._round(tab.trees[int(i)]).play(sampler, runs.take(g), rng)
             out.accepted[g], out.final[g], out.rejected[g] = o.accepted, o.final, o.rejected
             out.drafted[g], out.end_state[g] = o.drafted, o.end_state
             if keep_path and o.path is not None:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..rounds.base import RoundRuns
 from ..verifiers.base import get_verifier
 from .batch_verifier import BATCH_TREE
 from .gls_tree import GLS
@@ -70,11 +71,9 @@ class Reading:
         """``{engine: reason}`` for the engines the reading cannot run (``RoundTags.why_not``)."""
         return {}
 
-    def play(
-        self, rnd: Any, sampler: Any, horizon: int, n: Any, state: Any, rng: Any, keep_path: bool
-    ) -> Any:
+    def play(self, rnd: Any, sampler: Any, runs: RoundRuns, rng: Any) -> Any:
         """One Monte Carlo round of ``rnd`` (a ``BatchRound``): recursive rejection over the agreeing drafts."""
-        return rnd._play_rrs(sampler, horizon, n, state, rng, keep_path)
+        return rnd._play_rrs(sampler, runs.horizon, runs.n, runs.state, rng, runs.keep_path)
 
     def decode(
         self, rnd: Any, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict
@@ -136,10 +135,8 @@ class GLSReading(Reading):
     def tree_verifier(self) -> Any:
         return GLS
 
-    def play(
-        self, rnd: Any, sampler: Any, horizon: int, n: Any, state: Any, rng: Any, keep_path: bool
-    ) -> Any:
-        return rnd._play_gls(sampler, horizon, n, state, rng, keep_path)
+    def play(self, rnd: Any, sampler: Any, runs: RoundRuns, rng: Any) -> Any:
+        return rnd._play_gls(sampler, runs.horizon, runs.n, runs.state, rng, runs.keep_path)
 
     def decode(
         self, rnd: Any, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..rounds.base import Round, RoundOutcome, RoundTags
+from ..rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
 from ..verifiers.base import get_verifier
 from ..verifiers.tree_rules import RecursiveRejectionTree
 from .draft_tree import DraftTree
@@ -128,23 +128,15 @@ class TreeRound(Round):
         """Runs per chunk so that the node laws hold at most :data:`MAX_ELEMENTS` entries."""
         return max(1, int(self.max_elements // (self.tree_for(horizon).n_nodes * chain.vocab_size)))
 
-    def play(
-        self,
-        sampler: Any,
-        horizon: int,
-        n: np.ndarray,
-        state: np.ndarray,
-        memory: np.ndarray,
-        rng: np.random.Generator,
-        keep_path: bool = False,
-    ) -> RoundOutcome:
+    def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        horizon, n = runs.horizon, runs.n
         tree, v = self.tree_for(horizon), self.verifier
         N, D, depth = tree.n_nodes, tree.max_depth, tree.depth
-        A = int(n.shape[0])
+        A = runs.size
         k = np.minimum(D, horizon - n)
         tok = np.full((A, N), -1, dtype=np.int64)
         st_ = np.zeros((A, N), dtype=np.int64)
-        st_[:, 0] = state
+        st_[:, 0] = runs.state
         present = np.zeros((A, N), dtype=bool)
         present[:, 0] = True
         for u in range(N):
@@ -162,7 +154,7 @@ class TreeRound(Round):
         node, y, residual = v.verify(tree, tok, t_laws, d_laws, rng.random((A, N)), rng.random(A))
         node = np.asarray(node, dtype=np.int64)
         path = None
-        if keep_path:
+        if runs.keep_path:
             anc = self._anc.get(tree)
             if anc is None:
                 anc = self._anc[tree] = _ancestors(tree)

@@ -23,7 +23,7 @@ from spectheory.cost import (
     optimal_round,
     speedup_table,
 )
-from spectheory.rounds import PathRound
+from spectheory.rounds import PathRound, RoundRuns
 from spectheory.rounds.sampler import ChainSampler
 from spectheory.stopping.batch import lockstep_rate, optimal_policy_by_batch
 from spectheory.stopping.optimal import long_run_rate
@@ -140,9 +140,8 @@ def _simulate_lockstep(chain, lengths, model, B, replicates, rounds, burn, rng):
         for kk in np.unique(k):
             rows = np.nonzero(k == kk)
             s = state[rows]
-            o = PathRound(int(kk)).play(
-                sampler, huge, np.zeros(s.size, dtype=np.int64), s, np.zeros(s.size, dtype=np.int64), rng
-            )
+            zeros = np.zeros(s.size, dtype=np.int64)
+            o = PathRound(int(kk)).play(sampler, RoundRuns(huge, zeros, s, zeros), rng)
             emitted[rows] = np.asarray(o.accepted) + 1  # a correction, or the bonus token
             new_state[rows] = sampler.next_state[np.asarray(o.end_state), np.asarray(o.final)]
         if r >= burn:

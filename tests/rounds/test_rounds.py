@@ -186,7 +186,8 @@ class OneToken(Round):
     max_depth = 1
     verifier_name = "token"
 
-    def play(self, sampler, horizon, n, state, memory, rng, keep_path=False):
+    def play(self, sampler, runs, rng):
+        horizon, n, state = runs.horizon, runs.n, runs.state
         x = sampler.sample_draft(n, state, rng.random(n.size))
         p, q = sampler.probs(sampler.target, n, state, x), sampler.probs(sampler.draft, n, state, x)
         ok = rng.random(n.size) * q < p
@@ -200,7 +201,7 @@ class OneToken(Round):
             rejected=~ok,
             drafted=np.ones(n.size, dtype=np.int64),
             end_state=np.where(ok, s1, state),
-            path=x[:, None] if keep_path else None,
+            path=x[:, None] if runs.keep_path else None,
         )
 
 

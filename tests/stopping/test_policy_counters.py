@@ -188,9 +188,9 @@ class _Recorded(Round):
     verifier_name = property(lambda self: self.inner.verifier_name)
     initial_memory = property(lambda self: self.inner.initial_memory)
 
-    def play(self, sampler, horizon, n, state, memory, rng, keep_path=False):
-        np.add.at(self.starts, (n, state), 1)
-        return self.inner.play(sampler, horizon, n, state, memory, rng, keep_path)
+    def play(self, sampler, runs, rng):
+        np.add.at(self.starts, (runs.n, runs.state), 1)
+        return self.inner.play(sampler, runs, rng)
 
 
 @pytest.mark.parametrize(

@@ -128,7 +128,8 @@ class OneToken(Round):
 
     name, max_depth, verifier_name = "one_token_test", 1, "token"
 
-    def play(self, sampler, horizon, n, state, memory, rng, keep_path=False):
+    def play(self, sampler, runs, rng):
+        horizon, n, state = runs.horizon, runs.n, runs.state
         x = sampler.sample_draft(n, state, rng.random(n.size))
         p, q = sampler.probs(sampler.target, n, state, x), sampler.probs(sampler.draft, n, state, x)
         ok = rng.random(n.size) * q < p
@@ -139,7 +140,7 @@ class OneToken(Round):
             sampler.sample_residual(n, state, u),
         )
         one = np.ones(n.size, dtype=np.int64)
-        path = x[:, None] if keep_path else None
+        path = x[:, None] if runs.keep_path else None
         return RoundOutcome(ok.astype(np.int64), y, ~ok, one, np.where(ok, s1, state), path)
 
     def exact(self, chain, horizon, *, bonus=True, cost=None, **options):
