@@ -23,19 +23,20 @@ The functions here are pure numpy (the per-position inputs come from a chain, se
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from .._typing import RNGLike
-from .policies import Policy, StopContext, require_memory
+from .outcome_kernels import outcome_dp, policy_outcomes
+from .policies import Policy, require_memory
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
 
-__all__ = ["policy_round_dp", "stop_along_paths", "ratio_mean_se", "chain_path_inputs"]
+__all__ = ["policy_round_dp", "ratio_mean_se", "chain_path_inputs"]
 
 _INPUTS = ("top", "entropy", "token_prob")
 
@@ -45,42 +46,6 @@ def _as_paths(a, name, shape=None):
     if a.ndim != 2 or (shape is not None and a.shape != shape):
         raise ValueError(f"{name}: expected shape {shape if shape else '(N, T)'}, got {a.shape}")
     return a
-
-
-def stop_along_paths(
-    policy: Policy, depth: int, kmax: int, n: int, inputs: dict[str, Any], N: int, M: int
-) -> np.ndarray:
-    """The policy's stop decisions ``[N, M]`` after the ``depth``-th draft of a round starting at
-    position ``n`` of ``N`` paths, for each of its ``M`` memory values (always stop at ``kmax``).
-
-    ``inputs`` maps ``top``, ``entropy``, ``token_prob`` to ``[N, T]`` arrays (or None): the
-    draft law's statistics at each position of the paths, the only things a runnable rule reads.
-    """
-    if depth == kmax:
-        return np.ones((N, M), dtype=bool)
-    m = n + depth - 1
-    none = np.full((1, M), -1)
-    col: dict[str, Any] = {
-        k: None if v is None else np.asarray(v, np.float64)[:, m, None] for k, v in inputs.items()
-    }
-    ctx = StopContext(
-        depth=depth,
-        position=np.full((N, 1), n),
-        start_state=none,
-        prev_state=none,
-        token=none,
-        state=none,
-        accept_prob=None,
-        memory=np.arange(M)[None, :],
-        **col,
-    )
-    try:
-        return np.broadcast_to(np.asarray(policy.stop(ctx), dtype=bool), (N, M))
-    except TypeError as exc:
-        raise ValueError(
-            f"top, entropy, token_prob: {policy.name} needs the draft law's statistics "
-            f"along the paths ({exc})"
-        ) from None
 
 
 def policy_round_dp(
@@ -119,9 +84,12 @@ def policy_round_dp(
 
     Returns
     -------
-    dict of arrays ``[N]``: ``target_calls``, ``rejections``, ``full_rounds`` (rounds whose
+    dict: ``visits [N, T, M]`` (expected rounds starting at each position and memory) and arrays
+    ``[N]``: ``target_calls``, ``rejections``, ``full_rounds`` (rounds whose
     drafts were all accepted), ``accepted`` (accepted drafts); ``counts`` ``[N, D + 1]``
-    (expected rounds accepting ``j`` drafts, ``D`` the largest draft length).
+    (expected rounds accepting ``j`` drafts, ``D`` the largest draft length): the forward pass
+    :func:`~.outcome_kernels.outcome_dp` of the policy's outcome kernel
+    (:func:`~.outcome_kernels.policy_outcomes`).
 
     Examples
     --------
@@ -145,49 +113,11 @@ def policy_round_dp(
     inputs = {}
     for name, val in zip(_INPUTS, (top, entropy, token_prob)):
         inputs[name] = None if val is None else _as_paths(val, name, (N, T))
-    D = int(policy.max_depth) if gamma is None else min(int(policy.max_depth), check_int(gamma, "gamma", 1))
+    if gamma is not None:
+        check_int(gamma, "gamma", 1)
     require_memory(policy, ("flag",), "policy_round_dp")
-    M = int(policy.n_memory)
-    mems = np.arange(M)
-    next_ok = np.asarray(policy.next_memory(mems, np.ones(M, bool)), dtype=np.int64)
-    next_rej = np.asarray(policy.next_memory(mems, np.zeros(M, bool)), dtype=np.int64)
-    start = np.zeros((N, T + 1, M))
-    start[:, 0, int(policy.initial_memory)] = 1.0
-    out = {k: np.zeros(N) for k in ("target_calls", "rejections", "full_rounds", "accepted")}
-    counts = np.zeros((N, D + 1))
-
-    def move(mass, where, table):  # mass [N, M] to start[:, where, table[mem]]
-        for a in range(M):
-            start[:, where, table[a]] += mass[:, a]
-
-    for n in range(T):
-        f = start[:, n]
-        if not f.any():
-            continue
-        out["target_calls"] += f.sum(1)
-        kmax = min(D, T - n)
-        alive = f.copy()
-        for i in range(1, kmax + 1):
-            m = n + i - 1
-            rej = alive * r[:, m, None]
-            out["rejections"] += rej.sum(1)
-            out["accepted"] += (i - 1) * rej.sum(1)
-            counts[:, i - 1] += rej.sum(1)
-            move(rej, m + 1, next_rej)
-            alive = alive - rej
-            stop = stop_along_paths(policy, i, kmax, n, inputs, N, M)
-            done = np.where(stop, alive, 0.0)
-            if done.any():
-                s = done.sum(1)
-                out["full_rounds"] += s
-                out["accepted"] += i * s
-                counts[:, i] += s
-                move(done, n + i + (1 if (bonus and n + i < T) else 0), next_ok)
-            alive = alive - done
-            if not alive.any():
-                break
-    out["counts"] = counts
-    return out
+    outcomes, moves, initial = policy_outcomes({"reject": r, **inputs}, policy, gamma)
+    return outcome_dp(outcomes, bonus, moves, initial)
 
 
 def ratio_mean_se(numerator: ArrayLike, denominator: ArrayLike) -> tuple[float, float]:

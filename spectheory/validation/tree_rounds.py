@@ -60,9 +60,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..stopping.outcome_kernels import outcome_dp
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
-from .round_kernels import outcome_dp
 from .tree_pruned import pruned_wo_tables, wo_node_laws_pruned  # noqa: F401  (re-exported)
 from .trees import FirstRoundRecorded, run_first_round
 

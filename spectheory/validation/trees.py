@@ -34,12 +34,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..stopping.outcome_kernels import outcome_dp
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
 from ..verifiers.children import get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree
-from .round_kernels import outcome_dp, tree_outcomes
+from .round_kernels import tree_outcomes
 
 if TYPE_CHECKING:
     from ..trees import DraftTree

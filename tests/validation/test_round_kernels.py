@@ -5,17 +5,11 @@ import pytest
 
 from spectheory.stopping import ConfidenceThreshold, FixedGamma, HFSchedule
 from spectheory.stopping.along_paths import policy_round_dp
+from spectheory.stopping.outcome_kernels import jump_kernel, outcome_dp, policy_outcomes
 from spectheory.trees import DraftTree
 from spectheory.validation.cost_rounds import rounds_law
 from spectheory.validation.predict import round_dp
-from spectheory.validation.round_kernels import (
-    jump_kernel,
-    outcome_dp,
-    path_outcomes,
-    policy_kernel,
-    policy_outcomes,
-    tree_outcomes,
-)
+from spectheory.validation.round_kernels import path_outcomes, policy_kernel, tree_outcomes
 from spectheory.validation.tree_rounds import emission_dp
 from spectheory.validation.trees import by_depth, tree_round_dp
 
@@ -76,16 +70,17 @@ def test_the_jump_kernel_moves_all_mass_forward_and_counts_the_same_rounds(bonus
     [(FixedGamma(3), None), (ConfidenceThreshold(0.5, max_depth=5), None), (HFSchedule(2, max_depth=6), 4)],
 )
 @pytest.mark.parametrize("bonus", [True, False])
-def test_the_policy_dp_of_the_kernel_is_the_stopping_dp(policy, gamma, bonus):
-    """The policy kernel's dynamic programme against its twin, stopping.along_paths.policy_round_dp."""
-    O, moves, m0 = policy_outcomes({"reject": REJECT, "top": TOP}, policy, gamma)
-    got = outcome_dp(O, bonus, moves, m0)
+def test_the_policy_kernel_law_counts_the_rounds_of_the_policy_dp(policy, gamma, bonus):
+    """The law of the number of rounds of the policy's jump kernel has the mean of its forward
+    pass, stopping.along_paths.policy_round_dp (= outcome_dp of policy_outcomes)."""
     want = policy_round_dp(REJECT, policy, top=TOP, gamma=gamma, bonus=bonus)
-    for key in ("target_calls", "rejections", "full_rounds", "accepted", "counts"):
-        np.testing.assert_allclose(got[key], want[key], atol=1e-12, err_msg=key)
+    O, moves, m0 = policy_outcomes({"reject": REJECT, "top": TOP}, policy, gamma)
+    np.testing.assert_allclose(O.sum((1, 2)), 1.0, atol=1e-12)  # each round ends one way
     J, m = policy_kernel({"reject": REJECT, "top": TOP}, policy, gamma, bonus)
-    law, _ = rounds_law(J, m)
+    np.testing.assert_allclose(J, jump_kernel(O, bonus, moves), atol=0)
+    law, visits = rounds_law(J, m)
     np.testing.assert_allclose(law @ np.arange(law.shape[1]), want["target_calls"], atol=1e-12)
+    np.testing.assert_allclose(visits, want["visits"], atol=1e-12)
 
 
 def test_tree_dp_and_emission_dp_are_the_tree_kernel_dp():
