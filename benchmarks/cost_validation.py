@@ -1,11 +1,11 @@
 """Predicted vs measured throughput of the real decoder at every batch size (issue 21, item 3).
 
-In ONE process: (1) sample target paths once (spectheory.validation.cost_predict); (2) run the
+In ONE process: (1) sample target paths once (spectheory.tuning.cost_predict); (2) run the
 decoder, per repeat, at every batch size and configuration (autoregressive baseline, gamma in
 {1, 2, 4, 8}, two trees, one adaptive policy; row b of a batch has prompt b mod 16 and the
 predictions are for those rows), with every forward of both models logged (its shape and
 seconds: spectheory.cost.timed.ForwardLog); measured tokens/s = B T / wall time of the call
-(prefill included); (3) predict each run from the OTHER runs (spectheory.validation.cost_insitu):
+(prefill included); (3) predict each run from the OTHER runs (spectheory.tuning.cost_insitu):
 the forwards fitted on the calls of the other configurations of the same repeat at that batch
 size, the work outside the forwards on every other run at that batch size, times the
 Rao-Blackwellised rounds law of the configuration. A timing made minutes earlier would not do:
@@ -37,7 +37,7 @@ from spectheory._progress import progress_bar
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.validation.cost_insitu import (
+from spectheory.tuning.cost_insitu import (
     OUTSIDE_TERMS,
     fit_logged_forward,
     fit_outside,
@@ -45,8 +45,8 @@ from spectheory.validation.cost_insitu import (
     held_out_timing,
     measure_logged,
 )
-from spectheory.validation.cost_predict import predict_time, sample_target_paths
-from spectheory.validation.tune_runs import config_label, default_configs, median_se, top_within_noise
+from spectheory.tuning.cost_predict import predict_time, sample_target_paths
+from spectheory.tuning.tune_runs import config_label, default_configs, median_se, top_within_noise
 
 TOLERANCE = 0.10
 PROMPT_LEN = 32

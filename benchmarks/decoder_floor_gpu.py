@@ -9,7 +9,7 @@ forward without host reads, not compiled), ``default`` (``torch.compile``) and
 - the target's forward time scoring m = 1, 2, 3, 5, 9 tokens after 64 cached ones (goal on a
   GPU: t(1) <= 0.3 ms), and the same curve for a GPT of GPT-2 small's shape with RANDOM weights
   (``timing_model``: timing only, its text is noise), which shows the memory-bound regime;
-- per draft, :func:`~spectheory.validation.measure_speed` for gamma in {1, 2, 4, 8}: the measured
+- per draft, :func:`~spectheory.tuning.measure_speed` for gamma in {1, 2, 4, 8}: the measured
   speedup over autoregressive decoding in the same mode, Leviathan's prediction, the round's
   overhead beyond the forwards and the ceilings (docs/decoder_floor.md); a row where the
   prediction says speculative decoding should win (> 1) but it measured slower is flagged;
@@ -39,7 +39,8 @@ from spectheory.decoder.compiled import COMPILE_MODES, with_forward
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.registry import timing_model
 from spectheory.decoder.speculative import speculative_generate
-from spectheory.validation import exact_two_token_law, lossless_check, measure_speed, resolve_models
+from spectheory.tuning import measure_speed
+from spectheory.validation import exact_two_token_law, lossless_check, resolve_models
 
 #: rounds between the fixed-horizon loop's reads: at most 3 idle rounds at the end of a decode
 FIXED_CHECK_EVERY = 4

@@ -4,7 +4,7 @@ For each draft model and gamma = 1..8, batch size 1 on CPU: the measured speedup
 time(autoregressive target) / time(speculative) against two predictions. The measured cost
 model (issue 22's goal: within 10%): each speculative run priced held out, its forwards by the
 logged calls of the other configurations of its repeat and its work outside the forwards by
-every other run, on its own counts (spectheory.validation.cost_insitu; the same prediction with
+every other run, on its own counts (spectheory.tuning.cost_insitu; the same prediction with
 the exact rounds law instead of the counts is benchmarks/cost_validation.py). Leviathan's
 constant-c prediction iid_speedup(alpha, gamma, c) from c = t_draft / t_target (per-token times
 of plain decoding) and the measured acceptance alpha, for reference (issue 4 asked for >= 0.8 of
@@ -36,7 +36,8 @@ from spectheory.cost.measure import cost_curve
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.registry import timing_model
-from spectheory.validation import measure_speed, resolve_models
+from spectheory.tuning import measure_speed
+from spectheory.validation import resolve_models
 
 RATIO_MIN = 0.8  # issue 4: measured / Leviathan's constant-c prediction (reference only)
 TOLERANCE = 0.10  # issue 22: measured within 10% of the measured cost model's prediction

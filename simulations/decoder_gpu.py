@@ -21,13 +21,8 @@ import torch
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
-from spectheory.validation import (
-    compare_theory,
-    exact_two_token_law,
-    lossless_check,
-    measure_speed,
-    resolve_models,
-)
+from spectheory.tuning import measure_speed
+from spectheory.validation import compare_theory, exact_two_token_law, lossless_check, resolve_models
 
 
 def run_label(device: str) -> str:

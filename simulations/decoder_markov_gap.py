@@ -24,25 +24,27 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from spectheory.app.decoder_scripts import decoder_script_parser, write_result
-from spectheory.decoder import load_model
-from spectheory.decoder.corpus import heldout_windows
-from spectheory.validation import (
+from spectheory.abstraction import (
     ContextTree,
     HiddenStateAbstraction,
     fit_abstraction,
     fit_order_k_chain,
+    plugin_bound,
+)
+from spectheory.abstraction.certified import bootstrap_weights
+from spectheory.abstraction.hidden_states import path_laws
+from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.decoder import load_model
+from spectheory.decoder.corpus import heldout_windows
+from spectheory.validation import (
     mean_se,
     measure_decoder,
-    plugin_bound,
     repeat_prompts,
     resolve_models,
     round_dp,
     sample_paths,
     shared_prefill,
 )
-from spectheory.validation.certified import bootstrap_weights
-from spectheory.validation.hidden_states import path_laws
 
 GAMMA = 4
 

@@ -35,6 +35,7 @@ import time
 import numpy as np
 import torch
 
+from spectheory.abstraction.markov import fit_order_k_chain
 from spectheory.analysis.pareto import pareto_front
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
@@ -46,7 +47,6 @@ from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree
 from spectheory.validation import shared_prefill
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
-from spectheory.validation.markov import fit_order_k_chain
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
 from spectheory.validation.tree_forced import forced_tree_weights
 from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables

@@ -11,7 +11,7 @@ by default), against (a) the Rao-Blackwellised prediction along target paths
 gives the per-position rejection probabilities and the draft's laws; the rounds given each path
 are an exact recursion; unbiased for the expected target calls, docs/stopping.md section 9) and
 (b) the exact prediction of order-1 and order-2 chains fitted to samples of the models
-(spectheory.validation.fit_order_k_chain, soft counts). The fitted chains average the draft's
+(spectheory.abstraction.fit_order_k_chain, soft counts). The fitted chains average the draft's
 laws over each context, so rules that read the draft's confidence see flatter laws there than in
 the real model: their gap measures the Markov abstraction, not the evaluation. On the chain
 models of (1) the Rao-Blackwellised prediction is checked against the exact evaluation too.
@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 import spectheory as st
+from spectheory.abstraction import fit_order_k_chain
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.app.results import headline
 from spectheory.decoder import load_model
@@ -33,13 +34,7 @@ from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.speculative import autoregressive_generate, speculative_generate
 from spectheory.stopping import ConfidenceThreshold, EntropyRule, FixedGamma, HFSchedule, evaluate_policy
 from spectheory.stopping.runtime import chain_models
-from spectheory.validation import (
-    fit_order_k_chain,
-    path_statistics,
-    repeat_prompts,
-    resolve_models,
-    sample_paths,
-)
+from spectheory.validation import path_statistics, repeat_prompts, resolve_models, sample_paths
 from spectheory.validation.policy_predict import policy_path_inputs, predict_policy
 
 Z_MAX = 5.0

@@ -72,15 +72,10 @@ def model_chains(T):
     try:
         import torch
 
+        from spectheory.abstraction import fit_order_k_chain
         from spectheory.decoder import load_model
         from spectheory.decoder.corpus import heldout_windows
-        from spectheory.validation import (
-            fit_order_k_chain,
-            path_statistics,
-            repeat_prompts,
-            resolve_models,
-            sample_paths,
-        )
+        from spectheory.validation import path_statistics, repeat_prompts, resolve_models, sample_paths
     except ImportError:
         print("torch is not installed: skipping the shipped models' fitted chains")
         return []

@@ -17,6 +17,8 @@ def test_docstring_examples(name):
         (
             "spectheory.decoder",
             "spectheory.validation",
+            "spectheory.tuning",
+            "spectheory.abstraction.hidden_states",
             "spectheory.cost.fit",
             "spectheory.cost.measure",
             "spectheory.testing.torch",

@@ -92,8 +92,8 @@ def test_numpy_fits_run_without_torch():
     code = "import sys\nsys.modules['torch'] = None\n" + (
         "import numpy as np\n"
         "from spectheory.chain.ngram import NGramChain, load_shipped_ngram\n"
-        "from spectheory.validation import fit_order_k_chain, ContextTree, fit_abstraction\n"
-        "from spectheory.validation.certified import coarsen\n"
+        "from spectheory.abstraction import fit_order_k_chain, ContextTree, fit_abstraction\n"
+        "from spectheory.abstraction.certified import coarsen\n"
         "ngram = load_shipped_ngram('draft-ngram')\n"
         "K = ngram.kernel()\n"
         "assert K.shape == (256, 256) and np.allclose(K.sum(1), 1.0)\n"
@@ -116,7 +116,7 @@ def test_numpy_fits_run_without_torch():
 
 PACKAGE_DIR = Path(__file__).resolve().parent.parent / "spectheory"
 PACKAGES = sorted(["spectheory"] + [f"spectheory.{p.parent.name}" for p in PACKAGE_DIR.glob("*/__init__.py")])
-TORCH_ONLY = ("spectheory.decoder", "spectheory.validation")
+TORCH_ONLY = ("spectheory.decoder", "spectheory.validation", "spectheory.tuning")
 
 
 @pytest.mark.parametrize("package", PACKAGES)

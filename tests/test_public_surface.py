@@ -20,6 +20,8 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 NEEDS_TORCH = (
     "spectheory.decoder",
     "spectheory.validation",
+    "spectheory.tuning",
+    "spectheory.abstraction.hidden_states",
     "spectheory.testing.torch",
     "spectheory.verifiers.torch",
 )
@@ -68,7 +70,7 @@ def test_a_lazy_table_holds_only_listed_names():
     assert set(validation._EXPORTS) == set(validation.__all__)
     assert set(spectheory._LAZY) <= set(spectheory.__all__)
     with pytest.raises(AttributeError):
-        validation.kmeans  # noqa: B018  (private: spectheory.validation.hidden_states.kmeans)
+        validation.model_device  # noqa: B018  (not listed: spectheory.validation.lossless.model_device)
 
 
 def test_the_checks_see_an_oversized_list(monkeypatch):

@@ -5,8 +5,8 @@ model folder through :class:`~spectheory.decoder.hf.HFCausalLM`). Prompts come f
 (one prompt per line, tokenized by the folder's tokenizer for ``hf:`` models when it has one,
 as UTF-8 bytes otherwise; cut to the shortest prompt, at most ``--prompt-len`` tokens) or, by
 default, from held-out windows of the built-in corpus. The work is
-:func:`spectheory.validation.tuning.tune`; ``--verify`` runs the decoder on the top
-configurations (:meth:`~spectheory.validation.tuning.TuneResult.verify`).
+:func:`spectheory.tuning.tuner.tune`; ``--verify`` runs the decoder on the top
+configurations (:meth:`~spectheory.tuning.tuner.TuneResult.verify`).
 """
 
 from __future__ import annotations
@@ -166,7 +166,7 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
 
 
 def run_tune(args: argparse.Namespace) -> int:
-    """Load the models and prompts, run :func:`~spectheory.validation.tuning.tune`, print and plot."""
+    """Load the models and prompts, run :func:`~spectheory.tuning.tuner.tune`, print and plot."""
     from .cli_args import check_device_available
 
     check_device_available(args.device)
@@ -184,7 +184,7 @@ def run_tune(args: argparse.Namespace) -> int:
         raise ValueError("--paths: need at least 2 target paths (standard errors)")
     import torch
 
-    from ..validation.tuning import tune
+    from ..tuning.tuner import tune
 
     if args.threads:
         torch.set_num_threads(args.threads)

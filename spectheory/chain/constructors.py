@@ -24,7 +24,7 @@ class ChainConstructors:
 
     if TYPE_CHECKING:  # what the constructors use of the chain class they are mixed into
         prefixes: list[tuple[int, ...]]  # prefix_tree: the prefix of each state
-        contexts: list[tuple[int, int]]  # validation.fit_order_k_chain: (order, key) of each state
+        contexts: list[tuple[int, int]]  # abstraction.fit_order_k_chain: (order, key) of each state
         level_offsets: Any  # analysis.unrolled_chain: the first state of each prefix level
 
         def __init__(

@@ -9,7 +9,7 @@ the launch). The wrapper is an attribute of that one instance, removed on exit: 
 class, its tree-attention path and its caches are untouched, so the decoder runs exactly as it
 does unlogged. (Torch forward hooks would do the same at about 17 us more per call on a CPU,
 which the log would count as the decoder's overhead: a plain wrapper costs about 5 us.) This is how the cost of the
-decoder's *own* calls is measured (:mod:`spectheory.validation.cost_insitu`): the same
+decoder's *own* calls is measured (:mod:`spectheory.tuning.cost_insitu`): the same
 shapes, the same caches, the same moment of the machine's load as the rounds they are part
 of.
 

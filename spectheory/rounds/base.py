@@ -296,7 +296,7 @@ class Round:
 
     def along_path(self, predictor: Any) -> Any:
         """Along-path prediction: hand the predictor (the visitor of
-        :mod:`spectheory.validation`) the round's jump kernel; return what it computes."""
+        :mod:`spectheory.tuning.along_path`) the round's jump kernel; return what it computes."""
         raise NotImplementedError(f"{type(self).__name__}: no along-path kernel (define along_path)")
 
     def __repr__(self) -> str:

@@ -41,6 +41,7 @@ __all__ = [
     "BROKEN_RULES",
     "BrokenCorrection",
     "lossless_check",
+    "resolve_models",
 ]
 
 
@@ -239,3 +240,24 @@ def lossless_check(
         tv_empirical=float(0.5 * np.abs(emp - law.ravel()).sum()), gamma=int(gamma), rule=name or "decoder"
     )
     return out
+
+
+def resolve_models(
+    target: str | None = None, drafts: str | Sequence[str] | None = None
+) -> tuple[str, list[str]]:
+    """Names of the target and drafts to validate: ``target`` defaults to ``"target"``;
+    ``drafts`` (comma-separated string or list) to every other shipped model."""
+    from ..decoder.registry import list_models
+
+    names = list_models()
+    target = target or "target"
+    if target not in names:
+        raise ValueError(f"target: model {target!r} is not shipped (available: {', '.join(names)})")
+    if drafts is None or drafts == "":
+        drafts = [n for n in names if n != target and n != "target"]
+    elif isinstance(drafts, str):
+        drafts = [d for d in drafts.split(",") if d]
+    for d in drafts:
+        if d not in names:
+            raise ValueError(f"drafts: model {d!r} is not shipped (available: {', '.join(names)})")
+    return target, list(drafts)

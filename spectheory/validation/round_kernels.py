@@ -16,7 +16,7 @@ at once, as the forward pass reads it), and nothing else is kind-specific: the n
 From the kernel, :func:`~spectheory.stopping.outcome_kernels.outcome_dp` gives the expected
 visits of every round start and every round statistic by one forward pass, and
 :func:`~spectheory.stopping.outcome_kernels.jump_kernel` the transition matrix
-``J [N, T, M, T + 1, M]`` that the law of the number of rounds (:func:`~.cost_rounds.rounds_law`)
+``J [N, T, M, T + 1, M]`` that the law of the number of rounds (:func:`~spectheory.tuning.cost_rounds.rounds_law`)
 and the batch simulations read (both in :mod:`spectheory.stopping.outcome_kernels`, beside the
 policy kind's kernel :func:`~spectheory.stopping.outcome_kernels.policy_outcomes`).
 

@@ -235,11 +235,11 @@ def test_exact_lumping_of_a_deterministic_chain():
 
 # ---------------------------------------------- engines that need a deterministic map
 def test_path_engines_refuse_stochastic_chains():
+    from spectheory.abstraction.certified import coarsen
     from spectheory.analysis.sequence_front_tree import prefix_forest
     from spectheory.stopping import FixedGamma
     from spectheory.stopping._kernels import Kernels
     from spectheory.trees import DraftTree
-    from spectheory.validation.certified import coarsen
 
     chain = _tiny()
     tree = DraftTree.from_branching([2])

@@ -13,6 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import spectheory.abstraction as A  # noqa: E402
 import spectheory.validation as V  # noqa: E402
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
@@ -116,13 +117,13 @@ def test_markov_chain_fit_backs_off_and_gap_shrinks_with_order(models):
     truth = st.tv.sum(1).mean()
     gaps = []
     for k in (0, 1, 2):
-        chain = V.fit_order_k_chain(k, tp, st.target_laws, dp, sd.draft_laws, L, prompts)
+        chain = A.fit_order_k_chain(k, tp, st.target_laws, dp, sd.draft_laws, L, prompts)
         assert chain.n_states >= 1 and chain.next_state.max() < chain.n_states
         gaps.append(abs(chain.rejection_lower_bound(T) - truth))
     # the order-0 chain (one state) is the i.i.d. abstraction: its rejections are T * TV of the mean laws
     mean_t = st.target_laws.reshape(-1, 256).mean(0)
     mean_d = sd.draft_laws.reshape(-1, 256).mean(0)
-    chain0 = V.fit_order_k_chain(0, tp, st.target_laws, dp, sd.draft_laws, L, prompts)
+    chain0 = A.fit_order_k_chain(0, tp, st.target_laws, dp, sd.draft_laws, L, prompts)
     np.testing.assert_allclose(
         chain0.rejection_lower_bound(T), T * 0.5 * np.abs(mean_t - mean_d).sum(), rtol=1e-5
     )

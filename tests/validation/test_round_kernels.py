@@ -7,7 +7,7 @@ from spectheory.stopping import ConfidenceThreshold, FixedGamma, HFSchedule
 from spectheory.stopping.along_paths import policy_round_dp
 from spectheory.stopping.outcome_kernels import jump_kernel, outcome_dp, policy_outcomes
 from spectheory.trees import DraftTree
-from spectheory.validation.cost_rounds import rounds_law
+from spectheory.tuning.cost_rounds import rounds_law
 from spectheory.validation.predict import round_dp
 from spectheory.validation.round_kernels import path_outcomes, policy_kernel, tree_outcomes
 from spectheory.validation.tree_rounds import emission_dp

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.validation.abstraction import fit_abstraction, plugin_bound, state_sums
-from spectheory.validation.certified import bootstrap_weights, coarsen, prefix_tree_labels
-from spectheory.validation.context_tree import ContextTree
+from spectheory.abstraction.certified import bootstrap_weights, coarsen, prefix_tree_labels
+from spectheory.abstraction.context_tree import ContextTree
+from spectheory.abstraction.fitting import fit_abstraction, plugin_bound, state_sums
 
 EPS = 1e-12
 
@@ -215,8 +215,8 @@ def test_bootstrap_weights_resample_within_prompt_groups():
 
 def test_hidden_states_give_the_laws_and_cluster_transitions():
     torch = pytest.importorskip("torch")
+    from spectheory.abstraction.hidden_states import HiddenStateAbstraction, kmeans, path_laws
     from spectheory.decoder.model import GPT, GPTConfig
-    from spectheory.validation.hidden_states import HiddenStateAbstraction, kmeans, path_laws
 
     torch.manual_seed(0)  # the tiny model's initial weights only
     model = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32)).eval()
@@ -281,7 +281,7 @@ def test_stochastic_coarsenings_of_any_labels_are_monotone_lower_bounds(seed):
 
 
 def test_cluster_transition_law_is_the_observed_next_state_law():
-    from spectheory.validation.hidden_states import cluster_transition_law
+    from spectheory.abstraction.hidden_states import cluster_transition_law
 
     rng = np.random.default_rng(3)
     S, V, N, T = 3, 4, 200, 6

@@ -1,4 +1,4 @@
-"""Rounds law given paths, predicted time and throughput, and spectheory.validation.tuning."""
+"""Rounds law given paths, predicted time and throughput, and spectheory.tuning.tuner."""
 
 import numpy as np
 import pytest
@@ -12,13 +12,13 @@ from spectheory.rounds import PathRound  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, HFSchedule, PolicyRound  # noqa: E402
 from spectheory.stopping.along_paths import policy_round_dp  # noqa: E402
 from spectheory.trees import DraftTree, TreeRound  # noqa: E402
-from spectheory.validation.cost_predict import PathSample, predict_time, sample_target_paths  # noqa: E402
-from spectheory.validation.cost_rounds import batch_depth_law, batch_rounds, rounds_law  # noqa: E402
-from spectheory.validation.cost_timing import DecoderTiming  # noqa: E402
+from spectheory.tuning.cost_predict import PathSample, predict_time, sample_target_paths  # noqa: E402
+from spectheory.tuning.cost_rounds import batch_depth_law, batch_rounds, rounds_law  # noqa: E402
+from spectheory.tuning.cost_timing import DecoderTiming  # noqa: E402
+from spectheory.tuning.tuner import TuneResult, tune  # noqa: E402
 from spectheory.validation.predict import round_dp  # noqa: E402
 from spectheory.validation.round_kernels import path_kernel, policy_kernel, tree_kernel  # noqa: E402
 from spectheory.validation.trees import by_depth, tree_round_dp  # noqa: E402
-from spectheory.validation.tuning import TuneResult, tune  # noqa: E402
 
 RNG = np.random.default_rng(7)
 REJECT = RNG.uniform(0, 0.7, (6, 14))

@@ -4,7 +4,7 @@ The accepted side comes from target paths sampled once (:func:`sample_target_pat
 the Rao-Blackwellised recursions give, for every fixed ``gamma``, node-local tree and runnable
 draft-length policy, the law of a row's number of rounds ``R`` given its path
 (:mod:`.cost_rounds`), for the batch's own rows (row ``b`` has prompt ``b mod P``, as the decoder's
-rows cycle through the prompts). The cost side is a :class:`~spectheory.validation.cost_timing.DecoderTiming`
+rows cycle through the prompts). The cost side is a :class:`~spectheory.tuning.cost_timing.DecoderTiming`
 (fitted forwards and measured overheads). For a batch of ``B`` rows generating ``T`` tokens
 after prompts of length ``L_0`` (:func:`predict_time`):
 
@@ -94,8 +94,8 @@ def sample_target_paths(
     draft's statistics along the paths, and keep the draft to draft from round starts (policy
     predictions).
     """
-    from .policy_predict import policy_path_inputs
-    from .predict import path_statistics, repeat_prompts, sample_paths
+    from ..validation.policy_predict import policy_path_inputs
+    from ..validation.predict import path_statistics, repeat_prompts, sample_paths
 
     T = check_int(horizon, "horizon", 1)
     N = check_int(n_paths, "n_paths", 2)

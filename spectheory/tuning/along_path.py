@@ -2,7 +2,7 @@ r"""Along-path prediction of any round: the visitor a round hands its data to.
 
 An along-path prediction (:func:`~.cost_predict.predict_time`, ``spectheory tune``) reads three
 things of a round: the *jump kernel* of its rounds along sampled target paths
-(:mod:`.round_kernels`), the law of the draft depth it plays, and the shape of its forwards -- how
+(:mod:`~spectheory.validation.round_kernels`), the law of the draft depth it plays, and the shape of its forwards -- how
 many draft calls of how many tokens a round of depth ``K`` makes and how many tokens the target
 scores -- which :class:`~.cost_timing.DecoderTiming` prices. All three depend only on the decoder
 loop that plays the round (one path of ``gamma`` tokens, a draft tree, a draft-length policy) and
@@ -44,7 +44,7 @@ import numpy as np
 
 from .._guards import check_int
 from ..stopping.policies import StopContext
-from .round_kernels import path_kernel, policy_kernel, tree_kernel
+from ..validation.round_kernels import path_kernel, policy_kernel, tree_kernel
 
 __all__ = [
     "AlongPath",
@@ -117,7 +117,7 @@ class RoundsModel:
 
 class PathRounds(RoundsModel):
     """Rounds drafting one path of ``gamma`` tokens, checked token by token
-    (:func:`~.round_kernels.path_kernel`)."""
+    (:func:`~spectheory.validation.round_kernels.path_kernel`)."""
 
     kind, keys = "path", ("path",)
 
@@ -134,7 +134,7 @@ class PathRounds(RoundsModel):
 
 
 class PolicyRounds(RoundsModel):
-    """Rounds drafting until a draft-length ``policy`` stops (:func:`~.round_kernels.policy_kernel`);
+    """Rounds drafting until a draft-length ``policy`` stops (:func:`~spectheory.validation.round_kernels.policy_kernel`);
     priced as paths (overheads fall back to the path's)."""
 
     kind, keys = "policy", ("policy", "path")
@@ -162,7 +162,7 @@ class PolicyRounds(RoundsModel):
 
 class TreeRounds(RoundsModel):
     """Rounds drafting a :class:`~spectheory.trees.DraftTree` level by level, checked by a
-    node-local ``verifier`` (its ``children``; :func:`~.round_kernels.tree_kernel`)."""
+    node-local ``verifier`` (its ``children``; :func:`~spectheory.validation.round_kernels.tree_kernel`)."""
 
     kind, keys, keeps_laws = "tree", ("tree",), True
 
@@ -199,7 +199,7 @@ class TreeRounds(RoundsModel):
         return float(self.max_depth)  # a tree round drafts its whole tree
 
     def kernel(self, sample: Any) -> tuple[np.ndarray, int]:
-        from .trees import draft_tables
+        from ..validation.trees import draft_tables
 
         if sample.target_laws is None or sample.draft_laws is None:
             raise ValueError("trees: the path sample has no laws; sample with trees=True")
@@ -255,8 +255,8 @@ def drafted_lengths(
     many rounds it takes, and paths the draft predicts well take fewer, longer rounds (weighting
     every path alike overstates the drafted length).
     """
-    from .policy_predict import policy_path_inputs
-    from .predict import sample_paths
+    from ..validation.policy_predict import policy_path_inputs
+    from ..validation.predict import sample_paths
 
     if sample.draft is None or sample.policy_inputs is None:
         raise ValueError("policies: the path sample has no draft statistics; sample with policy_depth > 0")

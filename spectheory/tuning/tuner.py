@@ -5,9 +5,9 @@ r"""Which gamma, tree or policy to run, for these models on this device at this 
 1. fit the forward cost of both models on the device (:func:`spectheory.cost.fit.fit_cost`) over
    the batch sizes asked for and the token counts the configurations score;
 2. measure the decoder's per-round work outside the forwards at a few small runs
-   (:func:`~spectheory.validation.cost_timing.measure_overhead`);
+   (:func:`~spectheory.tuning.cost_timing.measure_overhead`);
 3. sample target paths once and predict, for every configuration, the law of a row's rounds
-   from those paths (Rao-Blackwellised, :mod:`spectheory.validation.cost_predict`);
+   from those paths (Rao-Blackwellised, :mod:`spectheory.tuning.cost_predict`);
 4. combine: predicted seconds, seconds per token and batch throughput with standard errors,
    ranked per batch size (:meth:`TuneResult.table`), plotted (:meth:`TuneResult.plot`), and,
    on request, checked by running the decoder on the top configurations (:meth:`TuneResult.verify`).
@@ -52,7 +52,7 @@ class TuneResult:
     """Predicted throughput of every configuration at every batch size (:func:`tune`).
 
     ``rows``: one dict per (batch, configuration) with ``batch``, ``config`` (label), ``kind``,
-    the fields of :func:`~spectheory.validation.cost_predict.predict_time` and ``speedup`` over
+    the fields of :func:`~spectheory.tuning.cost_predict.predict_time` and ``speedup`` over
     the predicted autoregressive baseline (``config = "autoregressive"`` rows); ``rounds`` the
     round objects by label; ``record`` the cost fits and overhead runs; ``verified`` measured rows.
     """

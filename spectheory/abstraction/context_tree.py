@@ -10,7 +10,7 @@ The state of a prefix is its longest suffix in the tree. Transition-closure make
 state after token ``x`` a function of (state, ``x``) alone: the longest tree suffix of
 ``(state, x)`` (if a longer one ``(w, x)`` matched the history, ``w`` would be in the tree
 and a suffix of the history longer than the state). So the tree is an exact,
-deterministic state abstraction, and :func:`~.abstraction.fit_abstraction` with
+deterministic state abstraction, and :func:`~.fitting.fit_abstraction` with
 ``per_position=True`` gives a certified chain (``docs/markov_abstraction.md``).
 
 :meth:`ContextTree.order_k` holds every context of length ``<= k`` seen in the samples
@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
-from .abstraction import state_sums
+from .fitting import state_sums
 
 __all__ = ["ContextTree"]
 

@@ -12,8 +12,8 @@ on (round start ``n``, policy memory) with a per-path jump kernel
 .. math:: J_i(n, a \to n', a') = P(\text{next round starts at } n' \text{ with memory } a'
           \mid \text{start } n, \text{memory } a, \text{path } i),
 
-``n' = T`` meaning done (each kind's kernel: :mod:`.round_kernels`, whose
-:func:`~.round_kernels.outcome_dp` gives those ``E[R | path]`` from the same kernel). :func:`rounds_law` runs the chain forward counting rounds:
+``n' = T`` meaning done (each kind's kernel: :mod:`~spectheory.validation.round_kernels`, whose
+:func:`~spectheory.validation.round_kernels.outcome_dp` gives those ``E[R | path]`` from the same kernel). :func:`rounds_law` runs the chain forward counting rounds:
 ``law[i, c] = P(R = c | path i)``. For ``B`` rows drawn independently (paths from the prompts,
 outcomes from their seeds) the law of a random row is the path average
 :math:`F(c) = \frac1N \sum_i P(R \le c \mid i)` and
@@ -150,7 +150,7 @@ def batch_depth_law(
     or ``[P, D + 1]``: one law per prompt, row ``b`` drawing from its prompt's law).
     Near the end of the horizon every row has few tokens left at once and the last rounds have
     few rows, so ``K_r`` is smaller than the largest of ``B`` independent round depths. Rows follow
-    ``J [N, T, M, T + 1, M]`` (:func:`~.round_kernels.path_kernel`, ...) from start 0; row ``b`` takes a path of
+    ``J [N, T, M, T + 1, M]`` (:func:`~spectheory.validation.round_kernels.path_kernel`, ...) from start 0; row ``b`` takes a path of
     prompt ``b mod P`` (``groups``, as :func:`batch_rounds`) or a uniform path; about ``rows`` rows
     are simulated in all (batches of ``batch``). Returns the frequency of each ``K`` over all
     simulated batch rounds.

@@ -17,9 +17,9 @@ from _helpers import assert_frequencies  # noqa: E402
 import spectheory as st  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold  # noqa: E402
 from spectheory.stopping.runtime import chain_models  # noqa: E402
-from spectheory.validation.along_path import drafted_length_law, drafted_lengths  # noqa: E402
-from spectheory.validation.cost_predict import sample_target_paths  # noqa: E402
-from spectheory.validation.cost_rounds import batch_depth_law  # noqa: E402
+from spectheory.tuning.along_path import drafted_length_law, drafted_lengths  # noqa: E402
+from spectheory.tuning.cost_predict import sample_target_paths  # noqa: E402
+from spectheory.tuning.cost_rounds import batch_depth_law  # noqa: E402
 from spectheory.validation.round_kernels import path_kernel  # noqa: E402
 
 
@@ -86,7 +86,7 @@ def test_predicted_drafted_length_is_the_decoders_on_chain_models():
     against the decoder's 1.74 (10 SE)."""
     from spectheory.decoder import speculative_generate
     from spectheory.stopping import PolicyRound
-    from spectheory.validation.cost_predict import round_law
+    from spectheory.tuning.cost_predict import round_law
 
     P = np.array(
         [

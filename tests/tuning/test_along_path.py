@@ -8,10 +8,10 @@ from spectheory.rounds import PathRound, Round
 from spectheory.rounds.base import UnsupportedRoundError
 from spectheory.stopping import ConfidenceThreshold, PolicyRound
 from spectheory.trees import BatchRound, DraftTree, TreeRound
-from spectheory.validation.along_path import AlongPath, PathRounds, round_model
-from spectheory.validation.cost_predict import PathSample, predict_time
-from spectheory.validation.cost_timing import DecoderTiming, RoundOverhead
-from spectheory.validation.tune_runs import config_label
+from spectheory.tuning.along_path import AlongPath, PathRounds, round_model
+from spectheory.tuning.cost_predict import PathSample, predict_time
+from spectheory.tuning.cost_timing import DecoderTiming, RoundOverhead
+from spectheory.tuning.tune_runs import config_label
 
 T, L0 = 10, 4
 REJECT = np.random.default_rng(3).uniform(0, 0.6, (6, T))

@@ -6,7 +6,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from spectheory.decoder.registry import TIMING_SHAPES, timing_model  # noqa: E402
-from spectheory.validation.speed import _cost_curve, measure_speed  # noqa: E402
+from spectheory.tuning.speed import _cost_curve, measure_speed  # noqa: E402
 from tests._torch_models import gpt  # noqa: E402
 
 

@@ -13,7 +13,7 @@ from spectheory.decoder import generate  # noqa: E402
 from spectheory.rounds import PathRound  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, PolicyRound  # noqa: E402
 from spectheory.trees import DraftTree, TreeRound  # noqa: E402
-from spectheory.validation.cost_insitu import (  # noqa: E402
+from spectheory.tuning.cost_insitu import (  # noqa: E402
     OUTSIDE_TERMS,
     LoggedRun,
     fit_logged_forward,
@@ -23,8 +23,8 @@ from spectheory.validation.cost_insitu import (  # noqa: E402
     measure_logged,
     predict_held_out,
 )
-from spectheory.validation.cost_predict import sample_target_paths  # noqa: E402
-from spectheory.validation.cost_timing import DecoderTiming, RoundOverhead  # noqa: E402
+from spectheory.tuning.cost_predict import sample_target_paths  # noqa: E402
+from spectheory.tuning.cost_timing import DecoderTiming, RoundOverhead  # noqa: E402
 
 POLICY = PolicyRound(ConfidenceThreshold(0.4, max_depth=8))
 

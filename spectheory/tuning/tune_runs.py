@@ -1,4 +1,4 @@
-r"""The configurations :func:`~spectheory.validation.tuning.tune` ranks, and the decoder runs it times.
+r"""The configurations :func:`~spectheory.tuning.tuner.tune` ranks, and the decoder runs it times.
 
 * :func:`default_configs`, :func:`config_label` -- the gamma / tree / policy rounds of a tuning
   grid and their labels;

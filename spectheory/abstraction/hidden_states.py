@@ -55,7 +55,7 @@ def path_laws(
     Row ``[i, n - 1]`` belongs to generated token ``n`` (position ``L + n - 2`` of the path).
     """
     from ..decoder.sampling import logits_to_probs
-    from .lossless import model_device
+    from ..validation.lossless import model_device
 
     paths = np.asarray(paths, dtype=np.int64)
     L = check_int(n_prompt, "n_prompt", 1)

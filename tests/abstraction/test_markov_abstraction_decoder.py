@@ -11,8 +11,9 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+import spectheory.abstraction as A  # noqa: E402
+import spectheory.abstraction.hidden_states  # noqa: E402,F401  (A.hidden_states below: a submodule, not a lazy name)
 import spectheory.validation as V  # noqa: E402
-import spectheory.validation.hidden_states  # noqa: E402,F401  (V.hidden_states below: a submodule, not a lazy name)
 from spectheory.decoder import list_models, load_model  # noqa: E402
 from spectheory.decoder.corpus import heldout_windows  # noqa: E402
 
@@ -29,8 +30,8 @@ def paths_and_laws():
     L, T = 8, 10
     pr = V.repeat_prompts(heldout_windows(4, L), 40)
     tp = V.sample_paths(target, pr, T, seed=5)
-    tl, hidden = V.hidden_states.path_laws(target, tp, L, hidden=True)
-    dl = V.hidden_states.path_laws(draft, tp, L)
+    tl, hidden = A.hidden_states.path_laws(target, tp, L, hidden=True)
+    dl = A.hidden_states.path_laws(draft, tp, L)
     torch.set_num_threads(old)
     return tp, tl, dl, hidden, L, T
 
@@ -40,15 +41,15 @@ def test_plugin_bounds_are_below_rao_blackwell_and_grow_with_order(paths_and_law
     rb = (0.5 * np.abs(tl.astype(float) - dl).sum(-1)).sum(1).mean()
     prev_pool, prev_pos, chains = -1.0, -1.0, []
     for k in range(4):
-        tree = V.ContextTree.order_k(tp, L, k)
+        tree = A.ContextTree.order_k(tp, L, k)
         s = tree.assign(tp, L)
         np.testing.assert_array_equal(s[:, 1:], tree.next_state[s[:, :-1], tp[:, L:-1]])
-        pool = V.plugin_bound(s, tl, dl, tree.n_states, per_position=False)
-        pos = V.plugin_bound(s, tl, dl, tree.n_states, per_position=True)
+        pool = A.plugin_bound(s, tl, dl, tree.n_states, per_position=False)
+        pos = A.plugin_bound(s, tl, dl, tree.n_states, per_position=True)
         assert prev_pool - 1e-9 <= pool <= pos + 1e-9 and pos <= rb + 1e-9 and pos >= prev_pos - 1e-9
         prev_pool, prev_pos = pool, pos
         chains.append(
-            V.fit_abstraction(
+            A.fit_abstraction(
                 s, tree.next_state, s[:, 0], tl, dl, fallback=tree.subtree_kernels(tp, L, tl, dl)
             )
             .tv_profile(T)
@@ -65,12 +66,12 @@ def test_plugin_bounds_are_below_rao_blackwell_and_grow_with_order(paths_and_law
 
 def test_grown_tree_and_clusters_on_model_paths(paths_and_laws):
     tp, tl, dl, hidden, L, T = paths_and_laws
-    tree, order = V.ContextTree.grow(tp, L, tl, dl, budget=60, max_order=5, min_count=2, return_order=True)
+    tree, order = A.ContextTree.grow(tp, L, tl, dl, budget=60, max_order=5, min_count=2, return_order=True)
     vals = [
-        V.plugin_bound(V.ContextTree(order[:b]).assign(tp, L), tl, dl, b) for b in (1, 10, 30, len(order))
+        A.plugin_bound(A.ContextTree(order[:b]).assign(tp, L), tl, dl, b) for b in (1, 10, 30, len(order))
     ]
     assert np.all(np.diff(vals) >= -1e-9)
-    a = V.HiddenStateAbstraction(hidden, tp[:, L:], 8, rng=0)
+    a = A.HiddenStateAbstraction(hidden, tp[:, L:], 8, rng=0)
     assert a.states.shape == (len(tp), T) and 0.0 < a.transition_determinism <= 1.0
-    chain = V.fit_abstraction(a.states, a.next_state, a.states[:, 0], tl, dl)
+    chain = A.fit_abstraction(a.states, a.next_state, a.states[:, 0], tl, dl)
     assert 0.0 < chain.tv_profile(T).sum() < T

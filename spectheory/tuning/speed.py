@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from ..decoder.batching import CausalLM
 
-__all__ = ["measure_speed", "resolve_models"]
+__all__ = ["measure_speed"]
 
 
 def measure_speed(
@@ -61,7 +61,7 @@ def measure_speed(
     it); and ``target_cost_curve``: the median seconds of a target forward scoring ``m`` tokens
     over that of one token, from the logged calls, ``m = 1 .. gamma + 1``.
 
-    **The measured cost model** (:mod:`~spectheory.validation.cost_insitu`): each speculative run
+    **The measured cost model** (:mod:`~spectheory.tuning.cost_insitu`): each speculative run
     is priced *held out* -- its forwards by the calls of the other configurations of its repeat,
     its work outside the forwards by every other run -- on its own counts of calls, draft steps
     and tokens scored. ``ratio_cost_model`` = the median over repeats of priced / measured seconds
@@ -248,24 +248,3 @@ def _cost_curve(calls: np.ndarray) -> dict[int, float]:
     med = {m: float(np.median(cached[cached[:, 1] == m, 3])) for m in ms}
     one = med.get(1)
     return {m: (v / one if one else float("nan")) for m, v in med.items()}
-
-
-def resolve_models(
-    target: str | None = None, drafts: str | Sequence[str] | None = None
-) -> tuple[str, list[str]]:
-    """Names of the target and drafts to validate: ``target`` defaults to ``"target"``;
-    ``drafts`` (comma-separated string or list) to every other shipped model."""
-    from ..decoder.registry import list_models
-
-    names = list_models()
-    target = target or "target"
-    if target not in names:
-        raise ValueError(f"target: model {target!r} is not shipped (available: {', '.join(names)})")
-    if drafts is None or drafts == "":
-        drafts = [n for n in names if n != target and n != "target"]
-    elif isinstance(drafts, str):
-        drafts = [d for d in drafts.split(",") if d]
-    for d in drafts:
-        if d not in names:
-            raise ValueError(f"drafts: model {d!r} is not shipped (available: {', '.join(names)})")
-    return target, list(drafts)
