@@ -77,7 +77,7 @@ def run(
     t0 = time.perf_counter()
     n_tests = None
     for s in tqdm(range(first_seed, first_seed + n_seeds), desc=f"seeds ({sampler})"):
-        report = check_verifier(verify, seed=s, n_samples=n_samples, progress=False, jobs=jobs)
+        report = check_verifier(verify, rng=s, n_samples=n_samples, progress=False, jobs=jobs)
         n_tests = report.n_tests
         false = [c for c in report.failed if c not in expected_true]
         true_flags += any(c in expected_true for c in report.failed)
@@ -134,7 +134,7 @@ def time_hf(n_samples: int = 20_000, jobs=(1, 2)):
     out = []
     for j in jobs:
         t, c = time.perf_counter(), time.process_time()
-        report = check_verifier(verify, n_samples=n_samples, seed=0, progress=False, jobs=j)
+        report = check_verifier(verify, n_samples=n_samples, rng=0, progress=False, jobs=j)
         out.append(
             {
                 "jobs": j,

@@ -56,7 +56,7 @@ def main(argv=None):
     n = 200 if args.quick else 20_000
     check_verifier(verify, n_samples=10, progress=False)  # imports and warm-up
     c0, t0 = cpu_seconds(), time.perf_counter()
-    report = check_verifier(verify, n_samples=n, seed=0, jobs=args.jobs)
+    report = check_verifier(verify, n_samples=n, rng=0, jobs=args.jobs)
     wall, cpu = time.perf_counter() - t0, cpu_seconds() - c0
     res = {
         "n_samples": n,

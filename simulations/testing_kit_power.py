@@ -60,7 +60,7 @@ def smallest_detecting_n(
         failed = {}
         for r in range(repeats):
             report = kit(
-                verify, n_samples=n, seed=first_seed + r, progress=False, families=families, **options
+                verify, n_samples=n, rng=first_seed + r, progress=False, families=families, **options
             )
             notes = sorted(report.notes)
             if report.passed:

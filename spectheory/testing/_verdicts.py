@@ -61,6 +61,7 @@ __all__ = [
     "event_probability",
     "above_optimum",
     "loss_finding",
+    "measured_tv",
     "declare_lossy",
     "DTYPE_OF_BITS",
 ]
@@ -175,6 +176,22 @@ def above_optimum(inst: Instance, acc: np.ndarray, a_i: float, size: int) -> Fin
     return Finding.of_test(inst.name, res, example, size, summary=verdict + res.summary)
 
 
+def measured_tv(counts: np.ndarray, law: np.ndarray, alpha: float) -> tuple[float, float, float, int]:
+    r"""``(tv, lo, hi, n)``: the plug-in TV of ``counts`` from ``law`` and the interval that holds
+    the true TV with probability at least ``1 - alpha`` (module docstring:
+    :math:`[\widehat{TV} - t - \tfrac12\sum_c\sqrt{p_c(1-p_c)/n},\ \widehat{TV} + t]`).
+
+    >>> tv, lo, hi, n = measured_tv(np.array([50, 50]), np.array([0.5, 0.5]), 0.01)
+    >>> tv, lo, round(hi, 4), n
+    (0.0, 0.0, 0.1628, 100)
+    """
+    n = max(int(counts.sum()), 1)
+    tv = 0.5 * float(np.abs(counts / n - law).sum())
+    bias = 0.5 * float(np.sqrt(law * (1 - law) / n).sum())
+    t = float(np.sqrt(np.log(2.0 / alpha) / (2 * n)))
+    return tv, max(tv - t - bias, 0.0), min(tv + t, 1.0), n
+
+
 def loss_finding(
     inst: Instance,
     law: Instance,
@@ -192,10 +209,7 @@ def loss_finding(
     With ``rule`` (an object with a round law, :mod:`spectheory.testing.exact_loss`) the finding
     states the exact TV, and fails when the measured interval excludes it (the sampler is not
     that rule)."""
-    n = max(int(counts.sum()), 1)
-    tv = 0.5 * float(np.abs(counts / n - seq).sum())
-    bias = 0.5 * float(np.sqrt(seq * (1 - seq) / n).sum())
-    t = float(np.sqrt(np.log(2.0 / alpha) / (2 * n)))
+    tv, lo, hi, n = measured_tv(counts, seq, alpha)
     k = inst.k
     mean = float(np.mean(acc)) if acc.size else 0.0
     token = float(np.arange(k + 1) @ inst.accepted_count_law(stop_token))
@@ -203,7 +217,6 @@ def loss_finding(
     gain = f"accepts {mean - token:+.4f} drafts a round beyond token verification"
     if block is not None:
         gain += f", {mean - float(np.arange(k + 1) @ block):+.4f} beyond block verification (the lossless optimum)"
-    lo, hi = max(tv - t - bias, 0.0), min(tv + t, 1.0)
     measured = f"TV of the first {length} tokens from the target {tv:.4f} (in [{lo:.4f}, {hi:.4f}] w.p. >= 1 - {alpha:.2g}, n = {n})"
     if rule is None:
         return Finding(inst.name, True, tv, summary=f"{measured}; {gain}", size=size)

@@ -127,7 +127,7 @@ def hsd_sampler(
     --------
     >>> from spectheory.testing import check_sampler
     >>> from spectheory.testing.gallery_samplers import SUN_K3, hsd_sampler
-    >>> report = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=3000, seed=0)
+    >>> report = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=3000, rng=0)
     >>> "sequence_law" in report.failed, "target_calls" in report.notes  # biased; several calls a round
     (True, True)
     """

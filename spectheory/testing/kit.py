@@ -147,7 +147,7 @@ def check_verifier(
     vocab_sizes: Sequence[int] = (3, 5),
     gammas: Sequence[int] = (1, 3),
     n_samples: int = 20_000,
-    seed: RNGLike = 0,
+    rng: RNGLike = 0,
     families: Sequence[str] | None = None,
     alpha: float = 1e-4,
     efficiency: bool = True,
@@ -176,8 +176,10 @@ def check_verifier(
         is used; families that need several positions use ``max(gammas)``).
     n_samples : int
         Rounds per instance (default 20,000).
-    seed : int
-        Seeds everything (instances, drafts, the verifier's ``rng``, routed torch draws).
+    rng : int, sequence of int, SeedSequence, Generator or None
+        Seeds everything (instances, drafts, the verifier's ``rng``, routed torch draws):
+        anything :func:`numpy.random.default_rng` accepts (default 0: a reproducible run;
+        :func:`~spectheory.testing._plan.seed_sequence`).
     families : sequence of str, optional
         Of :data:`~spectheory.testing.instances.ALL_FAMILIES` (default: every one of ``FAMILIES``).
     alpha : float
@@ -234,12 +236,12 @@ def check_verifier(
     Examples
     --------
     >>> from spectheory.testing import check_verifier, reference_verify
-    >>> report = check_verifier(reference_verify, n_samples=300, seed=0)
+    >>> report = check_verifier(reference_verify, n_samples=300, rng=0)
     >>> report.passed, report.failed
     (True, [])
-    >>> check_verifier("block", n_samples=300, seed=0).passed       # a registered Verifier
+    >>> check_verifier("block", n_samples=300, rng=0).passed       # a registered Verifier
     True
-    >>> report = check_verifier("hsd_listing", n_samples=300, seed=0)  # lossless = False
+    >>> report = check_verifier("hsd_listing", n_samples=300, rng=0)  # lossless = False
     >>> report.passed, report.config["protocol"]["lossy"]            # reported with its exact loss
     (True, 'hsd_listing')
     """
@@ -271,7 +273,7 @@ def check_verifier(
         raise ValueError(f"torch_random: expected None, True or False, got {torch_random!r}")
     if rows_per_call is not None:
         rows_per_call = check_int(rows_per_call, "rows_per_call", 1)
-    insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
+    insts, base = _instances(vocab_sizes, gammas, families, instances, rng)
     if stop_token is not None and stop_token >= min(i.vocab_size for i in insts):
         raise ValueError(f"stop_token: must lie below every vocabulary size, got {stop_token}")
     M = 0 if greedy else sum(n_tests(i, efficiency, stop_token) for i in insts)
@@ -293,7 +295,7 @@ def check_verifier(
         "vocab_sizes": list(vocab_sizes),
         "gammas": list(gammas),
         "n_samples": n_samples,
-        "seed": seed if np.isscalar(seed) else str(seed),
+        "rng": rng if np.isscalar(rng) else str(rng),
         "families": list(FAMILIES) if families is None else list(families),
         "n_instances": len(insts),
         "instances": [i.name for i in insts],

@@ -20,6 +20,7 @@ every row's law exact and is not flagged.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -27,8 +28,10 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int, check_prob
+from .._typing import RNGLike
 from ._catalog import CHECKS, active_checks
 from ._checks import check_instance, n_tests
+from ._plan import seed_sequence
 from ._runner import Runner
 from .instances import Instance
 from .ragged_format import RaggedRow, default_layout
@@ -130,7 +133,7 @@ def check_ragged_batch(
     *,
     layout: Sequence[RaggedRow] | None = None,
     n_samples: int = 20_000,
-    seed: int = 0,
+    rng: RNGLike = 0,
     alpha: float = 1e-4,
     efficiency: bool = True,
     groups_per_call: int = 64,
@@ -147,8 +150,10 @@ def check_ragged_batch(
         The rows of every batch (default :func:`default_layout`); at least one non-padding row.
     n_samples : int
         Rounds per row checked (each in a batch with the other rows).
-    seed : int
-        Seeds the drafts, the sampler's ``rng`` and the routed torch draws.
+    rng : int, sequence of int, SeedSequence, Generator or None
+        Seeds the drafts, the sampler's ``rng`` and the routed torch draws: anything
+        :func:`numpy.random.default_rng` accepts (an int seed is used as it is; anything
+        else gives one int seed through :func:`~spectheory.testing._plan.seed_sequence`).
     alpha : float
         False-alarm budget of the whole run (Bonferroni over the sampled rows' tests).
     efficiency : bool
@@ -171,6 +176,10 @@ def check_ragged_batch(
     >>> report.passed, [r["passed"] for r in report.config["rows"]]
     (True, [True, True, True, True])
     """
+    if isinstance(rng, numbers.Integral) and not isinstance(rng, (bool, np.bool_)):
+        seed = check_int(rng, "rng", 0)
+    else:
+        seed = int(seed_sequence(rng).generate_state(1)[0])
     rows = list(default_layout(seed) if layout is None else layout)
     if not rows or not all(isinstance(r, RaggedRow) for r in rows):
         raise ValueError("layout: expected a non-empty sequence of RaggedRow")
@@ -181,7 +190,6 @@ def check_ragged_batch(
     n_samples = check_int(n_samples, "n_samples", 1)
     groups = check_int(groups_per_call, "groups_per_call", 1)
     alpha = float(check_prob(alpha, "alpha", open_low=True, open_high=True))
-    seed = check_int(seed, "seed", 0)
     slots = [b for b, r in enumerate(rows) if r.instance is not None]
     named: dict[int, Instance] = {}
     for b in slots:
@@ -219,7 +227,7 @@ def check_ragged_batch(
     checks = [summarise(c, CHECKS[c][0], CHECKS[c][1], found[c], a_i, M, alpha) for c in names if found[c]]
     config = {
         "n_samples": n_samples,
-        "seed": seed,
+        "rng": seed,
         "layout": [r.label for r in rows],
         "n_instances": len(slots),
         "instances": [named[b].name for b in slots],

@@ -262,7 +262,7 @@ def as_batched(
     Examples
     --------
     >>> from spectheory.testing import as_batched, reference_verify_batch, check_verifier
-    >>> report = check_verifier(as_batched(reference_verify_batch), n_samples=2000, seed=1)
+    >>> report = check_verifier(as_batched(reference_verify_batch), n_samples=2000, rng=1)
     >>> report.passed
     True
     """
@@ -301,7 +301,7 @@ def from_verifier(verifier: str | Verifier) -> BatchedVerifier:
     Examples
     --------
     >>> from spectheory.testing import check_verifier
-    >>> check_verifier("token", n_samples=300, seed=0).passed
+    >>> check_verifier("token", n_samples=300, rng=0).passed
     True
     """
     from ..verifiers.base import get_verifier

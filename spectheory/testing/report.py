@@ -179,7 +179,7 @@ class Report:
         head = (
             f"spectheory.testing report for {self.verifier}: "
             f"{'PASSED' if self.passed else 'FAILED (' + ', '.join(self.failed) + ')'}\n"
-            f"  {cfg['n_instances']} instances x {cfg['n_samples']} samples, seed {cfg['seed']}"
+            f"  {cfg['n_instances']} instances x {cfg['n_samples']} samples, rng {cfg['rng']}"
             + (f"; protocol {proto_s}" if proto_s else "")
             + f"; torch draws routed: "
             f"{cfg.get('torch_random', False)}\n"

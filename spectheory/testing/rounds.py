@@ -83,9 +83,10 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
         Anything :func:`~spectheory.rounds.as_round` accepts whose kind defines ``check_plan``.
     **options
         Passed to :func:`~spectheory.testing.check_verifier` (path and policy rounds:
-        ``n_samples``, ``seed``, ``vocab_sizes``, ...) or
+        ``n_samples``, ``rng``, ``vocab_sizes``, ...) or
         :func:`~spectheory.testing.check_tree_verifier` (tree and batch rounds: ``n_samples``,
-        ``rng``, ``alpha``, ``instances``); not what the round fixes (``gammas``, ``children``).
+        ``rng``, ``alpha``, ``instances``); ``n_samples``, ``rng``, ``efficiency`` and ``lossy``
+        mean the same in both; not what the round fixes (``gammas``, ``children``).
 
     Returns
     -------

@@ -85,7 +85,7 @@ def from_torch_sampler(
     >>> from spectheory.testing import check_verifier
     >>> from spectheory.testing.torch_adapter import from_torch_sampler, torch_reference_sampler
     >>> verify = from_torch_sampler(torch_reference_sampler)
-    >>> check_verifier(verify, n_samples=2000, seed=0).passed
+    >>> check_verifier(verify, n_samples=2000, rng=0).passed
     True
     """
     torch = _torch()

@@ -55,6 +55,7 @@ from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
 from ._tree_checks import determinism_problem, forced_problem, optimum_problems, randomness
 from ._tree_instances import TREE_KINDS, draft_trees, random_tree_instance, tree_instances
+from ._verdicts import measured_tv
 from .randomness import kit_randomness
 from .tree_gallery import TREE_GALLERY
 
@@ -97,28 +98,57 @@ def reference_tree_verify(verifier: str | Verifier | TreeRule) -> Callable[..., 
 
     verify.__name__ = f"reference_{v.name}"
     verify.children = v.children  # type: ignore[attr-defined]
+    verify.lossless = v.lossless  # type: ignore[attr-defined]
     return verify
+
+
+#: What a declared-lossy run does not judge (a lossy rule may fail the law, and accept more
+#: than the lossless optimum); the rows keep their verdicts, as notes.
+LOSSY_NOT_JUDGED = ("law", "above_optimum")
+
+
+def _row_failures(r: dict[str, Any]) -> list[str]:
+    """The checks one row fails, in the order of :data:`TREE_CHECKS` (a lossy row: not
+    :data:`LOSSY_NOT_JUDGED`)."""
+    out = []
+    for check in TREE_CHECKS:
+        if r.get("lossy") and check in LOSSY_NOT_JUDGED:
+            continue
+        if (not r["law_passed"]) if check == "law" else bool(r.get(check)):
+            out.append(check)
+    return out
 
 
 @dataclass
 class TreeReport:
-    """Result of :func:`check_tree_verifier`: one row per instance."""
+    """Result of :func:`check_tree_verifier`: one row per instance.
+
+    ``lossy``: the run treated the rule as lossy (declared ``lossless = False``, or
+    ``lossy=True``): each row's ``loss`` states the measured TV of the completed output from
+    the target (``loss_tv``, and ``loss_interval`` that holds the true TV w.p. at least
+    ``1 - alpha_i``); the law and ``above_optimum`` verdicts stay in the rows as notes."""
 
     passed: bool
     rows: list = field(default_factory=list)
+    lossy: bool = False
 
     def __str__(self):
-        lines = [f"tree verifier {'PASSED' if self.passed else 'FAILED'}"]
+        head = f"tree verifier {'PASSED' if self.passed else 'FAILED'}"
+        lines = [head + (" (declared lossy: loss measured, not judged)" if self.lossy else "")]
         for r in self.rows:
             ref = ", ".join(f"{k} {v:.3f}" for k, v in r["reference_accepted"].items())
             opt = "" if r.get("optimum") is None else f"; {r['optimum_kind']} {r['optimum']:.3f}"
+            law = "ok" if r["law_passed"] else ("lossy" if r.get("lossy") else "BIASED")
             lines.append(
-                f"  {r['instance']:>14}: p = {r['p_value']:.2e} {'ok' if r['law_passed'] else 'BIASED'}; "
+                f"  {r['instance']:>14}: p = {r['p_value']:.2e} {law}; "
                 f"accepted {r['accepted']:.3f} +- {r['accepted_se']:.3f} (exact: {ref}{opt})"
             )
             for check in TREE_CHECKS[1:]:
                 if r.get(check):
-                    lines.append(f"  {'':>14}  FAIL {check}: {r[check]}")
+                    judged = not (r.get("lossy") and check in LOSSY_NOT_JUDGED)
+                    lines.append(f"  {'':>14}  {'FAIL' if judged else 'note'} {check}: {r[check]}")
+            if r.get("loss"):
+                lines.append(f"  {'':>14}  loss: {r['loss']}")
             if r.get("note"):
                 lines.append(f"  {'':>14}  note: {r['note']}")
         return "\n".join(lines)
@@ -126,13 +156,8 @@ class TreeReport:
     @property
     def failed(self) -> list:
         """Names of the failed checks, in the order of :data:`TREE_CHECKS`."""
-        out: list = []
-        for check in TREE_CHECKS:
-            for r in self.rows:
-                bad = not r["law_passed"] if check == "law" else bool(r.get(check))
-                if bad and check not in out:
-                    out.append(check)
-        return out
+        bad = {c for r in self.rows for c in _row_failures(r)}
+        return [c for c in TREE_CHECKS if c in bad]
 
 
 def _references(children: ChildPolicy) -> list[str]:
@@ -153,10 +178,11 @@ def _policy(verify: Any, children: ChildPolicy | str | None) -> ChildPolicy:
     return get_child_policy(children)
 
 
-def _law_p_value(
+def _completed_counts(
     chain: Any, tree: Any, tok: np.ndarray, states: np.ndarray, node: np.ndarray, y: np.ndarray, rng: Any
-) -> float:
-    """Chi-square p-value of the completed output against the exact target law from state 0."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(counts, law)`` over the ``V^(depth+1)`` sequences: the output completed by target
+    sampling, and the exact target law from state 0."""
     n = tok.shape[0]
     L = tree.max_depth + 1
     out = np.full((n, L), -1, dtype=np.int64)
@@ -179,7 +205,12 @@ def _law_p_value(
             s = chain.next_state[s, x]
         law[seq] = p
     counts = np.bincount(np.ravel_multi_index(out.T, law.shape), minlength=law.size)
-    expected = law.ravel() * n
+    return counts, law.ravel()
+
+
+def _p_value(counts: np.ndarray, law: np.ndarray) -> float:
+    """Chi-square p-value of ``counts`` against ``law`` (0 when a cell of probability 0 is hit)."""
+    expected = law * int(counts.sum())
     if np.any(counts[expected == 0] > 0):
         return 0.0
     big = expected >= 5  # cells expecting < 5 are pooled (chi-square validity)
@@ -198,6 +229,7 @@ def check_tree_verifier(
     instances: Sequence[Any] | None = None,
     *,
     efficiency: bool = True,
+    lossy: bool | None = None,
 ) -> TreeReport:
     """Run the kit on ``verify`` (see the module docstring); returns a :class:`TreeReport`.
 
@@ -209,7 +241,8 @@ def check_tree_verifier(
         How the kit drafts the children (default: ``verify.children`` if set, else ``"iid"``).
     n_samples : int
         Rounds per instance.
-    rng : int or Generator
+    rng : int, sequence of int, SeedSequence, Generator or None
+        Anything :func:`numpy.random.default_rng` accepts (default None: fresh entropy).
     alpha : float
         Probability that a correct verifier fails the run (Bonferroni over the instances'
         law, optimum and efficiency tests).
@@ -218,6 +251,14 @@ def check_tree_verifier(
     efficiency : bool
         Also fail a mean accepted length significantly below every library tree rule with
         the same child policy (``mean_accepted``).
+    lossy : bool, optional
+        Treat the rule as lossy on purpose: the law test and ``above_optimum`` still run, but
+        their failures become notes, and each row's ``loss`` states the *measured* TV of the
+        completed output from the target law (plug-in estimate with the interval of
+        :func:`~spectheory.testing._verdicts.measured_tv`; no tree rule has an exact output law
+        to compare with). ``None`` (the default): what the rule declares, ``not
+        verify.lossless`` (lossless when it has no such attribute); ``False``: the strict
+        judgment.
 
     Notes
     -----
@@ -227,6 +268,10 @@ def check_tree_verifier(
     reseeding), and on the one-sided Bernstein tests of the mean accepted length.
     """
     children = _policy(verify, children)
+    if lossy is None:
+        lossy = getattr(verify, "lossless", True) is False
+    if lossy not in (True, False):
+        raise ValueError(f"lossy: expected None, True or False, got {lossy!r}")
     alpha = float(check_prob(alpha, "alpha", open_low=True, open_high=True))
     if efficiency not in (True, False):
         raise ValueError(f"efficiency: expected True or False, got {efficiency!r}")
@@ -249,7 +294,8 @@ def check_tree_verifier(
         det = determinism_problem(verify, tree, draft, 1000 + i_inst, records)
         rand, note = randomness(records, name)
         node, y = np.asarray(node, dtype=np.int64), np.asarray(y, dtype=np.int64)
-        p_value = _law_p_value(chain, tree, tok, states, node, y, rng)
+        counts, law = _completed_counts(chain, tree, tok, states, node, y, rng)
+        p_value = _p_value(counts, law)
         acc = tree.depth[node].astype(float)
         L = tree.max_depth + 1
         exact = {ref: float(tree_round_law(chain, tree, ref)[0] @ np.arange(L)) for ref in refs}
@@ -269,9 +315,16 @@ def check_tree_verifier(
             "reference_accepted": exact,
             **opt,
         }
-        row["passed"] = law_ok and not any(row.get(c) for c in TREE_CHECKS[1:])
+        if lossy:
+            tv, lo, hi, n = measured_tv(counts, law, a_i)
+            row["lossy"], row["loss_tv"], row["loss_interval"] = True, tv, (lo, hi)
+            row["loss"] = (
+                f"measured TV of the first {tree.max_depth + 1} tokens from the target {tv:.4f} "
+                f"(in [{lo:.4f}, {hi:.4f}] w.p. >= 1 - {a_i:.2g}, n = {n}; no exact law to compare)"
+            )
+        row["passed"] = not _row_failures(row)
         rows.append(row)
-    return TreeReport(all(r["passed"] for r in rows), rows)
+    return TreeReport(all(r["passed"] for r in rows), rows, bool(lossy))
 
 
 def assert_tree_verifier_lossless(

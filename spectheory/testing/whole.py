@@ -24,7 +24,9 @@ logits with the ``temperature``, ``top_k`` and ``top_p`` the user declares (the 
 HuggingFace's warpers: temperature, then top-k, then top-p). Checks: ``runs_without_error``,
 ``output_format``, ``zero_probability`` (no token outside the processed target's support),
 ``forced_uniforms``, ``determinism``, ``first_token_law``, ``position_laws``,
-``sequence_law``; no efficiency check (the kit cannot see which tokens were accepted).
+``sequence_law``; no efficiency check (the kit cannot see which tokens were accepted). A sampler
+that declares ``lossless = False`` (or ``lossy=True``) is reported lossy, not failed: the law
+failures become notes and ``loss`` states the measured TV of its output from the target.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from .._typing import RNGLike
 from ._catalog import CHECKS, SAMPLED_ONLY
 from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
 from ._plan import _instances, _name
-from ._verdicts import randomness_findings, severity
+from ._verdicts import declare_lossy, measured_tv, randomness_findings, severity
 from .instances import FAMILIES, Instance, constant_uniform_rng
 from .randomness import kit_randomness
 from .report import Finding, Report, summarise
@@ -102,13 +104,14 @@ def check_sampler(
     vocab_sizes: Sequence[int] = (3, 5),
     gammas: Sequence[int] = (1, 3),
     n_samples: int = 20_000,
-    seed: RNGLike = 0,
+    rng: RNGLike = 0,
     families: Sequence[str] | None = None,
     alpha: float = 1e-4,
     instances: Sequence[Instance] | None = None,
     progress: bool | None = None,
     torch_random: bool | None = None,
     target_calls: int | None = None,
+    lossy: bool | None = None,
 ) -> Report:
     r"""Check a whole speculative sampler (drafting included) against the processed target law.
 
@@ -121,7 +124,7 @@ def check_sampler(
         only, to the draft's); defines the law the output must follow. ``temperature=0`` is
         greedy decoding: the output must be the target's argmax path (checked exactly by
         ``zero_probability``, any argmax of a tie; the law tests are not run).
-    vocab_sizes, gammas, n_samples, seed, families, alpha, instances, progress, torch_random
+    vocab_sizes, gammas, n_samples, rng, families, alpha, instances, progress, torch_random
         As in :func:`~spectheory.testing.check_verifier`.
     target_calls : int, optional
         The multi-call protocol: the most target calls a round may make (speculative decoding:
@@ -131,6 +134,14 @@ def check_sampler(
         this for each call. ``target_calls``
         reports the calls per round (a note when above 1), and fails the rounds above this
         budget when one is given.
+    lossy : bool, optional
+        Treat the sampler as lossy on purpose: the law tests still run, but their failures
+        become notes, and ``loss`` states per instance the *measured* TV of the first tokens
+        (completed by the target) from the processed target law, with the interval of
+        :func:`~spectheory.testing._verdicts.measured_tv` (the kit sees no law of the
+        sampler's own to compute an exact loss from). ``None`` (the default): what the sampler
+        declares, ``not sampler.lossless`` (lossless when it has no such attribute);
+        ``False``: the strict judgment. Not with ``temperature=0``.
 
     Returns
     -------
@@ -152,6 +163,11 @@ def check_sampler(
     if not (np.isfinite(temperature) and temperature >= 0):
         raise ValueError(f"temperature: must be finite and >= 0, got {temperature}")
     greedy = temperature == 0
+    if lossy is None:
+        lossy = getattr(sampler, "lossless", True) is False
+    if lossy not in (True, False):
+        raise ValueError(f"lossy: expected None, True or False, got {lossy!r}")
+    lossy = lossy and not greedy  # temperature 0: the argmax path is checked exactly
     if top_k is not None:
         top_k = check_int(top_k, "top_k", 1)
     if target_calls is not None:
@@ -162,10 +178,11 @@ def check_sampler(
     alpha = float(check_prob(alpha, "alpha", open_low=True, open_high=True))
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
     gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
-    insts, base = _instances(vocab_sizes, gammas, families, instances, seed)
+    insts, base = _instances(vocab_sizes, gammas, families, instances, rng)
     M = 0 if greedy else sum(inst.k + 2 for inst in insts)
     a_i = alpha / max(M, 1)
-    found: dict[str, list[Finding]] = {name: [] for name in SAMPLER_CHECKS}
+    names = SAMPLER_CHECKS + ["loss"] if lossy else SAMPLER_CHECKS
+    found: dict[str, list[Finding]] = {name: [] for name in names}
     routed = torch_random is True or (torch_random is None and "torch" in sys.modules)
     for inst, ss in tqdm(
         list(zip(insts, base.spawn(len(insts)))),
@@ -187,19 +204,21 @@ def check_sampler(
         _check(sampler, inst, law, ss, n_samples, a_i, found, torch_random, greedy, target_calls)
     checks = [
         summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
-        for name in SAMPLER_CHECKS
+        for name in names
         if not (greedy and name in SAMPLED_ONLY)
     ]
+    if lossy:
+        checks = declare_lossy(checks, found)
     config = {
         "vocab_sizes": list(vocab_sizes),
         "gammas": list(gammas),
         "n_samples": n_samples,
-        "seed": seed if np.isscalar(seed) else str(seed),
+        "rng": rng if np.isscalar(rng) else str(rng),
         "families": list(FAMILIES) if families is None else list(families),
         "n_instances": len(insts),
         "instances": [i.name for i in insts],
         "torch_random": routed,
-        "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p},
+        "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p, "lossy": lossy},
     }
     return Report(_name(sampler), checks, config, M, alpha)
 
@@ -325,6 +344,18 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
     res = chi2_test(counts, seq, a_i)
     ex = "" if res.passed else f"first {Ls} tokens\n" + cells(counts, seq, V, Ls) + "\n" + _example(law)
     found["sequence_law"].append(Finding.of_test(inst.name, res, ex, size))
+    if "loss" in found:  # declared lossy: measured, not judged
+        tv, lo, hi, m = measured_tv(counts, seq, a_i)
+        found["loss"].append(
+            Finding(
+                inst.name,
+                True,
+                tv,
+                summary=f"measured TV of the first {Ls} tokens from the processed target {tv:.4f} "
+                f"(in [{lo:.4f}, {hi:.4f}] w.p. >= 1 - {a_i:.2g}, n = {m}; no exact law to compare)",
+                size=size,
+            )
+        )
 
 
 def _calls_finding(

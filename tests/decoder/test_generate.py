@@ -121,7 +121,7 @@ def test_a_round_kind_defined_in_a_test_file_runs_in_the_decoder_and_the_kit(pai
     assert rnd.tags().decoder and rnd.tags().kit and not rnd.tags().exact
     got = generate(t, d, PROMPTS, N_NEW, rnd, seed=6, temperature=0.9)
     same(got, speculative_generate(t, d, PROMPTS, N_NEW, 2, verifier="block", seed=6, temperature=0.9))
-    rep = check_round(rnd, n_samples=2000, seed=0, efficiency=False)
+    rep = check_round(rnd, n_samples=2000, rng=0, efficiency=False)
     assert rep.passed and "block" in rep.verifier
 
 

@@ -29,17 +29,17 @@ class AcceptAll(TokenVerifier):
 
 @pytest.mark.parametrize("verifier", ["token", "block"])
 def test_path_round_passes(verifier):
-    rep = check_round(st.PathRound(2, verifier), n_samples=2000, seed=0, efficiency=False)
+    rep = check_round(st.PathRound(2, verifier), n_samples=2000, rng=0, efficiency=False)
     assert isinstance(rep, Report) and rep.passed
 
 
 def test_broken_path_verifier_fails():
-    rep = check_round(st.PathRound(2, AcceptAll()), n_samples=2000, seed=0, efficiency=False)
+    rep = check_round(st.PathRound(2, AcceptAll()), n_samples=2000, rng=0, efficiency=False)
     assert not rep.passed
 
 
 def test_policy_round_checks_token_verification():
-    rep = check_round(PolicyRound(FixedGamma(3)), n_samples=2000, seed=1, efficiency=False)
+    rep = check_round(PolicyRound(FixedGamma(3)), n_samples=2000, rng=1, efficiency=False)
     assert rep.passed
 
 

@@ -22,7 +22,7 @@ from spectheory.testing.exact_loss import exact_output_tv
 from spectheory.verifiers import Verifier
 from spectheory.verifiers.round_laws import ratio_step, stepwise_round_law
 
-KIT = dict(n_samples=4000, seed=3, vocab_sizes=(3,), gammas=(2,), efficiency=False, progress=False)
+KIT = dict(n_samples=4000, rng=3, vocab_sizes=(3,), gammas=(2,), efficiency=False, progress=False)
 
 
 def _sqrt(ratio):
@@ -128,7 +128,7 @@ def test_claimed_vs_exact_settles_the_new_rule():
 def _instances(report):
     from spectheory.testing._plan import _plan
 
-    insts, _ = _plan(KIT["vocab_sizes"], KIT["gammas"], report.config["families"], KIT["seed"])
+    insts, _ = _plan(KIT["vocab_sizes"], KIT["gammas"], report.config["families"], KIT["rng"])
     return insts
 
 
@@ -139,10 +139,10 @@ def test_a_sampler_that_is_not_a_verifier_may_declare_it_too():
         return longest_joint_ratio_prefix(*args)
 
     verify.lossless = False
-    report = check_verifier(verify, n_samples=500, seed=0, progress=False)
+    report = check_verifier(verify, n_samples=500, rng=0, progress=False)
     assert report.config["protocol"]["lossy"] is True  # no round law: a Monte Carlo estimate
     assert "loss" in [c.name for c in report.checks] and report.lossless_passed
     assert (
-        check_verifier(verify, n_samples=500, seed=0, progress=False, lossy=False).config["protocol"]["lossy"]
+        check_verifier(verify, n_samples=500, rng=0, progress=False, lossy=False).config["protocol"]["lossy"]
         is False
     )

@@ -38,14 +38,14 @@ GALLERY_SAMPLES = 2000
 # --------------------------------------------------------------------------- correct verifiers
 def test_reference_verify_passes_kit():
     report = check_verifier(
-        reference_verify, n_samples=1500, seed=11
+        reference_verify, n_samples=1500, rng=11
     )  # per round: the token Verifier rule, 1 row a call
     assert report.passed, str(report)
     assert report.n_tests > 30
 
 
 def test_reference_batch_passes_full_default_kit():
-    report = assert_verifier_lossless(as_batched(reference_verify_batch), seed=12)
+    report = assert_verifier_lossless(as_batched(reference_verify_batch), rng=12)
     assert report.config["n_samples"] == 20_000
 
 
@@ -56,7 +56,7 @@ def test_package_samplers_pass_kit(module, fn):
     import importlib
 
     verify_round = getattr(importlib.import_module(module), fn).verify_round
-    report = check_verifier(from_round_verifier(verify_round), seed=13)
+    report = check_verifier(from_round_verifier(verify_round), rng=13)
     assert report.passed, str(report)
 
 
@@ -126,7 +126,7 @@ def test_power_search_smoke():
 @pytest.mark.parametrize("name", sorted(GALLERY))
 def test_gallery_bug_is_flagged(name):
     verify, desc, must_fail = GALLERY[name]
-    report = check_verifier(verify, n_samples=GALLERY_SAMPLES, seed=7)
+    report = check_verifier(verify, n_samples=GALLERY_SAMPLES, rng=7)
     assert not report.passed, f"{name} ({desc}) was not flagged:\n{report}"
     for check in must_fail:
         assert check in report.failed, f"{name}: expected {check} to fail, failed {report.failed}"
@@ -134,8 +134,8 @@ def test_gallery_bug_is_flagged(name):
     if name == "wasteful_lossless":  # lossless: only the efficiency checks may flag it
         assert report.lossless_passed, str(report)
         with pytest.raises(AssertionError):
-            assert_verifier_optimal(verify, n_samples=GALLERY_SAMPLES, seed=7)
-        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=7)  # losslessness only
+            assert_verifier_optimal(verify, n_samples=GALLERY_SAMPLES, rng=7)
+        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, rng=7)  # losslessness only
 
 
 def test_gallery_has_ten_bug_classes():
@@ -145,21 +145,21 @@ def test_gallery_has_ten_bug_classes():
 def test_assert_raises_with_readable_report():
     verify = GALLERY["resample_from_target"][0]
     with pytest.raises(AssertionError) as info:
-        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, seed=3)
+        assert_verifier_lossless(verify, n_samples=GALLERY_SAMPLES, rng=3)
     text = str(info.value)
     assert "FAIL] first_token_law" in text and "minimal failing instance" in text
     assert "target[0]" in text and "Bonferroni" in text
 
 
 def test_minimal_failing_instance_reproduces_exact_failure():
-    report = check_verifier(GALLERY["leq_accepts_zero"][0], n_samples=500, seed=0)
+    report = check_verifier(GALLERY["leq_accepts_zero"][0], n_samples=500, rng=0)
     inst = report["forced_uniforms"].failing_instance
     assert "constant_uniform_rng('low')" in inst
 
 
 def test_report_is_deterministic_in_seed():
-    a = check_verifier(GALLERY["shared_uniform"][0], n_samples=1000, seed=5).to_dict()
-    b = check_verifier(GALLERY["shared_uniform"][0], n_samples=1000, seed=5).to_dict()
+    a = check_verifier(GALLERY["shared_uniform"][0], n_samples=1000, rng=5).to_dict()
+    b = check_verifier(GALLERY["shared_uniform"][0], n_samples=1000, rng=5).to_dict()
     assert a == b
 
 
@@ -336,9 +336,9 @@ def test_kit_reports_crash_and_malformed_output():
     def wrong_shape(t, d, x, rng):
         return np.zeros((1, 1), dtype=int)
 
-    r = check_verifier(crashes, n_samples=50, seed=0)
+    r = check_verifier(crashes, n_samples=50, rng=0)
     assert "runs_without_error" in r.failed and "boom" in r["runs_without_error"].statistic
-    r = check_verifier(wrong_shape, n_samples=50, seed=0)
+    r = check_verifier(wrong_shape, n_samples=50, rng=0)
     assert "output_format" in r.failed
 
 
@@ -347,7 +347,7 @@ def test_torch_adapter():
     torch = pytest.importorskip("torch")
     from spectheory.testing.torch_adapter import from_torch_sampler, torch_reference_sampler
 
-    assert check_verifier(from_torch_sampler(torch_reference_sampler), n_samples=5000, seed=1).passed
+    assert check_verifier(from_torch_sampler(torch_reference_sampler), n_samples=5000, rng=1).passed
 
     def vllm_like(target, bonus_ids, draft, ids, gen, pad=999):  # engine pads with 999, bonus given
         out = torch_reference_sampler(target, draft, ids, gen)
@@ -357,14 +357,14 @@ def test_torch_adapter():
         return torch.where(out == -1, torch.full_like(out, pad), out)
 
     v = from_torch_sampler(vllm_like, signature="bonus_ids", pad_value=999)
-    assert check_verifier(v, n_samples=5000, seed=2).passed
+    assert check_verifier(v, n_samples=5000, rng=2).passed
     out = v(np.full((3, 4), 0.25), np.full((2, 4), 0.25), np.array([1, 2]), rng=0)
     assert out.tolist()[:2] == [1, 2] and len(out) == 3
 
     def bonus_from_draft(target, draft, ids, gen):  # the same bug class, in torch
         return torch_reference_sampler(torch.cat([target[:, :-1], draft[:, -1:]], 1), draft, ids, gen)
 
-    r = check_verifier(from_torch_sampler(bonus_from_draft), n_samples=5000, seed=3)
+    r = check_verifier(from_torch_sampler(bonus_from_draft), n_samples=5000, rng=3)
     assert not r.passed
 
     def counts(target, draft, ids, gen):
@@ -372,7 +372,7 @@ def test_torch_adapter():
         return out.clamp_min(0), (out != -1).sum(1) - 1
 
     assert check_verifier(
-        from_torch_sampler(counts, output="tokens_and_num_accepted"), n_samples=3000, seed=4
+        from_torch_sampler(counts, output="tokens_and_num_accepted"), n_samples=3000, rng=4
     ).passed
     with pytest.raises(ValueError, match="output"):
         from_torch_sampler(counts, output="nope")

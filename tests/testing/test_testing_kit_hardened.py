@@ -24,7 +24,7 @@ SAMPLES = {"longest_joint_ratio_prefix": 1000}
 @pytest.mark.parametrize("name", available())
 def test_engine_bug_verdicts(name):
     verify, desc, must_fail, must_note, opts = ENGINE_BUGS[name]
-    report = check_verifier(verify, n_samples=SAMPLES.get(name, 50), seed=7, progress=False, **opts)
+    report = check_verifier(verify, n_samples=SAMPLES.get(name, 50), rng=7, progress=False, **opts)
     for check in must_fail:
         assert check in report.failed, f"{name} ({desc}): {check} did not fail\n{report}"
     for check in must_note:
@@ -35,7 +35,7 @@ def test_engine_bug_verdicts(name):
 
 
 def test_bfloat16_leq_states_its_rate():
-    report = check_verifier(ENGINE_BUGS["leq_bfloat16_torch"][0], n_samples=50, seed=7, progress=False)
+    report = check_verifier(ENGINE_BUGS["leq_bfloat16_torch"][0], n_samples=50, rng=7, progress=False)
     stat = report["forced_uniforms"].statistic
     assert "P(u = 0) = 2^-9 per bfloat16 draw" in stat and "wrong tokens per million" in stat
 
@@ -44,7 +44,7 @@ def test_float32_leq_states_a_tiny_rate():
     pytest.importorskip("torch")
     from spectheory.testing.gallery_field import FIELD_BUGS
 
-    report = check_verifier(FIELD_BUGS["leq_float32_torch"][0], n_samples=50, seed=7, progress=False)
+    report = check_verifier(FIELD_BUGS["leq_float32_torch"][0], n_samples=50, rng=7, progress=False)
     assert "2^-24 per float32 draw" in report["forced_uniforms"].statistic
 
 
@@ -61,7 +61,7 @@ def test_references_get_none_of_the_new_verdicts(which):
         from spectheory.testing.torch_adapter import from_torch_sampler, torch_reference_sampler
 
         verify = from_torch_sampler(torch_reference_sampler)
-    report = check_verifier(verify, n_samples=2000, seed=21, progress=False)
+    report = check_verifier(verify, n_samples=2000, rng=21, progress=False)
     assert report.passed and not report.notes, str(report)
     assert all(report[c].passed for c in NEW)
 
@@ -74,9 +74,9 @@ def test_whole_sampler_reseeding_is_flagged():
         torch.manual_seed(0)  # BUG: the same stream every round
         return good(target_model, draft_model, prefix, k, np.random.default_rng(int(torch.randint(9, (1,)))))
 
-    report = check_sampler(reseeding, n_samples=50, seed=0, progress=False)
+    report = check_sampler(reseeding, n_samples=50, rng=0, progress=False)
     assert "reseeding" in report.failed
-    assert check_sampler(good, n_samples=50, seed=0, progress=False)["reseeding"].passed
+    assert check_sampler(good, n_samples=50, rng=0, progress=False)["reseeding"].passed
 
 
 def test_python_random_is_routed_seeded_and_restored():
@@ -152,11 +152,11 @@ def test_detectable_tv_matches_simulation(scale, lo, hi):
 
 
 def test_report_states_detectable_effects():
-    report = check_verifier(as_batched(reference_verify_batch), n_samples=200, seed=0, progress=False)
+    report = check_verifier(as_batched(reference_verify_batch), n_samples=200, rng=0, progress=False)
     assert report["first_token_law"].detectable.startswith("TV >= ")
     assert "detects: TV >=" in str(report)
     small = float(report["first_token_law"].detectable.split()[2])
-    big = check_verifier(as_batched(reference_verify_batch), n_samples=800, seed=0, progress=False)
+    big = check_verifier(as_batched(reference_verify_batch), n_samples=800, rng=0, progress=False)
     assert float(big["first_token_law"].detectable.split()[2]) == pytest.approx(small / 2, rel=0.05)
 
 
@@ -164,13 +164,13 @@ def test_report_states_detectable_effects():
 def test_greedy_protocol_passes_greedy_and_flags_sampling():
     from spectheory.testing.gallery_engines import greedy_verify
 
-    assert check_verifier(greedy_verify, n_samples=200, seed=0, greedy=True, progress=False).passed
+    assert check_verifier(greedy_verify, n_samples=200, rng=0, greedy=True, progress=False).passed
     report = check_verifier(
-        reference_verify_batch_verifier(), n_samples=50, seed=0, greedy=True, progress=False
+        reference_verify_batch_verifier(), n_samples=50, rng=0, greedy=True, progress=False
     )
     assert "zero_probability" in report.failed and "first_token_law" not in [c.name for c in report.checks]
     lazy = ENGINE_BUGS["greedy_stops_early"][0]
-    report = check_verifier(lazy, n_samples=50, seed=0, greedy=True, progress=False)
+    report = check_verifier(lazy, n_samples=50, rng=0, greedy=True, progress=False)
     assert report.lossless_passed and report.failed == ["greedy_acceptance"]
     with pytest.raises(ValueError, match="greedy"):
         check_verifier(greedy_verify, greedy="yes")
@@ -198,17 +198,17 @@ def _greedy_sampler(sample_bonus):
 
 
 def test_check_sampler_at_temperature_zero():
-    assert check_sampler(_greedy_sampler(False), temperature=0, n_samples=50, seed=0, progress=False).passed
-    report = check_sampler(_greedy_sampler(True), temperature=0, n_samples=50, seed=0, progress=False)
+    assert check_sampler(_greedy_sampler(False), temperature=0, n_samples=50, rng=0, progress=False).passed
+    report = check_sampler(_greedy_sampler(True), temperature=0, n_samples=50, rng=0, progress=False)
     assert "zero_probability" in report.failed
-    assert not check_sampler(make_sampler(), temperature=0, n_samples=50, seed=0, progress=False).passed
+    assert not check_sampler(make_sampler(), temperature=0, n_samples=50, rng=0, progress=False).passed
 
 
 # ------------------------------------------------------------------------ declared lossy
 def test_declared_lossy_rule_is_measured_not_failed():
     from spectheory.testing.gallery_engines import longest_joint_ratio_prefix
 
-    report = check_verifier(longest_joint_ratio_prefix, n_samples=2000, seed=0, lossy=True, progress=False)
+    report = check_verifier(longest_joint_ratio_prefix, n_samples=2000, rng=0, lossy=True, progress=False)
     assert report.passed and "loss" in report.notes, str(report)
     assert "declared lossy" in report.notes["sequence_law"]
     rows = {f.instance: f for f in report["loss"].findings}
@@ -216,7 +216,7 @@ def test_declared_lossy_rule_is_measured_not_failed():
     assert "beyond block verification" in one_hots
     lo = float(one_hots.split("(in [")[1].split(",")[0])
     assert lo > 0.05  # its TV interval excludes 0: the loss is proved, and sized
-    lossless = check_verifier(as_batched(reference_verify_batch), n_samples=2000, seed=0, lossy=True)
+    lossless = check_verifier(as_batched(reference_verify_batch), n_samples=2000, rng=0, lossy=True)
     for f in lossless["loss"].findings:  # a lossless rule: every interval contains 0
         assert f.summary.split("(in [")[1].startswith("0.0000")
     with pytest.raises(ValueError, match="lossy"):
@@ -231,11 +231,11 @@ def test_target_calls_are_counted_and_budgeted():
         target_model(np.asarray(prefix))  # a second target call inside the round
         return good(target_model, draft_model, prefix, k, rng)
 
-    report = check_sampler(good, n_samples=50, seed=0, target_calls=1, progress=False)
+    report = check_sampler(good, n_samples=50, rng=0, target_calls=1, progress=False)
     assert report.passed and "target_calls" not in report.notes
-    noted = check_sampler(twice, n_samples=50, seed=0, progress=False)
+    noted = check_sampler(twice, n_samples=50, rng=0, progress=False)
     assert noted.passed and "target called 2 times a round" in noted.notes["target_calls"]
-    flagged = check_sampler(twice, n_samples=50, seed=0, target_calls=1, progress=False)
+    flagged = check_sampler(twice, n_samples=50, rng=0, target_calls=1, progress=False)
     assert flagged.failed == ["target_calls"]
 
 
@@ -245,13 +245,13 @@ FAMS = ["sharper_draft", "flatter_draft", "markov"]
 
 def test_temperature_on_one_side_is_flagged_at_1000_samples():
     bug = make_sampler(temperature=0.5, bug="temperature_one_side")
-    report = check_sampler(bug, temperature=0.5, n_samples=1000, seed=0, families=FAMS, progress=False)
+    report = check_sampler(bug, temperature=0.5, n_samples=1000, rng=0, families=FAMS, progress=False)
     assert "first_token_law" in report.failed
     good = make_sampler(temperature=0.5)
-    assert check_sampler(good, temperature=0.5, n_samples=1000, seed=0, families=FAMS, progress=False).passed
+    assert check_sampler(good, temperature=0.5, n_samples=1000, rng=0, families=FAMS, progress=False).passed
 
 
 @pytest.mark.slow
 def test_temperature_on_one_side_is_flagged_at_the_default_size():
     bug = make_sampler(temperature=0.5, bug="temperature_one_side")
-    assert not check_sampler(bug, temperature=0.5, seed=0, progress=False).passed
+    assert not check_sampler(bug, temperature=0.5, rng=0, progress=False).passed

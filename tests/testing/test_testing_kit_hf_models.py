@@ -41,7 +41,7 @@ def test_hf_adapter_passes_tensor_flags_and_reads_three_values():
         )
         return valid, torch.tensor(n), None  # a fork's (tokens, n_matches, probs)
 
-    assert check_verifier(hf_speculative_sampling(three), n_samples=300, seed=1, families=FEW).passed
+    assert check_verifier(hf_speculative_sampling(three), n_samples=300, rng=1, families=FEW).passed
 
     def python_flags(candidate_input_ids, candidate_logits, candidate_length, new_logits, is_done_candidate):
         assert is_done_candidate is False
@@ -54,7 +54,7 @@ def test_hf_adapter_passes_tensor_flags_and_reads_three_values():
         )[0]  # the tokens alone
 
     verify = hf_speculative_sampling(python_flags, flags="python")
-    assert check_verifier(verify, n_samples=300, seed=1, families=FEW).passed
+    assert check_verifier(verify, n_samples=300, rng=1, families=FEW).passed
     with pytest.raises(ValueError, match="flags"):
         hf_speculative_sampling(_strict, flags="bool")
 
@@ -66,7 +66,7 @@ def test_hf_adapter_flags_inconsistent_n_matches_and_passes_kwargs():
         )
         return valid, n + 1
 
-    report = check_verifier(hf_speculative_sampling(off_by_one), n_samples=100, seed=2, families=FEW)
+    report = check_verifier(hf_speculative_sampling(off_by_one), n_samples=100, rng=2, families=FEW)
     assert report.failed[0] == "runs_without_error" and "n_matches" in str(report)
 
     seen = []
@@ -93,7 +93,7 @@ def test_model_stub_has_the_hf_call_convention():
 
 
 def test_several_rounds_reach_a_stale_context_bug():
-    kw = dict(n_samples=400, seed=3, families=["markov", "zeros"], gammas=(2,))
+    kw = dict(n_samples=400, rng=3, families=["markov", "zeros"], gammas=(2,))
     one = check_sampler(from_hf_sampler(stale_context_round), **kw)
     assert one.passed  # the bug needs a second round
     two = check_sampler(from_hf_sampler(stale_context_round, rounds=2), **kw)
@@ -107,7 +107,7 @@ def test_target_calls_counted_per_round_through_the_stubs():
         target_model(input_ids)  # an extra target call inside the round
         return hf_style_round(target_model, draft_model, input_ids, k)
 
-    kw = dict(n_samples=100, seed=4, families=["equal"], gammas=(1,))
+    kw = dict(n_samples=100, rng=4, families=["equal"], gammas=(1,))
     report = check_sampler(from_hf_sampler(two_calls, rounds=2), target_calls=1, **kw)
     assert report.failed == ["target_calls"] and "2 rounds a call" in str(report)
     assert check_sampler(from_hf_sampler(two_calls, rounds=2), target_calls=2, **kw).passed

@@ -52,14 +52,14 @@ def test_output_law_is_a_law_and_lossy_rules_are_sized():
 
 
 def test_kit_reports_the_exact_tv_and_checks_it_against_the_sampler():
-    report = check_verifier("hsd_listing", lossy=True, n_samples=4000, seed=3)
+    report = check_verifier("hsd_listing", lossy=True, n_samples=4000, rng=3)
     assert report.config["protocol"]["lossy"] == "hsd_listing"
     assert report["loss"].passed and report.lossless_passed, str(report)
     values = [f.statistic for f in report["loss"].findings]
     assert max(values) > 0.005 and min(values) == 0.0
     assert "exact TV of 'hsd_listing'" in report["loss"].note
     # a sampler that is not the named rule: its measured TV excludes the exact one
-    wrong = check_verifier("argmax_soft", lossy="hsd_listing", n_samples=4000, seed=3)
+    wrong = check_verifier("argmax_soft", lossy="hsd_listing", n_samples=4000, rng=3)
     assert not wrong["loss"].passed and "loss" in wrong.failed
     assert "the sampler is not 'hsd_listing'" in str(wrong["loss"].failing_instance)
 
@@ -67,7 +67,7 @@ def test_kit_reports_the_exact_tv_and_checks_it_against_the_sampler():
 def test_lossy_without_a_closed_form_is_a_monte_carlo_estimate():
     from spectheory.testing.gallery_engines import longest_joint_ratio_prefix
 
-    report = check_verifier(longest_joint_ratio_prefix, lossy=True, n_samples=500, seed=0, progress=False)
+    report = check_verifier(longest_joint_ratio_prefix, lossy=True, n_samples=500, rng=0, progress=False)
     assert report.config["protocol"]["lossy"] is True
     assert all("exact TV" not in f.summary for f in report["loss"].findings)
     assert all(np.isfinite(f.statistic) for f in report["loss"].findings)

@@ -38,7 +38,7 @@ def test_the_sample_size_has_power_essentially_one():
 
 
 def test_kit_flags_naive_hsd_and_counts_its_target_calls():
-    report = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=N, seed=0)
+    report = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=N, rng=0)
     assert "sequence_law" in report.failed
     outcomes = list(_outcomes(*SUN, 2, 3, ()))
     mean = sum(w * c for _, w, c, _ in outcomes)
@@ -47,24 +47,24 @@ def test_kit_flags_naive_hsd_and_counts_its_target_calls():
     note = report.notes["target_calls"]
     got, most = re.search(r"called ([\d.]+) times a round on average \(at most (\d+)\)", note).groups()
     assert abs(float(got) - float(mean)) < 5 * sd / np.sqrt(N) + 0.005 and most == "3"  # 3 digits shown
-    over = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=200, seed=0, target_calls=1)
+    over = check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=200, rng=0, target_calls=1)
     assert "target_calls" in over.failed  # a declared budget of one call a round fails
     assert (
         "target_calls"
-        not in check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=200, seed=0, target_calls=3).failed
+        not in check_sampler(hsd_sampler(), instances=[SUN_K3], n_samples=200, rng=0, target_calls=3).failed
     )
 
 
 def test_kit_passes_the_lossless_hsd_on_the_same_instance():
     """The paper's equations (``"hsd"``, block verification), one call a round: no false alarm."""
-    report = check_sampler(hsd_sampler("hsd", forward=False), instances=[SUN_K3], n_samples=N, seed=0)
+    report = check_sampler(hsd_sampler("hsd", forward=False), instances=[SUN_K3], n_samples=N, rng=0)
     assert report.passed and "target_calls" not in report.notes
 
 
 @pytest.mark.slow
 def test_kit_flags_the_clever_listing_with_one_call_a_round():
     """The authors' "HSD (clever)" is the single-call listing: biased too (Theorem 2), one call."""
-    report = check_sampler(hsd_sampler(forward=False), instances=[SUN_K3], n_samples=N, seed=0)
+    report = check_sampler(hsd_sampler(forward=False), instances=[SUN_K3], n_samples=N, rng=0)
     assert "sequence_law" in report.failed and "target_calls" not in report.notes
 
 

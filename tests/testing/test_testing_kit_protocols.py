@@ -34,16 +34,16 @@ def no_bonus(target_probs, draft_probs, draft_tokens, rng):
 
 # ------------------------------------------------------------------------------ protocols
 def test_bonus_off_is_judged_by_its_own_protocol():
-    report = check_verifier(no_bonus, n_samples=N, seed=1, bonus=False, families=FEW)
+    report = check_verifier(no_bonus, n_samples=N, rng=1, bonus=False, families=FEW)
     assert report.passed, str(report)
     # read as a bonus-on sampler, the last accepted draft looks like a residual token: the
     # efficiency checks misread it (the report from issue 10, "0.000 vs 0.158")
-    misread = check_verifier(no_bonus, n_samples=300, seed=1, families=FEW)
+    misread = check_verifier(no_bonus, n_samples=300, rng=1, families=FEW)
     assert {"acceptance_rate", "mean_accepted"} & set(misread.failed) and misread.lossless_passed
 
 
 def test_bonus_off_rejects_a_bonus_token():
-    report = check_verifier(reference_verify, n_samples=200, seed=2, bonus=False)
+    report = check_verifier(reference_verify, n_samples=200, rng=2, bonus=False)
     assert "output_format" in report.failed
     assert "bonus off" in report["output_format"].statistic
 
@@ -53,20 +53,20 @@ def test_bonus_attribute_of_the_verifier_sets_the_protocol():
         return no_bonus(*a)
 
     verify.bonus = False
-    assert check_verifier(verify, n_samples=500, seed=3).config["protocol"]["bonus"] is False
+    assert check_verifier(verify, n_samples=500, rng=3).config["protocol"]["bonus"] is False
 
 
 def test_stop_token_protocol_passes_a_stop_aware_verifier_and_its_optimum():
-    report = assert_verifier_optimal(stop_aware, n_samples=N, seed=4, stop_token=STOP_TOKEN, families=FEW)
+    report = assert_verifier_optimal(stop_aware, n_samples=N, rng=4, stop_token=STOP_TOKEN, families=FEW)
     assert report.config["protocol"]["stop_token"] == STOP_TOKEN
 
 
 def test_bonus_after_stop_is_flagged_exactly():
-    report = check_verifier(FIELD_BUGS["bonus_after_stop"][0], n_samples=300, seed=5, stop_token=STOP_TOKEN)
+    report = check_verifier(FIELD_BUGS["bonus_after_stop"][0], n_samples=300, rng=5, stop_token=STOP_TOKEN)
     assert "output_format" in report.failed
     assert "after an accepted stop token" in report["output_format"].statistic
     # without the stop protocol the same sampler is a correct standard verifier
-    assert check_verifier(FIELD_BUGS["bonus_after_stop"][0], n_samples=N, seed=5, families=FEW).passed
+    assert check_verifier(FIELD_BUGS["bonus_after_stop"][0], n_samples=N, rng=5, families=FEW).passed
 
 
 def test_stop_token_out_of_range():
@@ -92,7 +92,7 @@ def test_accepted_count_law_with_stop_matches_monte_carlo():
 
 
 def test_rows_per_call_and_a_cross_row_bug():
-    assert check_verifier(as_batched(reference_verify_batch), n_samples=N, seed=6, rows_per_call=7).passed
+    assert check_verifier(as_batched(reference_verify_batch), n_samples=N, rng=6, rows_per_call=7).passed
 
     def batch_min_accepted(tp, dp, x, rng):
         """Cuts every row at the batch's smallest accepted count (one count for the whole batch)."""
@@ -107,21 +107,21 @@ def test_rows_per_call_and_a_cross_row_bug():
             )
         return cut
 
-    report = check_verifier(as_batched(batch_min_accepted), n_samples=N, seed=6, rows_per_call=8)
+    report = check_verifier(as_batched(batch_min_accepted), n_samples=N, rng=6, rows_per_call=8)
     assert not report.lossless_passed
 
 
 # ----------------------------------------------------------------------- report wording
 def test_assert_lossless_ignores_efficiency_and_optimal_does_not():
     wasteful = GALLERY["wasteful_lossless"][0]
-    report = assert_verifier_lossless(wasteful, n_samples=N, seed=8, families=FEW)
+    report = assert_verifier_lossless(wasteful, n_samples=N, rng=8, families=FEW)
     assert all(c.kind != "efficiency" for c in report.checks)
     with pytest.raises(AssertionError, match="acceptance_rate"):
-        assert_verifier_optimal(wasteful, n_samples=N, seed=8, families=FEW)
+        assert_verifier_optimal(wasteful, n_samples=N, rng=8, families=FEW)
 
 
 def test_report_counts_instances_and_findings_apart():
-    report = check_verifier(GALLERY["residual_wrong_sign"][0], n_samples=500, seed=9)
+    report = check_verifier(GALLERY["residual_wrong_sign"][0], n_samples=500, rng=9)
     stat = report["zero_probability"].statistic
     assert "of 9 instances violate it (" in stat and "findings)" in stat
     assert "tests fail on" in report["first_token_law"].statistic
@@ -133,7 +133,7 @@ def test_report_counts_instances_and_findings_apart():
 @pytest.mark.parametrize("name", ["renormalise_with_softmax", "bonus_after_stop"])
 def test_field_bug_flagged(name):
     verify, desc, must_fail, reported_by, opts = FIELD_BUGS[name]
-    report = check_verifier(verify, n_samples=N, seed=10, **opts)
+    report = check_verifier(verify, n_samples=N, rng=10, **opts)
     for check in must_fail:
         assert check in report.failed, f"{name}: {report.failed}"
     assert reported_by
@@ -162,17 +162,17 @@ def test_toy_model_rows_follow_the_laws():
 
 @pytest.mark.parametrize("opts", [{}, {"top_k": 2}, {"temperature": 0.7, "top_p": 0.8}])
 def test_correct_sampler_passes(opts):
-    assert_sampler_lossless(make_sampler(**opts), n_samples=300, seed=13, families=FEW, **opts)
+    assert_sampler_lossless(make_sampler(**opts), n_samples=300, rng=13, families=FEW, **opts)
 
 
 def test_correct_greedy_sampler_passes():
-    assert check_sampler(make_sampler(greedy=True), n_samples=300, seed=14, families=FEW).passed
+    assert check_sampler(make_sampler(greedy=True), n_samples=300, rng=14, families=FEW).passed
 
 
 @pytest.mark.parametrize("name", sorted(SAMPLER_BUGS))
 def test_sampler_field_bug_flagged(name):
     sampler, desc, must_fail, reported_by, opts = SAMPLER_BUGS[name]
-    report = check_sampler(sampler, n_samples=NS, seed=15, **opts)
+    report = check_sampler(sampler, n_samples=NS, rng=15, **opts)
     flagged = [c for c in must_fail if c in report.failed]  # flagged by at least one of them
     assert flagged, f"{name}: {report.failed}"
     assert report[flagged[0]].failing_instance

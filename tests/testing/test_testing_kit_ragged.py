@@ -36,7 +36,7 @@ def first_row_temperature(tl, dl, x, lengths, temps, rng):
 
 
 def test_reference_passes_with_per_row_verdicts():
-    report = check_ragged_batch(reference_ragged_sampler, n_samples=N, seed=1)
+    report = check_ragged_batch(reference_ragged_sampler, n_samples=N, rng=1)
     assert report.passed, str(report)
     rows = report.config["rows"]
     assert [r["row"] for r in rows] == [0, 1, 3, 4]  # row 2 is padding
@@ -47,14 +47,14 @@ def test_reference_passes_with_per_row_verdicts():
 
 
 def test_greedy_row_leaking_a_sampled_draw_is_caught_on_the_greedy_row_only():
-    report = check_ragged_batch(greedy_row_sampled, n_samples=N, seed=2)
+    report = check_ragged_batch(greedy_row_sampled, n_samples=N, rng=2)
     rows = _rows(report)
     assert not rows[1]["passed"] and "zero_probability" in rows[1]["failed"]
     assert all(rows[b]["passed"] for b in (0, 3, 4)), str(report)
 
 
 def test_padding_read_as_drafts_fails_the_short_rows():
-    report = check_ragged_batch(padding_read_as_drafts, n_samples=N, seed=3)
+    report = check_ragged_batch(padding_read_as_drafts, n_samples=N, rng=3)
     rows = _rows(report)
     assert "output_format" in rows[0]["failed"] and "output_format" in rows[3]["failed"]
     assert "into padding" in report["output_format"].statistic or "past" in str(report)
@@ -62,7 +62,7 @@ def test_padding_read_as_drafts_fails_the_short_rows():
 
 
 def test_batch_wide_temperature_is_caught():
-    report = check_ragged_batch(first_row_temperature, n_samples=N, seed=4)
+    report = check_ragged_batch(first_row_temperature, n_samples=N, rng=4)
     rows = _rows(report)
     assert not report.passed
     assert rows[0]["passed"]  # the first row's own temperature is right
@@ -75,7 +75,7 @@ def test_greedy_first_row_makes_sampled_rows_greedy():
         RaggedRow(make_instance("markov", 4, 2, r), 0.0),
         RaggedRow(make_instance("markov", 4, 3, r), 1.0),
     ]
-    report = check_ragged_batch(first_row_temperature, layout=layout, n_samples=N, seed=5)
+    report = check_ragged_batch(first_row_temperature, layout=layout, n_samples=N, rng=5)
     rows = _rows(report)
     assert rows[0]["passed"] and not rows[1]["passed"]
     assert "sequence_law" in rows[1]["failed"]

@@ -30,11 +30,11 @@ def test_ties_are_exact(seed):
 
 @pytest.mark.parametrize("verify", [reference_verify, "block", "token"])
 def test_references_pass_on_ties(verify):
-    assert check_verifier(verify, families=["ties"], vocab_sizes=(2, 3, 5), n_samples=1000, seed=2).passed
+    assert check_verifier(verify, families=["ties"], vocab_sizes=(2, 3, 5), n_samples=1000, rng=2).passed
 
 
 def test_sequence_level_rule_is_flagged_on_ties():
     report = check_verifier(
-        longest_joint_ratio_prefix, families=["ties"], vocab_sizes=(2, 3), n_samples=1000, seed=2
+        longest_joint_ratio_prefix, families=["ties"], vocab_sizes=(2, 3), n_samples=1000, rng=2
     )
     assert not report.passed

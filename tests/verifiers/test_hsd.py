@@ -124,7 +124,7 @@ def test_monte_carlo_within_5_se():
 
 
 def test_kit_verdicts():
-    kw = dict(n_samples=3000, seed=0, vocab_sizes=(3,), gammas=(2,))
+    kw = dict(n_samples=3000, rng=0, vocab_sizes=(3,), gammas=(2,))
     assert check_verifier("hsd", **kw).passed
     listing = check_verifier("hsd_listing", **kw)  # lossless = False: measured, with its exact TV
     assert listing.passed and "exact TV of 'hsd_listing'" in listing["loss"].note

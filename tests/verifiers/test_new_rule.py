@@ -96,7 +96,7 @@ def test_real_decoder_runs_the_new_rule_losslessly():
 def test_conformance_kit_runs_the_new_rule():
     from spectheory.testing import check_verifier
 
-    report = check_verifier(RULE, n_samples=4000, seed=3, efficiency=False)
+    report = check_verifier(RULE, n_samples=4000, rng=3, efficiency=False)
     assert report.passed, str(report)
 
 

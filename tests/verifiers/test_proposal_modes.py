@@ -182,7 +182,7 @@ def test_exact_match_claim_is_refuted_by_the_smallest_instance():
 
 @pytest.mark.parametrize("mode", ["point_mass", "sample_match", "argmax_onehot", "argmax_soft"])
 def test_kit_verdicts(mode):
-    report = check_verifier(mode, n_samples=3000, seed=0, vocab_sizes=(3,), gammas=(2,))
+    report = check_verifier(mode, n_samples=3000, rng=0, vocab_sizes=(3,), gammas=(2,))
     failed = set(report.failed)
     lossless_checks = {"first_token_law", "position_laws", "sequence_law"}
     if get_verifier(mode).lossless:
@@ -191,7 +191,7 @@ def test_kit_verdicts(mode):
     else:  # declared lossy (lossless = False): reported with its exact loss, not failed
         assert report.lossless_passed and report.config["protocol"]["lossy"] == mode, report.failed
         assert "exact TV of" in report["loss"].note and max(f.statistic for f in report["loss"].findings) > 0
-        strict = check_verifier(mode, n_samples=3000, seed=0, vocab_sizes=(3,), gammas=(2,), lossy=False)
+        strict = check_verifier(mode, n_samples=3000, rng=0, vocab_sizes=(3,), gammas=(2,), lossy=False)
         assert set(strict.failed) & lossless_checks, strict.failed
 
 
