@@ -15,6 +15,7 @@ import torch
 
 from .._guards import check_bool, check_int
 from ..verifiers.base import get_verifier
+from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import U_MAX, draw_columns
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
@@ -354,7 +355,9 @@ def speculative_generate(
             if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
                 k, eos_drafted = _cut_at_eos(drafts, k, eos)
                 allow_bonus = allow_bonus & ~eos_drafted
-            verdict = rule(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
+            verdict = rule(
+                TorchRoundInputs(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
+            )
             target_cached, draft_cached, emitted = _commit(batch, k, verdict)
             if eos is not None:
                 stop_at_eos(batch, eos)

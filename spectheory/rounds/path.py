@@ -20,6 +20,7 @@ import numpy as np
 from .._guards import check_int
 from ..exact.expectations import protocol_result
 from ..verifiers.base import Verifier, get_verifier
+from ..verifiers.inputs import FusedRoundInputs
 from ..verifiers.token import TokenVerifier
 from .base import Round, RoundOutcome, RoundRuns, RoundTags
 from .sampler import ChainSampler
@@ -103,7 +104,7 @@ class PathRound(Round):
         fused = NotImplemented
         extra = None
         if not sampler.stochastic:
-            fused = self.verifier.fused_round(sampler, T, g, n, k, states, x, u, rng)
+            fused = self.verifier.fused_round(FusedRoundInputs(sampler, T, g, n, k, states, x, u), rng)
         if fused is not NotImplemented:
             j, y = fused[:2]
             if len(fused) == 3:  # a whole-round player's extra target calls (naive HSD)

@@ -27,6 +27,7 @@ from .._guards import check_int
 from ..decoder.sampling import logits_to_probs, sample_from_uniform
 from ..montecarlo.stats import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier
+from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import Verdict
 
 if TYPE_CHECKING:
@@ -173,20 +174,10 @@ class BrokenCorrection(TokenVerifier):
         self.source = source
         self.name = f"broken_{source}_correction"
 
-    def torch_rule(
-        self,
-        target_probs: torch.Tensor,
-        draft_probs: torch.Tensor,
-        draft_tokens: torch.Tensor,
-        k: torch.Tensor,
-        u_accept: torch.Tensor,
-        u_emit: torch.Tensor,
-        allow_bonus: torch.Tensor,
-    ) -> Verdict:
-        verdict = super().torch_rule(
-            target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus
-        )
-        return _correct_from(verdict, target_probs if self.source == "target" else draft_probs, u_emit)
+    def torch_rule(self, inputs: TorchRoundInputs) -> Verdict:
+        verdict = super().torch_rule(inputs)
+        laws = inputs.target_probs if self.source == "target" else inputs.draft_probs
+        return _correct_from(verdict, laws, inputs.u_emit)
 
 
 #: Deliberately broken rules (name -> Verifier).

@@ -65,13 +65,12 @@ from numpy.typing import ArrayLike
 from .._guards import as_rng
 from .._typing import RNGLike
 from ..laws.sampling import check_round_laws
+from .inputs import FusedRoundInputs, TorchRoundInputs
 
 if TYPE_CHECKING:  # annotations only: tree_base imports this module
     from .._protocols import TreeRule
 
 if TYPE_CHECKING:
-    import torch
-
     from .._protocols import ChainLike
     from ..exact.result import ProtocolResult
     from .torch_forms import Verdict
@@ -353,23 +352,25 @@ class Verifier(RoundLawRule):
         R, g = x.shape
         return self._rule(t, d, x, kk, rng.random((R, g)), rng.random(R))
 
-    def fused_round(
-        self,
-        sampler: Any,
-        horizon: int,
-        gamma: int,
-        n: np.ndarray,
-        k: np.ndarray,
-        states: np.ndarray,
-        x: np.ndarray,
-        u: np.ndarray,
-        rng: np.random.Generator,
-    ) -> Any:
+    def fused_round(self, inputs: FusedRoundInputs, rng: np.random.Generator) -> Any:
         """Optional fast path of the simulator that drafts and verifies without gathering
         the full ``[R, g+1, V]`` laws; return ``NotImplemented`` to use :meth:`verify_round`.
 
-        Returns ``(j, y)`` with ``x``, ``states`` filled along the kept path, or ``(j, y,
-        extra_calls)`` for a round that calls the target more than once."""
+        Parameters
+        ----------
+        inputs : FusedRoundInputs
+            The round: sampler, horizon, ``gamma``, ``n`` and ``k`` per run, the ``states``
+            and ``x`` buffers to fill along the kept path, the drafting uniforms ``u``.
+        rng : numpy.random.Generator
+            The source of the rule's own uniforms (drawn after ``u``).
+
+        Returns
+        -------
+        tuple or NotImplemented
+            ``(j, y)`` (int64 ``[R]``: drafts kept, the token after them) with ``inputs.x`` and
+            ``inputs.states`` filled along the kept path, or ``(j, y, extra_calls)`` for a
+            round that calls the target more than once; ``NotImplemented`` here.
+        """
         return NotImplemented
 
     # ----------------------------------------------------------------- exact values
@@ -419,26 +420,27 @@ class Verifier(RoundLawRule):
         )
 
     # ----------------------------------------------------------------- torch
-    def torch_rule(
-        self,
-        target_probs: torch.Tensor,
-        draft_probs: torch.Tensor,
-        draft_tokens: torch.Tensor,
-        k: torch.Tensor,
-        u_accept: torch.Tensor,
-        u_emit: torch.Tensor,
-        allow_bonus: torch.Tensor,
-    ) -> Verdict:
+    def torch_rule(self, inputs: TorchRoundInputs) -> Verdict:
         """The rule on torch tensors, for the real decoder (rows with ``k = 0`` are inactive).
 
-        Returns a :class:`spectheory.verifiers.torch_forms.Verdict`. The default moves the tensors
-        to numpy, applies ``_rule`` in float64 and moves the result back (correct for
-        any rule; a native torch version is faster on a GPU).
+        Parameters
+        ----------
+        inputs : TorchRoundInputs
+            The round's laws ``[B, K+1, V]`` and ``[B, K, V]``, drafts ``[B, K]``, ``k [B]``,
+            uniforms ``[B, K]`` and ``[B]`` and ``allow_bonus [B]``.
+
+        Returns
+        -------
+        Verdict
+            :class:`spectheory.verifiers.torch_forms.Verdict`. The default moves the tensors to
+            numpy, applies ``_rule`` in float64 and moves the result back (correct for any
+            rule; a native torch version is faster on a GPU).
         """
         import torch
 
         from .torch_forms import Verdict
 
+        target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus = inputs.tensors()
         dev = draft_tokens.device
         kk = k.detach().cpu().numpy().astype(np.int64)
         B = kk.shape[0]

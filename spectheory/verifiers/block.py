@@ -47,9 +47,8 @@ from .block_scan import backward_scan_law, block_weights
 from .multidraft import _categorical
 
 if TYPE_CHECKING:
-    import torch
-
     from .._protocols import ChainLike
+    from .inputs import TorchRoundInputs
     from .torch_forms import Verdict
 
 __all__ = [
@@ -109,19 +108,10 @@ class BlockVerifier(Verifier):
 
         return lambda n0, k, emit_bonus: block_round_transition(chain, n0, k, emit_bonus)
 
-    def torch_rule(
-        self,
-        target_probs: torch.Tensor,
-        draft_probs: torch.Tensor,
-        draft_tokens: torch.Tensor,
-        k: torch.Tensor,
-        u_accept: torch.Tensor,
-        u_emit: torch.Tensor,
-        allow_bonus: torch.Tensor,
-    ) -> Verdict:
+    def torch_rule(self, inputs: TorchRoundInputs) -> Verdict:
         from .torch_forms import block_verify
 
-        return block_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
+        return block_verify(*inputs.tensors())
 
 
 #: The registered instance (``get_verifier("block")``).

@@ -52,6 +52,7 @@ from .hsd_naive_round import play_naive_hsd_round
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
+    from .inputs import FusedRoundInputs
 
 __all__ = ["NaiveHSDVerifier", "HSD_NAIVE", "chain_round_fns", "MAX_NAIVE_ELEMENTS"]
 
@@ -174,23 +175,14 @@ class NaiveHSDVerifier(Verifier):
 
         return extra
 
-    def fused_round(
-        self,
-        sampler: Any,
-        horizon: int,
-        gamma: int,
-        n: np.ndarray,
-        k: np.ndarray,
-        states: np.ndarray,
-        x: np.ndarray,
-        u: np.ndarray,
-        rng: np.random.Generator,
-    ) -> Any:
+    def fused_round(self, inputs: FusedRoundInputs, rng: np.random.Generator) -> Any:
         """Each run's round played by :func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`
-        on the chain's rows (``u`` unused: the player draws its own drafts from ``rng``); returns
-        ``(j, y, extra_calls)`` with the emitted tokens written into ``x`` as the kept path."""
-        chain, T = sampler.chain, horizon
-        R = int(n.shape[0])
+        on the chain's rows (``inputs.u`` unused: the player draws its own drafts from ``rng``);
+        returns ``(j, y, extra_calls)`` with the emitted tokens written into ``inputs.x`` as the
+        kept path."""
+        chain, T = inputs.sampler.chain, inputs.horizon
+        n, k, states, x = inputs.n, inputs.k, inputs.states, inputs.x
+        R = inputs.size
         j = np.zeros(R, dtype=np.int64)
         y = np.zeros(R, dtype=np.int64)
         extra = np.zeros(R, dtype=np.int64)

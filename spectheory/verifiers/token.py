@@ -30,9 +30,8 @@ from .round_laws import ratio_step, stepwise_round_law
 from .tree_base import TreeVerifier
 
 if TYPE_CHECKING:
-    import torch
-
     from .._protocols import ChainLike
+    from .inputs import FusedRoundInputs, TorchRoundInputs
     from .torch_forms import Verdict
 
 __all__ = ["TokenVerifier", "TOKEN"]
@@ -85,18 +84,7 @@ class TokenVerifier(Verifier):
     def _rule(self, t, d, x, k, u_accept, u_final):
         return token_rule(t, d, x, k, u_accept, u_final)
 
-    def fused_round(
-        self,
-        sampler: Any,
-        horizon: int,
-        gamma: int,
-        n: np.ndarray,
-        k: np.ndarray,
-        states: np.ndarray,
-        x: np.ndarray,
-        u: np.ndarray,
-        rng: np.random.Generator,
-    ) -> Any:
+    def fused_round(self, inputs: FusedRoundInputs, rng: np.random.Generator) -> Any:
         """Drafting fused with verification (the simulator's fast path).
 
         Same rule and the same uniforms, in the same order, as drafting followed by
@@ -104,15 +92,16 @@ class TokenVerifier(Verifier):
         draft samples, the probabilities of the drafted tokens and one final sample per row
         are computed (never the full ``[R, gamma + 1, V]`` law arrays).
         """
-        smp, T, g = sampler, horizon, gamma
-        R = int(n.shape[0])
+        smp, T, g = inputs.sampler, inputs.horizon, inputs.gamma
+        n, k, states, x = inputs.n, inputs.k, inputs.states, inputs.x
+        R = inputs.size
         rows = np.arange(R)
         tx = np.empty((R, g))
         dx = np.empty((R, g))
         for i in range(g):
             m = None if smp.hom else np.minimum(n + i, T - 1)  # kernel index (unused if homogeneous)
             s = states[:, i]
-            xi = smp.sample_draft(m, s, u[:, i])
+            xi = smp.sample_draft(m, s, inputs.u[:, i])
             x[:, i] = xi
             dx[:, i] = smp.probs(smp.draft, m, s, xi)
             tx[:, i] = smp.probs(smp.target, m, s, xi)
@@ -152,19 +141,10 @@ class TokenVerifier(Verifier):
 
         return TREE_RRS
 
-    def torch_rule(
-        self,
-        target_probs: torch.Tensor,
-        draft_probs: torch.Tensor,
-        draft_tokens: torch.Tensor,
-        k: torch.Tensor,
-        u_accept: torch.Tensor,
-        u_emit: torch.Tensor,
-        allow_bonus: torch.Tensor,
-    ) -> Verdict:
+    def torch_rule(self, inputs: TorchRoundInputs) -> Verdict:
         from .torch_forms import token_verify
 
-        return token_verify(target_probs, draft_probs, draft_tokens, k, u_accept, u_emit, allow_bonus)
+        return token_verify(*inputs.tensors())
 
 
 #: The registered instance (``get_verifier("token")``).

@@ -369,8 +369,8 @@ class TorchRuleVerifier(TokenVerifier):
     def __init__(self, fn):
         self.fn, self.name = fn, fn.__name__
 
-    def torch_rule(self, *args):
-        return self.fn(*args)
+    def torch_rule(self, inputs):
+        return self.fn(*inputs.tensors())
 
 
 @pytest.mark.parametrize("broken", [sqrt_acceptance, no_residual])

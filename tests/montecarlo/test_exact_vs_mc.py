@@ -24,7 +24,7 @@ class UnfusedToken(TokenVerifier):
 
     name = "token_unfused"
 
-    def fused_round(self, *args):
+    def fused_round(self, inputs, rng):
         return NotImplemented
 
 
