@@ -3,8 +3,8 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 :mod:`spectheory.analysis`.
 
 - :mod:`.base`        the Verifier protocol, :func:`get_verifier`, :func:`register_verifier`
-- :mod:`.inputs`      what an engine hands a rule for one round (:class:`FusedRoundInputs`,
-  :class:`TorchRoundInputs`)
+- :mod:`.inputs`      what an engine hands a rule for one round (:class:`.inputs.FusedRoundInputs`,
+  :class:`.inputs.TorchRoundInputs`)
 - :mod:`.token`       standard token verification (``"token"``)
 - :mod:`.children`    child policies of draft trees (:class:`IID`, :class:`WithoutReplacement`,
   :class:`TopK`)
@@ -46,7 +46,6 @@ from .children import (
     register_child_policy,
 )
 from .hsd import HSDVerifier
-from .inputs import FusedRoundInputs, TorchRoundInputs
 from .multidraft import rrs_acceptance
 from .rejection import RejectionRule, rule_expected_rejections, scaled_rule, standard_rule
 from .token import TokenVerifier
@@ -59,8 +58,6 @@ __all__ = [
     "register_verifier",
     "get_verifier",
     "list_verifiers",
-    "FusedRoundInputs",
-    "TorchRoundInputs",
     # token and block verification
     "TokenVerifier",
     "BlockVerifier",
