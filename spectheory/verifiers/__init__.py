@@ -3,8 +3,9 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 :mod:`spectheory.analysis`.
 
 - :mod:`.base`        the Verifier protocol, :func:`get_verifier`, :func:`register_verifier`
-- :mod:`.inputs`      what an engine hands a rule for one round (:class:`.inputs.FusedRoundInputs`,
-  :class:`.inputs.TorchRoundInputs`)
+- :mod:`.inputs`      what an engine hands a rule for one round
+  (:class:`~spectheory.verifiers.inputs.FusedRoundInputs`,
+  :class:`~spectheory.verifiers.inputs.TorchRoundInputs`)
 - :mod:`.token`       standard token verification (``"token"``)
 - :mod:`.children`    child policies of draft trees (:class:`IID`, :class:`WithoutReplacement`,
   :class:`TopK`)
