@@ -1,39 +1,34 @@
 """Batched speculative decoding (and the autoregressive baseline) for any model of the contract
 in :mod:`spectheory.decoder.batching` (ragged batches, cache bookkeeping).
 
-The protocol is the one of ``docs/protocol.md`` ("what is counted").
+The protocol is the one of ``docs/protocol.md`` ("what is counted"). A round is a
+:class:`PathStep`, played by the decoder's one loop (:func:`~spectheory.decoder.driver.run_rounds`:
+prefill, the two loop modes, ragged rows, stop token, uniforms, statistics).
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from .._guards import check_bool, check_int
 from ..verifiers.base import get_verifier
 from ..verifiers.inputs import TorchRoundInputs
-from ..verifiers.torch_forms import U_MAX, draw_columns
+from ..verifiers.torch_forms import draw_columns
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
-from .batching import check_common, forward_window, make_batch, new_tokens, place, prefill, stop_at_eos, sync
-from .rng import (
-    PURPOSE_ACCEPT,
-    PURPOSE_DRAFT,
-    PURPOSE_EMIT,
-    check_seeds,
-    seed_tensor,
-    uniforms,
-)
+from .batching import check_common, forward_window, make_batch, place, prefill
+from .driver import RoundUniforms, run_rounds
+from .rng import check_seeds, seed_tensor
 from .sampling import sampling_law
 from .stats import GenerationResult, StatsRecorder
 
 if TYPE_CHECKING:
     from ..stopping.policies import Policy
     from ..verifiers import Verifier
-    from .batching import CausalLM, Prompt
+    from .batching import Batch, CausalLM, Prompt
 
 __all__ = ["speculative_generate"]
 
@@ -109,38 +104,6 @@ def _score(target, cache, batch, target_cached, k, K, law, width=None, aligned=F
     return law(picked)
 
 
-class _RoundUniforms:
-    """All uniforms of round ``rnd``: ``[B, K, 3]`` = (draft draw, accept test, emit draw) per slot.
-
-    ``u[b, i, p]`` hashes ``(seed_b, rnd, i, purpose_p)``; only slot 0 of the emit draw is used.
-    They are hashed up to ``block`` rounds at a time, but never more rounds than the call can
-    still play (every round emits a token, so at most the largest remaining count) nor more
-    slots than ``min(gamma, max_new_tokens)``: the values are a pure function of the counters,
-    so the blocking changes nothing but the cost (64 rounds ahead cost 44 s of a 62 s call
-    with 20,000 rows and 2 new tokens).
-    """
-
-    def __init__(self, seeds: torch.Tensor, gamma: int, block: int = 64) -> None:
-        self.seeds, self.gamma, self.block = seeds, gamma, block
-        self.first: int | None = None
-        self.values: torch.Tensor | None = None
-
-    def __call__(self, rnd: int, K: int, rounds_left: int | None = None) -> torch.Tensor:
-        first, values = self.first, self.values
-        if first is None or values is None or not first <= rnd < first + values.shape[1]:
-            n = self.block if rounds_left is None else max(1, min(self.block, rounds_left))
-            self.first = first = rnd
-            dev = self.seeds.device
-            rounds = torch.arange(rnd, rnd + n, device=dev)[None, :, None, None]
-            slots = torch.arange(self.gamma, device=dev)[None, None, :, None]
-            purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[
-                None, None, None, :
-            ]
-            self.values = values = uniforms(self.seeds[:, None, None, None], rounds, slots, purposes)
-            values[..., 0].clamp_(max=U_MAX)  # the draft draws' bound (draw_columns), once per block
-        return values[:, rnd - first, :K]
-
-
 def _commit(batch, k, verdict):
     """Append accepted drafts (already in place) and the emitted token; return the new cached
     lengths and which rows emitted a token."""
@@ -163,6 +126,115 @@ def _cut_at_eos(drafts, k, eos):
     hit = (drafts == eos) & (slots < k[:, None])
     first = torch.where(hit.any(1), hit.to(torch.int64).argmax(1) + 1, k)
     return torch.minimum(k, first), hit.any(1)
+
+
+class PathStep:
+    """The round step of a path (:mod:`spectheory.decoder.driver`): draft ``k = min(gamma, r)``
+    tokens per row (a draft-length ``hook`` may end rows early), score them in one target call,
+    verify with ``rule`` (a torch rule), commit. ``K_fixed``: the draft length of every round in
+    the fixed horizon. The caches roll back by position (``target_cached``, ``draft_cached``)."""
+
+    def __init__(
+        self,
+        target: CausalLM,
+        draft: CausalLM,
+        dtypes: tuple[Any, Any],
+        batch: Batch,
+        law: Callable[[torch.Tensor], torch.Tensor],
+        rule: Callable[..., Any],
+        gamma: int,
+        K_fixed: int,
+        bonus: bool,
+        eos: int | None,
+        hook: Any,
+    ) -> None:
+        self.target, self.draft_model, self.dtypes = target, draft, dtypes
+        self.batch, self.law, self.rule = batch, law, rule
+        self.gamma, self.K_fixed, self.bonus, self.eos, self.hook = gamma, K_fixed, bool(bonus), eos, hook
+
+    def prefill(self) -> None:
+        """Both models' caches, prefilled with the prompts (all but each row's last token)."""
+        B, cap = self.batch.tokens.shape
+        dev = self.batch.tokens.device
+        dt_target, dt_draft = self.dtypes
+        self.target_cache = self.target.new_cache(B, cap, device=dev, dtype=dt_target)
+        self.draft_cache = self.draft_model.new_cache(B, cap, device=dev, dtype=dt_draft)
+        self.target_cached = prefill(self.target, self.target_cache, self.batch)
+        self.draft_cached = prefill(self.draft_model, self.draft_cache, self.batch)
+
+    def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
+        """``k = min(gamma, remaining)`` per row (capped by the policy); per round, one host read of
+        the lengths and the draft's window; ``(K, rows' most remaining)`` for the uniforms."""
+        batch, hook = self.batch, self.hook
+        k = torch.clamp(remaining, max=self.gamma)
+        if hook is not None:
+            k = hook.cap(k)
+        if not fixed:  # one host read per round: draft lengths, what is left, draft window
+            gap = batch.seq_len - self.draft_cached  # the tokens each row feeds the draft's first step
+            K, most, k_min, w_draft, w_min = torch.stack(
+                (k.max(), remaining.max(), k.min(), gap.max(), gap.min())
+            ).tolist()
+            if K == 0:
+                return None
+            draft_aligned = w_min == w_draft
+        else:  # the fixed horizon: the widest round
+            K, most, k_min = self.K_fixed, None, 0
+            w_draft, draft_aligned = 2, False
+        self.k, self.remaining, self.K, self.k_min = k, remaining, K, k_min
+        self.w_draft, self.draft_aligned = w_draft, draft_aligned
+        return K, most
+
+    def draft(self, u: torch.Tensor) -> int:
+        """Draft the round's tokens from the draw uniforms ``u[..., 0]``; the draft calls made."""
+        batch, hook, k = self.batch, self.hook, self.k
+        stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
+        self.drafts, self.draft_laws = _draft(
+            self.draft_model,
+            self.draft_cache,
+            batch,
+            self.draft_cached,
+            k,
+            self.K,
+            self.law,
+            u[..., 0:1].unbind(1),
+            stop,
+            self.k_min,
+            self.w_draft,
+            aligned=self.draft_aligned,
+        )
+        K = self.drafts.shape[1]
+        self.u = u[:, :K]
+        return K
+
+    def score(self) -> None:
+        """The one target call: the laws at the round's ``K + 1`` positions."""
+        # the target has cached all but the last committed token (prefill and _commit keep
+        # target_cached = seq_len - 1), so its window is max(k) + 1 <= K + 1 wide; a policy may
+        # have shortened drafts: then the window is read afresh
+        K, hook = self.drafts.shape[1], self.hook
+        w = self.K + 1 if hook is None else None
+        aligned = hook is None and self.k_min == K  # never in the fixed horizon (k_min = 0 there)
+        self.target_laws = _score(
+            self.target, self.target_cache, self.batch, self.target_cached, self.k, K, self.law, w, aligned
+        )
+
+    def commit(self) -> torch.Tensor:
+        """Verify, append the accepted drafts and the emitted token; the round's counts ``[4, B]``."""
+        k, u, eos = self.k, self.u, self.eos
+        allow_bonus = (k < self.remaining) & self.bonus
+        if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
+            k, eos_drafted = _cut_at_eos(self.drafts, k, eos)
+            allow_bonus = allow_bonus & ~eos_drafted
+        verdict = self.rule(
+            TorchRoundInputs(
+                self.target_laws, self.draft_laws, self.drafts, k, u[..., 1], u[:, 0, 2], allow_bonus
+            )
+        )
+        self.target_cached, self.draft_cached, emitted = _commit(self.batch, k, verdict)
+        if self.hook is not None:
+            self.hook.after_round(k, verdict.n_accepted, k > 0)
+        # stays on the device (the flags are promoted to int64)
+        return torch.stack([k, verdict.n_accepted, emitted, verdict.rejected])
 
 
 # ----------------------------------------------------------------------------- public API
@@ -272,110 +344,42 @@ def speculative_generate(
         if policy is not None or eos is not None:
             raise ValueError("check_every: the fixed-horizon loop takes no policy and no eos_token_id")
     rule_obj = get_verifier(verifier)
-    rule = rule_obj.torch_rule
     dev, dt_target = place(target, device, dtype)
     dev_draft, dt_draft = place(draft, dev if device is not None else None, dtype)
     if dev_draft != dev:
         raise ValueError(f"draft: on {dev_draft} while target is on {dev}; pass device= to move both")
     batch = make_batch(prompts, max_new_tokens, models, dev)
-    B, cap = batch.tokens.shape
+    B = batch.tokens.shape[0]
     seeds = seed_tensor(check_seeds(seed, B), dev)
     law = partial(sampling_law, temperature=temperature, top_k=top_k, top_p=top_p)
-    rec = StatsRecorder(B, gamma)
     hook = None
     if policy is not None:
         from ..stopping.runtime import DecoderPolicy
 
         hook = DecoderPolicy(policy, B, dev)
-    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
-    calls = dict(batch_draft_calls=0, batch_target_calls=0)
-    with torch.inference_mode():
-        sync(dev)
-        t_start = time.perf_counter()
-        target_cache = target.new_cache(B, cap, device=dev, dtype=dt_target)
-        draft_cache = draft.new_cache(B, cap, device=dev, dtype=dt_draft)
-        target_cached = prefill(target, target_cache, batch)
-        draft_cached = prefill(draft, draft_cache, batch)
-        sync(dev)
-        times["time_prefill"] = time.perf_counter() - t_start
-        round_uniforms = _RoundUniforms(seeds, min(gamma, max_new_tokens))
-        rnd = 0
-        while True:
-            remaining = batch.remaining
-            k = torch.clamp(remaining, max=gamma)
-            if hook is not None:
-                k = hook.cap(k)
-            if check_every is None:  # one host read per round: draft lengths, what is left, draft window
-                gap = batch.seq_len - draft_cached  # the tokens each row feeds the draft's first step
-                K, most, k_min, w_draft, w_min = torch.stack(
-                    (k.max(), remaining.max(), k.min(), gap.max(), gap.min())
-                ).tolist()
-                if K == 0:
-                    break
-                draft_aligned = w_min == w_draft
-            else:  # the fixed horizon: the widest round, and a read every check_every rounds
-                # every round adds a token to every unfinished row: max_new_tokens rounds suffice
-                if rnd == max_new_tokens or (rnd % check_every == 0 and not bool((remaining > 0).any())):
-                    break
-                K, most, k_min = round_uniforms.gamma, None, 0
-                w_draft, draft_aligned = 2, False
-            # the target has cached all but the last committed token (prefill and _commit keep
-            # target_cached = seq_len - 1), so its window is max(k) + 1 <= K + 1 wide
-            w_target = K + 1
-            t0 = time.perf_counter()
-            u = round_uniforms(rnd, K, most)
-            stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
-            drafts, draft_laws = _draft(
-                draft,
-                draft_cache,
-                batch,
-                draft_cached,
-                k,
-                K,
-                law,
-                u[..., 0:1].unbind(1),
-                stop,
-                k_min,
-                w_draft,
-                aligned=draft_aligned,
-            )
-            K = drafts.shape[1]
-            u = u[:, :K]
-            if check_every is None:
-                sync(dev)
-            t1 = time.perf_counter()
-            # a policy may have shortened drafts: then the target's window is read afresh
-            w = w_target if hook is None else None
-            aligned = hook is None and k_min == K  # never in the fixed horizon (k_min = 0 there)
-            target_laws = _score(target, target_cache, batch, target_cached, k, K, law, w, aligned)
-            if check_every is None:
-                sync(dev)
-            t2 = time.perf_counter()
-            allow_bonus = (k < remaining) & bool(bonus)
-            if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
-                k, eos_drafted = _cut_at_eos(drafts, k, eos)
-                allow_bonus = allow_bonus & ~eos_drafted
-            verdict = rule(
-                TorchRoundInputs(target_laws, draft_laws, drafts, k, u[..., 1], u[:, 0, 2], allow_bonus)
-            )
-            target_cached, draft_cached, emitted = _commit(batch, k, verdict)
-            if eos is not None:
-                stop_at_eos(batch, eos)
-            if hook is not None:
-                hook.after_round(k, verdict.n_accepted, k > 0)
-            # stays on the device (the flags are promoted to int64)
-            rec.add_round_counts(torch.stack([k, verdict.n_accepted, emitted, verdict.rejected]))
-            times["time_draft"] += t1 - t0
-            times["time_target"] += t2 - t1
-            calls["batch_draft_calls"] += K
-            calls["batch_target_calls"] += 1
-            rnd += 1
-        tokens = new_tokens(batch, max_new_tokens)
-        sync(dev)
-        times["time_total"] = time.perf_counter() - t_start
-    stats = rec.finish(verifier if isinstance(verifier, str) else rule_obj.name, bool(bonus), **times)
-    stats.batch_draft_calls, stats.batch_target_calls = (
-        calls["batch_draft_calls"],
-        calls["batch_target_calls"],
+    K_fixed = min(gamma, max_new_tokens)
+    step = PathStep(
+        target,
+        draft,
+        (dt_target, dt_draft),
+        batch,
+        law,
+        rule_obj.torch_rule,
+        gamma,
+        K_fixed,
+        bonus,
+        eos,
+        hook,
     )
-    return GenerationResult(tokens, stats)
+    return run_rounds(
+        step,
+        batch,
+        RoundUniforms(seeds, K_fixed),
+        StatsRecorder(B, gamma),
+        max_new_tokens,
+        dev,
+        verifier if isinstance(verifier, str) else rule_obj.name,
+        bonus,
+        check_every,
+        eos,
+    )

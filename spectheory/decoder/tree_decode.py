@@ -27,7 +27,6 @@ the decoder and the exact theory share one definition of every tree verifier.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -39,8 +38,9 @@ from .._sizes import check_size
 from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
 from ..verifiers.children import get_child_policy
-from .batching import check_common, make_batch, new_tokens, place, prefill, sync
-from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, check_seeds, seed_tensor, uniforms
+from .batching import check_common, make_batch, place, prefill
+from .driver import RoundUniforms, run_rounds
+from .rng import check_seeds, seed_tensor
 from .sampling import logits_to_probs
 from .stats import GenerationResult, StatsRecorder
 from .tree_attention import compact_path, new_tree_cache, supports_tree_cache, tree_logits
@@ -50,7 +50,7 @@ from .tree_layout import TreeLayout
 if TYPE_CHECKING:
     from .._protocols import TreeRule
     from ..verifiers.children import ChildPolicy
-    from .batching import CausalLM, Prompt
+    from .batching import Batch, CausalLM, Prompt
 
 __all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
 
@@ -251,106 +251,143 @@ def tree_generate(
     N, D = layout.n_nodes, tree.max_depth
     V = int(target.vocab_size)
     check_size("tree_decode", "tree", nodes=N, batch=B, context=cap, vocab=V, tokens=max_new_tokens)
-    paths = torch.as_tensor(_tree_tables(tree, layout), device=dev)
-    depth_of = torch.as_tensor(np.asarray(tree.depth), device=dev)
     seeds = seed_tensor(check_seeds(seed, B), dev)
     law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
-    rec = StatsRecorder(B, D)
-    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
-    node_ids = torch.arange(N, device=dev)[None, :]
-    purposes = torch.tensor([PURPOSE_DRAFT, PURPOSE_ACCEPT, PURPOSE_EMIT], device=dev)[None, None, None, :]
-    with torch.inference_mode():
-        sync(dev)
-        t_start = time.perf_counter()
+    step = TreeStep(target, draft, dt, batch, law, layout, rule, children, bonus, drafter, torch_children)
+    return run_rounds(
+        step,
+        batch,
+        RoundUniforms(seeds, N, block=_BLOCK, clamp_draft=False),
+        StatsRecorder(B, D),
+        max_new_tokens,
+        dev,
+        name,
+        bonus,
+    )
+
+
+class TreeStep:
+    """The round step of a tree (:mod:`spectheory.decoder.driver`): the drafter fills the tree
+    truncated at depth ``k = min(depth, r)`` per row, ONE target call scores every node
+    (:mod:`.tree_attention`), the tree ``rule`` picks the accepted path and the next token, and
+    the path is kept in both caches."""
+
+    def __init__(
+        self,
+        target: CausalLM,
+        draft: CausalLM | None,
+        dtype: torch.dtype,
+        batch: Batch,
+        law: Callable[[torch.Tensor], torch.Tensor],
+        layout: TreeLayout,
+        rule: Callable[..., Any],
+        children: ChildPolicy,
+        bonus: bool,
+        drafter: Callable[..., Any] | None,
+        torch_children: ChildPolicy | None,
+    ) -> None:
+        self.target, self.draft_model, self.dtype, self.batch, self.law = target, draft, dtype, batch, law
+        self.layout, self.tree, self.rule, self.children = layout, layout.tree, rule, children
+        self.bonus, self.drafter, self.torch_children = bool(bonus), drafter, torch_children
+        dev = batch.tokens.device
+        self.paths = torch.as_tensor(_tree_tables(layout.tree, layout), device=dev)
+        self.depth_of = torch.as_tensor(np.asarray(layout.tree.depth), device=dev)
+        self.hidden: torch.Tensor | None = None
+
+    def prefill(self) -> None:
+        """The target's tree cache and the drafter (which prefills the draft), then the target's prefill."""
+        target, batch, layout, dt = self.target, self.batch, self.layout, self.dtype
+        B, cap = batch.tokens.shape
+        dev = batch.tokens.device
         cached_target = supports_tree_cache(target)
-        tcache = new_tree_cache(target, B, cap + N, dev, dt) if cached_target else None
-        if drafter is None:
-            if draft is None:
+        self.tcache = tcache = (
+            new_tree_cache(target, B, cap + layout.n_nodes, dev, dt) if cached_target else None
+        )
+        if self.drafter is None:
+            if self.draft_model is None:
                 raise ValueError("draft: a draft model is required unless a drafter is given")
-            dr = ModelDrafter(draft, law, dev, dt, batch, layout)
+            self.dr = ModelDrafter(self.draft_model, self.law, dev, dt, batch, layout)
         else:
-            dr = drafter(batch, law, dev, dt, layout, tcache)
-        if cached_target and not getattr(dr, "prefilled_target", False):
+            self.dr = self.drafter(batch, self.law, dev, dt, layout, tcache)
+        if cached_target and not getattr(self.dr, "prefilled_target", False):
             prefill(target, tcache, batch)
-        sync(dev)
-        times["time_prefill"] = time.perf_counter() - t_start
-        rnd, calls = 0, 0
-        while True:
-            remaining = batch.remaining
-            k = torch.clamp(remaining, max=D)
-            if isinstance(dr, ModelDrafter):
-                # one host read per round: the depth and the draft's first window together
-                K, dr.window = torch.stack((k.max(), (batch.seq_len - dr.cached).max())).tolist()
-            else:
-                K = int(k.max().item())
-            if K == 0:
-                break
-            t0 = time.perf_counter()
-            if rnd % _BLOCK == 0:  # hash _BLOCK rounds at once (same values)
-                u_block = uniforms(
-                    seeds[:, None, None, None],
-                    torch.arange(rnd, rnd + _BLOCK, device=dev)[None, :, None, None],
-                    node_ids[:, None, :, None],
-                    purposes,
-                )
-            u = u_block[:, rnd % _BLOCK]
-            u_d, u_a, u_f = u[..., 0], u[..., 1], u[:, 0, 2]
-            node_tokens = torch.zeros(B, N, dtype=torch.long, device=dev)
-            root_slot = batch.seq_len - 1
-            node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
-            dr.k = k
-            node_tokens, present, draft_laws, n_calls = dr.laws(batch, node_tokens, K, children, u_d, k > 0)
-            sync(dev)
-            t1 = time.perf_counter()
-            out = tree_logits(
-                target,
-                tcache,
-                batch.tokens,
-                root_slot,
-                node_tokens,
-                layout,
-                0,
-                N,
-                return_hidden=dr.needs_hidden,
-            )
-            logits, hidden = out if dr.needs_hidden else (out, None)
-            target_laws = law(logits)
-            sync(dev)
-            t2 = time.perf_counter()
-            node, token, residual = _verify(
-                rule,
-                tree,
-                layout,
-                node_tokens,
-                present,
-                target_laws,
-                draft_laws,
-                u_a,
-                u_f,
-                torch_children,
-            )
-            j = depth_of[node]
-            emitted = residual | (bool(bonus) & (j < remaining) & (k > 0))
-            rows = torch.arange(B, device=dev)
-            path_off = paths[node]  # [B, D]
-            _write_accepted(batch, node_tokens, path_off, j, emitted, token)
-            if tcache is not None:
-                compact_path(target, tcache, root_slot, path_off, j)
-            dr.commit(batch, root_slot, path_off, j)
-            if dr.needs_hidden and hidden is not None:
-                dr.observe(hidden[rows, layout_offset(layout, node, dev)])
-            batch.seq_len = batch.seq_len + j + emitted.to(torch.int64)
-            rec.add_round_counts(torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)]))
-            times["time_draft"] += t1 - t0
-            times["time_target"] += t2 - t1
-            calls += n_calls
-            rnd += 1
-        tokens = new_tokens(batch, max_new_tokens)
-        sync(dev)
-        times["time_total"] = time.perf_counter() - t_start
-    stats = rec.finish(name, bool(bonus), **times)
-    stats.batch_draft_calls, stats.batch_target_calls = calls, rnd
-    return GenerationResult(tokens, stats)
+
+    def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
+        """``k = min(depth, remaining)`` per row; one host read (the depth, and the draft's first
+        window); every node's uniforms."""
+        batch, dr = self.batch, self.dr
+        k = torch.clamp(remaining, max=self.tree.max_depth)
+        if isinstance(dr, ModelDrafter):
+            # one host read per round: the depth and the draft's first window together
+            K, dr.window = torch.stack((k.max(), (batch.seq_len - dr.cached).max())).tolist()
+        else:
+            K = int(k.max().item())
+        if K == 0:
+            return None
+        self.k, self.remaining, self.K = k, remaining, K
+        return self.layout.n_nodes, None
+
+    def draft(self, u: torch.Tensor) -> int:
+        """Fill the tree from the root (each row's last committed token); the draft calls made."""
+        batch, dr, k = self.batch, self.dr, self.k
+        B = batch.tokens.shape[0]
+        dev = batch.tokens.device
+        self.u_a, self.u_f = u[..., 1], u[:, 0, 2]
+        node_tokens = torch.zeros(B, self.layout.n_nodes, dtype=torch.long, device=dev)
+        self.root_slot = root_slot = batch.seq_len - 1
+        node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
+        dr.k = k
+        self.node_tokens, self.present, self.draft_laws, n_calls = dr.laws(
+            batch, node_tokens, self.K, self.children, u[..., 0], k > 0
+        )
+        return n_calls
+
+    def score(self) -> None:
+        """The one target call over the root and every node (tree attention)."""
+        needs_hidden = self.dr.needs_hidden
+        out = tree_logits(
+            self.target,
+            self.tcache,
+            self.batch.tokens,
+            self.root_slot,
+            self.node_tokens,
+            self.layout,
+            0,
+            self.layout.n_nodes,
+            return_hidden=needs_hidden,
+        )
+        logits, self.hidden = out if needs_hidden else (out, None)
+        self.target_laws = self.law(logits)
+
+    def commit(self) -> torch.Tensor:
+        """Verify, append the accepted path and the next token, keep the path in both caches;
+        the round's counts ``[4, B]``."""
+        batch, dr, k, root_slot, node_tokens = self.batch, self.dr, self.k, self.root_slot, self.node_tokens
+        dev = node_tokens.device
+        node, token, residual = _verify(
+            self.rule,
+            self.tree,
+            self.layout,
+            node_tokens,
+            self.present,
+            self.target_laws,
+            self.draft_laws,
+            self.u_a,
+            self.u_f,
+            self.torch_children,
+        )
+        j = self.depth_of[node]
+        emitted = residual | (self.bonus & (j < self.remaining) & (k > 0))
+        rows = torch.arange(batch.tokens.shape[0], device=dev)
+        path_off = self.paths[node]  # [B, D]
+        _write_accepted(batch, node_tokens, path_off, j, emitted, token)
+        if self.tcache is not None:
+            compact_path(self.target, self.tcache, root_slot, path_off, j)
+        dr.commit(batch, root_slot, path_off, j)
+        if dr.needs_hidden and self.hidden is not None:
+            dr.observe(self.hidden[rows, layout_offset(self.layout, node, dev)])
+        batch.seq_len = batch.seq_len + j + emitted.to(torch.int64)
+        return torch.stack([k, j, emitted.to(torch.int64), residual.to(torch.int64)])
 
 
 def layout_offset(layout: TreeLayout, node: torch.Tensor, device: str | torch.device) -> torch.Tensor:

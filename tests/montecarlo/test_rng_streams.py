@@ -8,8 +8,8 @@ import spectheory as st
 
 torch = pytest.importorskip("torch")
 
+from spectheory.decoder import driver  # noqa: E402
 from spectheory.decoder import rng as drng  # noqa: E402
-from spectheory.decoder import speculative as spec  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
 
 
@@ -52,14 +52,14 @@ def test_decoder_rows_of_consecutive_seeds_differ():
 def test_round_uniforms_only_for_what_the_call_can_use(monkeypatch):
     """2 new tokens need at most 2 rounds of min(gamma, 2) slots: not 64 rounds of gamma slots."""
     hashed = []
-    real = spec.uniforms
+    real = driver.uniforms
 
     def counting(seeds, *counters):
         out = real(seeds, *counters)
         hashed.append(out.numel())
         return out
 
-    monkeypatch.setattr(spec, "uniforms", counting)
+    monkeypatch.setattr(driver, "uniforms", counting)
     B = 50
     res = speculative_generate(Bigram(0), Bigram(1), [[1]] * B, 2, 8, seed=3)
     assert sum(hashed) <= B * 2 * 2 * 3, hashed  # rows x rounds x slots x purposes
@@ -68,8 +68,8 @@ def test_round_uniforms_only_for_what_the_call_can_use(monkeypatch):
 
 def test_blocked_uniforms_equal_one_round_at_a_time():
     seeds = drng.seed_tensor(drng.check_seeds(11, 4))
-    blocked = spec._RoundUniforms(seeds, 3, block=64)
-    single = spec._RoundUniforms(seeds, 3, block=1)
+    blocked = driver.RoundUniforms(seeds, 3, block=64)
+    single = driver.RoundUniforms(seeds, 3, block=1)
     for rnd in range(70):
         torch.testing.assert_close(blocked(rnd, 3, 70 - rnd), single(rnd, 3, 1), rtol=0, atol=0)
 
