@@ -20,16 +20,16 @@ a kind string (``docs/architecture.md``):
 =================  ==================================  ======================================
 engine             method of the round                 what the engine hands it
 =================  ==================================  ======================================
-Monte Carlo        :meth:`Round.play`                  a sampler, positions, states, an rng
+Monte Carlo        :meth:`Round.play`                  a sampler, the runs, an rng
 exact              :meth:`Round.exact`                 the chain and the horizon
 real decoder       :meth:`Round.decode`                the decoder's loops (plain data in)
 conformance kit    :meth:`Round.check_plan`            the kit's checks (plain data in)
-along-path         :meth:`Round.along_path`            the along-path predictor's kernels
+along-path         :meth:`Round.along_path`            the along-path visitor (plain data in)
 =================  ==================================  ======================================
 
-The engine objects handed to :meth:`decode`, :meth:`check_plan` and :meth:`along_path` are
-*visitors*: the round calls the engine's generic loops with its own data (a ``gamma``, a tree,
-a verifier), so a round kind defined in a user's file runs through every engine without the
+The runs are one :class:`RoundRuns`. The engine objects handed to :meth:`Round.decode`,
+:meth:`Round.check_plan` and :meth:`Round.along_path` are *visitors*: the round calls the
+engine's generic loops with its own data (a ``gamma``, a tree, a verifier), so a round kind defined in a user's file runs through every engine without the
 engine importing it, and no engine keeps a table of round classes. What a round supports is
 declared by :meth:`Round.tags` (as scikit-learn's estimator tags): an engine asks
 :meth:`Round.require` first and raises :class:`UnsupportedRoundError` naming the round and the

@@ -4,13 +4,13 @@ Notation: p = target, q = draft. ``M`` drafts of ``gamma`` tokens are drawn i.i.
 a *reading* says which of them the target checks after the first position, and so which tree
 verifier the round is on ``DraftTree.paths(M, gamma)``:
 
-==============  ====================  =======================  ===========================
-reading         tree verifier         after the first token    real decoder / kit
-==============  ====================  =======================  ===========================
+====================  ==============  =======================  =====================================
+reading               tree verifier   after the first token    real decoder / kit
+====================  ==============  =======================  =====================================
 :class:`FirstToken`   ``"tree_rrs"``  the accepted draft only  ``tree_generate`` / the tree kit
 :class:`TreeReading`  ``BATCH_TREE``  every agreeing draft     neither (why: ``why_not``)
 :class:`GLSReading`   ``GLS``         every agreeing draft     ``gls_generate`` / GLS's kit callable
-==============  ====================  =======================  ===========================
+====================  ==============  =======================  =====================================
 
 A reading carries everything an engine needs from it, so no engine compares reading names:
 its tree verifier (:attr:`Reading.verifier`), whether every agreeing draft goes on

@@ -80,7 +80,7 @@ class DecoderTiming:
         ``f(batch, tokens, context) -> seconds`` of one forward (e.g. ``fit_cost(...).forward``).
     overhead : dict kind -> ForwardCost, optional
         Per-round work outside the models, called as ``o(batch, tokens scored per row, 0)``,
-        looked up by the round's :attr:`~.along_path.RoundsModel.keys` (a policy falls back to
+        looked up by the round's ``keys`` (:class:`~.along_path.RoundsModel`; a policy falls back to
         ``"path"``); missing kinds cost 0.
     step : float or dict kind -> float, optional
         Seconds outside the model after each draft forward of a round (sampling the drafted
