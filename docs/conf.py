@@ -154,23 +154,7 @@ def _myst_roles(app: Sphinx, docname: str, source: list[str]) -> None:
     source[0] = "".join(p if i % 2 else _RST_ROLE.sub(r"{\1}\2", p) for i, p in enumerate(parts))
 
 
-def _factory_defaults(
-    app: Sphinx, what: str, name: str, obj: object, options: object, signature: str | None, ret: str | None
-) -> tuple[str | None, str | None]:
-    """A dataclass field with a ``default_factory`` shows ``= <factory>``, which is not Python:
-    Sphinx then splits the signature at every comma (``dict[str, str]`` becomes the targets
-    ``dict[str`` and ``str]``). The factory is written as its call (``= dict()``) instead."""
-    fields = getattr(obj, "__dataclass_fields__", None) or {}
-    for field, spec in fields.items():
-        factory = getattr(spec, "default_factory", None)
-        if signature and callable(factory):
-            shown = f"{getattr(factory, '__name__', 'factory')}()"
-            signature = re.sub(rf"\b({field}(: [^=]*?)?) ?= ?<factory>", rf"\1 = {shown}", signature)
-    return signature, ret
-
-
 def setup(app: Sphinx) -> None:
-    app.connect("autodoc-process-signature", _factory_defaults)
     app.connect("build-finished", _copy_mathjax)
     app.connect("source-read", _myst_roles)
     # docs/architecture.md draws its call graphs as ```mermaid blocks (GitHub renders them); the

@@ -537,12 +537,21 @@ def shorten_aliases(
     signature: str | None,
     return_annotation: str | None,
 ) -> tuple[str | None, str | None]:
-    """Signatures name the aliases (``states: ArrayLike``), not their expansions."""
+    """Signatures name the aliases (``states: ArrayLike``), not their expansions.
+
+    A dataclass field with a ``default_factory`` is shown ``= dict()``, not ``= <factory>``:
+    that is not Python, and Sphinx would then split the signature at every comma
+    (``dict[str, str]`` read as the targets ``dict[str`` and ``str]``)."""
     for expanded, alias in _expanded_aliases():
         if signature:
             signature = signature.replace(expanded, alias)
         if return_annotation:
             return_annotation = return_annotation.replace(expanded, alias)
+    for field, spec in getattr(obj, "__dataclass_fields__", {}).items():
+        factory = getattr(spec, "default_factory", None)
+        if signature and callable(factory):
+            call = f"{getattr(factory, '__name__', 'factory')}()"
+            signature = re.sub(rf"\b({field}(: [^=]*?)?) ?= ?<factory>", rf"\1 = {call}", signature)
     return signature, return_annotation
 
 
