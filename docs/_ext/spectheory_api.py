@@ -285,7 +285,9 @@ class Reference:
     def _object(self, where: str, name: str, namespace: types.ModuleType | None = None) -> str:
         obj = getattr(namespace if namespace is not None else self.packages[where], name)
         lines = [f".. currentmodule:: {where}", ""]
-        if isinstance(obj, type) and issubclass(obj, BaseException):
+        if _is_typing_construct(obj):  # an alias (``Moves = tuple[...]``) is callable, not a function
+            lines += [f".. autodata:: {name}", "   :no-value:"]
+        elif isinstance(obj, type) and issubclass(obj, BaseException):
             lines += [f".. autoexception:: {name}", "   :show-inheritance:"]
         elif isinstance(obj, type):
             lines += [f".. autoclass:: {name}", "   :show-inheritance:"]

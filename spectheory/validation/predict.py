@@ -78,7 +78,7 @@ STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarray]:
     """Exact expected round statistics given per-position rejection probabilities: the dynamic
-    programme of the path kind's jump kernel (:func:`~.round_kernels.outcome_dp` of
+    programme of the path kind's jump kernel (:func:`~spectheory.stopping.outcome_kernels.outcome_dp` of
     :func:`~.round_kernels.path_outcomes`).
 
     Rounds start at position 0; a round at ``n`` checks ``k = min(gamma, T - n)`` positions

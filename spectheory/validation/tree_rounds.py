@@ -153,7 +153,7 @@ def emission_dp(weights: np.ndarray, horizon: int) -> np.ndarray:
     ``weights[:, n, j]`` = ``w(n, j)`` of the module docstring (round starting after ``n``
     tokens); a round from ``n`` moves to ``min(n + j + 1, T)``. The weights are the tree kind's
     outcome kernel with the bonus token counted as the emitted one, and this is its
-    :func:`~.round_kernels.outcome_dp`.
+    :func:`~spectheory.stopping.outcome_kernels.outcome_dp`.
 
     Examples
     --------

@@ -95,7 +95,7 @@ def node_acceptance(
 
 def tree_round_dp(tree: DraftTree, tables: dict, T: int) -> dict[str, np.ndarray]:
     r"""Exact expected round statistics per path given per-node acceptances: the dynamic programme
-    of the tree kind's jump kernel (:func:`~.round_kernels.outcome_dp` of
+    of the tree kind's jump kernel (:func:`~spectheory.stopping.outcome_kernels.outcome_dp` of
     :func:`~.round_kernels.tree_outcomes`).
 
     Parameters
