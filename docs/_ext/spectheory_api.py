@@ -557,6 +557,24 @@ def shorten_aliases(
     return signature, return_annotation
 
 
+def no_alias_signature(
+    app: Sphinx,
+    what: str,
+    name: str,
+    obj: Any,
+    options: Any,
+    signature: str | None,
+    return_annotation: str | None,
+) -> tuple[None, None] | None:
+    """A type alias (``Moves = tuple[ndarray, ndarray]``) documented as data has no signature.
+
+    It runs before numpydoc's handler, which would give the callable alias its origin class's
+    signature (``tuple``'s), which autodoc cannot attach to data (an IndexError)."""
+    if what == "data" and _is_typing_construct(obj):
+        return None, None
+    return None
+
+
 def mark_summary_sources(app: Sphinx, doctree: nodes.document) -> None:
     """In an autosummary table, the summary of a row is the first sentence of that row's
     object: its references are marked with the object, to resolve in its namespace."""
@@ -594,6 +612,7 @@ def setup(app: Sphinx) -> dict[str, bool]:
     app.connect("doctree-read", mark_summary_sources)
     app.connect("autodoc-process-docstring", drop_foreign_docstrings)
     app.connect("autodoc-process-docstring", absolute_relative_roles)
+    app.connect("autodoc-process-signature", no_alias_signature, priority=400)
     app.connect("autodoc-process-signature", shorten_aliases)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
 
