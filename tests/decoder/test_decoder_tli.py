@@ -65,7 +65,7 @@ def test_kit_verdicts_agree_with_the_exact_laws():
     assert _raw_q_first_token_tv(p, q_d, [0, 1]) == F(1, 3)  # the bug is biased, exactly
     tli = generation_law(lambda c, k: tli_round_law(lambda _: p, lambda _: q_d, 3, k, c, [0, 1, -1]), 1, 2)
     assert law_total_variation(tli, target_law(lambda _: p, 3, 2)) == 0  # TLI is lossless, exactly
-    opts = {"n_samples": 500, "gammas": (2,), "vocab_sizes": (3,), "seed": 0}
+    opts = {"n_samples": 500, "gammas": (2,), "vocab_sizes": (3,), "rng": 0}
     assert check_sampler(tli_sampler(), **opts).passed
     report = check_sampler(tli_sampler(bug="raw_q"), **opts)
     assert not report.passed and "first_token_law" in report.failed
