@@ -64,7 +64,7 @@ def test_decode_with_a_memory_policy_drafts_at_most_max_depth(pair):
 @pytest.mark.parametrize("verifier", ["token", "point_mass"])
 def test_check_plan_runs_the_kit_on_the_round_s_verifier(verifier):
     rep = PolicyRound(FixedGamma(2), verifier).check_plan(
-        KIT, {"n_samples": 2000, "seed": 1, "efficiency": False}
+        KIT, {"n_samples": 2000, "rng": 1, "efficiency": False}
     )
     assert rep.passed, rep
 
@@ -82,7 +82,7 @@ class _AcceptAll(Verifier):
 
 def test_check_plan_checks_the_round_s_own_verifier():
     rep = PolicyRound(FixedGamma(2), _AcceptAll()).check_plan(
-        KIT, {"n_samples": 2000, "seed": 1, "efficiency": False}
+        KIT, {"n_samples": 2000, "rng": 1, "efficiency": False}
     )
     assert not rep.passed
 
@@ -115,6 +115,6 @@ def test_generate_refuses_what_the_policy_round_declares(pair):
 def test_check_round_checks_the_policy_round_s_verifier():
     from spectheory.testing import check_round
 
-    opts = {"n_samples": 2000, "seed": 1, "efficiency": False}
+    opts = {"n_samples": 2000, "rng": 1, "efficiency": False}
     assert check_round(PolicyRound(FixedGamma(2), "point_mass"), **opts).passed
     assert not check_round(PolicyRound(FixedGamma(2), _AcceptAll()), **opts).passed
