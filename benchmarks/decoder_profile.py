@@ -68,8 +68,8 @@ def instrumented(clock):
         rule = real_get(v)
         return mock.Mock(torch_rule=clock.wrap("rule", rule.torch_rule), name=rule.name)
 
-    class Uniforms(sp._RoundUniforms):
-        __call__ = clock.wrap("uniforms", sp._RoundUniforms.__call__)
+    class Uniforms(sp.RoundUniforms):
+        __call__ = clock.wrap("uniforms", sp.RoundUniforms.__call__)
 
     with ExitStack() as stack:
         for name, part in (
@@ -79,7 +79,7 @@ def instrumented(clock):
         ):
             stack.enter_context(mock.patch.object(sp, name, clock.wrap(part, getattr(sp, name))))
         stack.enter_context(mock.patch.object(sp, "get_verifier", get_verifier))
-        stack.enter_context(mock.patch.object(sp, "_RoundUniforms", Uniforms))
+        stack.enter_context(mock.patch.object(sp, "RoundUniforms", Uniforms))
         yield
 
 
