@@ -8,9 +8,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from _torch_models import gpt  # noqa: E402
+
 import spectheory as st  # noqa: E402
 from spectheory.decoder import generate, speculative_generate, tree_generate  # noqa: E402
-from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
 from spectheory.rounds import Round, UnsupportedRoundError  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, PolicyRound  # noqa: E402
 from spectheory.testing import check_round  # noqa: E402
@@ -20,15 +21,9 @@ PROMPTS = [[1, 2, 3], [4]]
 N_NEW = 10
 
 
-def gpt(seed):
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64, vocab_size=8)).eval()
-
-
 @pytest.fixture(scope="module")
 def pair():
-    return gpt(0), gpt(1)
+    return gpt(0, vocab=8), gpt(1, vocab=8)
 
 
 def same(a, b):

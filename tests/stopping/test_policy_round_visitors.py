@@ -1,38 +1,29 @@
 """``PolicyRound.decode`` and ``PolicyRound.check_plan`` against the real decoder's path loop and
 the real kit: the round hands them its ``max_depth``, verifier and policy (any verifier), both
-through stand-in visitors and through ``spectheory.decoder.generate`` and
+through the engines' visitors called directly and through ``spectheory.decoder.generate`` and
 ``spectheory.testing.check_round``."""
-
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
 
+from _torch_models import gpt  # noqa: E402
+
 from spectheory.decoder import speculative_generate  # noqa: E402
-from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
+from spectheory.decoder.dispatch import LOOPS  # noqa: E402
 from spectheory.laws.sampling import sample_categorical  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, FixedGamma, HFSchedule, PolicyRound  # noqa: E402
-from spectheory.testing import check_verifier  # noqa: E402
+from spectheory.testing.rounds import KIT  # noqa: E402
 from spectheory.verifiers import Verifier  # noqa: E402
 
 PROMPTS = [[1, 2, 3], [4]]
 N_NEW = 10
-#: The visitors the decoder and the kit hand a round (their loops, as plain attributes).
-LOOPS = SimpleNamespace(path=speculative_generate)
-KIT = SimpleNamespace(verifier=check_verifier)
-
-
-def gpt(seed):
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=64, vocab_size=8)).eval()
 
 
 @pytest.fixture(scope="module")
 def pair():
-    return gpt(0), gpt(1)
+    return gpt(0, vocab=8), gpt(1, vocab=8)
 
 
 def same(a, b):
