@@ -38,7 +38,7 @@ reason.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -99,6 +99,23 @@ class RoundTags:
     kit: bool = True
     along_path: bool = True
     why_not: dict[str, str] = field(default_factory=dict, compare=False, hash=False)
+
+    def refuse(self, why: dict[str, str]) -> RoundTags:
+        """A copy with the engines of ``why`` (``{engine: reason}``) unsupported, each with its
+        reason (replacing a reason already there); ``self`` when ``why`` is empty.
+
+        Examples
+        --------
+        >>> t = RoundTags().refuse({"decoder": "drafts greedily"})
+        >>> t.decoder, t.exact, t.why_not
+        (False, True, {'decoder': 'drafts greedily'})
+        """
+        for engine in why:
+            if engine not in ENGINES:
+                raise ValueError(f"engine: expected one of {ENGINES}, got {engine!r}")
+        if not why:
+            return self
+        return replace(self, **dict.fromkeys(why, False), why_not={**self.why_not, **why})
 
     def supports(self, engine: str) -> bool:
         """Whether ``engine`` (one of :data:`ENGINES`) runs the round."""

@@ -12,7 +12,6 @@ the next-state draws (stochastic chains), then the verifier's own.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -198,10 +197,7 @@ class PathRound(Round):
             why["along_path"] = (
                 f"along-path prediction checks each draft by token verification, not {v.name!r}"
             )
-        if not why:
-            return tags
-        off = {engine: False for engine in why}
-        return replace(tags, **off, why_not={**tags.why_not, **why})
+        return tags.refuse(why)
 
     def __repr__(self) -> str:
         return f"PathRound(gamma={self.gamma}, verifier={self.verifier.name!r})"

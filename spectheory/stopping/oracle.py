@@ -106,15 +106,16 @@ class OracleRound(Round):
         ``FixedGamma(max_depth)``'s (the kit checks that round), and there is no drafted
         path to predict along (along-path)."""
         coins = "the hindsight oracle reads the verifier's coins before drafting"
-        return RoundTags(
-            decoder=False,
-            kit=False,
-            along_path=False,
-            why_not={
-                "decoder": f"{coins}: no real drafter can play it",
-                "kit": f"{coins}; its emitted tokens are those of PolicyRound(FixedGamma({self._depth})), check that round",
-                "along_path": f"{coins}: a bound for Monte Carlo and exact values, not a runnable rule",
-            },
+        return (
+            super()
+            .tags()
+            .refuse(
+                {
+                    "decoder": f"{coins}: no real drafter can play it",
+                    "kit": f"{coins}; its emitted tokens are those of PolicyRound(FixedGamma({self._depth})), check that round",
+                    "along_path": f"{coins}: a bound for Monte Carlo and exact values, not a runnable rule",
+                }
+            )
         )
 
     def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:

@@ -128,13 +128,10 @@ class PolicyRound(Round):
         :class:`FixedGamma` (the policy's rounds are not the fixed-length rounds its engine
         describes), nor an ``accept_prob`` for a path policy."""
         tags = super().tags()
-        why = dict(tags.why_not)
-        flags = {e: tags.supports(e) for e in ("monte_carlo", "exact", "decoder", "kit", "along_path")}
-        if self.verifier.drafting != "sample" and flags["decoder"]:
-            flags["decoder"] = False
+        why: dict[str, str] = {}
+        if self.verifier.drafting != "sample" and tags.decoder:
             why["decoder"] = f"the decoder samples its drafts; {self.verifier.name!r} drafts greedily"
-        if not self._token and flags["along_path"]:
-            flags["along_path"] = False
+        if not self._token and tags.along_path:
             why["along_path"] = (
                 f"along-path prediction checks each draft by token verification, not {self.verifier.name!r}"
             )
@@ -142,15 +139,13 @@ class PolicyRound(Round):
             whole = f"{self.verifier.name!r} decides on the whole round (no per-token masses)"
             if getattr(self.policy, "uses_path", False):
                 for engine in ("monte_carlo", "exact"):
-                    flags[engine] = False
                     why[engine] = f"{self.policy.name} reads accept_prob, which {whole} does not define"
             elif not isinstance(self.policy, FixedGamma):
-                flags["exact"] = False
                 why["exact"] = (
                     f"{whole}; its exact engine covers fixed-length rounds only (FixedGamma), "
                     "not rounds that stop on the drafted tokens; use Monte Carlo"
                 )
-        return RoundTags(**flags, why_not=why)
+        return tags.refuse(why)
 
     def chunk_size(self, chain: Any, horizon: int) -> int | None:
         """Token verification: no limit; another rule: runs per chunk so that the laws gathered

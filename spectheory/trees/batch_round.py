@@ -21,7 +21,6 @@ tests, ``rng.random(R)`` for a correction; then ``rng.random(R)`` for the bonus 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -256,8 +255,7 @@ class BatchRound(TreeRound):
         if self.gamma is None:
             why.setdefault("decoder", "no finite draft length (give gamma)")
             why.setdefault("kit", "no finite draft length (give gamma)")
-        off = {engine: False for engine in why}
-        return replace(tags, **off, why_not={**tags.why_not, **why})
+        return tags.refuse(why)
 
     def __repr__(self) -> str:
         return f"BatchRound(M={self.M}, gamma={self.gamma}, reading={self.reading.name!r})"

@@ -22,7 +22,7 @@ charged (the reranked tree is what is drafted and scored).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -252,7 +252,7 @@ class DynamicTreeRound(Round):
             f"{type(self).__name__} is not a draft-only dynamic tree rule (Eagle2Tree, OptTree): "
             "its trees read the chain, which a model does not expose"
         )
-        return replace(tags, why_not={**tags.why_not, "decoder": why})
+        return tags.refuse({"decoder": why})
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

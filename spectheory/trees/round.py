@@ -13,7 +13,6 @@ tree round on ``DraftTree.paths(M, gamma)`` with a fast play of its own.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -108,7 +107,7 @@ class TreeRound(Round):
             why = f"along-path prediction checks each node by recursive rejection, not {self.verifier.name!r}"
         else:
             return tags
-        return replace(tags, along_path=False, why_not={**tags.why_not, "along_path": why})
+        return tags.refuse({"along_path": why})
 
     @property
     def max_depth(self) -> int | None:
