@@ -6,6 +6,9 @@ first access (PEP 562), so importing the package costs nothing until a name is u
 0.5
 >>> "tv" in dir_()
 True
+
+A subpackage names each export's submodule, relative to itself, and takes its ``__all__`` from the
+same table (:func:`lazy_package`).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "lazy_package"]
 
 
 def lazy_exports(
@@ -61,3 +64,32 @@ def lazy_exports(
         return sorted(set(vars(sys.modules[package])) | set(exports) | subs)
 
     return __getattr__, __dir__
+
+
+def lazy_package(
+    package: str, exports: Mapping[str, str]
+) -> tuple[list[str], Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__all__``, ``__getattr__`` and ``__dir__`` of a subpackage whose names load on first
+    use.
+
+    Parameters
+    ----------
+    package : str
+        Dotted name of the package (``__name__`` in its ``__init__``).
+    exports : mapping
+        Public name -> the submodule of ``package`` that defines it (``"markov"`` for
+        ``package.markov``); its order is the order of ``__all__``.
+
+    Returns
+    -------
+    (__all__, __getattr__, __dir__)
+        The listed names, and :func:`lazy_exports` of the table with full module names.
+
+    Examples
+    --------
+    >>> names, getattr_, _ = lazy_package("spectheory.laws", {"tv": "distributions"})
+    >>> names, float(getattr_("tv")([1.0, 0.0], [0.5, 0.5]))
+    (['tv'], 0.5)
+    """
+    getattr_, dir_ = lazy_exports(package, {name: f"{package}.{module}" for name, module in exports.items()})
+    return list(exports), getattr_, dir_

@@ -28,7 +28,7 @@ tokens.
 3
 """
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_package
 
 #: public name -> the submodule defining it (the everyday names; the rest are imported from
 #: their modules)
@@ -43,8 +43,4 @@ _EXPORTS = {
     "bootstrap_interval": "certified",
 }
 
-__all__ = list(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
-)
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)

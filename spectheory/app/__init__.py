@@ -2,8 +2,6 @@
 job (:mod:`.reproduce`), sweeps, the results-file convention and the plotting style. The library
 never imports this package; it takes paths from its callers."""
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_package
 
-__all__ = ["main"]
-
-__getattr__, __dir__ = lazy_exports(__name__, {"main": f"{__name__}.cli"})
+__all__, __getattr__, __dir__ = lazy_package(__name__, {"main": "cli"})

@@ -18,7 +18,7 @@ without it. Names are resolved lazily so that ``import spectheory.decoder`` itse
 never imports torch.
 """
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_package
 
 #: public name -> the submodule defining it
 _EXPORTS = {
@@ -47,8 +47,4 @@ _EXPORTS = {
     "heldout_windows": "corpus",
 }
 
-__all__ = list(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
-)
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)

@@ -3,38 +3,24 @@ closed forms under i.i.d. acceptance (:mod:`.closed_form`, every name ``iid_*``)
 sampling primitives shared by every simulator (:mod:`.sampling`). Notation: p = target,
 q = draft. numpy only."""
 
-from .closed_form import (
-    iid_accepted_count_law,
-    iid_causal_acceptance,
-    iid_mean_accepted,
-    iid_operations_factor,
-    iid_optimal_gamma,
-    iid_speedup,
-    iid_tokens_per_call,
-)
-from .distributions import (
-    acceptance_probs,
-    acceptance_rate,
-    maximal_coupling,
-    residual,
-    speculative_step_law,
-    speculative_step_parts,
-    tv,
-)
+from .._lazy import lazy_package
 
-__all__ = [
-    "tv",
-    "acceptance_rate",
-    "acceptance_probs",
-    "residual",
-    "maximal_coupling",
-    "speculative_step_law",
-    "speculative_step_parts",
-    "iid_tokens_per_call",
-    "iid_mean_accepted",
-    "iid_causal_acceptance",
-    "iid_speedup",
-    "iid_optimal_gamma",
-    "iid_accepted_count_law",
-    "iid_operations_factor",
-]
+#: public name -> the submodule defining it
+_EXPORTS = {
+    "tv": "distributions",
+    "acceptance_rate": "distributions",
+    "acceptance_probs": "distributions",
+    "residual": "distributions",
+    "maximal_coupling": "distributions",
+    "speculative_step_law": "distributions",
+    "speculative_step_parts": "distributions",
+    "iid_tokens_per_call": "closed_form",
+    "iid_mean_accepted": "closed_form",
+    "iid_causal_acceptance": "closed_form",
+    "iid_speedup": "closed_form",
+    "iid_optimal_gamma": "closed_form",
+    "iid_accepted_count_law": "closed_form",
+    "iid_operations_factor": "closed_form",
+}
+
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)

@@ -14,7 +14,7 @@
 Names load on first use; torch is imported only by the functions that need it.
 """
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_package
 
 _EXPORTS = {
     "TiedDraft": "family",
@@ -36,8 +36,4 @@ _EXPORTS = {
     "temperature_sweep": "temperature",
 }
 
-__all__ = list(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
-)
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)

@@ -4,28 +4,20 @@ See :mod:`spectheory.teaching.toy` (models, one round, exact predictions) and
 :mod:`spectheory.teaching.render` (terminal text bars and per-step figures).
 """
 
-from .toy import (
-    WORDS,
-    RoundRecord,
-    StepRecord,
-    ToyModels,
-    acceptance_ratio,
-    accepts,
-    expected_accepted,
-    play_round,
-    rejection_probability,
-    toy_models,
-)
+from .._lazy import lazy_package
 
-__all__ = [
-    "WORDS",
-    "ToyModels",
-    "toy_models",
-    "accepts",
-    "acceptance_ratio",
-    "StepRecord",
-    "RoundRecord",
-    "play_round",
-    "expected_accepted",
-    "rejection_probability",
-]
+#: public name -> the submodule defining it
+_EXPORTS = {
+    "WORDS": "toy",
+    "ToyModels": "toy",
+    "toy_models": "toy",
+    "accepts": "toy",
+    "acceptance_ratio": "toy",
+    "StepRecord": "toy",
+    "RoundRecord": "toy",
+    "play_round": "toy",
+    "expected_accepted": "toy",
+    "rejection_probability": "toy",
+}
+
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)

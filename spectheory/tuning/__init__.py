@@ -29,7 +29,7 @@ The number of rounds of a path never rejected, ``gamma = 2`` over 6 tokens: alwa
 [0.0, 0.0, 1.0, 0.0]
 """
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_package
 
 #: public name -> the submodule defining it (the everyday names; the rest are imported from
 #: their modules)
@@ -55,8 +55,4 @@ _EXPORTS = {
     "measure_speed": "speed",
 }
 
-__all__ = list(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
-)
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)

@@ -18,7 +18,7 @@ Markov abstraction of the models is :mod:`spectheory.abstraction`.
 Names load on first use (``spectheory._lazy``).
 """
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_package
 
 #: public name -> the submodule defining it (the everyday names; the rest are imported from
 #: their modules)
@@ -41,8 +41,4 @@ _EXPORTS = {
     "shared_prefill": "prefill_view",
 }
 
-__all__ = list(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports(
-    __name__, {name: f"{__name__}.{module}" for name, module in _EXPORTS.items()}
-)
+__all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
