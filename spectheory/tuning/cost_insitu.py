@@ -247,7 +247,7 @@ def measure_logged(
     seed: int = 0,
     device: Any = "cpu",
 ) -> tuple[LoggedRun, dict]:
-    """One decoder call (:func:`~.tuner.measure_run`) with both models' forwards logged.
+    """One decoder call (:func:`~.tune_runs.measure_run`) with both models' forwards logged.
 
     Returns the :class:`LoggedRun` and the run's ``measure_run`` dict (throughput, seconds,
     rounds, draft calls)."""

@@ -144,18 +144,10 @@ def measure_run(
     }
 
 
-def measure_throughput(
-    target: Any,
-    draft: Any,
-    prompts: Sequence[Any],
-    horizon: int,
-    rnd: Any,
-    batch: int,
-    seed: int = 0,
-    device: Any = "cpu",
-) -> float:
-    """Measured tokens per second of one decoder call (:func:`measure_run`'s ``throughput``)."""
-    return float(measure_run(target, draft, prompts, horizon, rnd, batch, seed, device)["throughput"])
+def measure_throughput(*args: Any, **kwargs: Any) -> float:
+    """Measured tokens per second of one decoder call: :func:`measure_run`'s ``throughput``, for the
+    same arguments."""
+    return float(measure_run(*args, **kwargs)["throughput"])
 
 
 def median_se(x: Sequence[float]) -> float:
