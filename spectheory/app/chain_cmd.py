@@ -130,7 +130,7 @@ def monte_carlo_rows(
     """
     from .._progress import progress_bar
     from ..montecarlo.simulator import simulate
-    from .tasks import COUNTERS, exact_counters
+    from .tasks import COUNTERS, counter_rows, exact_counters
 
     rng = np.random.default_rng([seed, gamma])
     sums = {name: np.zeros(2) for name in COUNTERS}
@@ -143,24 +143,13 @@ def monte_carlo_rows(
             for name in COUNTERS:
                 x = getattr(sim, name).astype(np.float64)
                 sums[name] += (x.sum(), (x * x).sum())
-    exact = exact_counters(chain, horizon, gamma, bonus)
-    rows = []
+    estimates = {}
     for name in COUNTERS:
         total, squares = sums[name]
         mean = total / n_runs
         var = max(squares - n_runs * mean * mean, 0.0) / (n_runs - 1) if n_runs > 1 else 0.0
-        se = float(np.sqrt(var / n_runs))
-        value = float(exact[name])
-        rows.append(
-            {
-                "quantity": name,
-                "exact": value,
-                "mc_mean": float(mean),
-                "mc_se": se,
-                "z": (mean - value) / se if se > 0 else 0.0,
-            }
-        )
-    return rows
+        estimates[name] = (float(mean), float(np.sqrt(var / n_runs)))
+    return counter_rows(exact_counters(chain, horizon, gamma, bonus), estimates)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:

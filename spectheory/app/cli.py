@@ -112,15 +112,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
 def cmd_reproduce(args: argparse.Namespace) -> int:
     from .reproduce import reproduce
 
-    return reproduce(
-        _root(args),
-        out=args.out,
-        quick=args.quick,
-        jobs=args.jobs,
-        scheduler=args.scheduler,
-        only=args.only,
-        force=args.force,
-    )
+    options = ("out", "quick", "jobs", "scheduler", "only", "force")
+    return reproduce(_root(args), **{k: getattr(args, k) for k in options})
 
 
 def _names(text: str) -> list[str]:
@@ -170,6 +163,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="repository checkout to work on (default: the one around the current directory)",
         )
 
+    def add_dir(p, flag, help_, type_=None):
+        """A folder option, ``DIR``, default none (``type_`` checks it, e.g. :func:`A.output_dir`)."""
+        p.add_argument(flag, type=type_, default=None, metavar="DIR", help=help_)
+
     p = add("reproduce", cmd_reproduce, "regenerate every result and figure (the main job)")
     add_root(p)
     p.add_argument(
@@ -178,13 +175,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="small sizes, a few minutes; never written into the checkout: without --out into a "
         "fresh temporary folder (default: full sizes)",
     )
-    p.add_argument(
+    add_dir(
+        p,
         "--out",
-        type=A.output_dir,
-        default=None,
-        metavar="DIR",
-        help="output folder (default: the repository's own results/ and figures/, or a fresh "
-        "folder with --quick)",
+        "output folder (default: the repository's own results/ and figures/, or a fresh folder with --quick)",
+        A.output_dir,
     )
     p.add_argument(
         "--only",
@@ -269,13 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--auto", action="store_true", help="no key presses, for tests and recordings (default: off)"
     )
-    p.add_argument(
-        "--save",
-        type=A.writable_dir,
-        default=None,
-        metavar="DIR",
-        help="write one figure per step into DIR (default: none)",
-    )
+    add_dir(p, "--save", "write one figure per step into DIR (default: none)", A.writable_dir)
 
     p = add("figures", cmd_figures, "regenerate some or all figures")
     add_root(p)
@@ -286,18 +275,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="small sizes, marked QUICK in the image; without --out they go to a fresh "
         "temporary folder (default: full sizes)",
     )
-    p.add_argument(
-        "--out",
-        type=A.output_dir,
-        default=None,
-        metavar="DIR",
-        help="output folder (default: figures/, or a fresh folder with --quick)",
-    )
-    p.add_argument(
-        "--results",
-        default=None,
-        metavar="DIR",
-        help="folder of the results/*.json the figures read (default: the checkout's results/)",
+    add_dir(p, "--out", "output folder (default: figures/, or a fresh folder with --quick)", A.output_dir)
+    add_dir(
+        p, "--results", "folder of the results/*.json the figures read (default: the checkout's results/)"
     )
     p.add_argument("--jobs", type=A.positive_int, default=1, help="figures made at once")
 

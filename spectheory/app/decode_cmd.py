@@ -97,6 +97,7 @@ def run_decode(args: argparse.Namespace) -> int:
     from ..decoder.compiled import with_forward
     from ..decoder.speculative import autoregressive_generate, speculative_generate
     from ..laws.closed_form import iid_speedup
+    from .decode_tree import print_generated
 
     names = registered_models()
     if args.draft not in names or "target" not in names:
@@ -146,13 +147,12 @@ def run_decode(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    print(
+    print_generated(
         f"target + {args.draft}, gamma = {args.gamma}, {args.tokens} tokens, bonus = {bonus}, "
-        f"temperature = {args.temperature}, seed = {args.seed}, device = {args.device}"
+        f"temperature = {args.temperature}, seed = {args.seed}, device = {args.device}",
+        args.prompt,
+        new,
     )
-    print("-" * 72)
-    print(args.prompt + bytes(new).decode("utf-8", "replace"))
-    print("-" * 72)
     print(f"{'':32s} {'measured':>10s} {'theory':>10s}")
     print(f"{'acceptance per checked token':32s} {measured['acceptance']:10.3f} {alpha:10.3f}")
     print(

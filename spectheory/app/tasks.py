@@ -6,6 +6,7 @@ local processes or a Dask cluster, and their results are identical wherever they
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +17,7 @@ from ..chain.core import DecodingChain
 if TYPE_CHECKING:
     from ..chain import DecodingChain
 
-__all__ = ["COUNTERS", "exact_counters", "exact_vs_monte_carlo", "chain_task"]
+__all__ = ["COUNTERS", "exact_counters", "exact_vs_monte_carlo", "counter_rows", "chain_task"]
 
 
 #: The protocol counters compared exactly against Monte Carlo, by SimulationResult field name.
@@ -53,20 +54,20 @@ def exact_vs_monte_carlo(
     from ..montecarlo.simulator import mean_and_se, simulate
 
     sim = simulate(chain, horizon, gamma, n_runs, rng=rng, bonus=bonus, progress=progress)
-    exact = exact_counters(chain, horizon, gamma, bonus)
+    estimates = {name: mean_and_se(getattr(sim, name)) for name in COUNTERS}
+    return counter_rows(exact_counters(chain, horizon, gamma, bonus), estimates)
+
+
+def counter_rows(exact: Mapping[str, float], estimates: Mapping[str, tuple[float, float]]) -> list[dict]:
+    """One dict per counter of :data:`COUNTERS`: ``quantity``, ``exact``, ``mc_mean``, ``mc_se``
+    and ``z = (mc_mean - exact) / mc_se`` (0 when the SE is 0), from the exact values and the
+    Monte Carlo ``(mean, se)`` by counter name."""
     rows = []
     for name in COUNTERS:
-        mean, se = mean_and_se(getattr(sim, name))
+        mean, se = estimates[name]
         value = float(exact[name])
-        rows.append(
-            {
-                "quantity": name,
-                "exact": value,
-                "mc_mean": mean,
-                "mc_se": se,
-                "z": (mean - value) / se if se > 0 else 0.0,
-            }
-        )
+        z = (mean - value) / se if se > 0 else 0.0
+        rows.append({"quantity": name, "exact": value, "mc_mean": mean, "mc_se": se, "z": z})
     return rows
 
 
