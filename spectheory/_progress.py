@@ -28,7 +28,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Iterator
-from typing import Any, TextIO
+from typing import Any, TextIO, TypeVar
 
 from ._sizes import format_seconds
 
@@ -54,7 +54,24 @@ def _count(x: float, scale: bool) -> str:
     return str(x)  # pragma: no cover
 
 
-class _Lines:
+_B = TypeVar("_B", bound="_Bar")
+
+
+class _Bar:
+    """What the bars here share: ``with`` returns the bar and closes it; ``close`` does nothing
+    unless the bar owns what it writes."""
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self: _B) -> _B:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Lines(_Bar):
     """A bar for streams that are not terminals: sparse full lines (see the module)."""
 
     def __init__(
@@ -92,14 +109,8 @@ class _Lines:
             self._line(True)
         self.closed = True
 
-    def __enter__(self) -> _Lines:
-        return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _Off:
+class _Off(_Bar):
     """A disabled bar."""
 
     n: float = 0
@@ -107,17 +118,8 @@ class _Off:
     def update(self, n: float = 1) -> None:
         self.n += n
 
-    def close(self) -> None:
-        pass
 
-    def __enter__(self) -> _Off:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
-
-
-class _Shared:
+class _Shared(_Bar):
     """A bar passed down by the caller: updated here, closed by its owner."""
 
     def __init__(self, bar: Any) -> None:
@@ -125,15 +127,6 @@ class _Shared:
 
     def update(self, n: float = 1) -> None:
         self.bar.update(n)
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self) -> _Shared:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        pass
 
 
 def progress_bar(
