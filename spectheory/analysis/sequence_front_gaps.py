@@ -13,7 +13,7 @@ and the ratio :math:`R / R^*(\tau)`. Notation: p = target, q = draft.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,28 +86,18 @@ class FrontGap:
     rejections: float
     sequence_tv: float
     optimum: float
+    excess: float = field(init=False)
+    ratio: float = field(init=False)
 
-    @property
-    def excess(self) -> float:
-        return self.rejections - self.optimum
-
-    @property
-    def ratio(self) -> float:
+    def __post_init__(self) -> None:
+        self.excess = self.rejections - self.optimum
         if self.optimum > 1e-12:
-            return self.rejections / self.optimum
-        return 1.0 if self.rejections <= 1e-12 else float("inf")
+            self.ratio = self.rejections / self.optimum
+        else:
+            self.ratio = 1.0 if self.rejections <= 1e-12 else float("inf")
 
     def as_dict(self) -> dict:
-        return {
-            "family": self.family,
-            "param": self.param,
-            "name": self.name,
-            "rejections": self.rejections,
-            "sequence_tv": self.sequence_tv,
-            "optimum": self.optimum,
-            "excess": self.excess,
-            "ratio": self.ratio,
-        }
+        return asdict(self)
 
 
 def front_gaps(
