@@ -25,8 +25,8 @@ from spectheory.analysis import (
 )
 from spectheory.app.plotting import PALETTE, figure, figure_args, save_figure
 from spectheory.chain.examples import holey_chain
+from spectheory.kinds.batch.exact import batch_tree_expected
 from spectheory.trees import BatchRound
-from spectheory.trees.batch_tree import batch_tree_expected
 from spectheory.verifiers.batch_step import batch_rejection_probability
 
 

@@ -12,7 +12,7 @@ Two controllers are also run in the decoder and their measured time per token is
 with the prediction (z within 5 in the headline).
 
 Dynamic trees beside them (top-k children verified by ``tree_topk``): EAGLE-2's confidence tree
-and OPT-Tree's rule (spectheory.trees.dynamic_rules), predicted exactly given each path
+and OPT-Tree's rule (spectheory.kinds.dynamic.rules), predicted exactly given each path
 (spectheory.validation.dynamic_trees: under ``tree_topk`` a round is a function of the target's
 path; time c per kept drafted node plus 1 per call) and measured in the decoder
 (dynamic_tree_generate; its kept nodes per row are recovered by replaying its own output

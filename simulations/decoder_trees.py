@@ -38,6 +38,7 @@ import torch
 from spectheory.abstraction.markov import fit_order_k_chain
 from spectheory.analysis.pareto import pareto_front
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
+from spectheory.children import WithoutReplacement
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.decoder.medusa import load_heads, medusa_generate, sparse_tree, typical_rule
@@ -58,7 +59,7 @@ from spectheory.validation.trees import (
     tree_round_dp,
     tree_two_token_samples,
 )
-from spectheory.verifiers import WithoutReplacement, get_verifier
+from spectheory.verifiers import get_verifier
 from spectheory.verifiers.biased import biased_step, typical_acceptance
 
 Z_MAX, P_PASS, P_FAIL = 5.0, 1e-6, 1e-12

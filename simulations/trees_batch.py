@@ -3,7 +3,7 @@
 The first-token construction (spectheory.verifiers.batch_*: recursive rejection over the M
 first tokens, then plain checks; "derived, consistent with Yin et al.'s Theorem 3") and the
 tree reading (recursive rejection at every position over all drafts that agree with the
-accepted prefix; spectheory.trees.batch_tree), on the 7-state non-stationary ``holey_chain``
+accepted prefix; spectheory.kinds.batch.exact), on the 7-state non-stationary ``holey_chain``
 (T = 50, drafts to the end, bonus off) and on 100 small random chains: exact expected
 rejections against M (both readings, the tree reading also by Monte Carlo with real draft
 sequences), both limits M -> infinity, and the largest value of tree - first-token over the
@@ -17,8 +17,8 @@ import numpy as np
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.chain.examples import holey_chain
+from spectheory.kinds.batch.exact import batch_readings, batch_tree_limit_mass
 from spectheory.trees import BatchRound
-from spectheory.trees.batch_tree import batch_readings, batch_tree_limit_mass
 
 
 def main(argv=None):

@@ -47,12 +47,15 @@ if TYPE_CHECKING:  # the lazy names, for type checkers
     from .chain.constructors import ngram_counts
     from .chain.core import DecodingChain
     from .cost import CostModel
+    from .kinds.batch.round import BatchRound
+    from .kinds.normalize import as_round
+    from .kinds.path.round import PathRound
+    from .kinds.policy.round import PolicyRound
+    from .kinds.tree.draft_tree import DraftTree
+    from .kinds.tree.round import TreeRound
+    from .montecarlo.simulate import simulate
     from .montecarlo.simulator import sample_target
-    from .rounds import Cost, PathRound, Round, SimulationResult, as_round, simulate
-    from .stopping.round import PolicyRound
-    from .trees.batch_round import BatchRound
-    from .trees.draft_tree import DraftTree
-    from .trees.round import TreeRound
+    from .rounds import Cost, Round, SimulationResult
 
 __version__ = "0.2.0"
 
@@ -61,16 +64,16 @@ __version__ = "0.2.0"
 _LAZY = {
     "DecodingChain": "spectheory.chain.core",
     "ngram_counts": "spectheory.chain.constructors",
-    "simulate": "spectheory.rounds",
+    "simulate": "spectheory.montecarlo.simulate",
     "SimulationResult": "spectheory.rounds",
     "sample_target": "spectheory.montecarlo.simulator",
     "Round": "spectheory.rounds",
-    "PathRound": "spectheory.rounds",
-    "TreeRound": "spectheory.trees.round",
-    "BatchRound": "spectheory.trees.batch_round",
-    "PolicyRound": "spectheory.stopping.round",
-    "DraftTree": "spectheory.trees.draft_tree",
-    "as_round": "spectheory.rounds",
+    "PathRound": "spectheory.kinds.path.round",
+    "TreeRound": "spectheory.kinds.tree.round",
+    "BatchRound": "spectheory.kinds.batch.round",
+    "PolicyRound": "spectheory.kinds.policy.round",
+    "DraftTree": "spectheory.kinds.tree.draft_tree",
+    "as_round": "spectheory.kinds.normalize",
     "Cost": "spectheory.rounds",
     "CostModel": "spectheory.cost",
     "SizeError": "spectheory._sizes",

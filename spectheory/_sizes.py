@@ -75,6 +75,10 @@ __all__ = [
 
 #: A computation estimated to take longer than this shows a progress bar by default.
 PROGRESS_SECONDS = 5.0
+
+#: Largest number of enumerated candidate paths for exact values of recursive rejection
+#: without replacement.
+MAX_PATHS = 2_000_000
 #: Estimated seconds above which a computation is refused (``SPECTHEORY_MAX_SECONDS`` overrides).
 DEFAULT_MAX_SECONDS = 300.0
 

@@ -217,6 +217,13 @@ def test_rooms_form_layers(type_checking):
     assert not rooms.get("analysis", set()) - base - {"laws", "verifiers", "exact"}, rooms.get("analysis")
     # (laws' package names load on first use: _lazy, a stdlib-only helper)
     assert not rooms.get("laws", set()) - {"_guards", "_lazy"}, rooms.get("laws")
+    # the round contract and the Monte Carlo driver import no round kind (the kinds live in
+    # kinds/, the theory built on them in trees/ and stopping/, all above rounds/)
+    assert not rooms.get("rounds", set()) & {"kinds", "trees", "stopping", "montecarlo"}, rooms.get("rounds")
+    # child policies (how a tree is drafted) sit below the rules that read them; the rules
+    # room holds rules only and imports no round kind
+    assert not rooms.get("children", set()) - base - {"laws", "_typing"}, rooms.get("children")
+    assert not rooms.get("verifiers", set()) & {"kinds", "rounds"}, rooms.get("verifiers")
     for low in (
         "laws",
         "exact",

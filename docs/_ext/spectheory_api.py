@@ -10,7 +10,7 @@ an ``__all__`` appears in or leaves the reference at the next build.
 
 Cross-references follow Python's own name resolution. A role in a docstring is resolved in the
 namespace of the module (or class) that holds the docstring, and a dotted target such as
-``spectheory.trees.draft_tree.DraftTree`` is imported; either way the object found is linked to the
+``spectheory.kinds.tree.draft_tree.DraftTree`` is imported; either way the object found is linked to the
 one page that documents it. A role whose target is not a documented object (a private helper, a
 renamed function) stays unresolved, and the nitpicky build (``-n``) reports it.
 """
@@ -416,7 +416,7 @@ def resolve_missing(app: Sphinx, env: BuildEnvironment, node: Element, contnode:
 
     A target is found as Python finds it: in the namespace of the docstring's class and module
     (``DecodingChain`` where the module imports it), as a sibling module (``.simulate``), by
-    import (``spectheory.trees.draft_tree.DraftTree``, a path through the defining module or a
+    import (``spectheory.kinds.tree.draft_tree.DraftTree``, a path through the defining module or a
     re-export), or else as the one documented name that ends with it (``DecodingChain.protocol``
     in a module that does not import the class). Anything else stays unresolved: the nitpicky
     build reports it."""

@@ -83,12 +83,13 @@ def print_generated(header: str, prompt: str, new: Sequence[int]) -> None:
 
 def run_tree_decode(args: argparse.Namespace) -> int:
     """Tree decoding of ``args.prompt``; prints the text and the measured statistics."""
+    from ..children import TopK
     from ..decoder import load_model
     from ..decoder.compiled import with_forward
     from ..decoder.medusa import load_heads, medusa_generate, typical_rule
     from ..decoder.speculative import autoregressive_generate
     from ..decoder.tree_decode import tree_generate
-    from ..verifiers import TopK, get_verifier, list_verifiers
+    from ..verifiers import get_verifier, list_verifiers
 
     #: Lossy rules of the command line that are callables, not registered verifiers
     #: (``name -> (make the rule, child policy it drafts with)``).

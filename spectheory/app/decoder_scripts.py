@@ -19,7 +19,7 @@ def decoder_script_parser(doc: str, device: str = "cpu", threads: int | None = 2
     ``--target NAME``, ``--drafts a,b`` (default: every shipped draft), ``--device`` and
     ``--threads`` (torch CPU threads, default ``threads`` but at most ``$OMP_NUM_THREADS``;
     omitted when ``threads`` is None)."""
-    from ..app.results import script_parser
+    from .results import script_parser
 
     ap = script_parser(doc)
     ap.add_argument("--target", default=None, help="target model (default: target)")
@@ -77,7 +77,7 @@ def write_result(
 
     import torch
 
-    from ..app.results import write_results
+    from .results import write_results
 
     argv = sys.argv if argv is None else argv
     return write_results(

@@ -15,7 +15,7 @@ from .._guards import check_nonneg
 from ..exact import expectations as analysis
 from ..exact import iid_gap
 from ..exact.result import ExactResult
-from ..rounds.normalize import as_round
+from ..kinds.normalize import as_round
 from ..verifiers.base import get_verifier
 
 if TYPE_CHECKING:
@@ -51,7 +51,7 @@ class ProtocolViews:
         :class:`~spectheory.trees.DraftTree` a token tree checked by a tree verifier
         (``"tree_rrs"`` by default, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``), a
         :mod:`spectheory.stopping` policy as many drafts as the policy decides, or any
-        :class:`~spectheory.rounds.Round` (:class:`~spectheory.rounds.PathRound`,
+        :class:`~spectheory.rounds.Round` (:class:`~spectheory.kinds.PathRound`,
         :class:`~spectheory.trees.TreeRound`, :class:`~spectheory.trees.BatchRound`,
         :class:`~spectheory.stopping.PolicyRound`). ``gamma=``, ``tree=`` and ``policy=`` say
         the same by keyword (give exactly one). The round's :meth:`~spectheory.rounds.Round.exact`

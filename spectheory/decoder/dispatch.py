@@ -1,11 +1,11 @@
 """One entry point: the real decoder takes the same round object as ``st.simulate``.
 
 :func:`generate` turns its ``round`` argument into a :class:`~spectheory.rounds.Round`
-(:func:`~spectheory.rounds.as_round`: an ``int``, a ``DraftTree`` or a draft-length ``Policy``
+(:func:`~spectheory.kinds.as_round`: an ``int``, a ``DraftTree`` or a draft-length ``Policy``
 work too), asks it whether it runs in the decoder (:meth:`Round.require
 <spectheory.rounds.Round.require>`, which names the round and the reason when not) and hands it
 the decoder's loops (:data:`LOOPS`, a visitor): the round's :meth:`~spectheory.rounds.Round.decode`
-calls the loop that plays it with its own data, e.g. a :class:`~spectheory.rounds.PathRound`
+calls the loop that plays it with its own data, e.g. a :class:`~spectheory.kinds.PathRound`
 ``loops.path(target, draft, prompts, max_new_tokens, gamma, verifier=...)``. No loop of its
 own and no table of round classes: a round kind defined in a user's file runs here as soon as
 it defines ``decode``.
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..rounds.normalize import as_round
+from ..kinds.normalize import as_round
 from .dynamic_tree import dynamic_tree_generate
 from .speculative import speculative_generate
 from .tree_decode import tree_generate
@@ -106,8 +106,8 @@ def generate(
     prompts : list of token sequences
     max_new_tokens : int >= 1
     round : Round, int, DraftTree or Policy
-        Anything :func:`~spectheory.rounds.as_round` accepts whose kind defines ``decode``: a
-        :class:`~spectheory.rounds.PathRound`, :class:`~spectheory.trees.TreeRound`,
+        Anything :func:`~spectheory.kinds.as_round` accepts whose kind defines ``decode``: a
+        :class:`~spectheory.kinds.PathRound`, :class:`~spectheory.trees.TreeRound`,
         :class:`~spectheory.trees.BatchRound` (first-token or GLS reading, finite ``gamma``),
         :class:`~spectheory.stopping.PolicyRound`, a draft-only dynamic tree rule
         (``Eagle2Tree``, ``OptTree``), their shorthands, or a user's round kind.

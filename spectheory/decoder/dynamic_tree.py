@@ -1,9 +1,9 @@
 r"""Dynamic draft trees in the real decoder: EAGLE-2's and OPT-Tree's rules on a draft model.
 
-Notation: p = target, q = draft. A rule of :mod:`spectheory.trees.dynamic_rules` reads only the
+Notation: p = target, q = draft. A rule of :mod:`spectheory.kinds.dynamic.rules` reads only the
 draft's laws along the tree it expands. The decoder drafts the rule's *envelope* (the complete
 ``min(width, V)``-ary tree of the rule's depth with the draft's top-k children, every candidate
-the rule may expand; :meth:`~spectheory.trees.dynamic_rules.Eagle2Tree.envelope`) level by level
+the rule may expand; :meth:`~spectheory.kinds.dynamic.rules.Eagle2Tree.envelope`) level by level
 with the draft model (:class:`~spectheory.decoder.tree_draft.ModelDrafter`), then runs the
 rule per row on the drafted laws -- the same code that builds the rule's trees on a chain
 (``eagle2_select``, ``opt_select``) -- with the depth limited to the row's tokens left, and
@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..trees.dynamic_rules import Candidates
+from ..kinds.dynamic.rules import Candidates
 from .tree_decode import tree_generate
 from .tree_draft import ModelDrafter
 
 if TYPE_CHECKING:
-    from ..trees.dynamic_rules import Eagle2Tree, OptTree
+    from ..kinds.dynamic.rules import Eagle2Tree, OptTree
     from .batching import CausalLM, Prompt
     from .stats import GenerationResult
 

@@ -12,7 +12,7 @@ contexts coincide, so ``p`` is one law); ``S`` keeps the drafts with ``X^{(m)}_j
 ``S`` becomes empty the round ends with ``Y_j`` (a correction, counted as a rejection), else after
 ``k`` accepted positions a bonus token is drawn from ``p`` (when ``bonus`` and ``k < r``). This is
 the rule :class:`~spectheory.trees.BatchRound` ``(M, gamma, reading="gls")`` plays and whose exact
-values :func:`~spectheory.trees.batch_tree.batch_tree_expected` ``(coupling="gls")`` gives; it is
+values :func:`~spectheory.kinds.batch.exact.batch_tree_expected` ``(coupling="gls")`` gives; it is
 lossless (``docs/trees.md``, Rowan et al., Proposition 3).
 
 The loop is the plain one: each row separately, each model call uncached on the whole sequence

@@ -13,7 +13,7 @@ In a round with ``n`` committed tokens the root is ``x_{n-1}``, emitted by the p
 round from the target law at ``h_{n-2}``; head ``d`` of ``h_{n-2}`` gives the draft law of
 every depth-``d`` node (candidates for ``x_{n-1+d}``), the same law for all nodes of a
 depth: Medusa's drafts do not condition on the tree path. Candidates are the heads'
-top-k (the child policy :class:`~spectheory.verifiers.children.TopK` applied to the heads'
+top-k (the child policy :class:`~spectheory.children.TopK` applied to the heads'
 laws): the Cartesian tree :meth:`DraftTree.from_branching`
 ``([k] * K)`` or the *sparse tree* of :func:`sparse_tree`, the ``n`` nodes of largest
 estimated acceptance ``prod_d acc_d(rank_d)`` (Medusa's construction from the heads'
@@ -41,9 +41,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 from numpy.typing import ArrayLike
 
+from ..children import TopK
 from ..trees import DraftTree
 from ..verifiers.biased import typical_acceptance
-from ..verifiers.children import TopK
 from ..verifiers.multidraft import _categorical
 
 if TYPE_CHECKING:
@@ -110,7 +110,7 @@ def sparse_tree(accuracies: ArrayLike, n_nodes: int) -> DraftTree:
     Returns
     -------
     DraftTree
-        Children in rank order (slot ``j`` = rank ``j``, as the :class:`~spectheory.verifiers.children.TopK` policy drafts
+        Children in rank order (slot ``j`` = rank ``j``, as the :class:`~spectheory.children.TopK` policy drafts
         them); closed under parents and lower ranks, so it is a valid top-k tree.
 
     Examples

@@ -26,7 +26,7 @@ from .sampling import sampling_law
 from .stats import GenerationResult, StatsRecorder
 
 if TYPE_CHECKING:
-    from ..stopping.policies import Policy
+    from ..kinds.policy.policies import Policy
     from ..verifiers import Verifier
     from .batching import Batch, CausalLM, Prompt
 

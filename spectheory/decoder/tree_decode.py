@@ -7,10 +7,10 @@ docs/trees.md, ``bonus=True`` by default):
 1. the drafter builds the draft tree (:class:`~spectheory.trees.DraftTree`) truncated at
    depth ``k = min(depth, r)``: a draft model level by level (one draft call per level,
    tree attention in its cache), children drawn by the verifier's *child policy*
-   (:class:`~spectheory.verifiers.children.IID`,
-   :class:`~spectheory.verifiers.children.WithoutReplacement`,
-   :class:`~spectheory.verifiers.children.TopK`;
-   :meth:`~spectheory.verifiers.children.ChildPolicy.torch_draw`), or Medusa heads
+   (:class:`~spectheory.children.IID`,
+   :class:`~spectheory.children.WithoutReplacement`,
+   :class:`~spectheory.children.TopK`;
+   :meth:`~spectheory.children.ChildPolicy.torch_draw`), or Medusa heads
    (:mod:`spectheory.decoder.medusa`: ``TopK`` of the heads' laws);
 2. ONE target call scores the root and every node (:mod:`.tree_attention`);
 3. the tree verifier -- the pure rule of :mod:`spectheory.verifiers.tree_rules` (or any callable of
@@ -35,9 +35,9 @@ import numpy as np
 import torch
 
 from .._sizes import check_size
+from ..children import get_child_policy
 from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
-from ..verifiers.children import get_child_policy
 from .batching import check_common, make_batch, place, prefill
 from .driver import RoundUniforms, run_rounds
 from .rng import check_seeds, seed_tensor
@@ -49,7 +49,7 @@ from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
     from .._protocols import TreeRule
-    from ..verifiers.children import ChildPolicy
+    from ..children import ChildPolicy
     from .batching import Batch, CausalLM, Prompt
 
 __all__ = ["tree_generate", "draw_level", "resolve_rule", "ModelDrafter"]
@@ -70,7 +70,7 @@ def resolve_rule(
     only repeat it. A callable must have the signature of
     :meth:`spectheory.verifiers.tree_base.TreeVerifier.verify` (``fn(tree, tokens,
     target_laws, draft_laws, u_accept, u_final) -> (node, token, residual)``) and needs
-    ``children`` (a :class:`~spectheory.verifiers.children.ChildPolicy` or its shorthand).
+    ``children`` (a :class:`~spectheory.children.ChildPolicy` or its shorthand).
     """
     if isinstance(verifier, (str, Verifier)):
         v = get_verifier(verifier).for_tree()
@@ -203,7 +203,7 @@ def tree_generate(
         :func:`spectheory.decoder.medusa.typical_rule`.
     children : ChildPolicy or {"iid", "wo", "topk"}, optional
         How the children are drawn; default the verifier's own
-        (:class:`~spectheory.verifiers.children.ChildPolicy`).
+        (:class:`~spectheory.children.ChildPolicy`).
     temperature, top_k, top_p, bonus, seed, device, dtype : as in
         :func:`~spectheory.decoder.speculative.speculative_generate`.
     drafter : callable, optional

@@ -1,7 +1,7 @@
 """Drafting a token tree for the tree decoder: one level of children, and the draft-model drafter.
 
 :func:`draw_level` draws the children of one tree level from their parents' draft laws with the
-verifier's child policy (:meth:`~spectheory.verifiers.children.ChildPolicy.torch_draw`);
+verifier's child policy (:meth:`~spectheory.children.ChildPolicy.torch_draw`);
 :class:`ModelDrafter` runs the draft model level by level (one draft call per level, tree
 attention in its cache) and keeps the accepted path in that cache. Step 1 of a round of
 :func:`spectheory.decoder.tree_decode.tree_generate` (the protocol is described there); Medusa
@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from ..verifiers.children import get_child_policy
+from ..children import get_child_policy
 from .batching import forward_window, prefill
 from .tree_attention import compact_path, new_tree_cache, supports_tree_cache, tree_logits
 from .tree_layout import TreeLayout
 
 if TYPE_CHECKING:
-    from ..verifiers.children import ChildPolicy
+    from ..children import ChildPolicy
     from .batching import CausalLM
 
 __all__ = ["draw_level", "ModelDrafter"]
@@ -44,7 +44,7 @@ def draw_level(
     parent_laws : Tensor [B, n_{d-1}, V]
         Draft laws at the depth ``d - 1`` nodes (level order).
     children : ChildPolicy or {"iid", "wo", "topk"}
-        How the children are drawn (:meth:`~spectheory.verifiers.children.ChildPolicy.torch_draw`).
+        How the children are drawn (:meth:`~spectheory.children.ChildPolicy.torch_draw`).
     u_draft : Tensor [B, N]
         Per-node uniforms (column = level-order offset).
     present_parent : BoolTensor [B, n_{d-1}]
@@ -54,7 +54,7 @@ def draw_level(
     tokens : LongTensor [B, n_d] (``-1`` = not drafted), present : BoolTensor [B, n_d]
 
     The ``j``-th child's law is the policy's slot law
-    (:meth:`~spectheory.verifiers.children.ChildPolicy.slot_law`): ``q`` (iid), ``q`` without
+    (:meth:`~spectheory.children.ChildPolicy.slot_law`): ``q`` (iid), ``q`` without
     the earlier siblings renormalised (wo; absent when no mass is left), or the point mass on
     the ``j``-th largest entry (topk, stable order).
     """

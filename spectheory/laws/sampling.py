@@ -20,6 +20,8 @@ __all__ = [
     "residual_weights",
     "normalize_or",
     "safe_ratio",
+    "categorical",
+    "norm_excess",
     "check_round_laws",
     "MASS_TOL",
 ]
@@ -191,3 +193,29 @@ def check_round_laws(target_laws: np.ndarray, draft_laws: np.ndarray) -> None:
             raise ValueError(f"{name}: laws must be finite and non-negative")
         if a.size and not np.isfinite(a.max()):
             raise ValueError(f"{name}: laws must be finite and non-negative")
+
+
+def norm_excess(r: ArrayLike, d: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``norm(max(r - d, 0))`` and its mass, along the last axis; ``r`` where the mass is 0
+    (the residual step of recursive rejection).
+
+    Examples
+    --------
+    >>> law, mass = norm_excess([0.5, 0.5], [0.9, 0.1])
+    >>> law.tolist(), round(float(mass), 12)
+    ([0.0, 1.0], 0.4)
+    """
+    return normalize_or(np.maximum(np.asarray(r) - np.asarray(d), 0.0), r)
+
+
+def categorical(weights: ArrayLike, u: ArrayLike) -> np.ndarray:
+    """Inverse-CDF sampling of unnormalised non-negative ``weights [..., V]`` with uniforms
+    ``u`` broadcast to ``weights.shape[:-1]`` (:func:`sample_categorical` on any leading shape).
+
+    Examples
+    --------
+    >>> categorical([[1.0, 3.0], [2.0, 2.0]], 0.3).tolist()
+    [1, 0]
+    """
+    w = np.asarray(weights, dtype=np.float64)
+    return sample_categorical(w, np.broadcast_to(np.asarray(u, dtype=np.float64), w.shape[:-1]))

@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 
 from .._guards import as_rng, check_int
+from ..kinds.path.round import CHUNK_ELEMS
 from ..rounds.driver import progress_bar
-from ..rounds.path import CHUNK_ELEMS
 from ..rounds.result import STATISTICS, SimulationResult
 from ..rounds.sampler import ChainSampler, sample_initial
-from ..rounds.simulate import simulate
 from ..rounds.stats import mean_and_se
+from .simulate import simulate
 
 __all__ = ["simulate", "sample_target", "SimulationResult", "mean_and_se", "STATISTICS"]
 

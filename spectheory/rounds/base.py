@@ -4,7 +4,7 @@ A speculative *round* (``docs/protocol.md``) starts with ``n < T`` tokens genera
 state ``s``, drafts some tokens, scores them with the target in one call, keeps an accepted
 prefix of ``j`` of them and then one final token (the correction after a rejection, or the
 bonus token). A :class:`Round` says *what* is drafted -- a path of ``gamma`` tokens
-(:class:`~spectheory.rounds.PathRound`), a draft tree (:class:`~spectheory.trees.TreeRound`,
+(:class:`~spectheory.kinds.PathRound`), a draft tree (:class:`~spectheory.trees.TreeRound`,
 batch decoding's ``M`` paths among them), or as many tokens as a draft-length policy decides
 (:class:`~spectheory.stopping.PolicyRound`) -- and *which verifier* checks it. One method,
 :meth:`Round.play`, plays one round for a batch of runs and returns a :class:`RoundOutcome`;
@@ -12,7 +12,7 @@ the one Monte Carlo driver (:func:`spectheory.rounds.driver.run_rounds`) does ev
 (initial states, chunks, counters, the bonus token, the state advance, tokens, progress).
 
 Shorthands (an ``int`` for a path, a ``DraftTree``, a policy) are turned into rounds by
-:func:`spectheory.rounds.as_round`.
+:func:`spectheory.kinds.as_round`.
 
 **The contract.** Every engine drives a round through its methods, never by naming its class or
 a kind string (``docs/architecture.md``):
@@ -88,7 +88,7 @@ class RoundTags:
 
     Examples
     --------
-    >>> from spectheory.rounds import PathRound
+    >>> from spectheory.kinds import PathRound
     >>> PathRound(3).tags().monte_carlo
     True
     """

@@ -21,16 +21,8 @@ Derivations: ``docs/stopping.md``.
 True
 """
 
-from .adaptive_steps import EMASteps
-from .batch import optimal_policy_by_batch
-from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
-from .evaluate import PolicyValue, evaluate_policy
-from .gap import oracle_gap
-from .hedge import HedgeGamma
-from .longrun import long_run_policy
-from .optimal import compare_policies, long_run_optimum, optimal_policy
-from .oracle import long_run_oracle, oracle_value
-from .policies import (
+from ..kinds.policy.evaluate import PolicyValue, evaluate_policy
+from ..kinds.policy.policies import (
     ConfidenceThreshold,
     EntropyRule,
     FixedGamma,
@@ -41,7 +33,15 @@ from .policies import (
     StopContext,
     leviathan_policy,
 )
-from .round import PolicyRound
+from ..kinds.policy.round import PolicyRound
+from .adaptive_steps import EMASteps
+from .batch import optimal_policy_by_batch
+from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
+from .gap import oracle_gap
+from .hedge import HedgeGamma
+from .longrun import long_run_policy
+from .optimal import compare_policies, long_run_optimum, optimal_policy
+from .oracle import long_run_oracle, oracle_value
 
 __all__ = [
     "Policy",

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._guards import check_int
-from .context import RoundFeedback, StopContext
-from .policies import Policy, _threshold
+from ..kinds.policy.context import RoundFeedback, StopContext
+from ..kinds.policy.policies import Policy, _threshold
 
 __all__ = ["EMASteps"]
 

@@ -30,8 +30,8 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from .._typing import RNGLike
-from .outcome_kernels import outcome_dp, policy_outcomes
-from .policies import Policy, require_memory
+from ..kinds.policy.outcome_kernels import outcome_dp, policy_outcomes
+from ..kinds.policy.policies import Policy, require_memory
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike

@@ -28,8 +28,8 @@ import numpy as np
 from .._guards import check_int
 from .._typing import RNGLike
 from ..cost.base import Cost, as_cost
-from .context import RoundFeedback, StopContext
-from .policies import Policy
+from ..kinds.policy.context import RoundFeedback, StopContext
+from ..kinds.policy.policies import Policy
 
 __all__ = ["controller_along_paths"]
 
@@ -80,7 +80,7 @@ def controller_along_paths(
     A rejection at depth ``i`` sets ``j = i - 1`` accepted and the next round at ``m + 1``; a
     round accepting all ``k`` starts the next at ``n + k + 1`` (the bonus token; ``T`` at the
     horizon). The memory moves by ``policy.update`` with the round's
-    :class:`~spectheory.stopping.context.RoundFeedback`: accepted ``j``, drafted ``k`` and the
+    :class:`~spectheory.kinds.policy.context.RoundFeedback`: accepted ``j``, drafted ``k`` and the
     drafted tokens' ``q`` (the path's ``token_prob`` up to ``j``, then a draw of
     ``rejected_prob``, the draft probability of the rejected drafted token).
 

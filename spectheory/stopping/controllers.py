@@ -4,7 +4,7 @@ Each is reproduced from its engine's code or paper (the class docstrings say whi
 through the one round engine (``st.simulate(chain, T, policy)``, a
 :class:`~spectheory.stopping.PolicyRound`); what it learns lives in the round's memory, one row
 per run, updated by :meth:`Policy.update` from the round's
-:class:`~spectheory.stopping.context.RoundFeedback` (accepted and drafted counts, ``q`` of the
+:class:`~spectheory.kinds.policy.context.RoundFeedback` (accepted and drafted counts, ``q`` of the
 drafted tokens):
 
 * :class:`ROCThreshold`: HuggingFace's assistant confidence threshold, re-tuned after every
@@ -28,8 +28,8 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..cost.base import Cost, as_cost
-from .context import RoundFeedback, StopContext
-from .policies import Policy, _threshold
+from ..kinds.policy.context import RoundFeedback, StopContext
+from ..kinds.policy.policies import Policy, _threshold
 
 __all__ = ["ROCThreshold", "AcceptanceRateK", "UCBGamma", "roc_threshold"]
 

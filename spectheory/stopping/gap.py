@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..cost.base import as_cost
-from .evaluate import evaluate_policy
+from ..kinds.policy.evaluate import evaluate_policy
 from .longrun import long_run_policy
 from .optimal import long_run_optimum, optimal_policy
 from .oracle import long_run_oracle, oracle_value
@@ -30,7 +30,7 @@ from .oracle import long_run_oracle, oracle_value
 if TYPE_CHECKING:
     from .._protocols import ChainLike
     from ..cost.base import Cost
-    from .policies import Policy
+    from ..kinds.policy.policies import Policy
 
 __all__ = ["OracleGap", "oracle_gap"]
 

@@ -31,8 +31,8 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..cost.base import Cost, as_cost
-from .context import RoundFeedback, StopContext
-from .policies import Policy
+from ..kinds.policy.context import RoundFeedback, StopContext
+from ..kinds.policy.policies import Policy
 
 __all__ = ["HedgeGamma", "normalhedge_weights"]
 

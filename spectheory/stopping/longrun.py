@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cost.base import as_cost
-from ._kernels import Kernels, single_thread
-from .context import edge_context
+from ..kinds.policy._kernels import Kernels, single_thread
+from ..kinds.policy.context import edge_context
+from ..kinds.policy.policies import Policy, StartStatePolicy, require_memory
 from .optimal import _dense, _gain, long_run_rate
-from .policies import Policy, StartStatePolicy, require_memory
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike

@@ -5,14 +5,14 @@ Two information structures (``docs/stopping.md``):
 * ``information="state"``: the policy knows the position, the depth and the chain state at
   the round's start (the last state target and draft agree on), so it chooses the round's
   length ``k(n, s)``. The generation is then a Markov decision process over round starts
-  and the Bellman recursion of :func:`~spectheory.stopping.evaluate.start_class_recursion`
+  and the Bellman recursion of :func:`~spectheory.kinds.policy.evaluate.start_class_recursion`
   is exact; cost ``O(T D S V)``. It dominates every policy that fixes the length at the
   round start, with or without memory (:class:`FixedGamma`, Leviathan's gamma,
   :class:`HFSchedule` without ``confidence=``, which stops inside a round).
 * ``information="path"``: the policy knows the drafted path and the target's laws (an
   oracle). The state and the probability that all drafted tokens are accepted are a
   sufficient statistic, and the optimum is computed on the enumerated path tree
-  (:mod:`spectheory.stopping.paths`; small chains). It dominates every policy that decides
+  (:mod:`spectheory.kinds.policy.paths`; small chains). It dominates every policy that decides
   from the drafted path, the laws and the past (not from the verifier's coins).
 
 Policies that look at the state *along the drafted path* without the target (a confidence
@@ -33,16 +33,16 @@ from numpy.typing import ArrayLike
 from .._guards import check_int
 from ..chain.classes import require_one_closed_class
 from ..cost.base import as_cost
-from ._kernels import Kernels, single_thread
-from .evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
-from .forward import forward_counters
-from .policies import DEFAULT_MAX_DEPTH, StartStatePolicy
+from ..kinds.policy._kernels import Kernels, single_thread
+from ..kinds.policy.evaluate import PolicyValue, _value, evaluate_policy, start_class_recursion
+from ..kinds.policy.forward_counters import forward_counters
+from ..kinds.policy.policies import DEFAULT_MAX_DEPTH, StartStatePolicy
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
     from ..cost.base import Cost
+    from ..kinds.policy.policies import Policy
     from ..verifiers.base import Verifier
-    from .policies import Policy
 
 __all__ = [
     "optimal_policy",
@@ -103,7 +103,7 @@ def optimal_policy(
     cost = as_cost(cost)
     D = check_int(max_depth, "max_depth", 1)
     if information == "path":
-        from .paths import optimal_paths
+        from ..kinds.policy.paths import optimal_paths
 
         return optimal_paths(chain, T, cost, D, max_nodes=max_nodes, progress=progress, verifier=verifier)
     if information != "state":

@@ -26,14 +26,14 @@ import numpy as np
 
 from .._guards import check_int
 from ..cost.base import as_cost
+from ..kinds.policy._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
+from ..kinds.policy.forward_counters import forward_counters
+from ..kinds.policy.policies import DEFAULT_MAX_DEPTH, FixedGamma
+from ..kinds.policy.round import PolicyRound
+from ..kinds.policy.value import PolicyValue, _value, backward_positions, reject_value
 from ..rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
-from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread
-from .forward import forward_counters
 from .longrun import LongRunValue
 from .optimal import _gain, _round_start_tables
-from .policies import DEFAULT_MAX_DEPTH, FixedGamma
-from .round import PolicyRound
-from .value import PolicyValue, _value, backward_positions, reject_value
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike

@@ -1,6 +1,6 @@
 r"""Running a draft-length policy inside the real decoder (:func:`~spectheory.decoder.speculative_generate`).
 
-:class:`DecoderPolicy` adapts a :mod:`spectheory.stopping.policies` object to the decoder's
+:class:`DecoderPolicy` adapts a :mod:`spectheory.kinds.policy.policies` object to the decoder's
 batched rounds: it caps each row's round (``max_depth``, the policy's memory), decides after
 each drafted token from what the draft computed (depth, the drafted token, the law it was
 sampled from: top probability, entropy, token probability) and updates the memory after
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .policies import Policy, StopContext
+from ..kinds.policy.policies import Policy, StopContext
 
 if TYPE_CHECKING:
     import torch
@@ -28,7 +28,7 @@ __all__ = ["DecoderPolicy", "RUNNABLE", "chain_models"]
 
 #: Policy classes a real decoder can run (no chain state, no target laws); the last five are
 #: the engines' online controllers (:mod:`.controllers`, :mod:`.adaptive_steps`, :mod:`.hedge`), which learn
-#: from each round's :class:`~spectheory.stopping.context.RoundFeedback`.
+#: from each round's :class:`~spectheory.kinds.policy.context.RoundFeedback`.
 RUNNABLE = (
     "FixedGamma",
     "ConfidenceThreshold",
@@ -122,7 +122,7 @@ class DecoderPolicy:
         """Update the memory of the rows that played this round (``active``: k > 0)."""
         kk, n, act = (np.asarray(a.cpu().numpy()) for a in (k, n_accepted, active))
         if self.learns:
-            from .context import RoundFeedback
+            from ..kinds.policy.context import RoundFeedback
 
             new = np.asarray(self.policy.update(self.memory, RoundFeedback(n, kk, self.token_prob.copy())))
         else:

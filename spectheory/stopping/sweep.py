@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..cost.base import as_cost
-from .evaluate import evaluate_policy
-from .optimal import optimal_policy
-from .policies import (
+from ..kinds.policy.evaluate import evaluate_policy
+from ..kinds.policy.policies import (
     ConfidenceThreshold,
     EntropyRule,
     FixedGamma,
@@ -23,6 +22,7 @@ from .policies import (
     RejectionThreshold,
     leviathan_policy,
 )
+from .optimal import optimal_policy
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike

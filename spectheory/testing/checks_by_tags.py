@@ -116,7 +116,7 @@ def parametrize_with_checks(objects: Iterable[Any]) -> Any:
     objects : iterable
         Rules (:class:`~spectheory.verifiers.Verifier` objects or registered names) and rounds
         (:class:`~spectheory.rounds.Round` objects or the shorthands
-        :func:`~spectheory.rounds.as_round` takes); an entry may be wrapped in ``pytest.param(obj,
+        :func:`~spectheory.kinds.as_round` takes); an entry may be wrapped in ``pytest.param(obj,
         marks=...)`` (e.g. ``pytest.mark.slow``), and its checks carry the marks.
 
     Returns

@@ -4,7 +4,7 @@ r"""One check per engine, each a plain function ``check(obj)`` on a rule or a ro
 :class:`~spectheory.verifiers.Verifier` or a registered name; a single-path rule is played as
 ``PathRound(2, rule)``, a tree verifier as a :class:`~spectheory.trees.TreeRound` on the tree
 ``[2, 1]``) or a round (a :class:`~spectheory.rounds.Round` or a shorthand
-:func:`~spectheory.rounds.as_round` takes). Each check raises ``AssertionError`` saying what
+:func:`~spectheory.kinds.as_round` takes). Each check raises ``AssertionError`` saying what
 disagreed; all draw from fixed seeds (``rng`` arguments, never the global state) and run in a
 few seconds:
 
@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from ..chain import DecodingChain
-from ..rounds import Round, as_round
+from ..kinds.normalize import as_round
+from ..rounds import Round
 from ..verifiers import Verifier, get_verifier
 from .protocol_enumeration import COUNTERS, enumerate_protocol
 
@@ -127,7 +128,7 @@ def check_exact_vs_monte_carlo(obj: Any, horizon: int = 4, n_runs: int = 2000) -
     """``chain.protocol(T, round)`` and ``st.simulate(chain, T, round, n_runs)`` agree: each of
     target calls, rejections, draft tokens and accepted drafts within :data:`N_SE` standard
     errors (plus ``1e-9``), on two small random chains (seeds fixed)."""
-    from ..rounds import simulate
+    from ..montecarlo.simulate import simulate
 
     rnd = checked_round(obj)
     for i, (label, chain) in enumerate(_mc_chains()):

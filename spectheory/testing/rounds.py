@@ -1,11 +1,11 @@
 """The conformance kit on a round object: the one ``st.simulate`` and the decoder take.
 
 :func:`check_round` turns its argument into a :class:`~spectheory.rounds.Round`
-(:func:`~spectheory.rounds.as_round`), asks it whether the kit checks it (:meth:`Round.require
+(:func:`~spectheory.kinds.as_round`), asks it whether the kit checks it (:meth:`Round.require
 <spectheory.rounds.Round.require>`, which names the round and the reason when not) and hands it
 the kit's checks (:data:`KIT`, a visitor): the round's
 :meth:`~spectheory.rounds.Round.check_plan` calls the check that fits its verifier with its own
-data, e.g. a :class:`~spectheory.rounds.PathRound` ``kit.verifier(verifier, gammas=(gamma,))``
+data, e.g. a :class:`~spectheory.kinds.PathRound` ``kit.verifier(verifier, gammas=(gamma,))``
 and a :class:`~spectheory.trees.TreeRound` ``kit.tree_verifier(...)`` on its own tree over the
 kit's chains (:meth:`Kit.chains`). No table of round classes: a round kind defined in a user's
 file is checked as soon as it defines ``check_plan``.
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..rounds.normalize import as_round
+from ..kinds.normalize import as_round
 from .kit import Report, check_verifier
 from .trees import TreeReport, check_tree_verifier, reference_tree_verify, tree_instances
 
@@ -80,7 +80,7 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
     Parameters
     ----------
     round : Round, int, DraftTree or Policy
-        Anything :func:`~spectheory.rounds.as_round` accepts whose kind defines ``check_plan``.
+        Anything :func:`~spectheory.kinds.as_round` accepts whose kind defines ``check_plan``.
     **options
         Passed to :func:`~spectheory.testing.check_verifier` (path and policy rounds:
         ``n_samples``, ``rng``, ``vocab_sizes``, ...) or

@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from ..verifiers.children import IID, ChildPolicy, TopK, WithoutReplacement
+from ..children import IID, ChildPolicy, TopK, WithoutReplacement
 
 __all__ = ["TREE_GALLERY", "bug_policy"]
 

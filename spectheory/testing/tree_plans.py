@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
-    from ..trees.draft_tree import DraftTree
+    from ..kinds.tree.draft_tree import DraftTree
     from ..trees.tree_lp import TreeLPOptimum
 
 __all__ = ["plan_verifier", "coupling_plan_verifier", "realisation_rows"]

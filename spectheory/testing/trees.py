@@ -9,7 +9,7 @@ with ``tree`` a :class:`~spectheory.trees.DraftTree`, ``tokens [R, N]`` (column 
 ``node [R]`` the last node of the accepted path (0 = nothing accepted) and ``token [R]`` the
 token emitted after it (correction, or the bonus at a leaf). The children of every node are
 drawn by the kit with the child policy your engine drafts with (``children=``: a
-:class:`~spectheory.verifiers.children.ChildPolicy` -- ``IID()``, ``WithoutReplacement()``,
+:class:`~spectheory.children.ChildPolicy` -- ``IID()``, ``WithoutReplacement()``,
 ``TopK()`` -- or its shorthand ``"iid"``, ``"wo"``, ``"topk"``; ``"distinct"`` is ``"wo"``,
 for engines that draft distinct children, as ``torch.multinomial(..., replacement=False)``
 does). A verifier can declare it as an attribute (``verify.children = "distinct"``), as the
@@ -48,9 +48,9 @@ from scipy import stats
 
 from .._guards import as_rng, check_prob
 from .._typing import RNGLike
+from ..children import ChildPolicy, WithoutReplacement, get_child_policy
 from ..trees import tree_round_law
 from ..verifiers.base import get_verifier, list_verifiers
-from ..verifiers.children import ChildPolicy, WithoutReplacement, get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree, TraversalTree
 from ._tree_checks import determinism_problem, forced_problem, optimum_problems, randomness

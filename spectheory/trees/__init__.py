@@ -27,18 +27,18 @@ tree protocol, what is counted and the losslessness proofs.
 True
 """
 
-from .batch_round import BatchRound
-from .batch_tree import BatchTreeResult, batch_readings, batch_tree_expected
+from ..kinds.batch.exact import BatchTreeResult, batch_readings, batch_tree_expected
+from ..kinds.batch.round import BatchRound
+from ..kinds.dynamic.round import DynamicTreeRound
+from ..kinds.dynamic.rules import Eagle2Tree, OptTree
+from ..kinds.tree.draft_tree import DraftTree
+from ..kinds.tree.enumerate import tree_sequence_law
+from ..kinds.tree.exact import TreeProtocolResult, tree_protocol, tree_round_law
+from ..kinds.tree.round import TreeRound
 from .by_batch import optimal_tree_by_batch
-from .draft_tree import DraftTree
-from .dynamic import DynamicTreeRound
-from .dynamic_rules import Eagle2Tree, OptTree
-from .enumerate import tree_sequence_law
-from .exact import TreeProtocolResult, tree_protocol, tree_round_law
 from .gbv import GBV
 from .longrun import StateTrees, long_run_tree_optimum, long_run_trees
 from .optimum import tree_optimum
-from .round import TreeRound
 from .sequoia import exact_tree_value, optimal_tree_search, positional_vector, sequoia_positional_dp
 from .state_optimal import OptimalTree, optimal_tree_dp
 

@@ -22,8 +22,8 @@ from numpy.typing import ArrayLike
 
 from ..cost.batch import crossover_batch, optimal_round
 from ..cost.model import CostModel
-from .draft_tree import DraftTree
-from .round import TreeRound
+from ..kinds.tree.draft_tree import DraftTree
+from ..kinds.tree.round import TreeRound
 from .sequoia import positional_vector, sequoia_positional_dp
 
 if TYPE_CHECKING:

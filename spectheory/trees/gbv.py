@@ -38,11 +38,11 @@ With ``K = 1``, ``q~ = q`` and GBV is block verification. The exact check (Fract
 al.'s example and random chains) is in ``tests/trees/test_gbv.py``; docs/sequence_rules.md.
 
 The verifier is defined on ``K``-path trees only (like
-:data:`~spectheory.trees.batch_verifier.BATCH_TREE`), so it is not in the tree registry that the
+:data:`~spectheory.kinds.batch.verifier.BATCH_TREE`), so it is not in the tree registry that the
 loops over every tree verifier read; use ``TreeRound(DraftTree.paths(K, L), GBV)``
 (``chain.protocol``, ``st.simulate``, ``spectheory.testing.check_round``, the decoder's
 ``tree_generate``). Its exact values come from the enumeration engine
-(:mod:`spectheory.trees.enumerate`); the rule's steps are the pure functions of
+(:mod:`spectheory.kinds.tree.enumerate`); the rule's steps are the pure functions of
 :mod:`spectheory.verifiers.gbv`, whose :func:`~spectheory.verifiers.gbv.gbv_round_law` enumerates
 one round literally.
 
@@ -69,12 +69,12 @@ from typing import Any
 
 import numpy as np
 
-from ..verifiers.children import IID
+from ..children import IID
+from ..kinds.batch.verifier import _path_nodes
+from ..kinds.tree.draft_tree import DraftTree
 from ..verifiers.gbv import gbv_core, gbv_round_law
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_base import TreeVerifier
-from .batch_verifier import _path_nodes
-from .draft_tree import DraftTree
 
 __all__ = ["GreedyBlockTree", "GBV", "gbv_round_law"]
 

@@ -4,7 +4,7 @@ Notation: p = target, q = draft. On a homogeneous chain with a deterministic ``n
 and the draft's top-k children verified by ``tree_topk`` (:mod:`.dynamic`), a rule that drafts
 the tree ``tree(s)`` from a round starting in state ``s`` makes the round starts a Markov
 chain. One round of ``tree(s)`` from ``s`` (the per-node engine,
-:func:`spectheory.trees.exact.push_round`, far from the horizon: never truncated) gives the
+:func:`spectheory.kinds.tree.exact.push_round`, far from the horizon: never truncated) gives the
 law of (tokens emitted, next round's start state): the kernel ``P[s, s']``, the expected tokens
 ``e(s)`` (accepted drafts plus the correction or bonus token) and the round's time
 ``tau(s) = draft time + t(k_s)`` (``c k_s`` with ``k_s`` the tree's drafted nodes, or
@@ -36,13 +36,13 @@ from .._guards import check_int
 from ..chain.classes import require_one_closed_class
 from ..cost.base import as_cost
 from ..exact.core import blas_single_thread
+from ..kinds.dynamic.round import DynamicTreeRound
+from ..kinds.tree.accumulate import _Accumulator
+from ..kinds.tree.draft_tree import DraftTree
+from ..kinds.tree.exact import push_round
 from ..stopping.longrun import LongRunRate
 from ..stopping.optimal import _gain, dinkelbach
 from ..verifiers.base import get_verifier
-from .accumulate import _Accumulator
-from .draft_tree import DraftTree
-from .dynamic import DynamicTreeRound
-from .exact import push_round
 from .sequoia import ordered_trees
 
 __all__ = ["LongRunTrees", "StateTrees", "long_run_tree_optimum", "long_run_trees", "tree_round_chain"]

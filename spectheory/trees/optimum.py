@@ -1,7 +1,7 @@
 r"""How many drafts of a draft tree can a lossless verifier accept? The tree optimum, exactly.
 
 Notation: p = target, q = draft. A round drafts a tree ``X`` (the tokens of its nodes, drawn
-with a child policy, :mod:`spectheory.verifiers.children`) from a start state and emits a
+with a child policy, :mod:`spectheory.children`) from a start state and emits a
 path of it plus one token; a lossless verifier's output, completed by target sampling,
 is a sequence ``Y`` with the target's law, and the drafts it accepted form a root path of
 ``X`` that is a prefix of ``Y``. So every lossless verifier is a coupling of ``X`` and ``Y``
@@ -12,7 +12,7 @@ path of ``X``, and
 .. math:: E[\text{accepted}] \le B = \max_{\pi \in \Pi(\text{law of } X,\, P)} E_\pi[c(X, Y)],
 
 the *coupling bound*, a transport linear program over the enumerated tree realisations
-(:func:`spectheory.trees.enumerate.enumerate_realisations`) and the ``V^D`` target prefixes
+(:func:`spectheory.kinds.tree.enumerate.enumerate_realisations`) and the ``V^D`` target prefixes
 (:func:`tree_coupling_bound`). :func:`tree_optimum` returns the sharpest value known for
 the tree's shape:
 
@@ -55,8 +55,8 @@ from .._guards import check_int
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from ..verifiers.children import ChildPolicy
-    from .draft_tree import DraftTree
+    from ..children import ChildPolicy
+    from ..kinds.tree.draft_tree import DraftTree
 
 __all__ = ["TreeOptimum", "tree_coupling_bound", "tree_optimum", "MAX_COUPLING_CELLS"]
 
@@ -140,7 +140,7 @@ def tree_coupling_bound(
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    from .enumerate import enumerate_realisations
+    from ..kinds.tree.enumerate import enumerate_realisations
 
     chain.require_deterministic("tree_coupling_bound")
     start = check_int(start, "start", 0)
@@ -200,7 +200,7 @@ def tree_optimum(
     >>> opt.kind, round(opt.value, 6), opt.attained     # two distinct drafts cover both tokens
     ('multi-draft optimum', 1.0, True)
     """
-    from ..verifiers.children import IID, TopK, WithoutReplacement, get_child_policy
+    from ..children import IID, TopK, WithoutReplacement, get_child_policy
 
     policy = get_child_policy(children)
     start = check_int(start, "start", 0)

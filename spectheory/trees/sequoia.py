@@ -34,9 +34,9 @@ from numpy.typing import ArrayLike
 from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from ..chain.classes import require_one_closed_class
+from ..kinds.tree.draft_tree import DraftTree
+from ..kinds.tree.exact import tree_round_law
 from ..verifiers.base import get_verifier
-from .draft_tree import DraftTree
-from .exact import tree_round_law
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike

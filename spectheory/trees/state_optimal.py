@@ -39,8 +39,8 @@ import numpy as np
 
 from .._guards import check_int
 from ..cost.base import as_cost
-from .draft_tree import DraftTree
-from .dynamic import DynamicTreeRound, TreeTable
+from ..kinds.dynamic.round import DynamicTreeRound, TreeTable
+from ..kinds.tree.draft_tree import DraftTree
 
 __all__ = ["OptimalTree", "TreeDPResult", "optimal_tree_dp"]
 

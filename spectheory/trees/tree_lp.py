@@ -1,7 +1,7 @@
 r"""The most drafts a lossless verifier accepts on a general draft tree: an LP with a certified bound.
 
 Notation: p = target, q = draft. A round drafts a tree ``X`` (a realisation: the tokens of
-its nodes, drawn by a child policy, :mod:`spectheory.verifiers.children`, with probability
+its nodes, drawn by a child policy, :mod:`spectheory.children`, with probability
 :math:`q(X)`) from a start state, and emits ``e = (x_{path(u)}, y)``: the tokens on the root
 path of an accepted node ``u`` (``d(e) = |e| - 1`` accepted drafts, ``0 <= d(e) <= D``, ``D``
 the tree's depth), then one token ``y``. Whatever a verifier reads -- the laws at the tree's
@@ -76,8 +76,8 @@ from .._guards import check_int
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
-    from ..verifiers.children import ChildPolicy
-    from .draft_tree import DraftTree
+    from ..children import ChildPolicy
+    from ..kinds.tree.draft_tree import DraftTree
 
 __all__ = ["TreeLPOptimum", "lossless_tree_optimum", "MAX_TREE_LP_VARIABLES"]
 
@@ -168,7 +168,7 @@ def lossless_tree_optimum(
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    from .enumerate import enumerate_realisations
+    from ..kinds.tree.enumerate import enumerate_realisations
 
     chain.require_deterministic("lossless_tree_optimum")
     start = check_int(start, "start", 0)
@@ -264,7 +264,7 @@ def _prefix_states(chain: ChainLike, order: list, start: int) -> dict:
 
 def _exact_prob(chain: Any, tree: Any, children: Any, start: int) -> np.ndarray:
     """The realisations' probabilities in ``Fraction``s (the laws' exact binary values)."""
-    from .enumerate import enumerate_realisations
+    from ..kinds.tree.enumerate import enumerate_realisations
 
     target = np.vectorize(Fraction, otypes=[object])(chain.target)
     draft = np.vectorize(Fraction, otypes=[object])(chain.draft)

@@ -30,7 +30,7 @@ tree        ``2 x 1``, ``n_d x 1`` (``d < K``)  ``max(K, 1)``          ``sum_{d 
 
 Examples
 --------
->>> from spectheory.rounds import PathRound
+>>> from spectheory.kinds import PathRound
 >>> m = round_model(PathRound(3))
 >>> m.label, m.kind, m.draft_calls(3), m.scored(3)
 ('gamma=3', 'path', ((2, 1), (1, 2)), 4)
@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..stopping.policies import StopContext
+from ..kinds.policy.policies import StopContext
 from ..validation.round_kernels import path_kernel, policy_kernel, tree_kernel
 
 __all__ = [
@@ -229,11 +229,11 @@ class AlongPath:
 
 def round_model(rnd: Any) -> RoundsModel:
     """The :class:`RoundsModel` of ``rnd`` (a round, or a shorthand of
-    :func:`~spectheory.rounds.as_round`; a model is returned as is). Raises
+    :func:`~spectheory.kinds.as_round`; a model is returned as is). Raises
     :class:`~spectheory.rounds.base.UnsupportedRoundError` for a round without ``along_path``."""
     if isinstance(rnd, RoundsModel):
         return rnd
-    from ..rounds import as_round
+    from ..kinds.normalize import as_round
 
     rnd = as_round(rnd)
     rnd.require("along_path")

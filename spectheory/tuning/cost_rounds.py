@@ -13,7 +13,7 @@ on (round start ``n``, policy memory) with a per-path jump kernel
           \mid \text{start } n, \text{memory } a, \text{path } i),
 
 ``n' = T`` meaning done (each kind's kernel: :mod:`~spectheory.validation.round_kernels`;
-:func:`~spectheory.stopping.outcome_kernels.outcome_dp` gives those ``E[R | path]`` from the
+:func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` gives those ``E[R | path]`` from the
 same kernel). :func:`rounds_law` runs the chain forward counting rounds:
 ``law[i, c] = P(R = c | path i)``. For ``B`` rows drawn independently (paths from the prompts,
 outcomes from their seeds) the law of a random row is the path average

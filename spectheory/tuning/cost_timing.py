@@ -94,7 +94,7 @@ class DecoderTiming:
 
     Examples
     --------
-    >>> from spectheory.rounds import PathRound
+    >>> from spectheory.kinds import PathRound
     >>> t = DecoderTiming(lambda b, m, L: 1.0 + 0.1 * b * m, lambda b, m, L: 0.1)
     >>> round(t.round_seconds(PathRound(3), 1, 3, 10), 6)   # 3 draft steps + a call scoring 4
     1.7

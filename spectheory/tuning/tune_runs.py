@@ -41,7 +41,7 @@ def default_configs(
     """Rounds for ``gammas`` (``PathRound``), ``trees`` (``DraftTree`` or branching tuples, as
     ``TreeRound`` with ``tree_rrs``) and ``policies`` (default: HuggingFace's confidence rule 0.4
     up to depth 8, as ``PolicyRound``)."""
-    from ..rounds import PathRound
+    from ..kinds.path import PathRound
     from ..stopping import ConfidenceThreshold, PolicyRound
     from ..trees import DraftTree, TreeRound
 

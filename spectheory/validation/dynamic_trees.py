@@ -30,7 +30,7 @@ import torch
 
 from .._guards import check_int
 from ..decoder.sampling import logits_to_probs
-from ..trees.dynamic_rules import Candidates
+from ..kinds.dynamic.rules import Candidates
 
 if TYPE_CHECKING:
     from ..decoder.batching import CausalLM

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import torch
 
     from ..decoder.batching import CausalLM
-    from ..stopping.policies import Policy
+    from ..kinds.policy.policies import Policy
 
 __all__ = ["policy_path_inputs", "predict_policy", "predict_controller", "measured_rates"]
 

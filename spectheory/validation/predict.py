@@ -47,7 +47,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import check_int
 from ..decoder.rng import derive_seed, row_seeds
-from ..stopping.outcome_kernels import outcome_dp
+from ..kinds.policy.outcome_kernels import outcome_dp
 from .paths import PathStatistics, mean_se, path_statistics, repeat_prompts, sample_paths, zscore
 from .round_kernels import path_outcomes
 
@@ -78,7 +78,7 @@ STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarray]:
     """Exact expected round statistics given per-position rejection probabilities: the dynamic
-    programme of the path kind's jump kernel (:func:`~spectheory.stopping.outcome_kernels.outcome_dp` of
+    programme of the path kind's jump kernel (:func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` of
     :func:`~.round_kernels.path_outcomes`).
 
     Rounds start at position 0; a round at ``n`` checks ``k = min(gamma, T - n)`` positions

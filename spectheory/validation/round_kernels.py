@@ -13,12 +13,12 @@ stored by round start, ``O [T, D + 1, 2, N, M]`` (``O[n, j, rho]`` holds every p
 at once, as the forward pass reads it), and nothing else is kind-specific: the next round starts at
 ``n + j + 1`` after a rejection (its correction emitted) and at ``n + j`` plus a bonus token
 (``bonus`` and ``n + j < T``) otherwise, with memory ``next_memory(a, not rejected)``.
-From the kernel, :func:`~spectheory.stopping.outcome_kernels.outcome_dp` gives the expected
+From the kernel, :func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` gives the expected
 visits of every round start and every round statistic by one forward pass, and
-:func:`~spectheory.stopping.outcome_kernels.jump_kernel` the transition matrix
+:func:`~spectheory.kinds.policy.outcome_kernels.jump_kernel` the transition matrix
 ``J [N, T, M, T + 1, M]`` that the law of the number of rounds (:func:`~spectheory.tuning.cost_rounds.rounds_law`)
-and the batch simulations read (both in :mod:`spectheory.stopping.outcome_kernels`, beside the
-policy kind's kernel :func:`~spectheory.stopping.outcome_kernels.policy_outcomes`).
+and the batch simulations read (both in :mod:`spectheory.kinds.policy.outcome_kernels`, beside the
+policy kind's kernel :func:`~spectheory.kinds.policy.outcome_kernels.policy_outcomes`).
 
 The kernels here: :func:`path_outcomes` (fixed ``gamma``, token verification) and
 :func:`tree_outcomes` (a draft tree with node-local verifiers). :func:`~.predict.round_dp`,
@@ -30,7 +30,7 @@ Examples
 --------
 Never rejected, ``gamma = 2`` over 6 tokens: rounds from 0 and 3, each accepting 2 (+ bonus).
 
->>> from spectheory.stopping.outcome_kernels import outcome_dp
+>>> from spectheory.kinds.policy.outcome_kernels import outcome_dp
 >>> out = outcome_dp(path_outcomes([[0.0] * 6], 2))
 >>> out["target_calls"].tolist(), out["counts"].tolist()
 ([2.0], [[0.0, 0.0, 2.0]])
@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..stopping.outcome_kernels import jump_kernel, policy_outcomes
-from ..stopping.policies import Policy
+from ..kinds.policy.outcome_kernels import jump_kernel, policy_outcomes
+from ..kinds.policy.policies import Policy
 
 __all__ = [
     "path_outcomes",

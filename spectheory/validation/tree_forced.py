@@ -10,16 +10,16 @@ as in :mod:`spectheory.validation.tree_rounds`. For a node ``v`` at depth ``j`` 
 draws the tree from a proposal in which every ``a_d`` carries ``x_{n+d}`` and weights it by
 ``W = P(\text{siblings}) / Q(\text{siblings})``, group by group along the branch:
 
-- i.i.d. children (:class:`~spectheory.verifiers.children.IID`): the other siblings are independent of ``a_d``, so ``W = q(x_{n+d})``;
+- i.i.d. children (:class:`~spectheory.children.IID`): the other siblings are independent of ``a_d``, so ``W = q(x_{n+d})``;
 - children without replacement (successive sampling,
-  :class:`~spectheory.verifiers.children.WithoutReplacement`): the proposal draws the other
+  :class:`~spectheory.children.WithoutReplacement`): the proposal draws the other
   siblings of ``a_d`` (slot ``s``) successively from ``q`` without ``x`` and without the earlier
   ones, so with ``y_s = x``
 
   .. math:: P = \prod_i \frac{q(y_i)}{1 - \sum_{l < i} q(y_l)}, \qquad
             Q = \prod_{i \ne s} \frac{q(y_i)}{1 - q(x) - \sum_{l < i,\, l \ne s} q(y_l)}.
 
-Both are :meth:`spectheory.verifiers.children.ChildPolicy.force`. Everything off the branch is drafted by the decoder as usual (tree attention, its own
+Both are :meth:`spectheory.children.ChildPolicy.force`. Everything off the branch is drafted by the decoder as usual (tree attention, its own
 draft model), so the drafted tree's laws are exact. Summing ``W P(accept v) f_v / p(x...)``
 over the nodes of depth ``j`` (one forced run per node) estimates ``w(n, j)``; ``j = 0``
 uses an unforced tree. No indicator is left, so the estimate is random only through the
@@ -36,19 +36,19 @@ import torch
 
 from .._guards import as_rng
 from .._typing import RNGLike
+from ..children import get_child_policy
 from ..decoder.tree_decode import ModelDrafter, tree_generate
 from ..verifiers.base import get_verifier
-from ..verifiers.children import get_child_policy
 from .trees import FirstRoundRecorded, run_first_round
 
 if TYPE_CHECKING:
     import torch
 
+    from ..children import ChildPolicy
     from ..decoder.batching import CausalLM
     from ..decoder.tree_layout import TreeLayout
     from ..trees import DraftTree
     from ..verifiers.base import Verifier
-    from ..verifiers.children import ChildPolicy
 
 __all__ = ["ForcedDrafter", "forced_tree_weights"]
 

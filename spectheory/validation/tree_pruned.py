@@ -26,7 +26,7 @@ def wo_node_laws_pruned(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     r"""Per-node laws of recursive rejection without replacement, rejected prefixes pruned.
 
-    As :meth:`WithoutReplacement().node_laws <spectheory.verifiers.children.WithoutReplacement.node_laws>` (``accept [k, S, V]`` and
+    As :meth:`WithoutReplacement().node_laws <spectheory.children.WithoutReplacement.node_laws>` (``accept [k, S, V]`` and
     ``residual [S, V]``), but a prefix of rejected siblings whose probability is below
     ``min_prob`` is not expanded: its later slots count as rejected, so ``accept`` is low by
     at most ``dropped [S]`` in total per state and ``residual = p - sum_j accept_j`` stays
@@ -38,7 +38,7 @@ def wo_node_laws_pruned(
     Examples
     --------
     >>> import numpy as np
-    >>> from spectheory.trees.children import node_laws
+    >>> from spectheory.children.laws import node_laws
     >>> rng = np.random.default_rng(0)
     >>> t, d = rng.dirichlet(np.ones(5), 3), rng.dirichlet(np.ones(5), 3)
     >>> A, R, dropped = wo_node_laws_pruned(t, d, 3, min_prob=0.0)

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..stopping.outcome_kernels import outcome_dp
+from ..kinds.policy.outcome_kernels import outcome_dp
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
 from .tree_pruned import pruned_wo_tables, wo_node_laws_pruned  # noqa: F401  (re-exported)
@@ -153,7 +153,7 @@ def emission_dp(weights: np.ndarray, horizon: int) -> np.ndarray:
     ``weights[:, n, j]`` = ``w(n, j)`` of the module docstring (round starting after ``n``
     tokens); a round from ``n`` moves to ``min(n + j + 1, T)``. The weights are the tree kind's
     outcome kernel with the bonus token counted as the emitted one, and this is its
-    :func:`~spectheory.stopping.outcome_kernels.outcome_dp`.
+    :func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp`.
 
     Examples
     --------

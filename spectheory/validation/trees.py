@@ -7,7 +7,7 @@ of docs/trees.md (``bonus=True``); ``T`` new tokens after a prompt.
 any child policy). The decoder's output is target-distributed, and at a tree node ``u`` at
 prefix ``x_{<m}`` with ``k`` children the verifier emits ``x_m`` via child slot ``j`` with
 mass ``A_j(x_m)`` or as a correction with mass ``R(x_m)`` (the exact per-node laws
-:meth:`spectheory.verifiers.children.ChildPolicy.node_laws`, ``sum_j A_j + R = p``). Given the output
+:meth:`spectheory.children.ChildPolicy.node_laws`, ``sum_j A_j + R = p``). Given the output
 sequence the outcomes at different nodes are independent, with
 
 .. math:: P(\text{slot } j \mid x_m) = A_j(x_m) / p(x_m), \qquad
@@ -34,18 +34,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..stopping.outcome_kernels import outcome_dp
+from ..children import get_child_policy
+from ..kinds.policy.outcome_kernels import outcome_dp
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
-from ..verifiers.children import get_child_policy
 from ..verifiers.multidraft import _categorical
 from ..verifiers.tree_rules import RecursiveRejectionTree
 from .round_kernels import tree_outcomes
 
 if TYPE_CHECKING:
+    from ..children import ChildPolicy
     from ..trees import DraftTree
     from ..verifiers.base import Verifier
-    from ..verifiers.children import ChildPolicy
 
 __all__ = [
     "node_acceptance",
@@ -70,7 +70,7 @@ def node_acceptance(
 
     ``target_laws, draft_laws [M, V]`` are the laws at ``M`` prefixes and ``tokens [M]`` the
     target path's token there; ``children`` the child policy (a
-    :class:`~spectheory.verifiers.children.ChildPolicy` or its shorthand). Rows with
+    :class:`~spectheory.children.ChildPolicy` or its shorthand). Rows with
     ``p(x) = 0`` get ``res = 1``.
     """
     children = get_child_policy(children)
@@ -95,7 +95,7 @@ def node_acceptance(
 
 def tree_round_dp(tree: DraftTree, tables: dict, T: int) -> dict[str, np.ndarray]:
     r"""Exact expected round statistics per path given per-node acceptances: the dynamic programme
-    of the tree kind's jump kernel (:func:`~spectheory.stopping.outcome_kernels.outcome_dp` of
+    of the tree kind's jump kernel (:func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` of
     :func:`~.round_kernels.tree_outcomes`).
 
     Parameters

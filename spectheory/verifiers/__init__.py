@@ -7,10 +7,9 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
   (:class:`~spectheory.verifiers.inputs.FusedRoundInputs`,
   :class:`~spectheory.verifiers.inputs.TorchRoundInputs`)
 - :mod:`.token`       standard token verification (``"token"``)
-- :mod:`.children`    child policies of draft trees (:class:`IID`, :class:`WithoutReplacement`,
-  :class:`TopK`)
 - :mod:`.tree_base`, :mod:`.tree_rules`  tree verifiers (recursive rejection, traversal;
-  ``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``, ``"traversal_iid"``)
+  ``"tree_rrs"``, ``"tree_rrs_wo"``, ``"tree_topk"``, ``"traversal"``, ``"traversal_iid"``); how
+  their trees are drafted (child policies) is :mod:`spectheory.children`
 - :mod:`.rejection`   general rejection-based verifiers and optimality (Yin et al. 2024, Thms 1-2)
 - :mod:`.batch_step`  batch speculative decoding with M draft sequences, one position
   (first-token construction, consistent with Yin et al. 2024, Theorem 3)
@@ -29,6 +28,7 @@ per rule family. Fronts, bounds and closed forms that are not rules live in
 - :mod:`.torch_forms` torch forms of the token rule for the decoder (needs torch; not imported here)
 """
 
+from .._deprecation import moved_names
 from . import (
     hsd_naive_chain,  # noqa: F401  (its registrations)
     proposal,  # noqa: F401  (its registrations)
@@ -36,16 +36,6 @@ from . import (
 from .base import Verifier, get_verifier, list_verifiers, register_verifier
 from .biased import biased_rule, typical_acceptance
 from .block import BlockVerifier
-from .children import (
-    IID,
-    ChildPolicy,
-    Greedy,
-    TopK,
-    WithoutReplacement,
-    get_child_policy,
-    list_child_policies,
-    register_child_policy,
-)
 from .hsd import HSDVerifier
 from .multidraft import rrs_acceptance
 from .rejection import RejectionRule, rule_expected_rejections, scaled_rule, standard_rule
@@ -64,18 +54,10 @@ __all__ = [
     "BlockVerifier",
     # sequence-level rules (Hierarchical Speculative Decoding)
     "HSDVerifier",
-    # tree verifiers and child policies
+    # tree verifiers (how a tree is drafted, its child policy: spectheory.children)
     "TreeVerifier",
     "RecursiveRejectionTree",
     "TraversalTree",
-    "ChildPolicy",
-    "IID",
-    "WithoutReplacement",
-    "TopK",
-    "Greedy",
-    "get_child_policy",
-    "register_child_policy",
-    "list_child_policies",
     # rejection-based rules
     "RejectionRule",
     "standard_rule",
@@ -88,3 +70,23 @@ __all__ = [
     # k candidates at one position
     "rrs_acceptance",
 ]
+
+#: Child policies moved to :mod:`spectheory.children` in 0.3.0 (how a tree is drafted is not a
+#: verification rule); the old names warn until 0.4.0.
+__getattr__ = moved_names(
+    __name__,
+    {
+        name: ("spectheory.children", name)
+        for name in (
+            "ChildPolicy",
+            "IID",
+            "WithoutReplacement",
+            "TopK",
+            "Greedy",
+            "get_child_policy",
+            "register_child_policy",
+            "list_child_policies",
+        )
+    },
+    remove_in="0.4.0",
+)

@@ -5,7 +5,7 @@ one reading of batch decoding with ``M`` draft sequences: the **first-token cons
 "derived, consistent with Yin et al. 2024 (arXiv 2411.00841), Theorem 3" (their pseudo-code
 could not be read; this is the construction that fits what secondary sources report). The
 other natural reading -- recursive rejection at *every* position over all drafts that agree
-with the accepted prefix -- is :mod:`spectheory.trees.batch_tree`; it never rejects more
+with the accepted prefix -- is :mod:`spectheory.kinds.batch.exact`; it never rejects more
 and its limit differs (docs/trees.md). Formulas are written with ``target`` and ``draft``
 (p = target, q = draft in the papers' letters)::
 

@@ -3,7 +3,7 @@ dataclass per entry point, instead of a row of positional arrays every rule repe
 
 - :class:`FusedRoundInputs`: the simulator's fast path
   (:meth:`Verifier.fused_round <spectheory.verifiers.Verifier.fused_round>`), built by
-  :meth:`PathRound.play <spectheory.rounds.PathRound.play>`: the sampler, the horizon, ``gamma``,
+  :meth:`PathRound.play <spectheory.kinds.PathRound.play>`: the sampler, the horizon, ``gamma``,
   where each run stands, and the buffers the rule fills along the drafted path.
 - :class:`TorchRoundInputs`: the real decoder's rule
   (:meth:`Verifier.torch_rule <spectheory.verifiers.Verifier.torch_rule>`), built by

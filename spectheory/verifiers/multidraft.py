@@ -40,8 +40,11 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, as_rng, check_int
+from .._sizes import MAX_PATHS
 from .._typing import RNGLike
-from ..laws.sampling import normalize_or, safe_ratio, sample_categorical
+from ..laws.sampling import categorical as _categorical
+from ..laws.sampling import norm_excess as _norm_excess
+from ..laws.sampling import safe_ratio
 
 __all__ = [
     "rrs_acceptance",
@@ -56,9 +59,6 @@ __all__ = [
 
 #: Residual mass below this is rounding noise of equal laws (see :func:`spectheory.residual`).
 
-#: Largest number of enumerated candidate paths for exact values without replacement.
-MAX_PATHS = 2_000_000
-
 
 def check_multidraft_args(
     target: ArrayLike, draft: ArrayLike, k: int, replacement: bool = True
@@ -72,18 +72,6 @@ def check_multidraft_args(
     if not replacement and k > t.size:
         raise ValueError(f"k: without replacement k must be <= vocabulary size {t.size}, got {k}")
     return t, d, k
-
-
-def _norm_excess(r, d):
-    """``norm(max(r - d, 0))`` and its mass, along the last axis; ``r`` where the mass is 0."""
-    return normalize_or(np.maximum(r - d, 0.0), r)
-
-
-def _categorical(weights, u):
-    """Inverse-CDF sampling of unnormalised non-negative ``weights [..., V]`` with ``u [...]``
-    (the core's :func:`spectheory.laws.sampling.sample_categorical`)."""
-    w = np.asarray(weights, dtype=np.float64)
-    return sample_categorical(w, np.broadcast_to(np.asarray(u, dtype=np.float64), w.shape[:-1]))
 
 
 def rrs_residuals(target: ArrayLike, draft: ArrayLike, k: int) -> np.ndarray:

@@ -52,8 +52,8 @@ from typing import Any
 
 import numpy as np
 
-from .child_policy import ChildPolicy, _safe_div, register_child_policy
-from .children import IID
+from ..children import IID
+from ..children.policy import ChildPolicy, _safe_div, register_child_policy
 from .multidraft import _categorical
 from .tree_base import TreeVerifier
 from .tree_rules import _min1, _ratio, _residual

@@ -14,7 +14,7 @@ A :class:`TreeVerifier` is a :class:`~spectheory.verifiers.Verifier` of the one 
 (``accepts_trees = True``, ``accepts_paths = False``): the tree rule is its class
 (:class:`~spectheory.verifiers.tree_rules.RecursiveRejectionTree`,
 :class:`~spectheory.verifiers.tree_rules.TraversalTree`) and the way children are drawn its
-``children`` (a :class:`~spectheory.verifiers.children.ChildPolicy`).
+``children`` (a :class:`~spectheory.children.ChildPolicy`).
 The single-path methods (``rule``, ``verify_round``, ``exact``, ``torch_rule``) say that a
 tree is needed (:meth:`~spectheory.verifiers.Verifier.require_path`).
 
@@ -30,8 +30,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import as_rng
+from ..children import ChildPolicy, get_child_policy
 from .base import Verifier
-from .children import ChildPolicy, get_child_policy
 
 if TYPE_CHECKING:
     from .._protocols import TreeLike
@@ -158,14 +158,14 @@ class TreeVerifier(Verifier):
 
     def node_laws(self, target: np.ndarray, draft: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Exact per-node laws ``(accept [k, S, V], residual [S, V])`` (node-local rules only);
-        :meth:`spectheory.verifiers.children.ChildPolicy.node_laws` of ``children``."""
+        :meth:`spectheory.children.ChildPolicy.node_laws` of ``children``."""
         if not self.node_local:
             raise ValueError(f"verifier: {self.name!r} is not node-local; use the enumeration engine")
         return self.children.node_laws(target, draft, k)
 
     def sample_children(self, draft_rows: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
         """Draw ``k`` children per row of ``draft_rows [R, V]`` (``[R, k]``);
-        :meth:`spectheory.verifiers.children.ChildPolicy.draw` of ``children``."""
+        :meth:`spectheory.children.ChildPolicy.draw` of ``children``."""
         return self.children.draw(draft_rows, k, as_rng(rng))
 
     def for_tree(self) -> TreeVerifier:

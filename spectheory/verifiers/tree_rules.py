@@ -2,7 +2,7 @@ r"""The tree rules: recursive rejection (top-down) and traversal (leaf-to-root),
 
 Notation: p = target, q = draft; a realisation and the uniform convention as in
 :mod:`spectheory.verifiers.tree_base`; ``s`` is the slot law of a child under the verifier's
-child policy (:meth:`spectheory.verifiers.children.ChildPolicy.slot_law`). Recursive
+child policy (:meth:`spectheory.children.ChildPolicy.slot_law`). Recursive
 rejection is lossless for every child policy (proof in docs/trees.md). Traversal is proved
 lossless by Weng et al. in their setting (children without replacement, ``traversal``); here
 both registered forms, ``traversal`` and ``traversal_iid``, are *checked* lossless exactly (in
@@ -56,8 +56,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..children import IID, Greedy, TopK, WithoutReplacement, _safe_div
 from .base import register_verifier
-from .children import IID, Greedy, TopK, WithoutReplacement, _safe_div
 from .multidraft import _categorical
 from .tree_base import TreeVerifier
 

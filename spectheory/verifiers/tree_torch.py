@@ -6,8 +6,8 @@ copied the laws ``[B, N, V]`` to the host and back: at batch 1024 that copy and 
 dominated the round. :func:`recursive_rejection_torch` is the same rule, step for step, on
 torch tensors -- vectorised over the rows, a loop over the tree's nodes (pre-order) and
 children, no host read -- for the child policies that declare a torch form of their slot law
-(:meth:`ChildPolicy.torch_slot_law <spectheory.verifiers.child_policy.ChildPolicy.torch_slot_law>`,
-:attr:`~spectheory.verifiers.child_policy.ChildPolicy.has_torch_slot_law`: ``IID``,
+(:meth:`ChildPolicy.torch_slot_law <spectheory.children.policy.ChildPolicy.torch_slot_law>`,
+:attr:`~spectheory.children.policy.ChildPolicy.has_torch_slot_law`: ``IID``,
 ``WithoutReplacement``, ``TopK``, ``Greedy``).
 
 Notation as in :mod:`spectheory.verifiers.tree_rules`: at node ``u`` with residual target
@@ -25,7 +25,7 @@ One node drafted below the root (p = (1/3, 2/3), q = (2/3, 1/3)), token 0: accep
 
 >>> import torch
 >>> from spectheory.trees import DraftTree
->>> from spectheory.verifiers.children import IID
+>>> from spectheory.children import IID
 >>> tree = DraftTree.from_branching([1])
 >>> t = torch.tensor([1 / 3, 2 / 3], dtype=torch.float64).expand(2, 2, 2)
 >>> d = torch.tensor([2 / 3, 1 / 3], dtype=torch.float64).expand(2, 2, 2)
@@ -42,13 +42,9 @@ from typing import Any
 
 import torch
 
+from ..laws.torch_sampling import safe_div as _safe_div
+
 __all__ = ["recursive_rejection_torch", "torch_categorical"]
-
-
-def _safe_div(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
-    """``num / den`` where ``den > 0``, else 0 (the numpy rule's ``_safe_div``)."""
-    pos = den > 0
-    return torch.where(pos, num / torch.where(pos, den, torch.ones_like(den)), torch.zeros_like(num))
 
 
 def torch_categorical(weights: torch.Tensor, u: torch.Tensor) -> torch.Tensor:

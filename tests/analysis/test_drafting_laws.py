@@ -96,8 +96,9 @@ def test_greedy_children_run_as_a_tree_round():
     """Greedy drafting as a child policy: its drafted sets are greedy_tuple_law's, recursive
     rejection over them stays below the law's optimum, and st.simulate matches the exact engine."""
     import spectheory as st
+    from spectheory.children import Greedy
     from spectheory.trees import DraftTree, TreeRound
-    from spectheory.verifiers import Greedy, get_verifier
+    from spectheory.verifiers import get_verifier
 
     rng = np.random.default_rng(7)
     t, d = rng.dirichlet(np.ones(4)), rng.dirichlet(np.ones(4))

@@ -237,8 +237,8 @@ def test_exact_lumping_of_a_deterministic_chain():
 def test_path_engines_refuse_stochastic_chains():
     from spectheory.abstraction.certified import coarsen
     from spectheory.analysis.sequence_front_tree import prefix_forest
+    from spectheory.kinds.policy._kernels import Kernels
     from spectheory.stopping import FixedGamma
-    from spectheory.stopping._kernels import Kernels
     from spectheory.trees import DraftTree
 
     chain = _tiny()

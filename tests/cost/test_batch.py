@@ -23,7 +23,8 @@ from spectheory.cost import (
     optimal_round,
     speedup_table,
 )
-from spectheory.rounds import PathRound, RoundRuns
+from spectheory.kinds import PathRound
+from spectheory.rounds import RoundRuns
 from spectheory.rounds.sampler import ChainSampler
 from spectheory.stopping.batch import lockstep_rate, optimal_policy_by_batch
 from spectheory.stopping.optimal import long_run_rate

@@ -30,6 +30,7 @@ import numpy as np
 import spectheory as st
 from spectheory.chain.transitions import random_transition_law
 from spectheory.cost import Cost
+from spectheory.kinds.batch.exact import batch_tree_expected
 from spectheory.stopping import (
     ConfidenceThreshold,
     EntropyRule,
@@ -41,7 +42,6 @@ from spectheory.stopping import (
     optimal_policy,
 )
 from spectheory.trees import DraftTree, tree_protocol, tree_round_law
-from spectheory.trees.batch_tree import batch_tree_expected
 
 PATH = pathlib.Path(__file__).with_name("value_snapshots.json")
 T = 9

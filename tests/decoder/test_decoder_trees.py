@@ -12,11 +12,12 @@ torch = pytest.importorskip("torch")
 
 from _torch_models import gpt  # noqa: E402
 
+from spectheory.children import IID, TopK, WithoutReplacement  # noqa: E402
+from spectheory.children.laws import draw_children  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.decoder.tree_attention import TreeLayout, compact_path, new_tree_cache, tree_logits  # noqa: E402
 from spectheory.decoder.tree_decode import draw_level, resolve_rule, tree_generate  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
-from spectheory.trees.children import draw_children  # noqa: E402
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare  # noqa: E402
 from spectheory.validation.predict import mean_se, path_statistics, sample_paths  # noqa: E402
 from spectheory.validation.trees import (  # noqa: E402
@@ -26,7 +27,6 @@ from spectheory.validation.trees import (  # noqa: E402
     tree_round_dp,
     tree_two_token_samples,
 )
-from spectheory.verifiers import IID, TopK, WithoutReplacement  # noqa: E402
 
 TREES = [
     DraftTree.from_branching([2, 2, 1]),

@@ -12,9 +12,9 @@ import pytest
 
 import spectheory as st
 from spectheory.cost import Cost
+from spectheory.kinds.batch.exact import batch_tree_expected
 from spectheory.stopping import FixedGamma, evaluate_policy, long_run_optimum
 from spectheory.trees import DraftTree
-from spectheory.trees.batch_tree import batch_tree_expected
 
 CHAIN = st.DecodingChain.random(6, rng=0)
 T = 200

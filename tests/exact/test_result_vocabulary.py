@@ -12,9 +12,9 @@ import pytest
 import spectheory as st
 from spectheory.cost import Cost
 from spectheory.exact import ExactResult, ProtocolResult
+from spectheory.kinds.batch.exact import batch_tree_expected
 from spectheory.stopping import FixedGamma, PolicyValue, evaluate_policy
 from spectheory.trees import BatchTreeResult, DraftTree, TreeProtocolResult, tree_protocol
-from spectheory.trees.batch_tree import batch_tree_expected
 
 ARRAYS = ("accepted_counts", "accepted_count_law", "rejection_by_position", "round_starts")
 COUNTERS = ("target_calls", "rejections", "draft_tokens", "accepted", "bonus_tokens", "tokens_per_call")

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats
 
 import spectheory as st
-from spectheory.rounds import simulate
+from spectheory.montecarlo import simulate
 from spectheory.verifiers import TokenVerifier
 
 

@@ -13,9 +13,8 @@ from scipy import stats
 
 import spectheory as st
 from spectheory.laws.sampling import sample_categorical
-from spectheory.montecarlo import pooled_chisquare, sample_target
+from spectheory.montecarlo import pooled_chisquare, sample_target, simulate
 from spectheory.rounds import sampler as sampler_module
-from spectheory.rounds import simulate
 from spectheory.verifiers import TokenVerifier, get_verifier
 
 token_rule = get_verifier("token").rule

@@ -14,7 +14,7 @@ plays whole rounds of a tree of ``M`` paths, so the uniforms are consumed in ano
 no seed gives the same runs. For those cases the new per-run means must agree with the recorded
 old means within 5 combined standard errors, and with the exact expectations
 (:func:`~spectheory.analysis.batch_expected_rejections` for the first-token reading,
-:func:`~spectheory.trees.batch_tree.batch_tree_expected` for the tree reading) within 5 SE.
+:func:`~spectheory.kinds.batch.exact.batch_tree_expected` for the tree reading) within 5 SE.
 """
 
 import importlib.util
@@ -53,7 +53,7 @@ def test_same_seed_same_runs(name):
 
 def _exact(name, chain):
     from spectheory.analysis import batch_expected_rejections
-    from spectheory.trees.batch_tree import batch_tree_expected
+    from spectheory.kinds.batch.exact import batch_tree_expected
 
     T, gamma, M, bonus = {
         "batch_first_token": (8, 2, 3, False),

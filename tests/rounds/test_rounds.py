@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 import spectheory as st
-from spectheory.rounds import Round, RoundOutcome, as_round, driver
+from spectheory.kinds import as_round
+from spectheory.rounds import Round, RoundOutcome, driver
 from spectheory.stopping import FixedGamma, HFSchedule, PolicyRound
 from spectheory.trees import BatchRound, DraftTree, TreeRound
 
@@ -139,7 +140,7 @@ def test_every_round_kind_agrees_with_its_exact_values(name):
     chain = st.DecodingChain.random(3, n_states=4, rng=6)
     if isinstance(rnd, BatchRound):
         from spectheory.analysis import batch_expected_rejections
-        from spectheory.trees.batch_tree import batch_tree_expected
+        from spectheory.kinds.batch.exact import batch_tree_expected
 
         if rnd.all_agreeing:
             e = batch_tree_expected(chain, T, rnd.M, gamma=rnd.gamma)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.kinds.policy.context import RoundFeedback
 from spectheory.stopping import AcceptanceRateK, EMASteps, ROCThreshold, UCBGamma, evaluate_policy
-from spectheory.stopping.context import RoundFeedback
 from spectheory.testing import check_round
 
 

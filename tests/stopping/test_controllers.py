@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.kinds.policy.context import RoundFeedback
 from spectheory.stopping import (
     AcceptanceRateK,
     ROCThreshold,
@@ -18,7 +19,6 @@ from spectheory.stopping import (
     oracle_gap,
 )
 from spectheory.stopping.along_paths import policy_round_dp
-from spectheory.stopping.context import RoundFeedback
 from spectheory.stopping.controllers import roc_threshold
 from spectheory.stopping.optimal import long_run_rate
 from tests._helpers import assert_within_se

@@ -1,12 +1,14 @@
 """A policy's exact result answers every shared counter: ``round_starts``, ``rejection_by_position``
 and ``accepted_counts`` (so ``accepted_count_law``) from the forward recursion
-(``spectheory/stopping/forward.py``), checked against an independent enumeration of every
+(``spectheory/kinds/policy/forward_counters.py``), checked against an independent enumeration of every
 generation on tiny chains (1e-12) and against Monte Carlo (within ``Z`` standard errors)."""
 
 import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.kinds.policy.forward_counters import policy_counters
+from spectheory.kinds.policy.paths import evaluate_paths
 from spectheory.rounds import Round
 from spectheory.stopping import (
     ConfidenceThreshold,
@@ -20,9 +22,7 @@ from spectheory.stopping import (
     optimal_policy,
     oracle_value,
 )
-from spectheory.stopping.forward import policy_counters
 from spectheory.stopping.oracle import OracleRound
-from spectheory.stopping.paths import evaluate_paths
 
 #: Monte Carlo estimates must lie within Z standard errors of the exact values (a two-sided
 #: 5-sigma band: a false alarm about once in 1.7 million comparisons).

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.kinds.policy.paths import evaluate_paths
 from spectheory.rounds import UnsupportedRoundError
 from spectheory.stopping import (
     ConfidenceThreshold,
@@ -17,7 +18,6 @@ from spectheory.stopping import (
     optimal_policy,
 )
 from spectheory.stopping.oracle import OracleRound
-from spectheory.stopping.paths import evaluate_paths
 from spectheory.verifiers import get_verifier, scaled_rule
 
 #: Monte Carlo means must lie within Z standard errors of the exact values.

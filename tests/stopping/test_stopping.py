@@ -9,6 +9,7 @@ import pytest
 
 import spectheory as st
 from spectheory.cost import Cost
+from spectheory.kinds.policy.paths import evaluate_paths
 from spectheory.stopping import (
     ConfidenceThreshold,
     EntropyRule,
@@ -21,7 +22,6 @@ from spectheory.stopping import (
     long_run_optimum,
     optimal_policy,
 )
-from spectheory.stopping.paths import evaluate_paths
 
 
 def _chains():
@@ -178,7 +178,7 @@ def test_optimum_never_worse_than_any_heuristic_on_100_random_chains():
 @pytest.mark.parametrize("seed", range(6))
 def test_path_optimum_has_threshold_structure(seed):
     """docs/stopping.md Theorem 2: at each (position, depth, state) the optimum stops iff rho <= rho*."""
-    from spectheory.stopping.paths import optimal_paths
+    from spectheory.kinds.policy.paths import optimal_paths
 
     rng = np.random.default_rng(seed)
     chain = st.DecodingChain.random(

@@ -14,6 +14,8 @@ import pytest
 import spectheory as st
 from spectheory.chain.examples import easy_hard_chain
 from spectheory.cost import Cost
+from spectheory.kinds.dynamic.round import DynamicTreeResult, TreeTable, dynamic_tree_protocol
+from spectheory.kinds.dynamic.rules import eagle2_tree, opt_tree
 from spectheory.trees import (
     DraftTree,
     Eagle2Tree,
@@ -23,8 +25,6 @@ from spectheory.trees import (
     tree_protocol,
     tree_round_law,
 )
-from spectheory.trees.dynamic import DynamicTreeResult, TreeTable, dynamic_tree_protocol
-from spectheory.trees.dynamic_rules import eagle2_tree, opt_tree
 from spectheory.trees.sequoia import ordered_trees
 from tests._helpers import assert_within_se
 

@@ -13,11 +13,11 @@ import pytest
 from _helpers import assert_within_se
 
 import spectheory as st
+from spectheory.children import IID
+from spectheory.kinds.tree.enumerate import enumerate_realisations
 from spectheory.testing import check_round
 from spectheory.trees import DraftTree, TreeRound, tree_sequence_law
-from spectheory.trees.enumerate import enumerate_realisations
 from spectheory.trees.gbv import GBV
-from spectheory.verifiers import IID
 from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.gbv import gbv_round_law, gbv_skew
 from spectheory.verifiers.round_laws import first_token_law, generation_law, mean_accepted

@@ -13,16 +13,12 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.children import IID, ChildPolicy, TopK, WithoutReplacement, get_child_policy
 from spectheory.trees import DraftTree, tree_protocol, tree_sequence_law
 from spectheory.verifiers import (
-    IID,
-    ChildPolicy,
     RecursiveRejectionTree,
-    TopK,
     TraversalTree,
     TreeVerifier,
-    WithoutReplacement,
-    get_child_policy,
     get_verifier,
     list_verifiers,
     register_verifier,

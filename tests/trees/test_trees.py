@@ -14,13 +14,14 @@ import numpy as np
 import pytest
 
 import spectheory as st
+from spectheory.children import IID, TopK, WithoutReplacement
 from spectheory.trees import (
     DraftTree,
     tree_protocol,
     tree_round_law,
     tree_sequence_law,
 )
-from spectheory.verifiers import IID, TopK, WithoutReplacement, get_verifier, list_verifiers
+from spectheory.verifiers import get_verifier, list_verifiers
 from spectheory.verifiers.block_exact import round_accepted_means
 from spectheory.verifiers.multidraft import rrs_acceptance, rrs_rule
 
@@ -159,7 +160,7 @@ def test_sequence_law_float_on_inhomogeneous_chain():
 
 def test_outcome_law_rows_sum_to_one_and_match_target():
     chain = st.DecodingChain.random(3, rng=9)
-    from spectheory.trees.enumerate import enumerate_realisations
+    from spectheory.kinds.tree.enumerate import enumerate_realisations
 
     tree = SHAPES[1]
     for verifier in map(get_verifier, TREE_VERIFIERS):
@@ -247,7 +248,7 @@ def test_topk_telescoping_symbolically():
 
 def test_draw_children_policies():
     rng = np.random.default_rng(0)
-    from spectheory.trees.children import draw_children
+    from spectheory.children.laws import draw_children
 
     d = np.array([[0.5, 0.0, 0.3, 0.2]] * 200)
     wo = draw_children(d, 4, WithoutReplacement(), rng)

@@ -12,9 +12,9 @@ import pytest
 import spectheory as st
 from spectheory.analysis import batch_expected_rejections
 from spectheory.chain.examples import holey_chain
+from spectheory.kinds.batch.exact import batch_readings, batch_tree_expected, batch_tree_limit_mass
+from spectheory.kinds.batch.verifier import BATCH_TREE
 from spectheory.trees import BatchRound, DraftTree, TreeRound, tree_protocol
-from spectheory.trees.batch_tree import batch_readings, batch_tree_expected, batch_tree_limit_mass
-from spectheory.trees.batch_verifier import BATCH_TREE
 
 
 @pytest.mark.parametrize("gamma,bonus", [(None, False), (2, False), (2, True)])
@@ -131,9 +131,9 @@ def test_bad_M():
 def test_readings_are_objects_built_once_from_their_names():
     """``reading="gls"`` is mapped once to its reading object, which carries the tree verifier
     and the exact coupling; names, reprs and the verifier are those of the string argument."""
-    from spectheory.trees.batch_verifier import BATCH_TREE
-    from spectheory.trees.gls_tree import GLS
-    from spectheory.trees.readings import FirstToken, GLSReading, TreeReading
+    from spectheory.kinds.batch.gls import GLS
+    from spectheory.kinds.batch.readings import FirstToken, GLSReading, TreeReading
+    from spectheory.kinds.batch.verifier import BATCH_TREE
 
     for name, cls, verifier, coupling in (
         ("first_token", FirstToken, "tree_rrs", None),

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from spectheory.cost import LinearForward
-from spectheory.rounds import PathRound, Round
+from spectheory.kinds import PathRound
+from spectheory.rounds import Round
 from spectheory.rounds.base import UnsupportedRoundError
 from spectheory.stopping import ConfidenceThreshold, PolicyRound
 from spectheory.trees import BatchRound, DraftTree, TreeRound

@@ -10,7 +10,7 @@ from _torch_models import gpt  # noqa: E402
 from spectheory.cost.forward import LinearForward  # noqa: E402
 from spectheory.cost.timed import ForwardLog  # noqa: E402
 from spectheory.decoder import generate  # noqa: E402
-from spectheory.rounds import PathRound  # noqa: E402
+from spectheory.kinds import PathRound  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, PolicyRound  # noqa: E402
 from spectheory.trees import DraftTree, TreeRound  # noqa: E402
 from spectheory.tuning.cost_insitu import (  # noqa: E402

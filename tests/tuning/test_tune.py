@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from _torch_models import gpt  # noqa: E402
 
 from spectheory.cost import LinearForward  # noqa: E402
-from spectheory.rounds import PathRound  # noqa: E402
+from spectheory.kinds import PathRound  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, HFSchedule, PolicyRound  # noqa: E402
 from spectheory.stopping.along_paths import policy_round_dp  # noqa: E402
 from spectheory.trees import DraftTree, TreeRound  # noqa: E402

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from spectheory.kinds.policy.outcome_kernels import jump_kernel, outcome_dp, policy_outcomes
 from spectheory.stopping import ConfidenceThreshold, FixedGamma, HFSchedule
 from spectheory.stopping.along_paths import policy_round_dp
-from spectheory.stopping.outcome_kernels import jump_kernel, outcome_dp, policy_outcomes
 from spectheory.trees import DraftTree
 from spectheory.tuning.cost_rounds import rounds_law
 from spectheory.validation.predict import round_dp

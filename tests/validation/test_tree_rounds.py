@@ -14,7 +14,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from spectheory.trees.children import node_laws
+from spectheory.children.laws import node_laws
 from spectheory.validation.tree_rounds import emission_dp, round_weights, wo_node_laws_pruned
 
 

@@ -14,9 +14,9 @@ import pytest
 from _helpers import assert_within_se
 
 import spectheory as st
+from spectheory.kinds.tree.enumerate import enumerate_realisations
 from spectheory.testing import check_round
 from spectheory.trees import DraftTree, TreeRound, tree_protocol, tree_sequence_law
-from spectheory.trees.enumerate import enumerate_realisations
 from spectheory.verifiers.round_laws import generation_law, mean_accepted, target_law
 from spectheory.verifiers.spechub import spechub_plan, spechub_tuple_law
 from spectheory.verifiers.spechub_rounds import rrs_binary_round_law, rrs_node_law, spechub_round_law

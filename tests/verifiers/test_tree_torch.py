@@ -8,9 +8,9 @@ torch = pytest.importorskip("torch")
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from spectheory.children import IID, ChildPolicy, Greedy, TopK, WithoutReplacement  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.verifiers import get_verifier  # noqa: E402
-from spectheory.verifiers.children import IID, ChildPolicy, Greedy, TopK, WithoutReplacement  # noqa: E402
 from spectheory.verifiers.tree_torch import recursive_rejection_torch, torch_categorical  # noqa: E402
 
 RULES = ("tree_rrs", "tree_rrs_wo", "tree_topk", "tree_greedy")
