@@ -28,7 +28,7 @@ off-branch siblings and subtrees.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 
     from ..children import ChildPolicy
     from ..decoder.batching import CausalLM
-    from ..decoder.tree_layout import TreeLayout
     from ..trees import DraftTree
     from ..verifiers.base import Verifier
 
@@ -60,22 +59,19 @@ class ForcedDrafter(ModelDrafter):
 
     def __init__(
         self,
-        draft: CausalLM,
-        law: Callable[[torch.Tensor], torch.Tensor],
-        dev: torch.device,
-        dtype: torch.dtype,
-        batch: Any,
-        layout: TreeLayout,
+        *args: Any,
         branch: Sequence[int],
         branch_tokens: np.ndarray,
         children: ChildPolicy,
         rng: RNGLike | Sequence[int],
     ) -> None:
-        super().__init__(draft, law, dev, dtype, batch, layout)
+        """``args``: the :class:`~spectheory.decoder.tree_decode.ModelDrafter`'s (``draft, law,
+        dev, dtype, batch, layout``)."""
+        super().__init__(*args)
         self.branch, self.branch_tokens = list(branch), np.asarray(branch_tokens)
         self.children = get_child_policy(children)
         self.rng = as_rng(rng)
-        self.logw = np.zeros(batch.tokens.shape[0])
+        self.logw = np.zeros(self.cached.shape[0])  # one per row
         self.active = True
 
     def _force(self, d, x, parent_laws, lo):
@@ -101,18 +97,11 @@ class ForcedDrafter(ModelDrafter):
             tokens = self._force(depth, tokens, laws[:, po], level_start)
         return tokens
 
-    def laws(
-        self,
-        batch: Any,
-        node_tokens: torch.Tensor,
-        K: int,
-        children: ChildPolicy,
-        u_draft: torch.Tensor,
-        present_root: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        out = super().laws(batch, node_tokens, K, children, u_draft, present_root)
-        self.active = False
-        return out
+    def commit(
+        self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
+    ) -> None:
+        super().commit(batch, root_slot, path_offsets, j)
+        self.active = False  # the first round is over: the later ones are drafted as usual
 
 
 def forced_tree_weights(
@@ -157,9 +146,9 @@ def forced_tree_weights(
                     dt,
                     batch,
                     layout,
-                    _b,
-                    x[:, _n : _n + _j],
-                    v.children,
+                    branch=_b,
+                    branch_tokens=x[:, _n : _n + _j],
+                    children=v.children,
                     rng=[seed, _n, _node],
                 )
                 _holder.append(dr)
