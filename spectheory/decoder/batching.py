@@ -19,6 +19,7 @@ drafts. Windows of a batched call are right-aligned on each row's last needed po
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -29,13 +30,16 @@ import torch
 from .._guards import check_int
 from .._sizes import check_size
 from .sampling import check_sampling_args
+from .tree_layout import TreeCall, TreeLayout
 
 __all__ = [
     "CausalLM",
+    "DecoderModel",
     "Prompt",
     "Batch",
     "make_batch",
     "place",
+    "as_torch_dtype",
     "check_common",
     "sync",
     "forward_window",
@@ -71,6 +75,75 @@ class CausalLM(Protocol):
     def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]: ...
 
     def buffers(self, recurse: bool = True) -> Iterator[torch.Tensor]: ...
+
+
+class DecoderModel(ABC):
+    """What the package's own models of the contract share (the GPT, its compiled wrapper, the
+    n-gram model, :class:`~spectheory.decoder.hf.HFCausalLM`): ``new_cache`` and the members of
+    tree attention (:mod:`spectheory.decoder.tree_attention`), written once here.
+
+    A model mixes it in next to ``torch.nn.Module`` and supplies :meth:`empty_cache` and
+    :meth:`score_tree`; ``supports_tree_cache`` it declares itself (``True`` when its cached
+    call takes a tree mask, then its cache has ``keep_path`` for :meth:`compact_path`).
+    """
+
+    def new_cache(
+        self,
+        batch_size: int,
+        max_len: int,
+        device: str | torch.device | None = None,
+        dtype: torch.dtype | None = None,
+    ) -> Any:
+        """An empty cache for ``batch_size`` rows of up to ``max_len`` positions
+        (``max_len <= max_seq_len``); device and dtype default to the model's."""
+        for name, value in (("batch_size", batch_size), ("max_len", max_len)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        limit = getattr(self, "max_seq_len", None)
+        if limit is not None and max_len > limit:
+            raise ValueError(f"max_len={max_len} exceeds max_seq_len={limit}")
+        return self.empty_cache(batch_size, max_len, device, dtype)
+
+    @abstractmethod
+    def empty_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype | None
+    ) -> Any:
+        """The model's empty cache, sizes unchecked (``None``: the model's device or dtype)."""
+
+    def new_tree_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
+    ) -> Any:
+        """A cache of ``max_len`` slots, which may exceed ``max_seq_len``: a draft tree sits past
+        the committed tokens, its positions (``root + depth``) stay in range."""
+        return self.empty_cache(batch_size, max_len, device, dtype)
+
+    def tree_logits(
+        self,
+        cache: Any,
+        prefix: torch.Tensor,
+        root_slot: torch.Tensor,
+        node_tokens: torch.Tensor,
+        layout: TreeLayout,
+        lo: int,
+        hi: int,
+        return_hidden: bool = False,
+    ) -> Any:
+        """Logits after the tree nodes at offsets ``lo .. hi - 1`` (the contract's member):
+        :meth:`score_tree` of that :class:`~spectheory.decoder.tree_layout.TreeCall`."""
+        return self.score_tree(cache, TreeCall(layout, root_slot, node_tokens, lo, hi), return_hidden)
+
+    @abstractmethod
+    def score_tree(self, cache: Any, call: TreeCall, return_hidden: bool) -> Any:
+        """Logits ``[B, hi - lo, V]`` after ``call``'s nodes (with the final hidden states for
+        ``return_hidden``), or ``None`` when the model cannot score this call: the caller then
+        recomputes each node's path without cache."""
+
+    def compact_path(
+        self, cache: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
+    ) -> None:
+        """Keep the accepted path: the cache's ``keep_path`` (e.g. :meth:`KVCache.keep_path
+        <spectheory.decoder.kv_cache.KVCache.keep_path>`)."""
+        cache.keep_path(root_slot, path_offsets, n_keep)
 
 
 #: A prompt: token ids as a list, a 1-d integer array or tensor, or bytes (byte-level models).
@@ -142,13 +215,39 @@ def make_batch(prompts: Sequence[Prompt], max_new_tokens: int, models: dict, dev
     )
 
 
+def as_torch_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
+    """``torch.float16``, ``"float16"``, ``"fp16"``, ``"bf16"`` ... as a torch dtype (None passes).
+
+    Examples
+    --------
+    >>> as_torch_dtype("float16"), as_torch_dtype("bf16"), as_torch_dtype(None)
+    (torch.float16, torch.bfloat16, None)
+    """
+    if dtype is None or isinstance(dtype, torch.dtype):
+        return dtype
+    aliases = {
+        "fp16": "float16",
+        "half": "float16",
+        "bf16": "bfloat16",
+        "fp32": "float32",
+        "float": "float32",
+        "fp64": "float64",
+        "double": "float64",
+    }
+    name = aliases.get(str(dtype).removeprefix("torch."), str(dtype).removeprefix("torch."))
+    value = getattr(torch, name, None) if isinstance(dtype, str) else None
+    if not isinstance(value, torch.dtype) or not value.is_floating_point:
+        raise ValueError(
+            f"dtype: expected a floating torch dtype or its name (e.g. 'float16'), got {dtype!r}"
+        )
+    return value
+
+
 def place(
     model: CausalLM, device: str | torch.device | None, dtype: torch.dtype | str | None
 ) -> tuple[torch.device, torch.dtype]:
     """Move ``model`` (in place) to the requested device/dtype; return the device and cache dtype."""
     if isinstance(dtype, str):  # "float16" as well as torch.float16
-        from .hf import as_torch_dtype
-
         dtype = as_torch_dtype(dtype)
     if device is not None or dtype is not None:
         model.to(device=device, dtype=dtype)

@@ -32,8 +32,9 @@ from typing import Any
 
 import torch
 
+from .batching import DecoderModel
 from .model import GPT, KVCache
-from .tree_layout import TreeLayout, masked_tree_call
+from .tree_layout import TreeCall, masked_tree_call
 
 __all__ = ["COMPILE_MODES", "FORWARD_MODES", "CompiledLM", "compile_model", "with_forward"]
 
@@ -46,7 +47,7 @@ FORWARD_MODES = ("eager", *COMPILE_MODES)
 RECOMPILE_LIMIT = 64
 
 
-class CompiledLM(torch.nn.Module):
+class CompiledLM(DecoderModel, torch.nn.Module):
     """A :class:`~spectheory.decoder.model.GPT` whose cached calls are fixed-shape and compiled.
 
     Parameters
@@ -78,6 +79,7 @@ class CompiledLM(torch.nn.Module):
         if mode not in COMPILE_MODES:
             raise ValueError(f"mode: expected one of {COMPILE_MODES}, got {mode!r}")
         self.model, self.mode = model, mode
+        self.vocab_size, self.max_seq_len = model.vocab_size, model.max_seq_len
         if mode == "static":
             self._step: Any = model.static_forward
         else:
@@ -87,23 +89,11 @@ class CompiledLM(torch.nn.Module):
             limits.recompile_limit = max(limits.recompile_limit, RECOMPILE_LIMIT)
             self._step = torch.compile(model.static_forward, fullgraph=True, mode=compile_mode)
 
-    @property
-    def vocab_size(self) -> int:
-        return self.model.vocab_size
-
-    @property
-    def max_seq_len(self) -> int:
-        return self.model.max_seq_len
-
-    def new_cache(
-        self,
-        batch_size: int,
-        max_len: int,
-        device: str | torch.device | None = None,
-        dtype: torch.dtype | None = None,
+    def empty_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype | None
     ) -> KVCache:
-        """The wrapped model's cache; with CUDA graphs its tensors are static addresses."""
-        return self.pin(self.model.new_cache(batch_size, max_len, device=device, dtype=dtype))
+        """The wrapped model's cache, pinned (:meth:`pin`); also its tree cache."""
+        return self.pin(self.model.empty_cache(batch_size, max_len, device, dtype))
 
     def pin(self, cache: KVCache) -> KVCache:
         """``cache`` with its tensors marked as static addresses under CUDA graphs (so a graph
@@ -116,64 +106,35 @@ class CompiledLM(torch.nn.Module):
     # ------------------------------------------ tree attention (decoder.tree_attention's contract)
     supports_tree_cache = True
 
-    def new_tree_cache(
-        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
-    ) -> KVCache:
-        """The wrapped model's tree cache, pinned (:meth:`pin`)."""
-        return self.pin(self.model.new_tree_cache(batch_size, max_len, device, dtype))
-
-    def tree_logits(
-        self,
-        cache: KVCache | None,
-        prefix: torch.Tensor,
-        root_slot: torch.Tensor,
-        node_tokens: torch.Tensor,
-        layout: TreeLayout,
-        lo: int,
-        hi: int,
-        return_hidden: bool = False,
-    ) -> Any:
-        """As :meth:`GPT.tree_logits`, with the mask over the whole cache: the fixed-shape path
+    def score_tree(self, cache: KVCache | None, call: TreeCall, return_hidden: bool) -> Any:
+        """As :meth:`GPT.score_tree`, with the mask over the whole cache: the fixed-shape path
         (no host read); ``None`` without a cache."""
         if cache is None:
             return None
-        return masked_tree_call(
-            self, cache, root_slot, node_tokens, layout, lo, hi, cache.max_len, return_hidden
-        )
-
-    def compact_path(
-        self, cache: KVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
-    ) -> None:
-        """Keep the accepted path (:meth:`KVCache.keep_path`)."""
-        cache.keep_path(root_slot, path_offsets, n_keep)
+        return masked_tree_call(self, cache, call, cache.max_len, return_hidden)
 
     def forward(
         self,
         ids: torch.Tensor,
         cache: KVCache | None = None,
         start: torch.Tensor | None = None,
-        positions: torch.Tensor | None = None,
-        attn_mask: torch.Tensor | None = None,
-        return_hidden: bool = False,
+        **options: Any,
     ) -> Any:
         """Logits ``[B, L, V]``: cached calls through the fixed-shape forward, others eager.
 
+        ``options`` are :meth:`GPT.forward`'s (``positions``, ``attn_mask``, ``return_hidden``).
         A tree-attention call (``positions [B, L]`` and ``attn_mask [B, L, T]``) takes the
         fixed-shape path too when the mask spans the whole cache (``T = cache.max_len``, as
-        :meth:`tree_logits` builds it);
+        :meth:`score_tree` builds it);
         ``return_hidden`` and uncached calls run the eager forward.
         """
+        if options.keys() - {"positions", "attn_mask", "return_hidden"}:
+            raise TypeError(f"forward: unexpected options {sorted(options)} (GPT.forward's are taken)")
+        positions, attn_mask = options.get("positions"), options.get("attn_mask")
         tree = positions is not None or attn_mask is not None
         full_mask = attn_mask is not None and cache is not None and attn_mask.shape[-1] == cache.max_len
-        if cache is None or start is None or return_hidden or (tree and not full_mask):
-            return self.model(
-                ids,
-                cache=cache,
-                start=start,
-                positions=positions,
-                attn_mask=attn_mask,
-                return_hidden=return_hidden,
-            )
+        if cache is None or start is None or options.get("return_hidden") or (tree and not full_mask):
+            return self.model(ids, cache=cache, start=start, **options)
         start = torch.as_tensor(start, device=ids.device).long()
         if tree:
             out = self._step(ids, cache.k, cache.v, start, positions, attn_mask)

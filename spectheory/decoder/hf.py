@@ -24,40 +24,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch import nn
 
+from .batching import DecoderModel, as_torch_dtype
 from .hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_logits
 
 if TYPE_CHECKING:
-    from .tree_layout import TreeLayout
+    from .tree_layout import TreeCall
 
-__all__ = ["HFCausalLM", "HFKVCache", "as_torch_dtype"]
-
-
-def as_torch_dtype(dtype: torch.dtype | str | None) -> torch.dtype | None:
-    """``torch.float16``, ``"float16"``, ``"fp16"``, ``"bf16"`` ... as a torch dtype (None passes).
-
-    Examples
-    --------
-    >>> as_torch_dtype("float16"), as_torch_dtype("bf16"), as_torch_dtype(None)
-    (torch.float16, torch.bfloat16, None)
-    """
-    if dtype is None or isinstance(dtype, torch.dtype):
-        return dtype
-    aliases = {
-        "fp16": "float16",
-        "half": "float16",
-        "bf16": "bfloat16",
-        "fp32": "float32",
-        "float": "float32",
-        "fp64": "float64",
-        "double": "float64",
-    }
-    name = aliases.get(str(dtype).removeprefix("torch."), str(dtype).removeprefix("torch."))
-    value = getattr(torch, name, None) if isinstance(dtype, str) else None
-    if not isinstance(value, torch.dtype) or not value.is_floating_point:
-        raise ValueError(
-            f"dtype: expected a floating torch dtype or its name (e.g. 'float16'), got {dtype!r}"
-        )
-    return value
+__all__ = ["HFCausalLM", "HFKVCache", "as_torch_dtype"]  # as_torch_dtype: batching's, re-exported
 
 
 def _layers(cache):
@@ -144,17 +117,15 @@ class HFKVCache:
                 self.kv, lambda t: t.gather(2, order[:, None, :, None].expand(-1, t.shape[1], -1, t.shape[3]))
             )
 
-    def append(
-        self,
-        start: torch.Tensor,
-        length: int,
-        positions: torch.Tensor | None = None,
-        node: torch.Tensor | None = None,
-    ) -> None:
-        pos = start[:, None] + torch.arange(length, device=start.device) if positions is None else positions
-        self.position = torch.cat([self.position, pos], 1)
-        self.live = torch.cat([self.live, torch.ones_like(pos, dtype=torch.bool)], 1)
-        self.node = torch.cat([self.node, torch.full_like(pos, -1) if node is None else node], 1)
+    def append(self, positions: torch.Tensor, node: torch.Tensor | None = None) -> None:
+        """Record new live slots at ``positions [B, L]`` (tree nodes: their offsets ``node``)."""
+        self.position = torch.cat([self.position, positions], 1)
+        self.live = torch.cat([self.live, torch.ones_like(positions, dtype=torch.bool)], 1)
+        self.node = torch.cat([self.node, torch.full_like(positions, -1) if node is None else node], 1)
+
+    def keep_path(self, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor) -> None:
+        """Keep a draft tree's accepted path (:func:`~spectheory.decoder.hf_tree.hf_keep_path`)."""
+        hf_keep_path(self, root_slot, path_offsets, n_keep)
 
     def __repr__(self):
         return f"HFKVCache(batch_size={self.batch_size}, max_len={self.max_len}, physical_len={self.physical_len})"
@@ -168,7 +139,7 @@ def _config_value(config, *names):
     return None
 
 
-class HFCausalLM(nn.Module):
+class HFCausalLM(DecoderModel, nn.Module):
     """Wrap a ``transformers`` causal LM (``AutoModelForCausalLM``-like) into the model contract.
 
     Parameters
@@ -269,19 +240,10 @@ class HFCausalLM(nn.Module):
             model = model.to(device=device, dtype=dtype)  # our own fresh copy: moving it is fine
         return cls(model, vocab_size=vocab_size, max_seq_len=max_seq_len)
 
-    def new_cache(
-        self,
-        batch_size: int,
-        max_len: int,
-        device: str | torch.device | None = None,
-        dtype: torch.dtype | None = None,
+    def empty_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype | None
     ) -> HFKVCache:
-        """An empty cache for ``batch_size`` rows of up to ``max_len`` positions (dtype: the model's)."""
-        for name, value in (("batch_size", batch_size), ("max_len", max_len)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected a positive int, got {value!r}")
-        if self.max_seq_len is not None and max_len > self.max_seq_len:
-            raise ValueError(f"max_len: {max_len} exceeds max_seq_len = {self.max_seq_len}")
+        """An empty :class:`HFKVCache` (its dtype is the model's: ``dtype`` is not read)."""
         if device is None:
             device = next(self.model.parameters()).device
         return HFKVCache(batch_size, max_len, device)
@@ -301,29 +263,40 @@ class HFCausalLM(nn.Module):
         cap = max_len if self.max_seq_len is None else min(max_len, self.max_seq_len)
         return self.new_cache(batch_size, cap, device=device)
 
-    def tree_logits(
-        self,
-        cache: HFKVCache | None,
-        prefix: torch.Tensor,
-        root_slot: torch.Tensor,
-        node_tokens: torch.Tensor,
-        layout: TreeLayout,
-        lo: int,
-        hi: int,
-        return_hidden: bool = False,
-    ) -> torch.Tensor | None:
-        """Logits after the tree nodes ``lo .. hi - 1`` in one call through a 4-d mask
+    def score_tree(self, cache: HFKVCache | None, call: TreeCall, return_hidden: bool) -> torch.Tensor | None:
+        """The tree nodes in one call through a 4-d mask
         (:func:`~spectheory.decoder.hf_tree.hf_tree_logits`); ``None`` (recompute the paths)
         without a cache or for ``return_hidden``."""
         if cache is None or return_hidden:
             return None
-        return hf_tree_logits(self, cache, root_slot, node_tokens, layout, lo, hi)
+        return hf_tree_logits(self, cache, call)
 
-    def compact_path(
-        self, cache: HFKVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
-    ) -> None:
-        """Keep the accepted path (:func:`~spectheory.decoder.hf_tree.hf_keep_path`)."""
-        hf_keep_path(cache, root_slot, path_offsets, n_keep)
+    def cached_call(
+        self,
+        cache: HFKVCache,
+        ids: torch.Tensor,
+        position_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        node: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Run the wrapped model on ``ids [B, L]`` over ``cache`` (rolled back by the caller);
+        keep the cache it returns, record the new slots (:meth:`HFKVCache.append`); the logits."""
+        from transformers import DynamicCache
+
+        if cache.kv is None:
+            cache.kv = DynamicCache()
+        out = self.model(
+            input_ids=ids,
+            position_ids=position_ids,
+            attention_mask=attention_mask,
+            use_cache=True,
+            **{self._cache_arg: cache.kv},
+        )
+        returned = out.get(self._cache_arg, None) if hasattr(out, "get") else None
+        if returned is not None:
+            cache.kv = returned
+        cache.append(position_ids, node)
+        return out.logits[..., : self.vocab_size]
 
     def forward(
         self, ids: torch.Tensor, cache: HFKVCache | None = None, start: torch.Tensor | None = None
@@ -338,23 +311,8 @@ class HFCausalLM(nn.Module):
             raise ValueError("start: expected a LongTensor [B] matching ids and the cache batch")
         if int(start.min()) < 0 or int((start + L).max()) > cache.max_len:
             raise ValueError(f"start: positions must lie in [0, {cache.max_len}) for this cache")
-        from transformers import DynamicCache
-
         cache.rollback(start)
-        if cache.kv is None:
-            cache.kv = DynamicCache()
         position_ids = start[:, None] + torch.arange(L, device=ids.device)
         # hide rolled-back and padding slots (all ones otherwise: HF then takes its causal fast path)
         mask = torch.cat([cache.live, torch.ones(B, L, dtype=torch.bool, device=ids.device)], 1).long()
-        out = self.model(
-            input_ids=ids,
-            position_ids=position_ids,
-            attention_mask=mask,
-            use_cache=True,
-            **{self._cache_arg: cache.kv},
-        )
-        returned = out.get(self._cache_arg, None) if hasattr(out, "get") else None
-        if returned is not None:
-            cache.kv = returned
-        cache.append(start, L)
-        return out.logits[..., : self.vocab_size]
+        return self.cached_call(cache, ids, position_ids, mask)

@@ -24,8 +24,8 @@ probe and caches the answer. Models that refuse it fall back to recomputing ever
 path without cache (:func:`spectheory.decoder.tree_attention.tree_logits`), with a warning.
 
 These functions are the adapter's tree capability: :class:`~spectheory.decoder.hf.HFCausalLM`
-calls them from its ``supports_tree_cache``, ``tree_logits`` and ``compact_path`` (so this
-module does not import the adapter).
+calls them from its ``supports_tree_cache`` and ``score_tree``, its cache from ``keep_path`` (so
+this module does not import the adapter).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 if TYPE_CHECKING:
-    from .tree_layout import TreeLayout
+    from .tree_layout import TreeCall
 
 __all__ = ["accepts_tree_mask", "hf_tree_logits", "hf_keep_path"]
 
@@ -95,33 +95,21 @@ def accepts_tree_mask(lm: Any) -> bool:
     return ok
 
 
-def hf_tree_logits(
-    lm: Any,
-    cache: Any,
-    root_slot: torch.Tensor,
-    node_tokens: torch.Tensor,
-    layout: TreeLayout,
-    lo: int,
-    hi: int,
-) -> torch.Tensor:
-    """Logits ``[B, hi - lo, V]`` after the tree nodes at offsets ``lo .. hi - 1`` in one call.
+def hf_tree_logits(lm: Any, cache: Any, call: TreeCall) -> torch.Tensor:
+    """Logits ``[B, hi - lo, V]`` after the tree nodes of ``call`` (offsets ``lo .. hi - 1``) in
+    one call of the adapter ``lm``.
 
-    ``root_slot [B]`` is the root's position. With ``lo = 0`` the call first rolls the cache
+    ``call.root_slot [B]`` is the root's position. With ``lo = 0`` the call first rolls the cache
     back to the positions ``< root`` and feeds the root as offset 0 (the target's round); with
     ``lo > 0`` the offsets ``< lo`` (or the root as an ordinary committed slot) must be cached.
     """
-    from transformers import DynamicCache
-
-    dev = node_tokens.device
-    anc, dep = layout.torch_tables(dev)
+    root_slot, lo, hi = call.root_slot, call.lo, call.hi
+    anc, _ = call.layout.torch_tables(root_slot.device)
     if lo == 0:
         cache.rollback(root_slot)
-    if cache.kv is None:
-        cache.kv = DynamicCache()
+    ids, positions = call.ids, call.positions()
     M = hi - lo
-    ids = node_tokens[:, lo:hi]
-    positions = root_slot[:, None] + dep[lo:hi][None, :]
-    new_node = torch.arange(lo, hi, device=dev)[None, :].expand(ids.shape[0], -1)
+    new_node = torch.arange(lo, hi, device=ids.device)[None, :].expand(ids.shape[0], -1)
     node = torch.cat([cache.node, new_node], 1)  # [B, P + M]
     position = torch.cat([cache.position, positions], 1)
     live = torch.cat([cache.live, torch.ones_like(new_node, dtype=torch.bool)], 1)
@@ -131,18 +119,7 @@ def hf_tree_logits(
         torch.gather(tree_anc, 2, node.clamp(min=0)[:, None, :].expand(-1, M, -1)) & (node >= 0)[:, None, :]
     )
     allowed = live[:, None, :] & (committed[:, None, :] | in_tree)
-    out = lm.model(
-        input_ids=ids,
-        position_ids=positions,
-        attention_mask=_float_mask(allowed, _model_dtype(lm)),
-        use_cache=True,
-        **{lm._cache_arg: cache.kv},
-    )
-    returned = out.get(lm._cache_arg, None) if hasattr(out, "get") else None
-    if returned is not None:
-        cache.kv = returned
-    cache.append(root_slot, M, positions=positions, node=new_node)
-    return out.logits[..., : lm.vocab_size]
+    return lm.cached_call(cache, ids, positions, _float_mask(allowed, _model_dtype(lm)), node=new_node)
 
 
 def hf_keep_path(

@@ -26,15 +26,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .batching import DecoderModel
 from .call_checks import check_ids_start, check_tree_call
 from .kv_cache import KVCache
-from .tree_layout import TreeLayout, masked_tree_call
+from .tree_layout import TreeCall, masked_tree_call
 
 __all__ = ["GPTConfig", "KVCache", "GPT", "check_ids_start"]
 
@@ -83,6 +84,18 @@ class GPTConfig:
 
 
 # ----------------------------------------------------------------------------- layers
+class LayerCache(NamedTuple):
+    """What a cached call hands each layer: its keys and values ``k, v [B, T, H, D]`` (written
+    in place), the slots ``pos [B, L]`` the new keys/values go to, and ``visible [B, L, T_used]``
+    (True = attend): which cache slots each query sees (the causal rule, or a tree's mask);
+    ``T_used`` bounds the slots read."""
+
+    k: torch.Tensor
+    v: torch.Tensor
+    pos: torch.Tensor
+    visible: torch.Tensor
+
+
 class CausalSelfAttention(nn.Module):
     """Multi-head causal self-attention, optionally reading/writing a KV cache."""
 
@@ -92,16 +105,9 @@ class CausalSelfAttention(nn.Module):
         self.qkv = nn.Linear(config.n_embd, 3 * config.n_embd)  # C -> 3C
         self.proj = nn.Linear(config.n_embd, config.n_embd)  # C -> C
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        layer_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
-        pos: torch.Tensor | None = None,
-        visible: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        """``x [B, L, C]``; with a cache, ``visible [B, L, T_used]`` (True = attend) says which
-        cache slots each query sees (the causal rule, or a tree's mask); ``T_used`` bounds the
-        slots read."""
+    def forward(self, x: torch.Tensor, layer_cache: LayerCache | None = None) -> torch.Tensor:
+        """``x [B, L, C]``, attending over the cache slots ``layer_cache`` makes visible (causal
+        and uncached without one)."""
         B, L, C = x.shape
         q, k, v = self.qkv(x).split(C, dim=2)  # 3 x [B, L, C]
         q = q.view(B, L, self.n_head, self.head_dim)  # [B, L, H, D]
@@ -112,9 +118,7 @@ class CausalSelfAttention(nn.Module):
                 q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
             )  # [B, H, L, D]
         else:
-            if pos is None or visible is None:
-                raise ValueError("pos and visible: required with layer_cache")
-            k_cache, v_cache = layer_cache  # [B, T, H, D] each
+            k_cache, v_cache, pos, visible = layer_cache  # k, v [B, T, H, D]
             rows = torch.arange(B, device=x.device)[:, None]  # [B, 1]
             k_cache[rows, pos] = k.to(k_cache.dtype)  # write at [b, pos[b, i]]
             v_cache[rows, pos] = v.to(v_cache.dtype)
@@ -150,20 +154,14 @@ class Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd)
         self.mlp = MLP(config)
 
-    def forward(
-        self,
-        x: torch.Tensor,
-        layer_cache: tuple[torch.Tensor, torch.Tensor] | None = None,
-        pos: torch.Tensor | None = None,
-        visible: torch.Tensor | None = None,
-    ) -> torch.Tensor:
-        x = x + self.attn(self.ln_1(x), layer_cache, pos, visible)
+    def forward(self, x: torch.Tensor, layer_cache: LayerCache | None = None) -> torch.Tensor:
+        x = x + self.attn(self.ln_1(x), layer_cache)
         x = x + self.mlp(self.ln_2(x))
         return x  # [B, L, C]
 
 
 # ----------------------------------------------------------------------------- model
-class GPT(nn.Module):
+class GPT(DecoderModel, nn.Module):
     """Byte-level GPT: token + learned position embeddings, pre-LN blocks, tied head.
 
     ``logits = LayerNorm(blocks(wte[ids] + wpe[pos])) @ wte.T`` with shape ``[B, L, V]``;
@@ -215,66 +213,28 @@ class GPT(nn.Module):
         """Number of parameters (the tied head counted once)."""
         return sum(p.numel() for p in self.parameters())
 
-    def new_cache(
-        self,
-        batch_size: int,
-        max_len: int,
-        device: str | torch.device | None = None,
-        dtype: torch.dtype | None = None,
+    def empty_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype | None
     ) -> KVCache:
-        """An empty :class:`KVCache` for ``batch_size`` sequences of up to ``max_len``
-        positions (``max_len <= max_seq_len``); device/dtype default to the model's."""
-        for name, value in (("batch_size", batch_size), ("max_len", max_len)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if max_len > self.max_seq_len:
-            raise ValueError(f"max_len={max_len} exceeds max_seq_len={self.max_seq_len}")
+        """An empty :class:`KVCache` (:meth:`new_cache` checks the sizes); device and dtype
+        default to the model's."""
         ref = self.wte.weight
+        c = self.config
         return KVCache(
-            self.config.n_layer,
-            batch_size,
-            max_len,
-            self.config.n_head,
-            self.config.head_dim,
-            device or ref.device,
-            dtype or ref.dtype,
+            c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device or ref.device, dtype or ref.dtype
         )
 
     # ------------------------------------------ tree attention (decoder.tree_attention's contract)
     #: The cached call takes a tree mask and per-node positions (``positions=``, ``attn_mask=``).
     supports_tree_cache = True
 
-    def new_tree_cache(
-        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype
-    ) -> KVCache:
-        """A :class:`KVCache` of ``max_len`` slots, which may exceed ``max_seq_len``: a draft tree
-        sits past the committed tokens, its positions (``root + depth``) stay in range."""
-        c = self.config
-        return KVCache(c.n_layer, batch_size, max_len, c.n_head, c.head_dim, device, dtype)
-
-    def tree_logits(
-        self,
-        cache: KVCache | None,
-        prefix: torch.Tensor,
-        root_slot: torch.Tensor,
-        node_tokens: torch.Tensor,
-        layout: TreeLayout,
-        lo: int,
-        hi: int,
-        return_hidden: bool = False,
-    ) -> Any:
-        """Logits after the tree nodes at offsets ``lo .. hi - 1`` in one masked cached call (the
-        mask spans the slots in use); ``None`` without a cache."""
+    def score_tree(self, cache: KVCache | None, call: TreeCall, return_hidden: bool) -> Any:
+        """The tree nodes in one masked cached call (the mask spans the slots in use); ``None``
+        without a cache."""
         if cache is None:
             return None
-        width = int(root_slot.max()) + hi
-        return masked_tree_call(self, cache, root_slot, node_tokens, layout, lo, hi, width, return_hidden)
-
-    def compact_path(
-        self, cache: KVCache, root_slot: torch.Tensor, path_offsets: torch.Tensor, n_keep: torch.Tensor
-    ) -> None:
-        """Keep the accepted path (:meth:`KVCache.keep_path`)."""
-        cache.keep_path(root_slot, path_offsets, n_keep)
+        width = int(call.root_slot.max()) + call.hi
+        return masked_tree_call(self, cache, call, width, return_hidden)
 
     def forward(
         self,
@@ -315,8 +275,10 @@ class GPT(nn.Module):
             else:  # tree attention: the caller's mask
                 visible = attn_mask[:, :, :T_used]
         for layer, block in enumerate(self.blocks):
-            layer_cache = None if cache is None else (cache.k[layer], cache.v[layer])
-            x = block(x, layer_cache, pos, visible)  # [B, L, C]
+            layer_cache = None
+            if cache is not None and pos is not None and visible is not None:
+                layer_cache = LayerCache(cache.k[layer], cache.v[layer], pos, visible)
+            x = block(x, layer_cache)  # [B, L, C]
         x = self.ln_f(x)  # [B, L, C]
         logits = x @ self.wte.weight.T  # [B, L, V]
         return (logits, x) if return_hidden else logits
@@ -349,5 +311,5 @@ class GPT(nn.Module):
             attn_mask = cache_slots[None, None, :] <= slot[:, :, None]  # [B, L, T]
         x = self.wte(ids) + self.wpe(slot if positions is None else positions)  # [B, L, C]
         for layer, block in enumerate(self.blocks):
-            x = block(x, (k[layer], v[layer]), slot, attn_mask)  # [B, L, C]
+            x = block(x, LayerCache(k[layer], v[layer], slot, attn_mask))  # [B, L, C]
         return self.ln_f(x) @ self.wte.weight.T  # [B, L, V]

@@ -21,17 +21,18 @@ True
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from ..chain.ngram import MAX_STATES, NGramChain
+from .batching import DecoderModel
 from .call_checks import check_ids_start
 
 if TYPE_CHECKING:
-    from .tree_layout import TreeLayout
+    from .tree_layout import TreeCall
 
 __all__ = ["NGramModel", "NGramCache", "MAX_STATES"]
 
@@ -48,46 +49,28 @@ class NGramCache:
         return f"NGramCache(batch_size={self.batch_size}, max_len={self.max_len})"
 
 
-class NGramModel(NGramChain, nn.Module):
+class NGramModel(NGramChain, DecoderModel, nn.Module):
     """Order-``order`` byte n-gram with additive smoothing ``alpha``, as a torch module.
 
     The parameters are those of :class:`~spectheory.chain.ngram.NGramChain` (``index``,
-    ``counts``, ``order``, ``alpha``, ``vocab_size``, ``pad_byte``), plus ``max_seq_len``, the
-    longest sequence a cache may hold. :meth:`from_bytes`, :meth:`load`, :meth:`kernel`,
+    ``counts``, ``order``, ``alpha``, ``vocab_size``, ``pad_byte``: passed on as they are), plus
+    the keyword ``max_seq_len``, the longest sequence a cache may hold. :meth:`from_bytes`, :meth:`load`, :meth:`kernel`,
     :meth:`next_state` and :meth:`state_index` are the chain's.
     """
 
     logprobs: torch.Tensor  # registered buffer [S, V]
 
-    def __init__(
-        self,
-        index: np.ndarray,
-        counts: np.ndarray,
-        order: int,
-        alpha: float,
-        vocab_size: int = 256,
-        pad_byte: int | None = None,
-        max_seq_len: int = 1 << 16,
-    ) -> None:
+    def __init__(self, *args: Any, max_seq_len: int = 1 << 16, **kwargs: Any) -> None:
         nn.Module.__init__(self)
-        NGramChain.__init__(self, index, counts, order, alpha, vocab_size=vocab_size, pad_byte=pad_byte)
+        NGramChain.__init__(self, *args, **kwargs)
         self.max_seq_len = int(max_seq_len)
         self.register_buffer("logprobs", torch.from_numpy(np.log(self.kernel())).float())
 
     # -------------------------------------------------------------- the model interface
-    def new_cache(
-        self,
-        batch_size: int,
-        max_len: int,
-        device: str | torch.device | None = None,
-        dtype: torch.dtype | None = None,
+    def empty_cache(
+        self, batch_size: int, max_len: int, device: str | torch.device | None, dtype: torch.dtype | None
     ) -> NGramCache:
-        """A history cache (``dtype`` is accepted for interface compatibility, unused)."""
-        for name, value in (("batch_size", batch_size), ("max_len", max_len)):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if max_len > self.max_seq_len:
-            raise ValueError(f"max_len={max_len} exceeds max_seq_len={self.max_seq_len}")
+        """A history cache (``dtype`` is not read: the cache holds tokens)."""
         return NGramCache(batch_size, max_len, device or self.logprobs.device)
 
     def _states(self, history, pos):
@@ -120,22 +103,13 @@ class NGramModel(NGramChain, nn.Module):
         return self.logprobs[self._states(history, pos)]  # [B, L, V]
 
     # ------------------------------------------ tree attention (decoder.tree_attention's contract)
-    def tree_logits(
-        self,
-        cache: NGramCache | None,
-        prefix: torch.Tensor,
-        root_slot: torch.Tensor,
-        node_tokens: torch.Tensor,
-        layout: TreeLayout,
-        lo: int,
-        hi: int,
-        return_hidden: bool = False,
+    def score_tree(
+        self, cache: NGramCache | None, call: TreeCall, return_hidden: bool
     ) -> torch.Tensor | None:
-        """Logits after the tree nodes ``lo .. hi - 1``: for ``order <= 2`` the law after a node
-        depends on its token only, so each node is one uncached call of length 1; ``None``
-        (recompute the paths) for a longer context or ``return_hidden``."""
+        """Logits after the tree nodes: for ``order <= 2`` the law after a node depends on its
+        token only, so each node is one uncached call of length 1; ``None`` (recompute the
+        paths) for a longer context or ``return_hidden``."""
         if self.order > 2 or return_hidden:
             return None
-        ids = node_tokens[:, lo:hi]
-        B, L = ids.shape
-        return self(ids.reshape(B * L, 1)).reshape(B, L, -1)
+        B, L = call.ids.shape
+        return self(call.ids.reshape(B * L, 1)).reshape(B, L, -1)

@@ -27,24 +27,25 @@ A model that scores a tree in one cached call declares it with four members:
   the uncached recomputation below runs);
 - ``compact_path(cache, root_slot, path_offsets, n_keep)``: keep the accepted path.
 
-The shipped :class:`~spectheory.decoder.model.GPT` (and its
+The package's own models write these members once, in
+:class:`~spectheory.decoder.batching.DecoderModel` (``tree_logits`` hands each model's
+``score_tree`` a :class:`~spectheory.decoder.tree_layout.TreeCall`). The shipped
+:class:`~spectheory.decoder.model.GPT` (and its
 :class:`~spectheory.decoder.compiled.CompiledLM` wrapper) takes the mask and positions
 directly; a Hugging Face model wrapped in :class:`~spectheory.decoder.hf.HFCausalLM` takes
 them as a 4-d attention mask and ``position_ids`` when it honours one
 (:mod:`spectheory.decoder.hf_tree`, probed once); an order-2 n-gram
-(:class:`~spectheory.decoder.ngram.NGramModel`) has only ``tree_logits`` (its law after a node
-depends on the node's token only, no cache needed). Any other model of the decoder contract
+(:class:`~spectheory.decoder.ngram.NGramModel`) scores a tree without its cache (its law after
+a node depends on the node's token only). Any other model of the decoder contract
 declares nothing and falls back to recomputing each node's full path without cache (correct,
-slower).
+slower). The layout itself is :class:`~spectheory.decoder.tree_layout.TreeLayout`.
 
 Examples
 --------
->>> from spectheory.trees import DraftTree
->>> lay = TreeLayout(DraftTree.from_branching([2, 1]))
->>> lay.order.tolist(), lay.offset_depth.tolist()     # level order: root, depth 1, depth 2
-([0, 1, 3, 2, 4], [0, 1, 1, 2, 2])
->>> lay.ancestors.astype(int)[3].tolist()             # offset 3 = node 2: root, node 1, itself
-[1, 1, 0, 1, 0]
+>>> from spectheory.decoder.model import GPT, GPTConfig
+>>> gpt = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32))
+>>> supports_tree_cache(gpt), new_tree_cache(gpt, 1, 40, "cpu", gpt.wte.weight.dtype).max_len
+(True, 40)
 """
 
 from __future__ import annotations

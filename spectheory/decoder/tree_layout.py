@@ -12,10 +12,13 @@ Examples
 >>> lay = TreeLayout(DraftTree.from_branching([2, 1]))
 >>> lay.order.tolist(), lay.offset_depth.tolist()     # level order: root, depth 1, depth 2
 ([0, 1, 3, 2, 4], [0, 1, 1, 2, 2])
+>>> lay.ancestors.astype(int)[3].tolist()             # offset 3 = node 2: root, node 1, itself
+[1, 1, 0, 1, 0]
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +28,7 @@ import torch
 if TYPE_CHECKING:
     from ..trees import DraftTree
 
-__all__ = ["TreeLayout", "tree_attn_mask", "masked_tree_call"]
+__all__ = ["TreeLayout", "TreeCall", "tree_attn_mask", "masked_tree_call"]
 
 
 class TreeLayout:
@@ -99,27 +102,46 @@ def tree_attn_mask(layout: TreeLayout, root_slot: torch.Tensor, lo: int, hi: int
     return (rel < 0)[:, None, :] | (inside[:, None, :] & tree_part)
 
 
-def masked_tree_call(
-    model: Any,
-    cache: Any,
-    root_slot: torch.Tensor,
-    node_tokens: torch.Tensor,
-    layout: TreeLayout,
-    lo: int,
-    hi: int,
-    width: int,
-    return_hidden: bool = False,
-) -> Any:
-    """Feed the nodes at offsets ``lo .. hi - 1`` to a model whose cached call takes ``positions``
-    and ``attn_mask`` (the shipped GPT and its compiled wrapper): slots ``root + lo ..``, position
-    ids ``root + depth``, the :func:`tree_attn_mask` of ``width`` slots."""
-    _, dep = layout.torch_tables(root_slot.device)
-    positions = root_slot[:, None] + dep[lo:hi][None, :]
+@dataclass(frozen=True)
+class TreeCall:
+    """One tree-attention call: the nodes at level-order offsets ``lo .. hi - 1`` of ``layout``.
+
+    What a model's :meth:`~spectheory.decoder.batching.DecoderModel.score_tree` reads:
+    ``root_slot [B]`` is the slot (and position) of each row's root, ``node_tokens [B, N]`` the
+    tokens in level order. The node at offset ``o`` sits at slot ``root_slot + o`` with position
+    id ``root_slot + depth``.
+    """
+
+    layout: TreeLayout
+    root_slot: torch.Tensor
+    node_tokens: torch.Tensor
+    lo: int
+    hi: int
+
+    @property
+    def ids(self) -> torch.Tensor:
+        """The tokens fed, ``[B, hi - lo]``."""
+        return self.node_tokens[:, self.lo : self.hi]
+
+    def positions(self) -> torch.Tensor:
+        """Position ids ``root_slot + depth`` of the nodes fed, ``[B, hi - lo]``."""
+        _, dep = self.layout.torch_tables(self.root_slot.device)
+        return self.root_slot[:, None] + dep[self.lo : self.hi][None, :]
+
+    def attn_mask(self, width: int) -> torch.Tensor:
+        """The :func:`tree_attn_mask` of the nodes fed over ``width`` cache slots."""
+        return tree_attn_mask(self.layout, self.root_slot, self.lo, self.hi, width)
+
+
+def masked_tree_call(model: Any, cache: Any, call: TreeCall, width: int, return_hidden: bool = False) -> Any:
+    """Feed ``call``'s nodes to a model whose cached call takes ``positions`` and ``attn_mask``
+    (the shipped GPT and its compiled wrapper): slots ``root + lo ..``, position ids
+    ``root + depth``, the :func:`tree_attn_mask` of ``width`` slots."""
     return model(
-        node_tokens[:, lo:hi],
+        call.ids,
         cache=cache,
-        start=root_slot + lo,
-        positions=positions,
-        attn_mask=tree_attn_mask(layout, root_slot, lo, hi, width),
+        start=call.root_slot + call.lo,
+        positions=call.positions(),
+        attn_mask=call.attn_mask(width),
         return_hidden=return_hidden,
     )

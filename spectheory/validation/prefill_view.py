@@ -71,15 +71,7 @@ class SharedPrefillGPT(GPT):
         if uniq.shape[0] == ids.shape[0]:
             return super().forward(ids, cache, start, positions, attn_mask, return_hidden)
         U, L = uniq.shape
-        small = KVCache(
-            self.config.n_layer,
-            U,
-            cache.max_len,
-            self.config.n_head,
-            self.config.head_dim,
-            cache.k.device,
-            cache.k.dtype,
-        )
+        small = self.empty_cache(U, cache.max_len, cache.k.device, cache.k.dtype)
         out = super().forward(
             uniq, small, torch.zeros(U, dtype=torch.long, device=ids.device), return_hidden=return_hidden
         )

@@ -18,6 +18,7 @@ from spectheory.decoder.hf_tree import accepts_tree_mask, hf_keep_path, hf_tree_
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.decoder.tree_attention import TreeLayout, supports_tree_cache  # noqa: E402
 from spectheory.decoder.tree_decode import tree_generate  # noqa: E402
+from spectheory.decoder.tree_layout import TreeCall  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
 
 
@@ -63,7 +64,7 @@ def test_tree_logits_equal_full_paths_and_kept_path_continues(pair):
         lm(torch.tensor([[1, 2, 3], [5, 7, 7]]), cache=cache, start=torch.tensor([0, 0]))
         nt = torch.randint(0, 48, (2, lay.n_nodes), generator=torch.Generator().manual_seed(0))
         nt[:, 0] = prefix[torch.arange(2), root]
-        lg = hf_tree_logits(lm, cache, root, nt, lay, 0, lay.n_nodes)
+        lg = hf_tree_logits(lm, cache, TreeCall(lay, root, nt, 0, lay.n_nodes))
         for b in range(2):
             for o in range(lay.n_nodes):
                 path = torch.nonzero(torch.as_tensor(lay.ancestors[o])).flatten()
