@@ -2,7 +2,10 @@ r"""A gallery of deliberately buggy speculative verifiers, one per bug class see
 
 Each function has the kit's interface ``verify(target_probs [k+1, V], draft_probs [k, V],
 draft_tokens [k], rng) -> emitted`` and differs from
-:func:`spectheory.testing.reference_verify` by one realistic mistake (p = target, q = draft).
+:func:`spectheory.testing.reference_verify` by one realistic mistake (p = target, q = draft):
+ ``_variant`` builds all but one as standard speculative sampling with one step replaced (the
+laws, the acceptance test, the bonus or residual law, the draw), and so do the field and
+engine galleries (``gallery_field``, ``gallery_engines``).
 :data:`GALLERY` maps a name to ``(verify, bug description, checks expected to fail)``; the
 tests assert that :func:`spectheory.testing.check_verifier` flags every one, and
 ``simulations/testing_kit_power.py`` measures how many samples it needs for each.
@@ -13,6 +16,9 @@ True
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -30,69 +36,154 @@ def _excess(t, d):
     return e if e.sum() > 1e-15 else t
 
 
+def _first_failure(ok):
+    """Drafts accepted given each position's test outcome: those before the first failure."""
+    return len(ok) if ok.all() else int(np.argmin(ok))
+
+
 def _accepted(t, d, x, u):
-    k = len(x)
-    j = np.arange(k)
-    ok = u * d[j, x] < t[j, x]
-    return k if ok.all() else int(np.argmin(ok))
+    j = np.arange(len(x))
+    return _first_failure(u * d[j, x] < t[j, x])
 
 
 def _emit(x, n, y):
     return np.append(np.asarray(x[:n], dtype=np.int64), np.int64(y))
 
 
-def residual_not_normalised(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Samples the residual by inverse CDF on ``max(p - q, 0)`` without dividing by its mass."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    if n == k:
-        return _emit(x, n, _inv_cdf(t[k], rng.random()))
+def _same_laws(t, d):
+    return t, d
+
+
+def _accept(t, d, x, rng):
+    return _accepted(t, d, x, rng.random(len(x)))
+
+
+def _bonus_row(t, d):
+    return t[len(d)]
+
+
+def _draw(law, rng):
+    return _inv_cdf(law, rng.random())
+
+
+def _token_step(bonus=_bonus_row, residual=_excess, draw=_draw):
+    """The emitted-token step: ``draw`` from ``bonus(t, d)`` when all ``k`` drafts are accepted,
+    else from ``residual(t[n], d[n])``."""
+
+    def token(t, d, n, rng):
+        return draw(bonus(t, d) if n == len(d) else residual(t[n], d[n]), rng)
+
+    return token
+
+
+_token = _token_step()
+
+
+def _torch_draw(law, rng):
+    """Draws the emitted token by ``torch.multinomial`` (torch's generator, not ``rng``)."""
+    import torch
+
+    return int(torch.multinomial(torch.from_numpy(law), 1))
+
+
+def _torch_leq(uniforms):
+    """The acceptance step ``u <= p/q`` in float32 torch, ``u = uniforms(ratio)`` (``<=``: u = 0 accepts p = 0)."""
+
+    def accept(t, d, x, rng):
+        import torch
+
+        j = np.arange(len(x))
+        ratio = torch.from_numpy(t[j, x] / d[j, x]).float()
+        return _first_failure((uniforms(ratio) <= ratio).numpy())
+
+    return accept
+
+
+Steps = Callable[..., Any]
+
+
+def _variant(
+    name: str,
+    doc: str,
+    *,
+    laws: Steps = _same_laws,
+    accept: Steps = _accept,
+    bonus: Steps = _bonus_row,
+    residual: Steps = _excess,
+    draw: Steps = _draw,
+    token: Steps | None = None,
+) -> Callable[..., np.ndarray]:
+    """Standard speculative sampling with some of its steps replaced: the gallery's one skeleton.
+
+    A round is ``t, d = laws(target_probs, draft_probs)``; ``n = accept(t, d, draft_tokens, rng)``
+    drafts accepted; then one token, ``token(t, d, n, rng)``, by default ``draw(law, rng)`` of
+    ``bonus(t, d)`` (``n = k``) or of ``residual(t[n], d[n])`` (a rejection at ``n``). The
+    defaults are the correct steps (p = target, q = draft): ``u_j * q_j(x_j) < p_j(x_j)`` with
+    ``u = rng.random(k)``, the bonus row ``p_k``, the residual ``max(p_n - q_n, 0)``, an
+    inverse-CDF draw with one uniform of ``rng``.
+
+    Returns the verifier ``verify(target_probs, draft_probs, draft_tokens, rng) -> emitted``
+    named ``name`` with the docstring ``doc``.
+    """
+
+    emitted = token or _token_step(bonus, residual, draw)
+
+    def verify(
+        target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
+    ) -> np.ndarray:
+        t, d = laws(target_probs, draft_probs)
+        n = accept(t, d, draft_tokens, rng)
+        return _emit(draft_tokens, n, emitted(t, d, n, rng))
+
+    verify.__name__ = verify.__qualname__ = name
+    verify.__doc__ = doc
+    return verify
+
+
+def _unnormalised_residual(t, d, n, rng):
+    if n == len(d):
+        return _inv_cdf(t[n], rng.random())
     cdf = np.cumsum(np.maximum(t[n] - d[n], 0.0))  # BUG: total mass TV < 1
-    y = min(int(np.count_nonzero(cdf <= rng.random())), len(cdf) - 1)
-    return _emit(x, n, y)
+    return min(int(np.count_nonzero(cdf <= rng.random())), len(cdf) - 1)
 
 
-def draft_law_mismatch(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Ratio and residual use the draft law before temperature 0.5 was applied, not the law sampled from."""
-    t, x = target_probs, draft_tokens
-    d = np.sqrt(draft_probs)  # BUG: q**(1/2) renormalised = law at T=2 ...
-    d = d / d.sum(-1, keepdims=True)  # ... but the tokens were drawn from q
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+residual_not_normalised = _variant(
+    "residual_not_normalised",
+    "Samples the residual by inverse CDF on ``max(p - q, 0)`` without dividing by its mass.",
+    token=_unnormalised_residual,
+)
 
 
-def shared_uniform(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Draws one uniform and reuses it for every draft position."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    u = rng.random()
-    n = _accepted(t, d, x, np.full(k, u))  # BUG: same u at every position
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+def _sqrt_draft(t, d):
+    d = np.sqrt(d)  # BUG: q**(1/2) renormalised = law at T=2 ...
+    return t, d / d.sum(-1, keepdims=True)  # ... but the tokens were drawn from q
 
 
-def first_draft_unverified(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Accepts the first draft token without a test (verification starts at position 1)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    u = rng.random(k)
-    u[0] = 0.0
-    ok = u * d[np.arange(k), x] < t[np.arange(k), x]
+draft_law_mismatch = _variant(
+    "draft_law_mismatch",
+    "Ratio and residual use the draft law before temperature 0.5 was applied, not the law sampled from.",
+    laws=_sqrt_draft,
+)
+
+shared_uniform = _variant(
+    "shared_uniform",
+    "Draws one uniform and reuses it for every draft position.",
+    accept=lambda t, d, x, rng: _accepted(t, d, x, np.full(len(x), rng.random())),  # BUG: same u everywhere
+)
+
+
+def _first_untested(t, d, x, rng):
+    j = np.arange(len(x))
+    ok = rng.random(len(x)) * d[j, x] < t[j, x]
     ok[0] = True  # BUG
-    n = k if ok.all() else int(np.argmin(ok))
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+    return _first_failure(ok)
+
+
+first_draft_unverified = _variant(
+    "first_draft_unverified",
+    "Accepts the first draft token without a test (verification starts at position 1).",
+    accept=_first_untested,
+)
 
 
 def no_stop_after_rejection(
@@ -111,129 +202,93 @@ def no_stop_after_rejection(
     return np.array(out, dtype=np.int64)
 
 
-def leq_accepts_zero(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Accepts with ``u <= p/q``, so at ``u = 0`` a token of target probability 0 passes."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    u = rng.random(k)
-    j = np.arange(k)
-    ok = u * d[j, x] <= t[j, x]  # BUG: <= instead of <
-    n = k if ok.all() else int(np.argmin(ok))
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+def _accepted_leq(t, d, x, u):
+    j = np.arange(len(x))
+    return _first_failure(u * d[j, x] <= t[j, x])  # BUG: <= instead of <
 
 
-def bonus_from_draft(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Draws the bonus token from the last draft law instead of the target's bonus row."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    y = _inv_cdf(d[k - 1] if n == k else _excess(t[n], d[n]), rng.random())  # BUG: d[k-1]
-    return _emit(x, n, y)
+leq_accepts_zero = _variant(
+    "leq_accepts_zero",
+    "Accepts with ``u <= p/q``, so at ``u = 0`` a token of target probability 0 passes.",
+    accept=lambda t, d, x, rng: _accepted_leq(t, d, x, rng.random(len(x))),
+)
+
+bonus_from_draft = _variant(
+    "bonus_from_draft",
+    "Draws the bonus token from the last draft law instead of the target's bonus row.",
+    bonus=lambda t, d: d[-1],  # BUG: d[k-1]
+)
+
+bonus_row_off_by_one = _variant(
+    "bonus_row_off_by_one",
+    "Draws the bonus token from ``target_probs[k-1]`` (the last draft position) instead of ``[k]``.",
+    bonus=lambda t, d: t[len(d) - 1],  # BUG: t[k-1]
+)
 
 
-def bonus_row_off_by_one(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Draws the bonus token from ``target_probs[k-1]`` (the last draft position) instead of ``[k]``."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    y = _inv_cdf(t[k - 1] if n == k else _excess(t[n], d[n]), rng.random())  # BUG: t[k-1]
-    return _emit(x, n, y)
-
-
-def nan_when_equal(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Normalises every position's residual eagerly; 0/0 = NaN where target == draft crashes the sampler."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
+def _eager_residuals(t, d, n, rng):
+    k = len(d)
     excess = np.maximum(t[:k] - d, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         res = excess / excess.sum(-1, keepdims=True)  # BUG: NaN rows when t == d
     recovered = [rng.choice(len(r), p=r) for r in res]  # raises on NaN, like torch.multinomial
-    y = _inv_cdf(t[k], rng.random()) if n == k else recovered[n]
-    return _emit(x, n, y)
+    return _inv_cdf(t[k], rng.random()) if n == k else recovered[n]
 
 
-def residual_wrong_sign(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Samples the residual from ``max(q - p, 0)`` (p and q swapped, as between papers)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    y = _inv_cdf(t[k] if n == k else _excess(d[n], t[n]), rng.random())  # BUG: swapped
-    return _emit(x, n, y)
+nan_when_equal = _variant(
+    "nan_when_equal",
+    "Normalises every position's residual eagerly; 0/0 = NaN where target == draft crashes the sampler.",
+    token=_eager_residuals,
+)
+
+residual_wrong_sign = _variant(
+    "residual_wrong_sign",
+    "Samples the residual from ``max(q - p, 0)`` (p and q swapped, as between papers).",
+    residual=lambda tn, dn: _excess(dn, tn),  # BUG: swapped
+)
+
+ratio_inverted = _variant(
+    "ratio_inverted",
+    "Accepts with ``min(1, q(x)/p(x))`` (p and q swapped in the ratio).",
+    accept=lambda t, d, x, rng: _accept(d, t, x, rng),  # BUG: swapped; u * p < q
+)
+
+resample_from_target = _variant(
+    "resample_from_target",
+    "After a rejection samples from the target instead of the residual.",
+    residual=lambda tn, dn: tn,  # BUG when n < k: should be the residual
+)
 
 
-def ratio_inverted(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Accepts with ``min(1, q(x)/p(x))`` (p and q swapped in the ratio)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(d, t, x, rng.random(k))  # BUG: swapped; u * p < q
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+def _half_acceptance(t, d, x, rng):
+    j = np.arange(len(x))
+    b = 0.5 * np.minimum(1.0, t[j, x] / d[j, x])  # acceptance b = min(1, p/q) / 2 ...
+    return _first_failure(rng.random(len(x)) < b)
 
 
-def resample_from_target(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """After a rejection samples from the target instead of the residual."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    y = _inv_cdf(t[n], rng.random())  # BUG when n < k: should be the residual
-    return _emit(x, n, y)
+wasteful_lossless = _variant(
+    "wasteful_lossless",
+    "Lossless but wasteful: accepts with half the optimal probability, residual fixed accordingly.",
+    accept=_half_acceptance,
+    residual=lambda tn, dn: np.maximum(
+        tn - 0.5 * np.minimum(tn, dn), 0.0
+    ),  # ... with the unbiased rejection law
+)
 
+# The deliberate bug this sampler exists for: the kit must catch draws from NumPy's global
+# state (not reproducible from the seed), so the legacy calls stay.
+global_random_state = _variant(
+    "global_random_state",
+    "Ignores ``rng`` and draws from NumPy's global random state (not reproducible from a seed).",
+    accept=lambda t, d, x, rng: _accepted(t, d, x, np.random.random(len(x))),  # noqa: NPY002
+    draw=lambda law, rng: _inv_cdf(law, np.random.random()),  # noqa: NPY002
+)
 
-def wasteful_lossless(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Lossless but wasteful: accepts with half the optimal probability, residual fixed accordingly."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    j = np.arange(k)
-    ok = rng.random(k) < 0.5 * np.minimum(1.0, t[j, x] / d[j, x])  # acceptance b = min(1, p/q) / 2 ...
-    n = k if ok.all() else int(np.argmin(ok))
-    if n == k:
-        return _emit(x, n, _inv_cdf(t[k], rng.random()))
-    a = 0.5 * np.minimum(t[n], d[n])  # ... with the unbiased rejection law
-    return _emit(x, n, _inv_cdf(np.maximum(t[n] - a, 0.0), rng.random()))
-
-
-def global_random_state(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Ignores ``rng`` and draws from NumPy's global random state (not reproducible from a seed)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    # The deliberate bug this sampler exists for: the kit must catch draws from NumPy's global
-    # state (not reproducible from the seed), so the legacy calls stay.
-    n = _accepted(t, d, x, np.random.random(k))  # noqa: NPY002
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), np.random.random())  # noqa: NPY002
-    return _emit(x, n, y)
-
-
-def accept_all_positions_equal_law(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Uses the first position's laws at every position (rows not advanced with the draft)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    tt = np.repeat(t[:1], k + 1, axis=0)  # BUG: row 0 everywhere
-    dd = np.repeat(d[:1], k, axis=0)
-    n = _accepted(tt, dd, x, rng.random(k))
-    y = _inv_cdf(tt[k] if n == k else _excess(tt[n], dd[n]), rng.random())
-    return _emit(x, n, y)
+accept_all_positions_equal_law = _variant(
+    "accept_all_positions_equal_law",
+    "Uses the first position's laws at every position (rows not advanced with the draft).",
+    laws=lambda t, d: (np.repeat(t[:1], len(t), axis=0), np.repeat(d[:1], len(d), axis=0)),  # BUG: row 0
+)
 
 
 #: name -> (verify, description, checks that must fail)

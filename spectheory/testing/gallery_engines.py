@@ -41,7 +41,15 @@ from typing import Any
 
 import numpy as np
 
-from .gallery import _accepted, _emit, _excess, _inv_cdf
+from .gallery import (
+    _accepted,
+    _accepted_leq,
+    _first_failure,
+    _inv_cdf,
+    _torch_draw,
+    _torch_leq,
+    _variant,
+)
 
 __all__ = [
     "ENGINE_BUGS",
@@ -73,103 +81,94 @@ except ImportError:  # pragma: no cover - depends on the environment
     torch = None  # type: ignore[assignment]
 
 
-def torchscript_residual_draw(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Correct verification; the residual / bonus token drawn inside TorchScript (needs torch)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    law = t[k] if n == k else _excess(t[n], d[n])
-    return _emit(x, n, _script_draw(torch.from_numpy(np.ascontiguousarray(law))))
+torchscript_residual_draw = _variant(
+    "torchscript_residual_draw",
+    "Correct verification; the residual / bonus token drawn inside TorchScript (needs torch).",
+    draw=lambda law, rng: _script_draw(torch.from_numpy(np.ascontiguousarray(law))),
+)
 
 
-def manual_seed_each_draw(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Reseeds torch with a fixed seed before every draw: the same uniform everywhere (needs torch)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    u = np.empty(k)
-    for i in range(k):
+def _reseeded_accept(t, d, x, rng):
+    u = np.empty(len(x))
+    for i in range(len(x)):
         torch.manual_seed(SEED)  # BUG: every position (and round) restarts the same stream
         u[i] = float(torch.rand(1, dtype=torch.float64))
-    n = _accepted(t, d, x, u)
-    law = t[k] if n == k else _excess(t[n], d[n])
+    return _accepted(t, d, x, u)
+
+
+def _reseeded_draw(law, rng):
     torch.manual_seed(SEED)
-    return _emit(x, n, int(torch.multinomial(torch.from_numpy(law), 1)))
+    return _torch_draw(law, rng)
 
 
-def python_random_leq(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Accepts when ``random.random() <= p/q`` (Python's ``random``): u = 0 accepts p = 0."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    j = np.arange(k)
-    u = np.array([random.random() for _ in range(k)])  # noqa: S311 - the module the kit routes
-    ok = u * d[j, x] <= t[j, x]  # BUG: <= accepts a draft of target probability 0 at u = 0
-    n = k if ok.all() else int(np.argmin(ok))
-    law = t[k] if n == k else _excess(t[n], d[n])
-    return _emit(x, n, _inv_cdf(law, random.random()))  # noqa: S311
+manual_seed_each_draw = _variant(
+    "manual_seed_each_draw",
+    "Reseeds torch with a fixed seed before every draw: the same uniform everywhere (needs torch).",
+    accept=_reseeded_accept,
+    draw=_reseeded_draw,
+)
+
+# Python's ``random`` (a module the kit routes too) instead of ``rng``
+python_random_leq = _variant(
+    "python_random_leq",
+    "Accepts when ``random.random() <= p/q`` (Python's ``random``): u = 0 accepts p = 0.",
+    accept=lambda t, d, x, rng: _accepted_leq(t, d, x, np.array([random.random() for _ in x])),  # noqa: S311
+    draw=lambda law, rng: _inv_cdf(law, random.random()),  # noqa: S311
+)
+
+leq_bfloat16_torch = _variant(
+    "leq_bfloat16_torch",
+    "``torch.rand(dtype=bfloat16) <= p/q``: u = 0 once in 2^9 draws accepts p = 0 (needs torch).",
+    accept=_torch_leq(
+        lambda ratio: torch.rand(len(ratio), dtype=torch.bfloat16).float()
+    ),  # BUG: <= with bfloat16
+)
 
 
-def leq_bfloat16_torch(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """``torch.rand(dtype=bfloat16) <= p/q``: u = 0 once in 2^9 draws accepts p = 0 (needs torch)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    j = np.arange(k)
-    ratio = torch.from_numpy(t[j, x] / d[j, x]).float()
-    ok = (torch.rand(k, dtype=torch.bfloat16).float() <= ratio).numpy()  # BUG: <= with bfloat16
-    n = k if ok.all() else int(np.argmin(ok))
-    law = t[k] if n == k else _excess(t[n], d[n])
-    return _emit(x, n, _inv_cdf(law, rng.random()))
-
-
-def longest_joint_ratio_prefix(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """One uniform; the longest prefix with joint ratio above it is accepted (out-accepts block)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    j = np.arange(k)
+def _longest_prefix(t, d, x, rng):
+    j = np.arange(len(x))
     with np.errstate(divide="ignore", invalid="ignore"):
         w = np.cumprod(np.where(d[j, x] > 0, t[j, x] / d[j, x], 0.0))
     ok = rng.random() < np.minimum(1.0, w)
-    n = int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else 0  # BUG: longest, not first failure
-    law = t[k] if n == k else _excess(t[n], d[n])
-    return _emit(x, n, _inv_cdf(law, rng.random()))
+    return int(np.flatnonzero(ok)[-1]) + 1 if ok.any() else 0  # BUG: longest, not first failure
 
 
-def greedy_verify(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Temperature-0 verification: accept while ``x_j = argmax p_j``, then emit ``argmax p_n``."""
-    t, x = target_probs, np.asarray(draft_tokens)
-    k = len(x)
-    top = np.argmax(t, axis=-1)
-    ok = x == top[:k]
-    n = k if ok.all() else int(np.argmin(ok))
-    return _emit(x, n, top[n])
+longest_joint_ratio_prefix = _variant(
+    "longest_joint_ratio_prefix",
+    "One uniform; the longest prefix with joint ratio above it is accepted (out-accepts block).",
+    accept=_longest_prefix,
+)
 
 
-def greedy_bonus_sampled(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Greedy acceptance, but the bonus token sampled from ``p_k`` (not its argmax)."""
-    out = greedy_verify(target_probs, draft_probs, draft_tokens, rng)
-    if len(out) == len(draft_tokens) + 1:
-        out[-1] = _inv_cdf(target_probs[-1], rng.random())  # BUG: sampled at temperature 0
-    return out
+def _argmax_accept(t, d, x, rng):
+    top = np.argmax(t[: len(x)], axis=-1)
+    return _first_failure(np.asarray(x) == top)
 
 
-def greedy_stops_early(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Greedy verification of the first draft only (lossless at temperature 0, wasteful)."""
-    return greedy_verify(target_probs[:2], draft_probs[:1], np.asarray(draft_tokens)[:1], rng)
+def _argmax_token(t, d, n, rng):
+    return np.argmax(t[n])
+
+
+greedy_verify = _variant(
+    "greedy_verify",
+    "Temperature-0 verification: accept while ``x_j = argmax p_j``, then emit ``argmax p_n``.",
+    accept=_argmax_accept,
+    token=_argmax_token,
+)
+
+greedy_bonus_sampled = _variant(
+    "greedy_bonus_sampled",
+    "Greedy acceptance, but the bonus token sampled from ``p_k`` (not its argmax).",
+    accept=_argmax_accept,
+    token=lambda t, d, n, rng: _inv_cdf(t[n], rng.random()) if n == len(d) else np.argmax(t[n]),  # BUG
+)
+
+greedy_stops_early = _variant(
+    "greedy_stops_early",
+    "Greedy verification of the first draft only (lossless at temperature 0, wasteful).",
+    accept=lambda t, d, x, rng: _argmax_accept(t, d, x[:1], rng),
+    token=_argmax_token,
+)
 
 
 #: name -> (verify, description, checks that must fail, checks that must carry a note, options)

@@ -26,67 +26,53 @@ from __future__ import annotations
 
 import numpy as np
 
-from .gallery import _accepted, _emit, _excess, _inv_cdf
+from .gallery import _accept, _emit, _token, _torch_draw, _torch_leq, _variant
 
 __all__ = ["FIELD_BUGS", "renormalise_with_softmax", "leq_float32_torch", "bonus_after_stop", "STOP_TOKEN"]
 
 STOP_TOKEN = 0
 
 
-def renormalise_with_softmax(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Residual renormalised with ``softmax(max(p - q, 0))`` instead of dividing by its sum."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    if n == k:
-        return _emit(x, n, _inv_cdf(t[k], rng.random()))
-    e = np.maximum(t[n] - d[n], 0.0)
-    law = np.exp(e) / np.exp(e).sum()  # BUG: softmax of probabilities
-    return _emit(x, n, _inv_cdf(law, rng.random()))
+def _softmax_excess(tn, dn):
+    e = np.maximum(tn - dn, 0.0)
+    return np.exp(e) / np.exp(e).sum()  # BUG: softmax of probabilities
 
 
-def leq_float32_torch(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """HuggingFace's acceptance test: ``torch.rand_like(ratio) <= p/q`` in float32 (needs torch)."""
+renormalise_with_softmax = _variant(
+    "renormalise_with_softmax",
+    "Residual renormalised with ``softmax(max(p - q, 0))`` instead of dividing by its sum.",
+    residual=_softmax_excess,
+)
+
+
+def _rand_like(ratio):
     import torch
 
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    j = np.arange(k)
-    ratio = torch.from_numpy(t[j, x] / d[j, x]).float()
-    ok = (torch.rand_like(ratio) <= ratio).numpy()  # BUG: <= accepts p = 0 when u = 0
-    n = k if ok.all() else int(np.argmin(ok))
-    law = t[k] if n == k else _excess(t[n], d[n])
-    y = int(torch.multinomial(torch.from_numpy(law), 1))
-    return _emit(x, n, y)
+    return torch.rand_like(ratio)
 
 
-def bonus_after_stop(
-    target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
-) -> np.ndarray:
-    """Standard verification that ignores an accepted stop token (keeps going, emits the bonus)."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))  # BUG: no stop at an accepted STOP_TOKEN
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+leq_float32_torch = _variant(
+    "leq_float32_torch",
+    "HuggingFace's acceptance test: ``torch.rand_like(ratio) <= p/q`` in float32 (needs torch).",
+    accept=_torch_leq(_rand_like),  # BUG: <= accepts p = 0 when u = 0
+    draw=_torch_draw,
+)
+
+bonus_after_stop = _variant(
+    "bonus_after_stop",
+    "Standard verification that ignores an accepted stop token (keeps going, emits the bonus).",
+)  # BUG: no stop at an accepted STOP_TOKEN
 
 
 def stop_aware(
     target_probs: np.ndarray, draft_probs: np.ndarray, draft_tokens: np.ndarray, rng: np.random.Generator
 ) -> np.ndarray:
     """The correct version of :func:`bonus_after_stop`: an accepted stop token ends the round."""
-    t, d, x = target_probs, draft_probs, draft_tokens
-    k = len(x)
-    n = _accepted(t, d, x, rng.random(k))
-    stops = np.flatnonzero(np.asarray(x[:n]) == STOP_TOKEN)
+    n = _accept(target_probs, draft_probs, draft_tokens, rng)
+    stops = np.flatnonzero(np.asarray(draft_tokens[:n]) == STOP_TOKEN)
     if stops.size:
-        return np.asarray(x[: stops[0] + 1], dtype=np.int64)
-    y = _inv_cdf(t[k] if n == k else _excess(t[n], d[n]), rng.random())
-    return _emit(x, n, y)
+        return np.asarray(draft_tokens[: stops[0] + 1], dtype=np.int64)
+    return _emit(draft_tokens, n, _token(target_probs, draft_probs, n, rng))
 
 
 #: name -> (verify, description, checks that must fail, reported by, check_verifier options)
