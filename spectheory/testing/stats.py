@@ -240,8 +240,8 @@ def bernstein_upper_test(
     Examples
     --------
     >>> from spectheory.testing.stats import bernstein_upper_test
-    >>> bernstein_upper_test(1.51, 10000, 1.5, 0.25, 2, 1e-6).passed
-    True
+    >>> bernstein_upper_test(1.51, 10000, 1.5, 0.25, 2, 1e-6).summary
+    'mean 1.51000 vs lossless optimum 1.50000 (excess 0.01000, allowed 0.02722, n = 10000, p <= 0.143)'
     >>> bernstein_upper_test(1.60, 10000, 1.5, 0.25, 2, 1e-6).passed
     False
     """
