@@ -20,7 +20,7 @@ of standard token verification under the same protocol.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -80,6 +80,38 @@ def cells(counts: np.ndarray, probs: np.ndarray, V: int | None = None, L: int = 
     return "\n".join(lines)
 
 
+def zero_probability_rows(
+    law: Any, out: np.ndarray, lengths: np.ndarray, bad: np.ndarray, err: Any
+) -> tuple[np.ndarray, np.ndarray, float]:
+    """``(valid, zero, per_million)``: the well-formed outputs before any error, those that emit a
+    token of probability 0 under ``law``, and how many such tokens per million emitted tokens."""
+    valid = ~bad & (lengths > 0)
+    if err is not None:
+        valid[err[0] :] = False
+    zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, lengths, 0))
+    return valid, zero, 1e6 * int(zero.sum()) / max(int(lengths[valid].sum()), 1)
+
+
+class RoundProtocol(NamedTuple):
+    """How the rounds of a kit run end and are judged (the report's ``config["protocol"]``).
+
+    ``bonus`` and ``stop_token``: the output protocols of the module docstring; ``greedy``: the
+    temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`); ``lossy``: the
+    rule is declared lossy, and ``loss`` measures by how much (a rule object with a round law,
+    :class:`~spectheory.verifiers.base.RoundLawRule`: also its exact TV).
+    """
+
+    bonus: bool = True
+    stop_token: int | None = None
+    greedy: bool = False
+    lossy: bool | RoundLawRule = False
+
+    def config(self) -> dict[str, Any]:
+        """The protocol as the report records it (a lossy rule by its name)."""
+        lossy = self.lossy if isinstance(self.lossy, bool) else self.lossy.name
+        return {"bonus": self.bonus, "stop_token": self.stop_token, "greedy": self.greedy, "lossy": lossy}
+
+
 def check_instance(
     inst: Instance,
     ss: Any,
@@ -88,16 +120,10 @@ def check_instance(
     a_i: float,
     efficiency: bool,
     found: dict,
-    bonus: bool = True,
-    stop_token: int | None = None,
-    greedy: bool = False,
-    lossy: bool | RoundLawRule = False,
+    protocol: RoundProtocol,
 ) -> None:
-    """Run every check on one instance; append :class:`Finding` objects to ``found[check]``.
-
-    ``greedy``: the temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`);
-    ``lossy``: the rule is declared lossy, and ``loss`` measures by how much (a rule object with
-    a round law, :class:`~spectheory.verifiers.base.RoundLawRule`: also its exact TV)."""
+    """Run every check on one instance under ``protocol``; append :class:`Finding` objects to ``found[check]``."""
+    bonus, stop_token, greedy, lossy = protocol
     V, k = inst.vocab_size, inst.k
     size = V * (k + 1)
     law = inst.greedy() if greedy else inst
@@ -136,13 +162,9 @@ def check_instance(
         )
     else:
         ok("output_format")
-    valid = ~fmt_bad & (lengths > 0)
-    if err is not None:
-        valid[err[0] :] = False
-    zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, lengths, 0))
+    valid, zero, per_m = zero_probability_rows(law, out, lengths, fmt_bad, err)
     if zero.any():
         i = int(np.flatnonzero(zero)[0])
-        per_m = 1e6 * int(zero.sum()) / max(int(lengths[valid].sum()), 1)
         fail(
             "zero_probability",
             f"{int(zero.sum())} of {n} rounds emitted a token of target probability 0 "

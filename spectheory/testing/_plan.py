@@ -1,14 +1,20 @@
-"""The instances of a kit run: the families' plan or the given instances, and their seed sequence."""
+"""The plan of a kit run (the families' plan or the given instances, and their seed sequence)
+and what its report keeps of it (:func:`run_config`, :func:`fold`)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import cycle
+from typing import Any
 
 import numpy as np
 
 from .._guards import as_rng
 from .._typing import RNGLike
+from ._catalog import CHECKS
+from ._verdicts import declare_lossy
 from .instances import ALL_FAMILIES, FAMILIES, Instance, make_instance
+from .report import Finding, Report, summarise
 
 
 def _name(verify: object) -> str:
@@ -67,3 +73,42 @@ def _plan(vocab_sizes, gammas, families, rng):
             g = max(gammas)
         plan.append(make_instance(fam, V, g, rngs[i]))
     return plan, rngs[-1]
+
+
+def run_config(
+    vocab_sizes: Sequence[int],
+    gammas: Sequence[int],
+    n_samples: int,
+    rng: RNGLike,
+    families: Sequence[str] | None,
+    insts: Sequence[Instance],
+) -> dict[str, Any]:
+    """The report's config entries of every kit run: the grid, the samples, the seed, the instances."""
+    return {
+        "vocab_sizes": list(vocab_sizes),
+        "gammas": list(gammas),
+        "n_samples": n_samples,
+        "rng": rng if np.isscalar(rng) else str(rng),
+        "families": list(FAMILIES) if families is None else list(families),
+        "n_instances": len(insts),
+        "instances": [i.name for i in insts],
+    }
+
+
+def fold(
+    subject: object,
+    names: Sequence[str],
+    found: dict[str, list[Finding]],
+    a_i: float,
+    M: int,
+    alpha: float,
+    lossy: Any,
+    config: dict[str, Any],
+) -> Report:
+    """The run's :class:`Report` on ``subject``: each check of ``names`` folded over its findings
+    (:func:`~spectheory.testing.report.summarise`); a rule declared ``lossy`` has its law checks
+    declared, not failed (:func:`~spectheory.testing._verdicts.declare_lossy`)."""
+    checks = [summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha) for name in names]
+    if lossy:
+        checks = declare_lossy(checks, found)
+    return Report(_name(subject), checks, config, M, alpha)

@@ -69,12 +69,11 @@ import numpy as np
 from .._guards import check_int, check_prob
 from .._typing import RNGLike
 from ._catalog import CHECKS, SAMPLED_ONLY, active_checks  # noqa: F401 - SAMPLED_ONLY: the old path
-from ._checks import check_instance, n_tests
-from ._plan import _instances, _name, _plan  # noqa: F401 - _plan: the old path (scripts/update_readme.py)
+from ._checks import RoundProtocol, check_instance, n_tests
+from ._plan import _instances, _name, _plan, fold, run_config  # noqa: F401 - _plan: the old path (scripts/update_readme.py)
 from ._runner import Runner
-from ._verdicts import declare_lossy
-from .instances import FAMILIES, Instance
-from .report import CheckResult, Finding, Report, summarise
+from .instances import Instance
+from .report import CheckResult, Finding, Report
 
 if TYPE_CHECKING:
     from ..verifiers import Verifier
@@ -109,11 +108,9 @@ _WORK: Any = None  # what forked workers inherit (set just before the pool start
 
 
 def _one(i):
-    runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, greedy, lossy = _WORK
+    runner, insts, seeds, n_samples, a_i, efficiency, protocol = _WORK
     found: dict[str, list[Finding]] = {name: [] for name in CHECKS}
-    check_instance(
-        insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, bonus, stop_token, greedy, lossy
-    )
+    check_instance(insts[i], seeds[i], runner, n_samples, a_i, efficiency, found, protocol)
     return found, runner.routed
 
 
@@ -282,33 +279,15 @@ def check_verifier(
     runner = Runner(verify, batched, torch_random, rows_per_call)
     seeds = base.spawn(len(insts))
     lossy = _lossy_rule(declares_lossy if lossy is None else lossy, rule, bonus, stop_token, bool(greedy))
-    work = (runner, insts, seeds, n_samples, a_i, efficiency, bonus, stop_token, bool(greedy), lossy)
+    protocol = RoundProtocol(bonus, stop_token, bool(greedy), lossy)
+    work = (runner, insts, seeds, n_samples, a_i, efficiency, protocol)
     found, routed = _run_all(work, jobs, progress)
 
-    checks = [
-        summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
-        for name in active_checks(efficiency, bool(greedy), bool(lossy))
-    ]
-    if lossy:
-        checks = declare_lossy(checks, found)
-    config = {
-        "vocab_sizes": list(vocab_sizes),
-        "gammas": list(gammas),
-        "n_samples": n_samples,
-        "rng": rng if np.isscalar(rng) else str(rng),
-        "families": list(FAMILIES) if families is None else list(families),
-        "n_instances": len(insts),
-        "instances": [i.name for i in insts],
-        "batched": bool(batched),
-        "protocol": {
-            "bonus": bonus,
-            "stop_token": stop_token,
-            "greedy": bool(greedy),
-            "lossy": lossy if isinstance(lossy, bool) else lossy.name,
-        },
-        "torch_random": routed,
-    }
-    return Report(_name(verify), checks, config, M, alpha)
+    config = run_config(vocab_sizes, gammas, n_samples, rng, families, insts)
+    config.update(batched=bool(batched), protocol=protocol.config(), torch_random=routed)
+    return fold(
+        verify, active_checks(efficiency, bool(greedy), bool(lossy)), found, a_i, M, alpha, lossy, config
+    )
 
 
 def _declared_rule(verify: Any) -> Verifier | None:
@@ -360,11 +339,7 @@ def assert_verifier_lossless(verify: Callable[..., Any] | str | Verifier, **kwar
     >>> from spectheory.testing import assert_verifier_lossless, reference_verify
     >>> _ = assert_verifier_lossless(reference_verify, n_samples=300)
     """
-    kwargs["efficiency"] = False
-    report = check_verifier(verify, **kwargs)
-    if not report.passed:
-        raise AssertionError("\n" + str(report))
-    return report
+    return _assert_passes(verify, False, kwargs)
 
 
 def assert_verifier_optimal(verify: Callable[..., Any] | str | Verifier, **kwargs: Any) -> Report:
@@ -376,10 +351,19 @@ def assert_verifier_optimal(verify: Callable[..., Any] | str | Verifier, **kwarg
     Examples
     --------
     >>> from spectheory.testing import assert_verifier_optimal, reference_verify
+    >>> from spectheory.testing.gallery import GALLERY
     >>> _ = assert_verifier_optimal(reference_verify, n_samples=300)
+    >>> wasteful = GALLERY["wasteful_lossless"][0]  # lossless, accepts half as often as it could
+    >>> assert_verifier_optimal(wasteful, n_samples=300)  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    AssertionError: acceptance_rate and mean_accepted fail
     """
-    kwargs["efficiency"] = True
-    report = check_verifier(verify, **kwargs)
+    return _assert_passes(verify, True, kwargs)
+
+
+def _assert_passes(verify: Any, efficiency: bool, kwargs: dict[str, Any]) -> Report:
+    """:func:`check_verifier` with or without the efficiency checks; its report, or ``AssertionError``."""
+    report = check_verifier(verify, **{**kwargs, "efficiency": efficiency})
     if not report.passed:
         raise AssertionError("\n" + str(report))
     return report

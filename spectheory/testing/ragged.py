@@ -30,7 +30,7 @@ import numpy as np
 from .._guards import check_int, check_prob
 from .._typing import RNGLike
 from ._catalog import CHECKS, active_checks
-from ._checks import check_instance, n_tests
+from ._checks import RoundProtocol, check_instance, n_tests
 from ._plan import seed_sequence
 from ._runner import Runner
 from .instances import Instance
@@ -206,7 +206,9 @@ def check_ragged_batch(
         greedy = rows[b].temperature == 0
         runner = _MixedRunner(sampler, rows, b, seed, groups, torch_random)
         mine: dict[str, list[Finding]] = {name: [] for name in CHECKS}
-        check_instance(named[b], seeds[b], runner, n_samples, a_i, efficiency, mine, greedy=greedy)
+        check_instance(
+            named[b], seeds[b], runner, n_samples, a_i, efficiency, mine, RoundProtocol(greedy=greedy)
+        )
         routed = routed or runner.routed
         failed = [c for c, fs in mine.items() if any(not f.passed for f in fs)]
         per_row.append(

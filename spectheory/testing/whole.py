@@ -41,12 +41,12 @@ import numpy as np
 from .._guards import check_int, check_prob
 from .._typing import RNGLike
 from ._catalog import CHECKS, SAMPLED_ONLY
-from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells
-from ._plan import _instances, _name
-from ._verdicts import declare_lossy, measured_tv, randomness_findings, severity
-from .instances import FAMILIES, Instance, constant_uniform_rng
+from ._checks import MAX_SEQUENCE_CELLS, N_BOUNDARY, N_DETERMINISM, cells, zero_probability_rows
+from ._plan import _instances, fold, run_config
+from ._verdicts import measured_tv, randomness_findings, severity
+from .instances import Instance, constant_uniform_rng
 from .randomness import kit_randomness
-from .report import Finding, Report, summarise
+from .report import Finding, Report
 from .stats import chi2_test
 from .toy_models import Counted, ToyModel, process_logits
 
@@ -202,25 +202,13 @@ def check_sampler(
         )
         law = law.greedy() if greedy else law
         _check(sampler, inst, law, ss, n_samples, a_i, found, torch_random, greedy, target_calls)
-    checks = [
-        summarise(name, CHECKS[name][0], CHECKS[name][1], found[name], a_i, M, alpha)
-        for name in names
-        if not (greedy and name in SAMPLED_ONLY)
-    ]
-    if lossy:
-        checks = declare_lossy(checks, found)
-    config = {
-        "vocab_sizes": list(vocab_sizes),
-        "gammas": list(gammas),
-        "n_samples": n_samples,
-        "rng": rng if np.isscalar(rng) else str(rng),
-        "families": list(FAMILIES) if families is None else list(families),
-        "n_instances": len(insts),
-        "instances": [i.name for i in insts],
-        "torch_random": routed,
-        "protocol": {"temperature": temperature, "top_k": top_k, "top_p": top_p, "lossy": lossy},
-    }
-    return Report(_name(sampler), checks, config, M, alpha)
+    config = run_config(vocab_sizes, gammas, n_samples, rng, families, insts)
+    config.update(
+        torch_random=routed,
+        protocol={"temperature": temperature, "top_k": top_k, "top_p": top_p, "lossy": lossy},
+    )
+    names = [name for name in names if not (greedy and name in SAMPLED_ONLY)]
+    return fold(sampler, names, found, a_i, M, alpha, lossy, config)
 
 
 def assert_sampler_lossless(sampler: Callable[..., Any], **kwargs: Any) -> Report:
@@ -266,17 +254,14 @@ def _check(sampler, inst, law, ss, n, a_i, found, torch_random, greedy=False, bu
         add("output_format", False, f"{int(bad.sum())} of {n} outputs malformed: {note}", _example(inst))
     else:
         add("output_format", True)
-    valid = ~bad & (L > 0)
-    if err is not None:
-        valid[err[0] :] = False
-    zero = law.emitted_target_prob_zero(np.where(valid[:, None], out, 0), np.where(valid, L, 0))
+    valid, zero, per_m = zero_probability_rows(law, out, L, bad, err)
     if zero.any():
         i = int(np.flatnonzero(zero)[0])
         add(
             "zero_probability",
             False,
             f"{int(zero.sum())} of {n} outputs contain a token of processed target probability 0 (about "
-            f"{1e6 * int(zero.sum()) / max(int(L[valid].sum()), 1):.3g} per million emitted tokens)",
+            f"{per_m:.3g} per million emitted tokens)",
             _example(inst, out[i][: L[i]].tolist()),
         )
     else:
