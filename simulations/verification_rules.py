@@ -32,9 +32,11 @@ from spectheory.analysis.verdicts import (
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
 from spectheory.verifiers.gbv import GBV_K2
-from spectheory.verifiers.round_laws import GLS_K2, TLI, round_rule
+from spectheory.verifiers.gls import GLS_K2
+from spectheory.verifiers.round_laws import round_rule
 from spectheory.verifiers.spechub_rounds import SPECHUB_BINARY
 from spectheory.verifiers.spechub_tree import SPECHUB
+from spectheory.verifiers.tli import TLI
 
 #: The exact engine's round of each rule object that is not a single-path Verifier (the
 #: Verifiers run as path rounds of themselves).

@@ -46,11 +46,13 @@ from .._guards import check_int
 from ..verifiers.base import RoundLawRule
 from ..verifiers.block import BLOCK
 from ..verifiers.gbv import GBV_K2
+from ..verifiers.gls import GLS_K2
 from ..verifiers.hsd import HSD, HSD_LISTING
 from ..verifiers.hsd_naive_chain import HSD_NAIVE
 from ..verifiers.proposal import ARGMAX_ONEHOT, ARGMAX_SOFT, POINT_MASS, SAMPLE_MATCH
-from ..verifiers.round_laws import GLS_K2, TLI, generation_law, round_rule, target_law
+from ..verifiers.round_laws import generation_law, round_rule, target_law
 from ..verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
+from ..verifiers.tli import TLI
 from ..verifiers.token import TOKEN
 
 __all__ = [
@@ -79,7 +81,7 @@ class RuleClaim:
     ----------
     rule : RoundLawRule or str
         The rule: an object with a round law (a Verifier, or a multi-draft rule at two drafts:
-        :data:`~spectheory.verifiers.gbv.GBV_K2`, :data:`~spectheory.verifiers.round_laws.GLS_K2`)
+        :data:`~spectheory.verifiers.gbv.GBV_K2`, :data:`~spectheory.verifiers.gls.GLS_K2`)
         or a registered verifier's name; ``name`` is its name.
     source : str
         Where the rule and the claim come from.

@@ -62,7 +62,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .._guards import as_rng
+from .._guards import as_rng, check_int
 from .._typing import RNGLike
 from ..laws.sampling import check_round_laws
 from .inputs import FusedRoundInputs, TorchRoundInputs
@@ -77,6 +77,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "RoundLawRule",
+    "KDraftsRule",
     "Verifier",
     "register_verifier",
     "get_verifier",
@@ -200,8 +201,8 @@ class RoundLawRule:
         ``draft_fn(ctx)`` return the ``vocab_size`` next-token probabilities after a context
         tuple; with :class:`fractions.Fraction` laws the result is exact. The enumeration walks
         the rule's algorithm branch by branch, independently of its vectorised rule and of the
-        exact engines (:mod:`spectheory.verifiers.round_laws` has the walker of rules that
-        check one draft at a time, :func:`~spectheory.verifiers.round_laws.stepwise_round_law`).
+        exact engines (:func:`spectheory.verifiers.stepwise.stepwise_round_law` walks a rule that
+        checks one draft at a time from its step).
         The default raises the ValueError of :meth:`require_round_law`.
         """
         raise ValueError(self._no_round_law())
@@ -233,6 +234,37 @@ class RoundLawRule:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, lossless={self.lossless})"
+
+
+class KDraftsRule(RoundLawRule):
+    r"""A lossless rule on ``K`` drafts of ``gamma`` tokens, known by its round-law function.
+
+    Not a single-path Verifier: a subclass sets ``law``, ``law(target_fn, draft_fn, vocab_size,
+    K, gamma, prefix) -> {emitted: probability}``, and the name's ``stem``; an instance is named
+    ``f"{stem}{K}"``. GLS (:class:`spectheory.verifiers.gls.GLSDrafts`) and GBV on ``K`` paths
+    (:class:`spectheory.verifiers.gbv.GBVPaths`) are two.
+
+    Parameters
+    ----------
+    K : int
+        The number of drafts, ``>= 1``.
+    """
+
+    lossless = True
+    #: The name before ``K`` (``"gls_k"``: ``"gls_k2"``).
+    stem: str = "k"
+    #: ``law(target_fn, draft_fn, vocab_size, K, gamma, prefix)``, the exact round law.
+    law: Callable[..., dict[tuple[int, ...], Any]]
+
+    def __init__(self, K: int) -> None:
+        self.K = check_int(K, "K", 1)
+        self.name = f"{self.stem}{self.K}"
+
+    def round_law(
+        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
+    ) -> dict[tuple[int, ...], Any]:
+        """``law`` with this rule's ``K`` (:meth:`RoundLawRule.round_law`)."""
+        return type(self).law(target_fn, draft_fn, vocab_size, self.K, gamma, tuple(prefix))
 
 
 class Verifier(RoundLawRule):

@@ -10,11 +10,13 @@ claimed-vs-exact table's ``"gbv_k2"``).
 Examples
 --------
 >>> from fractions import Fraction as F
->>> from spectheory.verifiers.gbv import gbv_round_law
+>>> from spectheory.verifiers.gbv import GBV_K2, gbv_round_law
 >>> from spectheory.verifiers.round_laws import mean_accepted
 >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
 >>> [mean_accepted(gbv_round_law(p, q, 2, K, 2)) for K in (1, 2)]   # K = 1: block verification
 [Fraction(11, 9), Fraction(131, 81)]
+>>> GBV_K2.name, GBV_K2.round_law(p, q, 2, 2) == gbv_round_law(p, q, 2, 2, 2)
+('gbv_k2', True)
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
-from .base import RoundLawRule
+from .base import KDraftsRule
 
 __all__ = ["gbv_select", "gbv_skew", "gbv_block_law", "gbv_core", "gbv_round_law", "GBVPaths", "GBV_K2"]
 
@@ -174,32 +176,16 @@ def gbv_round_law(
     return out
 
 
-class GBVPaths(RoundLawRule):
+class GBVPaths(KDraftsRule):
     r"""GBV on ``K`` i.i.d. draft paths of ``gamma`` tokens as a rule with a round law
     (:func:`gbv_round_law`); named ``"gbv_k{K}"``, lossless (:mod:`spectheory.trees.gbv`).
 
-    Not a single-path Verifier: its engines' round is ``TreeRound(DraftTree.paths(K, gamma), GBV)``.
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.gbv import GBV_K2
-    >>> from spectheory.verifiers.round_laws import mean_accepted
-    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> GBV_K2.name, mean_accepted(GBV_K2.round_law(p, q, 2, 2))
-    ('gbv_k2', Fraction(131, 81))
+    Not a single-path Verifier: its engines' round is ``TreeRound(DraftTree.paths(K, gamma), GBV)``
+    (the module docstring has an example).
     """
 
-    lossless = True
-
-    def __init__(self, K: int) -> None:
-        self.K = check_int(K, "K", 1)
-        self.name = f"gbv_k{self.K}"
-
-    def round_law(
-        self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
-    ) -> dict[tuple[int, ...], Any]:
-        return gbv_round_law(target_fn, draft_fn, vocab_size, self.K, gamma, tuple(prefix))
+    stem = "gbv_k"
+    law = staticmethod(gbv_round_law)
 
 
 #: GBV on two paths (the claimed-vs-exact table's ``"gbv_k2"``).

@@ -54,8 +54,17 @@ from numpy.typing import ArrayLike
 
 from .._guards import as_rng, check_int
 from .._typing import RNGLike
+from .base import KDraftsRule
 
-__all__ = ["gls_list_law", "gls_acceptance", "gls_round_law", "gls_sample", "gls_exponentials_given_drafts"]
+__all__ = [
+    "gls_list_law",
+    "gls_acceptance",
+    "gls_round_law",
+    "gls_sample",
+    "gls_exponentials_given_drafts",
+    "GLSDrafts",
+    "GLS_K2",
+]
 
 ExpPoly = dict  # {rate: coefficient}: sum_j c_j exp(-r_j t)
 
@@ -201,6 +210,31 @@ def gls_round_law(
 
     walk((), M, 1)
     return out
+
+
+class GLSDrafts(KDraftsRule):
+    r"""GLS (Algorithm 2) with ``K`` drafts of ``gamma`` tokens as a rule with a round law
+    (:func:`gls_round_law`).
+
+    Not a single-path Verifier (it checks ``K`` draft sequences; its engines' round is
+    ``BatchRound(K, gamma, reading="gls")``); named ``"gls_k{K}"``; lossless (Proposition 3).
+
+    Examples
+    --------
+    >>> from fractions import Fraction as F
+    >>> from spectheory.verifiers.gls import GLS_K2
+    >>> from spectheory.verifiers.round_laws import mean_accepted
+    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
+    >>> GLS_K2.name, mean_accepted(GLS_K2.round_law(p, q, 2, 1))
+    ('gls_k2', Fraction(22, 27))
+    """
+
+    stem = "gls_k"
+    law = staticmethod(gls_round_law)
+
+
+#: GLS with two drafts (the claimed-vs-exact table's ``"gls_k2"``).
+GLS_K2 = GLSDrafts(2)
 
 
 def gls_sample(

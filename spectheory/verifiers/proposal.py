@@ -41,7 +41,7 @@ import numpy as np
 
 from ..laws.sampling import normalize_or, sample_categorical
 from .base import Verifier, register_verifier
-from .round_laws import ratio_step, stepwise_round_law
+from .stepwise import ratio_step, stepwise_round_law
 from .token import token_rule
 
 if TYPE_CHECKING:
@@ -152,7 +152,7 @@ class PointMassVerifier(Verifier):
     def round_law(
         self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
     ) -> dict[tuple[int, ...], Any]:
-        """Exact law of one round (:func:`~spectheory.verifiers.round_laws.stepwise_round_law`, the
+        """Exact law of one round (:func:`~spectheory.verifiers.stepwise.stepwise_round_law`, the
         ratio test against ``1_x``)."""
         return stepwise_round_law(_onehot_step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
@@ -195,7 +195,7 @@ class SampleMatchVerifier(Verifier):
     def round_law(
         self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
     ) -> dict[tuple[int, ...], Any]:
-        """Exact law of one round (:func:`~spectheory.verifiers.round_laws.stepwise_round_law`: match
+        """Exact law of one round (:func:`~spectheory.verifiers.stepwise.stepwise_round_law`: match
         w.p. ``p(x)``, else emit ``y ~ p`` off ``x``)."""
         return stepwise_round_law(_match_step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
@@ -245,7 +245,7 @@ class ArgmaxDraftingVerifier(_NoTorch, Verifier):
     def round_law(
         self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
     ) -> dict[tuple[int, ...], Any]:
-        """Exact law of one round: :func:`~spectheory.verifiers.round_laws.stepwise_round_law` with
+        """Exact law of one round: :func:`~spectheory.verifiers.stepwise.stepwise_round_law` with
         greedy drafting, the ratio test against ``1_x`` (one-hot) or the soft ``q``."""
         step = _onehot_step if self.q_mode == "onehot" else ratio_step
         return stepwise_round_law(step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix), argmax=True)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..laws.sampling import residual_weights, sample_categorical
 from .base import Verifier, register_verifier
-from .round_laws import ratio_step, stepwise_round_law
+from .stepwise import ratio_step, stepwise_round_law
 from .tree_base import TreeVerifier
 
 if TYPE_CHECKING:
@@ -124,8 +124,8 @@ class TokenVerifier(Verifier):
     def round_law(
         self, target_fn: LawFn, draft_fn: LawFn, vocab_size: int, gamma: int, prefix: tuple[int, ...] = ()
     ) -> dict[tuple[int, ...], Any]:
-        """Exact law of one round: :func:`~spectheory.verifiers.round_laws.stepwise_round_law` with
-        the ratio test against ``q`` (:func:`~spectheory.verifiers.round_laws.ratio_step`)."""
+        """Exact law of one round: :func:`~spectheory.verifiers.stepwise.stepwise_round_law` with
+        the ratio test against ``q`` (:func:`~spectheory.verifiers.stepwise.ratio_step`)."""
         return stepwise_round_law(ratio_step, target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 
     def phase_masses(self, chain: ChainLike) -> tuple[Any, Any, bool] | None:

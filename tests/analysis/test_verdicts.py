@@ -29,17 +29,17 @@ from spectheory.trees import GBV, BatchRound, DraftTree, TreeRound
 from spectheory.verifiers import get_verifier, list_verifiers
 from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.gbv import GBV_K2
+from spectheory.verifiers.gls import GLS_K2
 from spectheory.verifiers.hsd import hsd_round_law
 from spectheory.verifiers.round_laws import (
-    GLS_K2,
     PROPOSAL_MODES,
-    TLI,
     exact_round_law,
     proposal_round_law,
     target_law,
 )
 from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
 from spectheory.verifiers.spechub_tree import SPECHUB
+from spectheory.verifiers.tli import TLI
 
 ROOT = Path(__file__).resolve().parents[2]
 P, Q = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]

@@ -23,7 +23,8 @@ from spectheory.laws.vocabularies import tli_draft_law  # noqa: E402
 from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.testing import check_sampler  # noqa: E402
 from spectheory.testing.vocab_samplers import tli_sampler  # noqa: E402
-from spectheory.verifiers.round_laws import generation_law, mean_accepted, target_law, tli_round_law  # noqa: E402
+from spectheory.verifiers.round_laws import generation_law, mean_accepted, target_law  # noqa: E402
+from spectheory.verifiers.tli import tli_round_law  # noqa: E402
 
 P_MIN = 1e-6  # chi-square p-value threshold, about 5 SE
 

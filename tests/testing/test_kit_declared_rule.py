@@ -20,7 +20,7 @@ from spectheory.laws.sampling import residual_weights, sample_categorical
 from spectheory.testing import check_verifier, make_instance
 from spectheory.testing.exact_loss import exact_output_tv
 from spectheory.verifiers import Verifier
-from spectheory.verifiers.round_laws import ratio_step, stepwise_round_law
+from spectheory.verifiers.stepwise import ratio_step, stepwise_round_law
 
 KIT = dict(n_samples=4000, rng=3, vocab_sizes=(3,), gammas=(2,), efficiency=False, progress=False)
 

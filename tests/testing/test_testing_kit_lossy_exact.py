@@ -9,8 +9,9 @@ from spectheory.testing import check_verifier, make_instance
 from spectheory.testing.exact_loss import exact_output_law, exact_output_tv
 from spectheory.verifiers import get_verifier, list_verifiers
 from spectheory.verifiers.gbv import GBV_K2
-from spectheory.verifiers.round_laws import GLS_K2, TLI
+from spectheory.verifiers.gls import GLS_K2
 from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
+from spectheory.verifiers.tli import TLI
 
 
 def rules_with_round_laws():
