@@ -105,17 +105,34 @@ class BatchRound(TreeRound):
         return self.reading.play(self, sampler, runs, rng)
 
     def _play_rrs(
+        self, smp: Any, T: int, n: np.ndarray, state: np.ndarray, rng: np.random.Generator, keep_path: bool
+    ) -> RoundOutcome:
+        """Recursive rejection over the agreeing drafts (the first-token and tree readings)."""
+        return self._walk(smp, T, n, state, rng, keep_path, self._rrs_position)
+
+    def _play_gls(
+        self, smp: Any, T: int, n: np.ndarray, state: np.ndarray, rng: np.random.Generator, keep_path: bool
+    ) -> RoundOutcome:
+        """Algorithm 2 of Rowan et al. (2025) with shared exponentials, agreeing drafts only."""
+        return self._walk(smp, T, n, state, rng, keep_path, self._gls_position)
+
+    def _walk(
         self,
-        sampler: Any,
-        horizon: int,
+        smp: Any,
+        T: int,
         n: np.ndarray,
         state: np.ndarray,
         rng: np.random.Generator,
         keep_path: bool,
+        position: Any,
     ) -> RoundOutcome:
-        """Recursive rejection over the agreeing drafts (the first-token and tree readings)."""
-        T, M, smp = horizon, self.M, sampler
-        R = n.shape[0]
+        """Position by position over the live runs; ``position`` decides one position.
+
+        ``position(smp, m, sl, c, rng)`` gets the live runs' positions ``m``, states ``sl`` and
+        agreeing-draft counts ``c`` and returns ``(bad, final, tok, count)``: which runs reject,
+        the final token of those, the accepted token of the others and their new counts.
+        """
+        R, M = n.shape[0], self.M
         k = np.minimum(self.depth(T), T - n)
         K = int(k.max())
         s = np.array(state, dtype=np.int64)
@@ -126,44 +143,19 @@ class BatchRound(TreeRound):
         path = np.zeros((R, K), dtype=np.int64) if keep_path else None
         live = np.arange(R)
         for d in range(K):
-            L = live.size
             m = np.minimum(n[live] + d, T - 1)
             sl = s[live]
-            c = count[live]
-            C = int(c.max())
-            t = smp.rows(smp.target, m, sl)
-            q = smp.rows(smp.draft, m, sl)
-            u = rng.random((L, C))
-            cand = smp.sample_draft(np.repeat(m, C), np.repeat(sl, C), u.ravel()).reshape(L, C)
-            ua = rng.random((L, C))
-            uf = rng.random(L)
-            rows = np.arange(L)
-            r = t.copy()
-            slot = np.full(L, -1, dtype=np.int64)
-            for i in range(C):
-                here = (i < c) & (slot < 0)
-                x = cand[:, i]
-                qx = q[rows, x]
-                a = np.minimum(1.0, np.where(qx > 0, r[rows, x] / np.where(qx > 0, qx, 1.0), 0.0))
-                acc = here & (ua[:, i] < a)
-                slot[acc] = i
-                r = _update_rrs(r, q, here & ~acc)
-            bad = slot < 0
+            bad, final, tok, hits = position(smp, m, sl, count[live], rng)
             rej = live[bad]
             rejected[rej] = True
-            y[rej] = sample_categorical(r[bad], uf[bad])
+            y[rej] = final
             ok = ~bad
-            tok = cand[ok, slot[ok]]
             acc_rows = live[ok]
             if path is not None:
                 path[acc_rows, d] = tok
             j[acc_rows] += 1
             s[acc_rows] = smp.next_state[sl[ok], tok]
-            if self.all_agreeing:
-                agree = (cand[ok] == tok[:, None]) & (np.arange(C)[None, :] < c[ok, None])
-                count[acc_rows] = agree.sum(1)
-            else:
-                count[acc_rows] = 1
+            count[acc_rows] = hits
             live = acc_rows[j[acc_rows] < k[acc_rows]]
             if not live.size:
                 break
@@ -173,52 +165,53 @@ class BatchRound(TreeRound):
             y[done] = smp.sample_target(n[done] + k[done], s[done], ub)
         return RoundOutcome(accepted=j, final=y, rejected=rejected, drafted=k * M, end_state=s, path=path)
 
-    def _play_gls(
-        self, smp: Any, T: int, n: np.ndarray, state: np.ndarray, rng: np.random.Generator, keep_path: bool
-    ) -> RoundOutcome:
-        """Algorithm 2 of Rowan et al. (2025) with shared exponentials, agreeing drafts only."""
-        R, M = n.shape[0], self.M
-        k = np.minimum(self.depth(T), T - n)
-        K = int(k.max())
-        s = np.array(state, dtype=np.int64)
-        j = np.zeros(R, dtype=np.int64)
-        y = np.zeros(R, dtype=np.int64)
-        rejected = np.zeros(R, dtype=bool)
-        count = np.full(R, M, dtype=np.int64)
-        path = np.zeros((R, K), dtype=np.int64) if keep_path else None
-        live = np.arange(R)
-        for d in range(K):
-            m = np.minimum(n[live] + d, T - 1)
-            sl = s[live]
-            c = count[live]
-            t = smp.rows(smp.target, m, sl)
-            q = smp.rows(smp.draft, m, sl)
-            E = -np.log(1.0 - rng.random((live.size, int(c.max()), t.shape[1])))
-            on = np.arange(E.shape[1])[None, :] < c[:, None]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                cand = np.argmin(np.where(q[:, None] > 0, E / q[:, None], np.inf), axis=-1)
-                score = np.where(on[:, :, None], E, np.inf).min(1)
-                tok = np.argmin(np.where(t > 0, score / np.where(t > 0, t, 1.0), np.inf), axis=-1)
-            hits = (on & (cand == tok[:, None])).sum(1)
-            bad = hits == 0
-            rej = live[bad]
-            rejected[rej] = True
-            y[rej] = tok[bad]
-            ok = ~bad
-            acc_rows = live[ok]
-            if path is not None:
-                path[acc_rows, d] = tok[ok]
-            j[acc_rows] += 1
-            s[acc_rows] = smp.next_state[sl[ok], tok[ok]]
-            count[acc_rows] = hits[ok]
-            live = acc_rows[j[acc_rows] < k[acc_rows]]
-            if not live.size:
-                break
-        done = np.flatnonzero(~rejected & (n + k < T))
-        ub = rng.random(done.size)
-        if done.size:
-            y[done] = smp.sample_target(n[done] + k[done], s[done], ub)
-        return RoundOutcome(accepted=j, final=y, rejected=rejected, drafted=k * M, end_state=s, path=path)
+    def _rrs_position(
+        self, smp: Any, m: np.ndarray, sl: np.ndarray, c: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
+        """One position of recursive rejection over the ``c`` agreeing drafts of each live run."""
+        L = m.size
+        C = int(c.max())
+        t = smp.rows(smp.target, m, sl)
+        q = smp.rows(smp.draft, m, sl)
+        u = rng.random((L, C))
+        cand = smp.sample_draft(np.repeat(m, C), np.repeat(sl, C), u.ravel()).reshape(L, C)
+        ua = rng.random((L, C))
+        uf = rng.random(L)
+        rows = np.arange(L)
+        r = t.copy()
+        slot = np.full(L, -1, dtype=np.int64)
+        for i in range(C):
+            here = (i < c) & (slot < 0)
+            x = cand[:, i]
+            qx = q[rows, x]
+            a = np.minimum(1.0, np.where(qx > 0, r[rows, x] / np.where(qx > 0, qx, 1.0), 0.0))
+            acc = here & (ua[:, i] < a)
+            slot[acc] = i
+            r = _update_rrs(r, q, here & ~acc)
+        bad = slot < 0
+        ok = ~bad
+        tok = cand[ok, slot[ok]]
+        hits: Any = 1
+        if self.all_agreeing:
+            hits = ((cand[ok] == tok[:, None]) & (np.arange(C)[None, :] < c[ok, None])).sum(1)
+        return bad, sample_categorical(r[bad], uf[bad]), tok, hits
+
+    def _gls_position(
+        self, smp: Any, m: np.ndarray, sl: np.ndarray, c: np.ndarray, rng: np.random.Generator
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One position of Gumbel-max list sampling over the ``c`` agreeing drafts of each live run."""
+        t = smp.rows(smp.target, m, sl)
+        q = smp.rows(smp.draft, m, sl)
+        E = -np.log(1.0 - rng.random((m.size, int(c.max()), t.shape[1])))
+        on = np.arange(E.shape[1])[None, :] < c[:, None]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cand = np.argmin(np.where(q[:, None] > 0, E / q[:, None], np.inf), axis=-1)
+            score = np.where(on[:, :, None], E, np.inf).min(1)
+            tok = np.argmin(np.where(t > 0, score / np.where(t > 0, t, 1.0), np.inf), axis=-1)
+        hits = (on & (cand == tok[:, None])).sum(1)
+        bad = hits == 0
+        ok = ~bad
+        return bad, tok[bad], tok[ok], hits[ok]
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
         """Exact values: the tree reading by :func:`~spectheory.kinds.batch.exact.batch_tree_expected`
