@@ -206,10 +206,10 @@ class RoundOutcome:
 class Round:
     """Base class of round kinds (see the module docstring).
 
-    A subclass sets :attr:`name`, :attr:`max_depth` and :attr:`verifier_name` and implements
-    the engine methods it supports: :meth:`play` (Monte Carlo), :meth:`exact` (its exact
-    engine), :meth:`decode` (the real decoder), :meth:`check_plan` (the conformance kit),
-    :meth:`along_path` (along-path prediction). :meth:`tags` declares which; by default an
+    A subclass sets :attr:`name`, :attr:`max_depth` and :attr:`verifier_name` (or keeps its
+    rule as ``verifier``) and implements the engine methods it supports: :meth:`play` (Monte
+    Carlo), :meth:`exact` (its exact engine), :meth:`decode` (the real decoder),
+    :meth:`check_plan` (the conformance kit), :meth:`along_path` (along-path prediction). :meth:`tags` declares which; by default an
     engine is supported iff its method is overridden. A subclass may also override
     :meth:`check` (refuse a chain), :meth:`chunk_size` (memory bound per batch of runs) and
     :attr:`initial_memory` (state carried between rounds).
@@ -230,8 +230,12 @@ class Round:
 
     @property
     def verifier_name(self) -> str:
-        """Name of the verifier that checks the round."""
-        raise NotImplementedError
+        """Name of the verifier that checks the round: by default the ``name`` of the round's
+        ``verifier`` attribute (the rule it keeps); a round without one overrides this."""
+        verifier = getattr(self, "verifier", None)
+        if verifier is None:
+            raise NotImplementedError(f"{type(self).__name__}: define verifier_name")
+        return verifier.name
 
     def depth(self, horizon: int) -> int:
         """Longest accepted count at this horizon: :attr:`max_depth`, or ``horizon`` when None

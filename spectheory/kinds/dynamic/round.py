@@ -178,10 +178,6 @@ class DynamicTreeRound(Round):
     def max_depth(self) -> int | None:
         return int(self.budget)
 
-    @property
-    def verifier_name(self) -> str:
-        return self.verifier.name
-
     def describe(self) -> str:
         return f"a {self.rule} draft tree of at most {self.budget} nodes per round start, verified by 'tree_topk'"
 

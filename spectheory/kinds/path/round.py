@@ -66,10 +66,6 @@ class PathRound(Round):
     def max_depth(self) -> int:
         return self.gamma
 
-    @property
-    def verifier_name(self) -> str:
-        return self.verifier.name
-
     def describe(self) -> str:
         return f"a path of {self.gamma} draft tokens, verified by {self.verifier.name!r}"
 

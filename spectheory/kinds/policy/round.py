@@ -103,10 +103,6 @@ class PolicyRound(Round):
         return int(self.policy.max_depth)
 
     @property
-    def verifier_name(self) -> str:
-        return self.verifier.name
-
-    @property
     def initial_memory(self) -> Any:  # type: ignore[override]
         m = self.policy.initial_memory
         return int(m) if np.ndim(m) == 0 else np.asarray(m)

@@ -113,10 +113,6 @@ class TreeRound(Round):
     def max_depth(self) -> int | None:
         return None if self.tree is None else self.tree.max_depth
 
-    @property
-    def verifier_name(self) -> str:
-        return self.verifier.name
-
     def describe(self) -> str:
         return f"the draft tree {self.tree!r}, verified by {self.verifier.name!r}"
 
