@@ -231,10 +231,6 @@ class OptimalTree(DynamicTreeRound):
         self.depth_limit = max_depth
         self.max_children = max_children
 
-    @property
-    def max_depth(self) -> int:
-        return self.budget if self.depth_limit is None else min(self.budget, int(self.depth_limit))
-
     def dp(self, chain: Any, horizon: int) -> TreeDPResult:
         """The :class:`TreeDPResult` on ``chain`` (cached with the table)."""
         key = ("dp", id(chain), int(horizon))

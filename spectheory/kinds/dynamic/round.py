@@ -123,7 +123,8 @@ class DynamicTreeRound(Round):
     """Base class: a draft tree per round start ``(n, s)``, top-k children, ``tree_topk``.
 
     A subclass implements :meth:`build` (the tree of a round at ``(n, s)``) and sets
-    ``budget`` (most drafted nodes of a tree) and ``rule``; it may override
+    ``budget`` (most drafted nodes of a tree), ``rule`` and possibly ``depth_limit`` (the
+    deepest tree, ``None``: ``budget``); it may override
     :meth:`table` when its trees are computed jointly (a dynamic programme). Tables are cached
     per chain and horizon (chains are immutable).
 
@@ -135,6 +136,7 @@ class DynamicTreeRound(Round):
 
     rule: str = "dynamic"
     budget: int = 1
+    depth_limit: int | None = None
 
     def __init__(self, *, max_elements: int = MAX_ELEMENTS) -> None:
         self.verifier = get_verifier("tree_topk").for_tree()
@@ -176,7 +178,9 @@ class DynamicTreeRound(Round):
 
     @property
     def max_depth(self) -> int | None:
-        return int(self.budget)
+        """``budget``, or ``depth_limit`` when that is smaller."""
+        budget = int(self.budget)
+        return budget if self.depth_limit is None else min(budget, int(self.depth_limit))
 
     def describe(self) -> str:
         return f"a {self.rule} draft tree of at most {self.budget} nodes per round start, verified by 'tree_topk'"

@@ -168,6 +168,13 @@ class _DraftRule(DynamicTreeRound):
 
     width: int = 1  # children per expanded node
 
+    def __init__(self, budget: int, depth_limit: int, depth_name: str, **kwargs: Any) -> None:
+        """``budget`` and ``depth_limit`` checked (``depth_name``: the subclass's name for the
+        depth limit, in the error); ``kwargs`` go to :class:`DynamicTreeRound`."""
+        super().__init__(**kwargs)
+        self.budget = check_int(budget, "budget", 1)
+        self.depth_limit = check_int(depth_limit, depth_name, 1)
+
     def select(self, c: Candidates, depth: int) -> list:
         """The kept candidates of ``c`` with the tree's depth at most ``depth``."""
         raise NotImplementedError
@@ -229,18 +236,12 @@ class Eagle2Tree(_DraftRule):
     rule = "eagle2"
 
     def __init__(self, budget: int, top_k: int = 10, depth: int = 6, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.budget = check_int(budget, "budget", 1)
+        super().__init__(budget, depth, "depth", **kwargs)
         self.top_k = check_int(top_k, "top_k", 1)
-        self.layers = check_int(depth, "depth", 1)
-
-    @property
-    def max_depth(self) -> int:
-        return min(self.budget, self.layers)
 
     @property
     def name(self) -> str:
-        return f"eagle2(budget={self.budget}, top_k={self.top_k}, depth={self.layers})"
+        return f"eagle2(budget={self.budget}, top_k={self.top_k}, depth={self.depth_limit})"
 
     @property
     def width(self) -> int:  # type: ignore[override]
@@ -275,14 +276,8 @@ class OptTree(_DraftRule):
     rule = "opt_tree"
 
     def __init__(self, budget: int, threshold: float = 0.1, max_depth: int = 10, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.budget = check_int(budget, "budget", 1)
+        super().__init__(budget, max_depth, "max_depth", **kwargs)
         self.threshold = float(check_nonneg(threshold, "threshold"))
-        self.depth_limit = check_int(max_depth, "max_depth", 1)
-
-    @property
-    def max_depth(self) -> int:
-        return min(self.budget, self.depth_limit)
 
     @property
     def name(self) -> str:
