@@ -7,6 +7,7 @@ calls its engine (:mod:`spectheory.exact`, :mod:`spectheory.trees`, :mod:`specth
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -24,6 +25,26 @@ if TYPE_CHECKING:
     from ..verifiers import Verifier
 
 __all__ = ["ProtocolViews"]
+
+
+def _path_view(field: str, doc: str) -> Callable[..., float]:
+    """The method ``chain.expected_<field>(horizon, gamma, bonus, *, verifier)``: the
+    ``field`` of :meth:`ProtocolViews.protocol` for a path of ``gamma`` drafts."""
+
+    def view(
+        self: ProtocolViews,
+        horizon: int,
+        gamma: int,
+        bonus: bool = True,
+        *,
+        verifier: str | Verifier = "token",
+    ) -> float:
+        return getattr(self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier), field)
+
+    view.__name__ = f"expected_{field}"
+    view.__qualname__ = f"ProtocolViews.expected_{field}"
+    view.__doc__ = doc
+    return view
 
 
 class ProtocolViews:
@@ -107,9 +128,8 @@ class ProtocolViews:
         :func:`spectheory.exact.expectations.rejection_lower_bound`."""
         return analysis.rejection_lower_bound(cast("ChainLike", self), horizon)
 
-    def expected_rejections(
-        self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
-    ) -> float:
+    expected_rejections = _path_view(
+        "rejections",
         """``protocol(horizon, gamma, bonus=bonus, verifier=verifier).rejections``.
 
         With ``bonus=False`` and token verification it equals :meth:`rejection_lower_bound`
@@ -121,12 +141,10 @@ class ProtocolViews:
         >>> chain = st.DecodingChain.iid([0.5, 0.5], [0.8, 0.2])
         >>> round(chain.expected_rejections(4, 2, bonus=False), 12)   # 4 * TV
         1.2
-        """
-        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).rejections
-
-    def expected_target_calls(
-        self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
-    ) -> float:
+        """,
+    )
+    expected_target_calls = _path_view(
+        "target_calls",
         """``protocol(...).target_calls``: expected rounds.
 
         Examples
@@ -135,12 +153,10 @@ class ProtocolViews:
         >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])  # always accepted
         >>> chain.expected_target_calls(10, 4)  # rounds emit 5, 5 tokens
         2.0
-        """
-        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).target_calls
-
-    def expected_draft_tokens(
-        self, horizon: int, gamma: int, bonus: bool = True, *, verifier: str | Verifier = "token"
-    ) -> float:
+        """,
+    )
+    expected_draft_tokens = _path_view(
+        "draft_tokens",
         """``protocol(...).draft_tokens``: each round at ``n0`` drafts ``min(gamma, T - n0)``.
 
         Examples
@@ -149,8 +165,8 @@ class ProtocolViews:
         >>> chain = st.DecodingChain.iid([1.0, 0.0], [1.0, 0.0])
         >>> chain.expected_draft_tokens(7, 4)  # rounds at 0 (4 drafts) and 5 (2 drafts)
         6.0
-        """
-        return self.protocol(horizon, gamma=gamma, bonus=bonus, verifier=verifier).draft_tokens
+        """,
+    )
 
     def accepted_count_law(
         self,
