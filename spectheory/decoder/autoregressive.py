@@ -1,25 +1,90 @@
 """Plain autoregressive sampling: the decoder's baseline, with the options and seeding of
-:func:`~spectheory.decoder.speculative.speculative_generate` (which re-exports it)."""
+:func:`~spectheory.decoder.speculative.speculative_generate` (which re-exports it), played by the
+decoder's one loop (:func:`~spectheory.decoder.driver.decode_rounds`) as a round that drafts
+nothing (:class:`AutoregressiveStep`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING
 
-import numpy as np
 import torch
 
 from ..verifiers.torch_forms import U_MAX, draw_columns
-from .batching import check_common, make_batch, new_tokens, place, prefill, sync
+from .batching import check_common, make_batch, place, prefill
+from .driver import Step, decode_rounds
 from .rng import PURPOSE_AUTOREG, check_seeds, seed_tensor, uniforms
 from .sampling import sampling_law
-from .stats import DecodeStats, GenerationResult
+from .stats import GenerationResult
 
 if TYPE_CHECKING:
-    from .batching import CausalLM, Prompt
+    from .batching import Batch, CausalLM, Prompt
 
-__all__ = ["autoregressive_generate"]
+__all__ = ["autoregressive_generate", "AutoregressiveStep"]
+
+_BLOCK = 64  # uniforms hashed 64 tokens at a time: the same values, one hash per block
+
+
+class AutoregressiveStep(Step):
+    """A round of plain sampling: no draft, one model call, one token per row (every row, every
+    round: the loop runs in its fixed horizon of ``max_new_tokens`` rounds and reads nothing
+    back). Token ``n`` of row ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of
+    ``(seed_b, n, PURPOSE_AUTOREG)``; the counts mark every row as called with ``k = 0``."""
+
+    name, bonus, gamma = "none", False, 0
+
+    def __init__(
+        self,
+        model: CausalLM,
+        dtype: torch.dtype,
+        batch: Batch,
+        law: Callable[[torch.Tensor], torch.Tensor],
+        seeds: torch.Tensor,
+        max_new: int,
+    ) -> None:
+        self.model, self.dtype, self.batch, self.law, self.seeds, self.max_new = (
+            model,
+            dtype,
+            batch,
+            law,
+            seeds,
+            max_new,
+        )
+        self.n = 0
+        B = batch.tokens.shape[0]
+        self.counts = torch.zeros(5, B, dtype=torch.int64, device=batch.tokens.device)
+        self.counts[2] = self.counts[4] = 1  # (k, accepted, emitted, rejected, called)
+
+    def prefill(self) -> None:
+        """The model's cache, prefilled; the first input is each row's last prompt token."""
+        B, cap = self.batch.tokens.shape
+        self.cache = self.model.new_cache(B, cap, device=self.batch.tokens.device, dtype=self.dtype)
+        self.cached = prefill(self.model, self.cache, self.batch)
+        self.x = self.batch.tokens.gather(1, self.cached[:, None])  # [B, 1]
+
+    def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None]:
+        return 0, None
+
+    def draft(self, u: None) -> int:
+        """No draft; the next block of uniforms when one starts."""
+        n, dev = self.n, self.seeds.device
+        if n % _BLOCK == 0:
+            steps = torch.arange(n, min(n + _BLOCK, self.max_new), device=dev)
+            block = uniforms(self.seeds[:, None], steps[None, :], PURPOSE_AUTOREG)  # [B, block]
+            self.u = block.clamp(max=U_MAX)[..., None]  # [B, block, 1], columns for draw_columns
+        return 0
+
+    def score(self) -> None:
+        """The model's law after the last token (a window 1 wide, nothing read back)."""
+        self.law_n = self.law(self.model(self.x, cache=self.cache, start=self.cached)[:, 0])
+
+    def commit(self) -> torch.Tensor:
+        self.x = draw_columns(self.law_n, self.u[:, self.n % _BLOCK])  # [B, 1]
+        self.batch.tokens.scatter_(1, self.batch.seq_len[:, None], self.x)
+        self.cached, self.batch.seq_len = self.batch.seq_len, self.batch.seq_len + 1
+        self.n += 1
+        return self.counts
 
 
 def autoregressive_generate(
@@ -49,49 +114,7 @@ def autoregressive_generate(
     )
     dev, dt = place(model, device, dtype)
     batch = make_batch(prompts, max_new_tokens, {"model": model}, dev)
-    B, cap = batch.tokens.shape
-    seeds = seed_tensor(check_seeds(seed, B), dev)
-    times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
-    with torch.inference_mode():
-        sync(dev)
-        t_start = time.perf_counter()
-        cache = model.new_cache(B, cap, device=dev, dtype=dt)
-        cached = prefill(model, cache, batch)
-        sync(dev)
-        times["time_prefill"] = time.perf_counter() - t_start
-        block = 64  # uniforms hashed 64 tokens at a time: the same values, one hash per block
-        # one new token per row after the prefill: the input is the last committed token, the
-        # window is 1 wide and nothing is read back
-        x = batch.tokens.gather(1, cached[:, None])  # [B, 1]
-        for n in range(max_new_tokens):
-            if n % block == 0:
-                steps = torch.arange(n, min(n + block, max_new_tokens), device=dev)
-                u = uniforms(seeds[:, None], steps[None, :], PURPOSE_AUTOREG)  # [B, block]
-                u = u.clamp(max=U_MAX)[..., None]  # [B, block, 1], columns for draw_columns
-            law = sampling_law(model(x, cache=cache, start=cached)[:, 0], temperature, top_k, top_p)
-            x = draw_columns(law, u[:, n % block])  # [B, 1]
-            batch.tokens.scatter_(1, batch.seq_len[:, None], x)
-            cached, batch.seq_len = batch.seq_len, batch.seq_len + 1
-        tokens = new_tokens(batch, max_new_tokens)
-        sync(dev)
-        times["time_total"] = time.perf_counter() - t_start
-        times["time_target"] = times["time_total"] - times["time_prefill"]
-    z = np.zeros(B, dtype=np.int64)
-    stats = DecodeStats(
-        gamma=0,
-        bonus=False,
-        verifier="none",
-        target_calls=z + max_new_tokens,
-        draft_tokens=z.copy(),
-        rejections=z.copy(),
-        round_accepted=[np.zeros(max_new_tokens, np.int64) for _ in range(B)],
-        round_tokens=[np.ones(max_new_tokens, np.int64) for _ in range(B)],
-        position_checked=np.zeros((B, 0), np.int64),
-        position_accepted=np.zeros((B, 0), np.int64),
-        batch_target_calls=max_new_tokens,
-        time_prefill=times["time_prefill"],
-        time_draft=times["time_draft"],
-        time_target=times["time_target"],
-        time_total=times["time_total"],
-    )
-    return GenerationResult(tokens, stats)
+    seeds = seed_tensor(check_seeds(seed, batch.tokens.shape[0]), dev)
+    law = partial(sampling_law, temperature=temperature, top_k=top_k, top_p=top_p)
+    step = AutoregressiveStep(model, dt, batch, law, seeds, max_new_tokens)
+    return decode_rounds(step, None, max_new_tokens, check_every=max_new_tokens)

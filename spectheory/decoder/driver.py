@@ -1,55 +1,85 @@
 """One decoding loop for every torch round kind: prefill, rounds, stop tokens, RNG and stats.
 
-A speculative decode is the same loop whatever the round drafts (a path, a tree): build the
-caches and prefill, then, round after round, read what is left on the host (or not: the
-fixed-horizon mode), hash the round's uniforms, draft, score with one target call, verify and
+A decode is the same loop whatever the round drafts (a path, a tree, ``M`` drafts, nothing):
+build the caches and prefill, then, round after round, read what is left on the host (or not:
+the fixed-horizon mode), hash the round's uniforms, draft, score with the target, verify and
 commit, record the round's counts, and stop when every row of the ragged batch is done. The
-loop lives here once (:func:`run_rounds`, as gpt-fast's ``speculative_decode``); what a kind of
-round does is a *round step*, an object with four methods:
+loop lives here once (:func:`decode_rounds`, as gpt-fast's ``speculative_decode``); what a kind
+of round does is a *round step* (:class:`RoundStep`), an object with the attributes ``batch``
+(the ragged rows it commits to), ``name``, ``bonus`` and ``gamma`` (what the statistics report)
+and six methods:
 
 - ``prefill()``: build the caches and prefill them with the prompts;
 - ``plan(remaining, fixed) -> (slots, rounds_left) | None``: the round's draft lengths from the
   tokens each row still needs (``remaining [B]``), ``None`` when no row drafts (the loop ends;
   never asked in the fixed horizon); ``slots`` uniforms per row are hashed for the round;
-- ``draft(u) -> int``: draft with the round's uniforms ``u [B, slots, 3]``, return the draft
-  calls made;
-- ``score()``: the one target call; ``commit() -> counts [4, B]``: verify, append the accepted
-  tokens and the emitted one, and return ``(drafted, accepted, emitted, rejected)`` per row.
+- ``draft(u) -> int``: draft with the round's uniforms ``u [B, slots, 3]`` (``None`` when the
+  step draws its own randomness), return the draft calls made;
+- ``score()``: the target call; ``commit() -> counts``: verify, append the accepted tokens and
+  the emitted one, and return ``(drafted, accepted, emitted, rejected)`` per row, ``[4, B]``
+  (or ``[5, B]``: a fifth row, which rows took part in the target call, when that is not
+  ``drafted > 0``; :class:`~spectheory.decoder.stats.StatsRecorder`);
+- ``finish(stats) -> stats``: the statistics as the kind reports them (:class:`Step`: as
+  recorded).
 
-The two round steps are :class:`~spectheory.decoder.speculative.PathStep` and
-:class:`~spectheory.decoder.tree_decode.TreeStep`; their front doors,
-:func:`~spectheory.decoder.speculative.speculative_generate` and
-:func:`~spectheory.decoder.tree_decode.tree_generate`, check the arguments, build the batch and
-the step, and call :func:`run_rounds`.
+The round steps: :class:`~spectheory.decoder.speculative.PathStep`,
+:class:`~spectheory.decoder.tree_decode.TreeStep` (Medusa heads and dynamic trees are its
+drafters), :class:`~spectheory.decoder.gls_decode.GlsStep` and
+:class:`~spectheory.decoder.hsd_decode.NaiveHsdStep` (row by row, uncached:
+:class:`~spectheory.decoder.row_by_row.RowStep`) and the baseline's
+:class:`~spectheory.decoder.autoregressive.AutoregressiveStep`. Their front doors
+(:func:`~spectheory.decoder.speculative.speculative_generate`,
+:func:`~spectheory.decoder.tree_decode.tree_generate`, ...) check the arguments, build the batch
+and the step, and call :func:`decode_rounds`.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
 from ..verifiers.torch_forms import U_MAX
 from .batching import Batch, new_tokens, stop_at_eos, sync
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, uniforms
-from .stats import GenerationResult, StatsRecorder
+from .stats import DecodeStats, GenerationResult, StatsRecorder
 
-__all__ = ["RoundStep", "RoundUniforms", "run_rounds"]
+__all__ = ["RoundStep", "Step", "RoundUniforms", "decode_rounds"]
 
 
 class RoundStep(Protocol):
-    """What one kind of round does inside :func:`run_rounds` (module docstring)."""
+    """What one kind of round does inside :func:`decode_rounds` (module docstring)."""
+
+    batch: Batch
+    name: str
+    bonus: bool
+    gamma: int
 
     def prefill(self) -> None: ...
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None: ...
 
-    def draft(self, u: torch.Tensor) -> int: ...
+    def draft(self, u: Any) -> int: ...  # u: a tensor [B, slots, 3], or None without uniforms
 
     def score(self) -> None: ...
 
     def commit(self) -> torch.Tensor: ...
+
+    def finish(self, stats: DecodeStats) -> DecodeStats: ...
+
+
+class Step:
+    """A base for round steps: the statistics reported as recorded (``finish``)."""
+
+    batch: Batch
+    name: str
+    bonus: bool
+    gamma: int
+
+    def finish(self, stats: DecodeStats) -> DecodeStats:
+        """``stats`` unchanged: every round was one target call of the rows that drafted."""
+        return stats
 
 
 class RoundUniforms:
@@ -93,15 +123,10 @@ class RoundUniforms:
         return u if K == self.gamma else u[:, :K]  # (one operation fewer per round)
 
 
-def run_rounds(
+def decode_rounds(
     step: RoundStep,
-    batch: Batch,
-    rng: RoundUniforms,
-    rec: StatsRecorder,
+    rng: RoundUniforms | None,
     max_new_tokens: int,
-    device: torch.device,
-    verifier_name: str,
-    bonus: bool,
     check_every: int | None = None,
     eos: int | None = None,
 ) -> GenerationResult:
@@ -110,13 +135,13 @@ def run_rounds(
     Parameters
     ----------
     step : RoundStep
-        The kind of round (module docstring), built on ``batch``.
-    batch : Batch
-        The ragged rows (:func:`~spectheory.decoder.batching.make_batch`); committed in place.
-    rng : RoundUniforms
-        The rounds' uniforms (one hash per seed, round, slot and purpose).
-    rec : StatsRecorder
-        Receives each round's counts ``[4, B]``.
+        The kind of round (module docstring); commits to its ragged rows ``step.batch``
+        (:func:`~spectheory.decoder.batching.make_batch`) in place.
+    rng : RoundUniforms or None
+        The rounds' uniforms (one hash per seed, round, slot and purpose); ``None``: the step
+        draws its own (``draft`` gets ``None``).
+    max_new_tokens : int
+        The tokens each row generates at most.
     check_every : int, optional
         ``None``: the step reads the round's lengths on the host each round (and the loop
         synchronises around the target call for the timings). Else the fixed horizon: no host
@@ -128,10 +153,12 @@ def run_rounds(
     Returns
     -------
     GenerationResult
-        ``stats.batch_draft_calls``: the draft calls the step reported; ``batch_target_calls``:
-        the rounds played.
+        ``stats`` (after ``step.finish``): ``batch_draft_calls``, the draft calls the step
+        reported; ``batch_target_calls``, the rounds played.
     """
-    fixed = check_every is not None
+    batch, fixed = step.batch, check_every is not None
+    device = batch.tokens.device
+    rec = StatsRecorder(batch.tokens.shape[0], step.gamma)
     times = dict(time_prefill=0.0, time_draft=0.0, time_target=0.0)
     draft_calls, rnd = 0, 0
     with torch.inference_mode():
@@ -150,8 +177,7 @@ def run_rounds(
             if planned is None:
                 break
             t0 = time.perf_counter()
-            u = rng(rnd, *planned)
-            n_calls = step.draft(u)
+            n_calls = step.draft(None if rng is None else rng(rnd, *planned))
             if not fixed:
                 sync(device)
             t1 = time.perf_counter()
@@ -170,6 +196,6 @@ def run_rounds(
         tokens = new_tokens(batch, max_new_tokens)
         sync(device)
         times["time_total"] = time.perf_counter() - t_start
-    stats = rec.finish(verifier_name, bool(bonus), **times)
+    stats = rec.finish(step.name, bool(step.bonus), **times)
     stats.batch_draft_calls, stats.batch_target_calls = draft_calls, rnd
-    return GenerationResult(tokens, stats)
+    return GenerationResult(tokens, step.finish(stats))

@@ -15,7 +15,8 @@ the rule :class:`~spectheory.trees.BatchRound` ``(M, gamma, reading="gls")`` pla
 values :func:`~spectheory.kinds.batch.exact.batch_tree_expected` ``(coupling="gls")`` gives; it is
 lossless (``docs/trees.md``, Rowan et al., Proposition 3).
 
-The loop is the plain one: each row separately, each model call uncached on the whole sequence
+The round is :class:`GlsStep`, a row-by-row step (:class:`~spectheory.decoder.row_by_row.RowStep`)
+of the decoder's one loop: each row separately, each model call uncached on the whole sequence
 (``[M, L]``), torch exponentials from a per-row generator seeded by
 :func:`~spectheory.decoder.rng.row_seeds`; it is there to check the rule on real models, not
 for speed. :func:`spectheory.decoder.generate` runs it for ``BatchRound(M, gamma,
@@ -34,19 +35,18 @@ Examples
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
-import numpy as np
 import torch
 
 from .._guards import check_int
-from .batching import CausalLM, Prompt, check_common
-from .row_by_row import record_rows, row_inputs
+from .batching import Batch, CausalLM, Prompt, check_common
+from .driver import decode_rounds
+from .row_by_row import RowStep, row_inputs
 from .sampling import logits_to_probs
 from .stats import GenerationResult
 
-__all__ = ["gls_generate"]
+__all__ = ["gls_generate", "GlsStep"]
 
 
 def _race(E: torch.Tensor, law: torch.Tensor) -> torch.Tensor:
@@ -54,53 +54,64 @@ def _race(E: torch.Tensor, law: torch.Tensor) -> torch.Tensor:
     return torch.where(law > 0, E / law.clamp_min(1e-300), torch.inf).argmin(-1)
 
 
-def _row(
-    target: CausalLM,
-    draft: CausalLM,
-    prompt: list[int],
-    max_new: int,
-    M: int,
-    gamma: int,
-    sampling: tuple[float, int | None, float | None],
-    bonus: bool,
-    gen: torch.Generator,
-    device: torch.device,
-) -> tuple[list[int], list[tuple[int, int, int, int]]]:
-    """One sequence: ``(new tokens, rounds [(k, accepted, emitted, rejected)])``."""
-    T, top_k, top_p = sampling
-    seq, rounds = list(prompt), []
-    end = len(prompt) + max_new
-    while len(seq) < end:
-        r = end - len(seq)
-        k = min(gamma, r)
-        L = len(seq)
-        ids = torch.tensor([seq] * M, dtype=torch.long, device=device)
-        E = torch.empty(k, M, int(target.vocab_size), dtype=torch.float64, device=device)
-        E.exponential_(generator=gen)
-        for j in range(k):
-            q = logits_to_probs(draft(ids)[:, -1].double(), T, top_k, top_p)
-            ids = torch.cat([ids, _race(E[j], q)[:, None]], 1)
-        p = logits_to_probs(target(ids)[:, L - 1 :].double(), T, top_k, top_p)  # [M, k + 1, V]
-        S = torch.ones(M, dtype=torch.bool, device=device)
-        out: list[int] = []
-        for j in range(k):
-            first = int(S.nonzero()[0])
-            score = torch.where(S[:, None], E[j], torch.inf).min(0).values
-            y = int(_race(score, p[first, j]))
-            S = S & (ids[:, L + j] == y)
-            out.append(y)
-            if not bool(S.any()):
-                rounds.append((k, j, 1, 1))
-                break
-        else:
-            emitted = 0
-            if bonus and k < r:
-                first = int(S.nonzero()[0])
-                out.append(int(torch.multinomial(p[first, k], 1, generator=gen)))
-                emitted = 1
-            rounds.append((k, k, emitted, 0))
-        seq += out
-    return seq[len(prompt) :], rounds
+class GlsStep(RowStep):
+    """The GLS round of each unfinished row (module docstring): ``M`` drafts of ``k`` tokens by
+    exponential races, one target call on them, the target's race position by position."""
+
+    def __init__(
+        self,
+        target: CausalLM,
+        draft: CausalLM,
+        batch: Batch,
+        sampling: tuple[float, int | None, float | None],
+        M: int,
+        gamma: int,
+        bonus: bool,
+        seeds: Sequence[int],
+    ) -> None:
+        super().__init__(target, draft, batch, sampling, gamma, "gls", bonus)
+        self.M, self.gens = M, [torch.Generator(device=self.device) for _ in seeds]
+        for gen, seed in zip(self.gens, seeds):
+            gen.manual_seed(seed % (1 << 63))
+
+    def law(self, logits: torch.Tensor) -> torch.Tensor:
+        return logits_to_probs(logits.double(), *self.sampling)
+
+    def draft(self, u: None) -> int:
+        """Each row's exponentials ``E [k, M, V]`` and its ``M`` drafts ``ids [M, L + k]``."""
+        self.E, self.ids = {}, {}
+        for b in self.rows:
+            ids = torch.tensor([self.seq(b)] * self.M, dtype=torch.long, device=self.device)
+            E = torch.empty(
+                self.k[b], self.M, int(self.target.vocab_size), dtype=torch.float64, device=self.device
+            )
+            E.exponential_(generator=self.gens[b])
+            for j in range(self.k[b]):
+                ids = torch.cat([ids, _race(E[j], self.law(self.draft_model(ids)[:, -1]))[:, None]], 1)
+            self.E[b], self.ids[b] = E, ids
+        return sum(self.k[b] for b in self.rows)
+
+    def score(self) -> None:
+        """One target call per row on its ``M`` drafts: ``p [M, k + 1, V]``."""
+        self.p = {b: self.law(self.target(self.ids[b])[:, self.seq_len[b] - 1 :]) for b in self.rows}
+
+    def commit(self) -> torch.Tensor:
+        """The target's race over the drafts that agree so far; a bonus token after ``k``."""
+        for b in self.rows:
+            E, ids, p, k, L = self.E[b], self.ids[b], self.p[b], self.k[b], self.seq_len[b]
+            S = torch.ones(self.M, dtype=torch.bool, device=self.device)
+            out: list[int] = []
+            for j in range(k):
+                score = torch.where(S[:, None], E[j], torch.inf).min(0).values
+                y = int(_race(score, p[int(S.nonzero()[0]), j]))
+                S = S & (ids[:, L + j] == y)
+                out.append(y)
+                if not bool(S.any()):
+                    break
+            if bool(S.any()) and self.bonus and k < self.remaining[b]:
+                out.append(int(torch.multinomial(p[int(S.nonzero()[0]), k], 1, generator=self.gens[b])))
+            self.emit(b, out, min(len(out), k) - (not bool(S.any())), not bool(S.any()))
+        return self.round_counts()
 
 
 def gls_generate(
@@ -143,16 +154,5 @@ def gls_generate(
     max_new = check_int(max_new_tokens, "max_new_tokens", 1)
     M = check_int(M, "M", 1)
     gamma = check_int(gamma, "gamma", 1)
-    ids, seeds, dev = row_inputs(target, draft, prompts, max_new, seed, device)
-    B = len(ids)
-    t0 = time.perf_counter()
-    tokens, per_row = [], []
-    with torch.no_grad():
-        for b in range(B):
-            gen = torch.Generator(device=dev)
-            gen.manual_seed(seeds[b] % (1 << 63))
-            new, rounds = _row(target, draft, ids[b], max_new, M, gamma, sampling, bonus, gen, dev)
-            tokens.append(np.array(new, dtype=np.int64))
-            per_row.append(rounds)
-    rec = record_rows(per_row, gamma)
-    return GenerationResult(tokens, rec.finish("gls", bonus, time_total=time.perf_counter() - t0))
+    batch, seeds = row_inputs(target, draft, prompts, max_new, seed, device)
+    return decode_rounds(GlsStep(target, draft, batch, sampling, M, gamma, bonus, seeds), None, max_new)

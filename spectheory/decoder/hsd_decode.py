@@ -9,7 +9,8 @@ the tokens ``e`` emitted so far in the round, call the target again on ``(e, Z)`
 are read at contexts off the drafted path, so no ``torch_rule`` over the one call's laws can
 express it, and :func:`~spectheory.decoder.speculative_generate` cannot run it. This module
 plays the round (:func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`) against
-the real models, row by row, each call uncached on the whole sequence, as
+the real models as the round step :class:`NaiveHsdStep` of the decoder's one loop, row by row
+(:class:`~spectheory.decoder.row_by_row.RowStep`), each call uncached on the whole sequence, as
 :mod:`~spectheory.decoder.gls_decode` does: it is there to check the rule on real models, not
 for speed.
 
@@ -38,8 +39,6 @@ Examples
 
 from __future__ import annotations
 
-import dataclasses
-import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
@@ -48,24 +47,75 @@ import torch
 from .._guards import check_int
 from ..verifiers.base import get_verifier
 from ..verifiers.hsd_naive_round import play_naive_hsd_round
-from .batching import CausalLM, Prompt, check_common
-from .row_by_row import record_rows, row_inputs
+from .batching import Batch, CausalLM, Prompt, check_common
+from .driver import decode_rounds
+from .row_by_row import RowStep, row_inputs
 from .sampling import sampling_law
-from .stats import GenerationResult
+from .stats import DecodeStats, GenerationResult
 
-__all__ = ["naive_hsd_generate"]
+__all__ = ["naive_hsd_generate", "NaiveHsdStep"]
 
 
-def _laws(
-    model: CausalLM, seq: list[int], sampling: tuple, device: torch.device
-) -> Callable[[tuple[int, ...]], np.ndarray]:
-    """``toks -> [len(toks) + 1, V]``: one model call on ``seq + toks``, the laws from ``seq``'s last token on."""
+class NaiveHsdStep(RowStep):
+    """The naive HSD round of each unfinished row (module docstring): the whole round, with its
+    several target calls, is :func:`~spectheory.verifiers.hsd_naive_round.play_naive_hsd_round`,
+    played in ``draft`` (``score`` has nothing left to do). ``finish`` reports the target calls
+    and draft steps the rounds made, not the rounds."""
 
-    def laws(toks: tuple[int, ...]) -> np.ndarray:
-        ids = torch.tensor([seq + list(toks)], dtype=torch.long, device=device)
-        return sampling_law(model(ids)[0, len(seq) - 1 :], *sampling).cpu().numpy()
+    def __init__(
+        self,
+        target: CausalLM,
+        draft: CausalLM,
+        batch: Batch,
+        sampling: tuple[float, int | None, float | None],
+        gamma: int,
+        clever: bool,
+        seeds: Sequence[int],
+    ) -> None:
+        self.first_pass = get_verifier("hsd_listing")
+        name = self.first_pass.name if clever else "hsd_naive"
+        super().__init__(target, draft, batch, sampling, gamma, name, True)
+        self.clever, self.rngs = clever, [np.random.default_rng(s) for s in seeds]
+        self.calls, self.drafts = np.zeros((2, len(seeds)), np.int64)
 
-    return laws
+    def laws(self, model: CausalLM, seq: list[int]) -> Callable[[tuple[int, ...]], np.ndarray]:
+        """``toks -> [len(toks) + 1, V]``: one call on ``seq + toks``, the laws from ``seq``'s last token on."""
+
+        def laws(toks: tuple[int, ...]) -> np.ndarray:
+            ids = torch.tensor([seq + list(toks)], dtype=torch.long, device=self.device)
+            return sampling_law(model(ids)[0, len(seq) - 1 :], *self.sampling).cpu().numpy()
+
+        return laws
+
+    def draft(self, u: None) -> int:
+        """Play each row's round; the draft steps made."""
+        self.plays = {}
+        for b in self.rows:
+            seq = self.seq(b)
+            play = play_naive_hsd_round(
+                self.laws(self.target, seq),
+                self.laws(self.draft_model, seq),
+                self.k[b],
+                self.rngs[b].random,
+                first_pass=self.first_pass,
+                forward=not self.clever,
+            )
+            self.plays[b] = play
+            self.calls[b] += play.target_calls
+            self.drafts[b] += play.draft_tokens
+        return sum(p.draft_tokens for p in self.plays.values())
+
+    def score(self) -> None:
+        """Nothing: the round's target calls were made with its drafts."""
+
+    def commit(self) -> torch.Tensor:
+        """Each row's emitted tokens (the ``(k+1)``-th past the horizon dropped)."""
+        for b, play in self.plays.items():
+            self.emit(b, play.emitted[: self.remaining[b]], play.accepted, play.tau < self.k[b])
+        return self.round_counts()
+
+    def finish(self, stats: DecodeStats, **per_row: object) -> DecodeStats:
+        return super().finish(stats, target_calls=self.calls, draft_tokens=self.drafts)
 
 
 def naive_hsd_generate(
@@ -109,40 +159,7 @@ def naive_hsd_generate(
     gamma = check_int(gamma, "gamma", 1)
     if not isinstance(clever, (bool, np.bool_)):
         raise ValueError(f"clever: expected a bool, got {clever!r}")
-    ids, seeds, dev = row_inputs(target, draft, prompts, max_new, seed, device)
-    first_pass = get_verifier("hsd_listing")
-    t0 = time.perf_counter()
-    tokens, per_row, calls, drafts = [], [], np.zeros(len(ids), np.int64), np.zeros(len(ids), np.int64)
-    with torch.no_grad():
-        for b, prompt in enumerate(ids):
-            rng = np.random.default_rng(seeds[b])
-            seq, rounds = list(prompt), []
-            while len(seq) < len(prompt) + max_new:
-                r = len(prompt) + max_new - len(seq)
-                k = min(gamma, r)
-                play = play_naive_hsd_round(
-                    _laws(target, seq, sampling, dev),
-                    _laws(draft, seq, sampling, dev),
-                    k,
-                    rng.random,
-                    first_pass=first_pass,
-                    forward=not clever,
-                )
-                out = play.emitted[:r]  # the (k+1)-th token past the horizon is dropped
-                rounds.append((k, play.accepted, len(out) - play.accepted, int(play.tau < k)))
-                calls[b] += play.target_calls
-                drafts[b] += play.draft_tokens
-                seq += out
-            tokens.append(np.array(seq[len(prompt) :], dtype=np.int64))
-            per_row.append(rounds)
-    rec = record_rows(per_row, gamma)
-    name = first_pass.name if clever else "hsd_naive"
-    stats = rec.finish(name, True, time_total=time.perf_counter() - t0)
-    stats = dataclasses.replace(
-        stats,
-        target_calls=calls,
-        draft_tokens=drafts,
-        batch_target_calls=int(calls.sum()),
-        batch_draft_calls=int(drafts.sum()),
+    batch, seeds = row_inputs(target, draft, prompts, max_new, seed, device)
+    return decode_rounds(
+        NaiveHsdStep(target, draft, batch, sampling, gamma, bool(clever), seeds), None, max_new
     )
-    return GenerationResult(tokens, stats)

@@ -1,25 +1,31 @@
-"""What the row-by-row decoders share: their inputs and their per-round records.
+"""What the row-by-row decoders share: their inputs and their round step's bookkeeping.
 
 :func:`~spectheory.decoder.gls_decode.gls_generate` and
 :func:`~spectheory.decoder.hsd_decode.naive_hsd_generate` decode one prompt at a time without a
 cache (checking tools for rules the batched round cannot express, not fast decoders). They take
-the same inputs as :func:`~spectheory.decoder.speculative.speculative_generate` and report the
-same :class:`~spectheory.decoder.stats.DecodeStats`; this module holds the checks of those
-inputs and the collection of each row's rounds into one record.
+the same inputs as :func:`~spectheory.decoder.speculative.speculative_generate`, run on the
+decoder's one loop (:func:`~spectheory.decoder.driver.decode_rounds`) and report the same
+:class:`~spectheory.decoder.stats.DecodeStats`; this module holds the checks of those inputs and
+:class:`RowStep`, the base of their round steps: each round plays every unfinished row on its
+own (with its own generator, so the rows' draws do not depend on each other), appends what the
+row emitted and records ``(k, accepted, emitted, rejected)``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
 
-from .batching import CausalLM, Prompt, as_prompt
+from .batching import Batch, CausalLM, Prompt, as_prompt
+from .driver import Step
 from .rng import check_seeds
-from .stats import StatsRecorder
+from .stats import DecodeStats
 
-__all__ = ["row_inputs", "record_rows"]
+__all__ = ["row_inputs", "RowStep"]
 
 
 def row_inputs(
@@ -29,21 +35,21 @@ def row_inputs(
     max_new_tokens: int,
     seed: int | Sequence[int],
     device: str | torch.device | None,
-) -> tuple[list[list[int]], list[int], torch.device]:
-    """The prompts as token lists, one seed per row and the device, after checking them.
+) -> tuple[Batch, list[int]]:
+    """The prompts as a ragged batch and one seed per row, after checking them.
 
     Raises ``ValueError`` for an empty or non-list ``prompts``, a prompt that with
     ``max_new_tokens + 1`` more tokens exceeds a model's ``max_seq_len``, or bad seeds
     (:func:`~spectheory.decoder.rng.check_seeds`). Both models are moved to ``device`` in place
-    if it is given; otherwise the device is the target's.
+    if it is given; the batch lies on it, otherwise on the target's device.
 
     Examples
     --------
     >>> from spectheory.decoder.model import GPT, GPTConfig
     >>> m = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32))
-    >>> ids, seeds, dev = row_inputs(m, m, [b"hi", [1, 2, 3]], 4, [5, 6], None)
-    >>> ids, seeds, dev.type
-    ([[104, 105], [1, 2, 3]], [5, 6], 'cpu')
+    >>> batch, seeds = row_inputs(m, m, [b"hi", [1, 2, 3]], 4, [5, 6], None)
+    >>> batch.tokens.tolist(), batch.seq_len.tolist(), batch.end.tolist(), seeds
+    ([[104, 105, 0, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0, 0]], [2, 3], [6, 7], [5, 6])
     """
     if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__") or not len(prompts):
         raise ValueError("prompts: expected a non-empty list of token sequences")
@@ -59,14 +65,72 @@ def row_inputs(
         target.to(device)
         draft.to(device)
     dev = next(iter(target.parameters()), next(iter(target.buffers()), torch.zeros(0))).device
-    return ids, seeds, dev
+    lens = torch.tensor([len(x) for x in ids], dtype=torch.int64, device=dev)
+    tokens = torch.zeros(len(ids), max(map(len, ids)) + max_new_tokens, dtype=torch.int64)
+    for b, x in enumerate(ids):
+        tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
+    return Batch(tokens.to(dev), lens, lens.clone(), lens + max_new_tokens), seeds
 
 
-def record_rows(per_row: Sequence[Sequence[tuple[int, int, int, int]]], gamma: int) -> StatsRecorder:
-    """A :class:`~spectheory.decoder.stats.StatsRecorder` of every row's rounds ``(k, accepted,
-    emitted, rejected)``; rows with fewer rounds are padded with idle rounds ``(0, 0, 0, 0)``."""
-    rec = StatsRecorder(len(per_row), gamma)
-    for r in range(max(len(x) for x in per_row)):
-        cols = [x[r] if r < len(x) else (0, 0, 0, 0) for x in per_row]
-        rec.add_round(*(np.array(c) for c in zip(*cols)))
-    return rec
+class RowStep(Step):
+    """The base of a row-by-row round step (module docstring).
+
+    A subclass plays one row's round in ``draft``/``score``/``commit`` over :attr:`rows` (the
+    unfinished rows this round, with ``k[b] = min(gamma, remaining[b])`` and the row's
+    committed tokens :meth:`seq`), and ends ``commit`` with :meth:`emit` of each row's tokens.
+    Every model call is uncached, so there is nothing to prefill. ``finish`` reports the calls
+    made row by row: ``batch_target_calls`` (``batch_draft_calls``) is the sum of the rows'
+    target calls (draft steps).
+    """
+
+    def __init__(
+        self,
+        target: CausalLM,
+        draft: CausalLM,
+        batch: Batch,
+        sampling: tuple[float, int | None, float | None],
+        gamma: int,
+        name: str,
+        bonus: bool,
+    ) -> None:
+        self.target, self.draft_model, self.batch, self.sampling = target, draft, batch, sampling
+        self.gamma, self.name, self.bonus = gamma, name, bonus
+        self.device = batch.tokens.device
+
+    def prefill(self) -> None:
+        """Nothing: every call is on the whole sequence."""
+
+    def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
+        """The unfinished rows and their draft lengths (one host read); no uniforms are hashed."""
+        self.remaining = remaining.tolist()
+        self.k = [min(self.gamma, r) for r in self.remaining]
+        self.rows = [b for b, r in enumerate(self.remaining) if r > 0]
+        self.counts = np.zeros((4, len(self.k)), dtype=np.int64)
+        self.seq_len = self.batch.seq_len.tolist()
+        return (0, None) if self.rows else None
+
+    def seq(self, b: int) -> list[int]:
+        """Row ``b``'s committed tokens."""
+        return self.batch.tokens[b, : self.seq_len[b]].tolist()
+
+    def emit(self, b: int, tokens: Sequence[int], accepted: int, rejected: bool) -> None:
+        """Append row ``b``'s round (``tokens``, of which the first ``accepted`` were drafts)."""
+        n = self.seq_len[b]
+        self.batch.tokens[b, n : n + len(tokens)] = torch.tensor(tokens, dtype=torch.int64)
+        self.counts[:, b] = (self.k[b], accepted, len(tokens) - accepted, int(rejected))
+
+    def round_counts(self) -> torch.Tensor:
+        """The round's counts ``[4, B]``; the rows' new lengths are committed."""
+        self.batch.seq_len = self.batch.seq_len + torch.as_tensor(
+            self.counts[1] + self.counts[2], device=self.device
+        )
+        return torch.as_tensor(self.counts)
+
+    def finish(self, stats: DecodeStats, **per_row: Any) -> DecodeStats:
+        """``stats`` with the per-row counters ``per_row`` replaced and the batch calls summed."""
+        stats = dataclasses.replace(stats, **per_row)
+        return dataclasses.replace(
+            stats,
+            batch_target_calls=int(stats.target_calls.sum()),
+            batch_draft_calls=int(stats.draft_tokens.sum()),
+        )

@@ -2,7 +2,7 @@
 in :mod:`spectheory.decoder.batching` (ragged batches, cache bookkeeping).
 
 The protocol is the one of ``docs/protocol.md`` ("what is counted"). A round is a
-:class:`PathStep`, played by the decoder's one loop (:func:`~spectheory.decoder.driver.run_rounds`:
+:class:`PathStep`, played by the decoder's one loop (:func:`~spectheory.decoder.driver.decode_rounds`:
 prefill, the two loop modes, ragged rows, stop token, uniforms, statistics).
 """
 
@@ -20,10 +20,10 @@ from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import draw_columns
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, place, prefill
-from .driver import RoundUniforms, run_rounds
+from .driver import RoundUniforms, Step, decode_rounds
 from .rng import check_seeds, seed_tensor
 from .sampling import sampling_law
-from .stats import GenerationResult, StatsRecorder
+from .stats import GenerationResult
 
 if TYPE_CHECKING:
     from ..kinds.policy.policies import Policy
@@ -128,11 +128,12 @@ def _cut_at_eos(drafts, k, eos):
     return torch.minimum(k, first), hit.any(1)
 
 
-class PathStep:
+class PathStep(Step):
     """The round step of a path (:mod:`spectheory.decoder.driver`): draft ``k = min(gamma, r)``
     tokens per row (a draft-length ``hook`` may end rows early), score them in one target call,
-    verify with ``rule`` (a torch rule), commit. ``K_fixed``: the draft length of every round in
-    the fixed horizon. The caches roll back by position (``target_cached``, ``draft_cached``)."""
+    verify with ``rule`` (a torch rule named ``name``), commit. ``K_fixed``: the draft length of
+    every round in the fixed horizon. The caches roll back by position (``target_cached``,
+    ``draft_cached``)."""
 
     def __init__(
         self,
@@ -142,6 +143,7 @@ class PathStep:
         batch: Batch,
         law: Callable[[torch.Tensor], torch.Tensor],
         rule: Callable[..., Any],
+        name: str,
         gamma: int,
         K_fixed: int,
         bonus: bool,
@@ -149,7 +151,7 @@ class PathStep:
         hook: Any,
     ) -> None:
         self.target, self.draft_model, self.dtypes = target, draft, dtypes
-        self.batch, self.law, self.rule = batch, law, rule
+        self.batch, self.law, self.rule, self.name = batch, law, rule, name
         self.gamma, self.K_fixed, self.bonus, self.eos, self.hook = gamma, K_fixed, bool(bonus), eos, hook
 
     def prefill(self) -> None:
@@ -358,6 +360,7 @@ def speculative_generate(
 
         hook = DecoderPolicy(policy, B, dev)
     K_fixed = min(gamma, max_new_tokens)
+    name = verifier if isinstance(verifier, str) else rule_obj.name
     step = PathStep(
         target,
         draft,
@@ -365,21 +368,11 @@ def speculative_generate(
         batch,
         law,
         rule_obj.torch_rule,
+        name,
         gamma,
         K_fixed,
         bonus,
         eos,
         hook,
     )
-    return run_rounds(
-        step,
-        batch,
-        RoundUniforms(seeds, K_fixed),
-        StatsRecorder(B, gamma),
-        max_new_tokens,
-        dev,
-        verifier if isinstance(verifier, str) else rule_obj.name,
-        bonus,
-        check_every,
-        eos,
-    )
+    return decode_rounds(step, RoundUniforms(seeds, K_fixed), max_new_tokens, check_every, eos)

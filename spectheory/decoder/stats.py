@@ -206,7 +206,9 @@ class StatsRecorder:
     def add_round_counts(self, counts: Any) -> None:
         """Record one round from an integer tensor ``[4, B]`` of ``(k, n_accepted, emitted,
         rejected)`` left on its device: the rounds are copied to the host together in
-        ``finish()``, so a round needs no device-to-host copy (a synchronisation on CUDA)."""
+        ``finish()``, so a round needs no device-to-host copy (a synchronisation on CUDA).
+        ``[5, B]``: a fifth row says which rows took part in the round's target call (by
+        default the rows with ``k > 0``; the autoregressive baseline calls with ``k = 0``)."""
         self.rounds.append(counts)
 
     def _on_host(self) -> None:
@@ -222,11 +224,11 @@ class StatsRecorder:
     def finish(self, verifier: str, bonus: bool, **times: Any) -> DecodeStats:
         self._on_host()
         B, R, g = self.batch_size, len(self.rounds), self.gamma
-        k, n, e, rej = (
+        k, n, e, rej, *called = (
             np.stack([r[i] for r in self.rounds], axis=1) if R else np.zeros((B, 0), np.int64)
-            for i in range(4)
+            for i in range(len(self.rounds[0]) if R else 4)
         )
-        live = k > 0
+        live = called[0] > 0 if called else k > 0
         slots = np.arange(g)[None, None, :]
         checked = live[..., None] & (slots < k[..., None]) & (slots <= n[..., None])
         accepted = live[..., None] & (slots < n[..., None])

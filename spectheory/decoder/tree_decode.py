@@ -28,21 +28,23 @@ the decoder and the exact theory share one definition of every tree verifier.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
+from .._guards import check_int
 from .._sizes import check_size
 from ..children import get_child_policy
 from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
 from .batching import check_common, make_batch, place, prefill
-from .driver import RoundUniforms, run_rounds
+from .driver import RoundUniforms, Step, decode_rounds
 from .rng import check_seeds, seed_tensor
 from .sampling import logits_to_probs
-from .stats import GenerationResult, StatsRecorder
+from .stats import GenerationResult
 from .tree_attention import compact_path, new_tree_cache, supports_tree_cache, tree_logits
 from .tree_draft import ModelDrafter, draw_level
 from .tree_layout import TreeLayout
@@ -118,11 +120,9 @@ def _device_rule(rule: Any, children: Any, wanted: bool | None, device: torch.de
     return children if ok and on_device else None
 
 
-def _verify(
-    rule, tree, layout, node_tokens, present, target_laws, draft_laws, u_acc, u_fin, torch_children=None
-):
+def _verify(rules, tree, layout, node_tokens, present, target_laws, draft_laws, u_acc, u_fin):
     """Run the rule on the round's laws (tree node numbering): the numpy rule, or its torch form
-    on the device when ``torch_children`` (the child policy) is given; return torch tensors."""
+    on the device when ``rules.torch_children`` (the child policy) is given; torch tensors."""
     offs = torch.as_tensor(layout.offset, device=node_tokens.device)
     tok = torch.where(present, node_tokens, -1)[:, offs]
     tok[:, 0] = -1
@@ -130,12 +130,12 @@ def _verify(
     dl = draft_laws.to(torch.float64)[:, offs]
     dl = torch.where((dl.sum(-1) <= 0)[..., None], tl, dl)  # leaves: no draft law needed
     ua = u_acc[:, offs]
-    if torch_children is not None:
+    if rules.torch_children is not None:
         from ..verifiers.tree_torch import recursive_rejection_torch
 
-        return recursive_rejection_torch(tree, torch_children, tok, tl, dl, ua, u_fin)
+        return recursive_rejection_torch(tree, rules.torch_children, tok, tl, dl, ua, u_fin)
     host = (a.cpu().numpy() for a in (tok, tl, dl, ua, u_fin))
-    node, token, residual = rule(tree, *host)
+    node, token, residual = rules.rule(tree, *host)
     dev = node_tokens.device
     return (
         torch.as_tensor(np.asarray(node), device=dev),
@@ -187,6 +187,7 @@ def tree_generate(
     children: ChildPolicy | str | None = None,
     drafter: Callable[..., Any] | None = None,
     rule_on_device: bool | None = None,
+    check_every: int | None = None,
 ) -> GenerationResult:
     """Tree speculative decoding of a batch of prompts (ragged), one target call per round.
 
@@ -216,6 +217,18 @@ def tree_generate(
         no copy of the laws to the host) instead of the numpy rule. Default: on CUDA only
         (on a CPU the numpy rule is the cheaper of the two). ``True`` for another rule:
         ``ValueError``.
+    check_every : int >= 1, optional
+        The fixed-horizon loop of
+        :func:`~spectheory.decoder.speculative.speculative_generate`: every round drafts the
+        tree to depth ``min(depth, max_new_tokens)`` (a row's ``k`` still bounds what is
+        present) and feeds the draft a fixed first window (2 tokens, or ``depth + 1`` for a
+        draft without a tree cache), so the loop reads neither the depth nor the window on the
+        host; it checks every ``check_every`` rounds whether any row is unfinished and stops
+        after ``max_new_tokens`` rounds. Tokens and per-row statistics equal the default
+        loop's. The rule itself still reads the host each round unless it runs on the device
+        (the numpy rule copies the laws there; ``rule_on_device=True`` does not), as do
+        drafters that read the drafted laws (dynamic trees). Default ``None``: one host read
+        per round (the depth and the draft's window).
 
     Returns
     -------
@@ -241,6 +254,8 @@ def tree_generate(
     max_new_tokens, (temperature, top_k, top_p) = check_common(
         models, max_new_tokens, temperature, top_k, top_p
     )
+    if check_every is not None:
+        check_every = check_int(check_every, "check_every", 1)
     dev, dt = place(target, device, dtype)
     if draft is not None:
         place(draft, dev if device is not None else None, dtype)
@@ -248,29 +263,39 @@ def tree_generate(
     batch = make_batch(prompts, max_new_tokens, models, dev)
     B, cap = batch.tokens.shape
     layout = TreeLayout(tree)
-    N, D = layout.n_nodes, tree.max_depth
     V = int(target.vocab_size)
-    check_size("tree_decode", "tree", nodes=N, batch=B, context=cap, vocab=V, tokens=max_new_tokens)
+    check_size(
+        "tree_decode", "tree", nodes=layout.n_nodes, batch=B, context=cap, vocab=V, tokens=max_new_tokens
+    )
     seeds = seed_tensor(check_seeds(seed, B), dev)
     law = partial(logits_to_probs, temperature=temperature, top_k=top_k, top_p=top_p)
-    step = TreeStep(target, draft, dt, batch, law, layout, rule, children, bonus, drafter, torch_children)
-    return run_rounds(
-        step,
-        batch,
-        RoundUniforms(seeds, N, block=_BLOCK, clamp_draft=False),
-        StatsRecorder(B, D),
-        max_new_tokens,
-        dev,
-        name,
-        bonus,
+    rules = TreeRules(rule, children, torch_children, name, bool(bonus))
+    step = TreeStep(
+        target, draft, dt, batch, law, layout, rules, drafter, min(tree.max_depth, max_new_tokens)
     )
+    rng = RoundUniforms(seeds, layout.n_nodes, block=_BLOCK, clamp_draft=False)
+    return decode_rounds(step, rng, max_new_tokens, check_every)
 
 
-class TreeStep:
+@dataclass(frozen=True)
+class TreeRules:
+    """How a tree round verifies: the ``rule`` (:func:`resolve_rule`), its child policy
+    ``children``, the child policy of its torch form when it runs on the device
+    (``torch_children``, else ``None``: the numpy rule), its ``name`` and ``bonus``."""
+
+    rule: Callable[..., Any]
+    children: ChildPolicy
+    torch_children: ChildPolicy | None
+    name: str
+    bonus: bool
+
+
+class TreeStep(Step):
     """The round step of a tree (:mod:`spectheory.decoder.driver`): the drafter fills the tree
     truncated at depth ``k = min(depth, r)`` per row, ONE target call scores every node
-    (:mod:`.tree_attention`), the tree ``rule`` picks the accepted path and the next token, and
-    the path is kept in both caches."""
+    (:mod:`.tree_attention`), the tree rule (:class:`TreeRules`) picks the accepted path and the
+    next token, and the path is kept in both caches. ``K_fixed``: the depth every round drafts
+    in the fixed horizon."""
 
     def __init__(
         self,
@@ -280,15 +305,18 @@ class TreeStep:
         batch: Batch,
         law: Callable[[torch.Tensor], torch.Tensor],
         layout: TreeLayout,
-        rule: Callable[..., Any],
-        children: ChildPolicy,
-        bonus: bool,
+        rules: TreeRules,
         drafter: Callable[..., Any] | None,
-        torch_children: ChildPolicy | None,
+        K_fixed: int,
     ) -> None:
         self.target, self.draft_model, self.dtype, self.batch, self.law = target, draft, dtype, batch, law
-        self.layout, self.tree, self.rule, self.children = layout, layout.tree, rule, children
-        self.bonus, self.drafter, self.torch_children = bool(bonus), drafter, torch_children
+        self.layout, self.tree, self.rules, self.drafter = layout, layout.tree, rules, drafter
+        self.name, self.bonus, self.gamma, self.K_fixed = (
+            rules.name,
+            rules.bonus,
+            layout.tree.max_depth,
+            K_fixed,
+        )
         dev = batch.tokens.device
         self.paths = torch.as_tensor(_tree_tables(layout.tree, layout), device=dev)
         self.depth_of = torch.as_tensor(np.asarray(layout.tree.depth), device=dev)
@@ -314,11 +342,15 @@ class TreeStep:
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
         """``k = min(depth, remaining)`` per row; one host read (the depth, and the draft's first
-        window); every node's uniforms."""
+        window), none in the fixed horizon; every node's uniforms."""
         batch, dr = self.batch, self.dr
         k = torch.clamp(remaining, max=self.tree.max_depth)
-        if isinstance(dr, ModelDrafter):
-            # one host read per round: the depth and the draft's first window together
+        model_drafter = isinstance(dr, ModelDrafter)
+        if fixed:  # the deepest round; the widest first window (module docstring of tree_draft)
+            K = self.K_fixed
+            if model_drafter:
+                dr.window = 2 if dr.cached_model else K + 1
+        elif model_drafter:  # one host read per round: the depth and the draft's first window together
             K, dr.window = torch.stack((k.max(), (batch.seq_len - dr.cached).max())).tolist()
         else:
             K = int(k.max().item())
@@ -338,7 +370,7 @@ class TreeStep:
         node_tokens[:, 0] = batch.tokens[torch.arange(B, device=dev), root_slot]
         dr.k = k
         self.node_tokens, self.present, self.draft_laws, n_calls = dr.laws(
-            batch, node_tokens, self.K, self.children, u[..., 0], k > 0
+            batch, node_tokens, self.K, self.rules.children, u[..., 0], k > 0
         )
         return n_calls
 
@@ -365,7 +397,7 @@ class TreeStep:
         batch, dr, k, root_slot, node_tokens = self.batch, self.dr, self.k, self.root_slot, self.node_tokens
         dev = node_tokens.device
         node, token, residual = _verify(
-            self.rule,
+            self.rules,
             self.tree,
             self.layout,
             node_tokens,
@@ -374,7 +406,6 @@ class TreeStep:
             self.draft_laws,
             self.u_a,
             self.u_f,
-            self.torch_children,
         )
         j = self.depth_of[node]
         emitted = residual | (self.bonus & (j < self.remaining) & (k > 0))

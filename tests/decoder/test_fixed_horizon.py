@@ -1,5 +1,6 @@
-"""The fixed-horizon loop (``speculative_generate(check_every=)``, issue 22 item 1): no host read
-inside a round, the same tokens and per-row statistics as the default loop."""
+"""The fixed-horizon loop (``speculative_generate(check_every=)``, issue 22 item 1, and
+``tree_generate(check_every=)``, issue 37): no host read inside a round, the same tokens and
+per-row statistics as the default loop."""
 
 import numpy as np
 import pytest
@@ -8,8 +9,10 @@ torch = pytest.importorskip("torch")
 
 from spectheory.decoder.compiled import compile_model  # noqa: E402
 from spectheory.decoder.speculative import speculative_generate  # noqa: E402
+from spectheory.decoder.tree_decode import tree_generate  # noqa: E402
 from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.stopping import FixedGamma  # noqa: E402
+from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.validation import exact_two_token_law  # noqa: E402
 from tests._torch_models import gpt  # noqa: E402
 
@@ -102,3 +105,40 @@ def test_lossless_on_the_fixed_horizon_loop_chi_square():
 def test_fixed_horizon_bad_arguments(kwargs, word):
     with pytest.raises(ValueError, match=word):
         speculative_generate(gpt(0), gpt(1), PROMPTS, 4, 2, **kwargs)
+
+
+class _Bigram(torch.nn.Module):
+    """A draft without a tree cache (its tree is re-fed from the history: the widest window)."""
+
+    vocab_size, max_seq_len = 256, 64
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Parameter(torch.randn(256, 256, generator=torch.Generator().manual_seed(3)))
+
+    def new_cache(self, batch_size, max_len, device=None, dtype=None):
+        return None
+
+    def forward(self, ids, cache=None, start=None):
+        return self.table[ids]
+
+
+@pytest.mark.parametrize("branching", [[2, 2], [3, 1, 1]])
+@pytest.mark.parametrize("verifier", ["tree_rrs", "traversal"])
+def test_tree_fixed_horizon_loop_equals_the_default_loop(branching, verifier):
+    target, tree = gpt(0, n_layer=2, n_embd=32), DraftTree.from_branching(branching)
+    for draft in (gpt(1), _Bigram()):
+        ref = tree_generate(target, draft, PROMPTS, 11, tree, verifier, seed=4)
+        assert ref.stats.batch_target_calls < 11  # several tokens a round: the last rounds are shallower
+        for check_every in (1, 3):
+            fixed = tree_generate(target, draft, PROMPTS, 11, tree, verifier, seed=4, check_every=check_every)
+            assert same_run(ref, fixed)
+            rounds = fixed.stats.batch_target_calls
+            assert ref.stats.batch_target_calls <= rounds <= ref.stats.batch_target_calls + check_every - 1
+            # every round drafts the whole depth: one draft call per level
+            assert fixed.stats.batch_draft_calls == rounds * tree.max_depth
+
+
+def test_tree_fixed_horizon_bad_arguments():
+    with pytest.raises(ValueError, match="check_every"):
+        tree_generate(gpt(0), gpt(1), PROMPTS, 4, DraftTree.from_branching([2]), check_every=0)
