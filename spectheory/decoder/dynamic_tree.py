@@ -42,18 +42,8 @@ class RuleDrafter(ModelDrafter):
 
     rule: Any = None
 
-    def laws(
-        self,
-        batch: Any,
-        node_tokens: torch.Tensor,
-        K: int,
-        children: Any,
-        u_draft: torch.Tensor,
-        present_root: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        node_tokens, present, laws, calls = super().laws(
-            batch, node_tokens, K, children, u_draft, present_root
-        )
+    def keep(self, present: torch.Tensor, laws: torch.Tensor) -> torch.Tensor:
+        """The nodes the rule selects, per row, from the drafted laws (depth at most ``k``)."""
         lay = self.layout
         env = lay.tree
         q = laws.to(torch.float64).cpu().numpy()
@@ -74,8 +64,7 @@ class RuleDrafter(ModelDrafter):
             c = Candidates(law, child, 0)
             for i in self.rule.select(c, int(min(depth_left[b], self.rule.depth(1)))):
                 keep[b, lay.offset[c.key[i]]] = True
-        present = present & torch.as_tensor(keep, device=present.device)
-        return node_tokens, present, laws, calls
+        return present & torch.as_tensor(keep, device=present.device)
 
 
 def dynamic_tree_generate(
@@ -95,8 +84,8 @@ def dynamic_tree_generate(
     max_new_tokens : int >= 1
     rule : Eagle2Tree or OptTree
     **options
-        ``temperature``, ``top_k``, ``top_p``, ``bonus``, ``seed``, ``device``, ``dtype`` of
-        :func:`~spectheory.decoder.tree_generate`.
+        ``temperature``, ``top_k``, ``top_p``, ``bonus``, ``seed``, ``device``, ``dtype``,
+        ``check_every`` of :func:`~spectheory.decoder.tree_generate`.
 
     Returns
     -------

@@ -40,9 +40,9 @@ from collections.abc import Sequence
 import torch
 
 from .._guards import check_int
-from .batching import Batch, CausalLM, Prompt, check_common
+from .batching import CausalLM, Prompt
 from .driver import decode_rounds
-from .row_by_row import RowStep, row_inputs
+from .row_by_row import Rows, RowStep, row_inputs
 from .sampling import logits_to_probs
 from .stats import GenerationResult
 
@@ -58,20 +58,10 @@ class GlsStep(RowStep):
     """The GLS round of each unfinished row (module docstring): ``M`` drafts of ``k`` tokens by
     exponential races, one target call on them, the target's race position by position."""
 
-    def __init__(
-        self,
-        target: CausalLM,
-        draft: CausalLM,
-        batch: Batch,
-        sampling: tuple[float, int | None, float | None],
-        M: int,
-        gamma: int,
-        bonus: bool,
-        seeds: Sequence[int],
-    ) -> None:
-        super().__init__(target, draft, batch, sampling, gamma, "gls", bonus)
-        self.M, self.gens = M, [torch.Generator(device=self.device) for _ in seeds]
-        for gen, seed in zip(self.gens, seeds):
+    def __init__(self, inputs: Rows, M: int, bonus: bool) -> None:
+        super().__init__(inputs, "gls", bonus)
+        self.M, self.gens = M, [torch.Generator(device=self.device) for _ in inputs.seeds]
+        for gen, seed in zip(self.gens, inputs.seeds):
             gen.manual_seed(seed % (1 << 63))
 
     def law(self, logits: torch.Tensor) -> torch.Tensor:
@@ -150,9 +140,8 @@ def gls_generate(
         ``.tokens`` (``max_new_tokens`` per prompt) and ``.stats`` (``verifier="gls"``,
         ``rejections``: rounds whose drafts all disagreed with the target's token).
     """
-    _, sampling = check_common({"target": target, "draft": draft}, max_new_tokens, temperature, top_k, top_p)
-    max_new = check_int(max_new_tokens, "max_new_tokens", 1)
     M = check_int(M, "M", 1)
-    gamma = check_int(gamma, "gamma", 1)
-    batch, seeds = row_inputs(target, draft, prompts, max_new, seed, device)
-    return decode_rounds(GlsStep(target, draft, batch, sampling, M, gamma, bonus, seeds), None, max_new)
+    rows = row_inputs(
+        (target, draft), prompts, max_new_tokens, gamma, (temperature, top_k, top_p), seed, device
+    )
+    return decode_rounds(GlsStep(rows, M, bonus), None, int(max_new_tokens))

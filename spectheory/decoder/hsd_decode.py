@@ -44,12 +44,11 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from .._guards import check_int
 from ..verifiers.base import get_verifier
 from ..verifiers.hsd_naive_round import play_naive_hsd_round
-from .batching import Batch, CausalLM, Prompt, check_common
+from .batching import CausalLM, Prompt
 from .driver import decode_rounds
-from .row_by_row import RowStep, row_inputs
+from .row_by_row import Rows, RowStep, row_inputs
 from .sampling import sampling_law
 from .stats import DecodeStats, GenerationResult
 
@@ -62,21 +61,11 @@ class NaiveHsdStep(RowStep):
     played in ``draft`` (``score`` has nothing left to do). ``finish`` reports the target calls
     and draft steps the rounds made, not the rounds."""
 
-    def __init__(
-        self,
-        target: CausalLM,
-        draft: CausalLM,
-        batch: Batch,
-        sampling: tuple[float, int | None, float | None],
-        gamma: int,
-        clever: bool,
-        seeds: Sequence[int],
-    ) -> None:
+    def __init__(self, inputs: Rows, clever: bool) -> None:
         self.first_pass = get_verifier("hsd_listing")
-        name = self.first_pass.name if clever else "hsd_naive"
-        super().__init__(target, draft, batch, sampling, gamma, name, True)
-        self.clever, self.rngs = clever, [np.random.default_rng(s) for s in seeds]
-        self.calls, self.drafts = np.zeros((2, len(seeds)), np.int64)
+        super().__init__(inputs, self.first_pass.name if clever else "hsd_naive", True)
+        self.clever, self.rngs = clever, [np.random.default_rng(s) for s in inputs.seeds]
+        self.calls, self.drafts = np.zeros((2, len(inputs.seeds)), np.int64)
 
     def laws(self, model: CausalLM, seq: list[int]) -> Callable[[tuple[int, ...]], np.ndarray]:
         """``toks -> [len(toks) + 1, V]``: one call on ``seq + toks``, the laws from ``seq``'s last token on."""
@@ -154,12 +143,9 @@ def naive_hsd_generate(
         ``.tokens`` (``max_new_tokens`` per prompt) and ``.stats`` (``verifier="hsd_naive"``, or
         ``"hsd_listing"`` when ``clever``; ``target_calls`` counts calls, not rounds).
     """
-    _, sampling = check_common({"target": target, "draft": draft}, max_new_tokens, temperature, top_k, top_p)
-    max_new = check_int(max_new_tokens, "max_new_tokens", 1)
-    gamma = check_int(gamma, "gamma", 1)
     if not isinstance(clever, (bool, np.bool_)):
         raise ValueError(f"clever: expected a bool, got {clever!r}")
-    batch, seeds = row_inputs(target, draft, prompts, max_new, seed, device)
-    return decode_rounds(
-        NaiveHsdStep(target, draft, batch, sampling, gamma, bool(clever), seeds), None, max_new
+    rows = row_inputs(
+        (target, draft), prompts, max_new_tokens, gamma, (temperature, top_k, top_p), seed, device
     )
+    return decode_rounds(NaiveHsdStep(rows, bool(clever)), None, int(max_new_tokens))

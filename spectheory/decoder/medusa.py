@@ -45,9 +45,7 @@ from ..children import TopK
 from ..trees import DraftTree
 from ..verifiers.biased import typical_acceptance
 from ..verifiers.multidraft import _categorical
-
-if TYPE_CHECKING:
-    from .tree_layout import TreeLayout
+from .tree_draft import LevelDrafter
 
 if TYPE_CHECKING:
     from .._protocols import TreeRule
@@ -198,14 +196,13 @@ def typical_rule(
     return rule
 
 
-class MedusaDrafter:
+class MedusaDrafter(LevelDrafter):
     """Drafter for :func:`~spectheory.decoder.tree_decode.tree_generate`: the heads' laws at
-    the last accepted node's hidden state, no draft model calls."""
+    the last accepted node's hidden state (head ``d`` for every node of depth ``d``), no draft
+    model calls."""
 
     needs_hidden = True
     prefilled_target = True
-    layout: TreeLayout  # set by medusa_generate's factory
-    k: torch.Tensor  # this round's draft depth per row, set by tree_generate
 
     def __init__(
         self,
@@ -227,40 +224,18 @@ class MedusaDrafter:
         rows = torch.arange(len(start), device=start.device)
         self.h = hidden[rows, batch.seq_len - 2 - start]
 
-    def laws(
-        self,
-        batch: Any,
-        node_tokens: torch.Tensor,
-        K: int,
-        children: Any,
-        u_draft: torch.Tensor,
-        present_root: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        from .tree_decode import draw_level
-
-        lay = self.layout
-        if lay.tree.max_depth > self.heads.n_heads:
+    def root_law(self, batch: Any, K: int) -> torch.Tensor:
+        """Every head's law at the last hidden state; the root's is head 0's."""
+        if self.layout.tree.max_depth > self.heads.n_heads:
             raise ValueError(
-                f"tree: depth {lay.tree.max_depth} exceeds the {self.heads.n_heads} Medusa heads"
+                f"tree: depth {self.layout.tree.max_depth} exceeds the {self.heads.n_heads} Medusa heads"
             )
-        head_laws = self.law(self.heads(self.h, self.target.wte.weight))  # [B, K_heads, V]
-        B, _, V = head_laws.shape
-        laws = torch.zeros(B, lay.n_nodes, V, dtype=head_laws.dtype, device=head_laws.device)
-        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
-        present[:, 0] = present_root
-        for d in range(1, K + 1):
-            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
-            laws[:, lo_p:lo] = head_laws[:, d - 1, None, :]
-            x, ok = draw_level(laws[:, lo_p:lo], lay, d, children, u_draft, present[:, lo_p:lo])
-            ok &= (d <= self.k)[:, None]
-            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
-            present[:, lo:hi] = ok
-        return node_tokens, present, laws, 0
+        self.head_laws = self.law(self.heads(self.h, self.target.wte.weight))  # [B, K_heads, V]
+        return self.head_laws[:, 0]
 
-    def commit(
-        self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
-    ) -> None:
-        pass
+    def level_laws(self, batch: Any, node_tokens: torch.Tensor, d: int, lo: int, hi: int) -> torch.Tensor:
+        """Head ``d``'s law at every depth-``d`` node."""
+        return self.head_laws[:, d, None, :]
 
     def observe(self, h: torch.Tensor) -> None:
         self.h = h

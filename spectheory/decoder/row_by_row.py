@@ -15,31 +15,49 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from .batching import Batch, CausalLM, Prompt, as_prompt
+from .._guards import check_int
+from .batching import Batch, CausalLM, Prompt, as_prompt, check_common
 from .driver import Step
 from .rng import check_seeds
 from .stats import DecodeStats
 
-__all__ = ["row_inputs", "RowStep"]
+__all__ = ["Rows", "row_inputs", "RowStep"]
+
+
+@dataclass(frozen=True)
+class Rows:
+    """The checked inputs of a row-by-row decode (:func:`row_inputs`)."""
+
+    target: CausalLM
+    draft: CausalLM
+    batch: Batch
+    sampling: tuple[float, int | None, float | None]  # temperature, top_k, top_p
+    gamma: int
+    seeds: list[int]
 
 
 def row_inputs(
-    target: CausalLM,
-    draft: CausalLM,
+    models: tuple[CausalLM, CausalLM],
     prompts: Sequence[Prompt],
     max_new_tokens: int,
+    gamma: int,
+    sampling: tuple[float, int | None, float | None],
     seed: int | Sequence[int],
     device: str | torch.device | None,
-) -> tuple[Batch, list[int]]:
-    """The prompts as a ragged batch and one seed per row, after checking them.
+) -> Rows:
+    """The ``(target, draft)`` models, the prompts as a ragged batch, the sampling law's
+    arguments, the draft length and one seed per row, after checking them.
 
-    Raises ``ValueError`` for an empty or non-list ``prompts``, a prompt that with
-    ``max_new_tokens + 1`` more tokens exceeds a model's ``max_seq_len``, or bad seeds
+    Raises ``ValueError`` for models of different vocabularies, bad sampling arguments
+    (:func:`~spectheory.decoder.batching.check_common`), ``max_new_tokens`` or ``gamma`` not a
+    positive int, an empty or non-list ``prompts``, a prompt that with ``max_new_tokens + 1``
+    more tokens exceeds a model's ``max_seq_len``, or bad seeds
     (:func:`~spectheory.decoder.rng.check_seeds`). Both models are moved to ``device`` in place
     if it is given; the batch lies on it, otherwise on the target's device.
 
@@ -47,10 +65,14 @@ def row_inputs(
     --------
     >>> from spectheory.decoder.model import GPT, GPTConfig
     >>> m = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32))
-    >>> batch, seeds = row_inputs(m, m, [b"hi", [1, 2, 3]], 4, [5, 6], None)
-    >>> batch.tokens.tolist(), batch.seq_len.tolist(), batch.end.tolist(), seeds
+    >>> rows = row_inputs((m, m), [b"hi", [1, 2, 3]], 4, 2, (1.0, None, None), [5, 6], None)
+    >>> rows.batch.tokens.tolist(), rows.batch.seq_len.tolist(), rows.batch.end.tolist(), rows.seeds
     ([[104, 105, 0, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0, 0]], [2, 3], [6, 7], [5, 6])
     """
+    target, draft = models
+    _, sampling = check_common({"target": target, "draft": draft}, max_new_tokens, *sampling)
+    max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
+    gamma = check_int(gamma, "gamma", 1)
     if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__") or not len(prompts):
         raise ValueError("prompts: expected a non-empty list of token sequences")
     ids = [as_prompt(p, i, int(target.vocab_size)) for i, p in enumerate(prompts)]
@@ -69,33 +91,25 @@ def row_inputs(
     tokens = torch.zeros(len(ids), max(map(len, ids)) + max_new_tokens, dtype=torch.int64)
     for b, x in enumerate(ids):
         tokens[b, : len(x)] = torch.tensor(x, dtype=torch.int64)
-    return Batch(tokens.to(dev), lens, lens.clone(), lens + max_new_tokens), seeds
+    batch = Batch(tokens.to(dev), lens, lens.clone(), lens + max_new_tokens)
+    return Rows(target, draft, batch, sampling, gamma, seeds)
 
 
 class RowStep(Step):
-    """The base of a row-by-row round step (module docstring).
+    """The base of a row-by-row round step (module docstring) on the inputs ``rows``.
 
     A subclass plays one row's round in ``draft``/``score``/``commit`` over :attr:`rows` (the
     unfinished rows this round, with ``k[b] = min(gamma, remaining[b])`` and the row's
-    committed tokens :meth:`seq`), and ends ``commit`` with :meth:`emit` of each row's tokens.
-    Every model call is uncached, so there is nothing to prefill. ``finish`` reports the calls
-    made row by row: ``batch_target_calls`` (``batch_draft_calls``) is the sum of the rows'
-    target calls (draft steps).
+    committed tokens :meth:`seq`), and ends ``commit`` with :meth:`emit` of each row's tokens
+    and :meth:`round_counts`. Every model call is uncached, so there is nothing to prefill.
+    ``finish`` reports the calls made row by row: ``batch_target_calls``
+    (``batch_draft_calls``) is the sum of the rows' target calls (draft steps).
     """
 
-    def __init__(
-        self,
-        target: CausalLM,
-        draft: CausalLM,
-        batch: Batch,
-        sampling: tuple[float, int | None, float | None],
-        gamma: int,
-        name: str,
-        bonus: bool,
-    ) -> None:
-        self.target, self.draft_model, self.batch, self.sampling = target, draft, batch, sampling
-        self.gamma, self.name, self.bonus = gamma, name, bonus
-        self.device = batch.tokens.device
+    def __init__(self, inputs: Rows, name: str, bonus: bool) -> None:
+        self.target, self.draft_model, self.batch = inputs.target, inputs.draft, inputs.batch
+        self.sampling, self.gamma, self.name, self.bonus = inputs.sampling, inputs.gamma, name, bonus
+        self.device = self.batch.tokens.device
 
     def prefill(self) -> None:
         """Nothing: every call is on the whole sequence."""

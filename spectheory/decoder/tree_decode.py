@@ -209,7 +209,10 @@ def tree_generate(
         :func:`~spectheory.decoder.speculative.speculative_generate`.
     drafter : callable, optional
         ``drafter(batch, law, dev, dtype, layout, target_cache) -> object`` with the
-        methods of :class:`ModelDrafter`; default: a :class:`ModelDrafter` on ``draft``.
+        methods of :class:`~spectheory.decoder.tree_draft.LevelDrafter` (a subclass says
+        where the root's and each level's draft laws come from: a draft model,
+        :class:`ModelDrafter`; heads, :class:`~spectheory.decoder.medusa.MedusaDrafter`);
+        default: a :class:`ModelDrafter` on ``draft``.
     rule_on_device : bool, optional
         Run recursive rejection (``tree_rrs``, ``tree_rrs_wo``, ``tree_topk``,
         ``tree_greedy``) in torch on the models' device

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..children import ChildPolicy
     from .batching import CausalLM
 
-__all__ = ["draw_level", "ModelDrafter"]
+__all__ = ["draw_level", "LevelDrafter", "ModelDrafter"]
 
 
 # ----------------------------------------------------------------------------- drafting
@@ -74,13 +74,80 @@ def draw_level(
     return torch.stack(toks, 1), torch.stack(pres, 1)
 
 
-class ModelDrafter:
-    """Drafts the tree with a draft model, one call per level (tree attention when it is a GPT)."""
+class LevelDrafter:
+    """Drafts the tree level by level (step 1 of a tree round): the root's law (:meth:`root_law`),
+    then, per level ``d = 1..K``, the children drawn from their parents' laws
+    (:func:`draw_level`, present where ``d <= k``) and, above the deepest level, the new nodes'
+    laws (:meth:`level_laws`). ``level_calls``: the draft calls a level costs (the root's call
+    and those of the ``K - 1`` levels above the deepest; 0 for heads)."""
 
     needs_hidden = False
-    k: torch.Tensor  # this round's draft depth per row, set by tree_generate
-    #: this round's first draft window ``max(seq_len - cached)``, when tree_generate read it with
-    #: the depth (one host read per round); None: read here
+    level_calls = 0
+    layout: TreeLayout
+    k: torch.Tensor  # this round's draft depth per row, set by the tree round step
+
+    def root_law(self, batch: Any, K: int) -> torch.Tensor:
+        """The root's draft law ``[B, V]`` (each row's last committed token)."""
+        raise NotImplementedError
+
+    def level_laws(self, batch: Any, node_tokens: torch.Tensor, d: int, lo: int, hi: int) -> torch.Tensor:
+        """The draft laws after the depth-``d`` nodes (offsets ``lo .. hi - 1``)."""
+        raise NotImplementedError
+
+    def level_tokens(
+        self, depth: int, tokens: torch.Tensor, laws: torch.Tensor, level_start: int
+    ) -> torch.Tensor:
+        """The drafted tokens ``[B, n_d]`` of level ``depth`` as used (a hook: the validation's
+        forced drafter overrides it to put a given path onto one branch)."""
+        return tokens
+
+    def keep(self, present: torch.Tensor, laws: torch.Tensor) -> torch.Tensor:
+        """The drafted nodes kept for verification (all of them; dynamic trees select)."""
+        return present
+
+    def observe(self, hidden: torch.Tensor) -> None:
+        """Hidden states at the last accepted nodes; only drafters with ``needs_hidden`` use them."""
+
+    def commit(
+        self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
+    ) -> None:
+        """Keep the accepted path ``path_offsets[:, :j]`` (nothing to keep without a cache)."""
+
+    def laws(
+        self,
+        batch: Any,
+        node_tokens: torch.Tensor,
+        K: int,
+        children: ChildPolicy,
+        u_draft: torch.Tensor,
+        present_root: torch.Tensor,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+        """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
+        lay = self.layout
+        root_law = self.root_law(batch, K)
+        B, V = root_law.shape
+        laws = torch.zeros(B, lay.n_nodes, V, dtype=root_law.dtype, device=root_law.device)
+        laws[:, 0] = root_law
+        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
+        present[:, 0] = present_root
+        for d in range(1, K + 1):
+            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
+            x, ok = draw_level(laws[:, lo_p:lo], lay, d, children, u_draft, present[:, lo_p:lo])
+            x = self.level_tokens(d, x, laws, lo)
+            ok &= (d <= self.k)[:, None]
+            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
+            present[:, lo:hi] = ok
+            if d < K:  # laws after depth-d nodes
+                laws[:, lo:hi] = self.level_laws(batch, node_tokens, d, lo, hi)
+        return node_tokens, self.keep(present, laws), laws, K * self.level_calls
+
+
+class ModelDrafter(LevelDrafter):
+    """Drafts the tree with a draft model, one call per level (tree attention when it is a GPT)."""
+
+    level_calls = 1
+    #: this round's first draft window ``max(seq_len - cached)``, when the round step read it
+    #: with the depth (one host read per round) or fixed it (the fixed horizon); None: read here
     window: int | None = None
 
     def __init__(
@@ -102,67 +169,26 @@ class ModelDrafter:
         )
         self.cached = prefill(draft, self.cache, batch)
 
-    def observe(self, hidden: torch.Tensor) -> None:
-        """Hidden states at the last accepted nodes; only drafters with ``needs_hidden`` use them."""
-
-    def laws(
-        self,
-        batch: Any,
-        node_tokens: torch.Tensor,
-        K: int,
-        children: ChildPolicy,
-        u_draft: torch.Tensor,
-        present_root: torch.Tensor,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
-        """Draft the levels ``1..K``; return (node tokens, present, draft laws [B, N, V], draft calls)."""
-        lay = self.layout
-        B = node_tokens.shape[0]
-        rows = torch.arange(B, device=node_tokens.device)
+    def root_law(self, batch: Any, K: int) -> torch.Tensor:
+        """One call on the tokens committed since the draft's last call; the last one's law."""
+        rows = torch.arange(batch.tokens.shape[0], device=batch.tokens.device)
         width, self.window = self.window, None  # used once
         logits, start = forward_window(
             self.draft, self.cache, batch.tokens, self.cached, batch.seq_len, width
         )
-        root_law = self.law(logits[rows, batch.seq_len - 1 - start])
-        V = root_law.shape[-1]
-        laws = torch.zeros(B, lay.n_nodes, V, dtype=root_law.dtype, device=root_law.device)
-        laws[:, 0] = root_law
-        present = torch.zeros(B, lay.n_nodes, dtype=torch.bool, device=node_tokens.device)
-        present[:, 0] = present_root
-        root_slot = batch.seq_len - 1
-        calls = 1
-        for d in range(1, K + 1):
-            lo_p, lo, hi = lay.level_start[d - 1], lay.level_start[d], lay.level_start[d + 1]
-            x, ok = draw_level(laws[:, lo_p:lo], lay, d, children, u_draft, present[:, lo_p:lo])
-            x = self.level_tokens(d, x, laws, lo)
-            ok &= (d <= self.k)[:, None]
-            node_tokens[:, lo:hi] = torch.where(ok, x, 0)
-            present[:, lo:hi] = ok
-            if d < K:  # laws after depth-d nodes
-                lg = tree_logits(
-                    self.draft,
-                    self.cache if self.cached_model else None,
-                    batch.tokens,
-                    root_slot,
-                    node_tokens,
-                    lay,
-                    lo,
-                    hi,
-                )
-                laws[:, lo:hi] = self.law(lg)
-                calls += 1
-        self.fed = K - 1
-        return node_tokens, present, laws, calls
+        self.root_slot, self.fed = batch.seq_len - 1, K - 1
+        return self.law(logits[rows, batch.seq_len - 1 - start])
 
-    def level_tokens(
-        self, depth: int, tokens: torch.Tensor, laws: torch.Tensor, level_start: int
-    ) -> torch.Tensor:
-        """The drafted tokens ``[B, n_d]`` of level ``depth`` as used (a hook: the validation's
-        forced drafter overrides it to put a given path onto one branch)."""
-        return tokens
+    def level_laws(self, batch: Any, node_tokens: torch.Tensor, d: int, lo: int, hi: int) -> torch.Tensor:
+        """One tree-attention call on the depth-``d`` nodes."""
+        cache = self.cache if self.cached_model else None
+        lg = tree_logits(self.draft, cache, batch.tokens, self.root_slot, node_tokens, self.layout, lo, hi)
+        return self.law(lg)
 
     def commit(
         self, batch: Any, root_slot: torch.Tensor, path_offsets: torch.Tensor, j: torch.Tensor
     ) -> None:
+        """Keep the accepted path (at most the ``K - 1`` levels fed) in the draft's cache."""
         keep = torch.clamp(j, max=self.fed)
         if self.cached_model:
             compact_path(self.draft, self.cache, root_slot, path_offsets, keep)
