@@ -56,7 +56,7 @@ from ..children import IID
 from ..children.policy import ChildPolicy, _safe_div, register_child_policy
 from .multidraft import _categorical
 from .tree_base import TreeVerifier
-from .tree_rules import _min1, _ratio, _residual
+from .tree_rules import _descend, _min1, _ratio, _residual
 
 __all__ = ["hub_stage_masses", "HubChildren", "SpecHubTree", "SPECHUB"]
 
@@ -248,15 +248,8 @@ class SpecHubTree(TreeVerifier):
 
     def _verify(self, tree, x, t, d, ua, uf):
         R = t.shape[0]
-        node = np.zeros(R, dtype=np.int64)
-        law = t[:, 0].copy()
-        residual = np.zeros(R, dtype=bool)
-        cur = np.zeros(R, dtype=np.int64)
-        done = np.zeros(R, dtype=bool)
-        for u in range(tree.n_nodes):  # pre-order: a child follows its parent
-            here = ~done & (cur == u)
-            if not here.any():
-                continue
+
+        def node_step(u, here, cur):
             kids = list(tree.children[u])
             _check(len(kids))
             r = t[:, u]
@@ -283,11 +276,9 @@ class SpecHubTree(TreeVerifier):
                 here = here & ~acc1 & ~acc2
                 had = present & here
                 r = np.where(had[:, None], r_rej, r)
-            node[here] = u
-            law[here] = r[here]
-            residual[here] = had[here]
-            done |= here
-        return node, _categorical(law, uf), residual
+            return here, r, had
+
+        return _descend(tree, t, uf, node_step)
 
     def _outcome_law(self, tree, x, t, d):
         R = t.shape[0]

@@ -110,42 +110,55 @@ def _update_traversal(r, w, s, present):
     return np.where(present[:, None], r_new, r), np.where(present, w_new, w)
 
 
-class RecursiveRejectionTree(TreeVerifier):
-    """Top-down recursive rejection sampling on a tree (module docstring); node-local."""
+def _descend(tree, t, uf, node_step):
+    """The top-down walk of a rule that moves each run from a node to at most one child.
 
-    node_local = True
+    Nodes are visited in pre-order (a child follows its parent); at node ``u``,
+    ``node_step(u, here, cur) -> (stop, r, had)`` is handed the runs standing there
+    (``here``), moves those that accept a child to it (``cur[run] = child``) and returns the runs
+    that stop at ``u``, the law their token is drawn from and whether it is a correction.
+    Returns ``(node, token, residual)`` (:meth:`TreeVerifier.verify`).
+    """
+    R = t.shape[0]
+    node = np.zeros(R, dtype=np.int64)
+    law = t[:, 0].copy()
+    residual = np.zeros(R, dtype=bool)
+    cur = np.zeros(R, dtype=np.int64)
+    done = np.zeros(R, dtype=bool)
+    for u in range(tree.n_nodes):  # pre-order: a child follows its parent
+        here = ~done & (cur == u)
+        if not here.any():
+            continue
+        here, r, had = node_step(u, here, cur)
+        node[here] = u
+        law[here] = r[here]
+        residual[here] = had[here]
+        done |= here
+    return node, _categorical(law, uf), residual
 
-    def _verify(self, tree, x, t, d, ua, uf):
-        R, N, _ = t.shape
-        slot_law = self.children.slot_law
-        node = np.zeros(R, dtype=np.int64)
-        law = t[:, 0].copy()
-        residual = np.zeros(R, dtype=bool)
-        cur = np.zeros(R, dtype=np.int64)
-        done = np.zeros(R, dtype=bool)
-        for u in range(N):  # pre-order: a child follows its parent
-            here = ~done & (cur == u)
-            if not here.any():
-                continue
-            r = t[:, u].copy()
-            kids = tree.children[u]
-            had = np.zeros(R, dtype=bool)
-            for j, c in enumerate(kids):
-                xc = x[:, c]
-                present = here & (xc >= 0)
-                s = slot_law(d[:, u], x, kids, j)
-                a = np.minimum(1.0, _ratio(r, s, xc))
-                acc = present & (ua[:, c] < a)
-                cur[acc] = c
-                here &= ~acc
-                rej = present & ~acc
-                had |= rej
-                r = _update_rrs(r, s, rej)
-            node[here] = u
-            law[here] = r[here]
-            residual[here] = had[here]
-            done |= here
-        return node, _categorical(law, uf), residual
+
+class _WeightedTree(TreeVerifier):
+    """The exact outcome law both tree rules share: a depth-first walk in which node ``u`` tests
+    its children in order with ``a = min(1, w_u r(x_c) / s(x_c))``, and a child's rejection
+    updates ``(r, w_u)``. A rule says what entering a child means (:meth:`_enter`), how a
+    rejection updates the node (:meth:`_update`) and the probability that a node whose children
+    were all rejected ends the round (:meth:`_stop`)."""
+
+    @staticmethod
+    def _enter(visit, c, a, reach):
+        """Walk child ``c`` (test passed with probability ``a``, reached with ``reach``);
+        returns the probability that ``c`` is rejected."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _update(r, w, s, present):
+        """``(r, w)`` after a rejected child drawn from ``s`` (where ``present``)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _stop(u, w):
+        """The probability that node ``u`` ends the round once its children are rejected."""
+        raise NotImplementedError
 
     def _outcome_law(self, tree, x, t, d):
         R = t.shape[0]
@@ -161,18 +174,61 @@ class RecursiveRejectionTree(TreeVerifier):
                 present = x[:, c] >= 0
                 s = slot_law(d[:, u], x, kids, j)
                 a = _min1(w_u * _ratio(r, s, x[:, c]))
-                visit(c, 1, reach * stay * a)
-                stay = stay * np.where(present, 1 - a, 1)
-                r = _update_rrs(r, s, present)
-            accept[:, u] = reach * stay
+                stay = stay * np.where(present, self._enter(visit, c, a, reach * stay), 1)
+                r, w_u = self._update(r, w_u, s, present)
+            a_stop = self._stop(u, w_u)
+            accept[:, u] = reach * stay * a_stop
             final[:, u] = r
+            return stay * (1 - a_stop)
 
         one = _ones(R, t.dtype)
         visit(0, one, one)
         return accept, final
 
 
-class TraversalTree(TreeVerifier):
+class RecursiveRejectionTree(_WeightedTree):
+    """Top-down recursive rejection sampling on a tree (module docstring); node-local."""
+
+    node_local = True
+
+    def _verify(self, tree, x, t, d, ua, uf):
+        R = t.shape[0]
+        slot_law = self.children.slot_law
+
+        def node_step(u, here, cur):
+            r = t[:, u].copy()
+            kids = tree.children[u]
+            had = np.zeros(R, dtype=bool)
+            for j, c in enumerate(kids):
+                xc = x[:, c]
+                present = here & (xc >= 0)
+                s = slot_law(d[:, u], x, kids, j)
+                a = np.minimum(1.0, _ratio(r, s, xc))
+                acc = present & (ua[:, c] < a)
+                cur[acc] = c
+                here &= ~acc
+                rej = present & ~acc
+                had |= rej
+                r = _update_rrs(r, s, rej)
+            return here, r, had
+
+        return _descend(tree, t, uf, node_step)
+
+    @staticmethod
+    def _enter(visit, c, a, reach):
+        visit(c, 1, reach * a)  # an accepted child is never left
+        return 1 - a
+
+    @staticmethod
+    def _update(r, w, s, present):
+        return _update_rrs(r, s, present), w
+
+    @staticmethod
+    def _stop(u, w):
+        return 1
+
+
+class TraversalTree(_WeightedTree):
     """Leaf-to-root traversal verification (module docstring); not node-local."""
 
     def _verify(self, tree, x, t, d, ua, uf):
@@ -204,31 +260,17 @@ class TraversalTree(TreeVerifier):
         visit(0, np.ones(R))
         return node, _categorical(law, uf), residual
 
-    def _outcome_law(self, tree, x, t, d):
-        R = t.shape[0]
-        slot_law = self.children.slot_law
-        accept = np.zeros(x.shape, dtype=t.dtype)
-        final = np.zeros_like(t)
+    @staticmethod
+    def _enter(visit, c, a, reach):
+        return visit(c, a, reach)  # the child carries the weight a; its subtree may be left
 
-        def visit(u, w_u, reach):
-            r = t[:, u]
-            kids = tree.children[u]
-            stay = _ones(R, t.dtype)
-            for j, c in enumerate(kids):
-                present = x[:, c] >= 0
-                s = slot_law(d[:, u], x, kids, j)
-                a = _min1(w_u * _ratio(r, s, x[:, c]))
-                rej_c = visit(c, a, reach * stay)
-                stay = stay * np.where(present, rej_c, 1)
-                r, w_u = _update_traversal(r, w_u, s, present)
-            a_leaf = w_u if u else 1
-            accept[:, u] = reach * stay * a_leaf
-            final[:, u] = r
-            return stay * (1 - a_leaf)
+    @staticmethod
+    def _update(r, w, s, present):
+        return _update_traversal(r, w, s, present)
 
-        one = _ones(R, t.dtype)
-        visit(0, one, one)
-        return accept, final
+    @staticmethod
+    def _stop(u, w):
+        return w if u else 1
 
 
 TREE_RRS = register_verifier(RecursiveRejectionTree("tree_rrs", IID()))
