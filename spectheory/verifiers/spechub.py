@@ -190,22 +190,18 @@ def spechub_plan(target: ArrayLike, draft: ArrayLike) -> tuple[np.ndarray, np.nd
     plan = np.empty((N, V), dtype=object)
     plan[:] = zero
     left = list(st["law"])
+
+    def give(n: int, y: int, mass: Any) -> None:  # pair n's mass that goes to token y
+        plan[n, y] += mass
+        left[n] -= mass
+
     for n, (x1, x2) in enumerate(st["pairs"]):
-        if x2 == a:  # (i, a): stage 1, then the hub at stage 4
-            plan[n, x1] += st["m1"][x1]
-            left[n] -= st["m1"][x1]
-            if st["s4"] != 0:
-                hub = left[n] * st["m4"] / st["s4"]
-                plan[n, a] += hub
-                left[n] -= hub
-        else:  # (a, i) or (a, -1): stage 2, then the hub at stage 3
-            if x2 >= 0:
-                plan[n, x2] += st["m2"][x2]
-                left[n] -= st["m2"][x2]
-            if st["s3"] != 0:
-                hub = left[n] * st["m3"] / st["s3"]
-                plan[n, a] += hub
-                left[n] -= hub
+        # (i, a): stage 1, then the hub at stage 4; (a, i) or (a, -1): stage 2, then stage 3
+        own, m, hub = (x1, "m1", "4") if x2 == a else (x2, "m2", "3")
+        if own >= 0:
+            give(n, own, st[m][own])
+        if st["s" + hub] != 0:
+            give(n, a, left[n] * st["m" + hub] / st["s" + hub])
     z = sum(st["r"], zero)
     if z != 0:
         for n in range(N):
