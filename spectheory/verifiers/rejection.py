@@ -38,18 +38,21 @@ from .._guards import as_law, check_int, check_prob
 from ..laws.sampling import sample_categorical
 from ._positional import per_kernel
 from .base import Verifier
+
+# The step's rules are defined and listed (``__all__``) in :mod:`.rejection_step`; they stay
+# importable from here.
 from .rejection_step import (
     ACCEPT_ATOL,
     GAP_MASS_TOL,  # noqa: F401  (re-exported)
     UNBIASED_ATOL,  # noqa: F401  (re-exported)
-    RejectionStep,
+    RejectionStep,  # noqa: F401  (re-exported)
     _check_accept,
-    is_unbiased,
+    is_unbiased,  # noqa: F401  (re-exported)
     optimal_rejection_law,
-    rejection_step,
-    rejection_verify,
-    sample_rejection_step,
-    scaled_acceptance,
+    rejection_step,  # noqa: F401  (re-exported)
+    rejection_verify,  # noqa: F401  (re-exported)
+    sample_rejection_step,  # noqa: F401  (re-exported)
+    scaled_acceptance,  # noqa: F401  (re-exported)
     standard_acceptance,
     unbiased_rejection_law,
 )
@@ -57,21 +60,7 @@ from .rejection_step import (
 if TYPE_CHECKING:
     from .._protocols import ChainLike
 
-__all__ = [
-    "standard_acceptance",
-    "scaled_acceptance",
-    "RejectionStep",
-    "rejection_step",
-    "unbiased_rejection_law",
-    "optimal_rejection_law",
-    "is_unbiased",
-    "rejection_verify",
-    "sample_rejection_step",
-    "RejectionRule",
-    "standard_rule",
-    "scaled_rule",
-    "rule_expected_rejections",
-]
+__all__ = ["RejectionRule", "standard_rule", "scaled_rule", "rule_expected_rejections"]
 
 
 # ----------------------------------------------------------------- rules on chains
