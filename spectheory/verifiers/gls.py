@@ -38,10 +38,13 @@ q_i/q_y)``. Tokens with ``q_y = 0`` are never drafted (``n = 0``).
 Examples
 --------
 >>> from fractions import Fraction as F
->>> from spectheory.verifiers.gls import gls_acceptance
+>>> from spectheory.verifiers.gls import GLS_K2, gls_acceptance
+>>> from spectheory.verifiers.round_laws import mean_accepted
 >>> p, q = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
 >>> gls_acceptance(p, q, 1), gls_acceptance(p, q, 2)   # i.i.d. drafts' optimum at K = 2: 8/9
 (Fraction(2, 3), Fraction(22, 27))
+>>> GLS_K2.name, mean_accepted(GLS_K2.round_law(lambda c: p, lambda c: q, 2, 1))   # one position
+('gls_k2', Fraction(22, 27))
 """
 
 from __future__ import annotations
@@ -217,16 +220,8 @@ class GLSDrafts(KDraftsRule):
     (:func:`gls_round_law`).
 
     Not a single-path Verifier (it checks ``K`` draft sequences; its engines' round is
-    ``BatchRound(K, gamma, reading="gls")``); named ``"gls_k{K}"``; lossless (Proposition 3).
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.gls import GLS_K2
-    >>> from spectheory.verifiers.round_laws import mean_accepted
-    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> GLS_K2.name, mean_accepted(GLS_K2.round_law(p, q, 2, 1))
-    ('gls_k2', Fraction(22, 27))
+    ``BatchRound(K, gamma, reading="gls")``); named ``"gls_k{K}"``; lossless (Proposition 3). The
+    module docstring has an example.
     """
 
     stem = "gls_k"

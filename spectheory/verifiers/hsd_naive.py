@@ -49,11 +49,16 @@ instance at ``g = 2``.
 Examples
 --------
 >>> from fractions import Fraction as F
->>> from spectheory.verifiers.hsd_naive import naive_hsd_round_stats
+>>> from spectheory.verifiers.hsd_naive import naive_hsd_round_law, naive_hsd_round_stats
 >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
 >>> s = naive_hsd_round_stats(p, q, 2, 2)
 >>> s["tokens"], s["target_calls"], s["accepted"]
 (Fraction(25, 9), Fraction(4, 3), Fraction(13, 9))
+>>> naive_hsd_round_stats(p, q, 2, 3)["target_calls"]
+Fraction(47, 27)
+>>> law = naive_hsd_round_law(p, q, 2, 3)   # biased at g = 3: the target's p(1, 0) is 2/9 = 6/27
+>>> sum(w for e, w in law.items() if e[:2] == (1, 0))
+Fraction(4, 27)
 """
 
 from __future__ import annotations
@@ -139,16 +144,7 @@ def naive_hsd_round_law(
     Enumerates the first pass (:func:`~spectheory.verifiers.hsd.hsd_round_law`,
     ``variant="listing"``), then every forward pass (:func:`forward_law`, the draft ``Z`` only
     at the last one); with Fraction laws the result is exact. Emitted tuples have ``gamma`` or
-    ``gamma + 1`` tokens.
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.hsd_naive import naive_hsd_round_law
-    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> law = naive_hsd_round_law(p, q, 2, 3)
-    >>> sum(w for e, w in law.items() if e[:2] == (1, 0))   # the target's p(1, 0) is 2/9 = 6/27
-    Fraction(4, 27)
+    ``gamma + 1`` tokens. The module docstring has an example.
     """
     V = check_int(vocab_size, "vocab_size", 1)
     g = check_int(gamma, "gamma", 1)
@@ -165,15 +161,7 @@ def naive_hsd_round_stats(
 
     ``accepted`` counts drafted tokens that are emitted (the first pass's ``tau``, plus one when
     the last forward pass's draft ``Z`` equals its token); ``draft_tokens = gamma +
-    target_calls - 1`` (one draft token per forward pass).
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.hsd_naive import naive_hsd_round_stats
-    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> naive_hsd_round_stats(p, q, 2, 3)["target_calls"]
-    Fraction(47, 27)
+    target_calls - 1`` (one draft token per forward pass). The module docstring has an example.
     """
     V = check_int(vocab_size, "vocab_size", 1)
     g = check_int(gamma, "gamma", 1)

@@ -29,13 +29,15 @@ after a context tuple.
 Examples
 --------
 >>> from fractions import Fraction as F
->>> from spectheory.verifiers.round_laws import proposal_round_law, mean_accepted
+>>> from spectheory.verifiers.round_laws import exact_round_law, mean_accepted, proposal_round_law
 >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
 >>> [mean_accepted(proposal_round_law(m, p, q, 2, 2)) for m in ("token", "point_mass", "argmax_onehot")]
 [Fraction(10, 9), Fraction(52, 81), Fraction(4, 9)]
+>>> [mean_accepted(exact_round_law(v, p, q, 2, 2)) for v in ("token", "block", "hsd_listing")]
+[Fraction(10, 9), Fraction(11, 9), Fraction(4, 3)]
 >>> from spectheory.verifiers import get_verifier
->>> mean_accepted(get_verifier("block").round_law(p, q, 2, 2))   # the rule's own method
-Fraction(11, 9)
+>>> exact_round_law("block", p, q, 2, 2) == get_verifier("block").round_law(p, q, 2, 2)   # the rule's own method
+True
 """
 
 from __future__ import annotations
@@ -196,15 +198,7 @@ def exact_round_law(
 
     ``round_rule(rule).round_law(...)``: the rule's own literal enumeration
     (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`); with Fraction laws the result
-    is exact.
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.round_laws import exact_round_law, mean_accepted
-    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> [mean_accepted(exact_round_law(v, p, q, 2, 2)) for v in ("token", "block", "hsd_listing")]
-    [Fraction(10, 9), Fraction(11, 9), Fraction(4, 3)]
+    is exact (the module docstring has an example).
     """
     return round_rule(rule).round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))
 

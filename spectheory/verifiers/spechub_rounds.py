@@ -23,12 +23,20 @@ with that round law: :data:`SPECHUB_BINARY` and :data:`RRS_BINARY` (``"spechub_b
 
 Examples
 --------
+Sun et al.'s binary example: each rule's ``(accept, correction)`` at one node, then the
+accepted drafts of one round on the depth-2 binary tree.
+
 >>> from fractions import Fraction as F
 >>> from spectheory.verifiers.round_laws import mean_accepted
->>> from spectheory.verifiers.spechub_rounds import rrs_binary_round_law, spechub_round_law
->>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
->>> str(mean_accepted(spechub_round_law(p, q, 2, 2))), str(mean_accepted(rrs_binary_round_law(p, q, 2, 2)))
-('2', '112/81')
+>>> from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY, spechub_round_law
+>>> p, q = [F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)]
+>>> [[[str(v) for v in law] for law in r.node_law(p, q)] for r in (SPECHUB_BINARY, RRS_BINARY)]
+[[['1/3', '2/3'], ['0', '0']], [['1/3', '4/9'], ['0', '2/9']]]
+>>> p_fn, q_fn = (lambda c: p), (lambda c: q)
+>>> [str(mean_accepted(r.round_law(p_fn, q_fn, 2, 2))) for r in (SPECHUB_BINARY, RRS_BINARY)]
+['2', '112/81']
+>>> spechub_round_law(p_fn, q_fn, 2, 2) == SPECHUB_BINARY.round_law(p_fn, q_fn, 2, 2)
+True
 """
 
 from __future__ import annotations
@@ -54,16 +62,8 @@ NodeLaw = Callable[[Sequence[Any], Sequence[Any]], tuple[list, list]]
 
 
 def spechub_node_law(target: Sequence[Any], draft: Sequence[Any]) -> tuple[list, list]:
-    """``(accept [V], correction [V])`` of SpecHub at one node, from its plan (Fractions exact).
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.spechub_rounds import spechub_node_law
-    >>> acc, cor = spechub_node_law([F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)])
-    >>> [str(v) for v in acc], [str(v) for v in cor]
-    (['1/3', '2/3'], ['0', '0'])
-    """
+    """``(accept [V], correction [V])`` of SpecHub at one node, from its plan (Fractions exact;
+    the module docstring has an example)."""
     tup, _, plan = spechub_plan(list(target), list(draft))
     V = plan.shape[1]
     zero = 0 * plan[0, 0]
@@ -78,16 +78,8 @@ def spechub_node_law(target: Sequence[Any], draft: Sequence[Any]) -> tuple[list,
 
 
 def rrs_node_law(target: Sequence[Any], draft: Sequence[Any]) -> tuple[list, list]:
-    """``(accept [V], correction [V])`` of recursive rejection with two i.i.d. children.
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.spechub_rounds import rrs_node_law
-    >>> acc, cor = rrs_node_law([F(1, 3), F(2, 3)], [F(2, 3), F(1, 3)])
-    >>> [str(v) for v in acc], [str(v) for v in cor]
-    (['1/3', '4/9'], ['0', '2/9'])
-    """
+    """``(accept [V], correction [V])`` of recursive rejection with two i.i.d. children (the
+    module docstring has an example)."""
     p, q = list(target), list(draft)
     V = len(p)
     zero = 0 * p[0]
@@ -168,16 +160,8 @@ class BinaryTreeRule(RoundLawRule):
         :func:`rrs_node_law`); the round law walks it (module docstring).
 
     Not a single-path Verifier: its engines' round is
-    ``TreeRound(DraftTree.from_branching([2] * gamma), verifier)``. Lossless.
-
-    Examples
-    --------
-    >>> from fractions import Fraction as F
-    >>> from spectheory.verifiers.round_laws import mean_accepted
-    >>> from spectheory.verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
-    >>> p, q = (lambda c: [F(1, 3), F(2, 3)]), (lambda c: [F(2, 3), F(1, 3)])
-    >>> [str(mean_accepted(r.round_law(p, q, 2, 2))) for r in (SPECHUB_BINARY, RRS_BINARY)]
-    ['2', '112/81']
+    ``TreeRound(DraftTree.from_branching([2] * gamma), verifier)``. Lossless (the module
+    docstring has an example).
     """
 
     lossless = True
