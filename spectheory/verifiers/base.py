@@ -288,6 +288,12 @@ class Verifier(RoundLawRule):
     #: :mod:`spectheory.verifiers.proposal`). Single-path rounds and the kit draft through
     #: :meth:`draft`.
     drafting: str = "sample"
+    #: Whether a draft-length policy's round (:class:`~spectheory.kinds.policy.PolicyRound`)
+    #: checks the drafts inline as token verification (acceptance ``min(1, p / q)`` as it
+    #: drafts, no law arrays) instead of through :meth:`verify_round`. True on
+    #: :class:`~spectheory.verifiers.TokenVerifier` only: a subclass, which may change the
+    #: rule, goes through :meth:`verify_round` unless it sets this itself.
+    inline_token_round: bool = False
 
     # ----------------------------------------------------------------- capabilities
     def require_path(self) -> Verifier:

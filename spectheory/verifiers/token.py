@@ -80,6 +80,12 @@ class TokenVerifier(Verifier):
 
     name = "token"
     lossless = True
+    inline_token_round = True
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "inline_token_round" not in cls.__dict__:  # a subclass may change the rule
+            cls.inline_token_round = False
 
     def _rule(self, t, d, x, k, u_accept, u_final):
         return token_rule(t, d, x, k, u_accept, u_final)

@@ -24,7 +24,6 @@ import numpy as np
 from ...rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
 from ...rounds.sampler import DRAFT, RESIDUAL, TARGET
 from ...verifiers.base import Verifier, get_verifier
-from ...verifiers.token import TokenVerifier
 from ..path.round import CHUNK_ELEMS
 from ._kernels import Kernels
 from .context import RoundFeedback, StopContext
@@ -81,7 +80,7 @@ class PolicyRound(Round):
         self.policy = policy
         self.verifier = v
         #: Token verification runs inline (its fused form); any other rule through verify_round.
-        self._token = type(v) is TokenVerifier
+        self._token = v.inline_token_round
 
     @classmethod
     def from_shorthand(cls, policy: Any, verifier: Any = None) -> PolicyRound:
