@@ -140,15 +140,10 @@ def tree_coupling_bound(
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    from ..kinds.tree.enumerate import enumerate_realisations
+    from .tree_lp import round_realisations
 
-    chain.require_deterministic("tree_coupling_bound")
-    start = check_int(start, "start", 0)
-    if start >= chain.n_states:
-        raise ValueError(f"start: expected a state below {chain.n_states}, got {start}")
+    start, tok, prob = round_realisations(chain, tree, children, start, "tree_coupling_bound")
     D, V, N = tree.max_depth, chain.vocab_size, tree.n_nodes
-    e = enumerate_realisations(chain.target, chain.draft, chain.next_state, tree, children, 0, [start])
-    tok, prob = e["tokens"], np.asarray(e["prob"], dtype=np.float64)
     Y, py = _prefix_law(chain, D, start)
     keep = py > 0
     Y, py = Y[keep], py[keep]

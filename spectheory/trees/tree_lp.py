@@ -168,15 +168,8 @@ def lossless_tree_optimum(
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    from ..kinds.tree.enumerate import enumerate_realisations
-
-    chain.require_deterministic("lossless_tree_optimum")
-    start = check_int(start, "start", 0)
-    if start >= chain.n_states:
-        raise ValueError(f"start: expected a state below {chain.n_states}, got {start}")
+    start, tok, prob = round_realisations(chain, tree, children, start, "lossless_tree_optimum")
     V, D = chain.vocab_size, tree.max_depth
-    real = enumerate_realisations(chain.target, chain.draft, chain.next_state, tree, children, 0, [start])
-    tok, prob = real["tokens"], np.asarray(real["prob"], dtype=np.float64)
     keep = prob > 0
     tok, prob = tok[keep], prob[keep]
     R = tok.shape[0]
@@ -252,6 +245,23 @@ def lossless_tree_optimum(
             plan[(r, e)] = float(w)
     _complete(plan, prob, x, emissions, first, order, index, rho_col, p_step)
     return TreeLPOptimum(float(-sol.fun), bound, plan, tok, prob, R)
+
+
+def round_realisations(
+    chain: ChainLike, tree: DraftTree, children: ChildPolicy | str, start: int, caller: str
+) -> tuple[int, np.ndarray, np.ndarray]:
+    """``(start, tokens, prob)``: the checked start state and the realisations of ``tree`` drafted
+    from it (:func:`~spectheory.kinds.tree.enumerate.enumerate_realisations`; ``tokens [R, N]``,
+    float ``prob [R]``), for the round programs here and in :mod:`spectheory.trees.optimum`
+    (``caller`` names the program when the chain is stochastic)."""
+    from ..kinds.tree.enumerate import enumerate_realisations
+
+    chain.require_deterministic(caller)
+    start = check_int(start, "start", 0)
+    if start >= chain.n_states:
+        raise ValueError(f"start: expected a state below {chain.n_states}, got {start}")
+    real = enumerate_realisations(chain.target, chain.draft, chain.next_state, tree, children, 0, [start])
+    return start, real["tokens"], np.asarray(real["prob"], dtype=np.float64)
 
 
 def _prefix_states(chain: ChainLike, order: list, start: int) -> dict:
