@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["closed_classes", "require_one_closed_class"]
+__all__ = ["closed_classes", "require_one_closed_class", "stationary_distribution"]
 
 
 def closed_classes(matrix: ArrayLike | sp.spmatrix) -> list[np.ndarray]:
@@ -94,3 +94,24 @@ def require_one_closed_class(matrix: ArrayLike | sp.spmatrix, what: str, hint: s
             f"closed classes of states, {_describe(classes)}, which never communicate"
         )
         raise ValueError(msg + (f"; {hint}" if hint else ""))
+
+
+def stationary_distribution(matrix: ArrayLike) -> np.ndarray:
+    """The law ``nu`` with ``nu P = nu`` of a dense stochastic matrix ``P`` with one closed class.
+
+    Least squares on ``nu (P - I) = 0, sum(nu) = 1``, clipped at 0 and renormalised. The
+    closed class is not checked (:func:`require_one_closed_class` does).
+
+    Examples
+    --------
+    >>> from spectheory.chain.classes import stationary_distribution
+    >>> stationary_distribution([[0.5, 0.5], [0.25, 0.75]]).round(12).tolist()
+    [0.333333333333, 0.666666666667]
+    """
+    P = np.asarray(matrix, dtype=np.float64)
+    S = P.shape[0]
+    A = np.vstack([P.T - np.eye(S), np.ones((1, S))])
+    b = np.zeros(S + 1)
+    b[-1] = 1.0
+    nu = np.clip(np.linalg.lstsq(A, b, rcond=None)[0], 0.0, None)
+    return nu / nu.sum()

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from ..chain.classes import stationary_distribution
 from ..cost.model import CostModel
 from .optimal import _round_start_tables, long_run_optimum
 
@@ -89,16 +90,6 @@ class LockstepRate:
         return self.round_time / self.ragged_round_time
 
 
-def _stationary(P: np.ndarray) -> np.ndarray:
-    S = P.shape[0]
-    A = np.vstack([P.T - np.eye(S), np.ones((1, S))])
-    b = np.zeros(S + 1)
-    b[-1] = 1.0
-    nu = np.linalg.lstsq(A, b, rcond=None)[0]
-    nu = np.clip(nu, 0.0, None)
-    return nu / nu.sum()
-
-
 def lockstep_rate(
     chain: ChainLike, lengths: int | ArrayLike, model: CostModel, batch: int, *, context: float = 0.0
 ) -> LockstepRate:
@@ -138,7 +129,7 @@ def lockstep_rate(
     D = int(k.max())
     trans, tokens, tau = _round_start_tables(chain, cost, D)
     rows = np.arange(S)
-    nu = _stationary(trans[k - 1, rows])
+    nu = stationary_distribution(trans[k - 1, rows])
     law = np.bincount(k, weights=nu, minlength=D + 1)
     F = np.cumsum(law)
     B = int(batch)

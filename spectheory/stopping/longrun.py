@@ -41,8 +41,10 @@ if TYPE_CHECKING:
 __all__ = ["LongRunValue", "LongRunRate", "long_run_policy"]
 
 
+@dataclass(repr=False)
 class LongRunRate:
-    """What every long-run result answers from its ``rate`` (tokens per unit time)."""
+    """What every long-run result answers from its ``rate``: tokens per unit time (the
+    speedup over one target call per token). Its subclasses add their fields after ``rate``."""
 
     rate: float
 
@@ -62,13 +64,12 @@ class LongRunValue(LongRunRate):
     Attributes
     ----------
     rate : float
-        Tokens per unit time (the speedup over one target call per token).
+        As :class:`LongRunRate`.
     tokens_per_round, time_per_round : float
         Expectations per round under the stationary law of round starts.
     policy : str
     """
 
-    rate: float
     tokens_per_round: float
     time_per_round: float
     policy: str = ""

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..chain.classes import require_one_closed_class
+from ..chain.classes import require_one_closed_class, stationary_distribution
 from ..cost.base import as_cost
 from ..exact.core import blas_single_thread
 from ..kinds.dynamic.round import DynamicTreeRound
@@ -122,7 +122,7 @@ class LongRunTrees(LongRunRate):
     Attributes
     ----------
     rate : float
-        Tokens per unit time (the speedup over one target call per token).
+        As :class:`~spectheory.stopping.longrun.LongRunRate`.
     trees : tuple of DraftTree
         ``trees[s]``: the tree drafted from state ``s``.
     stationary : ndarray, shape (S,)
@@ -132,7 +132,6 @@ class LongRunTrees(LongRunRate):
     name : str
     """
 
-    rate: float
     trees: tuple
     stationary: np.ndarray
     tokens_per_round: float
@@ -157,12 +156,7 @@ def _stationary(P: np.ndarray) -> np.ndarray:
         "the long-run rate of these trees",
         "their round starts never leave one of these sets, so the rate depends on the start state",
     )
-    S = P.shape[0]
-    M = np.vstack([(P - np.eye(S)).T, np.ones((1, S))])
-    rhs = np.zeros(S + 1)
-    rhs[-1] = 1.0
-    nu = np.linalg.lstsq(M, rhs, rcond=None)[0]
-    return np.clip(nu, 0.0, None) / np.clip(nu, 0.0, None).sum()
+    return stationary_distribution(P)
 
 
 def _state_trees(chain: Any, rule: Any, horizon: int) -> tuple[tuple, str]:
