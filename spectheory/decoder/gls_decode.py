@@ -36,13 +36,14 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import torch
 
 from .._guards import check_int
 from .batching import CausalLM, Prompt
 from .driver import decode_rounds
-from .row_by_row import Rows, RowStep, row_inputs
+from .row_by_row import RowOptions, Rows, RowStep, row_inputs
 from .sampling import logits_to_probs
 from .stats import GenerationResult
 
@@ -111,12 +112,9 @@ def gls_generate(
     max_new_tokens: int,
     M: int,
     gamma: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    *,
     bonus: bool = True,
-    seed: int | Sequence[int] = 0,
-    device: str | torch.device | None = None,
+    **options: Any,
 ) -> GenerationResult:
     """GLS multi-draft speculative decoding of a batch of prompts (module docstring).
 
@@ -127,12 +125,11 @@ def gls_generate(
     prompts : list of token sequences
     max_new_tokens, M, gamma : int >= 1
         Tokens to generate per prompt, drafts per round, tokens per draft.
-    temperature, top_k, top_p : the sampling law ``S`` applied to both models' logits.
     bonus : bool
-    seed : int or sequence of int
-        Per-sequence seeds (an int: :func:`~spectheory.decoder.rng.row_seeds`).
-    device : optional
-        Both models are moved there in place if given; otherwise the target's device.
+    **options
+        ``temperature``, ``top_k``, ``top_p``, ``seed``, ``device``
+        (:class:`~spectheory.decoder.row_by_row.RowOptions`: the defaults of
+        :func:`~spectheory.decoder.speculative.speculative_generate`).
 
     Returns
     -------
@@ -141,7 +138,5 @@ def gls_generate(
         ``rejections``: rounds whose drafts all disagreed with the target's token).
     """
     M = check_int(M, "M", 1)
-    rows = row_inputs(
-        (target, draft), prompts, max_new_tokens, gamma, (temperature, top_k, top_p), seed, device
-    )
+    rows = row_inputs((target, draft), prompts, max_new_tokens, gamma, RowOptions(**options))
     return decode_rounds(GlsStep(rows, M, bonus), None, int(max_new_tokens))

@@ -40,6 +40,7 @@ Examples
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -48,7 +49,7 @@ from ..verifiers.base import get_verifier
 from ..verifiers.hsd_naive_round import play_naive_hsd_round
 from .batching import CausalLM, Prompt
 from .driver import decode_rounds
-from .row_by_row import Rows, RowStep, row_inputs
+from .row_by_row import RowOptions, Rows, RowStep, row_inputs
 from .sampling import sampling_law
 from .stats import DecodeStats, GenerationResult
 
@@ -113,29 +114,23 @@ def naive_hsd_generate(
     prompts: Sequence[Prompt],
     max_new_tokens: int,
     gamma: int,
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
+    *,
     clever: bool = False,
-    seed: int | Sequence[int] = 0,
-    device: str | torch.device | None = None,
+    **options: Any,
 ) -> GenerationResult:
     """Naive HSD decoding of a batch of prompts, several target calls a round (module docstring).
 
     Parameters
     ----------
-    target, draft : models of the decoder contract (:mod:`spectheory.decoder.batching`), same
-        ``vocab_size``.
+    target, draft : models of the decoder contract, same ``vocab_size``.
     prompts : list of token sequences
     max_new_tokens, gamma : int >= 1
         Tokens to generate per prompt; drafts per round.
-    temperature, top_k, top_p : the sampling law applied to both models' logits.
     clever : bool
         The first pass alone (the authors' ``clever=True``: the listing, one call a round).
-    seed : int or sequence of int
-        Per-sequence seeds (an int: :func:`~spectheory.decoder.rng.row_seeds`).
-    device : optional
-        Both models are moved there in place if given; otherwise the target's device.
+    **options
+        ``temperature``, ``top_k``, ``top_p``, ``seed``, ``device`` (as in
+        :func:`~spectheory.decoder.gls_decode.gls_generate`).
 
     Returns
     -------
@@ -145,7 +140,5 @@ def naive_hsd_generate(
     """
     if not isinstance(clever, (bool, np.bool_)):
         raise ValueError(f"clever: expected a bool, got {clever!r}")
-    rows = row_inputs(
-        (target, draft), prompts, max_new_tokens, gamma, (temperature, top_k, top_p), seed, device
-    )
+    rows = row_inputs((target, draft), prompts, max_new_tokens, gamma, RowOptions(**options))
     return decode_rounds(NaiveHsdStep(rows, bool(clever)), None, int(max_new_tokens))

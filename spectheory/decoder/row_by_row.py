@@ -27,7 +27,31 @@ from .driver import Step
 from .rng import check_seeds
 from .stats import DecodeStats
 
-__all__ = ["Rows", "row_inputs", "RowStep"]
+__all__ = ["RowOptions", "Rows", "row_inputs", "RowStep"]
+
+
+@dataclass(frozen=True)
+class RowOptions:
+    """The sampling and placement options of a row-by-row decode: the keywords ``**options`` of
+    :func:`~spectheory.decoder.gls_decode.gls_generate` and
+    :func:`~spectheory.decoder.hsd_decode.naive_hsd_generate` (as in
+    :func:`~spectheory.decoder.speculative.speculative_generate`).
+
+    Attributes
+    ----------
+    temperature, top_k, top_p : float, int or None, float or None
+        The sampling law applied to both models' logits.
+    seed : int or sequence of int
+        Per-sequence seeds (an int: :func:`~spectheory.decoder.rng.row_seeds`).
+    device : str, torch.device or None
+        Both models are moved there in place if given; otherwise the target's device.
+    """
+
+    temperature: float = 1.0
+    top_k: int | None = None
+    top_p: float | None = None
+    seed: int | Sequence[int] = 0
+    device: str | torch.device | None = None
 
 
 @dataclass(frozen=True)
@@ -47,9 +71,7 @@ def row_inputs(
     prompts: Sequence[Prompt],
     max_new_tokens: int,
     gamma: int,
-    sampling: tuple[float, int | None, float | None],
-    seed: int | Sequence[int],
-    device: str | torch.device | None,
+    options: RowOptions,
 ) -> Rows:
     """The ``(target, draft)`` models, the prompts as a ragged batch, the sampling law's
     arguments, the draft length and one seed per row, after checking them.
@@ -58,19 +80,20 @@ def row_inputs(
     (:func:`~spectheory.decoder.batching.check_common`), ``max_new_tokens`` or ``gamma`` not a
     positive int, an empty or non-list ``prompts``, a prompt that with ``max_new_tokens + 1``
     more tokens exceeds a model's ``max_seq_len``, or bad seeds
-    (:func:`~spectheory.decoder.rng.check_seeds`). Both models are moved to ``device`` in place
-    if it is given; the batch lies on it, otherwise on the target's device.
+    (:func:`~spectheory.decoder.rng.check_seeds`). Both models are moved to ``options.device``
+    in place if it is given; the batch lies on it, otherwise on the target's device.
 
     Examples
     --------
     >>> from spectheory.decoder.model import GPT, GPTConfig
     >>> m = GPT(GPTConfig(n_layer=1, n_head=2, n_embd=16, block_size=32))
-    >>> rows = row_inputs((m, m), [b"hi", [1, 2, 3]], 4, 2, (1.0, None, None), [5, 6], None)
+    >>> rows = row_inputs((m, m), [b"hi", [1, 2, 3]], 4, 2, RowOptions(seed=[5, 6]))
     >>> rows.batch.tokens.tolist(), rows.batch.seq_len.tolist(), rows.batch.end.tolist(), rows.seeds
     ([[104, 105, 0, 0, 0, 0, 0], [1, 2, 3, 0, 0, 0, 0]], [2, 3], [6, 7], [5, 6])
     """
     target, draft = models
-    _, sampling = check_common({"target": target, "draft": draft}, max_new_tokens, *sampling)
+    sampling_args = (options.temperature, options.top_k, options.top_p)
+    _, sampling = check_common({"target": target, "draft": draft}, max_new_tokens, *sampling_args)
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
     gamma = check_int(gamma, "gamma", 1)
     if isinstance(prompts, (bytes, bytearray, str)) or not hasattr(prompts, "__len__") or not len(prompts):
@@ -82,10 +105,10 @@ def row_inputs(
             raise ValueError(
                 f"max_new_tokens: the longest prompt + max_new_tokens + 1 exceed {name}.max_seq_len"
             )
-    seeds = check_seeds(seed, len(ids))
-    if device is not None:
-        target.to(device)
-        draft.to(device)
+    seeds = check_seeds(options.seed, len(ids))
+    if options.device is not None:
+        target.to(options.device)
+        draft.to(options.device)
     dev = next(iter(target.parameters()), next(iter(target.buffers()), torch.zeros(0))).device
     lens = torch.tensor([len(x) for x in ids], dtype=torch.int64, device=dev)
     tokens = torch.zeros(len(ids), max(map(len, ids)) + max_new_tokens, dtype=torch.int64)
