@@ -34,7 +34,7 @@ from spectheory.decoder.speculative import autoregressive_generate
 from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
-from spectheory.validation.trees import draft_tables, medusa_tables, tree_round_dp
+from spectheory.validation.tree_decoding import draft_tables, medusa_tables, tree_round_dp
 
 
 def _sync(dev):

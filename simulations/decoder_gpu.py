@@ -40,7 +40,7 @@ def tree_section(target, draft, name, device, q, law, prompt, n_samples):
     from spectheory.trees import DraftTree
     from spectheory.validation.lossless import pooled_chisquare
     from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
-    from spectheory.validation.trees import (
+    from spectheory.validation.tree_decoding import (
         broken_tree_rule,
         draft_tables,
         tree_round_dp,

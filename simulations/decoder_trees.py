@@ -9,7 +9,7 @@ the shipped Medusa heads:
    must fail: p < 1e-12);
 2. tokens per target call measured against full-horizon predictions along target-sampled
    paths for every (tree, verifier): Rao-Blackwellised exact per-node acceptances
-   (spectheory.validation.trees; recursive rejection without replacement enumerates
+   (spectheory.validation.tree_decoding; recursive rejection without replacement enumerates
    V**(k-1) sibling prefixes, pruned below 1e-6 with an error bound when k >= 3) and, for
    traversal, round emission weights with the path forced onto one branch
    (spectheory.validation.tree_rounds on a path, spectheory.validation.tree_forced with
@@ -49,9 +49,7 @@ from spectheory.trees import DraftTree
 from spectheory.validation import shared_prefill
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
 from spectheory.validation.predict import mean_se, path_statistics, repeat_prompts, sample_paths, zscore
-from spectheory.validation.tree_forced import forced_tree_weights
-from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables
-from spectheory.validation.trees import (
+from spectheory.validation.tree_decoding import (
     broken_tree_rule,
     draft_tables,
     first_round_prediction,
@@ -59,6 +57,8 @@ from spectheory.validation.trees import (
     tree_round_dp,
     tree_two_token_samples,
 )
+from spectheory.validation.tree_forced import forced_tree_weights
+from spectheory.validation.tree_rounds import emission_dp, forced_path_weights, pruned_wo_tables
 from spectheory.verifiers import get_verifier
 from spectheory.verifiers.biased import biased_step, typical_acceptance
 

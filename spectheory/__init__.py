@@ -45,7 +45,7 @@ from .laws.distributions import (
 if TYPE_CHECKING:  # the lazy names, for type checkers
     from ._sizes import SizeError
     from .chain.constructors import ngram_counts
-    from .chain.core import DecodingChain
+    from .chain.decoding_chain import DecodingChain
     from .cost import CostModel
     from .kinds.batch.round import BatchRound
     from .kinds.normalize import as_round
@@ -62,7 +62,7 @@ __version__ = "0.2.0"
 #: Names loaded on first use (the chain, the rounds and the simulator pull in scipy.sparse and
 #: the engines).
 _LAZY = {
-    "DecodingChain": "spectheory.chain.core",
+    "DecodingChain": "spectheory.chain.decoding_chain",
     "ngram_counts": "spectheory.chain.constructors",
     "simulate": "spectheory.montecarlo.simulate",
     "SimulationResult": "spectheory.rounds",

@@ -13,7 +13,7 @@ the package and import no other room of it. The concrete classes satisfy them st
 :class:`TreeRule`. ``tests/test_architecture.py``
 checks that the type graph has no circle.
 
-Notation (as in :mod:`spectheory.chain.core`): ``S`` states, ``V`` tokens; in state ``s`` the
+Notation (as in :mod:`spectheory.chain.decoding_chain`): ``S`` states, ``V`` tokens; in state ``s`` the
 target and the draft propose :math:`p_n(\cdot \mid s)` and :math:`q_n(\cdot \mid s)`
 (``target``, ``draft``, shape ``[S, V]``, or ``[T, S, V]`` per position), and token ``x``
 moves the chain to ``next_state[s, x]`` (or draws it from the law ``[S, V, S]``).

@@ -7,7 +7,7 @@ type checker reads, where a circle is a circle of meaning). In each, two graphs 
 
 - modules: ``a -> b`` when module ``a`` imports module ``b`` (imports of a package's
   ``__init__`` re-export lists are not edges: ``from spectheory.chain import DecodingChain``
-  depends on the module that defines it, ``spectheory.chain.core``, which is what is followed,
+  depends on the module that defines it, ``spectheory.chain.decoding_chain``, which is what is followed,
   through ``from .x import name`` lines and lazy ``{name: module}`` tables alike);
 - rooms (the sub-packages ``laws``, ``exact``, ``verifiers``, ...): ``A -> B`` when a module
   of ``A`` imports one of ``B``. The rooms form layers, e.g. ``exact`` never imports ``chain``
@@ -61,7 +61,7 @@ def _resolve(name, level, current, is_pkg):
 def _reexports(package, modules):
     """``{name: module}`` of what a package's ``__init__`` re-exports: its ``from .x import name``
     lines (``if TYPE_CHECKING:`` blocks included) and its lazy tables (a dict literal of strings,
-    ``{"tree_generate": "tree_decode"}`` or ``{"DecodingChain": "spectheory.chain.core"}``)."""
+    ``{"tree_generate": "tree_decode"}`` or ``{"DecodingChain": "spectheory.chain.decoding_chain"}``)."""
     out = {}
     for node in ast.walk(ast.parse(modules[package].read_text())):
         if isinstance(node, ast.ImportFrom):
@@ -257,8 +257,8 @@ def test_cycle_finder_can_fail(tmp_path):
         tmp_path,
         {
             "spectheory/__init__.py": "",
-            "spectheory/chain/__init__.py": "from .core import Chain\n",
-            "spectheory/chain/core.py": "from ..exact.engine import value\n\nclass Chain: ...\n",
+            "spectheory/chain/__init__.py": "from .decoding_chain import Chain\n",
+            "spectheory/chain/decoding_chain.py": "from ..exact.engine import value\n\nclass Chain: ...\n",
             "spectheory/exact/__init__.py": "",
             "spectheory/exact/engine.py": """\
                 from typing import TYPE_CHECKING
@@ -273,7 +273,11 @@ def test_cycle_finder_can_fail(tmp_path):
     runtime = _skip_package_inits(import_graph(False, modules), modules)
     typed = _skip_package_inits(import_graph(True, modules), modules)
     assert find_cycle(runtime) is None
-    assert find_cycle(typed) == ["spectheory.chain.core", "spectheory.exact.engine", "spectheory.chain.core"]
+    assert find_cycle(typed) == [
+        "spectheory.chain.decoding_chain",
+        "spectheory.exact.engine",
+        "spectheory.chain.decoding_chain",
+    ]
     assert find_cycle(room_graph(True, modules)) == ["chain", "exact", "chain"]
 
 

@@ -19,7 +19,7 @@ def test_docstring_examples(name):
             "spectheory.validation",
             "spectheory.tuning",
             "spectheory.abstraction.hidden_states",
-            "spectheory.cost.fit",
+            "spectheory.cost.fit_forward",
             "spectheory.cost.measure",
             "spectheory.testing.torch",
             "spectheory.verifiers.torch",

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import as_rng, check_int
 from .._typing import RNGLike
-from ..chain.core import DecodingChain
+from ..chain.decoding_chain import DecodingChain
 
 if TYPE_CHECKING:
     from .context_tree import ContextTree

@@ -26,7 +26,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
-from ..chain.core import DecodingChain
+from ..chain.decoding_chain import DecodingChain
 
 __all__ = ["state_sums", "fit_abstraction", "plugin_bound", "chain_summary"]
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from .._guards import check_int
-from ..chain.core import DecodingChain
+from ..chain.decoding_chain import DecodingChain
 
 __all__ = ["context_keys", "fit_order_k_chain", "chain_predictions"]
 

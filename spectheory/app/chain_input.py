@@ -112,7 +112,7 @@ def _read_chain_file(path: str) -> dict:
 
 def load_chain(args: argparse.Namespace) -> DecodingChain:
     """Build the DecodingChain named by the command-line arguments."""
-    from ..chain.core import DecodingChain
+    from ..chain.decoding_chain import DecodingChain
 
     if args.chain:
         path = args.chain

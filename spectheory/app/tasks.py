@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._typing import RNGLike
-from ..chain.core import DecodingChain
+from ..chain.decoding_chain import DecodingChain
 
 if TYPE_CHECKING:
     from ..chain import DecodingChain

@@ -1,13 +1,13 @@
 """The central object, :class:`DecodingChain` (two next-token kernels over a finite state space),
 and its constructors: from matrices, random (Dirichlet), i.i.d., n-gram counts, prefix trees
-(:mod:`.core`, :mod:`.constructors`), exact-value views (:mod:`.views`), closed classes of the
+(:mod:`.decoding_chain`, :mod:`.constructors`), exact-value views (:mod:`.views`), closed classes of the
 state process, which every stationary law or long-run rate needs unique (:mod:`.classes`), stochastic
 transitions (:mod:`.transitions`), the byte n-gram as a Markov chain, numpy only (:mod:`.ngram`), and the
 named example chains of the figures and tests (:mod:`.examples`)."""
 
 from .classes import closed_classes, require_one_closed_class
 from .constructors import ngram_counts
-from .core import DecodingChain
+from .decoding_chain import DecodingChain
 from .ngram import NGramChain, load_shipped_ngram
 
 __all__ = [

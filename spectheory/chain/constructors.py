@@ -1,4 +1,4 @@
-"""Constructors of :class:`~spectheory.chain.core.DecodingChain` (a mixin): from matrices, i.i.d.,
+"""Constructors of :class:`~spectheory.chain.decoding_chain.DecodingChain` (a mixin): from matrices, i.i.d.,
 random (Dirichlet), n-gram counts and prefix trees, with :func:`ngram_counts`."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._guards import check_int
-from .core import DecodingChain
+from .decoding_chain import DecodingChain
 
 __all__ = ["easy_hard_chain", "holey_chain"]
 

@@ -1,7 +1,7 @@
 """The exact values of a :class:`~spectheory.DecodingChain`: ``protocol`` (every expectation of
 the protocol for any round -- a path, a tree, a batch of drafts, a draft-length policy -- in one
 :class:`~spectheory.exact.ExactResult`) and the ``expected_*`` views of a path's. A mixin of
-:class:`~spectheory.chain.core.DecodingChain`; each round's :meth:`~spectheory.rounds.Round.exact`
+:class:`~spectheory.chain.decoding_chain.DecodingChain`; each round's :meth:`~spectheory.rounds.Round.exact`
 calls its engine (:mod:`spectheory.exact`, :mod:`spectheory.trees`, :mod:`spectheory.stopping`).
 """
 

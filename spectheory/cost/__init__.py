@@ -31,10 +31,10 @@ imports only numpy and :mod:`spectheory.laws`.
 from .base import Cost, as_cost
 from .batch import BatchOptimum, crossover_batch, optimal_gamma, optimal_round, speedup_table
 from .examples import COST_MODELS, named_cost
-from .fit import CostFit, fit_cost
+from .fit_forward import CostFit, fit_cost
 from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
-from .model import ConstantCost, CostModel, DraftCall, TargetCall
 from .op_count import OpCount
+from .round_cost import ConstantCost, CostModel, DraftCall, TargetCall
 from .timed import ForwardLog
 
 __all__ = [

@@ -9,7 +9,7 @@ tokens one at a time therefore costs ``c k + t(k)``, and a generation of ``T`` t
 
 against ``T a`` for plain autoregressive decoding, ``a = autoregressive`` (default 1: Leviathan
 et al.'s unit, one target call). The unit is free: a :class:`Cost` in units of one target call
-(``Cost(0.05)``) and one in seconds (``CostModel.at(batch)``, :mod:`spectheory.cost.model`)
+(``Cost(0.05)``) and one in seconds (``CostModel.at(batch)``, :mod:`spectheory.cost.round_cost`)
 are read the same way; ``speedup = T a / time`` in both.
 
 Trees: by default every drafted node is one draft step (``c`` per node, the convention of the

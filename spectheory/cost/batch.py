@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from .model import ConstantCost, CostModel
+from .round_cost import ConstantCost, CostModel
 
 __all__ = ["BatchOptimum", "optimal_gamma", "optimal_round", "speedup_table", "crossover_batch"]
 

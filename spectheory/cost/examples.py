@@ -17,7 +17,7 @@ Each entry states where its numbers come from and how sure they are. Two kinds:
   Llama-68M, ``JackFram/llama-68m``: 6.8e7 parameters, 2 layers, ``d_model`` 768). A roofline
   is an ideal (no launch or framework overhead, peak throughput reached): it says when a
   forward turns compute-bound, not its measured latency; fit a real device with
-  ``spectheory.cost.fit`` (``spectheory tune``).
+  ``spectheory.cost.fit_forward`` (``spectheory tune``).
 
 The linear latency fit of Liu et al. 2026 (arXiv 2601.11580) is not included: no text checked
 for this release states its fitted constants or their units (pass your own to
@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .forward import ConstantForward, RooflineForward
-from .model import ConstantCost, CostModel
+from .round_cost import ConstantCost, CostModel
 
 __all__ = ["COST_MODELS", "named_cost", "llama_roofline"]
 

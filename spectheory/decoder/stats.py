@@ -103,7 +103,7 @@ class DecodeStats:
         """Mean over sequences and its standard error (NaN for one sequence) of
         ``target_calls``, ``rejections``, ``draft_tokens`` or ``accepted``, as
         :meth:`spectheory.montecarlo.SimulationResult.mean_se`."""
-        from ..montecarlo.stats import mean_and_se
+        from ..montecarlo.chisquare import mean_and_se
 
         if name not in _STATISTICS:
             raise ValueError(f"name: expected one of {_STATISTICS}, got {name!r}")

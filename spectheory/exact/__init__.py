@@ -26,7 +26,7 @@ drafts, and the all-accepted event is read off at phase ``gamma`` (or at ``n = T
 
 Modules: :mod:`.result` (:class:`ExactResult`, the result vocabulary every exact result shares,
 and :class:`ProtocolResult`), :mod:`.cost` (:class:`Cost`, what a round costs in time),
-:mod:`.core` (mass operators, token masses), :mod:`.phase`,
+:mod:`.parts` (mass operators, token masses), :mod:`.phase`,
 :mod:`.rounds`, :mod:`.sequence_laws`, :mod:`.expectations` (the chain-level expectations the
 :class:`~spectheory.DecodingChain` methods return), :mod:`.enumeration` (Fractions) and
 :mod:`.iid_gap` (Leviathan's i.i.d. formula against the exact chain values). This package never
@@ -37,14 +37,6 @@ object, duck-typed) and rule objects. The protocol and its counters are document
 
 from ..cost.base import Cost, as_cost
 from . import expectations
-from .core import (
-    PROGRESS_WORK,
-    SINGLE_THREAD_STATES,
-    ProtocolResult,
-    blas_single_thread,
-    scaled_masses,
-    token_masses,
-)
 from .expectations import (  # noqa: F401  (its names: expectations.__all__)
     accepted_count_per_state,
     protocol_result,
@@ -54,9 +46,17 @@ from .expectations import (  # noqa: F401  (its names: expectations.__all__)
     tokens_per_call_per_generation,
     tv_profile,
 )
+from .parts import (
+    PROGRESS_WORK,
+    SINGLE_THREAD_STATES,
+    ProtocolResult,
+    blas_single_thread,
+    scaled_masses,
+    token_masses,
+)
 from .phase import calls_law, phase_recursion, token_accept_survival
 from .result import ExactResult, NotComputedError
-from .rounds import round_recursion, token_round_transition
+from .round_recursion import round_recursion, token_round_transition
 from .sequence_laws import phase_sequence_law, target_sequence_law
 
 __all__ = [

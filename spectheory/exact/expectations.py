@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._guards import check_bool, check_int
-from .core import ProtocolResult, blas_single_thread, token_masses
+from .parts import ProtocolResult, blas_single_thread, token_masses
 from .phase import calls_law, token_accept_survival
 from .sequence_laws import phase_sequence_law, target_sequence_law
 

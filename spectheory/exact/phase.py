@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .core import (
+from .parts import (
     ProtocolResult,
     _check_gamma,
     _check_rows,

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..cost.base import Cost, as_cost
-from ..cost.model import CostModel
+from ..cost.round_cost import CostModel
 
 __all__ = ["ExactResult", "ProtocolResult", "NotComputedError", "SUMMARY_STATISTICS"]
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from numpy.typing import ArrayLike
 
-from .core import _check_gamma, _check_rows, _MassOps
+from .parts import _check_gamma, _check_rows, _MassOps
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike

@@ -3,9 +3,9 @@ from :mod:`spectheory.rounds`) and its one result type :class:`SimulationResult`
 :func:`sequence_tv_mc` for the sequence-level TV of lossy rules, :func:`sample_target` for plain
 target sampling, :func:`pooled_chisquare` and :func:`mean_and_se` (the SE convention)."""
 
+from .chisquare import mean_and_se, pooled_chisquare
 from .sequence_tv import sequence_tv_mc
 from .simulator import STATISTICS, SimulationResult, sample_target, simulate
-from .stats import mean_and_se, pooled_chisquare
 
 __all__ = [
     "simulate",

@@ -16,7 +16,7 @@ from ..kinds.path.round import CHUNK_ELEMS
 from ..rounds.driver import progress_bar
 from ..rounds.result import STATISTICS, SimulationResult
 from ..rounds.sampler import ChainSampler, sample_initial
-from ..rounds.stats import mean_and_se
+from ..rounds.standard_error import mean_and_se
 from .simulate import simulate
 
 __all__ = ["simulate", "sample_target", "SimulationResult", "mean_and_se", "STATISTICS"]

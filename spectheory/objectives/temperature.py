@@ -154,7 +154,7 @@ def temperature_sweep(
     r"""Tokens per call for each draft temperature along target paths of real models.
 
     ``n_paths`` target paths of ``horizon`` tokens after the prompts (cycled,
-    :func:`~spectheory.validation.paths.repeat_prompts`), sampled at ``target_temperature``
+    :func:`~spectheory.validation.path_stats.repeat_prompts`), sampled at ``target_temperature``
     (seed ``seed``); both models' logits are computed once along them. For each ``tau_d`` the
     per-position rejection probability of the token taken is ``max(0, 1 - q(x)/p(x))`` (``q`` the
     draft at ``tau_d``, ``p`` the target at ``tau_t``), and
@@ -172,7 +172,7 @@ def temperature_sweep(
 
     from ..decoder.sampling import logits_to_probs
     from ..validation.lossless import model_device
-    from ..validation.paths import mean_se, repeat_prompts, sample_paths
+    from ..validation.path_stats import mean_se, repeat_prompts, sample_paths
     from ..validation.predict import round_dp
 
     T = check_int(horizon, "horizon", 1)

@@ -20,7 +20,7 @@ from .base import ENGINES, Round, RoundOutcome, RoundRuns, RoundTags, Unsupporte
 from .driver import run_rounds
 from .result import STATISTICS, SimulationResult
 from .sampler import ChainSampler, sample_initial
-from .stats import mean_and_se
+from .standard_error import mean_and_se
 
 __all__ = [
     "Round",

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .stats import mean_and_se
+from .standard_error import mean_and_se
 
 __all__ = ["SimulationResult", "STATISTICS", "TIME_STATISTICS"]
 

@@ -29,7 +29,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..chain.classes import stationary_distribution
-from ..cost.model import CostModel
+from ..cost.round_cost import CostModel
 from .optimal import _round_start_tables, long_run_optimum
 
 if TYPE_CHECKING:

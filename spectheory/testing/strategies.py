@@ -162,7 +162,7 @@ def chains(
 @st.composite
 def decoding_chains(draw: st.DrawFn, vocab_size: int | None = None, **kwargs: Any) -> DecodingChain:
     """A :class:`spectheory.DecodingChain` built from :func:`chains`."""
-    from ..chain.core import DecodingChain
+    from ..chain.decoding_chain import DecodingChain
 
     target, draft, initial = draw(chains(vocab_size, **kwargs))
     return DecodingChain(target, draft, initial)

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from ..cost.batch import crossover_batch, optimal_round
-from ..cost.model import CostModel
+from ..cost.round_cost import CostModel
 from ..kinds.tree.draft_tree import DraftTree
 from ..kinds.tree.round import TreeRound
 from .sequoia import positional_vector, sequoia_positional_dp

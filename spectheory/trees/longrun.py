@@ -35,7 +35,7 @@ import numpy as np
 from .._guards import check_int
 from ..chain.classes import require_one_closed_class, stationary_distribution
 from ..cost.base import as_cost
-from ..exact.core import blas_single_thread
+from ..exact.parts import blas_single_thread
 from ..kinds.dynamic.round import DynamicTreeRound
 from ..kinds.tree.accumulate import _Accumulator
 from ..kinds.tree.draft_tree import DraftTree

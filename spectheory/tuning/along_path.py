@@ -199,7 +199,7 @@ class TreeRounds(RoundsModel):
         return float(self.max_depth)  # a tree round drafts its whole tree
 
     def kernel(self, sample: Any) -> tuple[np.ndarray, int]:
-        from ..validation.trees import draft_tables
+        from ..validation.tree_decoding import draft_tables
 
         if sample.target_laws is None or sample.draft_laws is None:
             raise ValueError("trees: the path sample has no laws; sample with trees=True")

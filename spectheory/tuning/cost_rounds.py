@@ -3,7 +3,7 @@ r"""The law of a row's number of rounds, given its output path (pure numpy).
 A batch of the real decoder plays rounds until its *slowest* row is done (a finished row still
 rides along in every forward), so a batch's wall time is set by :math:`\max_b R_b`, the largest
 number of rounds over its ``B`` rows, not by their mean. The Rao-Blackwellised predictions
-(:func:`spectheory.validation.predict.round_dp`, :func:`~spectheory.validation.trees.tree_round_dp`,
+(:func:`spectheory.validation.predict.round_dp`, :func:`~spectheory.validation.tree_decoding.tree_round_dp`,
 :func:`~spectheory.stopping.along_paths.policy_round_dp`) give ``E[R | path]``; this module gives
 the whole law of ``R`` given the path, by the same argument: given the output path the verifier's
 outcomes are independent (docs of those functions), so the round boundaries form a Markov chain

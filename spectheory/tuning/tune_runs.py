@@ -83,7 +83,7 @@ def fit_timing(
     configuration of each kind, and of autoregressive decoding, at each calibration batch: the
     smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
     record of the fits and overhead runs."""
-    from ..cost.fit import fit_cost
+    from ..cost.fit_forward import fit_cost
 
     gen = np.random.default_rng(rng)
     L0, T = int(np.shape(prompts)[1]), int(horizon)

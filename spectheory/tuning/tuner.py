@@ -2,7 +2,7 @@ r"""Which gamma, tree or policy to run, for these models on this device at this 
 
 :func:`tune` answers the question in four steps, each a documented piece of the package:
 
-1. fit the forward cost of both models on the device (:func:`spectheory.cost.fit.fit_cost`) over
+1. fit the forward cost of both models on the device (:func:`spectheory.cost.fit_forward.fit_cost`) over
    the batch sizes asked for and the token counts the configurations score;
 2. measure the decoder's per-round work outside the forwards at a few small runs
    (:func:`~spectheory.tuning.cost_timing.measure_overhead`);

@@ -25,7 +25,7 @@ import torch
 
 from .._guards import check_int
 from ..decoder.sampling import logits_to_probs, sample_from_uniform
-from ..montecarlo.stats import pooled_chisquare
+from ..montecarlo.chisquare import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier
 from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import Verdict

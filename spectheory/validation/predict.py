@@ -48,7 +48,7 @@ from numpy.typing import ArrayLike
 from .._guards import check_int
 from ..decoder.rng import derive_seed, row_seeds
 from ..kinds.policy.outcome_kernels import outcome_dp
-from .paths import PathStatistics, mean_se, path_statistics, repeat_prompts, sample_paths, zscore
+from .path_stats import PathStatistics, mean_se, path_statistics, repeat_prompts, sample_paths, zscore
 from .round_kernels import path_outcomes
 
 if TYPE_CHECKING:

@@ -39,7 +39,7 @@ from .._typing import RNGLike
 from ..children import get_child_policy
 from ..decoder.tree_decode import ModelDrafter, tree_generate
 from ..verifiers.base import get_verifier
-from .trees import FirstRoundRecorded, run_first_round
+from .tree_decoding import FirstRoundRecorded, run_first_round
 
 if TYPE_CHECKING:
     import torch

@@ -3,7 +3,7 @@ r"""Recursive rejection without replacement along target paths, rejected prefixe
 Exact node laws of ``tree_rrs_wo`` enumerate ``V**(k-1)`` rejected-sibling prefixes per node;
 :func:`wo_node_laws_pruned` drops the prefixes below a probability ``min_prob`` (the dropped
 mass bounds the error), and :func:`pruned_wo_tables` turns those laws into the tables of
-:func:`spectheory.validation.trees.tree_round_dp`. The full-horizon predictions of other tree
+:func:`spectheory.validation.tree_decoding.tree_round_dp`. The full-horizon predictions of other tree
 verifiers are in :mod:`spectheory.validation.tree_rounds`.
 """
 
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .trees import _child_counts, by_depth
+from .tree_decoding import _child_counts, by_depth
 
 if TYPE_CHECKING:
     from ..trees import DraftTree
@@ -82,9 +82,9 @@ def pruned_wo_tables(
     tree: DraftTree,
     min_prob: float = 1e-8,
 ) -> tuple[dict, np.ndarray]:
-    """Tables of :func:`spectheory.validation.trees.tree_round_dp` for ``tree_rrs_wo`` from
+    """Tables of :func:`spectheory.validation.tree_decoding.tree_round_dp` for ``tree_rrs_wo`` from
     :func:`wo_node_laws_pruned` (laws along target paths, as
-    :func:`spectheory.validation.trees.draft_tables`); returns ``(tables, dropped)`` with
+    :func:`spectheory.validation.tree_decoding.draft_tables`); returns ``(tables, dropped)`` with
     ``dropped [N, T]`` the pruned mass at each position's node with the most children. A
     round disagrees with the exact one with probability at most its dropped mass, so
     ``|error of E[target calls]| <= T * mean(dropped)`` (coupling)."""

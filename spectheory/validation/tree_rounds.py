@@ -3,7 +3,7 @@ r"""Full-horizon predictions for any lossless tree verifier: round emission weig
 Notation: p = target, q = draft (laws after temperature/top-k/top-p); the tree protocol of
 docs/trees.md (``bonus=True``); ``T`` new tokens after a prompt.
 
-The node-local prediction of :mod:`spectheory.validation.trees` factorises a round over tree
+The node-local prediction of :mod:`spectheory.validation.tree_decoding` factorises a round over tree
 nodes. Traversal verification is not node-local, and recursive rejection *without
 replacement* needs ``V**(k-1)`` enumerated sibling prefixes per node (too many at
 ``V = 256`` for ``k >= 3``). Both are covered by one identity that holds for every lossless
@@ -49,7 +49,7 @@ draft's own continuation; weighting the outcome by ``pi_j`` instead of drawing t
 removes the indicator, and the estimate is random only through the continuation (about 2x
 the decoder's standard error on the shipped models). Branching trees: the same with importance
 weights for the siblings around each forced child, :mod:`spectheory.validation.tree_forced`. For node-local rules the exact ``w`` is the product of
-the per-node acceptances of :func:`spectheory.validation.trees.tree_round_dp`; the tests
+the per-node acceptances of :func:`spectheory.validation.tree_decoding.tree_round_dp`; the tests
 check the two agree.
 """
 
@@ -63,8 +63,8 @@ import numpy as np
 from ..kinds.policy.outcome_kernels import outcome_dp
 from ..trees import DraftTree
 from ..verifiers.base import get_verifier
+from .tree_decoding import FirstRoundRecorded, run_first_round
 from .tree_pruned import pruned_wo_tables, wo_node_laws_pruned  # noqa: F401  (re-exported)
-from .trees import FirstRoundRecorded, run_first_round
 
 if TYPE_CHECKING:
     from ..trees import DraftTree

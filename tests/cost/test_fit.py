@@ -8,7 +8,7 @@ torch = pytest.importorskip("torch")
 from _torch_models import gpt  # noqa: E402
 
 from spectheory.cost import ConstantForward, LinearForward  # noqa: E402
-from spectheory.cost.fit import CostFit, fit_cost, fit_form  # noqa: E402
+from spectheory.cost.fit_forward import CostFit, fit_cost, fit_form  # noqa: E402
 from spectheory.cost.measure import check_device, time_forward  # noqa: E402
 
 

@@ -17,7 +17,7 @@ from spectheory.decoder.tree_attention import TreeLayout  # noqa: E402
 from spectheory.decoder.tree_decode import draw_level, tree_generate  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare  # noqa: E402
-from spectheory.validation.trees import tree_two_token_samples  # noqa: E402
+from spectheory.validation.tree_decoding import tree_two_token_samples  # noqa: E402
 from spectheory.verifiers.spechub_tree import SPECHUB, HubChildren  # noqa: E402
 
 BINARY = DraftTree.from_branching([2, 2])

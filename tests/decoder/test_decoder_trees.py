@@ -20,7 +20,7 @@ from spectheory.decoder.tree_decode import draw_level, resolve_rule, tree_genera
 from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare  # noqa: E402
 from spectheory.validation.predict import mean_se, path_statistics, sample_paths  # noqa: E402
-from spectheory.validation.trees import (  # noqa: E402
+from spectheory.validation.tree_decoding import (  # noqa: E402
     broken_tree_rule,
     draft_tables,
     first_round_prediction,

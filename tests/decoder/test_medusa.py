@@ -25,7 +25,7 @@ from spectheory.decoder.sampling import logits_to_probs  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.validation.predict import mean_se, sample_paths  # noqa: E402
-from spectheory.validation.trees import medusa_tables, tree_round_dp  # noqa: E402
+from spectheory.validation.tree_decoding import medusa_tables, tree_round_dp  # noqa: E402
 from spectheory.verifiers.biased import typical_acceptance  # noqa: E402
 
 

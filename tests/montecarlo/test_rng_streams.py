@@ -113,7 +113,7 @@ def test_chunked_validation_runs_equal_one_unbatched_call():
 
 
 def test_tree_two_token_samples_rows_follow_one_seed_stream():
-    from spectheory.validation.trees import tree_two_token_samples
+    from spectheory.validation.tree_decoding import tree_two_token_samples
 
     seen = []
 

@@ -160,7 +160,7 @@ def test_decoder_two_token_law():
 
     from spectheory.decoder.tree_decode import tree_generate
     from spectheory.validation.lossless import exact_two_token_law, pooled_chisquare
-    from spectheory.validation.trees import tree_two_token_samples
+    from spectheory.validation.tree_decoding import tree_two_token_samples
 
     target, draft = gpt(2, n_layer=2, n_embd=16, vocab=8, scale=5.0), gpt(3, vocab=8, scale=5.0)
     prompt = [1, 2, 3]

@@ -18,7 +18,7 @@ from spectheory.tuning.cost_timing import DecoderTiming  # noqa: E402
 from spectheory.tuning.tuner import TuneResult, tune  # noqa: E402
 from spectheory.validation.predict import round_dp  # noqa: E402
 from spectheory.validation.round_kernels import path_kernel, policy_kernel, tree_kernel  # noqa: E402
-from spectheory.validation.trees import by_depth, tree_round_dp  # noqa: E402
+from spectheory.validation.tree_decoding import by_depth, tree_round_dp  # noqa: E402
 
 RNG = np.random.default_rng(7)
 REJECT = RNG.uniform(0, 0.7, (6, 14))

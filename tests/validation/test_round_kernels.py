@@ -10,8 +10,8 @@ from spectheory.trees import DraftTree
 from spectheory.tuning.cost_rounds import rounds_law
 from spectheory.validation.predict import round_dp
 from spectheory.validation.round_kernels import path_outcomes, policy_kernel, tree_outcomes
+from spectheory.validation.tree_decoding import by_depth, tree_round_dp
 from spectheory.validation.tree_rounds import emission_dp
-from spectheory.validation.trees import by_depth, tree_round_dp
 
 RNG = np.random.default_rng(11)
 REJECT = RNG.uniform(0, 0.8, (5, 9))

@@ -115,8 +115,8 @@ def test_emission_weights_unbiased_against_exact_node_local(setup):
     """Sampled trees (branching) and forced paths (single path) against the exact tables, paired."""
     from spectheory.trees import DraftTree
     from spectheory.validation.predict import mean_se
+    from spectheory.validation.tree_decoding import draft_tables, tree_round_dp
     from spectheory.validation.tree_rounds import forced_path_weights, sampled_round_weights
-    from spectheory.validation.trees import draft_tables, tree_round_dp
 
     target, draft, _, paths, ps, T = setup
     tree = DraftTree.from_branching([2, 1])
@@ -159,8 +159,8 @@ def test_forced_branch_weights_unbiased_on_branching_trees(setup):
     from spectheory.decoder.tree_decode import tree_generate
     from spectheory.trees import DraftTree
     from spectheory.validation.predict import mean_se
+    from spectheory.validation.tree_decoding import draft_tables, tree_round_dp
     from spectheory.validation.tree_forced import forced_tree_weights
-    from spectheory.validation.trees import draft_tables, tree_round_dp
 
     target, draft, prompts, paths, ps, T = setup
     tree = DraftTree.from_branching([3, 1])

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..._guards import check_int
-from ...exact.core import blas_single_thread, check_engine_size
+from ...exact.parts import blas_single_thread, check_engine_size
 from ...rounds.base import Round, RoundOutcome, RoundRuns, RoundTags
 from ...verifiers.base import get_verifier
 from ..tree.accumulate import TreeProtocolResult, _Accumulator

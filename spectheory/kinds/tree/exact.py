@@ -33,7 +33,7 @@ import numpy as np
 from ..._guards import check_int
 from ..._progress import progress_range
 from ..._sizes import PROGRESS_SECONDS
-from ...exact.core import blas_single_thread, check_engine_size
+from ...exact.parts import blas_single_thread, check_engine_size
 from ...verifiers.base import get_verifier
 from .accumulate import TreeProtocolResult, _Accumulator, _result
 from .draft_tree import DraftTree

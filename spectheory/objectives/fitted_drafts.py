@@ -36,7 +36,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import as_law, check_int
 from ..chain import DecodingChain
-from ..exact.core import blas_single_thread
+from ..exact.parts import blas_single_thread
 from .family import TiedDraft
 
 __all__ = ["DIVERGENCES", "OBJECTIVES", "state_weights", "divergence", "fit_draft", "FittedDraft"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..rounds.stats import mean_and_se
+from ..rounds.standard_error import mean_and_se
 
 __all__ = ["mean_and_se", "pooled_chisquare"]
 
@@ -32,7 +32,7 @@ def pooled_chisquare(samples: ArrayLike, law: ArrayLike, min_expected: float = 5
     >>> import numpy as np
     >>> law = np.array([0.5, 0.3, 0.2])
     >>> x = np.random.default_rng(0).choice(3, size=2000, p=law)
-    >>> from spectheory.montecarlo.stats import pooled_chisquare
+    >>> from spectheory.montecarlo.chisquare import pooled_chisquare
     >>> pooled_chisquare(x, law)["pvalue"] > 1e-3
     True
     """

@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 from .._guards import check_int
 from ..decoder.rng import row_seeds
 from ..decoder.sampling import logits_to_probs
-from ..montecarlo.stats import mean_and_se
+from ..montecarlo.chisquare import mean_and_se
 
 if TYPE_CHECKING:
     from ..decoder.batching import CausalLM
@@ -30,7 +30,7 @@ __all__ = ["mean_se", "zscore", "repeat_prompts", "sample_paths", "PathStatistic
 
 def mean_se(x: ArrayLike, axis: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
     """Mean and standard error of the mean over ``axis`` (ddof = 1; NaN SE for one sample):
-    :func:`spectheory.montecarlo.stats.mean_and_se` with the sample axis first by default."""
+    :func:`spectheory.montecarlo.chisquare.mean_and_se` with the sample axis first by default."""
     return mean_and_se(x, axis=axis)
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import scipy.sparse as sp
 
-from .core import ProtocolResult, _check_gamma, _positions, _single_threaded, check_engine_size, token_masses
+from .parts import ProtocolResult, _check_gamma, _positions, _single_threaded, check_engine_size, token_masses
 
 if TYPE_CHECKING:
     from .._protocols import ChainLike
