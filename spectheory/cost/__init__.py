@@ -7,7 +7,7 @@
   :class:`ConstantForward`, :class:`LinearForward`, :class:`RooflineForward` (:mod:`.forward`);
 * :class:`CostModel` -- a target and a draft forward and an overhead; ``model.at(batch,
   context)`` is the :class:`Cost` of a round in seconds; :class:`ConstantCost` is Leviathan et
-  al.'s constant ``c`` (:mod:`.model`);
+  al.'s constant ``c`` (:mod:`.round_cost`);
 * :func:`named_cost` -- example models with published constants (:mod:`.examples`);
 * :func:`optimal_gamma`, :func:`optimal_round`, :func:`speedup_table`, :func:`crossover_batch`
   -- the best configuration per batch size, the crossover and the constant-``c`` error

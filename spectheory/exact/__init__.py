@@ -27,7 +27,7 @@ drafts, and the all-accepted event is read off at phase ``gamma`` (or at ``n = T
 Modules: :mod:`.result` (:class:`ExactResult`, the result vocabulary every exact result shares,
 and :class:`ProtocolResult`), :mod:`.cost` (:class:`Cost`, what a round costs in time),
 :mod:`.parts` (mass operators, token masses), :mod:`.phase`,
-:mod:`.rounds`, :mod:`.sequence_laws`, :mod:`.expectations` (the chain-level expectations the
+:mod:`.round_recursion`, :mod:`.sequence_laws`, :mod:`.expectations` (the chain-level expectations the
 :class:`~spectheory.DecodingChain` methods return), :mod:`.enumeration` (Fractions) and
 :mod:`.iid_gap` (Leviathan's i.i.d. formula against the exact chain values). This package never
 imports :mod:`spectheory.chain` or :mod:`spectheory.verifiers`: callers hand it kernels (a chain

@@ -5,7 +5,7 @@
 - the multi-step objective, exact expected target calls differentiable in the draft
   (:mod:`.multistep`): :func:`expected_calls_torch` (torch autograd) and
   :func:`expected_calls_gradient` (the adjoint recursion, numpy);
-- drafts fitted by forward KL, reverse KL, JSD, TV or tokens per call (:mod:`.fit`):
+- drafts fitted by forward KL, reverse KL, JSD, TV or tokens per call (:mod:`.fitted_drafts`):
   :func:`fit_draft`, :class:`FittedDraft`, :func:`divergence`, :func:`state_weights`;
 - the draft temperature (:mod:`.temperature`): :func:`tempered`,
   :func:`optimal_draft_temperature` on chains, :func:`temperature_sweep` along target paths of

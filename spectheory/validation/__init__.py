@@ -5,8 +5,8 @@
 - Rao-Blackwellised predictions of rejections, calls, draft steps and accepted-count laws
   (:mod:`.predict`, each kind's outcome kernel in :mod:`.round_kernels`): :func:`round_dp`,
   :func:`measure_decoder`, :func:`compare_theory`, along paths and their exact statistics
-  (:mod:`.paths`): :func:`sample_paths`, :func:`path_statistics`;
-- draft trees (:mod:`.trees`, :mod:`.tree_rounds`, :mod:`.tree_forced`, :mod:`.tree_pruned`) and
+  (:mod:`.path_stats`): :func:`sample_paths`, :func:`path_statistics`;
+- draft trees (:mod:`.tree_decoding`, :mod:`.tree_rounds`, :mod:`.tree_forced`, :mod:`.tree_pruned`) and
   dynamic trees (:mod:`.dynamic_trees`: :func:`dynamic_tree_along_paths`) against the decoder;
 - draft-length policies, Rao-Blackwellised along target paths (:mod:`.policy_predict`):
   :func:`policy_path_inputs`, :func:`predict_policy`;
