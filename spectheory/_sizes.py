@@ -53,11 +53,13 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
+    "positive_branches",
     "Estimate",
     "SizeError",
     "estimate",
@@ -75,6 +77,38 @@ __all__ = [
 
 #: A computation estimated to take longer than this shows a progress bar by default.
 PROGRESS_SECONDS = 5.0
+
+
+def positive_branches(
+    weights: Any, count: int, limit: int, too_many: Callable[[], str]
+) -> tuple[Any, Any, int]:
+    """One level of an exact enumeration: the ``(row, column)`` indices of ``weights``' positive
+    entries, and the running count of enumerated branches, refused past ``limit``.
+
+    The exact engines that enumerate paths (recursive rejection without replacement, a drafted
+    path tree) grow level by level; each keeps only the branches of positive weight and stops
+    with a :class:`ValueError` (message ``too_many()``) as soon as the enumeration would exceed
+    its size limit, before allocating the next level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rows, cols, n = positive_branches(np.array([[0.5, 0.0], [0.2, 0.3]]), 1, 10, lambda: "too many")
+    >>> rows.tolist(), cols.tolist(), n
+    ([0, 1, 1], [0, 0, 1], 4)
+    >>> positive_branches(np.ones((2, 2)), 8, 10, lambda: "too many")
+    Traceback (most recent call last):
+    ...
+    ValueError: too many
+    """
+    import numpy as np
+
+    rows, cols = np.nonzero(weights > 0)
+    count += rows.size
+    if count > limit:
+        raise ValueError(too_many())
+    return rows, cols, count
+
 
 #: Largest number of enumerated candidate paths for exact values of recursive rejection
 #: without replacement.

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .._sizes import MAX_PATHS
+from .._sizes import MAX_PATHS, positive_branches
 from ..laws.sampling import categorical as _categorical
 from ..laws.sampling import norm_excess as _norm_excess
 from .policy import ChildPolicy, _node_args, _safe_div
@@ -214,13 +214,15 @@ def _wo_accept(t, d, k):
             break
         rej = prob[:, None] * np.maximum(dc - r, 0.0)
         r_next = _norm_excess(r, dc)[0]
-        p_idx, x_idx = np.nonzero(rej > 0)
-        n_paths += p_idx.size
-        if n_paths > MAX_PATHS:
-            raise ValueError(
+        p_idx, x_idx, n_paths = positive_branches(
+            rej,
+            n_paths,
+            MAX_PATHS,
+            lambda: (
                 f"k: exact recursive rejection without replacement needs more than {MAX_PATHS} "
                 f"paths (S={S}, V={V}, k={k}); use Monte Carlo"
-            )
+            ),
+        )
         sid, prob, r = sid[p_idx], rej[p_idx, x_idx], r_next[p_idx]
         dc = dc[p_idx].copy()
         dc[np.arange(p_idx.size), x_idx] = 0.0

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..kinds.normalize import as_round
+from ..kinds.normalize import round_for
 from .dynamic_tree import dynamic_tree_generate
 from .speculative import speculative_generate
 from .tree_decode import tree_generate
@@ -124,11 +124,10 @@ def generate(
 
     Raises
     ------
-    UnsupportedRoundError
-        The round declares (:meth:`~spectheory.rounds.Round.tags`) that the decoder cannot run
-        it; the message names the round and the reason. A ``ValueError``.
     ValueError
-        ``round`` is not a round, or ``options`` repeat what it fixes.
+        As :func:`~spectheory.kinds.normalize.round_for` (engine ``"decoder"``): ``round`` is not
+        a round, ``options`` repeat what it fixes, or the round declares that the decoder
+        cannot run it (:class:`~spectheory.rounds.UnsupportedRoundError`, naming the reason).
 
     Examples
     --------
@@ -141,10 +140,6 @@ def generate(
     >>> all((a == b).all() for a, b in zip(res.tokens, ref.tokens))
     True
     """
-    rnd = as_round(round)
-    fixed = sorted(k for k in options if k in _ROUND_ARGS)
-    if fixed:
-        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to generate")
-    rnd.require("decoder")
+    rnd = round_for("decoder", round, options, _ROUND_ARGS, "generate")
     result: GenerationResult = rnd.decode(LOOPS, target, draft, prompts, max_new_tokens, dict(options))
     return result

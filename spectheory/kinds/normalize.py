@@ -26,6 +26,7 @@ PathRound(gamma=4, verifier='token')
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -33,7 +34,7 @@ import numpy as np
 from ..rounds.base import Round
 from .path.round import PathRound
 
-__all__ = ["as_round"]
+__all__ = ["as_round", "round_for"]
 
 _KEYWORDS = ("round", "gamma", "tree", "policy")
 
@@ -117,4 +118,49 @@ def as_round(
             f"got {type(obj).__name__}"
         )
     rnd: Round = kind.from_shorthand(obj, verifier)  # type: ignore[attr-defined]
+    return rnd
+
+
+def round_for(
+    engine: str, round: Any, options: Mapping[str, Any], fixed: Iterable[str], caller: str
+) -> Round:
+    """What every engine entry point does first: turn ``round`` into a :class:`Round`
+    (:func:`as_round`), refuse the ``options`` that the round already fixes, and ask the round
+    whether it runs in ``engine`` (:meth:`Round.require <spectheory.rounds.Round.require>`).
+
+    Parameters
+    ----------
+    engine : str
+        One of :data:`spectheory.rounds.ENGINES` (``"decoder"``, ``"kit"``, ...).
+    round : Round, int, DraftTree or Policy
+        Anything :func:`as_round` accepts.
+    options : mapping
+        The entry point's other keyword options.
+    fixed : iterable of str
+        The option names a round fixes for this engine (e.g. ``gamma``, ``tree``).
+    caller : str
+        The entry point's name, for the message.
+
+    Raises
+    ------
+    UnsupportedRoundError
+        The round declares (:meth:`~spectheory.rounds.Round.tags`) that ``engine`` cannot run
+        it; the message names the round and the reason. A ``ValueError``.
+    ValueError
+        ``round`` is not a round, or ``options`` repeat what it fixes.
+
+    Examples
+    --------
+    >>> round_for("kit", 3, {"n_samples": 10}, ("gammas",), "check_round")
+    PathRound(gamma=3, verifier='token')
+    >>> round_for("kit", 3, {"gammas": (2,)}, ("gammas",), "check_round")
+    Traceback (most recent call last):
+    ...
+    ValueError: round: the round fixes gammas; do not pass them to check_round
+    """
+    rnd = as_round(round)
+    repeated = sorted(k for k in options if k in set(fixed))
+    if repeated:
+        raise ValueError(f"round: the round fixes {', '.join(repeated)}; do not pass them to {caller}")
+    rnd.require(engine)
     return rnd

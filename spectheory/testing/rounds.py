@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..kinds.normalize import as_round
+from ..kinds.normalize import round_for
 from .kit import Report, check_verifier
 from .trees import TreeReport, check_tree_verifier, reference_tree_verify, tree_instances
 
@@ -95,11 +95,10 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
 
     Raises
     ------
-    UnsupportedRoundError
-        The round declares (:meth:`~spectheory.rounds.Round.tags`) that the kit cannot check
-        it; the message names the round and the reason. A ``ValueError``.
     ValueError
-        ``round`` is not a round, or ``options`` repeat what it fixes.
+        As :func:`~spectheory.kinds.normalize.round_for` (engine ``"kit"``): ``round`` is not
+        a round, ``options`` repeat what it fixes, or the round declares that the kit
+        cannot run it (:class:`~spectheory.rounds.UnsupportedRoundError`, naming the reason).
 
     Examples
     --------
@@ -107,10 +106,6 @@ def check_round(round: Any, **options: Any) -> Report | TreeReport:
     >>> check_round(TreeRound(DraftTree.from_branching([2]), "tree_rrs"), n_samples=2000, rng=0).passed
     True
     """
-    rnd = as_round(round)
-    fixed = sorted(k for k in options if k in _ROUND_ARGS)
-    if fixed:
-        raise ValueError(f"round: the round fixes {', '.join(fixed)}; do not pass them to check_round")
-    rnd.require("kit")
+    rnd = round_for("kit", round, options, _ROUND_ARGS, "check_round")
     report: Report | TreeReport = rnd.check_plan(KIT, dict(options))
     return report

@@ -40,7 +40,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from .._guards import as_law_pair, as_rng, check_int
-from .._sizes import MAX_PATHS
+from .._sizes import MAX_PATHS, positive_branches
 from .._typing import RNGLike
 from ..laws.sampling import categorical as _categorical
 from ..laws.sampling import norm_excess as _norm_excess
@@ -115,13 +115,14 @@ def _wo_paths(t, d, k):
         acc += (prob[:, None] * np.minimum(r, dc)).sum(0)
         rej = prob[:, None] * np.maximum(dc - r, 0.0)  # [P, V]: x drafted and rejected
         r_next, _ = _norm_excess(r, dc)
-        p_idx, x_idx = np.nonzero(rej > 0)
-        n_paths += p_idx.size
-        if n_paths > MAX_PATHS:
-            raise ValueError(
-                f"k: exact RRS without replacement needs more than {MAX_PATHS} paths "
-                f"(V={V}, k={k}); use Monte Carlo"
-            )
+        p_idx, x_idx, n_paths = positive_branches(
+            rej,
+            n_paths,
+            MAX_PATHS,
+            lambda: (
+                f"k: exact RRS without replacement needs more than {MAX_PATHS} paths (V={V}, k={k}); use Monte Carlo"
+            ),
+        )
         prob = rej[p_idx, x_idx]
         r = r_next[p_idx]
         dc = dc[p_idx].copy()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..._sizes import positive_branches
 from ._kernels import CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_thread, time_weights
 from .context import StopContext
 from .value import Counters, PolicyValue, _value, backward_positions, bonus_value, reject_value
@@ -65,13 +66,15 @@ def path_tree(K: Kernels, n: int, depth: int, max_nodes: int = 2_000_000) -> lis
         laws, ch = K.at(n + i), K.check(n + i, i)
         up = levels[-1]
         q = ch.drafting[up.state]
-        par, x = np.nonzero(q > 0)
-        total += par.size
-        if total > max_nodes:
-            raise ValueError(
+        par, x, total = positive_branches(
+            q,
+            total,
+            max_nodes,
+            lambda: (
                 f"max_nodes: the drafted-path tree (S={S}, V={K.V}, depth {depth}) has more "
                 f"than {max_nodes} nodes; lower max_depth or use a smaller chain"
-            )
+            ),
+        )
         lv = _Level()
         lv.parent, lv.token = par, x
         lv.prev = up.state[par]
