@@ -28,8 +28,8 @@ from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.decoder import load_model
 from spectheory.decoder.compiled import compile_model
 from spectheory.decoder.corpus import heldout_windows
+from spectheory.decoder.logits import logits_to_probs
 from spectheory.decoder.medusa import load_heads, medusa_generate, sparse_tree
-from spectheory.decoder.sampling import logits_to_probs
 from spectheory.decoder.speculative import autoregressive_generate
 from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree

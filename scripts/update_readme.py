@@ -323,7 +323,7 @@ def _effect_sizes(sizes: list) -> str:
     """The samples-per-instance claims as effect sizes: the TV each size detects (formula, no run)."""
     from spectheory.testing.instances import FAMILIES
     from spectheory.testing.kit import _plan, n_tests
-    from spectheory.testing.stats import detectable_tv
+    from spectheory.testing.stat_tests import detectable_tv
 
     insts, _ = _plan((3, 5), (1, 3), list(FAMILIES), 0)
     level = 1e-4 / sum(n_tests(i, True) for i in insts)

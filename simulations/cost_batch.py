@@ -20,7 +20,7 @@ import numpy as np
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.cost import named_cost, optimal_gamma
-from spectheory.stopping.batch import optimal_policy_by_batch
+from spectheory.stopping.lockstep import optimal_policy_by_batch
 
 HEATMAP_MODEL = "llama2-7b/68m-h200"
 MODELS = ("llama2-7b/68m-h200", "llama2-7b/68m-h100", "chinchilla-70b/4b", "t5-xxl/t5-small-leviathan")

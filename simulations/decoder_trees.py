@@ -41,8 +41,8 @@ from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.children import WithoutReplacement
 from spectheory.decoder import load_model
 from spectheory.decoder.corpus import heldout_windows
+from spectheory.decoder.logits import logits_to_probs
 from spectheory.decoder.medusa import load_heads, medusa_generate, sparse_tree, typical_rule
-from spectheory.decoder.sampling import logits_to_probs
 from spectheory.decoder.speculative import autoregressive_generate
 from spectheory.decoder.tree_decode import tree_generate
 from spectheory.trees import DraftTree

@@ -7,7 +7,7 @@ Models (all on the Python standard library's ``.py`` sources, see
 * ``draft-small`` GPT, 2 layers, n_embd 96, 4 heads (< 1/8 of the target's parameters);
 * ``draft-tiny``  GPT, 1 layer, n_embd 32, 2 heads;
 * ``draft-ngram`` order-2 byte n-gram (next byte given the last byte) from counts,
-  additively smoothed (see ``spectheory.decoder.ngram``).
+  additively smoothed (see ``spectheory.decoder.ngram_model``).
 
 Training: AdamW (betas 0.9/0.95, weight decay 0.1 on matrices), linear warm-up then
 cosine decay to 10 % of the peak learning rate, gradient clipping at 1, random
@@ -221,7 +221,7 @@ def train_gpt(name, args):
 
 
 def train_ngram(args):
-    from spectheory.decoder.ngram import NGramModel
+    from spectheory.decoder.ngram_model import NGramModel
 
     name = "draft-ngram"
     t0 = time.time()

@@ -509,3 +509,41 @@ def test_no_lazy_name_is_shadowed_by_a_submodule():
         subs = {s.name for s in pkgutil.iter_modules(pkg.__path__)}
         clashes += [f"{name}.{n}" for n in exports if n in subs]
     assert clashes == []
+
+
+#: The module basenames that stand in more than one folder, each with the one meaning it has in
+#: every folder (a module named after a concept says which; any other repeat is a test failure).
+SHARED_BASENAMES = {
+    "__init__.py": "a package",
+    "round.py": "a round kind's Round subclass (kinds/<kind>/round.py)",
+    "exact.py": "a round kind's exact engine (kinds/<kind>/exact.py)",
+    "base.py": "the base class of its room (Round, Verifier, Cost)",
+    "result.py": "the result type of its engine (SimulationResult, ExactResult)",
+    "driver.py": "the one loop of its engine (Monte Carlo, the real decoder)",
+    "longrun.py": "the long-run optimum of its room (trees, draft-length policies)",
+    "examples.py": "ready-made instances of its room's object (chains, cost models)",
+}
+
+
+def repeated_basenames(root=PACKAGE):
+    """``{basename: [paths]}`` of the package's modules whose file name stands in two folders."""
+    seen = {}
+    for path in sorted(root.rglob("*.py")):
+        seen.setdefault(path.name, []).append(path.relative_to(root).as_posix())
+    return {name: paths for name, paths in seen.items() if len(paths) > 1}
+
+
+def test_repeated_basenames_share_one_meaning():
+    unexplained = {
+        name: paths for name, paths in repeated_basenames().items() if name not in SHARED_BASENAMES
+    }
+    assert not unexplained, (
+        f"modules of the same name in several folders, meaning different things: {unexplained}"
+    )
+
+
+def test_repeated_basename_finder_can_fail(tmp_path):
+    for path in ("pkg/a/stats.py", "pkg/b/stats.py", "pkg/b/round.py"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("")
+    assert repeated_basenames(tmp_path / "pkg") == {"stats.py": ["a/stats.py", "b/stats.py"]}

@@ -54,7 +54,7 @@ def path_laws(
 
     Row ``[i, n - 1]`` belongs to generated token ``n`` (position ``L + n - 2`` of the path).
     """
-    from ..decoder.sampling import logits_to_probs
+    from ..decoder.logits import logits_to_probs
     from ..validation.lossless import model_device
 
     paths = np.asarray(paths, dtype=np.int64)

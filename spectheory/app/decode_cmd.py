@@ -39,12 +39,12 @@ def acceptance_along(
     """Per-position acceptance ``sum_x min(target_n, draft_n)`` along ``prompt + new`` tokens.
 
     Both models score the whole sequence in one (uncached) call each; the laws are formed with
-    the decoder's own :func:`~spectheory.decoder.sampling.logits_to_probs`, so they are the laws
+    the decoder's own :func:`~spectheory.decoder.logits.logits_to_probs`, so they are the laws
     the decoder samples from. Returns a float64 array with one entry per new token.
     """
     import torch
 
-    from ..decoder.sampling import logits_to_probs
+    from ..decoder.logits import logits_to_probs
     from ..validation.lossless import model_device
 
     ids = torch.tensor([list(prompt_ids) + list(new_ids)], dtype=torch.long, device=model_device(target))

@@ -11,7 +11,7 @@
 * :func:`named_cost` -- example models with published constants (:mod:`.examples`);
 * :func:`optimal_gamma`, :func:`optimal_round`, :func:`speedup_table`, :func:`crossover_batch`
   -- the best configuration per batch size, the crossover and the constant-``c`` error
-  (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.batch`);
+  (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.lockstep`);
 * :func:`fit_cost` -- time a model's forward on the user's device and fit a form, with the
   fit error (:class:`CostFit`, :mod:`.fit`; torch is imported only when it runs);
 * :class:`ForwardLog` -- log the shape and seconds of every forward a model makes while the

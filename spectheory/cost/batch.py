@@ -24,7 +24,7 @@ achieves under the cost model at each ``B``.
 
 This module reads chains through their ``protocol`` method only (the room :mod:`spectheory.cost`
 sits below the engines); the optimal draft-length *policy* per batch size is in
-:mod:`spectheory.stopping.batch`.
+:mod:`spectheory.stopping.lockstep`.
 """
 
 from __future__ import annotations

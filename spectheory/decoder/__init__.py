@@ -3,7 +3,7 @@ theory-versus-decoder checks live in :mod:`spectheory.validation`).
 
 - models: :func:`load_model`, :func:`list_models`, :func:`registered_models`, :func:`model_info`,
   :func:`load_model_from` (:mod:`.registry`); :class:`GPT`, :class:`GPTConfig` (:mod:`.model`); :class:`NGramModel`
-  (:mod:`.ngram`; its torch-free chain is :class:`spectheory.chain.ngram.NGramChain`);
+  (:mod:`.ngram_model`; its torch-free chain is :class:`spectheory.chain.ngram.NGramChain`);
   :class:`HFCausalLM` (:mod:`.hf`, HuggingFace models);
 - single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
   (:mod:`.speculative`); :func:`hf_speculative_generate` (:mod:`.hf_generate`);
@@ -29,14 +29,14 @@ _EXPORTS = {
     "model_info": "registry",
     "GPT": "model",
     "GPTConfig": "model",
-    "NGramModel": "ngram",
+    "NGramModel": "ngram_model",
     "HFCausalLM": "hf",
     "speculative_generate": "speculative",
     "autoregressive_generate": "autoregressive",
     "hf_speculative_generate": "hf_generate",
     "tree_generate": "tree_decode",
     "generate": "dispatch",
-    "GenerationResult": "stats",
+    "GenerationResult": "generation_result",
     "ModelDrafter": "tree_draft",
     "medusa_generate": "medusa",
     "load_heads": "medusa",

@@ -14,9 +14,9 @@ import torch
 from ..verifiers.torch_forms import U_MAX, draw_columns
 from .batching import check_common, make_batch, place, prefill
 from .driver import Step, decode_rounds
+from .generation_result import GenerationResult
+from .logits import sampling_law
 from .rng import PURPOSE_AUTOREG, check_seeds, seed_tensor, uniforms
-from .sampling import sampling_law
-from .stats import GenerationResult
 
 if TYPE_CHECKING:
     from .batching import Batch, CausalLM, Prompt

@@ -29,7 +29,7 @@ import torch
 
 from .._guards import check_int
 from .._sizes import check_size
-from .sampling import check_sampling_args
+from .logits import check_sampling_args
 from .tree_layout import TreeCall, TreeLayout
 
 __all__ = [
@@ -56,7 +56,7 @@ class CausalLM(Protocol):
     """The model contract above, for the type checker: any ``torch.nn.Module`` with these members.
 
     Structural (nothing to inherit): :class:`~spectheory.decoder.model.GPT`,
-    :class:`~spectheory.decoder.ngram.NGramModel`, :class:`~spectheory.decoder.hf.HFCausalLM`
+    :class:`~spectheory.decoder.ngram_model.NGramModel`, :class:`~spectheory.decoder.hf.HFCausalLM`
     and a user's module with ``vocab_size``, ``max_seq_len`` and ``new_cache`` all qualify.
     """
 

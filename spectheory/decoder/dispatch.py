@@ -24,7 +24,7 @@ from .tree_decode import tree_generate
 if TYPE_CHECKING:
     from ..rounds import Round
     from .batching import CausalLM, Prompt
-    from .stats import GenerationResult
+    from .generation_result import GenerationResult
 
 __all__ = ["generate", "LOOPS", "DecoderLoops"]
 

@@ -18,7 +18,7 @@ and six methods:
 - ``score()``: the target call; ``commit() -> counts``: verify, append the accepted tokens and
   the emitted one, and return ``(drafted, accepted, emitted, rejected)`` per row, ``[4, B]``
   (or ``[5, B]``: a fifth row, which rows took part in the target call, when that is not
-  ``drafted > 0``; :class:`~spectheory.decoder.stats.StatsRecorder`);
+  ``drafted > 0``; :class:`~spectheory.decoder.generation_result.StatsRecorder`);
 - ``finish(stats) -> stats``: the statistics as the kind reports them (:class:`Step`: as
   recorded).
 
@@ -42,8 +42,8 @@ import torch
 
 from ..verifiers.torch_forms import U_MAX
 from .batching import Batch, new_tokens, stop_at_eos, sync
+from .generation_result import DecodeStats, GenerationResult, StatsRecorder
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, uniforms
-from .stats import DecodeStats, GenerationResult, StatsRecorder
 
 __all__ = ["RoundStep", "Step", "RoundUniforms", "decode_rounds"]
 

@@ -31,7 +31,7 @@ from .tree_draft import ModelDrafter
 if TYPE_CHECKING:
     from ..kinds.dynamic.rules import Eagle2Tree, OptTree
     from .batching import CausalLM, Prompt
-    from .stats import GenerationResult
+    from .generation_result import GenerationResult
 
 __all__ = ["dynamic_tree_generate", "RuleDrafter"]
 

@@ -43,9 +43,9 @@ import torch
 from .._guards import check_int
 from .batching import CausalLM, Prompt
 from .driver import decode_rounds
+from .generation_result import GenerationResult
+from .logits import logits_to_probs
 from .row_by_row import RowOptions, Rows, RowStep, row_inputs
-from .sampling import logits_to_probs
-from .stats import GenerationResult
 
 __all__ = ["gls_generate", "GlsStep"]
 

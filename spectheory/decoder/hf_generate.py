@@ -21,7 +21,7 @@ from .speculative import speculative_generate
 
 if TYPE_CHECKING:
     from ..verifiers import Verifier
-    from .stats import GenerationResult
+    from .generation_result import GenerationResult
 
 if TYPE_CHECKING:
     from .batching import CausalLM

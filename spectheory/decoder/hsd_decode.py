@@ -49,9 +49,9 @@ from ..verifiers.base import get_verifier
 from ..verifiers.hsd_naive_round import play_naive_hsd_round
 from .batching import CausalLM, Prompt
 from .driver import decode_rounds
+from .generation_result import DecodeStats, GenerationResult
+from .logits import sampling_law
 from .row_by_row import RowOptions, Rows, RowStep, row_inputs
-from .sampling import sampling_law
-from .stats import DecodeStats, GenerationResult
 
 __all__ = ["naive_hsd_generate", "NaiveHsdStep"]
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
     from .._protocols import TreeRule
     from ..verifiers.base import Verifier
     from .batching import CausalLM, Prompt
-    from .stats import GenerationResult
+    from .generation_result import GenerationResult
 
 __all__ = [
     "MedusaHeads",

@@ -47,7 +47,7 @@ import os
 import torch
 
 from .model import GPT, GPTConfig
-from .ngram import NGramModel
+from .ngram_model import NGramModel
 
 __all__ = [
     "MODEL_NAMES",

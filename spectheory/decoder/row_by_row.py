@@ -5,7 +5,7 @@
 cache (checking tools for rules the batched round cannot express, not fast decoders). They take
 the same inputs as :func:`~spectheory.decoder.speculative.speculative_generate`, run on the
 decoder's one loop (:func:`~spectheory.decoder.driver.decode_rounds`) and report the same
-:class:`~spectheory.decoder.stats.DecodeStats`; this module holds the checks of those inputs and
+:class:`~spectheory.decoder.generation_result.DecodeStats`; this module holds the checks of those inputs and
 :class:`RowStep`, the base of their round steps: each round plays every unfinished row on its
 own (with its own generator, so the rows' draws do not depend on each other), appends what the
 row emitted and records ``(k, accepted, emitted, rejected)``.
@@ -24,8 +24,8 @@ import torch
 from .._guards import check_int
 from .batching import Batch, CausalLM, Prompt, as_prompt, check_common
 from .driver import Step
+from .generation_result import DecodeStats
 from .rng import check_seeds
-from .stats import DecodeStats
 
 __all__ = ["RowOptions", "Rows", "row_inputs", "RowStep"]
 

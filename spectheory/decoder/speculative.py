@@ -21,9 +21,9 @@ from ..verifiers.torch_forms import draw_columns
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, place, prefill
 from .driver import RoundUniforms, Step, decode_rounds
+from .generation_result import GenerationResult
+from .logits import sampling_law
 from .rng import check_seeds, seed_tensor
-from .sampling import sampling_law
-from .stats import GenerationResult
 
 if TYPE_CHECKING:
     from ..kinds.policy.policies import Policy
@@ -263,7 +263,7 @@ def speculative_generate(
     Each round, per sequence with ``r`` tokens still to generate: the draft proposes
     ``k = min(gamma, r)`` tokens autoregressively from ``draft_law = S(draft logits)``; ONE
     target call scores them all (``target_law = S(target logits)``, the same ``S`` =
-    :func:`~spectheory.decoder.sampling.logits_to_probs` with temperature/top-k/top-p); the
+    :func:`~spectheory.decoder.logits.logits_to_probs` with temperature/top-k/top-p); the
     verifier accepts a prefix and emits one residual token after a rejection, or, if all
     ``k`` are accepted, ``k < r`` and ``bonus``, one bonus token from the target. Sequences
     advance by their own accepted lengths (ragged); caches roll back by position.

@@ -35,7 +35,7 @@ The package's own models write these members once, in
 directly; a Hugging Face model wrapped in :class:`~spectheory.decoder.hf.HFCausalLM` takes
 them as a 4-d attention mask and ``position_ids`` when it honours one
 (:mod:`spectheory.decoder.hf_tree`, probed once); an order-2 n-gram
-(:class:`~spectheory.decoder.ngram.NGramModel`) scores a tree without its cache (its law after
+(:class:`~spectheory.decoder.ngram_model.NGramModel`) scores a tree without its cache (its law after
 a node depends on the node's token only). Any other model of the decoder contract
 declares nothing and falls back to recomputing each node's full path without cache (correct,
 slower). The layout itself is :class:`~spectheory.decoder.tree_layout.TreeLayout`.

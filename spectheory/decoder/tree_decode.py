@@ -42,9 +42,9 @@ from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
 from .batching import check_common, make_batch, place, prefill
 from .driver import RoundUniforms, Step, decode_rounds
+from .generation_result import GenerationResult
+from .logits import logits_to_probs
 from .rng import check_seeds, seed_tensor
-from .sampling import logits_to_probs
-from .stats import GenerationResult
 from .tree_attention import compact_path, new_tree_cache, supports_tree_cache, tree_logits
 from .tree_draft import ModelDrafter, draw_level
 from .tree_layout import TreeLayout

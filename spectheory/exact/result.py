@@ -125,7 +125,7 @@ class ExactResult:
         forward). Exact when the rows of a batch round draft the same number of tokens (fixed
         rounds away from the horizon); a policy whose ``k`` differs per row is costed as if each
         row paid its own ``k`` (the lockstep rate, longest row, is
-        :func:`spectheory.stopping.batch.lockstep_rate`). Derivation: ``docs/cost.md``.
+        :func:`spectheory.stopping.lockstep.lockstep_rate`). Derivation: ``docs/cost.md``.
         """
         cost = self._resolve_cost(cost, batch, context)
         return self._draft_time(cost) + self._call_time(cost)

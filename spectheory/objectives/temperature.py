@@ -170,7 +170,7 @@ def temperature_sweep(
     """
     import torch
 
-    from ..decoder.sampling import logits_to_probs
+    from ..decoder.logits import logits_to_probs
     from ..validation.lossless import model_device
     from ..validation.path_stats import mean_se, repeat_prompts, sample_paths
     from ..validation.predict import round_dp

@@ -35,10 +35,10 @@ from ..kinds.policy.policies import (
 )
 from ..kinds.policy.round import PolicyRound
 from .adaptive_steps import EMASteps
-from .batch import optimal_policy_by_batch
 from .controllers import AcceptanceRateK, ROCThreshold, UCBGamma
 from .gap import oracle_gap
 from .hedge import HedgeGamma
+from .lockstep import optimal_policy_by_batch
 from .longrun import long_run_policy
 from .optimal import compare_policies, long_run_optimum, optimal_policy
 from .oracle import long_run_oracle, oracle_value

@@ -29,7 +29,7 @@ from ._verdicts import above_optimum, loss_finding, randomness_findings, severit
 from .instances import Instance
 from .report import Finding
 from .round_instance import MAX_BLOCKS
-from .stats import bernstein_lower_test, binomial_test, chi2_test
+from .stat_tests import bernstein_lower_test, binomial_test, chi2_test
 
 if TYPE_CHECKING:
     from ..verifiers.base import RoundLawRule

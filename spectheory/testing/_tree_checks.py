@@ -12,7 +12,7 @@ A tree verifier ``verify(tree, tokens, target_laws, draft_laws, rng) -> (node, t
 and its mean accepted length is tested against the tree optimum (``above_optimum``,
 :func:`spectheory.trees.optimum.tree_optimum`) and the library's standard rule
 (``mean_accepted``) by :func:`optimum_problems`, with one-sided Bernstein tests
-(:mod:`spectheory.testing.stats`) whose variance bounds hold for every law of the null.
+(:mod:`spectheory.testing.stat_tests`) whose variance bounds hold for every law of the null.
 
 Each returns a problem string or None.
 """
@@ -28,7 +28,7 @@ import numpy as np
 from ._verdicts import randomness_findings
 from .instances import constant_uniform_rng
 from .randomness import RandomRecord, kit_randomness
-from .stats import bernstein_lower_test, bernstein_upper_test
+from .stat_tests import bernstein_lower_test, bernstein_upper_test
 
 __all__ = [
     "N_FORCED",

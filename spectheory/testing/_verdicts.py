@@ -49,7 +49,7 @@ import numpy as np
 from .randomness import FAILING_SOURCES, RandomRecord, repeated_seeds
 from .report import Finding
 from .round_instance import Instance
-from .stats import bernstein_upper_test
+from .stat_tests import bernstein_upper_test
 from .torch_random import BITS
 
 if TYPE_CHECKING:

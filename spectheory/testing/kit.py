@@ -32,7 +32,7 @@ The exact checks cannot fail for a correct verifier. A forced-uniform finding st
 severity (the per-draw probability of the forced event for the dtype drawn, and the rate of
 wrong tokens per million emitted it implies); each statistical check states the smallest
 effect (TV for the laws) it detects with probability 1/2 at its sample size
-(:mod:`spectheory.testing.stats`). Randomness is the kit's everywhere
+(:mod:`spectheory.testing.stat_tests`). Randomness is the kit's everywhere
 (:mod:`spectheory.testing.randomness`). The statistical tests share the
 kit's false-alarm budget ``alpha`` (default ``1e-4``) by a Bonferroni split: each of the
 ``M`` tests runs at level ``alpha / M``, so a correct verifier fails a whole kit run with

@@ -41,7 +41,7 @@ class Finding:
     def of_test(
         cls, instance: str, res: Any, example: str = "", size: int = 0, summary: str | None = None
     ) -> Finding:
-        """The finding of one statistical test ``res`` (a :class:`~spectheory.testing.stats.TestOutcome`)."""
+        """The finding of one statistical test ``res`` (a :class:`~spectheory.testing.stat_tests.TestOutcome`)."""
         return cls(
             instance,
             res.passed,
@@ -76,7 +76,7 @@ class CheckResult:
         Something the user should know even when the check passed ("" if nothing).
     detectable : str
         The smallest effect (per instance) the check detects with probability >= 1/2 at this
-        sample size and level, for the statistical checks (:mod:`spectheory.testing.stats`).
+        sample size and level, for the statistical checks (:mod:`spectheory.testing.stat_tests`).
     """
 
     name: str
@@ -256,7 +256,7 @@ def summarise(
     )
 
 
-#: check -> the effect its statistical tests measure (see spectheory.testing.stats)
+#: check -> the effect its statistical tests measure (see spectheory.testing.stat_tests)
 EFFECTS = {
     "first_token_law": "TV",
     "position_laws": "TV",

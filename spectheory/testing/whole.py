@@ -47,7 +47,7 @@ from ._verdicts import measured_tv, randomness_findings, severity
 from .instances import Instance, constant_uniform_rng
 from .randomness import kit_randomness
 from .report import Finding, Report
-from .stats import chi2_test
+from .stat_tests import chi2_test
 from .toy_models import Counted, ToyModel, process_logits
 
 __all__ = ["check_sampler", "assert_sampler_lossless", "process_logits", "ToyModel", "SAMPLER_CHECKS"]

@@ -12,7 +12,7 @@ tree protocol, what is counted and the losslessness proofs.
 - :func:`tree_protocol` -- exact expectations on a :class:`~spectheory.DecodingChain`;
 - :class:`TreeRound`, :class:`BatchRound` -- tree rounds for ``st.simulate`` (Monte Carlo);
 - :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
-- :mod:`.gbv` -- greedy multi-path block verification (:data:`GBV`) on ``K`` i.i.d. paths;
+- :mod:`.gbv_tree` -- greedy multi-path block verification (:data:`GBV`) on ``K`` i.i.d. paths;
 - :mod:`.sequoia` -- Sequoia's positional DP and its audit.
 - :mod:`.by_batch` -- the best tree per batch size under a cost model (``docs/cost.md``).
 - :mod:`.dynamic`, :mod:`.dynamic_rules`, :mod:`.state_optimal` -- a tree per round start:
@@ -36,7 +36,7 @@ from ..kinds.tree.enumerate import tree_sequence_law
 from ..kinds.tree.exact import TreeProtocolResult, tree_protocol, tree_round_law
 from ..kinds.tree.round import TreeRound
 from .by_batch import optimal_tree_by_batch
-from .gbv import GBV
+from .gbv_tree import GBV
 from .longrun import StateTrees, long_run_tree_optimum, long_run_trees
 from .optimum import tree_optimum
 from .sequoia import exact_tree_value, optimal_tree_search, positional_vector, sequoia_positional_dp

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from .._guards import check_int
-from ..decoder.sampling import logits_to_probs
+from ..decoder.logits import logits_to_probs
 from ..kinds.dynamic.rules import Candidates
 
 if TYPE_CHECKING:

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from .._guards import check_int
-from ..decoder.sampling import logits_to_probs, sample_from_uniform
+from ..decoder.logits import logits_to_probs, sample_from_uniform
 from ..montecarlo.chisquare import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier
 from ..verifiers.inputs import TorchRoundInputs

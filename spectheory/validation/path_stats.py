@@ -18,8 +18,8 @@ import torch
 from numpy.typing import ArrayLike
 
 from .._guards import check_int
+from ..decoder.logits import logits_to_probs
 from ..decoder.rng import row_seeds
-from ..decoder.sampling import logits_to_probs
 from ..montecarlo.chisquare import mean_and_se
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ import torch
 
 from .._guards import check_int
 from .._typing import RNGLike
-from ..decoder.sampling import logits_to_probs
+from ..decoder.logits import logits_to_probs
 from ..stopping.along_paths import policy_round_dp, ratio_mean_se
 from ..stopping.coins_along_paths import controller_along_paths
 

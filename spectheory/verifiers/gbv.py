@@ -2,7 +2,7 @@ r"""Greedy multi-path block verification (GBV; Thomas & Pal 2026, arXiv 2602.169
 
 Pure functions on per-path data, exact in the number type of the laws (Fractions: exact); the
 tree verifier that runs them on ``DraftTree.paths(K, L)`` and the algorithm's description and
-losslessness proof are in :mod:`spectheory.trees.gbv`. :func:`gbv_round_law` enumerates one
+losslessness proof are in :mod:`spectheory.trees.gbv_tree`. :func:`gbv_round_law` enumerates one
 round literally (the shape of :func:`spectheory.verifiers.round_laws.proposal_round_law`);
 :class:`GBVPaths` is GBV on ``K`` paths as a rule with that round law (:data:`GBV_K2`, the
 claimed-vs-exact table's ``"gbv_k2"``).
@@ -178,7 +178,7 @@ def gbv_round_law(
 
 class GBVPaths(KDraftsRule):
     r"""GBV on ``K`` i.i.d. draft paths of ``gamma`` tokens as a rule with a round law
-    (:func:`gbv_round_law`); named ``"gbv_k{K}"``, lossless (:mod:`spectheory.trees.gbv`).
+    (:func:`gbv_round_law`); named ``"gbv_k{K}"``, lossless (:mod:`spectheory.trees.gbv_tree`).
 
     Not a single-path Verifier: its engines' round is ``TreeRound(DraftTree.paths(K, gamma), GBV)``
     (the module docstring has an example).

@@ -3,7 +3,7 @@
 The lockstep simulation plays ``B`` rows of a chain together with the package's own round
 (``PathRound(k).play`` on the chain sampler, ``k = lengths[s]`` per row), charges every batch
 round ``tau_B(max_i k_i)`` and compares the long-run tokens per row per second with
-:func:`spectheory.stopping.batch.lockstep_rate` within 5 SE over independent replicate batches.
+:func:`spectheory.stopping.lockstep.lockstep_rate` within 5 SE over independent replicate batches.
 """
 
 import numpy as np
@@ -26,7 +26,7 @@ from spectheory.cost import (
 from spectheory.kinds import PathRound
 from spectheory.rounds import RoundRuns
 from spectheory.rounds.sampler import ChainSampler
-from spectheory.stopping.batch import lockstep_rate, optimal_policy_by_batch
+from spectheory.stopping.lockstep import lockstep_rate, optimal_policy_by_batch
 from spectheory.stopping.optimal import long_run_rate
 
 H200 = named_cost("llama2-7b/68m-h200")

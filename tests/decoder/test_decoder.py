@@ -18,8 +18,8 @@ from scipy import stats as sps  # noqa: E402
 from torch import nn  # noqa: E402
 
 from spectheory.decoder import autoregressive_generate, speculative_generate  # noqa: E402
+from spectheory.decoder.logits import logits_to_probs, sample_from_uniform  # noqa: E402
 from spectheory.decoder.rng import PURPOSE_ACCEPT, uniforms  # noqa: E402
-from spectheory.decoder.sampling import logits_to_probs, sample_from_uniform  # noqa: E402
 from spectheory.montecarlo import pooled_chisquare  # noqa: E402
 from spectheory.verifiers import TokenVerifier  # noqa: E402
 from spectheory.verifiers import torch_forms as verify_mod  # noqa: E402
@@ -607,7 +607,7 @@ def small_gpt(seed, n_layer=2, n_embd=32, sharpen=8.0):
 
 
 def byte_ngram(order=2):
-    from spectheory.decoder.ngram import NGramModel
+    from spectheory.decoder.ngram_model import NGramModel
 
     text = b"def f(x):\n    return x + 1\n\nclass A:\n    pass\n" * 3
     return NGramModel.from_bytes(np.frombuffer(text, dtype=np.uint8), order=order, alpha=0.5)

@@ -12,6 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from spectheory.decoder.logits import logits_to_probs  # noqa: E402
 from spectheory.decoder.medusa import (  # noqa: E402
     HEADS_NAME,
     MedusaHeads,
@@ -21,7 +22,6 @@ from spectheory.decoder.medusa import (  # noqa: E402
     typical_rule,
 )
 from spectheory.decoder.model import GPT, GPTConfig  # noqa: E402
-from spectheory.decoder.sampling import logits_to_probs  # noqa: E402
 from spectheory.decoder.speculative import autoregressive_generate  # noqa: E402
 from spectheory.trees import DraftTree  # noqa: E402
 from spectheory.validation.predict import mean_se, sample_paths  # noqa: E402

@@ -141,7 +141,7 @@ def test_gpt_dtype_follows_model_and_caller():
 
 
 # ----------------------------------------------------------------------------- n-gram
-from spectheory.decoder.ngram import NGramModel  # noqa: E402
+from spectheory.decoder.ngram_model import NGramModel  # noqa: E402
 
 
 def counted_law(data, context, order, alpha, V=256):
@@ -381,7 +381,7 @@ def test_sampler_keeps_the_last_positive_token_and_rows_without_mass():
 
 
 def test_sampling_law_is_logits_to_probs_without_the_checks():
-    from spectheory.decoder.sampling import logits_to_probs, sampling_law
+    from spectheory.decoder.logits import logits_to_probs, sampling_law
 
     z = torch.randn(3, 7, generator=torch.Generator().manual_seed(0))
     for opts in ((1.0, None, None), (0.7, 3, None), (1.3, None, 0.8), (0.0, None, None)):

@@ -14,7 +14,7 @@ from spectheory.testing.gallery_engines import ENGINE_BUGS, available
 from spectheory.testing.gallery_samplers import make_sampler
 from spectheory.testing.randomness import kit_randomness, repeated_seeds
 from spectheory.testing.reference import from_round_verifier
-from spectheory.testing.stats import chi2_test, detectable_tv
+from spectheory.testing.stat_tests import chi2_test, detectable_tv
 
 NEW = ("uncontrolled_randomness", "reseeding", "above_optimum")
 #: samples per instance at which each entry's verdict shows (seed 7; exact verdicts need none)

@@ -17,7 +17,7 @@ from spectheory.children import IID
 from spectheory.kinds.tree.enumerate import enumerate_realisations
 from spectheory.testing import check_round
 from spectheory.trees import DraftTree, TreeRound, tree_sequence_law
-from spectheory.trees.gbv import GBV
+from spectheory.trees.gbv_tree import GBV
 from spectheory.verifiers.block_exact import block_emission_law
 from spectheory.verifiers.gbv import gbv_round_law, gbv_skew
 from spectheory.verifiers.round_laws import first_token_law, generation_law, mean_accepted

@@ -131,7 +131,7 @@ def test_bad_M():
 def test_readings_are_objects_built_once_from_their_names():
     """``reading="gls"`` is mapped once to its reading object, which carries the tree verifier
     and the exact coupling; names, reprs and the verifier are those of the string argument."""
-    from spectheory.kinds.batch.gls import GLS
+    from spectheory.kinds.batch.gls_tree import GLS
     from spectheory.kinds.batch.readings import FirstToken, GLSReading, TreeReading
     from spectheory.kinds.batch.verifier import BATCH_TREE
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from ...rounds.base import RoundRuns
 from ...verifiers.base import get_verifier
-from .gls import GLS
+from .gls_tree import GLS
 from .verifier import BATCH_TREE
 
 __all__ = ["Reading", "FirstToken", "TreeReading", "GLSReading", "READINGS", "as_reading"]
@@ -124,9 +124,9 @@ class TreeReading(Reading):
 
 
 class GLSReading(Reading):
-    """Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.kinds.batch.gls`):
+    """Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.kinds.batch.gls_tree`):
     its own Monte Carlo loop (shared exponentials), decoder loop (``loops.gls``) and kit callable
-    (:meth:`GumbelListTree.kit_verify <spectheory.kinds.batch.gls.GumbelListTree.kit_verify>`)."""
+    (:meth:`GumbelListTree.kit_verify <spectheory.kinds.batch.gls_tree.GumbelListTree.kit_verify>`)."""
 
     name = "gls"
     all_agreeing = True

@@ -49,7 +49,7 @@ class BatchRound(TreeRound):
     reading : {"first_token", "tree", "gls"} or Reading
         ``"first_token"``: ``"tree_rrs"`` on the ``M`` paths; ``"tree"``: the
         ``batch_tree`` verifier (see the module docstring and docs/trees.md); ``"gls"``:
-        Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.kinds.batch.gls`;
+        Gumbel-max list sampling over the agreeing drafts (:mod:`spectheory.kinds.batch.gls_tree`;
         per position ``rng.random((R, c_max, V))`` exponentials draw the drafts and the token).
         The name is mapped once to its :class:`~spectheory.kinds.batch.readings.Reading`
         (``self.reading``), which carries the verifier, the loops and what it cannot run.

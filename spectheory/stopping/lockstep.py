@@ -109,7 +109,7 @@ def lockstep_rate(
     --------
     >>> import spectheory as st
     >>> from spectheory.cost import named_cost
-    >>> from spectheory.stopping.batch import lockstep_rate
+    >>> from spectheory.stopping.lockstep import lockstep_rate
     >>> chain = st.DecodingChain.random(3, n_states=4, concentration=0.6, rng=11)
     >>> model = named_cost("llama2-7b/68m-h200")
     >>> fixed = lockstep_rate(chain, 3, model, 64)

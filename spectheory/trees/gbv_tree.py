@@ -53,7 +53,7 @@ Sun et al.'s example is the example of :mod:`spectheory.verifiers.gbv`):
 
 >>> import numpy as np, spectheory as st
 >>> from spectheory.trees import DraftTree, TreeRound
->>> from spectheory.trees.gbv import GBV
+>>> from spectheory.trees.gbv_tree import GBV
 >>> chain = st.DecodingChain.random(3, rng=0)
 >>> one = chain.protocol(8, TreeRound(DraftTree.paths(1, 3), GBV))
 >>> two = chain.protocol(8, TreeRound(DraftTree.paths(2, 3), GBV))

@@ -68,7 +68,7 @@ def detectable_tv(dof: int, n: int, alpha: float) -> float:
 
     Examples
     --------
-    >>> from spectheory.testing.stats import detectable_tv
+    >>> from spectheory.testing.stat_tests import detectable_tv
     >>> round(detectable_tv(4, 20_000, 1e-6), 4)
     0.0195
     """
@@ -133,7 +133,7 @@ def chi2_test(counts: ArrayLike, probs: ArrayLike, alpha: float, min_expected: f
 
     Examples
     --------
-    >>> from spectheory.testing.stats import chi2_test
+    >>> from spectheory.testing.stat_tests import chi2_test
     >>> chi2_test([480, 520], [0.5, 0.5], alpha=1e-6).passed
     True
     >>> chi2_test([300, 700], [0.5, 0.5], alpha=1e-6).passed
@@ -169,7 +169,7 @@ def binomial_test(successes: int, n: int, prob: float, alpha: float) -> TestOutc
 
     Examples
     --------
-    >>> from spectheory.testing.stats import binomial_test
+    >>> from spectheory.testing.stat_tests import binomial_test
     >>> binomial_test(5000, 10000, 0.5, 1e-6).passed, binomial_test(4000, 10000, 0.5, 1e-6).passed
     (True, False)
     """
@@ -204,7 +204,7 @@ def bernstein_lower_test(
 
     Examples
     --------
-    >>> from spectheory.testing.stats import bernstein_lower_test
+    >>> from spectheory.testing.stat_tests import bernstein_lower_test
     >>> bernstein_lower_test(1.49, 10000, 1.5, 0.25, 2, 1e-6).passed
     True
     >>> bernstein_lower_test(1.40, 10000, 1.5, 0.25, 2, 1e-6).passed
@@ -239,7 +239,7 @@ def bernstein_upper_test(
 
     Examples
     --------
-    >>> from spectheory.testing.stats import bernstein_upper_test
+    >>> from spectheory.testing.stat_tests import bernstein_upper_test
     >>> bernstein_upper_test(1.51, 10000, 1.5, 0.25, 2, 1e-6).summary
     'mean 1.51000 vs lossless optimum 1.50000 (excess 0.01000, allowed 0.02722, n = 10000, p <= 0.143)'
     >>> bernstein_upper_test(1.60, 10000, 1.5, 0.25, 2, 1e-6).passed
