@@ -22,7 +22,9 @@ name               drafting            rule                        P(accept) at 
   it has the same law of (accepted, emitted token) as point-mass proposals.
 - **Argmax drafting** (greedy drafting, ``drafting = "argmax"``) with one-hot q (the law the
   token was really drawn from, so lossless) or with the soft q of the draft model (the law
-  the token was *not* drawn from: biased).
+  the token was *not* drawn from: biased, except at the contexts of ``docs/proposal_modes.md``
+  Proposition 3 -- ``p = 1_{x*}``, ``q = 1_{x*}``, or ``p(x*) = 0`` and ``q`` proportional to
+  ``p`` on the support of ``p``).
 
 Examples
 --------
