@@ -229,3 +229,24 @@ def test_oracle_round_counters_against_monte_carlo():
     sim = st.simulate(chain, T, OracleRound(3), N, rng=2)
     mc, ex = sim.rejection_by_position / N, exact.rejection_by_position
     assert np.all(np.abs(mc - ex) <= Z * np.sqrt(np.maximum(ex * (1 - ex), 1e-4) / N))
+
+
+@pytest.mark.parametrize("chain_name", list(_tiny_chains()))
+@pytest.mark.parametrize("verifier", ["token", "point_mass"])
+def test_path_optimum_answers_every_counter(chain_name, verifier):
+    """The full-information optimum's counters (its recorded decisions replayed by the forward
+    pass) agree with its own backward values at every cost, and with FixedGamma(1)'s counters
+    where its decisions are forced: a draft dearer than any saving (c = 50 target calls) stops
+    after the first token."""
+    chain, T, D = _tiny_chains()[chain_name], 6, 3
+    for c in (0.0, 0.3, 50.0):
+        opt = optimal_policy(chain, T, c, max_depth=D, information="path", verifier=verifier)
+        counts, rej = opt.accepted_counts, opt.rejection_by_position
+        assert abs(opt.target_calls - counts.sum()) < 1e-12 and abs(opt.rejections - rej.sum()) < 1e-12
+        assert abs(opt.accepted - counts @ np.arange(counts.size)) < 1e-12
+        assert abs(opt.round_starts.sum() - opt.target_calls) < 1e-12
+    fixed = evaluate_policy(chain, FixedGamma(1), T, 50.0, verifier=verifier)
+    for name in ("round_starts", "rejection_by_position"):
+        np.testing.assert_allclose(getattr(opt, name), getattr(fixed, name), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(opt.accepted_counts[:2], fixed.accepted_counts, atol=1e-12, rtol=0)
+    assert not opt.accepted_counts[2:].any()

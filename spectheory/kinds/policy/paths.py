@@ -89,7 +89,8 @@ def path_tree(K: Kernels, n: int, depth: int, max_nodes: int = 2_000_000) -> lis
 
 
 def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
-    """Round values ``[S, 3]`` for rounds at ``n`` (memory 0), decisions by ``policy`` or optimal."""
+    """Round values ``[S, 3]`` for rounds at ``n`` (memory 0), decisions by ``policy`` or optimal;
+    ``record(n, L, level, stop)`` is called with each depth's decisions below the forced stop."""
     J = None
     for L in range(kmax, 0, -1):
         lv = levels[L]
@@ -107,16 +108,7 @@ def _round(K, levels, n, kmax, T, W, tk, policy, weights, record=None):
                 stop = stopv @ weights <= contv @ weights
             J = np.where(stop[:, None], stopv, contv)
             if record is not None:
-                record.append(
-                    {
-                        "position": n,
-                        "depth": L,
-                        "state": lv.state,
-                        "accept_prob": lv.rho,
-                        "weight": lv.w,
-                        "stop": stop,
-                    }
-                )
+                record(n, L, lv, stop)
     root_rej = reject_value(K, K.check(n, 0).rej, W[n + 1][0])
     return _E[CALLS] + _E[DRAFTS] + root_rej + _sum_children(levels[1].parent, J, K.S)
 
@@ -245,9 +237,60 @@ def optimal_paths(
     (used to check the threshold structure, ``docs/stopping.md`` Theorem 2).
     """
     T = chain.check_horizon(horizon)
-    record: list[dict] | None = [] if record_decisions else None
-    v = _run(chain, None, T, cost, max_depth, max_nodes, progress, "path optimum", record, verifier)
+    decisions: list[dict] = []
+
+    def record(n: int, L: int, lv: _Level, stop: np.ndarray) -> None:
+        decisions.append(
+            {
+                "position": n,
+                "depth": L,
+                "state": lv.state,
+                "accept_prob": lv.rho,
+                "weight": lv.w,
+                "stop": stop,
+            }
+        )
+
+    name = "path optimum"
+    v = _run(
+        chain,
+        None,
+        T,
+        cost,
+        max_depth,
+        max_nodes,
+        progress,
+        name,
+        record if record_decisions else None,
+        verifier,
+    )
     extra: dict[str, Any] = {"information": "path"}
-    if record is not None:
-        extra["decisions"] = record
-    return _value(T, cost, v, f"optimum (path, max_depth={max_depth})", extra)
+    if record_decisions:
+        extra["decisions"] = decisions
+    counters = partial(_optimum_counters, chain, T, cost, max_depth, max_nodes, verifier)
+    return _value(T, cost, v, f"optimum (path, max_depth={max_depth})", extra, counters=counters)
+
+
+class _Replay:
+    """The path optimum's decisions as a policy: at position ``n`` and depth ``L`` the stop flags
+    the backward pass chose, node for node of the same drafted-path tree."""
+
+    def __init__(self, stops: dict[tuple[int, int], np.ndarray], max_depth: int) -> None:
+        self.stops, self.max_depth = stops, max_depth
+
+    def stop(self, ctx: StopContext) -> np.ndarray:
+        return self.stops[int(ctx.position[0]), ctx.depth]
+
+
+def _optimum_counters(
+    chain: ChainLike, T: int, cost: Any, max_depth: int, max_nodes: int, verifier: Any
+) -> Counters:
+    """The forward counters of the path optimum: its decisions again (the backward pass, keeping
+    only the stop flags), then the forward pass of :func:`paths_counters` that replays them."""
+    stops: dict[tuple[int, int], np.ndarray] = {}
+
+    def keep(n: int, L: int, lv: _Level, stop: np.ndarray) -> None:
+        stops[n, L] = stop
+
+    _run(chain, None, T, cost, max_depth, max_nodes, False, "path optimum counters", keep, verifier)
+    return paths_counters(chain, _Replay(stops, max_depth), T, verifier, max_nodes)  # type: ignore[arg-type]
