@@ -547,3 +547,20 @@ def test_repeated_basename_finder_can_fail(tmp_path):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
     assert repeated_basenames(tmp_path / "pkg") == {"stats.py": ["a/stats.py", "b/stats.py"]}
+
+
+@GRAPHS
+def test_drivers_import_no_round_kind(type_checking):
+    """The engines' loops (the Monte Carlo driver, the decoder's driver) drive a round through its
+    methods and a step object: neither imports a round kind, directly or through what it imports."""
+    graph = import_graph(type_checking)
+    for driver in ("spectheory.rounds.driver", "spectheory.decoder.driver"):
+        seen, todo = set(), [driver]
+        while todo:
+            mod = todo.pop()
+            for dep in graph.get(mod, ()):
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        kinds = sorted(m for m in seen if room(m) in ("kinds", "trees", "stopping"))
+        assert not kinds, f"{driver} imports round kinds: {kinds}"

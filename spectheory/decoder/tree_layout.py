@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 if TYPE_CHECKING:
-    from ..trees import DraftTree
+    from .._protocols import TreeLike
 
 __all__ = ["TreeLayout", "TreeCall", "tree_attn_mask", "masked_tree_call"]
 
@@ -36,7 +36,7 @@ class TreeLayout:
 
     Attributes
     ----------
-    tree : DraftTree
+    tree : TreeLike (a DraftTree)
     order : ndarray [N]
         ``order[o]`` = tree node at level-order offset ``o`` (``order[0] = 0``, the root).
     offset : ndarray [N]
@@ -49,7 +49,7 @@ class TreeLayout:
         Offsets of depth ``d`` are ``level_start[d] .. level_start[d + 1] - 1``.
     """
 
-    def __init__(self, tree: DraftTree) -> None:
+    def __init__(self, tree: TreeLike) -> None:
         self.tree = tree
         depth = np.asarray(tree.depth)
         self.order = np.argsort(depth, kind="stable")
