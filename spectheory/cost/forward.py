@@ -158,7 +158,9 @@ class RooflineForward(ForwardCost):
     bandwidth : float > 0
         Memory bandwidth, bytes/s.
     launch : float >= 0
-        Fixed seconds per forward (kernel launches, framework overhead).
+        Fixed seconds per forward (kernel launches, framework overhead). With ``launch > 0`` a
+        target call is cheaper than ``k + 1`` plain steps even past the ridge, so speculation
+        can win at ``B >= m*`` (``docs/cost.md`` §6).
     kv_bytes_per_token : float >= 0
         Bytes of KV cache per cached token of one row (``2 n_layers d_kv bytes_per_value``).
     bytes_per_param : float > 0

@@ -11,16 +11,26 @@ i.i.d. from the stationary law :math:`\nu` of round starts -- the ``K_i`` are i.
     E[\tau_B(K_{\max})] = \sum_k \big(F(k)^B - F(k-1)^B\big)\,\tau_B(k), \qquad
     \text{tokens per row per second} = \frac{E_\nu[e]}{E[\tau_B(K_{\max})]},
 
-``e`` the tokens a round emits. This is the exact long-run rate of the ``B``-row product chain
-(its stationary law is :math:`\nu^{\otimes B}`; renewal-reward), an approximation for a finite
-generation whose rows start together. Policies here choose the length at the round start from
-the round-start state (``FixedGamma``, the state-information optimum ``StartStatePolicy``
-of a homogeneous chain, i.e. ``lengths[s]``); ``tests/cost/`` checks the rate against a direct
+``e`` the tokens a round emits. When the round starts are aperiodic this is the exact long-run
+rate of the ``B``-row product chain (irreducible and aperiodic on the closed class, so its one
+stationary law :math:`\nu^{\otimes B}` is the limit from every start; renewal-reward), an
+approximation for a finite generation whose rows start together. When the round-start chain has
+period ``d > 1`` the rows move through its ``d`` cyclic classes in step and keep their relative
+phases forever: the long-run rate depends on those phases and the formula above is in general no
+row's rate (3-token cycle of ``tests/cost/test_lockstep_periodic.py``: 2.4 by the formula, 2.5
+for rows in phase, 30/13 out of phase). :func:`lockstep_rate` therefore refuses periodic round
+starts with a ``ValueError`` unless the formula is exact there anyway: one row (``B = 1``,
+renewal-reward on the row's own chain), or one length on the whole closed class (``K_max`` is
+that length in every round). It likewise refuses round starts with several closed classes (the
+rate then depends on the start). Policies here choose the length at the round start from the
+round-start state (``FixedGamma``, the state-information optimum ``StartStatePolicy`` of a
+homogeneous chain, i.e. ``lengths[s]``); ``tests/cost/`` checks the rate against a direct
 simulation of ``B`` rows in lockstep.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ..chain.classes import stationary_distribution
+from ..chain.classes import closed_classes, require_one_closed_class, stationary_distribution
 from ..cost.round_cost import CostModel
 from .optimal import _round_start_tables, long_run_optimum
 
@@ -105,6 +115,13 @@ def lockstep_rate(
     batch : int >= 1
     context : float
 
+    Raises
+    ------
+    ValueError
+        When the round starts under ``lengths`` have several closed classes, or are periodic
+        with lengths that differ on the closed class and ``batch > 1``: no single long-run rate
+        exists then (module docstring).
+
     Examples
     --------
     >>> import spectheory as st
@@ -129,7 +146,9 @@ def lockstep_rate(
     D = int(k.max())
     trans, tokens, tau = _round_start_tables(chain, cost, D)
     rows = np.arange(S)
-    nu = stationary_distribution(trans[k - 1, rows])
+    starts = trans[k - 1, rows]
+    _require_one_long_run_rate(starts, k, int(batch))
+    nu = stationary_distribution(starts)
     law = np.bincount(k, weights=nu, minlength=D + 1)
     F = np.cumsum(law)
     B = int(batch)
@@ -145,6 +164,49 @@ def lockstep_rate(
         ragged_round_time=float(law @ times),
         autoregressive=cost.autoregressive,
     )
+
+
+def _period(matrix: np.ndarray, states: np.ndarray) -> int:
+    """The period of the irreducible chain ``matrix`` restricted to its closed class ``states``.
+
+    Breadth-first levels from the first state; the period is the gcd of ``level[u] + 1 -
+    level[v]`` over the class's edges ``u -> v``.
+    """
+    sub = np.asarray(matrix)[np.ix_(states, states)] > 0
+    level = np.full(states.size, -1)
+    level[0], frontier, d = 0, [0], 0
+    while frontier:
+        nxt = []
+        for u in frontier:
+            for v in np.flatnonzero(sub[u]):
+                if level[v] < 0:
+                    level[v] = level[u] + 1
+                    nxt.append(int(v))
+        frontier = nxt
+    for u, v in zip(*np.nonzero(sub)):
+        d = math.gcd(d, int(level[u] + 1 - level[v]))
+    return d
+
+
+def _require_one_long_run_rate(starts: np.ndarray, lengths: np.ndarray, batch: int) -> None:
+    """Refuse round starts under which ``batch`` rows in lockstep have no single long-run rate.
+
+    Several closed classes of round starts, or a periodic class on which the lengths differ with
+    ``batch > 1`` (the rows keep their relative phases; module docstring).
+    """
+    require_one_closed_class(
+        starts, "lockstep_rate: the round starts under these lengths", "the rate depends on the start state"
+    )
+    (cls,) = closed_classes(starts)
+    d = _period(starts, cls)
+    if d > 1 and batch > 1 and np.unique(lengths[cls]).size > 1:
+        shown = ", ".join(str(int(s)) for s in cls[:8]) + (", ..." if cls.size > 8 else "")
+        raise ValueError(
+            f"lockstep_rate: the round starts under these lengths are periodic (period {d} on states "
+            f"{{{shown}}}) and the lengths differ there, so {batch} rows in lockstep keep their "
+            "relative phases and their long-run rate depends on them: there is no single rate "
+            "(docs/cost.md §4); use batch=1, one length on the class, or an aperiodic chain"
+        )
 
 
 def optimal_policy_by_batch(
