@@ -23,7 +23,9 @@ with equality iff :math:`a = \min(p, q)`, i.e. :math:`b = \min(1, p/q)` on the s
 ``q``: standard speculative sampling. **Over a horizon** (``bonus=False``, every position is
 a check): an unbiased rule keeps prefixes target-distributed, so the expected number of
 rejections is :math:`\sum_n E[\rho_n] \ge \sum_n E[\mathrm{TV}_n]` (Theorem 1 is the equality
-case); :func:`rule_expected_rejections` computes both exactly.
+case); :func:`rule_expected_rejections` computes both exactly. The "iff"s above are checked on
+every ``(p, q, b)`` with entries in multiples of ``1/4`` on up to four tokens
+(``tests/verifiers/test_step_characterisations_grid.py``).
 """
 
 from __future__ import annotations

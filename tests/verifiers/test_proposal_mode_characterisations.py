@@ -96,3 +96,15 @@ def test_soft_argmax_is_lossless_when_q_puts_mass_off_the_target_support():
     assert soft_argmax_lossless(p, q)
     l = q[0]
     assert list(q) != [(1 - l) * a + l * (y == 0) for y, a in enumerate(p)]
+
+
+def test_proposition_4_greedy_accepts_less_than_sampled_iff_the_modes_differ():
+    """``V = 2``, ``q = (c, 1 - c)`` with ``1/2 <= c < 1`` (so ``x* = 0``): exact-match acceptance
+    of greedy drafting ``p(x*)`` is below sampled drafting's ``beta`` iff ``p(0) < 1/2``."""
+    for p, q in pairs(2, 12):
+        if not F(1, 2) <= q[0] < 1:
+            continue
+        greedy = mean_accepted(round_law("argmax_onehot", p, q))
+        sampled = mean_accepted(round_law("sample_match", p, q))
+        assert greedy - sampled == (1 - q[0]) * (2 * p[0] - 1)
+        assert (greedy < sampled) == (p[0] < F(1, 2))
