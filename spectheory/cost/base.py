@@ -42,8 +42,8 @@ class Cost:
     c : float >= 0
         Time of one draft forward step (one token per row).
     target_call : callable ``k -> float``, optional
-        Time of a target call that scores ``k >= 1`` drafted tokens (``k + 1`` positions);
-        default 1.
+        Time of a target call that scores ``k`` drafted tokens (``k + 1`` positions); default 1.
+        ``k = 0`` is read only for a round that drafts nothing (:meth:`empty_call_time`).
     draft_call : callable ``w -> float``, optional
         Time of one draft forward scoring ``w >= 1`` tokens (a tree level of ``w`` nodes);
         default: none, every drafted tree node costs ``c``. Must satisfy
@@ -94,6 +94,24 @@ class Cost:
         if out.size and (not np.all(np.isfinite(out)) or out.min() < 0):
             raise ValueError("target_call: must return finite times >= 0 for k = 1..max_depth")
         return out
+
+    def empty_call_time(self) -> float:
+        """``t(0)``: a target call that scores no drafted token (one position), the round of a
+        drafter that drafts nothing (the hindsight oracle's): ``target_call(0)``, or 1 without
+        ``target_call``. Not :attr:`autoregressive` (plain decoding, the speedup's reference):
+        the call belongs to the same round-cost curve as ``t(1), t(2), ...``.
+
+        >>> Cost(0.1, target_call=lambda k: 0.5 + 0.1 * k).empty_call_time()
+        0.5
+        >>> Cost(0.1, autoregressive=2.0).empty_call_time()
+        1.0
+        """
+        if self.target_call is None:
+            return 1.0
+        t0 = float(self.target_call(0))
+        if not np.isfinite(t0) or t0 < 0:
+            raise ValueError("target_call: must return a finite time >= 0 for k = 0 (a call with no draft)")
+        return t0
 
     def round_time(self, k: int) -> float:
         """``c k + t(k)``: the time of a round that drafts ``k`` tokens one at a time."""

@@ -140,6 +140,9 @@ class RoundRuns:
         The round kind's memory (:attr:`Round.initial_memory`, then what the last round left).
     keep_path : bool
         Whether the round must return its accepted tokens (:attr:`RoundOutcome.path`).
+    bonus : bool
+        Whether the driver emits the bonus token after a fully accepted round with tokens left
+        (read by the hindsight oracle, which turns a last accepted draft into that bonus).
 
     Examples
     --------
@@ -154,6 +157,7 @@ class RoundRuns:
     state: np.ndarray
     memory: np.ndarray
     keep_path: bool = False
+    bonus: bool = True
 
     @property
     def size(self) -> int:
@@ -162,7 +166,9 @@ class RoundRuns:
 
     def take(self, rows: np.ndarray) -> RoundRuns:
         """The runs at ``rows`` (an index array), e.g. those drafting the same tree."""
-        return RoundRuns(self.horizon, self.n[rows], self.state[rows], self.memory[rows], self.keep_path)
+        return RoundRuns(
+            self.horizon, self.n[rows], self.state[rows], self.memory[rows], self.keep_path, self.bonus
+        )
 
 
 @dataclass

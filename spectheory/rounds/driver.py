@@ -134,7 +134,7 @@ def _run_chunk(sampler, T, round, bonus, rng, out, counts, tokens, ttime, by_pos
         R = active.size
         rows = np.arange(R)
         n = pos[active]
-        runs = RoundRuns(T, n, state[active], memory[active], keep_path=tokens is not None)
+        runs = RoundRuns(T, n, state[active], memory[active], keep_path=tokens is not None, bonus=bonus)
         o = round.play(sampler, runs, rng)
         j = np.asarray(o.accepted, dtype=np.int64)
         y = np.asarray(o.final, dtype=np.int64)
@@ -167,10 +167,11 @@ def _run_chunk(sampler, T, round, bonus, rng, out, counts, tokens, ttime, by_pos
             need = max(int(drafted.max()), 1)
             if need > call_times.size:
                 call_times = cost.call_times(need)
-            # a round that drafts nothing (the hindsight oracle's) is a plain call: t(0) = autoregressive
-            ttime[active] += np.where(
-                drafted > 0, call_times[np.maximum(drafted, 1) - 1], cost.autoregressive
-            )
+            # a round that drafts nothing (the hindsight oracle's) is a call scoring no draft: t(0)
+            call = call_times[np.maximum(drafted, 1) - 1]
+            if not drafted.all():
+                call = np.where(drafted > 0, call, cost.empty_call_time())
+            ttime[active] += call
         if tokens is not None:
             path = np.asarray(o.path, dtype=np.int64)
             emitted = np.zeros((R, max(path.shape[1], int(j.max())) + 1), dtype=np.int64)

@@ -4,12 +4,17 @@ Notation: p = target, q = draft, ``A = min(p, q)``, ``R = max(p - q, 0)`` (``doc
 A round at position ``n`` in state ``s`` may draft at most ``kmax = min(D, T - n)`` tokens. Let
 ``J`` be its *accepted length*: the number of consecutive drafted tokens the verifier would
 accept if the round drafted ``kmax`` (``P(J >= j | s) = (A_n ... A_{n+j-1} 1)(s)``). The oracle
-drafts ``J`` tokens (``J = 0``: no draft, one plain target call costing ``t(0) = a``, the
-cost's ``autoregressive`` time) and emits the same tokens as the ``kmax`` round: the ``J``
-accepted ones, then the correction (``J < kmax``) or the bonus token. A round costs
-``f(J) = c J + t(J)``. It reads the verifier's coins, so no drafter can run it; it is the bound
-every drafter is measured against (``docs/stopping.md`` §10: it is a lower bound on every
-policy's time when ``f(k) = a + beta k`` with ``beta <= a``, e.g. ``t = 1``, ``c <= 1``).
+drafts ``min(J, D, T - n - 1)`` tokens and emits the same tokens as the ``kmax`` round: the
+accepted ones, then the correction (``J < kmax``) or the bonus token. When the ``kmax`` round
+would draft to the end and keep every token (``J = kmax = T - n``) the oracle drafts
+``T - n - 1`` and the last token is its bonus (issue 41: drafting it too costs one draft more
+for no token). ``J = 0`` (or ``T - n = 1``): no draft, one target call that scores no drafted
+token, ``t(0)`` (:meth:`~spectheory.cost.Cost.empty_call_time`: ``target_call(0)``, 1 by
+default). A round drafting ``k`` costs ``f(k) = c k + t(k)``. It reads the verifier's coins, so
+no drafter can run it; it is the bound every drafter is measured against (``docs/stopping.md``
+§10, Theorem 5: a lower bound on every drafter's time, at every horizon and in the long run,
+when ``f(k) = a + beta k`` for ``k = 0..D`` with ``0 <= beta <= a``, e.g. ``t = 1``, ``c <= 1``;
+tested in ``tests/stopping/test_oracle.py``).
 
 * :class:`OracleRound`: the oracle as a round kind (``st.simulate(chain, T, OracleRound(D))``,
   ``chain.protocol(T, OracleRound(D))``);
@@ -45,8 +50,8 @@ _E = np.eye(N_COMP)
 
 
 def _increments(cost: Cost, D: int) -> tuple[float, np.ndarray]:
-    """``t(0) = a`` and, per accepted depth ``j = 1..D``, ``e_draft + (t(j) - t(j-1)) e_time``."""
-    t = np.r_[cost.autoregressive, cost.call_times(D)]
+    """``t(0)`` and, per drafted depth ``j = 1..D``, ``e_draft + (t(j) - t(j-1)) e_time``."""
+    t = np.r_[cost.empty_call_time(), cost.call_times(D)]
     inc = np.zeros((D + 1, N_COMP))
     inc[1:, DRAFTS] = 1.0
     inc[1:, TTIME] = np.diff(t)
@@ -57,8 +62,10 @@ class OracleRound(Round):
     """The hindsight oracle as a round: draft exactly the tokens the verifier will accept.
 
     It plays the round of :class:`~spectheory.stopping.FixedGamma` ``(max_depth)`` (same draws,
-    same emitted tokens) and reports ``drafted = accepted``; the driver charges ``t(0)`` (the
-    cost's ``autoregressive`` time) for a round that drafts nothing.
+    same emitted tokens) and reports ``drafted = accepted``, except that a round that drafted to
+    the end and kept every token keeps one fewer and emits the last as its bonus (with
+    ``bonus=True``); the driver charges ``t(0)`` (:meth:`~spectheory.cost.Cost.empty_call_time`)
+    for a round that drafts nothing.
 
     Parameters
     ----------
@@ -120,7 +127,17 @@ class OracleRound(Round):
 
     def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
         out = self._inner.play(sampler, runs, rng)
-        return replace(out, drafted=np.asarray(out.accepted, dtype=np.int64).copy(), memory=None)
+        j = np.asarray(out.accepted, dtype=np.int64).copy()
+        final = np.asarray(out.final, dtype=np.int64).copy()
+        # drafted to the end and all accepted: the last token becomes the bonus (one draft fewer)
+        end = np.flatnonzero(~np.asarray(out.rejected, dtype=bool) & (runs.n + j >= runs.horizon) & (j > 0))
+        if not runs.bonus:
+            end = end[:0]
+        j[end] -= 1
+        if out.path is not None and end.size:
+            final[end] = np.asarray(out.path)[end, j[end]]
+        # the run ends with this token, so end_state (the state after it) is never read again
+        return replace(out, accepted=j, final=final, drafted=j.copy(), memory=None)
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
         """Exact :class:`~spectheory.stopping.PolicyValue` (:func:`oracle_value`; ``options``: ``progress``)."""
@@ -142,18 +159,21 @@ def oracle_value(
 ) -> PolicyValue:
     r"""Exact expectations of the hindsight oracle over ``horizon`` tokens (backward recursion).
 
-    With ``H_m^{(0)} = B(m)`` and ``H_m^{(r)} = R_m W_{m+1} + A_m H_{m+1}^{(r-1)}`` (the
+    With ``H_m^{(0)} = B(m)`` (``H_T^{(0)} = e_bonus``: a round alive at the end turns its last
+    accepted token into the bonus) and ``H_m^{(r)} = R_m W_{m+1} + A_m H_{m+1}^{(r-1)}`` (the
     alive side of the ``kmax`` round, as in the state DP) and the drafting side
-    ``Z_n = a e_time + sum_{j=1}^{kmax} P(J >= j) (e_draft + (t(j) - t(j-1)) e_time)``
-    (Horner: ``u_kmax = inc_kmax``, ``u_j = inc_j + A_{n+j} u_{j+1}``, ``Z_n = a e_time + A_n u_1``),
-    ``W_n = e_calls + Z_n + H_n^{(kmax)}``. Cost ``O(T D S V)``.
+    ``Z_n = t(0) e_time + sum_{j=1}^{top} P(J >= j) (e_draft + (t(j) - t(j-1)) e_time)``, where
+    ``top = kmax`` or ``kmax - 1`` when ``n + kmax = T`` (the oracle drafts
+    ``min(J, D, T - n - 1)``; Horner: ``u_top = inc_top``, ``u_j = inc_j + A_{n+j} u_{j+1}``,
+    ``Z_n = t(0) e_time + A_n u_1``), ``W_n = e_calls + Z_n + H_n^{(kmax)}``. Cost ``O(T D S V)``.
 
     Parameters
     ----------
     chain : DecodingChain
     horizon : int
     cost : Cost or float
-        ``t(0)`` is the cost's ``autoregressive`` time (1 by default).
+        A round with no draft costs ``t(0)`` (:meth:`~spectheory.cost.Cost.empty_call_time`:
+        ``target_call(0)``, 1 by default), not the ``autoregressive`` reference.
     max_depth : int
         Longest draft ``D``.
 
@@ -170,6 +190,9 @@ def oracle_value(
     >>> v = oracle_value(chain, 10, 0.1, max_depth=4)
     >>> v.target_calls, v.draft_tokens, round(v.time(), 12)
     (2.0, 8.0, 2.8)
+    >>> v = oracle_value(chain, 9, 0.1, max_depth=4)   # the second round reaches the end
+    >>> v.target_calls, v.draft_tokens, v.bonus_tokens, round(v.time(), 12)
+    (2.0, 7.0, 2.0, 2.7)
     """
     T = chain.check_horizon(horizon)
     cost = as_cost(cost)
@@ -179,6 +202,8 @@ def oracle_value(
     S = K.S
     W_next = np.zeros((S, N_COMP))
     H_next = np.zeros((S, D + 1, N_COMP))
+    # alive at the end of a round that drafted to the end: its last accepted token is the bonus
+    H_next[:, 0] = _E[BONUS]
     zcache: dict[int, np.ndarray] = {}
     head = _E[CALLS] + t0 * _E[TTIME]
     with single_thread(S):
@@ -190,15 +215,18 @@ def oracle_value(
             H[:, 1 : kmax + 1] = reject_value(K, laws.rej, W_next)[:, None] + K.apply(
                 laws.acc, H_next[:, :kmax]
             )
-            if K.hom and kmax in zcache:
-                Z = zcache[kmax]
+            top = kmax - 1 if n + kmax == T else kmax  # drafts paid: min(J, top)
+            if K.hom and top in zcache:
+                Z = zcache[top]
             else:
-                u = np.broadcast_to(inc[kmax], (S, N_COMP))
-                for j in range(kmax - 1, 0, -1):
-                    u = inc[j] + K.apply(K.at(n + j).acc, u)
-                Z = K.apply(laws.acc, u)
+                Z = np.zeros((S, N_COMP))
+                if top:
+                    u = np.broadcast_to(inc[top], (S, N_COMP))
+                    for j in range(top - 1, 0, -1):
+                        u = inc[j] + K.apply(K.at(n + j).acc, u)
+                    Z = K.apply(laws.acc, u)
                 if K.hom:
-                    zcache[kmax] = Z
+                    zcache[top] = Z
             W_next = head + Z + H[:, kmax]
             H_next = H
     # the oracle emits the tokens of the D-token round: its rounds start where FixedGamma(D)'s do
@@ -219,8 +247,10 @@ def long_run_oracle(
 
     The oracle's round starts follow the ``D``-token round's kernel
     ``P_D = sum_{j<D} A^j R + A^D P``; per round it emits ``e_D(s) = 1 + sum_{j=1}^D (A^j 1)(s)``
-    tokens and costs ``a + sum_{j=1}^D (A^j 1)(s) (c + t(j) - t(j-1))``; the rate is the ratio of
-    their averages under the stationary law of round starts (renewal-reward, Theorem 3).
+    tokens and costs ``t(0) + sum_{j=1}^D (A^j 1)(s) (c + t(j) - t(j-1))``; the rate is the ratio of
+    their averages under the stationary law of round starts (renewal-reward, Theorem 3). The
+    last round's bonus at a finite horizon (:func:`oracle_value`) changes the time by ``O(1)``,
+    not the rate.
 
     Examples
     --------

@@ -59,10 +59,14 @@ def test_oracle_exact_matches_monte_carlo(kind):
 
 def test_oracle_round_replays_the_full_round_and_charges_t0_for_empty_drafts():
     chain = st.DecodingChain.random(3, concentration=0.5, rng=1)
-    a = st.simulate(chain, 12, OracleRound(4), 300, rng=4, cost=Cost(0.1, autoregressive=2.0))
-    b = st.simulate(chain, 12, FixedGamma(4), 300, rng=4, cost=0.1)
-    assert (a.target_calls == b.target_calls).all() and (a.accepted == b.accepted).all()
-    # every round costs t(J) + c J with t(0) = 2, t(k >= 1) = 1
+    t0_is_2 = Cost(0.1, target_call=lambda k: 2.0 if k == 0 else 1.0, autoregressive=3.0)
+    a = st.simulate(chain, 12, OracleRound(4), 300, rng=4, cost=t0_is_2, return_tokens=True)
+    b = st.simulate(chain, 12, FixedGamma(4), 300, rng=4, cost=0.1, return_tokens=True)
+    assert (a.target_calls == b.target_calls).all() and (a.rejections == b.rejections).all()
+    assert (a.tokens == b.tokens).all()
+    # a last round that drafts to the end and is accepted whole keeps one draft fewer: the bonus
+    assert set(np.unique(b.accepted - a.accepted)) == {0, 1}
+    # every round costs t(J) + c J with t(0) = target_call(0) = 2 (not autoregressive), t(k >= 1) = 1
     zero_rounds = a.accepted_counts[:, 0]
     expected = 0.1 * a.accepted + (a.target_calls - zero_rounds) + 2.0 * zero_rounds
     np.testing.assert_allclose(a.time(), expected, atol=1e-12)
@@ -75,10 +79,12 @@ def test_oracle_closed_form_on_one_state_chain():
     tokens = (1 - alpha ** (D + 1)) / (1 - alpha)
     time = 1 + c * sum(alpha**j for j in range(1, D + 1))
     assert abs(r.rate - tokens / time) < 1e-12
-    # finite horizon: one round at T <= D with everything accepted drafts T tokens
+    # finite horizon: one round at T <= D with everything accepted drafts T - 1 tokens and takes
+    # the bonus (drafting all T, as the oracle did before issue 41, costs one draft more)
     sure = st.DecodingChain.iid([0.5, 0.5], [0.5, 0.5])
     v = oracle_value(sure, 3, 0.1, max_depth=5)
-    assert v.target_calls == 1.0 and abs(v.time() - 1.3) < 1e-12
+    assert v.target_calls == 1.0 and v.draft_tokens == 2.0 and v.bonus_tokens == 1.0
+    assert abs(v.time() - 1.2) < 1e-12
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -120,14 +126,66 @@ def test_long_run_policy_fixed_gamma_and_refusals():
 
 @pytest.mark.parametrize("seed", range(6))
 def test_oracle_is_a_lower_bound_for_affine_costs(seed):
-    """Theorem 5: f(k) = a + beta k with beta <= a gives oracle <= path optimum <= state optimum."""
+    """Theorem 5: f(k) = a + beta k with beta <= a gives oracle <= path optimum <= state optimum,
+    at every horizon 1..10 (T - n <= D, where the last round may draft to the end, included)."""
     chain = st.DecodingChain.random(3, concentration=0.6, rng=100 + seed)
-    for cost in (Cost(0.05), Cost(1.0), Cost(0.3, target_call=lambda k: 1.0 + 0.2 * k)):
-        ora = oracle_value(chain, 10, cost, 4).time()
-        path = optimal_policy(chain, 10, cost, "path", 4).time()
-        state = optimal_policy(chain, 10, cost, "state", 4).time()
-        assert ora <= path + 1e-12 <= state + 2e-12
+    costs = (
+        Cost(0.05),
+        Cost(1.0),
+        Cost(0.3, target_call=lambda k: 1.0 + 0.2 * k),
+        Cost(0.1, target_call=lambda k: 0.5 + 0.1 * k),  # t(0) = 0.5, not autoregressive = 1
+    )
+    for cost in costs:
+        for T in range(1, 11):
+            ora = oracle_value(chain, T, cost, 4).time()
+            path = optimal_policy(chain, T, cost, "path", 4).time()
+            state = optimal_policy(chain, T, cost, "state", 4).time()
+            assert ora <= path + 1e-12 <= state + 2e-12, (cost, T)
         assert long_run_oracle(chain, cost, 4).rate >= long_run_optimum(chain, cost, 4).rate - 1e-12
+
+
+def test_oracle_at_the_horizon_takes_the_bonus():
+    """Issue 41's counterexample: p = q (all accepted), f(k) = 1 + k/10, T = 2, D = 2. Drafting
+    both tokens costs 6/5; FixedGamma(1) drafts one and takes the bonus, 11/10. The oracle
+    drafts T - n - 1 when its round would draft to the end, so it is not beaten."""
+    sure = st.DecodingChain.iid([0.5, 0.5], [0.5, 0.5])
+    ora = oracle_value(sure, 2, 0.1, max_depth=2)
+    assert abs(ora.time() - 1.1) < 1e-12 and ora.draft_tokens == 1.0 and ora.bonus_tokens == 1.0
+    assert abs(evaluate_policy(sure, FixedGamma(1), 2, 0.1).time() - 1.1) < 1e-12
+    assert abs(optimal_policy(sure, 2, 0.1, "path", 2).time() - 1.1) < 1e-12
+    # the docstring's chain at a horizon whose last round reaches the end: no negative part
+    g = oracle_gap(sure, FixedGamma(4), 0.1, horizon=9, information="path")
+    assert abs(g.irreducible) < 1e-12 and abs(g.oracle_time * 9 - 2.7) < 1e-12
+
+
+@pytest.mark.parametrize("kind", ["homogeneous", "position"])
+def test_oracle_round_monte_carlo_at_short_horizons(kind):
+    """The round kind turns a last accepted draft into the bonus exactly as oracle_value does."""
+    chain, _ = (
+        (st.DecodingChain.random(3, concentration=0.4, rng=7), 0)
+        if kind == "homogeneous"
+        else _position_dependent(2)
+    )
+    cost = Cost(0.2, target_call=lambda k: 0.5 + 0.1 * k)
+    for T in (3, 7):
+        exact = chain.protocol(T, OracleRound(5), cost=cost)
+        sim = st.simulate(chain, T, OracleRound(5), 6000, rng=5, cost=cost)
+        for name in ("target_calls", "draft_tokens", "rejections", "accepted"):
+            assert_within_se(*sim.mean_se(name), getattr(exact, name), f"{name} at T={T}")
+        t = sim.time()
+        assert_within_se(t.mean(), t.std(ddof=1) / np.sqrt(t.size), exact.time(), f"time at T={T}")
+
+
+def test_oracle_charges_t0_of_the_call_curve():
+    """Issue 41: with t(k) = 0.5 + 0.1 k (f(k) = 0.5 + 0.2 k, affine with beta <= a) a round of zero
+    drafts costs t(0) = 0.5; charging autoregressive = 1 made the oracle exceed the path optimum
+    on almost every random two-token chain (by up to 1.8 at T = 6, D = 3)."""
+    cost = Cost(0.1, target_call=lambda k: 0.5 + 0.1 * k)
+    for seed in range(20):
+        chain = st.DecodingChain.random(2, concentration=1.0, rng=seed)
+        assert (
+            oracle_value(chain, 6, cost, 3).time() <= optimal_policy(chain, 6, cost, "path", 3).time() + 1e-12
+        )
 
 
 def test_oracle_is_beaten_when_drafting_costs_more_than_a_call():
