@@ -6,8 +6,10 @@ the rejected drafted token's probability) predicts every runnable controller:
 predict_controller plays it on the verification coins drawn along each path (path-conditional,
 unbiased for the decoder's means; docs/stopping.md section 9). Time is in target calls: c per
 draft step plus 1 per call. The reference is the best fixed gamma in 1..D (its prediction by
-the same coins); the hindsight oracle (drafts exactly the accepted length, a plain call when
-none) is exact given each path: the fixed-D recursion's calls plus c times its accepted drafts.
+the same coins); the hindsight oracle (drafts the accepted length, but never to the end: a
+round that would keep every token up to the horizon drafts one fewer and takes the bonus; a plain
+call when none) is exact given each path: every oracle round emits its drafts plus one token, so
+its drafts are T minus the fixed-D recursion's calls (docs/stopping.md section 10).
 Two controllers are also run in the decoder and their measured time per token is compared
 with the prediction (z within 5 in the headline).
 
@@ -90,7 +92,7 @@ def cell_rows(inputs, c, n_coins, rng):
     best = min(fixed, key=lambda g: fixed[g]["time_per_token"][0])
     ref, ref_se = fixed[best]["time_per_token"]
     dp = policy_round_dp(inputs["reject"], FixedGamma(D))
-    oracle = (dp["target_calls"] + c * dp["accepted"]) / T
+    oracle = (dp["target_calls"] + c * (T - dp["target_calls"])) / T  # drafts = T - calls
     rows = [
         {"name": f"best fixed gamma ({best})", "ratio": 1.0, "ratio_se": 0.0, "time": ref, "se": ref_se},
         {

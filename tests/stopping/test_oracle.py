@@ -176,6 +176,17 @@ def test_oracle_round_monte_carlo_at_short_horizons(kind):
         assert_within_se(t.mean(), t.std(ddof=1) / np.sqrt(t.size), exact.time(), f"time at T={T}")
 
 
+@pytest.mark.parametrize("T", [4, 9, 13])
+def test_oracle_rounds_emit_their_drafts_plus_one(T):
+    """Every oracle round emits L + 1 tokens (it never drafts to the end), so drafts = T - calls:
+    the identity simulations/decoder_controllers.py scores the oracle by."""
+    chain = st.DecodingChain.random(3, concentration=0.3, rng=T)
+    v = oracle_value(chain, T, 0.1, 5)
+    assert abs(v.draft_tokens - (T - v.target_calls)) < 1e-12
+    sim = st.simulate(chain, T, OracleRound(5), 200, rng=0, cost=0.1)
+    assert (sim.draft_tokens == T - sim.target_calls).all()
+
+
 def test_oracle_charges_t0_of_the_call_curve():
     """Issue 41: with t(k) = 0.5 + 0.1 k (f(k) = 0.5 + 0.2 k, affine with beta <= a) a round of zero
     drafts costs t(0) = 0.5; charging autoregressive = 1 made the oracle exceed the path optimum
