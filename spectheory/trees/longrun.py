@@ -225,8 +225,10 @@ def long_run_tree_optimum(
     ``max_children`` children per node, clipped to the vocabulary) is an action; its
     untruncated ``tree_topk`` round from each state (:func:`tree_round_chain`) gives the
     average-reward problem, solved exactly by Dinkelbach's method. ``per_state=False``: the
-    best single tree for every state (the static optimum). Sizes: ``sum_k Catalan(k)`` shapes
-    (197 at ``budget = 6``); small budgets.
+    best single tree for every state (the static optimum). Sizes: ``sum_{k=1}^{budget}
+    Catalan(k)`` shapes (196 at ``budget = 6``; fewer under ``max_depth``, or when
+    ``max_children`` or the vocabulary caps a node's children; counted exhaustively in
+    ``tests/trees/test_tree_longrun.py``); small budgets.
 
     Examples
     --------

@@ -134,3 +134,31 @@ def test_errors():
         StateTrees([])
     with pytest.raises(ValueError, match="trees"):
         chain.protocol(6, StateTrees([DraftTree.from_branching([1])] * 3))
+
+
+def _plane_shape(parents):
+    """The nested-tuple shape of a rooted tree whose children are ordered by index."""
+    kids = {i: [] for i in range(len(parents))}
+    for i, p in enumerate(parents[1:], start=1):
+        kids[int(p)].append(i)
+
+    def shape(i):
+        return tuple(shape(j) for j in kids[i])
+
+    return shape(0)
+
+
+def test_long_run_tree_optimum_enumerates_196_shapes_at_budget_6():
+    """Issue 41: the docs said 197. Exhaustively: every parent array with ``parent[i] < i`` over
+    ``k`` drafted nodes (``k!`` of them) read as a plane tree (children ordered by index) gives
+    every plane tree (label one in preorder); the distinct shapes number 1, 2, 5, 14, 42, 132
+    (Catalan(1..6)), 196 in all, and ordered_trees yields exactly these, each once."""
+    total = 0
+    for k in range(1, 7):
+        exhaustive = {
+            _plane_shape([-1, *ps]) for ps in itertools.product(*[range(i) for i in range(1, k + 1)])
+        }
+        listed = [_plane_shape(t.parents) for t in ordered_trees(k, k)]
+        assert len(listed) == len(set(listed)) and set(listed) == exhaustive
+        total += len(exhaustive)
+    assert total == 196
