@@ -212,6 +212,24 @@ def test_one_state_long_run_optimum_is_optimal_gamma(alpha, c):
         assert int(res.lengths[0]) == g
 
 
+@pytest.mark.parametrize("seed", [4, 5])
+def test_long_run_optimum_is_the_best_start_policy_by_brute_force(seed):
+    """docs/stopping.md Theorem 3 (Dinkelbach ends at the optimal rate): against every one of the
+    4^3 round-start policies k(s) on a 3-state chain with a sampled draft, two costs."""
+    from spectheory.kinds.policy.policies import StartStatePolicy
+    from spectheory.stopping import long_run_policy
+
+    chain = st.DecodingChain.random(3, concentration=0.7, rng=seed)
+    for cost in (Cost(0.1), Cost(0.3, target_call=lambda k: 1 + 0.2 * k)):
+        rates = {
+            ks: long_run_policy(chain, StartStatePolicy(np.array(ks)), cost).rate
+            for ks in itertools.product(range(1, 5), repeat=3)
+        }
+        opt = long_run_optimum(chain, cost, 4)
+        assert abs(opt.rate - max(rates.values())) < 1e-12
+        assert abs(rates[tuple(int(k) for k in opt.lengths)] - opt.rate) < 1e-12
+
+
 def test_long_run_rate_of_fixed_gamma_is_the_limit_of_the_finite_horizon():
     from spectheory.stopping.optimal import long_run_rate
 
