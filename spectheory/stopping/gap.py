@@ -11,9 +11,12 @@ where ``opt`` is the exact optimum over drafters with the given information (``"
 round's start; ``"path"``: the drafted path and the laws, the best any drafter can do) and
 ``oracle`` the hindsight oracle (:mod:`.oracle`). The reducible part is what a better controller
 with the same information could recover; the irreducible part is the price of not seeing the
-verifier's coins. Both are ``>= 0`` when the round cost is affine with slope at most ``t(0)``
-(Theorem 5; e.g. ``t = 1``, ``c <= 1``). Finite horizon: both optima; long run: the
-state optimum (:func:`~spectheory.stopping.long_run_optimum`).
+verifier's coins. The irreducible part is ``>= 0`` when the round cost ``c k + t(k)`` is
+affine in ``k = 0..D`` with slope at most ``t(0)`` (Theorem 5; e.g. ``t = 1``, ``c <= 1``). The
+reducible part is ``>= 0`` against the path optimum (Theorem 1); against the state optimum only
+for controllers that fix the round's length at its start (a rule that reads the drafted path,
+e.g. a confidence threshold, can beat it: ``tests/stopping/test_oracle.py``). Finite horizon:
+both optima; long run: the state optimum (:func:`~spectheory.stopping.long_run_optimum`).
 """
 
 from __future__ import annotations

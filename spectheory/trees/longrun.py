@@ -16,7 +16,10 @@ time is the renewal-reward ratio
 (docs/stopping.md, Theorem 3; :func:`long_run_trees`). Over every rule that drafts a top-k
 tree of at most ``budget`` nodes from the round's start, with any memory, the best long-run
 rate is that of a stationary rule ``s -> tree(s)`` (an average-reward Markov decision process
-whose actions are the plane trees of at most ``budget`` nodes): :func:`long_run_tree_optimum`
+whose actions are the plane trees of at most ``budget`` nodes; finite and unichain, which the
+code requires, where a stationary deterministic rule is optimal -- a standard result, not
+re-proved here: the tests check the optimum against brute force over every stationary
+per-state assignment of the shapes): :func:`long_run_tree_optimum`
 enumerates the shapes (:func:`~spectheory.trees.sequoia.ordered_trees`) and solves it exactly
 by Dinkelbach's method (:func:`spectheory.stopping.optimal.dinkelbach`); ``per_state=False``
 gives the best static tree (one shape for every state). The per-state optimal trees of the

@@ -199,6 +199,15 @@ def test_oracle_charges_t0_of_the_call_curve():
         )
 
 
+def test_reducible_part_against_the_state_optimum_can_be_negative():
+    """A rule that reads the drafted path can beat the state optimum, so the reducible part is
+    >= 0 only against the path optimum (Theorem 1), which it never beats."""
+    chain = st.DecodingChain.random(3, concentration=0.5, rng=16)
+    rule = ConfidenceThreshold(0.7, max_depth=4, statistic="token")
+    assert oracle_gap(chain, rule, 0.1, horizon=10, information="state").reducible < -5e-3
+    assert oracle_gap(chain, rule, 0.1, horizon=10, information="path").reducible >= 0
+
+
 def test_oracle_is_beaten_when_drafting_costs_more_than_a_call():
     """The condition of Theorem 5 matters: with c = 2 drafting accepted tokens is a loss."""
     chain = st.DecodingChain.iid([0.9, 0.1], [1.0, 0.0])
