@@ -1,20 +1,17 @@
 """Round kinds, one folder each: what a round drafts, and all of its engine code.
 
 The contract every kind implements is :class:`spectheory.rounds.Round` (``rounds/`` holds it
-and the Monte Carlo driver, and imports no kind). Each folder here is one kind:
+and the Monte Carlo driver, and imports no kind). Each folder here is one kind, with all of its engine code:
 
-===========  ==========================================  ==========================================
-folder       round                                        what else lives with it
-===========  ==========================================  ==========================================
-``path/``    :class:`~spectheory.kinds.path.PathRound`    (the path's engines are the rule's)
-``tree/``    :class:`~spectheory.kinds.tree.TreeRound`    :class:`~spectheory.kinds.tree.DraftTree`,
-                                                          the exact per-node engine, enumeration
-``batch/``   :class:`~spectheory.kinds.batch.BatchRound`  its readings, their tree verifiers, the
-                                                          exact batch engine
-``dynamic/`` :class:`~spectheory.kinds.dynamic.DynamicTreeRound`  EAGLE-2's and OPT-Tree's rules
-``policy/``  :class:`~spectheory.kinds.policy.PolicyRound`  draft-length policies, their exact
-                                                          engine (backward and forward recursions)
-===========  ==========================================  ==========================================
+- ``path/``: :class:`~spectheory.kinds.path.PathRound` (the path's engines are its rule's);
+- ``tree/``: :class:`~spectheory.kinds.tree.TreeRound`, :class:`~spectheory.kinds.tree.DraftTree`,
+  the exact per-node engine and the Fraction enumeration;
+- ``batch/``: :class:`~spectheory.kinds.batch.BatchRound`, its readings and their tree
+  verifiers, the exact batch engine;
+- ``dynamic/``: :class:`~spectheory.kinds.dynamic.DynamicTreeRound`, EAGLE-2's and OPT-Tree's
+  rules;
+- ``policy/``: :class:`~spectheory.kinds.policy.PolicyRound`, the draft-length policies and
+  their exact engine (backward and forward recursions).
 
 :func:`as_round` turns a round argument or a shorthand (an ``int``, a ``DraftTree``, a
 ``Policy``) into a round. The theory built on a kind sits above it: optimal trees in

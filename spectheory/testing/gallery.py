@@ -2,8 +2,8 @@ r"""A gallery of deliberately buggy speculative verifiers, one per bug class see
 
 Each function has the kit's interface ``verify(target_probs [k+1, V], draft_probs [k, V],
 draft_tokens [k], rng) -> emitted`` and differs from
-:func:`spectheory.testing.reference_verify` by one realistic mistake (p = target, q = draft):
- ``_variant`` builds all but one as standard speculative sampling with one step replaced (the
+:func:`spectheory.testing.reference_verify` by one realistic mistake (p = target, q = draft).
+``_variant`` builds all but one as standard speculative sampling with one step replaced (the
 laws, the acceptance test, the bonus or residual law, the draw), and so do the field and
 engine galleries (``gallery_field``, ``gallery_engines``).
 :data:`GALLERY` maps a name to ``(verify, bug description, checks expected to fail)``; the
