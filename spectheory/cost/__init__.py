@@ -13,7 +13,7 @@
   -- the best configuration per batch size, the crossover and the constant-``c`` error
   (:mod:`.batch`; the best policy per batch size is :mod:`spectheory.stopping.lockstep`);
 * :func:`fit_cost` -- time a model's forward on the user's device and fit a form, with the
-  fit error (:class:`CostFit`, :mod:`.fit`; torch is imported only when it runs);
+  fit error (:class:`CostFit`, :mod:`.fit_forward`; torch is imported only when it runs);
 * :class:`ForwardLog` -- log the shape and seconds of every forward a model makes while the
   decoder runs (torch hooks; :mod:`.timed`);
 * :class:`OpCount` -- count the torch operations the decoder dispatches outside the models'

@@ -13,7 +13,7 @@ import torch
 
 from ..verifiers.torch_forms import U_MAX, draw_columns
 from .batching import check_common, make_batch, place, prefill
-from .driver import Step, decode_rounds
+from .driver import StepDefaults, decode_rounds
 from .generation_result import GenerationResult
 from .logits import sampling_law
 from .rng import PURPOSE_AUTOREG, check_seeds, seed_tensor, uniforms
@@ -26,7 +26,7 @@ __all__ = ["autoregressive_generate", "AutoregressiveStep"]
 _BLOCK = 64  # uniforms hashed 64 tokens at a time: the same values, one hash per block
 
 
-class AutoregressiveStep(Step):
+class AutoregressiveStep(StepDefaults):
     """A round of plain sampling: no draft, one model call, one token per row (every row, every
     round: the loop runs in its fixed horizon of ``max_new_tokens`` rounds and reads nothing
     back). Token ``n`` of row ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of

@@ -19,7 +19,7 @@ and six methods:
   the emitted one, and return ``(drafted, accepted, emitted, rejected)`` per row, ``[4, B]``
   (or ``[5, B]``: a fifth row, which rows took part in the target call, when that is not
   ``drafted > 0``; :class:`~spectheory.decoder.generation_result.StatsRecorder`);
-- ``finish(stats) -> stats``: the statistics as the kind reports them (:class:`Step`: as
+- ``finish(stats) -> stats``: the statistics as the kind reports them (:class:`StepDefaults`: as
   recorded).
 
 The round steps: :class:`~spectheory.decoder.speculative.PathStep`,
@@ -45,7 +45,7 @@ from .batching import Batch, new_tokens, stop_at_eos, sync
 from .generation_result import DecodeStats, GenerationResult, StatsRecorder
 from .rng import PURPOSE_ACCEPT, PURPOSE_DRAFT, PURPOSE_EMIT, uniforms
 
-__all__ = ["RoundStep", "Step", "RoundUniforms", "decode_rounds"]
+__all__ = ["RoundStep", "StepDefaults", "RoundUniforms", "decode_rounds"]
 
 
 class RoundStep(Protocol):
@@ -69,7 +69,7 @@ class RoundStep(Protocol):
     def finish(self, stats: DecodeStats) -> DecodeStats: ...
 
 
-class Step:
+class StepDefaults:
     """A base for round steps: the statistics reported as recorded (``finish``)."""
 
     batch: Batch

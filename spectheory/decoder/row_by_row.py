@@ -23,7 +23,7 @@ import torch
 
 from .._guards import check_int
 from .batching import Batch, CausalLM, Prompt, as_prompt, check_common
-from .driver import Step
+from .driver import StepDefaults
 from .generation_result import DecodeStats
 from .rng import check_seeds
 
@@ -118,7 +118,7 @@ def row_inputs(
     return Rows(target, draft, batch, sampling, gamma, seeds)
 
 
-class RowStep(Step):
+class RowStep(StepDefaults):
     """The base of a row-by-row round step (module docstring) on the inputs ``rows``.
 
     A subclass plays one row's round in ``draft``/``score``/``commit`` over :attr:`rows` (the

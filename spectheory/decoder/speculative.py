@@ -20,7 +20,7 @@ from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import draw_columns
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, place, prefill
-from .driver import RoundUniforms, Step, decode_rounds
+from .driver import RoundUniforms, StepDefaults, decode_rounds
 from .generation_result import GenerationResult
 from .logits import sampling_law
 from .rng import check_seeds, seed_tensor
@@ -128,7 +128,7 @@ def _cut_at_eos(drafts, k, eos):
     return torch.minimum(k, first), hit.any(1)
 
 
-class PathStep(Step):
+class PathStep(StepDefaults):
     """The round step of a path (:mod:`spectheory.decoder.driver`): draft ``k = min(gamma, r)``
     tokens per row (a draft-length ``hook`` may end rows early), score them in one target call,
     verify with ``rule`` (a torch rule named ``name``), commit. ``K_fixed``: the draft length of

@@ -41,7 +41,7 @@ from ..children import get_child_policy
 from ..trees import DraftTree
 from ..verifiers.base import Verifier, get_verifier
 from .batching import check_common, make_batch, place, prefill
-from .driver import RoundUniforms, Step, decode_rounds
+from .driver import RoundUniforms, StepDefaults, decode_rounds
 from .generation_result import GenerationResult
 from .logits import logits_to_probs
 from .rng import check_seeds, seed_tensor
@@ -293,7 +293,7 @@ class TreeRules:
     bonus: bool
 
 
-class TreeStep(Step):
+class TreeStep(StepDefaults):
     """The round step of a tree (:mod:`spectheory.decoder.driver`): the drafter fills the tree
     truncated at depth ``k = min(depth, r)`` per row, ONE target call scores every node
     (:mod:`.tree_attention`), the tree rule (:class:`TreeRules`) picks the accepted path and the

@@ -11,11 +11,11 @@ tree protocol, what is counted and the losslessness proofs.
   ``tree_topk``, ``traversal``, ``traversal_iid``: ``get_verifier(name)``);
 - :func:`tree_protocol` -- exact expectations on a :class:`~spectheory.DecodingChain`;
 - :class:`TreeRound`, :class:`BatchRound` -- tree rounds for ``st.simulate`` (Monte Carlo);
-- :mod:`.batch_tree` -- batch decoding with M drafts, both readings;
+- :mod:`spectheory.kinds.batch` -- batch decoding with M drafts, its three readings;
 - :mod:`.gbv_tree` -- greedy multi-path block verification (:data:`GBV`) on ``K`` i.i.d. paths;
 - :mod:`.sequoia` -- Sequoia's positional DP and its audit.
 - :mod:`.by_batch` -- the best tree per batch size under a cost model (``docs/cost.md``).
-- :mod:`.dynamic`, :mod:`.dynamic_rules`, :mod:`.state_optimal` -- a tree per round start:
+- :mod:`spectheory.kinds.dynamic`, :mod:`.state_optimal` -- a tree per round start:
   EAGLE-2's and OPT-Tree's rules and the exact per-state optimal tree.
 - :mod:`.optimum` -- the most drafts any lossless verifier accepts on a tree (the tree optimum).
 

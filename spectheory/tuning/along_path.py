@@ -16,7 +16,7 @@ and the entry returns the model the predictors read (:class:`PathRounds`, :class
             return predictor.path(self.gamma)
 
 and a round that defines none is refused with
-:class:`~spectheory.rounds.base.UnsupportedRoundError` naming it (:meth:`Round.require`).
+:class:`~spectheory.rounds.base.UnsupportedRoundError` naming it (:meth:`Round.require <spectheory.rounds.Round.require>`).
 
 Per round of depth ``K`` (module docstring of :mod:`.cost_timing`):
 

@@ -22,7 +22,7 @@ policy kind's kernel :func:`~spectheory.kinds.policy.outcome_kernels.policy_outc
 
 The kernels here: :func:`path_outcomes` (fixed ``gamma``, token verification) and
 :func:`tree_outcomes` (a draft tree with node-local verifiers). :func:`~.predict.round_dp`,
-:func:`~.trees.tree_round_dp`, :func:`~.tree_rounds.emission_dp` and
+:func:`~.tree_decoding.tree_round_dp`, :func:`~.tree_rounds.emission_dp` and
 :func:`~spectheory.stopping.along_paths.policy_round_dp` are ``outcome_dp`` of their kind's
 kernel; :func:`path_kernel`, :func:`tree_kernel` and :func:`policy_kernel` its ``jump_kernel``.
 
@@ -77,7 +77,7 @@ def path_outcomes(reject: Any, gamma: int) -> np.ndarray:
 
 def tree_outcomes(tree: Any, tables: dict, T: int) -> np.ndarray:
     """Outcome kernel ``[T, D + 1, 2, N, 1]`` of tree rounds with node-local verifiers, from the
-    tables of :func:`~.trees.tree_round_dp` (``k -> (a [k, N, T, D], res [N, T, D])``): from a
+    tables of :func:`~.tree_decoding.tree_round_dp` (``k -> (a [k, N, T, D], res [N, T, D])``): from a
     node at depth ``d`` the mass goes to child slot ``j`` with ``a[j]``, or ends the round
     rejected with ``res``; a leaf (or depth ``min(D, T - n)``) ends it accepted."""
     N = next(iter(tables.values()))[1].shape[0]

@@ -10,7 +10,7 @@ follow from the round's start position ``n`` and state ``s``, so a dynamic tree 
 verified by ``tree_topk`` (recursive rejection over the top-k children, lossless), and its
 exact engine pushes the round-start mass of each group of states that draft the same tree
 through the per-node engine (:func:`spectheory.kinds.tree.exact.push_round`), so every expectation
-is exact (``O(T S nodes S V)``). The rules themselves live in :mod:`.dynamic_rules`;
+is exact (``O(T S nodes S V)``). The rules themselves live in :mod:`spectheory.kinds.dynamic.rules`;
 docs/trees.md, section "Dynamic trees".
 
 Counting: a round started at ``(n, s)`` drafts the nodes of ``tree(n, s)`` within the depth

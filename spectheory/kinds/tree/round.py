@@ -7,7 +7,7 @@ node and applies the verifier's rule (``verifier.verify``) to ``rng.random((R, n
 ``rng.random(R)``. The accepted path's last node gives ``j`` (its depth) and the state; the
 rule's token is the correction (residual) or the bonus candidate. docs/trees.md.
 
-:class:`~spectheory.trees.BatchRound` (:mod:`.batch_round`), batch decoding's ``M`` drafts, is a
+:class:`~spectheory.trees.BatchRound` (:mod:`spectheory.kinds.batch`), batch decoding's ``M`` drafts, is a
 tree round on ``DraftTree.paths(M, gamma)`` with a fast play of its own.
 """
 
