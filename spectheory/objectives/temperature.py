@@ -1,9 +1,11 @@
-r"""The draft temperature: the exact optimal draft temperature for a given target temperature.
+r"""The draft temperature: the one maximising exact tokens per call, for a given target temperature.
 
 Sampling at temperature ``tau`` draws from :math:`p^{1/\tau} / \sum_x p^{1/\tau}`
 (:func:`tempered`). The target runs at ``tau_t`` (the user's choice: it fixes the output law);
 the draft's temperature ``tau_d`` is free, since token verification is lossless for any draft.
-:func:`optimal_draft_temperature` maximises the exact tokens per call over ``tau_d`` on a chain;
+:func:`optimal_draft_temperature` maximises the exact tokens per call over ``tau_d`` on a chain
+(a grid search refined locally: the best over the grid and its neighbourhood, not a certified
+global optimum);
 :func:`temperature_sweep` computes tokens per call for a grid of ``tau_d`` along target paths
 of real models (the paths sampled at ``tau_t`` and both models' logits computed once; the
 Rao-Blackwellised round bookkeeping :func:`spectheory.validation.predict.round_dp` per

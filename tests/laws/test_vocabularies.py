@@ -81,6 +81,9 @@ def test_exact_fractions_on_a_tiny_case():
     for row_d, row_i in zip(qd, qi):  # q_I = q_d on the bytes / q_d(bytes), exactly
         mass = sum(row_d[:3])
         assert row_i == [x / mass for x in row_d[:3]] and sum(row_i) == 1
+    # renormalising never hurts (docs/vocabularies.md, corollary); on this instance it helps
+    for p, row_d, row_i in zip(target, qd, qi):
+        assert sum(map(min, p, row_i)) > sum(map(min, p, row_d[:3]))
     t_fn = lambda c: target[c[-1]] if c else target[0]  # noqa: E731
     d_fn = lambda c: qi[c[-1]] if c else qi[0]  # noqa: E731
     # the one-draft round accepts sum_x min(p, q_I)(x) (token verification of q_I)

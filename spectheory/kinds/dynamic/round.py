@@ -2,7 +2,8 @@ r"""Dynamic draft trees: a tree chosen at every round start from the chain state
 
 Notation: p = target, q = draft. Engines such as EAGLE-2 and OPT-Tree build the draft tree
 online from the draft's confidences; a per-state optimal tree is built from the target's laws
-too. On a chain with a deterministic ``next_state`` and the draft's top-k children
+too (:mod:`spectheory.trees.state_optimal`: optimal among top-k trees of a node budget). On a
+chain with a deterministic ``next_state`` and the draft's top-k children
 (:class:`~spectheory.children.TopK`, the children of EAGLE and OPT-Tree), the tokens of every node
 follow from the round's start position ``n`` and state ``s``, so a dynamic tree rule is a table
 ``tree(n, s)`` of :class:`~spectheory.trees.DraftTree` topologies: a
