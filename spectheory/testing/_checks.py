@@ -6,7 +6,8 @@ Protocol options change what a correct verifier emits, and so how the kit reads 
   ``1 <= len <= k+1``; the accepted count is ``len - 1``.
 * ``bonus=False`` (e.g. vLLM's ``disable_bonus_tokens=True``): after ``k`` accepted drafts
   nothing follows, so ``len <= k``, and an output of length ``k`` whose last token is the last
-  draft accepted all ``k`` drafts (a residual never equals the draft it replaces).
+  draft accepted all ``k`` drafts (token verification rejects a draft only where q > p, where
+  its residual is 0, so a residual never equals the draft it replaces).
 * ``stop_token=s``: once the draft ``s`` is accepted the round ends (no bonus, no further
   draft); an output ending in an accepted ``s`` counts it as accepted. The target law a
   correct sampler produces is then the *absorbing* one (after ``s`` only ``s``,

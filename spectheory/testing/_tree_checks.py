@@ -12,7 +12,8 @@ A tree verifier ``verify(tree, tokens, target_laws, draft_laws, rng) -> (node, t
 and its mean accepted length is tested against the tree optimum (``above_optimum``,
 :func:`spectheory.trees.optimum.tree_optimum`) and the library's standard rule
 (``mean_accepted``) by :func:`optimum_problems`, with one-sided Bernstein tests
-(:mod:`spectheory.testing.stat_tests`) whose variance bounds hold for every law of the null.
+(:mod:`spectheory.testing.stat_tests`) whose variance bounds hold for every law of the null
+(Bhatia-Davis: a variable in ``[0, D]`` of mean ``m`` has variance at most ``m (D - m)``).
 
 Each returns a problem string or None.
 """

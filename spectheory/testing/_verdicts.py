@@ -19,8 +19,8 @@ r"""Verdicts the kit derives from how a sampler used randomness, and how severe 
   exact value (:meth:`~spectheory.testing.Instance.block_accepted_law`) proves a loss:
   "accepts more than the lossless optimum: cannot be lossless". One-sided Bernstein test with
   the largest variance a count in ``[0, k]`` of mean :math:`\le \mu` can have
-  (:math:`\mu(k-\mu)` for :math:`\mu \le k/2`, else :math:`k^2/4`), valid for every lossless
-  rule.
+  (:math:`\mu(k-\mu)` for :math:`\mu \le k/2`, else :math:`k^2/4`, by Bhatia-Davis:
+  :math:`\mathrm{Var} X \le m(k-m)` at mean :math:`m`), valid for every lossless rule.
 * :func:`loss_finding` -- a rule declared lossy (``check_verifier(..., lossy=True)``) is told
   how large its loss is instead of failing the law tests: the TV of the law of its first ``L``
   tokens (completed by the target) from the target's, with a confidence interval, and the drafts

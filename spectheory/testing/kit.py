@@ -210,7 +210,8 @@ def check_verifier(
         gets the same laws and must emit the target's argmax path: ``zero_probability`` checks
         that exactly (against :meth:`~spectheory.testing.Instance.greedy`; any argmax of a tie),
         and ``greedy_acceptance`` that every round accepts the longest draft prefix on that path
-        (greedy acceptance is optimal); the law and acceptance tests of sampled decoding are
+        (greedy acceptance is optimal: an output on the argmax path can
+        accept no draft past the first mismatch); the law and acceptance tests of sampled decoding are
         not run.
     lossy : bool, str, RoundLawRule or None
         Declare the rule lossy on purpose: the law tests still run, but their failures become

@@ -156,3 +156,26 @@ def test_tree_instances_with_exact_ties():
     assert check_tree_verifier(
         reference_tree_verify("traversal"), n_samples=800, rng=0, instances=[(name, chain, tree)]
     ).passed
+
+
+@pytest.mark.parametrize(
+    "children, rrs, traversal, rrs_wins",
+    [
+        ("iid", "tree_rrs", "traversal_iid", (11, 2, 4, "peaked")),
+        ("wo", "tree_rrs_wo", "traversal", (8, 2, 5, "dirichlet")),
+    ],
+)
+def test_neither_library_rule_dominates_on_every_tree(children, rrs, traversal, rrs_wins):
+    """Why ``mean_accepted`` compares with the weaker of the two rules (docs/testing_kit.md):
+    traversal accepts more on most random trees, recursive rejection on some."""
+
+    def means(inst):
+        _, chain, tree = inst
+        return [
+            float(tree_round_law(chain, tree, r)[0] @ np.arange(tree.max_depth + 1)) for r in (rrs, traversal)
+        ]
+
+    a, b = means(random_tree_instance(1, 2, 2, "dirichlet"))
+    assert b > a + 1e-3
+    a, b = means(random_tree_instance(*rrs_wins))
+    assert a > b + 1e-3
