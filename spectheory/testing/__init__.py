@@ -1,4 +1,4 @@
-"""Conformance kit for speculative samplers: does yours preserve the target law, and is it optimal?
+"""Conformance kit for speculative samplers: does yours preserve the target law, and accept as often as it should?
 
 Wrap your sampler as ``verify(target_probs [k+1, V], draft_probs [k, V], draft_tokens [k], rng)
 -> emitted tokens`` (see :mod:`spectheory.testing.reference`) and run::

@@ -11,12 +11,13 @@ Protocol options change what a correct verifier emits, and so how the kit reads 
 * ``stop_token=s``: once the draft ``s`` is accepted the round ends (no bonus, no further
   draft); an output ending in an accepted ``s`` counts it as accepted. The target law a
   correct sampler produces is then the *absorbing* one (after ``s`` only ``s``,
-  :meth:`~spectheory.testing.Instance.absorbing`), and the optimal accepted-count law stops
-  at ``s`` too (:meth:`~spectheory.testing.Instance.accepted_count_law`).
+  :meth:`~spectheory.testing.Instance.absorbing`), and token verification's accepted-count law (the
+  efficiency reference) stops at ``s`` too (:meth:`~spectheory.testing.Instance.accepted_count_law`).
 
-The efficiency checks compare each protocol with its own optimum: the first-draft
-acceptance :math:`\sum_x \min(p_0, q_0)` (p = target, q = draft) and the accepted-count law
-of standard token verification under the same protocol.
+The efficiency checks compare each protocol with its own reference: the first-draft
+acceptance :math:`\sum_x \min(p_0, q_0)` (p = target, q = draft; the first draft's optimum) and
+the accepted-count law of standard token verification under the same protocol (not an optimum:
+block verification accepts more on average; a lossless rule below it is wasteful).
 """
 
 from __future__ import annotations

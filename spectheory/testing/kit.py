@@ -50,7 +50,7 @@ reproducible without any torch seeding.
 **Protocols** (``spectheory.testing._checks``): ``bonus=False`` (no bonus token after
 ``k`` accepted drafts, as vLLM's ``disable_bonus_tokens=True``) and ``stop_token`` (nothing
 after an accepted stop token) change what a correct output is, and the efficiency checks
-judge each protocol by its own optimum.
+judge each protocol by token verification under it.
 
 **Lossy rules.** A rule that declares ``lossless = False`` (a :class:`~spectheory.verifiers.Verifier`
 attribute; any verifier object may set it) is not failed for its loss: the law tests become
@@ -344,10 +344,12 @@ def assert_verifier_lossless(verify: Callable[..., Any] | str | Verifier, **kwar
 
 
 def assert_verifier_optimal(verify: Callable[..., Any] | str | Verifier, **kwargs: Any) -> Report:
-    """Raise ``AssertionError`` unless ``verify`` is lossless *and* accepts as often as the optimum.
+    """Raise ``AssertionError`` unless ``verify`` is lossless *and* accepts as often as it should.
 
     Runs every check of :func:`check_verifier`, the efficiency ones included (each protocol
-    judged by its own optimum). Keyword arguments are passed on.
+    judged by its own reference: the first draft's optimum ``sum_x min(p_0, q_0)`` and token
+    verification's mean accepted count, which a lossless rule may exceed). Keyword arguments
+    are passed on.
 
     Examples
     --------
