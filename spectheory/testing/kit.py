@@ -38,7 +38,9 @@ kit's false-alarm budget ``alpha`` (default ``1e-4``) by a Bonferroni split: eac
 ``M`` tests runs at level ``alpha / M``, so a correct verifier fails a whole kit run with
 probability below ``alpha``. The efficiency checks (``kind == "efficiency"``) flag lossless
 but wasteful samplers; :func:`assert_verifier_lossless` leaves them out,
-:func:`assert_verifier_optimal` includes them.
+:func:`assert_verifier_optimal` includes them. Their ``mean_accepted`` test (Bernstein) takes
+token verification's variance, so its level holds for rules whose accepted count is no more
+spread than token verification's (true of token verification itself).
 
 **Random streams.** The verifier's numpy ``rng`` comes from the kit. torch samplers draw
 from torch instead; whenever torch is imported, the kit routes ``torch.rand``,
