@@ -1,14 +1,14 @@
 r"""Claimed vs exact: each rule's published or shipped claim against its exact law.
 
 Notation: p = target, q = draft. For a rule with a literal enumeration (its
-:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`: a registered Verifier, or a rule object
+:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`: a registered Verifier, or a rule object
 such as :data:`~spectheory.verifiers.gbv.GBV_K2`) and an instance ``(p, q, V, gamma)`` given as
 context functions over Fractions, the exact quantities are
 
 - ``mean_accepted``: the expected accepted drafts of the first round (after the empty
   context), :math:`\sum_e P(e) (|e| - 1)` -- for a rule that calls the target more than once
   per round (its ``multi_call`` flag: naive HSD), the drafted tokens it emits (its
-  :meth:`~spectheory.verifiers.base.RoundLawRule.round_stats`);
+  :meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_stats`);
 - ``tokens`` and ``target_calls``: the expected tokens the first round emits and the target
   calls it makes (1 for every single-call rule), so ``tokens / target_calls`` compares
   multi-call rules with the others;
@@ -43,13 +43,13 @@ from typing import Any
 import numpy as np
 
 from .._guards import check_int
-from ..verifiers.base import RoundLawRule
 from ..verifiers.block import BLOCK
 from ..verifiers.gbv import GBV_K2
 from ..verifiers.gls import GLS_K2
 from ..verifiers.hsd import HSD, HSD_LISTING
 from ..verifiers.hsd_naive_chain import HSD_NAIVE
 from ..verifiers.proposal import ARGMAX_ONEHOT, ARGMAX_SOFT, POINT_MASS, SAMPLE_MATCH
+from ..verifiers.round_law_rule import RoundLawRule
 from ..verifiers.round_laws import generation_law, round_rule, target_law
 from ..verifiers.spechub_rounds import RRS_BINARY, SPECHUB_BINARY
 from ..verifiers.tli import TLI
@@ -218,7 +218,7 @@ def rule_exact(
     ``rule``: a rule object or a registered name (:func:`~spectheory.verifiers.round_laws.round_rule`).
     ``length`` defaults to ``gamma + 1``. With Fraction laws all are exact rationals.
     ``mean_accepted``, ``tokens`` and ``target_calls`` are the rule's
-    :meth:`~spectheory.verifiers.base.RoundLawRule.round_stats` (a one-call rule: ``tokens =
+    :meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_stats` (a one-call rule: ``tokens =
     mean_accepted + 1``, ``target_calls = 1``; naive HSD: the drafted tokens it emits and its
     forward passes).
 

@@ -34,7 +34,7 @@ from .round_instance import MAX_BLOCKS
 from .stat_tests import bernstein_lower_test, binomial_test, chi2_test
 
 if TYPE_CHECKING:
-    from ..verifiers.base import RoundLawRule
+    from ..verifiers.round_law_rule import RoundLawRule
 
 MAX_SEQUENCE_CELLS = 100_000
 N_BOUNDARY = 16
@@ -100,7 +100,7 @@ class RoundProtocol(NamedTuple):
     ``bonus`` and ``stop_token``: the output protocols of the module docstring; ``greedy``: the
     temperature-0 protocol (module docstring of :mod:`spectheory.testing.kit`); ``lossy``: the
     rule is declared lossy, and ``loss`` measures by how much (a rule object with a round law,
-    :class:`~spectheory.verifiers.base.RoundLawRule`: also its exact TV).
+    :class:`~spectheory.verifiers.round_law_rule.RoundLawRule`: also its exact TV).
     """
 
     bonus: bool = True

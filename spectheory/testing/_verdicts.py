@@ -53,7 +53,7 @@ from .stat_tests import bernstein_upper_test
 from .torch_random import BITS
 
 if TYPE_CHECKING:
-    from ..verifiers.base import RoundLawRule
+    from ..verifiers.round_law_rule import RoundLawRule
 
 __all__ = [
     "randomness_findings",

@@ -2,7 +2,7 @@ r"""Exact loss of a lossy rule on a kit instance, when the rule has a round law.
 
 The kit's instances (:class:`~spectheory.testing.Instance`) are first-order trees: the target
 law at position ``j`` after token ``s`` is ``target[j, s]``, the draft's ``draft[j, s]``. For any
-rule with a literal round law (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`: token
+rule with a literal round law (:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`: token
 and block verification, the proposal modes, HSD, GBV, GLS, or a rule defined outside the
 package) the round law ``{emitted: probability}`` comes from the rule object, enumerated branch
 by branch (a registered name is resolved by
@@ -35,7 +35,7 @@ from itertools import product
 from typing import Any
 
 from .._guards import check_int
-from ..verifiers.base import RoundLawRule
+from ..verifiers.round_law_rule import RoundLawRule
 from ..verifiers.round_laws import round_rule
 from .round_instance import Instance
 

@@ -58,7 +58,7 @@ judge each protocol by token verification under it.
 attribute; any verifier object may set it) is not failed for its loss: the law tests become
 notes and the ``loss`` check states by how much (:func:`~spectheory.testing._verdicts.loss_finding`),
 with the exact TV when the rule has a round law
-(:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`, :mod:`spectheory.testing.exact_loss`).
+(:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`, :mod:`spectheory.testing.exact_loss`).
 """
 
 from __future__ import annotations
@@ -79,7 +79,7 @@ from .report import CheckResult, Finding, Report
 
 if TYPE_CHECKING:
     from ..verifiers import Verifier
-    from ..verifiers.base import RoundLawRule
+    from ..verifiers.round_law_rule import RoundLawRule
 
 __all__ = [
     "check_verifier",
@@ -222,7 +222,7 @@ def check_verifier(
         block verification (:func:`spectheory.testing._verdicts.loss_finding`). ``None`` (the
         default): what the rule declares, ``not verify.lossless`` (a Verifier, a registered
         name, or any object with a ``lossless`` attribute; lossless when it has none). A rule
-        with a round law (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`) -- given
+        with a round law (:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`) -- given
         here as an object or a registered name, or ``verify`` itself when it is lossy and has
         one -- adds its exact TV, enumerated in Fractions
         (:func:`~spectheory.testing.exact_loss.exact_output_tv`), and ``loss`` fails where the
@@ -311,7 +311,7 @@ def _lossy_rule(
     """``lossy`` checked: False, True, or the rule (with a round law) whose exact TV the kit computes.
 
     ``rule``: the Verifier under test (its own round law serves ``lossy=True``)."""
-    from ..verifiers.base import RoundLawRule
+    from ..verifiers.round_law_rule import RoundLawRule
     from ..verifiers.round_laws import round_rule
 
     exact_ok = bonus and stop_token is None and not greedy

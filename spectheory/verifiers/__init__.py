@@ -2,7 +2,8 @@
 per rule family. Fronts, bounds and closed forms that are not rules live in
 :mod:`spectheory.analysis`.
 
-- :mod:`.base`        the Verifier protocol, :func:`get_verifier`, :func:`register_verifier`
+- :mod:`.base`        the Verifier protocol, :func:`get_verifier`, :func:`register_verifier`;
+  :mod:`.round_law_rule` what the exact-law machinery asks of any rule (``RoundLawRule``)
 - :mod:`.inputs`      what an engine hands a rule for one round
   (:class:`~spectheory.verifiers.inputs.FusedRoundInputs`,
   :class:`~spectheory.verifiers.inputs.TorchRoundInputs`)

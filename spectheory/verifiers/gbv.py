@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
-from .base import KDraftsRule
+from .round_law_rule import KDraftsRule
 
 __all__ = ["gbv_select", "gbv_skew", "gbv_block_law", "gbv_core", "gbv_round_law", "GBVPaths", "GBV_K2"]
 

@@ -57,7 +57,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import as_rng, check_int
 from .._typing import RNGLike
-from .base import KDraftsRule
+from .round_law_rule import KDraftsRule
 
 __all__ = [
     "gls_list_law",

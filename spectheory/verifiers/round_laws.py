@@ -1,7 +1,7 @@
 r"""Exact laws of rounds and generations by literal enumeration (any number type; Fractions exact).
 
 Independent of the vectorised rules and of the exact engines: a rule's round law
-(:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`) walks its algorithm branch by
+(:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`) walks its algorithm branch by
 branch and multiplies probabilities, so with :class:`fractions.Fraction` laws the results are
 exact rationals -- e.g. Sun et al.'s binary example, target ``(1/3, 2/3)``, draft
 ``(2/3, 1/3)``, which floats cannot hold. This module composes round laws:
@@ -47,7 +47,8 @@ from typing import Any
 
 from .._deprecation import moved_names
 from .._guards import check_int
-from .base import RoundLawRule, get_verifier
+from .base import get_verifier
+from .round_law_rule import RoundLawRule
 
 __all__ = [
     "PROPOSAL_MODES",
@@ -71,7 +72,7 @@ def proposal_round_law(
 ) -> dict[tuple[int, ...], Any]:
     r"""Exact law of the tokens one round of the proposal mode ``mode`` emits, ``{emitted: probability}``.
 
-    The registered rule's :meth:`~spectheory.verifiers.base.RoundLawRule.round_law`
+    The registered rule's :meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`
     (:func:`~spectheory.verifiers.stepwise.stepwise_round_law` with its step), per drafted position ``i`` with
     ``p = target_fn(ctx)``, ``q = draft_fn(ctx)``:
 
@@ -164,7 +165,7 @@ def round_rule(rule: str | RoundLawRule) -> RoundLawRule:
     """The rule object of a registered name or a rule object, checked to have a round law.
 
     ValueError for an unknown name, an object that is not a
-    :class:`~spectheory.verifiers.base.RoundLawRule`, or a rule without a round law (naming it).
+    :class:`~spectheory.verifiers.round_law_rule.RoundLawRule`, or a rule without a round law (naming it).
 
     Examples
     --------
@@ -197,7 +198,7 @@ def exact_round_law(
     r"""Exact law of one round of ``rule`` (a registered name or a rule object), ``{emitted: probability}``.
 
     ``round_rule(rule).round_law(...)``: the rule's own literal enumeration
-    (:meth:`~spectheory.verifiers.base.RoundLawRule.round_law`); with Fraction laws the result
+    (:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law`); with Fraction laws the result
     is exact (the module docstring has an example).
     """
     return round_rule(rule).round_law(target_fn, draft_fn, vocab_size, gamma, tuple(prefix))

@@ -45,7 +45,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
-from .base import RoundLawRule
+from .round_law_rule import RoundLawRule
 from .spechub import spechub_plan
 
 __all__ = [

@@ -8,7 +8,7 @@ every emitted token) and multiplies probabilities, so with :class:`fractions.Fra
 law is exact. :func:`ratio_step` is the ratio test against a reference law ``r`` (accept with
 ``min(1, p(x)/r(x))``, else emit from ``norm((p - r)_+)``): ``r = q`` is token verification's
 step, ``r = 1_x`` point-mass proposals'. The single-path Verifiers' round laws
-(:meth:`~spectheory.verifiers.base.RoundLawRule.round_law` of token verification and the
+(:meth:`~spectheory.verifiers.round_law_rule.RoundLawRule.round_law` of token verification and the
 proposal modes) call :func:`stepwise_round_law` with their step.
 
 ``target_fn(prefix)`` and ``draft_fn(prefix)`` return the ``V`` next-token probabilities

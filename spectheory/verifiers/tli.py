@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._guards import check_int
-from .base import RoundLawRule, get_verifier
+from .base import get_verifier
+from .round_law_rule import RoundLawRule
 
 __all__ = ["tli_round_law", "TLIRule", "TLI"]
 
