@@ -11,7 +11,9 @@ after prompts of length ``L_0`` (:func:`predict_time`):
 .. math:: \text{time}(B) = t_\text{prefill}(B) + E[\max_b R_b]\; E_K[t_\text{round}(B, K, \bar L)],
           \qquad \text{throughput} = \frac{B T}{\text{time}(B)},
 
-where ``K`` is the round's batch draft depth -- the largest over the rows *still generating* of
+a product of expectations and a mean context, so an approximation (the round count, the depth
+``K`` and the context are not independent; ``docs/tune.md`` sets it beside measured decoder
+times). Here ``K`` is the round's batch draft depth -- the largest over the rows *still generating* of
 their own draft lengths, each capped by the tokens the row has left (fixed for paths and trees,
 the policy's stopping law for policies, from the draft's own paths, :func:`~.along_path.drafted_length_law`);
 its law is simulated on the rounds chain (:func:`~.cost_rounds.batch_depth_law`: the last
