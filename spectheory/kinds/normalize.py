@@ -159,7 +159,8 @@ def round_for(
     ValueError: round: the round fixes gammas; do not pass them to check_round
     """
     rnd = as_round(round)
-    repeated = sorted(k for k in options if k in set(fixed))
+    fixed = set(fixed)
+    repeated = sorted(k for k in options if k in fixed)
     if repeated:
         raise ValueError(f"round: the round fixes {', '.join(repeated)}; do not pass them to {caller}")
     rnd.require(engine)

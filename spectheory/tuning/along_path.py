@@ -233,11 +233,9 @@ def round_model(rnd: Any) -> RoundsModel:
     :class:`~spectheory.rounds.base.UnsupportedRoundError` for a round without ``along_path``."""
     if isinstance(rnd, RoundsModel):
         return rnd
-    from ..kinds.normalize import as_round
+    from ..kinds.normalize import round_for
 
-    rnd = as_round(rnd)
-    rnd.require("along_path")
-    return rnd.along_path(AlongPath())
+    return round_for("along_path", rnd, {}, (), "round_model").along_path(AlongPath())
 
 
 def drafted_lengths(
