@@ -17,7 +17,15 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["fresh_folder", "GpuResultsGuard", "check_scheduler", "is_gpu_script", "ran_on_cuda"]
+__all__ = [
+    "fresh_folder",
+    "GpuResultsGuard",
+    "check_scheduler",
+    "is_gpu_script",
+    "is_real_script",
+    "real_extra_missing",
+    "ran_on_cuda",
+]
 
 
 def is_gpu_script(script: str | Path) -> bool:
@@ -29,6 +37,24 @@ def is_gpu_script(script: str | Path) -> bool:
     (True, False)
     """
     return Path(script).stem.endswith("_gpu")
+
+
+def is_real_script(script: str | Path) -> bool:
+    """Whether a step's script runs the real pretrained LLM (its file name starts with ``real_``).
+
+    Examples
+    --------
+    >>> is_real_script("benchmarks/real_speed.py"), is_real_script("simulations/trees.py")
+    (True, False)
+    """
+    return Path(script).stem.startswith("real_")
+
+
+def real_extra_missing() -> str | None:
+    """Why the real-model steps cannot run here (the ``real`` extra is absent), else ``None``."""
+    from ..decoder.pretrained import INSTALL_HINT, is_available
+
+    return None if is_available("smollm2-135m") else f"needs the real extra ({INSTALL_HINT})"
 
 
 def fresh_folder(kind: str) -> Path:

@@ -21,7 +21,14 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from .job_safety import GpuResultsGuard, check_scheduler, fresh_folder, is_gpu_script
+from .job_safety import (
+    GpuResultsGuard,
+    check_scheduler,
+    fresh_folder,
+    is_gpu_script,
+    is_real_script,
+    real_extra_missing,
+)
 from .step_runner import _forced, run_steps
 from .steps import Layout, Step
 
@@ -188,6 +195,8 @@ def reproduce(
     Quick mode never writes into the checkout: ``out=None`` means a fresh temporary folder
     (printed), and ``out`` pointing at the checkout is refused.
 
+    Real-model steps (``real_*.py``, the pretrained LLM of the ``real`` extra) are skipped with
+    one line each when that extra is absent; their committed results stay.
     GPU steps (``*_gpu.py``) never replace committed GPU results with CPU ones: in full mode
     without CUDA they are skipped (one line each says so); in a run into the checkout their
     committed files are put back when the step failed or its JSON names no CUDA device.
@@ -217,6 +226,10 @@ def reproduce(
                 flush=True,
             )
         steps = [s for s in steps if s.name not in skipped]
+    no_real = [s.name for s in steps if is_real_script(s.script)] if real_extra_missing() else []
+    for name in no_real:
+        print(f"reproduce: {name} skipped: a real-model step that {real_extra_missing()}", flush=True)
+    steps = [s for s in steps if s.name not in no_real]
     if quick and out is None:
         out = fresh_folder("reproduce")
         print(
@@ -262,6 +275,7 @@ def reproduce(
             problems.append(f"the README update (scripts/update_readme.py) failed with exit status {rc}")
     tail = f"{len(statuses) - len(failed)}/{len(statuses)} steps ok in {time.perf_counter() - t0:.0f} s"
     tail += f", {len(skipped)} GPU step(s) skipped (no CUDA)" if skipped else ""
+    tail += f", {len(no_real)} real-model step(s) skipped (no real extra)" if no_real else ""
     tail += f"; summary in {summary_dir / 'summary.md'}"
     if problems:
         print(f"spectheory reproduce: FAILED: {'; '.join(problems)}; {tail}")

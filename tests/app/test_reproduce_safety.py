@@ -402,3 +402,21 @@ def test_every_figure_that_reads_results_takes_the_results_flag():
     for script in sorted((ROOT / "figures").glob("fig*.py")):
         for call in re.findall(r"load_results\(([^)]*)\)", script.read_text()):
             assert "args.results" in call, f"{script.name}: load_results({call})"
+
+
+def test_real_model_steps_are_skipped_with_one_line_without_the_extra(tmp_path, monkeypatch, capsys):
+    import spectheory.app.job_safety as safety
+
+    root = toy_checkout(tmp_path, {"a": ("cpu", 0), "real_b": ("cpu", 0)})
+    monkeypatch.setattr(rep, "real_extra_missing", lambda: "needs the real extra (pip install it)")
+    assert rep.reproduce(root, quick=True, out=tmp_path / "o") == 0
+    out = capsys.readouterr().out
+    assert "real_b skipped: a real-model step that needs the real extra" in out
+    assert "1 real-model step(s) skipped (no real extra)" in last_line(out)
+    assert (tmp_path / "o" / "results" / "a.json").exists()
+    assert not (tmp_path / "o" / "results" / "real_b.json").exists()
+    # with the extra the step runs like any other
+    monkeypatch.setattr(rep, "real_extra_missing", lambda: None)
+    assert rep.reproduce(root, quick=True, out=tmp_path / "p") == 0
+    assert (tmp_path / "p" / "results" / "real_b.json").exists()
+    assert safety.is_real_script("simulations/real_b.py")
