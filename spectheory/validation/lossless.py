@@ -8,7 +8,9 @@ computed for all ``V**2`` pairs with one forward pass over the prompt and one ba
 over the ``V`` one-token extensions (p = target, after temperature/top-k/top-p). The
 decoder's samples of two new tokens (independent sequences with distinct seeds) are
 compared with it by Pearson's chi-square test, cells with expected count below
-``min_expected`` pooled into one cell.
+``min_expected`` pooled into one cell. At a large vocabulary the law is computed on pooled
+cells directly (:mod:`.pooled_law`: the top first tokens, their top continuations and
+"rest" cells, each with its exact probability), which :func:`lossless_check` does by itself.
 
 To show that the test has power, :data:`BROKEN_RULES` holds deliberately wrong rules:
 :class:`~spectheory.verifiers.Verifier` objects whose torch rule draws the correction from
@@ -29,6 +31,7 @@ from ..montecarlo.chisquare import pooled_chisquare
 from ..verifiers import TokenVerifier, get_verifier
 from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import Verdict
+from .pooled_law import DENSE_MAX_VOCAB, CellLaw, exact_cell_law
 
 if TYPE_CHECKING:
     from ..decoder.batching import CausalLM
@@ -199,20 +202,27 @@ def lossless_check(
     batch_size: int = 1024,
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
-    law: np.ndarray | None = None,
+    law: np.ndarray | CellLaw | None = None,
+    mass: float | None = None,
 ) -> dict:
     """Chi-square test of the decoder's two-token samples against the target's exact law.
 
     ``rule``: ``None`` (token verification), a name in :data:`BROKEN_RULES`, or any
-    :class:`~spectheory.verifiers.Verifier` (or registered verifier name) the decoder runs. ``law``: the exact law if already computed. Returns the dict of
+    :class:`~spectheory.verifiers.Verifier` (or registered verifier name) the decoder runs. ``law``: the exact law if already computed: the full ``[V, V]`` table or a
+    :class:`~spectheory.validation.pooled_law.CellLaw` (exact probabilities of pooled cells).
+    Without one, the full table for ``V <= DENSE_MAX_VOCAB`` and ``mass=None``, else the cells
+    of :func:`~spectheory.validation.pooled_law.exact_cell_law` at ``mass`` (default
+    ``min_expected / n_samples``), which runs at any vocabulary. Returns the dict of
     :func:`pooled_chisquare` plus ``tv_empirical`` (TV between the empirical and exact
-    laws), ``gamma``, ``rule``.
+    laws, on the cells when the law is pooled), ``gamma``, ``rule``.
     """
     verifier = get_verifier(BROKEN_RULES.get(rule, rule) if isinstance(rule, str) else (rule or "token"))
     name = rule if isinstance(rule, str) else (None if rule is None else verifier.name)
     dev = device if device is not None else model_device(target)
-    if law is None:
+    if law is None and mass is None and int(target.vocab_size) <= DENSE_MAX_VOCAB:
         law = exact_two_token_law(target, prompt, device=dev)
+    elif law is None:
+        law = exact_cell_law(target, prompt, 2, mass or min(1.0, min_expected / n_samples), device=dev)
     samples = decoder_two_token_samples(
         target,
         draft,
@@ -225,8 +235,11 @@ def lossless_check(
         dtype=dtype,
         verifier=verifier,
     )
+    if isinstance(law, CellLaw):  # a pooled law: the samples' cells against the cells' probabilities
+        samples, law = law.cell_index(samples), law.probs
     out = pooled_chisquare(samples, law, min_expected)
-    emp = np.bincount(np.ravel_multi_index(tuple(samples.T), law.shape), minlength=law.size) / len(samples)
+    flat = samples if samples.ndim == 1 else np.ravel_multi_index(tuple(samples.T), law.shape)
+    emp = np.bincount(flat, minlength=law.size) / len(samples)
     out.update(
         tv_empirical=float(0.5 * np.abs(emp - law.ravel()).sum()), gamma=int(gamma), rule=name or "decoder"
     )
