@@ -26,7 +26,7 @@ computation         memory                                                time
 ``"chain"``         ``64 T' S V`` (kernels and temporaries, ``T'`` = 1   ``1.5e-7 T' S V``
                     or the horizon of a per-position chain)
 ``"path_exact"``    ``8 T (4 S + 4)`` + operators (``24 S^2`` dense,     ``T (4e-5 [+ 1e-4 sparse] + G w)``, ``w = 1e-9 S^2``
-                    ``48 S V`` sparse)                                    dense, ``2e-8 S V`` sparse
+                    ``48 S V`` sparse, ``48 nnz`` sparse kernels)          dense, ``2e-8 S V`` sparse, ``2e-9 nnz`` kernels
 ``"round_exact"``   ``8 (2 T S + 3 (G + 1) S^2)``                         ``T (5e-5 + 2e-9 (G + 1) S^2) + 1e-9 G^2 S^3``
 ``"tree_exact"``    ``8 (3 T S + 2 N S)`` + operators                     ``T N (2e-5 + w)``
 ``"simulate"``      ``8 R (G + 6)`` (the per-run results)                 ``1.6e-7 R T (1 + G / 8)`` + ``3e-4`` per round
@@ -288,8 +288,11 @@ def format_seconds(s: float) -> str:
 
 
 # ---------------------------------------------------------------- estimates
-def _op_cost(S: float, V: float, dense: bool) -> tuple[float, float]:
-    """Seconds of one vector-operator product and bytes of the three operators."""
+def _op_cost(S: float, V: float, dense: bool, nnz: float | None = None) -> tuple[float, float]:
+    """Seconds of one vector-operator product and bytes of the three operators (``nnz``: a
+    sparse kernel's stored entries, :class:`~spectheory.chain.SparseDecodingChain`)."""
+    if nnz is not None:
+        return 2e-9 * nnz, 48.0 * nnz
     if dense:
         return 1e-9 * S * S, 24.0 * S * S
     return 2e-8 * S * V, 48.0 * S * V
@@ -304,7 +307,8 @@ def estimate(computation: str, **sizes: float) -> Estimate:
     **sizes
         ``horizon``, ``states``, ``vocab``, ``gamma``, ``nodes``, ``runs``, ``batch``,
         ``context`` as the computation needs them (missing ones count as 1); ``dense``
-        (0/1: first-order chains have dense operators, default ``states == vocab``).
+        (0/1: first-order chains have dense operators, default ``states == vocab``); ``nnz``
+        (sparse kernels: the stored entries of an operator, which then set its cost).
 
     Examples
     --------
@@ -322,7 +326,7 @@ def estimate(computation: str, **sizes: float) -> Estimate:
             1.5e-7 * lead * S * V, 64.0 * lead * S * V, f"a chain with {_n(S)} states x {_n(V)} tokens"
         )
     if computation == "path_exact":
-        w, ops = _op_cost(S, V, dense)
+        w, ops = _op_cost(S, V, dense, g.get("nnz"))
         return Estimate(
             T * (4e-5 + (0.0 if dense else 1e-4) + G * w),
             8.0 * T * (4 * S + 4) + ops,
@@ -335,7 +339,7 @@ def estimate(computation: str, **sizes: float) -> Estimate:
             f"the exact round recursion (T={_n(T)}, S={_n(S)}, gamma={_n(G)})",
         )
     if computation == "tree_exact":
-        w, ops = _op_cost(S, V, dense)
+        w, ops = _op_cost(S, V, dense, g.get("nnz"))
         return Estimate(
             T * N * (2e-5 + w),
             8.0 * (3 * T * S + 2 * N * S) + ops,

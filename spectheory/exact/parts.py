@@ -67,6 +67,11 @@ class _MassOps:
             self.fn = mass
             self.pos = (not chain.is_homogeneous) if position_dependent is None else bool(position_dependent)
             self.phase = bool(phase_dependent)
+        elif sp.issparse(mass):  # a sparse kernel's mass (spectheory.chain.sparse_chain)
+            csr = sp.csr_matrix(mass, dtype=np.float64)
+            if csr.shape != (S, V):
+                raise ValueError(f"{name}: expected shape ({S}, {V}), got {csr.shape}")
+            self.fn, self.pos, self.phase = (lambda n, i: csr), False, False
         else:
             arr = np.asarray(mass, dtype=np.float64)
             if arr.shape == (S, V):
@@ -84,11 +89,13 @@ class _MassOps:
         return (n if self.pos else 0, i if self.phase else 0)
 
     def mass(self, n, i):
-        m = np.asarray(self.fn(n, i), dtype=np.float64)
+        m = self.fn(n, i)
+        m = sp.csr_matrix(m, dtype=np.float64) if sp.issparse(m) else np.asarray(m, dtype=np.float64)
         S, V = self.chain.n_states, self.chain.vocab_size
         if m.shape != (S, V):
             raise ValueError(f"{self.name}: expected shape ({S}, {V}) at n={n}, i={i}, got {m.shape}")
-        if not np.all(np.isfinite(m)) or np.any(m < 0):
+        entries = np.asarray(m.data) if sp.issparse(m) else m
+        if not np.all(np.isfinite(entries)) or np.any(entries < 0):
             raise ValueError(f"{self.name}: entries must be finite and >= 0 (n={n}, i={i})")
         return m
 
@@ -98,7 +105,7 @@ class _MassOps:
         hit = self.cache.get(key)
         if hit is None:
             m = self.mass(n, i)
-            hit = (self.chain.transition_operator(m), m.sum(-1))
+            hit = (self.chain.transition_operator(m), np.asarray(m.sum(axis=-1)).ravel())
             if self.pos:
                 self.cache.clear()  # keep only the current position's operators
             self.cache[key] = hit
@@ -140,6 +147,9 @@ def check_engine_size(chain: ChainLike, computation: str, T: int, **sizes: float
     before anything is allocated); returns its estimated seconds (for the progress bar)."""
     S = chain.n_states
     name = "horizon" if S <= SINGLE_THREAD_STATES else "horizon (or the chain's number of states)"
+    nnz = getattr(chain, "operator_nnz", None)  # sparse kernels: the operators' stored entries
+    if nnz is not None:
+        sizes = {"nnz": nnz, **sizes}
     est = check_size(
         computation,
         name,
@@ -164,7 +174,7 @@ def token_masses(chain: ChainLike) -> tuple[Any, Any]:
     of the phase. Returns arrays for homogeneous chains, callables otherwise.
     """
     if chain.is_homogeneous:
-        return (np.minimum(chain.target, chain.draft), np.maximum(chain.target - chain.draft, 0.0))
+        return _accept_reject(chain.target, chain.draft)
 
     def acc(n, i):
         return np.minimum(chain.target[n], chain.draft[n])
@@ -173,6 +183,22 @@ def token_masses(chain: ChainLike) -> tuple[Any, Any]:
         return np.maximum(chain.target[n] - chain.draft[n], 0.0)
 
     return acc, rej
+
+
+def _accept_reject(t: Any, d: Any, scale: float = 1.0) -> tuple[Any, Any]:
+    """``(scale * min(t, d), max(t - scale * min(t, d), 0))`` of two kernels, dense arrays or
+    scipy sparse matrices (then sparse: the accepted mass on the common support, the rejected
+    on the target's)."""
+    if sp.issparse(t) or sp.issparse(d):
+        t, d = sp.csr_matrix(t), sp.csr_matrix(d)
+        acc = t.minimum(d) * scale if scale != 1.0 else t.minimum(d)
+        rej = sp.csr_matrix((t - acc).maximum(0))
+        acc = sp.csr_matrix(acc)
+        for m in (acc, rej):
+            m.eliminate_zeros()
+        return acc, rej
+    acc = np.minimum(t, d) if scale == 1.0 else scale * np.minimum(t, d)
+    return acc, np.maximum(t - acc, 0.0)
 
 
 def scaled_masses(chain: ChainLike, scale: float) -> tuple[Any, Any]:
@@ -189,11 +215,9 @@ def scaled_masses(chain: ChainLike, scale: float) -> tuple[Any, Any]:
         raise ValueError(f"scale: must lie in (0, 1], got {scale!r}")
 
     def acc(n, i):
-        t, d = chain.kernels(n)
-        return s * np.minimum(t, d)
+        return _accept_reject(*chain.kernels(n), s)[0]
 
     def rej(n, i):
-        t, d = chain.kernels(n)
-        return np.maximum(t - s * np.minimum(t, d), 0.0)
+        return _accept_reject(*chain.kernels(n), s)[1]
 
     return acc, rej
