@@ -7,7 +7,10 @@ Model contract (every model of :mod:`spectheory.decoder` and :class:`~spectheory
 ``ids[:, 0]`` in each row: it writes the rows' keys/values at ``start[b] .. start[b]+L-1`` and
 query ``i`` attends to cache positions ``< start[b]+i+1``. Positions beyond are stale and
 never read, so a rollback after a rejection is just a later call with a smaller ``start``.
-Attributes ``vocab_size`` and ``max_seq_len`` (``None`` if unbounded).
+Attributes ``vocab_size`` and ``max_seq_len`` (``None`` if unbounded). Optional members of a
+draft: ``proposal_cap(tokens [B, cap], seq_len [B], k [B]) -> k`` (how many tokens it can
+propose this round, 0: the round is a plain target step; prompt lookup) and ``any_vocab``
+with ``adopt_vocab(V)`` (a draft of any vocabulary takes the target's).
 
 Bookkeeping (per row ``b``): ``seq_len`` = committed tokens (prompt + generated);
 ``*_cached`` = positions whose cached keys/values belong to committed tokens. Every call
@@ -266,6 +269,13 @@ def check_common(
     max_new_tokens = check_int(max_new_tokens, "max_new_tokens", 1)
     sampling = check_sampling_args(temperature, top_k, top_p)
     vocabs = {name: getattr(m, "vocab_size", None) for name, m in models.items()}
+    free = {name for name, m in models.items() if getattr(m, "any_vocab", False) is True}
+    sizes = {v for name, v in vocabs.items() if isinstance(v, int) and name not in free}
+    for name in free:  # a draft of any vocabulary (prompt lookup) takes the target's
+        m = models[name]
+        if len(sizes) == 1:
+            vocabs[name] = next(iter(sizes))
+            m.adopt_vocab(vocabs[name])
     for name, v in vocabs.items():
         m = models[name]
         if v is None and hasattr(m, "config") and hasattr(m, "generate"):  # a bare transformers model

@@ -143,12 +143,18 @@ def load_model(
     ``name`` is a shipped small model (:func:`list_models`, stored in fp16), a distilled draft
     (:func:`registered_models`), a real pretrained model (``"smollm2-135m"``:
     :func:`spectheory.decoder.pretrained.load_pretrained`, the ``real`` extra) or ``hf:PATH``
-    (a local Hugging Face folder, :meth:`HFCausalLM.from_pretrained`; never downloads).
+    (a local Hugging Face folder, :meth:`HFCausalLM.from_pretrained`; never downloads), or
+    ``"prompt-lookup"`` (a retrieval draft of any vocabulary, options as in
+    :func:`~spectheory.decoder.prompt_lookup.parse_prompt_lookup`).
     """
     from .pretrained import PRETRAINED, load_pretrained
 
     if name in PRETRAINED:
         return load_pretrained(name, device=device, dtype=dtype)
+    if name.split(":")[0] == "prompt-lookup":  # a retrieval draft of any vocabulary
+        from .prompt_lookup import parse_prompt_lookup
+
+        return parse_prompt_lookup(name).to(device=device)
     if name.startswith("hf:"):
         from .hf import HFCausalLM
 

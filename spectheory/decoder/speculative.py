@@ -17,7 +17,7 @@ import torch
 from .._guards import check_bool, check_int
 from ..verifiers.base import get_verifier
 from ..verifiers.inputs import TorchRoundInputs
-from ..verifiers.torch_forms import draw_columns
+from ..verifiers.torch_forms import Verdict, draw_columns, sample_from_uniform
 from .autoregressive import autoregressive_generate  # noqa: F401  (re-exported: the baseline)
 from .batching import check_common, forward_window, make_batch, place, prefill
 from .driver import RoundUniforms, StepDefaults, decode_rounds
@@ -120,6 +120,19 @@ def _commit(batch, k, verdict):
     return target_cached, draft_cached, emitted
 
 
+def _plain_steps(rule, inputs, plain, K):
+    """The rule's verdict, with the rows ``plain`` (``k = 0``, inactive for the rule) emitting
+    one token from the target's law at their last committed position (a plain step);
+    ``K = 0``: no row drafted, the rule is not called."""
+    t0 = inputs.target_probs[:, 0]
+    token = sample_from_uniform(t0.to(torch.float64), inputs.u_emit)
+    if K == 0:
+        zero = torch.zeros_like(inputs.k)
+        return Verdict(zero, torch.where(plain, token, -1), zero.bool())
+    verdict = rule(inputs)
+    return Verdict(verdict.n_accepted, torch.where(plain, token, verdict.next_token), verdict.rejected)
+
+
 def _cut_at_eos(drafts, k, eos):
     """Check drafts only up to a drafted ``eos`` (inclusive); return the new ``k`` and which rows drafted it."""
     slots = torch.arange(drafts.shape[1], device=k.device)[None, :]
@@ -153,6 +166,9 @@ class PathStep(StepDefaults):
         self.target, self.draft_model, self.dtypes = target, draft, dtypes
         self.batch, self.law, self.rule, self.name = batch, law, rule, name
         self.gamma, self.K_fixed, self.bonus, self.eos, self.hook = gamma, K_fixed, bool(bonus), eos, hook
+        # a draft that knows in advance how far it can propose (prompt lookup): rows it caps to 0
+        # play a plain target step (needs the bonus token: it is the step's one token)
+        self.cap = getattr(draft, "proposal_cap", None) if self.bonus else None
 
     def prefill(self) -> None:
         """Both models' caches, prefilled with the prompts (all but each row's last token)."""
@@ -169,6 +185,8 @@ class PathStep(StepDefaults):
         the lengths and the draft's window; ``(K, rows' most remaining)`` for the uniforms."""
         batch, hook = self.batch, self.hook
         k = torch.clamp(remaining, max=self.gamma)
+        if self.cap is not None:
+            k = self.cap(batch.tokens, batch.seq_len, k)
         if hook is not None:
             k = hook.cap(k)
         if not fixed:  # one host read per round: draft lengths, what is left, draft window
@@ -176,7 +194,7 @@ class PathStep(StepDefaults):
             K, most, k_min, w_draft, w_min = torch.stack(
                 (k.max(), remaining.max(), k.min(), gap.max(), gap.min())
             ).tolist()
-            if K == 0:
+            if K == 0 and (self.cap is None or most <= 0):
                 return None
             draft_aligned = w_min == w_draft
         else:  # the fixed horizon: the widest round
@@ -184,11 +202,18 @@ class PathStep(StepDefaults):
             w_draft, draft_aligned = 2, False
         self.k, self.remaining, self.K, self.k_min = k, remaining, K, k_min
         self.w_draft, self.draft_aligned = w_draft, draft_aligned
-        return K, most
+        return max(K, 1), most  # a round of plain steps (K = 0) still draws its emit uniforms
 
     def draft(self, u: torch.Tensor) -> int:
         """Draft the round's tokens from the draw uniforms ``u[..., 0]``; the draft calls made."""
         batch, hook, k = self.batch, self.hook, self.k
+        self.u_emit = u[:, 0, 2]
+        if self.K == 0:  # every row plays a plain target step: nothing drafted
+            B, V = k.shape[0], self.target.vocab_size
+            self.drafts = batch.tokens.new_zeros(B, 0)
+            self.draft_laws = torch.zeros(B, 0, V, dtype=torch.float64, device=k.device)
+            self.u_accept = u[:, :0, 1]
+            return 0
         stop = None if hook is None else partial(hook.stop, position=batch.seq_len - batch.prompt_len)
         self.drafts, self.draft_laws = _draft(
             self.draft_model,
@@ -205,7 +230,7 @@ class PathStep(StepDefaults):
             aligned=self.draft_aligned,
         )
         K = self.drafts.shape[1]
-        self.u = u[:, :K]
+        self.u_accept = u[:, :K, 1]
         return K
 
     def score(self) -> None:
@@ -222,21 +247,28 @@ class PathStep(StepDefaults):
 
     def commit(self) -> torch.Tensor:
         """Verify, append the accepted drafts and the emitted token; the round's counts ``[4, B]``."""
-        k, u, eos = self.k, self.u, self.eos
+        k, eos = self.k, self.eos
         allow_bonus = (k < self.remaining) & self.bonus
-        if eos is not None:  # a drafted eos is the last token checked, and no bonus follows it
+        if (
+            eos is not None and self.drafts.shape[1]
+        ):  # a drafted eos is the last token checked, and no bonus follows it
             k, eos_drafted = _cut_at_eos(self.drafts, k, eos)
             allow_bonus = allow_bonus & ~eos_drafted
-        verdict = self.rule(
-            TorchRoundInputs(
-                self.target_laws, self.draft_laws, self.drafts, k, u[..., 1], u[:, 0, 2], allow_bonus
-            )
+        inputs = TorchRoundInputs(
+            self.target_laws, self.draft_laws, self.drafts, k, self.u_accept, self.u_emit, allow_bonus
         )
+        plain = None
+        if self.cap is not None:  # rows capped to k = 0 emit one token from the target's law
+            plain = (k == 0) & (self.remaining > 0)
+            verdict = _plain_steps(self.rule, inputs, plain, self.drafts.shape[1])
+        else:
+            verdict = self.rule(inputs)
         self.target_cached, self.draft_cached, emitted = _commit(self.batch, k, verdict)
         if self.hook is not None:
             self.hook.after_round(k, verdict.n_accepted, k > 0)
         # stays on the device (the flags are promoted to int64)
-        return torch.stack([k, verdict.n_accepted, emitted, verdict.rejected])
+        counts = [k, verdict.n_accepted, emitted, verdict.rejected]
+        return torch.stack(counts if plain is None else [*counts, (k > 0) | plain])
 
 
 # ----------------------------------------------------------------------------- public API
