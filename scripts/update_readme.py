@@ -448,7 +448,30 @@ def block_cache() -> str:
     )
 
 
+def block_lossy() -> str:
+    res = _load(_results() / "lossy_rules_front.json")
+    if not res:
+        return "_Run `python simulations/lossy_rules_front.py`._\n"
+    lines = [
+        f"Exact (`python simulations/lossy_rules_front.py`; `docs/sequence_front.md`; fig31), random "
+        f"{res['vocab']}-token chain {res['chains'][0]['seed']}, T = {res['horizon']}, bonus off for the fronts, "
+        f"gamma = {res['gamma']} with the bonus for tokens per call:",
+        "",
+        "| rule | setting | rejections | sequence TV | TV front | sequence KL | KL front | tokens per call |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["rows"]:
+        if r["chain"] != res["chains"][0]["seed"]:
+            continue
+        lines.append(
+            f"| {r['family']} | {r['param']} | {r['rejections']:.4f} | {r['sequence_tv']:.4f} | "
+            f"{r['tv_front']:.4f} | {r['sequence_kl']:.4f} | {r['kl_front']:.4f} | {r['tokens_per_call']:.3f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS = {
+    "lossy": block_lossy,
     "cache": block_cache,
     "al": block_al,
     "key": block_key,
