@@ -109,7 +109,9 @@ class KitCheck:
     """``check(sampler)``: one kit entry with the plugin's options; raises ``AssertionError`` with
     the kit's verdict when a check fails, returns the report otherwise."""
 
-    def __init__(self, kind: str, samples: int | None = None, seed: int | None = None, **kit_kwargs: Any):
+    def __init__(
+        self, kind: str, samples: int | None = None, seed: int | None = None, **kit_kwargs: Any
+    ) -> None:
         if kind not in KINDS:
             raise ValueError(f"kind: expected one of {sorted(KINDS)}, got {kind!r}")
         self.kind, self.samples, self.seed, self.kit_kwargs = kind, samples, seed, kit_kwargs
