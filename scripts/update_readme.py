@@ -232,6 +232,20 @@ def block_speed() -> str:
             f"V^{ex['slope_V']:.2f} and T^{ex['slope_T']:.2f}.",
             "",
         ]
+    spc = _load(_results() / "sparse_chain_speed.json")
+    if spc and spc.get("cases"):
+        c0 = spc["cases"][0]
+        times = ", ".join(
+            f"{c['cpu_seconds']:.1f} s ({c['nnz_per_row']:.0f} tokens/row; {c['seconds']:.1f} s wall"
+            + (f" at load {c['load_average_1min']:.0f})" if c.get("load_average_1min") is not None else ")")
+            for c in spc["cases"]
+        )
+        lines += [
+            f"Sparse exact engine (`{spc['command']}`, `docs/sparse_chains.md`): `chain.protocol(T = {c0['T']}, "
+            f"gamma = {c0['gamma']})` on a first-order chain at V = S = {c0['V']} in {times} of cpu time on "
+            f"one thread (the time on a free core; goal < {spc['goal_seconds']:g} s).",
+            "",
+        ]
     dec = _load(_results() / "decoder_speed.json")
     if dec and isinstance(dec.get("headline"), list):
         lines += [

@@ -20,14 +20,15 @@ an order-1 abstraction with back-off) or a full map ``[S, V]``.
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike
 
 from .._guards import SUM_TOL, as_law, check_int
-from .sparse_rows import check_sparse_rows, rows_from_top_k, truncate_rows
+from .sparse_constructors import SparseChainConstructors
+from .sparse_rows import check_sparse_rows, check_tail
 from .views import ProtocolViews
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
 __all__ = ["SparseDecodingChain"]
 
 
-class SparseDecodingChain(ProtocolViews):
+class SparseDecodingChain(ProtocolViews, SparseChainConstructors):
     r"""A homogeneous decoding chain with sparse (CSR) target and draft kernels.
 
     Parameters
@@ -136,54 +137,10 @@ class SparseDecodingChain(ProtocolViews):
             raise ValueError(f"initial: expected shape ({S},), got {init.shape}")
         self.initial = np.array(init)
         self.initial.setflags(write=False)
-        self.target_tail = _tail(target_tail, S, "target_tail")
-        self.draft_tail = _tail(draft_tail, S, "draft_tail")
+        self.target_tail = check_tail(target_tail, S, "target_tail")
+        self.draft_tail = check_tail(draft_tail, S, "draft_tail")
         self.max_horizon: int | None = None
         self._marginals: dict[int, np.ndarray] = {}
-
-    # ------------------------------------------------------------------ constructors
-    @classmethod
-    def from_dense(
-        cls,
-        target: ArrayLike,
-        draft: ArrayLike,
-        initial: ArrayLike | None = None,
-        next_state: ArrayLike | None = None,
-        *,
-        top_k: int | None = None,
-        mass: float | None = None,
-        atol: float = SUM_TOL,
-    ) -> SparseDecodingChain:
-        """From dense kernels ``[S, V]``, each row truncated to its ``top_k`` largest entries
-        and/or the fewest reaching ``mass`` (:func:`~spectheory.chain.sparse_rows.truncate_rows`;
-        neither: exact), the dropped mass recorded as the tails."""
-        t, tt = truncate_rows(target, top_k=top_k, mass=mass, name="target")
-        d, dt = truncate_rows(draft, top_k=top_k, mass=mass, name="draft")
-        return cls(t, d, initial, next_state, target_tail=tt, draft_tail=dt, atol=atol)
-
-    @classmethod
-    def from_top_k(
-        cls,
-        target_ids: ArrayLike,
-        target_probs: ArrayLike,
-        draft_ids: ArrayLike,
-        draft_probs: ArrayLike,
-        *,
-        vocab_size: int,
-        target_tail: ArrayLike | None = None,
-        draft_tail: ArrayLike | None = None,
-        initial: ArrayLike | None = None,
-        next_state: ArrayLike | None = None,
-    ) -> SparseDecodingChain:
-        """From each state's kept token ids and probabilities (``[S, k]`` each; ``-1`` ids with
-        probability 0 pad short rows) and the mass left out (default ``1 - probs.sum(1)``);
-        rows are renormalised (:func:`~spectheory.chain.sparse_rows.rows_from_top_k`)."""
-        V = check_int(vocab_size, "vocab_size", 1)
-        t, tt = rows_from_top_k(target_ids, target_probs, V, target_tail, name="target")
-        d, dt = rows_from_top_k(draft_ids, draft_probs, V, draft_tail, name="draft")
-        if t.shape != d.shape:
-            raise ValueError(f"target and draft: {t.shape[0]} vs {d.shape[0]} states")
-        return cls(t, d, initial, next_state, target_tail=tt, draft_tail=dt)
 
     def to_dense(self) -> DecodingChain:
         """The :class:`~spectheory.DecodingChain` of the stored rows (``S * V`` floats)."""
@@ -313,14 +270,3 @@ class SparseDecodingChain(ProtocolViews):
         from .sparse_bound import truncation_bound
 
         return truncation_bound(self, horizon, gamma, bonus)
-
-
-def _tail(tail: Any, S: int, name: str) -> np.ndarray:
-    if tail is None:
-        out = np.zeros(S)
-    else:
-        out = np.array(tail, dtype=np.float64)
-        if out.shape != (S,) or not np.all(np.isfinite(out)) or np.any(out < 0) or np.any(out > 1):
-            raise ValueError(f"{name}: expected {S} numbers in [0, 1], got shape {out.shape}")
-    out.setflags(write=False)
-    return out

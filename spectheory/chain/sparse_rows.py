@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import SUM_TOL, check_int, check_prob
 
-__all__ = ["truncate_rows", "rows_from_top_k", "check_sparse_rows"]
+__all__ = ["truncate_rows", "rows_from_top_k", "check_sparse_rows", "check_tail"]
 
 
 def check_sparse_rows(
@@ -195,3 +195,15 @@ def rows_from_top_k(
     m.eliminate_zeros()
     m.sort_indices()
     return m, eps
+
+
+def check_tail(tail: ArrayLike | None, S: int, name: str) -> np.ndarray:
+    """``tail`` as a read-only float64 ``[S]`` array of numbers in ``[0, 1]`` (None: zeros)."""
+    if tail is None:
+        out = np.zeros(S)
+    else:
+        out = np.array(tail, dtype=np.float64)
+        if out.shape != (S,) or not np.all(np.isfinite(out)) or np.any(out < 0) or np.any(out > 1):
+            raise ValueError(f"{name}: expected {S} numbers in [0, 1], got shape {out.shape}")
+    out.setflags(write=False)
+    return out
