@@ -83,7 +83,7 @@ class SparseDecodingChain(ProtocolViews, SparseChainConstructors):
     6.0474
     >>> bound = chain.truncation_bound(256, gamma=8)            # the true chain's lies within
     >>> [round(v, 4) for v in bound.tokens_per_call_interval]
-    [4.9114, 7.8672]
+    [6.0373, 6.0576]
 
     From dense rows, keeping the top 2 tokens of each row; without ``top_k``/``mass`` the
     sparse chain is the dense one, to the last bit of every result:
@@ -264,9 +264,11 @@ class SparseDecodingChain(ProtocolViews, SparseChainConstructors):
             self._marginals[T] = out
         return self._marginals[T]
 
-    def truncation_bound(self, horizon: int, gamma: int, bonus: bool = True) -> TruncationBound:
+    def truncation_bound(
+        self, horizon: int, gamma: int, bonus: bool = True, *, refine: bool = True
+    ) -> TruncationBound:
         """Certified bounds between this chain's exact values and the true chain's, from the
         tails (:func:`spectheory.chain.sparse_bound.truncation_bound`)."""
         from .sparse_bound import truncation_bound
 
-        return truncation_bound(self, horizon, gamma, bonus)
+        return truncation_bound(self, horizon, gamma, bonus, refine=refine)
