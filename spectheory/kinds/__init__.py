@@ -11,7 +11,9 @@ and the Monte Carlo driver, and imports no kind). Each folder here is one kind, 
 - ``dynamic/``: :class:`~spectheory.kinds.dynamic.DynamicTreeRound`, EAGLE-2's and OPT-Tree's
   rules;
 - ``policy/``: :class:`~spectheory.kinds.policy.PolicyRound`, the draft-length policies and
-  their exact engine (backward and forward recursions).
+  their exact engine (backward and forward recursions);
+- ``scheduled/``: :class:`~spectheory.kinds.scheduled.ScheduledRound`, a batch verification
+  schedule (:mod:`spectheory.schedules`) deciding each row's verified length.
 
 :func:`as_round` turns a round argument or a shorthand (an ``int``, a ``DraftTree``, a
 ``Policy``) into a round. The theory built on a kind sits above it: optimal trees in
@@ -36,10 +38,11 @@ _EXPORTS = {
     "BatchRound": "spectheory.kinds.batch",
     "DynamicTreeRound": "spectheory.kinds.dynamic",
     "PolicyRound": "spectheory.kinds.policy",
+    "ScheduledRound": "spectheory.kinds.scheduled",
 }
 
 __all__ = list(_EXPORTS)
 
 __getattr__, __dir__ = lazy_exports(
-    __name__, _EXPORTS, submodules=("path", "tree", "batch", "dynamic", "policy")
+    __name__, _EXPORTS, submodules=("path", "tree", "batch", "dynamic", "policy", "scheduled")
 )

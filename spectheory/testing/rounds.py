@@ -22,6 +22,7 @@ from typing import Any
 
 from ..kinds.normalize import round_for
 from .kit import Report, check_verifier
+from .schedules import check_schedule
 from .trees import TreeReport, check_tree_verifier, reference_tree_verify, tree_instances
 
 __all__ = ["check_round", "KIT", "Kit"]
@@ -43,6 +44,9 @@ class Kit:
         ``() -> [(name, chain, tree), ...]``: the tree kit's default instances.
     reference_tree_verify : callable
         ``(verifier) -> verify``: a tree verifier of :mod:`spectheory.trees` as a kit callable.
+    schedule : callable
+        :func:`~spectheory.testing.schedules.check_schedule` ``(schedule, gamma=, batch=,
+        **options)``: a verification schedule's exact output-law check.
 
     Examples
     --------
@@ -56,6 +60,7 @@ class Kit:
     tree_verifier = staticmethod(check_tree_verifier)
     tree_instances = staticmethod(tree_instances)
     reference_tree_verify = staticmethod(reference_tree_verify)
+    schedule = staticmethod(check_schedule)
 
     @staticmethod
     def chains() -> list[tuple[str, Any]]:
@@ -65,7 +70,7 @@ class Kit:
         return list(chains.values())
 
     def __repr__(self) -> str:
-        return "Kit(verifier, tree_verifier, tree_instances, reference_tree_verify, chains)"
+        return "Kit(verifier, tree_verifier, tree_instances, reference_tree_verify, schedule, chains)"
 
 
 #: The one :class:`Kit` every round's ``check_plan`` is handed.
