@@ -137,3 +137,37 @@ def test_a_failing_check_raises_the_verdict_and_a_passing_one_returns_the_report
         KitCheck("magic")
     with pytest.raises(ValueError, match="at least one"):
         parametrize_with_checks([])
+
+
+def test_installed_through_the_entry_point_it_loads_alone_and_minus_p_on_top_is_harmless(tmp_path):
+    # a distribution declaring the entry point as pyproject.toml does (this environment's
+    # install may predate it): pytest loads the plugin from it, without -p
+    site = tmp_path / "site"
+    info = site / "spectheory_plugin_probe-0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: spectheory-plugin-probe\nVersion: 0\n")
+    (info / "entry_points.txt").write_text(f"[pytest11]\n{PLUGIN} = {PLUGIN}\n")
+    (tmp_path / "test_opts.py").write_text(
+        "def test_opts(spectheory_options):\n    assert spectheory_options.samples == 33\n"
+    )
+    env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{site}"}
+    for extra in ([], ["-p", PLUGIN]):
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                *extra,
+                "--spectheory-samples",
+                "33",
+            ],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
