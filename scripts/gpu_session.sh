@@ -46,4 +46,5 @@ run decoder_floor_gpu 200 benchmarks/decoder_floor_gpu.py
 run decoder_trees_gpu 150 benchmarks/decoder_trees_gpu.py
 run cost_validation_gpu 150 benchmarks/cost_validation_gpu.py
 run decoder_gpu 240 simulations/decoder_gpu.py
+run real_speed 240 benchmarks/real_speed.py  # the real pair (issue 38): needs the real extra on the device
 ls -l "$OUT"

@@ -215,6 +215,8 @@ class HFCausalLM(DecoderModel, nn.Module):
 
         params = inspect.signature(hf_model.forward).parameters
         self._cache_arg = "cache" if "cache" in params else "past_key_values"  # renamed in transformers 5
+        #: Whether ``forward`` takes ``logits_to_keep`` (the head on the last positions only).
+        self.accepts_logits_to_keep = "logits_to_keep" in params
 
     @classmethod
     def from_pretrained(
@@ -283,18 +285,22 @@ class HFCausalLM(DecoderModel, nn.Module):
         position_ids: torch.Tensor,
         attention_mask: torch.Tensor,
         node: torch.Tensor | None = None,
+        logits_to_keep: int = 0,
     ) -> torch.Tensor:
         """Run the wrapped model on ``ids [B, L]`` over ``cache`` (rolled back by the caller);
-        keep the cache it returns, record the new slots (:meth:`HFKVCache.append`); the logits."""
+        keep the cache it returns, record the new slots (:meth:`HFKVCache.append`); the logits
+        (of the last ``logits_to_keep`` positions only, when positive)."""
         from transformers import DynamicCache
 
         if cache.kv is None:
             cache.kv = DynamicCache()
+        keep = {"logits_to_keep": logits_to_keep} if logits_to_keep > 0 else {}
         out = self.model(
             input_ids=ids,
             position_ids=position_ids,
             attention_mask=attention_mask,
             use_cache=True,
+            **keep,
             **{self._cache_arg: cache.kv},
         )
         returned = out.get(self._cache_arg, None) if hasattr(out, "get") else None
@@ -304,9 +310,19 @@ class HFCausalLM(DecoderModel, nn.Module):
         return out.logits[..., : self.vocab_size]
 
     def forward(
-        self, ids: torch.Tensor, cache: HFKVCache | None = None, start: torch.Tensor | None = None
+        self,
+        ids: torch.Tensor,
+        cache: HFKVCache | None = None,
+        start: torch.Tensor | None = None,
+        logits_to_keep: int = 0,
     ) -> torch.Tensor:
-        """Logits ``[B, L, V]`` for ``ids [B, L]``; with a cache, rows start at ``start [B]``."""
+        """Logits ``[B, L, V]`` for ``ids [B, L]``; with a cache, rows start at ``start [B]``.
+
+        ``logits_to_keep > 0`` (cached calls of a model that takes it,
+        :attr:`accepts_logits_to_keep`): only the last ``logits_to_keep`` positions' logits,
+        ``[B, logits_to_keep, V]``, the output head skipped elsewhere (a prefill needs one)."""
+        if logits_to_keep and (not self.accepts_logits_to_keep or cache is None):
+            raise ValueError("logits_to_keep: needs a cache and a wrapped model that takes it")
         if ids.ndim != 2:
             raise ValueError(f"ids: expected shape [B, L], got {tuple(ids.shape)}")
         if cache is None:
@@ -320,4 +336,4 @@ class HFCausalLM(DecoderModel, nn.Module):
         position_ids = start[:, None] + torch.arange(L, device=ids.device)
         # hide rolled-back and padding slots (all ones otherwise: HF then takes its causal fast path)
         mask = torch.cat([cache.live, torch.ones(B, L, dtype=torch.bool, device=ids.device)], 1).long()
-        return self.cached_call(cache, ids, position_ids, mask)
+        return self.cached_call(cache, ids, position_ids, mask, logits_to_keep=logits_to_keep)

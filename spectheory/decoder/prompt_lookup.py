@@ -17,8 +17,8 @@ ratio, so the rejection rule stays lossless: a point-mass draft is accepted with
 ``p`` conditioned on ``\ne x``. Without a match the law is uniform, and
 :meth:`PromptLookupModel.proposal_cap` tells the decoder not to draft at all there: that round is
 one plain target step, as in HF. A proposal continues through the tokens it drafted itself
-(the match at ``i`` becomes a match at ``i + 1``), so a round drafts up to ``num_pred_tokens``
-tokens once the first one matched.
+(the match at ``i`` becomes a match at ``i + 1``); a round drafts ``min(num_pred_tokens,
+p - i^*)`` tokens, HF's block (the continuation as far as the text goes).
 
 The model has no weights; its cache is the token history (rollback is free). Any vocabulary:
 ``vocab_size=None`` adopts the target's when a decoder pairs them
@@ -72,8 +72,9 @@ class HistoryCache:
 
 def lookup(
     history: torch.Tensor, pos: torch.Tensor, max_ngram: int, min_ngram: int = 1
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """The prompt-lookup proposal after each position: ``(has [B, L] bool, token [B, L])``.
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The prompt-lookup proposal after each position: ``(has [B, L] bool, token [B, L],
+    match end i* [B, L])``.
 
     ``history [B, T]`` holds each row's tokens (positions ``<= pos`` are read), ``pos [B, L]``
     the query positions. Cost ``O(B L T max_ngram)``, all tensor operations.
@@ -81,7 +82,7 @@ def lookup(
     Examples
     --------
     >>> h = torch.tensor([[5, 6, 7, 5, 6, 0]])
-    >>> has, tok = lookup(h, torch.tensor([[2, 4]]), 2)
+    >>> has, tok, _ = lookup(h, torch.tensor([[2, 4]]), 2)
     >>> has.tolist(), tok[has].tolist()                 # after "5 6" (pos 4): 7
     ([[False, True]], [7])
     """
@@ -98,7 +99,7 @@ def lookup(
     best = score.argmax(-1)  # the longest match, earliest among equals
     has = score.gather(-1, best[..., None])[..., 0] > 0
     token = history.gather(1, (best + 1).clamp(max=T - 1))
-    return has, token
+    return has, token, best
 
 
 class PromptLookupModel(DecoderModel, nn.Module):
@@ -188,7 +189,7 @@ class PromptLookupModel(DecoderModel, nn.Module):
             rows = torch.arange(ids.shape[0], device=ids.device)[:, None]
             cache.history[rows, pos] = ids
             history = cache.history
-        has, token = lookup(history, pos, self.max_ngram_size, self.min_ngram_size)
+        has, token, _ = lookup(history, pos, self.max_ngram_size, self.min_ngram_size)
         eps = self.smoothing
         low = -math.inf if eps == 0.0 else math.log(eps / V)
         high = 0.0 if eps == 0.0 else math.log(1.0 - eps + eps / V)
@@ -197,11 +198,15 @@ class PromptLookupModel(DecoderModel, nn.Module):
         return torch.where(has[..., None], out, torch.zeros((), device=ids.device))
 
     def proposal_cap(self, tokens: torch.Tensor, seq_len: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-        """The draft length a round may use per row: ``min(k, num_pred_tokens)`` where the text
-        ``tokens[b, :seq_len[b]]`` ends in a match, else 0 (the decoder then plays a plain target
-        step). Once the first token matched, every later one does (the match moves along)."""
-        has, _ = lookup(tokens, (seq_len - 1)[:, None], self.max_ngram_size, self.min_ngram_size)
-        return torch.where(has[:, 0], k.clamp(max=self.num_pred_tokens), torch.zeros_like(k))
+        """The draft length a round may use per row where the text ``tokens[b, :seq_len[b]]``
+        ends in a match at ``i*``: ``min(k, num_pred_tokens, p - i*)`` with ``p = seq_len - 1``
+        (HF's block: the continuation as far as the text goes), else 0 (the decoder then plays a
+        plain target step). Once the first token matched, every later one does (the match moves
+        along), so the draft can always fill the cap."""
+        p = (seq_len - 1)[:, None]
+        has, _, best = lookup(tokens, p, self.max_ngram_size, self.min_ngram_size)
+        cap = torch.minimum(k.clamp(max=self.num_pred_tokens), (p - best)[:, 0])
+        return torch.where(has[:, 0], cap, torch.zeros_like(k))
 
     def score_tree(self, cache: Any, call: TreeCall, return_hidden: bool) -> None:
         """``None``: a tree is scored by recomputing its paths (the law needs the whole history)."""

@@ -83,6 +83,31 @@ def _draft(
     return drafts, torch.stack(laws, 1)
 
 
+def _prefill_law(model, cache, batch, law):
+    """Cache every prompt token; return the cached lengths and the law after each prompt
+    ``[B, 1, V]`` (a model that takes ``logits_to_keep`` runs its head on the last positions only)."""
+    zero = torch.zeros_like(batch.seq_len)
+    rows = torch.arange(len(zero), device=zero.device)
+    if getattr(model, "accepts_logits_to_keep", False) is True:
+        lo, hi = torch.stack((batch.seq_len.min(), batch.seq_len.max())).tolist()
+        keep = hi - lo + 1  # every row's last prompt token lies in the last keep positions
+        logits = model(batch.tokens[:, :hi], cache=cache, start=zero, logits_to_keep=keep)
+        return batch.seq_len.clone(), law(logits[rows, batch.seq_len - 1 - (hi - keep)][:, None])
+    logits, start = forward_window(model, cache, batch.tokens, zero, batch.seq_len)
+    return batch.seq_len.clone(), law(logits[rows, batch.seq_len - 1 - start][:, None])
+
+
+def _prefill_draft(model, cache, batch):
+    """:func:`~.batching.prefill` (all but each row's last prompt token), the head skipped where the
+    model allows it (its logits are not read)."""
+    if getattr(model, "accepts_logits_to_keep", False) is not True:
+        return prefill(model, cache, batch)
+    hi = int((batch.seq_len - 1).max().item())
+    if hi > 0:
+        model(batch.tokens[:, :hi], cache=cache, start=torch.zeros_like(batch.seq_len), logits_to_keep=1)
+    return batch.seq_len - 1
+
+
 def _write_drafts(batch, before, drafts):
     """Write drafts ``[B, j]`` that every row drafted at slots ``before + 2 ..`` (below the caps)."""
     slots = before[:, None] + torch.arange(2, drafts.shape[1] + 2, device=drafts.device)
@@ -177,8 +202,13 @@ class PathStep(StepDefaults):
         dt_target, dt_draft = self.dtypes
         self.target_cache = self.target.new_cache(B, cap, device=dev, dtype=dt_target)
         self.draft_cache = self.draft_model.new_cache(B, cap, device=dev, dtype=dt_draft)
-        self.target_cached = prefill(self.target, self.target_cache, self.batch)
-        self.draft_cached = prefill(self.draft_model, self.draft_cache, self.batch)
+        # the target's prefill scores every prompt token, the last one included, and keeps the law
+        # after the prompt: the first round's target call then scores only the drafts (one call
+        # fewer per decode, as HF's generate), and a first round without drafts calls nothing
+        self.target_cached, self.first_laws = _prefill_law(
+            self.target, self.target_cache, self.batch, self.law
+        )
+        self.draft_cached = _prefill_draft(self.draft_model, self.draft_cache, self.batch)
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
         """``k = min(gamma, remaining)`` per row (capped by the policy); per round, one host read of
@@ -239,11 +269,32 @@ class PathStep(StepDefaults):
         # target_cached = seq_len - 1), so its window is max(k) + 1 <= K + 1 wide; a policy may
         # have shortened drafts: then the window is read afresh
         K, hook = self.drafts.shape[1], self.hook
+        if self.first_laws is not None:  # the first round: the law after the prompt is known
+            first, self.first_laws = self.first_laws, None
+            self.target_laws = first if K == 0 else torch.cat([first, self._score_drafts(K)], 1)
+            return
         w = self.K + 1 if hook is None else None
         aligned = hook is None and self.k_min == K  # never in the fixed horizon (k_min = 0 there)
         self.target_laws = _score(
             self.target, self.target_cache, self.batch, self.target_cached, self.k, K, self.law, w, aligned
         )
+
+    def _score_drafts(self, K: int) -> torch.Tensor:
+        """The first round's target call: the laws after each row's drafts ``[B, K, V]`` (the
+        target has cached the whole prompt)."""
+        batch, hook, k = self.batch, self.hook, self.k
+        aligned = hook is None and self.k_min == K
+        end = None if aligned else batch.seq_len + k
+        w = K if hook is None else None
+        logits, start = forward_window(
+            self.target, self.target_cache, batch.tokens, self.target_cached, end, w, aligned
+        )
+        if aligned:
+            return self.law(logits)
+        idx = ((batch.seq_len - start)[:, None] + torch.arange(K, device=k.device)).clamp(
+            max=logits.shape[1] - 1
+        )
+        return self.law(logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1])))
 
     def commit(self) -> torch.Tensor:
         """Verify, append the accepted drafts and the emitted token; the round's counts ``[4, B]``."""

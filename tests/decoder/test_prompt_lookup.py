@@ -23,15 +23,16 @@ from spectheory.stopping.runtime import chain_models  # noqa: E402
 P_MIN = 1e-6  # chi-square p-value threshold, ~5 standard errors
 
 
-def brute_force(tokens, n_max, n_min=1):
-    """HF's search, written as loops: for n = n_max .. n_min, the first earlier window equal to
-    the last n tokens whose continuation exists; its next token (None without a match)."""
+def brute_force(tokens, n_max, n_min=1, num=10):
+    """HF's search (PromptLookupCandidateGenerator), written as loops: for n = n_max .. n_min, the
+    first earlier window equal to the last n tokens whose continuation exists; HF's candidate
+    block tokens[start + n : min(start + n + num, len)] (None without a match)."""
     p = len(tokens) - 1
     for n in range(min(n_max, p + 1), n_min - 1, -1):
         suffix = tokens[p - n + 1 :]
         for start in range(0, p - n + 1):  # window tokens[start : start + n], continuation at start + n <= p
             if tokens[start : start + n] == suffix:
-                return tokens[start + n]
+                return tokens[start + n : min(start + n + num, p + 1)]
     return None
 
 
@@ -44,11 +45,15 @@ def brute_force(tokens, n_max, n_min=1):
 def test_lookup_matches_brute_force(tokens, n_max, n_min):
     n_min = min(n_min, n_max)
     h = torch.tensor([tokens + [0] * 3])  # stale entries past the text are never read
-    has, tok = lookup(h, torch.tensor([[len(tokens) - 1]]), n_max, n_min)
-    want = brute_force(tokens, n_max, n_min)
+    has, tok, _ = lookup(h, torch.tensor([[len(tokens) - 1]]), n_max, n_min)
+    want = brute_force(tokens, n_max, n_min, num=4)
     assert bool(has[0, 0]) == (want is not None)
-    if want is not None:
-        assert int(tok[0, 0]) == want
+    pl = PromptLookupModel(vocab_size=4, max_ngram_size=n_max, min_ngram_size=n_min, num_pred_tokens=4)
+    cap = int(pl.proposal_cap(h, torch.tensor([len(tokens)]), torch.tensor([9]))[0])
+    if want is None:
+        assert cap == 0
+    else:  # the first proposal and the block length are HF's
+        assert int(tok[0, 0]) == want[0] and cap == len(want)
 
 
 def test_law_is_a_point_mass_on_the_proposal_and_uniform_without_match():
