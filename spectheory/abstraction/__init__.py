@@ -12,7 +12,9 @@ evaluates (the proofs: ``docs/markov_abstraction.md``).
 - k-means clusters of the target's last hidden state (:mod:`.hidden_states`, torch):
   :class:`HiddenStateAbstraction`;
 - exact coarsenings and bootstrap intervals (:mod:`.certified`): :func:`coarsen`,
-  :func:`bootstrap_interval`.
+  :func:`bootstrap_interval`;
+- a real model at its real vocabulary: last-token states, sparse top-k rows with certified tails
+  (:mod:`.sparse_markov`): :func:`fit_last_token_chain`.
 
 Names load on first use (``spectheory._lazy``): every fit but the hidden-state clusters
 imports and runs without torch.
@@ -41,6 +43,7 @@ _EXPORTS = {
     "HiddenStateAbstraction": "hidden_states",
     "coarsen": "certified",
     "bootstrap_interval": "certified",
+    "fit_last_token_chain": "sparse_markov",
 }
 
 __all__, __getattr__, __dir__ = lazy_package(__name__, _EXPORTS)
