@@ -115,6 +115,8 @@ KEY_RESULTS = (
     ("trees_sequoia", "Sequoia positional assumption: largest"),
     ("stopping_policies", "optimum (state): time / path optimum"),
     ("testing_kit_power", "conformance kit: field bugs flagged"),
+    ("testing_kit_sequential", "conformance kit, sequential: runs falsely flagging token"),
+    ("testing_kit_sequential", "conformance kit, sequential: repeating-randomness"),
     ("proofs", "sympy proofs passing"),
 )
 
@@ -321,7 +323,36 @@ def block_testing() -> str:
                 f"| {_cell(r['description'])} | {_cell(_power_verdict(r))} | {n if n is not None else big} | {zero_free} |"
             )
         lines += ["", _effect_sizes([50, 200, 2000, 20_000])]
+    lines += _sequential_rows(_load(_results() / "testing_kit_sequential.json"))
     return "\n".join(lines) + "\n" if lines else "_No conformance-kit results yet._\n"
+
+
+def _sequential_rows(seq: dict | None) -> list:
+    """The sequential exercise's false alarms and power rows (``testing_kit_sequential.json``)."""
+    if not seq:
+        return []
+    d = seq["defaults"]
+    alarms = "; ".join(
+        f"{name} {r['runs_flagged']} of {r['n_seeds']}" for name, r in seq["false_alarms"].items()
+    )
+    lines = [
+        "",
+        f"Sequential exercise (`{seq['command']}`; `check_sequential`, {d['steps']} calls of {d['batch']} rows "
+        f"and {d['chain_steps']} calls on a tiny chain by default): correct samplers falsely flagged in {alarms} "
+        f"seeds (expected {next(iter(seq['false_alarms'].values()))['expected_flags']:.2g} each). Randomness "
+        f"repeating across calls, flagged in every one of {seq['repeats']} seeds at the fewest calls in sequence:",
+        "",
+        "| bug class | verdict | calls of 32 rows needed | one-call kit (2,000 samples) |",
+        "|---|---|---:|---|",
+    ]
+    for r in seq["rows"]:
+        n = r["smallest_steps"]
+        needed = f"> {r['grid'][-1]}" if n is None else (f"<= {n}" if n == r["grid"][0] else n)
+        one = ", ".join(r["one_call_kit_failed"]) or "passes"
+        lines.append(
+            f"| {_cell(r['description'])} | {_cell(', '.join(r['flagged_by']))} | {needed} | {one} |"
+        )
+    return lines
 
 
 def _power_verdict(row: dict) -> str:

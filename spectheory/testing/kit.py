@@ -160,6 +160,7 @@ def check_verifier(
     jobs: int = 1,
     greedy: bool | None = None,
     lossy: bool | str | RoundLawRule | None = None,
+    sequential: bool | tuple[int, int] = False,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
@@ -228,6 +229,12 @@ def check_verifier(
         (:func:`~spectheory.testing.exact_loss.exact_output_tv`), and ``loss`` fails where the
         measured interval excludes it (the sampler is not that rule). The exact TV needs the
         bonus on, no stop token and sampled decoding.
+    sequential : bool or (int, int)
+        Also drive the verifier as an engine does, ``steps`` calls of ``batch`` rows in
+        sequence (True: 64 calls of 32 rows), and add the checks of
+        :mod:`spectheory.testing.sequential` (independence across calls, serial correlation of
+        acceptance, the sequence law across calls on a tiny chain), at their own level
+        ``alpha``. Lossless rules, sampled decoding, no stop token.
 
     Returns
     -------
@@ -283,14 +290,26 @@ def check_verifier(
     seeds = base.spawn(len(insts))
     lossy = _lossy_rule(declares_lossy if lossy is None else lossy, rule, bonus, stop_token, bool(greedy))
     protocol = RoundProtocol(bonus, stop_token, bool(greedy), lossy)
+    if sequential is not False:
+        from .sequential import sizes
+
+        if greedy or lossy or stop_token is not None:
+            raise ValueError("sequential: needs a lossless rule, sampled decoding and no stop token")
+        steps, batch = sizes(sequential)
     work = (runner, insts, seeds, n_samples, a_i, efficiency, protocol)
     found, routed = _run_all(work, jobs, progress)
 
     config = run_config(vocab_sizes, gammas, n_samples, rng, families, insts)
     config.update(batched=bool(batched), protocol=protocol.config(), torch_random=routed)
-    return fold(
+    report = fold(
         verify, active_checks(efficiency, bool(greedy), bool(lossy)), found, a_i, M, alpha, lossy, config
     )
+    if sequential is not False:
+        from .sequential import add_sequential, sequential_checks
+
+        checks, seq, _ = sequential_checks(runner, insts, base, steps, batch, alpha, bonus)
+        add_sequential(report, checks, seq)
+    return report
 
 
 def _declared_rule(verify: Any) -> Verifier | None:

@@ -112,6 +112,7 @@ def check_sampler(
     torch_random: bool | None = None,
     target_calls: int | None = None,
     lossy: bool | None = None,
+    sequential: bool | tuple[int, int] = False,
 ) -> Report:
     r"""Check a whole speculative sampler (drafting included) against the processed target law.
 
@@ -142,6 +143,11 @@ def check_sampler(
         sampler's own to compute an exact loss from). ``None`` (the default): what the sampler
         declares, ``not sampler.lossless`` (lossless when it has no such attribute);
         ``False``: the strict judgment. Not with ``temperature=0``.
+    sequential : bool or (int, int)
+        Also call the sampler as an engine does and add the checks of
+        :mod:`spectheory.testing.sequential` (:func:`~spectheory.testing.sequential.check_sampler_sequential`;
+        True: 64 calls of 32 requests, or ``(steps, batch)``), at their own level ``alpha``.
+        Lossless samplers, ``temperature > 0``.
 
     Returns
     -------
@@ -179,6 +185,12 @@ def check_sampler(
     vocab_sizes = tuple(check_int(v, "vocab_sizes", 2) for v in np.atleast_1d(vocab_sizes))
     gammas = tuple(check_int(g, "gammas", 1) for g in np.atleast_1d(gammas))
     insts, base = _instances(vocab_sizes, gammas, families, instances, rng)
+    if sequential is not False:
+        from .sequential import sizes
+
+        if greedy or lossy:
+            raise ValueError("sequential: needs a lossless sampler and temperature > 0")
+        steps, batch = sizes(sequential)
     M = 0 if greedy else sum(inst.k + 2 for inst in insts)
     a_i = alpha / max(M, 1)
     names = SAMPLER_CHECKS + ["loss"] if lossy else SAMPLER_CHECKS
@@ -208,7 +220,24 @@ def check_sampler(
         protocol={"temperature": temperature, "top_k": top_k, "top_p": top_p, "lossy": lossy},
     )
     names = [name for name in names if not (greedy and name in SAMPLED_ONLY)]
-    return fold(sampler, names, found, a_i, M, alpha, lossy, config)
+    report = fold(sampler, names, found, a_i, M, alpha, lossy, config)
+    if sequential is not False:
+        from .sequential import add_sequential, check_sampler_sequential
+
+        seq = check_sampler_sequential(
+            sampler,
+            temperature=temperature,
+            top_k=top_k,
+            top_p=top_p,
+            steps=steps,
+            batch=batch,
+            instances=insts,
+            rng=base,
+            alpha=alpha,
+            torch_random=torch_random,
+        )
+        add_sequential(report, seq.checks, seq.config["sequential"])
+    return report
 
 
 def assert_sampler_lossless(sampler: Callable[..., Any], **kwargs: Any) -> Report:
