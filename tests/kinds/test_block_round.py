@@ -1,0 +1,139 @@
+"""Block drafters as a round kind (issue 39, item 2): exact engine = Monte Carlo within 5 SE, the
+output law is the target's, perfect heads accept everything, the acceptance LP beats the
+cross-entropy head depth by depth, and a round-start drafter whose AL(K) falls."""
+
+from __future__ import annotations
+
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+
+import spectheory as st
+from spectheory.kinds.block import BlockDrafter, BlockRound
+from spectheory.objectives.block_drafts import acceptance_lp, acceptance_lp_drafter, block_long_run
+
+CHAIN = st.DecodingChain.random(3, concentration=0.5, similarity=0.5, rng=1)
+
+
+def _random_drafter(v, depth, markov, seed):
+    rng = np.random.default_rng(seed)
+    first = rng.dirichlet(np.full(v, 0.5), size=v)
+    shape = (v, depth - 1, v) if markov else (v, depth - 1)
+    return BlockDrafter(first, rng.dirichlet(np.full(v, 0.5), size=shape))
+
+
+@pytest.mark.parametrize(
+    "drafter",
+    [
+        BlockDrafter.marginals(CHAIN, 3),
+        BlockDrafter.marginals(CHAIN, 3, of="draft"),
+        BlockDrafter.markov_head(CHAIN, 3, of="draft"),
+        _random_drafter(3, 3, True, 0),
+        _random_drafter(3, 3, False, 1),
+    ],
+    ids=["oracle marginals", "draft marginals", "markov head", "random markov", "random parallel"],
+)
+def test_exact_equals_monte_carlo_within_5_se(drafter):
+    rnd = BlockRound(drafter)
+    exact = CHAIN.protocol(24, rnd)
+    sim = st.simulate(CHAIN, 24, rnd, 6000, rng=7)
+    for name in ("target_calls", "rejections", "accepted"):
+        mean, se = sim.mean_se(name)
+        assert abs(mean - getattr(exact, name)) <= 5 * se + 1e-9, (name, mean, getattr(exact, name), se)
+
+
+def test_the_output_law_is_the_targets():
+    """The first emitted token of a block round, drawn from start state 0, has the target's law."""
+    from spectheory.rounds.base import RoundRuns
+    from spectheory.rounds.sampler import ChainSampler
+
+    rnd = BlockRound(_random_drafter(3, 3, True, 2))
+    R = 60_000
+    runs = RoundRuns(3, np.zeros(R, dtype=np.int64), np.zeros(R, dtype=np.int64), np.zeros(R), True)
+    out = rnd.play(ChainSampler(CHAIN), runs, np.random.default_rng(4))
+    first = np.where(out.accepted >= 1, out.path[:, 0], out.final)
+    law = np.bincount(first, minlength=3) / R
+    exact = CHAIN.target[0]
+    assert np.all(np.abs(law - exact) <= 5 * np.sqrt(exact * (1 - exact) / R) + 1e-12)
+
+
+def test_a_perfect_markov_head_accepts_everything():
+    head = BlockDrafter.markov_head(CHAIN, 4, of="target")  # first-order: the target itself
+    assert block_long_run(CHAIN, head, 4).tokens_per_call == pytest.approx(5.0)
+    assert CHAIN.protocol(21, BlockRound(head)).target_calls == pytest.approx(5.0)  # 21 = 4 x 5 + 1
+
+
+def test_acceptance_lp_is_optimal_and_beats_cross_entropy_given_the_same_first_depth():
+    rng = np.random.default_rng(0)
+    w, rows = rng.dirichlet([1, 1, 1]), rng.dirichlet([0.5, 0.5, 0.5], size=3)
+    q, best = acceptance_lp(w, rows)
+    for _ in range(300):  # no law does better
+        other = rng.dirichlet([0.5, 0.5, 0.5])
+        assert (w * np.minimum(rows, other).sum(1)).sum() <= best + 1e-9
+    assert (w * np.minimum(rows, q).sum(1)).sum() == pytest.approx(best, abs=1e-9)
+    for seed in range(3):
+        chain = st.DecodingChain.random(4, concentration=0.4, similarity=0.5, rng=seed)
+        lp = block_long_run(chain, acceptance_lp_drafter(chain, 3), 3).conditional_acceptance
+        ce = block_long_run(chain, BlockDrafter.marginals(chain, 3), 3).conditional_acceptance
+        assert lp[0] == pytest.approx(ce[0], abs=1e-9) and lp[1] >= ce[1] - 1e-9
+
+
+def test_a_round_start_drafter_can_make_al_fall():
+    # the target alternates 0 -> 1 -> 0; from start 0 the head is right for three depths
+    chain = st.DecodingChain([[0.0, 1.0], [1.0, 0.0]], [[1.0, 0.0], [1.0, 0.0]])
+    head = BlockDrafter(
+        [[0.0, 1.0], [0.3, 0.7]],
+        [[[1.0, 0.0], [0.0, 1.0], [0.5, 0.5]], [[1.0, 0.0], [0.0, 1.0], [1.0, 0.0]]],
+    )
+    al = [block_long_run(chain, head, k).tokens_per_call for k in (1, 2, 3, 4)]
+    assert al[2] == pytest.approx(4.0) and al[3] == pytest.approx(float(F(19, 6)))
+    sim = st.simulate(chain, 400, BlockRound(head, 4), 3000, rng=5)
+    mean, se = sim.mean_se("target_calls")
+    assert abs(400 / mean - 19 / 6) < 5 * 400 / mean**2 * se + 400 / mean**2 * 2  # + start transient
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="sum to 1"):
+        BlockDrafter([[0.5, 0.4], [0.5, 0.5]], np.zeros((2, 0, 2)))
+    with pytest.raises(ValueError, match="at most the drafter's depth"):
+        BlockRound(BlockDrafter.marginals(CHAIN, 2), 3)
+    with pytest.raises(ValueError, match="tree"):
+        BlockRound(BlockDrafter.marginals(CHAIN, 2), verifier="tree_rrs")
+    with pytest.raises(TypeError, match="BlockDrafter"):
+        BlockRound(CHAIN.draft)
+    with pytest.raises(ValueError, match="laws for 3 states"):
+        st.simulate(
+            st.DecodingChain.random(4, rng=0), 5, BlockRound(BlockDrafter.marginals(CHAIN, 2)), 10, rng=0
+        )
+
+
+class _RatioOneEarly(st.verifiers.TokenVerifier):
+    """WRONG on purpose: the ratio at depth i uses the head's law of depth i + 1."""
+
+    name = "ratio_one_early"
+    inline_token_round = False
+
+    def verify_round(self, target_laws, draft_laws, draft_tokens, k, rng=None):
+        d = np.asarray(draft_laws, dtype=np.float64)
+        return super().verify_round(
+            target_laws, np.concatenate([d[:, 1:], d[:, -1:]], 1), draft_tokens, k, rng
+        )
+
+
+def test_kit_passes_token_verification_and_flags_the_ratio_taken_one_depth_early():
+    from spectheory.testing import check_round
+
+    drafter = BlockDrafter.marginals(CHAIN, 3)
+    assert check_round(BlockRound(drafter), rng=0).passed
+    report = check_round(BlockRound(drafter, verifier=_RatioOneEarly()), rng=0)
+    assert not report.passed, report
+
+
+def test_exact_engine_refused_for_a_rule_that_is_not_token_verification():
+    from spectheory.rounds import UnsupportedRoundError
+
+    rnd = BlockRound(BlockDrafter.marginals(CHAIN, 2), verifier=_RatioOneEarly())
+    assert not rnd.tags().exact and rnd.tags().monte_carlo
+    with pytest.raises(UnsupportedRoundError, match="token verification"):
+        CHAIN.protocol(8, rnd)
