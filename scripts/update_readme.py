@@ -245,7 +245,10 @@ def block_speed() -> str:
         lines += [
             f"Sparse exact engine (`{spc['command']}`, `docs/sparse_chains.md`): `chain.protocol(T = {c0['T']}, "
             f"gamma = {c0['gamma']})` on a first-order chain at V = S = {c0['V']} in {times} of cpu time on "
-            f"one thread (the time on a free core; goal < {spc['goal_seconds']:g} s).",
+            f"one thread (the time on a free core; goal < {spc['goal_seconds']:g} s). With every row's tail "
+            f"1e-3, the certified interval of the untruncated chain's tokens per call is "
+            f"[{c0['tokens_per_call_interval'][0]:.3f}, {c0['tokens_per_call_interval'][1]:.3f}] around "
+            f"{c0['tokens_per_call']:.3f} ({c0['nnz_per_row']:.0f} tokens/row; {c0['bound_cpu_seconds']:.1f} s cpu).",
             "",
         ]
     dec = _load(_results() / "decoder_speed.json")
