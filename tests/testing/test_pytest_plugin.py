@@ -6,6 +6,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,20 @@ def test_installed_through_the_entry_point_it_loads_alone_and_minus_p_on_top_is_
             timeout=300,
         )
         assert proc.returncode == 0 and "1 passed" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.slow
+def test_the_kit_on_the_hf_reference_takes_under_a_minute_of_cpu():
+    torch = pytest.importorskip("torch")
+    from spectheory.testing.hf_models import from_hf_sampler, hf_style_round
+
+    check, threads = KitCheck("sampler"), torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        start = time.process_time()
+        report = check(from_hf_sampler(hf_style_round))
+        cpu = time.process_time() - start
+    finally:
+        torch.set_num_threads(threads)
+    assert report.passed and report.config["n_samples"] == check.options().samples
+    assert cpu < 60, f"{cpu:.1f} CPU s at {check.options().samples} samples per instance"
