@@ -137,3 +137,15 @@ def test_exact_engine_refused_for_a_rule_that_is_not_token_verification():
     assert not rnd.tags().exact and rnd.tags().monte_carlo
     with pytest.raises(UnsupportedRoundError, match="token verification"):
         CHAIN.protocol(8, rnd)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_markov_head_of_the_draft_is_the_draft_itself_on_first_order_chains(seed):
+    """Two engines: the block engine's long run for the draft's Markov head and the path engine's
+    AL(K) of the draft (spectheory.stopping.al_curves) agree."""
+    from spectheory.stopping.al_curves import acceptance_length_curve
+
+    chain = st.DecodingChain.random(4, concentration=0.6, similarity=0.5, rng=seed)
+    head = BlockDrafter.markov_head(chain, 4, of="draft")
+    block = [block_long_run(chain, head, k).tokens_per_call for k in (1, 2, 3, 4)]
+    assert np.allclose(block, acceptance_length_curve(chain, [1, 2, 3, 4]), atol=1e-10)
