@@ -81,7 +81,11 @@ def main(argv=None):
     print(f"exact vs Monte Carlo (K = 3, T = 48, {runs} runs): worst |z| = {worst_z:.2f}")
 
     rng = np.random.default_rng(0)
-    wins = {"LP over cross-entropy (draft)": 0, "LP over oracle marginals": 0, "autoregressive over oracle": 0}
+    wins = {
+        "LP over cross-entropy (draft)": 0,
+        "LP over oracle marginals": 0,
+        "autoregressive over oracle": 0,
+    }
     gaps = []
     for i in tqdm(range(n_chains), desc="chains"):
         chain = st.DecodingChain.random(
@@ -93,12 +97,12 @@ def main(argv=None):
         h = heads(chain, depth)
         tpc = {name: block_long_run(chain, d, depth).tokens_per_call for name, d in h.items()}
         ar = autoregressive(chain, [depth])[0]
-        wins["LP over cross-entropy (draft)"] += tpc["acceptance-LP parallel head"] > tpc[
-            "parallel head (draft marginals)"
-        ] + 1e-9
-        wins["LP over oracle marginals"] += tpc["acceptance-LP parallel head"] > tpc[
-            "oracle parallel head (target marginals)"
-        ] + 1e-9
+        wins["LP over cross-entropy (draft)"] += (
+            tpc["acceptance-LP parallel head"] > tpc["parallel head (draft marginals)"] + 1e-9
+        )
+        wins["LP over oracle marginals"] += (
+            tpc["acceptance-LP parallel head"] > tpc["oracle parallel head (target marginals)"] + 1e-9
+        )
         wins["autoregressive over oracle"] += ar > tpc["oracle parallel head (target marginals)"] + 1e-9
         gaps.append(tpc["acceptance-LP parallel head"] - tpc["oracle parallel head (target marginals)"])
     print(f"on {n_chains} random chains at K = {depth}:", wins)
