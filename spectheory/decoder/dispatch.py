@@ -53,6 +53,10 @@ class DecoderLoops:
     naive_hsd : callable
         :func:`~spectheory.decoder.hsd_decode.naive_hsd_generate` ``(target, draft, prompts,
         max_new_tokens, gamma, **options)`` (imported on first use).
+    medusa : callable
+        :func:`~spectheory.decoder.medusa.medusa_generate` ``(target, heads, prompts,
+        max_new_tokens, tree, verifier, **options)``: the draft is a block drafter (Medusa heads
+        on the target's hidden state), imported on first use.
 
     Examples
     --------
@@ -82,8 +86,14 @@ class DecoderLoops:
 
         return naive_hsd_generate
 
+    @property
+    def medusa(self) -> Callable[..., GenerationResult]:
+        from .medusa import medusa_generate
+
+        return medusa_generate
+
     def __repr__(self) -> str:
-        return "DecoderLoops(path, tree, dynamic_tree, gls, naive_hsd)"
+        return "DecoderLoops(path, tree, dynamic_tree, gls, naive_hsd, medusa)"
 
 
 #: The one :class:`DecoderLoops` every round's ``decode`` is handed.

@@ -149,3 +149,25 @@ def test_a_markov_head_of_the_draft_is_the_draft_itself_on_first_order_chains(se
     head = BlockDrafter.markov_head(chain, 4, of="draft")
     block = [block_long_run(chain, head, k).tokens_per_call for k in (1, 2, 3, 4)]
     assert np.allclose(block, acceptance_length_curve(chain, [1, 2, 3, 4]), atol=1e-10)
+
+
+def test_the_decoder_runs_a_block_round_with_the_shipped_medusa_heads():
+    """BlockRound(gamma=3) in the decoder: one path of head-sampled drafts checked by token
+    verification, token for token the Medusa loop on a path-shaped tree; the chain engines
+    refuse a round without depth laws."""
+    pytest.importorskip("torch")
+    from spectheory.decoder import generate, load_model
+    from spectheory.decoder.medusa import load_heads, medusa_generate
+    from spectheory.rounds import UnsupportedRoundError
+    from spectheory.trees import DraftTree
+
+    target, (heads, _) = load_model("target"), load_heads()
+    prompts = [list(b"def main("), list(b"import os\n")]
+    got = generate(target, heads, prompts, 12, BlockRound(gamma=3), seed=3)
+    ref = medusa_generate(target, heads, prompts, 12, DraftTree.from_branching([1, 1, 1]), "tree_rrs", seed=3)
+    assert all((a == b).all() for a, b in zip(got.tokens, ref.tokens))
+    assert all(len(t) == 12 for t in got.tokens)
+    with pytest.raises(UnsupportedRoundError, match="BlockDrafter"):
+        st.simulate(CHAIN, 8, BlockRound(gamma=2), 10, rng=0)
+    with pytest.raises(UnsupportedRoundError, match="token verification"):
+        generate(target, heads, prompts, 4, BlockRound(gamma=2, verifier="block"), seed=0)

@@ -57,42 +57,82 @@ class BlockRound(Round):
         (a rule that declares ``inline_token_round``); Monte Carlo plays any path rule.
     """
 
-    def __init__(self, drafter: BlockDrafter, gamma: int | None = None, verifier: Any = "token") -> None:
-        if not isinstance(drafter, BlockDrafter):
-            raise TypeError(f"drafter: a BlockDrafter, got {type(drafter).__name__}")
+    def __init__(
+        self, drafter: BlockDrafter | None = None, gamma: int | None = None, verifier: Any = "token"
+    ) -> None:
+        if drafter is not None and not isinstance(drafter, BlockDrafter):
+            raise TypeError(f"drafter: a BlockDrafter or None, got {type(drafter).__name__}")
+        if drafter is None and gamma is None:
+            raise ValueError("gamma: a block round without a BlockDrafter needs gamma (the decoder's heads)")
         self.drafter = drafter
-        self.gamma = drafter.depth if gamma is None else check_int(gamma, "gamma", 1)
-        if self.gamma > drafter.depth:
+        if gamma is not None:
+            self.gamma = check_int(gamma, "gamma", 1)
+        elif drafter is not None:
+            self.gamma = drafter.depth
+        if drafter is not None and self.gamma > drafter.depth:
             raise ValueError(f"gamma: at most the drafter's depth {drafter.depth}, got {self.gamma}")
         self.verifier = get_verifier(verifier).require_path()
 
     @property
     def name(self) -> str:
-        return f"block(gamma={self.gamma}, drafter={self.drafter.name})"
+        return f"block(gamma={self.gamma}, drafter={self._drafter_name})"
+
+    @property
+    def _drafter_name(self) -> str:
+        return "the decoder's heads" if self.drafter is None else self.drafter.name
 
     @property
     def max_depth(self) -> int:
         return self.gamma
 
     def describe(self) -> str:
+        if self.drafter is None:
+            return f"{self.gamma} tokens drafted by the decoder's heads, verified token by token"
         head = "a Markov head" if self.drafter.markov else "a parallel head"
-        return f"{self.gamma} tokens drafted by {head} ({self.drafter.name}), verified token by token"
+        return (
+            f"{self.gamma} tokens drafted by {head} ({self.drafter.name}), verified by {self.verifier.name!r}"
+        )
 
     def check(self, chain: Any, horizon: int) -> None:
         """The drafter's laws must be for the chain's states and tokens."""
-        if chain.vocab_size != self.drafter.vocab_size or chain.n_states != self.drafter.first.shape[0]:
+        self.require("monte_carlo")  # refused without a BlockDrafter, naming why
+        drafter = self._require_drafter()
+        if chain.vocab_size != drafter.vocab_size or chain.n_states != drafter.first.shape[0]:
             raise ValueError(
-                f"drafter: laws for {self.drafter.first.shape[0]} states and {self.drafter.vocab_size} "
+                f"drafter: laws for {drafter.first.shape[0]} states and {drafter.vocab_size} "
                 f"tokens, the chain has {chain.n_states} and {chain.vocab_size}"
             )
 
     def tags(self) -> RoundTags:
-        """As :meth:`Round.tags`; the exact engine is token verification's (a rule declaring
-        ``inline_token_round``)."""
+        """As :meth:`Round.tags`, and: the exact engine and the decoder's Medusa loop are token
+        verification's (a rule declaring ``inline_token_round``); the engines on chains need
+        the drafter's laws (a :class:`BlockDrafter`)."""
         why: dict[str, str] = {}
         if not self.verifier.inline_token_round:
-            why["exact"] = f"its exact engine is token verification's, not {self.verifier.name!r}"
+            for engine in ("exact", "decoder"):
+                why[engine] = f"its {engine} engine is token verification's, not {self.verifier.name!r}"
+        if self.drafter is None:
+            for engine in ("exact", "monte_carlo"):
+                why[engine] = "no depth laws on a chain: pass a BlockDrafter"
         return super().tags().refuse(why)
+
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """The real decoder: ``draft`` is a block drafter of the target (Medusa heads,
+        :class:`~spectheory.decoder.medusa.MedusaHeads`); ``loops.medusa`` drafts one path of
+        ``gamma`` tokens, token ``k`` sampled from head ``k``'s law at the round start, and
+        checks it by token verification against that law (a path-shaped tree with sampled
+        children, on which recursive rejection sampling is token verification)."""
+        from ..tree import DraftTree
+
+        path = DraftTree.from_branching([1] * self.gamma)
+        return loops.medusa(target, draft, prompts, max_new_tokens, path, "tree_rrs", **options)
+
+    def _require_drafter(self) -> BlockDrafter:
+        if self.drafter is None:
+            raise ValueError("drafter: this block round has no BlockDrafter (it runs in the decoder only)")
+        return self.drafter
 
     def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
         """The conformance kit: ``kit.verifier`` (:func:`~spectheory.testing.check_verifier`)
@@ -103,6 +143,7 @@ class BlockRound(Round):
         return kit.verifier(self.verifier, gammas=(self.gamma,), **options)
 
     def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
+        drafter = self._require_drafter()
         T, g, V, n = runs.horizon, self.gamma, sampler.V, runs.n
         R = runs.size
         k = np.minimum(g, T - n)
@@ -118,7 +159,7 @@ class BlockRound(Round):
             tl[:, i] = sampler.rows(sampler.target, m, states[:, i])
             if i == g:
                 break
-            dl[:, i] = self.drafter.law(start, i, x[:, i - 1] if i else None)
+            dl[:, i] = drafter.law(start, i, x[:, i - 1] if i else None)
             x[:, i] = categorical(dl[:, i], u[:, i])
             states[:, i + 1] = sampler.next_states(states[:, i], x[:, i], rng)
         j, y = self.verifier.verify_round(tl, dl, x, k, rng)
@@ -143,10 +184,10 @@ class BlockRound(Round):
             horizon,
             self.gamma,
             bonus,
-            block_drafter_transition(chain, self.drafter),
+            block_drafter_transition(chain, self._require_drafter()),
             position_dependent=False,
         )
         return res if cost is None else res.with_cost(cost)
 
     def __repr__(self) -> str:
-        return f"BlockRound({self.drafter.name}, gamma={self.gamma})"
+        return f"BlockRound({self._drafter_name}, gamma={self.gamma})"
