@@ -485,7 +485,27 @@ def block_blockdraft() -> str:
         + f"; exact = Monte Carlo for every head (worst |z| {worst:.2f}). On {res['n_chains']} random chains "
         f"the acceptance-LP head beats the oracle marginal head on {res['wins']['LP over oracle marginals']}: "
         f"cross-entropy's optimum is not a parallel head's ceiling. A round-start head's AL(K) can fall: "
-        f"{fall[2]:.4g} at K = 3, {fall[3]:.4g} (19/6) at K = 4.\n"
+        f"{fall[2]:.4g} at K = 3, {fall[3]:.4g} (19/6) at K = 4."
+        + _block_heads_sentence()
+        + "\n"
+    )
+
+
+def _block_heads_sentence() -> str:
+    res = _load(_results() / "decoder_block_heads.json")
+    if not res:
+        return " _Run `python simulations/decoder_block_heads.py` for the Medusa heads in the decoder._"
+    rows = res["rows"]
+    worst = max(abs(r["z"]) for r in rows)
+    cells = ", ".join(
+        f"K = {r['gamma']} at T = {r['temperature']:g}: {r['tokens_per_call_predicted']:.2f} / "
+        f"{r['tokens_per_call_measured']:.2f}"
+        for r in rows
+    )
+    return (
+        f" In the real decoder (`python simulations/decoder_block_heads.py`), the shipped Medusa heads as "
+        f"block rounds, tokens per call predicted along target paths / measured over {res['sequences']} "
+        f"sequences of {res['horizon']} tokens: {cells} (worst |z| {worst:.2f} over the calls' combined SE)."
     )
 
 
