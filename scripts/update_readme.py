@@ -485,9 +485,7 @@ def block_blockdraft() -> str:
         + f"; exact = Monte Carlo for every head (worst |z| {worst:.2f}). On {res['n_chains']} random chains "
         f"the acceptance-LP head beats the oracle marginal head on {res['wins']['LP over oracle marginals']}: "
         f"cross-entropy's optimum is not a parallel head's ceiling. A round-start head's AL(K) can fall: "
-        f"{fall[2]:.4g} at K = 3, {fall[3]:.4g} (19/6) at K = 4."
-        + _block_heads_sentence()
-        + "\n"
+        f"{fall[2]:.4g} at K = 3, {fall[3]:.4g} (19/6) at K = 4." + _block_heads_sentence() + "\n"
     )
 
 
