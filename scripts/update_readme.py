@@ -485,7 +485,22 @@ def block_blockdraft() -> str:
         + f"; exact = Monte Carlo for every head (worst |z| {worst:.2f}). On {res['n_chains']} random chains "
         f"the acceptance-LP head beats the oracle marginal head on {res['wins']['LP over oracle marginals']}: "
         f"cross-entropy's optimum is not a parallel head's ceiling. A round-start head's AL(K) can fall: "
-        f"{fall[2]:.4g} at K = 3, {fall[3]:.4g} (19/6) at K = 4." + _block_heads_sentence() + "\n"
+        f"{fall[2]:.4g} at K = 3, {fall[3]:.4g} (19/6) at K = 4."
+        + _head_trees_sentence(res)
+        + _block_heads_sentence()
+        + "\n"
+    )
+
+
+def _head_trees_sentence(res: dict) -> str:
+    trees = res.get("head_trees")
+    if not trees:
+        return ""
+    n = res["tree_sizes"][-1]
+    cells = ", ".join(f"{v[-1]:.3f} ({name})" for name, v in trees.items())
+    return (
+        f" DDTree-style trees of {n} nodes grown from the heads' per-depth laws (exact, "
+        f"T = {res['tree_horizon']}), tokens per call: {cells}."
     )
 
 

@@ -7,7 +7,10 @@ marginals), the oracle parallel head (the target's k-step marginals, the best cr
 head), the acceptance-LP head (each depth's law maximising that depth's acceptance given the
 earlier depths, an LP; spectheory.objectives.block_drafts) and the Markov heads of the draft and
 of the target (the target's Markov head is the target itself: every draft accepted). Each block
-round's exact value is checked against Monte Carlo (st.simulate) at the stated multiple of the
+head also drafts DDTree-style trees (spectheory.kinds.block.head_tree: the n rank paths of
+largest product of the head's own per-depth rank probabilities; children sampled and checked by
+recursive rejection sampling, and for the oracle head also top-k children), valued exactly
+at T = 128 for n = 1..12 nodes. Each block round's exact value is checked against Monte Carlo (st.simulate) at the stated multiple of the
 SE, and the round-start drafter whose AL(K) falls (4 at K = 3, 19/6 at K = 4; the monotonicity
 theorem of docs/acceptance_length.md covers prefix-only drafters only) is evaluated exactly.
 
@@ -21,11 +24,12 @@ from tqdm.auto import tqdm
 
 import spectheory as st
 from spectheory.app.results import headline, script_parser, write_results
-from spectheory.kinds.block import BlockDrafter, BlockRound
+from spectheory.kinds.block import BlockDrafter, BlockRound, BlockTreeRound
 from spectheory.objectives.block_drafts import acceptance_lp_drafter, block_long_run
 from spectheory.stopping.al_curves import acceptance_length_curve
 
 Z_MAX = 5.0
+TREE_HORIZON = 128
 
 
 def heads(chain, depth):
@@ -69,6 +73,23 @@ def main(argv=None):
         conditional[name] = lr[-1].conditional_acceptance.tolist()
     for name, c in curves.items():
         print(f"{name:42s}", " ".join(f"{v:.3f}" for v in c))
+
+    sizes = [1, 2, 3, 4, 6, 8, 12] if not args.quick else [1, 2, 4]
+    trees = {}
+    for name, head in heads(shown, depth).items():
+        for rule in ("tree_rrs", "tree_topk"):
+            if head.markov or (rule == "tree_topk" and not name.startswith("oracle")):
+                continue
+            key = f"{name}, {rule}"
+            trees[key] = [
+                float(
+                    shown.protocol(
+                        TREE_HORIZON, BlockTreeRound(head, n_nodes=n, verifier=rule)
+                    ).tokens_per_call
+                )
+                for n in tqdm(sizes, desc=f"head trees: {key}", leave=False)
+            ]
+            print(f"head trees ({key}), nodes {sizes}:", " ".join(f"{v:.3f}" for v in trees[key]))
 
     mc = []
     for name, head in tqdm(heads(shown, depth).items(), desc="Monte Carlo"):
@@ -117,6 +138,9 @@ def main(argv=None):
         "shown_chain": {"vocab": 6, "concentration": 0.5, "similarity": 0.6, "seed": 3},
         "curves": curves,
         "conditional_acceptance": conditional,
+        "tree_sizes": sizes,
+        "tree_horizon": TREE_HORIZON,
+        "head_trees": trees,
         "monte_carlo": mc,
         "n_chains": n_chains,
         "wins": wins,

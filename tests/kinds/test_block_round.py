@@ -171,3 +171,45 @@ def test_the_decoder_runs_a_block_round_with_the_shipped_medusa_heads():
         st.simulate(CHAIN, 8, BlockRound(gamma=2), 10, rng=0)
     with pytest.raises(UnsupportedRoundError, match="token verification"):
         generate(target, heads, prompts, 4, BlockRound(gamma=2, verifier="block"), seed=0)
+
+
+def test_a_path_shaped_head_tree_is_the_block_round():
+    """Two engines: the tree kind's per-node engine from one start at a time and the block
+    round's round recursion."""
+    from spectheory.kinds.block import BlockTreeRound
+    from spectheory.kinds.tree import DraftTree
+
+    for drafter in (BlockDrafter.marginals(CHAIN, 3, of="draft"), _random_drafter(3, 3, False, 4)):
+        a = CHAIN.protocol(20, BlockRound(drafter))
+        b = CHAIN.protocol(
+            20, BlockTreeRound(drafter, tree=DraftTree.from_branching([1, 1, 1]), verifier="tree_rrs")
+        )
+        for key in ("target_calls", "rejections", "accepted"):
+            assert getattr(b, key) == pytest.approx(getattr(a, key), abs=1e-10), key
+
+
+@pytest.mark.parametrize("verifier", ["tree_topk", "tree_rrs"])
+def test_head_trees_exact_equals_monte_carlo_within_5_se(verifier):
+    from spectheory.kinds.block import BlockTreeRound
+
+    rnd = BlockTreeRound(_random_drafter(3, 3, False, 5), n_nodes=6, verifier=verifier)
+    assert rnd.tree.n_nodes == 7 and rnd.tree.max_depth <= 3
+    exact = CHAIN.protocol(20, rnd)
+    sim = st.simulate(CHAIN, 20, rnd, 6000, rng=9)
+    for name in ("target_calls", "rejections"):
+        mean, se = sim.mean_se(name)
+        assert abs(mean - getattr(exact, name)) <= 5 * se + 1e-9, (name, mean, getattr(exact, name), se)
+
+
+def test_head_trees_refuse_markov_heads_and_bad_shapes():
+    from spectheory.kinds.block import BlockTreeRound, head_tree
+    from spectheory.kinds.tree import DraftTree
+
+    with pytest.raises(TypeError, match="parallel"):
+        BlockTreeRound(BlockDrafter.markov_head(CHAIN, 3), n_nodes=4)
+    with pytest.raises(ValueError, match="Markov"):
+        head_tree(BlockDrafter.markov_head(CHAIN, 3), 4)
+    with pytest.raises(ValueError, match="exceeds"):
+        BlockTreeRound(BlockDrafter.marginals(CHAIN, 2), tree=DraftTree.from_branching([1, 1, 1]))
+    with pytest.raises(ValueError, match="exactly one"):
+        BlockTreeRound(BlockDrafter.marginals(CHAIN, 2))
