@@ -92,6 +92,14 @@ class BlockDrafter:
     def vocab_size(self) -> int:
         return self.first.shape[1]
 
+    def require_chain(self, chain: Any) -> None:
+        """Raise ``ValueError`` unless the laws are for ``chain``'s states and tokens."""
+        if chain.vocab_size != self.vocab_size or chain.n_states != self.first.shape[0]:
+            raise ValueError(
+                f"drafter: laws for {self.first.shape[0]} states and {self.vocab_size} tokens, "
+                f"the chain has {chain.n_states} and {chain.vocab_size}"
+            )
+
     def law(self, start: ArrayLike, depth: int, prev: ArrayLike | None) -> np.ndarray:
         """Draft laws ``[R, V]`` (or ``[V]`` for a scalar start) at 0-based ``depth`` for round starts
         ``start`` and previously drafted tokens ``prev`` (read by a Markov head at depth >= 1)."""

@@ -35,11 +35,7 @@ def _check_chain(chain: Any, drafter: BlockDrafter) -> None:
         raise ValueError(
             "chain: a block round's exact engine needs a homogeneous chain with deterministic transitions"
         )
-    if chain.vocab_size != drafter.vocab_size or chain.n_states != drafter.first.shape[0]:
-        raise ValueError(
-            f"drafter: laws for {drafter.first.shape[0]} states and {drafter.vocab_size} tokens, "
-            f"the chain has {chain.n_states} and {chain.vocab_size}"
-        )
+    drafter.require_chain(chain)
 
 
 def block_drafter_transition(chain: Any, drafter: BlockDrafter) -> Any:

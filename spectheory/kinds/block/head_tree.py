@@ -41,6 +41,7 @@ from ...verifiers.base import get_verifier
 from ..tree.accumulate import _Accumulator, _result
 from ..tree.draft_tree import DraftTree
 from ..tree.exact import push_round
+from ..tree.round import play_tree
 from ..tree.sparse import sparse_tree
 from .drafter import BlockDrafter
 
@@ -148,11 +149,7 @@ class BlockTreeRound(Round):
 
     def check(self, chain: Any, horizon: int) -> None:
         chain.require_deterministic("a block tree round")
-        if chain.vocab_size != self.drafter.vocab_size or chain.n_states != self.drafter.first.shape[0]:
-            raise ValueError(
-                f"drafter: laws for {self.drafter.first.shape[0]} states and {self.drafter.vocab_size} "
-                f"tokens, the chain has {chain.n_states} and {chain.vocab_size}"
-            )
+        self.drafter.require_chain(chain)
 
     def tags(self) -> RoundTags:
         """As :meth:`Round.tags`; the exact engine needs a node-local rule."""
@@ -160,48 +157,12 @@ class BlockTreeRound(Round):
         return super().tags().refuse(why)
 
     def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
-        tree, v, n, start = self.tree, self.verifier, runs.n, runs.state
-        N, depth, A = tree.n_nodes, tree.depth, runs.size
-        k = np.minimum(tree.max_depth, runs.horizon - n)
-        tok = np.full((A, N), -1, dtype=np.int64)
-        st_ = np.zeros((A, N), dtype=np.int64)
-        st_[:, 0] = start
-        present = np.zeros((A, N), dtype=bool)
-        present[:, 0] = True
+        depth, start, drafter = self.tree.depth, runs.state, self.drafter
 
-        def head(d: int) -> np.ndarray:  # the law node children of depth-d nodes are drawn from
-            return self.drafter.law(start, min(d, self.drafter.depth - 1), None)
+        def draft_rows(u: int, states: np.ndarray) -> np.ndarray:  # depth-d nodes: the law of depth d + 1
+            return drafter.law(start, min(int(depth[u]), drafter.depth - 1), None)
 
-        for u in range(N):
-            kids = tree.children[u]
-            if not kids:
-                continue
-            x = v.sample_children(head(int(depth[u])), len(kids), rng)
-            for j, c in enumerate(kids):
-                ok = present[:, u] & (depth[c] <= k) & (x[:, j] >= 0)
-                present[:, c] = ok
-                tok[:, c] = np.where(ok, x[:, j], -1)
-                st_[ok, c] = sampler.next_state[st_[ok, u], x[ok, j]]
-        last = sampler.target.shape[0] - 1 if sampler.target.ndim == 3 else 0
-        t_laws = np.stack(
-            [
-                sampler.target[st_[:, i]]
-                if sampler.target.ndim == 2
-                else sampler.target[np.minimum(n + depth[i], last), st_[:, i]]
-                for i in range(N)
-            ],
-            1,
-        )
-        d_laws = np.stack([head(int(depth[i])) for i in range(N)], 1)
-        node, y, residual = v.verify(tree, tok, t_laws, d_laws, rng.random((A, N)), rng.random(A))
-        node = np.asarray(node, dtype=np.int64)
-        return RoundOutcome(
-            accepted=depth[node],
-            final=np.asarray(y, dtype=np.int64),
-            rejected=np.asarray(residual, dtype=bool),
-            drafted=present[:, 1:].sum(1),
-            end_state=st_[np.arange(A), node],
-        )
+        return play_tree(self.tree, self.verifier, sampler, runs, rng, draft_rows)
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
         """:func:`block_tree_protocol` (no options)."""

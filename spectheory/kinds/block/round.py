@@ -96,12 +96,7 @@ class BlockRound(Round):
     def check(self, chain: Any, horizon: int) -> None:
         """The drafter's laws must be for the chain's states and tokens."""
         self.require("monte_carlo")  # refused without a BlockDrafter, naming why
-        drafter = self._require_drafter()
-        if chain.vocab_size != drafter.vocab_size or chain.n_states != drafter.first.shape[0]:
-            raise ValueError(
-                f"drafter: laws for {drafter.first.shape[0]} states and {drafter.vocab_size} "
-                f"tokens, the chain has {chain.n_states} and {chain.vocab_size}"
-            )
+        self._require_drafter().require_chain(chain)
 
     def tags(self) -> RoundTags:
         """As :meth:`Round.tags`, and: the exact engine and the decoder's Medusa loop are token

@@ -124,44 +124,16 @@ class TreeRound(Round):
         return max(1, int(self.max_elements // (self.tree_for(horizon).n_nodes * chain.vocab_size)))
 
     def play(self, sampler: Any, runs: RoundRuns, rng: np.random.Generator) -> RoundOutcome:
-        horizon, n = runs.horizon, runs.n
-        tree, v = self.tree_for(horizon), self.verifier
-        N, D, depth = tree.n_nodes, tree.max_depth, tree.depth
-        A = runs.size
-        k = np.minimum(D, horizon - n)
-        tok = np.full((A, N), -1, dtype=np.int64)
-        st_ = np.zeros((A, N), dtype=np.int64)
-        st_[:, 0] = runs.state
-        present = np.zeros((A, N), dtype=bool)
-        present[:, 0] = True
-        for u in range(N):
-            kids = tree.children[u]
-            if not kids:
-                continue
-            x = v.sample_children(_laws(sampler, sampler.draft, n + depth[u], st_[:, u]), len(kids), rng)
-            for j, c in enumerate(kids):
-                ok = present[:, u] & (depth[c] <= k) & (x[:, j] >= 0)
-                present[:, c] = ok
-                tok[:, c] = np.where(ok, x[:, j], -1)
-                st_[ok, c] = sampler.next_state[st_[ok, u], x[ok, j]]
-        t_laws = np.stack([_laws(sampler, sampler.target, n + depth[i], st_[:, i]) for i in range(N)], 1)
-        d_laws = np.stack([_laws(sampler, sampler.draft, n + depth[i], st_[:, i]) for i in range(N)], 1)
-        node, y, residual = v.verify(tree, tok, t_laws, d_laws, rng.random((A, N)), rng.random(A))
-        node = np.asarray(node, dtype=np.int64)
-        path = None
-        if runs.keep_path:
-            anc = self._anc.get(tree)
-            if anc is None:
-                anc = self._anc[tree] = _ancestors(tree)
-            path = tok[np.arange(A)[:, None], anc[node]]
-        return RoundOutcome(
-            accepted=depth[node],
-            final=np.asarray(y, dtype=np.int64),
-            rejected=np.asarray(residual, dtype=bool),
-            drafted=present[:, 1:].sum(1),
-            end_state=st_[np.arange(A), node],
-            path=path,
-        )
+        tree, n = self.tree_for(runs.horizon), runs.n
+        depth = tree.depth
+
+        def draft_rows(u: int, states: np.ndarray) -> np.ndarray:
+            return _laws(sampler, sampler.draft, n + depth[u], states)
+
+        anc = self._anc.get(tree)
+        if anc is None and runs.keep_path:
+            anc = self._anc[tree] = _ancestors(tree)
+        return play_tree(tree, self.verifier, sampler, runs, rng, draft_rows, anc)
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
         """Exact :class:`~spectheory.trees.TreeProtocolResult` (:func:`~spectheory.trees.tree_protocol`;
@@ -194,6 +166,55 @@ class TreeRound(Round):
 
     def __repr__(self) -> str:
         return f"TreeRound({self.tree!r}, verifier={self.verifier.name!r})"
+
+
+def play_tree(
+    tree: DraftTree,
+    verifier: Any,
+    sampler: Any,
+    runs: RoundRuns,
+    rng: np.random.Generator,
+    draft_rows: Any,
+    ancestors: np.ndarray | None = None,
+) -> RoundOutcome:
+    """One tree round for the runs of ``runs``: node ``u``'s children are drawn by the rule's
+    child policy from ``draft_rows(u, states) [R, V]`` (the law they are drawn from is the one
+    the rule checks them against), the target's laws are read at every node's state, and the
+    rule picks the accepted node. ``ancestors`` (``[N, D + 1]``, :func:`_ancestors`) gives
+    :attr:`RoundOutcome.path` when the runs keep paths."""
+    n = runs.n
+    N, depth, A = tree.n_nodes, tree.depth, runs.size
+    k = np.minimum(tree.max_depth, runs.horizon - n)
+    tok = np.full((A, N), -1, dtype=np.int64)
+    st_ = np.zeros((A, N), dtype=np.int64)
+    st_[:, 0] = runs.state
+    present = np.zeros((A, N), dtype=bool)
+    present[:, 0] = True
+    for u in range(N):
+        kids = tree.children[u]
+        if not kids:
+            continue
+        x = verifier.sample_children(draft_rows(u, st_[:, u]), len(kids), rng)
+        for j, c in enumerate(kids):
+            ok = present[:, u] & (depth[c] <= k) & (x[:, j] >= 0)
+            present[:, c] = ok
+            tok[:, c] = np.where(ok, x[:, j], -1)
+            st_[ok, c] = sampler.next_state[st_[ok, u], x[ok, j]]
+    t_laws = np.stack([_laws(sampler, sampler.target, n + depth[i], st_[:, i]) for i in range(N)], 1)
+    d_laws = np.stack([draft_rows(i, st_[:, i]) for i in range(N)], 1)
+    node, y, residual = verifier.verify(tree, tok, t_laws, d_laws, rng.random((A, N)), rng.random(A))
+    node = np.asarray(node, dtype=np.int64)
+    path = None
+    if runs.keep_path and ancestors is not None:
+        path = tok[np.arange(A)[:, None], ancestors[node]]
+    return RoundOutcome(
+        accepted=depth[node],
+        final=np.asarray(y, dtype=np.int64),
+        rejected=np.asarray(residual, dtype=bool),
+        drafted=present[:, 1:].sum(1),
+        end_state=st_[np.arange(A), node],
+        path=path,
+    )
 
 
 def _laws(sampler: Any, kernel: np.ndarray, pos: np.ndarray, states: np.ndarray) -> np.ndarray:
