@@ -129,10 +129,12 @@ def controller_long_run(policy: Any, count_laws: dict[int, ArrayLike]) -> Contro
 
     Parameters
     ----------
-    policy : a policy with ``initial_memory``, ``max_depth`` and ``next_memory(memory,
-        all_accepted)``, where memory m means a round of K = m + 1 drafts
-        (:class:`~spectheory.stopping.HFSchedule` without ``confidence``)
-    count_laws : K -> law over 0..K, for every K = 1..policy.max_depth
+    policy : object
+        A policy with ``initial_memory``, ``max_depth`` and
+        ``next_memory(memory, all_accepted)``, where memory m means a round of K = m + 1 drafts
+        (:class:`~spectheory.stopping.HFSchedule` without ``confidence``).
+    count_laws : dict
+        K -> law over 0..K, for every K = 1..policy.max_depth.
 
     Examples
     --------

@@ -10,17 +10,17 @@ r"""The kit in an engine's own test suite: ``parametrize_with_checks`` over samp
 Each entry is a sampler the kit can call (``docs/testing_kit.md``), its kind read from what it
 is (:func:`kit_kind`; ``kind=`` says it outright):
 
-================  ==========================================================================  =============================================
-kind              the sampler                                                                 the kit entry
-================  ==========================================================================  =============================================
-``verifier``      ``verify(target_probs, draft_probs, draft_tokens, rng)``, an object with    :func:`~spectheory.testing.check_verifier`
-                  ``verify_batch`` (``adapters.from_batched_probs``: vLLM-style), a rule
-``sampler``       ``sampler(target_model, draft_model, prefix, k, rng)`` (a parameter named   :func:`~spectheory.testing.check_sampler`
-                  ``*model*``; ``hf_models.from_hf_sampler``: HF-style)
-``tree_verifier`` ``verify(tree, tokens, target_laws, draft_laws, rng)``                      :func:`~spectheory.testing.check_tree_verifier`
-``ragged``        ``sampler(target_logits, draft_logits, draft_tokens, lengths,               :func:`~spectheory.testing.check_ragged_batch`
-                  temperatures, rng)``
-================  ==========================================================================  =============================================
+=================  ==========================================================================  =============================================
+kind               the sampler                                                                 the kit entry
+=================  ==========================================================================  =============================================
+``verifier``       ``verify(target_probs, draft_probs, draft_tokens, rng)``, an object with    :func:`~spectheory.testing.check_verifier`
+                   ``verify_batch`` (``adapters.from_batched_probs``: vLLM-style), a rule
+``sampler``        ``sampler(target_model, draft_model, prefix, k, rng)`` (a parameter named   :func:`~spectheory.testing.check_sampler`
+                   ``*model*``; ``hf_models.from_hf_sampler``: HF-style)
+``tree_verifier``  ``verify(tree, tokens, target_laws, draft_laws, rng)``                      :func:`~spectheory.testing.check_tree_verifier`
+``ragged``         ``sampler(target_logits, draft_logits, draft_tokens, lengths,               :func:`~spectheory.testing.check_ragged_batch`
+                   temperatures, rng)``
+=================  ==========================================================================  =============================================
 
 The test id is ``"<name>-<kind>"``; ``check(sampler)`` runs the kit entry with the samples and
 seed of ``--spectheory-samples``/``--spectheory-seed`` (else those given here, else 2,000 and 0:
