@@ -20,20 +20,26 @@ correct entry -- ``torchscript_residual_draw``, expected to pass with at most an
 about 15 s. The samplers that call the target more than once a round
 (``spectheory.testing.gallery_samplers.MULTI_CALL_SAMPLERS``: naive HSD on Sun et al.'s binary
 example, run through ``check_sampler``, whose multi-call protocol counts the calls) are searched
-the same way, on the engine grid and their own instances. Every row also records the notes of its deciding run (the flagging run at the
+the same way, on the engine grid and their own instances; so are the 2026 field's bug classes
+(``spectheory.testing.gallery_2026.GALLERY_2026``, verifiers and whole samplers). Every row also records the notes of its deciding run (the flagging run at the
 smallest size, or the last passing run), so the table can state a passing row's verdict.
-Prints a table and writes ``testing_kit_power.json`` into ``--out``.
+Prints a table and writes ``testing_kit_power.json`` into ``--out``. ``--only NAME ...``
+measures only the named rows and merges them into the ``testing_kit_power.json`` already in
+``--out`` (the other rows, the grid and the recorded command stay; ``updates`` records each
+partial run's command, rows and time), so a new gallery entry does not rerun the whole table.
 
-Usage: python simulations/testing_kit_power.py [--quick] [--repeats R] [--out DIR]
+Usage: python simulations/testing_kit_power.py [--quick] [--repeats R] [--only NAME ...] [--out DIR]
 """
 
 import time
+from pathlib import Path
 
 from tqdm.auto import tqdm
 
 from spectheory.app.results import headline, script_parser, write_results
 from spectheory.testing import check_sampler, check_verifier
 from spectheory.testing.gallery import GALLERY
+from spectheory.testing.gallery_2026 import GALLERY_2026
 from spectheory.testing.gallery_engines import ENGINE_BUGS
 from spectheory.testing.gallery_engines import available as engine_bugs_available
 from spectheory.testing.gallery_field import FIELD_BUGS
@@ -75,6 +81,7 @@ def smallest_detecting_n(
 def main(argv=None):
     ap = script_parser(__doc__)
     ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--only", nargs="+", default=None, help="measure only these rows; merge into --out")
     args = ap.parse_args(argv)
     repeats = 2 if args.quick else args.repeats
     grid = (50, 500, 2000) if args.quick else GRID
@@ -97,6 +104,14 @@ def main(argv=None):
         entries.append((name, verify, desc, "", opts, check_verifier, engine_grid, False, not must_fail))
     for name, (sampler, desc, _, by, opts) in MULTI_CALL_SAMPLERS.items():
         entries.append((name, sampler, desc, by, opts, check_sampler, engine_grid, False, False))
+    for name, (obj, desc, _, by, opts, kit_name) in GALLERY_2026.items():
+        kit = check_verifier if kit_name == "check_verifier" else check_sampler
+        entries.append((name, obj, desc, by, opts, kit, engine_grid, False, False))
+    if args.only is not None:
+        unknown = set(args.only) - {e[0] for e in entries}
+        if unknown:
+            raise SystemExit(f"--only: unknown rows {sorted(unknown)}")
+        entries = [e for e in entries if e[0] in args.only]
     for name, verify, desc, by, opts, kit, sizes, zero_free, must_pass in tqdm(entries, desc="bugs"):
         n, checks, notes = smallest_detecting_n(verify, repeats, sizes, kit=kit, **opts)
         row = {
@@ -124,6 +139,9 @@ def main(argv=None):
         "zero_free_families": list(ZERO_FREE),
         "seconds": round(time.perf_counter() - t0, 1),
     }
+    if args.only is not None:
+        res, argv = merged(res, [e[0] for e in entries], args.out, argv)
+        rows = res["rows"]
     bugs = [r for r in rows if not r["expected_to_pass"]]
     caught = [r for r in bugs if r["smallest_n_samples"] is not None]
     field = [r for r in rows if r["reported_by"]]
@@ -151,6 +169,32 @@ def main(argv=None):
     )
     print(table(res))
     return res
+
+
+def merged(res: dict, names: list, out, argv) -> tuple[dict, list]:
+    """``res`` (rows ``names`` only) merged into the results already in ``out``: ``(results, argv)``.
+
+    The old rows keep their place, a re-measured row replaces its namesake, a new one is
+    appended; the old command's arguments come back (the table is still that run's), and the
+    partial run is recorded under ``updates``.
+    """
+    import json
+    import sys
+
+    from spectheory.app.results import default_results_dir
+
+    path = (default_results_dir(__file__) if out is None else Path(out)) / "testing_kit_power.json"
+    old = json.loads(path.read_text())
+    new = {r["bug"]: r for r in res["rows"]}
+    rows = [new.pop(r["bug"], r) for r in old["rows"]] + list(new.values())
+    shown = list(sys.argv[1:] if argv is None else argv)
+    if "--out" in shown:  # where the output went is not part of what made it
+        del shown[shown.index("--out") : shown.index("--out") + 2]
+    update = {"command": " ".join(["python simulations/testing_kit_power.py", *shown]), "rows": names}
+    update.update(repeats=res["repeats"], seconds=res["seconds"])
+    keep = {k: v for k, v in old.items() if k not in ("date", "machine", "command", "headline")}
+    keep.update(rows=rows, updates=[*old.get("updates", []), update])
+    return keep, old["command"].split()[2:]
 
 
 def recorded_options(opts: dict) -> dict:
