@@ -300,7 +300,8 @@ def block_testing() -> str:
     if alarms:
         lines += [
             f"False alarms: the correct reference verifier was flagged in {alarms['runs_flagged']} of "
-            f"{alarms['n_seeds']} seeds (expected {alarms['expected_flags']:.2g}; `{alarms['command']}`).",
+            f"{alarms['n_seeds']} seeds (expected {alarms['expected_flags']:.2g}; `{alarms['command']}`)."
+            + _hostile_alarms(alarms),
             "",
         ]
     if power:
@@ -328,6 +329,22 @@ def block_testing() -> str:
         lines += ["", _effect_sizes([50, 200, 2000, 20_000])]
     lines += _sequential_rows(_load(_results() / "testing_kit_sequential.json"))
     return "\n".join(lines) + "\n" if lines else "_No conformance-kit results yet._\n"
+
+
+def _hostile_alarms(alarms: dict) -> str:
+    """The false alarms of the reference samplers on the hostile-numerics families, as a sentence ("" if none)."""
+    runs = alarms.get("hostile_runs") or {}
+    if not runs:
+        return ""
+    each = "; ".join(
+        f"{r['verifier']} {r['runs_flagged']} of {r['n_seeds']} ({r['n_samples']:,} samples per instance, "
+        f"`{r.get('command', alarms.get('hostile_command'))}`)"
+        for r in runs.values()
+    )
+    return (
+        " On the hostile-numerics families (masked drafts, -inf logits, NaN, float16/bfloat16, ties, "
+        f"denormals), falsely flagged: {each}."
+    )
 
 
 def _sequential_rows(seq: dict | None) -> list:

@@ -22,6 +22,15 @@ cells to at least 20 expected counts, so the false-alarm bound holds at any size
   finding; the false-alarm count for it is over the other checks, and the forced finding is
   reported apart.
 
+``--hostile`` runs the hostile-numerics families instead (``spectheory.testing.hostile``:
+masked drafts, masked targets, ``-inf`` logits, a NaN, float16 / bfloat16, ties, denormals;
+``families=HOSTILE_SET``, 8 instances) on the correct samplers -- ``numpy`` and ``rounds``
+(``reference_verify`` one round per call, ``--rounds-samples`` rounds per instance, default
+300: about 2 s a seed on a shared core) -- and merges them into the ``testing_kit_false_alarms.json`` already in ``--out`` under
+``hostile_runs`` (each with its command; a later ``--hostile`` run adds or replaces samplers), leaving the
+default runs as they were. The refusal of the
+NaN input (a ``ValueError``) is correct there and counts as no flag.
+
 ``--timing`` adds a timing run of the whole kit on the HuggingFace function at the default
 20,000 samples (``jobs`` = 1 and 2); ``simulations/testing_kit_hf_timing.py`` is the
 dedicated measurement. Writes
@@ -29,24 +38,30 @@ dedicated measurement. Writes
 
 Usage: python simulations/testing_kit_false_alarms.py [--quick] [--seeds N] [--samplers numpy,torch,hf]
        [--hf-samples N] [--torch-samples N] [--jobs J] [--processes P] [--timing] [--out DIR]
+       python simulations/testing_kit_false_alarms.py --hostile [--samplers numpy,rounds] [--seeds N] [--out DIR]
 """
 
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 from tqdm.auto import tqdm
 
 from spectheory.app.results import headline, script_parser, write_results
-from spectheory.testing import as_batched, check_verifier, reference_verify_batch
+from spectheory.testing import as_batched, check_verifier, reference_verify, reference_verify_batch
+from spectheory.testing.hostile import HOSTILE_SET
 
 TRUE_FINDINGS = {"hf": {"forced_uniforms"}}
+DEFAULT_SAMPLERS = "numpy,torch,hf"
 
 
 def make(name):
     """The sampler called ``name``, or None where its package is missing."""
     if name == "numpy":
         return as_batched(reference_verify_batch)
+    if name == "rounds":
+        return reference_verify
     try:
         import torch  # noqa: F401
     except ImportError:
@@ -66,9 +81,15 @@ def make(name):
 
 
 def run(
-    n_seeds: int, sampler: str = "numpy", n_samples: int = 20_000, first_seed: int = 10_000, jobs: int = 1
+    n_seeds: int,
+    sampler: str = "numpy",
+    n_samples: int = 20_000,
+    first_seed: int = 10_000,
+    jobs: int = 1,
+    families=None,
 ):
-    """Run the kit ``n_seeds`` times on one correct sampler; return the summary dict (None if unavailable)."""
+    """Run the kit ``n_seeds`` times on one correct sampler (on ``families``, default the kit's);
+    return the summary dict (None if unavailable)."""
     verify = make(sampler)
     if verify is None:
         return None
@@ -77,7 +98,9 @@ def run(
     t0 = time.perf_counter()
     n_tests = None
     for s in tqdm(range(first_seed, first_seed + n_seeds), desc=f"seeds ({sampler})"):
-        report = check_verifier(verify, rng=s, n_samples=n_samples, progress=False, jobs=jobs)
+        report = check_verifier(
+            verify, rng=s, n_samples=n_samples, progress=False, jobs=jobs, families=families
+        )
         n_tests = report.n_tests
         false = [c for c in report.failed if c not in expected_true]
         true_flags += any(c in expected_true for c in report.failed)
@@ -92,6 +115,7 @@ def run(
     return {
         "sampler": sampler,
         "verifier": getattr(verify, "__name__", sampler),
+        "families": families,
         "n_seeds": n_seeds,
         "n_samples": n_samples,
         "alpha": 1e-4,
@@ -121,8 +145,55 @@ def summary_fields(out: dict) -> dict:
     return out
 
 
-def _run_task(n_seeds, sampler, n_samples, jobs):
-    return run(n_seeds, sampler, n_samples=n_samples, jobs=jobs)
+def _run_task(n_seeds, sampler, n_samples, jobs, families=None):
+    return run(n_seeds, sampler, n_samples=n_samples, jobs=jobs, families=families)
+
+
+def hostile(args, argv):
+    """``--hostile``: the correct samplers on the hostile families, merged into the results in ``--out``."""
+    import json
+
+    from spectheory.app.results import default_results_dir
+
+    seeds = 3 if args.quick else args.seeds
+    names = args.samplers.split(",") if args.samplers != DEFAULT_SAMPLERS else ["numpy", "rounds"]
+    sizes = {
+        "numpy": 20_000,
+        "rounds": args.rounds_samples,
+        "torch": args.torch_samples,
+        "hf": args.hf_samples,
+    }
+    runs = {}
+    for name in names:
+        res = run(seeds, name, 1000 if args.quick else sizes[name], families=list(HOSTILE_SET))
+        if res is not None:
+            runs[name] = res
+            print(f"hostile, {name}: {res['runs_flagged']} of {res['n_seeds']} runs flagged falsely")
+    path = (
+        default_results_dir(__file__) if args.out is None else Path(args.out)
+    ) / "testing_kit_false_alarms.json"
+    old = json.loads(path.read_text())
+    shown = list(sys.argv[1:] if argv is None else argv)
+    if "--out" in shown:  # where the output went is not part of what made it
+        del shown[shown.index("--out") : shown.index("--out") + 2]
+    command = " ".join(["python simulations/testing_kit_false_alarms.py", *shown])
+    for r in runs.values():
+        r["command"] = command
+    old["hostile_runs"] = {**old.get("hostile_runs", {}), **runs}  # a later run adds or replaces samplers
+    old["hostile_command"] = command
+    old["hostile_runs_flagged"] = max(r["runs_flagged"] for r in old["hostile_runs"].values())
+    keep = {k: v for k, v in old.items() if k not in ("date", "machine", "command", "headline")}
+    heads = [headline(h["name"], h["value"], note=h.get("note")) for h in old.get("headline", [])]
+    heads = [h for h in heads if "hostile families" not in h["name"]] + [
+        headline(
+            f"conformance kit: runs falsely flagging {r['verifier']} on the hostile families",
+            f"{r['runs_flagged']}/{r['n_seeds']}",
+            note=f"{r['n_samples']} samples per instance; expected {r['expected_flags']:.3g}",
+        )
+        for r in old["hostile_runs"].values()
+    ]
+    write_results(__file__, keep, args.out, old["command"].split()[2:], heads)
+    return {"runs": runs}
 
 
 def time_hf(n_samples: int = 20_000, jobs=(1, 2)):
@@ -151,7 +222,9 @@ def time_hf(n_samples: int = 20_000, jobs=(1, 2)):
 def main(argv=None):
     ap = script_parser(__doc__)
     ap.add_argument("--seeds", type=int, default=200)
-    ap.add_argument("--samplers", default="numpy,torch,hf")
+    ap.add_argument("--samplers", default=DEFAULT_SAMPLERS)
+    ap.add_argument("--hostile", action="store_true", help="the hostile families; merged into --out")
+    ap.add_argument("--rounds-samples", type=int, default=300)
     ap.add_argument("--hf-samples", type=int, default=100)
     ap.add_argument("--torch-samples", type=int, default=2000)
     ap.add_argument("--jobs", type=int, default=1)
@@ -165,6 +238,8 @@ def main(argv=None):
     )
     ap.add_argument("--processes", type=int, default=1, help="samplers run in parallel processes")
     args = ap.parse_args(argv)
+    if args.hostile:
+        return hostile(args, argv)
     seeds = 3 if args.quick else args.seeds
     runs = {}
     names = args.samplers.split(",")

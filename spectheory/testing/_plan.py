@@ -1,5 +1,6 @@
-"""The plan of a kit run (the families' plan or the given instances, and their seed sequence)
-and what its report keeps of it (:func:`run_config`, :func:`fold`)."""
+"""The plan of a kit run (the families' plan or the given instances, and their seed sequence;
+the hostile families' instances, :func:`hostile_instances`) and what its report keeps of it
+(:func:`run_config`, :func:`fold`, :func:`hostile_verdicts`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from .._guards import as_rng
 from .._typing import RNGLike
 from ._catalog import CHECKS
 from ._verdicts import declare_lossy
+from .hostile import HOSTILE_SET, hostile_families
 from .instances import ALL_FAMILIES, FAMILIES, Instance, make_instance
 from .report import Finding, Report, summarise
 
@@ -112,3 +114,45 @@ def fold(
     if lossy:
         checks = declare_lossy(checks, found)
     return Report(_name(subject), checks, config, M, alpha)
+
+
+def hostile_instances(
+    hostile: Any, vocab_sizes: Sequence[int], gammas: Sequence[int], base: np.random.SeedSequence
+) -> list[Any]:
+    """The instances a run adds for ``hostile`` (:func:`hostile_families`): one per family and
+    vocabulary size, from a stream of their own, so the run's other instances and their seeds
+    stay as they are without them."""
+    fams = hostile_families(hostile)
+    if not fams:
+        return []
+    own = np.random.SeedSequence(base.entropy, spawn_key=(*base.spawn_key, 0x4057))
+    return _plan(vocab_sizes, gammas, fams, own)[0]
+
+
+def hostile_verdicts(checks: Sequence[Any], insts: Sequence[Any]) -> list[dict[str, Any]]:
+    """Per hostile instance: its family, what it requires, whether the sampler met it, the checks it broke.
+
+    ``checks``: the run's :class:`~spectheory.testing.report.CheckResult` list; ``insts``: its instances.
+    The first broken instance also carries ``example``, the first failing finding's reproducing call.
+    """
+    out: list[dict[str, Any]] = []
+    for inst in insts:
+        if inst.family not in HOSTILE_SET:
+            continue
+        bad = [
+            (c.name, f)
+            for c in checks
+            for f in c.findings
+            if not f.passed and f.instance.split(" pos ")[0] == inst.name
+        ]
+        row = {
+            "instance": inst.name,
+            "family": inst.family,
+            "requires": ALL_FAMILIES[inst.family][1],
+            "passed": not bad,
+            "failed": list(dict.fromkeys(name for name, _ in bad)),
+        }
+        if bad and not any("example" in r for r in out):
+            row["example"] = f"{bad[0][0]}: {bad[0][1].summary}\n{bad[0][1].example}"
+        out.append(row)
+    return out

@@ -22,14 +22,34 @@ from .reference import PAD
 __all__ = ["Runner", "fmt_call", "content_violations", "violation_reason", "boundary_run", "determinism"]
 
 
+def _exact_float(v: float) -> str:
+    return "np.nan" if np.isnan(v) else ("np.inf" if v > 0 else "-np.inf") if np.isinf(v) else repr(float(v))
+
+
+def _probs(a: ArrayLike) -> str:
+    """An array of probabilities as text: 6 digits for clean float64 laws; exactly, as a runnable
+    ``np.array(..., dtype=...)``, when the values matter to the last bit (another dtype, NaN,
+    infinities, subnormals: :mod:`spectheory.testing.hostile`)."""
+    a = np.asarray(a)
+    tiny = a.dtype.kind == "f" and bool(np.any((a != 0) & (np.abs(a) < np.finfo(a.dtype).tiny)))
+    if a.dtype == np.float64 and np.all(np.isfinite(a)) and not tiny:
+        return np.array2string(a, separator=", ")
+    fmt: Any = {"float_kind": _exact_float}
+    body = np.array2string(a, separator=", ", formatter=fmt, threshold=10**6)
+    return f"np.array({body}, dtype=np.{a.dtype})"
+
+
 def fmt_call(tp: ArrayLike, dp: ArrayLike, x: ArrayLike, out: Any = None, rng_note: str = "") -> str:
-    """The call that reproduces one round, as text."""
+    """The call that reproduces one round, as text (hostile inputs exactly, dtype included).
+
+    >>> import numpy as np
+    >>> print(fmt_call(np.array([[0.5, np.nan]], dtype=np.float16), np.array([[1.0, 0.0]]), [0]))
+    target_probs = np.array([[0.5, np.nan]], dtype=np.float16)
+    draft_probs  = [[1., 0.]]
+    draft_tokens = [0]
+    """
     with np.printoptions(precision=6, linewidth=100, suppress=False):
-        s = (
-            f"target_probs = {np.array2string(np.asarray(tp), separator=', ')}\n"
-            f"draft_probs  = {np.array2string(np.asarray(dp), separator=', ')}\n"
-            f"draft_tokens = {np.asarray(x).tolist()}"
-        )
+        s = f"target_probs = {_probs(tp)}\ndraft_probs  = {_probs(dp)}\ndraft_tokens = {np.asarray(x).tolist()}"
     if out is not None:
         s += f"\noutput       = {out}"
     if rng_note:

@@ -14,6 +14,7 @@ from numpy.typing import ArrayLike
 
 from .._guards import as_rng, check_int
 from .._typing import RNGLike
+from .hostile import HOSTILE_FAMILIES
 from .round_instance import Instance
 
 __all__ = [
@@ -217,8 +218,10 @@ FAMILIES = {
 }
 
 
-#: Families a run uses only when named (``families=[...]``), so the default run and its recorded
-#: numbers stay as they were: exact ties (``p/q`` exactly 1, joint ratios exactly 1).
+#: Families a run uses only when named (``families=[...]``, or ``hostile=``), so the default run
+#: and its recorded numbers stay as they were: exact ties (``p/q`` exactly 1, joint ratios exactly
+#: 1) and the hostile numerics of :mod:`spectheory.testing.hostile` (their builders also return
+#: the arrays the sampler is handed, :attr:`Instance.shown`).
 OPT_IN_FAMILIES = {
     "ties": (
         _fam_ties,
@@ -226,6 +229,7 @@ OPT_IN_FAMILIES = {
         "(p/q exactly 1 elsewhere; joint ratio exactly 1 along a block, Sun et al.'s binary example)",
         True,
     ),
+    **HOSTILE_FAMILIES,
 }
 
 #: Every family a run may name.
@@ -248,11 +252,13 @@ def make_instance(family: str, vocab_size: int, k: int, rng: RNGLike) -> Instanc
     k = check_int(k, "k", 1)
     rng = as_rng(rng)
     build, desc, _ = ALL_FAMILIES[family]
-    t, d = build(rng, V, k)
+    t, d, *shown = build(rng, V, k)
     t = t / t.sum(-1, keepdims=True)
     d = d / d.sum(-1, keepdims=True)
     s0 = int(rng.integers(V))
-    return Instance(f"{family} V={V} k={k}", desc, t, d, s0, family)
+    if shown:  # what the sampler is handed: the laws where the builder gives None
+        shown = (t if shown[0] is None else shown[0], d if shown[1] is None else shown[1])
+    return Instance(f"{family} V={V} k={k}", desc, t, d, s0, family, tuple(shown) or None)
 
 
 def iid_instance(target: ArrayLike, draft: ArrayLike, k: int, name: str | None = None) -> Instance:

@@ -72,7 +72,7 @@ from .._guards import check_int, check_prob
 from .._typing import RNGLike
 from ._catalog import CHECKS, SAMPLED_ONLY, active_checks  # noqa: F401 - SAMPLED_ONLY: the old path
 from ._checks import RoundProtocol, check_instance, n_tests
-from ._plan import _instances, _name, _plan, fold, run_config  # noqa: F401 - _plan: the old path (scripts/update_readme.py)
+from ._plan import _instances, _name, _plan, fold, hostile_instances, hostile_verdicts, run_config  # noqa: F401 - _plan: the old path (scripts/update_readme.py)
 from ._runner import Runner
 from .instances import Instance
 from .report import CheckResult, Finding, Report
@@ -161,6 +161,7 @@ def check_verifier(
     greedy: bool | None = None,
     lossy: bool | str | RoundLawRule | None = None,
     sequential: bool | tuple[int, int] = False,
+    hostile: bool | Sequence[str] | None = None,
 ) -> Report:
     r"""Run the conformance kit on a speculative verifier and return a :class:`Report`.
 
@@ -235,6 +236,13 @@ def check_verifier(
         :mod:`spectheory.testing.sequential` (independence across calls, serial correlation of
         acceptance, the sequence law across calls on a tiny chain), at their own level
         ``alpha``. Lossless rules, sampled decoding, no stop token.
+    hostile : bool or sequence of str, optional
+        Also run the hostile-numerics families (:mod:`spectheory.testing.hostile`: masked drafts
+        with 0/0 ratios, targets masked to a few tokens, ``-inf`` logits, a NaN from a bad
+        kernel, float16 / bfloat16 rows that do not sum to 1, ties, denormals): True for all,
+        or their names. Every check runs on them too; ``config["hostile"]`` says which inputs
+        broke the sampler and what each requires, the first broken one as a reproducible call.
+        Default: ``verify.hostile`` if set, else none.
 
     Returns
     -------
@@ -281,6 +289,10 @@ def check_verifier(
     if rows_per_call is not None:
         rows_per_call = check_int(rows_per_call, "rows_per_call", 1)
     insts, base = _instances(vocab_sizes, gammas, families, instances, rng)
+    n_plain = len(insts)
+    insts += hostile_instances(
+        getattr(verify, "hostile", False) if hostile is None else hostile, vocab_sizes, gammas, base
+    )
     if stop_token is not None and stop_token >= min(i.vocab_size for i in insts):
         raise ValueError(f"stop_token: must lie below every vocabulary size, got {stop_token}")
     M = 0 if greedy else sum(n_tests(i, efficiency, stop_token) for i in insts)
@@ -304,10 +316,13 @@ def check_verifier(
     report = fold(
         verify, active_checks(efficiency, bool(greedy), bool(lossy)), found, a_i, M, alpha, lossy, config
     )
+    verdicts = hostile_verdicts(report.checks, insts)  # hostile=, or hostile families named in families=
+    if verdicts:
+        report.config["hostile"] = verdicts
     if sequential is not False:
         from .sequential import add_sequential, sequential_checks
 
-        checks, seq, _ = sequential_checks(runner, insts, base, steps, batch, alpha, bonus)
+        checks, seq, _ = sequential_checks(runner, insts[:n_plain], base, steps, batch, alpha, bonus)
         add_sequential(report, checks, seq)
     return report
 

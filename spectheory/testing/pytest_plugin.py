@@ -152,7 +152,8 @@ def failure_message(sampler: Any, report: Any, kind: str, opts: KitOptions) -> s
     checks = getattr(report, "checks", None)
     if checks is not None:  # a Report: its first lines, then the failed checks in full
         text = str(report).splitlines()
-        body = text[1:3] + [str(c) for c in checks if not c.passed]
+        broke = [ln for ln in text if ln.startswith("  hostile ") and "BROKE it" in ln]  # hostile inputs
+        body = text[1:3] + broke + [str(c) for c in checks if not c.passed]
     else:
         body = [str(report)]
     rerun = (

@@ -191,7 +191,16 @@ class Report:
             + ("passed" if r["passed"] else "FAILED " + ", ".join(r["failed"]))
             for r in cfg.get("rows", [])
         ]
-        return "\n".join([head, *rows, *(str(c) for c in self.checks)])
+        hostile = [
+            f"  hostile {h['instance']}: "
+            + ("passed" if h["passed"] else "BROKE it (" + ", ".join(h["failed"]) + ")")
+            + f"; requires: {h['requires']}"
+            for h in cfg.get("hostile", [])
+        ]
+        first = next((h["example"] for h in cfg.get("hostile", []) if "example" in h), None)
+        if first:
+            hostile += ["  first broken hostile input:", *("    " + ln for ln in first.splitlines())]
+        return "\n".join([head, *rows, *hostile, *(str(c) for c in self.checks)])
 
 
 def _instances(findings: Sequence[Finding]) -> list:

@@ -59,6 +59,13 @@ class Instance:
         ``draft[j, s]``: draft law at position ``j`` after token ``s``.
     s0 : int
         Token before the round.
+    family : str
+        The family it was built from (:data:`~spectheory.testing.instances.ALL_FAMILIES`).
+    shown : (ndarray, ndarray) or None
+        The target and draft arrays the sampler is *handed* (shapes of ``target`` and ``draft``,
+        any float dtype), where they differ from the laws: float16 rows that do not sum to 1, a
+        draft masked after it was drawn, a NaN (:mod:`spectheory.testing.hostile`). The drafts
+        are still drawn from ``draft`` and the output judged against ``target``. None: the laws.
     """
 
     name: str
@@ -67,6 +74,7 @@ class Instance:
     draft: np.ndarray
     s0: int = 0
     family: str = field(default="custom")
+    shown: tuple[np.ndarray, np.ndarray] | None = field(default=None, repr=False, compare=False)
 
     def __post_init__(self):
         t = as_law(self.target, "target", min_ndim=3)
@@ -83,6 +91,11 @@ class Instance:
         object.__setattr__(self, "target", t)
         object.__setattr__(self, "draft", d)
         object.__setattr__(self, "s0", s0)
+        if self.shown is not None:
+            st, sd = (np.asarray(a) for a in self.shown)
+            if st.shape != t.shape or sd.shape != d.shape or st.dtype.kind != "f" or sd.dtype.kind != "f":
+                raise ValueError(f"shown: expected float arrays of shapes {t.shape} and {d.shape}")
+            object.__setattr__(self, "shown", (st, sd))
 
     @property
     def k(self) -> int:
@@ -173,7 +186,7 @@ class Instance:
         """
         t = self.target.copy()
         t[1:, stop_token] = np.eye(self.vocab_size)[stop_token]
-        return Instance(self.name, self.description, t, self.draft, self.s0, self.family)
+        return Instance(self.name, self.description, t, self.draft, self.s0, self.family, self.shown)
 
     def greedy(self) -> Instance:
         """The temperature-0 target: each row uniform over its argmax set (one-hot without ties).
@@ -191,7 +204,7 @@ class Instance:
         t = self.target
         top = t >= t.max(axis=-1, keepdims=True)
         law = top / top.sum(-1, keepdims=True)
-        return Instance(self.name, self.description, law, self.draft, self.s0, self.family)
+        return Instance(self.name, self.description, law, self.draft, self.s0, self.family, self.shown)
 
     # ---------------------------------------------------------------- sampling
     def sample_drafts(
@@ -201,25 +214,27 @@ class Instance:
 
         ``drafting="argmax"`` drafts the most probable token at each position (greedy
         drafting, :attr:`spectheory.verifiers.Verifier.drafting`); the uniforms are drawn
-        either way, so the kit's other streams do not move."""
+        either way, so the kit's other streams do not move. The probabilities are those the
+        sampler is handed (:attr:`shown`, in its dtype, where set); the drafts come from the laws."""
         if drafting not in ("sample", "argmax"):
             raise ValueError(f"drafting: expected 'sample' or 'argmax', got {drafting!r}")
         rng = as_rng(rng)
         k, V = self.k, self.vocab_size
         prev = np.full(n, self.s0, dtype=np.int64)
         tokens = np.empty((n, k), dtype=np.int64)
-        tp = np.empty((n, k + 1, V))
-        dp = np.empty((n, k, V))
+        st, sd = (self.target, self.draft) if self.shown is None else self.shown
+        tp = np.empty((n, k + 1, V), dtype=st.dtype)
+        dp = np.empty((n, k, V), dtype=sd.dtype)
         for j in range(k):
-            dp[:, j] = self.draft[j, prev]
-            tp[:, j] = self.target[j, prev]
+            dp[:, j] = sd[j, prev]
+            tp[:, j] = st[j, prev]
             cdf = normalized_cdf(self.draft[j])[prev]
             u = rng.random(n)
             prev = (
                 np.argmax(self.draft[j][prev], axis=-1) if drafting == "argmax" else sample_from_cdf(cdf, u)
             )
             tokens[:, j] = prev
-        tp[:, k] = self.target[k, prev]
+        tp[:, k] = st[k, prev]
         return tp, dp, tokens
 
     def complete(self, emitted: np.ndarray, lengths: np.ndarray, rng: RNGLike) -> np.ndarray:

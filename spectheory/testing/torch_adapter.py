@@ -145,9 +145,14 @@ def torch_reference_sampler(
     normalises), else the bonus token from ``p_k``. Shapes ``[B, k+1, V]``, ``[B, k, V]``,
     ``[B, k]``; returns ``[B, k+1]`` int64. ``strict=False`` accepts with ``<=`` instead
     (a bug: at ``u = 0`` a draft of target probability 0 is accepted; the kit's forced
-    uniforms flag it, :mod:`spectheory.testing.torch_random`).
+    uniforms flag it, :mod:`spectheory.testing.torch_random`). A NaN or infinite probability
+    (a bad kernel) is refused with a ``ValueError`` before anything is drawn, as
+    :func:`~spectheory.testing.reference_verify` does (:mod:`spectheory.testing.hostile`),
+    not left to ``torch.multinomial``'s ``RuntimeError``.
     """
     torch = _torch()
+    if not bool(torch.isfinite(target_probs).all() and torch.isfinite(draft_probs).all()):
+        raise ValueError("target_probs, draft_probs: entries must be finite (a NaN or inf from the kernel)")
     B, k, V = draft_probs.shape
     dev = draft_probs.device
     u = torch.rand(B, k, generator=generator, device=dev, dtype=torch.float64)

@@ -74,3 +74,21 @@ def test_engine_row_is_the_scripts_full_search(name):
     verify, _, _, _, opts = ENGINE_BUGS[name]
     got = sim.smallest_detecting_n(verify, POWER["repeats"], tuple(row["grid"]), **opts)
     assert got == (row["smallest_n_samples"], row["flagged_by"], row["notes"])
+
+
+def test_the_2026_rows_are_in_the_table_and_only_merges_rows(tmp_path):
+    """Every 2026 bug class has a row; ``--only`` re-measures one row into a copy of the table and
+    leaves the other rows and the recorded command as they were."""
+    from spectheory.testing.gallery_2026 import GALLERY_2026
+
+    rows = {r["bug"]: r for r in POWER["rows"]}
+    assert set(GALLERY_2026) <= set(rows)
+    assert all(rows[n]["smallest_n_samples"] is not None for n in GALLERY_2026)
+    (tmp_path / "testing_kit_power.json").write_text(json.dumps(POWER))
+    _power_script().main(["--quick", "--only", "point_mass_draft", "--out", str(tmp_path)])
+    new = json.loads((tmp_path / "testing_kit_power.json").read_text())
+    assert [r["bug"] for r in new["rows"]] == [r["bug"] for r in POWER["rows"]]
+    assert new["command"] == POWER["command"] and new["grid"] == POWER["grid"]
+    assert new["updates"][-1]["rows"] == ["point_mass_draft"] and "--out" not in new["updates"][-1]["command"]
+    changed = [r["bug"] for r, o in zip(new["rows"], POWER["rows"]) if r != o]
+    assert set(changed) <= {"point_mass_draft"}
