@@ -221,7 +221,7 @@ FAMILIES = {
 #: Families a run uses only when named (``families=[...]``, or ``hostile=``), so the default run
 #: and its recorded numbers stay as they were: exact ties (``p/q`` exactly 1, joint ratios exactly
 #: 1) and the hostile numerics of :mod:`spectheory.testing.hostile` (their builders also return
-#: the arrays the sampler is handed, :attr:`Instance.shown`).
+#: the arrays the sampler is handed, ``Instance.shown``).
 OPT_IN_FAMILIES = {
     "ties": (
         _fam_ties,

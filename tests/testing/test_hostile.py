@@ -164,3 +164,14 @@ def test_the_false_alarm_script_merges_its_hostile_runs(tmp_path):
     assert new["runs"] == committed["runs"] and new["command"] == committed["command"]
     assert new["hostile_runs"]["numpy"]["n_seeds"] == 3 and new["hostile_runs"]["numpy"]["runs_flagged"] == 0
     assert set(new["hostile_runs"]) == set(committed["hostile_runs"])  # the other samplers' runs kept
+
+
+def test_the_torch_reference_refuses_a_nan_and_meets_every_requirement():
+    pytest.importorskip("torch")
+    from spectheory.testing.torch_adapter import from_torch_sampler, torch_reference_sampler
+
+    report = check_verifier(
+        from_torch_sampler(torch_reference_sampler), n_samples=500, rng=4, hostile=True, families=["zeros"]
+    )
+    assert report.passed, str(report)
+    assert "refused the non-finite input: ValueError" in report.notes["runs_without_error"]
