@@ -7,7 +7,7 @@ row are verified (``docs/verification_schedules.md``):
 
 - :mod:`.slots` -- rows (:class:`BlockRow`), drafted blocks and their :class:`SlotFeatures`;
 - :mod:`.schedulers` -- the :class:`Schedule` interface and the shipped schedules: DSpark's
-  early-stopping greedy, the global argmax, top-K, the retrospective argmax, the
+  early-stopping greedy, the global argmax, top-K, the split budget, the retrospective argmax, the
   drop-by-own-probability shortcut, fixed lengths;
 - :mod:`.throughput` -- a schedule's exact throughput on a batch, and by Monte Carlo;
 - :mod:`.best` -- the best non-anticipating (sequential admission) schedule by backward
@@ -39,6 +39,7 @@ _EXPORTS = {
     "EarlyStopGreedy": "spectheory.schedules.schedulers",
     "GlobalArgmax": "spectheory.schedules.schedulers",
     "TopK": "spectheory.schedules.schedulers",
+    "SplitBudget": "spectheory.schedules.schedulers",
     "DropByOwnProbability": "spectheory.schedules.schedulers",
     "retrospective_argmax": "spectheory.schedules.schedulers",
     "ScheduleValue": "spectheory.schedules.throughput",

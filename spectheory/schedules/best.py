@@ -97,33 +97,80 @@ class BestResult:
     iterations: int
 
 
-def _solve(rows: Sequence[BlockRow], gamma: int, cost: StaircaseCost, lam: Any) -> tuple[dict, Any, Any, Any]:
+def _row_tables(row: BlockRow, gamma: int) -> tuple[dict[tuple[int, ...], Any], ...]:
+    r"""``(tau, q, prob)`` of every drafted prefix of length ``<= gamma`` with positive
+    probability: :math:`\tau(\pi)`, the draft's law after ``pi`` (below ``gamma``) and the
+    probability :math:`\prod_i q(\pi_i \mid \pi_{<i})` that the row drafts ``pi``."""
+    tau: dict[tuple[int, ...], Any] = {(): 1}
+    run: dict[tuple[int, ...], Any] = {(): 1}
+    prob: dict[tuple[int, ...], Any] = {(): 1}
+    qs: dict[tuple[int, ...], Any] = {}
+    layer: list[tuple[int, ...]] = [()]
+    for _ in range(gamma):
+        nxt = []
+        for pre in layer:
+            p, q = row.laws(pre)
+            qs[pre] = q
+            for v, qv in enumerate(q):
+                if qv > 0:
+                    child = pre + (v,)
+                    run[child] = run[pre] * min(1, p[v] / qv)
+                    prob[child] = prob[pre] * qv
+                    tau[child] = tau[pre] + run[child]
+                    nxt.append(child)
+        layer = nxt
+    return tau, qs, prob
+
+
+def _fixed_rate(tables: list, gamma: int, cost: StaircaseCost) -> Any:
+    """The best rate of verifying the same ``L`` drafts of every row (``L = 0..gamma``): a
+    sequential admission schedule, so a lower bound on the best rate (Dinkelbach's start)."""
+    B = len(tables)
+    best: Any = None
+    for L in range(gamma + 1):
+        if B * (L + 1) > cost.max_tokens:
+            break
+        tok = sum((tau[pre] * prob[pre] for tau, _, prob in tables for pre in tau if len(pre) == L), 0)
+        rate = tok / cost.time(B * (L + 1))
+        best = rate if best is None or rate > best else best
+    return best
+
+
+def _solve(
+    rows: Sequence[BlockRow], gamma: int, cost: StaircaseCost, lam: Any, tables: list | None = None
+) -> tuple[dict, Any, Any, Any]:
     """Backward induction for one ``lam``: the policy and, from the empty state, the best
-    ``E[tokens] - lam E[time]`` with the policy's ``E[tokens]``, ``E[time]``, ``E[verified]``."""
+    ``E[tokens] - lam E[time]`` with the policy's ``E[tokens]``, ``E[time]``, ``E[verified]``
+    (``tables``: :func:`_row_tables` of each row, computed here when not given)."""
     memo: dict[State, tuple[Any, Any, Any, Any]] = {}
     policy: dict[State, int] = {}
     B = len(rows)
+    tabs = tables if tables is not None else [_row_tables(r, gamma) for r in rows]
+    times = [None] + [cost.time(n) for n in range(1, cost.max_tokens + 1)]
 
     def W(state: State) -> tuple[Any, Any, Any, Any]:
         if state in memo:
             return memo[state]
         n = sum(len(s) for s in state)
-        tok = sum((_tau(r, s) for r, s in zip(rows, state, strict=True)), 0)
-        t = cost.time(n + B)
+        tok = sum((tabs[b][0][s] for b, s in enumerate(state)), 0)
+        t = times[n + B]
         best = (tok - lam * t, tok, t, n)
         choice = -1
         if n + B + 1 <= cost.max_tokens:
             for b, s in enumerate(state):
                 if len(s) >= gamma:
                     continue
-                q = rows[b].laws(s)[1]
-                acc = [0, 0, 0, 0]
-                for v, qv in enumerate(q):
+                a0: Any = 0
+                a1: Any = 0
+                a2: Any = 0
+                a3: Any = 0
+                head, tail = state[:b], state[b + 1 :]
+                for v, qv in enumerate(tabs[b][1][s]):
                     if qv > 0:
-                        child = W(state[:b] + (s + (v,),) + state[b + 1 :])
-                        acc = [a + qv * c for a, c in zip(acc, child, strict=True)]
-                if acc[0] > best[0]:
-                    best, choice = (acc[0], acc[1], acc[2], acc[3]), b
+                        c = W((*head, s + (v,), *tail))
+                        a0, a1, a2, a3 = a0 + qv * c[0], a1 + qv * c[1], a2 + qv * c[2], a3 + qv * c[3]
+                if a0 > best[0]:
+                    best, choice = (a0, a1, a2, a3), b
         memo[state] = best
         if choice >= 0:
             policy[state] = choice
@@ -140,10 +187,10 @@ def best_schedule(
     (backward induction inside Dinkelbach's iteration; see the module docstring)."""
     if gamma < 1 or not rows:
         raise ValueError("rows, gamma: expected at least one row and gamma >= 1")
-    B = len(rows)
-    lam: Any = B / cost.time(B)
+    tables = [_row_tables(r, gamma) for r in rows]
+    lam: Any = _fixed_rate(tables, gamma, cost)
     for it in range(1, max_iter + 1):
-        policy, value, (tok, t), ver = _solve(rows, gamma, cost, lam)
+        policy, value, (tok, t), ver = _solve(rows, gamma, cost, lam, tables)
         new = tok / t
         if value <= 0 or (not isinstance(value, int) and type(value).__name__ != "Fraction" and value <= tol):
             sched = BestSchedule(policy)

@@ -14,9 +14,10 @@ mixture: prefix :math:`x_{<i}` is reached with mass :math:`\prod_{k<i} \min(p, q
 - :func:`auroc` -- :math:`P(s^+ > s^-) + \tfrac12 P(s^+ = s^-)` for an accepted and a rejected
   reached slot drawn independently.
 
-``event="survival"`` judges the chained survival :math:`\prod_{k \le i} \alpha(x_{<k})` (DSpark's
-:math:`\prod c_k`) on every slot against :math:`S_i` = "slots ``1..i`` all accepted", whose
-probability given :math:`x_{<i}` is :math:`\prod_{k<i} \min(1, p/q)(x_k)\,\alpha(x_{<i})`: the
+``event="survival"`` judges a chained score :math:`\prod_{k \le i} s(x_{<k})` (DSpark's
+:math:`\prod c_k` for ``s = conf``; engines chain the draft proxies the same way) on every slot
+against :math:`S_i` = "slots ``1..i`` all accepted", whose probability given :math:`x_{<i}` is
+:math:`\prod_{k<i} \min(1, p/q)(x_k)\,\alpha(x_{<i})` (the exact prefix survival): even the
 product of calibrated per-slot confidences is not a calibrated survival.
 
 Examples
@@ -64,18 +65,17 @@ def confidence_table(
     (masses sum to the expected number of reached slots, or to ``B gamma`` for ``"survival"``).
 
     ``event="conditional"``: reached slots, event :math:`A_i`, score the prefix ``feature``;
-    ``event="survival"``: every slot, event :math:`S_i`, score the chained survival (``feature``
-    must be ``"conf"``).
+    ``event="survival"``: every slot, event :math:`S_i`, score the running product of
+    ``feature`` along the prefix (``"conf"``: the chained survival).
     """
     if event not in ("conditional", "survival"):
         raise ValueError(f"event: expected 'conditional' or 'survival', got {event!r}")
-    if event == "survival" and feature != "conf":
-        raise ValueError("event='survival' scores the chained survival: feature must be 'conf'")
     if gamma < 1:
         raise ValueError(f"gamma: expected >= 1, got {gamma}")
     out: list[tuple[Any, Any, Any]] = []
+    _score(*rows[0].laws(()), feature)  # an unknown feature fails here
     for row in rows:
-        # (prefix, mass: reached (conditional) or drafted (survival), chained survival, P(S_{<i}))
+        # (prefix, mass: reached (conditional) or drafted (survival), chained score, P(S_{<i}))
         layer: list[tuple[tuple[int, ...], Any, Any, Any]] = [((), 1, 1, 1)]
         for _ in range(gamma):
             nxt = []
@@ -85,7 +85,8 @@ def confidence_table(
                 if event == "conditional":
                     out.append((m, _score(p, q, feature), a))
                 else:
-                    out.append((m, surv * a, ok * a))
+                    surv = surv * _score(p, q, feature)
+                    out.append((m, surv, ok * a))
                 for v in range(row.vocab_size):
                     if q[v] <= 0:
                         continue
@@ -93,7 +94,7 @@ def confidence_table(
                     if event == "conditional" and acc * q[v] > 0:
                         nxt.append((pre + (v,), m * q[v] * acc, surv * a, ok))
                     elif event == "survival":
-                        nxt.append((pre + (v,), m * q[v], surv * a, ok * acc))
+                        nxt.append((pre + (v,), m * q[v], surv, ok * acc))
             layer = nxt
     return out
 

@@ -14,6 +14,10 @@ that admitting slots in score order keeps every row's admitted slots a prefix:
 - :class:`GlobalArgmax`: the same order, without the break: the prefix of the order with the
   largest :math:`\Theta` (what engines do once the cost curve is a staircase);
 - :class:`TopK`: the ``K`` highest-scored slots (a fixed verify budget);
+- :class:`SplitBudget`: the budget ``K`` from one feature's argmax, the slots from another's
+  ranking (DSpark's serving split, section 5.2: the batch's capacity from the confidences of
+  two steps before, the per-request allocation from this step's; vLLM's adaptive
+  verification reads the same split);
 - :func:`retrospective_argmax`: :class:`GlobalArgmax` on each slot's acceptance probability
   given its own token, :math:`\min(1, p/q)(x_i)` (read after the target's forward);
 - :class:`DropByOwnProbability`: a base schedule, less a row's last verified draft when the
@@ -50,6 +54,7 @@ __all__ = [
     "EarlyStopGreedy",
     "GlobalArgmax",
     "TopK",
+    "SplitBudget",
     "DropByOwnProbability",
     "retrospective_argmax",
 ]
@@ -201,6 +206,28 @@ class TopK(Schedule):
         if B + self.K > cost.max_tokens:
             raise ValueError(f"cost: a budget of {self.K} drafts for {B} rows exceeds its largest bucket")
         return _lengths(B, admission_order(scores)[: self.K])
+
+
+@dataclass(frozen=True)
+class SplitBudget(Schedule):
+    """Verify ``K`` slots, ``K`` the number :class:`GlobalArgmax` admits ranking by ``budget``
+    (default the draw-free ``stale`` curve), chosen as the ``K`` best by ``rank`` (default the
+    live survival).
+
+    Non-anticipating when ``budget`` is draw-free and ``rank`` reads prefixes only: ``K`` does
+    not depend on this step's drafts and top-``K`` by a prefix score is non-anticipating
+    (``docs/verification_schedules.md``)."""
+
+    budget: str = "stale"
+    rank: str = "survival"
+
+    @property
+    def name(self) -> str:
+        return f"split(K from {self.budget}, rank {self.rank})"
+
+    def lengths(self, features: SlotFeatures, cost: StaircaseCost) -> tuple[int, ...]:
+        K = sum(GlobalArgmax(self.budget).lengths(features, cost))
+        return _lengths(len(features.conf), admission_order(slot_scores(features, self.rank))[:K])
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,7 @@ class BlockRow:
     vocab_size: int
     stale: tuple[Any, ...] | None = field(default=None)
     _memo: dict[int, tuple[Any, ...]] = field(default_factory=dict, repr=False)
+    _features: dict[tuple[int, ...], list[list[Any]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def iid(cls, target: Sequence[Any], draft: Sequence[Any], stale: Sequence[Any] | None = None) -> BlockRow:
@@ -107,7 +108,9 @@ class BlockRow:
 
     def expected_survival(self, gamma: int) -> tuple[Any, ...]:
         """:math:`P(\\text{slots } 1..i \\text{ accepted})` for ``i = 1..gamma`` (drafts drawn
-        from the row's start): the default ``stale`` curve."""
+        from the row's start): the default ``stale`` curve (computed once per ``gamma``)."""
+        if gamma in self._memo:
+            return self._memo[gamma]
         out = []
         layer: dict[tuple[int, ...], Any] = {(): 1}  # P(prefix drafted and accepted)
         for _ in range(gamma):
@@ -157,6 +160,14 @@ FEATURES = ("conf", "survival", "stale", "margin", "max_prob", "entropy", "own_p
 
 
 def _row_features(row: BlockRow, x: Sequence[int]) -> list[list[Any]]:
+    """The seven drafted-block features of one row (memoised on the row: its laws are fixed)."""
+    key = tuple(int(v) for v in x)
+    if key not in row._features:
+        row._features[key] = _compute_row_features(row, key)
+    return row._features[key]
+
+
+def _compute_row_features(row: BlockRow, x: Sequence[int]) -> list[list[Any]]:
     conf, surv, margin, mx, ent, own, acc = [], [], [], [], [], [], []
     s: Any = 1
     for i, xi in enumerate(x):
@@ -191,7 +202,7 @@ def slot_features(rows: Sequence[BlockRow], blocks: Sequence[Sequence[int]]) -> 
     stale = [list(r.stale[:g]) if r.stale is not None else list(r.expected_survival(g)) for r in rows]
     if any(len(s) != g for s in stale):
         raise ValueError(f"stale: each row's stale curve needs {g} entries")
-    f = [[c[k] for c in cols] for k in range(7)]
+    f = [[list(c[k]) for c in cols] for k in range(7)]
     return SlotFeatures(f[0], f[1], stale, f[2], f[3], f[4], f[5], f[6], [tuple(x) for x in blocks])
 
 

@@ -32,6 +32,7 @@ from ..schedules.schedulers import (
     FixedLength,
     GlobalArgmax,
     Schedule,
+    SplitBudget,
     TopK,
     retrospective_argmax,
 )
@@ -99,6 +100,7 @@ SCHEDULE_GALLERY: dict[str, tuple[Schedule, bool]] = {
     "early-stop greedy (live survival)": (EarlyStopGreedy("survival"), True),
     "global argmax (stale confidences)": (GlobalArgmax("stale"), True),
     "top-2 by live survival": (TopK(2, "survival"), True),
+    "split budget (K from stale, rank by live survival)": (SplitBudget(), True),
     "fixed length 2": (FixedLength(2), True),
     "retrospective argmax": (retrospective_argmax(), False),
     "drop last draft if q < 1/2": (DropByOwnProbability(Fraction(1, 2), FixedLength(2)), False),
