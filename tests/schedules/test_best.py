@@ -71,3 +71,15 @@ def test_rejects_an_empty_batch():
     with pytest.raises(ValueError, match="at least one row"):
         best_schedule([], 2, kit_instances()[0][3])
     assert BlockRow.iid([1], [1]).vocab_size == 1
+
+
+def test_split_budget_verifies_the_stale_argmax_count_by_live_rank():
+    from spectheory.schedules import GlobalArgmax, SplitBudget, TopK
+    from spectheory.schedules.slots import slot_features
+    from spectheory.schedules.throughput import joint_blocks
+
+    for _, rows, gamma, cost in random_batches(3, 2, 2, seed=5):
+        for blocks, _ in joint_blocks(rows, gamma):
+            f = slot_features(rows, blocks)
+            K = sum(GlobalArgmax("stale").lengths(f, cost))
+            assert SplitBudget().lengths(f, cost) == TopK(K, "survival").lengths(f, cost)

@@ -77,3 +77,40 @@ def test_auroc_of_a_perfect_and_a_constant_score():
     assert auroc([(1, F(1, 2), F(1, 3)), (1, F(1, 2), F(2, 3))]) == F(1, 2)
     with pytest.raises(ValueError, match="feature"):
         confidence_table(random_batches(1, 1, 1)[0][1], 1, "nope")
+
+
+@pytest.mark.parametrize("feature", ["conf", "max_prob", "margin"])
+def test_chained_scores_against_prefix_survival_vs_monte_carlo(feature):
+    """event='survival': draw a whole block and its acceptances, keep one uniformly chosen
+    (row, slot) per draw (independent samples of the table's mixture), and compare each
+    score group's survival rate and the AUROC within 5 SE."""
+    _, rows, gamma, _ = random_batches(1, 2, 2, V=3, seed=8)[0]
+    table = confidence_table(rows, gamma, feature, event="survival")
+    assert sum(m for m, _, _ in table) == len(rows) * gamma
+    rng = np.random.default_rng(1)
+    n = 6000
+    draws = []
+    for _ in range(n):
+        row, depth = rows[rng.integers(len(rows))], int(rng.integers(gamma))
+        pre, score, alive = (), 1.0, True
+        for _ in range(depth + 1):
+            p, q = row.laws(pre)
+            score *= float(_score(p, q, feature))
+            pf, qf = np.array(p, dtype=float), np.array(q, dtype=float)
+            x = int(rng.choice(len(qf), p=qf / qf.sum()))
+            alive = alive and rng.random() < min(1.0, pf[x] / qf[x])
+            pre = pre + (x,)
+        draws.append((round(score, 12), alive))
+    groups = {}
+    for m, s, pa in table:
+        g = groups.setdefault(round(float(s), 12), [0.0, 0.0])
+        g[0], g[1] = g[0] + float(m), g[1] + float(m * pa)
+    for s, (m, ok) in groups.items():
+        hits = [a for sc, a in draws if sc == s]
+        if len(hits) >= 50:
+            p = ok / m
+            assert abs(np.mean(hits) - p) < 5 * np.sqrt(p * (1 - p) / len(hits)) + 1e-9, (s, p)
+    a = float(auroc(table))
+    n1 = sum(a_ for _, a_ in draws)
+    mc = float(auroc([(1, s, float(ok)) for s, ok in draws]))
+    assert abs(mc - a) < 5 * _hanley_mcneil(a, n1, n - n1)
