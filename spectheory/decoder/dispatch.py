@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["generate", "LOOPS", "DecoderLoops"]
 
 #: The arguments a round fixes; passing them again in ``options`` is an error.
-_ROUND_ARGS = ("gamma", "tree", "verifier", "policy", "children")
+_ROUND_ARGS = ("gamma", "tree", "verifier", "policy", "children", "schedule")
 
 
 class DecoderLoops:

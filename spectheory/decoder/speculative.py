@@ -187,10 +187,12 @@ class PathStep(StepDefaults):
         bonus: bool,
         eos: int | None,
         hook: Any,
+        schedule: Any = None,
     ) -> None:
         self.target, self.draft_model, self.dtypes = target, draft, dtypes
         self.batch, self.law, self.rule, self.name = batch, law, rule, name
         self.gamma, self.K_fixed, self.bonus, self.eos, self.hook = gamma, K_fixed, bool(bonus), eos, hook
+        self.schedule = schedule  # verified lengths from the scored block (DecoderSchedule), or None
         # a draft that knows in advance how far it can propose (prompt lookup): rows it caps to 0
         # play a plain target step (needs the bonus token: it is the step's one token)
         self.cap = getattr(draft, "proposal_cap", None) if self.bonus else None
@@ -299,6 +301,11 @@ class PathStep(StepDefaults):
     def commit(self) -> torch.Tensor:
         """Verify, append the accepted drafts and the emitted token; the round's counts ``[4, B]``."""
         k, eos = self.k, self.eos
+        called = None
+        if self.schedule is not None and self.drafts.shape[1]:
+            # every row with drafts takes part in the call, even one the schedule gives L = 0
+            called = k > 0
+            k = self.schedule(self.drafts, self.draft_laws, self.target_laws, k)
         allow_bonus = (k < self.remaining) & self.bonus
         if (
             eos is not None and self.drafts.shape[1]
@@ -309,7 +316,8 @@ class PathStep(StepDefaults):
             self.target_laws, self.draft_laws, self.drafts, k, self.u_accept, self.u_emit, allow_bonus
         )
         plain = None
-        if self.cap is not None:  # rows capped to k = 0 emit one token from the target's law
+        if self.cap is not None or called is not None:
+            # rows capped (or scheduled) to k = 0 emit one token from the target's law
             plain = (k == 0) & (self.remaining > 0)
             verdict = _plain_steps(self.rule, inputs, plain, self.drafts.shape[1])
         else:
@@ -319,7 +327,10 @@ class PathStep(StepDefaults):
             self.hook.after_round(k, verdict.n_accepted, k > 0)
         # stays on the device (the flags are promoted to int64)
         counts = [k, verdict.n_accepted, emitted, verdict.rejected]
-        return torch.stack(counts if plain is None else [*counts, (k > 0) | plain])
+        if plain is None:
+            return torch.stack(counts)
+        live = (k > 0) | plain if called is None else (k > 0) | plain | called
+        return torch.stack([*counts, live])
 
 
 # ----------------------------------------------------------------------------- public API
@@ -340,6 +351,7 @@ def speculative_generate(
     policy: Policy | None = None,
     eos_token_id: int | None = None,
     check_every: int | None = None,
+    schedule: Any = None,
 ) -> GenerationResult:
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
@@ -394,6 +406,11 @@ def speculative_generate(
         This is the loop a CUDA graph of a whole round needs (docs/decoder_floor.md); not with
         ``policy`` or ``eos_token_id``. Default ``None``: one host read per round (the draft
         lengths and both calls' windows).
+    schedule : spectheory.schedules.decoder_hook.DecoderSchedule, optional
+        A verification schedule under batch load: after the target call, it reads the slot
+        features of the drafted blocks and each row verifies only its first ``L_b`` drafts
+        (``docs/verification_schedules.md``); the stats' draft tokens then count the verified
+        drafts. Not with ``policy`` or ``check_every``; started afresh by this call.
 
     Returns
     -------
@@ -426,8 +443,12 @@ def speculative_generate(
     eos = None if eos_token_id is None else check_int(eos_token_id, "eos_token_id", 0)
     if check_every is not None:
         check_every = check_int(check_every, "check_every", 1)
-        if policy is not None or eos is not None:
-            raise ValueError("check_every: the fixed-horizon loop takes no policy and no eos_token_id")
+        if policy is not None or eos is not None or schedule is not None:
+            raise ValueError("check_every: the fixed-horizon loop takes no policy, schedule or eos_token_id")
+    if schedule is not None and policy is not None:
+        raise ValueError("schedule: a verification schedule and a draft-length policy cannot be combined")
+    if schedule is not None and not callable(getattr(schedule, "start", None)):
+        raise ValueError(f"schedule: expected a DecoderSchedule, got {type(schedule).__name__}")
     rule_obj = get_verifier(verifier)
     dev, dt_target = place(target, device, dtype)
     dev_draft, dt_draft = place(draft, dev if device is not None else None, dtype)
@@ -457,5 +478,8 @@ def speculative_generate(
         bonus,
         eos,
         hook,
+        schedule,
     )
+    if schedule is not None:
+        schedule.start(B)
     return decode_rounds(step, RoundUniforms(seeds, K_fixed), max_new_tokens, check_every, eos)

@@ -14,10 +14,12 @@ row are verified (``docs/verification_schedules.md``):
   induction, and by brute force;
 - :mod:`.law_check` -- the exact output law of a scheduled step: the non-anticipation check;
 - :mod:`.confidence` -- exact ECE and AUROC of the confidences engines schedule by;
-- :mod:`.named_batches` -- DSpark's Appendix A and the kit's tiny batches.
+- :mod:`.named_batches` -- DSpark's Appendix A and the kit's tiny batches;
+- :mod:`.decoder_hook` -- :class:`DecoderSchedule`, a schedule in the real decoder.
 
 The round kind that runs a schedule through the engines is
-:class:`~spectheory.kinds.scheduled.ScheduledRound`; the kit's check is
+:class:`~spectheory.kinds.scheduled.ScheduledRound` (``st.simulate``, its exact step, the real
+decoder's ``generate``); the kit's check is
 :func:`spectheory.testing.schedules.check_schedule`.
 
 >>> from fractions import Fraction as F
@@ -54,6 +56,7 @@ _EXPORTS = {
     "ece": "spectheory.schedules.confidence",
     "auroc": "spectheory.schedules.confidence",
     "appendix_a": "spectheory.schedules.named_batches",
+    "DecoderSchedule": "spectheory.schedules.decoder_hook",
 }
 
 __all__ = list(_EXPORTS)

@@ -48,7 +48,7 @@ def test_round_exact_engine_is_the_one_step_evaluation():
     assert rnd.exact(chain, 3, exact=True) == evaluate_schedule(rows, 2, GlobalArgmax("stale"), cost)
     with pytest.raises(ValueError, match="horizon"):
         rnd.exact(chain, 2)
-    assert not rnd.tags().decoder
+    assert rnd.tags().decoder  # runs through DecoderSchedule (tests/schedules/test_decoder_schedule.py)
 
 
 def test_simulate_counts_the_scheduled_lengths():

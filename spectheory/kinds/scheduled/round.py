@@ -10,9 +10,12 @@ verification (accept :math:`x_i` when :math:`u_i < \min(1, p/q)(x_i)`), then the
 ``rng.random((R, gamma))`` for the drafts, ``rng.random((R, gamma))`` for the acceptances,
 ``rng.random(R)`` for the final tokens.
 
-Its exact engine is the one-step evaluation of :func:`spectheory.schedules.throughput_schedule`
+Its exact engine is the one-step evaluation of :func:`spectheory.schedules.evaluate_schedule`
 (rows at given states), its kit check :func:`spectheory.testing.schedules.check_schedule` (the
-output law, exactly). The real decoder has no per-row schedule hook: refused.
+output law, exactly), and the real decoder runs it through
+:class:`~spectheory.schedules.decoder_hook.DecoderSchedule` (the same groups of ``batch`` rows; the
+target scores every drafted block and each row verifies its first ``L_b`` drafts; ``stale`` is
+there the row's survival curve of its previous round).
 """
 
 from __future__ import annotations
@@ -151,6 +154,19 @@ class ScheduledRound(Round):
         rows = rows_from_chain(chain, states, n, exact=exact)
         value: ScheduleValue = evaluate_schedule(rows, self.gamma, self.schedule, self.cost)
         return value
+
+    def decode(
+        self, loops: Any, target: Any, draft: Any, prompts: Any, max_new_tokens: int, options: dict[str, Any]
+    ) -> Any:
+        """The real decoder: ``loops.path`` (:func:`~spectheory.decoder.speculative_generate`)
+        with ``gamma``, token verification and a fresh
+        :class:`~spectheory.schedules.decoder_hook.DecoderSchedule` of the schedule, cost and batch."""
+        from ...schedules.decoder_hook import DecoderSchedule
+
+        hook = DecoderSchedule(self.schedule, self.cost, self.batch)
+        return loops.path(
+            target, draft, prompts, max_new_tokens, self.gamma, verifier="token", schedule=hook, **options
+        )
 
     def check_plan(self, kit: Any, options: dict[str, Any]) -> Any:
         """The conformance kit: ``kit.schedule`` (the exact output-law check) on the schedule."""
