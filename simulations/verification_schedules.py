@@ -51,6 +51,27 @@ from spectheory.testing.schedules import check_schedule
 GAMMA = 3
 COST = StaircaseCost.bucketed(1.0, 0.2, (2, 4, 8, 16))
 CHAIN_SEED, CHAIN_GAMMA = 5, 2
+#: What the sources claim of a schedule (the README's claimed-vs-exact rows): ``{label: (source, claim)}``.
+CLAIMS = {
+    "early-stop greedy (live survival)": (
+        "DSpark, arXiv 2607.05147: Algorithm 1 (hardware-aware prefix scheduler, early break)",
+        "lossless",
+    ),
+    "split budget (K stale, rank live)": (
+        "DSpark sec. 5.2 (capacity from confidences two steps back, allocation live); "
+        "vLLM PR #47808 (adaptive verification)",
+        "lossless",
+    ),
+    "global argmax (live survival)": (
+        "TensorRT-LLM PR #17056: global argmax of tau/cost on a staircase, as its description reads "
+        "if tau is the step's live survival",
+        "lossless (output distribution untouched)",
+    ),
+    "retrospective argmax": (
+        "DSpark, arXiv 2607.05147: Appendix A (retrospective global search)",
+        "biased: first token (0.85, 0.15)",
+    ),
+}
 
 
 def schedules(B):
@@ -188,6 +209,7 @@ def main(argv=None):
         "batches": batches,
         "n_instances": n_inst,
         "schedules": {label: {"expected_lossless": e, "source": s} for label, _, e, s in schedules(1)},
+        "claims": {label: {"source": src, "claim": c} for label, (src, c) in CLAIMS.items()},
         "ratio": {str(B): {k: stats(v["ratio"]) for k, v in t.items()} for B, t in ratios.items()},
         "throughput": {str(B): {k: stats(v["throughput"]) for k, v in t.items()} for B, t in ratios.items()},
         "best_throughput": {str(B): stats(v) for B, v in best_thr.items()},
