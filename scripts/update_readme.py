@@ -689,12 +689,54 @@ def block_realtheory() -> str:
     )
 
 
+def block_realdrafts() -> str:
+    res = _load(_results() / "real_drafts.json")
+    if not res:
+        return "_Run `python simulations/train_real_draft.py` and `python simulations/real_drafts.py` (the `real` extra)._\n"
+    lines = [
+        f"Measured (`python simulations/real_drafts.py`; `docs/real_model.md`; fig35), target {res['target']}, "
+        f"{res['paths']} target paths of {res['horizon']} tokens after {len(res['prompts'])} held-out prompts, "
+        f"one CPU thread, batch 1 for the speedups ({res['speed_prompts']} prompts; their SE by the delta method). "
+        "Acceptance: exact 1 - E[TV] along the target's paths (SE over paths); c: draft step / target step; "
+        "gamma: the best predicted; tokens per call predicted along the paths vs the decoder's "
+        f"({res['sequences']} sequences).",
+        "",
+        "| draft | family | acceptance | c | gamma | tokens/call predicted | measured (z) | speedup predicted | measured |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["rows"]:
+        se = r["measured_speedup_se"]
+        lines.append(
+            f"| {r['draft']} | {r['family']} | {r['alpha']:.4f} +- {r['alpha_se']:.4f} | {r['cost_ratio']:.3g} | "
+            f"{r['gamma']} | {r['predicted_tokens_per_call']:.3f} +- {r['predicted_tokens_per_call_se']:.3f} | "
+            f"{r['measured_tokens_per_call']:.3f} +- {r['measured_tokens_per_call_se']:.3f} ({r['z']:+.2f}) | "
+            f"{r['predicted_speedup']:.3f} | {r['measured_speedup']:.3f} +- {'n/a' if se is None else f'{se:.3f}'} |"
+        )
+    info = res.get("distillation")
+    if info:
+        runs = info["runs"]
+        parts = ", ".join(
+            f"{o} {r['curve'][0]['alpha']:.4f} -> {r['heldout_alpha']:.4f} (tokens/call at gamma = {r['gamma']}: "
+            f"{r['heldout_tokens_per_call']:.4f})"
+            for o, r in sorted(runs.items())
+        )
+        any_run = next(iter(runs.values()))
+        lines += [
+            "",
+            f"Distillation objectives (`simulations/train_real_draft.py`, {any_run['steps']} steps of "
+            f"{any_run['batch_size']} target paths each, one thread): held-out acceptance from the 2-layer early "
+            f"exit {parts}; shipped: {info['default']}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
 BLOCKS = {
     "lossy": block_lossy,
     "cache": block_cache,
     "blockdraft": block_blockdraft,
     "schedules": block_schedules,
     "realtheory": block_realtheory,
+    "realdrafts": block_realdrafts,
     "al": block_al,
     "key": block_key,
     "jobtime": block_jobtime,

@@ -55,6 +55,7 @@ def discover_steps(root: str | Path, quick: bool = False, gpu: bool | None = Non
         "train_models.py",
         "train_medusa.py",
         "train_distilled.py",
+        "train_real_draft.py",
     }  # training is not part of the main job: the weights are shipped
     gpu_ok = (quick or _cuda_available()) if gpu is None else gpu
 

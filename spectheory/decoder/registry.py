@@ -143,11 +143,14 @@ def load_model(
     ``name`` is a shipped small model (:func:`list_models`, stored in fp16), a distilled draft
     (:func:`registered_models`), a real pretrained model (``"smollm2-135m"``:
     :func:`spectheory.decoder.pretrained.load_pretrained`, the ``real`` extra) or ``hf:PATH``
-    (a local Hugging Face folder, :meth:`HFCausalLM.from_pretrained`; never downloads), or
+    (a local Hugging Face folder, :meth:`HFCausalLM.from_pretrained`; never downloads),
     ``"prompt-lookup"`` (a retrieval draft of any vocabulary, options as in
-    :func:`~spectheory.decoder.prompt_lookup.parse_prompt_lookup`).
+    :func:`~spectheory.decoder.prompt_lookup.parse_prompt_lookup`), or a draft of a pretrained
+    model, ``"smollm2-135m:exit2"`` (:mod:`~spectheory.decoder.real_drafts`: the names of
+    :func:`~spectheory.decoder.real_drafts.draft_names`).
     """
     from .pretrained import PRETRAINED, load_pretrained
+    from .real_drafts import is_draft_name, load_draft
 
     if name in PRETRAINED:
         return load_pretrained(name, device=device, dtype=dtype)
@@ -155,6 +158,8 @@ def load_model(
         from .prompt_lookup import parse_prompt_lookup
 
         return parse_prompt_lookup(name).to(device=device)
+    if is_draft_name(name):
+        return load_draft(name, device=device, dtype=dtype)
     if name.startswith("hf:"):
         from .hf import HFCausalLM
 
