@@ -18,7 +18,9 @@ lookup (the retrieval draft, no weights). For each, on held-out prompts (none us
    (spectheory.cost.measure.time_forward, the fastest of 15 repeats), for the draft (t_D) and the target
    (t_T(1), and t_T(gamma + 1) for the verification call); cost ratio c = t_D / t_T(1).
 3. gamma per draft = the one in 1..6 with the largest predicted speedup
-   T t_T(1) / (E[calls] t_T(gamma + 1) + E[draft tokens] t_D); at it, the package's decoder runs N
+   T t_T(1) / (E[calls] t_T(1) + E[draft tokens] (s + t_D)), s = (t_T(gamma + 1) - t_T(1)) / gamma the
+   target's cost of one more scored token (a round drafting k tokens costs k draft steps and a
+   target call over k + 1 tokens; prompt lookup's rounds without a match are plain steps); at it, the package's decoder runs N
    sequences (measured tokens per call, z against the prediction) and, at batch 1 on P prompts
    interleaved with plain autoregressive decoding, the wall-clock speedup (ratio of summed
    times, SE by the delta method over prompts).
@@ -144,6 +146,12 @@ def speed_at_batch_one(target, draft, prompts, T: int, gamma: int, ar_seconds: l
     return spec, (ar_seconds if ar_seconds is not None else ar)
 
 
+def speedup(T: int, calls: float, drafts: float, t_target: dict, t_draft: float, gamma: int) -> float:
+    """Predicted speedup over plain decoding (module docstring, item 3)."""
+    slope = (t_target[gamma + 1] - t_target[1]) / gamma
+    return T * t_target[1] / (calls * t_target[1] + drafts * (slope + t_draft))
+
+
 def ratio_se(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
     """``sum(num) / sum(den)`` and its delta-method SE over the paired items."""
     r = num.sum() / den.sum()
@@ -202,9 +210,7 @@ def main(argv=None):
         alpha_m, alpha_s = mean_se((1.0 - stats.tv).mean(1))
         pred = predictions(draft, stats, paths, L, T, retrieval)
         t_draft = forward_seconds(draft, 1, ctx, reps)
-        speedups = {
-            g: T * t_target[1] / (pred[g][0] * t_target[g + 1] + pred[g][2] * t_draft) for g in GAMMAS
-        }
+        speedups = {g: speedup(T, pred[g][0], pred[g][2], t_target, t_draft, g) for g in GAMMAS}
         g = max(GAMMAS, key=speedups.__getitem__)
         meas = measure_decoder(
             target, draft, repeat_prompts(prompts, n_seq), T, g, True, seed=1, batch_size=16
@@ -221,6 +227,7 @@ def main(argv=None):
             "alpha_profile": (1.0 - stats.tv).mean(0).tolist(),
             "accept_token": float(stats.accept.mean()),
             "draft_seconds": t_draft,
+            "target_seconds": {str(k): v for k, v in t_target.items()},
             "cost_ratio": t_draft / t_target[1],
             "gamma": g,
             "verify_ratio": t_target[g + 1] / t_target[1],
@@ -256,7 +263,16 @@ def main(argv=None):
         old = Path(args.out or default_results_dir(__file__)) / "real_drafts.json"
         if old.exists():
             done = {r["draft"] for r in rows}
-            rows += [r for r in json.loads(old.read_text())["rows"] if r["draft"] not in done]
+            prev = json.loads(old.read_text())
+            for r in prev["rows"]:
+                if r["draft"] in done:
+                    continue
+                tt = {int(k): v for k, v in r.get("target_seconds", prev["target_seconds"]).items()}
+                r["target_seconds"] = {str(k): v for k, v in tt.items()}
+                for k, b in r["by_gamma"].items():  # the speedup model of this version
+                    b["speedup"] = speedup(T, b["calls"], b["draft_tokens"], tt, r["draft_seconds"], int(k))
+                r["predicted_speedup"] = r["by_gamma"][str(r["gamma"])]["speedup"]
+                rows.append(r)
             order = {name: i for i, name in enumerate(DRAFTS)}
             rows.sort(key=lambda r: order.get(r["draft"].split(":")[-1].split("-")[0], len(order)))
     info = None
