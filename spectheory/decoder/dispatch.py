@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..kinds.normalize import round_for
 from .dynamic_tree import dynamic_tree_generate
 from .speculative import speculative_generate
+from .text_prompts import encode_prompts
 from .tree_decode import tree_generate
 
 if TYPE_CHECKING:
@@ -103,7 +104,7 @@ LOOPS = DecoderLoops()
 def generate(
     target: CausalLM,
     draft: CausalLM | None,
-    prompts: Sequence[Prompt],
+    prompts: Sequence[Prompt | str] | str,
     max_new_tokens: int,
     round: Round | Any,
     **options: Any,
@@ -113,7 +114,10 @@ def generate(
     Parameters
     ----------
     target, draft : models of the decoder contract (:mod:`spectheory.decoder.batching`).
-    prompts : list of token sequences
+    prompts : list of token sequences, or of texts (``str``, or one ``str``)
+        Texts are encoded by ``target.tokenizer``
+        (:func:`~spectheory.decoder.text_prompts.encode_prompts`; ``ValueError`` if the target has
+        none); token prompts are used as given.
     max_new_tokens : int >= 1
     round : Round, int, DraftTree or Policy
         Anything :func:`~spectheory.kinds.as_round` accepts whose kind defines ``decode``: a
@@ -130,7 +134,8 @@ def generate(
     -------
     GenerationResult
         Token for token what :func:`~spectheory.decoder.speculative_generate` or
-        :func:`~spectheory.decoder.tree_generate` returns for the same round and seed.
+        :func:`~spectheory.decoder.tree_generate` returns for the same round and seed;
+        ``.texts`` decodes the new tokens when the target has a tokenizer.
 
     Raises
     ------
@@ -151,5 +156,7 @@ def generate(
     True
     """
     rnd = round_for("decoder", round, options, _ROUND_ARGS, "generate")
-    result: GenerationResult = rnd.decode(LOOPS, target, draft, prompts, max_new_tokens, dict(options))
+    token_prompts = encode_prompts(target, prompts)
+    result: GenerationResult = rnd.decode(LOOPS, target, draft, token_prompts, max_new_tokens, dict(options))
+    result.tokenizer = getattr(target, "tokenizer", None)
     return result

@@ -13,7 +13,7 @@ Timings are wall-clock seconds for the whole batch (CUDA synchronised before rea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -182,13 +182,44 @@ class DecodeStats:
 
 @dataclass
 class GenerationResult:
-    """``tokens``: one 1-d int64 ndarray of new tokens per sequence; ``stats``: :class:`DecodeStats`."""
+    """``tokens``: one 1-d int64 ndarray of new tokens per sequence; ``stats``: :class:`DecodeStats`;
+    ``tokenizer``: the target's tokenizer when it has one (then :attr:`texts` decodes ``tokens``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> class Letters:
+    ...     def decode(self, ids, skip_special_tokens=False):
+    ...         return "".join(chr(97 + i) for i in ids)
+    >>> res = GenerationResult([np.array([7, 8])], stats=None, tokenizer=Letters())
+    >>> res.texts
+    ['hi']
+    """
 
     tokens: list
     stats: DecodeStats
+    tokenizer: Any = field(default=None, repr=False, compare=False)
 
     def summary(self) -> dict:
         return self.stats.summary()
+
+    def text(self, tokenizer: Any = None, skip_special_tokens: bool = False) -> list[str]:
+        """The new tokens of each sequence as text, decoded by ``tokenizer`` (default: the
+        target's, :attr:`tokenizer`); ``ValueError`` when neither is known."""
+        from .text_prompts import decode_tokens
+
+        tok = self.tokenizer if tokenizer is None else tokenizer
+        if tok is None:
+            raise ValueError(
+                "tokenizer: the target has none; pass one, text(tokenizer), or decode the ids "
+                "yourself (bytes(ids).decode() for the byte-level shipped models)"
+            )
+        return decode_tokens(tok, self.tokens, skip_special_tokens)
+
+    @property
+    def texts(self) -> list[str]:
+        """:meth:`text` with the target's tokenizer."""
+        return self.text()
 
 
 class StatsRecorder:

@@ -24,6 +24,7 @@ from .driver import RoundUniforms, StepDefaults, decode_rounds
 from .generation_result import GenerationResult
 from .logits import sampling_law
 from .rng import check_seeds, seed_tensor
+from .text_prompts import encode_prompts
 
 if TYPE_CHECKING:
     from ..kinds.policy.policies import Policy
@@ -337,7 +338,7 @@ class PathStep(StepDefaults):
 def speculative_generate(
     target: CausalLM,
     draft: CausalLM,
-    prompts: Sequence[Prompt],
+    prompts: Sequence[Prompt | str] | str,
     max_new_tokens: int,
     gamma: int,
     temperature: float = 1.0,
@@ -367,7 +368,10 @@ def speculative_generate(
     Parameters
     ----------
     target, draft : models of the contract in the module docstring, same ``vocab_size``.
-    prompts : list of token sequences (lists of ints, 1-d integer arrays/tensors, bytes).
+    prompts : list of token sequences (lists of ints, 1-d integer arrays/tensors, bytes), or of
+        texts (``str``, or one ``str``): encoded by ``target.tokenizer``
+        (:func:`~spectheory.decoder.text_prompts.encode_prompts`; ``ValueError`` if the target
+        has none). Token prompts are used as given.
     max_new_tokens, gamma : int >= 1
     temperature : float >= 0;  top_k : int >= 1 or None;  top_p : float in (0, 1] or None
     bonus : bool
@@ -415,7 +419,8 @@ def speculative_generate(
     Returns
     -------
     GenerationResult
-        ``.tokens``: list of ``max_new_tokens``-long int64 arrays; ``.stats``: DecodeStats.
+        ``.tokens``: list of ``max_new_tokens``-long int64 arrays; ``.stats``: DecodeStats;
+        ``.texts``: the new tokens as text, when the target has a tokenizer.
 
     Examples
     --------
@@ -434,6 +439,7 @@ def speculative_generate(
     >>> [len(t) for t in res.tokens], int(sum(r.sum() for r in res.stats.round_tokens))
     ([6, 6], 12)
     """
+    token_prompts = encode_prompts(target, prompts)
     models = {"target": target, "draft": draft}
     max_new_tokens, (temperature, top_k, top_p) = check_common(
         models, max_new_tokens, temperature, top_k, top_p
@@ -454,7 +460,7 @@ def speculative_generate(
     dev_draft, dt_draft = place(draft, dev if device is not None else None, dtype)
     if dev_draft != dev:
         raise ValueError(f"draft: on {dev_draft} while target is on {dev}; pass device= to move both")
-    batch = make_batch(prompts, max_new_tokens, models, dev)
+    batch = make_batch(token_prompts, max_new_tokens, models, dev)
     B = batch.tokens.shape[0]
     seeds = seed_tensor(check_seeds(seed, B), dev)
     law = partial(sampling_law, temperature=temperature, top_k=top_k, top_p=top_p)
@@ -482,4 +488,6 @@ def speculative_generate(
     )
     if schedule is not None:
         schedule.start(B)
-    return decode_rounds(step, RoundUniforms(seeds, K_fixed), max_new_tokens, check_every, eos)
+    result = decode_rounds(step, RoundUniforms(seeds, K_fixed), max_new_tokens, check_every, eos)
+    result.tokenizer = getattr(target, "tokenizer", None)
+    return result
