@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from ..decoder.pretrained import MissingExtraError  # no torch: names only
 from . import cli_args as A
 from .chain_cmd import (
     SIMULATE_CHUNK,
@@ -30,7 +31,8 @@ EXAMPLES = {
     "reproduce": "spectheory reproduce --quick --out /tmp/st-out --jobs 2",
     "analyze": "spectheory analyze --vocab 16 --seed 0 --horizon 64 --gammas 1,2,4,8 --cost 0.05",
     "simulate": "spectheory simulate --vocab 16 --seed 0 --horizon 64 --gammas 2,4 --runs 5000",
-    "decode": 'spectheory decode --prompt "def main(" --draft draft-small --gamma 4 --tokens 64',
+    "decode": 'spectheory decode --prompt "def main(" --draft draft-small --gamma 4 --tokens 64  '
+    '(a real LLM: --target smollm2-135m --chat --prompt "Name three colours.")',
     "demo": "spectheory demo --seed 0 --gamma 3 --auto",
     "figures": "spectheory figures fig4_leviathan --quick",
     "prove": "spectheory prove",
@@ -86,6 +88,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     argv += ["--rounds", str(args.rounds)] if args.rounds is not None else []
     argv += ["--auto"] if args.auto else []
     argv += ["--save", args.save] if args.save else []
+    if args.target is not None:  # a real LLM
+        argv += ["--target", args.target, "--device", args.device, "--dtype", args.dtype]
+        argv += ["--draft", args.draft] if args.draft else []
+        argv += ["--prompt", args.prompt[-1]] if args.prompt else []
+        argv += ["--chat"] if args.chat else []
+        argv += ["--temperature", str(args.temperature)]
+        if args.draft_temperature is not None:
+            argv += ["--draft-temperature", str(args.draft_temperature)]
     return demo_main(argv) or 0
 
 
@@ -215,9 +225,16 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"Monte Carlo runs per gamma, simulated {SIMULATE_CHUNK:,} at a time",
     )
 
-    p = add("decode", cmd_decode, "run the real decoder on the shipped models")
-    p.add_argument("--prompt", default="def ", help="prompt text (default: %(default)r)")
-    p.add_argument("--draft", default="draft-small", choices=A.shipped_drafts(), help="draft model")
+    from .model_args import add_model_args, add_prompt_args
+
+    p = add("decode", cmd_decode, "run the real decoder next to the theory's along-path prediction")
+    add_model_args(
+        p, draft=None, draft_help=" (default: draft-small for target; any other target drafts for itself)"
+    )
+    add_prompt_args(p, "'def ' for the byte-level models, 'The capital of France is' with a tokenizer")
+    p.add_argument(
+        "--paths", type=A.positive_int, default=16, help="target paths per prompt for the prediction"
+    )
     p.add_argument("--gamma", type=A.positive_int, default=4, help="draft tokens per round")
     p.add_argument("--tokens", type=A.positive_int, default=64, help="new tokens")
     p.add_argument(
@@ -265,6 +282,37 @@ def build_parser() -> argparse.ArgumentParser:
         "--auto", action="store_true", help="no key presses, for tests and recordings (default: off)"
     )
     add_dir(p, "--save", "write one figure per step into DIR (default: none)", A.writable_dir)
+    p.add_argument(
+        "--target",
+        default=None,
+        metavar="NAME",
+        help="a real LLM on English text, e.g. smollm2-135m (the real extra) or hf:PATH "
+        "(default: the toy word-level pair)",
+    )
+    p.add_argument(
+        "--draft", default=None, metavar="NAME", help="its draft (default: the target itself, hotter)"
+    )
+    p.add_argument(
+        "--prompt",
+        action="append",
+        default=None,
+        metavar="TEXT",
+        help="text to start from (default: 'The cat sat on the')",
+    )
+    p.add_argument(
+        "--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template (default: off)"
+    )
+    p.add_argument("--temperature", type=A.positive_float, default=1.0, help="the target's temperature")
+    p.add_argument(
+        "--draft-temperature",
+        type=A.positive_float,
+        default=None,
+        help="the draft's temperature (default: 1.5 when the draft is the target itself, else --temperature)",
+    )
+    p.add_argument("--device", type=A.device_name, default="cpu", help="torch device")
+    p.add_argument(
+        "--dtype", default="float32", choices=("float32", "bfloat16"), help="weights and arithmetic"
+    )
 
     p = add("figures", cmd_figures, "regenerate some or all figures")
     add_root(p)
@@ -314,6 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         sys.stderr.write(f"spectheory {args.command}: interrupted\n")
         return 130
+    except MissingExtraError as exc:  # a real model without the real extra: what to install
+        if args.traceback:
+            raise
+        sys.stderr.write(f"spectheory {args.command}: error: {exc}\n")
+        return 2
     except (CLIError, ValueError, TypeError, OSError, MemoryError, NotImplementedError) as exc:
         if args.traceback:
             raise

@@ -1,80 +1,51 @@
-"""``spectheory decode``: the real decoder on the shipped models, next to the theory's prediction.
+r"""``spectheory decode``: the real decoder on any model pair, next to the theory's prediction.
 
-The prediction uses the two models' next-token laws along the generated text (which has the
-target's law): per position the acceptance :math:`\\beta_n = \\sum_x \\min(p_n(x), q_n(x))`,
-so :math:`E[\\text{rejections}]` without bonus tokens is :math:`\\sum_n (1 - \\beta_n)`
-(Yin et al., Theorem 1, one sample of the prefix), and Leviathan's i.i.d. formula with
-:math:`\\alpha = \\bar\\beta` gives the expected tokens per target call,
-:math:`\\sum_{i=0}^{\\gamma} \\alpha^i` with bonus tokens and :math:`\\sum_{i=0}^{\\gamma-1} \\alpha^i`
-without (a round then emits :math:`\\min(N + 1, \\gamma)` tokens).
+Models: ``--target`` and ``--draft`` take any name :func:`spectheory.decoder.load_model` takes
+(the shipped byte-level models, ``smollm2-135m`` with the ``real`` extra, ``hf:PATH``);
+prompts are text (``--prompt``, repeatable; ``--prompts FILE``; ``--chat``), see
+:mod:`spectheory.app.model_args`. Each prompt is decoded on its own (batch 1) and the table
+pools the runs.
+
+The prediction is the along-path (Rao-Blackwellised) one of :mod:`spectheory.validation.predict`
+(:mod:`spectheory.app.decode_predict`): target paths sampled from each prompt, both models'
+exact laws along them, and the exact round recursion given the per-position rejection
+probabilities :math:`r_n = \max(0, 1 - q(x_n)/p(x_n))`, giving the expected target calls,
+rejections and draft tokens of the run (mean and standard error over the paths). The measured
+column is one run, so it scatters around the prediction by the run's own spread.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..laws.closed_form import iid_tokens_per_call
-
 if TYPE_CHECKING:
-    pass
-
-if TYPE_CHECKING:
-    from ..decoder.batching import CausalLM
+    from ..decoder.generation_result import DecodeStats
 
 
-def acceptance_along(
-    target: CausalLM,
-    draft: CausalLM,
-    prompt_ids: Sequence[int],
-    new_ids: Sequence[int],
-    temperature: float = 1.0,
-    top_k: int | None = None,
-    top_p: float | None = None,
-) -> np.ndarray:
-    """Per-position acceptance ``sum_x min(target_n, draft_n)`` along ``prompt + new`` tokens.
-
-    Both models score the whole sequence in one (uncached) call each; the laws are formed with
-    the decoder's own :func:`~spectheory.decoder.logits.logits_to_probs`, so they are the laws
-    the decoder samples from. Returns a float64 array with one entry per new token.
-    """
-    import torch
-
-    from ..decoder.logits import logits_to_probs
-    from ..validation.lossless import model_device
-
-    ids = torch.tensor([list(prompt_ids) + list(new_ids)], dtype=torch.long, device=model_device(target))
-    n0 = len(prompt_ids)
-    with torch.no_grad():
-        laws = [
-            logits_to_probs(m(ids)[0, n0 - 1 : -1].double(), temperature, top_k, top_p)
-            for m in (target, draft)
-        ]
-    return torch.minimum(*laws).sum(-1).cpu().numpy()
-
-
-def _settings(args: argparse.Namespace) -> dict:
+def _settings(args: argparse.Namespace, draft: str, texts: list[str]) -> dict:
     return {
-        "target": "target",
-        "draft": args.draft,
-        "prompt": args.prompt,
+        "target": args.target,
+        "draft": draft,
+        "prompts": texts,
+        "chat": bool(getattr(args, "chat", False)),
         "gamma": args.gamma,
         "horizon": args.tokens,
         "temperature": args.temperature,
         "seed": args.seed,
         "device": args.device,
+        "dtype": getattr(args, "dtype", "float32"),
         "bonus": not args.no_bonus,
         "forward": getattr(args, "forward", "eager"),
+        "paths": getattr(args, "paths", 16),
     }
 
 
-def run_decode(args: argparse.Namespace) -> int:
-    """Run the decoder on ``args.prompt``; print text, measured statistics, the plain-target
-    baseline and the theory's prediction (``--json``: the same as one object with the settings)."""
+def check_decode_request(args: argparse.Namespace) -> bool:
+    """Refuse, before any model loads, what decode cannot run; whether it is tree decoding."""
     from .cli_args import check_device_available
 
     check_device_available(args.device)  # before the models load
@@ -89,97 +60,184 @@ def run_decode(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--forward {forward}: the Medusa heads read the target's hidden states eagerly; use --forward eager"
         )
-    if tree_mode:  # tree decoding (issue 12)
+    return tree_mode
+
+
+def _pooled(stats: list[DecodeStats]) -> dict:
+    """Totals over the runs (one per prompt): counts and seconds add."""
+    tot = [s.totals() for s in stats]
+    keys = ("tokens", "target_calls", "draft_tokens", "rejections", "accepted", "checked")
+    out: dict[str, Any] = {k: int(sum(t[k] for t in tot)) for k in keys}
+    for k in ("time_prefill", "time_draft", "time_target", "time_total"):
+        out[k] = float(sum(t[k] for t in tot))
+    out["acceptance"] = out["accepted"] / out["checked"] if out["checked"] else float("nan")
+    out["tokens_per_call"] = out["tokens"] / out["target_calls"] if out["target_calls"] else float("nan")
+    return out
+
+
+def run_decode(args: argparse.Namespace) -> int:
+    """Run the decoder on each prompt; print the text, the measured statistics next to the
+    along-path prediction, and the plain-target baseline (``--json``: the same as one object)."""
+    if check_decode_request(args):  # tree decoding (issue 12)
         from .decode_tree import run_tree_decode
 
         return run_tree_decode(args)
-    from ..decoder import load_model, registered_models
     from ..decoder.compiled import with_forward
+    from ..decoder.rng import row_seeds
     from ..decoder.speculative import autoregressive_generate, speculative_generate
-    from ..laws.closed_form import iid_speedup
-    from .decode_tree import print_generated
+    from .decode_predict import predict_run, predicted_time
+    from .model_args import default_draft, encoded_prompts, load_models
 
-    names = registered_models()
-    if args.draft not in names or "target" not in names:
-        raise ValueError(f"--draft: unknown model {args.draft!r}; shipped models: {', '.join(names)}")
-    target = with_forward(load_model("target", device=args.device), forward)
-    draft = with_forward(load_model(args.draft, device=args.device), forward)
-    prompt = list(args.prompt.encode("utf-8"))
+    forward = getattr(args, "forward", "eager")
+    draft_name = args.draft or default_draft(args.target)
+    target, draft = load_models(args, draft_name)
+    texts, prompts = encoded_prompts(args, target)
+    fast_target = with_forward(target, forward)
+    fast_draft = fast_target if draft is target else with_forward(draft, forward)
     bonus = not args.no_bonus
-    sampling = dict(temperature=args.temperature, seed=args.seed, device=args.device)
-    autoregressive_generate(target, [prompt], min(args.tokens, 4), **sampling)  # warm-up (allocator, kernels)
-    res = speculative_generate(target, draft, [prompt], args.tokens, args.gamma, bonus=bonus, **sampling)
-    plain = autoregressive_generate(target, [prompt], args.tokens, **sampling).stats
-    plain_draft = autoregressive_generate(draft, [prompt], args.tokens, **sampling).stats
-    new = res.tokens[0].tolist()
-    measured = res.stats.totals()
-    rounds = np.asarray(res.stats.round_accepted[0])
-    hist = res.stats.accepted_counts[0].tolist()
-    beta = acceptance_along(target, draft, prompt, new, temperature=args.temperature)
-    alpha = float(beta.mean())
-    cost = plain_draft.time_total / plain.time_total  # c = t_draft / t_target, per token, measured
-    predicted = {
-        "mean_acceptance": alpha,
-        "rejections_without_bonus": float((1.0 - beta).sum()),
-        # with bonus tokens sum_{i<=gamma} alpha^i; without, a round emits min(N + 1, gamma) tokens
-        "tokens_per_call_iid": float(iid_tokens_per_call(min(alpha, 1.0), args.gamma - (not bonus))),
-        "cost_ratio_measured": cost,
-        "speedup_iid": float(iid_speedup(min(alpha, 1.0 - 1e-12), args.gamma, cost)) if bonus else None,
-    }
-    baseline = {
-        "time_total": plain.time_total,
-        "tokens_per_second": args.tokens / plain.time_total,
-        "speedup_measured": plain.time_total / res.stats.time_total,
-    }
-    if args.json:
-        print(
-            json.dumps(
-                {
-                    "settings": _settings(args),
-                    "text": bytes(new).decode("utf-8", "replace"),
-                    "measured": measured,
-                    "round_accepted": rounds.tolist(),
-                    "accepted_counts": hist,
-                    "baseline": baseline,
-                    "predicted": predicted,
-                },
-                indent=1,
-            )
+    sampling = dict(temperature=args.temperature, device=args.device)
+    seeds = row_seeds(args.seed, len(prompts))  # prompt i's own seed, as row i of one batch
+    autoregressive_generate(
+        fast_target, [prompts[0]], min(args.tokens, 4), seed=seeds[:1], **sampling
+    )  # warm-up
+    runs, plain, plain_draft, predicted, seconds = [], [], [], [], []
+    for prompt, seed in zip(prompts, seeds):
+        res = speculative_generate(
+            fast_target, fast_draft, [prompt], args.tokens, args.gamma, bonus=bonus, seed=[seed], **sampling
         )
+        runs.append(res)
+        plain.append(
+            autoregressive_generate(fast_target, [prompt], args.tokens, seed=[seed], **sampling).stats
+        )
+        if draft is not target:
+            plain_draft.append(
+                autoregressive_generate(fast_draft, [prompt], args.tokens, seed=[seed], **sampling).stats
+            )
+        pred = predict_run(
+            target,
+            draft,
+            prompt,
+            args.tokens,
+            args.gamma,
+            bonus,
+            args.temperature,
+            args.paths,
+            seed,
+            args.device,
+        )
+        predicted.append(pred)
+        seconds.append(predicted_time(pred, res.stats))
+    report = _report(args, draft_name, texts, prompts, target, runs, plain, plain_draft, predicted, seconds)
+    if args.json:
+        print(json.dumps(report, indent=1))
         return 0
-    print_generated(
-        f"target + {args.draft}, gamma = {args.gamma}, {args.tokens} tokens, bonus = {bonus}, "
-        f"temperature = {args.temperature}, seed = {args.seed}, device = {args.device}",
-        args.prompt,
-        new,
-    )
-    print(f"{'':32s} {'measured':>10s} {'theory':>10s}")
-    print(f"{'acceptance per checked token':32s} {measured['acceptance']:10.3f} {alpha:10.3f}")
-    print(
-        f"{'tokens per target call':32s} {measured['tokens_per_call']:10.3f} {predicted['tokens_per_call_iid']:10.3f}"
-        "  (Leviathan, i.i.d.)"
-    )
-    print(f"{'target calls':32s} {measured['target_calls']:10d}")
-    note = "(sum of TV: Theorem 1)" if not bonus else "(sum of TV: an upper bound with bonus tokens)"
-    print(
-        f"{'rejections':32s} {measured['rejections']:10d} {predicted['rejections_without_bonus']:10.2f}  {note}"
-    )
-    spec_s = res.stats.time_total
-    print(f"{'wall time, speculative':32s} {spec_s:9.3f}s")
-    print(f"{'wall time, target alone':32s} {plain.time_total:9.3f}s  (plain autoregressive baseline)")
-    theory = f"{predicted['speedup_iid']:10.2f}" if bonus else f"{'':>10s}"
-    print(
-        f"{'speedup':32s} {baseline['speedup_measured']:10.2f} {theory}  (theory: Leviathan with the "
-        f"measured cost ratio c = {cost:.3f}; one short run, timings are noisy)"
-    )
-    print(
-        "  (one run of one prompt, first calls included; the README's speedups are the best gamma of "
-        "python benchmarks/decoder_speed.py: 200 tokens, minimum of interleaved repeats)"
-    )
-    print(
-        "rounds by accepted drafts (j = 0.."
-        + str(args.gamma)
-        + "): "
-        + ", ".join(f"j={j}: {n}" for j, n in enumerate(hist))
-    )
+    _print_report(args, report)
     return 0
+
+
+def _report(
+    args: argparse.Namespace,
+    draft_name: str,
+    texts: list[str],
+    prompts: list[list[int]],
+    target: Any,
+    runs: list,
+    plain: list,
+    plain_draft: list,
+    predicted: list[dict],
+    seconds: list[tuple[float, float]],
+) -> dict:
+    """Everything ``decode`` prints, as one JSON-serialisable dict."""
+    from .decode_predict import pool
+    from .model_args import decode_ids
+
+    measured = _pooled([r.stats for r in runs])
+    pred: dict[str, Any] = pool(predicted)
+    calls, calls_se = pred["target_calls"]
+    tokens = args.tokens * len(prompts)
+    pred["tokens_per_call"] = (tokens / calls, tokens * calls_se / calls**2)
+    pred["acceptance"] = tuple(float(np.mean(v)) for v in zip(*(p["acceptance"] for p in predicted)))
+    pred["time_total"] = (sum(m for m, _ in seconds), float(np.hypot.reduce([s for _, s in seconds])))
+    base = float(sum(s.time_total for s in plain))
+    spec = measured["time_total"]
+    baseline = {
+        "time_total": base,
+        "tokens_per_second": tokens / base,
+        "speedup_measured": base / spec,
+        "speedup_predicted": base / pred["time_total"][0],
+        "draft_time_total": float(sum(s.time_total for s in plain_draft)) if plain_draft else None,
+    }
+    eos = getattr(getattr(target, "tokenizer", None), "eos_token_id", None)
+    per_prompt = []
+    for text, prompt, res in zip(texts, prompts, runs):
+        new = res.tokens[0].tolist()
+        shown = new[: new.index(eos) + 1] if eos is not None and eos in new else new
+        per_prompt.append(
+            {
+                "prompt": text,
+                "prompt_tokens": len(prompt),
+                "context": decode_ids(target, prompt),  # the prompt as the model saw it (--chat)
+                "text": decode_ids(target, shown),  # up to an end-of-text token
+                "tokens_after_eos": len(new) - len(shown),
+                "new_tokens": new,
+                "round_accepted": res.stats.round_accepted[0].tolist(),
+            }
+        )
+    hist = np.sum([r.stats.accepted_counts[0] for r in runs], axis=0)
+    return {
+        "settings": _settings(args, draft_name, texts),
+        "texts": [r["text"] for r in per_prompt],
+        "runs": per_prompt,
+        "measured": measured,
+        "accepted_counts": hist.tolist(),
+        "predicted": {k: {"mean": v[0], "se": v[1]} for k, v in pred.items()},
+        "baseline": baseline,
+    }
+
+
+def _print_report(args: argparse.Namespace, report: dict) -> None:
+    """The terminal report: the texts, then measured against predicted."""
+    s, m, p, b = report["settings"], report["measured"], report["predicted"], report["baseline"]
+    print(
+        f"{s['target']} + {s['draft']}, gamma = {s['gamma']}, {s['horizon']} tokens per prompt, "
+        f"bonus = {s['bonus']}, temperature = {s['temperature']}, seed = {s['seed']}, "
+        f"device = {s['device']}, dtype = {s['dtype']}" + (", chat template" if s["chat"] else "")
+    )
+    for run in report["runs"]:
+        print("-" * 72)
+        after = run["tokens_after_eos"]
+        shown = f"[chat template] user: {run['prompt']}\n" if s["chat"] else run["context"]
+        print(shown + run["text"] + (f"  [+{after} tokens after end-of-text, not shown]" if after else ""))
+    print("-" * 72)
+    n = len(report["runs"])
+    print(
+        f"{'':30s} {'measured':>10s} {'predicted':>16s}  (along {s['paths']} target paths per prompt; "
+        f"{n} run{'s' if n > 1 else ''} of {s['horizon']} tokens)"
+    )
+
+    def row(name: str, measured: str, key: str, fmt: str, note: str = "") -> None:
+        mean, se = p[key]["mean"], p[key]["se"]
+        print(f"{name:30s} {measured:>10s} {mean:{fmt}} +- {se:<{fmt}}{note}")
+
+    row("acceptance per checked token", f"{m['acceptance']:.3f}", "acceptance", "7.3f", "  (sum min(p, q))")
+    row("tokens per target call", f"{m['tokens_per_call']:.3f}", "tokens_per_call", "7.3f")
+    row("target calls", f"{m['target_calls']:d}", "target_calls", "7.2f")
+    row("rejections", f"{m['rejections']:d}", "rejections", "7.2f")
+    row("draft tokens", f"{m['draft_tokens']:d}", "draft_tokens", "7.2f")
+    row(
+        "wall time, speculative (s)",
+        f"{m['time_total']:.3f}",
+        "time_total",
+        "7.3f",
+        "  (predicted counts at this run's seconds per call)",
+    )
+    print(f"{'wall time, target alone (s)':30s} {b['time_total']:10.3f}  (plain autoregressive baseline)")
+    print(
+        f"{'speedup':30s} {b['speedup_measured']:10.2f} {b['speedup_predicted']:7.2f}  "
+        "(one short run: timings are noisy)"
+    )
+    hist = report["accepted_counts"]
+    print(
+        f"rounds by accepted drafts (j = 0..{s['gamma']}): "
+        + ", ".join(f"j={j}: {c}" for j, c in enumerate(hist))
+    )

@@ -1,10 +1,12 @@
 """``spectheory tune``: which gamma, tree or policy to run for two models on this device.
 
-Models are shipped names (``target``, ``draft-small``, ...) or ``hf:PATH`` (a local Hugging Face
-model folder through :class:`~spectheory.decoder.hf.HFCausalLM`). Prompts come from a text file
-(one prompt per line, tokenized by the folder's tokenizer for ``hf:`` models when it has one,
-as UTF-8 bytes otherwise; cut to the shortest prompt, at most ``--prompt-len`` tokens) or, by
-default, from held-out windows of the built-in corpus. The work is
+Models are any name :func:`~spectheory.decoder.load_model` takes: shipped names (``target``,
+``draft-small``, ...), ``smollm2-135m`` (the ``real`` extra) or ``hf:PATH`` (a local Hugging Face
+model folder through :class:`~spectheory.decoder.hf.HFCausalLM`). Prompts are ``--prompt TEXT``
+(repeatable) and ``--prompts FILE`` (one per line), tokenized by the target's tokenizer when it
+has one (``--chat``: its chat template) and as UTF-8 bytes otherwise, cut to the shortest
+prompt, at most ``--prompt-len`` tokens; by default, held-out windows of the built-in corpus
+(as text through the tokenizer, for a model that has one) (:mod:`spectheory.app.model_args`). The work is
 :func:`spectheory.tuning.tuner.tune`; ``--verify`` runs the decoder on the top
 configurations (:meth:`~spectheory.tuning.tuner.TuneResult.verify`).
 """
@@ -84,53 +86,48 @@ def _policies(spec: list[tuple[str, float | None]], depth: int) -> list[Any]:
     return out
 
 
-def load_named_model(name: str, device: str) -> Any:
-    """A shipped model by name or ``hf:PATH`` (a local Hugging Face folder)."""
-    from ..decoder import list_models, load_model
+def load_named_model(name: str, device: str, dtype: str = "float32") -> Any:
+    """A model by any name :func:`~spectheory.decoder.load_model` takes (shipped names,
+    ``smollm2-135m``, ``hf:PATH``), errors naming the model (:func:`.model_args.load_named`)."""
+    from .model_args import load_named
 
-    if name.startswith("hf:"):
-        from ..decoder.hf import HFCausalLM
-
-        return HFCausalLM.from_pretrained(name[3:], device=device).eval()
-    if name not in list_models():
-        raise ValueError(f"model {name!r}: not a shipped model ({', '.join(list_models())}) nor hf:PATH")
-    return load_model(name, device=device)
+    return load_named(name, "model", device, dtype)
 
 
-def read_prompts(path: str, model_name: str, vocab: int, prompt_len: int) -> Any:
-    """Equal-length token prompts ``[P, L]`` from a text file (module docstring)."""
+def read_prompts(texts: list[str], model: Any, prompt_len: int, chat: bool = False) -> Any:
+    """Equal-length token prompts ``[P, L]`` from prompt texts: each encoded by ``model``'s
+    tokenizer (``chat``: its chat template) or as UTF-8 bytes, all cut to the shortest, at most
+    ``prompt_len`` tokens."""
     import numpy as np
 
-    with open(path, encoding="utf-8") as fh:
-        lines = [line.rstrip("\n") for line in fh if line.strip()]
-    if not lines:
-        raise ValueError(f"--prompts {path}: no non-empty lines")
-    import os
+    from .model_args import encode_prompt
 
-    encode = None
-    folder = model_name[3:] if model_name.startswith("hf:") else None
-    names = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "tokenizer.model")
-    if folder and any(os.path.exists(os.path.join(folder, n)) for n in names):
-        from transformers import AutoTokenizer
-
-        encode = AutoTokenizer.from_pretrained(folder, local_files_only=True).encode
-    ids = [list(encode(t)) if encode else list(t.encode("utf-8")) for t in lines]
+    ids = [encode_prompt(model, t, chat) for t in texts]
     L = min(prompt_len, min(len(x) for x in ids))
-    if L < 1:
-        raise ValueError(f"--prompts {path}: a prompt has no tokens")
     arr = np.array([x[:L] for x in ids], dtype=np.int64)
-    if arr.max() >= vocab:
-        raise ValueError(f"--prompts {path}: token ids up to {arr.max()} exceed the vocabulary ({vocab})")
+    if arr.max() >= model.vocab_size:
+        raise ValueError(f"--prompts: token ids up to {arr.max()} exceed the vocabulary ({model.vocab_size})")
     return arr
+
+
+def _corpus_prompts(model: Any, prompt_len: int) -> Any:
+    """Held-out windows of the built-in corpus: as bytes for a byte-level model, as text through
+    the model's tokenizer for one that has one."""
+    from ..decoder.corpus import heldout_windows
+
+    windows = heldout_windows(8, prompt_len)
+    if getattr(model, "tokenizer", None) is None:
+        return windows % model.vocab_size
+    texts = [bytes(w.tolist()).decode("utf-8", "replace") for w in windows]
+    return read_prompts(texts, model, prompt_len)
 
 
 def add_tune_args(p: argparse.ArgumentParser) -> None:
     """The options of ``spectheory tune``."""
-    p.add_argument("--target", default="target", help="target: a shipped name or hf:PATH")
-    p.add_argument("--draft", default="draft-small", help="draft: a shipped name or hf:PATH")
-    p.add_argument(
-        "--prompts", default=None, metavar="FILE", help="prompts, one per line (default: the corpus)"
-    )
+    from .model_args import add_model_args, add_prompt_args
+
+    add_model_args(p)
+    add_prompt_args(p, "held-out windows of the built-in corpus")
     p.add_argument("--prompt-len", type=A.positive_int, default=32, help="tokens kept per prompt")
     p.add_argument("--device", type=A.device_name, default="cpu", help="torch device: cpu, cuda or cuda:N")
     p.add_argument("--batches", type=A.gammas, default=[1], help="comma-separated batch sizes")
@@ -188,18 +185,13 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    target = load_named_model(args.target, args.device)
-    draft = load_named_model(args.draft, args.device)
-    if target.vocab_size != draft.vocab_size:
-        raise ValueError(
-            f"--target, --draft: vocabularies differ ({target.vocab_size} vs {draft.vocab_size})"
-        )
-    if args.prompts is not None:
-        prompts = read_prompts(args.prompts, args.target, target.vocab_size, args.prompt_len)
-    else:
-        from ..decoder.corpus import heldout_windows
+    from .model_args import load_models, prompt_texts
 
-        prompts = heldout_windows(8, args.prompt_len) % target.vocab_size
+    target, draft = load_models(args, args.draft)
+    if args.prompt or args.prompts:
+        prompts = read_prompts(prompt_texts(args, ""), target, args.prompt_len, args.chat)
+    else:
+        prompts = _corpus_prompts(target, args.prompt_len)
     limit = min(x for x in (target.max_seq_len, draft.max_seq_len, 1 << 30) if x is not None)
     deepest = max([*args.gammas, *(len(t) for t in args.trees), args.policy_depth if args.policies else 0])
     if prompts.shape[1] + args.tokens + deepest + 1 > limit:

@@ -91,11 +91,16 @@ def test_decode_runs_the_shipped_models(capsys):
     assert main(["decode", "--draft", "draft-tiny", "--tokens", "24", "--gamma", "3", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     m = out["measured"]
-    assert m["tokens"] == 24 and sum(out["round_accepted"]) == m["accepted"]
-    assert 0 < out["predicted"]["mean_acceptance"] <= 1
+    assert m["tokens"] == 24 and sum(out["runs"][0]["round_accepted"]) == m["accepted"]
+    assert 0 < out["predicted"]["acceptance"]["mean"] <= 1
+    assert out["texts"] == [bytes(out["runs"][0]["new_tokens"]).decode("utf-8", "replace")]
+    # the along-path prediction of the run's counts: expected calls between the extremes
+    calls = out["predicted"]["target_calls"]["mean"]
+    assert 24 / 4 <= calls <= 24 and out["predicted"]["target_calls"]["se"] >= 0
     # every setting is in the JSON; the histogram runs over 0..gamma; a plain-target baseline
     s = out["settings"]
-    assert (s["draft"], s["seed"], s["temperature"], s["gamma"], s["horizon"]) == (
+    assert (s["target"], s["draft"], s["seed"], s["temperature"], s["gamma"], s["horizon"]) == (
+        "target",
         "draft-tiny",
         0,
         1.0,
@@ -124,7 +129,7 @@ def test_decode_forward_static_gives_the_eager_text(capsys, tree):
             assert main([*args, "--forward", forward]) == 0
             out = json.loads(capsys.readouterr().out)
             assert out["settings"]["forward"] == forward
-            texts.append(out["text"])
+            texts.append(out["texts"][0])
     assert texts[0] == texts[1]
 
 
