@@ -28,7 +28,7 @@ import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -40,6 +40,8 @@ from .toy import ToyModels, expected_accepted, play_round, rejection_probability
 
 __all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS", "DEFAULT_SEED"]
 
+#: The real-model demo's default prompt (``--target``).
+REAL_PROMPT = "The cat sat on the"
 #: Rounds played when ``n_rounds`` is not given.
 DEFAULT_ROUNDS = 5
 #: Seed used when none is given: with the defaults (gamma = 3, 5 rounds) its demo shows a
@@ -72,6 +74,11 @@ def _wrap(line: str) -> str:
     return textwrap.fill(line, width=78, subsequent_indent="    ")
 
 
+def _prob(x: float) -> str:
+    """A probability in 3 decimals, or 2 significant digits when it is below 0.001."""
+    return f"{x:.3f}" if x == 0 or x >= 0.001 else f"{x:.1e}"
+
+
 def _q(word: str) -> str:
     return f'"{word}"'
 
@@ -84,7 +91,7 @@ def run_demo(
     n_rounds: int = DEFAULT_ROUNDS,
     out: TextIO | None = None,
     input_fn: Callable[[str], str] = input,
-    models: ToyModels | None = None,
+    models: ToyModels | Any | None = None,
 ) -> DemoResult:
     """Walk through ``n_rounds`` rounds of speculative decoding on the toy vocabulary.
 
@@ -105,8 +112,9 @@ def run_demo(
         Where to print (default ``sys.stdout``).
     input_fn : callable
         Called with a prompt string to wait for the presenter.
-    models : ToyModels, optional
-        The toy pair (default :func:`~spectheory.teaching.toy.toy_models`).
+    models : ToyModels or DemoView, optional
+        The toy pair (default :func:`~spectheory.teaching.toy.toy_models`), or a view of another
+        pair (:class:`~spectheory.teaching.real.RealView`: a real LLM on English text).
 
     Returns
     -------
@@ -121,16 +129,16 @@ def run_demo(
     n_rounds = check_int(n_rounds, "n_rounds", 1)
     out = sys.stdout if out is None else out
     models = toy_models() if models is None else models
+    view = ToyView(models, gamma) if isinstance(models, ToyModels) else models
     rng = np.random.default_rng(seed)
-    words = models.words
+    name = view.name
+    unit = view.unit
     char = bar_char(out)
     save_dir = None
     if save is not None:
         save_dir = Path(save)
         save_dir.mkdir(parents=True, exist_ok=True)
-    exp_acc = expected_accepted(models, gamma)
-    p_rej = rejection_probability(models, gamma)
-    result = DemoResult(words=[words[models.start]])
+    result = DemoResult(words=list(view.start_words()))
 
     def say(line: str = "") -> None:
         print(line, file=out)
@@ -148,35 +156,33 @@ def run_demo(
     say(RULE)
     say("Speculative decoding, step by step")
     say(RULE)
-    say(f"Vocabulary ({len(words)} words): " + " ".join(words))
-    say("target p = the big model's next-word law; draft q = the small model's guess.")
-    say(f"Each round the draft proposes gamma = {gamma} words; the target checks them in one")
-    say("call: accept word x iff a uniform u < p(x)/q(x), i.e. with probability min(1, p/q).")
-    say("At the first rejection a word is drawn from the residual norm(max(p - q, 0)).")
-    say("If all are accepted, the target adds a bonus word. The output follows p exactly.")
+    for line in view.intro():
+        say(line)
+    say(f"Each round the draft proposes gamma = {gamma} {unit}s; the target checks them in one")
+    say(f"call: accept {unit} x iff a uniform u < p(x)/q(x), i.e. with probability min(1, p/q).")
+    say(f"At the first rejection a {unit} is drawn from the residual norm(max(p - q, 0)).")
+    say(f"If all are accepted, the target adds a bonus {unit}. The output follows p exactly.")
     say(f"Seed {seed!r}, {n_rounds} rounds.")
     pause()
 
-    state = models.start
     try:
         for r in range(1, n_rounds + 1):
-            record = play_round(models, state, gamma, rng)
+            context = view.context()
+            record = view.play(gamma, rng)
             result.rounds.append(record)
             say("")
             say(f"=== Round {r} of {n_rounds} " + "=" * max(0, 56 - len(str(r)) - len(str(n_rounds))))
-            say(_wrap("Text so far: " + " ".join(result.words)))
+            say(_wrap("Text so far: " + view.join(result.words)))
             say(
-                f"Context word {_q(words[state])}. The draft proposes {gamma} word"
-                f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(words[x]) for x in record.proposals)
+                f"{context}. The draft proposes {gamma} {unit}"
+                f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(name(x)) for x in record.proposals)
             )
             for i, step in enumerate(record.steps, start=1):
                 pause()
-                x = words[step.proposal]
+                x = name(step.proposal)
                 say("")
-                say(f"  Step {i} of {gamma}: check {_q(x)} after {_q(words[step.state])}")
-                for line in law_table(
-                    words, {"target p": step.target, "draft q": step.draft}, mark=step.proposal, char=char
-                ):
+                say(f"  Step {i} of {gamma}: check {_q(x)} after {_q(name(step.state))}")
+                for line in view.table({"target p": step.target, "draft q": step.draft}, step.proposal, char):
                     say(line)
                 p, q = step.target[step.proposal], step.draft[step.proposal]
                 say(
@@ -184,7 +190,7 @@ def run_demo(
                     f"{acceptance_rate(step.target, step.draft):.3f} = 1 - TV(p, q)"
                 )
                 say(
-                    f"    p/q = {p:.3f} / {q:.3f} = {step.ratio:.3f}   "
+                    f"    p/q = {_prob(p)} / {_prob(q)} = {step.ratio:.3f}   "
                     f"accept probability min(1, p/q) = {min(1.0, step.ratio):.3f}"
                 )
                 if step.accepted:
@@ -193,10 +199,10 @@ def run_demo(
                         f"round {r}, step {i}: {x!r} accepted (u = {step.u:.3f} < p/q = {step.ratio:.3f})"
                     )
                 else:
-                    y = words[step.emitted]
+                    y = name(step.emitted)
                     say(f"    u = {step.u:.3f} >= {step.ratio:.3f}  ->  REJECT {_q(x)}")
-                    say("    The target draws the word from the residual norm(max(p - q, 0)):")
-                    for line in law_table(words, {"residual": step.residual}, mark=step.emitted, char=char):
+                    say(f"    The target draws the {unit} from the residual norm(max(p - q, 0)):")
+                    for line in view.table({"residual": step.residual}, step.emitted, char):
                         say(line)
                     say(f"    Drawn from the residual: {_q(y)}. The round ends.")
                     later = record.proposals[i:]
@@ -204,9 +210,9 @@ def run_demo(
                         say(
                             _wrap(
                                 f"    The later proposal{'s' if len(later) > 1 else ''} "
-                                + ", ".join(_q(words[w]) for w in later)
+                                + ", ".join(_q(name(w)) for w in later)
                                 + f" {'are' if len(later) > 1 else 'is'} discarded: drafted after a "
-                                "rejected word, they continue a text that no longer exists."
+                                f"rejected {unit}, they continue a text that no longer exists."
                             )
                         )
                     headline = (
@@ -215,42 +221,41 @@ def run_demo(
                     )
                 if save_dir is not None:
                     result.saved.append(
-                        save_step_figure(save_dir / f"round{r:02d}_step{i}.png", words, step, headline)
+                        view.step_figure(save_dir / f"round{r:02d}_step{i}.png", step, headline)
                     )
             if record.bonus is not None and record.bonus_law is not None:
                 pause()
-                b = words[record.bonus]
+                b = name(record.bonus)
                 say("")
-                say(f"  All {gamma} proposals accepted. The same target call also scored the word")
-                say(f"  after {_q(words[record.proposals[-1]])}, so a bonus word is drawn from p:")
-                for line in law_table(words, {"target p": record.bonus_law}, mark=record.bonus, char=char):
+                say(f"  All {gamma} proposals accepted. The same target call also scored the {unit}")
+                say(f"  after {_q(name(record.proposals[-1]))}, so a bonus {unit} is drawn from p:")
+                for line in view.table({"target p": record.bonus_law}, record.bonus, char):
                     say(line)
-                say(f"    Bonus word: {_q(b)}")
+                say(f"    Bonus {unit}: {_q(b)}")
                 if save_dir is not None:
                     result.saved.append(
-                        save_bonus_figure(
+                        view.bonus_figure(
                             save_dir / f"round{r:02d}_bonus.png",
-                            words,
                             record.bonus_law,
                             record.bonus,
-                            f"round {r}: all accepted, bonus word {b!r}",
+                            f"round {r}: all accepted, bonus {unit} {b!r}",
                         )
                     )
             # tally
-            result.words.extend(words[w] for w in record.emitted)
+            expected, p_rejection = view.theory(record)
+            result.words.extend(name(w) for w in record.emitted)
             result.accepted += record.n_accepted
             result.rejections += int(record.rejected)
-            result.predicted_accepted += float(exp_acc[state])
-            result.predicted_rejections += float(p_rej[state])
+            result.predicted_accepted += expected
+            result.predicted_rejections += p_rejection
             say("")
             say(
                 f"  Round {r}: {record.n_accepted} of {gamma} accepted (theory expects "
-                f"{exp_acc[state]:.2f} from {_q(words[state])}), "
-                f"{len(record.emitted)} word{'s' if len(record.emitted) != 1 else ''} "
+                f"{expected:.2f} {view.theory_given(record)}), "
+                f"{len(record.emitted)} {unit}{'s' if len(record.emitted) != 1 else ''} "
                 "for one target call."
             )
-            _tally(say, result, r)
-            state = record.emitted[-1]
+            _tally(say, result, r, view)
             pause()
     except _Quit:
         result.quit_early = True
@@ -259,12 +264,13 @@ def run_demo(
 
     say("")
     say(RULE)
-    say(_wrap("Generated text: " + " ".join(result.words)))
+    say(_wrap("Generated text: " + view.join(result.words)))
     n = len(result.rounds)
     if n:
+        emitted = len(result.words) - len(view.start_words())
         say(
-            f"{n} target calls produced {len(result.words) - 1} words "
-            f"({(len(result.words) - 1) / n:.2f} per call; plain decoding gives 1.00)."
+            f"{n} target calls produced {emitted} {unit}s "
+            f"({emitted / n:.2f} per call; plain decoding gives 1.00)."
         )
     if save_dir is not None:
         say(f"Saved {len(result.saved)} figures to {save_dir}")
@@ -272,24 +278,77 @@ def run_demo(
     return result
 
 
-def _tally(say: Callable[[str], None], result: DemoResult, rounds: int) -> None:
-    emitted = len(result.words) - 1
+def _tally(say: Callable[[str], None], result: DemoResult, rounds: int, view: Any) -> None:
+    unit = view.unit
+    emitted = len(result.words) - len(view.start_words())
     predicted_words = result.predicted_accepted + rounds
     say(f"  Running tally after {rounds} round{'s' if rounds != 1 else ''}:")
     say(f"    {'':<28}{'observed':>10}{'theory':>10}")
-    say(f"    {'accepted draft words':<28}{result.accepted:>10d}{result.predicted_accepted:>10.2f}")
+    say(f"    {'accepted draft ' + unit + 's':<28}{result.accepted:>10d}{result.predicted_accepted:>10.2f}")
     say(f"    {'rejections':<28}{result.rejections:>10d}{result.predicted_rejections:>10.2f}")
-    say(f"    {'words emitted':<28}{emitted:>10d}{predicted_words:>10.2f}")
+    say(f"    {unit + 's emitted':<28}{emitted:>10d}{predicted_words:>10.2f}")
     if rounds == 1:
         say(
             _wrap(
-                "    (theory: the expected values given each round's starting word, summed over the "
+                f"    (theory: the expected values given {view.theory_basis}, summed over the "
                 "rounds played. A round has at most one rejection, so its 'rejections' term is the "
                 "probability that the round ends in a rejection, 1 - P(all proposals accepted); "
                 "'accepted' adds P(the first i proposals pass) over i; each round also emits one "
-                "residual or bonus word.)"
+                f"residual or bonus {unit}.)"
             )
         )
+
+
+class ToyView:
+    """The toy pair as :func:`run_demo` reads it: words, the round, the exact per-state theory
+    and the figures (a :class:`~spectheory.teaching.real.RealView` answers the same calls for a
+    real LLM). It keeps the context word between rounds."""
+
+    unit = "word"
+    theory_basis = "each round's starting word"
+
+    def __init__(self, models: ToyModels, gamma: int) -> None:
+        self.models, self.words, self.state = models, models.words, models.start
+        self.exp_acc = expected_accepted(models, gamma)
+        self.p_rej = rejection_probability(models, gamma)
+
+    def start_words(self) -> list[str]:
+        return [self.words[self.models.start]]
+
+    def intro(self) -> list[str]:
+        return [
+            f"Vocabulary ({len(self.words)} words): " + " ".join(self.words),
+            "target p = the big model's next-word law; draft q = the small model's guess.",
+        ]
+
+    def name(self, x: int) -> str:
+        return str(self.words[x])
+
+    def join(self, words: Sequence[str]) -> str:
+        return " ".join(words)
+
+    def context(self) -> str:
+        return f"Context word {_q(self.words[self.state])}"
+
+    def play(self, gamma: int, rng: np.random.Generator) -> Any:
+        record = play_round(self.models, self.state, gamma, rng)
+        self.state = record.emitted[-1]
+        return record
+
+    def theory(self, record: Any) -> tuple[float, float]:
+        return float(self.exp_acc[record.state]), float(self.p_rej[record.state])
+
+    def theory_given(self, record: Any) -> str:
+        return f"from {_q(self.words[record.state])}"
+
+    def table(self, columns: dict, mark: int | None, char: str) -> list[str]:
+        return law_table(self.words, columns, mark=mark, char=char)
+
+    def step_figure(self, path: Path, step: Any, headline: str) -> Path:
+        return save_step_figure(path, self.words, step, headline)
+
+    def bonus_figure(self, path: Path, law: np.ndarray, bonus: int, headline: str) -> Path:
+        return save_bonus_figure(path, self.words, law, bonus, headline)
 
 
 class _OneLineError(Exception):
@@ -322,15 +381,57 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--save", default=None, metavar="DIR", help="write one PNG per step into DIR (for slides)"
     )
+    real = parser.add_argument_group("a real LLM on English text (the real extra)")
+    real.add_argument(
+        "--target", default=None, metavar="NAME", help="e.g. smollm2-135m or hf:PATH (default: the toy pair)"
+    )
+    real.add_argument(
+        "--draft", default=None, metavar="NAME", help="draft model (default: the target itself)"
+    )
+    real.add_argument(
+        "--prompt", default=REAL_PROMPT, metavar="TEXT", help=f"text to start from (default {REAL_PROMPT!r})"
+    )
+    real.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
+    real.add_argument("--temperature", type=float, default=1.0, help="the target's temperature (default 1)")
+    real.add_argument(
+        "--draft-temperature",
+        type=float,
+        default=None,
+        help="the draft's temperature (default: 1.5 when the draft is the target itself, else --temperature)",
+    )
+    real.add_argument("--device", default="cpu", help="torch device (default cpu)")
+    real.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="default float32")
     return parser
+
+
+def real_view(args: argparse.Namespace) -> Any:
+    """The :class:`~spectheory.teaching.real.RealView` of ``--target``, ``--draft`` and ``--prompt``."""
+    from ..app.model_args import default_draft, encode_prompt, load_models
+    from .real import RealView
+
+    draft_name = args.draft or default_draft(args.target)
+    target, draft = load_models(argparse.Namespace(**{**vars(args), "draft": draft_name}), draft_name)
+    hot = args.draft_temperature
+    if hot is None:
+        hot = 1.5 if draft is target else args.temperature
+    prompt = encode_prompt(target, args.prompt, args.chat)
+    return RealView(target, draft, prompt, temperature=args.temperature, draft_temperature=hot)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status (2 on bad arguments, one line)."""
     try:
         args = build_parser().parse_args(argv)
-        run_demo(seed=args.seed, gamma=args.gamma, auto=args.auto, save=args.save, n_rounds=args.rounds)
-    except (_OneLineError, ValueError) as exc:
+        view = real_view(args) if args.target else None
+        run_demo(
+            seed=args.seed,
+            gamma=args.gamma,
+            auto=args.auto,
+            save=args.save,
+            n_rounds=args.rounds,
+            models=view,
+        )
+    except (_OneLineError, ValueError, ImportError) as exc:  # ImportError: the real extra is missing
         print(f"spectheory demo: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
