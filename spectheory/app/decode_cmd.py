@@ -128,6 +128,9 @@ def run_decode(args: argparse.Namespace) -> int:
         predicted.append(pred)
         seconds.append(predicted_time(pred, res.stats))
     report = _report(args, draft_name, texts, prompts, target, runs, plain, plain_draft, predicted, seconds)
+    # a draft that caps its own proposals (prompt lookup) drafts fewer than gamma tokens in some
+    # rounds: the prediction's rounds always draft min(gamma, tokens left)
+    report["prediction_applies"] = getattr(draft, "proposal_cap", None) is None
     if args.json:
         print(json.dumps(report, indent=1))
         return 0
@@ -236,6 +239,11 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         f"{'speedup':30s} {b['speedup_measured']:10.2f} {b['speedup_predicted']:7.2f}  "
         "(one short run: timings are noisy)"
     )
+    if not report["prediction_applies"]:
+        print(
+            f"note: {s['draft']} drafts fewer than gamma tokens where it finds no match; the prediction "
+            "assumes min(gamma, tokens left) drafts every round, so it does not apply to this draft"
+        )
     hist = report["accepted_counts"]
     print(
         f"rounds by accepted drafts (j = 0..{s['gamma']}): "

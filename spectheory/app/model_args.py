@@ -157,6 +157,8 @@ def load_models(args: argparse.Namespace, draft_name: str | None) -> tuple[Any, 
     if draft_name is None:
         return target, None
     draft = target if draft_name == args.target else load_named(draft_name, "--draft", args.device, dtype)
+    if getattr(draft, "any_vocab", False) and draft.vocab_size is None:  # prompt lookup: any vocabulary
+        draft.adopt_vocab(target.vocab_size)
     if target.vocab_size != draft.vocab_size:
         raise ValueError(
             f"--target {args.target}, --draft {draft_name}: vocabularies differ "
