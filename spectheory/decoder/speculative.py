@@ -323,7 +323,10 @@ class PathStep(StepDefaults):
             verdict = _plain_steps(self.rule, inputs, plain, self.drafts.shape[1])
         else:
             verdict = self.rule(inputs)
-        self.target_cached, self.draft_cached, emitted = _commit(self.batch, k, verdict)
+        self.target_cached, draft_cached, emitted = _commit(self.batch, k, verdict)
+        if self.drafts.shape[1] == 0:  # no row drafted: the draft was not called, its cache did not move
+            draft_cached = torch.minimum(draft_cached, self.draft_cached)
+        self.draft_cached = draft_cached
         if self.hook is not None:
             self.hook.after_round(k, verdict.n_accepted, k > 0)
         # stays on the device (the flags are promoted to int64)

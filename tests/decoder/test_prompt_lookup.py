@@ -186,3 +186,28 @@ def test_without_bonus_every_round_drafts():
     """``bonus=False``: no plain steps (they emit the bonus token), so the cap is not applied."""
     res = speculative_generate(Bigram(0), load_model("prompt-lookup"), [[1, 2, 3]], 12, gamma=3, bonus=False)
     assert len(res.tokens[0]) == 12 and (res.stats.draft_tokens > 0).all()
+
+
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+def test_prediction_along_the_runs_own_path_is_its_count(temperature):
+    """Given its output path a prompt-lookup run is deterministic (a point-mass proposal is
+    accepted iff it is the path's token; the caps follow from the path; where the lookup has no
+    match its law is uniform, but no round checks such a position), so the along-path
+    prediction (validation.predict.round_dp with app.decode_predict.proposal_caps) evaluated on
+    the run's own output equals the run's counts exactly."""
+    from spectheory.app.decode_predict import proposal_caps
+    from spectheory.validation.predict import path_statistics, round_dp
+
+    target, prompt, gamma = Bigram(2), [1, 2, 3, 4, 5, 1, 2, 3], 4
+    pl = load_model("prompt-lookup:tokens=6")
+    for seed in range(4):
+        res = speculative_generate(target, pl, [prompt], 40, gamma, temperature=temperature, seed=seed)
+        path = np.array([prompt + res.tokens[0].tolist()])
+        stats = path_statistics(target, pl, path, len(prompt), (temperature, None, None))
+        dp = round_dp(stats.reject, gamma, True, proposal_caps(pl, path, len(prompt), gamma))
+        s = res.stats
+        assert s.draft_tokens.sum() > 0 and s.rejections.sum() > (temperature > 0)
+        assert dp["target_calls"][0] == s.target_calls[0]
+        assert dp["rejections"][0] == s.rejections[0]
+        assert dp["draft_tokens"][0] == s.draft_tokens[0]
+        np.testing.assert_array_equal(dp["counts"][0], s.accepted_counts[0])
