@@ -10,6 +10,13 @@ bonus setting; their mean over paths is unbiased, with its standard error over p
 (:mod:`spectheory.validation.predict`). Over several prompts (each run on its own) the
 expectations add and the variances add.
 
+A draft that caps its own proposals (prompt lookup's ``proposal_cap``: no match, no draft) is
+predicted the same way: along a target path its draft length at every round start is known
+(:func:`proposal_caps`), and ``round_dp``'s ``caps`` runs the rounds with it; at a position
+inside a round its point-mass law rejects the path's token exactly when the lookup proposes
+another one. (The decoder uses the cap only with bonus tokens, where a round without drafts is
+a plain target step.)
+
 Time: the predicted counts priced at this run's own measured seconds per target call and per
 draft call (:func:`predicted_time`), so the time row checks the counts in seconds; it is not a
 cost model (``spectheory tune`` fits one).
@@ -29,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COUNTS", "predict_run", "pool", "predicted_time"]
+__all__ = ["COUNTS", "predict_run", "pool", "predicted_time", "proposal_caps"]
 
 #: The counts predicted per run, as :class:`~spectheory.decoder.DecodeStats` names them.
 COUNTS = ("target_calls", "rejections", "draft_tokens")
@@ -39,6 +46,41 @@ def _path_batch(length: int, vocab: int, budget: float = 2e8) -> int:
     """Paths evaluated at once by ``path_statistics``: its float64 laws ``[b, length, V]`` kept
     near ``budget`` bytes each (a 49k vocabulary would otherwise need gigabytes)."""
     return int(max(1, min(256, budget // (8.0 * length * vocab))))
+
+
+def proposal_caps(draft: Any, paths: np.ndarray, n_prompt: int, gamma: int) -> np.ndarray | None:
+    """The draft length a capped draft uses in a round from each position of each path, int
+    ``[N, T]`` (its ``proposal_cap`` at ``k = min(gamma, T - n)``); ``None`` for a draft that
+    always drafts ``k``.
+
+    Examples
+    --------
+    >>> from spectheory.decoder.prompt_lookup import PromptLookupModel
+    >>> pl = PromptLookupModel(vocab_size=10, num_pred_tokens=4)
+    >>> proposal_caps(pl, np.array([[1, 2, 3, 1, 2, 3, 1, 2]]), 2, 4).tolist()  # no match before n = 2
+    [[0, 0, 3, 3, 2, 1]]
+    """
+    cap = getattr(draft, "proposal_cap", None)
+    if cap is None:
+        return None
+    import torch
+
+    tokens = torch.as_tensor(np.asarray(paths, dtype=np.int64))
+    N, T = tokens.shape[0], tokens.shape[1] - n_prompt
+    n = torch.arange(T)
+    rows = tokens.repeat_interleave(T, 0)  # row i * T + n: path i, a round from n
+    seq_len = (n_prompt + n).repeat(N)
+    k = torch.clamp(T - n, max=gamma).repeat(N)
+    return cap(rows.to(draft_device(draft)), seq_len, k).cpu().numpy().reshape(N, T)
+
+
+def draft_device(model: Any) -> Any:
+    """Where ``model``'s tensors live (cpu for a model without parameters or buffers)."""
+    import torch
+
+    for t in (*model.parameters(), *model.buffers()):
+        return t.device
+    return torch.device("cpu")
 
 
 def predict_run(
@@ -73,7 +115,8 @@ def predict_run(
     )
     batch = _path_batch(paths.shape[1], int(target.vocab_size))
     stats = path_statistics(target, draft, paths, len(prompt), sampling, batch_size=batch, device=device)
-    dp = round_dp(stats.reject, gamma, bonus)
+    caps = proposal_caps(draft, paths, len(prompt), gamma) if bonus else None
+    dp = round_dp(stats.reject, gamma, bonus, caps)
     out: dict[str, Any] = {name: tuple(float(v) for v in mean_se(dp[name])) for name in COUNTS}
     out["acceptance"] = tuple(float(v) for v in mean_se(1.0 - stats.tv.mean(1)))
     out["counts"] = mean_se(dp["counts"])

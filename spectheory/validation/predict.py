@@ -76,7 +76,9 @@ __all__ = [
 STREAM_TARGET_PATHS, STREAM_DRAFT_PATHS = 1, 2
 
 
-def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarray]:
+def round_dp(
+    reject: np.ndarray, gamma: int, bonus: bool, caps: ArrayLike | None = None
+) -> dict[str, np.ndarray]:
     """Exact expected round statistics given per-position rejection probabilities: the dynamic
     programme of the path kind's jump kernel (:func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` of
     :func:`~.round_kernels.path_outcomes`).
@@ -86,11 +88,18 @@ def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarra
     at the first rejection (which emits the residual at that position) or, after ``k``
     acceptances, emits a bonus token at ``n + k`` if ``bonus`` and ``n + k < T``.
 
+    A draft that caps its own proposals (prompt lookup) drafts ``k = caps[i, n]`` tokens in a
+    round from ``n`` on path ``i`` instead (``0``: a plain target step, one token from the
+    target); given the path its caps are known, so the programme is the same with ``k`` per
+    start (:func:`~.round_kernels.path_outcomes`).
+
     Parameters
     ----------
     reject : array, shape (N, T), entries in [0, 1]
     gamma : int >= 1
     bonus : bool
+    caps : int array, shape (N, T), optional
+        Draft tokens per round start, ``0 <= caps[i, n] <= min(gamma, T - n)`` (default: that bound).
 
     Returns
     -------
@@ -107,9 +116,12 @@ def round_dp(reject: np.ndarray, gamma: int, bonus: bool) -> dict[str, np.ndarra
     [1.0]
     """
     gamma = check_int(gamma, "gamma", 1)
-    dp = outcome_dp(path_outcomes(reject, gamma), bonus)
+    dp = outcome_dp(path_outcomes(reject, gamma, caps), bonus)
     T = dp["visits"].shape[1]
-    drafts = dp["visits"][..., 0] @ np.minimum(gamma, T - np.arange(T)).astype(np.float64)
+    if caps is None:
+        drafts = dp["visits"][..., 0] @ np.minimum(gamma, T - np.arange(T)).astype(np.float64)
+    else:
+        drafts = (dp["visits"][..., 0] * np.asarray(caps, dtype=np.float64)).sum(1)
     return {k: dp[k] for k in ("target_calls", "rejections")} | {
         "draft_tokens": drafts,
         "counts": dp["counts"],

@@ -55,23 +55,36 @@ __all__ = [
 ]
 
 
-def path_outcomes(reject: Any, gamma: int) -> np.ndarray:
+def path_outcomes(reject: Any, gamma: int, caps: Any = None) -> np.ndarray:
     """Outcome kernel ``[T, gamma + 1, 2, N, 1]`` of fixed-``gamma`` path rounds: a round from
     ``n`` checks ``k = min(gamma, T - n)`` positions, each rejected with probability
-    ``reject[:, m]``, and stops at the first rejection."""
+    ``reject[:, m]``, and stops at the first rejection.
+
+    ``caps`` (int ``[N, T]``, ``0 <= caps[i, n] <= min(gamma, T - n)``): a draft that caps its
+    own proposals (prompt lookup's ``proposal_cap``) checks ``k = caps[i, n]`` positions in a
+    round from ``n`` on path ``i``; ``k = 0`` is a plain target step (accepts nothing, never
+    rejects, and its one token is the bonus token)."""
     r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
     gamma = check_int(gamma, "gamma", 1)
     N, T = r.shape
+    full = np.minimum(gamma, T - np.arange(T))
+    if caps is None:
+        ks = np.broadcast_to(full, (N, T))
+    else:
+        ks = np.asarray(caps, dtype=np.int64)
+        if ks.shape != (N, T) or (ks < 0).any() or (ks > full).any():
+            raise ValueError(f"caps: expected ints in [0, min(gamma, T - n)] of shape {(N, T)}")
     by_pos = np.ascontiguousarray(r.T)
+    rows = np.arange(N)
     O = np.zeros((T, gamma + 1, 2, N, 1))
     for n in range(T):
-        k = min(gamma, T - n)
+        k = ks[:, n]
         surv = np.ones(N)
-        for j in range(k):
-            stop = surv * by_pos[n + j]
+        for j in range(int(k.max())):
+            stop = surv * by_pos[n + j] * (j < k)
             O[n, j, 1, :, 0] = stop
             surv = surv - stop
-        O[n, k, 0, :, 0] = surv
+        O[n, k, 0, rows, 0] = surv
     return O
 
 

@@ -18,8 +18,9 @@ REJECT = RNG.uniform(0, 0.8, (5, 9))
 TOP = RNG.uniform(0, 1, REJECT.shape)
 
 
-def _path_reference(r, gamma, bonus):
-    """E[calls], E[rejections], E[rounds accepting j] of one path by the textbook recursion."""
+def _path_reference(r, gamma, bonus, caps=None):
+    """E[calls], E[rejections], E[rounds accepting j] of one path by the textbook recursion
+    (``caps``: the draft length of a round from each start)."""
     T = len(r)
     memo = {}
 
@@ -28,7 +29,8 @@ def _path_reference(r, gamma, bonus):
             return np.zeros(2 + gamma + 1)
         if n in memo:
             return memo[n]
-        k, surv, out = min(gamma, T - n), 1.0, np.zeros(2 + gamma + 1)
+        k = min(gamma, T - n) if caps is None else int(caps[n])
+        surv, out = 1.0, np.zeros(2 + gamma + 1)
         out[0] = 1.0
         for j in range(k):
             p = surv * r[n + j]
@@ -50,6 +52,28 @@ def test_the_path_dp_of_the_kernel_is_the_recursion(gamma, bonus):
         assert dp["target_calls"][i] == pytest.approx(ref[0], abs=1e-12)
         assert dp["rejections"][i] == pytest.approx(ref[1], abs=1e-12)
         np.testing.assert_allclose(dp["counts"][i], ref[2:], atol=1e-12)
+
+
+@pytest.mark.parametrize("gamma", [1, 3, 12])
+def test_the_capped_path_dp_is_the_recursion_with_the_caps(gamma):
+    """A draft that caps its proposals (prompt lookup): k = caps[n] per round start, 0 = a plain
+    target step (one token, no check); draft tokens = the expected sum of k over the rounds."""
+    N, T = REJECT.shape
+    full = np.minimum(gamma, T - np.arange(T))
+    caps = RNG.integers(0, full + 1, (N, T))
+    caps[0] = 0  # every round a plain step: T calls, nothing drafted
+    dp = round_dp(REJECT, gamma, True, caps)
+    assert dp["target_calls"][0] == T and dp["draft_tokens"][0] == 0 and dp["rejections"][0] == 0
+    for i, r in enumerate(REJECT):
+        ref = _path_reference(r, gamma, True, caps[i])
+        assert dp["target_calls"][i] == pytest.approx(ref[0], abs=1e-12)
+        assert dp["rejections"][i] == pytest.approx(ref[1], abs=1e-12)
+        np.testing.assert_allclose(dp["counts"][i], ref[2:], atol=1e-12)
+    uncapped = round_dp(REJECT, gamma, True, np.broadcast_to(full, (N, T)))
+    for key in ("target_calls", "rejections", "draft_tokens", "counts"):
+        np.testing.assert_allclose(uncapped[key], round_dp(REJECT, gamma, True)[key], atol=1e-12)
+    with pytest.raises(ValueError, match="caps"):
+        round_dp(REJECT, gamma, True, caps + 1)
 
 
 @pytest.mark.parametrize("bonus", [True, False])
