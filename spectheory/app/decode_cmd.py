@@ -158,7 +158,8 @@ def _report(
     calls, calls_se = pred["target_calls"]
     tokens = args.tokens * len(prompts)
     pred["tokens_per_call"] = (tokens / calls, tokens * calls_se / calls**2)
-    pred["acceptance"] = tuple(float(np.mean(v)) for v in zip(*(p["acceptance"] for p in predicted)))
+    for key in ("acceptance", "acceptance_checked"):  # the prompts' mean
+        pred[key] = tuple(float(np.mean(v)) for v in zip(*(p[key] for p in predicted)))
     pred["time_total"] = (sum(m for m, _ in seconds), float(np.hypot.reduce([s for _, s in seconds])))
     base = float(sum(s.time_total for s in plain))
     spec = measured["time_total"]
@@ -221,7 +222,8 @@ def _print_report(args: argparse.Namespace, report: dict) -> None:
         mean, se = p[key]["mean"], p[key]["se"]
         print(f"{name:30s} {measured:>10s} {mean:{fmt}} +- {se:<{fmt}}{note}")
 
-    row("acceptance per checked token", f"{m['acceptance']:.3f}", "acceptance", "7.3f", "  (sum min(p, q))")
+    row("acceptance per checked token", f"{m['acceptance']:.3f}", "acceptance_checked", "7.3f")
+    row("sum min(p, q) = 1 - TV", "", "acceptance", "7.3f", "  (mean over every position of the paths)")
     row("tokens per target call", f"{m['tokens_per_call']:.3f}", "tokens_per_call", "7.3f")
     row("target calls", f"{m['target_calls']:d}", "target_calls", "7.2f")
     row("rejections", f"{m['rejections']:d}", "rejections", "7.2f")

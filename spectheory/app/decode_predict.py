@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COUNTS", "predict_run", "pool", "predicted_time", "proposal_caps"]
+__all__ = ["COUNTS", "predict_run", "pool", "predicted_time", "proposal_caps", "ratio_se"]
 
 #: The counts predicted per run, as :class:`~spectheory.decoder.DecodeStats` names them.
 COUNTS = ("target_calls", "rejections", "draft_tokens")
@@ -102,7 +102,10 @@ def predict_run(
     dict
         ``{name: (mean, se)}`` for ``target_calls``, ``rejections``, ``draft_tokens`` (one run's
         expectations), ``acceptance`` (the mean of :math:`\\sum_x \\min(p, q) = 1 - TV` along the
-        paths) and ``counts`` (arrays ``[gamma + 1]``: expected rounds accepting ``j`` drafts).
+        paths), ``acceptance_checked`` (:math:`E[\\text{accepted}] / E[\\text{checked}]`, the
+        measured acceptance's counterpart: a round's checks stop at its first rejection, so
+        checked = accepted + rejections) and ``counts`` (arrays ``[gamma + 1]``: expected rounds
+        accepting ``j`` drafts).
     """
     from ..decoder.rng import derive_seed
     from ..validation.path_stats import mean_se, path_statistics, repeat_prompts, sample_paths
@@ -119,9 +122,28 @@ def predict_run(
     dp = round_dp(stats.reject, gamma, bonus, caps)
     out: dict[str, Any] = {name: tuple(float(v) for v in mean_se(dp[name])) for name in COUNTS}
     out["acceptance"] = tuple(float(v) for v in mean_se(1.0 - stats.tv.mean(1)))
+    accepted = dp["counts"] @ np.arange(gamma + 1, dtype=np.float64)
+    out["acceptance_checked"] = ratio_se(accepted, accepted + dp["rejections"])
     out["counts"] = mean_se(dp["counts"])
     out["paths"] = {name: dp[name] for name in COUNTS}  # per path, for the time row
     return out
+
+
+def ratio_se(a: np.ndarray, c: np.ndarray) -> tuple[float, float]:
+    r"""``mean(a) / mean(c)`` over paths and its delta-method standard error,
+    :math:`\mathrm{sd}(a - R c) / (\sqrt{N}\, \bar c)`.
+
+    Examples
+    --------
+    >>> ratio_se(np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 6.0]))
+    (0.5, 0.0)
+    """
+    a, c = np.asarray(a, dtype=np.float64), np.asarray(c, dtype=np.float64)
+    if c.mean() <= 0:
+        return float("nan"), float("nan")
+    r = a.mean() / c.mean()
+    se = np.std(a - r * c, ddof=1) / np.sqrt(len(a)) / c.mean() if len(a) > 1 else float("nan")
+    return float(r), float(se)
 
 
 def pool(runs: Sequence[dict]) -> dict[str, tuple[Any, Any]]:
