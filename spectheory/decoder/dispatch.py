@@ -117,7 +117,9 @@ def generate(
     prompts : list of token sequences, or of texts (``str``, or one ``str``)
         Texts are encoded by ``target.tokenizer``
         (:func:`~spectheory.decoder.text_prompts.encode_prompts`; ``ValueError`` if the target has
-        none); token prompts are used as given.
+        none); token prompts are used as given. The option ``chat=True`` wraps each text as one
+        user message of the tokenizer's chat template, generation prompt added (what an
+        instruction-tuned model such as ``smollm2-135m`` expects).
     max_new_tokens : int >= 1
     round : Round, int, DraftTree or Policy
         Anything :func:`~spectheory.kinds.as_round` accepts whose kind defines ``decode``: a
@@ -155,8 +157,9 @@ def generate(
     >>> all((a == b).all() for a, b in zip(res.tokens, ref.tokens))
     True
     """
+    chat = bool(options.pop("chat", False))  # how texts are encoded, not a loop option
     rnd = round_for("decoder", round, options, _ROUND_ARGS, "generate")
-    token_prompts = encode_prompts(target, prompts)
+    token_prompts = encode_prompts(target, prompts, chat)
     result: GenerationResult = rnd.decode(LOOPS, target, draft, token_prompts, max_new_tokens, dict(options))
     result.tokenizer = getattr(target, "tokenizer", None)
     return result

@@ -356,6 +356,7 @@ def speculative_generate(
     eos_token_id: int | None = None,
     check_every: int | None = None,
     schedule: Any = None,
+    chat: bool = False,
 ) -> GenerationResult:
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
@@ -374,7 +375,8 @@ def speculative_generate(
     prompts : list of token sequences (lists of ints, 1-d integer arrays/tensors, bytes), or of
         texts (``str``, or one ``str``): encoded by ``target.tokenizer``
         (:func:`~spectheory.decoder.text_prompts.encode_prompts`; ``ValueError`` if the target
-        has none). Token prompts are used as given.
+        has none); ``chat=True`` wraps each text as one user message of the tokenizer's chat
+        template, generation prompt added. Token prompts are used as given.
     max_new_tokens, gamma : int >= 1
     temperature : float >= 0;  top_k : int >= 1 or None;  top_p : float in (0, 1] or None
     bonus : bool
@@ -442,7 +444,7 @@ def speculative_generate(
     >>> [len(t) for t in res.tokens], int(sum(r.sum() for r in res.stats.round_tokens))
     ([6, 6], 12)
     """
-    token_prompts = encode_prompts(target, prompts)
+    token_prompts = encode_prompts(target, prompts, chat)
     models = {"target": target, "draft": draft}
     max_new_tokens, (temperature, top_k, top_p) = check_common(
         models, max_new_tokens, temperature, top_k, top_p

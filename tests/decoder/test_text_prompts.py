@@ -65,6 +65,14 @@ def test_token_prompts_are_untouched():
 
 def test_chat_template_wraps_the_message_with_the_generation_prompt():
     assert encode_text(Letters(), "hi", chat=True) == Letters().encode("> hi:")
+    t, d = _models()
+    wrapped = [Letters().encode("> the cat:")]
+    ref = speculative_generate(t, d, wrapped, 5, 2, seed=3)
+    for res in (
+        speculative_generate(t, d, "the cat", 5, 2, seed=3, chat=True),
+        generate(t, d, ["the cat"], 5, st.PathRound(2), seed=3, chat=True),
+    ):
+        assert (res.tokens[0] == ref.tokens[0]).all() and res.texts == ref.texts
 
 
 def test_without_a_tokenizer_text_is_refused_and_text_output_needs_one():
