@@ -189,6 +189,14 @@ def test_notebook_executes():
     outputs = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
     assert "one-step law equals the target in all 10 contexts" in outputs
     assert "accepted per round: MC" in outputs
+    # the real-model section: run with the real extra, one line without it
+    from spectheory.decoder import pretrained
+
+    if pretrained.is_available("smollm2-135m"):
+        assert "V = 49,152" in outputs and "the one-step law equals the target" in outputs
+        assert "Generated text:" in outputs
+    else:
+        assert "skipped: the real LLM needs the real extra" in outputs
 
 
 def test_default_seed_shows_a_rejection_discarded_drafts_and_a_bonus_word():
