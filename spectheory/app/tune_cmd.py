@@ -126,7 +126,9 @@ def add_tune_args(p: argparse.ArgumentParser) -> None:
     """The options of ``spectheory tune``."""
     from .model_args import add_model_args, add_prompt_args
 
-    add_model_args(p)
+    add_model_args(
+        p, draft=None, draft_help=" (default: draft-small for target; any other target drafts for itself)"
+    )
     add_prompt_args(p, "held-out windows of the built-in corpus")
     p.add_argument("--prompt-len", type=A.positive_int, default=32, help="tokens kept per prompt")
     p.add_argument("--device", type=A.device_name, default="cpu", help="torch device: cpu, cuda or cuda:N")
@@ -185,8 +187,10 @@ def run_tune(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    from .model_args import load_models, prompt_texts
+    from .model_args import default_draft, load_models, prompt_texts
 
+    if args.draft is None:  # as decode: the shipped target's draft, else the target itself
+        args.draft = default_draft(args.target)
     target, draft = load_models(args, args.draft)
     if args.prompt or args.prompts:
         prompts = read_prompts(prompt_texts(args, ""), target, args.prompt_len, args.chat)
