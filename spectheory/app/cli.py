@@ -82,20 +82,25 @@ def cmd_prove(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.target is not None:  # a real LLM: the models and prompt are the app's (model_args)
+        from ..teaching.demo import run_demo
+        from .model_args import demo_view
+
+        options = {"seed": args.seed, "n_rounds": args.rounds}
+        run_demo(
+            gamma=args.gamma,
+            auto=args.auto,
+            save=args.save,
+            models=demo_view(args),
+            **{k: v for k, v in options.items() if v is not None},
+        )
+        return 0
     from ..teaching.demo import main as demo_main
 
     argv = ["--gamma", str(args.gamma)] + (["--seed", str(args.seed)] if args.seed is not None else [])
     argv += ["--rounds", str(args.rounds)] if args.rounds is not None else []
     argv += ["--auto"] if args.auto else []
     argv += ["--save", args.save] if args.save else []
-    if args.target is not None:  # a real LLM
-        argv += ["--target", args.target, "--device", args.device, "--dtype", args.dtype]
-        argv += ["--draft", args.draft] if args.draft else []
-        argv += ["--prompt", args.prompt[-1]] if args.prompt else []
-        argv += ["--chat"] if args.chat else []
-        argv += ["--temperature", str(args.temperature)]
-        if args.draft_temperature is not None:
-            argv += ["--draft-temperature", str(args.draft_temperature)]
     return demo_main(argv) or 0
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "read_prompt_file",
     "default_draft",
     "encoded_prompts",
+    "demo_view",
 ]
 
 #: ``--dtype`` choices.
@@ -196,3 +197,19 @@ def encoded_prompts(args: argparse.Namespace, target: Any) -> tuple[list[str], l
     has_tokenizer = getattr(target, "tokenizer", None) is not None
     texts = prompt_texts(args, DEFAULT_PROMPTS[has_tokenizer])
     return texts, [encode_prompt(target, t, getattr(args, "chat", False)) for t in texts]
+
+
+def demo_view(args: argparse.Namespace) -> Any:
+    """The :class:`~spectheory.teaching.real.RealView` of ``spectheory demo --target NAME``:
+    ``--draft`` (default: the target itself, at ``--draft-temperature`` 1.5 so that it disagrees
+    with the target; another draft at ``--temperature``), the last ``--prompt`` (``--chat``)."""
+    from ..teaching.real import REAL_PROMPT, RealView
+
+    draft_name = args.draft or default_draft(args.target)
+    target, draft = load_models(args, draft_name)
+    hot = args.draft_temperature
+    if hot is None:
+        hot = 1.5 if draft is target else args.temperature
+    text = args.prompt[-1] if args.prompt else REAL_PROMPT
+    prompt = encode_prompt(target, text, args.chat)
+    return RealView(target, draft, prompt, temperature=args.temperature, draft_temperature=hot)

@@ -40,8 +40,6 @@ from .toy import ToyModels, expected_accepted, play_round, rejection_probability
 
 __all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS", "DEFAULT_SEED"]
 
-#: The real-model demo's default prompt (``--target``).
-REAL_PROMPT = "The cat sat on the"
 #: Rounds played when ``n_rounds`` is not given.
 DEFAULT_ROUNDS = 5
 #: Seed used when none is given: with the defaults (gamma = 3, 5 rounds) its demo shows a
@@ -381,57 +379,21 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--save", default=None, metavar="DIR", help="write one PNG per step into DIR (for slides)"
     )
-    real = parser.add_argument_group("a real LLM on English text (the real extra)")
-    real.add_argument(
-        "--target", default=None, metavar="NAME", help="e.g. smollm2-135m or hf:PATH (default: the toy pair)"
-    )
-    real.add_argument(
-        "--draft", default=None, metavar="NAME", help="draft model (default: the target itself)"
-    )
-    real.add_argument(
-        "--prompt", default=REAL_PROMPT, metavar="TEXT", help=f"text to start from (default {REAL_PROMPT!r})"
-    )
-    real.add_argument("--chat", action="store_true", help="wrap the prompt in the tokenizer's chat template")
-    real.add_argument("--temperature", type=float, default=1.0, help="the target's temperature (default 1)")
-    real.add_argument(
-        "--draft-temperature",
-        type=float,
-        default=None,
-        help="the draft's temperature (default: 1.5 when the draft is the target itself, else --temperature)",
-    )
-    real.add_argument("--device", default="cpu", help="torch device (default cpu)")
-    real.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"), help="default float32")
     return parser
-
-
-def real_view(args: argparse.Namespace) -> Any:
-    """The :class:`~spectheory.teaching.real.RealView` of ``--target``, ``--draft`` and ``--prompt``."""
-    from ..app.model_args import default_draft, encode_prompt, load_models
-    from .real import RealView
-
-    draft_name = args.draft or default_draft(args.target)
-    target, draft = load_models(argparse.Namespace(**{**vars(args), "draft": draft_name}), draft_name)
-    hot = args.draft_temperature
-    if hot is None:
-        hot = 1.5 if draft is target else args.temperature
-    prompt = encode_prompt(target, args.prompt, args.chat)
-    return RealView(target, draft, prompt, temperature=args.temperature, draft_temperature=hot)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point; returns the exit status (2 on bad arguments, one line)."""
     try:
         args = build_parser().parse_args(argv)
-        view = real_view(args) if args.target else None
         run_demo(
             seed=args.seed,
             gamma=args.gamma,
             auto=args.auto,
             save=args.save,
             n_rounds=args.rounds,
-            models=view,
         )
-    except (_OneLineError, ValueError, ImportError) as exc:  # ImportError: the real extra is missing
+    except (_OneLineError, ValueError) as exc:
         print(f"spectheory demo: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

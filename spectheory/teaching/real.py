@@ -36,6 +36,8 @@ __all__ = ["RealView", "top_tokens", "round_theory"]
 
 #: Tokens shown per law in the tables.
 TOP = 5
+#: The default prompt of ``spectheory demo --target NAME``.
+REAL_PROMPT = "The cat sat on the"
 
 
 def top_tokens(laws: Sequence[np.ndarray], k: int = TOP, mark: int | None = None) -> list[int]:
