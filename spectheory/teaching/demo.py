@@ -8,6 +8,9 @@ drawn from it; when all proposals pass, the bonus word drawn from the target. Af
 round a running tally compares what happened with the exact theory (expected accepted
 words and rejections per round, from the per-state acceptance
 :math:`\min(p, q)` of the toy chain; see :mod:`spectheory.teaching.toy`).
+``spectheory demo --target smollm2-135m`` plays the same rounds on a real LLM's tokens
+(``run_demo(models=RealView(...))``, :mod:`spectheory.teaching.real`; the command line builds the
+models in :func:`spectheory.app.model_args.demo_view`).
 
 Notation: p = target, q = draft.
 
