@@ -38,7 +38,7 @@ import numpy as np
 
 __all__ = ["COUNTS", "predict_run", "pool", "predicted_time", "proposal_caps", "ratio_se"]
 
-#: The counts predicted per run, as :class:`~spectheory.decoder.DecodeStats` names them.
+#: The counts predicted per run, as :class:`~spectheory.decoder.generation_result.DecodeStats` names them.
 COUNTS = ("target_calls", "rejections", "draft_tokens")
 
 
@@ -164,7 +164,7 @@ def pool(runs: Sequence[dict]) -> dict[str, tuple[Any, Any]]:
 def predicted_time(predicted: dict, stats: Any) -> tuple[float, float]:
     """``(mean, se)`` seconds of one run: its measured prefill plus, per target path, the
     predicted target calls and draft steps priced at the run's measured seconds per target call
-    and per draft call (``stats``: the run's :class:`~spectheory.decoder.DecodeStats`)."""
+    and per draft call (``stats``: the run's :class:`~spectheory.decoder.generation_result.DecodeStats`)."""
     from ..validation.path_stats import mean_se
 
     per_call = stats.time_target / max(stats.batch_target_calls, 1)
