@@ -6,7 +6,7 @@ stored as scipy CSR matrices ``[S, V]``, so that a real model's vocabulary (V = 
 fits: memory and time grow with the stored entries, not with ``S * V``. The exact engines
 are the dense chain's: ``protocol`` runs the same phase recursion
 (:func:`spectheory.exact.phase_recursion`), whose transition operators are then sparse
-(:meth:`transition_operator`), and the per-state tables (``tv_table``,
+(``transition_operator``), and the per-state tables (``tv_table``,
 ``acceptance_table``) sum over the stored entries only, which is every entry where
 :math:`\min(p, q) > 0` or :math:`|p - q| > 0`. Rows that are truncations of true rows carry
 their dropped mass (``target_tail``, ``draft_tail``); :meth:`truncation_bound` turns it into

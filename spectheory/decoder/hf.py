@@ -319,7 +319,7 @@ class HFCausalLM(DecoderModel, nn.Module):
         """Logits ``[B, L, V]`` for ``ids [B, L]``; with a cache, rows start at ``start [B]``.
 
         ``logits_to_keep > 0`` (cached calls of a model that takes it,
-        :attr:`accepts_logits_to_keep`): only the last ``logits_to_keep`` positions' logits,
+        ``accepts_logits_to_keep``): only the last ``logits_to_keep`` positions' logits,
         ``[B, logits_to_keep, V]``, the output head skipped elsewhere (a prefill needs one)."""
         if logits_to_keep and (not self.accepts_logits_to_keep or cache is None):
             raise ValueError("logits_to_keep: needs a cache and a wrapped model that takes it")

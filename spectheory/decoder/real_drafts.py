@@ -9,29 +9,29 @@ estimators and the timing tools take it as they take the target.
 
 Compression drafts are made from the target when loaded (seconds; nothing is stored):
 
-================  ==========================================================================
-draft             made from the target by
-================  ==========================================================================
-``exitL``         early exit: its first ``L`` decoder layers, then its final norm and head
-                  (the modules are *shared* with the target, no copy; ``L`` = all layers is
-                  the target itself, exactly)
-``int8``          ``torch.ao.quantization.quantize_dynamic`` of every ``nn.Linear`` (head
-                  included): int8 weights per output channel, activations quantised per call;
-                  runs on the CPU's int8 kernels (CPU and float32 only)
-``intB[gG]``      ``B``-bit (2..7) group-wise round-to-nearest weight quantisation of the
-                  decoder layers' linears, groups of ``G`` inputs (default 64), asymmetric
-                  (min/max), dequantised back to float (*fake* quantisation: the law of a
-                  ``B``-bit model; its speed is the float model's, there is no CPU int4
-                  kernel here), embedding and head kept in float. SmolLM2 here *is* a 4-bit
-                  model (the dequantised Q4_1 GGUF: blocks of 32, a scale and a minimum), so
-                  ``int4g32`` reproduces its weights (its acceptance is 1 up to rounding):
-                  ``int4`` (groups of 64) is the coarser 4-bit grid
-``lowrank[-R]``   every decoder-layer linear ``W`` replaced by its best rank-``R``
-                  approximation (truncated SVD, two linears ``U_R S_R`` and ``V_R^T``;
-                  ``R`` = 128 by default: about 37% of the layers' multiply-adds)
-``distilled[-O]`` a small draft trained on the target's samples
-                  (:mod:`spectheory.decoder.real_drafts_distilled`; ``O`` the objective)
-================  ==========================================================================
+=================  ==========================================================================
+draft              made from the target by
+=================  ==========================================================================
+``exitL``          early exit: its first ``L`` decoder layers, then its final norm and head
+                   (the modules are *shared* with the target, no copy; ``L`` = all layers is
+                   the target itself, exactly)
+``int8``           ``torch.ao.quantization.quantize_dynamic`` of every ``nn.Linear`` (head
+                   included): int8 weights per output channel, activations quantised per call;
+                   runs on the CPU's int8 kernels (CPU and float32 only)
+``intB[gG]``       ``B``-bit (2..7) group-wise round-to-nearest weight quantisation of the
+                   decoder layers' linears, groups of ``G`` inputs (default 64), asymmetric
+                   (min/max), dequantised back to float (*fake* quantisation: the law of a
+                   ``B``-bit model; its speed is the float model's, there is no CPU int4
+                   kernel here), embedding and head kept in float. SmolLM2 here *is* a 4-bit
+                   model (the dequantised Q4_1 GGUF: blocks of 32, a scale and a minimum), so
+                   ``int4g32`` reproduces its weights (its acceptance is 1 up to rounding):
+                   ``int4`` (groups of 64) is the coarser 4-bit grid
+``lowrank[-R]``    every decoder-layer linear ``W`` replaced by its best rank-``R``
+                   approximation (truncated SVD, two linears ``U_R S_R`` and ``V_R^T``;
+                   ``R`` = 128 by default: about 37% of the layers' multiply-adds)
+``distilled[-O]``  a small draft trained on the target's samples
+                   (:mod:`spectheory.decoder.real_drafts_distilled`; ``O`` the objective)
+=================  ==========================================================================
 
 Group-wise round-to-nearest: a group ``w_1..w_G`` of one row gets the scale
 :math:`s = (\max w - \min w) / (2^B - 1)` and zero :math:`z = \min w`, and each weight becomes

@@ -4,7 +4,7 @@ A batch holds ``B`` requests (rows). Row ``b`` drafts a block of ``gamma`` token
 :math:`x_{b,1..\gamma}`, :math:`x_{b,i} \sim q(\cdot \mid x_{b,<i})`, from its own laws: a
 :class:`BlockRow` gives the target :math:`p(\cdot \mid \pi)` and the draft
 :math:`q(\cdot \mid \pi)` after any drafted prefix :math:`\pi` (the convention of
-:meth:`spectheory.verifiers.RoundLawRule.round_law`; entries may be ``Fraction``). A
+``RoundLawRule.round_law``; entries may be ``Fraction``). A
 *schedule* (:mod:`.schedulers`) then says how many tokens :math:`L_b` of each row are verified
 by token verification; the step scores :math:`N = \sum_b (L_b + 1)` positions.
 

@@ -5,7 +5,7 @@ tree protocol, what is counted and the losslessness proofs.
 
 - :class:`DraftTree` -- topologies (parent list, per-depth branching, M paths, Sequoia shape);
 - :mod:`.children` -- child policies (:class:`IID`, :class:`WithoutReplacement`,
-  :class:`TopK`: objects with methods) and their exact node laws and sampler;
+  :class:`~spectheory.children.TopK`: objects with methods) and their exact node laws and sampler;
 - :mod:`.verifiers` -- tree verifiers (:class:`RecursiveRejectionTree`,
   :class:`TraversalTree`; registered in the one registry as ``tree_rrs``, ``tree_rrs_wo``,
   ``tree_topk``, ``traversal``, ``traversal_iid``: ``get_verifier(name)``);

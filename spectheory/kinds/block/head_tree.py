@@ -165,7 +165,7 @@ class BlockTreeRound(Round):
         return play_tree(self.tree, self.verifier, sampler, runs, rng, draft_rows)
 
     def exact(self, chain: Any, horizon: int, *, bonus: bool = True, cost: Any = None, **options: Any) -> Any:
-        """:func:`block_tree_protocol` (no options)."""
+        """``block_tree_protocol`` (no options)."""
         if options:
             raise ValueError(f"options: a block tree round's exact engine takes none, got {sorted(options)}")
         self.require("exact")

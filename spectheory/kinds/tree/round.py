@@ -180,7 +180,7 @@ def play_tree(
     """One tree round for the runs of ``runs``: node ``u``'s children are drawn by the rule's
     child policy from ``draft_rows(u, states) [R, V]`` (the law they are drawn from is the one
     the rule checks them against), the target's laws are read at every node's state, and the
-    rule picks the accepted node. ``ancestors`` (``[N, D + 1]``, :func:`_ancestors`) gives
+    rule picks the accepted node. ``ancestors`` (``[N, D + 1]``, ``_ancestors``) gives
     :attr:`RoundOutcome.path` when the runs keep paths."""
     n = runs.n
     N, depth, A = tree.n_nodes, tree.depth, runs.size
