@@ -30,7 +30,7 @@ reported. Greedy outputs of the package and HF are compared token for token (tie
 arithmetic can flip a token; counted, not hidden). Writes ``real_speed.json``.
 
 Usage: python benchmarks/real_speed.py [--quick] [--out DIR] [--threads N] [--device cpu|cuda]
-       [--tokens N] [--repeats R] [--drafts a,b]
+       [--tokens N] [--repeats R] [--per-set P] [--drafts a,b] [--gamma G]
 """
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         default="smollm2-135m:int8,smollm2-135m:distilled",
         help="same-tokenizer draft models by name (those that load are used)",
     )
+    ap.add_argument("--per-set", type=int, default=3, help="prompts of each set (default 3; quick 1)")
     ap.add_argument("--gamma", type=int, default=4, help="fixed draft length of the draft-model rows")
     args = ap.parse_args(argv)
     if not is_available("smollm2-135m"):
@@ -158,7 +159,8 @@ def main(argv: list[str] | None = None) -> None:
     target = load_model("smollm2-135m", device=dev)
     tok = target.tokenizer
     hf_target = target.model
-    sets = {"copy": COPY[:1] if args.quick else COPY, "open": OPEN[:1] if args.quick else OPEN}
+    per_set = 1 if args.quick else args.per_set
+    sets = {"copy": COPY[:per_set], "open": OPEN[:per_set]}
     encoded = {k: [tok(p)["input_ids"] for p in v] for k, v in sets.items()}
     drafts: dict[str, Any] = {}
     for name in [] if args.quick else [d for d in args.drafts.split(",") if d]:
