@@ -130,9 +130,12 @@ def _score(target, cache, batch, target_cached, k, K, law, width=None, aligned=F
     return law(picked)
 
 
-def _commit(batch, k, verdict):
+def _commit(batch, k, verdict, draft_cached):
     """Append accepted drafts (already in place) and the emitted token; return the new cached
-    lengths and which rows emitted a token."""
+    lengths and which rows emitted a token. A row that drafted nothing (``k = 0``: a plain
+    target step) fed its draft nothing, so its draft keeps what it had cached (claiming
+    ``old - 1`` there left a committed token never fed: after two plain steps in a row prompt
+    lookup read a stale drafted token in its history)."""
     n, token, _ = verdict
     emitted = token >= 0
     rows = torch.arange(len(k), device=k.device)
@@ -142,7 +145,8 @@ def _commit(batch, k, verdict):
     batch.tokens[rows, slot] = torch.where(emitted, token, batch.tokens[rows, slot])
     batch.seq_len = new = ends + emitted  # int64 + bool
     target_cached = new - 1  # rollback: the rejected drafts and the new token are not cached
-    draft_cached = torch.minimum(target_cached, old + k - 1)  # draft never saw its own x_k
+    fed = torch.minimum(target_cached, old + k - 1)  # draft never saw its own x_k
+    draft_cached = torch.where(k > 0, fed, torch.minimum(draft_cached, target_cached))
     return target_cached, draft_cached, emitted
 
 
@@ -232,7 +236,9 @@ class PathStep(StepDefaults):
             draft_aligned = w_min == w_draft
         else:  # the fixed horizon: the widest round
             K, most, k_min = self.K_fixed, None, 0
-            w_draft, draft_aligned = 2, False
+            # the draft's first window: 2 tokens at most, unless plain steps (a capped draft)
+            # left it several behind: then read it (a host sync, only for such drafts)
+            w_draft, draft_aligned = (2 if self.cap is None else None), False
         self.k, self.remaining, self.K, self.k_min = k, remaining, K, k_min
         self.w_draft, self.draft_aligned = w_draft, draft_aligned
         return max(K, 1), most  # a round of plain steps (K = 0) still draws its emit uniforms
@@ -323,10 +329,7 @@ class PathStep(StepDefaults):
             verdict = _plain_steps(self.rule, inputs, plain, self.drafts.shape[1])
         else:
             verdict = self.rule(inputs)
-        self.target_cached, draft_cached, emitted = _commit(self.batch, k, verdict)
-        if self.drafts.shape[1] == 0:  # no row drafted: the draft was not called, its cache did not move
-            draft_cached = torch.minimum(draft_cached, self.draft_cached)
-        self.draft_cached = draft_cached
+        self.target_cached, self.draft_cached, emitted = _commit(self.batch, k, verdict, self.draft_cached)
         if self.hook is not None:
             self.hook.after_round(k, verdict.n_accepted, k > 0)
         # stays on the device (the flags are promoted to int64)
