@@ -4,7 +4,8 @@
   call ``t(k)`` scoring ``k`` drafted tokens, optionally a draft forward per tree level and the
   time per token of plain decoding (:mod:`.base`);
 * :class:`ForwardCost` -- seconds of one forward ``f(batch, tokens, context)``:
-  :class:`ConstantForward`, :class:`LinearForward`, :class:`RooflineForward` (:mod:`.forward`);
+  :class:`ConstantForward`, :class:`LinearForward`, :class:`TabulatedForward` (the measured
+  curve), :class:`RooflineForward` (:mod:`.forward`);
 * :class:`CostModel` -- a target and a draft forward and an overhead; ``model.at(batch,
   context)`` is the :class:`Cost` of a round in seconds; :class:`ConstantCost` is Leviathan et
   al.'s constant ``c`` (:mod:`.round_cost`);
@@ -32,7 +33,7 @@ from .base import Cost, as_cost
 from .batch import BatchOptimum, crossover_batch, optimal_gamma, optimal_round, speedup_table
 from .examples import COST_MODELS, named_cost
 from .fit_forward import CostFit, fit_cost
-from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward
+from .forward import ConstantForward, ForwardCost, LinearForward, RooflineForward, TabulatedForward
 from .op_count import OpCount
 from .round_cost import ConstantCost, CostModel, DraftCall, TargetCall
 from .timed import ForwardLog
@@ -44,6 +45,7 @@ __all__ = [
     "ConstantForward",
     "LinearForward",
     "RooflineForward",
+    "TabulatedForward",
     "CostModel",
     "ConstantCost",
     "TargetCall",

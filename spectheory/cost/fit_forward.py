@@ -13,7 +13,14 @@ so a 50 us call and a 50 ms call weigh alike. Forms:
   whatever it scores), :math:`\hat t_0 = \sum_i t_i^{-1} / \sum_i t_i^{-2}`;
 - ``"linear"``: :math:`f = a + b\,B m + c\,B L` (a launch/weight-reading floor, a cost per
   scored token and one per cached key read; the form quoted from Liu et al. 2026), fitted by non-negative
-  least squares on the rows ``[1, B m, B L] / t_i`` against 1.
+  least squares on the rows ``[1, B m, B L] / t_i`` against 1;
+- ``"tabulated"``: :math:`f = \alpha_B(m) + c_B L` (:class:`~spectheory.cost.forward.TabulatedForward`:
+  one intercept per batch size and width measured, one context slope per batch size,
+  interpolated between them), fitted per batch size by non-negative least squares on the rows
+  ``[1{m_i = m}, L_i] / t_i`` against 1. It follows the measured curve where no two-parameter
+  form does (a real LLM on a CPU: scoring 9 tokens costs 1.9 times one, 2 tokens 1.5 times);
+  its error at the grid points is only the context slope's, so judge it on held-out points
+  (``benchmarks/real_speed.py``, ``spectheory tune --verify``).
 
 The result keeps the fitted :class:`~spectheory.cost.ForwardCost`, the grid and its
 measurements, and the fit error ``f / t - 1`` (maximum and median of its absolute value).
@@ -33,7 +40,7 @@ from .measure import check_device, time_forward
 __all__ = ["FORMS", "CostFit", "fit_cost", "fit_form"]
 
 #: The forms :func:`fit_cost` fits.
-FORMS = ("constant", "linear")
+FORMS = ("constant", "linear", "tabulated")
 
 
 def _check_form(form: str) -> str:
@@ -63,6 +70,9 @@ def fit_form(
     1.8
     >>> round(fit_form("constant", [1, 1], [1, 1], [0, 0], [1.0, 1.0])(3, 3, 3), 9)
     1.0
+    >>> g = fit_form("tabulated", [1, 1, 1, 1], [1, 1, 9, 9], [10, 20, 10, 20], [1.0, 1.1, 1.9, 2.0])
+    >>> round(g(1, 9, 30), 9), round(g(1, 5, 10), 9)   # one intercept per width, a context slope
+    (2.1, 1.45)
     """
     from scipy.optimize import nnls
 
@@ -77,9 +87,34 @@ def fit_form(
         raise ValueError("seconds: measured times must be finite and > 0")
     if form == "constant":
         return ConstantForward(float(np.sum(1 / t) / np.sum(1 / t**2)))
+    if form == "tabulated":
+        return _fit_tabulated(B, m, L, t)
     X = _design(B, m, L) / t[:, None]
     coef, _ = nnls(X, np.ones(len(t)))
     return LinearForward(float(coef[0]), float(coef[1]), float(coef[2]))
+
+
+def _fit_tabulated(B: np.ndarray, m: np.ndarray, L: np.ndarray, t: np.ndarray) -> Any:
+    """``alpha_B(m) + c_B L`` per batch size, relative non-negative least squares."""
+    from scipy.optimize import nnls
+
+    from .forward import TabulatedForward
+
+    batches, widths = np.unique(B), np.unique(m)
+    alpha, slope = [], []
+    for b in batches:
+        at = B == b
+        X = np.column_stack([m[at][:, None] == widths[None, :], L[at]]).astype(np.float64)
+        coef, _ = nnls(X / t[at][:, None], np.ones(int(at.sum())))
+        seen = np.isin(widths, m[at])  # a width not measured at this batch: interpolated
+        alpha.append(np.interp(widths, widths[seen], coef[:-1][seen]))
+        slope.append(float(coef[-1]))
+    return TabulatedForward(
+        tuple(int(b) for b in batches),
+        tuple(int(w) for w in widths),
+        tuple(tuple(float(a) for a in row) for row in alpha),
+        tuple(slope),
+    )
 
 
 @dataclass(frozen=True)
@@ -130,7 +165,11 @@ class CostFit:
 
     def to_dict(self) -> dict:
         """JSON-ready: the form, its parameters, the grid, the measurements and the errors."""
-        params = {k: float(v) for k, v in vars(self.forward).items() if isinstance(v, (int, float))}
+        params = {
+            k: float(v) if isinstance(v, (int, float)) else np.asarray(v, dtype=np.float64).tolist()
+            for k, v in vars(self.forward).items()
+            if isinstance(v, (int, float, tuple))
+        }
         return {
             "form": self.form,
             "device": self.device,
@@ -189,7 +228,7 @@ def fit_cost(
     device : ``"cpu"``, ``"cuda"`` or ``"cuda:N"``
     batches, tokens : iterables of int >= 1;  contexts : iterable of int >= 0
         The grid (points with ``context + tokens`` beyond the model's ``max_seq_len`` are an error).
-    form : ``"constant"`` or ``"linear"`` (module docstring)
+    form : ``"constant"``, ``"linear"`` or ``"tabulated"`` (module docstring)
     repeats, warmup : int
         Timed and untimed calls per point; the median of the timed ones is fitted. The grid is
         swept in up to 3 passes (each with its own warm-up), so that a burst of load on a shared

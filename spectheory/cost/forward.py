@@ -10,6 +10,10 @@ tokens already in its KV cache, takes ``f(batch, tokens, context)`` seconds. Thr
 * :class:`LinearForward` -- ``f = base + per_token * B m + per_context * B L`` (the latency model
   cited from Liu et al. 2026, arXiv 2601.11580, ``t = a N_kv + b N_batched + c0``, fitted on H100;
   the form as quoted to us, not checked against the paper's text).
+* :class:`TabulatedForward` -- the measured curve itself: per batch size a cost per scored width
+  and a cost per cached position, ``f = alpha_B(m) + c_B L``, interpolated in ``m`` and ``B``
+  (what a real LLM on a CPU needs: scoring ``k`` tokens costs 1.5-1.9 times one token in float32,
+  neither constant nor linear in ``k``).
 * :class:`RooflineForward` -- ``f = launch + max(compute, memory)``: compute time
   ``(2 P B m + A B m L) / peak_flops`` against the time to read the weights and the KV cache,
   ``(P bytes_per_param + kv_bytes_per_token B L) / bandwidth`` (Williams et al. 2009's roofline).
@@ -26,7 +30,14 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["ForwardCost", "ConstantForward", "LinearForward", "RooflineForward"]
+__all__ = [
+    "ForwardCost",
+    "ConstantForward",
+    "LinearForward",
+    "TabulatedForward",
+    "RooflineForward",
+    "interp_linear",
+]
 
 
 def _nonneg(value: Any, name: str, *, positive: bool = False) -> float:
@@ -133,6 +144,97 @@ class LinearForward(ForwardCost):
 
     def describe(self) -> str:
         return f"t = {self.base:.4g} + {self.per_token:.4g} B m + {self.per_context:.4g} B L  (s)"
+
+
+def interp_linear(x: Any, xp: Any, fp: Any) -> np.ndarray:
+    """Piecewise-linear through ``(xp, fp)`` (``xp`` increasing), extended linearly beyond both
+    ends from the two nearest points, clipped at 0.
+
+    Examples
+    --------
+    >>> interp_linear([1.5, 4.0, 0.0], [1.0, 2.0, 3.0], [1.0, 3.0, 4.0]).tolist()
+    [2.0, 5.0, 0.0]
+    """
+    x = np.asarray(x, dtype=np.float64)
+    xp, fp = np.asarray(xp, dtype=np.float64), np.asarray(fp, dtype=np.float64)
+    if len(xp) == 1:
+        return np.full_like(x, fp[0])
+    y = np.asarray(np.interp(x, xp, fp), dtype=np.float64)
+    lo, hi = x < xp[0], x > xp[-1]
+    y = np.where(lo, fp[0] + (x - xp[0]) * (fp[1] - fp[0]) / (xp[1] - xp[0]), y)
+    y = np.where(hi, fp[-1] + (x - xp[-1]) * (fp[-1] - fp[-2]) / (xp[-1] - xp[-2]), y)
+    return np.maximum(y, 0.0)
+
+
+@dataclass(frozen=True)
+class TabulatedForward(ForwardCost):
+    r"""The measured cost curve: ``f(B, m, L) = alpha_B(m) + c_B L`` at the batch sizes measured,
+    piecewise-linear in the scored width ``m`` between the widths measured and in ``B`` between
+    the batch sizes (both extended linearly beyond the ends, :func:`interp_linear`).
+
+    The linear form ``a + b B m`` says a forward scoring ``k`` tokens costs
+    ``(a + b k) / (a + b)`` times one scoring 1; on a CPU in float32 the real curve is concave
+    (SmolLM2-135M: 1.5x at ``k = 2``, 1.9x at ``k = 9``, the 49,152-row head and the weight reads
+    shared), so no ``a, b`` fits both ends. This form keeps one intercept per width measured
+    (``fit_form("tabulated", ...)``).
+
+    Parameters
+    ----------
+    batches : tuple of int, increasing
+    tokens : tuple of int, increasing
+        The widths measured.
+    intercepts : tuple of tuples of float ``[len(batches)][len(tokens)]``
+        ``alpha_B(m)``, seconds.
+    per_context : tuple of float ``[len(batches)]``
+        ``c_B``, seconds per cached position.
+
+    Examples
+    --------
+    >>> from spectheory.cost import TabulatedForward
+    >>> f = TabulatedForward((1, 4), (1, 2, 8), ((1.0, 1.5, 1.9), (2.0, 3.0, 6.0)), (0.0, 0.01))
+    >>> f(1, 1, 0), f(1, 5, 0), f(4, 2, 100), f(2, 1, 0)   # measured, between widths, context, batch
+    (1.0, 1.7, 4.0, 1.3333333333333333)
+    """
+
+    batches: tuple
+    tokens: tuple
+    intercepts: tuple
+    per_context: tuple
+
+    def __post_init__(self) -> None:
+        b, m = np.asarray(self.batches, dtype=np.float64), np.asarray(self.tokens, dtype=np.float64)
+        a, c = np.asarray(self.intercepts, dtype=np.float64), np.asarray(self.per_context, dtype=np.float64)
+        if b.ndim != 1 or m.ndim != 1 or not len(b) or not len(m):
+            raise ValueError("batches, tokens: expected non-empty 1-d tuples")
+        if np.any(np.diff(b) <= 0) or np.any(np.diff(m) <= 0) or b[0] < 1 or m[0] < 1:
+            raise ValueError("batches, tokens: expected increasing values >= 1")
+        if a.shape != (len(b), len(m)) or c.shape != (len(b),):
+            raise ValueError(
+                f"intercepts, per_context: expected shapes ({len(b)}, {len(m)}) and ({len(b)},), "
+                f"got {a.shape} and {c.shape}"
+            )
+        if not (np.all(np.isfinite(a)) and np.all(np.isfinite(c))) or a.min() < 0 or c.min() < 0:
+            raise ValueError("intercepts, per_context: expected finite seconds >= 0")
+
+    def evaluate(self, batch: np.ndarray, tokens: np.ndarray, context: np.ndarray) -> Any:
+        b, m, L = np.broadcast_arrays(batch, tokens, context)
+        bs = np.asarray(self.batches, dtype=np.float64)
+        rows = np.stack(
+            [
+                interp_linear(m, self.tokens, alpha) + c * L
+                for alpha, c in zip(self.intercepts, self.per_context)
+            ]
+        )  # [n_batches, ...]
+        if len(bs) == 1:
+            return rows[0]
+        i = np.clip(np.searchsorted(bs, b, side="right") - 1, 0, len(bs) - 2)
+        w = (b - bs[i]) / (bs[i + 1] - bs[i])
+        lo = np.take_along_axis(rows, i[None], 0)[0]
+        hi = np.take_along_axis(rows, (i + 1)[None], 0)[0]
+        return np.maximum(lo + w * (hi - lo), 0.0)
+
+    def describe(self) -> str:
+        return f"t = alpha_B(m) + c_B L, tabulated at B in {list(self.batches)}, m in {list(self.tokens)}"
 
 
 @dataclass(frozen=True)
