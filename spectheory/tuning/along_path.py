@@ -76,8 +76,9 @@ class RoundsModel:
         raise NotImplementedError
 
     def draft_calls(self, depth: float) -> tuple[tuple[int, Any], ...]:
-        """``((tokens per row, number of calls), ...)`` of the draft forwards of a round of ``depth``."""
-        return ((2, 1), (1, depth - 1))
+        """``((tokens per row, number of calls), ...)`` of the draft forwards of a round of
+        ``depth`` (none at depth 0: a plain target step of a draft that proposed nothing)."""
+        return ((2, 1), (1, depth - 1)) if depth > 0 else ()
 
     def draft_steps(self, depth: float) -> float:
         """Draft steps (each adds ``o_step``) of a round of ``depth``."""
@@ -130,7 +131,20 @@ class PathRounds(RoundsModel):
         return f"gamma={self.gamma}"
 
     def kernel(self, sample: Any) -> tuple[np.ndarray, int]:
-        return path_kernel(sample.reject, self.gamma), 0
+        caps = getattr(sample, "caps", None)
+        if caps is not None:  # the draft's own caps, then gamma and the tokens left
+            T = sample.horizon
+            caps = np.minimum(caps, np.minimum(self.gamma, T - np.arange(T))[None, :])
+        return path_kernel(sample.reject, self.gamma, caps=caps), 0
+
+    def depth_laws(self, sample: Any, visits: np.ndarray) -> tuple[np.ndarray, Any]:
+        caps = getattr(sample, "caps", None)
+        if caps is None:
+            return super().depth_laws(sample, visits)
+        D, T = self.gamma, sample.horizon  # a draft that caps its proposals (prompt lookup)
+        k = np.minimum(np.minimum(D, T - np.arange(T))[None, :], caps)
+        depth = np.bincount(k.ravel(), weights=visits.sum(2).ravel(), minlength=D + 1)
+        return depth / depth.sum(), D
 
 
 class PolicyRounds(RoundsModel):

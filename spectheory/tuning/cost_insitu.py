@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 
 from ..cost.forward import ForwardCost
+from ..cost.forward import interp_linear as _interp
 from .cost_timing import DecoderTiming, RoundOverhead
 
 __all__ = [
@@ -108,17 +109,6 @@ class LoggedRun:
         return np.array(
             [one_hot[0], 1.0 - one_hot[0], *(R * one_hot), *(D * one_hot[1:]), float(rounds[:, 1].sum())]
         )
-
-
-def _interp(x: np.ndarray, xp: np.ndarray, fp: np.ndarray) -> np.ndarray:
-    """Piecewise-linear through ``(xp, fp)``, extended linearly beyond both ends."""
-    if len(xp) == 1:
-        return np.full_like(x, fp[0], dtype=np.float64)
-    y = np.interp(x, xp, fp)
-    lo, hi = x < xp[0], x > xp[-1]
-    y[lo] = fp[0] + (x[lo] - xp[0]) * (fp[1] - fp[0]) / (xp[1] - xp[0])
-    y[hi] = fp[-1] + (x[hi] - xp[-1]) * (fp[-1] - fp[-2]) / (xp[-1] - xp[-2])
-    return np.maximum(y, 0.0)
 
 
 @dataclass(frozen=True)
@@ -247,7 +237,8 @@ def measure_logged(
     seed: int = 0,
     device: Any = "cpu",
 ) -> tuple[LoggedRun, dict]:
-    """One decoder call (:func:`~.tune_runs.measure_run`) with both models' forwards logged.
+    """One decoder call (:func:`~.tune_runs.measure_run`, its first call: rows cycling from
+    prompt 0) with both models' forwards logged.
 
     Returns the :class:`LoggedRun` and the run's ``measure_run`` dict (throughput, seconds,
     rounds, draft calls)."""
@@ -256,7 +247,9 @@ def measure_logged(
     from .tune_runs import config_label, measure_run
 
     with ForwardLog(target) as lt, ForwardLog(draft) as ld:
-        out = measure_run(target, draft, prompts, horizon, rnd, batch, seed=seed, device=device)
+        out = measure_run(
+            target, draft, prompts, horizon, rnd, batch, seed=seed, device=device, all_prompts=False
+        )
     kind = KINDS[0] if rnd is None else round_model(rnd).kind
     run = LoggedRun(config_label(rnd), kind, int(batch), int(repeat), out["seconds"], lt.take(), ld.take())
     return run, out
@@ -271,10 +264,11 @@ def predict_held_out(
 ) -> dict:
     """:func:`~.cost_predict.predict_time` of ``run`` (configuration ``rnd``) from the other runs:
     forwards from the other configurations of its repeat, the outside work from every other run
-    at its batch size (module docstring)."""
+    at its batch size (module docstring); the run is one call (:func:`measure_logged`), so is
+    the prediction."""
     from .cost_predict import predict_time
 
-    return predict_time(sample, rnd, held_out_timing(run, runs), run.batch, rng=rng)
+    return predict_time(sample, rnd, held_out_timing(run, runs), run.batch, rng=rng, all_prompts=False)
 
 
 def _unseen(own: np.ndarray, pool: list[np.ndarray]) -> np.ndarray:

@@ -36,10 +36,10 @@ import numpy as np
 from .._guards import check_int
 from ..stopping.along_paths import ratio_mean_se
 from .along_path import round_model
-from .cost_rounds import batch_depth_law, batch_rounds, rounds_law
+from .cost_rounds import batch_depth_law, batch_rounds, call_prompts, rounds_law
 from .cost_timing import DecoderTiming
 
-__all__ = ["PathSample", "sample_target_paths", "round_law", "predict_time"]
+__all__ = ["PathSample", "sample_target_paths", "proposal_caps", "round_law", "predict_time"]
 
 
 @dataclass
@@ -64,6 +64,7 @@ class PathSample:
     device: Any = "cpu"
     seed: int = 0
     prompt_of: np.ndarray | None = None
+    caps: np.ndarray | None = None
     _laws: dict = field(default_factory=dict, repr=False)
     _chains: dict = field(default_factory=dict, repr=False)
     _batch_depths: dict = field(default_factory=dict, repr=False)
@@ -94,7 +95,9 @@ def sample_target_paths(
 
     ``trees``: keep the laws ``[N, T, V]`` (tree predictions); ``policy_depth > 0``: also the
     draft's statistics along the paths, and keep the draft to draft from round starts (policy
-    predictions).
+    predictions). A draft with a ``proposal_cap`` (prompt lookup) has its caps along the paths
+    kept (:func:`proposal_caps`): its rounds draft at most that many tokens, none where it has
+    no match (a plain target step).
     """
     from ..validation.policy_predict import policy_path_inputs
     from ..validation.predict import path_statistics, repeat_prompts, sample_paths
@@ -108,11 +111,37 @@ def sample_target_paths(
     st = path_statistics(target, draft, paths, L0, sampling, keep_laws=trees, device=device)
     sample = PathSample(L0, T, paths, st.reject, st.target_laws, st.draft_laws)
     sample.prompt_of = np.arange(N) % len(P)  # repeat_prompts cycles through the prompts
+    if getattr(draft, "proposal_cap", None) is not None:
+        sample.caps = proposal_caps(draft, paths, L0, device=device)
     if check_int(policy_depth, "policy_depth", 0):
         inp = policy_path_inputs(target, draft, paths, L0, sampling, device=device)
         sample.policy_inputs = {k: inp[k] for k in ("top", "entropy", "token_prob")}
         sample.draft, sample.sampling, sample.device, sample.seed = draft, sampling, device, _seed(gen)
     return sample
+
+
+def proposal_caps(draft: Any, paths: Any, prompt_len: int, device: Any = "cpu") -> np.ndarray:
+    """``caps [N, T]``: how many tokens a draft that knows how far it can propose (its
+    ``proposal_cap``, prompt lookup) would draft at each round start along each path, before the
+    round's ``gamma`` and the tokens left cap it (the decoder's ``plan``).
+
+    Examples
+    --------
+    >>> from spectheory.decoder.prompt_lookup import PromptLookupModel
+    >>> pl = PromptLookupModel(vocab_size=10, max_ngram_size=1, num_pred_tokens=3)
+    >>> proposal_caps(pl, [[1, 2, 1, 2, 3, 4]], 2).tolist()   # "1 2 1": "2 1" follows the first "1"
+    [[0, 2, 2, 0]]
+    """
+    import torch
+
+    x = torch.as_tensor(np.asarray(paths, dtype=np.int64), device=device)
+    N, T = x.shape[0], x.shape[1] - int(prompt_len)
+    big = torch.full((N,), 1 << 30, dtype=torch.long, device=x.device)
+    out = np.zeros((N, T), np.int64)
+    for n in range(T):
+        L = int(prompt_len) + n
+        out[:, n] = draft.proposal_cap(x[:, :L], torch.full((N,), L, device=x.device), big).cpu().numpy()
+    return out
 
 
 def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -138,9 +167,14 @@ def predict_time(
     timing: DecoderTiming,
     batch: int,
     rng: np.random.Generator | int | None = None,
+    all_prompts: bool = True,
 ) -> dict:
     """Predicted time, throughput and tokens per call of round ``rnd`` (``None``: autoregressive)
-    on ``batch`` rows (module docstring). Keys: ``tokens_per_call`` (+ ``_se``), ``rounds``
+    on ``batch`` rows (module docstring), over every prompt of the sample: a batch smaller than
+    the prompt set is the mean over the calls that decode the set
+    (:func:`~.cost_rounds.call_prompts`; batch 1: each prompt on its own), as
+    :func:`~.tune_runs.measure_run` measures it (``all_prompts=False``: the first call only,
+    rows cycling from prompt 0). Keys: ``tokens_per_call`` (+ ``_se``), ``rounds``
     (``E[max R]``, + ``_se``), ``depth`` (mean batch draft depth), ``context``, ``round_seconds``,
     ``seconds`` (+ ``_se``), ``seconds_per_token`` (per row), ``throughput`` (+ ``_se``, tokens/s
     over the batch) and ``draft_calls`` (per round at batch 1, for Leviathan's constant-c model)."""
@@ -166,29 +200,50 @@ def predict_time(
         }
     model = round_model(rnd)
     law, depth = round_law(sample, rnd)
-    if isinstance(rng, (int, np.integer)):  # a seeded bootstrap is the same every call: cached
-        rkey = (repr(rnd), B, int(rng))
-        if rkey not in sample._batch_rounds:
-            sample._batch_rounds[rkey] = batch_rounds(law, B, rng=rng, groups=sample.prompt_of)
-        r = sample._batch_rounds[rkey]
-    else:
-        r = batch_rounds(law, B, rng=rng, groups=sample.prompt_of)
-    if sample.prompt_of is None:
-        calls = law @ np.arange(law.shape[1])
-        tpc, tpc_se = ratio_mean_se(np.full(len(calls), float(T)), calls)
-    else:  # the batch's own prompts: row b has prompt b mod P
-        tpc, tpc_se = T / r["mean"], T * r["mean_se"] / r["mean"] ** 2
-    ctx = L0 + T * (1 - r["min"] / (2 * r["max"]))
     J, m0, drafted = sample._chains[repr(rnd)]
-    key = (repr(rnd), B)
-    if key not in sample._batch_depths:  # the largest depth over the rows still generating
-        sample._batch_depths[key] = batch_depth_law(
-            J, B, drafted, m0, groups=sample.prompt_of, rng=np.random.default_rng(sample.seed + B)
-        )
-    batch_depth = sample._batch_depths[key]
-    per_round = sum(p * timing.round_seconds(model, B, k, ctx) for k, p in enumerate(batch_depth) if p > 0)
-    seconds = timing.prefill_seconds(B, L0) + r["max"] * per_round
-    seconds_se = r["max_se"] * per_round
+    n_prompts = 1 if sample.prompt_of is None else int(np.max(sample.prompt_of)) + 1
+    calls = call_prompts(B, n_prompts) if sample.prompt_of is not None else [None]
+    calls = calls[: None if all_prompts else 1]
+    parts = []
+    for j, rows in enumerate(calls):  # every prompt decoded: one call per B prompts below B < P
+        rkey = (repr(rnd), B, j, int(rng) if isinstance(rng, (int, np.integer)) else None)
+        if rkey[-1] is None or rkey not in sample._batch_rounds:  # a seeded bootstrap is cached
+            sample._batch_rounds[rkey] = batch_rounds(
+                law, B, rng=rng, groups=sample.prompt_of, row_prompts=rows
+            )
+        r = sample._batch_rounds[rkey]
+        ctx = L0 + T * (1 - r["min"] / (2 * r["max"]))
+        key = (repr(rnd), B, j)
+        if key not in sample._batch_depths:  # the largest depth over the rows still generating
+            sample._batch_depths[key] = batch_depth_law(
+                J,
+                B,
+                drafted,
+                m0,
+                groups=sample.prompt_of,
+                rng=np.random.default_rng(sample.seed + B),
+                row_prompts=rows,
+                caps=sample.caps,
+            )
+        bd = sample._batch_depths[key]
+        per = sum(p * timing.round_seconds(model, B, k, ctx) for k, p in enumerate(bd) if p > 0)
+        sec = timing.prefill_seconds(B, L0) + r["max"] * per
+        parts.append((r, ctx, bd, per, sec, r["max_se"] * per))
+    n = len(parts)
+    mean_rounds = sum(p[0]["mean"] for p in parts) / n
+    mean_se = float(np.sqrt(sum(p[0]["mean_se"] ** 2 for p in parts))) / n
+    if sample.prompt_of is None:
+        calls_i = law @ np.arange(law.shape[1])
+        tpc, tpc_se = ratio_mean_se(np.full(len(calls_i), float(T)), calls_i)
+    else:  # the batch's own prompts, every prompt of the set
+        tpc, tpc_se = T / mean_rounds, T * mean_se / mean_rounds**2
+    seconds = sum(p[4] for p in parts) / n  # per call of B rows
+    seconds_se = float(np.sqrt(sum(p[5] ** 2 for p in parts))) / n
+    per_round = sum(p[3] for p in parts) / n
+    ctx = sum(p[1] for p in parts) / n
+    batch_depth = sum(p[2] for p in parts) / n
+    r = {"max": sum(p[0]["max"] for p in parts) / n}
+    r["max_se"] = float(np.sqrt(sum(p[0]["max_se"] ** 2 for p in parts))) / n
     k1 = float(depth @ np.arange(len(depth)))
     return {
         "tokens_per_call": tpc,

@@ -31,7 +31,27 @@ import numpy as np
 
 from .._guards import check_int
 
-__all__ = ["rounds_law", "batch_rounds", "batch_depth_law"]
+__all__ = ["rounds_law", "batch_rounds", "batch_depth_law", "call_prompts"]
+
+
+def call_prompts(batch: int, n_prompts: int) -> list[np.ndarray]:
+    """The prompts of each decoder call that decodes a prompt set at ``batch`` rows.
+
+    A batch at least as large as the set is one call whose row ``b`` has prompt ``b mod P``;
+    a smaller batch takes the set in ``ceil(P / B)`` calls of consecutive prompts (the last
+    wrapping round), so every prompt is decoded, at batch 1 each on its own
+    (:func:`~spectheory.tuning.tune_runs.measure_run`, :func:`~.cost_predict.predict_time`).
+
+    Examples
+    --------
+    >>> [c.tolist() for c in call_prompts(1, 3)], [c.tolist() for c in call_prompts(2, 3)]
+    ([[0], [1], [2]], [[0, 1], [2, 0]])
+    >>> [c.tolist() for c in call_prompts(4, 3)]
+    [[0, 1, 2, 0]]
+    """
+    B, P = check_int(batch, "batch", 1), check_int(n_prompts, "n_prompts", 1)
+    calls = 1 if B >= P else -(-P // B)
+    return [(j * B + np.arange(B)) % P for j in range(calls)]
 
 
 def rounds_law(J: np.ndarray, initial_memory: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -69,14 +89,16 @@ def batch_rounds(
     n_boot: int = 200,
     rng: np.random.Generator | int | None = None,
     groups: np.ndarray | None = None,
+    row_prompts: np.ndarray | None = None,
 ) -> dict:
     r"""Expected largest and smallest number of rounds over ``batch`` independent rows.
 
     ``law [N, C]``: per path, the law of a row's rounds (:func:`rounds_law`). Without ``groups``
     every row draws a random path: :math:`P(\max \le c) = F(c)^B` with ``F`` the path average.
     With ``groups [N]`` (the prompt of each path, ``0..P-1``) row ``b`` has prompt ``b mod P``
-    (the decoder's rows cycle through the prompts), its law is the average over that prompt's
-    paths, and :math:`P(\max \le c) = \prod_b F_{b \bmod P}(c)`. Returns ``mean`` (a row's
+    (the decoder's rows cycle through the prompts), or prompt ``row_prompts[b]`` when given (one
+    call of a batch smaller than the prompt set: :func:`call_prompts`), its law is the average
+    over that prompt's paths, and :math:`P(\max \le c) = \prod_b F_{p_b}(c)`. Returns ``mean`` (a row's
     ``E[R]``, averaged over the batch's rows), ``max``, ``min`` and their bootstrap standard
     errors over paths (resampled within each prompt): ``mean_se``, ``max_se``, ``min_se``.
 
@@ -98,9 +120,15 @@ def batch_rounds(
         raise ValueError(f"groups: expected one prompt index >= 0 per path, shape ({N},)")
     P = int(g.max()) + 1
     members = [np.flatnonzero(g == p) for p in range(P)]
-    if groups is not None and any(len(m) == 0 for m in members[: min(B, P)]):
+    if groups is not None and any(len(members[p]) == 0 for p in np.unique(np.arange(B) % P)):
         raise ValueError("groups: a prompt of the batch has no sampled path")
-    rows = np.bincount(np.arange(B) % P if groups is not None else np.zeros(B, np.int64), minlength=P)
+    if row_prompts is not None:
+        if groups is None or np.shape(row_prompts) != (B,):
+            raise ValueError(f"row_prompts: expected one prompt per row, shape ({B},), with groups")
+        of_row = np.asarray(row_prompts, dtype=np.int64) % P
+    else:
+        of_row = np.arange(B) % P if groups is not None else np.zeros(B, np.int64)
+    rows = np.bincount(of_row, minlength=P)
 
     def stats(F: np.ndarray) -> np.ndarray:  # F [..., P, C] per-prompt CDFs -> [..., 3]
         used = rows > 0
@@ -141,6 +169,8 @@ def batch_depth_law(
     groups: np.ndarray | None = None,
     rng: np.random.Generator | int | None = None,
     rows: int = 8192,
+    row_prompts: np.ndarray | None = None,
+    caps: np.ndarray | None = None,
 ) -> np.ndarray:
     r"""Law ``[D + 1]`` of the draft depth a *batch* plays in a round: the largest depth over the
     rows still generating, simulated on the rounds chain.
@@ -152,9 +182,11 @@ def batch_depth_law(
     Near the end of the horizon every row has few tokens left at once and the last rounds have
     few rows, so ``K_r`` is smaller than the largest of ``B`` independent round depths. Rows follow
     ``J [N, T, M, T + 1, M]`` (:func:`~spectheory.validation.round_kernels.path_kernel`, ...) from start 0; row ``b`` takes a path of
-    prompt ``b mod P`` (``groups``, as :func:`batch_rounds`) or a uniform path; about ``rows`` rows
-    are simulated in all (batches of ``batch``). Returns the frequency of each ``K`` over all
-    simulated batch rounds.
+    prompt ``b mod P`` (``groups``, as :func:`batch_rounds`; ``row_prompts [B]``: prompt
+    ``row_prompts[b]``) or a uniform path; about ``rows`` rows are simulated in all (batches of
+    ``batch``). ``caps [N, T]`` (a draft that knows how far it can propose, prompt lookup): a
+    row of path ``i`` at start ``n`` drafts at most ``caps[i, n]``. Returns the frequency of each
+    ``K`` over all simulated batch rounds.
 
     Examples
     --------
@@ -185,7 +217,8 @@ def batch_depth_law(
         path = gen.integers(0, N, S)
     else:
         members = [np.flatnonzero(g == p) for p in range(int(g.max()) + 1)]
-        prompt = np.tile(np.arange(B) % len(members), n_batches)
+        own = np.arange(B) if row_prompts is None else np.asarray(row_prompts, dtype=np.int64)
+        prompt = np.tile(own % len(members), n_batches)
         path = np.array([m[gen.integers(len(m))] for m in (members[p] for p in prompt)])
     if law is not None and len(law) > 1:  # one drafted-length law per prompt
         if g is None or len(law) != int(g.max()) + 1:
@@ -205,6 +238,8 @@ def batch_depth_law(
         else:  # row i's draft length from its prompt's law, by inverse CDF
             k = np.minimum((gen.random(S)[:, None] > cdf[row_law]).sum(1), D)
             k = np.minimum(k, T - n)
+        if caps is not None:
+            k = np.minimum(k, np.asarray(caps)[path, np.minimum(n, T - 1)])
         k = np.where(live, k, -1).reshape(n_batches, B).max(1)  # per batch; -1: batch done
         counts += np.bincount(k[k >= 0], minlength=D + 1)[: D + 1]
         idx = np.flatnonzero(live)

@@ -126,8 +126,7 @@ class DecoderTiming:
         :meth:`~.along_path.RoundsModel.target_calls` (a fractional mean depth interpolates)."""
         m = round_model(rnd)
         B, K, L = int(batch), float(depth), float(context)
-        (w0, c0), *rest = m.draft_calls(K)
-        draft = c0 * self.draft(B, w0, L) + sum(c * self.draft(B, w, L) for w, c in rest)
+        draft = sum(c * self.draft(B, w, L) for w, c in m.draft_calls(K))
         draft += m.draft_steps(K) * self._step(m.keys)
         target = sum(c * self.target(B, w, L) for w, c in m.target_calls(K))
         extra = self._overhead(m.keys)(B, m.scored(K), 0) if overhead else 0.0
@@ -160,6 +159,14 @@ class DecoderTiming:
         return float(t + (self.draft(int(batch), m, 0) if speculative else 0.0)) + extra
 
 
+def _logged_seconds(forward: Any, calls: np.ndarray) -> float:
+    """Fitted seconds of the logged cached calls ``[n, 4]`` (the prefill, at context 0, left out)."""
+    cached = calls[calls[:, 2] > 0]
+    if not len(cached):
+        return 0.0
+    return float(np.sum(forward(cached[:, 0].astype(np.int64), cached[:, 1].astype(np.int64), cached[:, 2])))
+
+
 def measure_overhead(
     target: Any,
     draft: Any,
@@ -171,6 +178,9 @@ def measure_overhead(
     device: Any = "cpu",
 ) -> tuple[DecoderTiming, list[dict]]:
     r"""Measure the per-round work outside the forwards and fit ``o_kind(B, w) = a + s w + b B w``.
+
+    Each run's forwards are logged (:class:`~spectheory.cost.timed.ForwardLog`) and priced by
+    ``timing``'s fitted forwards call by call; the rest of its time per round is the overhead.
 
     Parameters
     ----------
@@ -192,28 +202,35 @@ def measure_overhead(
     """
     from scipy.optimize import nnls
 
+    from ..cost.timed import ForwardLog
     from ..decoder.dispatch import generate
     from ..decoder.speculative import autoregressive_generate
 
-    L0 = len(prompts[0])
     T = int(horizon)
     points: list[dict] = []
     rnd: Any
     for rnd, B in runs:
         rows = [prompts[i % len(prompts)] for i in range(int(B))]
-        if rnd is None:
-            autoregressive_generate(target, rows, min(T, 4), seed=seed, device=device)  # warm-up
-            s = autoregressive_generate(target, rows, T, seed=seed, device=device).stats
-            kind, R, depth = "autoregressive", T, 0.0
-            fwd = timing.autoregressive_seconds(B, L0 + T / 2, overhead=False)
-        else:
-            model = round_model(rnd)
-            kind = model.kind
-            generate(target, draft, rows, min(T, 4), rnd, seed=seed, device=device)  # warm-up
-            s = generate(target, draft, rows, T, rnd, seed=seed, device=device).stats
-            R = max(int(s.batch_target_calls), 1)
-            depth = model.priced_depth(s.batch_draft_calls / R)
-            fwd = timing.round_seconds(model, B, depth, L0 + T / 2, overhead=False)
+        with ForwardLog(target) as lt, ForwardLog(draft) as ld:
+            if rnd is None:
+                autoregressive_generate(target, rows, min(T, 4), seed=seed, device=device)  # warm-up
+                lt.take(), ld.take()
+                s = autoregressive_generate(target, rows, T, seed=seed, device=device).stats
+                kind, R, depth = "autoregressive", T, 0.0
+            else:
+                model = round_model(rnd)
+                kind = model.kind
+                generate(target, draft, rows, min(T, 4), rnd, seed=seed, device=device)  # warm-up
+                lt.take(), ld.take()
+                s = generate(target, draft, rows, T, rnd, seed=seed, device=device).stats
+                R = max(int(s.batch_target_calls), 1)
+                depth = model.priced_depth(s.batch_draft_calls / R)
+        # the fitted forwards of the calls the run made (a capped draft's rounds differ in depth:
+        # pricing them at their mean depth would put the curve's concavity into the overhead)
+        fwd = _logged_seconds(timing.target, lt.take()) + (
+            0.0 if rnd is None else _logged_seconds(timing.draft, ld.take())
+        )
+        fwd /= R
         per_round = (s.time_total - s.time_prefill) / R
         points.append(
             {

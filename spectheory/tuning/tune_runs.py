@@ -77,9 +77,12 @@ def fit_timing(
     repeats: int = 5,
     calibration_batches: Sequence[int] | None = None,
     rng: np.random.Generator | int | None = None,
+    form: str = "tabulated",
 ) -> tuple[DecoderTiming, dict]:
-    """Fit both models' forwards over ``batches`` x the tokens ``configs`` score x the contexts
-    ``L0, L0 + T`` and measure the overheads (short runs of the cheapest and the dearest
+    """Fit both models' forwards (``form``, :func:`~spectheory.cost.fit_forward.fit_cost`; by
+    default the measured curve itself) over ``batches`` x the tokens ``configs`` score (and the
+    prefill's ``L0 - 1`` where the models' context allows) x the contexts ``L0, L0 + T`` and
+    measure the overheads (short runs of the cheapest and the dearest
     configuration of each kind, and of autoregressive decoding, at each calibration batch: the
     smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
     record of the fits and overhead runs."""
@@ -87,9 +90,13 @@ def fit_timing(
 
     gen = np.random.default_rng(rng)
     L0, T = int(np.shape(prompts)[1]), int(horizon)
-    grid = dict(batches=sorted(set(batches)), tokens=_scored_tokens(configs), contexts=(L0, L0 + T))
+    tokens = _scored_tokens(configs)
+    limit = min(x for x in (target.max_seq_len, draft.max_seq_len, 1 << 30) if x is not None)
+    if L0 > 1 + max(tokens) and 2 * L0 - 1 + T <= limit:  # the prefill's width, measured too
+        tokens.append(L0 - 1)
+    grid = dict(batches=sorted(set(batches)), tokens=tokens, contexts=(L0, L0 + T))
     fits = {
-        name: fit_cost(model, device=device, repeats=repeats, rng=gen, **grid)  # type: ignore[arg-type]
+        name: fit_cost(model, device=device, repeats=repeats, rng=gen, form=form, **grid)  # type: ignore[arg-type]
         for name, model in (("target", target), ("draft", draft))
     }
     timing = DecoderTiming(fits["target"].forward, fits["draft"].forward)
@@ -123,24 +130,40 @@ def measure_run(
     batch: int,
     seed: int = 0,
     device: Any = "cpu",
+    all_prompts: bool = True,
 ) -> dict:
-    """One decoder call on ``batch`` rows (prompts cycled); ``rnd`` None: autoregressive decoding.
+    """Decoder calls on ``batch`` rows over every prompt; ``rnd`` None: autoregressive decoding.
 
-    Returns ``throughput`` (``B T`` / wall time of the call, prefill included), ``seconds``,
-    ``rounds`` (batch target calls) and ``draft_calls`` (batch draft forwards)."""
+    A batch at least as large as the prompt set is one call (row ``b`` has prompt ``b mod P``);
+    a smaller one decodes the set in ``ceil(P / B)`` calls (:func:`~.cost_rounds.call_prompts`;
+    batch 1: every prompt on its own), so the throughput is that of the whole set, as
+    :func:`~.cost_predict.predict_time` predicts it. Returns ``throughput`` (tokens / wall time of
+    the calls, prefills included), ``seconds`` (mean per call), ``rounds`` (batch target calls)
+    and ``draft_calls`` (batch draft forwards), both per call, and ``calls``.
+    ``all_prompts=False``: the first call only (rows cycling from prompt 0)."""
     from ..decoder.dispatch import generate
     from ..decoder.speculative import autoregressive_generate
+    from .cost_rounds import call_prompts
 
-    rows = [list(prompts[i % len(prompts)]) for i in range(int(batch))]
-    if rnd is None:
-        s = autoregressive_generate(target, rows, horizon, seed=seed, device=device).stats
-    else:
-        s = generate(target, draft, rows, horizon, rnd, seed=seed, device=device).stats
+    B, T = int(batch), int(horizon)
+    seconds = rounds = drafts = 0.0
+    calls = call_prompts(B, len(prompts))[: None if all_prompts else 1]
+    for j, which in enumerate(calls):
+        rows = [list(prompts[int(i)]) for i in which]
+        if rnd is None:
+            s = autoregressive_generate(target, rows, T, seed=seed + j, device=device).stats
+        else:
+            s = generate(target, draft, rows, T, rnd, seed=seed + j, device=device).stats
+        seconds += float(s.time_total)
+        rounds += int(s.batch_target_calls)
+        drafts += int(s.batch_draft_calls)
+    n = len(calls)
     return {
-        "throughput": int(batch) * int(horizon) / s.time_total,
-        "seconds": float(s.time_total),
-        "rounds": int(s.batch_target_calls),
-        "draft_calls": int(s.batch_draft_calls),
+        "throughput": n * B * T / seconds,
+        "seconds": seconds / n,
+        "rounds": rounds / n,
+        "draft_calls": drafts / n,
+        "calls": n,
     }
 
 

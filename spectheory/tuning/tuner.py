@@ -212,6 +212,7 @@ def tune(
     horizon: int = 64,
     fit_repeats: int = 5,
     rng: np.random.Generator | int | None = None,
+    cost_form: str = "tabulated",
 ) -> TuneResult:
     r"""Predict and rank the throughput of every gamma, tree and policy (module docstring).
 
@@ -227,6 +228,9 @@ def tune(
     horizon : new tokens per row
     fit_repeats : timed calls per grid point of the cost fits
     rng : numpy Generator or seed
+    cost_form : the forward-cost form fitted (:func:`~spectheory.cost.fit_forward.fit_cost`):
+        ``"tabulated"`` (default: the measured curve, one cost per width scored),
+        ``"linear"`` or ``"constant"``
 
     Returns
     -------
@@ -266,7 +270,9 @@ def tune(
     if not configs:
         raise ValueError("gammas, trees, policies: nothing to tune")
     gen = np.random.default_rng(rng)
-    timing, record = fit_timing(target, draft, P, T, configs, batches, dev, fit_repeats, rng=gen)
+    timing, record = fit_timing(
+        target, draft, P, T, configs, batches, dev, fit_repeats, rng=gen, form=cost_form
+    )
     models = [round_model(r) for r in configs]
     depth = max([m.policy_depth for m in models], default=0)
     has_tree = any(m.keeps_laws for m in models)
@@ -299,5 +305,6 @@ def tune(
         "batches": batches,
         "prompts": P,
         "prompt_len": int(P.shape[1]),
+        "cost_form": cost_form,
     }
     return TuneResult(rows, rounds, record, settings)

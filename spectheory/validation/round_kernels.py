@@ -116,9 +116,9 @@ def tree_outcomes(tree: Any, tables: dict, T: int) -> np.ndarray:
     return O
 
 
-def path_kernel(reject: np.ndarray, gamma: int, bonus: bool = True) -> np.ndarray:
+def path_kernel(reject: np.ndarray, gamma: int, bonus: bool = True, caps: Any = None) -> np.ndarray:
     """Jump kernel ``J [N, T, 1, T + 1, 1]`` of fixed-``gamma`` path rounds
-    (:func:`jump_kernel` of :func:`path_outcomes`).
+    (:func:`jump_kernel` of :func:`path_outcomes`; ``caps``: per path and start).
 
     Examples
     --------
@@ -126,7 +126,7 @@ def path_kernel(reject: np.ndarray, gamma: int, bonus: bool = True) -> np.ndarra
     >>> J[0, 0, 0, :, 0].tolist()   # from 0: 2 accepted + bonus -> start 3 = done
     [0.0, 0.0, 0.0, 1.0]
     """
-    return jump_kernel(path_outcomes(reject, gamma), bonus)
+    return jump_kernel(path_outcomes(reject, gamma, caps), bonus)
 
 
 def tree_kernel(tree: Any, tables: dict, T: int) -> np.ndarray:

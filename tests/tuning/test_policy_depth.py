@@ -67,7 +67,9 @@ def test_batch_depth_law_draws_each_row_from_its_prompts_law():
     groups = np.array([0, 1, 0, 1])
     laws = np.array([[0, 1.0, 0, 0], [0, 0, 0, 1.0]])  # prompt 0 drafts 1 token, prompt 1 drafts 3
     one = batch_depth_law(J, 1, laws, groups=groups, rng=0, rows=64)
-    assert one[1] == pytest.approx(1.0)  # batch 1 decodes prompt 0 only
+    assert one[1] == pytest.approx(1.0)  # a batch-1 call of prompt 0
+    other = batch_depth_law(J, 1, laws, groups=groups, rng=0, rows=64, row_prompts=np.array([1]))
+    assert other[3] == pytest.approx(1.0)  # a batch-1 call of prompt 1
     pooled = batch_depth_law(J, 1, laws.mean(0), groups=groups, rng=0, rows=256)
     assert pooled[3] > 0.3  # what a pooled law would have said
     two = batch_depth_law(J, 2, laws, groups=groups, rng=0, rows=64)
