@@ -685,7 +685,12 @@ def block_realtheory() -> str:
         f"Last-token Markov abstraction: {ab['n_states']} states, top-{ab['top_k']} rows "
         f"({ab['nnz_per_row']:.0f} stored entries a row, mean target tail {ab['mean_target_tail']:.3g}); "
         f"`chain.protocol(T=256, gamma=8)` in {ab['protocol_seconds']:.2f} s: {p8['tokens_per_call']:.4g} "
-        f"tokens per call, certified interval for the untruncated chain [{lo:.3g}, {hi:.3g}].\n"
+        f"tokens per call, certified interval for the untruncated chain [{lo:.3g}, {hi:.3g}]."
+        + (
+            f" Time needed: {_minutes(res['wall_seconds'])} ({res['device']}, {res['date'][:10]}).\n"
+            if "wall_seconds" in res
+            else "\n"
+        )
     )
 
 

@@ -242,6 +242,7 @@ def abstraction(target, draft, sample, T: int, gammas, top_k: int) -> dict:
 def main(argv=None):
     from spectheory.decoder import load_model, pretrained
 
+    t_start = time.perf_counter()
     ap = decoder_script_parser(__doc__, threads=1)
     ap.add_argument("--samples", type=int, default=None, help="decoder samples per lossless check")
     args = ap.parse_args(argv)
@@ -314,6 +315,7 @@ def main(argv=None):
             "all_agree": theory_ok,
         },
         "abstraction": abst,
+        "wall_seconds": time.perf_counter() - t_start,
     }
     path = write_result(args.out, "real_theory", data, heads, device=args.device)
     print("wrote", path)
