@@ -169,7 +169,9 @@ def main(argv: list[str] | None = None) -> None:
     drafts: dict[str, Any] = {}
     for name in [] if args.quick else [d for d in args.drafts.split(",") if d]:
         try:
-            drafts[name] = target if name == "self" else load_model(name, device=dev)
+            # "self": a second instance of the target, so that HF's call count (a wrapper on the
+            # target's forward) does not count the assistant's calls
+            drafts[name] = load_model("smollm2-135m" if name == "self" else name, device=dev)
         except (ValueError, ImportError, OSError) as exc:
             print(f"draft {name}: not loaded ({str(exc).splitlines()[0]}); skipped")
     from spectheory.stopping import HFSchedule
@@ -269,7 +271,7 @@ def main(argv: list[str] | None = None) -> None:
                     for i, ids in enumerate(prompts):
                         seed = 1000 * r + i
                         if side == "package":
-                            own = draft is target  # one log: the draft's calls are the target's
+                            own = draft is target  # one log where the draft is the target object
                             with ForwardLog(target) as log, ForwardLog(pl if own else draft or pl) as dlog:
                                 t0 = time.perf_counter()
                                 res = fn(ids, seed)
