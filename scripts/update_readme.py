@@ -732,6 +732,7 @@ def block_realdrafts() -> str:
             f"{any_run['batch_size']} target paths each, one thread): held-out acceptance from the 2-layer early "
             f"exit {parts}; shipped: {info['default']}.",
         ]
+    return "\n".join(lines) + "\n"
 
 
 def block_realspeed() -> str:
