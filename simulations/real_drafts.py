@@ -12,7 +12,7 @@ lookup (the retrieval draft, no weights). For each, on held-out prompts (none us
    probabilities of the tokens taken, and from them the predicted tokens per target call and
    draft tokens per call at every gamma (the exact round programme along the paths:
    spectheory.validation.predict.rb_predictions; for prompt lookup, whose rounds draft as far as
-   its match goes, spectheory.decoder.real_drafts_distilled.round_expectations with the draft's
+   its match goes, spectheory.validation.predict.round_dp with the draft's
    proposal_cap at every round start).
 2. Measured costs: one cached forward of one token at context L + T/2, batch 1
    (spectheory.cost.measure.time_forward, the fastest of 15 repeats), for the draft (t_D) and the target
@@ -94,26 +94,16 @@ class Memo:
         return self.memo[key]
 
 
-def lookup_caps(draft, paths: np.ndarray, L: int, gamma: int) -> torch.Tensor:
-    """The draft length prompt lookup allows a round starting before each generated token."""
-    ids = torch.as_tensor(paths)
-    N, T = len(paths), paths.shape[1] - L
-    caps = [draft.proposal_cap(ids, torch.full((N,), L + n), torch.full((N,), gamma)) for n in range(T)]
-    return torch.stack(caps, 1)
-
-
 def predictions(draft, stats, paths, L: int, T: int, retrieval: bool) -> dict:
     """Predicted calls and draft tokens per gamma: ``{gamma: (calls mean, SE, drafts mean, SE)}``."""
-    from spectheory.decoder.real_drafts_distilled import round_expectations
-    from spectheory.validation.path_stats import mean_se
-    from spectheory.validation.predict import rb_predictions
+    from spectheory.validation.path_stats import mean_se, proposal_caps
+    from spectheory.validation.predict import rb_predictions, round_dp
 
     out = {}
     if retrieval:
-        reject = torch.as_tensor(stats.reject, dtype=torch.float64)
         for g in GAMMAS:
-            calls, drafts = round_expectations(reject, lookup_caps(draft, paths, L, g))
-            (cm, cs), (dm, ds) = mean_se(calls.numpy()), mean_se(drafts.numpy())
+            dp = round_dp(stats.reject, g, True, proposal_caps(draft, paths, L, g))
+            (cm, cs), (dm, ds) = mean_se(dp["target_calls"]), mean_se(dp["draft_tokens"])
             out[g] = (float(cm), float(cs), float(dm), float(ds))
         return out
     pred = rb_predictions(stats, GAMMAS, (True,))

@@ -12,7 +12,7 @@ expectations add and the variances add.
 
 A draft that caps its own proposals (prompt lookup's ``proposal_cap``: no match, no draft) is
 predicted the same way: along a target path its draft length at every round start is known
-(:func:`proposal_caps`), and ``round_dp``'s ``caps`` runs the rounds with it; at a position
+(:func:`~spectheory.validation.path_stats.proposal_caps`), and ``round_dp``'s ``caps`` runs the rounds with it; at a position
 inside a round its point-mass law rejects the path's token exactly when the lookup proposes
 another one. (The decoder uses the cap only with bonus tokens, where a round without drafts is
 a plain target step.)
@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["COUNTS", "predict_run", "pool", "predicted_time", "proposal_caps", "ratio_se"]
+__all__ = ["COUNTS", "predict_run", "pool", "predicted_time", "ratio_se"]
 
 #: The counts predicted per run, as :class:`~spectheory.decoder.generation_result.DecodeStats` names them.
 COUNTS = ("target_calls", "rejections", "draft_tokens")
@@ -46,41 +46,6 @@ def _path_batch(length: int, vocab: int, budget: float = 2e8) -> int:
     """Paths evaluated at once by ``path_statistics``: its float64 laws ``[b, length, V]`` kept
     near ``budget`` bytes each (a 49k vocabulary would otherwise need gigabytes)."""
     return int(max(1, min(256, budget // (8.0 * length * vocab))))
-
-
-def proposal_caps(draft: Any, paths: np.ndarray, n_prompt: int, gamma: int) -> np.ndarray | None:
-    """The draft length a capped draft uses in a round from each position of each path, int
-    ``[N, T]`` (its ``proposal_cap`` at ``k = min(gamma, T - n)``); ``None`` for a draft that
-    always drafts ``k``.
-
-    Examples
-    --------
-    >>> from spectheory.decoder.prompt_lookup import PromptLookupModel
-    >>> pl = PromptLookupModel(vocab_size=10, num_pred_tokens=4)
-    >>> proposal_caps(pl, np.array([[1, 2, 3, 1, 2, 3, 1, 2]]), 2, 4).tolist()  # no match before n = 2
-    [[0, 0, 3, 3, 2, 1]]
-    """
-    cap = getattr(draft, "proposal_cap", None)
-    if cap is None:
-        return None
-    import torch
-
-    tokens = torch.as_tensor(np.asarray(paths, dtype=np.int64))
-    N, T = tokens.shape[0], tokens.shape[1] - n_prompt
-    n = torch.arange(T)
-    rows = tokens.repeat_interleave(T, 0)  # row i * T + n: path i, a round from n
-    seq_len = (n_prompt + n).repeat(N)
-    k = torch.clamp(T - n, max=gamma).repeat(N)
-    return cap(rows.to(draft_device(draft)), seq_len, k).cpu().numpy().reshape(N, T)
-
-
-def draft_device(model: Any) -> Any:
-    """Where ``model``'s tensors live (cpu for a model without parameters or buffers)."""
-    import torch
-
-    for t in (*model.parameters(), *model.buffers()):
-        return t.device
-    return torch.device("cpu")
 
 
 def predict_run(
@@ -108,7 +73,7 @@ def predict_run(
         accepting ``j`` drafts).
     """
     from ..decoder.rng import derive_seed
-    from ..validation.path_stats import mean_se, path_statistics, repeat_prompts, sample_paths
+    from ..validation.path_stats import mean_se, path_statistics, proposal_caps, repeat_prompts, sample_paths
     from ..validation.predict import STREAM_TARGET_PATHS, round_dp
 
     prompts = repeat_prompts([list(prompt)], n_paths)

@@ -39,7 +39,7 @@ from .along_path import round_model
 from .cost_rounds import batch_depth_law, batch_rounds, call_prompts, rounds_law
 from .cost_timing import DecoderTiming
 
-__all__ = ["PathSample", "sample_target_paths", "proposal_caps", "round_law", "predict_time"]
+__all__ = ["PathSample", "sample_target_paths", "round_law", "predict_time"]
 
 
 @dataclass
@@ -96,9 +96,10 @@ def sample_target_paths(
     ``trees``: keep the laws ``[N, T, V]`` (tree predictions); ``policy_depth > 0``: also the
     draft's statistics along the paths, and keep the draft to draft from round starts (policy
     predictions). A draft with a ``proposal_cap`` (prompt lookup) has its caps along the paths
-    kept (:func:`proposal_caps`): its rounds draft at most that many tokens, none where it has
+    kept (:func:`~spectheory.validation.path_stats.proposal_caps`): its rounds draft at most that many tokens, none where it has
     no match (a plain target step).
     """
+    from ..validation.path_stats import proposal_caps
     from ..validation.policy_predict import policy_path_inputs
     from ..validation.predict import path_statistics, repeat_prompts, sample_paths
 
@@ -112,36 +113,12 @@ def sample_target_paths(
     sample = PathSample(L0, T, paths, st.reject, st.target_laws, st.draft_laws)
     sample.prompt_of = np.arange(N) % len(P)  # repeat_prompts cycles through the prompts
     if getattr(draft, "proposal_cap", None) is not None:
-        sample.caps = proposal_caps(draft, paths, L0, device=device)
+        sample.caps = proposal_caps(draft, paths, L0)
     if check_int(policy_depth, "policy_depth", 0):
         inp = policy_path_inputs(target, draft, paths, L0, sampling, device=device)
         sample.policy_inputs = {k: inp[k] for k in ("top", "entropy", "token_prob")}
         sample.draft, sample.sampling, sample.device, sample.seed = draft, sampling, device, _seed(gen)
     return sample
-
-
-def proposal_caps(draft: Any, paths: Any, prompt_len: int, device: Any = "cpu") -> np.ndarray:
-    """``caps [N, T]``: how many tokens a draft that knows how far it can propose (its
-    ``proposal_cap``, prompt lookup) would draft at each round start along each path, before the
-    round's ``gamma`` and the tokens left cap it (the decoder's ``plan``).
-
-    Examples
-    --------
-    >>> from spectheory.decoder.prompt_lookup import PromptLookupModel
-    >>> pl = PromptLookupModel(vocab_size=10, max_ngram_size=1, num_pred_tokens=3)
-    >>> proposal_caps(pl, [[1, 2, 1, 2, 3, 4]], 2).tolist()   # "1 2 1": "2 1" follows the first "1"
-    [[0, 2, 2, 0]]
-    """
-    import torch
-
-    x = torch.as_tensor(np.asarray(paths, dtype=np.int64), device=device)
-    N, T = x.shape[0], x.shape[1] - int(prompt_len)
-    big = torch.full((N,), 1 << 30, dtype=torch.long, device=x.device)
-    out = np.zeros((N, T), np.int64)
-    for n in range(T):
-        L = int(prompt_len) + n
-        out[:, n] = draft.proposal_cap(x[:, :L], torch.full((N,), L, device=x.device), big).cpu().numpy()
-    return out
 
 
 def round_law(sample: PathSample, rnd: Any) -> tuple[np.ndarray, np.ndarray]:

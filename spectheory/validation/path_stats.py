@@ -11,7 +11,7 @@ predictions built on these are in :mod:`spectheory.validation.predict`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,7 +25,15 @@ from ..montecarlo.chisquare import mean_and_se
 if TYPE_CHECKING:
     from ..decoder.batching import CausalLM
 
-__all__ = ["mean_se", "zscore", "repeat_prompts", "sample_paths", "PathStatistics", "path_statistics"]
+__all__ = [
+    "mean_se",
+    "zscore",
+    "repeat_prompts",
+    "sample_paths",
+    "PathStatistics",
+    "path_statistics",
+    "proposal_caps",
+]
 
 
 def mean_se(x: ArrayLike, axis: int | None = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -137,3 +145,39 @@ def path_statistics(
     return PathStatistics(
         cat(tv), cat(rej), cat(acc), cat(tl) if keep_laws else None, cat(dl) if keep_laws else None
     )
+
+
+@torch.inference_mode()
+def proposal_caps(draft: Any, paths: ArrayLike, n_prompt: int, gamma: int | None = None) -> np.ndarray | None:
+    """``caps [N, T]``: how many tokens a draft that knows how far it can propose (its
+    ``proposal_cap``: prompt lookup) drafts in a round starting before each generated token of
+    each path ``paths [N, L + T]``, capped by ``min(gamma, T - n)`` when ``gamma`` is given (else
+    uncapped: the decoder caps by ``gamma`` and the tokens left); ``None`` for a draft that
+    always drafts what it is asked. Given a path its caps are certain, so the along-path
+    bookkeeping (:func:`~spectheory.validation.predict.round_dp`'s ``caps``, ``spectheory
+    tune``'s kernels) runs the decoder's rounds exactly.
+
+    Examples
+    --------
+    >>> from spectheory.decoder.prompt_lookup import PromptLookupModel
+    >>> pl = PromptLookupModel(vocab_size=10, max_ngram_size=1, num_pred_tokens=3)
+    >>> proposal_caps(pl, [[1, 2, 1, 2, 3, 4]], 2).tolist()   # "1 2 1": "2 1" follows the first "1"
+    [[0, 2, 2, 0]]
+    >>> proposal_caps(pl, [[1, 2, 1, 2, 3, 4]], 2, gamma=1).tolist()
+    [[0, 1, 1, 0]]
+    """
+    cap = getattr(draft, "proposal_cap", None)
+    if cap is None:
+        return None
+    from .lossless import model_device
+
+    dev = model_device(draft)
+    x = torch.as_tensor(np.asarray(paths, dtype=np.int64), device=dev)
+    L = check_int(n_prompt, "n_prompt", 1)
+    N, T = x.shape[0], x.shape[1] - L
+    out = np.zeros((N, T), np.int64)
+    for n in range(T):
+        k = (1 << 30) if gamma is None else min(int(gamma), T - n)
+        seq = torch.full((N,), L + n, dtype=torch.long, device=dev)
+        out[:, n] = cap(x[:, : L + n], seq, torch.full((N,), k, dtype=torch.long, device=dev)).cpu().numpy()
+    return out

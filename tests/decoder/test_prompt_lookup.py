@@ -193,9 +193,9 @@ def test_prediction_along_the_runs_own_path_is_its_count(temperature):
     """Given its output path a prompt-lookup run is deterministic (a point-mass proposal is
     accepted iff it is the path's token; the caps follow from the path; where the lookup has no
     match its law is uniform, but no round checks such a position), so the along-path
-    prediction (validation.predict.round_dp with app.decode_predict.proposal_caps) evaluated on
+    prediction (validation.predict.round_dp with validation.path_stats.proposal_caps) evaluated on
     the run's own output equals the run's counts exactly."""
-    from spectheory.app.decode_predict import proposal_caps
+    from spectheory.validation.path_stats import proposal_caps
     from spectheory.validation.predict import path_statistics, round_dp
 
     target, prompt, gamma = Bigram(2), [1, 2, 3, 4, 5, 1, 2, 3], 4

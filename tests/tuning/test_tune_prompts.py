@@ -135,8 +135,7 @@ def test_prompt_lookup_rounds_given_the_output_are_the_decoders_exactly():
     """Prompt lookup's proposals are a function of the text, so given the decoder's own output
     the rounds along it are certain: the capped path kernel gives exactly the decoder's count
     (this caught the decoder claiming a token fed to the draft after two plain steps in a row)."""
-    from spectheory.tuning.cost_predict import proposal_caps
-    from spectheory.validation.path_stats import path_statistics
+    from spectheory.validation.path_stats import path_statistics, proposal_caps
 
     target = gpt(3, vocab=6, scale=3.0)
     pl = PromptLookupModel(vocab_size=6, max_ngram_size=2, num_pred_tokens=3)
