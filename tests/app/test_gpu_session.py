@@ -21,4 +21,3 @@ def test_the_real_llm_steps_are_opt_in_and_fit_a_session():
     assert {name for name, _, _ in steps} == {"real_speed", "tune_real"}
     assert all((ROOT / script).exists() for _, _, script in steps)
     assert sum(int(b) for _, b, _ in steps) <= 780
-
