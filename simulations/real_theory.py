@@ -46,33 +46,13 @@ PATH_PROMPTS = (
 )
 
 
-def early_exit(target, layers: int):
-    """The target's first ``layers`` layers with its final norm and head, sharing its weights
-    (the draft when no shipped same-tokenizer draft is installed)."""
-    import copy
-
-    from spectheory.decoder.hf import HFCausalLM
-
-    hf = target.model
-    cfg = copy.deepcopy(hf.config)
-    cfg.num_hidden_layers = layers
-    if getattr(cfg, "layer_types", None):
-        cfg.layer_types = cfg.layer_types[:layers]
-    with torch.device("meta"):
-        small = type(hf)(cfg)
-    small.model.embed_tokens, small.model.norm = hf.model.embed_tokens, hf.model.norm
-    small.model.layers = torch.nn.ModuleList(list(hf.model.layers[:layers]))
-    small.model.rotary_emb, small.lm_head = hf.model.rotary_emb, hf.lm_head
-    return HFCausalLM(small.eval())
-
-
 def load_draft(target, name: str):
+    """The draft ``name``: made from the loaded ``target`` when it is one of the target's named
+    drafts (``smollm2-135m:exit2``: the early exit sharing its weights), else loaded by name."""
     from spectheory.decoder import load_model
+    from spectheory.decoder.real_drafts import is_draft_name, make_draft
 
-    try:
-        return load_model(name), name
-    except (ValueError, KeyError):
-        return early_exit(target, 2), "early exit, 2 layers (built in the script)"
+    return (make_draft(target, name) if is_draft_name(name) else load_model(name)), name
 
 
 def lossless(target, draft, tok, n: int, gamma: int, rules, seed: int = 0) -> list[dict]:

@@ -21,27 +21,6 @@ pytestmark = pytest.mark.skipif(
 P_PASS, P_FAIL, N = 1e-4, 1e-6, 200
 
 
-def early_exit(target, layers):
-    """The target's first ``layers`` layers, its final norm and head, sharing its weights."""
-    import copy
-
-    import torch
-
-    from spectheory.decoder.hf import HFCausalLM
-
-    hf = target.model
-    cfg = copy.deepcopy(hf.config)
-    cfg.num_hidden_layers = layers
-    if getattr(cfg, "layer_types", None):
-        cfg.layer_types = cfg.layer_types[:layers]
-    with torch.device("meta"):
-        small = type(hf)(cfg)
-    small.model.embed_tokens, small.model.norm = hf.model.embed_tokens, hf.model.norm
-    small.model.layers = torch.nn.ModuleList(list(hf.model.layers[:layers]))
-    small.model.rotary_emb, small.lm_head = hf.model.rotary_emb, hf.lm_head
-    return HFCausalLM(small.eval())
-
-
 @pytest.fixture(scope="module")
 def pair():
     import torch
@@ -52,7 +31,9 @@ def pair():
     torch.set_num_threads(1)
     target = load_model("smollm2-135m")
     prompt = target.tokenizer.encode("Once upon a")
-    yield target, early_exit(target, 2), prompt
+    from spectheory.decoder.real_drafts import make_draft
+
+    yield target, make_draft(target, "smollm2-135m:exit2"), prompt
     torch.set_num_threads(old)
 
 
