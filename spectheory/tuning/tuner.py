@@ -38,6 +38,12 @@ from .tune_runs import (  # noqa: F401  (config_label, measure_run: importable h
 __all__ = ["tune", "TuneResult"]
 
 
+def _rate(x: float) -> str:
+    """A throughput for the table: three significant digits below 100 tokens/s (a CPU's 2.4,
+    not 2), whole numbers above."""
+    return f"{x:.3g}" if abs(x) < 100 else f"{x:.0f}"
+
+
 @dataclass
 class TuneResult:
     """Predicted throughput of every configuration at every batch size (:func:`tune`).
@@ -83,7 +89,7 @@ class TuneResult:
                 f"{'ms/token':>9s} {'speedup':>8s}"
             )
             for i, r in enumerate(self.ranked(B), 1):
-                iv = f"{r['throughput']:.0f} +- {1.96 * r['throughput_se']:.0f}"
+                iv = f"{_rate(r['throughput'])} +- {_rate(1.96 * r['throughput_se'])}"
                 tpc = f"{r['tokens_per_call']:.2f}+-{1.96 * r['tokens_per_call_se']:.2f}"
                 lines.append(
                     f"{i:4d}  {r['config']:38s} {tpc:>12s} {iv:>18s} {1e3 * r['seconds_per_token']:9.2f} "
@@ -96,14 +102,14 @@ class TuneResult:
             )
             for v in self.verified:
                 lines.append(
-                    f"{v['batch']:5d}  {v['config']:38s} {v['predicted']:10.0f} {v['measured']:10.0f} "
+                    f"{v['batch']:5d}  {v['config']:38s} {_rate(v['predicted']):>10s} {_rate(v['measured']):>10s} "
                     f"{v['predicted'] / v['measured']:6.2f}"
                 )
             for c in self.top_checks():
                 verdict = "within noise of" if c["within_noise"] else "NOT within noise of"
                 lines.append(
                     f"batch {c['batch']}: top-ranked {c['top_ranked']} measured {verdict} the best measured "
-                    f"({c['best_measured']}; gap {c['gap']:.0f} tokens/s, 2 SE {c['noise']:.0f})"
+                    f"({c['best_measured']}; gap {_rate(c['gap'])} tokens/s, 2 SE {_rate(c['noise'])})"
                 )
         return "\n".join(lines)
 

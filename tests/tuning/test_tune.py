@@ -191,11 +191,22 @@ def test_tune_verify_and_plot(small_tune, tmp_path):
     assert all(c["top_ranked"] == res.best(c["batch"])["config"] for c in checks)
     assert "top-ranked" in res.table() and res.to_dict()["top_checks"] == checks
     res.verified = [  # two configurations measured apart far beyond their noise
-        {"batch": 1, "config": res.best(1)["config"], "measured": 100.0, "measured_se": 1.0},
-        {"batch": 1, "config": "other", "measured": 150.0, "measured_se": 1.0},
+        {
+            "batch": 1,
+            "config": res.best(1)["config"],
+            "predicted": 90.0,
+            "measured": 100.0,
+            "measured_se": 1.0,
+        },
+        {"batch": 1, "config": "other", "predicted": 90.0, "measured": 150.0, "measured_se": 1.0},
     ]
     (c,) = res.top_checks()
     assert not c["within_noise"] and c["best_measured"] == "other" and c["gap"] == 50.0
+    assert "gap 50 tokens/s" in res.table()
+    res.verified = [  # a CPU's rates: three significant digits, not rounded to whole tokens/s
+        {"batch": 1, "config": res.best(1)["config"], "predicted": 2.43, "measured": 2.2, "measured_se": 0.1}
+    ]
+    assert "2.43" in res.table() and " 2.2 " in res.table()
     res.verified = []
     files = res.plot(str(tmp_path / "tune.png"))
     assert all((tmp_path / f).exists() for f in ("tune.png", "tune.pdf")) and len(files) == 2
