@@ -90,6 +90,13 @@ class DecoderModel(ABC):
     call takes a tree mask, then its cache has ``keep_path`` for :meth:`compact_path`).
     """
 
+    #: Whether the law at a position depends on what else shares the call (dynamic activation
+    #: quantisation: one scale for the whole input). Such a model's along-path statistics are
+    #: scored as the decoder calls it (:func:`~spectheory.validation.path_stats.path_statistics`:
+    #: one row, one token at a time) and its decoder runs are measured one sequence at a time
+    #: (:func:`~spectheory.validation.predict.measure_decoder`).
+    batch_dependent_law: bool = False
+
     def new_cache(
         self,
         batch_size: int,

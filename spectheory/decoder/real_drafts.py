@@ -307,6 +307,8 @@ def make_draft(target: Any, name: str | DraftName) -> Any:
     draft = HFCausalLM(model.eval(), vocab_size=target.vocab_size, max_seq_len=target.max_seq_len)
     draft.tokenizer = target.tokenizer
     draft.pretrained_name = str(spec)
+    # dynamic int8 quantises each call's activations with one scale: its law depends on the call
+    draft.batch_dependent_law = spec.kind == "int8"
     return draft
 
 

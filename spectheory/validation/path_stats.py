@@ -114,7 +114,9 @@ def path_statistics(
     """Evaluate both models once along ``paths`` [N, L + T] (see :class:`PathStatistics`).
 
     ``n_prompt = L``: token ``n`` (1-based) of the generation is ``paths[:, L + n - 1]`` and
-    its laws are read from the logits at position ``L + n - 2``.
+    its laws are read from the logits at position ``L + n - 2``. A model that declares
+    ``batch_dependent_law`` (its law depends on what shares its call) is scored as the decoder
+    calls it at batch 1: one path, one token at a time.
     """
     paths = np.asarray(paths, dtype=np.int64)
     L = check_int(n_prompt, "n_prompt", 1)
@@ -127,8 +129,8 @@ def path_statistics(
     tv, rej, acc, tl, dl = [], [], [], [], []
     for lo in range(0, len(paths), batch_size):
         ids = torch.as_tensor(paths[lo : lo + batch_size], device=dev)
-        pt = logits_to_probs(target(ids[:, :-1])[:, L - 1 :], *sampling)  # [b, T, V]
-        pd = logits_to_probs(draft(ids[:, :-1])[:, L - 1 :], *sampling)
+        pt = logits_to_probs(_path_logits(target, ids, L), *sampling)  # [b, T, V]
+        pd = logits_to_probs(_path_logits(draft, ids, L), *sampling)
         x = ids[:, L:, None]
         px, qx = pt.gather(-1, x)[..., 0], pd.gather(-1, x)[..., 0]
         tv.append((0.5 * (pt - pd).abs().sum(-1)).cpu().numpy())
@@ -145,6 +147,27 @@ def path_statistics(
     return PathStatistics(
         cat(tv), cat(rej), cat(acc), cat(tl) if keep_laws else None, cat(dl) if keep_laws else None
     )
+
+
+def _path_logits(model: Any, ids: torch.Tensor, n_prompt: int) -> torch.Tensor:
+    """Logits ``[b, T, V]`` of ``model`` before each generated token of ``ids [b, L + T]``: one
+    call over the paths, or, for a model whose law depends on what shares its call
+    (``batch_dependent_law``: dynamic int8), the calls the decoder makes at batch 1: the prompt
+    but its last token in one call, then one token at a time (the decoder's first draft step
+    after a bonus token feeds two tokens at once: the one difference left)."""
+    if not getattr(model, "batch_dependent_law", False):
+        return model(ids[:, :-1])[:, n_prompt - 1 :]
+    rows = []
+    for row in ids[:, None, :]:  # [1, L + T] each
+        cache = model.new_cache(1, row.shape[1], device=row.device)
+        if n_prompt > 1:
+            model(row[:, : n_prompt - 1], cache=cache, start=row.new_zeros(1))
+        steps = [
+            model(row[:, n : n + 1], cache=cache, start=row.new_full((1,), n))[:, 0]
+            for n in range(n_prompt - 1, row.shape[1] - 1)
+        ]
+        rows.append(torch.stack(steps, 1))
+    return torch.cat(rows)
 
 
 @torch.inference_mode()

@@ -192,7 +192,9 @@ def measure_decoder(
     Returns a dict of arrays: ``target_calls``, ``rejections``, ``draft_tokens`` [N],
     ``counts`` [N, gamma + 1] (rounds with each accepted count), ``first`` [N, gamma + 1]
     (one-hot accepted count of the first round; its length is ``min(gamma, T)``),
-    ``accepted``, ``checked`` [N]; and ``time_total`` (s).
+    ``accepted``, ``checked`` [N]; and ``time_total`` (s). A draft that declares
+    ``batch_dependent_law`` runs one sequence at a time (``batch_size`` is then 1): batched, its
+    law would not be the one its along-path statistics score.
     """
     from ..decoder.speculative import speculative_generate
 
@@ -200,6 +202,8 @@ def measure_decoder(
     keys = ("target_calls", "rejections", "draft_tokens", "counts", "first", "accepted", "checked")
     acc: dict[str, list[np.ndarray]] = {k: [] for k in keys}
     seconds = 0.0
+    if getattr(draft, "batch_dependent_law", False):
+        batch_size = 1
     for lo in range(0, len(prompts), batch_size):
         chunk = list(prompts[lo : lo + batch_size])
         res = speculative_generate(
