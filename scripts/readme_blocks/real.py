@@ -1,0 +1,113 @@
+"""The real LLM's blocks (SmolLM2-135M, issue 38): the theory on it, its drafts, its speed against HF."""
+
+from __future__ import annotations
+
+from .common import _load, _minutes, _results
+
+
+def block_realtheory() -> str:
+    res = _load(_results() / "real_theory.json")
+    if not res:
+        return "_Run `python simulations/real_theory.py` (the `real` extra)._\n"
+    loss, ap, ab = res["lossless"], res["along_path"], res["abstraction"]
+    verdicts = "; ".join(
+        f"{r['rule']} p = {r['pvalue']:.2g} ({r['expected']}{'' if r['ok'] else ', UNEXPECTED'})"
+        for r in loss["rows"]
+        if r["prompt"] == loss["rows"][0]["prompt"]
+    )
+    tpc = ", ".join(
+        f"gamma = {r['gamma']}: {r['predicted']:.4g} +- {r['predicted_se']:.2g} vs {r['measured']:.4g} +- "
+        f"{r['measured_se']:.2g} (z = {r['z']:+.2f})"
+        for r in ap["tokens_per_call"]
+    )
+    times = ", ".join(
+        f"gamma = {r['gamma']}: {r['predicted']:.3g} vs {r['measured']:.3g} +- {r['measured_se']:.2g} s (z = {r['z']:+.2f})"
+        for r in ap["time"]
+    )
+    agree = sum(r["agree"] for r in ap["rows"])
+    p8 = ab["protocol_T256_gamma8"]
+    lo, hi = p8["certified_tokens_per_call"]
+    return (
+        f"Measured (`python simulations/real_theory.py`; `docs/real_model.md`; fig32), target {res['target']} "
+        f"(V = {ab['vocab_size']}), draft {res['draft']}. Lossless on pooled cells, {loss['samples']} two-token "
+        f"samples per check, prompt {loss['rows'][0]['prompt']!r}: {verdicts}. Along target paths, T = "
+        f"{ap['horizon']}, {ap['sequences']} sequences: {agree} of {len(ap['rows'])} predicted statistics "
+        f"within 5 SE of the decoder's; tokens per call predicted vs measured {tpc}; time {times}. "
+        f"Last-token Markov abstraction: {ab['n_states']} states, top-{ab['top_k']} rows "
+        f"({ab['nnz_per_row']:.0f} stored entries a row, mean target tail {ab['mean_target_tail']:.3g}); "
+        f"`chain.protocol(T=256, gamma=8)` in {ab['protocol_seconds']:.2f} s: {p8['tokens_per_call']:.4g} "
+        f"tokens per call, certified interval for the untruncated chain [{lo:.3g}, {hi:.3g}]."
+        + (
+            f" Time needed: {_minutes(res['wall_seconds'])} ({res['device']}, {res['date'][:10]}).\n"
+            if "wall_seconds" in res
+            else "\n"
+        )
+    )
+
+
+def block_realdrafts() -> str:
+    res = _load(_results() / "real_drafts.json")
+    if not res:
+        return "_Run `python simulations/train_real_draft.py` and `python simulations/real_drafts.py` (the `real` extra)._\n"
+    lines = [
+        f"Measured (`python simulations/real_drafts.py`; `docs/real_model.md`; fig35), target {res['target']}, "
+        f"{res['paths']} target paths of {res['horizon']} tokens after {len(res['prompts'])} held-out prompts, "
+        f"one CPU thread, batch 1 for the speedups ({res['speed_prompts']} prompts; their SE by the delta method). "
+        "Acceptance: exact 1 - E[TV] along the target's paths (SE over paths); c: draft step / target step; "
+        "gamma: the best predicted; tokens per call predicted along the paths vs the decoder's "
+        f"({res['sequences']} sequences).",
+        "",
+        "| draft | family | acceptance | c | gamma | tokens/call predicted | measured (z) | speedup predicted | measured |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in res["rows"]:
+        se = r["measured_speedup_se"]
+        lines.append(
+            f"| {r['draft']} | {r['family']} | {r['alpha']:.4f} +- {r['alpha_se']:.4f} | {r['cost_ratio']:.3g} | "
+            f"{r['gamma']} | {r['predicted_tokens_per_call']:.3f} +- {r['predicted_tokens_per_call_se']:.3f} | "
+            f"{r['measured_tokens_per_call']:.3f} +- {r['measured_tokens_per_call_se']:.3f} ({r['z']:+.2f}) | "
+            f"{r['predicted_speedup']:.3f} | {r['measured_speedup']:.3f} +- {'n/a' if se is None else f'{se:.3f}'} |"
+        )
+    info = res.get("distillation")
+    if info:
+        runs = info["runs"]
+        parts = ", ".join(
+            f"{o} {r['curve'][0]['alpha']:.4f} -> {r['heldout_alpha']:.4f} (tokens/call at gamma = {r['gamma']}: "
+            f"{r['heldout_tokens_per_call']:.4f})"
+            for o, r in sorted(runs.items())
+        )
+        any_run = next(iter(runs.values()))
+        lines += [
+            "",
+            f"Distillation objectives (`simulations/train_real_draft.py`, {any_run['steps']} steps of "
+            f"{any_run['batch_size']} target paths each, one thread): held-out acceptance from the 2-layer early "
+            f"exit {parts}; shipped: {info['default']}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def block_realspeed() -> str:
+    res = _load(_results() / "real_speed.json")
+    if not res:
+        return "_Run `python benchmarks/real_speed.py` (the `real` extra)._\n"
+    lines = [
+        f"Measured (`{res['command']}`), {res['model']} in float32 on {res['device']}, {res['threads']} "
+        f"thread(s), {res['new_tokens']} new tokens after each prompt, median of {res['repeats']} interleaved "
+        f"repeats ({res['date'][:10]}; time needed: {_minutes(res['wall_seconds'])}). Seconds per prompt set; speedup over the package's autoregressive decoder; package / HF "
+        "speed (> 1: the package is faster); the cost model's predicted / measured decoding time:",
+        "",
+        "| prompts, temperature | configuration | seconds | tokens per call | speedup vs ar | package / HF | cost model |",
+        "|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for key, r in res["results"].items():
+        hf = r["package_over_hf"]
+        cm = r["cost_model"]["predicted_over_measured"]
+        for c, sec in r["seconds"].items():
+            lines.append(
+                f"| {key} | {c} | {sec:.2f} | {r['tokens_per_call'][c]:.2f} | {r['speedup_vs_ar'][c]:.2f} | "
+                + (f"{hf[c]:.2f}" if c in hf else "")
+                + " | "
+                + (f"{cm[c]:.2f}" if c in cm else "")
+                + " |"
+            )
+    return "\n".join(lines) + "\n"
