@@ -15,15 +15,20 @@ ones. For each prompt set and each of greedy decoding and ``T = 1`` (no top-k / 
   which accepts every draft and so isolates each loop's overhead; a named one such as
   ``smollm2-135m:int8`` where installed):
   ``spec_g{G}`` vs ``hf_assist_g{G}`` (a fixed draft length ``G``: HF's ``constant`` schedule,
-  no confidence stop) and ``spec_policy`` (the package's HF-like policy, :class:`HFSchedule`
-  through a ``PolicyRound``) vs ``hf_assist_default`` (HF's default: 20 tokens, confidence
-  threshold 0.4 adjusted online).
+  no confidence stop; HF reads the assistant's schedule from the assistant model's own
+  generation config, not from the one passed to ``generate``, so it is set there for each call
+  and restored after) and ``spec_policy`` (the package's rendition of HF's default rule:
+  :class:`~spectheory.stopping.ConfidenceThreshold` ``(0.4, 20, "token")``, up to 20 drafts, a
+  round ending after a draft token of probability below 0.4) vs ``hf_assist_default`` (HF's
+  defaults as the installed transformers defines them: in version 5, 20 tokens, the
+  ``constant`` schedule and confidence threshold 0.4, which HF re-fits online from a ROC curve
+  only when scikit-learn is installed; whether it is, is recorded).
 
 Every configuration runs once per repeat, the configurations interleaved (the machine is
 shared and noisy); times are medians of wall clock per call (prefill included). Ratios are
 ``time(hf) / time(package)`` (> 1: the package is faster) and ``time(ar) / time(x)`` (the
 speedup over the package's own autoregressive decoder). Tokens per target call: the package's
-statistics; HF's from a count of the target's forwards. The **cost model** predicts each
+statistics; HF's from a count of all the target's forwards (the first also yields a token). The **cost model** predicts each
 package run's decoding time (prefill excluded) from a table of bare forward times per scored
 width (measured first, at the prompts' mean context: the flat-then-linear curve of a 49,152-row
 head; :class:`~spectheory.cost.TabulatedCost`) over the widths of that run's calls, plus the
@@ -37,6 +42,7 @@ Usage: python benchmarks/real_speed.py [--quick] [--out DIR] [--threads N] [--de
 
 from __future__ import annotations
 
+import importlib.util
 import statistics
 import time
 from collections.abc import Callable
@@ -174,7 +180,7 @@ def main(argv: list[str] | None = None) -> None:
             drafts[name] = load_model("smollm2-135m" if name == "self" else name, device=dev)
         except (ValueError, ImportError, OSError) as exc:
             print(f"draft {name}: not loaded ({str(exc).splitlines()[0]}); skipped")
-    from spectheory.stopping import HFSchedule
+    from spectheory.stopping import ConfidenceThreshold
 
     def package(draft: Any, temperature: float, **kw: Any) -> Callable[[list[int], int], Any]:
         def run(ids: list[int], seed: int) -> Any:
@@ -184,14 +190,32 @@ def main(argv: list[str] | None = None) -> None:
 
         return run
 
-    def hf(temperature: float, **extra: Any) -> Callable[[list[int], int], Any]:
+    def hf(
+        temperature: float, assistant: dict | None = None, **extra: Any
+    ) -> Callable[[list[int], int], Any]:
+        """HF's ``generate``; ``assistant``: the assistant's schedule, which HF reads from the
+        assistant model's own generation config (not from the config passed to ``generate``)
+        and, for its heuristic schedule, writes back after each call: set before every call
+        and restored after, so each call starts from the same schedule."""
+
         def run(ids: list[int], seed: int) -> Any:
             x = torch.tensor([ids], device=dev)
-            config = hf_generation_config(hf_target, n_new, temperature, **extra.get("config", {}))
-            kw = {k: v for k, v in extra.items() if k != "config"}
-            with torch.random.fork_rng(devices=[]), torch.inference_mode():
-                torch.manual_seed(seed)  # HF samples from torch's global stream: isolated here
-                out = hf_target.generate(x, attention_mask=torch.ones_like(x), generation_config=config, **kw)
+            config = hf_generation_config(hf_target, n_new, temperature)
+            saved = {}
+            if assistant is not None:
+                gc = extra["assistant_model"].generation_config
+                saved = {k: getattr(gc, k) for k in assistant}
+                for k, v in assistant.items():
+                    setattr(gc, k, v)
+            try:
+                with torch.random.fork_rng(devices=[]), torch.inference_mode():
+                    torch.manual_seed(seed)  # HF samples from torch's global stream: isolated here
+                    out = hf_target.generate(
+                        x, attention_mask=torch.ones_like(x), generation_config=config, **extra
+                    )
+            finally:
+                for k, v in saved.items():
+                    setattr(extra["assistant_model"].generation_config, k, v)
             return out[0, len(ids) :].tolist()
 
         return run
@@ -209,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
             out[f"spec_g{G}[{short}]"] = ("package", package(d, temperature, gamma=G), d)
             out[f"spec_policy[{short}]"] = (
                 "package",
-                package(d, temperature, gamma=20, policy=HFSchedule(5, max_depth=20)),
+                package(d, temperature, gamma=20, policy=ConfidenceThreshold(0.4, 20, "token")),
                 d,
             )
             if isinstance(d, HFCausalLM):
@@ -217,10 +241,14 @@ def main(argv: list[str] | None = None) -> None:
                 fixed["assistant_confidence_threshold"] = 0.0
                 out[f"hf_assist_g{G}[{short}]"] = (
                     "hf",
-                    hf(temperature, assistant_model=d.model, config=fixed),
+                    hf(temperature, fixed, assistant_model=d.model),
                     None,
                 )
-                out[f"hf_assist_default[{short}]"] = ("hf", hf(temperature, assistant_model=d.model), None)
+                out[f"hf_assist_default[{short}]"] = (
+                    "hf",
+                    hf(temperature, assistant_model=d.model),
+                    None,
+                )
         return out
 
     # the cost table: bare target forwards per scored width, at the prompts' mean context
@@ -245,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
         "prompt_lookup": {"num_pred_tokens": PL_TOKENS, "max_ngram_size": PL_NGRAM},
         "drafts": list(drafts),
         "gamma": args.gamma,
+        "hf_confidence_refit": importlib.util.find_spec("sklearn") is not None,
         "forward_seconds_by_width": {str(w): s for w, s in table.items()},
         "context_of_table": ctx,
         "results": {},
@@ -288,7 +317,9 @@ def main(argv: list[str] | None = None) -> None:
                                 t0 = time.perf_counter()
                                 outs.append(fn(ids, seed))
                                 tot += time.perf_counter() - t0
-                            n_calls += count.calls - 1  # the first call is the prefill
+                            # every forward: the prefill gives generate's first token, and assisted
+                            # generation's first call scores the prompt with the first drafts
+                            n_calls += count.calls
                     seconds[c].append(tot)
                     calls[c].append(n_calls)
                     predicted[c].append(pred)
