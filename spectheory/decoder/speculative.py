@@ -36,7 +36,19 @@ __all__ = ["speculative_generate"]
 
 # ----------------------------------------------------------------------------- one round
 def _draft(
-    draft, cache, batch, draft_cached, k, K, law, u_draft, stop=None, k_min=0, width=None, aligned=False
+    draft,
+    cache,
+    batch,
+    draft_cached,
+    k,
+    K,
+    law,
+    u_draft,
+    stop=None,
+    k_min=0,
+    width=None,
+    aligned=False,
+    first=None,
 ):
     """Draft ``k[b]`` tokens per row (``K = max k``) by inverse CDF from ``u_draft`` (``K``
     columns ``[B, 1]``, at most :data:`~spectheory.verifiers.torch_forms.U_MAX`); return the
@@ -46,7 +58,9 @@ def _draft(
     ``j <= k_min`` have every row live, so each feeds the token it just drafted and their tokens
     are written together after step ``k_min``; ``width``: the first step's window
     (:func:`~.batching.forward_window`), if read already; ``aligned``: every row's window is
-    ``width`` wide (its last ``width`` committed tokens: one, or two after a bonus token)."""
+    ``width`` wide (its last ``width`` committed tokens: one, or two after a bonus token);
+    ``first``: the law after the prompt ``[B, 1, V]``, kept by the prefill (the first round's
+    first step then calls nothing)."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
@@ -55,17 +69,20 @@ def _draft(
     xs: list[torch.Tensor] = []  # the drafted tokens, columns [B, 1]
     laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
-        if j == 1:  # the tokens committed since the draft's last call; the last one's logits
-            logits, start = forward_window(
-                draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned
-            )
-            last = logits[:, -1] if aligned else logits[rows, batch.seq_len - 1 - start]
-        elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
-            last = draft(xs[-1], cache=cache, start=before + j)[:, 0]
-        else:  # feed x_{j-1}, or an idle row's x_k again
-            pos = before + fed.clamp(max=j)
-            last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
-        law_j = law(last)
+        if j == 1 and first is not None:  # the law after the prompt (the prefill kept it)
+            law_j = first[:, 0]
+        else:
+            if j == 1:  # the tokens committed since the draft's last call; the last one's logits
+                logits, start = forward_window(
+                    draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned
+                )
+                last = logits[:, -1] if aligned else logits[rows, batch.seq_len - 1 - start]
+            elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
+                last = draft(xs[-1], cache=cache, start=before + j)[:, 0]
+            else:  # feed x_{j-1}, or an idle row's x_k again
+                pos = before + fed.clamp(max=j)
+                last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
+            law_j = law(last)
         x = draw_columns(law_j, u_draft[j - 1])
         xs.append(x)
         laws.append(law_j)
@@ -96,17 +113,6 @@ def _prefill_law(model, cache, batch, law):
         return batch.seq_len.clone(), law(logits[rows, batch.seq_len - 1 - (hi - keep)][:, None])
     logits, start = forward_window(model, cache, batch.tokens, zero, batch.seq_len)
     return batch.seq_len.clone(), law(logits[rows, batch.seq_len - 1 - start][:, None])
-
-
-def _prefill_draft(model, cache, batch):
-    """:func:`~.batching.prefill` (all but each row's last prompt token), the head skipped where the
-    model allows it (its logits are not read)."""
-    if getattr(model, "accepts_logits_to_keep", False) is not True:
-        return prefill(model, cache, batch)
-    hi = int((batch.seq_len - 1).max().item())
-    if hi > 0:
-        model(batch.tokens[:, :hi], cache=cache, start=torch.zeros_like(batch.seq_len), logits_to_keep=1)
-    return batch.seq_len - 1
 
 
 def _write_drafts(batch, before, drafts):
@@ -203,7 +209,8 @@ class PathStep(StepDefaults):
         self.cap = getattr(draft, "proposal_cap", None) if self.bonus else None
 
     def prefill(self) -> None:
-        """Both models' caches, prefilled with the prompts (all but each row's last token)."""
+        """Both models' caches, prefilled with the prompts (the target's and, when it can keep
+        chosen positions, the draft's with their laws after the prompt)."""
         B, cap = self.batch.tokens.shape
         dev = self.batch.tokens.device
         dt_target, dt_draft = self.dtypes
@@ -215,7 +222,17 @@ class PathStep(StepDefaults):
         self.target_cached, self.first_laws = _prefill_law(
             self.target, self.target_cache, self.batch, self.law
         )
-        self.draft_cached = _prefill_draft(self.draft_model, self.draft_cache, self.batch)
+        # a draft that runs its head on chosen positions caches the whole prompt and keeps its
+        # law after it: the first round's first draft step then calls nothing (HF's assistant
+        # likewise drafts its first token from its prompt call); others cache all but the last
+        # prompt token, which that step feeds
+        if getattr(self.draft_model, "accepts_logits_to_keep", False) is True:
+            self.draft_cached, self.first_draft_laws = _prefill_law(
+                self.draft_model, self.draft_cache, self.batch, self.law
+            )
+        else:
+            self.draft_cached = prefill(self.draft_model, self.draft_cache, self.batch)
+            self.first_draft_laws = None
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
         """``k = min(gamma, remaining)`` per row (capped by the policy); per round, one host read of
@@ -244,9 +261,12 @@ class PathStep(StepDefaults):
         return max(K, 1), most  # a round of plain steps (K = 0) still draws its emit uniforms
 
     def draft(self, u: torch.Tensor) -> int:
-        """Draft the round's tokens from the draw uniforms ``u[..., 0]``; the draft calls made."""
+        """Draft the round's tokens from the draw uniforms ``u[..., 0]``; the draft calls made
+        (in the first round one fewer than the tokens drafted, when the prefill kept the law
+        after the prompt)."""
         batch, hook, k = self.batch, self.hook, self.k
         self.u_emit = u[:, 0, 2]
+        first, self.first_draft_laws = self.first_draft_laws, None  # the first round only
         if self.K == 0:  # every row plays a plain target step: nothing drafted
             B, V = k.shape[0], self.target.vocab_size
             self.drafts = batch.tokens.new_zeros(B, 0)
@@ -267,10 +287,11 @@ class PathStep(StepDefaults):
             self.k_min,
             self.w_draft,
             aligned=self.draft_aligned,
+            first=first,
         )
         K = self.drafts.shape[1]
         self.u_accept = u[:, :K, 1]
-        return K
+        return K - (first is not None)
 
     def score(self) -> None:
         """The one target call: the laws at the round's ``K + 1`` positions."""

@@ -76,6 +76,29 @@ def test_greedy_speculative_equals_greedy(pair):
     assert res.stats.rejections.sum() > 0  # two unrelated random models disagree
 
 
+def test_draft_prefill_keeps_the_law_after_the_prompt(pair):
+    """A draft that takes ``logits_to_keep`` caches the whole prompt and keeps its law after it:
+    the first round's first draft step calls nothing (one draft call fewer per decode, as HF's
+    assistant), and the tokens are those of the draft that feeds its last prompt token then."""
+    from spectheory.cost import ForwardLog
+
+    target, draft = pair
+    runs = {}
+    for keeps in (True, False):
+        draft.accepts_logits_to_keep = keeps
+        try:
+            with ForwardLog(draft) as log:
+                res = speculative_generate(target, draft, PROMPTS, 10, 3, seed=[3, 4, 5])
+        finally:
+            draft.accepts_logits_to_keep = True
+        runs[keeps] = res, log.calls
+    (kept, calls_kept), (fed, calls_fed) = runs[True], runs[False]
+    assert all(np.array_equal(x, y) for x, y in zip(kept.tokens, fed.tokens))
+    assert kept.stats.batch_draft_calls == fed.stats.batch_draft_calls - 1
+    assert len(calls_kept) == len(calls_fed) - 1 == 1 + kept.stats.batch_draft_calls  # + the prefill
+    assert calls_kept[0, 1] == max(len(p) for p in PROMPTS)  # the prefill: every prompt token
+
+
 def test_sampling_is_seeded_and_batch_invariant(pair):
     target, draft = pair
     full = speculative_generate(target, draft, PROMPTS, 10, 2, seed=[3, 4, 5], top_k=10)
