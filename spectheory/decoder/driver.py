@@ -22,7 +22,7 @@ and six methods:
 - ``finish(stats) -> stats``: the statistics as the kind reports them (:class:`StepDefaults`: as
   recorded).
 
-The round steps: :class:`~spectheory.decoder.speculative.PathStep`,
+The round steps: :class:`~spectheory.decoder.path_step.PathStep`,
 :class:`~spectheory.decoder.tree_decode.TreeStep` (Medusa heads and dynamic trees are its
 drafters), :class:`~spectheory.decoder.gls_decode.GlsStep` and
 :class:`~spectheory.decoder.hsd_decode.NaiveHsdStep` (row by row, uncached:
