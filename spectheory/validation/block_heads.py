@@ -11,7 +11,7 @@ the probability, given the output token, that the coupled verification of the ro
 at ``m`` rejected at depth ``d`` (the maximal coupling of token verification emits ``x`` from
 a rejection with probability :math:`(p(x) - \min(p, Q)(x)) / p(x)`; given everything before,
 each depth draws afresh). The rounds along the path then form the outcome kernel
-:func:`block_outcomes` (from start ``m``, depth ``j + 1`` ends the round with probability
+:func:`~spectheory.validation.round_kernels.block_outcomes` (from start ``m``, depth ``j + 1`` ends the round with probability
 :math:`r(m, j + 1) \prod_{i \le j} (1 - r(m, i))`) and
 :func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` gives the expected target calls,
 rejections and accepted drafts of each path; their mean over target paths sampled from the
@@ -36,8 +36,9 @@ import torch
 from .._guards import check_int
 from ..decoder.logits import logits_to_probs
 from ..kinds.policy.outcome_kernels import outcome_dp
+from .round_kernels import block_outcomes
 
-__all__ = ["head_reject_table", "block_outcomes", "block_round_dp"]
+__all__ = ["head_reject_table", "block_round_dp"]
 
 
 @torch.inference_mode()
@@ -86,28 +87,9 @@ def head_reject_table(
     return out
 
 
-def block_outcomes(reject: np.ndarray) -> np.ndarray:
-    """Outcome kernel ``[T, gamma + 1, 2, N, 1]`` of block rounds from ``reject [N, T, gamma]``
-    (:func:`head_reject_table`): from start ``t`` the round checks ``k = min(gamma, T - t)``
-    depths and stops at the first rejection."""
-    r = np.asarray(reject, dtype=np.float64)
-    if r.ndim != 3 or np.any(r < 0) or np.any(r > 1):
-        raise ValueError(f"reject: probabilities of shape (N, T, gamma), got shape {r.shape}")
-    N, T, gamma = r.shape
-    O = np.zeros((T, gamma + 1, 2, N, 1))
-    for t in range(T):
-        k = min(gamma, T - t)
-        surv = np.ones(N)
-        for j in range(k):
-            stop = surv * r[:, t, j]
-            O[t, j, 1, :, 0] = stop
-            surv = surv - stop
-        O[t, k, 0, :, 0] = surv
-    return O
-
-
 def block_round_dp(reject: np.ndarray, bonus: bool = True) -> dict[str, np.ndarray]:
     """Expected ``target_calls``, ``rejections``, ``accepted`` and ``counts`` per path of block
     rounds with the rejection table ``reject [N, T, gamma]``
-    (:func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` of :func:`block_outcomes`)."""
+    (:func:`~spectheory.kinds.policy.outcome_kernels.outcome_dp` of
+    :func:`~spectheory.validation.round_kernels.block_outcomes`)."""
     return outcome_dp(block_outcomes(reject), bonus)

@@ -20,7 +20,9 @@ visits of every round start and every round statistic by one forward pass, and
 and the batch simulations read (both in :mod:`spectheory.kinds.policy.outcome_kernels`, beside the
 policy kind's kernel :func:`~spectheory.kinds.policy.outcome_kernels.policy_outcomes`).
 
-The kernels here: :func:`path_outcomes` (fixed ``gamma``, token verification) and
+The kernels here: :func:`block_outcomes` (a rejection table by round start and depth: block
+drafters), :func:`path_outcomes` (fixed ``gamma``, token verification: the block table of one
+rejection per position) and
 :func:`tree_outcomes` (a draft tree with node-local verifiers). :func:`~.predict.round_dp`,
 :func:`~.tree_decoding.tree_round_dp`, :func:`~.tree_rounds.emission_dp` and
 :func:`~spectheory.stopping.along_paths.policy_round_dp` are ``outcome_dp`` of their kind's
@@ -47,6 +49,7 @@ from ..kinds.policy.outcome_kernels import jump_kernel, policy_outcomes
 from ..kinds.policy.policies import Policy
 
 __all__ = [
+    "block_outcomes",
     "path_outcomes",
     "tree_outcomes",
     "path_kernel",
@@ -55,18 +58,21 @@ __all__ = [
 ]
 
 
-def path_outcomes(reject: Any, gamma: int, caps: Any = None) -> np.ndarray:
-    """Outcome kernel ``[T, gamma + 1, 2, N, 1]`` of fixed-``gamma`` path rounds: a round from
-    ``n`` checks ``k = min(gamma, T - n)`` positions, each rejected with probability
-    ``reject[:, m]``, and stops at the first rejection.
+def block_outcomes(reject: Any, caps: Any = None) -> np.ndarray:
+    """Outcome kernel ``[T, gamma + 1, 2, N, 1]`` of rounds that stop at their first rejection,
+    from a rejection table ``reject [N, T, gamma]``: a round from ``n`` checks ``k = min(gamma,
+    T - n)`` depths, depth ``j + 1`` rejected with probability ``reject[:, n, j]`` (a block
+    drafter's, which depends on the round's start:
+    :func:`~spectheory.validation.block_heads.head_reject_table`).
 
     ``caps`` (int ``[N, T]``, ``0 <= caps[i, n] <= min(gamma, T - n)``): a draft that caps its
-    own proposals (prompt lookup's ``proposal_cap``) checks ``k = caps[i, n]`` positions in a
+    own proposals (prompt lookup's ``proposal_cap``) checks ``k = caps[i, n]`` depths in a
     round from ``n`` on path ``i``; ``k = 0`` is a plain target step (accepts nothing, never
     rejects, and its one token is the bonus token)."""
-    r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
-    gamma = check_int(gamma, "gamma", 1)
-    N, T = r.shape
+    r = np.asarray(reject, dtype=np.float64)
+    if r.ndim != 3 or np.any(r < 0) or np.any(r > 1):
+        raise ValueError(f"reject: probabilities of shape (N, T, gamma), got shape {r.shape}")
+    N, T, gamma = r.shape
     full = np.minimum(gamma, T - np.arange(T))
     if caps is None:
         ks = np.broadcast_to(full, (N, T))
@@ -74,18 +80,32 @@ def path_outcomes(reject: Any, gamma: int, caps: Any = None) -> np.ndarray:
         ks = np.asarray(caps, dtype=np.int64)
         if ks.shape != (N, T) or (ks < 0).any() or (ks > full).any():
             raise ValueError(f"caps: expected ints in [0, min(gamma, T - n)] of shape {(N, T)}")
-    by_pos = np.ascontiguousarray(r.T)
+    by_start = np.ascontiguousarray(r.transpose(1, 2, 0))  # [T, gamma, N]
     rows = np.arange(N)
     O = np.zeros((T, gamma + 1, 2, N, 1))
     for n in range(T):
         k = ks[:, n]
         surv = np.ones(N)
         for j in range(int(k.max())):
-            stop = surv * by_pos[n + j] * (j < k)
+            stop = surv * by_start[n, j] * (j < k)
             O[n, j, 1, :, 0] = stop
             surv = surv - stop
         O[n, k, 0, rows, 0] = surv
     return O
+
+
+def path_outcomes(reject: Any, gamma: int, caps: Any = None) -> np.ndarray:
+    """Outcome kernel ``[T, gamma + 1, 2, N, 1]`` of fixed-``gamma`` path rounds: a round from
+    ``n`` checks ``k = min(gamma, T - n)`` positions, each rejected with probability
+    ``reject[:, m]`` (``reject [N, T]``: one per position, whatever the round's start), and stops
+    at the first rejection: :func:`block_outcomes` of the table ``reject[:, n + j]`` by start ``n``
+    and depth ``j + 1`` (``caps`` as there)."""
+    r = np.atleast_2d(np.asarray(reject, dtype=np.float64))
+    gamma = check_int(gamma, "gamma", 1)
+    N, T = r.shape
+    padded = np.concatenate([r, np.zeros((N, gamma - 1))], axis=1)  # depths past the horizon: never read
+    table = np.lib.stride_tricks.sliding_window_view(padded, gamma, axis=1)  # [N, T, gamma]
+    return block_outcomes(table, caps)
 
 
 def tree_outcomes(tree: Any, tables: dict, T: int) -> np.ndarray:

@@ -7,8 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from spectheory.validation.block_heads import block_outcomes, block_round_dp
+from spectheory.validation.block_heads import block_round_dp
 from spectheory.validation.predict import round_dp
+from spectheory.validation.round_kernels import block_outcomes
 
 
 @pytest.mark.parametrize("bonus", [True, False])
