@@ -5,7 +5,7 @@ roll back by position (:class:`PathStep`, a round step of :mod:`spectheory.decod
 Read top to bottom, a round is ``_draft`` (the draft's ``k`` steps, by inverse CDF from the
 round's uniforms), ``_score`` (the one target call over the pending token and the drafts),
 the rule's verdict and ``_commit`` (append, roll back). The prefill keeps each model's law
-after the prompt where the model can run its head on chosen positions (``_prefill_law``).
+after the prompt where the model can run its head on chosen positions (``_prefill_logits``).
 The front door is :func:`~spectheory.decoder.speculative.speculative_generate`.
 """
 
@@ -53,8 +53,9 @@ def _draft(
     are written together after step ``k_min``; ``width``: the first step's window
     (:func:`~.batching.forward_window`), if read already; ``aligned``: every row's window is
     ``width`` wide (its last ``width`` committed tokens: one, or two after a bonus token);
-    ``first``: the law after the prompt ``[B, 1, V]``, kept by the prefill (the first round's
-    first step then calls nothing)."""
+    ``first``: the logits after the prompt ``[B, 1, V]``, kept by the prefill (the first round's
+    first step then calls nothing). ``stop`` also gets each step's logits (``logits=``: a greedy
+    policy reads its confidence from them)."""
     rows = torch.arange(len(k), device=k.device)
     cap = batch.tokens.shape[1]
     before = batch.seq_len - 2  # x_j sits at slot before + j + 1; its input x_{j-1} at before + j
@@ -63,20 +64,19 @@ def _draft(
     xs: list[torch.Tensor] = []  # the drafted tokens, columns [B, 1]
     laws: list[torch.Tensor] = []
     for j in range(1, K + 1):
-        if j == 1 and first is not None:  # the law after the prompt (the prefill kept it)
-            law_j = first[:, 0]
-        else:
-            if j == 1:  # the tokens committed since the draft's last call; the last one's logits
-                logits, start = forward_window(
-                    draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned
-                )
-                last = logits[:, -1] if aligned else logits[rows, batch.seq_len - 1 - start]
-            elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
-                last = draft(xs[-1], cache=cache, start=before + j)[:, 0]
-            else:  # feed x_{j-1}, or an idle row's x_k again
-                pos = before + fed.clamp(max=j)
-                last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
-            law_j = law(last)
+        if j == 1 and first is not None:  # the logits after the prompt (the prefill kept them)
+            last = first[:, 0]
+        elif j == 1:  # the tokens committed since the draft's last call; the last one's logits
+            logits, start = forward_window(
+                draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned
+            )
+            last = logits[:, -1] if aligned else logits[rows, batch.seq_len - 1 - start]
+        elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
+            last = draft(xs[-1], cache=cache, start=before + j)[:, 0]
+        else:  # feed x_{j-1}, or an idle row's x_k again
+            pos = before + fed.clamp(max=j)
+            last = draft(batch.tokens.gather(1, pos[:, None]), cache=cache, start=pos)[:, 0]
+        law_j = law(last)
         x = draw_columns(law_j, u_draft[j - 1])
         xs.append(x)
         laws.append(law_j)
@@ -86,7 +86,7 @@ def _draft(
             slot = (before + (j + 1)).clamp(max=cap - 1)
             batch.tokens[rows, slot] = torch.where(k >= j, x[:, 0], batch.tokens[rows, slot])
         if stop is not None:
-            k[(k > j) & stop(j, law_j, x[:, 0])] = j  # k > j: the row is live and drafts on
+            k[(k > j) & stop(j, law_j, x[:, 0], logits=last)] = j  # k > j: the row is live and drafts on
             if not bool((k > j).any()):
                 break
     drafts = torch.cat(xs, 1)
@@ -95,8 +95,8 @@ def _draft(
     return drafts, torch.stack(laws, 1)
 
 
-def _prefill_law(model, cache, batch, law):
-    """Cache every prompt token; return the cached lengths and the law after each prompt
+def _prefill_logits(model, cache, batch):
+    """Cache every prompt token; return the cached lengths and the logits after each prompt
     ``[B, 1, V]`` (a model that takes ``logits_to_keep`` runs its head on the last positions only)."""
     zero = torch.zeros_like(batch.seq_len)
     rows = torch.arange(len(zero), device=zero.device)
@@ -104,9 +104,9 @@ def _prefill_law(model, cache, batch, law):
         lo, hi = torch.stack((batch.seq_len.min(), batch.seq_len.max())).tolist()
         keep = hi - lo + 1  # every row's last prompt token lies in the last keep positions
         logits = model(batch.tokens[:, :hi], cache=cache, start=zero, logits_to_keep=keep)
-        return batch.seq_len.clone(), law(logits[rows, batch.seq_len - 1 - (hi - keep)][:, None])
+        return batch.seq_len.clone(), logits[rows, batch.seq_len - 1 - (hi - keep)][:, None]
     logits, start = forward_window(model, cache, batch.tokens, zero, batch.seq_len)
-    return batch.seq_len.clone(), law(logits[rows, batch.seq_len - 1 - start][:, None])
+    return batch.seq_len.clone(), logits[rows, batch.seq_len - 1 - start][:, None]
 
 
 def _write_drafts(batch, before, drafts):
@@ -213,20 +213,18 @@ class PathStep(StepDefaults):
         # the target's prefill scores every prompt token, the last one included, and keeps the law
         # after the prompt: the first round's target call then scores only the drafts (one call
         # fewer per decode, as HF's generate), and a first round without drafts calls nothing
-        self.target_cached, self.first_laws = _prefill_law(
-            self.target, self.target_cache, self.batch, self.law
-        )
+        self.target_cached, first_logits = _prefill_logits(self.target, self.target_cache, self.batch)
+        self.first_laws: torch.Tensor | None = self.law(first_logits)
         # a draft that runs its head on chosen positions caches the whole prompt and keeps its
         # law after it: the first round's first draft step then calls nothing (HF's assistant
         # likewise drafts its first token from its prompt call); others cache all but the last
         # prompt token, which that step feeds
         if getattr(self.draft_model, "accepts_logits_to_keep", False) is True:
-            self.draft_cached, self.first_draft_laws = _prefill_law(
-                self.draft_model, self.draft_cache, self.batch, self.law
-            )
+            self.draft_cached, first_draft = _prefill_logits(self.draft_model, self.draft_cache, self.batch)
+            self.first_draft_logits: torch.Tensor | None = first_draft
         else:
             self.draft_cached = prefill(self.draft_model, self.draft_cache, self.batch)
-            self.first_draft_laws = None
+            self.first_draft_logits = None
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
         """``k = min(gamma, remaining)`` per row (capped by the policy); per round, one host read of
@@ -260,7 +258,7 @@ class PathStep(StepDefaults):
         after the prompt)."""
         batch, hook, k = self.batch, self.hook, self.k
         self.u_emit = u[:, 0, 2]
-        first, self.first_draft_laws = self.first_draft_laws, None  # the first round only
+        first, self.first_draft_logits = self.first_draft_logits, None  # the first round only
         if self.K == 0:  # every row plays a plain target step: nothing drafted
             B, V = k.shape[0], self.target.vocab_size
             self.drafts = batch.tokens.new_zeros(B, 0)

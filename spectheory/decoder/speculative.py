@@ -170,7 +170,7 @@ def speculative_generate(
     if policy is not None:
         from ..stopping.runtime import DecoderPolicy
 
-        hook = DecoderPolicy(policy, B, dev)
+        hook = DecoderPolicy(policy, B, dev, greedy=temperature == 0)
     K_fixed = min(gamma, max_new_tokens)
     name = verifier if isinstance(verifier, str) else rule_obj.name
     step = PathStep(

@@ -51,6 +51,11 @@ class DecoderPolicy:
         One of ``RUNNABLE``.
     batch_size : int
     device : torch.device
+    greedy : bool
+        The decode is greedy (temperature 0): its sampling law is a point mass, so the policy's
+        statistics (top probability, the token's probability, entropy) are read from the draft's
+        softmax at temperature 1 instead (the ``logits`` passed to :meth:`stop`), as HF's
+        assistant confidence is read from the assistant's scores.
 
     Examples
     --------
@@ -63,7 +68,7 @@ class DecoderPolicy:
     [4, 2]
     """
 
-    def __init__(self, policy: Policy, batch_size: int, device: torch.device) -> None:
+    def __init__(self, policy: Policy, batch_size: int, device: torch.device, greedy: bool = False) -> None:
         import torch
 
         if not isinstance(policy, Policy):
@@ -75,6 +80,7 @@ class DecoderPolicy:
             )
         self.policy = policy
         self.torch = torch
+        self.greedy = bool(greedy)
         init = policy.initial_memory
         self.learns = getattr(policy, "memory_kind", "flag") in ("counts", "online")
         if np.ndim(init):  # an online controller: one memory row per sequence
@@ -92,10 +98,18 @@ class DecoderPolicy:
         return cap
 
     def stop(
-        self, depth: int, law: torch.Tensor, token: torch.Tensor, position: torch.Tensor
+        self,
+        depth: int,
+        law: torch.Tensor,
+        token: torch.Tensor,
+        position: torch.Tensor,
+        logits: torch.Tensor | None = None,
     ) -> torch.Tensor:
-        """Rows that stop after drafting token ``depth`` (``token`` [B] from ``law`` [B, V])."""
+        """Rows that stop after drafting token ``depth`` (``token`` [B] from ``law`` [B, V]; a
+        greedy hook reads its statistics from ``softmax(logits)``, the draft's ``[B, V]``)."""
         torch = self.torch
+        if self.greedy and logits is not None:
+            law = torch.softmax(logits.double(), -1)
         lawd = law.double()
         logq = torch.where(lawd > 0, lawd.clamp_min(1e-300).log(), torch.zeros_like(lawd))
         B = law.shape[0]

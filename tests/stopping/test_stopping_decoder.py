@@ -108,3 +108,19 @@ def test_fixed_gamma_along_paths_is_the_fixed_gamma_validation():
         a, b = policy_round_dp(r, FixedGamma(g)), round_dp(r, g, True)
         for key in ("target_calls", "rejections", "counts"):
             np.testing.assert_allclose(a[key], b[key], rtol=1e-12, atol=1e-15, err_msg=f"{key}, gamma={g}")
+
+
+@pytest.mark.parametrize("statistic", ["top", "token"])
+def test_greedy_policy_reads_the_drafts_softmax_not_the_point_mass(statistic):
+    """At temperature 0 the sampling law is a point mass (top and token probability 1): a
+    confidence policy reads the draft's softmax instead, as HF's assistant confidence does. Every
+    draft top probability here is below 0.99, so each round stops after its first draft; with
+    threshold 0.3 no greedy token of a state is below it (0.35 is the smallest), so rounds run
+    to the policy's depth."""
+    prompts = [[0], [1], [2], [3]]
+    low = ConfidenceThreshold(0.99, max_depth=5, statistic=statistic)
+    res = speculative_generate(TARGET, DRAFT, prompts, 12, 5, temperature=0, policy=low)
+    assert (res.stats.draft_tokens == res.stats.target_calls).all()
+    high = ConfidenceThreshold(0.3, max_depth=5, statistic=statistic)
+    res = speculative_generate(TARGET, DRAFT, prompts, 12, 5, temperature=0, policy=high)
+    assert res.stats.draft_tokens.sum() > 2 * res.stats.target_calls.sum()
