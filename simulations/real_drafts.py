@@ -18,12 +18,16 @@ lookup (the retrieval draft, no weights). For each, on held-out prompts (none us
    (spectheory.cost.measure.time_forward, the fastest of 15 repeats), for the draft (t_D) and the target
    (t_T(1), and t_T(gamma + 1) for the verification call); cost ratio c = t_D / t_T(1).
 3. gamma per draft = the one in 1..6 with the largest predicted speedup
-   T t_T(1) / (E[calls] t_T(1) + E[draft tokens] (s + t_D)), s = (t_T(gamma + 1) - t_T(1)) / gamma the
-   target's cost of one more scored token (a round drafting k tokens costs k draft steps and a
-   target call over k + 1 tokens; prompt lookup's rounds without a match are plain steps); at it, the package's decoder runs N
-   sequences (measured tokens per call, z against the prediction) and, at batch 1 on P prompts
-   interleaved with plain autoregressive decoding, the wall-clock speedup (ratio of summed
-   times, SE by the delta method over prompts).
+   T (t_T(1) + o) / (E[calls] (t_T(1) + o) + E[draft tokens] (s + t_D)), s = (t_T(gamma + 1) -
+   t_T(1)) / gamma the target's cost of one more scored token (a round drafting k tokens costs k
+   draft steps and a target call over k + 1 tokens; prompt lookup's rounds without a match are
+   plain steps) and o the decoder's work per round outside the bare forwards (sampling laws over
+   the 49,152 tokens, cache bookkeeping, the prefill spread over the tokens), measured once on
+   the autoregressive runs: o = (their seconds per token) - t_T(1); a draft step's own work
+   beyond its forward is not priced. At that gamma the package's decoder runs N sequences
+   (measured tokens per call, z against the prediction) and, at batch 1 on P prompts, the
+   wall-clock speedup over the autoregressive runs (ratio of summed times, SE by the delta
+   method over prompts).
 
 One thread (the number of a single-core budget; on a shared machine the wall-clock speedups
 carry the other jobs' noise, the per-token laws do not). Results: results/real_drafts.json;
@@ -120,26 +124,28 @@ def forward_seconds(model, tokens: int, context: int, repeats: int) -> float:
     return float(np.min(time_forward(model, 1, tokens, context, repeats=repeats, warmup=2, rng=0)))
 
 
-def speed_at_batch_one(target, draft, prompts, T: int, gamma: int, ar_seconds: list[float] | None):
-    """Seconds per prompt of the decoder (and of autoregressive decoding when not given)."""
+def decode_seconds(target, draft, prompts, T: int, gamma: int) -> list[float]:
+    """Seconds per prompt of the speculative decoder at batch 1 (``draft=None``: the plain one)."""
     from spectheory.decoder.speculative import autoregressive_generate, speculative_generate
 
-    spec, ar = [], []
+    out = []
     for i, p in enumerate(prompts):
         t0 = time.perf_counter()
-        speculative_generate(target, draft, [list(p)], T, gamma, seed=100 + i)
-        spec.append(time.perf_counter() - t0)
-        if ar_seconds is None:
-            t0 = time.perf_counter()
+        if draft is None:
             autoregressive_generate(target, [list(p)], T, seed=100 + i)
-            ar.append(time.perf_counter() - t0)
-    return spec, (ar_seconds if ar_seconds is not None else ar)
+        else:
+            speculative_generate(target, draft, [list(p)], T, gamma, seed=100 + i)
+        out.append(time.perf_counter() - t0)
+    return out
 
 
-def speedup(T: int, calls: float, drafts: float, t_target: dict, t_draft: float, gamma: int) -> float:
-    """Predicted speedup over plain decoding (module docstring, item 3)."""
+def speedup(
+    T: int, calls: float, drafts: float, t_target: dict, t_draft: float, gamma: int, overhead: float = 0.0
+) -> float:
+    """Predicted speedup over plain decoding (module docstring, item 3; ``overhead`` = o)."""
     slope = (t_target[gamma + 1] - t_target[1]) / gamma
-    return T * t_target[1] / (calls * t_target[1] + drafts * (slope + t_draft))
+    step = t_target[1] + overhead
+    return T * step / (calls * step + drafts * (slope + t_draft))
 
 
 def ratio_se(num: np.ndarray, den: np.ndarray) -> tuple[float, float]:
@@ -187,7 +193,13 @@ def main(argv=None):
     )
     ctx = L + T // 2
     t_target = {m: forward_seconds(target, m, ctx, reps) for m in sorted({1, *(g + 1 for g in GAMMAS)})}
-    rows, ar_seconds, memo = [], None, Memo(target)
+    # the plain decoder first: its seconds are every row's baseline, and they price o
+    ar_seconds = decode_seconds(target, None, prompts[:n_speed], T, 1)
+    overhead = float(np.median(ar_seconds)) / T - t_target[1]
+    print(
+        f"autoregressive: {np.median(ar_seconds) / T * 1e3:.1f} ms a token, o = {overhead * 1e3:.1f} ms a round"
+    )
+    rows, memo = [], Memo(target)
     for i in progress_range(len(names), "drafts"):
         t_start = time.perf_counter()
         try:
@@ -200,14 +212,14 @@ def main(argv=None):
         alpha_m, alpha_s = mean_se((1.0 - stats.tv).mean(1))
         pred = predictions(draft, stats, paths, L, T, retrieval)
         t_draft = forward_seconds(draft, 1, ctx, reps)
-        speedups = {g: speedup(T, pred[g][0], pred[g][2], t_target, t_draft, g) for g in GAMMAS}
+        speedups = {g: speedup(T, pred[g][0], pred[g][2], t_target, t_draft, g, overhead) for g in GAMMAS}
         g = max(GAMMAS, key=speedups.__getitem__)
         meas = measure_decoder(
             target, draft, repeat_prompts(prompts, n_seq), T, g, True, seed=1, batch_size=16
         )
         cm, cs = mean_se(meas["target_calls"])
         pc, pcs = pred[g][0], pred[g][1]
-        spec, ar_seconds = speed_at_batch_one(target, draft, prompts[:n_speed], T, g, ar_seconds)
+        spec = decode_seconds(target, draft, prompts[:n_speed], T, g)
         speed, speed_se = ratio_se(np.array(ar_seconds), np.array(spec))
         row = {
             "draft": name,
@@ -230,6 +242,7 @@ def main(argv=None):
             "measured_speedup": speed,
             "measured_speedup_se": speed_se,
             "autoregressive_seconds": ar_seconds,
+            "round_overhead_seconds": overhead,
             "speculative_seconds": spec,
             "by_gamma": {
                 str(k): {"calls": v[0], "calls_se": v[1], "draft_tokens": v[2], "speedup": speedups[k]}
@@ -259,8 +272,11 @@ def main(argv=None):
                     continue
                 tt = {int(k): v for k, v in r.get("target_seconds", prev["target_seconds"]).items()}
                 r["target_seconds"] = {str(k): v for k, v in tt.items()}
+                o = r.get("round_overhead_seconds", 0.0)
                 for k, b in r["by_gamma"].items():  # the speedup model of this version
-                    b["speedup"] = speedup(T, b["calls"], b["draft_tokens"], tt, r["draft_seconds"], int(k))
+                    b["speedup"] = speedup(
+                        T, b["calls"], b["draft_tokens"], tt, r["draft_seconds"], int(k), o
+                    )
                 r["predicted_speedup"] = r["by_gamma"][str(r["gamma"])]["speedup"]
                 rows.append(r)
             order = {name: i for i, name in enumerate(DRAFTS)}

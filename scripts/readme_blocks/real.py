@@ -110,4 +110,41 @@ def block_realspeed() -> str:
                 + (f"{cm[c]:.2f}" if c in cm else "")
                 + " |"
             )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines) + "\n\n" + _realspeed_summary(res) + "\n"
+
+
+def _realspeed_summary(res: dict) -> str:
+    """The block's reading, every number from the file: the plain decoders' ratio (the same
+    algorithm on both sides: the run's noise floor), the draft rows', prompt lookup's, and how
+    many cost predictions fall within 10%."""
+
+    def span(values: list) -> str:
+        return f"{min(values):.2f}-{max(values):.2f}"
+
+    rs = res["results"].values()
+    plain = [r["package_over_hf"]["ar"] for r in rs]
+    pl = [r["package_over_hf"]["pl"] for r in rs]
+    drafted = [v for r in rs for c, v in r["package_over_hf"].items() if c.startswith("spec_")]
+    cost = [v for r in rs for v in r["cost_model"]["predicted_over_measured"].values()]
+    near = sum(abs(v - 1) <= 0.1 for v in cost)
+    best = max(res["results"].items(), key=lambda kv: kv[1]["speedup_vs_ar"]["pl"])
+    pairs = [
+        (r["tokens_per_call"][c], r["tokens_per_call"][h])
+        for key, r in res["results"].items()
+        if key.endswith("T=0")
+        for c in r["package_over_hf"]
+        if c.startswith("spec_")
+        for h in [c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")]
+    ]
+    same = sum(abs(a - b) < 1e-9 for a, b in pairs)
+    return (
+        f"Reading: the two plain decoders run the same algorithm, and their ratio spans {span(plain)}: "
+        "that is this run's noise for a ratio. With a draft model the package runs at "
+        f"{span(drafted)} of HF's speed; at greedy, where both sides' rounds are determined, "
+        f"{same} of {len(pairs)} pairs take the same tokens per call. Its prompt lookup runs at "
+        f"{span(pl)} of HF's. Prompt lookup is the one "
+        f"CPU speedup: {best[1]['speedup_vs_ar']['pl']:.2f}x the package's autoregressive decoder on "
+        f"{best[0]} ({best[1]['tokens_per_call']['pl']:.2f} tokens a call). The cost model predicts "
+        f"{near} of {len(cost)} package runs' decoding times within 10% (predicted / measured "
+        f"{span(cost)})."
+    )
