@@ -30,6 +30,7 @@ import torch
 from spectheory.app.decoder_scripts import decoder_script_parser, write_result
 from spectheory.cost import ForwardLog, OpCount
 from spectheory.decoder import load_model
+from spectheory.decoder import path_step as ps
 from spectheory.decoder import speculative as sp
 from spectheory.decoder.corpus import heldout_windows
 from spectheory.validation import resolve_models
@@ -72,12 +73,14 @@ def instrumented(clock):
         __call__ = clock.wrap("uniforms", sp.RoundUniforms.__call__)
 
     with ExitStack() as stack:
-        for name, part in (
-            ("sampling_law", "laws"),
-            ("draw_columns", "draft draws"),
-            ("_commit", "commit"),
+        # each piece is patched in the module that calls it: the front door (speculative) builds
+        # the laws, the path round (path_step) draws the drafts and commits
+        for module, name, part in (
+            (sp, "sampling_law", "laws"),
+            (ps, "draw_columns", "draft draws"),
+            (ps, "_commit", "commit"),
         ):
-            stack.enter_context(mock.patch.object(sp, name, clock.wrap(part, getattr(sp, name))))
+            stack.enter_context(mock.patch.object(module, name, clock.wrap(part, getattr(module, name))))
         stack.enter_context(mock.patch.object(sp, "get_verifier", get_verifier))
         stack.enter_context(mock.patch.object(sp, "RoundUniforms", Uniforms))
         yield
