@@ -16,7 +16,9 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def _profile_module():
-    spec = importlib.util.spec_from_file_location("decoder_profile", ROOT / "benchmarks" / "decoder_profile.py")
+    spec = importlib.util.spec_from_file_location(
+        "decoder_profile", ROOT / "benchmarks" / "decoder_profile.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
