@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from ..verifiers.torch_forms import U_MAX, draw_columns
-from .batching import check_common, make_batch, place, prefill
+from .batching import check_common, make_batch, place, prefill_law
 from .driver import StepDefaults, decode_rounds
 from .generation_result import GenerationResult
 from .logits import sampling_law
@@ -57,11 +57,13 @@ class AutoregressiveStep(StepDefaults):
         self.counts[2] = self.counts[4] = 1  # (k, accepted, emitted, rejected, called)
 
     def prefill(self) -> None:
-        """The model's cache, prefilled; the first input is each row's last prompt token."""
+        """The model's cache, prefilled with every prompt token; the law after the prompt is
+        kept, so the first round calls nothing (``T`` new tokens, ``T`` forwards in all, the
+        prefill included, as a Hugging Face ``generate``)."""
         B, cap = self.batch.tokens.shape
         self.cache = self.model.new_cache(B, cap, device=self.batch.tokens.device, dtype=self.dtype)
-        self.cached = prefill(self.model, self.cache, self.batch)
-        self.x = self.batch.tokens.gather(1, self.cached[:, None])  # [B, 1]
+        self.cached, first = prefill_law(self.model, self.cache, self.batch)
+        self.first_law: torch.Tensor | None = self.law(first[:, 0])
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None]:
         return 0, None
@@ -76,7 +78,11 @@ class AutoregressiveStep(StepDefaults):
         return 0
 
     def score(self) -> None:
-        """The model's law after the last token (a window 1 wide, nothing read back)."""
+        """The model's law after the last token (a window 1 wide, nothing read back; the first
+        round's is the prefill's)."""
+        if self.first_law is not None:
+            self.law_n, self.first_law = self.first_law, None
+            return
         self.law_n = self.law(self.model(self.x, cache=self.cache, start=self.cached)[:, 0])
 
     def commit(self) -> torch.Tensor:
@@ -101,7 +107,7 @@ def autoregressive_generate(
     """Plain autoregressive sampling with the same options and seeding: the baseline.
 
     Token ``n`` of sequence ``b`` is ``inverse_cdf(S(logits), u)`` with ``u`` a hash of
-    ``(seed_b, n, PURPOSE_AUTOREG)``; one model call per token after the prefill.
+    ``(seed_b, n, PURPOSE_AUTOREG)``; one model call per token, the first token's the prefill's.
     ``temperature=0`` is greedy decoding. Arguments as in :func:`speculative_generate`.
 
     Returns

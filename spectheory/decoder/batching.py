@@ -47,6 +47,7 @@ __all__ = [
     "sync",
     "forward_window",
     "prefill",
+    "prefill_law",
     "stop_at_eos",
     "new_tokens",
 ]
@@ -310,17 +311,23 @@ def forward_window(
     end: torch.Tensor | None,
     width: int | None = None,
     aligned: bool = False,
+    last_only: bool = False,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Feed ``tokens[b, cached[b]:end[b]]`` (right-aligned, common width); return logits, start.
 
     ``width``: ``max(end - cached)`` if the caller read it already (else read here: a host sync);
     ``aligned``: every row's window is ``width`` wide (``end - cached == width``), so each
     starts at ``cached`` and needs no clamping (at batch 1 every window is); ``end`` is then not
-    read and may be None."""
+    read and may be None. ``last_only`` (an aligned window): the caller reads the last
+    position's logits only; a model that takes ``logits_to_keep`` then runs its output head
+    there alone (logits ``[B, 1, V]``: on a 49k-token vocabulary the head is most of a
+    small model's cost per position)."""
     if aligned:
         if width is None:
             raise ValueError("forward_window: an aligned window needs its width")
         idx = cached[:, None] + torch.arange(width, device=tokens.device)
+        if last_only and width > 1 and getattr(model, "accepts_logits_to_keep", False) is True:
+            return model(tokens.gather(1, idx), cache=cache, start=cached, logits_to_keep=1), cached
         return model(tokens.gather(1, idx), cache=cache, start=cached), cached
     if end is None:
         raise ValueError("forward_window: end is needed unless the window is aligned")
@@ -333,11 +340,31 @@ def forward_window(
 
 
 def prefill(model: CausalLM, cache: Any, batch: Batch) -> torch.Tensor:
-    """Cache every prompt token but the last; return the new ``cached`` lengths."""
+    """Cache every prompt token but the last; return the new ``cached`` lengths (the logits are
+    not read: a model that takes ``logits_to_keep`` runs its output head on one position only)."""
     cached = torch.zeros_like(batch.seq_len)
-    if int((batch.seq_len - 1).max().item()) > 0:
+    hi = int((batch.seq_len - 1).max().item())
+    if hi > 0 and getattr(model, "accepts_logits_to_keep", False) is True:
+        model(batch.tokens[:, :hi], cache=cache, start=cached, logits_to_keep=1)
+    elif hi > 0:
         forward_window(model, cache, batch.tokens, cached, batch.seq_len - 1)
     return batch.seq_len - 1
+
+
+def prefill_law(model: CausalLM, cache: Any, batch: Batch) -> tuple[torch.Tensor, torch.Tensor]:
+    """Cache every prompt token; return the cached lengths and the logits after each prompt
+    ``[B, 1, V]`` (the first new token's law: the first step then calls nothing, as a Hugging
+    Face ``generate``, whose prompt call gives its first token). A model that takes
+    ``logits_to_keep`` runs its output head on the last positions only."""
+    zero = torch.zeros_like(batch.seq_len)
+    rows = torch.arange(len(zero), device=zero.device)
+    if getattr(model, "accepts_logits_to_keep", False) is True:
+        lo, hi = torch.stack((batch.seq_len.min(), batch.seq_len.max())).tolist()
+        keep = hi - lo + 1  # every row's last prompt token lies in the last keep positions
+        logits = model(batch.tokens[:, :hi], cache=cache, start=zero, logits_to_keep=keep)
+        return batch.seq_len.clone(), logits[rows, batch.seq_len - 1 - (hi - keep)][:, None]
+    logits, start = forward_window(model, cache, batch.tokens, zero, batch.seq_len)
+    return batch.seq_len.clone(), logits[rows, batch.seq_len - 1 - start][:, None]
 
 
 def stop_at_eos(batch: Batch, eos: int) -> None:

@@ -5,7 +5,7 @@ roll back by position (:class:`PathStep`, a round step of :mod:`spectheory.decod
 Read top to bottom, a round is ``_draft`` (the draft's ``k`` steps, by inverse CDF from the
 round's uniforms), ``_score`` (the one target call over the pending token and the drafts),
 the rule's verdict and ``_commit`` (append, roll back). The prefill keeps each model's law
-after the prompt where the model can run its head on chosen positions (``_prefill_logits``).
+after the prompt where the model can run its head on chosen positions (:func:`~.batching.prefill_law`).
 The front door is :func:`~spectheory.decoder.speculative.speculative_generate`.
 """
 
@@ -19,7 +19,7 @@ import torch
 
 from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import Verdict, draw_columns, sample_from_uniform
-from .batching import forward_window, prefill
+from .batching import forward_window, prefill, prefill_law
 from .driver import StepDefaults
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def _draft(
             last = first[:, 0]
         elif j == 1:  # the tokens committed since the draft's last call; the last one's logits
             logits, start = forward_window(
-                draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned
+                draft, cache, batch.tokens, draft_cached, batch.seq_len, width, aligned, last_only=True
             )
             last = logits[:, -1] if aligned else logits[rows, batch.seq_len - 1 - start]
         elif j - 1 <= live:  # every row drafted x_{j-1} (it sits at before + j)
@@ -93,20 +93,6 @@ def _draft(
     if live == K:
         _write_drafts(batch, before, drafts)
     return drafts, torch.stack(laws, 1)
-
-
-def _prefill_logits(model, cache, batch):
-    """Cache every prompt token; return the cached lengths and the logits after each prompt
-    ``[B, 1, V]`` (a model that takes ``logits_to_keep`` runs its head on the last positions only)."""
-    zero = torch.zeros_like(batch.seq_len)
-    rows = torch.arange(len(zero), device=zero.device)
-    if getattr(model, "accepts_logits_to_keep", False) is True:
-        lo, hi = torch.stack((batch.seq_len.min(), batch.seq_len.max())).tolist()
-        keep = hi - lo + 1  # every row's last prompt token lies in the last keep positions
-        logits = model(batch.tokens[:, :hi], cache=cache, start=zero, logits_to_keep=keep)
-        return batch.seq_len.clone(), logits[rows, batch.seq_len - 1 - (hi - keep)][:, None]
-    logits, start = forward_window(model, cache, batch.tokens, zero, batch.seq_len)
-    return batch.seq_len.clone(), logits[rows, batch.seq_len - 1 - start][:, None]
 
 
 def _write_drafts(batch, before, drafts):
@@ -213,14 +199,14 @@ class PathStep(StepDefaults):
         # the target's prefill scores every prompt token, the last one included, and keeps the law
         # after the prompt: the first round's target call then scores only the drafts (one call
         # fewer per decode, as HF's generate), and a first round without drafts calls nothing
-        self.target_cached, first_logits = _prefill_logits(self.target, self.target_cache, self.batch)
+        self.target_cached, first_logits = prefill_law(self.target, self.target_cache, self.batch)
         self.first_laws: torch.Tensor | None = self.law(first_logits)
         # a draft that runs its head on chosen positions caches the whole prompt and keeps its
         # law after it: the first round's first draft step then calls nothing (HF's assistant
         # likewise drafts its first token from its prompt call); others cache all but the last
         # prompt token, which that step feeds
         if getattr(self.draft_model, "accepts_logits_to_keep", False) is True:
-            self.draft_cached, first_draft = _prefill_logits(self.draft_model, self.draft_cache, self.batch)
+            self.draft_cached, first_draft = prefill_law(self.draft_model, self.draft_cache, self.batch)
             self.first_draft_logits: torch.Tensor | None = first_draft
         else:
             self.draft_cached = prefill(self.draft_model, self.draft_cache, self.batch)

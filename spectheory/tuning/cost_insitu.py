@@ -15,7 +15,8 @@ target and draft calls. The prediction for one run uses only *other* runs:
   intercept per token count seen, one shared context slope, least squares with all
   coefficients :math:`\ge 0`; token counts not seen are interpolated linearly between the
   nearest seen ones, or extrapolated from the last two); a prefill (``L = 0``) costs the mean
-  of the logged prefills of that width;
+  of the logged prefills of that width (of a width one token away, in proportion: the target's
+  prefill feeds the whole prompt, the draft's all but its last token);
 * the work outside the forwards (:func:`fit_outside`): over every other run at ``B`` (all
   repeats), the run's time minus its logged forwards is fitted by least squares (coefficients
   :math:`\ge 0`) to
@@ -129,8 +130,8 @@ class LoggedForward(ForwardCost):
     Examples
     --------
     >>> f = LoggedForward(4, (1.0, 3.0), (0.010, 0.014), 1e-5, ((31.0, 0.05),))
-    >>> round(f(4, 2, 100), 6), round(f(4, 5, 0), 6), f(4, 31, 0)   # interpolated, extrapolated, prefill
-    (0.013, 0.018, 0.05)
+    >>> round(f(4, 2, 100), 6), round(f(4, 5, 0), 6), f(4, 31, 0), f(4, 32, 0)   # ..., prefills
+    (0.013, 0.018, 0.05, 0.0516...)
     """
 
     batch: int
@@ -151,8 +152,13 @@ class LoggedForward(ForwardCost):
             _interp(m.ravel(), np.asarray(self.tokens), np.asarray(self.intercepts))
             + self.per_context * L.ravel()
         )
-        for width, seconds in self.prefill:
-            out[(m.ravel() == width) & (L.ravel() == 0)] = seconds
+        if self.prefill:  # an uncached call: the logged prefill of the nearest width, in proportion
+            widths = np.array([w for w, _ in self.prefill])
+            secs = np.array([s for _, s in self.prefill])
+            for i in np.flatnonzero((L.ravel() == 0) & (m.ravel() > 0)):
+                j = int(np.argmin(np.abs(widths - m.ravel()[i])))
+                if abs(widths[j] - m.ravel()[i]) <= 1:  # a decoder's prefills differ by a token
+                    out[i] = secs[j] * m.ravel()[i] / widths[j]
         return out.reshape(m.shape)
 
     def describe(self) -> str:

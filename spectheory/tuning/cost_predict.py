@@ -159,7 +159,12 @@ def predict_time(
     T, L0 = sample.horizon, sample.prompt_len
     if rnd is None:
         ctx = L0 + T / 2
-        seconds = timing.prefill_seconds(B, L0, speculative=False) + T * timing.autoregressive_seconds(B, ctx)
+        # T rounds, T - 1 forwards: the prefill's forward gives the first token's law
+        seconds = (
+            timing.prefill_seconds(B, L0, speculative=False)
+            + T * timing.autoregressive_seconds(B, ctx)
+            - timing.autoregressive_seconds(B, ctx, overhead=False)
+        )
         return {
             "tokens_per_call": 1.0,
             "tokens_per_call_se": 0.0,

@@ -13,9 +13,10 @@ A tree round (:func:`~spectheory.decoder.tree_generate`) drafts level by level: 
 then one call per level ``d = 1..K-1`` over its ``n_d`` nodes, and one target call over all
 ``N`` nodes of the tree (root included): :math:`t_D(B, 2, L) + \sum_{d<K} t_D(B, n_d, L) +
 t_T(B, N, L) + K\, o_\text{step} + o_\text{tree}(B, N)`. Autoregressive decoding costs :math:`t_T(B, 1, L) +
-o_\text{ar}(B, 1)` per token, and a prefill of prompts of length ``L_0`` one forward of
-``L_0 - 1`` tokens per model; a whole decoder call adds ``o_call`` (allocating the caches,
-building the batch, collecting the output).
+o_\text{ar}(B, 1)` per token but the first (the prefill's forward of the whole prompt gives its
+law), and a prefill of prompts of length ``L_0`` one forward of ``L_0`` tokens of the target and
+``L_0 - 1`` of the draft; a whole decoder call adds ``o_call`` (allocating the caches, building
+the batch, collecting the output).
 
 The overheads ``o_kind(B, w) = a + s w + b B w`` (``w`` = tokens scored per row: work per round,
 per draft step, per row and token) are *measured*: :func:`measure_overhead` runs the real decoder
@@ -149,14 +150,16 @@ class DecoderTiming:
         return float(self.target(int(batch), 1, float(context)) + extra)
 
     def prefill_seconds(self, batch: int, prompt_len: int, speculative: bool = True) -> float:
-        """The prefill: one forward of ``prompt_len - 1`` tokens per model (none for 1-token prompts),
-        plus the call's own work outside the forwards (``call``)."""
-        m = int(prompt_len) - 1
+        """The prefill: the target's forward of all ``prompt_len`` tokens (it keeps the first new
+        token's law, so the first round's target call scores the drafts only and a first plain
+        step calls nothing), the draft's of ``prompt_len - 1`` (none for 1-token prompts; a draft
+        that keeps its law after the prompt feeds one more), plus the call's own work outside
+        the forwards (``call``)."""
+        m = int(prompt_len)
         extra = float(self.call[1] if speculative else self.call[0])
-        if m < 1:
-            return extra
         t = self.target(int(batch), m, 0)
-        return float(t + (self.draft(int(batch), m, 0) if speculative else 0.0)) + extra
+        d = self.draft(int(batch), m - 1, 0) if speculative and m > 1 else 0.0
+        return float(t + d) + extra
 
 
 def _logged_seconds(forward: Any, calls: np.ndarray) -> float:

@@ -81,7 +81,7 @@ def fit_timing(
 ) -> tuple[DecoderTiming, dict]:
     """Fit both models' forwards (``form``, :func:`~spectheory.cost.fit_forward.fit_cost`; by
     default the measured curve itself) over ``batches`` x the tokens ``configs`` score (and the
-    prefill's ``L0 - 1`` where the models' context allows) x the contexts ``L0, L0 + T`` and
+    target's prefill's ``L0`` where the models' context allows) x the contexts ``L0, L0 + T`` and
     measure the overheads (short runs of the cheapest and the dearest
     configuration of each kind, and of autoregressive decoding, at each calibration batch: the
     smallest and largest of ``batches`` by default). Returns the timing and a JSON-ready
@@ -92,8 +92,8 @@ def fit_timing(
     L0, T = int(np.shape(prompts)[1]), int(horizon)
     tokens = _scored_tokens(configs)
     limit = min(x for x in (target.max_seq_len, draft.max_seq_len, 1 << 30) if x is not None)
-    if L0 > 1 + max(tokens) and 2 * L0 - 1 + T <= limit:  # the prefill's width, measured too
-        tokens.append(L0 - 1)
+    if L0 > max(tokens) and 2 * L0 + T <= limit:  # the target's prefill width, measured too
+        tokens.append(L0)
     grid = dict(batches=sorted(set(batches)), tokens=tokens, contexts=(L0, L0 + T))
     fits = {
         name: fit_cost(model, device=device, repeats=repeats, rng=gen, form=form, **grid)  # type: ignore[arg-type]

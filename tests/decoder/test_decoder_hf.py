@@ -7,6 +7,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from spectheory.decoder import HFCausalLM, autoregressive_generate, speculative_generate  # noqa: E402
+from spectheory.decoder.batching import make_batch, prefill  # noqa: E402
 
 VOCAB = 48
 
@@ -97,6 +98,48 @@ def test_draft_prefill_keeps_the_law_after_the_prompt(pair):
     assert kept.stats.batch_draft_calls == fed.stats.batch_draft_calls - 1
     assert len(calls_kept) == len(calls_fed) - 1 == 1 + kept.stats.batch_draft_calls  # + the prefill
     assert calls_kept[0, 1] == max(len(p) for p in PROMPTS)  # the prefill: every prompt token
+
+
+def test_head_runs_only_where_the_logits_are_read(pair, monkeypatch):
+    """A model that takes ``logits_to_keep`` runs its output head on the last position only
+    where the decoder reads no other: a draft round's first step (a two-token window after a
+    bonus token), the prefills (the autoregressive decoder's keeps the law after the prompt, a
+    tree draft's reads nothing). Same tokens as the full head."""
+    target, draft = pair
+    widths = []
+    real_forward = draft.forward
+
+    def logged(ids, *args, **kwargs):
+        out = real_forward(ids, *args, **kwargs)
+        widths.append((ids.shape[1], out.shape[1]))
+        return out
+
+    monkeypatch.setattr(draft, "forward", logged)
+    runs = {}
+    for keeps in (True, False):
+        for lm in pair:
+            lm.accepts_logits_to_keep = keeps
+        try:
+            widths.clear()
+            spec = [speculative_generate(target, draft, [p], 10, 3, seed=7).tokens[0] for p in PROMPTS]
+            widths.clear()  # the draft as its own target: every draft accepted, a bonus token
+            spec += [speculative_generate(draft, draft, [p], 10, 3, seed=7).tokens[0] for p in PROMPTS]
+            auto = [autoregressive_generate(draft, [p], 6, seed=7).tokens[0] for p in PROMPTS]
+            runs[keeps] = spec + auto, list(widths)
+        finally:
+            for lm in pair:
+                lm.accepts_logits_to_keep = True
+    (kept, w_kept), (full, w_full) = runs[True], runs[False]
+    assert all(np.array_equal(x, y) for x, y in zip(kept, full))
+    assert all(fed == out for fed, out in w_full)  # the full head: logits at every fed position
+    # every call of more than one token that no later step reads at each position keeps one
+    assert any(fed == 2 and out == 1 for fed, out in w_kept)  # a round's first draft step
+    assert any(fed == 6 and out == 1 for fed, out in w_kept)  # the autoregressive prefill
+    # the prefill that caches all but the last prompt token (a tree's draft) reads no logits
+    batch = make_batch([PROMPTS[2]], 4, {"draft": draft}, torch.device("cpu"))
+    widths.clear()
+    assert prefill(draft, draft.new_cache(1, 16), batch).tolist() == [5]
+    assert widths == [(5, 1)]
 
 
 def test_sampling_is_seeded_and_batch_invariant(pair):

@@ -94,6 +94,9 @@ def test_logged_forward_recovers_intercepts_slope_and_prefill():
     assert f(4, 3, 0.0 + 1) == pytest.approx(0.012 + (0.020 - 0.012) / 3 + 2e-5, rel=1e-9)  # interpolated
     assert f(4, 7, 10) == pytest.approx(0.020 + 2 * (0.008 / 3) + 2e-4, rel=1e-9)  # extrapolated
     assert f(4, 31, 0) == pytest.approx(0.3)
+    # a prefill one token wider or narrower (the target's and the draft's), in proportion
+    assert f(4, 32, 0) == pytest.approx(0.3 * 32 / 31) and f(4, 30, 0) == pytest.approx(0.3 * 30 / 31)
+    assert f(4, 33, 0) == pytest.approx(0.020 + 28 * (0.008 / 3))  # further: the cached formula
     with pytest.raises(ValueError, match="batch 4 only"):
         f(8, 1, 10)
     with pytest.raises(ValueError, match="no cached call"):
@@ -102,7 +105,7 @@ def test_logged_forward_recovers_intercepts_slope_and_prefill():
 
 def _run(kind, rounds, steps, width, coef, config=None, repeat=0, batch=1):
     """A LoggedRun whose outside-the-forwards time follows ``coef`` exactly."""
-    target = np.array([[batch, 31, 0, 0.1]] + [[batch, width, 40, 0.01]] * rounds)
+    target = np.array([[batch, 32, 0, 0.1]] + [[batch, width, 40, 0.01]] * rounds)  # the whole prompt
     draft = (
         np.array([[batch, 31, 0, 0.05]] + [[batch, 1, 40, 0.002]] * steps)
         if kind != "autoregressive"
@@ -164,7 +167,9 @@ def test_decoder_timing_step_and_call_terms():
     assert t.round_seconds(POLICY, 1, 3, 0) == pytest.approx(
         t.round_seconds(PathRound(2), 1, 3, 0)
     )  # falls back
-    assert t.prefill_seconds(1, 1) == pytest.approx(0.2) and t.prefill_seconds(1, 1, speculative=False) == 0.1
+    # a 1-token prompt: the target's prefill feeds it (the first token's law), the draft nothing
+    assert t.prefill_seconds(1, 1) == pytest.approx(0.2 + 1e-3)
+    assert t.prefill_seconds(1, 1, speculative=False) == pytest.approx(0.1 + 1e-3)
     flat = DecoderTiming(LinearForward(1e-3), LinearForward(1e-4), step=1e-5)
     tree = DraftTree.from_branching([2, 2])
     assert flat.round_seconds(TreeRound(tree), 1, 2, 0) == pytest.approx(1e-3 + 2e-4 + 2e-5)

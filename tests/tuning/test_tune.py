@@ -99,9 +99,11 @@ def test_predict_time_when_every_draft_is_accepted():
     k2 = timing.draft(B, 2, 9.0) + timing.draft(B, 1, 9.0) + timing.target(B, 3, 9.0)
     assert rounds[-1] == pytest.approx(k2)
     ar = predict_time(sample, None, timing, 4)
+    # T tokens, T - 1 forwards after the prefill (its forward gives the first token's law)
     assert ar["seconds"] == pytest.approx(
-        timing.prefill_seconds(4, L0, False) + T * timing.target(4, 1, L0 + T / 2)
+        timing.prefill_seconds(4, L0, False) + (T - 1) * timing.target(4, 1, L0 + T / 2)
     )
+    assert timing.prefill_seconds(4, L0, False) == pytest.approx(timing.target(4, L0, 0))
     # 64 rows in lockstep: every row's last round has 2 tokens left, so the batch's last round
     # drafts 2, not the largest of 64 independent round depths (3 nearly always)
     big = predict_time(sample, PathRound(gamma), timing, 64)
