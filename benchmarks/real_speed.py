@@ -26,8 +26,13 @@ ones. For each prompt set and each of greedy decoding and ``T = 1`` (no top-k / 
 
 Every configuration runs once per repeat, the configurations interleaved (the machine is
 shared and noisy); times are medians of wall clock per call (prefill included). Ratios are
-``time(hf) / time(package)`` (> 1: the package is faster) and ``time(ar) / time(x)`` (the
-speedup over the package's own autoregressive decoder). Tokens per target call: the package's
+``time(hf) / time(package)`` (> 1: the package is faster; the median over repeats of the ratio
+of a pair run back to back, with its range, and the ratio of the fastest runs) and
+``time(ar) / time(x)`` (the speedup over the package's own autoregressive decoder). Where both
+sides make the same forwards (same draft, same schedule), the ratio is the loops' own work
+against noise: so the forwards of both sides are timed too (the package's logs, wrappers on
+HF's target and assistant) and each run's seconds **outside the forwards** are reported, a
+measure of each loop's own cost that the machine's load moves far less than the total. Tokens per target call: the package's
 statistics; HF's from a count of all the target's forwards (the first also yields a token). The **cost model** predicts each
 package run's decoding time (prefill excluded) from a table of bare forward times per scored
 width (measured first, at the prompts' mean context: the flat-then-linear curve of a 49,152-row
@@ -92,16 +97,25 @@ def hf_generation_config(model: Any, n_new: int, temperature: float, **extra: An
 
 
 class CallCount:
-    """Counts the forwards of an HF model (the target calls of HF's loops) while active."""
+    """Counts and times the forwards of an HF model (the target calls of HF's loops, or its
+    assistant's) while active (``None``: counts nothing)."""
 
     def __init__(self, module: Any) -> None:
-        self.module, self.calls = module, 0
+        self.module, self.calls, self.seconds = module, 0, 0.0
 
     def __enter__(self) -> CallCount:
+        if self.module is None:
+            self._undo = lambda: None
+            return self
+
         def wrap(forward: Callable[..., Any]) -> Callable[..., Any]:
             def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls += 1
-                return forward(*args, **kwargs)
+                t0 = time.perf_counter()
+                try:
+                    return forward(*args, **kwargs)
+                finally:
+                    self.seconds += time.perf_counter() - t0
 
             return counted
 
@@ -242,12 +256,12 @@ def main(argv: list[str] | None = None) -> None:
                 out[f"hf_assist_g{G}[{short}]"] = (
                     "hf",
                     hf(temperature, fixed, assistant_model=d.model),
-                    None,
+                    d.model,  # the assistant, whose forwards are timed
                 )
                 out[f"hf_assist_default[{short}]"] = (
                     "hf",
                     hf(temperature, assistant_model=d.model),
-                    None,
+                    d.model,
                 )
         return out
 
@@ -287,6 +301,7 @@ def main(argv: list[str] | None = None) -> None:
             calls: dict[str, list[float]] = {c: [] for c in cfg}
             predicted: dict[str, list[float]] = {c: [] for c in cfg}
             decode: dict[str, list[float]] = {c: [] for c in cfg}
+            forwards: dict[str, list[float]] = {c: [] for c in cfg}  # seconds inside the models
             outputs: dict[str, list[list[int]]] = {c: [] for c in cfg}
             for ids in prompts[:1]:  # warm-up: every configuration once
                 for _, fn, _ in cfg.values():
@@ -296,7 +311,7 @@ def main(argv: list[str] | None = None) -> None:
                     tot = 0.0
                     n_calls = 0
                     outs = []
-                    pred = dec = 0.0
+                    pred = dec = fwd = 0.0
                     for i, ids in enumerate(prompts):
                         seed = 1000 * r + i
                         if side == "package":
@@ -309,14 +324,18 @@ def main(argv: list[str] | None = None) -> None:
                             n_calls += int(s.batch_target_calls)
                             outs.append(res.tokens[0].tolist())
                             dec += s.time_total - s.time_prefill
+                            fwd += float(log.calls[:, 3].sum())
+                            if draft is not None and not own and draft is not pl:  # a draft model's
+                                fwd += float(dlog.calls[:, 3].sum())
                             pred += predict_decode_seconds(log.calls, table)
                             if draft is not None and not own:
                                 pred += predict_decode_seconds(dlog.calls, draft_tables[id(draft)])
                         else:
-                            with CallCount(hf_target) as count:
+                            with CallCount(hf_target) as count, CallCount(draft) as assistant:
                                 t0 = time.perf_counter()
                                 outs.append(fn(ids, seed))
                                 tot += time.perf_counter() - t0
+                            fwd += count.seconds + assistant.seconds
                             # every forward: the prefill gives generate's first token, and assisted
                             # generation's first call scores the prompt with the first drafts
                             n_calls += count.calls
@@ -324,6 +343,7 @@ def main(argv: list[str] | None = None) -> None:
                     calls[c].append(n_calls)
                     predicted[c].append(pred)
                     decode[c].append(dec)
+                    forwards[c].append(fwd)
                     if r == 0:
                         outputs[c] = outs
             med = {c: statistics.median(v) for c, v in seconds.items()}
@@ -336,16 +356,24 @@ def main(argv: list[str] | None = None) -> None:
                 result["target_calls"][c] = n_calls_c
                 result["tokens_per_call"][c] = n_new * len(prompts) / max(n_calls_c, 1)
             result["speedup_vs_ar"] = {c: med["ar"] / med[c] for c in cfg}
-            result["package_over_hf"] = {
-                "ar": med["hf_ar"] / med["ar"],
-                "pl": med["hf_pl"] / med["pl"],
-                **{
-                    c: med[h] / med[c]
-                    for c in cfg
-                    for h in [c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")]
-                    if c.startswith("spec_") and h in cfg
-                },
+            # each package configuration and its HF counterpart, run back to back in every repeat
+            pairs = {"ar": "hf_ar", "pl": "hf_pl"} | {
+                c: h
+                for c in cfg
+                for h in [c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")]
+                if c.startswith("spec_") and h in cfg
             }
+            paired = {c: [a / b for a, b in zip(seconds[h], seconds[c])] for c, h in pairs.items()}
+            result["package_over_hf"] = {c: statistics.median(v) for c, v in paired.items()}
+            result["package_over_hf_range"] = {c: [min(v), max(v)] for c, v in paired.items()}
+            result["package_over_hf_fastest"] = {
+                c: min(seconds[h]) / min(seconds[c]) for c, h in pairs.items()
+            }
+            # the loops' own work: wall time outside the models' forwards (the draft's for the
+            # draft-model rows; prompt lookup's search counts as outside on both sides)
+            outside = {c: [t - f for t, f in zip(seconds[c], forwards[c])] for c in cfg}
+            result["outside_forwards_seconds"] = {c: statistics.median(v) for c, v in outside.items()}
+            result["forward_seconds"] = {c: statistics.median(v) for c, v in forwards.items()}
             result["cost_model"] = {
                 "per_round_seconds": per_round,
                 "predicted_over_measured": {
@@ -369,6 +397,7 @@ def main(argv: list[str] | None = None) -> None:
                 + ", ".join(f"{c} {med[c]:.2f}s ({result['tokens_per_call'][c]:.2f} tok/call)" for c in cfg)
             )
             print(f"  package/HF speed ratios (>1 package faster): {result['package_over_hf']}")
+            print(f"  seconds outside the forwards: {result['outside_forwards_seconds']}")
             print(f"  cost model predicted/measured: {result['cost_model']['predicted_over_measured']}")
             rows.append(
                 headline(

@@ -137,6 +137,19 @@ def _realspeed_summary(res: dict) -> str:
         for h in [c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")]
     ]
     same = sum(abs(a - b) < 1e-9 for a, b in pairs)
+    loops = ""
+    if all("outside_forwards_seconds" in r for r in rs):  # the loops' own work, pair by pair
+        share = [
+            r["outside_forwards_seconds"][c] / r["outside_forwards_seconds"][h]
+            for r in rs
+            for c, h in _hf_pairs(r)
+            if r["outside_forwards_seconds"][h] > 0
+        ]
+        loops = (
+            f" Outside the models' forwards (the loops' own work, which the machine's load moves "
+            f"far less than the total) the package spends {span(share)} of the time HF does, "
+            f"pair by pair."
+        )
     return (
         f"Reading: the two plain decoders run the same algorithm, and their ratio spans {span(plain)}: "
         "that is this run's noise for a ratio. With a draft model the package runs at "
@@ -146,5 +159,15 @@ def _realspeed_summary(res: dict) -> str:
         f"CPU speedup: {best[1]['speedup_vs_ar']['pl']:.2f}x the package's autoregressive decoder on "
         f"{best[0]} ({best[1]['tokens_per_call']['pl']:.2f} tokens a call). The cost model predicts "
         f"{near} of {len(cost)} package runs' decoding times within 10% (predicted / measured "
-        f"{span(cost)})."
+        f"{span(cost)}).{loops}"
     )
+
+
+def _hf_pairs(r: dict) -> list:
+    """Each package configuration of a results row and its HF counterpart."""
+    out = [("ar", "hf_ar"), ("pl", "hf_pl")]
+    for c in r["package_over_hf"]:
+        h = c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")
+        if c.startswith("spec_") and h in r["seconds"]:
+            out.append((c, h))
+    return out
