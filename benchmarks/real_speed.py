@@ -36,7 +36,8 @@ measure of each loop's own cost that the machine's load moves far less than the 
 statistics; HF's from a count of all the target's forwards (the first also yields a token). The **cost model** predicts each
 package run's decoding time (prefill excluded) from a table of bare forward times per scored
 width (measured first, at the prompts' mean context: the flat-then-linear curve of a 49,152-row
-head; :class:`~spectheory.cost.TabulatedCost`) over the widths of that run's calls, plus the
+head; :class:`~spectheory.cost.TabulatedCost`; a draft's with its head on the last position
+only, as the decoder calls it) over the widths of that run's calls, plus the
 decoder's per-round work measured on the autoregressive run; the ratio predicted/measured is
 reported. Greedy outputs of the package and HF are compared token for token (ties in float32
 arithmetic can flip a token; counted, not hidden). Writes ``real_speed.json``.
@@ -126,8 +127,13 @@ class CallCount:
         self._undo()
 
 
-def width_table(model: Any, prompt: list[int], widths: list[int], repeats: int, device: str) -> dict:
-    """Median seconds of one cached forward scoring ``w`` tokens after ``prompt`` (interleaved)."""
+def width_table(
+    model: Any, prompt: list[int], widths: list[int], repeats: int, device: str, last_only: bool = False
+) -> dict:
+    """Median seconds of one cached forward scoring ``w`` tokens after ``prompt`` (interleaved);
+    ``last_only``: the output head on the last position only (``logits_to_keep=1``), as the
+    decoder calls a draft that takes it (a round's first draft step feeds two tokens, reads one)."""
+    keep = {"logits_to_keep": 1} if last_only and getattr(model, "accepts_logits_to_keep", False) else {}
     cache = model.new_cache(1, len(prompt) + max(widths) + 1, device=device)
     ids = torch.tensor([prompt], device=device)
     start = torch.tensor([0], device=device)
@@ -141,7 +147,7 @@ def width_table(model: Any, prompt: list[int], widths: list[int], repeats: int, 
                 if device.startswith("cuda"):
                     torch.cuda.synchronize()
                 t0 = time.perf_counter()
-                model(x, cache=cache, start=at)
+                model(x, cache=cache, start=at, **keep)
                 if device.startswith("cuda"):
                     torch.cuda.synchronize()
                 times[w].append(time.perf_counter() - t0)
@@ -275,7 +281,8 @@ def main(argv: list[str] | None = None) -> None:
     pl = load_model(f"prompt-lookup:ngram={PL_NGRAM},tokens={PL_TOKENS}")
     pl.adopt_vocab(target.vocab_size)
     draft_tables = {
-        id(d): width_table(d, probe, [1, 2], 3 if args.quick else 7, dev) for d in [pl, *drafts.values()]
+        id(d): width_table(d, probe, [1, 2], 3 if args.quick else 7, dev, last_only=True)
+        for d in [pl, *drafts.values()]
     }
 
     data: dict[str, Any] = {
