@@ -37,9 +37,14 @@ statistics; HF's from a count of all the target's forwards (the first also yield
 package run's decoding time (prefill excluded) from a table of bare forward times per scored
 width (measured first, at the prompts' mean context: the flat-then-linear curve of a 49,152-row
 head; :class:`~spectheory.cost.TabulatedCost`; a draft's with its head on the last position
-only, as the decoder calls it) over the widths of that run's calls, plus the
-decoder's per-round work measured on the autoregressive run; the ratio predicted/measured is
-reported. Greedy outputs of the package and HF are compared token for token (ties in float32
+only, as the decoder calls it) over the widths of that run's calls, scaled by the machine's
+speed at the time (the autoregressive run's logged one-token forwards over the table's price of
+them, same prompts and repeats: the load drifts between the table and the runs), plus the
+decoder's per-round work measured on the autoregressive run (its time outside the logged
+forwards, per round); the ratio predicted/measured is reported, and the table's own without
+the scale (``predicted_over_measured_table``). The target's first call of a speculative decode
+scores the prompt with the first drafts (no separate prefill; the decoder times it as the
+prefill), so neither side counts it. Greedy outputs of the package and HF are compared token for token (ties in float32
 arithmetic can flip a token; counted, not hidden). Writes ``real_speed.json``.
 
 Usage: python benchmarks/real_speed.py [--quick] [--out DIR] [--threads N] [--device cpu|cuda]
@@ -309,6 +314,7 @@ def main(argv: list[str] | None = None) -> None:
             predicted: dict[str, list[float]] = {c: [] for c in cfg}
             decode: dict[str, list[float]] = {c: [] for c in cfg}
             forwards: dict[str, list[float]] = {c: [] for c in cfg}  # seconds inside the models
+            cached: dict[str, list[float]] = {c: [] for c in cfg}  # the logged calls the table prices
             outputs: dict[str, list[list[int]]] = {c: [] for c in cfg}
             for ids in prompts[:1]:  # warm-up: every configuration once
                 for _, fn, _ in cfg.values():
@@ -318,7 +324,7 @@ def main(argv: list[str] | None = None) -> None:
                     tot = 0.0
                     n_calls = 0
                     outs = []
-                    pred = dec = fwd = 0.0
+                    pred = dec = fwd = in_cache = 0.0
                     for i, ids in enumerate(prompts):
                         seed = 1000 * r + i
                         if side == "package":
@@ -335,8 +341,10 @@ def main(argv: list[str] | None = None) -> None:
                             if draft is not None and not own and draft is not pl:  # a draft model's
                                 fwd += float(dlog.calls[:, 3].sum())
                             pred += predict_decode_seconds(log.calls, table)
+                            in_cache += float(log.calls[log.calls[:, 2] > 0, 3].sum())
                             if draft is not None and not own:
                                 pred += predict_decode_seconds(dlog.calls, draft_tables[id(draft)])
+                                in_cache += float(dlog.calls[dlog.calls[:, 2] > 0, 3].sum())
                         else:
                             with CallCount(hf_target) as count, CallCount(draft) as assistant:
                                 t0 = time.perf_counter()
@@ -351,12 +359,19 @@ def main(argv: list[str] | None = None) -> None:
                     predicted[c].append(pred)
                     decode[c].append(dec)
                     forwards[c].append(fwd)
+                    cached[c].append(in_cache)
                     if r == 0:
                         outputs[c] = outs
             med = {c: statistics.median(v) for c, v in seconds.items()}
-            # the per-round work outside the forwards, from the autoregressive runs (one round a token)
+            # from the autoregressive runs (one round a token): the machine's speed now against the
+            # table's (its logged forwards over their tabulated price) and the per-round work
+            # outside the forwards (its decoding time less its logged forwards)
             n_rounds_ar = n_new * len(prompts)
-            per_round = (statistics.median(decode["ar"]) - statistics.median(predicted["ar"])) / n_rounds_ar
+            scale = statistics.median(cached["ar"]) / statistics.median(predicted["ar"])
+            per_round = (statistics.median(decode["ar"]) - statistics.median(cached["ar"])) / n_rounds_ar
+            per_round_table = (
+                statistics.median(decode["ar"]) - statistics.median(predicted["ar"])
+            ) / n_rounds_ar
             result: dict[str, Any] = {"seconds": med, "target_calls": {}, "tokens_per_call": {}}
             for c in cfg:
                 n_calls_c = statistics.median(calls[c])
@@ -381,14 +396,19 @@ def main(argv: list[str] | None = None) -> None:
             outside = {c: [t - f for t, f in zip(seconds[c], forwards[c])] for c in cfg}
             result["outside_forwards_seconds"] = {c: statistics.median(v) for c, v in outside.items()}
             result["forward_seconds"] = {c: statistics.median(v) for c, v in forwards.items()}
+            runs = [c for c, (side, _, _) in cfg.items() if side == "package" and c != "ar"]
             result["cost_model"] = {
                 "per_round_seconds": per_round,
+                "speed_scale": scale,
                 "predicted_over_measured": {
-                    c: (statistics.median(predicted[c]) + per_round * calls_med)
+                    c: (scale * statistics.median(predicted[c]) + per_round * statistics.median(calls[c]))
                     / statistics.median(decode[c])
-                    for c, (side, _, _) in cfg.items()
-                    if side == "package" and c != "ar"
-                    for calls_med in [statistics.median(calls[c])]
+                    for c in runs
+                },
+                "predicted_over_measured_table": {
+                    c: (statistics.median(predicted[c]) + per_round_table * statistics.median(calls[c]))
+                    / statistics.median(decode[c])
+                    for c in runs
                 },
             }
             if temp == 0.0:

@@ -9,7 +9,9 @@ of round does is a *round step* (:class:`RoundStep`), an object with the attribu
 (the ragged rows it commits to), ``name``, ``bonus`` and ``gamma`` (what the statistics report)
 and six methods:
 
-- ``prefill()``: build the caches and prefill them with the prompts;
+- ``prefill()``: build the caches and prefill them with the prompts (a step may leave the
+  target's prompt to the first round's call, which scores it with the first drafts: it then sets
+  ``prompt_in_first_score``, and the loop counts that call's time as the prefill's);
 - ``plan(remaining, fixed) -> (slots, rounds_left) | None``: the round's draft lengths from the
   tokens each row still needs (``remaining [B]``), ``None`` when no row drafts (the loop ends;
   never asked in the fixed horizon); ``slots`` uniforms per row are hashed for the round;
@@ -55,6 +57,7 @@ class RoundStep(Protocol):
     name: str
     bonus: bool
     gamma: int
+    prompt_in_first_score: bool
 
     def prefill(self) -> None: ...
 
@@ -70,12 +73,14 @@ class RoundStep(Protocol):
 
 
 class StepDefaults:
-    """A base for round steps: the statistics reported as recorded (``finish``)."""
+    """A base for round steps: the statistics reported as recorded (``finish``); the target's
+    prompt prefilled apart (``prompt_in_first_score = False``)."""
 
     batch: Batch
     name: str
     bonus: bool
     gamma: int
+    prompt_in_first_score: bool = False
 
     def finish(self, stats: DecodeStats) -> DecodeStats:
         """``stats`` unchanged: every round was one target call of the rows that drafted."""
@@ -190,7 +195,9 @@ def decode_rounds(
                 stop_at_eos(batch, eos)
             rec.add_round_counts(counts)  # stays on the device
             times["time_draft"] += t1 - t0
-            times["time_target"] += t2 - t1
+            # a first call that scored the prompt too is the prefill's (with the round's scoring
+            # in it: the rounds' times then hold the forwards of the target's cached calls only)
+            times["time_prefill" if rnd == 0 and step.prompt_in_first_score else "time_target"] += t2 - t1
             draft_calls += n_calls
             rnd += 1
         tokens = new_tokens(batch, max_new_tokens)

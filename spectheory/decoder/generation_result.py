@@ -42,9 +42,13 @@ class DecodeStats:
         (``docs/architecture.md``, "Result vocabulary").
     position_checked, position_accepted : int ndarray [B, gamma]
     time_prefill, time_draft, time_target, time_total : float
-        Seconds; draft/target exclude prefill; total covers the whole call.
+        Seconds; draft/target exclude prefill; total covers the whole call. A target that
+        scores its prompt with the first drafts (``logits_to_keep``; no separate prefill call)
+        has that call in ``time_prefill``.
     batch_draft_calls, batch_target_calls : int
-        Forward calls made on the whole batch after prefill.
+        Forward calls made on the whole batch after the prefill; ``batch_target_calls`` is the
+        rounds played (the first of them the prompt's call where the target scores its prompt
+        with the first drafts).
     """
 
     gamma: int

@@ -5,7 +5,8 @@ roll back by position (:class:`PathStep`, a round step of :mod:`spectheory.decod
 Read top to bottom, a round is ``_draft`` (the draft's ``k`` steps, by inverse CDF from the
 round's uniforms), ``_score`` (the one target call over the pending token and the drafts),
 the rule's verdict and ``_commit`` (append, roll back). The prefill keeps each model's law
-after the prompt where the model can run its head on chosen positions (:func:`~.batching.prefill_law`).
+after the prompt where the model can run its head on chosen positions (:func:`~.batching.prefill_law`);
+a target that can is not prefilled: the first round's call scores the prompt with the drafts.
 The front door is :func:`~spectheory.decoder.speculative.speculative_generate`.
 """
 
@@ -196,11 +197,19 @@ class PathStep(StepDefaults):
         dt_target, dt_draft = self.dtypes
         self.target_cache = self.target.new_cache(B, cap, device=dev, dtype=dt_target)
         self.draft_cache = self.draft_model.new_cache(B, cap, device=dev, dtype=dt_draft)
-        # the target's prefill scores every prompt token, the last one included, and keeps the law
-        # after the prompt: the first round's target call then scores only the drafts (one call
-        # fewer per decode, as HF's generate), and a first round without drafts calls nothing
-        self.target_cached, first_logits = prefill_law(self.target, self.target_cache, self.batch)
-        self.first_laws: torch.Tensor | None = self.law(first_logits)
+        # a target that runs its head on chosen positions is not prefilled: the first round's one
+        # call scores the prompt and the drafts together, its head on the round's K + 1
+        # positions (as HF's assisted generation: as many target calls as rounds); others
+        # prefill every prompt token and keep the law after it, so the first round's call
+        # scores the drafts only and a first round without drafts calls nothing
+        self.merge_first = getattr(self.target, "accepts_logits_to_keep", False) is True
+        self.prompt_in_first_score = self.merge_first  # the loop times that call as the prefill
+        self.first_laws: torch.Tensor | None = None
+        if self.merge_first:
+            self.target_cached = torch.zeros_like(self.batch.seq_len)
+        else:
+            self.target_cached, first_logits = prefill_law(self.target, self.target_cache, self.batch)
+            self.first_laws = self.law(first_logits)
         # a draft that runs its head on chosen positions caches the whole prompt and keeps its
         # law after it: the first round's first draft step then calls nothing (HF's assistant
         # likewise drafts its first token from its prompt call); others cache all but the last
@@ -277,6 +286,10 @@ class PathStep(StepDefaults):
         # target_cached = seq_len - 1), so its window is max(k) + 1 <= K + 1 wide; a policy may
         # have shortened drafts: then the window is read afresh
         K, hook = self.drafts.shape[1], self.hook
+        if self.merge_first:  # the first round: the prompt and the drafts in one call
+            self.merge_first = False
+            self.target_laws = self._score_prompt_and_drafts(K)
+            return
         if self.first_laws is not None:  # the first round: the law after the prompt is known
             first, self.first_laws = self.first_laws, None
             self.target_laws = first if K == 0 else torch.cat([first, self._score_drafts(K)], 1)
@@ -286,6 +299,21 @@ class PathStep(StepDefaults):
         self.target_laws = _score(
             self.target, self.target_cache, self.batch, self.target_cached, self.k, K, self.law, w, aligned
         )
+
+    def _score_prompt_and_drafts(self, K: int) -> torch.Tensor:
+        """The first round's target call when nothing is cached: every row's prompt and drafts
+        from position 0, the output head on the last ``keep`` positions only (each row's
+        ``K + 1`` round positions lie there); the laws ``[B, K + 1, V]``."""
+        batch, k = self.batch, self.k
+        lo, W = torch.stack((batch.seq_len.min(), (batch.seq_len + k).max())).tolist()
+        keep = W - lo + 1  # row b reads positions seq_len[b] - 1 .. seq_len[b] - 1 + K
+        logits = self.target(
+            batch.tokens[:, :W], cache=self.target_cache, start=torch.zeros_like(k), logits_to_keep=keep
+        )
+        idx = ((batch.seq_len - 1 - (W - keep))[:, None] + torch.arange(K + 1, device=k.device)).clamp(
+            max=keep - 1
+        )
+        return self.law(logits.gather(1, idx[..., None].expand(-1, -1, logits.shape[-1])))
 
     def _score_drafts(self, K: int) -> torch.Tensor:
         """The first round's target call: the laws after each row's drafts ``[B, K, V]`` (the

@@ -62,11 +62,16 @@ class RoundsModel:
     """What along-path prediction and the timing read of one round (an :class:`AlongPath` entry's
     answer). ``kind`` labels the round's family in ``tune``'s tables; ``keys`` are the
     :class:`~.cost_timing.DecoderTiming` overhead and step entries that price it, most specific
-    first; ``keeps_laws`` / ``policy_depth`` say what the path sample must hold."""
+    first; ``keeps_laws`` / ``policy_depth`` say what the path sample must hold;
+    ``first_call_scores_prompt``: the decoder's step of this round scores the prompt with the
+    first round's drafts where the target takes ``logits_to_keep`` (no separate target prefill:
+    :class:`~spectheory.decoder.path_step.PathStep`), which
+    :meth:`~.cost_timing.DecoderTiming.prefill_seconds` prices."""
 
     kind = ""
     keys: tuple[str, ...] = ()
     keeps_laws = False
+    first_call_scores_prompt = False
     policy_depth = 0
     max_depth = 0
 
@@ -120,7 +125,7 @@ class PathRounds(RoundsModel):
     """Rounds drafting one path of ``gamma`` tokens, checked token by token
     (:func:`~spectheory.validation.round_kernels.path_kernel`)."""
 
-    kind, keys = "path", ("path",)
+    kind, keys, first_call_scores_prompt = "path", ("path",), True
 
     def __init__(self, gamma: int, verifier: Any = None) -> None:
         self.gamma = self.max_depth = check_int(gamma, "gamma", 1)
@@ -151,7 +156,7 @@ class PolicyRounds(RoundsModel):
     """Rounds drafting until a draft-length ``policy`` stops (:func:`~spectheory.validation.round_kernels.policy_kernel`);
     priced as paths (overheads fall back to the path's)."""
 
-    kind, keys = "policy", ("policy", "path")
+    kind, keys, first_call_scores_prompt = "policy", ("policy", "path"), True
 
     def __init__(self, policy: Any, verifier: Any = None) -> None:
         self.policy, self.verifier = policy, verifier

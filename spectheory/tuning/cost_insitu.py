@@ -23,7 +23,9 @@ target and draft calls. The prediction for one run uses only *other* runs:
 
   .. math:: q_\text{call} + a_\text{kind} R + o_{\text{step},\text{kind}} D + t W
 
-  with ``R`` the rounds (target calls after the prefill), ``D`` the draft forwards and ``W``
+  with ``R`` the rounds (target calls after the prefill: the logged targets are prefilled apart,
+  as the shipped models are; a target that takes ``logits_to_keep`` scores its prompt in a path
+  round's first call, which these fits would count as a prefill), ``D`` the draft forwards and ``W``
   the tokens scored per row summed over rounds; ``q`` per decoder call (autoregressive or
   speculative), ``a`` per round and ``o_step`` per draft forward, each per kind of round
   (autoregressive, path, policy, tree: a policy computes its stopping statistic after every

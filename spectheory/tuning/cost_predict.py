@@ -209,7 +209,8 @@ def predict_time(
             )
         bd = sample._batch_depths[key]
         per = sum(p * timing.round_seconds(model, B, k, ctx) for k, p in enumerate(bd) if p > 0)
-        sec = timing.prefill_seconds(B, L0) + r["max"] * per
+        first = float(sum(k * p for k, p in enumerate(bd)))  # the first round priced at the mean depth
+        sec = timing.prefill_seconds(B, L0, rnd=model, depth=first) + r["max"] * per
         parts.append((r, ctx, bd, per, sec, r["max_se"] * per))
     n = len(parts)
     mean_rounds = sum(p[0]["mean"] for p in parts) / n

@@ -16,7 +16,10 @@ t_T(B, N, L) + K\, o_\text{step} + o_\text{tree}(B, N)`. Autoregressive decoding
 o_\text{ar}(B, 1)` per token but the first (the prefill's forward of the whole prompt gives its
 law), and a prefill of prompts of length ``L_0`` one forward of ``L_0`` tokens of the target and
 ``L_0 - 1`` of the draft; a whole decoder call adds ``o_call`` (allocating the caches, building
-the batch, collecting the output).
+the batch, collecting the output). A target that takes ``logits_to_keep`` is not prefilled apart
+by a path round's decoder (``prompt_in_first_call``): its first call scores the prompt and the
+first round's ``K`` drafts, :math:`t_T(B, L_0 + K, 0)` in place of :math:`t_T(B, L_0, 0) +
+t_T(B, K + 1, L_0)` (one call fewer per decode, as Hugging Face's assisted generation).
 
 The overheads ``o_kind(B, w) = a + s w + b B w`` (``w`` = tokens scored per row: work per round,
 per draft step, per row and token) are *measured*: :func:`measure_overhead` runs the real decoder
@@ -30,7 +33,7 @@ decoder's own logged calls instead (:class:`~spectheory.cost.timed.ForwardLog`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -92,6 +95,10 @@ class DecoderTiming:
         Seconds of one decoder call outside the forwards and the rounds (allocating caches,
         building the batch, collecting the output), autoregressive and speculative; added
         to :meth:`prefill_seconds`. Default ``(0, 0)``.
+    prompt_in_first_call : bool, optional
+        The target takes ``logits_to_keep``, so a round whose model declares
+        ``first_call_scores_prompt`` scores the prompt in its first call (module docstring;
+        :meth:`prefill_seconds`). Default ``False``.
 
     Examples
     --------
@@ -106,6 +113,7 @@ class DecoderTiming:
     overhead: dict = field(default_factory=dict)
     step: Any = 0.0
     call: tuple = (0.0, 0.0)
+    prompt_in_first_call: bool = False
 
     @staticmethod
     def _lookup(table: dict, keys: tuple[str, ...], default: Any) -> Any:
@@ -149,15 +157,44 @@ class DecoderTiming:
         extra = self._overhead(("autoregressive",))(int(batch), 1, 0) if overhead else 0.0
         return float(self.target(int(batch), 1, float(context)) + extra)
 
-    def prefill_seconds(self, batch: int, prompt_len: int, speculative: bool = True) -> float:
+    def prefill_seconds(
+        self,
+        batch: int,
+        prompt_len: int,
+        speculative: bool = True,
+        rnd: Any = None,
+        depth: float | None = None,
+    ) -> float:
         """The prefill: the target's forward of all ``prompt_len`` tokens (it keeps the first new
         token's law, so the first round's target call scores the drafts only and a first plain
         step calls nothing), the draft's of ``prompt_len - 1`` (none for 1-token prompts; a draft
         that keeps its law after the prompt feeds one more), plus the call's own work outside
-        the forwards (``call``)."""
+        the forwards (``call``). With ``prompt_in_first_call`` and a round ``rnd`` whose model
+        declares ``first_call_scores_prompt``, the target's part is the first call's, scoring
+        the prompt and the first round's ``depth`` drafts, less the round's own target call,
+        which that decode does not make (module docstring); ``depth``: the first round's
+        (default the round's largest).
+
+        Examples
+        --------
+        >>> from spectheory.kinds import PathRound
+        >>> t = DecoderTiming(lambda b, m, L: 1.0 + 0.1 * m, lambda b, m, L: 0.0, prompt_in_first_call=True)
+        >>> t.prefill_seconds(1, 10), round(t.prefill_seconds(1, 10, rnd=PathRound(3)), 6)   # 2.0 + 0.3 - 1.4
+        (2.0, 0.9)
+        """
         m = int(prompt_len)
         extra = float(self.call[1] if speculative else self.call[0])
         t = self.target(int(batch), m, 0)
+        if speculative and self.prompt_in_first_call and rnd is not None:
+            model = round_model(rnd)
+            if model.first_call_scores_prompt:
+                K = float(model.max_depth if depth is None else depth)
+                own = sum(c * self.target(int(batch), w, float(m)) for w, c in model.target_calls(K))
+                lo = int(np.floor(K))  # a fractional depth interpolates, as target_calls does
+                wide = (1 - (K - lo)) * self.target(int(batch), m + lo, 0) + (K - lo) * self.target(
+                    int(batch), m + lo + 1, 0
+                )
+                t = wide - own
         d = self.draft(int(batch), m - 1, 0) if speculative and m > 1 else 0.0
         return float(t + d) + extra
 
@@ -257,4 +294,4 @@ def measure_overhead(
         y = np.array([p["overhead_seconds"] for p in pts]) / t
         coef, _ = nnls(X, y)
         fitted[kind] = RoundOverhead(*(float(c) for c in coef))
-    return DecoderTiming(timing.target, timing.draft, fitted), points
+    return replace(timing, overhead=fitted), points

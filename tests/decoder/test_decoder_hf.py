@@ -100,6 +100,64 @@ def test_draft_prefill_keeps_the_law_after_the_prompt(pair):
     assert calls_kept[0, 1] == max(len(p) for p in PROMPTS)  # the prefill: every prompt token
 
 
+def test_target_scores_the_prompt_with_the_first_drafts(pair):
+    """A target that takes ``logits_to_keep`` is not prefilled: the first round's one call
+    scores every prompt and its drafts from position 0, the head on the round's positions only
+    (as HF's assisted generation: one target call per round, one fewer per decode than a
+    prefill). Same tokens as the prefilled target, ragged prompts and plain steps included."""
+    from spectheory.cost import ForwardLog
+    from spectheory.decoder import load_model
+
+    target, draft = pair
+    lookup = load_model("prompt-lookup:ngram=1,tokens=3")
+    lookup.adopt_vocab(VOCAB)
+    prompts = [*PROMPTS, [5, 6, 5, 6, 5]]  # prompt lookup finds a match in the last one only
+    for d in (draft, lookup):
+        runs = {}
+        for merged in (True, False):
+            target.accepts_logits_to_keep = merged
+            widths = []
+            real_forward = target.forward
+
+            def logged(ids, *args, _forward=real_forward, _widths=widths, **kwargs):
+                out = _forward(ids, *args, **kwargs)
+                _widths.append((ids.shape[1], out.shape[1]))
+                return out
+
+            target.forward = logged
+            try:
+                with ForwardLog(target) as log:
+                    res = speculative_generate(target, d, prompts, 10, 3, seed=[3, 4, 5, 6])
+            finally:
+                del target.forward
+                target.accepts_logits_to_keep = True
+            runs[merged] = res, log.calls, widths
+        (m, calls_m, w_m), (p, calls_p, _) = runs[True], runs[False]
+        assert all(np.array_equal(x, y) for x, y in zip(m.tokens, p.tokens))
+        assert m.stats.batch_target_calls == p.stats.batch_target_calls
+        assert len(calls_m) == m.stats.batch_target_calls == len(calls_p) - 1  # no prefill call
+        assert calls_m[0, 2] == 0 and (calls_m[1:, 2] > 0).all()  # the first call starts at 0
+        fed, kept = w_m[
+            0
+        ]  # the window to the longest prompt's drafts; the head from the shortest's last token
+        assert fed >= max(len(q) for q in prompts) and kept == fed - min(len(q) for q in prompts) + 1
+    # one prompt: the prompt and K = 3 drafts fed, the head on the K + 1 round positions only
+    widths = []
+    real_forward = target.forward
+
+    def logged_one(ids, *args, **kwargs):
+        out = real_forward(ids, *args, **kwargs)
+        widths.append((ids.shape[1], out.shape[1]))
+        return out
+
+    target.forward = logged_one
+    try:
+        speculative_generate(target, draft, [PROMPTS[2]], 8, 3, seed=1)
+    finally:
+        del target.forward
+    assert widths[0] == (len(PROMPTS[2]) + 3, 4)
+
+
 def test_head_runs_only_where_the_logits_are_read(pair, monkeypatch):
     """A model that takes ``logits_to_keep`` runs its output head on the last position only
     where the decoder reads no other: a draft round's first step (a two-token window after a

@@ -132,6 +132,33 @@ def test_cost_model_of_a_timing():
     assert model.at(batch=8).target_call(3) == pytest.approx(t.target(8, 4, 0) + model.overhead)
 
 
+def test_prefill_of_a_target_that_scores_its_prompt_with_the_first_drafts():
+    """With ``prompt_in_first_call``, a path or policy round's decode makes one target call of
+    the prompt and the first drafts in place of a prefill and that round's call (the decoder's
+    PathStep at a logits_to_keep target); a tree round still prefills apart."""
+    from dataclasses import replace
+
+    t = _timing()
+    merged = replace(t, prompt_in_first_call=True)
+    B, L0, K = 2, 12, 3
+    apart = t.prefill_seconds(B, L0, rnd=PathRound(K))
+    assert apart == pytest.approx(t.target(B, L0, 0) + t.draft(B, L0 - 1, 0))
+    got = merged.prefill_seconds(B, L0, rnd=PathRound(K))
+    assert got == pytest.approx(t.target(B, L0 + K, 0) - t.target(B, K + 1, L0) + t.draft(B, L0 - 1, 0))
+    assert got < apart  # one call's fixed cost fewer
+    # a fractional first depth interpolates between the calls around it
+    half = merged.prefill_seconds(B, L0, rnd=PathRound(K), depth=2.5)
+    lo, hi = (merged.prefill_seconds(B, L0, rnd=PathRound(K), depth=d) for d in (2, 3))
+    assert half == pytest.approx((lo + hi) / 2)
+    policy = PolicyRound(ConfidenceThreshold(0.5, max_depth=K))
+    assert merged.prefill_seconds(B, L0, rnd=policy, depth=K) == pytest.approx(got)
+    tree = TreeRound(DraftTree.from_branching([2, 2]))
+    assert merged.prefill_seconds(B, L0, rnd=tree) == merged.prefill_seconds(B, L0) == apart
+    assert merged.prefill_seconds(B, L0, speculative=False, rnd=PathRound(K)) == t.prefill_seconds(
+        B, L0, speculative=False
+    )
+
+
 def test_round_seconds_of_a_tree_counts_levels():
     tree = DraftTree.from_branching([2, 2])  # levels of 2 and 4 nodes, 7 with the root
     t = _timing()
