@@ -189,12 +189,12 @@ class DecoderTiming:
             model = round_model(rnd)
             if model.first_call_scores_prompt:
                 K = float(model.max_depth if depth is None else depth)
-                own = sum(c * self.target(int(batch), w, float(m)) for w, c in model.target_calls(K))
-                lo = int(np.floor(K))  # a fractional depth interpolates, as target_calls does
-                wide = (1 - (K - lo)) * self.target(int(batch), m + lo, 0) + (K - lo) * self.target(
-                    int(batch), m + lo + 1, 0
+                # each of the round's target calls of w tokens (weights: a fractional depth
+                # interpolates) becomes one of the prompt and its w - 1 drafts from position 0
+                t = sum(
+                    c * (self.target(int(batch), m + w - 1, 0) - self.target(int(batch), w, float(m)))
+                    for w, c in model.target_calls(K)
                 )
-                t = wide - own
         d = self.draft(int(batch), m - 1, 0) if speculative and m > 1 else 0.0
         return float(t + d) + extra
 

@@ -1,5 +1,7 @@
 """The Hugging Face adapter: tiny random models saved to a temporary folder, never downloaded."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -47,6 +49,24 @@ def pair(tmp_path_factory):
 
 
 PROMPTS = [[1, 2, 3], [7], [40, 41, 42, 43, 44, 45]]
+
+
+@contextlib.contextmanager
+def head_widths(model):
+    """Log ``(tokens fed, positions with logits)`` of ``model``'s forwards inside the block."""
+    widths = []
+    real_forward = model.forward
+
+    def logged(ids, *args, **kwargs):
+        out = real_forward(ids, *args, **kwargs)
+        widths.append((ids.shape[1], out.shape[1]))
+        return out
+
+    model.forward = logged
+    try:
+        yield widths
+    finally:
+        del model.forward
 
 
 def test_adapter_contract_cached_equals_uncached(pair):
@@ -116,20 +136,10 @@ def test_target_scores_the_prompt_with_the_first_drafts(pair):
         runs = {}
         for merged in (True, False):
             target.accepts_logits_to_keep = merged
-            widths = []
-            real_forward = target.forward
-
-            def logged(ids, *args, _forward=real_forward, _widths=widths, **kwargs):
-                out = _forward(ids, *args, **kwargs)
-                _widths.append((ids.shape[1], out.shape[1]))
-                return out
-
-            target.forward = logged
             try:
-                with ForwardLog(target) as log:
+                with head_widths(target) as widths, ForwardLog(target) as log:
                     res = speculative_generate(target, d, prompts, 10, 3, seed=[3, 4, 5, 6])
             finally:
-                del target.forward
                 target.accepts_logits_to_keep = True
             runs[merged] = res, log.calls, widths
         (m, calls_m, w_m), (p, calls_p, _) = runs[True], runs[False]
@@ -137,67 +147,47 @@ def test_target_scores_the_prompt_with_the_first_drafts(pair):
         assert m.stats.batch_target_calls == p.stats.batch_target_calls
         assert len(calls_m) == m.stats.batch_target_calls == len(calls_p) - 1  # no prefill call
         assert calls_m[0, 2] == 0 and (calls_m[1:, 2] > 0).all()  # the first call starts at 0
-        fed, kept = w_m[
-            0
-        ]  # the window to the longest prompt's drafts; the head from the shortest's last token
+        # the window to the longest prompt's drafts; the head from the shortest's last token
+        fed, kept = w_m[0]
         assert fed >= max(len(q) for q in prompts) and kept == fed - min(len(q) for q in prompts) + 1
     # one prompt: the prompt and K = 3 drafts fed, the head on the K + 1 round positions only
-    widths = []
-    real_forward = target.forward
-
-    def logged_one(ids, *args, **kwargs):
-        out = real_forward(ids, *args, **kwargs)
-        widths.append((ids.shape[1], out.shape[1]))
-        return out
-
-    target.forward = logged_one
-    try:
+    with head_widths(target) as widths:
         speculative_generate(target, draft, [PROMPTS[2]], 8, 3, seed=1)
-    finally:
-        del target.forward
     assert widths[0] == (len(PROMPTS[2]) + 3, 4)
 
 
-def test_head_runs_only_where_the_logits_are_read(pair, monkeypatch):
+def test_head_runs_only_where_the_logits_are_read(pair):
     """A model that takes ``logits_to_keep`` runs its output head on the last position only
     where the decoder reads no other: a draft round's first step (a two-token window after a
     bonus token), the prefills (the autoregressive decoder's keeps the law after the prompt, a
     tree draft's reads nothing). Same tokens as the full head."""
     target, draft = pair
-    widths = []
-    real_forward = draft.forward
-
-    def logged(ids, *args, **kwargs):
-        out = real_forward(ids, *args, **kwargs)
-        widths.append((ids.shape[1], out.shape[1]))
-        return out
-
-    monkeypatch.setattr(draft, "forward", logged)
-    runs = {}
-    for keeps in (True, False):
-        for lm in pair:
-            lm.accepts_logits_to_keep = keeps
-        try:
-            widths.clear()
-            spec = [speculative_generate(target, draft, [p], 10, 3, seed=7).tokens[0] for p in PROMPTS]
-            widths.clear()  # the draft as its own target: every draft accepted, a bonus token
-            spec += [speculative_generate(draft, draft, [p], 10, 3, seed=7).tokens[0] for p in PROMPTS]
-            auto = [autoregressive_generate(draft, [p], 6, seed=7).tokens[0] for p in PROMPTS]
-            runs[keeps] = spec + auto, list(widths)
-        finally:
+    with head_widths(draft) as widths:
+        runs = {}
+        for keeps in (True, False):
             for lm in pair:
-                lm.accepts_logits_to_keep = True
-    (kept, w_kept), (full, w_full) = runs[True], runs[False]
-    assert all(np.array_equal(x, y) for x, y in zip(kept, full))
-    assert all(fed == out for fed, out in w_full)  # the full head: logits at every fed position
-    # every call of more than one token that no later step reads at each position keeps one
-    assert any(fed == 2 and out == 1 for fed, out in w_kept)  # a round's first draft step
-    assert any(fed == 6 and out == 1 for fed, out in w_kept)  # the autoregressive prefill
-    # the prefill that caches all but the last prompt token (a tree's draft) reads no logits
-    batch = make_batch([PROMPTS[2]], 4, {"draft": draft}, torch.device("cpu"))
-    widths.clear()
-    assert prefill(draft, draft.new_cache(1, 16), batch).tolist() == [5]
-    assert widths == [(5, 1)]
+                lm.accepts_logits_to_keep = keeps
+            try:
+                widths.clear()
+                spec = [speculative_generate(target, draft, [p], 10, 3, seed=7).tokens[0] for p in PROMPTS]
+                widths.clear()  # the draft as its own target: every draft accepted, a bonus token
+                spec += [speculative_generate(draft, draft, [p], 10, 3, seed=7).tokens[0] for p in PROMPTS]
+                auto = [autoregressive_generate(draft, [p], 6, seed=7).tokens[0] for p in PROMPTS]
+                runs[keeps] = spec + auto, list(widths)
+            finally:
+                for lm in pair:
+                    lm.accepts_logits_to_keep = True
+        (kept, w_kept), (full, w_full) = runs[True], runs[False]
+        assert all(np.array_equal(x, y) for x, y in zip(kept, full))
+        assert all(fed == out for fed, out in w_full)  # the full head: logits at every fed position
+        # every call of more than one token that no later step reads at each position keeps one
+        assert any(fed == 2 and out == 1 for fed, out in w_kept)  # a round's first draft step
+        assert any(fed == 6 and out == 1 for fed, out in w_kept)  # the autoregressive prefill
+        # the prefill that caches all but the last prompt token (a tree's draft) reads no logits
+        batch = make_batch([PROMPTS[2]], 4, {"draft": draft}, torch.device("cpu"))
+        widths.clear()
+        assert prefill(draft, draft.new_cache(1, 16), batch).tolist() == [5]
+        assert widths == [(5, 1)]
 
 
 def test_sampling_is_seeded_and_batch_invariant(pair):
