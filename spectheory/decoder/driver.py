@@ -25,7 +25,7 @@ and six methods:
   recorded).
 
 The round steps: :class:`~spectheory.decoder.path_step.PathStep`,
-:class:`~spectheory.decoder.tree_decode.TreeStep` (Medusa heads and dynamic trees are its
+:class:`~spectheory.decoder.tree_step.TreeStep` (Medusa heads and dynamic trees are its
 drafters), :class:`~spectheory.decoder.gls_decode.GlsStep` and
 :class:`~spectheory.decoder.hsd_decode.NaiveHsdStep` (row by row, uncached:
 :class:`~spectheory.decoder.row_by_row.RowStep`) and the baseline's

@@ -86,6 +86,12 @@ class LevelDrafter:
     layout: TreeLayout
     k: torch.Tensor  # this round's draft depth per row, set by the tree round step
 
+    def plan_depth(self, batch: Any, k: torch.Tensor, K_fixed: int | None) -> int:
+        """This round's deepest level ``K``: ``K_fixed`` in the fixed horizon, else ``max(k)``
+        (one host read). A drafter that needs more from the host per round reads it here,
+        with the depth, in the same read."""
+        return K_fixed if K_fixed is not None else int(k.max().item())
+
     def root_law(self, batch: Any, K: int) -> torch.Tensor:
         """The root's draft law ``[B, V]`` (each row's last committed token)."""
         raise NotImplementedError
@@ -146,8 +152,8 @@ class ModelDrafter(LevelDrafter):
     """Drafts the tree with a draft model, one call per level (tree attention when it is a GPT)."""
 
     level_calls = 1
-    #: this round's first draft window ``max(seq_len - cached)``, when the round step read it
-    #: with the depth (one host read per round) or fixed it (the fixed horizon); None: read here
+    #: this round's first draft window ``max(seq_len - cached)``, read with the depth (one host
+    #: read per round) or fixed in the fixed horizon (:meth:`plan_depth`); None: read here
     window: int | None = None
 
     def __init__(
@@ -168,6 +174,16 @@ class ModelDrafter(LevelDrafter):
             else draft.new_cache(batch.tokens.shape[0], cap, device=dev, dtype=dtype)
         )
         self.cached = prefill(draft, self.cache, batch)
+
+    def plan_depth(self, batch: Any, k: torch.Tensor, K_fixed: int | None) -> int:
+        """The depth and this round's first window: fixed in the fixed horizon (2 tokens, or
+        ``K + 1`` for a model without a tree cache: the module docstring), else read with the
+        depth in one host read (``max(seq_len - cached)``)."""
+        if K_fixed is not None:
+            self.window = 2 if self.cached_model else K_fixed + 1
+            return K_fixed
+        K, self.window = torch.stack((k.max(), (batch.seq_len - self.cached).max())).tolist()
+        return int(K)
 
     def root_law(self, batch: Any, K: int) -> torch.Tensor:
         """One call on the tokens committed since the draft's last call; the last one's law."""
