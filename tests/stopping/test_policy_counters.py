@@ -177,6 +177,64 @@ def test_start_state_and_oracle_counters_equal_the_other_engines():
     np.testing.assert_allclose(orc.accepted_count_law, fixed.accepted_count_law, atol=1e-12, rtol=0)
 
 
+def test_engines_follow_what_a_policy_declares_not_its_class(monkeypatch):
+    """A policy that is neither FixedGamma nor StartStatePolicy but declares ``constant_length``
+    or ``length_at_start`` (with ``length``) takes their engines (spied on): the same values to
+    1e-12 as the classes, and as the path enumeration (which reads only ``stop``)."""
+    from spectheory.kinds.policy import evaluate as ev
+    from spectheory.stopping import Policy
+
+    used = []
+    for engine in ("_fixed_gamma", "start_class_recursion", "evaluate_paths"):
+        real = getattr(ev, engine)
+        monkeypatch.setattr(
+            ev, engine, lambda *a, _real=real, _name=engine, **k: used.append(_name) or _real(*a, **k)
+        )
+
+    chain = st.DecodingChain.random(3, concentration=0.6, rng=4)
+    T = 8
+
+    class Every3(Policy):
+        constant_length = max_depth = 3
+
+        def stop(self, ctx):
+            return np.broadcast_to(ctx.depth >= 3, np.shape(ctx.state))
+
+    lengths = np.array([1, 3, 2])
+
+    class ByStart(Policy):
+        uses_start = position_dependent = length_at_start = True
+        max_depth = 3
+
+        def length(self, position, start_state):
+            return lengths[np.asarray(start_state)]
+
+        def stop(self, ctx):
+            return ctx.depth >= self.length(ctx.position, ctx.start_state)
+
+    want_fixed = evaluate_policy(chain, FixedGamma(3), T, 0.1)
+    opt = optimal_policy(chain, T, 0.1, max_depth=3)
+    by_class = opt.extra["policy"].__class__(lengths)
+    for mine, theirs, engine in (
+        (Every3(), FixedGamma(3), "_fixed_gamma"),
+        (ByStart(), by_class, "start_class_recursion"),
+    ):
+        used.clear()
+        got = evaluate_policy(chain, mine, T, 0.1)
+        assert used == [engine]
+        want = evaluate_policy(chain, theirs, T, 0.1)
+        enumerated = evaluate_paths(chain, mine, T, got.cost)
+        for name in ("target_calls", "rejections", "draft_tokens"):
+            assert abs(getattr(got, name) - getattr(want, name)) < 1e-12
+            assert abs(getattr(got, name) - getattr(enumerated, name)) < 1e-12
+        np.testing.assert_allclose(
+            policy_counters(chain, mine, T).accepted_counts, got.accepted_counts, atol=1e-12, rtol=0
+        )
+    assert abs(evaluate_policy(chain, Every3(), T, 0.1).time() - want_fixed.time()) < 1e-12
+    with pytest.raises(NotImplementedError, match="length_at_start"):
+        ConfidenceThreshold(0.5).length(0, 0)
+
+
 class _Recorded(Round):
     """A policy round that records where each round starts (Monte Carlo round starts)."""
 

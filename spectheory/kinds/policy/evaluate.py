@@ -39,7 +39,7 @@ from ._kernels import BONUS, CALLS, DRAFTS, N_COMP, TTIME, Kernels, single_threa
 from .context import edge_context, edge_stops
 from .forward_counters import forward_counters
 from .paths import evaluate_paths
-from .policies import FixedGamma, Policy, StartStatePolicy, require_memory
+from .policies import Policy, require_memory
 from .value import Counters, PolicyValue, _value, backward_positions, bonus_value, reject_value
 
 if TYPE_CHECKING:
@@ -115,15 +115,15 @@ def evaluate_policy(
         raise ValueError(f"method: expected 'auto' or 'rounds', got {method!r}")
     require_memory(policy, ("flag", "counts"), "evaluate_policy")
     verifier = _policy_verifier(verifier, chain)
-    if policy.uses_path or (policy.uses_start and not isinstance(policy, StartStatePolicy)):
+    if policy.uses_path or (policy.uses_start and not policy.length_at_start):
         return evaluate_paths(
             chain, policy, T, cost, max_nodes=max_nodes, progress=progress, verifier=verifier
         )
-    if isinstance(policy, FixedGamma) and method == "auto":
+    if policy.constant_length is not None and method == "auto":
         return _fixed_gamma(chain, policy, T, cost, verifier)
     K = Kernels(chain, verifier)
     with single_thread(chain.n_states):
-        if isinstance(policy, StartStatePolicy):
+        if policy.length_at_start:
             W0 = start_class_recursion(K, T, cost, policy=policy, progress=progress)[0]
         else:
             W0 = _edge_recursion(K, policy, T, cost, progress)
@@ -143,11 +143,12 @@ def _policy_verifier(verifier: Any, chain: ChainLike) -> Verifier:
 
 
 def _fixed_gamma(chain, policy, T, cost, verifier):
-    """:class:`FixedGamma` by the verifier's own exact engine (the phase engine for token
-    verification, the round engine for a whole-round rule)."""
-    res = verifier.exact(chain, T, policy.gamma, True)
-    k = np.minimum(policy.gamma, T - np.arange(T))
-    ttime = float(res.round_start_prob @ cost.call_times(policy.gamma)[k - 1])
+    """A policy of ``constant_length`` (:class:`FixedGamma`) by the verifier's own exact engine
+    (the phase engine for token verification, the round engine for a whole-round rule)."""
+    gamma = policy.constant_length
+    res = verifier.exact(chain, T, gamma, True)
+    k = np.minimum(gamma, T - np.arange(T))
+    ttime = float(res.round_start_prob @ cost.call_times(gamma)[k - 1])
     counters = Counters(res.round_starts, res.rejection_by_position, res.accepted_counts)
     return PolicyValue(
         T,
@@ -240,7 +241,7 @@ def start_class_recursion(
     T: int,
     cost: Cost,
     *,
-    policy: StartStatePolicy | None = None,
+    policy: Policy | None = None,
     max_depth: int | None = None,
     progress: bool | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -249,7 +250,8 @@ def start_class_recursion(
     With ``H_m^{(0)} = B(m)`` and ``H_m^{(r)} = R_m W_{m+1} + A_m H_{m+1}^{(r-1)}`` (the
     alive-side value of a round suffix at position ``m`` with ``r`` drafts left), a round
     at ``n`` drafting ``k`` tokens is worth ``e_calls + k e_draft + t(k) e_time + H_n^{(k)}``.
-    With ``policy`` (a :class:`StartStatePolicy`) ``k`` is read from it; otherwise ``k``
+    With ``policy`` (one whose ``length_at_start``, e.g. a :class:`StartStatePolicy`) ``k`` is read
+    from its ``length``; otherwise ``k``
     minimises the time (ties: the smaller ``k``), the dynamic programme of
     :func:`~spectheory.stopping.optimal_policy`. Cost ``O(T D S V)``.
 

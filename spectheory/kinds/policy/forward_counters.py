@@ -34,7 +34,6 @@ import numpy as np
 from ._kernels import Kernels
 from .context import edge_stops
 from .paths import paths_counters
-from .policies import StartStatePolicy
 from .value import Counters
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ def policy_counters(
     True
     """
     T = chain.check_horizon(horizon)
-    if policy.uses_path or (policy.uses_start and not isinstance(policy, StartStatePolicy)):
+    if policy.uses_path or (policy.uses_start and not policy.length_at_start):
         return paths_counters(chain, policy, T, verifier, max_nodes)
     K = Kernels(chain, verifier)
     D, M, S = policy.max_depth, policy.n_memory, K.S
@@ -103,7 +102,7 @@ def policy_counters(
                 (policy.memory_after(m, i + 1, i + 1), policy.memory_after(m, i, drafted))
                 for i in range(kmax)
             ]
-            if isinstance(policy, StartStatePolicy):  # one round length per start state
+            if policy.length_at_start:  # one round length per start state
                 k = np.minimum(policy.length(n, np.arange(S)), kmax)
                 for length in np.unique(k):
                     _round(K, F, out, np.where(k == length, F[n, m], 0.0), n, int(length), None, after, T)

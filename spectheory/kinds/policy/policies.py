@@ -53,18 +53,30 @@ class Policy:
     uses ``accept_prob``, so exact evaluation enumerates drafted paths), ``uses_start``
     (it uses the round's start state), ``position_dependent`` (it uses ``ctx.position``;
     otherwise its stop tables are computed once per depth), ``n_memory`` (memory states
-    between rounds).
+    between rounds), ``length_at_start`` (the round's length is decided at its start from the
+    position and the start state alone, by ``length(position, start_state)``: the engines play
+    one fixed-length round per start state instead of enumerating paths) and
+    ``constant_length`` (the draft length of every round, truncated at the horizon, or
+    ``None``: then the verifier's own fixed-length exact engine does not apply).
     """
 
     uses_path = False
     position_dependent = False
     uses_start = False
+    length_at_start = False
+    constant_length: int | None = None
     n_memory = 1
     initial_memory = 0
     max_depth = DEFAULT_MAX_DEPTH
 
     def stop(self, ctx: StopContext) -> np.ndarray:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def length(self, position: ArrayLike, start_state: ArrayLike) -> np.ndarray:
+        """The round's length from its position and start state (``length_at_start`` policies)."""
+        raise NotImplementedError(
+            f"{self.name} decides its length inside the round (length_at_start is False)"
+        )
 
     #: How the memory moves between rounds: ``"flag"`` (an int in ``range(n_memory)``, by
     #: :meth:`next_memory` from "every drafted token was accepted"), ``"counts"`` (an int in
@@ -117,7 +129,7 @@ class FixedGamma(Policy):
 
     def __init__(self, gamma: int) -> None:
         self.gamma = check_int(gamma, "gamma", 1)
-        self.max_depth = self.gamma
+        self.max_depth = self.constant_length = self.gamma
 
     def stop(self, ctx: StopContext) -> np.ndarray:
         return np.broadcast_to(ctx.depth >= self.gamma, np.shape(ctx.state))
@@ -236,6 +248,7 @@ class StartStatePolicy(Policy):
 
     uses_start = True
     position_dependent = True
+    length_at_start = True
 
     def __init__(self, lengths: ArrayLike) -> None:
         k = np.asarray(lengths)

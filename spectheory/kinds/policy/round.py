@@ -28,7 +28,7 @@ from ..path.round import CHUNK_ELEMS
 from ._kernels import Kernels
 from .context import RoundFeedback, StopContext
 from .evaluate import evaluate_policy
-from .policies import FixedGamma, Policy
+from .policies import Policy
 
 #: Per chain, the verifiers' per-token masses (``accept_prob`` of a rule other than token).
 _MASSES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -135,7 +135,7 @@ class PolicyRound(Round):
             if getattr(self.policy, "uses_path", False):
                 for engine in ("monte_carlo", "exact"):
                     why[engine] = f"{self.policy.name} reads accept_prob, which {whole} does not define"
-            elif not isinstance(self.policy, FixedGamma):
+            elif getattr(self.policy, "constant_length", None) is None:
                 why["exact"] = (
                     f"{whole}; its exact engine covers fixed-length rounds only (FixedGamma), "
                     "not rounds that stop on the drafted tokens; use Monte Carlo"
