@@ -38,8 +38,9 @@ import numpy as np
 from .._guards import check_int
 from .._typing import RNGLike
 from ..laws.distributions import acceptance_rate
-from .render import bar_char, law_table, save_bonus_figure, save_step_figure
-from .toy import ToyModels, expected_accepted, play_round, rejection_probability, toy_models
+from .render import bar_char, quote
+from .toy import ToyModels, toy_models
+from .toy_view import ToyView
 
 __all__ = ["run_demo", "main", "DemoResult", "DEFAULT_ROUNDS", "DEFAULT_SEED"]
 
@@ -78,10 +79,6 @@ def _wrap(line: str) -> str:
 def _prob(x: float) -> str:
     """A probability in 3 decimals, or 2 significant digits when it is below 0.001."""
     return f"{x:.3f}" if x == 0 or x >= 0.001 else f"{x:.1e}"
-
-
-def _q(word: str) -> str:
-    return f'"{word}"'
 
 
 def run_demo(
@@ -176,13 +173,13 @@ def run_demo(
             say(_wrap("Text so far: " + view.join(result.words)))
             say(
                 f"{context}. The draft proposes {gamma} {unit}"
-                f"{'s' if gamma > 1 else ''}: " + "  ".join(_q(name(x)) for x in record.proposals)
+                f"{'s' if gamma > 1 else ''}: " + "  ".join(quote(name(x)) for x in record.proposals)
             )
             for i, step in enumerate(record.steps, start=1):
                 pause()
                 x = name(step.proposal)
                 say("")
-                say(f"  Step {i} of {gamma}: check {_q(x)} after {_q(name(step.state))}")
+                say(f"  Step {i} of {gamma}: check {quote(x)} after {quote(name(step.state))}")
                 for line in view.table({"target p": step.target, "draft q": step.draft}, step.proposal, char):
                     say(line)
                 p, q = step.target[step.proposal], step.draft[step.proposal]
@@ -195,23 +192,23 @@ def run_demo(
                     f"accept probability min(1, p/q) = {min(1.0, step.ratio):.3f}"
                 )
                 if step.accepted:
-                    say(f"    u = {step.u:.3f} < {step.ratio:.3f}  ->  ACCEPT {_q(x)}")
+                    say(f"    u = {step.u:.3f} < {step.ratio:.3f}  ->  ACCEPT {quote(x)}")
                     headline = (
                         f"round {r}, step {i}: {x!r} accepted (u = {step.u:.3f} < p/q = {step.ratio:.3f})"
                     )
                 else:
                     y = name(step.emitted)
-                    say(f"    u = {step.u:.3f} >= {step.ratio:.3f}  ->  REJECT {_q(x)}")
+                    say(f"    u = {step.u:.3f} >= {step.ratio:.3f}  ->  REJECT {quote(x)}")
                     say(f"    The target draws the {unit} from the residual norm(max(p - q, 0)):")
                     for line in view.table({"residual": step.residual}, step.emitted, char):
                         say(line)
-                    say(f"    Drawn from the residual: {_q(y)}. The round ends.")
+                    say(f"    Drawn from the residual: {quote(y)}. The round ends.")
                     later = record.proposals[i:]
                     if len(later):
                         say(
                             _wrap(
                                 f"    The later proposal{'s' if len(later) > 1 else ''} "
-                                + ", ".join(_q(name(w)) for w in later)
+                                + ", ".join(quote(name(w)) for w in later)
                                 + f" {'are' if len(later) > 1 else 'is'} discarded: drafted after a "
                                 f"rejected {unit}, they continue a text that no longer exists."
                             )
@@ -229,10 +226,10 @@ def run_demo(
                 b = name(record.bonus)
                 say("")
                 say(f"  All {gamma} proposals accepted. The same target call also scored the {unit}")
-                say(f"  after {_q(name(record.proposals[-1]))}, so a bonus {unit} is drawn from p:")
+                say(f"  after {quote(name(record.proposals[-1]))}, so a bonus {unit} is drawn from p:")
                 for line in view.table({"target p": record.bonus_law}, record.bonus, char):
                     say(line)
-                say(f"    Bonus {unit}: {_q(b)}")
+                say(f"    Bonus {unit}: {quote(b)}")
                 if save_dir is not None:
                     result.saved.append(
                         view.bonus_figure(
@@ -298,58 +295,6 @@ def _tally(say: Callable[[str], None], result: DemoResult, rounds: int, view: An
                 f"residual or bonus {unit}.)"
             )
         )
-
-
-class ToyView:
-    """The toy pair as :func:`run_demo` reads it: words, the round, the exact per-state theory
-    and the figures (a :class:`~spectheory.teaching.real.RealView` answers the same calls for a
-    real LLM). It keeps the context word between rounds."""
-
-    unit = "word"
-    theory_basis = "each round's starting word"
-
-    def __init__(self, models: ToyModels, gamma: int) -> None:
-        self.models, self.words, self.state = models, models.words, models.start
-        self.exp_acc = expected_accepted(models, gamma)
-        self.p_rej = rejection_probability(models, gamma)
-
-    def start_words(self) -> list[str]:
-        return [self.words[self.models.start]]
-
-    def intro(self) -> list[str]:
-        return [
-            f"Vocabulary ({len(self.words)} words): " + " ".join(self.words),
-            "target p = the big model's next-word law; draft q = the small model's guess.",
-        ]
-
-    def name(self, x: int) -> str:
-        return str(self.words[x])
-
-    def join(self, words: Sequence[str]) -> str:
-        return " ".join(words)
-
-    def context(self) -> str:
-        return f"Context word {_q(self.words[self.state])}"
-
-    def play(self, gamma: int, rng: np.random.Generator) -> Any:
-        record = play_round(self.models, self.state, gamma, rng)
-        self.state = record.emitted[-1]
-        return record
-
-    def theory(self, record: Any) -> tuple[float, float]:
-        return float(self.exp_acc[record.state]), float(self.p_rej[record.state])
-
-    def theory_given(self, record: Any) -> str:
-        return f"from {_q(self.words[record.state])}"
-
-    def table(self, columns: dict, mark: int | None, char: str) -> list[str]:
-        return law_table(self.words, columns, mark=mark, char=char)
-
-    def step_figure(self, path: Path, step: Any, headline: str) -> Path:
-        return save_step_figure(path, self.words, step, headline)
-
-    def bonus_figure(self, path: Path, law: np.ndarray, bonus: int, headline: str) -> Path:
-        return save_bonus_figure(path, self.words, law, bonus, headline)
 
 
 class _OneLineError(Exception):

@@ -1,7 +1,7 @@
 r"""The teaching demo on a real LLM: speculative rounds on English text, token by token.
 
 :class:`RealView` answers the calls :func:`~spectheory.teaching.demo.run_demo` makes of the toy
-pair (:class:`~spectheory.teaching.demo.ToyView`) for two causal language models of the decoder
+pair (:class:`~spectheory.teaching.toy_view.ToyView`) for two causal language models of the decoder
 contract sharing a tokenizer (``smollm2-135m``: ``spectheory demo --target smollm2-135m``). One
 round from a context: the draft proposes :math:`y_1..y_\gamma`, each from its law
 :math:`q_i = q(\cdot \mid \text{context}, y_{<i})`; one target call over the context and the

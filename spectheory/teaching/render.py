@@ -16,9 +16,14 @@ from numpy.typing import ArrayLike
 if TYPE_CHECKING:
     from .toy import StepRecord
 
-__all__ = ["bar_char", "bar", "law_table", "save_step_figure", "save_bonus_figure"]
+__all__ = ["bar_char", "bar", "law_table", "quote", "save_step_figure", "save_bonus_figure"]
 
 BAR_WIDTH = 24  # characters for probability 1
+
+
+def quote(word: str) -> str:
+    """A word or token as the demo prints it: in double quotes (``quote("cat") == '"cat"'``)."""
+    return f'"{word}"'
 
 
 def bar_char(out: TextIO | None) -> str:
