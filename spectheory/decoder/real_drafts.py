@@ -246,7 +246,15 @@ def _map_layer_linears(hf: Any, fn: Any) -> Any:
 
 
 def _int8(hf: Any) -> Any:
-    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+    """Dynamic int8 linears (``torch.ao.quantization.quantize_dynamic``, which torch deprecates):
+    a torch without it gets an ImportError that names the replacement drafts."""
+    try:
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+    except ImportError as exc:
+        raise ImportError(
+            f"the int8 draft needs torch.ao.quantization.quantize_dynamic, which torch {torch.__version__} "
+            "does not have; the int4 and low-rank drafts (':int4', ':lowrank') need no quantized kernels"
+        ) from exc
 
     return quantize_dynamic(hf, {nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8, inplace=False)
 

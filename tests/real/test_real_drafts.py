@@ -325,3 +325,13 @@ def test_real_scripts_quick_modes_run(tmp_path):
     assert [r["draft"] for r in res["rows"]] == ["smollm2-135m:exit2", "prompt-lookup"]
     for r in res["rows"]:
         assert 0 <= r["alpha"] <= 1 and r["cost_ratio"] > 0 and r["predicted_tokens_per_call"] >= 1
+
+
+def test_int8_without_torch_ao_says_which_drafts_remain(monkeypatch):
+    """torch deprecates ``torch.ao.quantization``: a torch without it gets one ImportError naming
+    the drafts that need no quantized kernels (no model needed: it fails before using one)."""
+    from spectheory.decoder.real_drafts import _int8
+
+    monkeypatch.setitem(sys.modules, "torch.ao.quantization", None)  # import fails as if removed
+    with pytest.raises(ImportError, match=r"int8 draft needs torch\.ao.*':int4', ':lowrank'"):
+        _int8(torch.nn.Linear(2, 2))
