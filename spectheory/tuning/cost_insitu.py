@@ -23,16 +23,20 @@ target and draft calls. The prediction for one run uses only *other* runs:
 
   .. math:: q_\text{call} + a_\text{kind} R + o_{\text{step},\text{kind}} D + t W
 
-  with ``R`` the rounds (target calls after the prefill: the logged targets are prefilled apart,
-  as the shipped models are; a target that takes ``logits_to_keep`` scores its prompt in a path
-  round's first call, which these fits would count as a prefill), ``D`` the draft forwards and ``W``
+  with ``R`` the rounds (the target calls after its prefill; where the first call scored the
+  prompt with the first round's drafts, :attr:`LoggedRun.merged_first`, that call is the first
+  round and counts ``W`` tokens as the run's mean round), ``D`` the draft forwards and ``W``
   the tokens scored per row summed over rounds; ``q`` per decoder call (autoregressive or
   speculative), ``a`` per round and ``o_step`` per draft forward, each per kind of round
   (autoregressive, path, policy, tree: a policy computes its stopping statistic after every
   draft step, a tree round builds its attention mask).
 
 :func:`insitu_timing` turns both into the :class:`~.cost_timing.DecoderTiming` that
-:func:`~.cost_predict.predict_time` reads. No run's own times enter its prediction, and the
+:func:`~.cost_predict.predict_time` reads. A merged first call (a target that takes
+``logits_to_keep`` under a path or policy round: the prompt and the first drafts in one call, as
+HF's assisted generation) is left out of the forward fits: it is neither a prefill nor a cached
+round. Its run is priced as a target prefilled apart, the prefill of the prompt plus the first
+round's cached call, which is one forward's fixed cost more than the merged call takes. No run's own times enter its prediction, and the
 configuration predicted enters the forwards it is predicted with only for the token counts no
 other configuration makes.
 """
@@ -78,6 +82,9 @@ class LoggedRun:
         Wall time of the whole call.
     target, draft : ndarray ``[n, 4]``
         The logs (batch, tokens per row, mean context, seconds) of :class:`~spectheory.cost.timed.ForwardLog`.
+    merged_first : bool, default False
+        The target's first call scored the prompt with the first round's drafts (its one
+        uncached call is the first round, not a prefill; :func:`measure_logged` sets it).
     """
 
     config: str
@@ -87,6 +94,7 @@ class LoggedRun:
     seconds: float
     target: np.ndarray
     draft: np.ndarray
+    merged_first: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -102,16 +110,33 @@ class LoggedRun:
         """Seconds of the call outside every logged forward."""
         return float(self.seconds - self.target[:, 3].sum() - self.draft[:, 3].sum())
 
+    @property
+    def target_fitted(self) -> np.ndarray:
+        """The target's calls the forward fits read: all but a merged first call (module docstring)."""
+        if not self.merged_first:
+            return self.target
+        return np.delete(self.target, np.flatnonzero(self.target[:, 2] == 0)[:1], axis=0)
+
     def features(self) -> np.ndarray:
-        """``[11]``: calls (autoregressive, speculative), rounds per kind (:data:`KINDS`), draft
+        """``[10]``: calls (autoregressive, speculative), rounds per kind (:data:`KINDS`), draft
         forwards per speculative kind (path, policy, tree) and tokens scored, as counted in
-        :func:`fit_outside`."""
+        :func:`fit_outside` (a merged first call is a round of the run's mean width).
+
+        Examples
+        --------
+        >>> t = np.array([[1, 9, 0, 0.1], [1, 3, 9, 0.02], [1, 5, 12, 0.03]])
+        >>> LoggedRun("g", "path", 1, 0, 1.0, t, np.zeros((0, 4))).features()[[3, 9]].tolist()
+        [2.0, 8.0]
+        >>> LoggedRun("g", "path", 1, 0, 1.0, t, np.zeros((0, 4)), merged_first=True).features()[[3, 9]].tolist()
+        [3.0, 12.0]
+        """
         rounds = self.target[self.target[:, 2] > 0]
         R, D = float(len(rounds)), float((self.draft[:, 2] > 0).sum())
+        W = float(rounds[:, 1].sum())
+        if self.merged_first:
+            R, W = R + 1.0, W + (float(rounds[:, 1].mean()) if len(rounds) else 0.0)
         one_hot = np.eye(len(KINDS))[KINDS.index(self.kind)]  # the kind's column of each term
-        return np.array(
-            [one_hot[0], 1.0 - one_hot[0], *(R * one_hot), *(D * one_hot[1:]), float(rounds[:, 1].sum())]
-        )
+        return np.array([one_hot[0], 1.0 - one_hot[0], *(R * one_hot), *(D * one_hot[1:]), W])
 
 
 @dataclass(frozen=True)
@@ -204,7 +229,7 @@ OUTSIDE_TERMS = (
 
 
 def fit_outside(runs: Sequence[LoggedRun]) -> np.ndarray:
-    """Coefficients ``[11]`` (:data:`OUTSIDE_TERMS`; module docstring) fitted to the
+    """Coefficients ``[10]`` (:data:`OUTSIDE_TERMS`; module docstring) fitted to the
     outside-the-forwards seconds of ``runs`` (least squares, all ``>= 0``)."""
     from scipy.optimize import nnls
 
@@ -222,7 +247,7 @@ def insitu_timing(
     """The :class:`~.cost_timing.DecoderTiming` at ``batch`` rows: forwards fitted on the calls of
     ``forward_runs``, the outside work on ``outside_runs`` (module docstring)."""
     pool = [r for r in forward_runs if r.batch == batch]
-    target = fit_logged_forward(np.concatenate([r.target for r in pool]), batch)
+    target = fit_logged_forward(np.concatenate([r.target_fitted for r in pool]), batch)
     drafts = [r.draft for r in pool if len(r.draft)]
     draft = fit_logged_forward(np.concatenate(drafts), batch) if drafts else target
     coef = dict(zip(OUTSIDE_TERMS, map(float, fit_outside([r for r in outside_runs if r.batch == batch]))))
@@ -249,7 +274,8 @@ def measure_logged(
     prompt 0) with both models' forwards logged.
 
     Returns the :class:`LoggedRun` and the run's ``measure_run`` dict (throughput, seconds,
-    rounds, draft calls)."""
+    rounds, draft calls). ``ValueError`` when the log misses some of the target's calls (tree
+    rounds on a model that scores trees outside its ``forward``)."""
     from ..cost.timed import ForwardLog
     from .along_path import round_model
     from .tune_runs import config_label, measure_run
@@ -258,8 +284,26 @@ def measure_logged(
         out = measure_run(
             target, draft, prompts, horizon, rnd, batch, seed=seed, device=device, all_prompts=False
         )
-    kind = KINDS[0] if rnd is None else round_model(rnd).kind
-    run = LoggedRun(config_label(rnd), kind, int(batch), int(repeat), out["seconds"], lt.take(), ld.take())
+    model = None if rnd is None else round_model(rnd)
+    kind = KINDS[0] if model is None else model.kind
+    # a target that takes logits_to_keep scores its prompt in a path or policy round's first call
+    merged = (
+        model is not None
+        and model.first_call_scores_prompt
+        and getattr(target, "accepts_logits_to_keep", False) is True
+    )
+    run = LoggedRun(
+        config_label(rnd), kind, int(batch), int(repeat), out["seconds"], lt.take(), ld.take(), merged
+    )
+    # every target call is logged: the prefill's forward gives autoregressive decoding's first
+    # token; a speculative round is one call (the first one uncached when merged)
+    logged = int((run.target[:, 2] > 0).sum()) + (1 if model is None else int(merged))
+    if logged != round(out["rounds"]):
+        raise ValueError(
+            f"target: {logged} of its {out['rounds']:g} calls per decode went through its forward, "
+            "where the log sees them (a model whose own tree_logits bypasses forward, as the "
+            "Hugging Face adapter's, cannot be fitted in situ under tree rounds)"
+        )
     return run, out
 
 
@@ -297,7 +341,7 @@ def held_out_timing(run: LoggedRun, runs: Sequence[LoggedRun]) -> DecoderTiming:
         raise ValueError(f"runs: no other configuration at batch {run.batch}, repeat {run.repeat}")
     mine = [r for r in same if r.config == run.config and r is not run]
     extra = []
-    for field_ in ("target", "draft"):
+    for field_ in ("target_fitted", "draft"):
         gap = _unseen(getattr(run, field_), [getattr(r, field_) for r in forwards])
         if len(gap) and mine:
             calls = np.concatenate([getattr(r, field_) for r in mine])
@@ -306,7 +350,13 @@ def held_out_timing(run: LoggedRun, runs: Sequence[LoggedRun]) -> DecoderTiming:
         empty = np.zeros((0, 4))
         parts = dict(extra)
         filler = LoggedRun(
-            run.config, run.kind, run.batch, -1, 0.0, parts.get("target", empty), parts.get("draft", empty)
+            run.config,
+            run.kind,
+            run.batch,
+            -1,
+            0.0,
+            parts.get("target_fitted", empty),
+            parts.get("draft", empty),
         )
         forwards = [*forwards, filler]
     return insitu_timing(forwards, [r for r in same if r is not run], run.batch)
@@ -317,16 +367,17 @@ def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun], timing: DecoderTim
     evaluated on ``run``'s *own* logged calls and counts (so the rounds law plays no part).
 
     Returns ``forward`` and ``outside``: ``(predicted, measured)`` seconds of the run's forwards
-    (every logged call priced by the held-out forward fits) and of its work outside them.
+    (every logged call priced by the held-out forward fits, a merged first call left out of both)
+    and of its work outside them.
     ``timing``: :func:`held_out_timing` of ``run`` if already built (else it is built here)."""
     same = [r for r in runs if r.batch == run.batch]
     timing = held_out_timing(run, runs) if timing is None else timing
     priced = [
         float(np.sum(model(calls[:, 0], calls[:, 1], calls[:, 2]))) if len(calls) else 0.0
-        for model, calls in ((timing.target, run.target), (timing.draft, run.draft))
+        for model, calls in ((timing.target, run.target_fitted), (timing.draft, run.draft))
     ]
     coef = fit_outside([r for r in same if r is not run])
-    measured_fwd = float(run.target[:, 3].sum() + run.draft[:, 3].sum())
+    measured_fwd = float(run.target_fitted[:, 3].sum() + run.draft[:, 3].sum())
     return {
         "forward": (sum(priced), measured_fwd),
         "outside": (float(run.features() @ coef), run.outside),

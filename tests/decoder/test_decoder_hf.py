@@ -8,36 +8,10 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
+from _torch_models import VOCAB, save_tiny  # noqa: E402
+
 from spectheory.decoder import HFCausalLM, autoregressive_generate, speculative_generate  # noqa: E402
 from spectheory.decoder.batching import make_batch, prefill  # noqa: E402
-
-VOCAB = 48
-
-
-def save_tiny(tmp_path, name, arch="gpt2", seed=0):
-    """Random tiny causal LM saved with save_pretrained; returns its folder."""
-    if arch == "gpt2":
-        config = transformers.GPT2Config(n_layer=1, n_embd=32, n_head=2, vocab_size=VOCAB, n_positions=64)
-        cls = transformers.GPT2LMHeadModel
-    else:
-        config = transformers.LlamaConfig(
-            num_hidden_layers=1,
-            hidden_size=32,
-            intermediate_size=64,
-            num_attention_heads=2,
-            num_key_value_heads=1,
-            vocab_size=VOCAB,
-            max_position_embeddings=64,
-        )
-        cls = transformers.LlamaForCausalLM
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = cls(config)
-        with torch.no_grad():  # sharpen the random laws so that greedy has clear winners
-            model.get_output_embeddings().weight.mul_(20.0)
-    folder = tmp_path / name
-    model.save_pretrained(folder)
-    return str(folder)
 
 
 @pytest.fixture(scope="module")

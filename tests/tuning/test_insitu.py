@@ -14,6 +14,7 @@ from spectheory.kinds import PathRound  # noqa: E402
 from spectheory.stopping import ConfidenceThreshold, PolicyRound  # noqa: E402
 from spectheory.trees import DraftTree, TreeRound  # noqa: E402
 from spectheory.tuning.cost_insitu import (  # noqa: E402
+    KINDS,
     OUTSIDE_TERMS,
     LoggedRun,
     fit_logged_forward,
@@ -216,3 +217,48 @@ def test_held_out_timing_takes_unseen_token_counts_from_other_repeats():
     # gamma=2 has no other repeat: its three-token calls are extrapolated from repeat 1's one- and
     # two-token calls (0.006, 0.010)
     assert held_out_timing(runs[4], runs).target(1, 3, 40) == pytest.approx(0.014)
+
+
+def test_merged_first_call_is_a_round_not_a_prefill(tmp_path):
+    """A target that takes ``logits_to_keep`` scores its prompt with a path round's first drafts:
+    measure_logged marks the run, its one uncached target call counts as a round (rounds = the
+    decoder's target calls), and the forward fits leave it out (their prefill table holds the
+    autoregressive run's prefill of the prompt only, not the merged call's wider width)."""
+    pytest.importorskip("transformers")
+    from _torch_models import save_tiny
+
+    from spectheory.decoder import HFCausalLM
+
+    target = HFCausalLM.from_pretrained(save_tiny(tmp_path, "t", "gpt2", seed=0), dtype=torch.float64)
+    draft = HFCausalLM.from_pretrained(save_tiny(tmp_path, "d", "llama", seed=1), dtype=torch.float64)
+    prompts = [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]
+    runs = {}
+    for rnd in (None, PathRound(3), PolicyRound(ConfidenceThreshold(0.3, max_depth=3))):
+        run, out = measure_logged(target, draft, prompts, 6, rnd, 2, seed=0)
+        runs[run.kind] = run
+        assert run.merged_first == (rnd is not None)
+        assert (run.target[:, 2] == 0).sum() == 1  # one uncached call: a prefill, or the merged round
+        rounds = (run.target[:, 2] > 0).sum() + run.merged_first
+        if rnd is not None:
+            assert rounds == out["rounds"] == run.features()[2 + KINDS.index(run.kind)]
+    path = runs["path"]
+    assert path.target[path.target[:, 2] == 0, 1][0] > len(prompts[0])  # the prompt and its drafts
+    assert (path.target_fitted[:, 2] > 0).all() and len(path.target_fitted) == len(path.target) - 1
+    t = insitu_timing(list(runs.values()), list(runs.values()), 2)
+    assert [w for w, _ in t.target.prefill] == [len(prompts[0])]  # the prefill apart only
+    ar = runs["autoregressive"]
+    assert np.array_equal(ar.target_fitted, ar.target)
+
+
+def test_insitu_refuses_a_target_whose_tree_calls_bypass_its_forward(tmp_path):
+    """The Hugging Face adapter scores trees in its own ``tree_logits``, which the forward log
+    cannot see: measure_logged says so instead of fitting a log that lacks the rounds."""
+    pytest.importorskip("transformers")
+    from _torch_models import save_tiny
+
+    from spectheory.decoder import HFCausalLM
+
+    target = HFCausalLM.from_pretrained(save_tiny(tmp_path, "t", "gpt2", seed=0), dtype=torch.float64)
+    draft = HFCausalLM.from_pretrained(save_tiny(tmp_path, "d", "llama", seed=1), dtype=torch.float64)
+    with pytest.raises(ValueError, match="tree_logits bypasses forward"):
+        measure_logged(target, draft, [[1, 2, 3]], 4, TreeRound(DraftTree.from_branching([2])), 1)
