@@ -13,7 +13,6 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from ._sizes import format_bytes, memory_limit  # noqa: F401 - sizes live in ._sizes
 from ._typing import RNGLike
 
 #: Absolute tolerance on ``|sum(row) - 1|`` accepted for a probability law.

@@ -7,8 +7,9 @@ import pytest
 
 import spectheory as st
 from spectheory._guards import as_rng
+from spectheory._limits import parse_bytes, size_limits
 from spectheory._progress import progress_bar
-from spectheory._sizes import SizeError, check_size, estimate, parse_bytes, size_limits
+from spectheory._sizes import SizeError, check_size, estimate
 from spectheory.app import chain_cmd
 
 

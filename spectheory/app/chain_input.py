@@ -211,7 +211,7 @@ def check_request(args: argparse.Namespace, chain: DecodingChain | None = None, 
         build.nbytes + max(e.nbytes for _, e in items[1:]),
         what,
     )
-    from .._sizes import memory_limit
+    from .._limits import memory_limit
 
     if total.nbytes > memory_limit():
         name = max(parts, key=lambda k: parts[k].nbytes)

@@ -144,7 +144,7 @@ def max_seconds(text: str) -> float:
 
 def max_memory(text: str) -> float:
     """A size such as ``8G``, ``500M``, ``2e9`` (bytes) or ``inf``."""
-    from .._sizes import parse_bytes
+    from .._limits import parse_bytes
 
     try:
         return parse_bytes(text, "--max-memory")
@@ -161,7 +161,7 @@ FORWARD_CHOICES = ("eager", "static", "default", "reduce-overhead", "max-autotun
 
 def add_limit_args(p: argparse.ArgumentParser) -> None:
     """``--max-seconds`` and ``--max-memory``: the limits above which a request is refused up front."""
-    from .._sizes import DEFAULT_MAX_SECONDS
+    from .._limits import DEFAULT_MAX_SECONDS
 
     p.add_argument(
         "--max-seconds",
@@ -182,8 +182,8 @@ def add_limit_args(p: argparse.ArgumentParser) -> None:
 
 
 def size_limits_of(args: argparse.Namespace) -> AbstractContextManager:
-    """The :func:`spectheory._sizes.size_limits` of ``--max-seconds`` / ``--max-memory``."""
-    from .._sizes import size_limits
+    """The :func:`spectheory._limits.size_limits` of ``--max-seconds`` / ``--max-memory``."""
+    from .._limits import size_limits
 
     return size_limits(getattr(args, "max_seconds", None), getattr(args, "max_memory", None))
 
