@@ -39,10 +39,12 @@ width (measured first, at the prompts' mean context: the flat-then-linear curve 
 head; :class:`~spectheory.cost.TabulatedCost`; a draft's with its head on the last position
 only, as the decoder calls it) over the widths of that run's calls, scaled by the machine's
 speed at the time (the autoregressive run's logged one-token forwards over the table's price of
-them, same prompts and repeats: the load drifts between the table and the runs), plus the
-decoder's per-round work measured on the autoregressive run (its time outside the logged
-forwards, per round); the ratio predicted/measured is reported, and the table's own without
-the scale (``predicted_over_measured_table``). The target's first call of a speculative decode
+them, same prompts, same repeat: the load drifts between the table and the runs, and within a
+set), plus the decoder's per-round work measured on that autoregressive run (its time outside
+the logged forwards, per round); the median over repeats of predicted/measured is reported
+(``predicted_over_measured``), the same from the set's medians instead of repeat by repeat
+(``predicted_over_measured_medians``), and the table's own without the scale
+(``predicted_over_measured_table``). Every repeat's numbers are kept (``per_repeat``). The target's first call of a speculative decode
 scores the prompt with the first drafts (no separate prefill; the decoder times it as the
 prefill), so neither side counts it. Greedy outputs of the package and HF are compared token for token (ties in float32
 arithmetic can flip a token; counted, not hidden). Writes ``real_speed.json``.
@@ -164,6 +166,29 @@ def predict_decode_seconds(log: np.ndarray, table: dict) -> float:
     widths = sorted(table)
     cached = log[log[:, 2] > 0]
     return float(np.interp(cached[:, 1], widths, [table[w] for w in widths]).sum())
+
+
+def paired_cost_ratio(
+    c: str, cached: dict, predicted: dict, decode: dict, calls: dict, n_rounds_ar: int
+) -> float:
+    """The cost model's predicted/measured decoding time of configuration ``c``, the median over
+    repeats, each repeat's run priced with the speed scale and the per-round work of *that*
+    repeat's autoregressive run ``"ar"`` (the load drifts within a set as between sets).
+
+    ``cached[x][r]``: the logged seconds of run ``x``'s cached calls in repeat ``r``;
+    ``predicted``: their price in the width table; ``decode``: the decoding seconds (prefill
+    excluded); ``calls``: target calls; ``n_rounds_ar``: the autoregressive run's rounds.
+
+    >>> one = {"ar": [1.0, 2.0], "x": [1.0, 2.0]}
+    >>> paired_cost_ratio("x", one, one, {"ar": [1.5, 3.0], "x": [1.5, 3.0]}, {"x": [10, 10]}, 10)
+    1.0
+    """
+    ratios = []
+    for r in range(len(decode[c])):
+        scale = cached["ar"][r] / predicted["ar"][r]
+        per_round = (decode["ar"][r] - cached["ar"][r]) / n_rounds_ar
+        ratios.append((scale * predicted[c][r] + per_round * calls[c][r]) / decode[c][r])
+    return statistics.median(ratios)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -397,10 +422,14 @@ def main(argv: list[str] | None = None) -> None:
             result["outside_forwards_seconds"] = {c: statistics.median(v) for c, v in outside.items()}
             result["forward_seconds"] = {c: statistics.median(v) for c, v in forwards.items()}
             runs = [c for c, (side, _, _) in cfg.items() if side == "package" and c != "ar"]
+
             result["cost_model"] = {
                 "per_round_seconds": per_round,
                 "speed_scale": scale,
                 "predicted_over_measured": {
+                    c: paired_cost_ratio(c, cached, predicted, decode, calls, n_rounds_ar) for c in runs
+                },
+                "predicted_over_measured_medians": {
                     c: (scale * statistics.median(predicted[c]) + per_round * statistics.median(calls[c]))
                     / statistics.median(decode[c])
                     for c in runs
@@ -418,6 +447,15 @@ def main(argv: list[str] | None = None) -> None:
                     if c != "hf_ar"
                 }
                 result["greedy_identical_to_hf_ar"] = same
+            # every repeat's numbers, for any later reading of the run
+            result["per_repeat"] = {
+                "seconds": seconds,
+                "decode_seconds": decode,
+                "forward_seconds": forwards,
+                "logged_cached_seconds": cached,
+                "table_priced_seconds": predicted,
+                "target_calls": calls,
+            }
             data["results"][key] = result
             print(
                 f"{key}: "

@@ -132,8 +132,10 @@ def _realspeed_summary(res: dict) -> str:
     table = ""
     if all("predicted_over_measured_table" in r["cost_model"] for r in rs):  # without the speed scale
         raw = [v for r in rs for v in r["cost_model"]["predicted_over_measured_table"].values()]
+        paired = all("predicted_over_measured_medians" in r["cost_model"] for r in rs)
+        when = "run of the same repeat" if paired else "runs of the same set"
         table = (
-            f"; scaled by the machine's speed during the autoregressive runs of the same set: the "
+            f"; scaled by the machine's speed during the autoregressive {when}: the "
             f"table alone, measured before the runs, gives {span(raw)}"
         )
     best = max(res["results"].items(), key=lambda kv: kv[1]["speedup_vs_ar"]["pl"])
