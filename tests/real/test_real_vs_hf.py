@@ -5,7 +5,8 @@ At ``T = 0`` both loops are deterministic, so their forwards can be compared cal
 fixed draft length (HF's ``constant`` schedule, no confidence stop) and the confidence rule
 (:class:`~spectheory.stopping.ConfidenceThreshold` ``(0.4, 20)`` against HF's default schedule),
 the target's forwards have the same widths in the same order, except the last one, and the
-draft makes at most one forward more than HF's assistant. The one difference is the horizon
+draft makes HF's assistant's forwards and one more (in these runs only the last round drafts up
+to the last token; in general one more per such round). The one difference is the horizon
 convention: with ``r`` tokens left the package drafts ``k = min(gamma, r)`` tokens (the
 theory's truncation, whose exact laws the decoder is checked against) where HF drafts
 ``r - 1`` and lets the bonus token fill the last slot; both emit the same tokens in the same
