@@ -422,7 +422,6 @@ def main(argv: list[str] | None = None) -> None:
             result["outside_forwards_seconds"] = {c: statistics.median(v) for c, v in outside.items()}
             result["forward_seconds"] = {c: statistics.median(v) for c, v in forwards.items()}
             runs = [c for c, (side, _, _) in cfg.items() if side == "package" and c != "ar"]
-
             result["cost_model"] = {
                 "per_round_seconds": per_round,
                 "speed_scale": scale,

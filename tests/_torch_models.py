@@ -46,3 +46,13 @@ def save_tiny(tmp_path, name, arch="gpt2", seed=0):
     folder = tmp_path / name
     model.save_pretrained(folder)
     return str(folder)
+
+
+def tiny_hf_pair(tmp_path):
+    """``(target, draft)``: a GPT-2 and a Llama of :func:`save_tiny`, as float64
+    :class:`~spectheory.decoder.HFCausalLM` (the adapter of HF models)."""
+    from spectheory.decoder import HFCausalLM
+
+    target = HFCausalLM.from_pretrained(save_tiny(tmp_path, "target", "gpt2", seed=0), dtype=torch.float64)
+    draft = HFCausalLM.from_pretrained(save_tiny(tmp_path, "draft", "llama", seed=1), dtype=torch.float64)
+    return target, draft

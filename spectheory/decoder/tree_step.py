@@ -37,7 +37,7 @@ __all__ = ["TreeStep", "TreeRules", "layout_offset"]
 
 @dataclass(frozen=True)
 class TreeRules:
-    """How a tree round verifies: the ``rule`` (:func:`resolve_rule`), its child policy
+    """How a tree round verifies: the ``rule`` (:func:`~spectheory.decoder.tree_decode.resolve_rule`), its child policy
     ``children``, the child policy of its torch form when it runs on the device
     (``torch_children``, else ``None``: the numpy rule), its ``name`` and ``bonus``."""
 

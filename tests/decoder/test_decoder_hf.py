@@ -8,7 +8,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from _torch_models import VOCAB, save_tiny  # noqa: E402
+from _torch_models import VOCAB, tiny_hf_pair  # noqa: E402
 
 from spectheory.decoder import HFCausalLM, autoregressive_generate, speculative_generate  # noqa: E402
 from spectheory.decoder.batching import make_batch, prefill  # noqa: E402
@@ -16,10 +16,7 @@ from spectheory.decoder.batching import make_batch, prefill  # noqa: E402
 
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("hf")
-    target = HFCausalLM.from_pretrained(save_tiny(tmp, "target", "gpt2", seed=0), dtype=torch.float64)
-    draft = HFCausalLM.from_pretrained(save_tiny(tmp, "draft", "llama", seed=1), dtype=torch.float64)
-    return target, draft
+    return tiny_hf_pair(tmp_path_factory.mktemp("hf"))
 
 
 PROMPTS = [[1, 2, 3], [7], [40, 41, 42, 43, 44, 45]]
@@ -28,19 +25,23 @@ PROMPTS = [[1, 2, 3], [7], [40, 41, 42, 43, 44, 45]]
 @contextlib.contextmanager
 def head_widths(model):
     """Log ``(tokens fed, positions with logits)`` of ``model``'s forwards inside the block."""
+    from spectheory.cost.timed import wrap_forward
+
     widths = []
-    real_forward = model.forward
 
-    def logged(ids, *args, **kwargs):
-        out = real_forward(ids, *args, **kwargs)
-        widths.append((ids.shape[1], out.shape[1]))
-        return out
+    def wrap(forward):
+        def logged(ids, *args, **kwargs):
+            out = forward(ids, *args, **kwargs)
+            widths.append((ids.shape[1], out.shape[1]))
+            return out
 
-    model.forward = logged
+        return logged
+
+    undo = wrap_forward(model, wrap)
     try:
         yield widths
     finally:
-        del model.forward
+        undo()
 
 
 def test_adapter_contract_cached_equals_uncached(pair):

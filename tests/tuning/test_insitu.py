@@ -37,6 +37,15 @@ def pair():
     return gpt(1, n_embd=16), gpt(2, n_embd=8)
 
 
+@pytest.fixture(scope="module")
+def hf_pair(tmp_path_factory):
+    """Tiny Hugging Face models: a target that takes ``logits_to_keep``, and its draft."""
+    pytest.importorskip("transformers")
+    from _torch_models import tiny_hf_pair
+
+    return tiny_hf_pair(tmp_path_factory.mktemp("hf"))
+
+
 @pytest.mark.parametrize(
     "rnd",
     [
@@ -219,18 +228,12 @@ def test_held_out_timing_takes_unseen_token_counts_from_other_repeats():
     assert held_out_timing(runs[4], runs).target(1, 3, 40) == pytest.approx(0.014)
 
 
-def test_merged_first_call_is_a_round_not_a_prefill(tmp_path):
+def test_merged_first_call_is_a_round_not_a_prefill(hf_pair):
     """A target that takes ``logits_to_keep`` scores its prompt with a path round's first drafts:
     measure_logged marks the run, its one uncached target call counts as a round (rounds = the
     decoder's target calls), and the forward fits leave it out (their prefill table holds the
     autoregressive run's prefill of the prompt only, not the merged call's wider width)."""
-    pytest.importorskip("transformers")
-    from _torch_models import save_tiny
-
-    from spectheory.decoder import HFCausalLM
-
-    target = HFCausalLM.from_pretrained(save_tiny(tmp_path, "t", "gpt2", seed=0), dtype=torch.float64)
-    draft = HFCausalLM.from_pretrained(save_tiny(tmp_path, "d", "llama", seed=1), dtype=torch.float64)
+    target, draft = hf_pair
     prompts = [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]
     runs = {}
     for rnd in (None, PathRound(3), PolicyRound(ConfidenceThreshold(0.3, max_depth=3))):
@@ -250,15 +253,9 @@ def test_merged_first_call_is_a_round_not_a_prefill(tmp_path):
     assert np.array_equal(ar.target_fitted, ar.target)
 
 
-def test_insitu_refuses_a_target_whose_tree_calls_bypass_its_forward(tmp_path):
+def test_insitu_refuses_a_target_whose_tree_calls_bypass_its_forward(hf_pair):
     """The Hugging Face adapter scores trees in its own ``tree_logits``, which the forward log
     cannot see: measure_logged says so instead of fitting a log that lacks the rounds."""
-    pytest.importorskip("transformers")
-    from _torch_models import save_tiny
-
-    from spectheory.decoder import HFCausalLM
-
-    target = HFCausalLM.from_pretrained(save_tiny(tmp_path, "t", "gpt2", seed=0), dtype=torch.float64)
-    draft = HFCausalLM.from_pretrained(save_tiny(tmp_path, "d", "llama", seed=1), dtype=torch.float64)
+    target, draft = hf_pair
     with pytest.raises(ValueError, match="tree_logits bypasses forward"):
         measure_logged(target, draft, [[1, 2, 3]], 4, TreeRound(DraftTree.from_branching([2])), 1)
