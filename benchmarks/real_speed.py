@@ -106,7 +106,9 @@ def hf_generation_config(model: Any, n_new: int, temperature: float, **extra: An
 
 class CallCount:
     """Counts and times the forwards of an HF model (the target calls of HF's loops, or its
-    assistant's) while active (``None``: counts nothing)."""
+    assistant's) while active (``None``: counts nothing). On CUDA each forward is timed between
+    two ``torch.cuda.synchronize`` calls, as the package's :class:`ForwardLog` times its own, so
+    both sides pay the same synchronisation."""
 
     def __init__(self, module: Any) -> None:
         self.module, self.calls, self.seconds = module, 0, 0.0
@@ -116,13 +118,18 @@ class CallCount:
             self._undo = lambda: None
             return self
 
+        device = next(self.module.parameters()).device
+
         def wrap(forward: Callable[..., Any]) -> Callable[..., Any]:
             def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls += 1
+                sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
+                sync()
                 t0 = time.perf_counter()
                 try:
                     return forward(*args, **kwargs)
                 finally:
+                    sync()
                     self.seconds += time.perf_counter() - t0
 
             return counted
