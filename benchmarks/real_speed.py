@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     widths = list(range(1, PL_TOKENS + 2)) + ([21] if drafts else [])
     table = width_table(target, probe, widths, 3 if args.quick else 7, dev)
     print("target forward seconds by width:", {w: round(s, 4) for w, s in table.items()})
-    pl = load_model(f"prompt-lookup:ngram={PL_NGRAM},tokens={PL_TOKENS}")
+    pl = load_model(f"prompt-lookup:ngram={PL_NGRAM},tokens={PL_TOKENS}", device=dev)
     pl.adopt_vocab(target.vocab_size)
     draft_tables = {
         id(d): width_table(d, probe, [1, 2], 3 if args.quick else 7, dev, last_only=True)
@@ -337,6 +337,7 @@ def main(argv: list[str] | None = None) -> None:
         "results": {},
     }
     rows = []
+    where = "" if dev == "cpu" else f" on {dev}"  # a GPU run's headlines stand beside the CPU run's
     for temp in (0.0, 1.0):
         cfg = configs(temp)
         for set_name, prompts in encoded.items():
@@ -472,21 +473,23 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  cost model predicted/measured: {result['cost_model']['predicted_over_measured']}")
             rows.append(
                 headline(
-                    f"real speed {key}: prompt lookup, package speedup over its autoregressive",
+                    f"real speed{where} {key}: prompt lookup, package speedup over its autoregressive",
                     result["speedup_vs_ar"]["pl"],
                     note=f"{result['tokens_per_call']['pl']:.2f} tokens per target call",
                 )
             )
             rows.append(
                 headline(
-                    f"real speed {key}: HF prompt lookup speedup over HF generate",
+                    f"real speed{where} {key}: HF prompt lookup speedup over HF generate",
                     med["hf_ar"] / med["hf_pl"],
                     note=f"{result['tokens_per_call']['hf_pl']:.2f} tokens per target call",
                 )
             )
             for c, v in result["package_over_hf"].items():
                 rows.append(
-                    headline(f"real speed {key}: package / HF speed, {c}", v, note="> 1: package faster")
+                    headline(
+                        f"real speed{where} {key}: package / HF speed, {c}", v, note="> 1: package faster"
+                    )
                 )
     data["wall_seconds"] = time.perf_counter() - t_start
     path = write_results(__file__, data, out=args.out, argv=argv, headlines=rows)
