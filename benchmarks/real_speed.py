@@ -35,9 +35,9 @@ HF's target and assistant) and each run's seconds **outside the forwards** are r
 measure of each loop's own cost that the machine's load moves far less than the total. Tokens per target call: the package's
 statistics; HF's from a count of all the target's forwards (the first also yields a token). The **cost model** predicts each
 package run's decoding time (prefill excluded) from a table of bare forward times per scored
-width (measured first, at the prompts' mean context: the flat-then-linear curve of a 49,152-row
-head; :class:`~spectheory.cost.TabulatedCost`; a draft's with its head on the last position
-only, as the decoder calls it) over the widths of that run's calls, scaled by the machine's
+width (at the prompts' mean context: the flat-then-linear curve of a 49,152-row head; a draft's
+with its head on the last position only, as the decoder calls it; measured again at each repeat,
+just before its runs, and made nondecreasing in the width) over the widths of that run's calls, scaled by the machine's
 speed at the time (the autoregressive run's logged one-token forwards over the table's price of
 them, same prompts, same repeat: the load drifts between the table and the runs, and within a
 set), plus the decoder's per-round work measured on that autoregressive run (its time outside
@@ -166,6 +166,22 @@ def width_table(
                     torch.cuda.synchronize()
                 times[w].append(time.perf_counter() - t0)
     return {w: statistics.median(v) for w, v in times.items()}
+
+
+def monotone_table(table: dict) -> dict:
+    """The width table made nondecreasing in the width (least-squares isotonic fit,
+    :func:`scipy.optimize.isotonic_regression`): scoring more tokens never costs less, and a
+    single noisy width (a pass caught by the host's load) would otherwise price every call of
+    that width above the wider ones.
+
+    >>> monotone_table({1: 1.0, 2: 3.0, 3: 2.0, 4: 4.0})
+    {1: 1.0, 2: 2.5, 3: 2.5, 4: 4.0}
+    """
+    from scipy.optimize import isotonic_regression
+
+    widths = sorted(table)
+    fitted = isotonic_regression([table[w] for w in widths], increasing=True).x
+    return {w: float(v) for w, v in zip(widths, fitted)}
 
 
 def predict_decode_seconds(log: np.ndarray, table: dict) -> float:
@@ -313,14 +329,20 @@ def main(argv: list[str] | None = None) -> None:
     ctx = int(np.mean([len(p) for p in all_ids]) + n_new / 2)
     probe = (all_ids[0] * (ctx // len(all_ids[0]) + 1))[:ctx]
     widths = list(range(1, PL_TOKENS + 2)) + ([21] if drafts else [])
-    table = width_table(target, probe, widths, 3 if args.quick else 7, dev)
-    print("target forward seconds by width:", {w: round(s, 4) for w, s in table.items()})
     pl = load_model(f"prompt-lookup:ngram={PL_NGRAM},tokens={PL_TOKENS}", device=dev)
     pl.adopt_vocab(target.vocab_size)
-    draft_tables = {
-        id(d): width_table(d, probe, [1, 2], 3 if args.quick else 7, dev, last_only=True)
-        for d in [pl, *drafts.values()]
-    }
+
+    def tables(passes: int) -> tuple[dict, dict]:
+        """The target's width table and each draft's (head on the last position), measured
+        back to back and made nondecreasing in the width (:func:`monotone_table`)."""
+        own = monotone_table(width_table(target, probe, widths, passes, dev))
+        return own, {
+            id(d): monotone_table(width_table(d, probe, [1, 2], passes, dev, last_only=True))
+            for d in [pl, *drafts.values()]
+        }
+
+    table, draft_tables = tables(3 if args.quick else 7)
+    print("target forward seconds by width:", {w: round(s, 4) for w, s in table.items()})
 
     data: dict[str, Any] = {
         "model": "smollm2-135m",
@@ -352,7 +374,12 @@ def main(argv: list[str] | None = None) -> None:
             for ids in prompts[:1]:  # warm-up: every configuration once
                 for _, fn, _ in cfg.values():
                     fn(ids, 0)
+            rep_tables: list[dict] = []
             for r in range(repeats):
+                # the tables again at each repeat, just before its runs: the load drifts, and
+                # the runs of a repeat are priced with that repeat's tables
+                rep_table, rep_drafts = tables(2 if args.quick else 3)
+                rep_tables.append({str(w): t for w, t in rep_table.items()})
                 for c, (side, fn, draft) in cfg.items():
                     tot = 0.0
                     n_calls = 0
@@ -373,10 +400,10 @@ def main(argv: list[str] | None = None) -> None:
                             fwd += float(log.calls[:, 3].sum())
                             if draft is not None and not own and draft is not pl:  # a draft model's
                                 fwd += float(dlog.calls[:, 3].sum())
-                            pred += predict_decode_seconds(log.calls, table)
+                            pred += predict_decode_seconds(log.calls, rep_table)
                             in_cache += float(log.calls[log.calls[:, 2] > 0, 3].sum())
                             if draft is not None and not own:
-                                pred += predict_decode_seconds(dlog.calls, draft_tables[id(draft)])
+                                pred += predict_decode_seconds(dlog.calls, rep_drafts[id(draft)])
                                 in_cache += float(dlog.calls[dlog.calls[:, 2] > 0, 3].sum())
                         else:
                             with CallCount(hf_target) as count, CallCount(draft) as assistant:
@@ -462,6 +489,7 @@ def main(argv: list[str] | None = None) -> None:
                 "logged_cached_seconds": cached,
                 "table_priced_seconds": predicted,
                 "target_calls": calls,
+                "target_width_tables": rep_tables,
             }
             data["results"][key] = result
             print(
