@@ -68,6 +68,7 @@ from spectheory.app.results import headline, script_parser, write_results
 from spectheory.cost import ForwardLog
 from spectheory.cost.timed import wrap_forward
 from spectheory.decoder import autoregressive_generate, load_model, speculative_generate
+from spectheory.decoder.batching import keeps_chosen_logits
 from spectheory.decoder.hf import HFCausalLM
 from spectheory.decoder.pretrained import is_available
 
@@ -147,7 +148,7 @@ def width_table(
     """Median seconds of one cached forward scoring ``w`` tokens after ``prompt`` (interleaved);
     ``last_only``: the output head on the last position only (``logits_to_keep=1``), as the
     decoder calls a draft that takes it (a round's first draft step feeds two tokens, reads one)."""
-    keep = {"logits_to_keep": 1} if last_only and getattr(model, "accepts_logits_to_keep", False) else {}
+    keep = {"logits_to_keep": 1} if last_only and keeps_chosen_logits(model) else {}
     cache = model.new_cache(1, len(prompt) + max(widths) + 1, device=device)
     ids = torch.tensor([prompt], device=device)
     start = torch.tensor([0], device=device)

@@ -38,6 +38,7 @@ from .tree_layout import TreeCall, TreeLayout
 __all__ = [
     "CausalLM",
     "DecoderModel",
+    "keeps_chosen_logits",
     "Prompt",
     "Batch",
     "make_batch",
@@ -79,6 +80,23 @@ class CausalLM(Protocol):
     def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]: ...
 
     def buffers(self, recurse: bool = True) -> Iterator[torch.Tensor]: ...
+
+
+def keeps_chosen_logits(model: Any) -> bool:
+    """Whether ``model`` takes ``logits_to_keep`` (its output head on the last positions only;
+    :class:`~spectheory.decoder.hf.HFCausalLM` declares ``accepts_logits_to_keep``). The one
+    place the decoder and the cost models read it: such a target scores the prompt in a path
+    round's first call (no separate prefill, as HF's assisted generation), and such a draft
+    keeps its law after the prompt.
+
+    Examples
+    --------
+    >>> class M:
+    ...     accepts_logits_to_keep = True
+    >>> keeps_chosen_logits(M()), keeps_chosen_logits(object())
+    (True, False)
+    """
+    return getattr(model, "accepts_logits_to_keep", False) is True
 
 
 class DecoderModel(ABC):
@@ -326,7 +344,7 @@ def forward_window(
         if width is None:
             raise ValueError("forward_window: an aligned window needs its width")
         idx = cached[:, None] + torch.arange(width, device=tokens.device)
-        if last_only and width > 1 and getattr(model, "accepts_logits_to_keep", False) is True:
+        if last_only and width > 1 and keeps_chosen_logits(model):
             return model(tokens.gather(1, idx), cache=cache, start=cached, logits_to_keep=1), cached
         return model(tokens.gather(1, idx), cache=cache, start=cached), cached
     if end is None:
@@ -344,7 +362,7 @@ def prefill(model: CausalLM, cache: Any, batch: Batch) -> torch.Tensor:
     not read: a model that takes ``logits_to_keep`` runs its output head on one position only)."""
     cached = torch.zeros_like(batch.seq_len)
     hi = int((batch.seq_len - 1).max().item())
-    if hi > 0 and getattr(model, "accepts_logits_to_keep", False) is True:
+    if hi > 0 and keeps_chosen_logits(model):
         model(batch.tokens[:, :hi], cache=cache, start=cached, logits_to_keep=1)
     elif hi > 0:
         forward_window(model, cache, batch.tokens, cached, batch.seq_len - 1)
@@ -358,7 +376,7 @@ def prefill_law(model: CausalLM, cache: Any, batch: Batch) -> tuple[torch.Tensor
     ``logits_to_keep`` runs its output head on the last positions only."""
     zero = torch.zeros_like(batch.seq_len)
     rows = torch.arange(len(zero), device=zero.device)
-    if getattr(model, "accepts_logits_to_keep", False) is True:
+    if keeps_chosen_logits(model):
         lo, hi = torch.stack((batch.seq_len.min(), batch.seq_len.max())).tolist()
         keep = hi - lo + 1  # every row's last prompt token lies in the last keep positions
         logits = model(batch.tokens[:, :hi], cache=cache, start=zero, logits_to_keep=keep)

@@ -20,7 +20,7 @@ import torch
 
 from ..verifiers.inputs import TorchRoundInputs
 from ..verifiers.torch_forms import Verdict, draw_columns, sample_from_uniform
-from .batching import forward_window, prefill, prefill_law
+from .batching import forward_window, keeps_chosen_logits, prefill, prefill_law
 from .driver import StepDefaults
 
 if TYPE_CHECKING:
@@ -202,7 +202,7 @@ class PathStep(StepDefaults):
         # positions (as HF's assisted generation: as many target calls as rounds); others
         # prefill every prompt token and keep the law after it, so the first round's call
         # scores the drafts only and a first round without drafts calls nothing
-        self.merge_first = getattr(self.target, "accepts_logits_to_keep", False) is True
+        self.merge_first = keeps_chosen_logits(self.target)
         self.prompt_in_first_score = self.merge_first  # the loop times that call as the prefill
         self.first_laws: torch.Tensor | None = None
         if self.merge_first:
@@ -214,7 +214,7 @@ class PathStep(StepDefaults):
         # law after it: the first round's first draft step then calls nothing (HF's assistant
         # likewise drafts its first token from its prompt call); others cache all but the last
         # prompt token, which that step feeds
-        if getattr(self.draft_model, "accepts_logits_to_keep", False) is True:
+        if keeps_chosen_logits(self.draft_model):
             self.draft_cached, first_draft = prefill_law(self.draft_model, self.draft_cache, self.batch)
             self.first_draft_logits: torch.Tensor | None = first_draft
         else:

@@ -14,9 +14,11 @@ target and draft calls. The prediction for one run uses only *other* runs:
   A cached call of ``m`` tokens per row at context ``L`` costs :math:`\alpha_m + c L` (one
   intercept per token count seen, one shared context slope, least squares with all
   coefficients :math:`\ge 0`; token counts not seen are interpolated linearly between the
-  nearest seen ones, or extrapolated from the last two); a prefill (``L = 0``) costs the mean
-  of the logged prefills of that width (of a width one token away, in proportion: the target's
-  prefill feeds the whole prompt, the draft's all but its last token);
+  nearest seen ones, or extrapolated from the last two); an uncached call (``L = 0``: a
+  prefill, or a merged first call, below) costs the mean of the logged uncached calls of that
+  width (of a width one token away, in proportion: the target's prefill feeds the whole prompt,
+  the draft's all but its last token), else, wider than the narrowest logged, the line through
+  the logged widths' means (interpolated, or extrapolated from the last two);
 * the work outside the forwards (:func:`fit_outside`): over every other run at ``B`` (all
   repeats), the run's time minus its logged forwards is fitted by least squares (coefficients
   :math:`\ge 0`) to
@@ -34,11 +36,12 @@ target and draft calls. The prediction for one run uses only *other* runs:
 :func:`insitu_timing` turns both into the :class:`~.cost_timing.DecoderTiming` that
 :func:`~.cost_predict.predict_time` reads. A merged first call (a target that takes
 ``logits_to_keep`` under a path or policy round: the prompt and the first drafts in one call, as
-HF's assisted generation) is left out of the forward fits: it is neither a prefill nor a cached
-round. Its run is priced as a target prefilled apart, the prefill of the prompt plus the first
-round's cached call, which is one forward's fixed cost more than the merged call takes. No run's own times enter its prediction, and the
-configuration predicted enters the forwards it is predicted with only for the token counts no
-other configuration makes.
+HF's assisted generation) is an uncached call of the prompt's length plus the first round's
+drafts: it enters the uncached table beside the prefills, and a run with one is priced by
+``DecoderTiming(prompt_in_first_call=True)`` (the merged call in place of a prefill and the
+first round's cached call), so the other configurations' merged calls, of other widths, price
+it. No run's own times enter its prediction, and the configuration predicted enters the
+forwards it is predicted with only for the token counts no other configuration makes.
 """
 
 from __future__ import annotations
@@ -110,13 +113,6 @@ class LoggedRun:
         """Seconds of the call outside every logged forward."""
         return float(self.seconds - self.target[:, 3].sum() - self.draft[:, 3].sum())
 
-    @property
-    def target_fitted(self) -> np.ndarray:
-        """The target's calls the forward fits read: all but a merged first call (module docstring)."""
-        if not self.merged_first:
-            return self.target
-        return np.delete(self.target, np.flatnonzero(self.target[:, 2] == 0)[:1], axis=0)
-
     def features(self) -> np.ndarray:
         """``[10]``: calls (autoregressive, speculative), rounds per kind (:data:`KINDS`), draft
         forwards per speculative kind (path, policy, tree) and tokens scored, as counted in
@@ -152,13 +148,20 @@ class LoggedForward(ForwardCost):
     per_context : float
         :math:`c`, seconds per cached position.
     prefill : tuple of (tokens, seconds)
-        Mean seconds of the uncached calls (``context = 0``) per width.
+        Mean seconds of the uncached calls (``context = 0``) per width, increasing widths. An
+        uncached call of a width within one token of a logged one costs that width's seconds
+        in proportion to the widths; a wider one, with two or more widths logged, the
+        piecewise-linear line through them (extended linearly beyond the widest); any other
+        is priced as a cached call at context 0.
 
     Examples
     --------
     >>> f = LoggedForward(4, (1.0, 3.0), (0.010, 0.014), 1e-5, ((31.0, 0.05),))
     >>> round(f(4, 2, 100), 6), round(f(4, 5, 0), 6), f(4, 31, 0), f(4, 32, 0)   # ..., prefills
     (0.013, 0.018, 0.05, 0.0516...)
+    >>> g = LoggedForward(4, (1.0,), (0.01,), 0.0, ((31.0, 0.05), (35.0, 0.054)))
+    >>> round(g(4, 33, 0), 6), round(g(4, 39, 0), 6)   # between merged widths; beyond, on the line
+    (0.052, 0.058)
     """
 
     batch: int
@@ -179,13 +182,16 @@ class LoggedForward(ForwardCost):
             _interp(m.ravel(), np.asarray(self.tokens), np.asarray(self.intercepts))
             + self.per_context * L.ravel()
         )
-        if self.prefill:  # an uncached call: the logged prefill of the nearest width, in proportion
+        if self.prefill:  # an uncached call: priced by the logged uncached calls (class docstring)
             widths = np.array([w for w, _ in self.prefill])
             secs = np.array([s for _, s in self.prefill])
             for i in np.flatnonzero((L.ravel() == 0) & (m.ravel() > 0)):
-                j = int(np.argmin(np.abs(widths - m.ravel()[i])))
-                if abs(widths[j] - m.ravel()[i]) <= 1:  # a decoder's prefills differ by a token
-                    out[i] = secs[j] * m.ravel()[i] / widths[j]
+                w = m.ravel()[i]
+                j = int(np.argmin(np.abs(widths - w)))
+                if abs(widths[j] - w) <= 1:  # a decoder's prefills differ by a token
+                    out[i] = secs[j] * w / widths[j]
+                elif len(widths) > 1 and w > widths[0]:  # a merged first call: on the line
+                    out[i] = max(float(_interp(np.array([w]), widths, secs)[0]), 0.0)
         return out.reshape(m.shape)
 
     def describe(self) -> str:
@@ -247,15 +253,21 @@ def insitu_timing(
     """The :class:`~.cost_timing.DecoderTiming` at ``batch`` rows: forwards fitted on the calls of
     ``forward_runs``, the outside work on ``outside_runs`` (module docstring)."""
     pool = [r for r in forward_runs if r.batch == batch]
-    target = fit_logged_forward(np.concatenate([r.target_fitted for r in pool]), batch)
+    target = fit_logged_forward(np.concatenate([r.target for r in pool]), batch)
     drafts = [r.draft for r in pool if len(r.draft)]
     draft = fit_logged_forward(np.concatenate(drafts), batch) if drafts else target
     coef = dict(zip(OUTSIDE_TERMS, map(float, fit_outside([r for r in outside_runs if r.batch == batch]))))
     t = coef["per_token"]
     overhead = {k: RoundOverhead(coef[f"a_{k}"], t, 0.0) for k in KINDS}
     step = {k: coef[f"step_{k}"] for k in KINDS[1:]}
+    merged = any(r.merged_first for r in (*pool, *outside_runs))  # a property of the target
     return DecoderTiming(
-        target, draft, overhead, step=step, call=(coef["q_autoregressive"], coef["q_speculative"])
+        target,
+        draft,
+        overhead,
+        step=step,
+        call=(coef["q_autoregressive"], coef["q_speculative"]),
+        prompt_in_first_call=merged,
     )
 
 
@@ -277,6 +289,7 @@ def measure_logged(
     rounds, draft calls). ``ValueError`` when the log misses some of the target's calls (tree
     rounds on a model that scores trees outside its ``forward``)."""
     from ..cost.timed import ForwardLog
+    from ..decoder.batching import keeps_chosen_logits
     from .along_path import round_model
     from .tune_runs import config_label, measure_run
 
@@ -287,11 +300,7 @@ def measure_logged(
     model = None if rnd is None else round_model(rnd)
     kind = KINDS[0] if model is None else model.kind
     # a target that takes logits_to_keep scores its prompt in a path or policy round's first call
-    merged = (
-        model is not None
-        and model.first_call_scores_prompt
-        and getattr(target, "accepts_logits_to_keep", False) is True
-    )
+    merged = model is not None and model.first_call_scores_prompt and keeps_chosen_logits(target)
     run = LoggedRun(
         config_label(rnd), kind, int(batch), int(repeat), out["seconds"], lt.take(), ld.take(), merged
     )
@@ -341,7 +350,7 @@ def held_out_timing(run: LoggedRun, runs: Sequence[LoggedRun]) -> DecoderTiming:
         raise ValueError(f"runs: no other configuration at batch {run.batch}, repeat {run.repeat}")
     mine = [r for r in same if r.config == run.config and r is not run]
     extra = []
-    for field_ in ("target_fitted", "draft"):
+    for field_ in ("target", "draft"):
         gap = _unseen(getattr(run, field_), [getattr(r, field_) for r in forwards])
         if len(gap) and mine:
             calls = np.concatenate([getattr(r, field_) for r in mine])
@@ -355,7 +364,7 @@ def held_out_timing(run: LoggedRun, runs: Sequence[LoggedRun]) -> DecoderTiming:
             run.batch,
             -1,
             0.0,
-            parts.get("target_fitted", empty),
+            parts.get("target", empty),
             parts.get("draft", empty),
         )
         forwards = [*forwards, filler]
@@ -367,17 +376,17 @@ def held_out_parts(run: LoggedRun, runs: Sequence[LoggedRun], timing: DecoderTim
     evaluated on ``run``'s *own* logged calls and counts (so the rounds law plays no part).
 
     Returns ``forward`` and ``outside``: ``(predicted, measured)`` seconds of the run's forwards
-    (every logged call priced by the held-out forward fits, a merged first call left out of both)
+    (every logged call priced by the held-out forward fits, a merged first call included in both)
     and of its work outside them.
     ``timing``: :func:`held_out_timing` of ``run`` if already built (else it is built here)."""
     same = [r for r in runs if r.batch == run.batch]
     timing = held_out_timing(run, runs) if timing is None else timing
     priced = [
         float(np.sum(model(calls[:, 0], calls[:, 1], calls[:, 2]))) if len(calls) else 0.0
-        for model, calls in ((timing.target, run.target_fitted), (timing.draft, run.draft))
+        for model, calls in ((timing.target, run.target), (timing.draft, run.draft))
     ]
     coef = fit_outside([r for r in same if r is not run])
-    measured_fwd = float(run.target_fitted[:, 3].sum() + run.draft[:, 3].sum())
+    measured_fwd = float(run.target[:, 3].sum() + run.draft[:, 3].sum())
     return {
         "forward": (sum(priced), measured_fwd),
         "outside": (float(run.features() @ coef), run.outside),

@@ -99,8 +99,10 @@ def fit_timing(
         name: fit_cost(model, device=device, repeats=repeats, rng=gen, form=form, **grid)  # type: ignore[arg-type]
         for name, model in (("target", target), ("draft", draft))
     }
+    from ..decoder.batching import keeps_chosen_logits
+
     # a target that takes logits_to_keep scores its prompt with a path round's first drafts
-    merged = getattr(target, "accepts_logits_to_keep", False) is True
+    merged = keeps_chosen_logits(target)
     timing = DecoderTiming(fits["target"].forward, fits["draft"].forward, prompt_in_first_call=merged)
     cal = sorted({min(batches), max(batches)}) if calibration_batches is None else list(calibration_batches)
     kinds: dict[str, list[Any]] = {}

@@ -228,11 +228,11 @@ def test_held_out_timing_takes_unseen_token_counts_from_other_repeats():
     assert held_out_timing(runs[4], runs).target(1, 3, 40) == pytest.approx(0.014)
 
 
-def test_merged_first_call_is_a_round_not_a_prefill(hf_pair):
+def test_merged_first_call_is_a_round_priced_by_the_other_merged_calls(hf_pair):
     """A target that takes ``logits_to_keep`` scores its prompt with a path round's first drafts:
     measure_logged marks the run, its one uncached target call counts as a round (rounds = the
-    decoder's target calls), and the forward fits leave it out (their prefill table holds the
-    autoregressive run's prefill of the prompt only, not the merged call's wider width)."""
+    decoder's target calls), the uncached table holds the prefill of the prompt and the merged
+    calls' wider widths, and the timing prices a merged decode's first call from that table."""
     target, draft = hf_pair
     prompts = [[1, 2, 3, 4, 5], [6, 7, 8, 9, 10]]
     runs = {}
@@ -246,11 +246,17 @@ def test_merged_first_call_is_a_round_not_a_prefill(hf_pair):
             assert rounds == out["rounds"] == run.features()[2 + KINDS.index(run.kind)]
     path = runs["path"]
     assert path.target[path.target[:, 2] == 0, 1][0] > len(prompts[0])  # the prompt and its drafts
-    assert (path.target_fitted[:, 2] > 0).all() and len(path.target_fitted) == len(path.target) - 1
     t = insitu_timing(list(runs.values()), list(runs.values()), 2)
-    assert [w for w, _ in t.target.prefill] == [len(prompts[0])]  # the prefill apart only
+    widths = sorted({float(r.target[r.target[:, 2] == 0, 1][0]) for r in runs.values()})
+    assert [w for w, _ in t.target.prefill] == widths and widths[0] == len(prompts[0])
+    assert t.prompt_in_first_call
+    # a merged call two tokens wider than any logged: on the line through the last two widths
+    (wa, sa), (wb, sb) = t.target.prefill[-2], t.target.prefill[-1]
+    line = sb + (sb - sa) / (wb - wa) * 2
+    assert t.target(2, wb + 2, 0) == pytest.approx(max(line, 0.0))
+    # without a merged run (autoregressive alone) the timing prefills apart
     ar = runs["autoregressive"]
-    assert np.array_equal(ar.target_fitted, ar.target)
+    assert not insitu_timing([ar], [ar], 2).prompt_in_first_call
 
 
 def test_insitu_refuses_a_target_whose_tree_calls_bypass_its_forward(hf_pair):
