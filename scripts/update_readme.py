@@ -22,7 +22,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # the blocks' package 
 from readme_blocks.common import RESULTS, ROOT, _results, _summary  # noqa: E402
 from readme_blocks.decoder import block_cache, block_gpu, block_models, block_speed  # noqa: E402
 from readme_blocks.overview import block_figures, block_headline, block_jobtime, block_key, block_times  # noqa: E402
-from readme_blocks.real import block_realdrafts, block_realspeed, block_realspeedgpu, block_realtheory  # noqa: E402
+from readme_blocks.real import (  # noqa: E402
+    block_realdrafts,
+    block_realparity,
+    block_realspeed,
+    block_realspeedgpu,
+    block_realtheory,
+)
 from readme_blocks.testing import block_testing, block_verdicts  # noqa: E402
 from readme_blocks.theory import block_al, block_blockdraft, block_lossy, block_schedules  # noqa: E402
 
@@ -37,6 +43,7 @@ BLOCK = re.compile(
 BLOCKS = {
     "realspeed": block_realspeed,
     "realspeedgpu": block_realspeedgpu,
+    "realparity": block_realparity,
     "lossy": block_lossy,
     "cache": block_cache,
     "blockdraft": block_blockdraft,

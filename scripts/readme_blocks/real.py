@@ -193,9 +193,52 @@ def block_realspeedgpu() -> str:
 
 def _hf_pairs(r: dict) -> list:
     """Each package configuration of a results row and its HF counterpart."""
-    out = [("ar", "hf_ar"), ("pl", "hf_pl")]
+    out = [(c, h) for c, h in (("ar", "hf_ar"), ("pl", "hf_pl")) if c in r["seconds"] and h in r["seconds"]]
     for c in r["package_over_hf"]:
         h = c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")
         if c.startswith("spec_") and h in r["seconds"]:
             out.append((c, h))
     return out
+
+
+def block_realparity() -> str:
+    """The focused parity run (``real_speed_parity.json``): a few package configurations and their
+    HF partners over many paired repeats, each pair's speed ratio with a confidence interval."""
+    import math
+    import statistics
+
+    res = _load(_results() / "real_speed_parity.json")
+    if not res:
+        return "_Run `python benchmarks/real_speed.py --configs ...` into results/real_speed_parity.json._\n"
+    lines = [
+        f"Measured (`{res['command']}`), {res['model']} in float32 on {res['device']}, {res['threads']} "
+        f"thread(s), {res['new_tokens']} new tokens after each prompt, {res['repeats']} paired repeats "
+        f"({res['date'][:10]}; time needed: {_minutes(res['wall_seconds'])}). Package / HF speed per "
+        "repeat (each pair run back to back): geometric mean with its 95% interval (t on the log "
+        "ratios), the share of repeats the package won, and the draft model's forwards per prompt set:",
+        "",
+        "| prompts, temperature | package | HF | package / HF | 95% interval | package faster | draft forwards, package / HF |",
+        "|---|---|---|---:|---|---:|---|",
+    ]
+    for key, r in res["results"].items():
+        sec = r["per_repeat"]["seconds"]
+        fwd = r.get("draft_forwards", {})
+        for c, h in _hf_pairs(r):
+            logs = [math.log(b / a) for a, b in zip(sec[c], sec[h])]
+            n = len(logs)
+            mean = statistics.fmean(logs)
+            half = _t975(n - 1) * statistics.stdev(logs) / math.sqrt(n) if n > 1 else float("nan")
+            won = sum(x > 0 for x in logs)
+            drafts = f"{fwd[c]:g} / {fwd[h]:g}" if c in fwd and h in fwd and (fwd[c] or fwd[h]) else ""
+            lines.append(
+                f"| {key} | {c} | {h} | {math.exp(mean):.3f} | {math.exp(mean - half):.3f}-"
+                f"{math.exp(mean + half):.3f} | {won} of {n} | {drafts} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def _t975(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom."""
+    from scipy import stats
+
+    return float(stats.t.ppf(0.975, df))

@@ -47,3 +47,12 @@ def test_monotone_table_is_the_least_squares_nondecreasing_fit(real_speed, seed)
         if np.all(np.diff(cand) >= -1e-12):
             best = min(best, float(((cand - values) ** 2).sum()))
     assert float(((fit - values) ** 2).sum()) == pytest.approx(best, rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize(
+    "argv", [["--sets", "poems"], ["--sets", ""], ["--temperatures", "-1"], ["--temperatures", "warm"]]
+)
+def test_focus_options_refuse_bad_values(real_speed, argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        real_speed.main(argv)
+    assert exc.value.code == 2 and argv[0] in capsys.readouterr().err
