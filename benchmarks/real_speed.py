@@ -38,11 +38,13 @@ package run's decoding time (prefill excluded) from a table of bare forward time
 width (at the prompts' mean context: the flat-then-linear curve of a 49,152-row head; a draft's
 with its head on the last position only, as the decoder calls it; measured again at each repeat,
 just before its runs, and made nondecreasing in the width) over the widths of that run's calls, scaled by the machine's
-speed at the time (the autoregressive run's logged one-token forwards over the table's price of
-them, same prompts, same repeat: the load drifts between the table and the runs, and within a
-set), plus the decoder's per-round work measured on that autoregressive run (its time outside
-the logged forwards, per round); the median over repeats of predicted/measured is reported
-(``predicted_over_measured``), the same from the set's medians instead of repeat by repeat
+speed at the time (five bare one-token forwards just before the run, over the table's price of
+one: the load drifts within a repeat, over the minute its runs take), plus the decoder's
+per-round work measured on the repeat's autoregressive run (its time outside the logged
+forwards, per round); the median over repeats of predicted/measured is reported
+(``predicted_over_measured``; ``predicted_over_measured_ar_scale`` scales every run of a
+repeat by the autoregressive run's logged one-token forwards over their price instead), the
+same from the set's medians instead of repeat by repeat
 (``predicted_over_measured_medians``), and the table's own without the scale
 (``predicted_over_measured_table``). Every repeat's numbers are kept (``per_repeat``). The target's first call of a speculative decode
 scores the prompt with the first drafts (no separate prefill; the decoder times it as the
@@ -213,23 +215,35 @@ def predict_decode_seconds(log: np.ndarray, table: dict) -> float:
 
 
 def paired_cost_ratio(
-    c: str, cached: dict, predicted: dict, decode: dict, calls: dict, n_rounds_ar: int
+    c: str,
+    cached: dict,
+    predicted: dict,
+    decode: dict,
+    calls: dict,
+    n_rounds_ar: int,
+    scales: dict | None = None,
 ) -> float:
     """The cost model's predicted/measured decoding time of configuration ``c``, the median over
-    repeats, each repeat's run priced with the speed scale and the per-round work of *that*
+    repeats, each repeat's run priced with a speed scale and the per-round work of *that*
     repeat's autoregressive run ``"ar"`` (the load drifts within a set as between sets).
 
     ``cached[x][r]``: the logged seconds of run ``x``'s cached calls in repeat ``r``;
     ``predicted``: their price in the width table; ``decode``: the decoding seconds (prefill
     excluded); ``calls``: target calls; ``n_rounds_ar``: the autoregressive run's rounds.
+    ``scales[x][r]``: the machine's speed just before run ``x`` of repeat ``r`` against the
+    table's (a probe of bare one-token forwards); ``None``: the autoregressive run's logged
+    forwards over their price, for every run of the repeat.
 
     >>> one = {"ar": [1.0, 2.0], "x": [1.0, 2.0]}
     >>> paired_cost_ratio("x", one, one, {"ar": [1.5, 3.0], "x": [1.5, 3.0]}, {"x": [10, 10]}, 10)
     1.0
+    >>> paired_cost_ratio("x", one, one, {"ar": [1.5, 3.0], "x": [2.0, 3.5]}, {"x": [10, 10]}, 10,
+    ...                   scales={"x": [1.5, 1.25]})
+    1.0
     """
     ratios = []
     for r in range(len(decode[c])):
-        scale = cached["ar"][r] / predicted["ar"][r]
+        scale = cached["ar"][r] / predicted["ar"][r] if scales is None else scales[c][r]
         per_round = (decode["ar"][r] - cached["ar"][r]) / n_rounds_ar
         ratios.append((scale * predicted[c][r] + per_round * calls[c][r]) / decode[c][r])
     return statistics.median(ratios)
@@ -418,6 +432,7 @@ def main(argv: list[str] | None = None) -> None:
             decode: dict[str, list[float]] = {c: [] for c in cfg}
             forwards: dict[str, list[float]] = {c: [] for c in cfg}  # seconds inside the models
             drafted: dict[str, list[float]] = {c: [] for c in cfg}  # the draft model's forwards
+            speed: dict[str, list[float]] = {c: [] for c in cfg}  # probe before each package run
             cached: dict[str, list[float]] = {c: [] for c in cfg}  # the logged calls the table prices
             outputs: dict[str, list[list[int]]] = {c: [] for c in cfg}
             for ids in prompts[:1]:  # warm-up: every configuration once
@@ -430,6 +445,9 @@ def main(argv: list[str] | None = None) -> None:
                 rep_table, rep_drafts = tables(2 if args.quick else 3)
                 rep_tables.append({str(w): t for w, t in rep_table.items()})
                 for c, (side, fn, draft) in cfg.items():
+                    if side == "package":  # the machine's speed now: bare one-token forwards
+                        now = width_table(target, probe, [1], 2 if args.quick else 5, dev)[1]
+                        speed[c].append(now / rep_table[1])
                     tot = 0.0
                     n_calls = 0
                     outs = []
@@ -512,6 +530,10 @@ def main(argv: list[str] | None = None) -> None:
                 "per_round_seconds": per_round,
                 "speed_scale": scale,
                 "predicted_over_measured": {
+                    c: paired_cost_ratio(c, cached, predicted, decode, calls, n_rounds_ar, speed)
+                    for c in runs
+                },
+                "predicted_over_measured_ar_scale": {
                     c: paired_cost_ratio(c, cached, predicted, decode, calls, n_rounds_ar) for c in runs
                 },
                 "predicted_over_measured_medians": {
@@ -542,6 +564,7 @@ def main(argv: list[str] | None = None) -> None:
                 "target_calls": calls,
                 "draft_forwards": drafted,
                 "target_width_tables": rep_tables,
+                "speed_probe": {c: v for c, v in speed.items() if v},
             }
             data["results"][key] = result
             print(

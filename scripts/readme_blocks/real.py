@@ -133,11 +133,21 @@ def _realspeed_summary(res: dict) -> str:
     if all("predicted_over_measured_table" in r["cost_model"] for r in rs):  # without the speed scale
         raw = [v for r in rs for v in r["cost_model"]["predicted_over_measured_table"].values()]
         paired = all("predicted_over_measured_medians" in r["cost_model"] for r in rs)
-        when = "run of the same repeat" if paired else "runs of the same set"
-        table = (
-            f"; scaled by the machine's speed during the autoregressive {when}: the "
-            f"table alone, measured before the runs, gives {span(raw)}"
+        per_repeat = all("target_width_tables" in r.get("per_repeat", {}) for r in rs)
+        tables = (
+            "each repeat's tables alone give"
+            if per_repeat
+            else "the table alone, measured before the runs, gives"
         )
+        if all("predicted_over_measured_ar_scale" in r["cost_model"] for r in rs):
+            ar = [v for r in rs for v in r["cost_model"]["predicted_over_measured_ar_scale"].values()]
+            table = (
+                f"; scaled by a probe of the machine's speed just before each run: the autoregressive "
+                f"run's speed for every run of its repeat gives {span(ar)}, {tables} {span(raw)}"
+            )
+        else:
+            when = "run of the same repeat" if paired else "runs of the same set"
+            table = f"; scaled by the machine's speed during the autoregressive {when}: {tables} {span(raw)}"
     # the package's largest speedup over its own autoregressive decoder, whichever row it is
     best_key, best_cfg = max(
         (
