@@ -54,8 +54,7 @@ arithmetic can flip a token; counted, not hidden). Writes ``real_speed.json``.
 ``--configs``, ``--sets`` and ``--temperatures`` focus a run on some package configurations
 (with their HF partners and the two plain decoders, which the cost model and the noise floor
 need), some prompt sets and temperatures: many paired repeats of a few pairs, for a ratio with
-a confidence interval (README's ``realparity`` block reads such a run saved as
-``results/real_speed_parity.json``). Each configuration's draft-model forwards are counted
+a confidence interval. Each configuration's draft-model forwards are counted
 (``draft_forwards``: the package's logged draft calls, HF's assistant calls; none for prompt
 lookup on HF's side), which shows where the two loops' work differs.
 

@@ -24,7 +24,6 @@ from readme_blocks.decoder import block_cache, block_gpu, block_models, block_sp
 from readme_blocks.overview import block_figures, block_headline, block_jobtime, block_key, block_times  # noqa: E402
 from readme_blocks.real import (  # noqa: E402
     block_realdrafts,
-    block_realparity,
     block_realspeed,
     block_realspeedgpu,
     block_realtheory,
@@ -43,7 +42,6 @@ BLOCK = re.compile(
 BLOCKS = {
     "realspeed": block_realspeed,
     "realspeedgpu": block_realspeedgpu,
-    "realparity": block_realparity,
     "lossy": block_lossy,
     "cache": block_cache,
     "blockdraft": block_blockdraft,
