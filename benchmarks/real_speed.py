@@ -129,12 +129,12 @@ class CallCount:
             self._undo = lambda: None
             return self
 
-        device = next(self.module.parameters()).device
+        cuda = next(self.module.parameters()).device.type == "cuda"
+        sync = torch.cuda.synchronize if cuda else (lambda: None)
 
         def wrap(forward: Callable[..., Any]) -> Callable[..., Any]:
             def counted(*args: Any, **kwargs: Any) -> Any:
                 self.calls += 1
-                sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
                 sync()
                 t0 = time.perf_counter()
                 try:
@@ -391,16 +391,17 @@ def main(argv: list[str] | None = None) -> None:
     pl = load_model(f"prompt-lookup:ngram={PL_NGRAM},tokens={PL_TOKENS}", device=dev)
     pl.adopt_vocab(target.vocab_size)
 
-    def tables(passes: int) -> tuple[dict, dict]:
+    def tables(passes: int, with_drafts: bool = True) -> tuple[dict, dict]:
         """The target's width table and each draft's (head on the last position), measured
         back to back and made nondecreasing in the width (:func:`monotone_table`)."""
         own = monotone_table(width_table(target, probe, widths, passes, dev))
         return own, {
             id(d): monotone_table(width_table(d, probe, [1, 2], passes, dev, last_only=True))
-            for d in [pl, *drafts.values()]
+            for d in ([pl, *drafts.values()] if with_drafts else [])
         }
 
-    table, draft_tables = tables(3 if args.quick else 7)
+    # the target's table once before the runs, for the record (each repeat prices with its own)
+    table, _ = tables(3 if args.quick else 7, with_drafts=False)
     print("target forward seconds by width:", {w: round(s, 4) for w, s in table.items()})
 
     data: dict[str, Any] = {

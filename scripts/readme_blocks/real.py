@@ -163,9 +163,8 @@ def _realspeed_summary(res: dict) -> str:
         (r["tokens_per_call"][c], r["tokens_per_call"][h])
         for key, r in res["results"].items()
         if key.endswith("T=0")
-        for c in r["package_over_hf"]
+        for c, h in _hf_pairs(r)
         if c.startswith("spec_")
-        for h in [c.replace("spec_g", "hf_assist_g").replace("spec_policy", "hf_assist_default")]
     ]
     same = sum(abs(a - b) < 1e-9 for a, b in pairs)
     loops = ""
