@@ -81,7 +81,7 @@ run decoder_gpu 240 simulations/decoder_gpu.py
 # the real pair (issue 38), opt-in: the default steps use the device's 15 minutes; needs the real extra
 # REAL_REPEATS (default 2) sets real_speed's paired repeats: about 85 s each on an H200
 REAL_REPEATS=${REAL_REPEATS:-2}
-optin real_speed $((110 + 90 * REAL_REPEATS)) benchmarks/real_speed.py --threads 1 --tokens 48 --per-set 1 \
+optin real_speed $((110+90*REAL_REPEATS)) benchmarks/real_speed.py --threads 1 --tokens 48 --per-set 1 \
     --repeats "$REAL_REPEATS" --drafts self,smollm2-135m:distilled
 optin tune_real 170 benchmarks/tune_real.py  # spectheory tune --verify on the real pair
 ls -l "$OUT"
