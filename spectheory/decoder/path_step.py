@@ -160,9 +160,10 @@ def _cut_at_eos(drafts, k, eos):
 
 class PathStep(StepDefaults):
     """The round step of a path (:mod:`spectheory.decoder.driver`): draft ``k = min(gamma, r)``
-    tokens per row (a draft-length ``hook`` may end rows early), score them in one target call,
-    verify with ``rule`` (a torch rule named ``name``), commit. ``K_fixed``: the draft length of
-    every round in the fixed horizon. The caches roll back by position (``target_cached``,
+    tokens per row (``min(gamma, r - 1)`` when ``short``: the target's token is the last; a
+    draft-length ``hook`` may end rows early), score them in one target call, verify with
+    ``rule`` (a torch rule named ``name``), commit. ``K_fixed``: the draft length of every round
+    in the fixed horizon. The caches roll back by position (``target_cached``,
     ``draft_cached``)."""
 
     def __init__(
@@ -180,6 +181,7 @@ class PathStep(StepDefaults):
         eos: int | None,
         hook: Any,
         schedule: Any = None,
+        short: bool = False,
     ) -> None:
         self.target, self.draft_model, self.dtypes = target, draft, dtypes
         self.batch, self.law, self.rule, self.name = batch, law, rule, name
@@ -188,6 +190,10 @@ class PathStep(StepDefaults):
         # a draft that knows in advance how far it can propose (prompt lookup): rows it caps to 0
         # play a plain target step (needs the bonus token: it is the step's one token)
         self.cap = getattr(draft, "proposal_cap", None) if self.bonus else None
+        # drafts stop one token short of the end: the bonus (or residual) token is the last,
+        # and a row with one token left plays a plain target step (needs the bonus token too)
+        self.short = bool(short) and self.bonus
+        self.plain_rows = self.cap is not None or self.short  # rows may draft nothing
 
     def prefill(self) -> None:
         """Both models' caches, prefilled with the prompts (the target's and, when it can keep
@@ -222,10 +228,15 @@ class PathStep(StepDefaults):
             self.first_draft_logits = None
 
     def plan(self, remaining: torch.Tensor, fixed: bool) -> tuple[int, int | None] | None:
-        """``k = min(gamma, remaining)`` per row (capped by the policy); per round, one host read of
-        the lengths and the draft's window; ``(K, rows' most remaining)`` for the uniforms."""
+        """``k = min(gamma, remaining)`` per row (``remaining - 1`` when ``short``; capped by the
+        policy); per round, one host read of the lengths and the draft's window; ``(K, rows' most
+        remaining)`` for the uniforms."""
         batch, hook = self.batch, self.hook
-        k = torch.clamp(remaining, max=self.gamma)
+        k = (
+            torch.clamp(remaining - 1, min=0, max=self.gamma)
+            if self.short
+            else torch.clamp(remaining, max=self.gamma)
+        )
         if self.cap is not None:
             k = self.cap(batch.tokens, batch.seq_len, k)
         if hook is not None:
@@ -235,7 +246,7 @@ class PathStep(StepDefaults):
             K, most, k_min, w_draft, w_min = torch.stack(
                 (k.max(), remaining.max(), k.min(), gap.max(), gap.min())
             ).tolist()
-            if K == 0 and (self.cap is None or most <= 0):
+            if K == 0 and (not self.plain_rows or most <= 0):
                 return None
             draft_aligned = w_min == w_draft
         else:  # the fixed horizon: the widest round
@@ -350,8 +361,9 @@ class PathStep(StepDefaults):
             self.target_laws, self.draft_laws, self.drafts, k, self.u_accept, self.u_emit, allow_bonus
         )
         plain = None
-        if self.cap is not None or called is not None:
-            # rows capped (or scheduled) to k = 0 emit one token from the target's law
+        if self.plain_rows or called is not None:
+            # rows capped (or scheduled, or one token from the end) to k = 0 emit one token
+            # from the target's law
             plain = (k == 0) & (self.remaining > 0)
             verdict = _plain_steps(self.rule, inputs, plain, self.drafts.shape[1])
         else:

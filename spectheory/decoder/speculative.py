@@ -54,6 +54,7 @@ def speculative_generate(
     check_every: int | None = None,
     schedule: Any = None,
     chat: bool = False,
+    last_token: str = "draft",
 ) -> GenerationResult:
     """Speculative decoding of a batch of prompts, lossless with respect to ``target``.
 
@@ -64,7 +65,9 @@ def speculative_generate(
     verifier accepts a prefix and emits one residual token after a rejection, or, if all
     ``k`` are accepted, ``k < r`` and ``bonus``, one bonus token from the target. Sequences
     advance by their own accepted lengths (ragged); caches roll back by position.
-    ``temperature=0`` returns exactly the target's greedy continuation.
+    ``temperature=0`` returns exactly the target's greedy continuation. With
+    ``last_token="target"`` a round drafts ``k = min(gamma, r - 1)`` instead (HF's assisted
+    generation's horizon), so the token that ends the call is the target's.
 
     Parameters
     ----------
@@ -117,6 +120,18 @@ def speculative_generate(
         features of the drafted blocks and each row verifies only its first ``L_b`` drafts
         (``docs/verification_schedules.md``); the stats' draft tokens then count the verified
         drafts. Not with ``policy`` or ``check_every``; started afresh by this call.
+    last_token : {"draft", "target"}
+        Who may supply a call's last token. ``"draft"`` (default): a round drafts up to the last
+        token, ``k = min(gamma, r)``, the truncation of the exact theory (``docs/protocol.md``,
+        "The last token"), whose laws of rejections and drafted tokens the decoder is checked against.
+        ``"target"``: ``k = min(gamma, r - 1)``, as HF's assisted generation; the bonus token
+        (or the residual after a rejection) fills the last slot, and a row with one token left
+        plays a plain target step. The output law and, for a fixed ``gamma`` or a policy that reads
+        past rounds through their accepted counts only, the law of the target calls are the
+        default's (a draft at the last slot only decides between two draws of the target's law
+        there); a round that would draft up to the last token drafts, and
+        the target scores, one token fewer (one draft forward less). Needs ``bonus=True``; not
+        with ``check_every``.
 
     Returns
     -------
@@ -153,6 +168,13 @@ def speculative_generate(
         check_every = check_int(check_every, "check_every", 1)
         if policy is not None or eos is not None or schedule is not None:
             raise ValueError("check_every: the fixed-horizon loop takes no policy, schedule or eos_token_id")
+    if last_token not in ("draft", "target"):
+        raise ValueError(f"last_token: expected 'draft' or 'target', got {last_token!r}")
+    if last_token == "target" and (not bonus or check_every is not None):
+        raise ValueError(
+            "last_token='target': the last token is the bonus token, so it needs bonus=True, and "
+            "the fixed-horizon loop (check_every) drafts full rounds"
+        )
     if schedule is not None and policy is not None:
         raise ValueError("schedule: a verification schedule and a draft-length policy cannot be combined")
     if schedule is not None and not callable(getattr(schedule, "start", None)):
@@ -187,6 +209,7 @@ def speculative_generate(
         eos,
         hook,
         schedule,
+        short=last_token == "target",
     )
     if schedule is not None:
         schedule.start(B)

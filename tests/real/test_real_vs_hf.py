@@ -4,12 +4,13 @@ At ``T = 0`` both loops are deterministic, so their forwards can be compared cal
 ``smollm2-135m`` with a second instance of itself as the draft (every draft is accepted), a
 fixed draft length (HF's ``constant`` schedule, no confidence stop) and the confidence rule
 (:class:`~spectheory.stopping.ConfidenceThreshold` ``(0.4, 20)`` against HF's default schedule),
-the target's forwards have the same widths in the same order, except the last one, and the
-draft makes HF's assistant's forwards and one more (in these runs only the last round drafts up
-to the last token; in general one more per such round). The one difference is the horizon
-convention: with ``r`` tokens left the package drafts ``k = min(gamma, r)`` tokens (the
-theory's truncation, whose exact laws the decoder is checked against) where HF drafts
-``r - 1`` and lets the bonus token fill the last slot; both emit the same tokens in the same
+the target's forwards have the same widths in the same order and the draft makes HF's
+assistant's forwards, once the package takes HF's horizon (``last_token="target"``: with ``r``
+tokens left a round drafts ``min(gamma, r - 1)`` and the bonus token fills the last slot). With
+the default horizon (``k = min(gamma, r)``, the theory's truncation, whose exact laws the
+decoder is checked against) the last target forward is one token wider and the draft makes
+one forward more when the last round drafts up to the last token (at the fixed length here;
+not with the confidence rule's stop in this prompt); both emit the same tokens in the same
 number of target calls. This is what ``benchmarks/real_speed.py``'s wall-clock ratios rest on:
 same forwards, so the speed difference is the loops' own work (there, a fraction of HF's).
 Skipped without the ``real`` extra.
@@ -123,18 +124,21 @@ def test_same_forwards_as_hf_assisted_generation(models, package_kw, hf_schedule
             pytest.skip("this transformers' default assistant schedule is not (20 tokens, confidence 0.4)")
         package_kw = {"gamma": 20, "policy": ConfidenceThreshold(0.4, 20, "token")}
     ids = target.tokenizer(PROMPT)["input_ids"]
-    pkg_t, pkg_d, pkg_out = _widths(
-        target,
-        draft,
-        lambda: (
-            speculative_generate(target, draft, [ids], N_NEW, temperature=0.0, seed=0, **package_kw)
+
+    def package(**kw):
+        return lambda: (
+            speculative_generate(target, draft, [ids], N_NEW, temperature=0.0, seed=0, **package_kw, **kw)
             .tokens[0]
             .tolist()
-        ),
-    )
+        )
+
+    pkg_t, pkg_d, pkg_out = _widths(target, draft, package(last_token="target"))
     hf_t, hf_d, hf_out = _widths(target, draft, lambda: _hf_assisted(target, draft, ids, hf_schedule))
     assert pkg_out == hf_out
     assert len(pkg_t) == len(hf_t) >= 3  # the same number of target calls (the first scores the prompt)
-    assert pkg_t[:-1] == hf_t[:-1]  # the same widths, in the same order
-    assert hf_t[-1] <= pkg_t[-1] <= hf_t[-1] + 1  # the horizon: k = min(gamma, r), HF's r - 1
-    assert pkg_d[: len(hf_d)] == hf_d and len(pkg_d) <= len(hf_d) + 1  # HF's draft forwards, then at most one
+    assert pkg_t == hf_t and pkg_d == hf_d  # the same widths, in the same order; the same drafts
+    # the default horizon, k = min(gamma, r): the same tokens and calls, the last call at most
+    # one token wider and at most one more draft forward (where the last round drafts to the end)
+    own_t, own_d, own_out = _widths(target, draft, package())
+    assert own_out == hf_out and own_t[:-1] == hf_t[:-1] and hf_t[-1] <= own_t[-1] <= hf_t[-1] + 1
+    assert own_d[: len(hf_d)] == hf_d and len(own_d) - len(hf_d) == own_t[-1] - hf_t[-1]
