@@ -24,6 +24,10 @@ ones. For each prompt set and each of greedy decoding and ``T = 1`` (no top-k / 
   ``constant`` schedule and confidence threshold 0.4, which HF re-fits online from a ROC curve
   only when scikit-learn is installed; whether it is, is recorded).
 
+The package's speculative rows take HF's horizon (``last_token="target"``: with ``r`` tokens
+left a round drafts at most ``r - 1``, the bonus token filling the last slot), so at greedy
+decoding both sides make the same forwards (``tests/real/test_real_vs_hf.py``).
+
 Every configuration runs once per repeat, the configurations interleaved (the machine is
 shared and noisy); times are medians of wall clock per call (prefill included). Ratios are
 ``time(hf) / time(package)`` (> 1: the package is faster; the median over repeats of the ratio
@@ -41,8 +45,12 @@ just before its runs, and made nondecreasing in the width) over the widths of th
 speed at the time (five bare one-token forwards just before the run, over the table's price of
 one: the load drifts within a repeat, over the minute its runs take), plus the decoder's
 per-round work measured on the repeat's autoregressive run (its time outside the logged
-forwards, per round); the median over repeats of predicted/measured is reported
-(``predicted_over_measured``; ``predicted_over_measured_ar_scale`` scales every run of a
+forwards, per round), plus the loop's own work per drafted token (the draft's sampling and
+laws, the verification's positions), fitted on the same configuration's runs in the *other*
+prompt sets and temperatures (``per_draft_token_seconds``; 0 when a run has one set); the
+median over repeats of predicted/measured is reported (``predicted_over_measured``;
+``predicted_over_measured_rounds_only`` without the drafted-token term;
+``predicted_over_measured_ar_scale`` scales every run of a
 repeat by the autoregressive run's logged one-token forwards over their price instead), the
 same from the set's medians instead of repeat by repeat
 (``predicted_over_measured_medians``), and the table's own without the scale
@@ -240,12 +248,96 @@ def paired_cost_ratio(
     ...                   scales={"x": [1.5, 1.25]})
     1.0
     """
-    ratios = []
+    runs = predicted_runs(c, cached, predicted, decode, calls, n_rounds_ar, scales)
+    return statistics.median(p / d for p, d in zip(runs, decode[c]))
+
+
+def predicted_runs(
+    c: str,
+    cached: dict,
+    predicted: dict,
+    decode: dict,
+    calls: dict,
+    n_rounds_ar: int,
+    scales: dict | None = None,
+) -> list[float]:
+    """The cost model's decoding seconds of run ``c`` in each repeat (:func:`paired_cost_ratio`'s
+    numerators): its forwards priced by the table at the repeat's speed, plus the
+    autoregressive run's work per round times its target calls."""
+    out = []
     for r in range(len(decode[c])):
         scale = cached["ar"][r] / predicted["ar"][r] if scales is None else scales[c][r]
         per_round = (decode["ar"][r] - cached["ar"][r]) / n_rounds_ar
-        ratios.append((scale * predicted[c][r] + per_round * calls[c][r]) / decode[c][r])
-    return statistics.median(ratios)
+        out.append(scale * predicted[c][r] + per_round * calls[c][r])
+    return out
+
+
+def per_draft_token_seconds(shortfall: list[float], drafted: list[float]) -> float:
+    """The loop's own seconds per drafted token: least squares through the origin of the runs'
+    ``shortfall`` (measured less predicted decoding seconds) on their drafted tokens, ``>= 0``
+    (0 without drafted tokens). The work per round, which the autoregressive run measures, is
+    in the prediction already; what a speculative round adds scales with its drafts (the
+    draft's sampling and laws, the verification's positions).
+
+    >>> per_draft_token_seconds([0.2, 0.4], [10, 20])
+    0.02
+    >>> per_draft_token_seconds([-0.1, -0.2], [10, 20]), per_draft_token_seconds([0.1], [0])
+    (0.0, 0.0)
+    """
+    t = np.asarray(drafted, dtype=np.float64)
+    denom = float(t @ t)
+    return max(0.0, float(t @ np.asarray(shortfall, dtype=np.float64)) / denom) if denom > 0 else 0.0
+
+
+def held_out_draft_term(sets: dict) -> dict:
+    """Each set's per-drafted-token seconds for one configuration, fitted on the *other* sets'
+    runs (:func:`per_draft_token_seconds`), so no run prices itself. ``sets[key]``: that set's
+    ``(shortfalls, drafted tokens)`` over repeats.
+
+    >>> held_out_draft_term({"a": ([2.0], [10]), "b": ([4.0], [10]), "c": ([6.0], [10])})
+    {'a': 0.5, 'b': 0.4, 'c': 0.3}
+    """
+    out = {}
+    for key in sets:
+        short = [x for k, (s, _) in sets.items() if k != key for x in s]
+        drafted = [x for k, (_, t) in sets.items() if k != key for x in t]
+        out[key] = per_draft_token_seconds(short, drafted)
+    return out
+
+
+def add_draft_term(data: dict) -> None:
+    """The cost model with the loop's own work per drafted token, fitted held out
+    (:func:`held_out_draft_term`: each set's coefficient from the other sets' runs of the same
+    configuration), into each set's ``cost_model``: ``per_draft_token_seconds`` and
+    ``predicted_over_measured`` (the median over repeats, as the others); the form without
+    the term stays as ``predicted_over_measured_rounds_only``. With one set there is nothing
+    to fit on: the term is 0."""
+    results = data["results"]
+    parts: dict[str, dict[str, tuple[list, list, list]]] = {}  # config -> set -> runs
+    for key, res in results.items():
+        pr = res["per_repeat"]
+        n_rounds_ar = round(res["tokens_per_call"]["ar"] * res["target_calls"]["ar"])  # a round a token
+        args = (pr["logged_cached_seconds"], pr["table_priced_seconds"], pr["decode_seconds"])
+        for c in res["cost_model"]["predicted_over_measured"]:
+            pred = predicted_runs(c, *args, pr["target_calls"], n_rounds_ar, pr["speed_probe"])
+            dec = pr["decode_seconds"][c]
+            parts.setdefault(c, {})[key] = (pred, dec, pr["draft_tokens"][c])
+    for c, sets in parts.items():
+        term = held_out_draft_term(
+            {k: ([d - p for p, d in zip(pred, dec)], t) for k, (pred, dec, t) in sets.items()}
+        )
+        for key, (pred, dec, t) in sets.items():
+            cm = results[key]["cost_model"]
+            rounds_only = statistics.median(p / d for p, d in zip(pred, dec))
+            cm.setdefault("predicted_over_measured_rounds_only", {})[c] = rounds_only
+            cm.setdefault("per_draft_token_seconds", {})[c] = term[key]
+            cm["predicted_over_measured"][c] = statistics.median(
+                (p + term[key] * n) / d for p, d, n in zip(pred, dec, t)
+            )
+    for key, res in results.items():
+        print(
+            f"{key}: cost model with the held-out draft term: {res['cost_model']['predicted_over_measured']}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -310,7 +402,9 @@ def main(argv: list[str] | None = None) -> None:
         def run(ids: list[int], seed: int) -> Any:
             if draft is None:
                 return autoregressive_generate(target, [ids], n_new, temperature=temperature, seed=seed)
-            return speculative_generate(target, draft, [ids], n_new, temperature=temperature, seed=seed, **kw)
+            return speculative_generate(
+                target, draft, [ids], n_new, temperature=temperature, seed=seed, last_token="target", **kw
+            )
 
         return run
 
@@ -432,6 +526,7 @@ def main(argv: list[str] | None = None) -> None:
             decode: dict[str, list[float]] = {c: [] for c in cfg}
             forwards: dict[str, list[float]] = {c: [] for c in cfg}  # seconds inside the models
             drafted: dict[str, list[float]] = {c: [] for c in cfg}  # the draft model's forwards
+            draft_tokens: dict[str, list[float]] = {c: [] for c in cfg}  # package: tokens drafted
             speed: dict[str, list[float]] = {c: [] for c in cfg}  # probe before each package run
             cached: dict[str, list[float]] = {c: [] for c in cfg}  # the logged calls the table prices
             outputs: dict[str, list[list[int]]] = {c: [] for c in cfg}
@@ -452,7 +547,7 @@ def main(argv: list[str] | None = None) -> None:
                     n_calls = 0
                     outs = []
                     pred = dec = fwd = in_cache = 0.0
-                    n_draft = 0
+                    n_draft = n_tokens = 0
                     for i, ids in enumerate(prompts):
                         seed = 1000 * r + i
                         if side == "package":
@@ -463,6 +558,7 @@ def main(argv: list[str] | None = None) -> None:
                                 tot += time.perf_counter() - t0
                             s = res.stats
                             n_calls += int(s.batch_target_calls)
+                            n_tokens += int(s.draft_tokens.sum())
                             outs.append(res.tokens[0].tolist())
                             dec += s.time_total - s.time_prefill
                             fwd += float(log.calls[:, 3].sum())
@@ -487,6 +583,8 @@ def main(argv: list[str] | None = None) -> None:
                     seconds[c].append(tot)
                     calls[c].append(n_calls)
                     drafted[c].append(n_draft)
+                    if side == "package":
+                        draft_tokens[c].append(n_tokens)
                     predicted[c].append(pred)
                     decode[c].append(dec)
                     forwards[c].append(fwd)
@@ -563,6 +661,7 @@ def main(argv: list[str] | None = None) -> None:
                 "table_priced_seconds": predicted,
                 "target_calls": calls,
                 "draft_forwards": drafted,
+                "draft_tokens": {c: v for c, v in draft_tokens.items() if v},
                 "target_width_tables": rep_tables,
                 "speed_probe": {c: v for c, v in speed.items() if v},
             }
@@ -595,6 +694,7 @@ def main(argv: list[str] | None = None) -> None:
                         f"real speed{where} {key}: package / HF speed, {c}", v, note="> 1: package faster"
                     )
                 )
+    add_draft_term(data)
     data["wall_seconds"] = time.perf_counter() - t_start
     path = write_results(__file__, data, out=args.out, argv=argv, headlines=rows)
     print("wrote", path)

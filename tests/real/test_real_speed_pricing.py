@@ -56,3 +56,60 @@ def test_focus_options_refuse_bad_values(real_speed, argv, capsys):
     with pytest.raises(SystemExit) as exc:
         real_speed.main(argv)
     assert exc.value.code == 2 and argv[0] in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_per_draft_token_seconds_is_the_nonnegative_least_squares_slope(real_speed, seed):
+    """Against scipy's NNLS on a one-column design (through the origin)."""
+    from scipy.optimize import nnls
+
+    rng = np.random.default_rng(seed)
+    drafted = rng.integers(0, 200, size=8).astype(float)
+    shortfall = rng.normal(0.001 * (seed - 3), 0.05, size=8) * drafted / 100
+    want = nnls(drafted[:, None], shortfall)[0][0]
+    assert real_speed.per_draft_token_seconds(list(shortfall), list(drafted)) == pytest.approx(
+        want, abs=1e-15
+    )
+
+
+def test_held_out_draft_term_never_reads_its_own_set(real_speed):
+    sets = {"a": ([0.3, 0.1], [20, 10]), "b": ([0.5], [30]), "c": ([0.2, 0.4], [15, 25])}
+    base = real_speed.held_out_draft_term(sets)
+    for key in sets:  # a set's own runs may be anything: its coefficient does not move
+        changed = dict(sets, **{key: ([9.0, -3.0], [1, 2])})
+        assert real_speed.held_out_draft_term(changed)[key] == base[key]
+
+
+def test_add_draft_term_recovers_a_per_token_cost(real_speed):
+    """Runs whose decoding time is the rounds-only prediction plus 2 ms a drafted token: the
+    held-out term finds 2 ms from the other sets and every ratio becomes 1; the rounds-only
+    ratios stay beside it, below 1."""
+    data: dict = {"results": {}}
+    expected = {}
+    for i, key in enumerate(["copy/T=0", "open/T=0", "copy/T=1"]):
+        decode_ar, cached_ar = [1.0, 1.1], [0.9, 1.0]  # 0.1 s over 10 rounds: 10 ms a round
+        calls, tokens = [4 + i, 5 + i], [40.0 + 7 * i, 30.0 + 3 * i]
+        priced = [0.5, 0.6]
+        base = [p + 0.01 * n for p, n in zip(priced, calls)]  # scale 1: the probe reads the table
+        decode = [b + 0.002 * t for b, t in zip(base, tokens)]
+        expected[key] = (base, decode)
+        data["results"][key] = {
+            "tokens_per_call": {"ar": 1.0},
+            "target_calls": {"ar": 10.0},
+            "cost_model": {"predicted_over_measured": {"x": 0.0}},
+            "per_repeat": {
+                "logged_cached_seconds": {"ar": cached_ar, "x": priced},
+                "table_priced_seconds": {"ar": cached_ar, "x": priced},
+                "decode_seconds": {"ar": decode_ar, "x": decode},
+                "target_calls": {"ar": [10, 10], "x": calls},
+                "speed_probe": {"x": [1.0, 1.0]},
+                "draft_tokens": {"x": tokens},
+            },
+        }
+    real_speed.add_draft_term(data)
+    for key, res in data["results"].items():
+        cm = res["cost_model"]
+        assert cm["per_draft_token_seconds"]["x"] == pytest.approx(0.002)
+        assert cm["predicted_over_measured"]["x"] == pytest.approx(1.0)
+        want = np.median([b / d for b, d in zip(*expected[key])])
+        assert cm["predicted_over_measured_rounds_only"]["x"] == pytest.approx(want) and want < 0.95
