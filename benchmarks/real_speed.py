@@ -221,37 +221,6 @@ def predict_decode_seconds(log: np.ndarray, table: dict) -> float:
     return float(np.interp(cached[:, 1], widths, [table[w] for w in widths]).sum())
 
 
-def paired_cost_ratio(
-    c: str,
-    cached: dict,
-    predicted: dict,
-    decode: dict,
-    calls: dict,
-    n_rounds_ar: int,
-    scales: dict | None = None,
-) -> float:
-    """The cost model's predicted/measured decoding time of configuration ``c``, the median over
-    repeats, each repeat's run priced with a speed scale and the per-round work of *that*
-    repeat's autoregressive run ``"ar"`` (the load drifts within a set as between sets).
-
-    ``cached[x][r]``: the logged seconds of run ``x``'s cached calls in repeat ``r``;
-    ``predicted``: their price in the width table; ``decode``: the decoding seconds (prefill
-    excluded); ``calls``: target calls; ``n_rounds_ar``: the autoregressive run's rounds.
-    ``scales[x][r]``: the machine's speed just before run ``x`` of repeat ``r`` against the
-    table's (a probe of bare one-token forwards); ``None``: the autoregressive run's logged
-    forwards over their price, for every run of the repeat.
-
-    >>> one = {"ar": [1.0, 2.0], "x": [1.0, 2.0]}
-    >>> paired_cost_ratio("x", one, one, {"ar": [1.5, 3.0], "x": [1.5, 3.0]}, {"x": [10, 10]}, 10)
-    1.0
-    >>> paired_cost_ratio("x", one, one, {"ar": [1.5, 3.0], "x": [2.0, 3.5]}, {"x": [10, 10]}, 10,
-    ...                   scales={"x": [1.5, 1.25]})
-    1.0
-    """
-    runs = predicted_runs(c, cached, predicted, decode, calls, n_rounds_ar, scales)
-    return statistics.median(p / d for p, d in zip(runs, decode[c]))
-
-
 def predicted_runs(
     c: str,
     cached: dict,
@@ -261,15 +230,40 @@ def predicted_runs(
     n_rounds_ar: int,
     scales: dict | None = None,
 ) -> list[float]:
-    """The cost model's decoding seconds of run ``c`` in each repeat (:func:`paired_cost_ratio`'s
-    numerators): its forwards priced by the table at the repeat's speed, plus the
-    autoregressive run's work per round times its target calls."""
+    """The cost model's decoding seconds of configuration ``c`` in each repeat: its forwards
+    priced by the width table at a speed scale, plus the per-round work of *that* repeat's
+    autoregressive run ``"ar"`` times its target calls (the load drifts within a set as between
+    sets).
+
+    ``cached[x][r]``: the logged seconds of run ``x``'s cached calls in repeat ``r``;
+    ``predicted``: their price in the width table; ``decode``: the decoding seconds (prefill
+    excluded); ``calls``: target calls; ``n_rounds_ar``: the autoregressive run's rounds.
+    ``scales[x][r]``: the machine's speed just before run ``x`` of repeat ``r`` against the
+    table's (a probe of bare one-token forwards); ``None``: the autoregressive run's logged
+    forwards over their price, for every run of the repeat.
+
+    >>> one = {"ar": [1.0, 2.0], "x": [1.0, 2.0]}
+    >>> predicted_runs("x", one, one, {"ar": [1.5, 3.0], "x": [1.5, 3.0]}, {"x": [10, 10]}, 10)
+    [1.5, 3.0]
+    >>> predicted_runs("x", one, one, {"ar": [1.5, 3.0], "x": [2.0, 3.5]}, {"x": [10, 10]}, 10,
+    ...                scales={"x": [1.5, 1.25]})
+    [2.0, 3.5]
+    """
     out = []
     for r in range(len(decode[c])):
         scale = cached["ar"][r] / predicted["ar"][r] if scales is None else scales[c][r]
         per_round = (decode["ar"][r] - cached["ar"][r]) / n_rounds_ar
         out.append(scale * predicted[c][r] + per_round * calls[c][r])
     return out
+
+
+def median_ratio(predicted: list[float], measured: list[float]) -> float:
+    """The median over repeats of predicted / measured (the cost model's reported ratio).
+
+    >>> median_ratio([1.0, 2.0, 3.3], [1.0, 2.5, 3.0])
+    1.0
+    """
+    return statistics.median(p / m for p, m in zip(predicted, measured))
 
 
 def per_draft_token_seconds(shortfall: list[float], drafted: list[float]) -> float:
@@ -328,12 +322,9 @@ def add_draft_term(data: dict) -> None:
         )
         for key, (pred, dec, t) in sets.items():
             cm = results[key]["cost_model"]
-            rounds_only = statistics.median(p / d for p, d in zip(pred, dec))
-            cm.setdefault("predicted_over_measured_rounds_only", {})[c] = rounds_only
+            cm.setdefault("predicted_over_measured_rounds_only", {})[c] = median_ratio(pred, dec)
             cm.setdefault("per_draft_token_seconds", {})[c] = term[key]
-            cm["predicted_over_measured"][c] = statistics.median(
-                (p + term[key] * n) / d for p, d, n in zip(pred, dec, t)
-            )
+            cm["predicted_over_measured"][c] = median_ratio([p + term[key] * n for p, n in zip(pred, t)], dec)
     for key, res in results.items():
         print(
             f"{key}: cost model with the held-out draft term: {res['cost_model']['predicted_over_measured']}"
@@ -624,15 +615,15 @@ def main(argv: list[str] | None = None) -> None:
             # the draft model's forwards per set (its prefill included; 0 without a draft model)
             result["draft_forwards"] = {c: statistics.median(v) for c, v in drafted.items()}
             runs = [c for c, (side, _, _) in cfg.items() if side == "package" and c != "ar"]
+            priced = (cached, predicted, decode, calls, n_rounds_ar)
             result["cost_model"] = {
                 "per_round_seconds": per_round,
                 "speed_scale": scale,
                 "predicted_over_measured": {
-                    c: paired_cost_ratio(c, cached, predicted, decode, calls, n_rounds_ar, speed)
-                    for c in runs
+                    c: median_ratio(predicted_runs(c, *priced, speed), decode[c]) for c in runs
                 },
                 "predicted_over_measured_ar_scale": {
-                    c: paired_cost_ratio(c, cached, predicted, decode, calls, n_rounds_ar) for c in runs
+                    c: median_ratio(predicted_runs(c, *priced), decode[c]) for c in runs
                 },
                 "predicted_over_measured_medians": {
                     c: (scale * statistics.median(predicted[c]) + per_round * statistics.median(calls[c]))

@@ -12,7 +12,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from _helpers import assert_within_se  # noqa: E402
+from _helpers import Z_MAX, assert_within_se  # noqa: E402
 from _torch_models import gpt  # noqa: E402
 
 import spectheory as st  # noqa: E402
@@ -74,11 +74,9 @@ def test_target_calls_as_the_exact_truncated_rule_and_fewer_draft_tokens(policy)
         TARGET, DRAFT, [[0]] * B, T, gamma=8, policy=policy, seed=321, last_token="target"
     )
     exact = evaluate_policy(CHAIN0, policy, T)
-    calls = res.stats.target_calls.astype(np.float64)
-    assert_within_se(calls.mean(), calls.std(ddof=1) / np.sqrt(B), exact.target_calls, f"{policy} calls")
-    drafted = res.stats.draft_tokens.astype(np.float64)
-    se = drafted.std(ddof=1) / np.sqrt(B)
-    assert drafted.mean() < exact.draft_tokens - 5 * se, (policy, drafted.mean(), exact.draft_tokens, se)
+    assert_within_se(*res.stats.mean_se("target_calls"), exact.target_calls, f"{policy} calls")
+    drafted, se = res.stats.mean_se("draft_tokens")
+    assert drafted < exact.draft_tokens - Z_MAX * se, (policy, drafted, exact.draft_tokens, se)
     assert all(len(t) == T for t in res.tokens)
 
 
